@@ -1,0 +1,23 @@
+"""Evaluation of a linear model from its margins ``u = D x``.
+
+Labels are in {-1, +1}; the predicted probability of +1 is ``sigmoid(u)``,
+so the log loss is ``mean_i log(1 + exp(-b_i u_i))`` (natural log, the same
+number as ``sklearn.metrics.log_loss``) and a sample is classified +1 when
+``u > 0`` (the convention of ``sklearn``'s ``decision_function``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["log_loss", "accuracy"]
+
+
+def log_loss(u: np.ndarray, b: np.ndarray) -> float:
+    """Mean logistic loss of margins ``u`` for labels ``b`` in {-1, +1}."""
+    return float(np.mean(np.logaddexp(0.0, -b * u)))
+
+
+def accuracy(u: np.ndarray, b: np.ndarray) -> float:
+    """Fraction of samples with ``sign(u)`` equal to ``b`` (``u = 0`` -> -1)."""
+    return float(np.mean(np.where(u > 0, 1.0, -1.0) == b))

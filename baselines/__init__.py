@@ -1,0 +1,12 @@
+"""Reference methods every distributed run is compared with.
+
+- :func:`central_optimum`: problem (1) solved centrally by an independent
+  Newton-type solver (the optimum F* for suboptimality).
+- :func:`fit_sklearn_baseline`: scikit-learn on all features or on the
+  active party's features only, with the same regularization.
+"""
+
+from .central import CentralSolution, central_optimum
+from .sklearn_lr import fit_sklearn_baseline, sklearn_estimator
+
+__all__ = ["CentralSolution", "central_optimum", "fit_sklearn_baseline", "sklearn_estimator"]

@@ -1,0 +1,204 @@
+"""The ``vfl`` command line (presentation layer).
+
+Exit status: 0 on success; 2 with one ``error: ...`` line on stderr for bad
+usage, config, partition or data (``vfl --debug ...`` adds the traceback);
+1 for an internal error (a bug: the traceback is always shown).
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from datetime import datetime
+from pathlib import Path
+
+import click
+
+from vfl.experiments.errors import VFLError
+
+from .datasets_cmd import datasets
+
+__all__ = ["cli", "main"]
+
+
+def _version() -> str:
+    from vfl.experiments.provenance import vfl_version
+
+    return vfl_version()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks for user errors too.")
+@click.version_option(version=_version(), prog_name="vfl")
+@click.pass_context
+def cli(ctx, debug):
+    """Private learning over distributed features: run, plot and reproduce.
+
+    Several parties hold different columns of the same rows and train one
+    model together (ADMM sharing, Hu et al.). Start with
+
+        vfl run --config configs/a9a.toml
+    """
+    ctx.obj = {"debug": debug}
+
+
+cli.add_command(datasets)
+
+
+def _default_out(name: str) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path("results") / "runs" / f"{name}-{stamp}"
+    n = 1
+    while out.exists():  # two runs in the same second
+        n += 1
+        out = Path("results") / "runs" / f"{name}-{stamp}-{n}"
+    return out
+
+
+def _summary(result, out: Path, seconds: float) -> str:
+    m = result.metrics.iloc[-1]
+    b = result.baselines
+    c = b["central"]
+    rows = [
+        (f"ADMM sharing ({int(m['epoch'])} epochs)", m["objective"], m["suboptimality"],
+         m["train_logloss"], m["test_logloss"], m["test_accuracy"]),
+        ("central optimum F*", c["objective"], 0.0, c["train_logloss"], c["test_logloss"],
+         c["test_accuracy"]),
+    ]
+    for key, label in (("sklearn_all_features", "sklearn, all features"),
+                       ("sklearn_local_only", "sklearn, party 1 only")):
+        s = b[key]
+        # The local model is F at x with the other parties' weights at zero,
+        # so its objective is comparable with F* too.
+        rows.append((label, s["objective"], (s["objective"] - c["objective"]) / abs(c["objective"]),
+                     s["train_logloss"], s["test_logloss"], s["test_accuracy"]))
+
+    lines = [f"{'':28} {'objective':>12} {'rel. gap':>9} {'train ll':>9} {'test ll':>9} {'test acc':>9}"]
+    for label, obj, gap, tr, te, acc in rows:
+        lines.append(f"{label:28} {obj:12.4f} {gap:9.2e} {tr:9.4f} {te:9.4f} {acc:9.4f}")
+    man = result.manifest
+    epochs = int(m["epoch"])
+    solver_s = man["result"]["solver_seconds"]
+    lines.append(
+        f"{epochs} epochs: {solver_s:.2f} s in the solver ({1e3 * solver_s / epochs:.1f} ms/epoch), "
+        f"{seconds:.1f} s in all; baselines {'from cache' if b.get('cached') else 'computed'}"
+    )
+    if man["dataset"].get("stand_in"):
+        lines.append(f"data: {man['dataset']['description']}")
+    lines.append(f"wrote {out}")
+    return "\n".join(lines)
+
+
+@cli.command()
+@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
+              help="TOML experiment config (see configs/).")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Run directory to create [default: results/runs/NAME-TIMESTAMP].")
+@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Override solver.epochs.")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Override run.seed.")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Where datasets are [default: $VFL_DATA_DIR, else the user cache].")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override any config key, e.g. --set solver.rho=2 (repeatable).")
+@click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
+@click.option("--no-cache", is_flag=True, help="Recompute the baselines instead of reading the cache.")
+def run(config_path, out, epochs, seed, data_dir, overrides, overwrite, quiet, no_cache):
+    """Run one experiment and write its run directory."""
+    from time import perf_counter
+
+    from vfl.experiments.config import load_config
+    from vfl.experiments.records import RunRecord, write_run
+    from vfl.experiments.runner import run_experiment
+
+    from .plotting import plot_runs, save_figure
+
+    t0 = perf_counter()
+    overrides = list(overrides)
+    if epochs is not None:
+        overrides.append(f"solver.epochs={epochs}")
+    if seed is not None:
+        overrides.append(f"run.seed={seed}")
+    config = load_config(config_path, overrides)
+    out = Path(out) if out else _default_out(config.name)
+    if out.exists() and not overwrite:
+        raise VFLError(f"output directory {out} already exists (use --overwrite to replace it)")
+
+    bar = None
+    # A bar only makes sense on a terminal; in logs it would be one stray label.
+    if not quiet and sys.stderr.isatty():
+        bar = click.progressbar(
+            length=config.solver.epochs, label=f"{config.name}", file=sys.stderr,
+            item_show_func=lambda row: "" if row is None else
+            f"epoch {row['epoch']}, test loss {row['test_logloss']:.4f}",
+        )
+        bar.__enter__()
+
+    def on_epoch(row):
+        if bar is not None and row["epoch"] > 0:
+            bar.update(1, row)
+
+    try:
+        result = run_experiment(config, data_dir=data_dir, on_epoch=on_epoch,
+                                use_cache=not no_cache)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+
+    def figure(tmp: Path):
+        record = RunRecord(path=tmp, config=result.config.to_dict(), manifest=result.manifest,
+                           metrics=result.metrics, baselines=result.baselines)
+        save_figure(plot_runs([record]), tmp / "loss.png")
+
+    path = write_run(result, out, overwrite=overwrite, extra=[figure])
+    if not quiet:
+        click.echo(_summary(result, path, perf_counter() - t0))
+
+
+@cli.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path())
+@click.option("--out", type=click.Path(dir_okay=False), default="results/figures/plot.png",
+              show_default=True, help="Figure file; a .png also gets a .pdf beside it.")
+@click.option("--suboptimality", is_flag=True,
+              help="Plot (F - F*) / F* on a log scale instead of the objective.")
+def plot(run_dirs, out, suboptimality):
+    """Overlay runs: training objective and test log loss vs epoch."""
+    from vfl.experiments.records import load_run
+
+    from .plotting import plot_runs, save_figure
+
+    runs = [load_run(p) for p in run_dirs]
+    labels = [r.label for r in runs]
+    if len(set(labels)) < len(labels):  # same config run twice: name runs by directory
+        for r in runs:
+            r.manifest = {**r.manifest, "name": r.path.name}
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for p in save_figure(plot_runs(runs, suboptimality=suboptimality), out):
+        click.echo(f"wrote {p}")
+
+
+def main(argv=None) -> int:
+    """Console entry point: turns user errors into one line and exit 2."""
+    debug = "--debug" in (sys.argv[1:] if argv is None else argv)
+    try:
+        code = cli.main(args=argv, prog_name="vfl", standalone_mode=False)
+        return code or 0
+    except VFLError as exc:
+        if debug:
+            traceback.print_exc()
+        click.echo(f"error: {exc}", err=True)
+        return 2
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        hint = ""
+        if isinstance(exc, click.UsageError) and exc.ctx is not None:
+            hint = f" (see '{exc.ctx.command_path} --help')"
+        click.echo(f"error: {exc.format_message()}{hint}", err=True)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,299 @@
+"""Experiment configuration: TOML files, validated into typed dataclasses.
+
+A config has five tables; every key has a default except ``data.dataset``::
+
+    name = "a9a"                 # optional, default: the file's stem
+
+    [data]
+    dataset = "a9a"              # a9a | gisette | adult | synthetic
+    options = {}                 # dataset options (synthetic sizes, preset, ...)
+
+    [partition]                  # exactly one of columns / ranges / indices
+    columns = [66, 57]           # consecutive column counts, party 1 first
+    # ranges = [[0, 66], [66, 123]]       # [start, stop) per party
+    # indices = [[0, 2, 4], [1, 3, 5]]    # explicit column lists
+    intercept = true             # column of ones appended to party 1's block
+    allow_unused = false         # columns used by no party are an error
+
+    [objective]
+    loss = "logistic"            # logistic | squared
+    reduction = "sum"            # sum | mean (PyTorch's meaning)
+    lam = 0.001
+
+    [solver]
+    name = "admm_sharing"
+    rho = 1.0
+    epochs = 100
+
+    [run]
+    seed = 0
+
+Unknown keys are errors that list the valid ones; wrong types name the key.
+``--set solver.rho=2`` style overrides go through the same validation.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = [
+    "Config",
+    "DataConfig",
+    "ObjectiveConfig",
+    "PartitionConfig",
+    "RunConfig",
+    "SolverConfig",
+    "apply_overrides",
+    "config_from_dict",
+    "load_config",
+    "parse_override",
+]
+
+SOLVERS = ("admm_sharing",)
+LOSSES = ("logistic", "squared")
+REDUCTIONS = ("sum", "mean")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    dataset: str
+    options: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PartitionConfig:
+    columns: list | None = None
+    ranges: list | None = None
+    indices: list | None = None
+    intercept: bool = True
+    allow_unused: bool = False
+
+
+@dataclass(frozen=True)
+class ObjectiveConfig:
+    loss: str = "logistic"
+    reduction: str = "sum"
+    lam: float = 1e-3
+
+
+@dataclass(frozen=True)
+class SolverConfig:
+    name: str = "admm_sharing"
+    rho: float = 1.0
+    epochs: int = 100
+    z_tol: float = 1e-10
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    data: DataConfig
+    partition: PartitionConfig
+    objective: ObjectiveConfig
+    solver: SolverConfig
+    run: RunConfig
+
+    def to_dict(self) -> dict:
+        """The fully resolved config (every default filled in), JSON-ready."""
+        return asdict(self)
+
+
+# -- validation helpers ---------------------------------------------------------
+
+_SECTIONS = {
+    "data": DataConfig,
+    "partition": PartitionConfig,
+    "objective": ObjectiveConfig,
+    "solver": SolverConfig,
+    "run": RunConfig,
+}
+
+
+def _typename(value) -> str:
+    return type(value).__name__
+
+
+def _number(key, value, *, positive=False, nonneg=False) -> float:
+    # bool is an int subclass; `rho = true` is a mistake, not 1.0.
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{key} must be a number, got {value!r} ({_typename(value)})")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ConfigError(f"{key} must be finite, got {value!r}")
+    if positive and value <= 0:
+        raise ConfigError(f"{key} must be > 0, got {value:g}")
+    if nonneg and value < 0:
+        raise ConfigError(f"{key} must be >= 0, got {value:g}")
+    return value
+
+
+def _integer(key, value, *, minimum=None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{key} must be an integer, got {value!r} ({_typename(value)})")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{key} must be >= {minimum}, got {value}")
+    return value
+
+
+def _choice(key, value, choices) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{key} must be a string, got {value!r} ({_typename(value)})")
+    if value not in choices:
+        raise ConfigError(f"{key} = {value!r} is not one of: {', '.join(choices)}")
+    return value
+
+
+def _boolean(key, value) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key} must be true or false, got {value!r} ({_typename(value)})")
+    return value
+
+
+def _int_list(key, value, depth: int) -> list:
+    """A list (depth 1) or list of lists (depth 2) of integers."""
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"{key} must be a non-empty list, got {value!r}")
+    if depth == 1:
+        return [_integer(f"{key}[{i}]", v) for i, v in enumerate(value)]
+    return [_int_list(f"{key}[{i}]", v, 1) for i, v in enumerate(value)]
+
+
+def _check_keys(section: str, table: dict, cls) -> None:
+    valid = [f for f in cls.__dataclass_fields__]
+    for key in table:
+        if key not in valid:
+            raise ConfigError(
+                f"unknown key '{section}.{key}'; valid keys in [{section}]: {', '.join(valid)}"
+            )
+
+
+def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
+    """Validate a raw (TOML-parsed) mapping into a :class:`Config`."""
+    if not isinstance(raw, dict):
+        raise ConfigError("a config must be a table of tables")
+    valid_top = ["name", *_SECTIONS]
+    for key, value in raw.items():
+        if key not in valid_top:
+            raise ConfigError(f"unknown key '{key}'; valid top-level keys: {', '.join(valid_top)}")
+        if key != "name" and not isinstance(value, dict):
+            raise ConfigError(f"'{key}' must be a table ([{key}]), got {_typename(value)}")
+    tables = {s: raw.get(s, {}) for s in _SECTIONS}
+    for section, cls in _SECTIONS.items():
+        _check_keys(section, tables[section], cls)
+
+    name = raw.get("name", default_name)
+    if not isinstance(name, str) or not name or "/" in name:
+        raise ConfigError(f"name must be a non-empty string without '/', got {name!r}")
+
+    d = tables["data"]
+    if "dataset" not in d:
+        raise ConfigError("data.dataset is required (e.g. dataset = \"a9a\")")
+    if not isinstance(d["dataset"], str):
+        raise ConfigError(f"data.dataset must be a string, got {d['dataset']!r}")
+    options = d.get("options", {})
+    if not isinstance(options, dict):
+        raise ConfigError(f"data.options must be a table, got {_typename(options)}")
+    data = DataConfig(dataset=d["dataset"], options=dict(options))
+
+    p = tables["partition"]
+    given = [k for k in ("columns", "ranges", "indices") if k in p]
+    if len(given) != 1:
+        raise ConfigError(
+            "partition needs exactly one of columns, ranges, indices"
+            + (f"; got {', '.join(given)}" if given else "")
+        )
+    partition = PartitionConfig(
+        columns=_int_list("partition.columns", p["columns"], 1) if "columns" in p else None,
+        ranges=_int_list("partition.ranges", p["ranges"], 2) if "ranges" in p else None,
+        indices=_int_list("partition.indices", p["indices"], 2) if "indices" in p else None,
+        intercept=_boolean("partition.intercept", p.get("intercept", True)),
+        allow_unused=_boolean("partition.allow_unused", p.get("allow_unused", False)),
+    )
+
+    o = tables["objective"]
+    objective = ObjectiveConfig(
+        loss=_choice("objective.loss", o.get("loss", "logistic"), LOSSES),
+        reduction=_choice("objective.reduction", o.get("reduction", "sum"), REDUCTIONS),
+        lam=_number("objective.lam", o.get("lam", 1e-3), nonneg=True),
+    )
+
+    s = tables["solver"]
+    solver = SolverConfig(
+        name=_choice("solver.name", s.get("name", "admm_sharing"), SOLVERS),
+        rho=_number("solver.rho", s.get("rho", 1.0), positive=True),
+        epochs=_integer("solver.epochs", s.get("epochs", 100), minimum=1),
+        z_tol=_number("solver.z_tol", s.get("z_tol", 1e-10), positive=True),
+    )
+
+    r = tables["run"]
+    run = RunConfig(seed=_integer("run.seed", r.get("seed", 0), minimum=0))
+    return Config(name=name, data=data, partition=partition, objective=objective,
+                  solver=solver, run=run)
+
+
+# -- files and overrides ------------------------------------------------------------
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """Parse ``section.key=value``; the value is read as TOML, else as a string."""
+    if "=" not in text:
+        raise ConfigError(f"--set expects key=value, got {text!r}")
+    key, _, value = text.partition("=")
+    path = [k.strip() for k in key.strip().split(".")]
+    if not all(path):
+        raise ConfigError(f"--set key {key!r} is not a dotted key such as solver.rho")
+    try:
+        parsed = tomllib.loads(f"v = {value.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        parsed = value.strip()  # bare words such as `squared`
+    return path, parsed
+
+
+def apply_overrides(raw: dict, overrides: list[str]) -> dict:
+    """Return a copy of ``raw`` with every ``key=value`` override applied."""
+    raw = copy.deepcopy(raw)
+    for text in overrides:
+        path, value = parse_override(text)
+        node = raw
+        for part in path[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"--set {text!r}: {part!r} is not a table")
+            node = child
+        node[path[-1]] = value
+    return raw
+
+
+def read_toml(path: str | Path) -> dict:
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config path is a directory, not a file: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a UTF-8 text file") from None
+
+
+def load_config(path: str | Path, overrides: list[str] = ()) -> Config:
+    """Read, override and validate a TOML config file."""
+    raw = apply_overrides(read_toml(path), list(overrides))
+    try:
+        return config_from_dict(raw, default_name=Path(path).stem)
+    except ConfigError as exc:
+        raise ConfigError(f"{Path(path).name}: {exc}") from None

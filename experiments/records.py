@@ -1,0 +1,127 @@
+"""Run directories: written atomically, read back for plotting.
+
+A run directory holds::
+
+    config.json      the fully resolved config
+    manifest.json    versions, git commit, data sha256, partition, objective, times
+    metrics.csv      one row per epoch (epoch 0 is the common starting point)
+    baselines.json   sklearn all-features / local-only, central optimum
+    + whatever the caller's ``extra`` writers add (the figure)
+
+Everything is first written into a hidden temporary directory beside the
+target and then renamed into place, so an interrupted or failed run never
+leaves a half-written run directory.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import pandas as pd
+
+from .errors import ConfigError, DataError
+from .runner import RunResult
+
+__all__ = ["RunRecord", "load_run", "write_run", "RUN_FILES"]
+
+RUN_FILES = ("config.json", "manifest.json", "metrics.csv", "baselines.json")
+
+
+def _json_default(obj):
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if hasattr(obj, "item"):
+        return obj.item()
+    raise TypeError(f"cannot serialize {type(obj).__name__}")
+
+
+def _clean(obj):
+    """NaN/inf are not JSON: write them as null."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def dump_json(obj, path: Path) -> None:
+    path.write_text(json.dumps(_clean(obj), indent=2, default=_json_default) + "\n")
+
+
+def write_run(result: RunResult, out_dir, *, overwrite: bool = False,
+              extra: Iterable[Callable[[Path], None]] = ()) -> Path:
+    """Write ``result`` to ``out_dir`` atomically and return its path.
+
+    ``extra`` callables receive the temporary directory and may add files
+    (figures) before it is renamed into place.
+    """
+    out = Path(out_dir).resolve()
+    if out.exists() and not overwrite:
+        raise ConfigError(f"output directory {out} already exists (use --overwrite to replace it)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    try:
+        dump_json(result.config.to_dict(), tmp / "config.json")
+        dump_json(result.manifest, tmp / "manifest.json")
+        result.metrics.to_csv(tmp / "metrics.csv", index=False, float_format="%.10g")
+        dump_json(result.baselines, tmp / "baselines.json")
+        for writer in extra:
+            writer(tmp)
+        if out.exists():
+            # Move the old run aside first: the swap is two renames, and the
+            # old directory is removed only once the new one is in place.
+            old = out.with_name(f".{out.name}.{os.getpid()}.old")
+            os.replace(out, old)
+            os.replace(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+@dataclass
+class RunRecord:
+    """A run directory read back from disk."""
+
+    path: Path
+    config: dict
+    manifest: dict
+    metrics: pd.DataFrame
+    baselines: dict
+
+    @property
+    def label(self) -> str:
+        return self.manifest.get("name") or self.path.name
+
+
+def load_run(path) -> RunRecord:
+    """Read a run directory written by :func:`write_run`."""
+    path = Path(path)
+    if not path.is_dir():
+        raise DataError(f"not a run directory: {path} does not exist or is not a directory")
+    missing = [f for f in RUN_FILES if not (path / f).is_file()]
+    if missing:
+        raise DataError(f"not a complete run directory: {path} lacks {', '.join(missing)}")
+    try:
+        config = json.loads((path / "config.json").read_text())
+        manifest = json.loads((path / "manifest.json").read_text())
+        baselines = json.loads((path / "baselines.json").read_text())
+        metrics = pd.read_csv(path / "metrics.csv")
+    except (json.JSONDecodeError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: damaged run file: {exc}") from None
+    if "epoch" not in metrics.columns:
+        raise DataError(f"{path / 'metrics.csv'} has no 'epoch' column")
+    return RunRecord(path=path, config=config, manifest=manifest, metrics=metrics,
+                     baselines=baselines)

@@ -1,0 +1,89 @@
+from pathlib import Path
+
+import pytest
+
+from vfl.experiments.config import apply_overrides, config_from_dict, load_config, parse_override
+from vfl.experiments.errors import ConfigError
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+BASE = {"data": {"dataset": "a9a"}, "partition": {"columns": [66, 57]}}
+
+
+def test_shipped_configs_validate():
+    names = sorted(p.name for p in CONFIGS.glob("*.toml"))
+    assert "a9a.toml" in names
+    for path in CONFIGS.glob("*.toml"):
+        load_config(path)
+
+
+def test_a9a_config_has_the_authors_settings():
+    c = load_config(CONFIGS / "a9a.toml")
+    assert (c.objective.loss, c.objective.reduction, c.objective.lam) == ("logistic", "sum", 0.001)
+    assert (c.solver.rho, c.solver.epochs) == (1.0, 100)
+    assert c.partition.columns == [66, 57] and c.partition.intercept
+
+
+def test_defaults_are_filled_in():
+    c = config_from_dict(BASE, default_name="x")
+    d = c.to_dict()
+    assert d["name"] == "x"
+    assert d["solver"] == {"name": "admm_sharing", "rho": 1.0, "epochs": 100, "z_tol": 1e-10}
+    assert d["run"] == {"seed": 0}
+
+
+@pytest.mark.parametrize(
+    "patch, message",
+    [
+        ({"solver": {"rhoo": 1}}, "unknown key 'solver.rhoo'; valid keys in [solver]: name, rho, epochs, z_tol"),
+        ({"extra": {}}, "unknown key 'extra'; valid top-level keys: name, data, partition"),
+        ({"solver": {"rho": "big"}}, "solver.rho must be a number, got 'big' (str)"),
+        ({"solver": {"rho": True}}, "solver.rho must be a number"),
+        ({"solver": {"rho": 0}}, "solver.rho must be > 0, got 0"),
+        ({"objective": {"lam": -1}}, "objective.lam must be >= 0, got -1"),
+        ({"solver": {"epochs": 2.5}}, "solver.epochs must be an integer, got 2.5 (float)"),
+        ({"solver": {"epochs": 0}}, "solver.epochs must be >= 1"),
+        ({"objective": {"loss": "hinge"}}, "objective.loss = 'hinge' is not one of: logistic, squared"),
+        ({"objective": {"reduction": "avg"}}, "objective.reduction = 'avg' is not one of: sum, mean"),
+        ({"partition": {"columns": [66, "57"]}}, "partition.columns[1] must be an integer"),
+        ({"partition": {"columns": [66, 57], "ranges": [[0, 1]]}}, "exactly one of columns, ranges, indices; got columns, ranges"),
+        ({"partition": {"intercept": "yes", "columns": [1]}}, "partition.intercept must be true or false"),
+        ({"data": {}}, "data.dataset is required"),
+        ({"solver": 3}, "'solver' must be a table"),
+    ],
+)
+def test_errors_name_the_key(patch, message):
+    raw = {**BASE, **patch}
+    with pytest.raises(ConfigError) as exc:
+        config_from_dict(raw)
+    assert message in str(exc.value)
+
+
+def test_overrides_parse_toml_values():
+    assert parse_override("solver.rho=2") == (["solver", "rho"], 2)
+    assert parse_override("objective.loss=squared") == (["objective", "loss"], "squared")
+    assert parse_override("partition.columns=[60, 63]") == (["partition", "columns"], [60, 63])
+    raw = apply_overrides(BASE, ["solver.rho=0.5", "run.seed=3"])
+    c = config_from_dict(raw)
+    assert c.solver.rho == 0.5 and c.run.seed == 3
+    assert "solver" not in BASE  # the input is not modified
+
+
+def test_override_errors():
+    with pytest.raises(ConfigError, match="expects key=value"):
+        parse_override("solver.rho")
+    with pytest.raises(ConfigError, match="unknown key 'solver.rh'"):
+        config_from_dict(apply_overrides(BASE, ["solver.rh=1"]))
+
+
+def test_file_errors(tmp_path):
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "nope.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[solver\nrho = 1")
+    with pytest.raises(ConfigError, match="bad.toml: invalid TOML"):
+        load_config(bad)
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text('[data]\ndataset = "a9a"\n[partition]\ncolumns = [1]\n[solver]\nrho = -1\n')
+    with pytest.raises(ConfigError, match="^wrong.toml: solver.rho must be > 0"):
+        load_config(wrong)

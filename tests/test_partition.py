@@ -1,0 +1,78 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from vfl.experiments.config import PartitionConfig
+from vfl.experiments.errors import PartitionError
+from vfl.experiments.partition import make_partition
+
+
+def test_columns_split_a9a_style():
+    p = make_partition(PartitionConfig(columns=[66, 57]), 123)
+    assert [idx.tolist() for idx in p.parties] == [list(range(66)), list(range(66, 123))]
+    desc = p.describe()
+    assert desc[0] == {"party": 1, "n_columns": 66, "column_ranges": [[0, 66]],
+                       "intercept": True, "active": True}
+    assert desc[1]["column_ranges"] == [[66, 123]] and not desc[1]["intercept"]
+
+
+def test_ranges_and_indices_are_equivalent():
+    a = make_partition(PartitionConfig(ranges=[[0, 3], [3, 5]]), 5)
+    b = make_partition(PartitionConfig(indices=[[0, 1, 2], [3, 4]]), 5)
+    assert all(np.array_equal(x, y) for x, y in zip(a.parties, b.parties))
+
+
+def test_noncontiguous_indices_described_as_runs():
+    p = make_partition(PartitionConfig(indices=[[0, 1, 5, 6, 7], [2, 3, 4]]), 8)
+    assert p.describe()[0]["column_ranges"] == [[0, 2], [5, 8]]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_split_blocks_and_intercept(sparse):
+    X = np.arange(20.0).reshape(4, 5)
+    Xs = sp.csr_matrix(X) if sparse else X
+    p = make_partition(PartitionConfig(indices=[[4, 0], [1, 2, 3]], intercept=True), 5)
+    blocks = p.split(Xs)
+    dense = [b.toarray() if sparse else b for b in blocks]
+    assert np.array_equal(dense[0], np.c_[X[:, [4, 0]], np.ones(4)])
+    assert np.array_equal(dense[1], X[:, 1:4])
+    assert sp.issparse(blocks[0]) == sparse
+    joined = p.join(Xs)
+    assert joined.shape == (4, 6)
+
+
+def test_no_intercept():
+    p = make_partition(PartitionConfig(columns=[2, 3], intercept=False), 5)
+    assert p.split(np.ones((3, 5)))[0].shape == (3, 2)
+
+
+@pytest.mark.parametrize(
+    "spec, n, message",
+    [
+        (PartitionConfig(columns=[66, 0]), 123, "party 2 has 0 columns"),
+        (PartitionConfig(columns=[66, 60]), 123, "sum to 126 but the dataset has 123 features"),
+        (PartitionConfig(columns=[60, 57]), 123, "columns 117, 118, 119, 120, 121, ... (6 in all) belong to no party"),
+        (PartitionConfig(ranges=[[0, 70], [66, 123]]), 123, "party 2 overlaps party 1 at columns 66, 67, 68, 69"),
+        (PartitionConfig(ranges=[[0, 66], [66, 130]]), 123, "party 2: range [66, 130) is outside [0, 123)"),
+        (PartitionConfig(ranges=[[0, 66], [66, 66], [66, 123]]), 123, "party 2: range [66, 66) is empty"),
+        (PartitionConfig(ranges=[[0, 66, 1], [66, 123]]), 123, "party 1: a range is [start, stop)"),
+        (PartitionConfig(indices=[[0, 1], [2, 9]]), 5, "party 2: column indices 9 are outside [0, 5)"),
+        (PartitionConfig(indices=[[0, 1, 1], [2, 3, 4]]), 5, "party 1: column indices 1 are listed twice"),
+        (PartitionConfig(indices=[[0, 1], []]), 5, "party 2 has no columns"),
+    ],
+)
+def test_impossible_partitions_name_the_party(spec, n, message):
+    with pytest.raises(PartitionError) as exc:
+        make_partition(spec, n)
+    assert message in str(exc.value)
+
+
+def test_allow_unused():
+    p = make_partition(PartitionConfig(columns=[2, 2], allow_unused=True), 5)
+    assert sum(idx.size for idx in p.parties) == 4
+
+
+def test_split_checks_width():
+    p = make_partition(PartitionConfig(columns=[2, 3]), 5)
+    with pytest.raises(PartitionError, match="data has 4 features"):
+        p.split(np.ones((2, 4)))
