@@ -24,6 +24,8 @@ class Loss:
     """Interface of a smooth convex per-sample loss with labels ``b``."""
 
     name: str = ""
+    #: Upper bound of l_i'' (Lipschitz constant of l_i'), for Assumption 1.
+    curvature: float = 0.0
 
     def value(self, u: np.ndarray, b: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -45,6 +47,7 @@ class LogisticLoss(Loss):
     """``l_i(u) = log(1 + exp(-b_i u))`` with ``b_i`` in {-1, +1}."""
 
     name = "logistic"
+    curvature = 0.25
 
     def value(self, u, b):
         return np.logaddexp(0.0, -b * u)
@@ -53,38 +56,43 @@ class LogisticLoss(Loss):
         return -b * expit(-b * u)
 
     def hess(self, u, b):
-        p = expit(u)
-        return p * (1.0 - p)
+        # sigmoid(u) * sigmoid(-u), not p * (1 - p): no cancellation for large u.
+        return expit(u) * expit(-u)
 
     def prox_linear(self, s, y, b, rho, w, tol=1e-10, max_iter=100):
         r"""Solve (7) for every sample: ``w l_i(z) - y_i z + rho/2 (z - s_i)^2``.
 
         The optimality condition ``g(z) = w l_i'(z) - y_i + rho (z - s_i) = 0``
         has a strictly increasing left side, and since ``|l_i'| < 1`` its root
-        lies in ``[s_i + (y_i - w)/rho, s_i + (y_i + w)/rho]``. Newton steps
-        are taken inside that bracket, which shrinks with the sign of ``g``;
-        a step that would leave it is replaced by bisection (safeguarded
-        Newton), so convergence is guaranteed and quadratic near the root.
+        lies in ``[s_i + (y_i - w)/rho, s_i + (y_i + w)/rho]``. The bracket
+        shrinks with the sign of ``g``; a Newton step is taken when it lands
+        inside the bracket and is at most half the step before last, else the
+        bracket is bisected (``rtsafe`` of Numerical Recipes, vectorized). So
+        convergence is guaranteed, and quadratic near the root.
+
+        Iteration stops once every step is at most ``tol`` (in units of ``z``,
+        whatever the scales of ``w`` and ``rho``); that last step is applied.
         """
         c = s + y / rho  # minimizer when w = 0; the bracket is c +- w/rho
         lo = c - w / rho
         hi = c + w / rho
         z = c.copy()
-        # tolerance on |g|; g is rho-strongly monotone so |z - z*| <= |g|/rho
-        gtol = tol * max(1.0, rho)
+        dx = hi - lo  # the last step and the one before, per sample
+        dx_old = dx.copy()
         for _ in range(max_iter):
             g = w * self.grad(z, b) + rho * (z - c)
-            active = np.abs(g) > gtol
-            if not active.any():
-                break
+            step = g / (w * self.hess(z, b) + rho)
             pos = g > 0
             hi = np.where(pos, z, hi)
             lo = np.where(pos, lo, z)
-            step = g / (w * self.hess(z, b) + rho)
-            z_new = z - step
-            outside = (z_new <= lo) | (z_new >= hi)
-            z_new = np.where(outside, 0.5 * (lo + hi), z_new)
-            z = np.where(active, z_new, z)
+            z_newton = z - step
+            newton = ((z_newton > lo) & (z_newton < hi) & (2.0 * np.abs(step) <= np.abs(dx_old))) \
+                | (np.abs(step) <= tol)  # a last tiny step may round onto a bracket end
+            dx_old = dx
+            dx = np.where(newton, step, z - 0.5 * (lo + hi))
+            z = z - dx
+            if np.max(np.abs(dx), initial=0.0) <= tol:
+                break
         return z
 
 
@@ -92,6 +100,7 @@ class SquaredLoss(Loss):
     """``l_i(u) = (u - b_i)^2`` (ridge regression; PyTorch's ``MSELoss``)."""
 
     name = "squared"
+    curvature = 2.0
 
     def value(self, u, b):
         return (u - b) ** 2

@@ -56,6 +56,19 @@ class Objective:
         """The factor ``w`` in front of the summed loss."""
         return 1.0 if self.reduction == "sum" else 1.0 / n_samples
 
+    def smoothness(self, n_samples: int) -> float:
+        """Lipschitz constant L of the gradient of ``l(z)`` (Assumption 1.1)."""
+        return self.weight(n_samples) * self.loss_fn.curvature
+
+    def min_rho(self, n_samples: int) -> float:
+        """Smallest rho allowed by Assumption 1.2(c) of Hu et al.
+
+        The z-subproblem (7) is ``rho``-strongly convex, so
+        ``rho * gamma(rho) > 2 L^2`` and ``rho >= L`` hold iff
+        ``rho > sqrt(2) L``. Below it the Jacobi iteration may diverge.
+        """
+        return float(np.sqrt(2.0) * self.smoothness(n_samples))
+
     # -- evaluated from the margins u = D x (what ADMM parties can share) --
     def data_term(self, u: np.ndarray, b: np.ndarray) -> float:
         return self.weight(len(b)) * float(np.sum(self.loss_fn.value(u, b)))

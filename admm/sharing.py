@@ -69,13 +69,19 @@ class BlockSolver:
         else:
             K = rho * _gram(self.D)  # D^T D
         K[np.diag_indices_from(K)] += a
+        singular = ValueError(
+            "the x-update matrix 2*lam*I + rho*D_m^T D_m is singular for a block of "
+            f"shape {self.D.shape} (collinear or empty columns); use lam > 0"
+        )
         try:
             self._factor = scipy.linalg.cho_factor(K, lower=True, check_finite=False)
         except np.linalg.LinAlgError:
-            raise ValueError(
-                "the x-update matrix 2*lam*I + rho*D_m^T D_m is singular for "
-                f"a block of shape {self.D.shape}; use lam > 0"
-            ) from None
+            raise singular from None
+        # Rounding can leave a tiny positive pivot for a rank-deficient K, so
+        # Cholesky succeeding is not proof of definiteness: check the pivots.
+        pivots = np.diag(self._factor[0]) ** 2
+        if pivots.min() <= K.shape[0] * np.finfo(float).eps * max(pivots.max(), a):
+            raise singular
 
     def solve(self, r: np.ndarray) -> np.ndarray:
         """Return ``x = (a I + rho D^T D)^{-1} D^T r``."""

@@ -83,6 +83,10 @@ def _summary(result, out: Path, seconds: float) -> str:
         f"{epochs} epochs: {solver_s:.2f} s in the solver ({1e3 * solver_s / epochs:.1f} ms/epoch), "
         f"{seconds:.1f} s in all; baselines {'from cache' if b.get('cached') else 'computed'}"
     )
+    a1 = man["solver"]["assumption_1_2c"]
+    if not a1["satisfied"]:
+        lines.append(f"warning: rho = {man['solver']['rho']:g} is not above sqrt(2) L = "
+                     f"{a1['rho_min']:.4g} (Assumption 1.2(c)); convergence is not guaranteed")
     if man["dataset"].get("stand_in"):
         lines.append(f"data: {man['dataset']['description']}")
     lines.append(f"wrote {out}")

@@ -1,1 +1,46 @@
+"""Datasets for the vfl experiments: registry, verified loading, fetching, synthetic data.
 
+File-backed datasets (``a9a``, ``gisette``, ``adult``) are read from a data
+directory (:func:`resolve_data_dir`) holding the original distribution files,
+plain or ``.bz2``, and verified by sha256 before use. ``synthetic`` data is
+generated from a seed; its ``gisette-shaped`` preset is a clearly labelled
+stand-in, never a substitute presented as gisette.
+
+This is experiments-layer code: it reads and writes files but never prints,
+draws randomness only from explicit seeds, and reports every user-caused
+problem as :class:`vfl.experiments.errors.DataError`.
+"""
+
+from vfl.datasets.base import Dataset
+from vfl.datasets.fetch import fetch_dataset, fetch_file
+from vfl.datasets.files import (
+    dataset_status,
+    file_sha256,
+    find_file,
+    resolve_data_dir,
+    user_cache_dir,
+    verify_dataset,
+)
+from vfl.datasets.loaders import LOADER_OPTIONS, load_dataset
+from vfl.datasets.registry import REGISTRY, DatasetSpec, FileSpec, get_spec
+from vfl.datasets.synthetic import SYNTHETIC_PRESETS, make_synthetic
+
+__all__ = [
+    "Dataset",
+    "DatasetSpec",
+    "FileSpec",
+    "REGISTRY",
+    "LOADER_OPTIONS",
+    "get_spec",
+    "load_dataset",
+    "resolve_data_dir",
+    "user_cache_dir",
+    "find_file",
+    "file_sha256",
+    "fetch_dataset",
+    "fetch_file",
+    "verify_dataset",
+    "dataset_status",
+    "make_synthetic",
+    "SYNTHETIC_PRESETS",
+]

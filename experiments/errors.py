@@ -22,3 +22,7 @@ class PartitionError(ConfigError):
 
 class DataError(VFLError):
     """A dataset is missing, malformed, or fails its checksum."""
+
+
+class DivergedError(VFLError):
+    """An iterative method produced non-finite values (e.g. rho too small)."""

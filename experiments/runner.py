@@ -24,7 +24,7 @@ from vfl.baselines import central_optimum, fit_sklearn_baseline
 from vfl.datasets import Dataset, load_dataset, user_cache_dir
 
 from .config import Config
-from .errors import ConfigError
+from .errors import ConfigError, DivergedError
 from .partition import Partition, make_partition
 from .provenance import environment_info
 
@@ -65,9 +65,13 @@ def make_objective(config: Config) -> Objective:
 
 
 def _dataset_identity(dataset: Dataset) -> dict:
-    # Checksums identify file datasets; generator parameters identify synthetic ones.
-    return {"name": dataset.name, "checksums": dataset.checksums,
-            "provenance": dataset.provenance if not dataset.checksums else None}
+    # Checksums plus loader options (encoding, normalize_rows) identify file
+    # datasets; generator parameters identify synthetic ones.
+    prov = dataset.provenance
+    if dataset.checksums:
+        return {"name": dataset.name, "checksums": dataset.checksums,
+                "options": prov.get("options"), "preprocessing": prov.get("preprocessing")}
+    return {"name": dataset.name, "provenance": prov}
 
 
 def compute_baselines(dataset: Dataset, partition: Partition, objective: Objective,
@@ -182,13 +186,23 @@ def run_experiment(
         if on_epoch is not None:
             on_epoch(row)
 
+    n = len(dataset.y_train)
+    rho_min = objective.min_rho(n)
     record(0, None, 0.0)  # the common starting point x = y = z = 0
     elapsed = 0.0
-    for _ in range(config.solver.epochs):
-        t0 = perf_counter()
-        stats = solver.step()
-        elapsed += perf_counter() - t0  # solver time only; evaluation is not charged
-        record(solver.epoch, stats, elapsed)
+    # Overflow in a diverging run is reported once, below, not as warnings.
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(config.solver.epochs):
+            t0 = perf_counter()
+            stats = solver.step()
+            elapsed += perf_counter() - t0  # solver time only; evaluation is not charged
+            if not np.isfinite(stats.objective):
+                raise DivergedError(
+                    f"ADMM diverged at epoch {solver.epoch} (objective {stats.objective}); "
+                    f"rho = {config.solver.rho:g}, while Assumption 1.2(c) of Hu et al. "
+                    f"asks for rho > sqrt(2) L = {rho_min:.4g}"
+                )
+            record(solver.epoch, stats, elapsed)
 
     finished = datetime.now(timezone.utc)
     metrics = pd.DataFrame(rows, columns=METRIC_COLUMNS)
@@ -227,6 +241,11 @@ def run_experiment(
             "x_update": "exact: Cholesky of 2*lam*I + rho*D_m^T D_m (push-through N x N form when d_m > N)",
             "z_update": "vectorized safeguarded Newton on (7)",
             "init": "x = y = z = 0",
+            "assumption_1_2c": {
+                "L": objective.smoothness(n),
+                "rho_min": rho_min,
+                "satisfied": config.solver.rho > rho_min,
+            },
         },
         "result": {
             "final_objective": final["objective"],

@@ -165,3 +165,25 @@ def test_checksum_mismatch_exits_2(tmp_path, data_dir):
                "--out", tmp_path / "out")
     assert_one_line_error(proc, "sha256 mismatch", "f5d5ffd8d865ff41328e7ee043e4b020816914ff6843ff15b98905ddbedce906")
     assert not (tmp_path / "out").exists()
+
+
+def test_divergence_is_one_line_and_writes_nothing(tmp_path):
+    # squared loss, sum reduction: L = 2, Assumption 1.2(c) needs rho > 2.83
+    path = tmp_path / "div.toml"
+    path.write_text(SMALL.format(epochs=2000).replace("[objective]", '[objective]\nloss = "squared"')
+                    .replace("columns = [5, 7]", "columns = [2, 2, 2, 2, 2, 2]")
+                    .replace("lam = 0.01", "lam = 1e-6").replace("[solver]", "[solver]\nrho = 0.05"))
+    proc = vfl("run", "--config", path, "--out", tmp_path / "out")
+    assert_one_line_error(proc, "ADMM diverged at epoch", "rho > sqrt(2) L = 2.828")
+    assert not (tmp_path / "out").exists()
+
+
+def test_small_rho_warns_in_summary(tmp_path):
+    path = tmp_path / "warn.toml"
+    path.write_text(SMALL.format(epochs=2).replace("[solver]", "[solver]\nrho = 0.3"))
+    proc = vfl("run", "--config", path, "--out", tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: rho = 0.3 is not above sqrt(2) L = 0.3536" in proc.stdout
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["solver"]["assumption_1_2c"] == {"L": 0.25, "rho_min": pytest.approx(0.35355339),
+                                                     "satisfied": False}

@@ -1,0 +1,174 @@
+"""``vfl datasets``: list, fetch and verify the datasets.
+
+The group turns any :class:`~vfl.experiments.errors.VFLError` into
+``error: <message>`` on stderr and exit status 2 itself, so it behaves the
+same standalone as when mounted under ``vfl``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+import click
+
+from vfl.datasets import (
+    REGISTRY,
+    SYNTHETIC_PRESETS,
+    dataset_status,
+    fetch_dataset,
+    get_spec,
+    resolve_data_dir,
+    verify_dataset,
+)
+from vfl.datasets.synthetic import STAND_IN_FOR
+from vfl.experiments.errors import DataError, VFLError
+
+__all__ = ["datasets"]
+
+
+class _ErrorsExitTwo(click.Group):
+    """Report user errors from any subcommand as one line and exit 2."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except VFLError as exc:
+            root = ctx.find_root().obj
+            if isinstance(root, dict) and root.get("debug"):
+                raise  # `vfl --debug`: let the main CLI show the traceback
+            click.echo(f"error: {exc}", err=True)
+            raise click.exceptions.Exit(2) from exc
+
+
+_data_dir_option = click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory holding the dataset files [default: $VFL_DATA_DIR, else the user cache].",
+)
+
+
+@click.group(name="datasets", cls=_ErrorsExitTwo)
+def datasets():
+    """List, download and verify the datasets."""
+
+
+def _table(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1]
+        for row in rows
+    )
+
+
+@datasets.command(name="list")
+@_data_dir_option
+def list_cmd(data_dir: Path | None):
+    """Show every dataset, its shape and whether its files are present."""
+    base = resolve_data_dir(data_dir)
+    rows = [("name", "shape (train/test x features)", "status", "where")]
+    for name, spec in sorted(REGISTRY.items()):
+        files = dataset_status(name, base)
+        missing = [f["name"] for f in files if not f["present"]]
+        if not missing:
+            status, where = "present", str(base)
+        else:
+            status = "missing" if len(missing) == len(files) else "partial"
+            where = "missing " + ", ".join(missing)
+        rows.append((name, f"{spec.n_train}/{spec.n_test} x {spec.n_features}", status, where))
+    rows.append(("synthetic", "set by options", "generated", "-"))
+    for preset, params in SYNTHETIC_PRESETS.items():
+        shape = f"{params['n_train']}/{params['n_test']} x {params['n_features']}"
+        real = STAND_IN_FOR.get(preset)
+        note = f"stand-in, NOT the real {real} data" if real else "-"
+        rows.append((f"synthetic:{preset}", shape, "generated", note))
+    click.echo(f"data dir: {base}")
+    click.echo(_table(rows))
+
+
+class _ProgressBars:
+    """One ``click.progressbar`` on stderr per downloaded file."""
+
+    def __init__(self):
+        self._stack = contextlib.ExitStack()
+        self._bar = None
+        self._name = None
+        self._done = 0
+        self.downloaded: list[str] = []
+
+    def __call__(self, name: str, done: int, total: int | None) -> None:
+        if name != self._name:
+            self.close()
+            self._name, self._done = name, 0
+            self.downloaded.append(name)
+            if total:
+                self._bar = self._stack.enter_context(click.progressbar(
+                    length=total, label=f"downloading {name}", file=sys.stderr))
+            else:
+                click.echo(f"downloading {name} (size unknown) ...", err=True)
+        if self._bar is not None:
+            self._bar.update(done - self._done)
+        self._done = done
+
+    def close(self) -> None:
+        self._stack.close()
+        self._bar = None
+
+
+@datasets.command(name="fetch")
+@click.argument("name")
+@_data_dir_option
+@click.option("--mirror", metavar="URL", default=None,
+              help="Base URL to download from instead of the official source.")
+@click.option("--force", is_flag=True, help="Download again even if verified copies exist.")
+def fetch_cmd(name: str, data_dir: Path | None, mirror: str | None, force: bool):
+    """Download dataset NAME and verify its sha256 checksums."""
+    base = resolve_data_dir(data_dir)
+    bars = _ProgressBars()
+    try:
+        paths = fetch_dataset(name, base, mirror=mirror, progress=bars, force=force)
+    finally:
+        bars.close()
+    click.echo(f"{name}: all {len(paths)} files verified in {base}")
+    for path in paths:
+        file_name = path.name.removesuffix(".bz2")
+        how = "downloaded" if file_name in bars.downloaded else "already present"
+        click.echo(f"  {how:<15}  {path}")
+
+
+@datasets.command(name="verify")
+@click.argument("names", nargs=-1)
+@_data_dir_option
+def verify_cmd(names: tuple[str, ...], data_dir: Path | None):
+    """Check the sha256 of the files of NAMES (default: every dataset).
+
+    Exits with status 2 if a file does not match, or if a dataset named on
+    the command line has missing files.
+    """
+    for name in names:
+        get_spec(name)
+    base = resolve_data_dir(data_dir)
+    mismatched, missing, incomplete = [], [], []
+    click.echo(f"data dir: {base}")
+    for name in names or sorted(REGISTRY):
+        for row in verify_dataset(name, base):
+            label = f"{name:<8} {row['name']:<21}"
+            if not row["present"]:
+                click.echo(f"{label} missing")
+                missing.append(row["name"])
+                if name not in incomplete:
+                    incomplete.append(name)
+            elif row["ok"]:
+                click.echo(f"{label} ok        {row['path']}")
+            else:
+                actual = row["actual"] or row.get("error", "unreadable")
+                click.echo(f"{label} MISMATCH  {row['path']}: expected {row['expected']}, "
+                           f"got {actual}")
+                mismatched.append(row["name"])
+    if mismatched:
+        raise DataError(f"{len(mismatched)} file(s) failed verification: {', '.join(mismatched)}")
+    if names and missing:
+        raise DataError(f"{len(missing)} file(s) missing from {base}: {', '.join(missing)}; "
+                        "run " + " and ".join(f"`vfl datasets fetch {n}`" for n in incomplete))

@@ -1,0 +1,514 @@
+"""Tests of vfl.datasets: paths, checksums, loaders and synthetic data.
+
+Everything except the ``data``-marked tests runs on small files written to
+tmp_path; those need the real files (``data_dir`` fixture).
+"""
+
+import bz2
+import hashlib
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from vfl.datasets import (
+    REGISTRY,
+    SYNTHETIC_PRESETS,
+    Dataset,
+    FileSpec,
+    dataset_status,
+    file_sha256,
+    find_file,
+    get_spec,
+    load_dataset,
+    make_synthetic,
+    resolve_data_dir,
+    user_cache_dir,
+    verify_dataset,
+)
+from vfl.experiments.errors import DataError
+
+# -------------------------------------------------------------------- helpers
+
+
+def sha(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+A9A_TRAIN = b"+1 3:1 11:1 123:1 \n-1 1:1 5:1 \n-1 2:1 \n"
+A9A_TEST = b"-1 4:1 122:1 \n+1 7:1 \n"
+
+
+def write_a9a(directory, train=A9A_TRAIN, test=A9A_TEST):
+    (directory / "a9a").write_bytes(train)
+    (directory / "a9a.t").write_bytes(test)
+
+
+ADULT_DATA = b"""\
+39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40, United-States, <=50K
+50, Self-emp-not-inc, 83311, Bachelors, 13, Married-civ-spouse, Exec-managerial, Husband, White, Male, 0, 0, 13, United-States, >50K
+38, Private, 215646, HS-grad, 9, Divorced, Handlers-cleaners, Not-in-family, Black, Female, 0, 0, 40, ?, <=50K
+53, Private, 234721, 11th, 7, Married-civ-spouse, Handlers-cleaners, Husband, Black, Male, 0, 0, 60, Cuba, >50K
+
+"""
+ADULT_TEST = b"""\
+|1x3 Cross validator
+25, Private, 226802, 11th, 7, Never-married, Machine-op-inspct, Own-child, Black, Male, 0, 0, 30, Jamaica, <=50K.
+44, Private, 160323, Bachelors, 13, Married-civ-spouse, Exec-managerial, Husband, White, Male, 7688, 0, 70, United-States, >50K.
+18, ?, 103497, Some-college, 10, Never-married, ?, Own-child, White, Female, 0, 0, 30, United-States, <=50K.
+
+"""
+
+
+def write_adult(directory, data=ADULT_DATA, test=ADULT_TEST):
+    (directory / "adult.data").write_bytes(data)
+    (directory / "adult.test").write_bytes(test)
+
+
+def write_gisette(directory, train_rows, train_labels, valid_rows, valid_labels):
+    def dense(rows):
+        return "".join(" ".join(str(v) for v in r) + " \n" for r in rows).encode()
+
+    (directory / "gisette_train.data").write_bytes(dense(train_rows))
+    (directory / "gisette_train.labels").write_bytes(
+        "".join(f"{v}\n" for v in train_labels).encode())
+    (directory / "gisette_valid.data").write_bytes(dense(valid_rows))
+    (directory / "gisette_valid.labels").write_bytes(
+        "".join(f"{v}\n" for v in valid_labels).encode())
+
+
+# ---------------------------------------------------------------------- paths
+
+
+def test_resolve_data_dir_precedence(tmp_path, monkeypatch):
+    monkeypatch.setenv("VFL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("VFL_DATA_DIR", raising=False)
+    assert resolve_data_dir() == tmp_path / "cache" / "data"
+
+    monkeypatch.setenv("VFL_DATA_DIR", str(tmp_path / "env"))
+    assert resolve_data_dir() == tmp_path / "env"
+    assert resolve_data_dir(tmp_path / "arg") == tmp_path / "arg"
+    assert resolve_data_dir(str(tmp_path / "arg")) == tmp_path / "arg"
+
+
+def test_resolve_data_dir_is_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert resolve_data_dir("rel") == tmp_path / "rel"
+
+
+def test_user_cache_dir_env_and_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("VFL_CACHE_DIR", str(tmp_path))
+    assert user_cache_dir() == tmp_path
+    monkeypatch.delenv("VFL_CACHE_DIR")
+    assert user_cache_dir().name.lower() == "vfl"
+
+
+def test_find_file_prefers_plain_then_bz2(tmp_path):
+    spec = FileSpec("toy.txt", "http://127.0.0.1/toy.txt", sha(b"x"))
+    assert find_file(spec, tmp_path) is None
+    (tmp_path / "toy.txt.bz2").write_bytes(bz2.compress(b"x"))
+    assert find_file(spec, tmp_path) == tmp_path / "toy.txt.bz2"
+    (tmp_path / "toy.txt").write_bytes(b"x")
+    assert find_file(spec, tmp_path) == tmp_path / "toy.txt"
+    assert find_file(spec, tmp_path / "nowhere") is None
+
+
+def test_file_sha256_of_bz2_is_of_decompressed_content(tmp_path):
+    content = b"hello\n" * 100_000  # several chunks
+    (tmp_path / "f").write_bytes(content)
+    (tmp_path / "f.bz2").write_bytes(bz2.compress(content))
+    assert file_sha256(tmp_path / "f") == sha(content)
+    assert file_sha256(tmp_path / "f.bz2") == sha(content)
+
+
+def test_file_sha256_corrupt_bz2(tmp_path):
+    (tmp_path / "f.bz2").write_bytes(b"this is not bzip2")
+    with pytest.raises(DataError, match="not a valid bzip2"):
+        file_sha256(tmp_path / "f.bz2")
+    (tmp_path / "g.bz2").write_bytes(bz2.compress(b"abc" * 1000)[:-10])  # truncated
+    with pytest.raises(DataError, match="g.bz2"):
+        file_sha256(tmp_path / "g.bz2")
+
+
+def test_get_spec_unknown_lists_names():
+    assert get_spec("a9a").n_features == 123
+    with pytest.raises(DataError, match="a9a, adult, gisette"):
+        get_spec("mnist")
+    with pytest.raises(DataError, match="generated"):
+        get_spec("synthetic")
+
+
+def test_registry_is_consistent():
+    for name, spec in REGISTRY.items():
+        assert spec.name == name
+        for fs in spec.files:
+            assert len(fs.sha256) == 64 and int(fs.sha256, 16) >= 0
+            assert fs.url.startswith("https://") and fs.url.endswith("/" + fs.name)
+
+
+def test_status_and_verify_without_hashing_missing(tmp_path):
+    write_a9a(tmp_path)
+    status = dataset_status("a9a", tmp_path)
+    assert [s["present"] for s in status] == [True, True]
+    assert dataset_status("adult", tmp_path)[0] == {"name": "adult.data", "present": False,
+                                                    "path": None}
+    rows = verify_dataset("a9a", tmp_path)
+    assert [r["ok"] for r in rows] == [False, False]  # made-up content
+    assert rows[0]["actual"] == sha(A9A_TRAIN)
+    assert rows[0]["expected"] == REGISTRY["a9a"].files[0].sha256
+    assert verify_dataset("adult", tmp_path)[1]["path"] is None
+
+
+# ------------------------------------------------------------------------ a9a
+
+
+def test_a9a_missing_file_message(tmp_path):
+    (tmp_path / "a9a").write_bytes(A9A_TRAIN)
+    with pytest.raises(DataError) as err:
+        load_dataset("a9a", tmp_path)
+    msg = str(err.value)
+    assert "a9a.t" in msg and str(tmp_path) in msg
+    assert "vfl datasets fetch a9a" in msg and "--data-dir" in msg and "VFL_DATA_DIR" in msg
+    assert "\n" not in msg
+    # Every missing file is named at once, and a missing directory is pointed out.
+    with pytest.raises(DataError, match="files a9a, a9a.t not found .*does not exist"):
+        load_dataset("a9a", tmp_path / "nowhere")
+
+
+def test_a9a_checksum_mismatch_names_both_digests(tmp_path):
+    write_a9a(tmp_path)
+    with pytest.raises(DataError) as err:
+        load_dataset("a9a", tmp_path)
+    msg = str(err.value)
+    assert msg.startswith("a9a: sha256 mismatch in ")
+    assert REGISTRY["a9a"].files[0].sha256 in msg and sha(A9A_TRAIN) in msg
+
+
+def test_a9a_unverified_small_file_loads_sparse(tmp_path):
+    write_a9a(tmp_path)
+    data = load_dataset("a9a", tmp_path, verify=False)
+    assert isinstance(data, Dataset)
+    assert sp.isspmatrix_csr(data.X_train) and sp.isspmatrix_csr(data.X_test)
+    assert data.X_train.dtype == np.float64
+    assert data.X_train.shape == (3, 123) and data.X_test.shape == (2, 123)
+    assert data.X_train[0, 122] == 1.0 and data.X_train[0, 2] == 1.0  # 1-based indices
+    np.testing.assert_array_equal(data.y_train, [1.0, -1.0, -1.0])
+    assert data.checksums == {"a9a": sha(A9A_TRAIN), "a9a.t": sha(A9A_TEST)}
+    assert data.provenance["verified"] is False
+    json.dumps(data.provenance)
+
+
+def test_a9a_reads_bz2_copies(tmp_path):
+    (tmp_path / "a9a.bz2").write_bytes(bz2.compress(A9A_TRAIN))
+    (tmp_path / "a9a.t.bz2").write_bytes(bz2.compress(A9A_TEST))
+    data = load_dataset("a9a", tmp_path, verify=False)
+    assert data.X_train.nnz == 6
+    assert data.provenance["files"]["a9a"].endswith("a9a.bz2")
+
+
+@pytest.mark.parametrize("train, reason", [
+    (b"+1 3:1\nthis is not svmlight\n", "a9a: malformed svmlight file"),
+    (b"+1 0:1 3:1\n", "a9a: malformed svmlight file"),          # LIBSVM is 1-based
+    (b"+1 124:1\n", "a9a: malformed svmlight file"),            # wider than 123
+    (b"+2 3:1\n-1 4:1\n", "labels must be -1 or \\+1"),
+])
+def test_a9a_malformed(tmp_path, train, reason):
+    write_a9a(tmp_path, train=train)
+    with pytest.raises(DataError, match=reason) as err:
+        load_dataset("a9a", tmp_path, verify=False)
+    assert "\n" not in str(err.value)
+
+
+def test_unknown_option_lists_valid_ones(tmp_path):
+    with pytest.raises(DataError, match="valid options: normalize_rows"):
+        load_dataset("a9a", tmp_path, options={"scale": True})
+    with pytest.raises(DataError, match="encoding, normalize_rows"):
+        load_dataset("adult", tmp_path, options={"bogus": 1})
+    with pytest.raises(DataError, match="normalize_rows must be true or false"):
+        load_dataset("a9a", tmp_path, options={"normalize_rows": "yes"})
+
+
+def test_normalize_rows_option_sparse(tmp_path):
+    write_a9a(tmp_path)
+    data = load_dataset("a9a", tmp_path, verify=False, options={"normalize_rows": True})
+    norms = np.sqrt(np.asarray(data.X_train.multiply(data.X_train).sum(axis=1)).ravel())
+    np.testing.assert_allclose(norms, 1.0)
+    assert sp.isspmatrix_csr(data.X_train)
+    assert "normalize_rows" in data.provenance
+
+
+# -------------------------------------------------------------------- gisette
+
+
+def test_gisette_scaling_uses_training_ranges(tmp_path):
+    rng = np.random.default_rng(0)
+    train = rng.integers(0, 1000, size=(4, 5000))
+    train[:, 7] = 42  # constant in training -> 0
+    valid = rng.integers(0, 1000, size=(2, 5000))
+    write_gisette(tmp_path, train, [1, -1, 1, -1], valid, [-1, 1])
+    data = load_dataset("gisette", tmp_path, verify=False)
+    assert data.X_train.shape == (4, 5000) and data.X_test.shape == (2, 5000)
+    assert isinstance(data.X_train, np.ndarray) and data.X_train.dtype == np.float64
+    assert data.X_train.min() == -1.0 and data.X_train.max() == 1.0
+    assert np.all(data.X_train[:, 7] == 0) and np.all(data.X_test[:, 7] == 0)
+    lo, hi = train.min(0), train.max(0)
+    j = 11
+    expected = 2 * (valid[:, j] - lo[j]) / (hi[j] - lo[j]) - 1
+    np.testing.assert_allclose(data.X_test[:, j], expected)
+    np.testing.assert_array_equal(data.y_test, [-1.0, 1.0])
+    assert "training min/max" in data.provenance["preprocessing"]
+    assert set(data.checksums) == {f.name for f in REGISTRY["gisette"].files}
+
+
+def test_gisette_checksum_and_shape_errors(tmp_path):
+    rows = np.zeros((2, 5000), dtype=int)
+    write_gisette(tmp_path, rows, [1, -1], rows, [1, -1])
+    with pytest.raises(DataError, match="gisette_train.data: sha256 mismatch"):
+        load_dataset("gisette", tmp_path)
+
+    write_gisette(tmp_path, np.zeros((2, 4999), dtype=int), [1, -1], rows, [1, -1])
+    with pytest.raises(DataError, match="expected 5000 values per row, got 4999"):
+        load_dataset("gisette", tmp_path, verify=False)
+
+    write_gisette(tmp_path, rows, [1, -1, 1], rows, [1, -1])
+    with pytest.raises(DataError, match="gisette_train.labels: expected 2 labels"):
+        load_dataset("gisette", tmp_path, verify=False)
+
+    write_gisette(tmp_path, rows, [1, -1], rows, [1, -1])
+    (tmp_path / "gisette_valid.data").write_bytes(b"1 2 3\n4 5\n")
+    with pytest.raises(DataError, match="gisette_valid.data: malformed"):
+        load_dataset("gisette", tmp_path, verify=False)
+
+
+# ---------------------------------------------------------------------- adult
+
+
+def test_adult_small_file_preprocessing(tmp_path):
+    write_adult(tmp_path)
+    data = load_dataset("adult", tmp_path, verify=False)
+    # One train and one test row have '?'.
+    assert data.X_train.shape[0] == 3 and data.X_test.shape[0] == 2
+    np.testing.assert_array_equal(data.y_train, [-1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(data.y_test, [-1.0, 1.0])
+    names = data.provenance["feature_names"]
+    assert "fnlwgt" not in names and names[:5] == ["age", "education-num", "capital-gain",
+                                                   "capital-loss", "hours-per-week"]
+    assert data.n_features == len(names)
+    age = data.X_train[:, 0]
+    np.testing.assert_allclose(age, [0.0, (50 - 39) / (53 - 39), 1.0])
+    np.testing.assert_allclose(data.X_test[0, 0], (25 - 39) / (53 - 39))  # not clipped
+    # Jamaica was never seen in training: all-zero native-country block.
+    country = [j for j, n in enumerate(names) if n.startswith("native-country=")]
+    assert data.X_test[0, country].sum() == 0 and data.X_test[1, country].sum() == 1
+    assert data.provenance["rows_dropped"] == {"train": 1, "test": 1}
+
+
+def test_adult_ordinal_and_normalized(tmp_path):
+    write_adult(tmp_path)
+    data = load_dataset("adult", tmp_path, verify=False,
+                        options={"encoding": "ordinal", "normalize_rows": True})
+    assert data.n_features == 14
+    np.testing.assert_allclose(np.linalg.norm(data.X_train, axis=1), 1.0)
+    assert data.provenance["options"] == {"encoding": "ordinal", "normalize_rows": True}
+    with pytest.raises(DataError, match="encoding must be"):
+        load_dataset("adult", tmp_path, verify=False, options={"encoding": "binary"})
+
+
+def test_adult_malformed(tmp_path):
+    write_adult(tmp_path, data=ADULT_DATA.replace(b"39, State-gov", b"old, State-gov"))
+    with pytest.raises(DataError, match="adult.data: malformed"):
+        load_dataset("adult", tmp_path, verify=False)
+    write_adult(tmp_path, data=ADULT_DATA.replace(b", <=50K\n", b", maybe\n", 1))
+    with pytest.raises(DataError, match="unexpected income"):
+        load_dataset("adult", tmp_path, verify=False)
+    write_adult(tmp_path, data=b"39, State-gov, 77516, Bachelors\n")
+    with pytest.raises(DataError, match="adult.data: record 1 has fewer than 15 fields"):
+        load_dataset("adult", tmp_path, verify=False)
+    write_adult(tmp_path, test=ADULT_TEST.replace(b"Jamaica", b""))
+    with pytest.raises(DataError, match="adult.test: record 1 has an empty native-country"):
+        load_dataset("adult", tmp_path, verify=False)
+
+
+# ------------------------------------------------------------------ synthetic
+
+
+def test_synthetic_deterministic_and_seeded():
+    a = make_synthetic(200, 50, 30, seed=7)
+    b = make_synthetic(200, 50, 30, seed=7)
+    c = make_synthetic(200, 50, 30, seed=8)
+    for attr in ("X_train", "y_train", "X_test", "y_test"):
+        np.testing.assert_array_equal(getattr(a, attr), getattr(b, attr))
+    assert not np.array_equal(a.X_train, c.X_train)
+    assert a.provenance == b.provenance and a.provenance["params"]["seed"] == 7
+    json.dumps(a.provenance)
+
+
+def test_synthetic_shapes_scaling_and_balance():
+    data = make_synthetic(2000, 500, 40, informative_fraction=0.25, seed=1)
+    assert data.name == "synthetic" and not data.is_stand_in and data.checksums == {}
+    assert data.X_train.shape == (2000, 40) and data.X_test.shape == (500, 40)
+    assert data.X_train.dtype == np.float64 and data.y_train.dtype == np.float64
+    assert data.X_train.min() == -1.0 and data.X_train.max() == 1.0
+    assert set(np.unique(data.y_train)) == {-1.0, 1.0}
+    assert 0.4 < np.mean(data.y_train == 1) < 0.6
+    assert data.provenance["n_informative"] == 10
+
+
+def test_synthetic_is_learnable_but_not_separable():
+    from sklearn.linear_model import LogisticRegression
+
+    data = make_synthetic(3000, 1000, 20, seed=2)
+    model = LogisticRegression(max_iter=1000).fit(data.X_train, data.y_train)
+    assert 0.8 < model.score(data.X_test, data.y_test) < 0.97
+    assert model.score(data.X_train, data.y_train) < 0.99  # label noise
+
+
+def test_synthetic_sparse():
+    data = make_synthetic(500, 100, 200, sparse=True, density=0.05, seed=3)
+    assert sp.isspmatrix_csr(data.X_train) and sp.isspmatrix_csr(data.X_test)
+    assert data.X_train.dtype == np.float64
+    total_nnz = data.X_train.nnz + data.X_test.nnz
+    assert total_nnz == round(0.05 * 600 * 200)
+    assert abs(data.X_train).max() == 1.0  # max-abs scaling keeps zeros zero
+    again = make_synthetic(500, 100, 200, sparse=True, density=0.05, seed=3)
+    assert (data.X_train != again.X_train).nnz == 0
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"n_train": 0}, "n_train must be an integer >= 1"),
+    ({"n_test": 2.5}, "n_test must be an integer"),
+    ({"n_features": True}, "n_features must be an integer"),
+    ({"informative_fraction": 0.0}, r"informative_fraction must be a number in \(0, 1\]"),
+    ({"informative_fraction": 1.5}, "informative_fraction"),
+    ({"density": 0}, "density"),
+    ({"sparse": "no"}, "sparse must be true or false"),
+    ({"seed": -1}, "seed must be an integer >= 0"),
+    ({"n_latent": 0}, "n_latent must be an integer >= 1"),
+    ({"n_latent": 2, "sparse": True}, "n_latent needs dense data"),
+    ({"logit_scale": 0}, "logit_scale must be a finite number > 0"),
+    ({"noise": -1.0}, "noise must be a finite number >= 0"),
+])
+def test_synthetic_validation(kwargs, match):
+    args = {"n_train": 10, "n_test": 5, "n_features": 4, **kwargs}
+    with pytest.raises(DataError, match=match):
+        make_synthetic(**args)
+
+
+def test_synthetic_options_validation():
+    with pytest.raises(DataError,
+                       match="unknown option.*label_noise.*valid options: preset.*normalize_rows"):
+        load_dataset("synthetic", options={"n_train": 5, "n_test": 5, "n_features": 2,
+                                           "label_noise": 0.1})
+    with pytest.raises(DataError, match="n_features required"):
+        load_dataset("synthetic", options={"n_train": 5, "n_test": 5})
+    with pytest.raises(DataError, match="unknown preset 'mnist'.*gisette-shaped"):
+        load_dataset("synthetic", options={"preset": "mnist"})
+    with pytest.raises(DataError, match="fixes n_train"):
+        load_dataset("synthetic", options={"preset": "gisette-shaped", "n_train": 10})
+    with pytest.raises(DataError, match="conflicting"):
+        load_dataset("synthetic:gisette-shaped", options={"preset": "other"})
+
+
+def test_synthetic_via_load_dataset_with_normalized_rows():
+    data = load_dataset("synthetic", options={"n_train": 50, "n_test": 10, "n_features": 8,
+                                              "seed": 4, "normalize_rows": True})
+    np.testing.assert_allclose(np.linalg.norm(data.X_test, axis=1), 1.0)
+    assert data.provenance["params"]["seed"] == 4
+
+
+@pytest.fixture(scope="module")
+def gisette_shaped():
+    return load_dataset("synthetic", options={"preset": "gisette-shaped"})
+
+
+def test_gisette_shaped_stand_in(gisette_shaped):
+    data = gisette_shaped
+    assert data.name == "synthetic:gisette-shaped"
+    assert data.is_stand_in
+    assert "stand-in" in data.description and "NOT the real gisette" in data.description
+    assert data.X_train.shape == (6000, 5000) and data.X_test.shape == (1000, 5000)
+    assert isinstance(data.X_train, np.ndarray)
+    assert data.X_train.min() == -1.0 and data.X_train.max() == 1.0
+    assert data.provenance["n_informative"] == 2500
+    assert data.provenance["stand_in_for"] == "gisette"
+    assert dict(SYNTHETIC_PRESETS["gisette-shaped"]).items() <= data.provenance["params"].items()
+    # The name form is equivalent to the preset option.
+    again = load_dataset("synthetic:gisette-shaped")
+    np.testing.assert_array_equal(again.y_train, data.y_train)
+
+
+@pytest.mark.slow
+def test_gisette_shaped_is_learnable_like_gisette(gisette_shaped):
+    """Linear models reach ~0.97 on real gisette; the stand-in must be alike,
+    not near chance (independent informative features would overfit)."""
+    from sklearn.linear_model import LogisticRegression
+
+    data = gisette_shaped
+    assert 0.4 < np.mean(data.y_train == 1) < 0.6
+    model = LogisticRegression(C=1.0, max_iter=2000).fit(data.X_train, data.y_train)
+    assert model.score(data.X_test, data.y_test) > 0.93
+
+
+# ------------------------------------------------------------------ real data
+
+
+@pytest.mark.data
+def test_real_a9a(data_dir):
+    data = load_dataset("a9a", data_dir)
+    assert sp.isspmatrix_csr(data.X_train) and data.X_train.dtype == np.float64
+    assert data.X_train.shape == (32561, 123) and data.X_test.shape == (16281, 123)
+    assert data.X_train.nnz == 451_592 and data.X_test.nnz == 225_731
+    assert (np.sum(data.y_train == -1), np.sum(data.y_train == 1)) == (24_720, 7_841)
+    assert (np.sum(data.y_test == -1), np.sum(data.y_test == 1)) == (12_435, 3_846)
+    assert data.checksums == {f.name: f.sha256 for f in REGISTRY["a9a"].files}
+    assert data.X_train[:, 122].sum() == 1 and data.X_test[:, 122].sum() == 0
+    assert data.provenance["verified"] is True
+    json.dumps(data.provenance)
+
+
+def _independent_adult(path, skiprows):
+    columns = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
+               "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
+               "hours-per-week", "native-country", "income"]
+    with bz2.open(path) if str(path).endswith(".bz2") else open(path, "rb") as fh:
+        frame = pd.read_csv(fh, header=None, names=columns, skipinitialspace=True,
+                            skiprows=skiprows)
+    return frame, frame.replace("?", np.nan).notna().all(axis=1).to_numpy()
+
+
+@pytest.mark.data
+def test_real_adult_matches_independent_pandas(data_dir):
+    data = load_dataset("adult", data_dir)
+    train, keep_train = _independent_adult(find_file(REGISTRY["adult"].files[0], data_dir), 0)
+    test, keep_test = _independent_adult(find_file(REGISTRY["adult"].files[1], data_dir), 1)
+    train, test = train[keep_train], test[keep_test]
+    assert data.X_train.shape[0] == len(train) == 30_162
+    assert data.X_test.shape[0] == len(test) == 15_060
+    assert np.sum(data.y_train == 1) == np.sum(train["income"] == ">50K")
+    assert np.sum(data.y_test == 1) == np.sum(test["income"] == ">50K.")
+    categorical = ["workclass", "education", "marital-status", "occupation", "relationship",
+                   "race", "sex", "native-country"]
+    assert data.n_features == 5 + sum(train[c].nunique() for c in categorical) == 103
+    assert data.X_train.min() == 0.0 and data.X_train.max() == 1.0
+    np.testing.assert_allclose(data.X_train[:, 5:].sum(axis=1), 8.0)  # one hot per category
+    hours = train["hours-per-week"].to_numpy(float)
+    np.testing.assert_allclose(data.X_train[:, 4], (hours - hours.min()) / np.ptp(hours))
+    assert data.checksums == {f.name: f.sha256 for f in REGISTRY["adult"].files}
+
+
+@pytest.mark.data
+def test_real_a9a_and_adult_labels_agree(data_dir):
+    # a9a row i is adult.data row i: the labels of complete rows must agree.
+    a9a = load_dataset("a9a", data_dir)
+    adult = load_dataset("adult", data_dir)
+    _, keep = _independent_adult(find_file(REGISTRY["adult"].files[0], data_dir), 0)
+    np.testing.assert_array_equal(a9a.y_train[keep], adult.y_train)
+
+
+@pytest.mark.data
+def test_real_status_and_verify(data_dir):
+    for name in ("a9a", "adult"):
+        assert all(s["present"] for s in dataset_status(name, data_dir))
+        assert all(r["ok"] for r in verify_dataset(name, data_dir))
