@@ -6,13 +6,14 @@
 
 from .losses import LOSSES, LogisticLoss, Loss, SquaredLoss, get_loss
 from .objective import REDUCTIONS, Objective
-from .sharing import ADMMSharing, BlockSolver, EpochStats
+from .sharing import NOISE_FORMS, ADMMSharing, BlockSolver, EpochStats
 
 __all__ = [
     "ADMMSharing",
     "BlockSolver",
     "EpochStats",
     "LOSSES",
+    "NOISE_FORMS",
     "LogisticLoss",
     "Loss",
     "Objective",

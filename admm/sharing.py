@@ -1,4 +1,5 @@
-"""ADMM sharing over vertically partitioned features (Hu et al., Algorithm 1).
+"""ADMM sharing over vertically partitioned features (Hu et al., Algorithm 1),
+and its differentially private variant (updates (10)).
 
 Problem (3)-(4): minimize ``l(z) + lam * sum_m ||x_m||^2`` subject to
 ``sum_m D_m x_m = z``. One epoch is a Jacobi sweep:
@@ -34,7 +35,9 @@ import scipy.sparse as sp
 
 from .objective import Objective
 
-__all__ = ["ADMMSharing", "BlockSolver", "EpochStats"]
+__all__ = ["ADMMSharing", "BlockSolver", "EpochStats", "NOISE_FORMS"]
+
+NOISE_FORMS = ("variable", "variable_whitened", "output")
 
 
 def _gram(A) -> np.ndarray:
@@ -83,6 +86,37 @@ class BlockSolver:
         if pivots.min() <= K.shape[0] * np.finfo(float).eps * max(pivots.max(), a):
             raise singular
 
+    def _range_basis(self):
+        """Eigenpairs of the Gram matrix on ``D``'s range, computed once.
+
+        Tall: ``D^T D = V diag(lam) V^T``; wide: ``D D^T = U diag(lam) U^T``.
+        Eigenvalues below ``n * eps * max`` are the null space and dropped,
+        so rank-deficient blocks (one-hot groups plus an intercept) work.
+        """
+        if getattr(self, "_basis", None) is None:
+            G = _gram(self.DT if self.wide else self.D)
+            lam, V = np.linalg.eigh(G)
+            keep = lam > max(G.shape) * np.finfo(float).eps * max(lam.max(), 0.0)
+            self._basis = (lam[keep], V[:, keep])
+        return self._basis
+
+    def whitened_noise(self, sigma: float, rng: np.random.Generator):
+        """Draw ``xi ~ N(0, sigma^2 (D^T D)^+)`` and return ``(xi, D xi)``.
+
+        The noise of 000 eq. (10): its image ``D xi`` has covariance
+        ``sigma^2 P`` with ``P`` the orthogonal projection onto ``range(D)``.
+        Sampled from the eigenpairs of the Gram matrix, never from an
+        explicit inverse: tall ``xi = sigma V diag(lam^-1/2) e``; wide
+        ``D xi = sigma U e`` and ``xi = sigma D^T U diag(lam^-1) e``.
+        """
+        lam, V = self._range_basis()
+        e = rng.standard_normal(lam.size)
+        if self.wide:
+            share = sigma * (V @ e)
+            return sigma * (self.DT @ (V @ (e / lam))), share
+        xi = sigma * (V @ (e / np.sqrt(lam)))
+        return xi, self.D @ xi
+
     def solve(self, r: np.ndarray) -> np.ndarray:
         """Return ``x = (a I + rho D^T D)^{-1} D^T r``."""
         if self.wide:
@@ -124,18 +158,34 @@ class ADMMSharing:
         Penalty of the augmented Lagrangian (5).
     z_tol : float
         Tolerance of the vectorized Newton solve of (7).
+    sigma : float or sequence of M floats, >= 0
+        Noise scale of the private variant (000 updates (10), 001 (6)-(9));
+        0 (the default) is Algorithm 1 exactly. May be changed between
+        epochs (time-varying noise) through the ``sigma`` attribute.
+    noise_form : {"variable", "variable_whitened", "output"}
+        How each party perturbs its share before pushing it:
+
+        - ``"variable"``: ``x~ = x + xi``, ``xi ~ N(0, sigma^2 I)``; the share
+          is ``D_m x~`` (001 eq. (7); the authors' prototype);
+        - ``"variable_whitened"``: ``xi ~ N(0, sigma^2 (D_m^T D_m)^{-1})`` so
+          ``D_m xi ~ N(0, sigma^2 P_m)`` (000 eq. (10));
+        - ``"output"``: ``D_m x + N(0, sigma^2 I_N)``.
+    noise_rngs : list of M numpy Generators
+        Party m's noise stream; required when any sigma is positive.
 
     Attributes
     ----------
     x : list of (d_m,) arrays, the local models ``x_m^t``.
-    shares : list of (N,) arrays, the shared values ``s_m^t = D_m x_m^t``.
+    shares : list of (N,) arrays, the shared values ``s_m^t = D_m x_m^t``
+        (perturbed in the private variant: what the other parties receive).
     z, y : (N,) arrays, the auxiliary and dual variables.
     epoch : int, number of completed epochs ``t``.
 
     Initial ``x``, ``y`` and ``z`` are zero, as in the paper's experiments.
     """
 
-    def __init__(self, blocks, b, objective: Objective, rho: float = 1.0, *, z_tol=1e-10):
+    def __init__(self, blocks, b, objective: Objective, rho: float = 1.0, *, z_tol=1e-10,
+                 sigma=0.0, noise_form: str = "variable", noise_rngs=None):
         if not blocks:
             raise ValueError("at least one feature block is required")
         n = len(b)
@@ -148,7 +198,11 @@ class ADMMSharing:
                 raise ValueError(f"party {m}: block has no columns")
         if not (np.isfinite(rho) and rho > 0):
             raise ValueError(f"rho must be a finite number > 0, got {rho!r}")
+        if noise_form not in NOISE_FORMS:
+            raise ValueError(f"noise_form must be one of {NOISE_FORMS}, got {noise_form!r}")
         self.objective = objective
+        self.noise_form = noise_form
+        self.noise_rngs = noise_rngs
         self.rho = float(rho)
         self.z_tol = float(z_tol)
         self.b = np.asarray(b, dtype=float)
@@ -162,10 +216,32 @@ class ADMMSharing:
         self.z = np.zeros(n)
         self.y = np.zeros(n)
         self.epoch = 0
+        self.sigma = sigma  # validated (needs the parties) by the property setter
 
     @property
     def n_parties(self) -> int:
         return len(self.solvers)
+
+    @property
+    def sigma(self) -> np.ndarray:
+        """Per-party noise scales (M,)."""
+        return self._sigma
+
+    @sigma.setter
+    def sigma(self, value):
+        n_parties = len(self.x) if hasattr(self, "x") else None
+        sig = np.array(value, dtype=float).reshape(-1)
+        if sig.size == 1 and n_parties:
+            sig = np.full(n_parties, sig[0])
+        if n_parties and sig.size != n_parties:
+            raise ValueError(f"sigma needs one value per party ({n_parties}), got {sig.size}")
+        if not np.all(np.isfinite(sig)) or np.any(sig < 0):
+            raise ValueError(f"sigma must be finite and >= 0, got {value!r}")
+        if np.any(sig > 0):
+            rngs = self.noise_rngs
+            if rngs is None or n_parties is None or len(rngs) != sig.size:
+                raise ValueError("a positive sigma needs noise_rngs: one numpy Generator per party")
+        self._sigma = sig
 
     # -- one epoch ---------------------------------------------------------
     def x_update(self, m: int) -> np.ndarray:
@@ -182,10 +258,22 @@ class ADMMSharing:
     def publish(self, m: int, x_m: np.ndarray, share: np.ndarray) -> np.ndarray:
         """The value party ``m`` pushes to the central node.
 
-        Algorithm 1 pushes the exact share ``D_m x_m``; private variants
-        override this to perturb it (updates (10)).
+        Algorithm 1 pushes the exact share ``D_m x_m``. With ``sigma_m > 0``
+        it pushes the perturbed share of updates (10) in the configured
+        ``noise_form``, drawn from party m's own stream. The party keeps its
+        unperturbed ``x_m``; only the pushed value is noisy.
         """
-        return share
+        sigma = self.sigma[m]
+        if sigma == 0:
+            return share  # no draw at all: sigma = 0 replays Algorithm 1 exactly
+        rng = self.noise_rngs[m]
+        if self.noise_form == "output":
+            return share + rng.normal(0.0, sigma, size=share.shape)
+        if self.noise_form == "variable":
+            xi = rng.normal(0.0, sigma, size=x_m.shape)
+            return share + self.solvers[m].matvec(xi)
+        _, d_xi = self.solvers[m].whitened_noise(sigma, rng)
+        return share + d_xi
 
     def step(self, diagnostics: bool = True) -> EpochStats:
         """Run one epoch of Algorithm 1 and return its statistics.

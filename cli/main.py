@@ -59,8 +59,11 @@ def _summary(result, out: Path, seconds: float) -> str:
     m = result.metrics.iloc[-1]
     b = result.baselines
     c = b["central"]
+    solver = {"admm_sharing": "ADMM sharing", "fdml_sgd": "FDML SGD"}[result.config.solver.name]
+    if result.config.privacy.private:
+        solver += f", sigma {result.config.privacy.sigma:g}"
     rows = [
-        (f"ADMM sharing ({int(m['epoch'])} epochs)", m["objective"], m["suboptimality"],
+        (f"{solver} ({int(m['epoch'])} epochs)", m["objective"], m["suboptimality"],
          m["train_logloss"], m["test_logloss"], m["test_accuracy"]),
         ("central optimum F*", c["objective"], 0.0, c["train_logloss"], c["test_logloss"],
          c["test_accuracy"]),
@@ -73,9 +76,9 @@ def _summary(result, out: Path, seconds: float) -> str:
         rows.append((label, s["objective"], (s["objective"] - c["objective"]) / abs(c["objective"]),
                      s["train_logloss"], s["test_logloss"], s["test_accuracy"]))
 
-    lines = [f"{'':28} {'objective':>12} {'rel. gap':>9} {'train ll':>9} {'test ll':>9} {'test acc':>9}"]
+    lines = [f"{'':32} {'objective':>12} {'rel. gap':>9} {'train ll':>9} {'test ll':>9} {'test acc':>9}"]
     for label, obj, gap, tr, te, acc in rows:
-        lines.append(f"{label:28} {obj:12.4f} {gap:9.2e} {tr:9.4f} {te:9.4f} {acc:9.4f}")
+        lines.append(f"{label:32} {obj:12.4f} {gap:9.2e} {tr:9.4f} {te:9.4f} {acc:9.4f}")
     man = result.manifest
     epochs = int(m["epoch"])
     solver_s = man["result"]["solver_seconds"]
@@ -83,7 +86,7 @@ def _summary(result, out: Path, seconds: float) -> str:
         f"{epochs} epochs: {solver_s:.2f} s in the solver ({1e3 * solver_s / epochs:.1f} ms/epoch), "
         f"{seconds:.1f} s in all; baselines {'from cache' if b.get('cached') else 'computed'}"
     )
-    a1 = man["solver"]["assumption_1_2c"]
+    a1 = man["solver"].get("assumption_1_2c", {"satisfied": True})
     if not a1["satisfied"]:
         lines.append(f"warning: rho = {man['solver']['rho']:g} is not above sqrt(2) L = "
                      f"{a1['rho_min']:.4g} (Assumption 1.2(c)); convergence is not guaranteed")

@@ -20,10 +20,17 @@ A config has five tables; every key has a default except ``data.dataset``::
     reduction = "sum"            # sum | mean (PyTorch's meaning)
     lam = 0.001
 
-    [solver]
-    name = "admm_sharing"
-    rho = 1.0
+    [solver]                     # keys depend on the solver
+    name = "admm_sharing"        # admm_sharing | fdml_sgd
     epochs = 100
+    rho = 1.0                    # admm_sharing: penalty of (5)
+    # fdml_sgd: batch_size, lr, lr_schedule (constant | inv_sqrt | step),
+    #           lr_step_epochs, lr_gamma, init_scale
+
+    [privacy]
+    sigma = 0.0                  # noise scale; 0 = non-private
+    form = "variable"            # admm_sharing: variable | variable_whitened | output
+                                 # fdml_sgd: output (noise on the local outputs)
 
     [run]
     seed = 0
@@ -48,6 +55,7 @@ __all__ = [
     "DataConfig",
     "ObjectiveConfig",
     "PartitionConfig",
+    "PrivacyConfig",
     "RunConfig",
     "SolverConfig",
     "apply_overrides",
@@ -56,7 +64,15 @@ __all__ = [
     "parse_override",
 ]
 
-SOLVERS = ("admm_sharing",)
+SOLVERS = ("admm_sharing", "fdml_sgd")
+LR_SCHEDULES = ("constant", "inv_sqrt", "step")
+NOISE_FORMS = {"admm_sharing": ("variable", "variable_whitened", "output"),
+               "fdml_sgd": ("output",)}
+# Keys of [solver] each solver understands (besides name and epochs).
+SOLVER_KEYS = {
+    "admm_sharing": ("rho", "z_tol"),
+    "fdml_sgd": ("batch_size", "lr", "lr_schedule", "lr_step_epochs", "lr_gamma", "init_scale"),
+}
 LOSSES = ("logistic", "squared")
 REDUCTIONS = ("sum", "mean")
 
@@ -86,9 +102,32 @@ class ObjectiveConfig:
 @dataclass(frozen=True)
 class SolverConfig:
     name: str = "admm_sharing"
-    rho: float = 1.0
     epochs: int = 100
+    # admm_sharing
+    rho: float = 1.0
     z_tol: float = 1e-10
+    # fdml_sgd (defaults: the authors' batch size; lr tuned on a9a)
+    batch_size: int = 100
+    lr: float = 0.1
+    lr_schedule: str = "constant"
+    lr_step_epochs: int = 100
+    lr_gamma: float = 0.1
+    init_scale: float = 0.01
+
+    def params(self) -> dict:
+        """Only the keys that apply to this solver, for records."""
+        return {"name": self.name, "epochs": self.epochs,
+                **{k: getattr(self, k) for k in SOLVER_KEYS[self.name]}}
+
+
+@dataclass(frozen=True)
+class PrivacyConfig:
+    sigma: float = 0.0
+    form: str = "variable"  # the solver's first form when not given (fdml_sgd: "output")
+
+    @property
+    def private(self) -> bool:
+        return self.sigma > 0
 
 
 @dataclass(frozen=True)
@@ -103,11 +142,17 @@ class Config:
     partition: PartitionConfig
     objective: ObjectiveConfig
     solver: SolverConfig
+    privacy: PrivacyConfig
     run: RunConfig
 
     def to_dict(self) -> dict:
-        """The fully resolved config (every default filled in), JSON-ready."""
-        return asdict(self)
+        """The fully resolved config (every default filled in), JSON-ready.
+
+        ``solver`` lists only the keys of the chosen solver.
+        """
+        d = asdict(self)
+        d["solver"] = self.solver.params()
+        return d
 
 
 # -- validation helpers ---------------------------------------------------------
@@ -117,6 +162,7 @@ _SECTIONS = {
     "partition": PartitionConfig,
     "objective": ObjectiveConfig,
     "solver": SolverConfig,
+    "privacy": PrivacyConfig,
     "run": RunConfig,
 }
 
@@ -191,11 +237,12 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
             raise ConfigError(f"'{key}' must be a table ([{key}]), got {_typename(value)}")
     tables = {s: raw.get(s, {}) for s in _SECTIONS}
     for section, cls in _SECTIONS.items():
-        _check_keys(section, tables[section], cls)
+        if section != "solver":  # its keys depend on solver.name, checked below
+            _check_keys(section, tables[section], cls)
 
-    name = raw.get("name", default_name)
-    if not isinstance(name, str) or not name or "/" in name:
-        raise ConfigError(f"name must be a non-empty string without '/', got {name!r}")
+    config_name = raw.get("name", default_name)
+    if not isinstance(config_name, str) or not config_name or "/" in config_name:
+        raise ConfigError(f"name must be a non-empty string without '/', got {config_name!r}")
 
     d = tables["data"]
     if "dataset" not in d:
@@ -230,17 +277,41 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
     )
 
     s = tables["solver"]
+    name = _choice("solver.name", s.get("name", "admm_sharing"), SOLVERS)
+    valid = ("name", "epochs", *SOLVER_KEYS[name])
+    for key in s:
+        if key in valid:
+            continue
+        if key in SolverConfig.__dataclass_fields__:
+            raise ConfigError(f"solver.{key} does not apply to {name}; its keys: {', '.join(valid)}")
+        raise ConfigError(
+            f"unknown key 'solver.{key}'; valid keys in [solver] for {name}: {', '.join(valid)}")
+    d = SolverConfig()
     solver = SolverConfig(
-        name=_choice("solver.name", s.get("name", "admm_sharing"), SOLVERS),
-        rho=_number("solver.rho", s.get("rho", 1.0), positive=True),
-        epochs=_integer("solver.epochs", s.get("epochs", 100), minimum=1),
-        z_tol=_number("solver.z_tol", s.get("z_tol", 1e-10), positive=True),
+        name=name,
+        epochs=_integer("solver.epochs", s.get("epochs", d.epochs), minimum=1),
+        rho=_number("solver.rho", s.get("rho", d.rho), positive=True),
+        z_tol=_number("solver.z_tol", s.get("z_tol", d.z_tol), positive=True),
+        batch_size=_integer("solver.batch_size", s.get("batch_size", d.batch_size), minimum=1),
+        lr=_number("solver.lr", s.get("lr", d.lr), positive=True),
+        lr_schedule=_choice("solver.lr_schedule", s.get("lr_schedule", d.lr_schedule), LR_SCHEDULES),
+        lr_step_epochs=_integer("solver.lr_step_epochs", s.get("lr_step_epochs", d.lr_step_epochs),
+                                minimum=1),
+        lr_gamma=_number("solver.lr_gamma", s.get("lr_gamma", d.lr_gamma), positive=True),
+        init_scale=_number("solver.init_scale", s.get("init_scale", d.init_scale), nonneg=True),
+    )
+
+    pv = tables["privacy"]
+    forms = NOISE_FORMS[name]
+    privacy = PrivacyConfig(
+        sigma=_number("privacy.sigma", pv.get("sigma", 0.0), nonneg=True),
+        form=_choice("privacy.form", pv.get("form", forms[0]), forms),
     )
 
     r = tables["run"]
     run = RunConfig(seed=_integer("run.seed", r.get("seed", 0), minimum=0))
-    return Config(name=name, data=data, partition=partition, objective=objective,
-                  solver=solver, run=run)
+    return Config(name=config_name, data=data, partition=partition, objective=objective,
+                  solver=solver, privacy=privacy, run=run)
 
 
 # -- files and overrides ------------------------------------------------------------

@@ -20,7 +20,7 @@ import pandas as pd
 
 from vfl.admm import ADMMSharing, Objective
 from vfl.admm.metrics import accuracy, log_loss
-from vfl.baselines import central_optimum, fit_sklearn_baseline
+from vfl.baselines import FDMLSGD, central_optimum, fit_sklearn_baseline
 from vfl.datasets import Dataset, load_dataset, user_cache_dir
 
 from .config import Config
@@ -132,7 +132,68 @@ def compute_baselines(dataset: Dataset, partition: Partition, objective: Objecti
     return result
 
 
-def _evaluate(solver: ADMMSharing, test_blocks, y_test) -> dict:
+def rng_streams(seed: int, n_parties: int) -> dict:
+    """Independent random streams for one run, all derived from ``seed``.
+
+    Each purpose (and each party's noise) has its own ``SeedSequence``
+    child, so the noise a party draws does not depend on initialization,
+    batching or the other parties, and a run replays bit for bit.
+    """
+    def stream(*key):
+        return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
+
+    return {
+        "noise": [stream(0, m) for m in range(n_parties)],
+        "init": stream(1),
+        "batch": stream(2),
+    }
+
+
+def build_solver(config: Config, blocks, y, objective: Objective, streams: dict):
+    """The configured solver, ready for its first epoch."""
+    s, pv = config.solver, config.privacy
+    try:
+        if s.name == "admm_sharing":
+            return ADMMSharing(blocks, y, objective, rho=s.rho, z_tol=s.z_tol,
+                               sigma=pv.sigma, noise_form=pv.form, noise_rngs=streams["noise"])
+        return FDMLSGD(blocks, y, objective, batch_size=s.batch_size, lr=s.lr,
+                       lr_schedule=s.lr_schedule, lr_step_epochs=s.lr_step_epochs,
+                       lr_gamma=s.lr_gamma, init_scale=s.init_scale, output_sigma=pv.sigma,
+                       init_rng=streams["init"], batch_rng=streams["batch"],
+                       noise_rngs=streams["noise"])
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def describe_solver(config: Config, objective: Objective, n: int) -> dict:
+    """What the manifest says about the algorithm and its settings."""
+    s, pv = config.solver, config.privacy
+    privacy = {"sigma": pv.sigma, "form": pv.form if pv.private else None,
+               "noise_streams": "SeedSequence(seed, spawn_key=(0, party))"}
+    if s.name == "admm_sharing":
+        rho_min = objective.min_rho(n)
+        return {
+            **s.params(),
+            "algorithm": ("ADMM sharing, Hu et al. Algorithm 1, updates (6)-(8), Jacobi"
+                          + ("; perturbed shares as in updates (10)" if pv.private else "")),
+            "x_update": "exact: Cholesky of 2*lam*I + rho*D_m^T D_m (push-through N x N form when d_m > N)",
+            "z_update": "vectorized safeguarded Newton on (7)",
+            "init": "x = y = z = 0",
+            "privacy": privacy,
+            "assumption_1_2c": {"L": objective.smoothness(n), "rho_min": rho_min,
+                                "satisfied": s.rho > rho_min},
+        }
+    return {
+        **s.params(),
+        "algorithm": ("FDML-style SGD: parties send local outputs per mini-batch, the active "
+                      "party returns the loss derivative; step on grad F / (w N)"),
+        "init": f"x_m ~ N(0, {s.init_scale:g}^2), SeedSequence(seed, spawn_key=(1,))",
+        "batching": "reshuffled every epoch, SeedSequence(seed, spawn_key=(2,))",
+        "privacy": privacy,
+    }
+
+
+def _evaluate(solver, test_blocks, y_test) -> dict:
     u_train = solver.margins()
     u_test = np.sum([B @ xm for B, xm in zip(test_blocks, solver.x)], axis=0)
     return {
@@ -141,6 +202,17 @@ def _evaluate(solver: ADMMSharing, test_blocks, y_test) -> dict:
         "train_accuracy": accuracy(u_train, solver.b),
         "test_accuracy": accuracy(u_test, y_test),
     }
+
+
+def _divergence_message(config: Config, info: dict, epoch: int, value) -> str:
+    msg = f"{config.solver.name} diverged at epoch {epoch} (objective {value})"
+    if "assumption_1_2c" in info:
+        a = info["assumption_1_2c"]
+        msg += (f"; rho = {config.solver.rho:g}, while Assumption 1.2(c) of Hu et al. asks "
+                f"for rho > sqrt(2) L = {a['rho_min']:.4g}")
+    elif config.solver.name == "fdml_sgd":
+        msg += f"; lower solver.lr (now {config.solver.lr:g})"
+    return msg
 
 
 def run_experiment(
@@ -160,23 +232,28 @@ def run_experiment(
 
     train_blocks = partition.split(dataset.X_train)
     test_blocks = partition.split(dataset.X_test)
-    try:
-        solver = ADMMSharing(train_blocks, dataset.y_train, objective,
-                             rho=config.solver.rho, z_tol=config.solver.z_tol)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    streams = rng_streams(config.run.seed, partition.n_parties)
+    solver = build_solver(config, train_blocks, dataset.y_train, objective, streams)
+    n = len(dataset.y_train)
+    solver_info = describe_solver(config, objective, n)
 
     rows = []
+    nan = float("nan")
 
     def record(epoch, stats, elapsed):
         obj = solver.objective_value() if stats is None else stats.objective
+        # Residuals are ADMM's; SGD has none (NaN), and at epoch 0 they are 0.
+        primal = (0.0 if hasattr(solver, "primal_residual") else nan) if stats is None \
+            else stats.primal_residual
+        dual = (0.0 if hasattr(solver, "dual_residual") else nan) if stats is None \
+            else stats.dual_residual
         row = {
             "epoch": epoch,
             "objective": obj,
             "suboptimality": (obj - f_star) / abs(f_star),
             **_evaluate(solver, test_blocks, dataset.y_test),
-            "primal_residual": solver.primal_residual() if stats is None else stats.primal_residual,
-            "dual_residual": solver.dual_residual() if stats is None else stats.dual_residual,
+            "primal_residual": primal,
+            "dual_residual": dual,
             "wall_time_s": elapsed,
             "x_time_s": 0.0 if stats is None else stats.x_seconds,
             "z_time_s": 0.0 if stats is None else stats.z_seconds,
@@ -186,8 +263,6 @@ def run_experiment(
         if on_epoch is not None:
             on_epoch(row)
 
-    n = len(dataset.y_train)
-    rho_min = objective.min_rho(n)
     record(0, None, 0.0)  # the common starting point x = y = z = 0
     elapsed = 0.0
     # Overflow in a diverging run is reported once, below, not as warnings.
@@ -197,11 +272,8 @@ def run_experiment(
             stats = solver.step()
             elapsed += perf_counter() - t0  # solver time only; evaluation is not charged
             if not np.isfinite(stats.objective):
-                raise DivergedError(
-                    f"ADMM diverged at epoch {solver.epoch} (objective {stats.objective}); "
-                    f"rho = {config.solver.rho:g}, while Assumption 1.2(c) of Hu et al. "
-                    f"asks for rho > sqrt(2) L = {rho_min:.4g}"
-                )
+                raise DivergedError(_divergence_message(config, solver_info, solver.epoch,
+                                                        stats.objective))
             record(solver.epoch, stats, elapsed)
 
     finished = datetime.now(timezone.utc)
@@ -232,21 +304,7 @@ def run_experiment(
             "intercept": partition.intercept,
             "formula": objective.describe(),
         },
-        "solver": {
-            "name": config.solver.name,
-            "algorithm": "ADMM sharing, Hu et al. Algorithm 1, updates (6)-(8), Jacobi",
-            "rho": config.solver.rho,
-            "epochs": config.solver.epochs,
-            "z_tol": config.solver.z_tol,
-            "x_update": "exact: Cholesky of 2*lam*I + rho*D_m^T D_m (push-through N x N form when d_m > N)",
-            "z_update": "vectorized safeguarded Newton on (7)",
-            "init": "x = y = z = 0",
-            "assumption_1_2c": {
-                "L": objective.smoothness(n),
-                "rho_min": rho_min,
-                "satisfied": config.solver.rho > rho_min,
-            },
-        },
+        "solver": solver_info,
         "result": {
             "final_objective": final["objective"],
             "central_objective": f_star,
@@ -255,6 +313,7 @@ def run_experiment(
             "final_test_accuracy": final["test_accuracy"],
             "solver_seconds": elapsed,
             "seconds_per_epoch": elapsed / config.solver.epochs,
+            **({"messages_per_party": solver.messages.tolist()} if hasattr(solver, "messages") else {}),
         },
     }
     return RunResult(config=config, manifest=manifest, metrics=metrics,

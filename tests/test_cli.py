@@ -174,7 +174,7 @@ def test_divergence_is_one_line_and_writes_nothing(tmp_path):
                     .replace("columns = [5, 7]", "columns = [2, 2, 2, 2, 2, 2]")
                     .replace("lam = 0.01", "lam = 1e-6").replace("[solver]", "[solver]\nrho = 0.05"))
     proc = vfl("run", "--config", path, "--out", tmp_path / "out")
-    assert_one_line_error(proc, "ADMM diverged at epoch", "rho > sqrt(2) L = 2.828")
+    assert_one_line_error(proc, "admm_sharing diverged at epoch", "rho > sqrt(2) L = 2.828")
     assert not (tmp_path / "out").exists()
 
 

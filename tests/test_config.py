@@ -29,13 +29,26 @@ def test_defaults_are_filled_in():
     d = c.to_dict()
     assert d["name"] == "x"
     assert d["solver"] == {"name": "admm_sharing", "rho": 1.0, "epochs": 100, "z_tol": 1e-10}
+    assert d["privacy"] == {"sigma": 0.0, "form": "variable"}
     assert d["run"] == {"seed": 0}
+    sgd = config_from_dict({**BASE, "solver": {"name": "fdml_sgd"}}).to_dict()
+    assert sgd["solver"] == {"name": "fdml_sgd", "epochs": 100, "batch_size": 100, "lr": 0.1,
+                             "lr_schedule": "constant", "lr_step_epochs": 100, "lr_gamma": 0.1,
+                             "init_scale": 0.01}
+    assert sgd["privacy"] == {"sigma": 0.0, "form": "output"}
 
 
 @pytest.mark.parametrize(
     "patch, message",
     [
-        ({"solver": {"rhoo": 1}}, "unknown key 'solver.rhoo'; valid keys in [solver]: name, rho, epochs, z_tol"),
+        ({"solver": {"rhoo": 1}}, "unknown key 'solver.rhoo'; valid keys in [solver] for admm_sharing: name, epochs, rho, z_tol"),
+        ({"solver": {"lr": 0.1}}, "solver.lr does not apply to admm_sharing; its keys: name, epochs, rho, z_tol"),
+        ({"solver": {"name": "fdml_sgd", "rho": 1}}, "solver.rho does not apply to fdml_sgd"),
+        ({"solver": {"name": "fdml_sgd", "lr_schedule": "cosine"}}, "solver.lr_schedule = 'cosine' is not one of: constant, inv_sqrt, step"),
+        ({"privacy": {"sigma": -0.1}}, "privacy.sigma must be >= 0, got -0.1"),
+        ({"privacy": {"form": "input"}}, "privacy.form = 'input' is not one of: variable, variable_whitened, output"),
+        ({"solver": {"name": "fdml_sgd"}, "privacy": {"form": "variable"}}, "privacy.form = 'variable' is not one of: output"),
+        ({"privacy": {"epsilon": 1}}, "unknown key 'privacy.epsilon'; valid keys in [privacy]: sigma, form"),
         ({"extra": {}}, "unknown key 'extra'; valid top-level keys: name, data, partition"),
         ({"solver": {"rho": "big"}}, "solver.rho must be a number, got 'big' (str)"),
         ({"solver": {"rho": True}}, "solver.rho must be a number"),
