@@ -306,13 +306,13 @@ class FDMLSGD:
         are NaN; all the epoch's work is timed as ``x_seconds``.
         """
         t0 = perf_counter()
+        self._margins = None  # the models are about to change
         n, bs = self.n_samples, self.batch_size
         eta = self.learning_rate(self.epoch + 1)
         perm = self.batch_rng.permutation(n)
         b_perm = self.b[perm]
         for blk in self._blocks:
             blk.begin_epoch(perm)
-        x = self.x
         for start in range(0, n, bs):
             stop = min(start + bs, n)
             rows = perm[start:stop]
@@ -320,19 +320,17 @@ class FDMLSGD:
             # Every party sends its outputs of the current models ...
             u = 0.0
             for m, (blk, batch) in enumerate(zip(self._blocks, batches)):
-                sent = self.publish(m, rows, blk.matvec(batch, x[m]))
+                sent = self.publish(m, rows, blk.matvec(batch, self.x[m]))
                 self.messages[m] += sent.size
                 u = u + sent
             # ... the active party returns dl/du per sample, scaled by 1/B ...
             g_u = self._loss.grad(u, b_perm[start:stop]) / (stop - start)
             # ... and each party steps on its own weights (new arrays: no aliasing
-            # with models a caller kept from an earlier epoch).
-            x = [
+            # with models a caller kept from an earlier batch or epoch).
+            self.x = [
                 xm - eta * (blk.rmatvec(batch, g_u) + self._reg * xm)
-                for blk, batch, xm in zip(self._blocks, batches, x)
+                for blk, batch, xm in zip(self._blocks, batches, self.x)
             ]
-        self.x = x
-        self._margins = None
         t1 = perf_counter()
         self.epoch += 1
         nan = float("nan")

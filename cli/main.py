@@ -7,6 +7,7 @@ usage, config, partition or data (``vfl --debug ...`` adds the traceback);
 
 from __future__ import annotations
 
+import json
 import sys
 import traceback
 from datetime import datetime
@@ -183,6 +184,106 @@ def plot(run_dirs, out, suboptimality):
     out.parent.mkdir(parents=True, exist_ok=True)
     for p in save_figure(plot_runs(runs, suboptimality=suboptimality), out):
         click.echo(f"wrote {p}")
+
+
+def _float_list(text: str, option: str) -> list[float]:
+    try:
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expects comma-separated numbers, got {text!r}",
+                                 param_hint=option) from None
+
+
+def _int_list(text: str, option: str) -> list[int]:
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expects comma-separated integers, got {text!r}",
+                                 param_hint=option) from None
+
+
+def dataset_title(manifest: dict) -> str:
+    d = manifest["dataset"]
+    if d.get("stand_in"):
+        return f"{d['name']} (synthetic stand-in, not real gisette)"
+    return d["name"]
+
+
+@cli.command("sweep-noise")
+@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
+              help="TOML experiment config; its [sweep] table gives the default levels and seeds.")
+@click.option("--sigmas", default=None, metavar="LIST", help="Noise levels, e.g. 0,0.03,0.1,0.3,1,3.")
+@click.option("--seeds", default=None, metavar="LIST", help="Seeds, e.g. 0,1,2.")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Parallel worker processes (joblib).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Send the runs to this Dask scheduler instead (needs vfl[dask]).")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Sweep directory [default: results/sweeps/NAME]; rerunning resumes it.")
+@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Override solver.epochs.")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None)
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override any config key.")
+@click.option("--quiet", "-q", is_flag=True)
+def sweep_noise(config_path, sigmas, seeds, jobs, scheduler, out, epochs, data_dir, overrides, quiet):
+    """Run a config at several noise levels and seeds; aggregate and plot."""
+    from vfl.experiments.config import check_seeds, check_sigmas, load_config
+    from vfl.experiments.records import load_run
+    from vfl.experiments.sweep import aggregate_sweep, run_sweep
+
+    from .plotting import plot_sweep_curves, plot_sweep_final, save_figure
+
+    overrides = list(overrides) + ([f"solver.epochs={epochs}"] if epochs else [])
+    config = load_config(config_path, overrides)
+    sigma_list = check_sigmas(_float_list(sigmas, "--sigmas")) if sigmas else config.sweep.sigmas
+    seed_list = check_seeds(_int_list(seeds, "--seeds")) if seeds else config.sweep.seeds
+    out = Path(out) if out else Path("results") / "sweeps" / config.name
+    total = len(sigma_list) * len(seed_list)
+    done = {"n": 0}
+
+    def on_done(run, skipped):
+        done["n"] += 1
+        if not quiet:
+            state = "kept (already complete)" if skipped else "done"
+            click.echo(f"[{done['n']}/{total}] {run.label}: {state}", err=True)
+
+    runs, executed = run_sweep(config, sigma_list, seed_list, out, data_dir=data_dir, jobs=jobs,
+                               scheduler=scheduler, on_done=on_done)
+    agg, final = aggregate_sweep(runs, out)
+    manifest = load_run(runs[0].path).manifest
+    baselines = json.loads((out / "baselines.json").read_text())
+    title = dataset_title(manifest)
+    written = save_figure(plot_sweep_curves(agg, baselines, f"{title}: test loss under noise"),
+                          out / "sweep_curves.png")
+    written += save_figure(plot_sweep_final(final, baselines, f"{title}: final test loss vs noise"),
+                           out / "sweep_final.png")
+    if not quiet:
+        click.echo(final[["sigma", "n_seeds", "test_logloss_mean", "test_logloss_std",
+                          "test_accuracy_mean"]].to_string(index=False, float_format="%.4f"))
+        click.echo(f"{len(executed)} runs executed, {total - len(executed)} kept; wrote {out}/sweep.csv, "
+                   + ", ".join(p.name for p in written))
+
+
+@cli.command()
+@click.argument("which", type=click.Choice(["fig1", "fig2", "fig3", "all"]), default="all")
+@click.option("--out", type=click.Path(file_okay=False), default="results/figures", show_default=True,
+              help="Where figures, their CSVs, and the runs behind them go.")
+@click.option("--configs", type=click.Path(file_okay=False), default="configs", show_default=True,
+              help="Directory holding the fig*.toml configs.")
+@click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Parallel processes for the noise sweeps.")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None)
+def reproduce(which, out, configs, jobs, data_dir):
+    """Redraw Figures 1-3 of the ADMM-sharing paper (resumes finished runs)."""
+    from time import perf_counter
+
+    from .reproduce import reproduce as run_reproduce
+
+    t0 = perf_counter()
+    written = run_reproduce(which, Path(out), Path(configs), data_dir=data_dir, jobs=jobs,
+                            echo=lambda msg: click.echo(msg, err=True))
+    for p in written:
+        click.echo(f"wrote {p}")
+    click.echo(f"CSVs beside them in {out}/; {perf_counter() - t0:.0f} s")
 
 
 def main(argv=None) -> int:

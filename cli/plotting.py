@@ -127,3 +127,64 @@ def save_figure(fig, path: Path) -> list[Path]:
             os.replace(tmp, p)
     plt.close(fig)
     return paths
+
+
+def _sigma_colors(sigmas):
+    cmap = plt.get_cmap("viridis")
+    positive = sorted(s for s in sigmas if s > 0)
+    colors = {0.0: "black"}
+    for i, s in enumerate(positive):
+        colors[s] = cmap(i / max(1, len(positive) - 1) * 0.9)
+    return colors
+
+
+def _reference_lines(ax, baselines):
+    for name, label, ls in _REFERENCE:
+        if name in baselines:
+            ax.axhline(baselines[name]["test_logloss"], color="black" if ls == "--" else "0.45",
+                       lw=0.9, ls=ls, label=label)
+
+
+def plot_sweep_curves(agg, baselines: dict, title: str, *, ax=None):
+    """Test log loss vs epoch, one curve per sigma (mean across seeds, +-1 std band)."""
+    with plt.rc_context(STYLE):
+        fig = None
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(3.5, 2.8), constrained_layout=True)
+        colors = _sigma_colors(agg["sigma"].unique())
+        for sigma, g in agg.groupby("sigma"):
+            mean, std = g["test_logloss_mean"], g["test_logloss_std"].fillna(0.0)
+            label = "no noise" if sigma == 0 else f"sigma = {sigma:g}"
+            ax.plot(g["epoch"], mean, color=colors[sigma], label=label)
+            ax.fill_between(g["epoch"], mean - std, mean + std, color=colors[sigma], alpha=0.15, lw=0)
+        _reference_lines(ax, baselines)
+        lo = min(agg["test_logloss_mean"].min(), *(baselines[n]["test_logloss"] for n, _, _ in _REFERENCE))
+        top = agg[agg["epoch"] == agg["epoch"].max()]["test_logloss_mean"].max()
+        ax.set_ylim(lo - 0.02 * abs(lo), max(top, lo) + max(0.05, 0.5 * (max(top, lo) - lo)) + 0.02)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("test log loss (nats per sample)")
+        ax.set_title(title)
+        ax.legend(loc="upper right", ncol=2)
+    return fig or ax.figure
+
+
+def plot_sweep_final(final, baselines: dict, title: str, *, ax=None):
+    """Final test log loss vs noise level, with the sklearn references."""
+    with plt.rc_context(STYLE):
+        fig = None
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(3.5, 2.8), constrained_layout=True)
+        noisy = final[final["sigma"] > 0].sort_values("sigma")
+        ax.errorbar(noisy["sigma"], noisy["test_logloss_mean"], yerr=noisy["test_logloss_std"].fillna(0.0),
+                    marker="o", ms=3.5, capsize=2, color="C0", label="ADMM sharing (DP)")
+        clean = final[final["sigma"] == 0]
+        if len(clean):
+            ax.axhline(clean["test_logloss_mean"].iloc[0], color="C0", lw=0.9, ls="-.",
+                       label="ADMM sharing, no noise")
+        _reference_lines(ax, baselines)
+        ax.set_xscale("log")
+        ax.set_xlabel("noise level sigma")
+        ax.set_ylabel("final test log loss (nats per sample)")
+        ax.set_title(title)
+        ax.legend(loc="upper left")
+    return fig or ax.figure

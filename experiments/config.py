@@ -7,6 +7,7 @@ A config has five tables; every key has a default except ``data.dataset``::
     [data]
     dataset = "a9a"              # a9a | gisette | adult | synthetic
     options = {}                 # dataset options (synthetic sizes, preset, ...)
+    # fallback = "synthetic:gisette-shaped"   # only if no file of dataset is present
 
     [partition]                  # exactly one of columns / ranges / indices
     columns = [66, 57]           # consecutive column counts, party 1 first
@@ -58,6 +59,7 @@ __all__ = [
     "PrivacyConfig",
     "RunConfig",
     "SolverConfig",
+    "SweepConfig",
     "apply_overrides",
     "config_from_dict",
     "load_config",
@@ -81,6 +83,9 @@ REDUCTIONS = ("sum", "mean")
 class DataConfig:
     dataset: str
     options: dict = field(default_factory=dict)
+    # Used only when *none* of the dataset's files is present (never to hide
+    # a corrupt file); e.g. "synthetic:gisette-shaped" for gisette.
+    fallback: str | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,14 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
+class SweepConfig:
+    """Defaults of ``vfl sweep-noise`` for this config (the CLI may override)."""
+
+    sigmas: list = field(default_factory=lambda: [0.0])
+    seeds: list = field(default_factory=lambda: [0])
+
+
+@dataclass(frozen=True)
 class Config:
     name: str
     data: DataConfig
@@ -144,6 +157,7 @@ class Config:
     solver: SolverConfig
     privacy: PrivacyConfig
     run: RunConfig
+    sweep: SweepConfig = field(default_factory=SweepConfig)
 
     def to_dict(self) -> dict:
         """The fully resolved config (every default filled in), JSON-ready.
@@ -164,6 +178,7 @@ _SECTIONS = {
     "solver": SolverConfig,
     "privacy": PrivacyConfig,
     "run": RunConfig,
+    "sweep": SweepConfig,
 }
 
 
@@ -252,7 +267,10 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
     options = d.get("options", {})
     if not isinstance(options, dict):
         raise ConfigError(f"data.options must be a table, got {_typename(options)}")
-    data = DataConfig(dataset=d["dataset"], options=dict(options))
+    fallback = d.get("fallback")
+    if fallback is not None and not isinstance(fallback, str):
+        raise ConfigError(f"data.fallback must be a dataset name, got {fallback!r}")
+    data = DataConfig(dataset=d["dataset"], options=dict(options), fallback=fallback)
 
     p = tables["partition"]
     given = [k for k in ("columns", "ranges", "indices") if k in p]
@@ -310,8 +328,33 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
 
     r = tables["run"]
     run = RunConfig(seed=_integer("run.seed", r.get("seed", 0), minimum=0))
+
+    sw = tables["sweep"]
+    sweep = SweepConfig(
+        sigmas=check_sigmas(sw.get("sigmas", [0.0]), "sweep.sigmas"),
+        seeds=check_seeds(sw.get("seeds", [0]), "sweep.seeds"),
+    )
     return Config(name=config_name, data=data, partition=partition, objective=objective,
-                  solver=solver, privacy=privacy, run=run)
+                  solver=solver, privacy=privacy, run=run, sweep=sweep)
+
+
+def check_sigmas(values, key="--sigmas") -> list[float]:
+    """Noise levels: a non-empty list of distinct finite numbers >= 0."""
+    if not isinstance(values, list) or not values:
+        raise ConfigError(f"{key} must be a non-empty list of numbers, got {values!r}")
+    sigmas = [_number(f"{key}[{i}]", v, nonneg=True) for i, v in enumerate(values)]
+    if len(set(sigmas)) != len(sigmas):
+        raise ConfigError(f"{key} lists a noise level twice: {values!r}")
+    return sigmas
+
+
+def check_seeds(values, key="--seeds") -> list[int]:
+    if not isinstance(values, list) or not values:
+        raise ConfigError(f"{key} must be a non-empty list of integers, got {values!r}")
+    seeds = [_integer(f"{key}[{i}]", v, minimum=0) for i, v in enumerate(values)]
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"{key} lists a seed twice: {values!r}")
+    return seeds
 
 
 # -- files and overrides ------------------------------------------------------------

@@ -29,7 +29,7 @@ import pandas as pd
 from .errors import ConfigError, DataError
 from .runner import RunResult
 
-__all__ = ["RunRecord", "load_run", "write_run", "RUN_FILES"]
+__all__ = ["RunRecord", "load_run", "run_is_current", "write_run", "RUN_FILES"]
 
 RUN_FILES = ("config.json", "manifest.json", "metrics.csv", "baselines.json")
 
@@ -89,6 +89,22 @@ def write_run(result: RunResult, out_dir, *, overwrite: bool = False,
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def run_is_current(path, config) -> bool:
+    """``path`` is a complete run directory made from exactly ``config``.
+
+    Used to resume sweeps and figure reproduction: such a run is kept, any
+    other (missing, incomplete, or from another config) is redone.
+    """
+    path = Path(path)
+    if not all((path / f).is_file() for f in RUN_FILES):
+        return False
+    try:
+        saved = json.loads((path / "config.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return saved == json.loads(json.dumps(config.to_dict()))  # same JSON normalization
 
 
 @dataclass

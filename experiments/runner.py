@@ -21,7 +21,7 @@ import pandas as pd
 from vfl.admm import ADMMSharing, Objective
 from vfl.admm.metrics import accuracy, log_loss
 from vfl.baselines import FDMLSGD, central_optimum, fit_sklearn_baseline
-from vfl.datasets import Dataset, load_dataset, user_cache_dir
+from vfl.datasets import REGISTRY, Dataset, dataset_status, load_dataset, resolve_data_dir, user_cache_dir
 
 from .config import Config
 from .errors import ConfigError, DivergedError
@@ -62,6 +62,18 @@ class RunResult:
 def make_objective(config: Config) -> Objective:
     o = config.objective
     return Objective(loss=o.loss, lam=o.lam, reduction=o.reduction)
+
+
+def load_config_dataset(config: Config, data_dir=None) -> tuple[Dataset, str | None]:
+    """Load ``config.data``; returns the dataset and, if the fallback was
+    used, a sentence saying why."""
+    d = config.data
+    if d.fallback and d.dataset in REGISTRY:
+        if not any(f["present"] for f in dataset_status(d.dataset, data_dir)):
+            note = (f"no {d.dataset} file in {resolve_data_dir(data_dir)}; "
+                    f"used data.fallback = {d.fallback!r}")
+            return load_dataset(d.fallback), note
+    return load_dataset(d.dataset, data_dir, options=d.options), None
 
 
 def _dataset_identity(dataset: Dataset) -> dict:
@@ -224,7 +236,7 @@ def run_experiment(
 ) -> RunResult:
     """Run ``config`` end to end and return its records (nothing is written)."""
     started = datetime.now(timezone.utc)
-    dataset = load_dataset(config.data.dataset, data_dir, options=config.data.options)
+    dataset, fallback_note = load_config_dataset(config, data_dir)
     partition = make_partition(config.partition, dataset.n_features)
     objective = make_objective(config)
     baselines = compute_baselines(dataset, partition, objective, use_cache=use_cache)
@@ -289,6 +301,7 @@ def run_experiment(
             "name": dataset.name,
             "description": dataset.description,
             "stand_in": dataset.is_stand_in,
+            "fallback": fallback_note,
             "n_train": int(dataset.X_train.shape[0]),
             "n_test": int(dataset.X_test.shape[0]),
             "n_features": int(dataset.n_features),
