@@ -32,8 +32,8 @@ def test_defaults_are_filled_in():
     assert d["privacy"] == {"sigma": 0.0, "form": "variable"}
     assert d["run"] == {"seed": 0}
     sgd = config_from_dict({**BASE, "solver": {"name": "fdml_sgd"}}).to_dict()
-    assert sgd["solver"] == {"name": "fdml_sgd", "epochs": 100, "batch_size": 100, "lr": 0.1,
-                             "lr_schedule": "constant", "lr_step_epochs": 100, "lr_gamma": 0.1,
+    assert sgd["solver"] == {"name": "fdml_sgd", "epochs": 100, "batch_size": 100, "lr": 0.3,
+                             "lr_schedule": "inv_sqrt", "lr_step_epochs": 100, "lr_gamma": 0.1,
                              "init_scale": 0.01}
     assert sgd["privacy"] == {"sigma": 0.0, "form": "output"}
 
