@@ -286,6 +286,35 @@ def reproduce(which, out, configs, jobs, data_dir):
     click.echo(f"CSVs beside them in {out}/; {perf_counter() - t0:.0f} s")
 
 
+@cli.command()
+@click.argument("cases", nargs=-1)
+@click.option("--update", is_flag=True, help="Regenerate the reference CSVs (on purpose only).")
+@click.option("--root", type=click.Path(file_okay=False), default="results/reference", show_default=True)
+@click.option("--configs", type=click.Path(file_okay=False), default="configs", show_default=True)
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None)
+def references(cases, update, root, configs, data_dir):
+    """Check (or --update) the short reference runs against results/reference/."""
+    from vfl.experiments.errors import ConfigError
+    from vfl.experiments.reference import CASES, RegressionError, check_case, update_case
+
+    unknown = sorted(set(cases) - set(CASES))
+    if unknown:
+        raise ConfigError(f"unknown reference case(s) {', '.join(unknown)}; cases: {', '.join(CASES)}")
+    failures = 0
+    for name in cases or CASES:
+        if update:
+            click.echo(f"updated {update_case(name, Path(configs), Path(root), data_dir)}")
+            continue
+        try:
+            check_case(name, Path(configs), Path(root), data_dir)
+            click.echo(f"ok    {name}")
+        except RegressionError as exc:
+            failures += 1
+            click.echo(f"FAIL  {exc}")
+    if failures:
+        raise RegressionError(f"{failures} reference case(s) left their band")
+
+
 def main(argv=None) -> int:
     """Console entry point: turns user errors into one line and exit 2."""
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
