@@ -38,6 +38,7 @@ from threadpoolctl import threadpool_limits
 
 from vfl.admm import ADMMSharing, BlockSolver, Objective
 from vfl.baselines import central_optimum
+from problems import planted_problem
 
 N = 200
 
@@ -62,16 +63,7 @@ def settings(loss, reduction, n=N):
 def make_problem(loss, shape, seed=0, density=0.4):
     """Random sparse-ish design split into blocks, labels from a planted model."""
     dims = SHAPES[shape] if isinstance(shape, str) else shape
-    rng = np.random.default_rng(seed)
-    d = sum(dims)
-    D = rng.standard_normal((N, d)) * (rng.random((N, d)) < density) / np.sqrt(density * d)
-    u = D @ (2.0 * rng.standard_normal(d))
-    if loss == "logistic":
-        b = np.where(rng.random(N) < expit(u), 1.0, -1.0)
-    else:
-        b = u + 0.3 * rng.standard_normal(N)
-    blocks = np.split(D, np.cumsum(dims)[:-1], axis=1)
-    return D, blocks, b
+    return planted_problem(loss, dims, N, seed=seed, density=density)
 
 
 def as_format(blocks, fmt):

@@ -23,6 +23,7 @@ from threadpoolctl import threadpool_limits
 
 from vfl.admm import EpochStats, Objective
 from vfl.baselines import FDMLSGD, central_optimum
+from problems import planted_problem
 
 N = 400
 DIMS = (8, 7, 5)
@@ -36,15 +37,7 @@ def _single_threaded_blas():
 
 
 def make_problem(loss, seed=0, dims=DIMS, density=1.0):
-    rng = np.random.default_rng(seed)
-    d = sum(dims)
-    D = rng.standard_normal((N, d)) * (rng.random((N, d)) < density) / np.sqrt(density * d)
-    u = D @ (2.0 * rng.standard_normal(d))
-    if loss == "logistic":
-        b = np.where(rng.random(N) < expit(u), 1.0, -1.0)
-    else:
-        b = u + 0.3 * rng.standard_normal(N)
-    return D, np.split(D, np.cumsum(dims)[:-1], axis=1), b
+    return planted_problem(loss, dims, N, seed=seed, density=density)
 
 
 def objective_for(loss, reduction, lam_factor=0.01):
