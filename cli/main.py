@@ -202,13 +202,6 @@ def _int_list(text: str, option: str) -> list[int]:
                                  param_hint=option) from None
 
 
-def dataset_title(manifest: dict) -> str:
-    d = manifest["dataset"]
-    if d.get("stand_in"):
-        return f"{d['name']} (synthetic stand-in, not real gisette)"
-    return d["name"]
-
-
 @cli.command("sweep-noise")
 @click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
               help="TOML experiment config; its [sweep] table gives the default levels and seeds.")
@@ -230,7 +223,7 @@ def sweep_noise(config_path, sigmas, seeds, jobs, scheduler, out, epochs, data_d
     from vfl.experiments.records import load_run
     from vfl.experiments.sweep import aggregate_sweep, run_sweep
 
-    from .plotting import plot_sweep_curves, plot_sweep_final, save_figure
+    from .plotting import dataset_title, plot_sweep_curves, plot_sweep_final, save_figure
 
     overrides = list(overrides) + ([f"solver.epochs={epochs}"] if epochs else [])
     config = load_config(config_path, overrides)

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from vfl.experiments.records import RunRecord  # noqa: E402
 
-__all__ = ["plot_runs", "save_figure", "STYLE"]
+__all__ = ["dataset_title", "plot_runs", "plot_sweep_curves", "plot_sweep_final", "save_figure", "STYLE"]
 
 # Readable at a single paper column (3.3 in) and on screen.
 STYLE = {
@@ -43,12 +43,10 @@ _REFERENCE = [
 ]
 
 
-def _dataset_title(run: RunRecord) -> str:
-    d = run.manifest.get("dataset", {})
-    title = d.get("name", "?")
-    if d.get("stand_in"):
-        title += " (synthetic stand-in, not real gisette)"
-    return title
+def dataset_title(manifest: dict) -> str:
+    """The dataset's name for a title; a stand-in always says it is one."""
+    d = manifest.get("dataset", {})
+    return "gisette-shaped synthetic stand-in" if d.get("stand_in") else d.get("name", "?")
 
 
 def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False):
@@ -87,7 +85,7 @@ def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False):
                           else "training objective F(x)")
         ax_test.set_xlabel("epoch")
         ax_test.set_ylabel("test log loss (nats per sample)")
-        title = ", ".join(sorted({_dataset_title(r) for r in runs}))
+        title = ", ".join(sorted({dataset_title(r.manifest) for r in runs}))
         ax_obj.set_title(f"{title}: training objective")
         ax_test.set_title(f"{title}: test log loss")
         # Zoom the test panel onto the interesting range: the first epochs
@@ -145,6 +143,17 @@ def _reference_lines(ax, baselines):
                        lw=0.9, ls=ls, label=label)
 
 
+def _loss_scale(ax, values, baselines):
+    """Log y when large noise blows the loss up by orders of magnitude, so the
+    small-noise curves and the reference lines stay readable."""
+    refs = [baselines[n]["test_logloss"] for n, _, _ in _REFERENCE if n in baselines]
+    lo, hi = min(values.min(), *refs), max(values.max(), *refs)
+    if hi > 5 * lo:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(lo - 0.05 * (hi - lo) - 0.005, hi + 0.3 * (hi - lo) + 0.01)
+
+
 def plot_sweep_curves(agg, baselines: dict, title: str, *, ax=None):
     """Test log loss vs epoch, one curve per sigma (mean across seeds, +-1 std band)."""
     with plt.rc_context(STYLE):
@@ -158,13 +167,11 @@ def plot_sweep_curves(agg, baselines: dict, title: str, *, ax=None):
             ax.plot(g["epoch"], mean, color=colors[sigma], label=label)
             ax.fill_between(g["epoch"], mean - std, mean + std, color=colors[sigma], alpha=0.15, lw=0)
         _reference_lines(ax, baselines)
-        lo = min(agg["test_logloss_mean"].min(), *(baselines[n]["test_logloss"] for n, _, _ in _REFERENCE))
-        top = agg[agg["epoch"] == agg["epoch"].max()]["test_logloss_mean"].max()
-        ax.set_ylim(lo - 0.02 * abs(lo), max(top, lo) + max(0.05, 0.5 * (max(top, lo) - lo)) + 0.02)
+        _loss_scale(ax, agg["test_logloss_mean"], baselines)
         ax.set_xlabel("epoch")
         ax.set_ylabel("test log loss (nats per sample)")
         ax.set_title(title)
-        ax.legend(loc="upper right", ncol=2)
+        ax.legend(loc="upper left", ncol=2, fontsize=6.5, framealpha=0.8)
     return fig or ax.figure
 
 
@@ -182,9 +189,10 @@ def plot_sweep_final(final, baselines: dict, title: str, *, ax=None):
             ax.axhline(clean["test_logloss_mean"].iloc[0], color="C0", lw=0.9, ls="-.",
                        label="ADMM sharing, no noise")
         _reference_lines(ax, baselines)
+        _loss_scale(ax, final["test_logloss_mean"], baselines)
         ax.set_xscale("log")
         ax.set_xlabel("noise level sigma")
         ax.set_ylabel("final test log loss (nats per sample)")
         ax.set_title(title)
-        ax.legend(loc="upper left")
+        ax.legend(loc="upper left", fontsize=6.5, framealpha=0.8)
     return fig or ax.figure

@@ -5,8 +5,9 @@ and sweeps live under ``OUT/runs`` and ``OUT/sweeps`` and are resumed, so a
 second call only redraws. Beside every figure (PNG + PDF) are the CSVs it
 was drawn from.
 
-- fig1: training objective and test log loss vs epoch, ADMM sharing vs
-  FDML SGD, on a9a and gisette (Figs. 1a and 2a of the paper);
+- fig1: training objective (as relative suboptimality against the central
+  optimum F*, log scale) and test log loss vs epoch, ADMM sharing vs FDML
+  SGD, on a9a and gisette (Figs. 1a and 2a of the paper);
 - fig2: test log loss vs epoch at each noise level (Figs. 1b and 2b);
 - fig3: final test log loss vs noise level with the sklearn all-features and
   party-1-only lines (Fig. 3).
@@ -26,7 +27,7 @@ from vfl.experiments.records import load_run, run_is_current, write_run
 from vfl.experiments.runner import run_experiment
 from vfl.experiments.sweep import aggregate_sweep, run_sweep
 
-from .plotting import STYLE, plot_sweep_curves, plot_sweep_final, save_figure
+from .plotting import STYLE, dataset_title, plot_sweep_curves, plot_sweep_final, save_figure
 
 import matplotlib.pyplot as plt  # noqa: E402  (after .plotting chose the Agg backend)
 
@@ -46,12 +47,6 @@ def _config(configs: Path, name: str):
     if not path.is_file():
         raise ConfigError(f"{path} not found; run from the repository root or pass --configs DIR")
     return load_config(path)
-
-
-def _title(manifest: dict) -> str:
-    d = manifest["dataset"]
-    name = d["name"]
-    return f"{name} (synthetic stand-in, not real gisette)" if d.get("stand_in") else name
 
 
 def _ensure_run(configs, name, out, data_dir, echo):
@@ -93,15 +88,13 @@ def _fig1(configs, out, data_dir, echo) -> list[Path]:
         fig, axes = plt.subplots(2, 2, figsize=(7.0, 5.4), constrained_layout=True)
         for row, dataset in zip(axes, DATASETS):
             pair = [runs[f"fig1-{dataset}-{m}"] for m in ("admm", "sgd")]
-            title = _title(pair[0].manifest)
+            title = dataset_title(pair[0].manifest)
             for run, color in zip(pair, ("C0", "C3")):
                 label = _METHOD[run.config["solver"]["name"]]
-                row[0].plot(run.metrics["epoch"], run.metrics["objective"], color=color, label=label)
-                row[1].plot(run.metrics["epoch"], run.metrics["test_logloss"], color=color, label=label)
+                m = run.metrics
+                row[0].semilogy(m["epoch"], m["suboptimality"].clip(lower=1e-16), color=color, label=label)
+                row[1].plot(m["epoch"], m["test_logloss"], color=color, label=label)
             b = pair[0].baselines
-            row[0].axhline(b["central"]["objective"], color="black", lw=0.9, ls="-.",
-                           label="central optimum F*")
-            row[0].set_yscale("log")
             for key, label, ls, c in (("sklearn_all_features", "sklearn, all features", "--", "black"),
                                       ("sklearn_local_only", "sklearn, party 1 only", ":", "0.45")):
                 row[1].axhline(b[key]["test_logloss"], color=c, lw=0.9, ls=ls, label=label)
@@ -109,8 +102,8 @@ def _fig1(configs, out, data_dir, echo) -> list[Path]:
             refs = [b[k]["test_logloss"] for k in ("sklearn_all_features", "sklearn_local_only")]
             lo, hi = min(finals + refs), max(finals + refs)
             row[1].set_ylim(lo - 0.1 * (hi - lo) - 0.01, hi + (hi - lo) + 0.05)
-            row[0].set(xlabel="epoch", ylabel="training objective F(x) (log scale)",
-                       title=f"{title}: training objective")
+            row[0].set(xlabel="epoch", ylabel="(F(x) - F*) / F*",
+                       title=f"{title}: training objective, relative to the optimum")
             row[1].set(xlabel="epoch", ylabel="test log loss (nats per sample)",
                        title=f"{title}: test log loss")
             row[0].legend(loc="upper right")
@@ -128,7 +121,7 @@ def _fig23(which, configs, out, data_dir, jobs, echo) -> list[Path]:
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 2, figsize=(7.0, 2.9), constrained_layout=True)
         for ax, (name, (agg, final, baselines, manifest)) in zip(axes, sweeps.items()):
-            title = _title(manifest)
+            title = dataset_title(manifest)
             if which == "fig2":
                 plot_sweep_curves(agg, baselines, f"{title}: test loss under noise", ax=ax)
             else:
