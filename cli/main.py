@@ -169,8 +169,11 @@ def run(config_path, out, epochs, seed, data_dir, overrides, overwrite, quiet, n
               show_default=True, help="Figure file; a .png also gets a .pdf beside it.")
 @click.option("--suboptimality", is_flag=True,
               help="Plot (F - F*) / F* on a log scale instead of the objective.")
-def plot(run_dirs, out, suboptimality):
-    """Overlay runs: training objective and test log loss vs epoch."""
+@click.option("--x", "x_axis", type=click.Choice(["epoch", "wall"]), default="epoch", show_default=True,
+              help="Horizontal axis: epochs or cumulative solver seconds.")
+@click.option("--log", "log_scale", is_flag=True, help="Log scale for the objective.")
+def plot(run_dirs, out, suboptimality, x_axis, log_scale):
+    """Overlay runs (e.g. ADMM and SGD): objective and test log loss vs epoch or time."""
     from vfl.experiments.records import load_run
 
     from .plotting import plot_runs, save_figure
@@ -182,7 +185,8 @@ def plot(run_dirs, out, suboptimality):
             r.manifest = {**r.manifest, "name": r.path.name}
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    for p in save_figure(plot_runs(runs, suboptimality=suboptimality), out):
+    fig = plot_runs(runs, suboptimality=suboptimality, x=x_axis, log=log_scale)
+    for p in save_figure(fig, out):
         click.echo(f"wrote {p}")
 
 

@@ -46,11 +46,18 @@ _REFERENCE = [
 def dataset_title(manifest: dict) -> str:
     """The dataset's name for a title; a stand-in always says it is one."""
     d = manifest.get("dataset", {})
-    return "gisette-shaped synthetic stand-in" if d.get("stand_in") else d.get("name", "?")
+    return "gisette stand-in (synthetic)" if d.get("stand_in") else d.get("name", "?")
 
 
-def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False):
-    """Return a figure: objective (or suboptimality) and test log loss vs epoch."""
+def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False, x: str = "epoch",
+              log: bool = False):
+    """Return a figure: objective (or suboptimality) and test log loss.
+
+    ``x`` is ``"epoch"`` or ``"wall"`` (cumulative solver seconds, the
+    ``wall_time_s`` column); ``log`` puts the objective on a log scale
+    (suboptimality always is).
+    """
+    xcol, xlabel = ("epoch", "epoch") if x == "epoch" else ("wall_time_s", "solver time (s)")
     with plt.rc_context(STYLE):
         fig, (ax_obj, ax_test) = plt.subplots(1, 2, figsize=(7.0, 2.8), constrained_layout=True)
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -59,10 +66,10 @@ def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False):
             m = run.metrics
             label = _curve_label(run) if len(runs) == 1 else run.label
             if suboptimality:
-                ax_obj.semilogy(m["epoch"], m["suboptimality"].clip(lower=1e-16), color=c, label=label)
+                ax_obj.semilogy(m[xcol], m["suboptimality"].clip(lower=1e-16), color=c, label=label)
             else:
-                ax_obj.plot(m["epoch"], m["objective"], color=c, label=label)
-            ax_test.plot(m["epoch"], m["test_logloss"], color=c, label=label)
+                ax_obj.plot(m[xcol], m["objective"], color=c, label=label)
+            ax_test.plot(m[xcol], m["test_logloss"], color=c, label=label)
 
         # One set of reference lines per distinct (data, objective, partition);
         # labels name the run only when runs on different problems are overlaid.
@@ -80,10 +87,12 @@ def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False):
                     ax_test.axhline(b[name]["test_logloss"], color="black" if ls == "--" else "0.45",
                                     lw=0.9, ls=ls, label=label + suffix)
 
-        ax_obj.set_xlabel("epoch")
+        if log and not suboptimality:
+            ax_obj.set_yscale("log")
+        ax_obj.set_xlabel(xlabel)
         ax_obj.set_ylabel("relative suboptimality (F - F*) / F*" if suboptimality
                           else "training objective F(x)")
-        ax_test.set_xlabel("epoch")
+        ax_test.set_xlabel(xlabel)
         ax_test.set_ylabel("test log loss (nats per sample)")
         title = ", ".join(sorted({dataset_title(r.manifest) for r in runs}))
         ax_obj.set_title(f"{title}: training objective")
@@ -102,8 +111,7 @@ def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False):
 
 def _curve_label(run: RunRecord) -> str:
     solver = run.manifest.get("solver", {})
-    name = solver.get("name", "run").replace("_", " ")
-    name = {"admm sharing": "ADMM sharing"}.get(name, name)
+    name = {"admm_sharing": "ADMM sharing", "fdml_sgd": "FDML SGD"}.get(solver.get("name"), "run")
     return f"{name} (rho = {solver['rho']:g})" if "rho" in solver else name
 
 

@@ -103,7 +103,7 @@ def _fig1(configs, out, data_dir, echo) -> list[Path]:
             lo, hi = min(finals + refs), max(finals + refs)
             row[1].set_ylim(lo - 0.1 * (hi - lo) - 0.01, hi + (hi - lo) + 0.05)
             row[0].set(xlabel="epoch", ylabel="(F(x) - F*) / F*",
-                       title=f"{title}: training objective, relative to the optimum")
+                       title=f"{title}: objective gap")
             row[1].set(xlabel="epoch", ylabel="test log loss (nats per sample)",
                        title=f"{title}: test log loss")
             row[0].legend(loc="upper right")
@@ -123,9 +123,9 @@ def _fig23(which, configs, out, data_dir, jobs, echo) -> list[Path]:
         for ax, (name, (agg, final, baselines, manifest)) in zip(axes, sweeps.items()):
             title = dataset_title(manifest)
             if which == "fig2":
-                plot_sweep_curves(agg, baselines, f"{title}: test loss under noise", ax=ax)
+                plot_sweep_curves(agg, baselines, f"{title}: test loss, noisy", ax=ax)
             else:
-                plot_sweep_final(final, baselines, f"{title}: final test loss vs noise", ax=ax)
+                plot_sweep_final(final, baselines, f"{title}: final test loss", ax=ax)
     written = save_figure(fig, out / f"{which}.png")
     for name, (agg, final, baselines, _) in sweeps.items():
         dataset = name.removeprefix("fig2-")

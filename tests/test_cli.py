@@ -81,6 +81,10 @@ def test_run_and_plot_write_every_file(tmp_path, small_config):
     assert proc.returncode == 0, proc.stderr
     assert fig.is_file() and fig.with_suffix(".pdf").is_file()
     assert fig.stat().st_size > 10_000
+    wall = tmp_path / "fig" / "wall.png"
+    proc = vfl("plot", out, "--out", wall, "--x", "wall", "--log", "--suboptimality")
+    assert proc.returncode == 0, proc.stderr
+    assert wall.is_file()
 
 
 def test_same_seed_same_numbers(tmp_path, small_config):
