@@ -172,6 +172,11 @@ class ADMMSharing:
         - ``"output"``: ``D_m x + N(0, sigma^2 I_N)``.
     noise_rngs : list of M numpy Generators
         Party m's noise stream; required when any sigma is positive.
+    x_radius : float, optional
+        ``b1`` of Assumption 2.1 of Hu et al.: after each x-update the local
+        model is projected onto the l2 ball of this radius (the feasible set
+        ``X_m`` of (2)), which the sensitivity bound of Lemma 1 needs. Off by
+        default; how many parties were projected is recorded per epoch.
 
     Attributes
     ----------
@@ -185,7 +190,7 @@ class ADMMSharing:
     """
 
     def __init__(self, blocks, b, objective: Objective, rho: float = 1.0, *, z_tol=1e-10,
-                 sigma=0.0, noise_form: str = "variable", noise_rngs=None):
+                 sigma=0.0, noise_form: str = "variable", noise_rngs=None, x_radius=None):
         if not blocks:
             raise ValueError("at least one feature block is required")
         n = len(b)
@@ -203,6 +208,9 @@ class ADMMSharing:
         self.objective = objective
         self.noise_form = noise_form
         self.noise_rngs = noise_rngs
+        if x_radius is not None and not (np.isfinite(x_radius) and x_radius > 0):
+            raise ValueError(f"x_radius must be a finite number > 0, got {x_radius!r}")
+        self.x_radius = x_radius
         self.rho = float(rho)
         self.z_tol = float(z_tol)
         self.b = np.asarray(b, dtype=float)
@@ -284,6 +292,13 @@ class ADMMSharing:
         t0 = perf_counter()
         # Jacobi: every x-update reads the shares of the previous epoch.
         new_x = [self.x_update(m) for m in range(self.n_parties)]
+        projected = 0
+        if self.x_radius is not None:
+            for m, xm in enumerate(new_x):
+                norm = float(np.linalg.norm(xm))
+                if norm > self.x_radius:  # Euclidean projection onto the ball X_m
+                    new_x[m] = xm * (self.x_radius / norm)
+                    projected += 1
         exact = [s.matvec(xm) for s, xm in zip(self.solvers, new_x)]
         self.x = new_x
         self._margins = np.sum(exact, axis=0)
@@ -304,6 +319,7 @@ class ADMMSharing:
             x_seconds=t1 - t0,
             z_seconds=t2 - t1,
             y_seconds=t3 - t2,
+            extra={"projected_parties": projected} if self.x_radius is not None else {},
         )
 
     # -- diagnostics ---------------------------------------------------------

@@ -87,6 +87,17 @@ def _summary(result, out: Path, seconds: float) -> str:
         f"{epochs} epochs: {solver_s:.2f} s in the solver ({1e3 * solver_s / epochs:.1f} ms/epoch), "
         f"{seconds:.1f} s in all; baselines {'from cache' if b.get('cached') else 'computed'}"
     )
+    if "privacy" in man:
+        p = man["privacy"]
+        sigmas = ", ".join(format(q["sigma"], ".3g") for q in p["per_party"])
+        lines.append(
+            f"privacy: epsilon {m['epsilon_paper']:.4g} (Corollary 1, delta {p['final']['delta_paper']:.2g}) | "
+            f"{m['epsilon_tight']:.4g} ({p['tight_accountant']}, delta {p['final']['delta_tight']:.2g}); "
+            f"sigma per party {sigmas}")
+        stopped = (p.get("budget") or {}).get("stopped")
+        if stopped:
+            lines.append(f"stopped at the privacy budget after epoch {stopped['after_epoch']} "
+                         f"(next epoch would spend {stopped['epsilon_next_epoch']:.4g} > {stopped['budget_epsilon']:g})")
     a1 = man["solver"].get("assumption_1_2c", {"satisfied": True})
     if not a1["satisfied"]:
         lines.append(f"warning: rho = {man['solver']['rho']:g} is not above sqrt(2) L = "
@@ -111,7 +122,9 @@ def _summary(result, out: Path, seconds: float) -> str:
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
 @click.option("--no-cache", is_flag=True, help="Recompute the baselines instead of reading the cache.")
-def run(config_path, out, epochs, seed, data_dir, overrides, overwrite, quiet, no_cache):
+@click.option("--stop-at-budget", is_flag=True,
+              help="End the run before the epoch that would exceed privacy.budget_epsilon.")
+def run(config_path, out, epochs, seed, data_dir, overrides, overwrite, quiet, no_cache, stop_at_budget):
     """Run one experiment and write its run directory."""
     from time import perf_counter
 
@@ -147,8 +160,10 @@ def run(config_path, out, epochs, seed, data_dir, overrides, overwrite, quiet, n
             bar.update(1, row)
 
     try:
+        if stop_at_budget and config.privacy.budget_epsilon is None:
+            raise VFLError("--stop-at-budget needs privacy.budget_epsilon in the config")
         result = run_experiment(config, data_dir=data_dir, on_epoch=on_epoch,
-                                use_cache=not no_cache)
+                                use_cache=not no_cache, stop_at_budget=stop_at_budget)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
@@ -210,6 +225,8 @@ def _int_list(text: str, option: str) -> list[int]:
 @click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
               help="TOML experiment config; its [sweep] table gives the default levels and seeds.")
 @click.option("--sigmas", default=None, metavar="LIST", help="Noise levels, e.g. 0,0.03,0.1,0.3,1,3.")
+@click.option("--epsilons", default=None, metavar="LIST",
+              help="Target epsilons instead (accounting mode, privacy.delta set), e.g. 0.5,1,2,4,8.")
 @click.option("--seeds", default=None, metavar="LIST", help="Seeds, e.g. 0,1,2.")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Parallel worker processes (joblib).")
@@ -221,9 +238,10 @@ def _int_list(text: str, option: str) -> list[int]:
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None)
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override any config key.")
 @click.option("--quiet", "-q", is_flag=True)
-def sweep_noise(config_path, sigmas, seeds, jobs, scheduler, out, epochs, data_dir, overrides, quiet):
-    """Run a config at several noise levels and seeds; aggregate and plot."""
-    from vfl.experiments.config import check_seeds, check_sigmas, load_config
+def sweep_noise(config_path, sigmas, epsilons, seeds, jobs, scheduler, out, epochs, data_dir,
+                overrides, quiet):
+    """Run a config at several noise levels (or target epsilons) and seeds; aggregate and plot."""
+    from vfl.experiments.config import check_epsilons, check_seeds, check_sigmas, load_config
     from vfl.experiments.records import load_run
     from vfl.experiments.sweep import aggregate_sweep, run_sweep
 
@@ -231,10 +249,17 @@ def sweep_noise(config_path, sigmas, seeds, jobs, scheduler, out, epochs, data_d
 
     overrides = list(overrides) + ([f"solver.epochs={epochs}"] if epochs else [])
     config = load_config(config_path, overrides)
-    sigma_list = check_sigmas(_float_list(sigmas, "--sigmas")) if sigmas else config.sweep.sigmas
+    if sigmas and epsilons:
+        raise click.UsageError("give --sigmas or --epsilons, not both")
+    if epsilons or (not sigmas and config.sweep.epsilons):
+        param = "epsilon"
+        levels = check_epsilons(_float_list(epsilons, "--epsilons")) if epsilons else config.sweep.epsilons
+    else:
+        param = "sigma"
+        levels = check_sigmas(_float_list(sigmas, "--sigmas")) if sigmas else config.sweep.sigmas
     seed_list = check_seeds(_int_list(seeds, "--seeds")) if seeds else config.sweep.seeds
     out = Path(out) if out else Path("results") / "sweeps" / config.name
-    total = len(sigma_list) * len(seed_list)
+    total = len(levels) * len(seed_list)
     done = {"n": 0}
 
     def on_done(run, skipped):
@@ -243,18 +268,18 @@ def sweep_noise(config_path, sigmas, seeds, jobs, scheduler, out, epochs, data_d
             state = "kept (already complete)" if skipped else "done"
             click.echo(f"[{done['n']}/{total}] {run.label}: {state}", err=True)
 
-    runs, executed = run_sweep(config, sigma_list, seed_list, out, data_dir=data_dir, jobs=jobs,
-                               scheduler=scheduler, on_done=on_done)
+    runs, executed = run_sweep(config, levels, seed_list, out, param=param, data_dir=data_dir,
+                               jobs=jobs, scheduler=scheduler, on_done=on_done)
     agg, final = aggregate_sweep(runs, out)
     manifest = load_run(runs[0].path).manifest
     baselines = json.loads((out / "baselines.json").read_text())
     title = dataset_title(manifest)
-    written = save_figure(plot_sweep_curves(agg, baselines, f"{title}: test loss under noise"),
+    written = save_figure(plot_sweep_curves(agg, baselines, f"{title}: test loss, private"),
                           out / "sweep_curves.png")
-    written += save_figure(plot_sweep_final(final, baselines, f"{title}: final test loss vs noise"),
+    written += save_figure(plot_sweep_final(final, baselines, f"{title}: final test loss"),
                            out / "sweep_final.png")
     if not quiet:
-        click.echo(final[["sigma", "n_seeds", "test_logloss_mean", "test_logloss_std",
+        click.echo(final[[param, "epoch", "n_seeds", "test_logloss_mean", "test_logloss_std",
                           "test_accuracy_mean"]].to_string(index=False, float_format="%.4f"))
         click.echo(f"{len(executed)} runs executed, {total - len(executed)} kept; wrote {out}/sweep.csv, "
                    + ", ".join(p.name for p in written))

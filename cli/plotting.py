@@ -135,9 +135,16 @@ def save_figure(fig, path: Path) -> list[Path]:
     return paths
 
 
-def _sigma_colors(sigmas):
+_LEVEL_LABEL = {"sigma": "noise level sigma", "epsilon": "target epsilon (total)"}
+
+
+def _level_param(frame) -> str:
+    return "epsilon" if "epsilon" in frame.columns else "sigma"
+
+
+def _level_colors(levels):
     cmap = plt.get_cmap("viridis")
-    positive = sorted(s for s in sigmas if s > 0)
+    positive = sorted(s for s in levels if s > 0)
     colors = {0.0: "black"}
     for i, s in enumerate(positive):
         colors[s] = cmap(i / max(1, len(positive) - 1) * 0.9)
@@ -163,17 +170,18 @@ def _loss_scale(ax, values, baselines):
 
 
 def plot_sweep_curves(agg, baselines: dict, title: str, *, ax=None):
-    """Test log loss vs epoch, one curve per sigma (mean across seeds, +-1 std band)."""
+    """Test log loss vs epoch, one curve per level (mean across seeds, +-1 std band)."""
+    param = _level_param(agg)
     with plt.rc_context(STYLE):
         fig = None
         if ax is None:
             fig, ax = plt.subplots(figsize=(3.5, 2.8), constrained_layout=True)
-        colors = _sigma_colors(agg["sigma"].unique())
-        for sigma, g in agg.groupby("sigma"):
+        colors = _level_colors(agg[param].unique())
+        for level, g in agg.groupby(param):
             mean, std = g["test_logloss_mean"], g["test_logloss_std"].fillna(0.0)
-            label = "no noise" if sigma == 0 else f"sigma = {sigma:g}"
-            ax.plot(g["epoch"], mean, color=colors[sigma], label=label)
-            ax.fill_between(g["epoch"], mean - std, mean + std, color=colors[sigma], alpha=0.15, lw=0)
+            label = "no noise" if level == 0 else f"{param} = {level:g}"
+            ax.plot(g["epoch"], mean, color=colors[level], label=label)
+            ax.fill_between(g["epoch"], mean - std, mean + std, color=colors[level], alpha=0.15, lw=0)
         _reference_lines(ax, baselines)
         _loss_scale(ax, agg["test_logloss_mean"], baselines)
         ax.set_xlabel("epoch")
@@ -184,22 +192,23 @@ def plot_sweep_curves(agg, baselines: dict, title: str, *, ax=None):
 
 
 def plot_sweep_final(final, baselines: dict, title: str, *, ax=None):
-    """Final test log loss vs noise level, with the sklearn references."""
+    """Final test log loss vs the swept level, with the sklearn references."""
+    param = _level_param(final)
     with plt.rc_context(STYLE):
         fig = None
         if ax is None:
             fig, ax = plt.subplots(figsize=(3.5, 2.8), constrained_layout=True)
-        noisy = final[final["sigma"] > 0].sort_values("sigma")
-        ax.errorbar(noisy["sigma"], noisy["test_logloss_mean"], yerr=noisy["test_logloss_std"].fillna(0.0),
+        noisy = final[final[param] > 0].sort_values(param)
+        ax.errorbar(noisy[param], noisy["test_logloss_mean"], yerr=noisy["test_logloss_std"].fillna(0.0),
                     marker="o", ms=3.5, capsize=2, color="C0", label="ADMM sharing (DP)")
-        clean = final[final["sigma"] == 0]
+        clean = final[final[param] == 0]
         if len(clean):
             ax.axhline(clean["test_logloss_mean"].iloc[0], color="C0", lw=0.9, ls="-.",
                        label="ADMM sharing, no noise")
         _reference_lines(ax, baselines)
         _loss_scale(ax, final["test_logloss_mean"], baselines)
         ax.set_xscale("log")
-        ax.set_xlabel("noise level sigma")
+        ax.set_xlabel(_LEVEL_LABEL[param])
         ax.set_ylabel("final test log loss (nats per sample)")
         ax.set_title(title)
         ax.legend(loc="upper left", fontsize=6.5, framealpha=0.8)

@@ -32,6 +32,9 @@ A config has five tables; every key has a default except ``data.dataset``::
     sigma = 0.0                  # noise scale; 0 = non-private
     form = "variable"            # admm_sharing: variable | variable_whitened | output
                                  # fdml_sgd: output (noise on the local outputs)
+    # accounting mode (admm_sharing, form "output"), see PrivacyConfig:
+    # delta = 1e-5; epsilon = 1.0; accountant = "paper" | "pld" | "rdp";
+    # delta_prime = 1e-5; b1 = 10.0; budget_epsilon = 8.0
 
     [run]
     seed = 0
@@ -68,6 +71,7 @@ __all__ = [
 
 SOLVERS = ("admm_sharing", "fdml_sgd")
 LR_SCHEDULES = ("constant", "inv_sqrt", "step")
+ACCOUNTANTS = ("paper", "pld", "rdp")
 NOISE_FORMS = {"admm_sharing": ("variable", "variable_whitened", "output"),
                "fdml_sgd": ("output",)}
 # Keys of [solver] each solver understands (besides name and epochs).
@@ -128,12 +132,34 @@ class SolverConfig:
 
 @dataclass(frozen=True)
 class PrivacyConfig:
+    """Noise and, when ``delta`` is set, its accounting.
+
+    Without ``delta`` the noise ``sigma`` is applied as given and nothing is
+    claimed. With ``delta`` the run is in *accounting mode*: Assumption 2 of
+    Hu et al. is made real (rows of each party's block normalized, local
+    models projected onto the ball of radius ``b1``), the sensitivity is
+    Lemma 1's, and every epoch records the epsilon spent. ``epsilon`` then
+    calibrates sigma: per iteration by Theorem 1 (``accountant = "paper"``,
+    epsilon in (0, 1]) or as the total over the planned epochs (``"pld"``,
+    ``"rdp"``).
+    """
+
     sigma: float = 0.0
     form: str = "variable"  # the solver's first form when not given (fdml_sgd: "output")
+    epsilon: float | None = None
+    delta: float | None = None
+    accountant: str = "paper"
+    delta_prime: float | None = None  # Corollary 1's delta'; default: delta
+    b1: float = 10.0
+    budget_epsilon: float | None = None
+
+    @property
+    def accounting(self) -> bool:
+        return self.delta is not None
 
     @property
     def private(self) -> bool:
-        return self.sigma > 0
+        return self.sigma > 0 or self.epsilon is not None
 
 
 @dataclass(frozen=True)
@@ -147,6 +173,8 @@ class SweepConfig:
 
     sigmas: list = field(default_factory=lambda: [0.0])
     seeds: list = field(default_factory=lambda: [0])
+    # target epsilons (accounting mode); when given, the sweep is over them
+    epsilons: list = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -320,12 +348,7 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
         init_scale=_number("solver.init_scale", s.get("init_scale", d.init_scale), nonneg=True),
     )
 
-    pv = tables["privacy"]
-    forms = NOISE_FORMS[name]
-    privacy = PrivacyConfig(
-        sigma=_number("privacy.sigma", pv.get("sigma", 0.0), nonneg=True),
-        form=_choice("privacy.form", pv.get("form", forms[0]), forms),
-    )
+    privacy = _privacy(tables["privacy"], name)
 
     r = tables["run"]
     run = RunConfig(seed=_integer("run.seed", r.get("seed", 0), minimum=0))
@@ -334,9 +357,57 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
     sweep = SweepConfig(
         sigmas=check_sigmas(sw.get("sigmas", [0.0]), "sweep.sigmas"),
         seeds=check_seeds(sw.get("seeds", [0]), "sweep.seeds"),
+        epsilons=check_epsilons(sw["epsilons"], "sweep.epsilons") if "epsilons" in sw else [],
     )
+    if sweep.epsilons and not privacy.accounting:
+        raise ConfigError("sweep.epsilons needs accounting mode: set privacy.delta")
     return Config(name=config_name, data=data, partition=partition, objective=objective,
                   solver=solver, privacy=privacy, run=run, sweep=sweep)
+
+
+def _privacy(pv: dict, solver: str) -> PrivacyConfig:
+    forms = NOISE_FORMS[solver]
+
+    def opt(key, **kw):
+        return None if pv.get(key) is None else _number(f"privacy.{key}", pv[key], **kw)
+
+    delta = opt("delta", positive=True)
+    if delta is not None and delta >= 1:
+        raise ConfigError(f"privacy.delta must be in (0, 1), got {delta:g}")
+    delta_prime = opt("delta_prime", positive=True)
+    if delta_prime is not None and delta_prime >= 1:
+        raise ConfigError(f"privacy.delta_prime must be in (0, 1), got {delta_prime:g}")
+    accounting = delta is not None
+    # Accounting needs an isotropic Gaussian on the shared value (Theorem 1).
+    form_default = "output" if accounting else forms[0]
+    p = PrivacyConfig(
+        sigma=_number("privacy.sigma", pv.get("sigma", 0.0), nonneg=True),
+        form=_choice("privacy.form", pv.get("form", form_default), forms),
+        epsilon=opt("epsilon", positive=True),
+        delta=delta,
+        accountant=_choice("privacy.accountant", pv.get("accountant", "paper"), ACCOUNTANTS),
+        delta_prime=delta_prime,
+        b1=_number("privacy.b1", pv.get("b1", 10.0), positive=True),
+        budget_epsilon=opt("budget_epsilon", positive=True),
+    )
+    if p.epsilon is not None and "sigma" in pv:
+        raise ConfigError("give privacy.sigma or privacy.epsilon, not both (epsilon calibrates sigma)")
+    if not accounting:
+        for key in ("epsilon", "budget_epsilon", "delta_prime"):
+            if pv.get(key) is not None:
+                raise ConfigError(f"privacy.{key} needs privacy.delta (accounting mode)")
+        return p
+    if solver != "admm_sharing":
+        raise ConfigError("privacy accounting (privacy.delta) is implemented for admm_sharing only")
+    if p.form != "output":
+        raise ConfigError(
+            f"privacy.form = {p.form!r} cannot be accounted: Theorem 1 analyses Gaussian noise "
+            "N(0, sigma^2 I) on the shared value, i.e. form = 'output'")
+    if p.accountant == "paper" and p.epsilon is not None and p.epsilon > 1:
+        raise ConfigError(
+            f"privacy.epsilon = {p.epsilon:g}: with accountant = 'paper' it is the per-iteration "
+            "epsilon of Theorem 1, which holds only for epsilon in (0, 1]")
+    return p
 
 
 def check_sigmas(values, key="--sigmas") -> list[float]:
@@ -347,6 +418,15 @@ def check_sigmas(values, key="--sigmas") -> list[float]:
     if len(set(sigmas)) != len(sigmas):
         raise ConfigError(f"{key} lists a noise level twice: {values!r}")
     return sigmas
+
+
+def check_epsilons(values, key="--epsilons") -> list[float]:
+    """Target epsilons: distinct finite numbers > 0."""
+    eps = check_sigmas(values, key)
+    bad = [e for e in eps if e <= 0]
+    if bad:
+        raise ConfigError(f"{key} must be > 0, got {bad[0]:g}")
+    return eps
 
 
 def check_seeds(values, key="--seeds") -> list[int]:

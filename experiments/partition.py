@@ -43,12 +43,15 @@ class Partition:
 
     ``parties[m]`` are 0-based column indices into the dataset, in the order
     the party uses them. With ``intercept``, party 1's block gets a trailing
-    column of ones.
+    column of ones. With ``normalize_rows`` every row of every block is
+    scaled to unit l2 norm (Assumption 2.3 of Hu et al., which the privacy
+    analysis needs); all-zero rows stay zero.
     """
 
     parties: tuple[np.ndarray, ...]
     n_features: int
     intercept: bool = True
+    normalize_rows: bool = False
 
     @property
     def n_parties(self) -> int:
@@ -65,6 +68,10 @@ class Partition:
             B = sp.hstack([B, ones], format="csr") if sp.issparse(X) else np.hstack([B, ones])
         elif sp.issparse(B):
             B = B.tocsr()
+        if self.normalize_rows:
+            from sklearn.preprocessing import normalize  # deferred: heavy import
+
+            B = normalize(B, norm="l2", axis=1, copy=True)
         return B
 
     def split(self, X) -> list:
@@ -89,6 +96,7 @@ class Partition:
                 "column_ranges": _runs(np.sort(idx)),
                 "intercept": bool(self.intercept and m == 0),
                 "active": m == 0,
+                **({"rows_normalized": True} if self.normalize_rows else {}),
             }
             for m, idx in enumerate(self.parties)
         ]

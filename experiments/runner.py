@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from time import perf_counter
 from typing import Callable
@@ -44,6 +44,8 @@ METRIC_COLUMNS = [
     "x_time_s",
     "z_time_s",
     "y_time_s",
+    "epsilon_paper",
+    "epsilon_tight",
 ]
 
 # Bump when the baselines' definition changes, so stale cache entries are ignored.
@@ -115,8 +117,7 @@ def compute_baselines(dataset: Dataset, partition: Partition, objective: Objecti
     central = central_optimum(D_train, dataset.y_train, objective)
     u_test = D_test @ central.x
     u_train = D_train @ central.x
-    local = Partition(parties=partition.parties[:1], n_features=partition.n_features,
-                      intercept=partition.intercept)
+    local = replace(partition, parties=partition.parties[:1])
     result = {
         "key": key_src,
         "central": {
@@ -161,13 +162,19 @@ def rng_streams(seed: int, n_parties: int) -> dict:
     }
 
 
-def build_solver(config: Config, blocks, y, objective: Objective, streams: dict):
-    """The configured solver, ready for its first epoch."""
+def build_solver(config: Config, blocks, y, objective: Objective, streams: dict, plan=None):
+    """The configured solver, ready for its first epoch.
+
+    With a privacy ``plan`` (accounting mode) the per-party sigmas are the
+    plan's and local models are kept in the ball of Assumption 2.1.
+    """
     s, pv = config.solver, config.privacy
     try:
         if s.name == "admm_sharing":
+            sigma = pv.sigma if plan is None else plan.sigmas
             return ADMMSharing(blocks, y, objective, rho=s.rho, z_tol=s.z_tol,
-                               sigma=pv.sigma, noise_form=pv.form, noise_rngs=streams["noise"])
+                               sigma=sigma, noise_form=pv.form, noise_rngs=streams["noise"],
+                               x_radius=None if plan is None else pv.b1)
         return FDMLSGD(blocks, y, objective, batch_size=s.batch_size, lr=s.lr,
                        lr_schedule=s.lr_schedule, lr_step_epochs=s.lr_step_epochs,
                        lr_gamma=s.lr_gamma, init_scale=s.init_scale, output_sigma=pv.sigma,
@@ -227,6 +234,24 @@ def _divergence_message(config: Config, info: dict, epoch: int, value) -> str:
     return msg
 
 
+def _budget(config: Config, plan) -> dict | None:
+    """The epsilon curve the budget is checked against, if a budget is set."""
+    pv = config.privacy
+    if plan is None or pv.budget_epsilon is None:
+        return None
+    paper = pv.accountant == "paper"
+    if paper and np.isnan(plan.epsilon_paper).any():
+        raise ConfigError("privacy.budget_epsilon with accountant = 'paper' needs Theorem 1 to apply "
+                          "(per-iteration epsilon <= 1); raise privacy.sigma or use 'pld'")
+    return {"limit": pv.budget_epsilon, "accountant": "paper (Corollary 1)" if paper else pv.accountant,
+            "spent": plan.epsilon_paper if paper else plan.epsilon_tight}
+
+
+def _first_over(budget) -> int | None:
+    over = np.flatnonzero(budget["spent"] > budget["limit"])
+    return int(over[0]) + 1 if over.size else None
+
+
 def run_experiment(
     config: Config,
     *,
@@ -234,8 +259,13 @@ def run_experiment(
     on_epoch: Callable[[dict], None] | None = None,
     use_cache: bool = True,
     with_baselines: bool = True,
+    stop_at_budget: bool = False,
 ) -> RunResult:
     """Run ``config`` end to end and return its records (nothing is written).
+
+    With ``stop_at_budget`` and ``privacy.budget_epsilon`` set, the run ends
+    before the first epoch that would spend more than the budget; otherwise
+    the manifest only records when the budget was exceeded.
 
     ``with_baselines=False`` skips the sklearn fits and the central optimum
     (``suboptimality`` is then NaN); the regression checks use it.
@@ -243,6 +273,8 @@ def run_experiment(
     started = datetime.now(timezone.utc)
     dataset, fallback_note = load_config_dataset(config, data_dir)
     partition = make_partition(config.partition, dataset.n_features)
+    if config.privacy.accounting:  # Assumption 2.3 of Hu et al., for Lemma 1
+        partition = replace(partition, normalize_rows=True)
     objective = make_objective(config)
     if with_baselines:
         baselines = compute_baselines(dataset, partition, objective, use_cache=use_cache)
@@ -253,9 +285,15 @@ def run_experiment(
     train_blocks = partition.split(dataset.X_train)
     test_blocks = partition.split(dataset.X_test)
     streams = rng_streams(config.run.seed, partition.n_parties)
-    solver = build_solver(config, train_blocks, dataset.y_train, objective, streams)
+    plan = None
+    if config.privacy.accounting:
+        from .privacy_plan import plan_privacy  # imports dp-accounting: only when needed
+
+        plan = plan_privacy(config, [B.shape[1] for B in train_blocks])
+    solver = build_solver(config, train_blocks, dataset.y_train, objective, streams, plan)
     n = len(dataset.y_train)
     solver_info = describe_solver(config, objective, n)
+    budget = _budget(config, plan)
 
     rows = []
     nan = float("nan")
@@ -278,7 +316,13 @@ def run_experiment(
             "x_time_s": 0.0 if stats is None else stats.x_seconds,
             "z_time_s": 0.0 if stats is None else stats.z_seconds,
             "y_time_s": 0.0 if stats is None else stats.y_seconds,
+            "epsilon_paper": 0.0 if plan and epoch == 0 else plan.epsilon_paper[epoch - 1] if plan else nan,
+            "epsilon_tight": 0.0 if plan and epoch == 0 else plan.epsilon_tight[epoch - 1] if plan else nan,
         }
+        if plan is not None:  # Assumption 2.1 for y and z is checked, not enforced
+            row["y_norm"] = float(np.linalg.norm(solver.y))
+            row["z_norm"] = float(np.linalg.norm(solver.z))
+            row["projected_parties"] = 0 if stats is None else stats.extra["projected_parties"]
         rows.append(row)
         if on_epoch is not None:
             on_epoch(row)
@@ -286,8 +330,16 @@ def run_experiment(
     record(0, None, 0.0)  # the common starting point x = y = z = 0
     elapsed = 0.0
     # Overflow in a diverging run is reported once, below, not as warnings.
+    stopped = None
     with np.errstate(over="ignore", invalid="ignore"):
         for _ in range(config.solver.epochs):
+            if stop_at_budget and budget is not None and budget["spent"][solver.epoch] > budget["limit"]:
+                # the next epoch would publish beyond the budget: stop before it
+                stopped = {"after_epoch": solver.epoch, "budget_epsilon": budget["limit"],
+                           "epsilon_spent": float(budget["spent"][solver.epoch - 1]) if solver.epoch else 0.0,
+                           "epsilon_next_epoch": float(budget["spent"][solver.epoch]),
+                           "accountant": budget["accountant"]}
+                break
             t0 = perf_counter()
             stats = solver.step()
             elapsed += perf_counter() - t0  # solver time only; evaluation is not charged
@@ -297,7 +349,8 @@ def run_experiment(
             record(solver.epoch, stats, elapsed)
 
     finished = datetime.now(timezone.utc)
-    metrics = pd.DataFrame(rows, columns=METRIC_COLUMNS)
+    extra_cols = [c for c in rows[0] if c not in METRIC_COLUMNS]
+    metrics = pd.DataFrame(rows, columns=METRIC_COLUMNS + extra_cols)
     final = rows[-1]
     manifest = {
         "name": config.name,
@@ -326,6 +379,10 @@ def run_experiment(
             "formula": objective.describe(),
         },
         "solver": solver_info,
+        **({"privacy": {**plan.describe(config), "budget": budget and {
+            "epsilon": budget["limit"], "accountant": budget["accountant"], "stopped": stopped,
+            "first_epoch_over_budget": _first_over(budget)}}}
+           if plan is not None else {}),
         "result": {
             "final_objective": final["objective"],
             "central_objective": f_star,
@@ -333,7 +390,8 @@ def run_experiment(
             "final_test_logloss": final["test_logloss"],
             "final_test_accuracy": final["test_accuracy"],
             "solver_seconds": elapsed,
-            "seconds_per_epoch": elapsed / config.solver.epochs,
+            "epochs_run": int(final["epoch"]),
+            "seconds_per_epoch": elapsed / max(1, int(final["epoch"])),
             **({"messages_per_party": solver.messages.tolist()} if hasattr(solver, "messages") else {}),
         },
     }

@@ -1,12 +1,13 @@
-"""Noise sweeps: one run directory per (sigma, seed), resumable, aggregated.
+"""Privacy sweeps: one run directory per (level, seed), resumable, aggregated.
 
-Layout of a sweep directory::
+The swept level is the noise ``sigma`` (``privacy.sigma``) or a target
+``epsilon`` (``privacy.epsilon``, accounting mode). Layout::
 
     OUT/
       sigma=0.3,seed=0/      an ordinary run directory (see records)
       ...
-      sweep.csv              per (sigma, epoch): mean and std across seeds
-      sweep_final.csv        per sigma: the last epoch's mean and std
+      sweep.csv              per (level, epoch): mean and std across seeds
+      sweep_final.csv        per level: the last epoch's mean and std
       baselines.json         the sklearn / central references (shared)
 
 A run whose directory is complete and whose ``config.json`` is the one
@@ -30,7 +31,9 @@ from .records import dump_json, run_is_current, write_run
 from .runner import compute_baselines, load_config_dataset, make_objective, run_experiment
 from .partition import make_partition
 
-__all__ = ["SweepRun", "aggregate_sweep", "plan_sweep", "run_sweep", "AGGREGATED"]
+__all__ = ["SweepRun", "aggregate_sweep", "plan_sweep", "run_sweep", "AGGREGATED", "PARAMS"]
+
+PARAMS = ("sigma", "epsilon")
 
 # Metrics averaged across seeds in sweep.csv.
 AGGREGATED = ("objective", "suboptimality", "train_logloss", "test_logloss", "test_accuracy")
@@ -38,25 +41,31 @@ AGGREGATED = ("objective", "suboptimality", "train_logloss", "test_logloss", "te
 
 @dataclass(frozen=True)
 class SweepRun:
-    sigma: float
+    param: str  # "sigma" or "epsilon"
+    level: float
     seed: int
     config: Config
     path: Path
 
     @property
     def label(self) -> str:
-        return f"sigma={self.sigma:g},seed={self.seed}"
+        return f"{self.param}={self.level:g},seed={self.seed}"
 
 
-def plan_sweep(config: Config, sigmas, seeds, out_dir) -> list[SweepRun]:
-    """One run per (sigma, seed): ``config`` with ``privacy.sigma`` and ``run.seed`` set."""
+def plan_sweep(config: Config, levels, seeds, out_dir, param: str = "sigma") -> list[SweepRun]:
+    """One run per (level, seed): ``config`` with ``privacy.<param>`` and ``run.seed`` set."""
+    if param not in PARAMS:
+        raise ValueError(f"param must be one of {PARAMS}, got {param!r}")
+    if param == "epsilon" and not config.privacy.accounting:
+        raise ConfigError("an epsilon sweep needs accounting mode: set privacy.delta in the config")
     out = Path(out_dir)
     runs = []
-    for sigma in sigmas:
+    for level in levels:
         for seed in seeds:
-            c = replace(config, privacy=replace(config.privacy, sigma=float(sigma)),
-                        run=RunConfig(seed=int(seed)))
-            runs.append(SweepRun(float(sigma), int(seed), c, out / f"sigma={sigma:g},seed={seed}"))
+            privacy = replace(config.privacy, **{param: float(level)})
+            c = replace(config, privacy=privacy, run=RunConfig(seed=int(seed)))
+            runs.append(SweepRun(param, float(level), int(seed), c,
+                                 out / f"{param}={level:g},seed={seed}"))
     return runs
 
 
@@ -69,16 +78,17 @@ def _execute(run: SweepRun, data_dir) -> str:
 
 def run_sweep(
     config: Config,
-    sigmas,
+    levels,
     seeds,
     out_dir,
     *,
+    param: str = "sigma",
     data_dir=None,
     jobs: int = 1,
     scheduler: str | None = None,
     on_done: Callable[[SweepRun, bool], None] | None = None,
 ) -> tuple[list[SweepRun], list[SweepRun]]:
-    """Run every missing (sigma, seed); returns (all runs, runs executed now).
+    """Run every missing (level, seed); returns (all runs, runs executed now).
 
     ``on_done(run, skipped)`` is called as runs finish (in completion order
     for Dask, in submission order for joblib).
@@ -88,7 +98,7 @@ def run_sweep(
     # Leftovers of runs killed mid-write (write_run's temporary directories).
     for leftover in out.glob(".*.partial"):
         shutil.rmtree(leftover, ignore_errors=True)
-    runs = plan_sweep(config, sigmas, seeds, out)
+    runs = plan_sweep(config, levels, seeds, out, param)
     todo = []
     for run in runs:
         if run_is_current(run.path, run.config):
@@ -145,21 +155,27 @@ def _run_dask(todo, data_dir, scheduler, on_done):
 
 
 def aggregate_sweep(runs: list[SweepRun], out_dir) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Write ``sweep.csv`` and ``sweep_final.csv`` (atomically) from the run files."""
+    """Write ``sweep.csv`` and ``sweep_final.csv`` (atomically) from the run files.
+
+    The level column is named after the swept parameter (``sigma`` or
+    ``epsilon``); ``sweep_final.csv`` keeps each level's last epoch.
+    """
+    param = runs[0].param
     frames = []
     for run in runs:
         m = pd.read_csv(run.path / "metrics.csv")
         m.insert(0, "seed", run.seed)
-        m.insert(0, "sigma", run.sigma)
+        m.insert(0, param, run.level)
         frames.append(m)
     allm = pd.concat(frames, ignore_index=True)
-    grouped = allm.groupby(["sigma", "epoch"], sort=True)
+    # epochs run differ when a budget stopped some runs: aggregate what exists
+    grouped = allm.groupby([param, "epoch"], sort=True)
     agg = grouped[list(AGGREGATED)].agg(["mean", "std"])
     agg.columns = [f"{metric}_{stat}" for metric, stat in agg.columns]
     agg.insert(0, "n_seeds", grouped.size())
     agg = agg.reset_index()
-    last = allm["epoch"].max()
-    final = agg[agg["epoch"] == last].drop(columns="epoch").reset_index(drop=True)
+    # The final point of each level is its last epoch (runs may stop early).
+    final = agg.loc[agg.groupby(param)["epoch"].idxmax()].reset_index(drop=True)
     out = Path(out_dir)
     for frame, name in ((agg, "sweep.csv"), (final, "sweep_final.csv")):
         tmp = out / f".{name}.partial"

@@ -29,13 +29,17 @@ def test_defaults_are_filled_in():
     d = c.to_dict()
     assert d["name"] == "x"
     assert d["solver"] == {"name": "admm_sharing", "rho": 1.0, "epochs": 100, "z_tol": 1e-10}
-    assert d["privacy"] == {"sigma": 0.0, "form": "variable"}
+    assert d["privacy"] == {"sigma": 0.0, "form": "variable", "epsilon": None, "delta": None,
+                            "accountant": "paper", "delta_prime": None, "b1": 10.0,
+                            "budget_epsilon": None}
     assert d["run"] == {"seed": 0}
     sgd = config_from_dict({**BASE, "solver": {"name": "fdml_sgd"}}).to_dict()
     assert sgd["solver"] == {"name": "fdml_sgd", "epochs": 100, "batch_size": 100, "lr": 0.3,
                              "lr_schedule": "inv_sqrt", "lr_step_epochs": 100, "lr_gamma": 0.1,
                              "init_scale": 0.01}
-    assert sgd["privacy"] == {"sigma": 0.0, "form": "output"}
+    assert sgd["privacy"]["form"] == "output"
+    dp = config_from_dict({**BASE, "privacy": {"epsilon": 4.0, "delta": 1e-5, "accountant": "pld"}})
+    assert dp.privacy.accounting and dp.privacy.private and dp.privacy.form == "output"
 
 
 @pytest.mark.parametrize(
@@ -48,7 +52,17 @@ def test_defaults_are_filled_in():
         ({"privacy": {"sigma": -0.1}}, "privacy.sigma must be >= 0, got -0.1"),
         ({"privacy": {"form": "input"}}, "privacy.form = 'input' is not one of: variable, variable_whitened, output"),
         ({"solver": {"name": "fdml_sgd"}, "privacy": {"form": "variable"}}, "privacy.form = 'variable' is not one of: output"),
-        ({"privacy": {"epsilon": 1}}, "unknown key 'privacy.epsilon'; valid keys in [privacy]: sigma, form"),
+        ({"privacy": {"eps": 1}}, "unknown key 'privacy.eps'; valid keys in [privacy]: sigma, form, epsilon, delta"),
+        ({"privacy": {"epsilon": 1}}, "privacy.epsilon needs privacy.delta"),
+        ({"privacy": {"epsilon": 0, "delta": 1e-5}}, "privacy.epsilon must be > 0, got 0"),
+        ({"privacy": {"epsilon": -1, "delta": 1e-5}}, "privacy.epsilon must be > 0, got -1"),
+        ({"privacy": {"epsilon": 0.5, "delta": 1.0}}, "privacy.delta must be in (0, 1), got 1"),
+        ({"privacy": {"epsilon": 0.5, "delta": 0}}, "privacy.delta must be > 0, got 0"),
+        ({"privacy": {"epsilon": 2, "delta": 1e-5}}, "Theorem 1, which holds only for epsilon in (0, 1]"),
+        ({"privacy": {"epsilon": 0.5, "sigma": 1, "delta": 1e-5}}, "give privacy.sigma or privacy.epsilon, not both"),
+        ({"privacy": {"epsilon": 0.5, "delta": 1e-5, "form": "variable"}}, "privacy.form = 'variable' cannot be accounted"),
+        ({"privacy": {"epsilon": 0.5, "delta": 1e-5, "accountant": "gdp"}}, "privacy.accountant = 'gdp' is not one of: paper, pld, rdp"),
+        ({"solver": {"name": "fdml_sgd"}, "privacy": {"delta": 1e-5}}, "implemented for admm_sharing only"),
         ({"extra": {}}, "unknown key 'extra'; valid top-level keys: name, data, partition"),
         ({"solver": {"rho": "big"}}, "solver.rho must be a number, got 'big' (str)"),
         ({"solver": {"rho": True}}, "solver.rho must be a number"),

@@ -76,3 +76,16 @@ def test_split_checks_width():
     p = make_partition(PartitionConfig(columns=[2, 3]), 5)
     with pytest.raises(PartitionError, match="data has 4 features"):
         p.split(np.ones((2, 4)))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_normalized_rows_per_party(sparse):
+    X = np.array([[3.0, 4.0, 0.0, 2.0], [0.0, 0.0, 1.0, 0.0]])
+    p = make_partition(PartitionConfig(columns=[2, 2], intercept=True), 4)
+    from dataclasses import replace
+
+    blocks = replace(p, normalize_rows=True).split(sp.csr_matrix(X) if sparse else X)
+    dense = [b.toarray() if sparse else b for b in blocks]
+    np.testing.assert_allclose(dense[0], [[3 / np.sqrt(26), 4 / np.sqrt(26), 1 / np.sqrt(26)], [0, 0, 1]])
+    np.testing.assert_allclose(dense[1], [[0, 1], [1, 0]])  # party 2's rows: (0, 2) and (1, 0)
+    assert replace(p, normalize_rows=True).describe()[0]["rows_normalized"] is True

@@ -76,7 +76,7 @@ def test_aggregate_matches_the_run_files(tmp_path, config):
     assert list(on_disk.columns[:3]) == ["sigma", "epoch", "n_seeds"]
     assert len(on_disk) == 2 * 9  # two sigmas x epochs 0..8
     for sigma in (0.0, 0.3):
-        per_run = [pd.read_csv(r.path / "metrics.csv") for r in runs if r.sigma == sigma]
+        per_run = [pd.read_csv(r.path / "metrics.csv") for r in runs if r.level == sigma]
         stacked = np.stack([m["test_logloss"].to_numpy() for m in per_run])
         rows = on_disk[on_disk["sigma"] == sigma]
         np.testing.assert_allclose(rows["test_logloss_mean"], stacked.mean(axis=0), rtol=1e-9)
