@@ -61,8 +61,11 @@ def _summary(result, out: Path, seconds: float) -> str:
     b = result.baselines
     c = b["central"]
     solver = {"admm_sharing": "ADMM sharing", "fdml_sgd": "FDML SGD"}[result.config.solver.name]
-    if result.config.privacy.private:
-        solver += f", sigma {result.config.privacy.sigma:g}"
+    pv = result.config.privacy
+    if pv.epsilon is not None:
+        solver += f", epsilon {pv.epsilon:g}"
+    elif pv.private:
+        solver += f", sigma {pv.sigma:g}"
     rows = [
         (f"{solver} ({int(m['epoch'])} epochs)", m["objective"], m["suboptimality"],
          m["train_logloss"], m["test_logloss"], m["test_accuracy"]),
@@ -77,9 +80,9 @@ def _summary(result, out: Path, seconds: float) -> str:
         rows.append((label, s["objective"], (s["objective"] - c["objective"]) / abs(c["objective"]),
                      s["train_logloss"], s["test_logloss"], s["test_accuracy"]))
 
-    lines = [f"{'':32} {'objective':>12} {'rel. gap':>9} {'train ll':>9} {'test ll':>9} {'test acc':>9}"]
+    lines = [f"{'':38} {'objective':>12} {'rel. gap':>9} {'train ll':>9} {'test ll':>9} {'test acc':>9}"]
     for label, obj, gap, tr, te, acc in rows:
-        lines.append(f"{label:32} {obj:12.4f} {gap:9.2e} {tr:9.4f} {te:9.4f} {acc:9.4f}")
+        lines.append(f"{label:38} {obj:12.4f} {gap:9.2e} {tr:9.4f} {te:9.4f} {acc:9.4f}")
     man = result.manifest
     epochs = int(m["epoch"])
     solver_s = man["result"]["solver_seconds"]
@@ -91,8 +94,8 @@ def _summary(result, out: Path, seconds: float) -> str:
         p = man["privacy"]
         sigmas = ", ".join(format(q["sigma"], ".3g") for q in p["per_party"])
         lines.append(
-            f"privacy: epsilon {m['epsilon_paper']:.4g} (Corollary 1, delta {p['final']['delta_paper']:.2g}) | "
-            f"{m['epsilon_tight']:.4g} ({p['tight_accountant']}, delta {p['final']['delta_tight']:.2g}); "
+            f"privacy spent: epsilon {m['epsilon_paper']:.4g} (Corollary 1, delta {m['delta_paper']:.2g}) | "
+            f"{m['epsilon_tight']:.4g} ({p['tight_accountant']}, delta {m['delta_tight']:.2g}); "
             f"sigma per party {sigmas}")
         stopped = (p.get("budget") or {}).get("stopped")
         if stopped:
@@ -285,8 +288,78 @@ def sweep_noise(config_path, sigmas, epsilons, seeds, jobs, scheduler, out, epoc
                    + ", ".join(p.name for p in written))
 
 
+_ANALYSIS_LABEL = {
+    "paper": "Hu et al. Theorem 1 + Corollary 1 (delta split T*delta_i + delta')",
+    "moments": "DP-ADMM moments accountant (Huang et al. Theorem 2)",
+    "pld": "dp-accounting PLD",
+    "rdp": "dp-accounting RDP",
+    "exact": "exact composed Gaussian (z_eff = z / sqrt(T))",
+}
+
+
 @cli.command()
-@click.argument("which", type=click.Choice(["fig1", "fig2", "fig3", "all"]), default="all")
+@click.option("--sigma", type=float, default=None, help="Noise standard deviation -> epsilon.")
+@click.option("--epsilon", type=float, default=None, help="Total target epsilon -> sigma.")
+@click.option("--sensitivity", type=float, default=1.0, show_default=True, help="l2 sensitivity C.")
+@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Number of compositions T.")
+@click.option("--delta", type=float, default=None, help="Total delta.")
+@click.option("--run", "run_dir", type=click.Path(file_okay=False), default=None,
+              help="Plot epsilon vs epoch of an accounting-mode run instead.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="With --run: figure file [default: RUN_DIR/../NAME-privacy.png].")
+def privacy(sigma, epsilon, sensitivity, epochs, delta, run_dir, out):
+    """Epsilon of a Gaussian mechanism under every analysis, or the sigma each needs.
+
+    \b
+    vfl privacy --sigma 5 --sensitivity 1 --epochs 100 --delta 1e-5
+    vfl privacy --epsilon 1 --delta 1e-5 --epochs 100
+    vfl privacy --run results/runs/RUN
+    """
+    if run_dir is not None:
+        return _plot_privacy(Path(run_dir), out)
+    if (sigma is None) == (epsilon is None):
+        raise click.UsageError("give exactly one of --sigma and --epsilon (or --run)")
+    if epochs is None or delta is None:
+        raise click.UsageError("--epochs and --delta are required")
+    if epsilon is not None and epsilon <= 0:
+        raise VFLError(f"--epsilon must be > 0, got {epsilon:g}")
+    if not 0 < delta < 1:
+        raise VFLError(f"--delta must be in (0, 1), got {delta:g}")
+    if sigma is not None and sigma <= 0:
+        raise VFLError(f"--sigma must be > 0, got {sigma:g}")
+    if sensitivity <= 0:
+        raise VFLError(f"--sensitivity must be > 0, got {sensitivity:g}")
+    from vfl.privacy import epsilons_for_sigma, sigmas_for_epsilon
+
+    if sigma is not None:
+        values = epsilons_for_sigma(sigma, sensitivity, epochs, delta)
+        click.echo(f"sigma {sigma:g}, sensitivity {sensitivity:g} (z = {sigma / sensitivity:.4g}), "
+                   f"T = {epochs}, total delta {delta:g}: epsilon")
+    else:
+        values = sigmas_for_epsilon(epsilon, sensitivity, epochs, delta)
+        click.echo(f"total (epsilon {epsilon:g}, delta {delta:g}) over T = {epochs}, "
+                   f"sensitivity {sensitivity:g}: sigma needed")
+    for name, value in values.items():
+        shown = "n/a (needs a per-iteration epsilon <= 1)" if value is None else f"{value:.6g}"
+        click.echo(f"  {name:8} {shown:>12}   {_ANALYSIS_LABEL[name]}")
+
+
+def _plot_privacy(run_dir: Path, out):
+    from vfl.experiments.records import load_run
+
+    from .plotting import plot_privacy, save_figure
+
+    run = load_run(run_dir)
+    if "privacy" not in run.manifest:
+        raise VFLError(f"{run_dir} is not an accounting-mode run (no privacy.delta in its config)")
+    out = Path(out) if out else run_dir.parent / f"{run_dir.name}-privacy.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for p in save_figure(plot_privacy(run), out):
+        click.echo(f"wrote {p}")
+
+
+@cli.command()
+@click.argument("which", type=click.Choice(["fig1", "fig2", "fig3", "privacy", "all"]), default="all")
 @click.option("--out", type=click.Path(file_okay=False), default="results/figures", show_default=True,
               help="Where figures, their CSVs, and the runs behind them go.")
 @click.option("--configs", type=click.Path(file_okay=False), default="configs", show_default=True,
@@ -295,7 +368,10 @@ def sweep_noise(config_path, sigmas, epsilons, seeds, jobs, scheduler, out, epoc
               help="Parallel processes for the noise sweeps.")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None)
 def reproduce(which, out, configs, jobs, data_dir):
-    """Redraw Figures 1-3 of the ADMM-sharing paper (resumes finished runs)."""
+    """Redraw Figures 1-3 of the ADMM-sharing paper and the privacy-cost figure.
+
+    Finished runs are kept, so a second call only redraws.
+    """
     from time import perf_counter
 
     from .reproduce import reproduce as run_reproduce

@@ -213,3 +213,26 @@ def plot_sweep_final(final, baselines: dict, title: str, *, ax=None):
         ax.set_title(title)
         ax.legend(loc="upper left", fontsize=6.5, framealpha=0.8)
     return fig or ax.figure
+
+
+def plot_privacy(run: RunRecord):
+    """Epsilon spent vs epoch under the paper's analysis and the tight accountant."""
+    p = run.manifest["privacy"]
+    m = run.metrics[run.metrics["epoch"] > 0]  # nothing is spent at epoch 0 (log axis)
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(3.5, 2.8), constrained_layout=True)
+        ax.plot(m["epoch"], m["epsilon_paper"], color="C3",
+                label=f"Corollary 1 (delta = t*{p['delta']:g} + {p['delta_prime']:g})")
+        ax.plot(m["epoch"], m["epsilon_tight"], color="C0",
+                label=f"{p['tight_accountant'].upper()} (same delta)" if p["tight_accountant"] == "pld"
+                and run.config["privacy"]["accountant"] == "paper"
+                else f"{p['tight_accountant'].upper()} (delta = {p['delta']:g})")
+        budget = (p.get("budget") or {}).get("epsilon")
+        if budget:
+            ax.axhline(budget, color="black", ls=":", lw=0.9, label=f"budget {budget:g}")
+        ax.set_yscale("log")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("epsilon spent (worst party)")
+        ax.set_title(f"{dataset_title(run.manifest)}: privacy spent")
+        ax.legend(loc="lower right")
+    return fig

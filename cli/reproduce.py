@@ -10,7 +10,10 @@ was drawn from.
   SGD, on a9a and gisette (Figs. 1a and 2a of the paper);
 - fig2: test log loss vs epoch at each noise level (Figs. 1b and 2b);
 - fig3: final test log loss vs noise level with the sklearn all-features and
-  party-1-only lines (Fig. 3).
+  party-1-only lines (Fig. 3);
+- privacy: final test log loss vs the total target epsilon on a9a, with sigma
+  calibrated by the PLD accountant from Lemma 1's sensitivity (not in the
+  paper: what its analysis costs in accuracy).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ FIGURES = {
     "fig1": {"runs": [f"fig1-{d}-{m}" for d in DATASETS for m in ("admm", "sgd")]},
     "fig2": {"sweeps": [f"fig2-{d}" for d in DATASETS]},
     "fig3": {"sweeps": [f"fig2-{d}" for d in DATASETS]},  # the final points of fig2's sweeps
+    "privacy": {"sweeps": ["privacy-a9a"]},  # test loss vs target epsilon (accounting mode)
 }
 _METHOD = {"admm_sharing": "ADMM sharing", "fdml_sgd": "FDML SGD"}
 
@@ -63,9 +67,11 @@ def _ensure_run(configs, name, out, data_dir, echo):
 def _ensure_sweep(configs, name, out, data_dir, jobs, echo):
     config = _config(configs, name)
     path = out / "sweeps" / name
-    n = len(config.sweep.sigmas) * len(config.sweep.seeds)
-    echo(f"  {name}: {n} runs (sigma in {config.sweep.sigmas}, seeds {config.sweep.seeds})")
-    runs, _ = run_sweep(config, config.sweep.sigmas, config.sweep.seeds, path,
+    param = "epsilon" if config.sweep.epsilons else "sigma"
+    levels = config.sweep.epsilons or config.sweep.sigmas
+    n = len(levels) * len(config.sweep.seeds)
+    echo(f"  {name}: {n} runs ({param} in {levels}, seeds {config.sweep.seeds})")
+    runs, _ = run_sweep(config, levels, config.sweep.seeds, path, param=param,
                         data_dir=data_dir, jobs=jobs)
     agg, final = aggregate_sweep(runs, path)
     manifest = load_run(runs[0].path).manifest
@@ -136,6 +142,16 @@ def _fig23(which, configs, out, data_dir, jobs, echo) -> list[Path]:
     return written
 
 
+def _fig_privacy(configs, out, data_dir, jobs, echo) -> list[Path]:
+    (name,) = FIGURES["privacy"]["sweeps"]
+    agg, final, baselines, manifest = _ensure_sweep(configs, name, out, data_dir, jobs, echo)
+    fig = plot_sweep_final(final, baselines, f"{dataset_title(manifest)}: test loss vs privacy")
+    written = save_figure(fig, out / "privacy.png")
+    final.to_csv(out / "privacy-a9a.csv", index=False, float_format="%.10g")
+    _references_csv([("a9a", baselines)], out / "privacy-references.csv")
+    return written
+
+
 def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2, echo=click.echo):
     """Run what ``which`` ("fig1", "fig2", "fig3" or "all") needs and draw it."""
     out.mkdir(parents=True, exist_ok=True)
@@ -144,6 +160,8 @@ def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2
         echo(f"{fig}:")
         if fig == "fig1":
             written += _fig1(configs, out, data_dir, echo)
+        elif fig == "privacy":
+            written += _fig_privacy(configs, out, data_dir, jobs, echo)
         else:
             written += _fig23(fig, configs, out, data_dir, jobs, echo)
     return written

@@ -73,13 +73,22 @@ class PrivacyPlan:
                            "noise_multiplier": float(s / c)}
                           for m, (c, s) in enumerate(zip(self.sensitivities, self.sigmas))],
             "tight_accountant": self.tight_accountant,
-            "final": {"epsilon_paper": _final(self.epsilon_paper), "delta_paper": _final(self.delta_paper),
-                      "epsilon_tight": _final(self.epsilon_tight), "delta_tight": _final(self.delta_tight)},
+            "planned": self.spent(len(self.epsilon_paper)),
         }
 
+    def spent(self, epochs: int) -> dict:
+        """Epsilon and delta after ``epochs`` epochs, under both analyses."""
+        if epochs == 0:
+            return {"epochs": 0, "epsilon_paper": 0.0, "delta_paper": 0.0,
+                    "epsilon_tight": 0.0, "delta_tight": 0.0}
+        i = epochs - 1
+        return {"epochs": epochs,
+                "epsilon_paper": _float(self.epsilon_paper[i]), "delta_paper": float(self.delta_paper[i]),
+                "epsilon_tight": _float(self.epsilon_tight[i]), "delta_tight": float(self.delta_tight[i])}
 
-def _final(a):
-    return float(a[-1]) if len(a) else None
+
+def _float(v) -> float | None:
+    return None if np.isnan(v) else float(v)
 
 
 def delta_prime(config: Config) -> float:
@@ -112,20 +121,18 @@ def plan_privacy(config: Config, widths: list[int]) -> PrivacyPlan:
 
     t = np.arange(1, T + 1)
     delta_paper = t * delta + dprime
-    eps_paper = np.full(T, -np.inf)
+    per_party = []
     for c, s in zip(C, sigmas):
         e = theorem1_epsilon(s, delta, c)
         # Theorem 1 needs a per-iteration epsilon in (0, 1]; beyond it the
         # paper's analysis says nothing (NaN), rather than something wrong.
-        party = np.array([corollary1(e, k, delta, dprime)[0] for k in t]) if e <= 1 else np.full(T, np.nan)
-        eps_paper = np.fmax(eps_paper, party)
+        per_party.append(np.array([corollary1(e, k, delta, dprime)[0] for k in t]) if e <= 1
+                         else np.full(T, np.nan))
+    eps_paper = np.max(per_party, axis=0)  # NaN if any party has no paper guarantee
 
     accountant = "pld" if pv.accountant == "paper" else pv.accountant
     delta_tight = delta_paper if pv.accountant == "paper" else np.full(T, delta)
-    eps_tight = np.full(T, -np.inf)
-    for c, s in zip(C, sigmas):
-        z = float(s / c)
-        party = np.array([epsilon_of(gaussian_events([z] * k), d, accountant)
-                          for k, d in zip(t, delta_tight)])
-        eps_tight = np.fmax(eps_tight, party)
+    eps_tight = np.max([
+        [epsilon_of(gaussian_events([float(s / c)] * k), d, accountant) for k, d in zip(t, delta_tight)]
+        for c, s in zip(C, sigmas)], axis=0)
     return PrivacyPlan(C, sigmas, eps_paper, delta_paper, eps_tight, delta_tight, accountant)

@@ -323,6 +323,8 @@ def run_experiment(
             row["y_norm"] = float(np.linalg.norm(solver.y))
             row["z_norm"] = float(np.linalg.norm(solver.z))
             row["projected_parties"] = 0 if stats is None else stats.extra["projected_parties"]
+            row["delta_paper"] = 0.0 if epoch == 0 else plan.delta_paper[epoch - 1]
+            row["delta_tight"] = 0.0 if epoch == 0 else plan.delta_tight[epoch - 1]
         rows.append(row)
         if on_epoch is not None:
             on_epoch(row)
@@ -379,7 +381,8 @@ def run_experiment(
             "formula": objective.describe(),
         },
         "solver": solver_info,
-        **({"privacy": {**plan.describe(config), "budget": budget and {
+        **({"privacy": {**plan.describe(config), "spent": plan.spent(int(final["epoch"])),
+                        "budget": budget and {
             "epsilon": budget["limit"], "accountant": budget["accountant"], "stopped": stopped,
             "first_epoch_over_budget": _first_over(budget)}}}
            if plan is not None else {}),

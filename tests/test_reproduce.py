@@ -32,6 +32,10 @@ def tiny_configs(root: Path) -> Path:
             TINY.format(name=f"fig1-{dataset}-sgd", solver='name = "fdml_sgd"\nepochs = 4\nbatch_size = 50'))
         (root / f"fig2-{dataset}.toml").write_text(
             TINY.format(name=f"fig2-{dataset}", solver='name = "admm_sharing"\nepochs = 5'))
+    (root / "privacy-a9a.toml").write_text(
+        TINY.format(name="privacy-a9a", solver='name = "admm_sharing"\nepochs = 4')
+        .replace("[sweep]\nsigmas = [0.0, 0.5]", '[privacy]\ndelta = 1e-5\naccountant = "pld"\n'
+                 "[sweep]\nepsilons = [1.0, 8.0]"))
     return root
 
 
@@ -41,14 +45,17 @@ def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path):
     log = []
     written = reproduce("all", out, configs, jobs=1, echo=log.append)
     assert sorted(p.name for p in written) == sorted(
-        f"{f}.{ext}" for f in ("fig1", "fig2", "fig3") for ext in ("png", "pdf"))
+        f"{f}.{ext}" for f in ("fig1", "fig2", "fig3", "privacy") for ext in ("png", "pdf"))
     for name in ("fig1-a9a-admm.csv", "fig1-a9a-sgd.csv", "fig1-gisette-admm.csv",
                  "fig1-gisette-sgd.csv", "fig1-references.csv", "fig2-a9a.csv", "fig2-gisette.csv",
-                 "fig2-references.csv", "fig3-a9a.csv", "fig3-gisette.csv", "fig3-references.csv"):
+                 "fig2-references.csv", "fig3-a9a.csv", "fig3-gisette.csv", "fig3-references.csv",
+                 "privacy-a9a.csv", "privacy-references.csv"):
         assert (out / name).is_file(), name
     fig3 = pd.read_csv(out / "fig3-a9a.csv")
     assert fig3["sigma"].tolist() == [0.0, 0.5] and (fig3["n_seeds"] == 2).all()
     assert len(pd.read_csv(out / "fig1-a9a-sgd.csv")) == 5  # epochs 0..4
+    priv = pd.read_csv(out / "privacy-a9a.csv")
+    assert priv["epsilon"].tolist() == [1.0, 8.0]
 
     log.clear()
     reproduce("fig1", out, configs, jobs=1, echo=log.append)

@@ -1,0 +1,84 @@
+"""One mechanism, every analysis: epsilon for a sigma, sigma for an epsilon.
+
+Used by ``vfl privacy`` and the README's comparison table. The mechanism is
+T epochs of a Gaussian with standard deviation ``sigma`` on a value of l2
+sensitivity ``C`` (z = sigma / C), without subsampling.
+
+Under Hu et al.'s analysis a total ``delta`` is split as
+``T * delta_iter + delta'`` with ``delta' = delta / 2`` and
+``delta_iter = delta / (2 T)`` (Corollary 1); the other analyses use
+``delta`` as the total directly.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import brentq
+
+from .accountant import calibrate_sigma, composed_gaussian_epsilon, epsilon_of, gaussian_events
+from .moments import dp_admm_epsilon
+from .paper import corollary1, theorem1_epsilon, theorem1_sigma
+
+__all__ = ["ANALYSES", "epsilons_for_sigma", "sigmas_for_epsilon", "split_delta"]
+
+ANALYSES = ("paper", "moments", "pld", "rdp", "exact")
+
+
+def split_delta(delta: float, T: int) -> tuple[float, float]:
+    """(delta_iter, delta') with T * delta_iter + delta' = delta (Corollary 1)."""
+    return delta / (2 * T), delta / 2
+
+
+def _check(delta, T, sensitivity):
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    if int(T) != T or T < 1:
+        raise ValueError(f"epochs must be an integer >= 1, got {T!r}")
+    if not sensitivity > 0:
+        raise ValueError(f"sensitivity must be > 0, got {sensitivity!r}")
+
+
+def epsilons_for_sigma(sigma: float, sensitivity: float, T: int, delta: float) -> dict:
+    """Total epsilon of T epochs at total ``delta`` under every analysis.
+
+    ``None`` where an analysis does not apply (Theorem 1 and the moments
+    accountant of DP-ADMM need a per-iteration epsilon in (0, 1]).
+    """
+    _check(delta, T, sensitivity)
+    if not sigma > 0:
+        raise ValueError(f"sigma must be > 0, got {sigma!r}")
+    z = sigma / sensitivity
+    d_iter, d_prime = split_delta(delta, T)
+    e_iter = theorem1_epsilon(sigma, d_iter, sensitivity)
+    e_moments = theorem1_epsilon(sigma, delta, sensitivity)
+    return {
+        "paper": corollary1(e_iter, T, d_iter, d_prime)[0] if e_iter <= 1 else None,
+        "moments": dp_admm_epsilon(e_moments, delta, T) if e_moments <= 1 else None,
+        "pld": epsilon_of(gaussian_events([z] * T), delta, "pld"),
+        "rdp": epsilon_of(gaussian_events([z] * T), delta, "rdp"),
+        "exact": composed_gaussian_epsilon([z] * T, delta),
+    }
+
+
+def sigmas_for_epsilon(epsilon: float, sensitivity: float, T: int, delta: float) -> dict:
+    """The sigma each analysis needs for total ``(epsilon, delta)`` over T epochs."""
+    _check(delta, T, sensitivity)
+    if not epsilon > 0:
+        raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+    d_iter, d_prime = split_delta(delta, T)
+    out = {}
+    # Corollary 1 is increasing in the per-iteration epsilon: invert it on (0, 1].
+    f = lambda e: corollary1(e, T, d_iter, d_prime)[0] - epsilon  # noqa: E731
+    out["paper"] = (theorem1_sigma(brentq(f, 1e-12, 1.0, xtol=1e-14), d_iter, sensitivity)
+                    if f(1.0) >= 0 else None)
+    g = lambda e: dp_admm_epsilon(e, delta, T) - epsilon  # noqa: E731
+    out["moments"] = (theorem1_sigma(brentq(g, 1e-12, 1.0, xtol=1e-14), delta, sensitivity)
+                      if g(1.0) >= 0 else None)
+    out["pld"] = calibrate_sigma(epsilon, delta, T, sensitivity, accountant="pld")
+    out["rdp"] = calibrate_sigma(epsilon, delta, T, sensitivity, accountant="rdp")
+    # exact: T Gaussians with z compose to one with z / sqrt(T); invert in log z
+    h = lambda lz: composed_gaussian_epsilon([math.exp(lz)] * T, delta) - epsilon  # noqa: E731
+    out["exact"] = sensitivity * math.exp(brentq(h, math.log(1e-3), math.log(1e4), xtol=1e-10))
+    return out
