@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")  # files only; never needs a display
 import matplotlib.pyplot as plt  # noqa: E402
@@ -208,6 +209,9 @@ def plot_sweep_final(final, baselines: dict, title: str, *, ax=None):
         _reference_lines(ax, baselines)
         _loss_scale(ax, final["test_logloss_mean"], baselines)
         ax.set_xscale("log")
+        # label exactly the swept levels, not log-axis minor ticks
+        ax.set_xticks(noisy[param], [f"{v:g}" for v in noisy[param]])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel(_LEVEL_LABEL[param])
         ax.set_ylabel("final test log loss (nats per sample)")
         ax.set_title(title)
