@@ -92,7 +92,10 @@ def _summary(result, out: Path, seconds: float) -> str:
     )
     if "privacy" in man:
         p = man["privacy"]
-        sigmas = ", ".join(format(q["sigma"], ".3g") for q in p["per_party"])
+        if not p["dp_guarantee"]:
+            lines.append(f"WARNING: {p['warning']}")
+        sigmas = ", ".join("varies" if q["sigma"] is None else format(q["sigma"], ".3g")
+                           for q in p["per_party"])
         lines.append(
             f"privacy spent: epsilon {m['epsilon_paper']:.4g} (Corollary 1, delta {m['delta_paper']:.2g}) | "
             f"{m['epsilon_tight']:.4g} ({p['tight_accountant']}, delta {m['delta_tight']:.2g}); "

@@ -34,7 +34,8 @@ A config has five tables; every key has a default except ``data.dataset``::
                                  # fdml_sgd: output (noise on the local outputs)
     # accounting mode (admm_sharing, form "output"), see PrivacyConfig:
     # delta = 1e-5; epsilon = 1.0; accountant = "paper" | "pld" | "rdp";
-    # delta_prime = 1e-5; b1 = 10.0; budget_epsilon = 8.0
+    # delta_prime = 1e-5; b1 = 10.0; budget_epsilon = 8.0;
+    # sensitivity = "lemma1" | "data_dependent" (the prototype's; not DP)
 
     [run]
     seed = 0
@@ -72,6 +73,7 @@ __all__ = [
 SOLVERS = ("admm_sharing", "fdml_sgd")
 LR_SCHEDULES = ("constant", "inv_sqrt", "step")
 ACCOUNTANTS = ("paper", "pld", "rdp")
+SENSITIVITIES = ("lemma1", "data_dependent")
 NOISE_FORMS = {"admm_sharing": ("variable", "variable_whitened", "output"),
                "fdml_sgd": ("output",)}
 # Keys of [solver] each solver understands (besides name and epochs).
@@ -152,6 +154,10 @@ class PrivacyConfig:
     delta_prime: float | None = None  # Corollary 1's delta'; default: delta
     b1: float = 10.0
     budget_epsilon: float | None = None
+    # "lemma1": the worst-case bound (a DP guarantee); "data_dependent": the
+    # authors' prototype, Lemma 1 with b1 replaced by the current iterates'
+    # norms (sigma then depends on private data: NOT a DP guarantee).
+    sensitivity: str = "lemma1"
 
     @property
     def accounting(self) -> bool:
@@ -389,11 +395,12 @@ def _privacy(pv: dict, solver: str) -> PrivacyConfig:
         delta_prime=delta_prime,
         b1=_number("privacy.b1", pv.get("b1", 10.0), positive=True),
         budget_epsilon=opt("budget_epsilon", positive=True),
+        sensitivity=_choice("privacy.sensitivity", pv.get("sensitivity", "lemma1"), SENSITIVITIES),
     )
     if p.epsilon is not None and "sigma" in pv:
         raise ConfigError("give privacy.sigma or privacy.epsilon, not both (epsilon calibrates sigma)")
     if not accounting:
-        for key in ("epsilon", "budget_epsilon", "delta_prime"):
+        for key in ("epsilon", "budget_epsilon", "delta_prime", "sensitivity"):
             if pv.get(key) is not None:
                 raise ConfigError(f"privacy.{key} needs privacy.delta (accounting mode)")
         return p
@@ -403,6 +410,9 @@ def _privacy(pv: dict, solver: str) -> PrivacyConfig:
         raise ConfigError(
             f"privacy.form = {p.form!r} cannot be accounted: Theorem 1 analyses Gaussian noise "
             "N(0, sigma^2 I) on the shared value, i.e. form = 'output'")
+    if p.sensitivity == "data_dependent" and (p.accountant != "paper" or p.epsilon is None):
+        raise ConfigError("privacy.sensitivity = 'data_dependent' recomputes sigma every epoch from "
+                          "Theorem 1: it needs accountant = 'paper' and a per-iteration privacy.epsilon")
     if p.accountant == "paper" and p.epsilon is not None and p.epsilon > 1:
         raise ConfigError(
             f"privacy.epsilon = {p.epsilon:g}: with accountant = 'paper' it is the per-iteration "

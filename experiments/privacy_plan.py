@@ -51,7 +51,12 @@ class PrivacyPlan:
 
     def describe(self, config: Config) -> dict:
         pv = config.privacy
+        data_dependent = pv.sensitivity == "data_dependent"
         return {
+            "dp_guarantee": not data_dependent,
+            **({"warning": "data-dependent sensitivity (the authors' prototype): sigma is scaled by "
+                           "the current iterates, so it depends on the private data; the epsilons "
+                           "below are NOT a differential-privacy guarantee"} if data_dependent else {}),
             "neighbouring": NEIGHBOURING,
             "mechanism": "Gaussian on each party's share: D_m x_m + N(0, sigma_m^2 I_N), every epoch",
             "assumption_2": {
@@ -61,7 +66,10 @@ class PrivacyPlan:
                 "note": "x_m is projected onto the b1-ball after each x-update; ||y||, ||z|| are "
                         "recorded per epoch (y_norm, z_norm), not enforced",
             },
-            "sensitivity": "Lemma 1: C_m = 3 / (d_m rho) (lam c1 + (1 + M rho) b1)",
+            "sensitivity": (
+                "data-dependent: Lemma 1 with b1 -> max(||y||, ||s - D_m x_m||, ||x_m||) each epoch; "
+                "sigma_m(t) = z * C_m(t) (per-epoch sigmas in metrics.csv)" if data_dependent else
+                "Lemma 1: C_m = 3 / (d_m rho) (lam c1 + (1 + M rho) b1)"),
             "calibration": (
                 "given sigma" if pv.epsilon is None else
                 f"Theorem 1 per iteration, epsilon = {pv.epsilon:g}" if pv.accountant == "paper" else
@@ -69,7 +77,8 @@ class PrivacyPlan:
                 f"{config.solver.epochs} epochs"),
             "delta": pv.delta,
             "delta_prime": delta_prime(config),
-            "per_party": [{"party": m + 1, "sensitivity": float(c), "sigma": float(s),
+            "per_party": [{"party": m + 1, "sensitivity": None if data_dependent else float(c),
+                           "sigma": None if data_dependent else float(s),
                            "noise_multiplier": float(s / c)}
                           for m, (c, s) in enumerate(zip(self.sensitivities, self.sigmas))],
             "tight_accountant": self.tight_accountant,
@@ -104,8 +113,13 @@ def plan_privacy(config: Config, widths: list[int]) -> PrivacyPlan:
     pv, T, M = config.privacy, config.solver.epochs, len(widths)
     delta, dprime = pv.delta, delta_prime(config)
     try:
-        C = np.array([lemma1_sensitivity(d, config.solver.rho, config.objective.lam, M, pv.b1)
-                      for d in widths])
+        if pv.sensitivity == "data_dependent":
+            # sigma_m(t) = z * C_m(t) is set every epoch by the runner; the
+            # epsilons only depend on z = sigma / C, so plan with C = 1.
+            C = np.ones(M)
+        else:
+            C = np.array([lemma1_sensitivity(d, config.solver.rho, config.objective.lam, M, pv.b1)
+                          for d in widths])
         if pv.epsilon is None:
             sigmas = np.full(M, pv.sigma)
         elif pv.accountant == "paper":

@@ -247,6 +247,19 @@ def _budget(config: Config, plan) -> dict | None:
             "spent": plan.epsilon_paper if paper else plan.epsilon_tight}
 
 
+def _data_dependent_sensitivities(solver, config: Config) -> np.ndarray:
+    """The authors' prototype's C_m(t) (not a DP guarantee; see vfl.privacy.paper)."""
+    from vfl.privacy import data_dependent_sensitivity
+
+    pulled = solver.share_sum - solver.z  # what every party pulls (Algorithm 1, line 3)
+    y_norm = float(np.linalg.norm(solver.y))
+    return np.array([
+        data_dependent_sensitivity(
+            B.D.shape[1], config.solver.rho, config.objective.lam, solver.n_parties, y_norm,
+            float(np.linalg.norm(pulled - B.matvec(xm))), float(np.linalg.norm(xm)))
+        for B, xm in zip(solver.solvers, solver.x)])
+
+
 def _first_over(budget) -> int | None:
     over = np.flatnonzero(budget["spent"] > budget["limit"])
     return int(over[0]) + 1 if over.size else None
@@ -325,6 +338,8 @@ def run_experiment(
             row["projected_parties"] = 0 if stats is None else stats.extra["projected_parties"]
             row["delta_paper"] = 0.0 if epoch == 0 else plan.delta_paper[epoch - 1]
             row["delta_tight"] = 0.0 if epoch == 0 else plan.delta_tight[epoch - 1]
+            for m, sig in enumerate(solver.sigma):  # the sigmas used in this epoch
+                row[f"sigma_party{m + 1}"] = 0.0 if epoch == 0 else float(sig)
         rows.append(row)
         if on_epoch is not None:
             on_epoch(row)
@@ -333,8 +348,11 @@ def run_experiment(
     elapsed = 0.0
     # Overflow in a diverging run is reported once, below, not as warnings.
     stopped = None
+    data_dependent = plan is not None and config.privacy.sensitivity == "data_dependent"
     with np.errstate(over="ignore", invalid="ignore"):
         for _ in range(config.solver.epochs):
+            if data_dependent:
+                solver.sigma = plan.sigmas * _data_dependent_sensitivities(solver, config)
             if stop_at_budget and budget is not None and budget["spent"][solver.epoch] > budget["limit"]:
                 # the next epoch would publish beyond the budget: stop before it
                 stopped = {"after_epoch": solver.epoch, "budget_epsilon": budget["limit"],

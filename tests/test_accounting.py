@@ -148,3 +148,17 @@ def test_cli_run_with_budget_and_privacy_plot(tmp_path):
     proc = vfl("run", "--config", bad, "--out", tmp_path / "never")
     assert proc.returncode == 2 and "cannot be accounted" in proc.stderr
     assert not (tmp_path / "never").exists()
+
+
+def test_data_dependent_variant_is_labelled_not_dp():
+    run = run_experiment(config(epsilon=0.5, accountant="paper", sensitivity="data_dependent"),
+                         with_baselines=False)
+    p = run.manifest["privacy"]
+    assert p["dp_guarantee"] is False and "NOT a differential-privacy guarantee" in p["warning"]
+    sig = run.metrics["sigma_party1"].iloc[1:]
+    assert sig.nunique() > 1  # scaled by the iterates, epoch by epoch
+    lemma = run_experiment(config(epsilon=0.5, accountant="paper"), with_baselines=False)
+    assert lemma.manifest["privacy"]["dp_guarantee"] is True
+    assert (lemma.metrics["sigma_party1"].iloc[1:] == lemma.manifest["privacy"]["per_party"][0]["sigma"]).all()
+    with pytest.raises(ConfigError, match="needs accountant = 'paper'"):
+        config(sensitivity="data_dependent")  # pld accountant

@@ -31,7 +31,7 @@ def test_defaults_are_filled_in():
     assert d["solver"] == {"name": "admm_sharing", "rho": 1.0, "epochs": 100, "z_tol": 1e-10}
     assert d["privacy"] == {"sigma": 0.0, "form": "variable", "epsilon": None, "delta": None,
                             "accountant": "paper", "delta_prime": None, "b1": 10.0,
-                            "budget_epsilon": None}
+                            "budget_epsilon": None, "sensitivity": "lemma1"}
     assert d["run"] == {"seed": 0}
     sgd = config_from_dict({**BASE, "solver": {"name": "fdml_sgd"}}).to_dict()
     assert sgd["solver"] == {"name": "fdml_sgd", "epochs": 100, "batch_size": 100, "lr": 0.3,
