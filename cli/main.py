@@ -211,19 +211,13 @@ def plot(run_dirs, out, suboptimality, x_axis, log_scale):
         click.echo(f"wrote {p}")
 
 
-def _float_list(text: str, option: str) -> list[float]:
+def _number_list(text: str, option: str, kind=float) -> list:
+    """``"0,0.1,1"`` -> ``[0.0, 0.1, 1.0]`` (``kind=int`` for seeds)."""
     try:
-        return [float(v) for v in text.split(",") if v.strip()]
+        return [kind(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise click.BadParameter(f"expects comma-separated numbers, got {text!r}",
-                                 param_hint=option) from None
-
-
-def _int_list(text: str, option: str) -> list[int]:
-    try:
-        return [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise click.BadParameter(f"expects comma-separated integers, got {text!r}",
+        what = "integers" if kind is int else "numbers"
+        raise click.BadParameter(f"expects comma-separated {what}, got {text!r}",
                                  param_hint=option) from None
 
 
@@ -259,11 +253,11 @@ def sweep_noise(config_path, sigmas, epsilons, seeds, jobs, scheduler, out, epoc
         raise click.UsageError("give --sigmas or --epsilons, not both")
     if epsilons or (not sigmas and config.sweep.epsilons):
         param = "epsilon"
-        levels = check_epsilons(_float_list(epsilons, "--epsilons")) if epsilons else config.sweep.epsilons
+        levels = check_epsilons(_number_list(epsilons, "--epsilons")) if epsilons else config.sweep.epsilons
     else:
         param = "sigma"
-        levels = check_sigmas(_float_list(sigmas, "--sigmas")) if sigmas else config.sweep.sigmas
-    seed_list = check_seeds(_int_list(seeds, "--seeds")) if seeds else config.sweep.seeds
+        levels = check_sigmas(_number_list(sigmas, "--sigmas")) if sigmas else config.sweep.sigmas
+    seed_list = check_seeds(_number_list(seeds, "--seeds", int)) if seeds else config.sweep.seeds
     out = Path(out) if out else Path("results") / "sweeps" / config.name
     total = len(levels) * len(seed_list)
     done = {"n": 0}

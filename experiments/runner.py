@@ -247,6 +247,26 @@ def _budget(config: Config, plan) -> dict | None:
             "spent": plan.epsilon_paper if paper else plan.epsilon_tight}
 
 
+def _privacy_columns(plan, solver, stats, epoch: int) -> dict:
+    """Epsilon spent after ``epoch`` and, in accounting mode, what it rests on."""
+    if plan is None:
+        return {"epsilon_paper": float("nan"), "epsilon_tight": float("nan")}
+    spent = plan.spent(epoch)
+    return {
+        "epsilon_paper": spent["epsilon_paper"] if spent["epsilon_paper"] is not None else float("nan"),
+        "epsilon_tight": spent["epsilon_tight"],
+        "delta_paper": spent["delta_paper"],
+        "delta_tight": spent["delta_tight"],
+        # Assumption 2.1 for y and z is checked here, not enforced
+        "y_norm": float(np.linalg.norm(solver.y)),
+        "z_norm": float(np.linalg.norm(solver.z)),
+        "projected_parties": 0 if stats is None else stats.extra["projected_parties"],
+        # the sigmas used in this epoch (they vary with the data-dependent sensitivity)
+        **{f"sigma_party{m + 1}": 0.0 if epoch == 0 else float(sig)
+           for m, sig in enumerate(solver.sigma)},
+    }
+
+
 def _data_dependent_sensitivities(solver, config: Config) -> np.ndarray:
     """The authors' prototype's C_m(t) (not a DP guarantee; see vfl.privacy.paper)."""
     from vfl.privacy import data_dependent_sensitivity
@@ -329,17 +349,8 @@ def run_experiment(
             "x_time_s": 0.0 if stats is None else stats.x_seconds,
             "z_time_s": 0.0 if stats is None else stats.z_seconds,
             "y_time_s": 0.0 if stats is None else stats.y_seconds,
-            "epsilon_paper": 0.0 if plan and epoch == 0 else plan.epsilon_paper[epoch - 1] if plan else nan,
-            "epsilon_tight": 0.0 if plan and epoch == 0 else plan.epsilon_tight[epoch - 1] if plan else nan,
+            **_privacy_columns(plan, solver, stats, epoch),
         }
-        if plan is not None:  # Assumption 2.1 for y and z is checked, not enforced
-            row["y_norm"] = float(np.linalg.norm(solver.y))
-            row["z_norm"] = float(np.linalg.norm(solver.z))
-            row["projected_parties"] = 0 if stats is None else stats.extra["projected_parties"]
-            row["delta_paper"] = 0.0 if epoch == 0 else plan.delta_paper[epoch - 1]
-            row["delta_tight"] = 0.0 if epoch == 0 else plan.delta_tight[epoch - 1]
-            for m, sig in enumerate(solver.sigma):  # the sigmas used in this epoch
-                row[f"sigma_party{m + 1}"] = 0.0 if epoch == 0 else float(sig)
         rows.append(row)
         if on_epoch is not None:
             on_epoch(row)
