@@ -36,7 +36,7 @@ class Loss:
     def hess(self, u: np.ndarray, b: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def prox_linear(self, s, y, b, rho, w, tol=1e-10, max_iter=100):
+    def prox_linear(self, s, y, b, rho, w, tol=1e-10, max_iter=100, z0=None):
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -59,7 +59,14 @@ class LogisticLoss(Loss):
         # sigmoid(u) * sigmoid(-u), not p * (1 - p): no cancellation for large u.
         return expit(u) * expit(-u)
 
-    def prox_linear(self, s, y, b, rho, w, tol=1e-10, max_iter=100):
+    def _grad_hess(self, u, b):
+        # One sigmoid for both: q = sigmoid(-b u), l' = -b q, l'' = q (1 - q).
+        # (1 - q) may lose relative accuracy when l'' is tiny, harmless where
+        # l'' is only ever added to rho.
+        q = expit(-b * u)
+        return -b * q, q * (1.0 - q)
+
+    def prox_linear(self, s, y, b, rho, w, tol=1e-10, max_iter=100, z0=None):
         r"""Solve (7) for every sample: ``w l_i(z) - y_i z + rho/2 (z - s_i)^2``.
 
         The optimality condition ``g(z) = w l_i'(z) - y_i + rho (z - s_i) = 0``
@@ -72,16 +79,19 @@ class LogisticLoss(Loss):
 
         Iteration stops once every step is at most ``tol`` (in units of ``z``,
         whatever the scales of ``w`` and ``rho``); that last step is applied.
+        ``z0`` warm-starts it (ADMM passes the previous epoch's z, which is
+        close: two or three steps instead of four or five on a9a).
         """
         c = s + y / rho  # minimizer when w = 0; the bracket is c +- w/rho
         lo = c - w / rho
         hi = c + w / rho
-        z = c.copy()
+        z = c.copy() if z0 is None else np.clip(z0, lo, hi)
         dx = hi - lo  # the last step and the one before, per sample
         dx_old = dx.copy()
         for _ in range(max_iter):
-            g = w * self.grad(z, b) + rho * (z - c)
-            step = g / (w * self.hess(z, b) + rho)
+            grad, hess = self._grad_hess(z, b)
+            g = w * grad + rho * (z - c)
+            step = g / (w * hess + rho)
             pos = g > 0
             hi = np.where(pos, z, hi)
             lo = np.where(pos, lo, z)
@@ -111,8 +121,8 @@ class SquaredLoss(Loss):
     def hess(self, u, b):
         return np.full_like(u, 2.0, dtype=float)
 
-    def prox_linear(self, s, y, b, rho, w, tol=1e-10, max_iter=100):
-        # 2w(z - b) - y + rho(z - s) = 0 has a closed form.
+    def prox_linear(self, s, y, b, rho, w, tol=1e-10, max_iter=100, z0=None):
+        # 2w(z - b) - y + rho(z - s) = 0 has a closed form (z0 is not needed).
         return (2.0 * w * b + y + rho * s) / (2.0 * w + rho)
 
 

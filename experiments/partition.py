@@ -68,6 +68,8 @@ class Partition:
             B = sp.hstack([B, ones], format="csr") if sp.issparse(X) else np.hstack([B, ones])
         elif sp.issparse(B):
             B = B.tocsr()
+        else:  # a contiguous copy, not a strided view: BLAS products stay in place
+            B = np.ascontiguousarray(B)
         if self.normalize_rows:
             from sklearn.preprocessing import normalize  # deferred: heavy import
 

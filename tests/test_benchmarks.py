@@ -1,0 +1,108 @@
+"""The benchmark runner (``python -m benchmarks``): smoke run and the prototype's fidelity.
+
+No timing assertions: only that the files are written, the ratios are finite
+positive numbers, and the prototype strategy follows ADMMSharing's iterates.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # `benchmarks` is a plain folder at the repo root, not installed
+
+
+def _finite_positive(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def test_quick_run_writes_results(tmp_path):
+    out = tmp_path / "bench"
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--out", str(out)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for name in ("bench.json", "bench.md", "scaling.png", "scaling.pdf"):
+        assert (out / name).is_file() and (out / name).stat().st_size > 0, name
+    assert not list(out.glob("*.tmp*")), "temporary files left behind"
+    bench = json.loads((out / "bench.json").read_text())
+    assert bench["quick"] is True
+    for key in ("machine", "data", "epoch_vs_floor", "prototype", "time_to_suboptimality",
+                "scaling", "targets", "total_seconds"):
+        assert key in bench, key
+    m = bench["machine"]
+    assert m["cpu_count"] >= 1 and m["numpy"] and m["scipy"] and "blas" in m
+    assert set(bench["targets"]) == {"epoch_vs_two_pass_floor", "speedup_vs_prototype",
+                                     "time_to_1e-4_vs_sklearn"}
+    for t in bench["targets"].values():
+        assert _finite_positive(t["ratio"]), t
+        assert isinstance(t["pass"], bool)
+    for data in ("a9a", "gisette"):
+        c = bench["epoch_vs_floor"][data]
+        for k in ("epoch_seconds", "x_seconds", "z_seconds", "floor_seconds_all_parties",
+                  "ratio_epoch_to_floor", "peak_mib"):
+            assert _finite_positive(c[k]), (data, k)
+        assert all(_finite_positive(p["ratio_to_floor"]) for p in c["parties"])
+    p = bench["prototype"]
+    for k in ("speedup_epoch", "speedup_x", "speedup_z", "prototype_epoch_seconds", "admm_epoch_seconds"):
+        assert _finite_positive(p[k]), k
+    t = bench["time_to_suboptimality"]
+    assert _finite_positive(t["sklearn"]["seconds"]) and _finite_positive(t["admm_rho1"]["seconds"])
+    assert [g["rho"] for g in t["admm_rho_grid"]] == [0.1, 0.3, 1.0, 3.0]
+    s = bench["scaling"]
+    assert s["vs_features"] and s["vs_samples"]
+    for row in s["vs_features"] + s["vs_samples"]:
+        for method in ("admm", "sgd"):
+            assert _finite_positive(row[method]["seconds"]) and row[method]["epochs"] >= 1
+    md = (out / "bench.md").read_text()
+    assert "PASS" in md or "MISS" in md
+    assert "NOT a9a" in md  # quick mode says its data are a stand-in
+
+
+def test_prototype_follows_admm_sharing():
+    from benchmarks.prototype import PrototypeADMM
+    from vfl.admm import ADMMSharing, Objective
+    from vfl.datasets import make_synthetic
+    from vfl.experiments.partition import Partition
+
+    ds = make_synthetic(300, 10, 12, seed=3)
+    part = Partition(parties=(np.arange(7), np.arange(7, 12)), n_features=12)
+    blocks = part.split(ds.X_train)
+    obj = Objective("logistic", 1e-3, "sum")
+    ref = ADMMSharing(blocks, ds.y_train, obj, rho=1.0)
+    proto = PrototypeADMM(blocks, ds.y_train, obj, rho=1.0,
+                          lbfgs_options={"gtol": 1e-10, "ftol": 1e-14})
+    for _ in range(3):
+        ref.step()
+        timings = proto.step()  # every sample by minimize_scalar
+        assert timings["z_samples_timed"] == 300
+        scale = max(1.0, float(np.max(np.abs(ref.coef()))))
+        np.testing.assert_allclose(np.concatenate(proto.x), ref.coef(), rtol=0, atol=1e-5 * scale)
+        np.testing.assert_allclose(proto.z, ref.z, rtol=0, atol=1e-5)
+        np.testing.assert_allclose(proto.y, ref.y, rtol=0, atol=1e-5)
+    assert proto.epoch == 3 and any(it > 0 for it in proto.lbfgs_iterations[-1])
+
+
+def test_prototype_subset_extrapolates_and_keeps_exact_iterates():
+    from benchmarks.prototype import PrototypeADMM
+    from vfl.admm import ADMMSharing, Objective
+    from vfl.datasets import make_synthetic
+
+    ds = make_synthetic(200, 10, 6, sparse=True, density=0.5, seed=1)
+    obj = Objective("logistic", 1e-3, "sum")
+    blocks = [ds.X_train[:, :3], ds.X_train[:, 3:]]
+    ref = ADMMSharing(blocks, ds.y_train, obj, rho=1.0)
+    proto = PrototypeADMM(blocks, ds.y_train, obj, rho=1.0)
+    subset = np.arange(0, 200, 10)
+    for _ in range(2):
+        ref.step()
+        t = proto.step(z_samples=subset)
+        assert t["z_samples_timed"] == 20
+        assert t["z_seconds"] == pytest.approx(t["z_seconds_measured"] * 10)
+        np.testing.assert_allclose(proto.z, ref.z, atol=1e-4)
