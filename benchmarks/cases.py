@@ -190,7 +190,8 @@ def _epoch_vs_floor_one(cfg: Settings, problem: Problem) -> dict:
         party = _timeit(lambda: solver.matvec(admm.x_update(m)), cfg.floor_repeats)
         parties.append({
             "party": m + 1, "shape": list(solver.D.shape),
-            "form": "push-through N x N" if solver.wide else "d_m x d_m Cholesky",
+            "form": ("precomputed solution operator W (d_m x N)" if solver._W is not None
+                     else "push-through N x N Cholesky" if solver.wide else "d_m x d_m Cholesky"),
             "two_pass_floor_seconds": floor, "matvec_seconds": matvec,
             "x_update_plus_share_seconds": party,
             "ratio_to_floor": party / floor,
