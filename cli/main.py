@@ -99,7 +99,7 @@ def _summary(result, out: Path, seconds: float) -> str:
         lines.append(
             f"privacy spent: epsilon {m['epsilon_paper']:.4g} (Corollary 1, delta {m['delta_paper']:.2g}) | "
             f"{m['epsilon_tight']:.4g} ({p['tight_accountant']}, delta {m['delta_tight']:.2g}); "
-            f"sigma per party {sigmas}")
+            f"sigma per party {sigmas}; neighbours: {p['neighbouring']}")
         stopped = (p.get("budget") or {}).get("stopped")
         if stopped:
             lines.append(f"stopped at the privacy budget after epoch {stopped['after_epoch']} "
