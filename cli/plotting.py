@@ -170,13 +170,18 @@ def _loss_scale(ax, values, baselines):
         ax.set_ylim(lo - 0.05 * (hi - lo) - 0.005, hi + 0.3 * (hi - lo) + 0.01)
 
 
+def _panel(ax):
+    """``ax``, or a new single-column figure's axes when drawing stand-alone."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(3.5, 2.8), constrained_layout=True)
+    return ax
+
+
 def plot_sweep_curves(agg, baselines: dict, title: str, *, ax=None):
     """Test log loss vs epoch, one curve per level (mean across seeds, +-1 std band)."""
     param = _level_param(agg)
     with plt.rc_context(STYLE):
-        fig = None
-        if ax is None:
-            fig, ax = plt.subplots(figsize=(3.5, 2.8), constrained_layout=True)
+        ax = _panel(ax)
         colors = _level_colors(agg[param].unique())
         for level, g in agg.groupby(param):
             mean, std = g["test_logloss_mean"], g["test_logloss_std"].fillna(0.0)
@@ -189,16 +194,14 @@ def plot_sweep_curves(agg, baselines: dict, title: str, *, ax=None):
         ax.set_ylabel("test log loss (nats per sample)")
         ax.set_title(title)
         ax.legend(loc="upper left", ncol=2, fontsize=6.5, framealpha=0.8)
-    return fig or ax.figure
+    return ax.figure
 
 
 def plot_sweep_final(final, baselines: dict, title: str, *, ax=None):
     """Final test log loss vs the swept level, with the sklearn references."""
     param = _level_param(final)
     with plt.rc_context(STYLE):
-        fig = None
-        if ax is None:
-            fig, ax = plt.subplots(figsize=(3.5, 2.8), constrained_layout=True)
+        ax = _panel(ax)
         noisy = final[final[param] > 0].sort_values(param)
         ax.errorbar(noisy[param], noisy["test_logloss_mean"], yerr=noisy["test_logloss_std"].fillna(0.0),
                     marker="o", ms=3.5, capsize=2, color="C0", label="ADMM sharing (DP)")
@@ -216,7 +219,7 @@ def plot_sweep_final(final, baselines: dict, title: str, *, ax=None):
         ax.set_ylabel("final test log loss (nats per sample)")
         ax.set_title(title)
         ax.legend(loc="upper left", fontsize=6.5, framealpha=0.8)
-    return fig or ax.figure
+    return ax.figure
 
 
 def plot_privacy(run: RunRecord):

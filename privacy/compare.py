@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from scipy.optimize import brentq
 
 from .accountant import calibrate_sigma, composed_gaussian_epsilon, epsilon_of, gaussian_events

@@ -1,10 +1,8 @@
 """Noise sweeps: resumable, aggregated, parallel (joblib) and on Dask."""
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
