@@ -356,7 +356,8 @@ def _plot_privacy(run_dir: Path, out):
 
 
 @cli.command()
-@click.argument("which", type=click.Choice(["fig1", "fig2", "fig3", "privacy", "all"]), default="all")
+@click.argument("which", type=click.Choice(["fig1", "fig2", "fig3", "forms", "privacy", "all"]),
+                default="all")
 @click.option("--out", type=click.Path(file_okay=False), default="results/figures", show_default=True,
               help="Where figures, their CSVs, and the runs behind them go.")
 @click.option("--configs", type=click.Path(file_okay=False), default="configs", show_default=True,
@@ -365,7 +366,7 @@ def _plot_privacy(run_dir: Path, out):
               help="Parallel processes for the noise sweeps.")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None)
 def reproduce(which, out, configs, jobs, data_dir):
-    """Redraw Figures 1-3 of the ADMM-sharing paper and the privacy-cost figure.
+    """Redraw Figures 1-3 of the ADMM-sharing paper, the noise-form and the privacy-cost figures.
 
     Finished runs are kept, so a second call only redraws.
     """

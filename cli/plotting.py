@@ -222,6 +222,36 @@ def plot_sweep_final(final, baselines: dict, title: str, *, ax=None):
     return ax.figure
 
 
+def plot_noise_forms(finals: dict, baselines: dict, title: str, *, ax=None):
+    """Final test log loss vs sigma, one line per noise form (``label -> final``).
+
+    Log y: the forms differ by orders of magnitude at the same sigma.
+    """
+    with plt.rc_context(STYLE):
+        ax = _panel(ax)
+        for (label, final), marker in zip(finals.items(), "osD^v"):
+            noisy = final[final["sigma"] > 0].sort_values("sigma")
+            ax.errorbar(noisy["sigma"], noisy["test_logloss_mean"],
+                        yerr=noisy["test_logloss_std"].fillna(0.0), marker=marker, ms=3.5,
+                        capsize=2, label=label)
+        clean = next(iter(finals.values()))
+        clean = clean[clean["sigma"] == 0]
+        if len(clean):
+            ax.axhline(clean["test_logloss_mean"].iloc[0], color="C0", lw=0.9, ls="-.",
+                       label="no noise")
+        _reference_lines(ax, baselines)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        levels = sorted({s for f in finals.values() for s in f["sigma"] if s > 0})
+        ax.set_xticks(levels, [f"{v:g}" for v in levels])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_xlabel(_LEVEL_LABEL["sigma"])
+        ax.set_ylabel("final test log loss (nats per sample)")
+        ax.set_title(title)
+        ax.legend(loc="upper left", fontsize=6.0, framealpha=0.8)
+    return ax.figure
+
+
 def plot_privacy(run: RunRecord):
     """Epsilon spent vs epoch under the paper's analysis and the tight accountant."""
     p = run.manifest["privacy"]

@@ -8,9 +8,14 @@ was drawn from.
 - fig1: training objective (as relative suboptimality against the central
   optimum F*, log scale) and test log loss vs epoch, ADMM sharing vs FDML
   SGD, on a9a and gisette (Figs. 1a and 2a of the paper);
-- fig2: test log loss vs epoch at each noise level (Figs. 1b and 2b);
+- fig2: test log loss vs epoch at each noise level (Figs. 1b and 2b), noise
+  in the form of updates (10) of the paper (``variable_whitened``);
 - fig3: final test log loss vs noise level with the sklearn all-features and
   party-1-only lines (Fig. 3);
+- forms: fig3's final test log loss for each way of reading the noise: (10),
+  the NeurIPS version's ``x~ = x + N(0, sigma^2 I)`` with raw and with
+  normalized rows, and noise on the shared value (not in the paper: why the
+  reading matters);
 - privacy: final test log loss vs the total target epsilon on a9a, with sigma
   calibrated by the PLD accountant from Lemma 1's sensitivity (not in the
   paper: what its analysis costs in accuracy).
@@ -22,6 +27,7 @@ import shutil
 from pathlib import Path
 
 import click
+import numpy as np
 import pandas as pd
 
 from vfl.experiments.config import load_config
@@ -30,7 +36,8 @@ from vfl.experiments.records import load_run, run_is_current, write_run
 from vfl.experiments.runner import run_experiment
 from vfl.experiments.sweep import aggregate_sweep, run_sweep
 
-from .plotting import STYLE, dataset_title, plot_sweep_curves, plot_sweep_final, save_figure
+from .plotting import (STYLE, dataset_title, plot_noise_forms, plot_sweep_curves, plot_sweep_final,
+                       save_figure)
 
 import matplotlib.pyplot as plt  # noqa: E402  (after .plotting chose the Agg backend)
 
@@ -41,16 +48,32 @@ FIGURES = {
     "fig1": {"runs": [f"fig1-{d}-{m}" for d in DATASETS for m in ("admm", "sgd")]},
     "fig2": {"sweeps": [f"fig2-{d}" for d in DATASETS]},
     "fig3": {"sweeps": [f"fig2-{d}" for d in DATASETS]},  # the final points of fig2's sweeps
+    "forms": {"sweeps": [f"fig2-{d}" for d in DATASETS]},  # fig3 under each noise form
     "privacy": {"sweeps": ["privacy-a9a"]},  # test loss vs target epsilon (accounting mode)
 }
+# The noise forms the "forms" figure compares: label -> (suffix, overrides of
+# fig2-*.toml). The first is fig2's own sweep.
+NOISE_FORMS = {
+    "(10): D xi, xi ~ N(0, s^2 (D^T D)^-1)": ("", ()),
+    "001 (7): x + N(0, s^2 I)": ("variable", ("privacy.form=variable",)),
+    "001 (7), rows normalized (A2.3)": ("variable-normalized",
+                                        ("privacy.form=variable", "partition.normalize_rows=true")),
+    "shared value + N(0, s^2 I_N)": ("output", ("privacy.form=output",)),
+}
+# One seed for gisette's extra forms: each of its runs takes seconds, a9a's
+# a fraction of one.
+_FORM_SEEDS = {"gisette": ("sweep.seeds=[0]",)}
+# A curve has reached its final test loss at the first epoch after which it
+# stays within this distance of the last value (fig1-summary.csv).
+SETTLE_TOL = 0.005
 _METHOD = {"admm_sharing": "ADMM sharing", "fdml_sgd": "FDML SGD"}
 
 
-def _config(configs: Path, name: str):
+def _config(configs: Path, name: str, overrides=()):
     path = configs / f"{name}.toml"
     if not path.is_file():
         raise ConfigError(f"{path} not found; run from the repository root or pass --configs DIR")
-    return load_config(path)
+    return load_config(path, list(overrides))
 
 
 def _ensure_run(configs, name, out, data_dir, echo):
@@ -64,13 +87,17 @@ def _ensure_run(configs, name, out, data_dir, echo):
     return load_run(path)
 
 
-def _ensure_sweep(configs, name, out, data_dir, jobs, echo):
-    config = _config(configs, name)
-    path = out / "sweeps" / name
+def _ensure_sweep(configs, name, out, data_dir, jobs, echo, suffix="", overrides=()):
+    """Run (or resume) the sweep of ``configs/name.toml``. With a ``suffix`` it
+    is the variant ``name-suffix`` with ``overrides``, exactly what
+    ``vfl sweep-noise --config configs/name.toml --set ...`` runs."""
+    label = f"{name}-{suffix}" if suffix else name
+    config = _config(configs, name, [*overrides, f"name={label}"] if suffix else overrides)
+    path = out / "sweeps" / label
     param = "epsilon" if config.sweep.epsilons else "sigma"
     levels = config.sweep.epsilons or config.sweep.sigmas
     n = len(levels) * len(config.sweep.seeds)
-    echo(f"  {name}: {n} runs ({param} in {levels}, seeds {config.sweep.seeds})")
+    echo(f"  {label}: {n} runs ({param} in {levels}, seeds {config.sweep.seeds})")
     runs, _ = run_sweep(config, levels, config.sweep.seeds, path, param=param,
                         data_dir=data_dir, jobs=jobs)
     agg, final = aggregate_sweep(runs, path)
@@ -118,7 +145,25 @@ def _fig1(configs, out, data_dir, echo) -> list[Path]:
     for name, run in runs.items():
         shutil.copyfile(run.path / "metrics.csv", out / f"fig1-{name.removeprefix('fig1-')}.csv")
     _references_csv([(d, runs[f"fig1-{d}-admm"].baselines) for d in DATASETS], out / "fig1-references.csv")
+    summary = pd.DataFrame([{"run": name, "dataset": name.split("-")[1],
+                             "method": _METHOD[run.config["solver"]["name"]],
+                             **settling(run.metrics)} for name, run in runs.items()])
+    summary.to_csv(out / "fig1-summary.csv", index=False, float_format="%.10g")
+    for row in summary.itertuples():
+        echo(f"  {row.run}: final test log loss {row.final_test_logloss:.4f}, within "
+             f"{SETTLE_TOL:g} of it from epoch {row.settled_epoch} of {row.epochs}")
     return written
+
+
+def settling(metrics: pd.DataFrame, tol: float = SETTLE_TOL) -> dict:
+    """Final test log loss and the first epoch after which the curve stays
+    within ``tol`` of it (how many epochs the method needed)."""
+    loss = metrics["test_logloss"].to_numpy()
+    final = float(loss[-1])
+    outside = np.flatnonzero(np.abs(loss - final) > tol)
+    settled = 0 if outside.size == 0 else int(metrics["epoch"].iloc[outside[-1] + 1])
+    return {"epochs": int(metrics["epoch"].iloc[-1]), "final_test_logloss": final,
+            "settled_epoch": settled, "settle_tol": tol}
 
 
 def _fig23(which, configs, out, data_dir, jobs, echo) -> list[Path]:
@@ -142,6 +187,29 @@ def _fig23(which, configs, out, data_dir, jobs, echo) -> list[Path]:
     return written
 
 
+def _fig_forms(configs, out, data_dir, jobs, echo) -> list[Path]:
+    panels = {}
+    for name in FIGURES["forms"]["sweeps"]:
+        dataset = name.removeprefix("fig2-")
+        finals, first = {}, None
+        for label, (suffix, overrides) in NOISE_FORMS.items():
+            extra = _FORM_SEEDS.get(dataset, ()) if suffix else ()
+            sweep = _ensure_sweep(configs, name, out, data_dir, jobs, echo, suffix, (*overrides, *extra))
+            finals[label] = sweep[1]
+            first = first or sweep
+        # reference lines of fig2's own partition (normalized rows change them)
+        panels[dataset] = (finals, first[2], first[3])
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.1), constrained_layout=True)
+        for ax, (finals, baselines, manifest) in zip(axes, panels.values()):
+            plot_noise_forms(finals, baselines, f"{dataset_title(manifest)}: noise forms", ax=ax)
+    written = save_figure(fig, out / "forms.png")
+    rows = [final.assign(dataset=dataset, form=label)
+            for dataset, (finals, _, _) in panels.items() for label, final in finals.items()]
+    pd.concat(rows, ignore_index=True).to_csv(out / "forms.csv", index=False, float_format="%.10g")
+    return written
+
+
 def _fig_privacy(configs, out, data_dir, jobs, echo) -> list[Path]:
     (name,) = FIGURES["privacy"]["sweeps"]
     agg, final, baselines, manifest = _ensure_sweep(configs, name, out, data_dir, jobs, echo)
@@ -153,7 +221,7 @@ def _fig_privacy(configs, out, data_dir, jobs, echo) -> list[Path]:
 
 
 def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2, echo=click.echo):
-    """Run what ``which`` ("fig1", "fig2", "fig3" or "all") needs and draw it."""
+    """Run what ``which`` (a key of :data:`FIGURES`, or "all") needs and draw it."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for fig in (FIGURES if which == "all" else [which]):
@@ -162,6 +230,8 @@ def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2
             written += _fig1(configs, out, data_dir, echo)
         elif fig == "privacy":
             written += _fig_privacy(configs, out, data_dir, jobs, echo)
+        elif fig == "forms":
+            written += _fig_forms(configs, out, data_dir, jobs, echo)
         else:
             written += _fig23(fig, configs, out, data_dir, jobs, echo)
     return written

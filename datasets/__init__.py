@@ -23,6 +23,7 @@ from vfl.datasets.files import (
 )
 from vfl.datasets.loaders import LOADER_OPTIONS, load_dataset
 from vfl.datasets.registry import REGISTRY, DatasetSpec, FileSpec, get_spec
+from vfl.datasets.gisette_like import make_gisette_like
 from vfl.datasets.synthetic import SYNTHETIC_PRESETS, make_synthetic
 
 __all__ = [
@@ -42,5 +43,6 @@ __all__ = [
     "verify_dataset",
     "dataset_status",
     "make_synthetic",
+    "make_gisette_like",
     "SYNTHETIC_PRESETS",
 ]

@@ -15,6 +15,7 @@ A config has five tables; every key has a default except ``data.dataset``::
     # indices = [[0, 2, 4], [1, 3, 5]]    # explicit column lists
     intercept = true             # column of ones appended to party 1's block
     allow_unused = false         # columns used by no party are an error
+    normalize_rows = false       # each party's rows to unit norm (Assumption 2.3 of Hu et al.)
 
     [objective]
     loss = "logistic"            # logistic | squared
@@ -101,6 +102,7 @@ class PartitionConfig:
     indices: list | None = None
     intercept: bool = True
     allow_unused: bool = False
+    normalize_rows: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ class SolverConfig:
     rho: float = 1.0
     z_tol: float = 1e-10
     # fdml_sgd (defaults: the authors' batch size; lr and schedule measured on
-    # a9a and the gisette-shaped stand-in: steadiest test loss over 300 epochs)
+    # a9a and the gisette-shaped stand-in, see configs/fig1-*-sgd.toml)
     batch_size: int = 100
     lr: float = 0.3
     lr_schedule: str = "inv_sqrt"
@@ -320,6 +322,7 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
         indices=_int_list("partition.indices", p["indices"], 2) if "indices" in p else None,
         intercept=_boolean("partition.intercept", p.get("intercept", True)),
         allow_unused=_boolean("partition.allow_unused", p.get("allow_unused", False)),
+        normalize_rows=_boolean("partition.normalize_rows", p.get("normalize_rows", False)),
     )
 
     o = tables["objective"]

@@ -177,4 +177,5 @@ def make_partition(spec: PartitionConfig, n_features: int) -> Partition:
             f"columns {_list_preview(unused)} belong to no party "
             "(set partition.allow_unused = true to train without them)"
         )
-    return Partition(parties=tuple(parties), n_features=n_features, intercept=spec.intercept)
+    return Partition(parties=tuple(parties), n_features=n_features, intercept=spec.intercept,
+                     normalize_rows=spec.normalize_rows)

@@ -36,6 +36,8 @@ class Case:
 CASES = {
     "a9a-admm": Case("fig1-a9a-admm.toml", ("solver.epochs=30",), True),
     "a9a-admm-sigma0.3": Case("fig2-a9a.toml", ("solver.epochs=30", "privacy.sigma=0.3"), True),
+    "a9a-admm-variable-sigma0.3": Case(
+        "fig2-a9a.toml", ("solver.epochs=30", "privacy.sigma=0.3", "privacy.form=variable"), True),
     "a9a-sgd": Case("fig1-a9a-sgd.toml", ("solver.epochs=5",), True),
     "gisette-shaped-admm": Case("gisette-shaped.toml", ("solver.epochs=20",), False),
 }

@@ -23,6 +23,7 @@ from vfl.datasets import (
     find_file,
     get_spec,
     load_dataset,
+    make_gisette_like,
     make_synthetic,
     resolve_data_dir,
     user_cache_dir,
@@ -449,6 +450,48 @@ def test_gisette_shaped_is_learnable_like_gisette(gisette_shaped):
     assert 0.4 < np.mean(data.y_train == 1) < 0.6
     model = LogisticRegression(C=1.0, max_iter=2000).fit(data.X_train, data.y_train)
     assert model.score(data.X_test, data.y_test) > 0.93
+
+
+def test_gisette_shaped_is_built_like_gisette(gisette_shaped):
+    """The documented facts of gisette that decide how the solvers behave."""
+    prov = gisette_shaped.provenance
+    assert prov["generator"] == "vfl.datasets.make_gisette_like"
+    # gisette: 87% sparse before LIBSVM's scaling turned every 0 into -1
+    assert 0.10 < prov["nonzero_fraction_before_scaling"] < 0.16
+    X = gisette_shaped.X_train
+    assert np.mean(X == -1.0) > 0.8  # most entries sit at the scaled zero
+    assert 50 < prov["mean_row_norm"] < 90  # far from centred, unlike N(0, 1) features
+    assert np.sum(gisette_shaped.y_train == 1) + np.sum(gisette_shaped.y_test == 1) == 3500
+
+
+def test_gisette_like_levels_probes_and_seed():
+    data = make_gisette_like(300, 100, 40, n_pixels=30, seed=5)
+    # values are LIBSVM-scaled integers 0..999: at most 1000 levels per column
+    assert all(len(np.unique(col)) <= 1000 for col in data.X_train.T)
+    assert data.X_train.min() == -1.0 and data.X_train.max() == 1.0
+    # probes carry no signal: with well-separated classes the real columns
+    # correlate with the label, the 20 probes stay at sampling noise (1/sqrt(N))
+    easy = make_gisette_like(2000, 10, 40, n_pixels=30, separation=2.0, seed=5)
+    corr = np.abs(np.corrcoef(np.column_stack([easy.X_train, easy.y_train]).T)[-1, :-1])
+    assert np.sum(corr < 0.1) >= 20 and np.sum(corr > 0.2) >= 5
+    assert data.provenance["n_informative"] == 20
+    again = make_gisette_like(300, 100, 40, n_pixels=30, seed=5)
+    np.testing.assert_array_equal(again.X_test, data.X_test)
+    other = make_gisette_like(300, 100, 40, n_pixels=30, seed=6)
+    assert not np.array_equal(other.X_train, data.X_train)
+    json.dumps(data.provenance)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"n_features": 1, "probe_fraction": 0.6}, "probe_fraction 0.6 leaves no real feature among 1"),
+    ({"probe_fraction": 1.0}, r"probe_fraction must be a finite number >= 0 and < 1"),
+    ({"pixel_on": 0.0}, r"pixel_on must be a finite number > 0 and < 1"),
+    ({"separation": -1}, "separation must be a finite number > 0"),
+    ({"n_pixels": 1}, "n_pixels must be an integer >= 2"),
+])
+def test_gisette_like_validation(kwargs, match):
+    with pytest.raises(DataError, match=f"gisette-like: {match}"):
+        make_gisette_like(**{"n_train": 10, "n_test": 5, "n_features": 8, **kwargs})
 
 
 # ------------------------------------------------------------------ real data

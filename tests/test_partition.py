@@ -89,3 +89,16 @@ def test_normalized_rows_per_party(sparse):
     np.testing.assert_allclose(dense[0], [[3 / np.sqrt(26), 4 / np.sqrt(26), 1 / np.sqrt(26)], [0, 0, 1]])
     np.testing.assert_allclose(dense[1], [[0, 1], [1, 0]])  # party 2's rows: (0, 2) and (1, 0)
     assert replace(p, normalize_rows=True).describe()[0]["rows_normalized"] is True
+
+
+def test_normalize_rows_from_config():
+    from vfl.experiments.config import config_from_dict
+    from vfl.experiments.errors import ConfigError
+
+    raw = {"data": {"dataset": "a9a"}, "partition": {"columns": [66, 57], "normalize_rows": True}}
+    spec = config_from_dict(raw).partition
+    assert make_partition(spec, 123).normalize_rows is True
+    assert make_partition(config_from_dict({**raw, "partition": {"columns": [66, 57]}}).partition,
+                          123).normalize_rows is False
+    with pytest.raises(ConfigError, match="partition.normalize_rows must be true or false"):
+        config_from_dict({**raw, "partition": {"columns": [66, 57], "normalize_rows": "yes"}})

@@ -2,9 +2,11 @@
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pytest
 
-from vfl.cli.reproduce import FIGURES, reproduce
+from vfl.cli.reproduce import FIGURES, NOISE_FORMS, reproduce, settling
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -45,17 +47,28 @@ def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path):
     log = []
     written = reproduce("all", out, configs, jobs=1, echo=log.append)
     assert sorted(p.name for p in written) == sorted(
-        f"{f}.{ext}" for f in ("fig1", "fig2", "fig3", "privacy") for ext in ("png", "pdf"))
+        f"{f}.{ext}" for f in ("fig1", "fig2", "fig3", "forms", "privacy") for ext in ("png", "pdf"))
     for name in ("fig1-a9a-admm.csv", "fig1-a9a-sgd.csv", "fig1-gisette-admm.csv",
                  "fig1-gisette-sgd.csv", "fig1-references.csv", "fig2-a9a.csv", "fig2-gisette.csv",
                  "fig2-references.csv", "fig3-a9a.csv", "fig3-gisette.csv", "fig3-references.csv",
-                 "privacy-a9a.csv", "privacy-references.csv"):
+                 "privacy-a9a.csv", "privacy-references.csv", "forms.csv", "fig1-summary.csv"):
         assert (out / name).is_file(), name
     fig3 = pd.read_csv(out / "fig3-a9a.csv")
     assert fig3["sigma"].tolist() == [0.0, 0.5] and (fig3["n_seeds"] == 2).all()
     assert len(pd.read_csv(out / "fig1-a9a-sgd.csv")) == 5  # epochs 0..4
     priv = pd.read_csv(out / "privacy-a9a.csv")
     assert priv["epsilon"].tolist() == [1.0, 8.0]
+    summary = pd.read_csv(out / "fig1-summary.csv")
+    assert summary["run"].tolist() == FIGURES["fig1"]["runs"]
+    last = pd.read_csv(out / "fig1-a9a-admm.csv")["test_logloss"].iloc[-1]
+    assert summary.loc[0, "final_test_logloss"] == pytest.approx(last, rel=1e-9)
+    # the forms figure: every form on both datasets; gisette's extra forms on one seed,
+    # and its first form is fig2's own sweep (not rerun)
+    forms = pd.read_csv(out / "forms.csv")
+    assert sorted(set(forms["form"])) == sorted(NOISE_FORMS)
+    gis = forms[forms["dataset"] == "gisette"].groupby("form")["n_seeds"].max()
+    assert gis[next(iter(NOISE_FORMS))] == 2 and (gis.drop(next(iter(NOISE_FORMS))) == 1).all()
+    assert (tmp_path / "figures" / "sweeps" / "fig2-a9a-variable-normalized").is_dir()
 
     log.clear()
     reproduce("fig1", out, configs, jobs=1, echo=log.append)
@@ -69,7 +82,16 @@ def test_figure_configs_exist_and_validate():
     for name in names:
         config = load_config(REPO / "configs" / f"{name}.toml")
         assert config.name == name
-    assert load_config(REPO / "configs" / "fig2-a9a.toml").sweep.sigmas == [0.0, 0.03, 0.1, 0.3, 1.0, 3.0]
+    fig2 = load_config(REPO / "configs" / "fig2-a9a.toml")
+    assert fig2.sweep.sigmas == [0.0, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0]  # the authors' + 10
+    assert fig2.privacy.form == "variable_whitened"  # updates (10) of the paper drawn
     assert load_config(REPO / "configs" / "fig2-gisette.toml").sweep.sigmas == [0.0, 0.1, 0.3, 1.0, 3.0, 10.0]
     sgd = load_config(REPO / "configs" / "fig1-a9a-sgd.toml").solver
     assert (sgd.batch_size, sgd.epochs) == (100, 300)  # the authors' settings
+
+
+def test_settling_epoch():
+    m = pd.DataFrame({"epoch": np.arange(6), "test_logloss": [0.69, 0.5, 0.31, 0.33, 0.302, 0.3]})
+    out = settling(m, tol=0.005)
+    assert out == {"epochs": 5, "final_test_logloss": 0.3, "settled_epoch": 4, "settle_tol": 0.005}
+    assert settling(m.iloc[:1])["settled_epoch"] == 0  # a single point has settled at once
