@@ -27,11 +27,10 @@ accuracy, where linear models sit on the real gisette.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from scipy.special import ndtri
 
+from vfl.datasets._checks import integer, real
 from vfl.datasets.base import Dataset
 from vfl.datasets.preprocessing import apply_minmax, fit_minmax
 from vfl.experiments.errors import DataError
@@ -47,19 +46,11 @@ _LEVELS = 999  # gisette's integer feature values run from 0 to 999
 
 
 def _integer(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise DataError(f"gisette-like: {name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return integer("gisette-like", name, value, minimum)
 
 
 def _real(name: str, value, low: float, high: float | None = None, *, open_low=False) -> float:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
-    if ok:
-        ok = (value > low if open_low else value >= low) and (high is None or value < high)
-    if not ok:
-        bound = f"{'>' if open_low else '>='} {low:g}" + ("" if high is None else f" and < {high:g}")
-        raise DataError(f"gisette-like: {name} must be a finite number {bound}, got {value!r}")
-    return float(value)
+    return real("gisette-like", name, value, low, high, open_low=open_low)
 
 
 def make_gisette_like(

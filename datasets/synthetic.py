@@ -29,6 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
+from vfl.datasets._checks import integer, real
 from vfl.datasets.base import Dataset
 from vfl.datasets.gisette_like import make_gisette_like
 from vfl.datasets.preprocessing import apply_minmax, fit_minmax, maxabs_scale
@@ -82,9 +83,7 @@ _PRESET_OVERRIDABLE = ("seed",)
 
 
 def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise DataError(f"synthetic: {name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return integer("synthetic", name, value, minimum)
 
 
 def _check_fraction(name: str, value) -> float:
@@ -94,11 +93,7 @@ def _check_fraction(name: str, value) -> float:
 
 
 def _check_positive(name: str, value, allow_zero: bool = False) -> float:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise DataError(f"synthetic: {name} must be a finite number {bound}, got {value!r}")
-    return float(value)
+    return real("synthetic", name, value, 0.0, open_low=not allow_zero)
 
 
 def _check_bool(name: str, value) -> bool:
