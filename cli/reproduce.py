@@ -53,7 +53,7 @@ FIGURES = {
 }
 # The noise forms the "forms" figure compares: label -> (suffix, overrides of
 # fig2-*.toml). The first is fig2's own sweep.
-NOISE_FORMS = {
+FORM_VARIANTS = {
     "(10): D xi, xi ~ N(0, s^2 (D^T D)^-1)": ("", ()),
     "001 (7): x + N(0, s^2 I)": ("variable", ("privacy.form=variable",)),
     "001 (7), rows normalized (A2.3)": ("variable-normalized",
@@ -192,7 +192,7 @@ def _fig_forms(configs, out, data_dir, jobs, echo) -> list[Path]:
     for name in FIGURES["forms"]["sweeps"]:
         dataset = name.removeprefix("fig2-")
         finals, first = {}, None
-        for label, (suffix, overrides) in NOISE_FORMS.items():
+        for label, (suffix, overrides) in FORM_VARIANTS.items():
             extra = _FORM_SEEDS.get(dataset, ()) if suffix else ()
             sweep = _ensure_sweep(configs, name, out, data_dir, jobs, echo, suffix, (*overrides, *extra))
             finals[label] = sweep[1]

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vfl.cli.reproduce import FIGURES, NOISE_FORMS, reproduce, settling
+from vfl.cli.reproduce import FIGURES, FORM_VARIANTS, reproduce, settling
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -65,9 +65,9 @@ def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path):
     # the forms figure: every form on both datasets; gisette's extra forms on one seed,
     # and its first form is fig2's own sweep (not rerun)
     forms = pd.read_csv(out / "forms.csv")
-    assert sorted(set(forms["form"])) == sorted(NOISE_FORMS)
+    assert sorted(set(forms["form"])) == sorted(FORM_VARIANTS)
     gis = forms[forms["dataset"] == "gisette"].groupby("form")["n_seeds"].max()
-    assert gis[next(iter(NOISE_FORMS))] == 2 and (gis.drop(next(iter(NOISE_FORMS))) == 1).all()
+    assert gis[next(iter(FORM_VARIANTS))] == 2 and (gis.drop(next(iter(FORM_VARIANTS))) == 1).all()
     assert (tmp_path / "figures" / "sweeps" / "fig2-a9a-variable-normalized").is_dir()
 
     log.clear()
