@@ -170,6 +170,13 @@ def _loss_scale(ax, values, baselines):
         ax.set_ylim(lo - 0.05 * (hi - lo) - 0.005, hi + 0.3 * (hi - lo) + 0.01)
 
 
+def _level_axis(ax, levels):
+    """Log x labelled exactly at the swept levels, not at log-axis minor ticks."""
+    ax.set_xscale("log")
+    ax.set_xticks(levels, [f"{v:g}" for v in levels])
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
 def _panel(ax):
     """``ax``, or a new single-column figure's axes when drawing stand-alone."""
     if ax is None:
@@ -211,10 +218,7 @@ def plot_sweep_final(final, baselines: dict, title: str, *, ax=None):
                        label="ADMM sharing, no noise")
         _reference_lines(ax, baselines)
         _loss_scale(ax, final["test_logloss_mean"], baselines)
-        ax.set_xscale("log")
-        # label exactly the swept levels, not log-axis minor ticks
-        ax.set_xticks(noisy[param], [f"{v:g}" for v in noisy[param]])
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        _level_axis(ax, noisy[param])
         ax.set_xlabel(_LEVEL_LABEL[param])
         ax.set_ylabel("final test log loss (nats per sample)")
         ax.set_title(title)
@@ -240,11 +244,8 @@ def plot_noise_forms(finals: dict, baselines: dict, title: str, *, ax=None):
             ax.axhline(clean["test_logloss_mean"].iloc[0], color="C0", lw=0.9, ls="-.",
                        label="no noise")
         _reference_lines(ax, baselines)
-        ax.set_xscale("log")
+        _level_axis(ax, sorted({s for f in finals.values() for s in f["sigma"] if s > 0}))
         ax.set_yscale("log")
-        levels = sorted({s for f in finals.values() for s in f["sigma"] if s > 0})
-        ax.set_xticks(levels, [f"{v:g}" for v in levels])
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel(_LEVEL_LABEL["sigma"])
         ax.set_ylabel("final test log loss (nats per sample)")
         ax.set_title(title)

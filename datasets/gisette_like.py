@@ -35,12 +35,7 @@ from vfl.datasets.base import Dataset
 from vfl.datasets.preprocessing import apply_minmax, fit_minmax
 from vfl.experiments.errors import DataError
 
-__all__ = ["make_gisette_like", "GISETTE_LIKE_OPTIONS"]
-
-#: Keyword arguments of :func:`make_gisette_like`.
-GISETTE_LIKE_OPTIONS = ("n_train", "n_test", "n_features", "probe_fraction", "n_pixels",
-                        "n_modes", "separation", "deformation", "pixel_noise", "pixel_on",
-                        "seed")
+__all__ = ["make_gisette_like"]
 
 _LEVELS = 999  # gisette's integer feature values run from 0 to 999
 
