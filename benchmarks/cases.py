@@ -25,7 +25,7 @@ from vfl.admm import ADMMSharing, Objective
 from vfl.admm.metrics import log_loss
 from vfl.baselines import FDMLSGD, central_optimum, sklearn_estimator
 from vfl.datasets import load_dataset, make_synthetic
-from vfl.experiments.errors import DataError
+from vfl.core.errors import DataError
 from vfl.experiments.partition import Partition
 
 from .prototype import PrototypeADMM

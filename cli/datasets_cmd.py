@@ -1,6 +1,6 @@
 """``vfl datasets``: list, fetch and verify the datasets.
 
-The group turns any :class:`~vfl.experiments.errors.VFLError` into
+The group turns any :class:`~vfl.core.errors.VFLError` into
 ``error: <message>`` on stderr and exit status 2 itself, so it behaves the
 same standalone as when mounted under ``vfl``.
 """
@@ -23,7 +23,7 @@ from vfl.datasets import (
     verify_dataset,
 )
 from vfl.datasets.synthetic import STAND_IN_FOR
-from vfl.experiments.errors import DataError, VFLError
+from vfl.core.errors import DataError, VFLError
 
 __all__ = ["datasets"]
 

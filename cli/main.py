@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from vfl.experiments.errors import VFLError
+from vfl.core.errors import VFLError
 
 from .datasets_cmd import datasets
 
@@ -390,7 +390,7 @@ def reproduce(which, out, configs, jobs, data_dir):
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None)
 def references(cases, update, root, configs, data_dir):
     """Check (or --update) the short reference runs against results/reference/."""
-    from vfl.experiments.errors import ConfigError
+    from vfl.core.errors import ConfigError
     from vfl.experiments.reference import CASES, RegressionError, check_case, update_case
 
     unknown = sorted(set(cases) - set(CASES))

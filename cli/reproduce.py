@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from vfl.experiments.config import load_config
-from vfl.experiments.errors import ConfigError
+from vfl.core.errors import ConfigError
 from vfl.experiments.records import load_run, run_is_current, write_run
 from vfl.experiments.runner import run_experiment
 from vfl.experiments.sweep import aggregate_sweep, run_sweep

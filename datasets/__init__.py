@@ -8,7 +8,7 @@ stand-in, never a substitute presented as gisette.
 
 This is experiments-layer code: it reads and writes files but never prints,
 draws randomness only from explicit seeds, and reports every user-caused
-problem as :class:`vfl.experiments.errors.DataError`.
+problem as :class:`vfl.core.errors.DataError`.
 """
 
 from vfl.datasets.base import Dataset

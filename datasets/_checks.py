@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from vfl.experiments.errors import DataError
+from vfl.core.errors import DataError
 
 
 def integer(prefix: str, name: str, value, minimum: int) -> int:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from vfl.experiments.errors import DataError
+from vfl.core.errors import DataError
 
 __all__ = ["Dataset"]
 

@@ -20,7 +20,7 @@ from typing import Callable
 
 from vfl.datasets.files import file_sha256, find_file, resolve_data_dir
 from vfl.datasets.registry import FileSpec, get_spec
-from vfl.experiments.errors import DataError
+from vfl.core.errors import DataError
 
 __all__ = ["fetch_file", "fetch_dataset"]
 

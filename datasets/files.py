@@ -16,7 +16,7 @@ from typing import Sequence
 import platformdirs
 
 from vfl.datasets.registry import FileSpec, get_spec
-from vfl.experiments.errors import DataError
+from vfl.core.errors import DataError
 
 __all__ = [
     "user_cache_dir",

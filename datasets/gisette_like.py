@@ -33,7 +33,7 @@ from scipy.special import ndtri
 from vfl.datasets._checks import integer, real
 from vfl.datasets.base import Dataset
 from vfl.datasets.preprocessing import apply_minmax, fit_minmax
-from vfl.experiments.errors import DataError
+from vfl.core.errors import DataError
 
 __all__ = ["make_gisette_like"]
 

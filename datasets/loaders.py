@@ -21,7 +21,7 @@ from vfl.datasets.files import read_file, require_files, resolve_data_dir
 from vfl.datasets.preprocessing import apply_minmax, fit_minmax, normalize_rows
 from vfl.datasets.registry import SYNTHETIC_NAME, DatasetSpec, FileSpec, get_spec
 from vfl.datasets.synthetic import SYNTHETIC_OPTIONS, synthetic_from_options
-from vfl.experiments.errors import DataError
+from vfl.core.errors import DataError
 
 __all__ = ["load_dataset", "LOADER_OPTIONS"]
 

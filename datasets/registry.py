@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vfl.experiments.errors import DataError
+from vfl.core.errors import DataError
 
 __all__ = ["FileSpec", "DatasetSpec", "REGISTRY", "SYNTHETIC_NAME", "get_spec"]
 

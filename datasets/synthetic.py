@@ -33,7 +33,7 @@ from vfl.datasets._checks import integer, real
 from vfl.datasets.base import Dataset
 from vfl.datasets.gisette_like import make_gisette_like
 from vfl.datasets.preprocessing import apply_minmax, fit_minmax, maxabs_scale
-from vfl.experiments.errors import DataError
+from vfl.core.errors import DataError
 
 __all__ = ["make_synthetic", "SYNTHETIC_PRESETS", "PRESET_GENERATORS", "STAND_IN_FOR",
            "synthetic_from_options"]

@@ -54,7 +54,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from vfl.core.errors import ConfigError
 
 __all__ = [
     "Config",

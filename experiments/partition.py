@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .config import PartitionConfig
-from .errors import PartitionError
+from vfl.core.errors import PartitionError
 
 __all__ = ["Partition", "make_partition"]
 

@@ -34,7 +34,7 @@ from vfl.privacy import (
 )
 
 from .config import Config
-from .errors import ConfigError
+from vfl.core.errors import ConfigError
 
 __all__ = ["PrivacyPlan", "plan_privacy"]
 

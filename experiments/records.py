@@ -26,7 +26,7 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
-from .errors import ConfigError, DataError
+from vfl.core.errors import ConfigError, DataError
 from .runner import RunResult
 
 __all__ = ["RunRecord", "load_run", "run_is_current", "write_run", "RUN_FILES"]

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .config import load_config
-from .errors import VFLError
+from vfl.core.errors import VFLError
 from .runner import run_experiment
 
 __all__ = ["CASES", "TOLERANCES", "RegressionError", "check_case", "compute_case", "update_case"]

@@ -24,7 +24,7 @@ from vfl.baselines import FDMLSGD, central_optimum, fit_sklearn_baseline
 from vfl.datasets import REGISTRY, Dataset, dataset_status, load_dataset, resolve_data_dir, user_cache_dir
 
 from .config import Config
-from .errors import ConfigError, DivergedError
+from vfl.core.errors import ConfigError, DivergedError
 from .partition import Partition, make_partition
 from .provenance import environment_info
 

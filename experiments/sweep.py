@@ -26,7 +26,7 @@ from typing import Callable
 import pandas as pd
 
 from .config import Config, RunConfig
-from .errors import ConfigError
+from vfl.core.errors import ConfigError
 from .records import dump_json, run_is_current, write_run
 from .runner import compute_baselines, load_config_dataset, make_objective, run_experiment
 from .partition import make_partition

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from vfl.experiments.config import config_from_dict
-from vfl.experiments.errors import ConfigError
+from vfl.core.errors import ConfigError
 from vfl.experiments.runner import run_experiment
 from vfl.experiments.sweep import aggregate_sweep, run_sweep
 from vfl.privacy import epsilon_of, gaussian_events, lemma1_sensitivity, theorem1_sigma

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from vfl.experiments.config import apply_overrides, config_from_dict, load_config, parse_override
-from vfl.experiments.errors import ConfigError
+from vfl.core.errors import ConfigError
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

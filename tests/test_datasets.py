@@ -29,7 +29,7 @@ from vfl.datasets import (
     user_cache_dir,
     verify_dataset,
 )
-from vfl.experiments.errors import DataError
+from vfl.core.errors import DataError
 
 # -------------------------------------------------------------------- helpers
 

@@ -12,7 +12,7 @@ import pytest
 
 from vfl.datasets import REGISTRY, DatasetSpec, FileSpec, fetch_dataset, fetch_file, find_file
 from vfl.datasets import registry
-from vfl.experiments.errors import DataError
+from vfl.core.errors import DataError
 
 CONTENT = b"0123456789abcdef" * 10_000  # 160 kB: several read chunks
 

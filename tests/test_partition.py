@@ -3,7 +3,7 @@ import pytest
 import scipy.sparse as sp
 
 from vfl.experiments.config import PartitionConfig
-from vfl.experiments.errors import PartitionError
+from vfl.core.errors import PartitionError
 from vfl.experiments.partition import make_partition
 
 
@@ -93,7 +93,7 @@ def test_normalized_rows_per_party(sparse):
 
 def test_normalize_rows_from_config():
     from vfl.experiments.config import config_from_dict
-    from vfl.experiments.errors import ConfigError
+    from vfl.core.errors import ConfigError
 
     raw = {"data": {"dataset": "a9a"}, "partition": {"columns": [66, 57], "normalize_rows": True}}
     spec = config_from_dict(raw).partition

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from vfl.experiments.config import config_from_dict
-from vfl.experiments.errors import ConfigError
+from vfl.core.errors import ConfigError
 from vfl.experiments.sweep import aggregate_sweep, plan_sweep, run_sweep
 
 RAW = {
