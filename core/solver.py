@@ -1,0 +1,295 @@
+"""The solver plug-in contract: what every registered algorithm declares and does.
+
+An algorithm is a subclass of :class:`Solver`. It declares, as class
+attributes, its name, the :class:`Setting` it runs in, its paper
+:class:`Reference`, its typed ``[solver]`` and ``[privacy]`` keys
+(:class:`~vfl.core.params.Param`), and the metric columns it adds per
+iteration. The experiments layer builds its input from the config (a
+:class:`VerticalData`, :class:`HorizontalData` or :class:`NetworkData`),
+then drives it one iteration at a time:
+
+- :meth:`Solver.step` runs one iteration (this alone is timed) and returns
+  its own per-iteration statistics (timings of its phases, counters);
+- :meth:`Solver.evaluate` returns the diagnostic metrics of the current
+  iterate (objective, residuals, ...), never charged to solver time;
+- :meth:`Solver.decision_function` gives margins on held-out data laid out
+  as the setting lays it out, from which the runner computes test loss and
+  accuracy for every solver alike;
+- :meth:`Solver.releases` lists the noisy releases of the last iteration as
+  :class:`Release` events (dp-accounting style): the runner composes them
+  per protected unit into ``epsilon_tight``. Only sensitivities the code
+  *enforces* may appear in a release;
+- :meth:`Solver.paper_epsilon` gives the paper's own accounting, shown as
+  the paper's claim beside the sound one, never instead of it.
+
+Algorithms are pure computation: no files, no printing, no global state;
+every random draw comes from a generator in the :class:`Streams` they are
+given. They raise ``ValueError`` for impossible arguments; the runner turns
+it into a :class:`~vfl.core.errors.ConfigError`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .params import Param
+
+__all__ = [
+    "Setting",
+    "Reference",
+    "Release",
+    "Streams",
+    "add_noise",
+    "Solver",
+    "VerticalData",
+    "HorizontalData",
+    "NetworkData",
+    "STREAM_KEYS",
+]
+
+
+class Setting(str, enum.Enum):
+    """Who holds what, and who talks to whom."""
+
+    #: parties hold different columns of the same rows; star around the active party (party 1)
+    VERTICAL = "vertical"
+    #: providers hold different rows; star with a central trainer
+    HORIZONTAL = "horizontal"
+    #: agents hold different rows on a graph; no centre
+    NETWORK = "network"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Where an algorithm comes from, for manifests, summaries and README."""
+
+    paper: str
+    algorithm: str
+    equations: str = ""
+    note: str = ""
+
+    def __str__(self) -> str:
+        parts = [self.paper, self.algorithm] + ([f"eqs. {self.equations}"] if self.equations else [])
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Release:
+    """The noisy releases of one kind by some protected units in one iteration.
+
+    Vectorized over units: ``units[k]`` released ``size`` values whose mean,
+    under the solver's neighbouring relation, moves by at most
+    ``sensitivity[k]`` between neighbouring datasets (l2 for ``"gaussian"``,
+    where ``scale`` is the standard deviation per entry; l1 for
+    ``"laplace"``, where ``scale`` is the Laplace scale ``b = 1/beta``).
+
+    A sensitivity is given only when the code *enforces* every assumption
+    behind it (clipping, projection, normalized rows, bounded gradients);
+    otherwise it is NaN, and no guarantee is composed from the release.
+    """
+
+    mechanism: str
+    units: np.ndarray
+    sensitivity: np.ndarray
+    scale: np.ndarray
+    size: int
+
+    @property
+    def noise_multiplier(self) -> np.ndarray:
+        return self.scale / self.sensitivity
+
+
+def add_noise(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng: np.random.Generator):
+    """``mean`` plus noise of per-unit ``scale`` (rows of ``mean`` are units)."""
+    mean = np.asarray(mean, dtype=float)
+    s = np.asarray(scale, dtype=float).reshape((-1,) + (1,) * (mean.ndim - 1)) if mean.ndim > 1 \
+        else np.asarray(scale, dtype=float)
+    if mechanism == "gaussian":
+        return mean + s * rng.standard_normal(mean.shape)
+    if mechanism == "laplace":
+        return mean + s * rng.laplace(0.0, 1.0, mean.shape)
+    raise ValueError(f"unknown mechanism {mechanism!r}")
+
+
+#: Integer stream keys (numpy ``SeedSequence`` spawn keys) per purpose. They
+#: are part of the records' meaning: changing them changes every replayed run.
+STREAM_KEYS = {"noise": 0, "init": 1, "batch": 2, "split": 3, "graph": 4, "x0": 5, "random": 6,
+               "audit": 7}
+
+
+@dataclass
+class Streams:
+    """Independent random streams of one run (one repeat), derived from its seed.
+
+    Each purpose has its own ``SeedSequence(seed, spawn_key=(key, ...))``
+    child, so a change in one (say, batching) does not shift another (the
+    noise). Repeat ``r > 0`` appends ``r`` to every key, repeat 0 is the
+    single run. Noise streams are replayable from the seed only when
+    ``replayable_noise``; otherwise they come from OS entropy, are recorded
+    as such, and cannot be replayed from anything in the run directory.
+    """
+
+    seed: int
+    repeat: int = 0
+    replayable_noise: bool = True
+    _entropy: Any = field(default=None, repr=False)
+
+    def _key(self, *key: int) -> tuple[int, ...]:
+        return key if self.repeat == 0 else (*key, self.repeat)
+
+    def get(self, purpose: str, *sub: int) -> np.random.Generator:
+        """The seeded stream for ``purpose`` (see :data:`STREAM_KEYS`), e.g. ``get("init")``."""
+        if purpose == "noise":
+            return self.noise(*sub)
+        seq = np.random.SeedSequence(self.seed, spawn_key=self._key(STREAM_KEYS[purpose], *sub))
+        return np.random.default_rng(seq)
+
+    def noise(self, *unit: int) -> np.random.Generator:
+        """The noise stream of one unit (``noise(m)``) or of all units at once (``noise()``)."""
+        if self.replayable_noise:
+            seq = np.random.SeedSequence(self.seed, spawn_key=self._key(STREAM_KEYS["noise"], *unit))
+        else:
+            if self._entropy is None:
+                self._entropy = np.random.SeedSequence()  # fresh OS entropy, never recorded
+            seq = np.random.SeedSequence(self._entropy.entropy, spawn_key=(*unit,))
+        return np.random.default_rng(seq)
+
+    def describe(self) -> dict:
+        if self.replayable_noise:
+            return {"noise": "replayable: SeedSequence(seed, spawn_key=(0, unit...)); this run is a "
+                             "simulation whose noise anyone with the manifest can regenerate"}
+        return {"noise": "OS entropy (numpy SeedSequence() with no seed), not recorded: the noise "
+                         "cannot be replayed from this run directory"}
+
+
+@dataclass
+class VerticalData:
+    """Parties hold columns ``D_m`` of the same N rows; party 1 holds the labels."""
+
+    blocks: list
+    y: np.ndarray
+
+
+@dataclass
+class HorizontalData:
+    """Providers hold rows: ``A[i]`` is provider i's ``(m, d)`` sample matrix, ``b[i]`` its labels.
+
+    ``public`` is an optional held-out ``(A0, b0)`` treated as public (e.g.
+    DP-ADMM's pre-training samples).
+    """
+
+    A: np.ndarray
+    b: np.ndarray
+    public: tuple[np.ndarray, np.ndarray] | None = None
+
+
+@dataclass
+class NetworkData:
+    """Agents hold rows on an undirected connected graph (no centre).
+
+    ``adjacency`` is the symmetric 0/1 ``scipy.sparse`` CSR matrix of the
+    graph; ``A[i]``/``b[i]`` agent i's samples; ``x0`` the common start
+    ``(N, d)``; ``x_star`` the central optimum of the same objective.
+    """
+
+    adjacency: Any
+    A: np.ndarray
+    b: np.ndarray
+    x0: np.ndarray
+    x_star: np.ndarray | None = None
+
+
+class Solver:
+    """Base class of every registered algorithm (see the module docstring)."""
+
+    #: registry name, the value of ``solver.name``
+    name: ClassVar[str] = ""
+    #: human title for summaries and legends
+    title: ClassVar[str] = ""
+    setting: ClassVar[Setting]
+    reference: ClassVar[Reference]
+    #: ``[solver]`` keys besides ``name`` and ``epochs``
+    params: ClassVar[tuple[Param, ...]] = ()
+    #: ``[privacy]`` keys this solver understands
+    privacy_params: ClassVar[tuple[Param, ...]] = ()
+    #: metric columns :meth:`step` and :meth:`evaluate` add per iteration
+    columns: ClassVar[tuple[str, ...]] = ()
+    #: objective regularizers the solver can minimize
+    regularizers: ClassVar[tuple[str, ...]] = ("l2sq",)
+    #: what one iteration is called in outputs ("epoch", "iteration")
+    iteration_name: ClassVar[str] = "iteration"
+
+    @classmethod
+    def check_config(cls, params: dict, privacy: dict, iterations: int) -> None:
+        """Cross-key checks that need no data (raise ``ValueError``); default: none."""
+
+    # -- the per-iteration protocol ----------------------------------------
+    iteration: int = 0
+
+    def step(self) -> dict:
+        """Run one iteration; return its own statistics (timed with it)."""
+        raise NotImplementedError
+
+    def evaluate(self) -> dict:
+        """Diagnostics of the current iterate for :attr:`columns` (not timed)."""
+        return {}
+
+    def train_margins(self) -> np.ndarray:
+        """Margins of the current model on the training samples (label order of the data)."""
+        raise NotImplementedError
+
+    def decision_function(self, test) -> np.ndarray:
+        """Margins of the current model on held-out data in the setting's layout."""
+        raise NotImplementedError
+
+    def releases(self) -> list[Release]:
+        """The noisy releases of the last iteration (empty for non-private runs)."""
+        return list(getattr(self, "_releases", ()))
+
+    #: the audit's hook (see :meth:`release`); None in ordinary runs
+    observer = None
+
+    def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None):
+        """Publish ``mean`` plus noise, and record the :class:`Release` event.
+
+        Every noisy value a solver publishes goes through here, so the white-box
+        audit can watch (and, for the neighbouring run, replace) what is
+        released: with an ``observer`` set, it is called as
+        ``observer(solver, release, mean, rng)`` and returns the released
+        values instead. ``mean`` has one row per unit in ``units`` (or is one
+        unit's vector when ``units`` is a single int). Call
+        :meth:`begin_releases` at the start of each iteration.
+        """
+        single = np.isscalar(units)
+        units_arr = np.atleast_1d(np.asarray(units, dtype=int))
+        scale_arr = np.broadcast_to(np.asarray(scale, dtype=float), units_arr.shape).copy()
+        sens_arr = np.broadcast_to(np.asarray(sensitivity, dtype=float), units_arr.shape).copy()
+        mean = np.asarray(mean, dtype=float)
+        event = Release(mechanism, units_arr, sens_arr, scale_arr,
+                        int(size if size is not None else (mean.size if single else mean[0].size)))
+        if not hasattr(self, "_releases"):
+            self._releases = []
+        self._releases.append(event)
+        if self.observer is not None:
+            return self.observer(self, event, mean, rng)
+        return add_noise(mechanism, mean, scale_arr[0] if single else scale_arr, rng)
+
+    def begin_releases(self) -> None:
+        """Forget the previous iteration's release events."""
+        self._releases = []
+
+    def paper_epsilon(self) -> tuple[float, float] | None:
+        """The paper's own (epsilon, delta) after the iterations so far, or None."""
+        return None
+
+    def privacy_info(self) -> dict | None:
+        """What the manifest says about privacy: relation, mechanism, what is enforced."""
+        return None
+
+    def describe(self) -> dict:
+        """Algorithm details for the manifest (beyond the validated parameters)."""
+        return {}
