@@ -1,4 +1,4 @@
-"""``vfl datasets``: list, fetch and verify the datasets.
+"""``vfl datasets``: list, fetch and verify the datasets; inspect your own files.
 
 The group turns any :class:`~vfl.core.errors.VFLError` into
 ``error: <message>`` on stderr and exit status 2 itself, so it behaves the
@@ -8,6 +8,7 @@ same standalone as when mounted under ``vfl``.
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from pathlib import Path
 
@@ -19,7 +20,9 @@ from vfl.datasets import (
     dataset_status,
     fetch_dataset,
     get_spec,
+    inspect_file,
     resolve_data_dir,
+    suggest_partition,
     verify_dataset,
 )
 from vfl.datasets.synthetic import STAND_IN_FOR
@@ -52,7 +55,7 @@ _data_dir_option = click.option(
 
 @click.group(name="datasets", cls=_ErrorsExitTwo)
 def datasets():
-    """List, download and verify the datasets."""
+    """List, download and verify the datasets; inspect your own data files."""
 
 
 def _table(rows: list[tuple[str, ...]]) -> str:
@@ -84,6 +87,9 @@ def list_cmd(data_dir: Path | None):
         real = STAND_IN_FOR.get(preset)
         note = f"stand-in, NOT the real {real} data" if real else "-"
         rows.append((f"synthetic:{preset}", shape, "generated", note))
+    for fmt in ("libsvm", "csv"):
+        rows.append((fmt, "from the file", "your file",
+                     "[data] path = ...; see `vfl datasets inspect FILE`"))
     click.echo(f"data dir: {base}")
     click.echo(_table(rows))
 
@@ -172,3 +178,123 @@ def verify_cmd(names: tuple[str, ...], data_dir: Path | None):
     if names and missing:
         raise DataError(f"{len(missing)} file(s) missing from {base}: {', '.join(missing)}; "
                         "run " + " and ".join(f"`vfl datasets fetch {n}`" for n in incomplete))
+
+
+# ---------------------------------------------------------------------- inspect
+
+def _count(n: int, what: str) -> str:
+    return f"{n:,} {what}{'' if n == 1 else 's'}"
+
+
+def _toml(value) -> str:
+    """A TOML value: JSON's string and list syntax is valid TOML for these."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _raw_label(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else repr(value)
+
+
+def _party_lines(info: dict, counts: list[int]) -> list[str]:
+    """One comment per party: which columns of the file it gets."""
+    lines, start = [], 0
+    columns = info["columns"]
+    if columns is None:  # LIBSVM: the features, numbered as in the file
+        first = 1 if info["indices"] == "one-based" else 0
+        for m, c in enumerate(counts, start=1):
+            lines.append(f"# party {m}: features {start + first}-{start + c - 1 + first} "
+                         f"({c} columns)")
+            start += c
+        return lines
+    at = 0
+    for m, c in enumerate(counts, start=1):
+        names, width = [], 0
+        while width < c:
+            names.append(columns[at]["name"])
+            width += columns[at]["width"]
+            at += 1
+        shown = ", ".join(names) if len(names) <= 6 else f"{names[0]} .. {names[-1]}"
+        lines.append(f"# party {m}: {shown} ({_count(len(names), 'file column')}, "
+                     f"{_count(c, 'feature')})")
+    return lines
+
+
+@datasets.command(name="inspect")
+@click.argument("path", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["libsvm", "csv"]), default=None,
+              help="File format [default: csv for *.csv / *.tsv (also compressed), else libsvm].")
+@click.option("--label", metavar="COL", default=None, help="Label column of a CSV file.")
+@click.option("--parties", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Number of parties to suggest a partition for.")
+def inspect_cmd(path: Path, fmt: str | None, label: str | None, parties: int):
+    """Describe a LIBSVM or CSV file and suggest the config lines to use it.
+
+    Prints shape, sparsity, label balance, value ranges and the sha256, then
+    [data] and [partition] lines for --parties parties, ready to paste. The
+    file is read and validated exactly as `dataset = "libsvm"` / `"csv"`
+    would read it; relative paths are resolved against the current
+    directory.
+
+    Example: vfl datasets inspect train.csv.gz --label income --parties 3
+    """
+    info = inspect_file(path, fmt, label=label)
+    counts = suggest_partition([c["width"] for c in info["columns"]] if info["columns"]
+                               else [1] * info["n_features"], parties)
+    f = info["file"]
+    compression = f["compression"] if f["compression"] != "none" else "plain"
+    n, d = info["n_rows"], info["n_features"]
+    rows = [("file", f"{f['path']} ({compression}, {_count(f['size'], 'byte')})"),
+            ("sha256", f"{f['sha256']} (of the file as stored)")]
+    if "content_sha256" in f:
+        rows.append(("", f"{f['content_sha256']} (decompressed content)"))
+    if info["format"] == "libsvm":
+        rows.append(("format", f"libsvm, {info['indices']} feature indices"))
+    else:
+        delimiter = info["options"].get("delimiter", ",")
+        rows.append(("format", f"csv, delimiter {delimiter!r}, label column {label!r}"))
+    rows.append(("shape", f"{_count(n, 'row')} x {_count(d, 'feature')}"))
+    rows.append(("sparsity", f"{100 * info['density']:.3g}% of the entries are non-zero "
+                             f"({info['nnz']:,} of {n * d:,})"))
+    labels = "; ".join(
+        f"{'+1' if c['value'] > 0 else '-1'} = {_raw_label(c['raw'])}: "
+        f"{_count(c['count'], 'row')} ({c['count'] / n:.1%})" for c in info["labels"])
+    rows.append(("labels", f"{labels} [{info['label_rule']}]"))
+    constant = info["constant_columns"][:8]
+    const_text = _count(info["n_constant_columns"], "constant column")
+    if constant:
+        more = ", ..." if info["n_constant_columns"] > len(constant) else ""
+        const_text += f" (0-based: {', '.join(map(str, constant))}{more})"
+    rows.append(("values", f"in [{info['min']:g}, {info['max']:g}]; "
+                           f"{_count(info['binary_columns'], 'binary (0/1) column')}; "
+                           f"{const_text}"))
+    norm = f"max {info['max_row_norm']:.3g}, mean {info['mean_row_norm']:.3g}"
+    if info["max_row_norm"] > 1:
+        norm += " (> 1: analyses assuming ||x|| <= 1 need normalize_rows = true)"
+    rows.append(("row norms", norm))
+    if info["columns"] is not None:
+        kinds = [c["name"] if c["kind"] == "numeric" else
+                 f"{c['name']} (categorical, {c['width']} values)" for c in info["columns"]]
+        shown = ", ".join(kinds[:12]) + (f", ... ({len(kinds)} in all)" if len(kinds) > 12 else "")
+        rows.append(("columns", shown))
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        click.echo(f"{key:<{width}}  {value}")
+
+    click.echo()
+    click.echo(f"# Suggested config for {parties} "
+               f"part{'y' if parties == 1 else 'ies'}; party 1 is active (holds the labels).")
+    click.echo("# The test set: test_fraction holds out that share of the rows (stratified by "
+               "label), or test_path = \"...\" names a separate test file.")
+    click.echo("[data]")
+    click.echo(f"dataset = {_toml(info['format'])}")
+    for key, value in info["options"].items():
+        click.echo(f"{key} = {_toml(value)}")
+    click.echo("test_fraction = 0.2")
+    raw = [c["raw"] for c in info["labels"]]
+    if raw not in ([0.0, 1.0], [-1.0, 1.0]):  # say which label became +1, and how to change it
+        click.echo(f"# label_positive = {_toml(raw[1])}   (the default: the larger label is +1)")
+    click.echo()
+    click.echo("[partition]")
+    click.echo(f"columns = {_toml(counts)}")
+    for line in _party_lines(info, counts):
+        click.echo(line)

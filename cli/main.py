@@ -56,57 +56,93 @@ def _default_out(name: str) -> Path:
     return out
 
 
+def _fmt(value, spec: str) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "-"
+    return format(value, spec)
+
+
+def _privacy_lines(result) -> list[str]:
+    """What a run's privacy amounts to, in words a reader cannot mistake."""
+    p = result.manifest.get("privacy")
+    if not p:
+        return []
+    m = result.metrics.iloc[-1]
+    lines = []
+    if p.get("mode") == "simulation":
+        lines.append(f"privacy: none claimed. {p['note']}")
+    spent = p.get("spent")
+    if spent is not None:
+        eps = spent.get("epsilon_tight")
+        if p.get("dp_guarantee") and eps is not None:
+            lines.append(f"privacy guarantee: ({eps:.4g}, {spent['delta_tight']:.2g})-DP after "
+                         f"{spent['epochs']} {result.manifest['solver'].get('iteration_name', 'epoch')}s"
+                         f" ({spent['tight_accountant']}); neighbours: {p['neighbouring']}")
+        else:
+            lines.append(f"WARNING: no differential-privacy guarantee: {p.get('warning', p.get('note', ''))}")
+        if "epsilon_paper" in m.index:
+            paper = spent.get("epsilon_paper")
+            claim = ("n/a (the paper's analysis does not cover this noise level)" if paper is None
+                     else f"{paper:.4g} at delta {_fmt(spent.get('delta_paper'), '.2g')}")
+            lines.append(f"the paper's own claim (not a guarantee): epsilon {claim}")
+        for name, c in spent.get("other_claims", {}).items():
+            lines.append(f"claim from {name} (not a guarantee): epsilon {c['epsilon']:.4g} at "
+                         f"delta {c['delta']:.2g}")
+    if "labels" in p:
+        lines.append(f"labels: {p['labels']}")
+    if "noise" in p:
+        lines.append(f"noise: {p['noise']}")
+    stopped = (p.get("budget") or {}).get("stopped")
+    if stopped:
+        lines.append(f"stopped at the privacy budget after {stopped['after_epoch']} iterations "
+                     f"(the next would spend {stopped['epsilon_next_epoch']:.4g} > "
+                     f"{stopped['budget_epsilon']:g})")
+    return lines
+
+
 def _summary(result, out: Path, seconds: float) -> str:
     m = result.metrics.iloc[-1]
-    b = result.baselines
-    c = b["central"]
-    solver = {"admm_sharing": "ADMM sharing", "fdml_sgd": "FDML SGD"}[result.config.solver.name]
-    pv = result.config.privacy
-    if pv.epsilon is not None:
-        solver += f", epsilon {pv.epsilon:g}"
-    elif pv.private:
-        solver += f", sigma {pv.sigma:g}"
-    rows = [
-        (f"{solver} ({int(m['epoch'])} epochs)", m["objective"], m["suboptimality"],
-         m["train_logloss"], m["test_logloss"], m["test_accuracy"]),
-        ("central optimum F*", c["objective"], 0.0, c["train_logloss"], c["test_logloss"],
-         c["test_accuracy"]),
-    ]
-    for key, label in (("sklearn_all_features", "sklearn, all features"),
-                       ("sklearn_local_only", "sklearn, party 1 only")):
-        s = b[key]
-        # The local model is F at x with the other parties' weights at zero,
-        # so its objective is comparable with F* too.
-        rows.append((label, s["objective"], (s["objective"] - c["objective"]) / abs(c["objective"]),
-                     s["train_logloss"], s["test_logloss"], s["test_accuracy"]))
-
-    lines = [f"{'':38} {'objective':>12} {'rel. gap':>9} {'train ll':>9} {'test ll':>9} {'test acc':>9}"]
-    for label, obj, gap, tr, te, acc in rows:
-        lines.append(f"{label:38} {obj:12.4f} {gap:9.2e} {tr:9.4f} {te:9.4f} {acc:9.4f}")
     man = result.manifest
-    epochs = int(m["epoch"])
+    b = result.baselines or {}
+    if "per_repeat" in b:  # horizontal / network: one set of references per repeat
+        b = b["per_repeat"][-1]
+    solver = man["solver"]
+    title = solver.get("title") or solver["name"]
+    pv = result.config.privacy.values
+    if pv.get("epsilon") is not None:
+        title += f", epsilon {pv['epsilon']:g}"
+    elif pv.get("sigma"):
+        title += f", sigma {pv['sigma']:g}"
+    repeats = result.config.run.repeats
+    it = int(m["epoch"])
+    rows = [(f"{title} ({it} {solver.get('iteration_name', 'iteration')}s"
+             + (f", mean of {repeats}" if repeats > 1 else "") + ")",
+             m.get("objective"), m.get("suboptimality"), m["train_logloss"], m["test_logloss"],
+             m["test_accuracy"])]
+    c = b.get("central")
+    for key, entry in b.items():
+        if not isinstance(entry, dict) or "test_logloss" not in entry:
+            continue
+        obj = entry.get("objective")
+        gap = 0.0 if key == "central" else (
+            (obj - c["objective"]) / abs(c["objective"]) if obj is not None and c else None)
+        rows.append((entry.get("label", key), obj, gap, entry.get("train_logloss"),
+                     entry["test_logloss"], entry.get("test_accuracy")))
+    width = max(38, max(len(r[0]) for r in rows) + 1)
+    lines = [f"{'':{width}} {'objective':>12} {'rel. gap':>9} {'train ll':>9} {'test ll':>9} "
+             f"{'test acc':>9}"]
+    for label, obj, gap, tr, te, acc in rows:
+        lines.append(f"{label:{width}} {_fmt(obj, '12.4f'):>12} {_fmt(gap, '9.2e'):>9} "
+                     f"{_fmt(tr, '9.4f'):>9} {_fmt(te, '9.4f'):>9} {_fmt(acc, '9.4f'):>9}")
     solver_s = man["result"]["solver_seconds"]
     lines.append(
-        f"{epochs} epochs: {solver_s:.2f} s in the solver ({1e3 * solver_s / epochs:.1f} ms/epoch), "
-        f"{seconds:.1f} s in all; baselines {'from cache' if b.get('cached') else 'computed'}"
-    )
-    if "privacy" in man:
-        p = man["privacy"]
-        if not p["dp_guarantee"]:
-            lines.append(f"WARNING: {p['warning']}")
-        sigmas = ", ".join("varies" if q["sigma"] is None else format(q["sigma"], ".3g")
-                           for q in p["per_party"])
-        lines.append(
-            f"privacy spent: epsilon {m['epsilon_paper']:.4g} (Corollary 1, delta {m['delta_paper']:.2g}) | "
-            f"{m['epsilon_tight']:.4g} ({p['tight_accountant']}, delta {m['delta_tight']:.2g}); "
-            f"sigma per party {sigmas}; neighbours: {p['neighbouring']}")
-        stopped = (p.get("budget") or {}).get("stopped")
-        if stopped:
-            lines.append(f"stopped at the privacy budget after epoch {stopped['after_epoch']} "
-                         f"(next epoch would spend {stopped['epsilon_next_epoch']:.4g} > {stopped['budget_epsilon']:g})")
-    a1 = man["solver"].get("assumption_1_2c", {"satisfied": True})
+        f"{it} {solver.get('iteration_name', 'iteration')}s: {solver_s:.2f} s in the solver "
+        f"({1e3 * solver_s / max(it, 1):.1f} ms each), {seconds:.1f} s in all; baselines "
+        f"{'from cache' if b.get('cached') else 'computed' if b else 'skipped'}")
+    lines += _privacy_lines(result)
+    a1 = solver.get("assumption_1_2c", {"satisfied": True})
     if not a1["satisfied"]:
-        lines.append(f"warning: rho = {man['solver']['rho']:g} is not above sqrt(2) L = "
+        lines.append(f"warning: rho = {solver['rho']:g} is not above sqrt(2) L = "
                      f"{a1['rho_min']:.4g} (Assumption 1.2(c)); convergence is not guaranteed")
     if man["dataset"].get("stand_in"):
         lines.append(f"data: {man['dataset']['description']}")
@@ -155,7 +191,7 @@ def run(config_path, out, epochs, seed, data_dir, overrides, overwrite, quiet, n
     # A bar only makes sense on a terminal; in logs it would be one stray label.
     if not quiet and sys.stderr.isatty():
         bar = click.progressbar(
-            length=config.solver.epochs, label=f"{config.name}", file=sys.stderr,
+            length=config.solver.epochs * config.run.repeats, label=f"{config.name}", file=sys.stderr,
             item_show_func=lambda row: "" if row is None else
             f"epoch {row['epoch']}, test loss {row['test_logloss']:.4f}",
         )
@@ -166,8 +202,6 @@ def run(config_path, out, epochs, seed, data_dir, overrides, overwrite, quiet, n
             bar.update(1, row)
 
     try:
-        if stop_at_budget and config.privacy.budget_epsilon is None:
-            raise VFLError("--stop-at-budget needs privacy.budget_epsilon in the config")
         result = run_experiment(config, data_dir=data_dir, on_epoch=on_epoch,
                                 use_cache=not no_cache, stop_at_budget=stop_at_budget)
     finally:
@@ -176,7 +210,8 @@ def run(config_path, out, epochs, seed, data_dir, overrides, overwrite, quiet, n
 
     def figure(tmp: Path):
         record = RunRecord(path=tmp, config=result.config.to_dict(), manifest=result.manifest,
-                           metrics=result.metrics, baselines=result.baselines)
+                           metrics=result.metrics, baselines=result.baselines,
+                           repeats=result.repeats)
         save_figure(plot_runs([record]), tmp / "loss.png")
 
     path = write_run(result, out, overwrite=overwrite, extra=[figure])
@@ -356,26 +391,104 @@ def _plot_privacy(run_dir: Path, out):
 
 
 @cli.command()
-@click.argument("which", type=click.Choice(["fig1", "fig2", "fig3", "forms", "privacy", "all"]),
-                default="all")
-@click.option("--out", type=click.Path(file_okay=False), default="results/figures", show_default=True,
-              help="Where figures, their CSVs, and the runs behind them go.")
-@click.option("--configs", type=click.Path(file_okay=False), default="configs", show_default=True,
-              help="Directory holding the fig*.toml configs.")
-@click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Parallel processes for the noise sweeps.")
+@click.argument("run_dir", required=False, type=click.Path(file_okay=False))
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="Audit this config's mechanism instead of a run directory's.")
+@click.option("--runs", "K", type=click.IntRange(min=10), default=100, show_default=True,
+              help="Independent noise draws per neighbouring pair and direction.")
+@click.option("--confidence", type=click.FloatRange(0.5, 1.0, max_open=True), default=0.95,
+              show_default=True, help="Level of the one-sided bounds on delta(eps).")
+@click.option("--kinds", type=click.Choice(["natural", "adversarial", "both"]), default="both",
+              show_default=True, help="Which neighbouring pairs to audit.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the audit's own noise draws.")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Directory for audit.csv, losses.csv and the figure [default: results/audits/NAME].")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override any config key.")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None)
-def reproduce(which, out, configs, jobs, data_dir):
-    """Redraw Figures 1-3 of the ADMM-sharing paper, the noise-form and the privacy-cost figures.
+def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data_dir):
+    """White-box audit of a run's privacy claims: PASS (not refuted) or REFUTED.
 
-    Finished runs are kept, so a second call only redraws.
+    For neighbouring datasets of the run's stated relation, replays the
+    mechanism with fresh noise, computes the exact privacy loss of each
+    transcript, and tests every claimed (epsilon, delta): the guarantee and,
+    where it has one, the paper's own claim.
+
+    \b
+    vfl audit --config configs/privacy-a9a.toml
+    """
+    import pandas as pd
+
+    from vfl.experiments.audit import audit_config
+    from vfl.experiments.config import config_from_dict, load_config
+    from vfl.experiments.records import dump_json
+
+    from .plotting import plot_audit, save_figure
+
+    if (run_dir is None) == (config_path is None):
+        raise click.UsageError("give a RUN_DIR or --config (one of them)")
+    if config_path is not None:
+        config = load_config(config_path, list(overrides))
+    else:
+        path = Path(run_dir) / "config.json"
+        if not path.is_file():
+            raise VFLError(f"not a run directory: {run_dir} has no config.json")
+        from vfl.experiments.config import apply_overrides
+
+        config = config_from_dict(apply_overrides(json.loads(path.read_text()), list(overrides)))
+    out = Path(out) if out else Path("results") / "audits" / config.name
+    chosen = ("natural", "adversarial") if kinds == "both" else (kinds,)
+    report = audit_config(config, data_dir=data_dir, K=K, confidence=confidence, seed=seed,
+                          kinds=chosen, on_progress=lambda msg: click.echo(msg, err=True))
+    rows = report.rows()
+    out.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(out / "audit.csv", index=False, float_format="%.6g")
+    pd.DataFrame({f"{p.name} | {d}": L for p in report.pairs
+                  for d, L in (("D", p.losses_P), ("D'", p.losses_Q))}).to_csv(
+        out / "losses.csv", index=False, float_format="%.8g")
+    dump_json({"config": config.to_dict(), "K": K, "confidence": confidence, "seed": seed,
+               "claims": report.claims, "verdicts": {c: report.verdict(c) for c in report.claims}},
+              out / "audit.json")
+    written = save_figure(plot_audit(report), out / "audit.png")
+    click.echo(f"audit of {config.name}: {len(report.pairs)} neighbouring pairs x {K} runs x 2 "
+               f"directions, {confidence:.0%} one-sided bounds")
+    for claim, (eps, delta) in report.claims.items():
+        what = {"guarantee": "the guarantee (enforced sensitivity)",
+                "paper": "the paper's claim (Lemma 1 + Corollary 1)",
+                "lemma1": "Lemma 1's sensitivity, composed tightly"}.get(claim, claim)
+        lows = [r["delta_lower"] for r in rows if r["claim"] == claim]
+        click.echo(f"  {report.verdict(claim):8} {what}: ({eps:.4g}, {delta:.2g})-DP; "
+                   f"largest lower bound on delta(eps): {max(lows):.3g}")
+    click.echo(f"wrote {out}/audit.csv, losses.csv, audit.json, " + ", ".join(p.name for p in written))
+
+
+@cli.command()
+@click.argument("paper", required=False)
+@click.argument("figure", required=False)
+@click.option("--out", type=click.Path(file_okay=False), default="results/figures", show_default=True,
+              help="Where figures, their CSVs, and the runs behind them go (one folder per paper).")
+@click.option("--configs", type=click.Path(file_okay=False), default="configs", show_default=True,
+              help="Directory holding the figures' configs.")
+@click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Parallel processes for the sweeps.")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None)
+def reproduce(paper, figure, out, configs, jobs, data_dir):
+    """Redraw a paper's figures: vfl reproduce [PAPER [FIGURE]].
+
+    PAPER is one of the reproduced papers (hu, ...) or all (the default);
+    FIGURE one of its figures or all. Finished runs are kept, so a second
+    call only redraws.
+
+    \b
+    vfl reproduce hu fig1
     """
     from time import perf_counter
 
-    from .reproduce import reproduce as run_reproduce
+    from .reproduce import reproduce as run_reproduce, resolve
 
+    resolve(paper, figure)  # a bad name is refused before anything runs
     t0 = perf_counter()
-    written = run_reproduce(which, Path(out), Path(configs), data_dir=data_dir, jobs=jobs,
+    written = run_reproduce(paper, figure, Path(out), Path(configs), data_dir=data_dir, jobs=jobs,
                             echo=lambda msg: click.echo(msg, err=True))
     for p in written:
         click.echo(f"wrote {p}")

@@ -38,7 +38,7 @@ STYLE = {
 }
 
 _REFERENCE = [
-    # (baselines.json key, label, line style)
+    # (baselines.json key, label, line style) of the sweep figures' reference lines
     ("sklearn_all_features", "sklearn, all features", "--"),
     ("sklearn_local_only", "sklearn, party 1 only", ":"),
 ]
@@ -50,74 +50,126 @@ def dataset_title(manifest: dict) -> str:
     return "gisette stand-in (synthetic)" if d.get("stand_in") else d.get("name", "?")
 
 
-def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False, x: str = "epoch",
-              log: bool = False):
-    """Return a figure: objective (or suboptimality) and test log loss.
+_METRIC_LABEL = {
+    "objective": "training objective F(x)",
+    "suboptimality": "relative suboptimality (F - F*) / |F*|",
+    "log10_error": "log10 mean distance to x* (per coordinate)",
+    "test_logloss": "test log loss (nats per sample)",
+    "test_accuracy": "test accuracy",
+    "privacy_loss": "cumulative privacy loss",
+    "epsilon_tight": "epsilon spent (guarantee)",
+}
 
-    ``x`` is ``"epoch"`` or ``"wall"`` (cumulative solver seconds, the
-    ``wall_time_s`` column); ``log`` puts the objective on a log scale
-    (suboptimality always is).
+
+def _left_metric(runs, suboptimality: bool) -> str:
+    cols = set.intersection(*(set(r.metrics.columns) for r in runs))
+    if suboptimality and "suboptimality" in cols:
+        return "suboptimality"
+    for metric in ("objective", "log10_error", "test_accuracy"):
+        if metric in cols:
+            return metric
+    return "test_logloss"
+
+
+def _band(ax, run: RunRecord, xcol: str, metric: str, color) -> None:
+    """The min-max band over repeats, when the run has several."""
+    reps = run.repeats
+    if reps is None or metric not in reps.columns or xcol not in reps.columns:
+        return
+    g = reps.groupby("epoch")[metric]
+    lo, hi = g.min(), g.max()
+    x = lo.index if xcol == "epoch" else run.metrics.set_index("epoch")[xcol].reindex(lo.index)
+    ax.fill_between(x, lo, hi, color=color, alpha=0.15, lw=0)
+
+
+def _references(runs, metric: str) -> list[tuple[float, str, str]]:
+    """Horizontal reference lines for ``metric``: (value, label, line style)."""
+    out, seen = [], set()
+    for run in runs:
+        b = run.baselines or {}
+        if "per_repeat" in b:  # references differ per repeat: draw their mean
+            entries = {}
+            for rep in b["per_repeat"]:
+                for k, v in rep.items():
+                    if isinstance(v, dict) and metric in v and v[metric] is not None:
+                        entries.setdefault(k, {**v, "values": []})["values"].append(v[metric])
+            b = {k: {**v, metric: float(sum(v["values"]) / len(v["values"]))}
+                 for k, v in entries.items()}
+        for key, entry in b.items():
+            if not isinstance(entry, dict) or entry.get(metric) is None:
+                continue
+            if metric == "objective" and key != "central":
+                continue  # other references minimize other objectives
+            label = entry.get("label", key)
+            if (label, round(float(entry[metric]), 12)) in seen:
+                continue
+            seen.add((label, round(float(entry[metric]), 12)))
+            style = "-." if key == "central" else entry.get("line", "--")
+            out.append((float(entry[metric]), label, style))
+    return out
+
+
+def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False, x: str = "epoch",
+              log: bool = False, labels: list[str] | None = None,
+              metrics: tuple[str, str] | None = None):
+    """Return a figure of two panels, several runs overlaid with their reference lines.
+
+    Left: the training objective (or ``suboptimality``; for solvers without an
+    objective, their distance to the optimum); right: the test log loss.
+    ``metrics`` picks the two columns instead. ``x`` is ``"epoch"`` or
+    ``"wall"`` (cumulative solver seconds); ``log`` puts the left panel on a
+    log scale (suboptimality always is). Runs with repeats are drawn as
+    their mean with a min-max band.
     """
-    xcol, xlabel = ("epoch", "epoch") if x == "epoch" else ("wall_time_s", "solver time (s)")
+    xcol = "epoch" if x == "epoch" else "wall_time_s"
+    it_name = runs[0].manifest.get("solver", {}).get("iteration_name", "iteration")
+    xlabel = it_name if x == "epoch" else "solver time (s)"
+    left, right = metrics or (_left_metric(runs, suboptimality), "test_logloss")
+    for metric in (left, right):
+        missing = [r.label for r in runs if metric not in r.metrics.columns]
+        if missing:
+            from vfl.core.errors import DataError
+
+            raise DataError(f"metrics.csv of {missing[0]} has no column {metric!r}")
+    labels = labels or [_curve_label(r) if len(runs) == 1 else r.label for r in runs]
     with plt.rc_context(STYLE):
-        fig, (ax_obj, ax_test) = plt.subplots(1, 2, figsize=(7.0, 2.8), constrained_layout=True)
+        fig, axes = plt.subplots(1, 2, figsize=(7.0, 2.8), constrained_layout=True)
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-        for i, run in enumerate(runs):
+        for i, (run, label) in enumerate(zip(runs, labels)):
             c = colors[i % len(colors)]
             m = run.metrics
-            label = _curve_label(run) if len(runs) == 1 else run.label
-            if suboptimality:
-                ax_obj.semilogy(m[xcol], m["suboptimality"].clip(lower=1e-16), color=c, label=label)
-            else:
-                ax_obj.plot(m[xcol], m["objective"], color=c, label=label)
-            ax_test.plot(m[xcol], m["test_logloss"], color=c, label=label)
-
-        # One set of reference lines per distinct (data, objective, partition);
-        # labels name the run only when runs on different problems are overlaid.
-        by_key = {}
-        for run in runs:
-            by_key.setdefault(_key(run), run)
-        for run in by_key.values():
-            b = run.baselines
-            suffix = "" if len(by_key) == 1 else f" ({run.label})"
-            if not suboptimality and "central" in b:
-                ax_obj.axhline(b["central"]["objective"], color="black", lw=0.9, ls="-.",
-                               label=f"central optimum F*{suffix}")
-            for name, label, ls in _REFERENCE:
-                if name in b:
-                    ax_test.axhline(b[name]["test_logloss"], color="black" if ls == "--" else "0.45",
-                                    lw=0.9, ls=ls, label=label + suffix)
-
-        if log and not suboptimality:
-            ax_obj.set_yscale("log")
-        ax_obj.set_xlabel(xlabel)
-        ax_obj.set_ylabel("relative suboptimality (F - F*) / F*" if suboptimality
-                          else "training objective F(x)")
-        ax_test.set_xlabel(xlabel)
-        ax_test.set_ylabel("test log loss (nats per sample)")
+            for ax, metric in zip(axes, (left, right)):
+                y = m[metric].clip(lower=1e-16) if metric == "suboptimality" else m[metric]
+                ax.plot(m[xcol], y, color=c, label=label)
+                _band(ax, run, xcol, metric, c)
+        for ax, metric in zip(axes, (left, right)):
+            for value, label, style in _references(runs, metric):
+                ax.axhline(value, color="black" if style in ("--", "-.") else "0.45", lw=0.9,
+                           ls=style, label=label)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(_METRIC_LABEL.get(metric, metric))
+        if left == "suboptimality" or (log and left == "objective"):
+            axes[0].set_yscale("log")
         title = ", ".join(sorted({dataset_title(r.manifest) for r in runs}))
-        ax_obj.set_title(f"{title}: training objective")
-        ax_test.set_title(f"{title}: test log loss")
-        # Zoom the test panel onto the interesting range: the first epochs
-        # (loss log 2 at x = 0) would otherwise flatten every curve.
-        finals = [r.metrics["test_logloss"].iloc[-1] for r in runs]
-        refs = [r.baselines[n]["test_logloss"] for r in runs for n, _, _ in _REFERENCE if n in r.baselines]
-        lo, hi = min(finals + refs), max(finals + refs)
-        pad = max(0.02, 0.6 * (hi - lo))
-        ax_test.set_ylim(lo - 0.3 * pad, hi + pad)
-        ax_obj.legend(loc="upper right")
-        ax_test.legend(loc="upper right")
+        axes[0].set_title(f"{title}: {_METRIC_LABEL.get(left, left).split(' (')[0]}")
+        axes[1].set_title(f"{title}: {_METRIC_LABEL.get(right, right).split(' (')[0]}")
+        if right == "test_logloss":
+            # Zoom onto the interesting range: the loss at the start (log 2 at
+            # x = 0) would otherwise flatten every curve.
+            finals = [r.metrics["test_logloss"].iloc[-1] for r in runs]
+            refs = [v for v, _, _ in _references(runs, "test_logloss")]
+            lo, hi = min(finals + refs), max(finals + refs)
+            pad = max(0.02, 0.6 * (hi - lo))
+            axes[1].set_ylim(lo - 0.3 * pad, hi + pad)
+        for ax in axes:
+            ax.legend(loc="best")
     return fig
 
 
 def _curve_label(run: RunRecord) -> str:
     solver = run.manifest.get("solver", {})
-    name = {"admm_sharing": "ADMM sharing", "fdml_sgd": "FDML SGD"}.get(solver.get("name"), "run")
+    name = solver.get("title") or solver.get("name", "run")
     return f"{name} (rho = {solver['rho']:g})" if "rho" in solver else name
-
-
-def _key(run: RunRecord) -> str:
-    return json.dumps(run.baselines.get("key"), sort_keys=True)
 
 
 def save_figure(fig, path: Path) -> list[Path]:
@@ -273,4 +325,46 @@ def plot_privacy(run: RunRecord):
         ax.set_ylabel("epsilon spent (worst party)")
         ax.set_title(f"{dataset_title(run.manifest)}: privacy spent")
         ax.legend(loc="lower right")
+    return fig
+
+
+def plot_audit(report):
+    """The sampled privacy-loss distribution of each audited pair against the claimed Gaussian."""
+    import numpy as np
+    from scipy import stats
+
+    n = len(report.pairs)
+    cols = min(n, 2)
+    rows = (n + cols - 1) // cols
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.7 * rows), squeeze=False,
+                                 constrained_layout=True)
+        for ax, pair in zip(axes.ravel(), report.pairs):
+            L = pair.losses_P
+            lo, hi = float(np.min(L)), float(np.max(L))
+            for claim, mu in report.gaussian_mu.items():
+                # the claimed mechanism's privacy loss under P is N(mu^2/2, mu^2)
+                lo, hi = min(lo, mu**2 / 2 - 3 * mu), max(hi, mu**2 / 2 + 3 * mu)
+            span = hi - lo or 1.0
+            bins = np.linspace(lo - 0.05 * span, hi + 0.05 * span, 40)
+            ax.hist(L, bins=bins, density=True, color="C0", alpha=0.6,
+                    label=f"sampled loss (K = {L.size})")
+            grid = np.linspace(bins[0], bins[-1], 400)
+            for claim, mu in report.gaussian_mu.items():
+                if mu > 0:
+                    ax.plot(grid, stats.norm.pdf(grid, mu**2 / 2, mu), color="black", lw=1,
+                            label=f"claimed Gaussian ({claim})")
+            for claim, r in pair.verdicts.items():
+                label = f"{claim}: eps = {r.epsilon:.3g}, {r.verdict}"
+                color = "C3" if r.refuted else "C2"
+                if bins[0] <= r.epsilon <= bins[-1]:
+                    ax.axvline(r.epsilon, color=color, lw=0.9, ls="--", label=label)
+                else:  # far off the sampled range: say so instead of squashing the histogram
+                    ax.plot([], [], color=color, lw=0.9, ls="--", label=label + " (off scale)")
+            ax.set_title(pair.name, fontsize=7.5)
+            ax.set_xlabel("privacy loss L of the transcript")
+            ax.set_ylabel("density")
+            ax.legend(fontsize=6, loc="upper right", framealpha=0.8)
+        for ax in axes.ravel()[n:]:
+            ax.set_visible(False)
     return fig

@@ -43,6 +43,7 @@ __all__ = [
     "Reference",
     "Release",
     "Streams",
+    "Neighbour",
     "add_noise",
     "Solver",
     "VerticalData",
@@ -166,6 +167,17 @@ class Streams:
                          "cannot be replayed from this run directory"}
 
 
+@dataclass(frozen=True)
+class Neighbour:
+    """A neighbouring dataset for the audit: ``data`` with one unit's data changed."""
+
+    name: str
+    kind: str  # "natural" | "adversarial"
+    unit: int
+    data: Any
+    change: str  # what was changed, in words
+
+
 @dataclass
 class VerticalData:
     """Parties hold columns ``D_m`` of the same N rows; party 1 holds the labels."""
@@ -227,6 +239,30 @@ class Solver:
     def check_config(cls, params: dict, privacy: dict, iterations: int) -> None:
         """Cross-key checks that need no data (raise ``ValueError``); default: none."""
 
+    @classmethod
+    def claims_guarantee(cls, privacy: dict) -> bool:
+        """Whether a run with these ``[privacy]`` values claims a DP guarantee.
+
+        Decides the noise source (OS entropy unless ``replayable_noise``) and
+        whether epsilons are composed. Default: ``privacy.delta`` is set.
+        """
+        return privacy.get("delta") is not None
+
+    @classmethod
+    def unit_rows(cls, privacy: dict) -> bool:
+        """Whether the data must have rows of unit l2 norm (a sensitivity needs it); default no."""
+        return False
+
+    @classmethod
+    def build(cls, data, *, objective, params, privacy, streams, iterations) -> "Solver":
+        """Construct the solver for a run (default: the constructor of the contract)."""
+        return cls(data, objective=objective, params=params, privacy=privacy, streams=streams,
+                   iterations=iterations)
+
+    def initial_metrics(self) -> dict:
+        """:meth:`evaluate` at the starting point, row 0 (default: the same)."""
+        return self.evaluate()
+
     # -- the per-iteration protocol ----------------------------------------
     iteration: int = 0
 
@@ -282,9 +318,30 @@ class Solver:
         """Forget the previous iteration's release events."""
         self._releases = []
 
+    def planned_releases(self) -> list[Release] | None:
+        """What the next iteration will release, if known in advance (for privacy budgets)."""
+        return None
+
     def paper_epsilon(self) -> tuple[float, float] | None:
         """The paper's own (epsilon, delta) after the iterations so far, or None."""
         return None
+
+    @classmethod
+    def neighbours(cls, data, privacy: dict, rng: np.random.Generator) -> list["Neighbour"]:
+        """Neighbouring datasets of ``data`` under this solver's relation, for the audit.
+
+        A few natural pairs (changes a real dataset could show) and
+        adversarial ones (changes that move the releases the most that the
+        relation allows). Solvers without a stated relation audit nothing.
+        """
+        raise NotImplementedError(f"{cls.name} states no neighbouring relation to audit")
+
+    def other_claims(self) -> dict[str, tuple[float, float]]:
+        """Further epsilons from the paper's analysis (``name -> (epsilon, delta)``), claims only.
+
+        Recorded as ``epsilon_<name>`` columns and audited like the others.
+        """
+        return {}
 
     def privacy_info(self) -> dict | None:
         """What the manifest says about privacy: relation, mechanism, what is enforced."""

@@ -4,7 +4,9 @@ File-backed datasets (``a9a``, ``gisette``, ``adult``) are read from a data
 directory (:func:`resolve_data_dir`) holding the original distribution files,
 plain or ``.bz2``, and verified by sha256 before use. ``synthetic`` data is
 generated from a seed; its ``gisette-shaped`` preset is a clearly labelled
-stand-in, never a substitute presented as gisette.
+stand-in, never a substitute presented as gisette. ``libsvm`` and ``csv``
+read the user's own files, named by options and checksummed on every load
+(:mod:`vfl.datasets.userfiles`).
 
 This is experiments-layer code: it reads and writes files but never prints,
 draws randomness only from explicit seeds, and reports every user-caused
@@ -25,6 +27,7 @@ from vfl.datasets.loaders import LOADER_OPTIONS, load_dataset
 from vfl.datasets.registry import REGISTRY, DatasetSpec, FileSpec, get_spec
 from vfl.datasets.gisette_like import make_gisette_like
 from vfl.datasets.synthetic import SYNTHETIC_PRESETS, make_synthetic
+from vfl.datasets.userfiles import inspect_file, read_user_file, suggest_partition
 
 __all__ = [
     "Dataset",
@@ -45,4 +48,7 @@ __all__ = [
     "make_synthetic",
     "make_gisette_like",
     "SYNTHETIC_PRESETS",
+    "inspect_file",
+    "read_user_file",
+    "suggest_partition",
 ]

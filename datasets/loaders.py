@@ -18,9 +18,11 @@ import pandas as pd
 
 from vfl.datasets.base import Dataset
 from vfl.datasets.files import read_file, require_files, resolve_data_dir
-from vfl.datasets.preprocessing import apply_minmax, fit_minmax, normalize_rows
+from vfl.datasets.preprocessing import (apply_minmax, apply_zscore, fit_minmax, fit_zscore,
+                                        max_row_norm, normalize_rows)
 from vfl.datasets.registry import SYNTHETIC_NAME, DatasetSpec, FileSpec, get_spec
 from vfl.datasets.synthetic import SYNTHETIC_OPTIONS, synthetic_from_options
+from vfl.datasets.userfiles import USER_FILE_LOADERS, USER_FILE_OPTIONS
 from vfl.core.errors import DataError
 
 __all__ = ["load_dataset", "LOADER_OPTIONS"]
@@ -203,6 +205,20 @@ def _parse_adult(source: str, content: bytes) -> tuple[pd.DataFrame, int]:
     return frame.dropna().reset_index(drop=True), len(frame)
 
 
+#: ``scaling`` of the adult loader: the numeric (non-one-hot) columns' transform.
+ADULT_SCALINGS = ("minmax01", "minmax11", "zscore")
+#: ``row_norm`` of the adult loader: what bounds the rows' l2 norms afterwards.
+ADULT_ROW_NORMS = ("none", "unit", "max")
+
+
+def _adult_choice(options: Mapping[str, Any], key: str, choices, default: str) -> str:
+    value = options.get(key, default)
+    if not isinstance(value, str) or value not in choices:
+        raise DataError(f"adult: option {key} must be one of {', '.join(map(repr, choices))}, "
+                        f"got {value!r}")
+    return value
+
+
 def _codes(values: pd.Series, categories: list[str]) -> np.ndarray:
     """Index of each value in the training categories; -1 if unseen in training."""
     return pd.Index(categories).get_indexer(values)
@@ -223,13 +239,29 @@ def _load_adult(reader: _Reader, options: Mapping[str, Any]) -> Dataset:
        d = 14 of the DP-ADMM and decentralized-LDP papers); each categorical
        becomes the index of its category among the sorted training
        categories (unseen test categories get one past the last index).
-    3. Scale every non-one-hot column to [0, 1] with the training min/max
-       (constant -> 0; test values are not clipped).
-    4. Label +1 for ``>50K``, -1 for ``<=50K``.
+    3. ``scaling`` of every non-one-hot column, fitted on the training part
+       and applied unchanged to the test part (test values are not clipped):
+       ``"minmax01"`` (default) to [0, 1] with the training min/max,
+       ``"minmax11"`` to [-1, 1] (MATLAB ``mapminmax``'s default; the
+       DP-ADMM spec's decision D2), ``"zscore"`` to zero mean and unit
+       (population) standard deviation. Constant columns become 0.
+       ``fit = "all"`` fits the statistics on train and test together
+       instead (for the decentralized-LDP paper, which pools both files).
+    4. ``row_norm``: ``"none"`` (default); ``"unit"``: every row divided by
+       its own l2 norm (all-zero rows stay zero), so ``||a|| = 1``;
+       ``"max"``: every row (train and test) divided by the largest training
+       row norm, so training rows have ``||a|| <= 1`` (test rows may exceed
+       it). Either gives the ``||a|| <= 1`` of DP-ADMM's Section VI.
+    5. Label +1 for ``>50K``, -1 for ``<=50K``.
+
+    The DP-ADMM paper's preprocessing (spec decision D2) is
+    ``{"encoding": "ordinal", "scaling": "minmax11", "row_norm": "unit"}``
+    on ``X_train`` (the 30162 complete records of ``adult.data``).
     """
-    encoding = options.get("encoding", "onehot")
-    if encoding not in ("onehot", "ordinal"):
-        raise DataError(f"adult: option encoding must be 'onehot' or 'ordinal', got {encoding!r}")
+    encoding = _adult_choice(options, "encoding", ("onehot", "ordinal"), "onehot")
+    scaling = _adult_choice(options, "scaling", ADULT_SCALINGS, "minmax01")
+    row_norm = _adult_choice(options, "row_norm", ADULT_ROW_NORMS, "none")
+    fit = _adult_choice(options, "fit", ("train", "all"), "train")
     train, n_train_raw = _parse_adult(*reader.read("adult.data"))
     test, n_test_raw = _parse_adult(*reader.read("adult.test"))
     categorical = [c for c in _ADULT_COLUMNS[:-1] if c not in _ADULT_CONTINUOUS]
@@ -272,21 +304,51 @@ def _load_adult(reader: _Reader, options: Mapping[str, Any]) -> Dataset:
     # The first len(numeric) columns are scaled; one-hot columns already are 0/1.
     scaled = len(numeric)
     X_train, X_test = encode(train), encode(test)
-    lo, hi = fit_minmax(X_train[:, :scaled])
-    apply_minmax(X_train[:, :scaled], lo, hi, 0.0, 1.0)
-    apply_minmax(X_test[:, :scaled], lo, hi, 0.0, 1.0)
+    # "all": one pool of both files (the decentralized-LDP paper samples its
+    # agents from train + test), so every pooled value lands inside the range
+    basis = X_train if fit == "train" else np.vstack([X_train, X_test])
+    if scaling == "zscore":
+        mean, std = fit_zscore(basis[:, :scaled])
+        apply_zscore(X_train[:, :scaled], mean, std)
+        apply_zscore(X_test[:, :scaled], mean, std)
+        scaled_how = (f"z-scored ({'training' if fit == 'train' else 'train+test'} mean and "
+                      "population std; constant -> 0)")
+    else:
+        lower = 0.0 if scaling == "minmax01" else -1.0
+        lo, hi = fit_minmax(basis[:, :scaled])
+        apply_minmax(X_train[:, :scaled], lo, hi, lower, 1.0)
+        apply_minmax(X_test[:, :scaled], lo, hi, lower, 1.0)
+        scaled_how = (f"min/max scaled to [{lower:g}, 1] with "
+                      + ("training ranges (constant -> 0), test not clipped" if fit == "train"
+                         else "the ranges of train and test together (constant -> 0)"))
+    row_divisor = None
+    if row_norm == "unit":
+        X_train, X_test = normalize_rows(X_train), normalize_rows(X_test)
+        scaled_how += "; every row then divided by its own l2 norm (zero rows kept)"
+    elif row_norm == "max":
+        row_divisor = max_row_norm(X_train)
+        if row_divisor > 0:
+            X_train /= row_divisor
+            X_test /= row_divisor
+        scaled_how += (f"; every row then divided by the largest training row norm "
+                       f"({row_divisor:.6g}); test rows may exceed norm 1")
     y_train = train["income"].map(_ADULT_LABELS).to_numpy(dtype=np.float64)
     y_test = test["income"].map(_ADULT_LABELS).to_numpy(dtype=np.float64)
     return Dataset(
         name="adult", X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test,
-        description=f"adult (UCI; complete records, {encoding} encoding, scaled to [0, 1])",
+        description=(f"adult (UCI; complete records, {encoding} encoding, {scaling} scaling"
+                     + ("" if row_norm == "none" else f", row_norm {row_norm}") + ")"),
         checksums=reader.checksums,
         provenance=reader.provenance(
             preprocessing=(
-                f"rows with '?' dropped; {encoded}; non-one-hot columns min/max scaled "
-                "to [0, 1] with training ranges, test not clipped; label +1 = '>50K'"
+                f"rows with '?' dropped; {encoded}; non-one-hot columns {scaled_how}; "
+                "label +1 = '>50K'"
             ),
             encoding=encoding,
+            scaling=scaling,
+            row_norm=row_norm,
+            fit=fit,
+            row_norm_divisor=row_divisor,
             feature_names=feature_names,
             rows_dropped={"train": n_train_raw - len(train), "test": n_test_raw - len(test)},
         ),
@@ -299,7 +361,8 @@ _LOADERS = {"a9a": _load_a9a, "gisette": _load_gisette, "adult": _load_adult}
 
 #: Dataset-specific ``options`` keys accepted by :func:`load_dataset`.
 LOADER_OPTIONS: dict[str, tuple[str, ...]] = {
-    "a9a": (), "gisette": (), "adult": ("encoding",), SYNTHETIC_NAME: SYNTHETIC_OPTIONS,
+    "a9a": (), "gisette": (), "adult": ("scaling", "row_norm", "encoding", "fit"),
+    SYNTHETIC_NAME: SYNTHETIC_OPTIONS, **USER_FILE_OPTIONS,
 }
 
 # Accepted by every dataset, applied after the dataset's own preprocessing.
@@ -320,7 +383,8 @@ def load_dataset(
     name : str
         ``"a9a"``, ``"gisette"``, ``"adult"`` (read from ``data_dir``), or
         ``"synthetic"`` / ``"synthetic:<preset>"`` (generated; ``data_dir``
-        and ``verify`` are then unused).
+        and ``verify`` are then unused), or ``"libsvm"`` / ``"csv"`` (the
+        user's own files, named by options; see :mod:`vfl.datasets.userfiles`).
     data_dir : path, optional
         Directory holding the files; see :func:`resolve_data_dir`.
     options : dict, optional
@@ -328,7 +392,9 @@ def load_dataset(
         norm after the dataset's own preprocessing, so that ``||x|| <= 1``
         as the DP-ADMM analysis assumes ("by data normalization, we enforce
         ||grad l|| <= 1", Section VI). ``adult``: ``encoding`` (``"onehot"``
-        or ``"ordinal"``). ``synthetic``: the keyword arguments of
+        or ``"ordinal"``), ``scaling`` (``"minmax01"``, ``"minmax11"``,
+        ``"zscore"``) and ``row_norm`` (``"none"``, ``"unit"``, ``"max"``);
+        see :func:`_load_adult`. ``synthetic``: the keyword arguments of
         :func:`make_synthetic` plus ``preset``.
     verify : bool
         Check each file's sha256 before parsing (default). With False the
@@ -341,7 +407,7 @@ def load_dataset(
     """
     options = dict(options or {})
     base = name.split(":", 1)[0] if isinstance(name, str) else name
-    if base != SYNTHETIC_NAME:
+    if base != SYNTHETIC_NAME and name not in USER_FILE_LOADERS:
         get_spec(name)  # unknown names fail first, listing the known ones
     valid = LOADER_OPTIONS[base] + _COMMON_OPTIONS
     unknown = sorted(set(options) - set(valid))
@@ -358,6 +424,9 @@ def load_dataset(
             if options.setdefault("preset", preset) != preset:
                 raise DataError(f"{name}: conflicting option preset={options['preset']!r}")
         data = synthetic_from_options(options)
+    elif name in USER_FILE_LOADERS:  # the user's own files, named by the options
+        data = USER_FILE_LOADERS[name](options)
+        data.provenance["options"] = {**options, "normalize_rows": bool(normalize)}
     else:
         data = _LOADERS[name](_Reader(get_spec(name), data_dir, verify), options)
         data.provenance["options"] = {**options, "normalize_rows": bool(normalize)}

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["fit_minmax", "apply_minmax", "maxabs_scale", "normalize_rows"]
+__all__ = ["fit_minmax", "apply_minmax", "fit_zscore", "apply_zscore", "maxabs_scale",
+           "normalize_rows", "max_row_norm"]
 
 
 def fit_minmax(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -34,6 +35,24 @@ def apply_minmax(
     X *= factor
     X += np.where(constant, 0.0, lower)
     return X
+
+
+def fit_zscore(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return per-column (mean, population standard deviation) of a dense matrix."""
+    return X.mean(axis=0), X.std(axis=0)
+
+
+def apply_zscore(X: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
+    """``(X - mean) / std`` per column, in place; constant columns (``std == 0``) become 0."""
+    constant = std == 0
+    X -= mean
+    X *= np.where(constant, 0.0, 1.0 / np.where(constant, 1.0, std))
+    return X
+
+
+def max_row_norm(X: np.ndarray) -> float:
+    """Largest l2 norm of a row of a dense matrix (0 for an empty one)."""
+    return float(np.sqrt(np.max(np.einsum("ij,ij->i", X, X), initial=0.0)))
 
 
 def maxabs_scale(

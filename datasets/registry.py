@@ -13,10 +13,14 @@ from dataclasses import dataclass
 
 from vfl.core.errors import DataError
 
-__all__ = ["FileSpec", "DatasetSpec", "REGISTRY", "SYNTHETIC_NAME", "get_spec"]
+__all__ = ["FileSpec", "DatasetSpec", "REGISTRY", "SYNTHETIC_NAME", "USER_FILE_FORMATS", "get_spec"]
 
 #: Name under which :func:`vfl.datasets.load_dataset` generates synthetic data.
 SYNTHETIC_NAME = "synthetic"
+
+#: Names under which :func:`vfl.datasets.load_dataset` reads the user's own
+#: files (option ``path``); they have no registry entry.
+USER_FILE_FORMATS = ("libsvm", "csv")
 
 
 @dataclass(frozen=True)
@@ -193,4 +197,10 @@ def get_spec(name: str) -> DatasetSpec:
             f"dataset {name!r} is generated on the fly and has no files; "
             f"file datasets are: {known}"
         )
-    raise DataError(f"unknown dataset {name!r}; known datasets: {known}, {SYNTHETIC_NAME}")
+    if name in USER_FILE_FORMATS:
+        raise DataError(
+            f"dataset {name!r} reads the file named by its option path and has no registry "
+            f"entry (nothing to fetch or verify); registry datasets are: {known}"
+        )
+    raise DataError(f"unknown dataset {name!r}; known datasets: {known}, {SYNTHETIC_NAME}, "
+                    f"{', '.join(USER_FILE_FORMATS)} (your own file)")

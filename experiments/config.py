@@ -1,45 +1,47 @@
 """Experiment configuration: TOML files, validated into typed dataclasses.
 
-A config has five tables; every key has a default except ``data.dataset``::
+A config names a registered solver (:mod:`vfl.experiments.registry`); the
+solver's class declares its ``[solver]`` and ``[privacy]`` keys and the
+setting it runs in, which decides how ``[partition]`` (and ``[network]``)
+distribute the data::
 
     name = "a9a"                 # optional, default: the file's stem
 
     [data]
-    dataset = "a9a"              # a9a | gisette | adult | synthetic
-    options = {}                 # dataset options (synthetic sizes, preset, ...)
+    dataset = "a9a"              # a9a | gisette | adult | synthetic | libsvm | csv
+    options = {}                 # dataset options (synthetic sizes, adult encoding, ...)
     # fallback = "synthetic:gisette-shaped"   # only if no file of dataset is present
+    # libsvm / csv: path = "...", test_path = "..." or test_fraction = 0.2, ... (see README)
 
-    [partition]                  # exactly one of columns / ranges / indices
+    [partition]                  # vertical solvers: exactly one of columns / ranges / indices
     columns = [66, 57]           # consecutive column counts, party 1 first
-    # ranges = [[0, 66], [66, 123]]       # [start, stop) per party
-    # indices = [[0, 2, 4], [1, 3, 5]]    # explicit column lists
     intercept = true             # column of ones appended to party 1's block
     allow_unused = false         # columns used by no party are an error
     normalize_rows = false       # each party's rows to unit norm (Assumption 2.3 of Hu et al.)
+    # horizontal / network solvers: agents = 100, samples_per_agent = 210,
+    # public = 162, test = 9000, pool = "train" | "train+test"
+
+    [network]                    # network solvers only
+    # graph = "gnm", nodes = 10, edges = 20, exchange = "plain"
 
     [objective]
     loss = "logistic"            # logistic | squared
-    reduction = "sum"            # sum | mean (PyTorch's meaning)
+    reduction = "sum"            # sum | mean | unit_mean (sum over units of each unit's mean)
+    regularizer = "l2sq"         # l2sq: lam ||x||^2 | half_l2sq: lam/2 ||x||^2 | l1: lam ||x||_1
     lam = 0.001
 
-    [solver]                     # keys depend on the solver
-    name = "admm_sharing"        # admm_sharing | fdml_sgd
-    epochs = 100
-    rho = 1.0                    # admm_sharing: penalty of (5)
-    # fdml_sgd: batch_size, lr, lr_schedule (constant | inv_sqrt | step),
-    #           lr_step_epochs, lr_gamma, init_scale
+    [solver]
+    name = "admm_sharing"        # any registered solver: `vfl solvers` lists them and their keys
+    epochs = 100                 # iterations
+    # + the solver's own keys
 
-    [privacy]
-    sigma = 0.0                  # noise scale; 0 = non-private
-    form = "variable"            # admm_sharing: variable | variable_whitened | output
-                                 # fdml_sgd: output (noise on the local outputs)
-    # accounting mode (admm_sharing, form "output"), see PrivacyConfig:
-    # delta = 1e-5; epsilon = 1.0; accountant = "paper" | "pld" | "rdp";
-    # delta_prime = 1e-5; b1 = 10.0; budget_epsilon = 8.0;
-    # sensitivity = "lemma1" | "data_dependent" (the prototype's; not DP)
+    [privacy]                    # the solver's own keys, plus:
+    # replayable_noise = true    # default: false when the run claims a guarantee
+    # budget_epsilon = 8.0       # with `vfl run --stop-at-budget`
 
     [run]
     seed = 0
+    repeats = 1                  # independent replications into one run directory
 
 Unknown keys are errors that list the valid ones; wrong types name the key.
 ``--set solver.rho=2`` style overrides go through the same validation.
@@ -48,17 +50,19 @@ Unknown keys are errors that list the valid ones; wrong types name the key.
 from __future__ import annotations
 
 import copy
-import math
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from vfl.core.errors import ConfigError
+from vfl.core.params import Param, as_boolean, as_choice, as_integer, as_number, validate_table
+from vfl.core.solver import Setting
 
 __all__ = [
     "Config",
     "DataConfig",
+    "NetworkConfig",
     "ObjectiveConfig",
     "PartitionConfig",
     "PrivacyConfig",
@@ -71,19 +75,20 @@ __all__ = [
     "parse_override",
 ]
 
-SOLVERS = ("admm_sharing", "fdml_sgd")
-LR_SCHEDULES = ("constant", "inv_sqrt", "step")
-ACCOUNTANTS = ("paper", "pld", "rdp")
-SENSITIVITIES = ("lemma1", "data_dependent")
-NOISE_FORMS = {"admm_sharing": ("variable", "variable_whitened", "output"),
-               "fdml_sgd": ("output",)}
-# Keys of [solver] each solver understands (besides name and epochs).
-SOLVER_KEYS = {
-    "admm_sharing": ("rho", "z_tol"),
-    "fdml_sgd": ("batch_size", "lr", "lr_schedule", "lr_step_epochs", "lr_gamma", "init_scale"),
-}
 LOSSES = ("logistic", "squared")
-REDUCTIONS = ("sum", "mean")
+REDUCTIONS = ("sum", "mean", "unit_mean")
+REGULARIZERS = ("l2sq", "half_l2sq", "l1")
+#: ``[data]`` keys of file datasets, passed to the loader as options
+FILE_DATASETS = ("libsvm", "csv")
+FILE_DATA_KEYS = ("path", "test_path", "test_fraction", "n_features", "zero_based", "label",
+                  "features", "categorical", "label_positive", "delimiter")
+VERTICAL_PARTITION_KEYS = ("columns", "ranges", "indices", "intercept", "allow_unused",
+                           "normalize_rows")
+ROW_PARTITION_KEYS = ("agents", "samples_per_agent", "public", "test", "pool")
+POOLS = ("train", "train+test")
+GRAPHS = ("gnm", "complete", "ring", "erdos_renyi", "file")
+EXCHANGES = ("plain", "secret_sharing")
+LABEL_READINGS = ("paper01", "pm1")
 
 
 @dataclass(frozen=True)
@@ -97,12 +102,39 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class PartitionConfig:
+    """How the data is distributed: columns over parties (vertical) or rows over agents."""
+
+    # vertical
     columns: list | None = None
     ranges: list | None = None
     indices: list | None = None
     intercept: bool = True
     allow_unused: bool = False
     normalize_rows: bool = False
+    # horizontal / network
+    agents: int | None = None
+    samples_per_agent: int | None = None
+    public: int = 0
+    test: int = 0
+    pool: str = "train"
+
+    def to_dict(self, setting: Setting) -> dict:
+        keys = VERTICAL_PARTITION_KEYS if setting is Setting.VERTICAL else ROW_PARTITION_KEYS
+        # unset optional keys are left out, so the dict reads back as the same config
+        return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    graph: str = "gnm"
+    nodes: int = 10
+    edges: int | None = None
+    p: float | None = None
+    path: str | None = None
+    exchange: str = "plain"
+    # how +-1 labels enter the loss log(1 + exp(-L x^T z)): "paper01" is Xiao
+    # et al.'s literal {0, 1} reading (spec decision D1), "pm1" the usual +-1
+    labels: str = "paper01"
 
 
 @dataclass(frozen=True)
@@ -110,69 +142,64 @@ class ObjectiveConfig:
     loss: str = "logistic"
     reduction: str = "sum"
     lam: float = 1e-3
+    regularizer: str = "l2sq"
+
+
+class _Table:
+    """A validated table whose declared keys read as attributes (``config.solver.rho``)."""
+
+    def __getattr__(self, key):
+        values = self.__dict__.get("values")
+        if values is not None and key in values:
+            return values[key]
+        raise AttributeError(f"{type(self).__name__} has no key {key!r}")
 
 
 @dataclass(frozen=True)
-class SolverConfig:
+class SolverConfig(_Table):
     name: str = "admm_sharing"
     epochs: int = 100
-    # admm_sharing
-    rho: float = 1.0
-    z_tol: float = 1e-10
-    # fdml_sgd (defaults: the authors' batch size; lr and schedule measured on
-    # a9a and the gisette-shaped stand-in, see configs/fig1-*-sgd.toml)
-    batch_size: int = 100
-    lr: float = 0.3
-    lr_schedule: str = "inv_sqrt"
-    lr_step_epochs: int = 100
-    lr_gamma: float = 0.1
-    init_scale: float = 0.01
+    values: dict = field(default_factory=dict)
 
     def params(self) -> dict:
-        """Only the keys that apply to this solver, for records."""
-        return {"name": self.name, "epochs": self.epochs,
-                **{k: getattr(self, k) for k in SOLVER_KEYS[self.name]}}
+        """The resolved ``[solver]`` table, for records."""
+        return {"name": self.name, "epochs": self.epochs, **self.values}
 
 
 @dataclass(frozen=True)
-class PrivacyConfig:
-    """Noise and, when ``delta`` is set, its accounting.
+class PrivacyConfig(_Table):
+    """The solver's ``[privacy]`` keys (``values``) and the generic ones.
 
-    Without ``delta`` the noise ``sigma`` is applied as given and nothing is
-    claimed. With ``delta`` the run is in *accounting mode*: Assumption 2 of
-    Hu et al. is made real (rows of each party's block normalized, local
-    models projected onto the ball of radius ``b1``), the sensitivity is
-    Lemma 1's, and every epoch records the epsilon spent. ``epsilon`` then
-    calibrates sigma: per iteration by Theorem 1 (``accountant = "paper"``,
-    epsilon in (0, 1]) or as the total over the planned epochs (``"pld"``,
-    ``"rdp"``).
+    ``replayable_noise``: noise from the seed's streams (a simulation anyone
+    can replay) or from OS entropy; resolved when the config is read, false
+    by default exactly when the run claims a guarantee.
     """
 
-    sigma: float = 0.0
-    form: str = "variable"  # the solver's first form when not given (fdml_sgd: "output")
-    epsilon: float | None = None
-    delta: float | None = None
-    accountant: str = "paper"
-    delta_prime: float | None = None  # Corollary 1's delta'; default: delta
-    b1: float = 10.0
+    values: dict = field(default_factory=dict)
+    replayable_noise: bool = True
     budget_epsilon: float | None = None
-    # "lemma1": the worst-case bound (a DP guarantee); "data_dependent": the
-    # authors' prototype, Lemma 1 with b1 replaced by the current iterates'
-    # norms (sigma then depends on private data: NOT a DP guarantee).
-    sensitivity: str = "lemma1"
+    claims_guarantee: bool = False
+
+    def with_values(self, **changes) -> "PrivacyConfig":
+        return replace(self, values={**self.values, **changes})
 
     @property
     def accounting(self) -> bool:
-        return self.delta is not None
+        return self.values.get("delta") is not None
 
     @property
     def private(self) -> bool:
-        return self.sigma > 0 or self.epsilon is not None
+        return bool(self.values.get("sigma") or self.values.get("epsilon") is not None)
+
+    def to_dict(self) -> dict:
+        return {**self.values, "replayable_noise": self.replayable_noise,
+                "budget_epsilon": self.budget_epsilon}
 
 
 @dataclass(frozen=True)
 class RunConfig:
     seed: int = 0
+    repeats: int = 1
 
 
 @dataclass(frozen=True)
@@ -195,28 +222,35 @@ class Config:
     privacy: PrivacyConfig
     run: RunConfig
     sweep: SweepConfig = field(default_factory=SweepConfig)
+    network: NetworkConfig | None = None
+    setting: Setting = Setting.VERTICAL
 
     def to_dict(self) -> dict:
-        """The fully resolved config (every default filled in), JSON-ready.
-
-        ``solver`` lists only the keys of the chosen solver.
-        """
-        d = asdict(self)
-        d["solver"] = self.solver.params()
+        """The fully resolved config (every default filled in), JSON-ready."""
+        d = {
+            "name": self.name,
+            "data": asdict(self.data),
+            "partition": self.partition.to_dict(self.setting),
+            "objective": asdict(self.objective),
+            # network.exchange is the one place for the exchange (solvers get a copy)
+            "solver": {k: v for k, v in self.solver.params().items()
+                       if not (self.network is not None and k == "exchange")},
+            "privacy": self.privacy.to_dict(),
+            "run": asdict(self.run),
+            "sweep": {k: v for k, v in asdict(self.sweep).items() if v != []},
+        }
+        if self.network is not None:
+            d["network"] = {k: v for k, v in asdict(self.network).items() if v is not None}
         return d
+
+    def with_overrides(self, overrides: list[str]) -> "Config":
+        """This config with ``key=value`` overrides applied, re-validated."""
+        return config_from_dict(apply_overrides(self.to_dict(), overrides), default_name=self.name)
 
 
 # -- validation helpers ---------------------------------------------------------
 
-_SECTIONS = {
-    "data": DataConfig,
-    "partition": PartitionConfig,
-    "objective": ObjectiveConfig,
-    "solver": SolverConfig,
-    "privacy": PrivacyConfig,
-    "run": RunConfig,
-    "sweep": SweepConfig,
-}
+_TOP = ("name", "data", "partition", "network", "objective", "solver", "privacy", "run", "sweep")
 
 
 def _typename(value) -> str:
@@ -224,39 +258,15 @@ def _typename(value) -> str:
 
 
 def _number(key, value, *, positive=False, nonneg=False) -> float:
-    # bool is an int subclass; `rho = true` is a mistake, not 1.0.
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{key} must be a number, got {value!r} ({_typename(value)})")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ConfigError(f"{key} must be finite, got {value!r}")
-    if positive and value <= 0:
-        raise ConfigError(f"{key} must be > 0, got {value:g}")
-    if nonneg and value < 0:
-        raise ConfigError(f"{key} must be >= 0, got {value:g}")
-    return value
+    return as_number(key, value, low=0 if (positive or nonneg) else None, low_open=positive)
 
 
 def _integer(key, value, *, minimum=None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{key} must be an integer, got {value!r} ({_typename(value)})")
-    if minimum is not None and value < minimum:
-        raise ConfigError(f"{key} must be >= {minimum}, got {value}")
-    return value
+    return as_integer(key, value, low=minimum)
 
 
-def _choice(key, value, choices) -> str:
-    if not isinstance(value, str):
-        raise ConfigError(f"{key} must be a string, got {value!r} ({_typename(value)})")
-    if value not in choices:
-        raise ConfigError(f"{key} = {value!r} is not one of: {', '.join(choices)}")
-    return value
-
-
-def _boolean(key, value) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{key} must be true or false, got {value!r} ({_typename(value)})")
-    return value
+_choice = as_choice
+_boolean = as_boolean
 
 
 def _int_list(key, value, depth: int) -> list:
@@ -268,159 +278,222 @@ def _int_list(key, value, depth: int) -> list:
     return [_int_list(f"{key}[{i}]", v, 1) for i, v in enumerate(value)]
 
 
-def _check_keys(section: str, table: dict, cls) -> None:
-    valid = [f for f in cls.__dataclass_fields__]
+def _check_keys(section: str, table: dict, valid, hint: str = "") -> None:
     for key in table:
         if key not in valid:
+            raise ConfigError(f"unknown key '{section}.{key}'; valid keys in [{section}]{hint}: "
+                              f"{', '.join(valid)}")
+
+
+def _data(d: dict) -> DataConfig:
+    if "dataset" not in d:
+        raise ConfigError("data.dataset is required (e.g. dataset = \"a9a\")")
+    if not isinstance(d["dataset"], str):
+        raise ConfigError(f"data.dataset must be a string, got {d['dataset']!r}")
+    file_keys = FILE_DATA_KEYS if d["dataset"] in FILE_DATASETS else ()
+    _check_keys("data", d, ("dataset", "options", "fallback", *file_keys))
+    options = d.get("options", {})
+    if not isinstance(options, dict):
+        raise ConfigError(f"data.options must be a table, got {_typename(options)}")
+    options = dict(options)
+    for key in file_keys:
+        if key in d:
+            options[key] = d[key]
+    if d["dataset"] in FILE_DATASETS and "path" not in options:
+        raise ConfigError(f"data.path is required for dataset = {d['dataset']!r} (the training file)")
+    fallback = d.get("fallback")
+    if fallback is not None and not isinstance(fallback, str):
+        raise ConfigError(f"data.fallback must be a dataset name, got {fallback!r}")
+    return DataConfig(dataset=d["dataset"], options=options, fallback=fallback)
+
+
+def _partition(p: dict, setting: Setting) -> PartitionConfig:
+    if setting is Setting.VERTICAL:
+        _check_keys("partition", p, VERTICAL_PARTITION_KEYS, " for a vertical solver")
+        given = [k for k in ("columns", "ranges", "indices") if k in p]
+        if len(given) != 1:
             raise ConfigError(
-                f"unknown key '{section}.{key}'; valid keys in [{section}]: {', '.join(valid)}"
-            )
+                "partition needs exactly one of columns, ranges, indices"
+                + (f"; got {', '.join(given)}" if given else ""))
+        return PartitionConfig(
+            columns=_int_list("partition.columns", p["columns"], 1) if "columns" in p else None,
+            ranges=_int_list("partition.ranges", p["ranges"], 2) if "ranges" in p else None,
+            indices=_int_list("partition.indices", p["indices"], 2) if "indices" in p else None,
+            intercept=_boolean("partition.intercept", p.get("intercept", True)),
+            allow_unused=_boolean("partition.allow_unused", p.get("allow_unused", False)),
+            normalize_rows=_boolean("partition.normalize_rows", p.get("normalize_rows", False)),
+        )
+    valid = ROW_PARTITION_KEYS if setting is Setting.HORIZONTAL else ROW_PARTITION_KEYS[1:]
+    _check_keys("partition", p, valid, f" for a {setting.value} solver")
+    if setting is Setting.HORIZONTAL and "agents" not in p:
+        raise ConfigError("partition.agents is required for a horizontal solver (providers)")
+    if "samples_per_agent" not in p:
+        raise ConfigError(f"partition.samples_per_agent is required for a {setting.value} solver")
+    return PartitionConfig(
+        agents=_integer("partition.agents", p["agents"], minimum=1) if "agents" in p else None,
+        samples_per_agent=_integer("partition.samples_per_agent", p["samples_per_agent"], minimum=1),
+        public=_integer("partition.public", p.get("public", 0), minimum=0),
+        test=_integer("partition.test", p.get("test", 0), minimum=0),
+        pool=_choice("partition.pool", p.get("pool", "train"), POOLS),
+    )
+
+
+def _network(n: dict) -> NetworkConfig:
+    _check_keys("network", n, tuple(NetworkConfig.__dataclass_fields__))
+    graph = _choice("network.graph", n.get("graph", "gnm"), GRAPHS)
+    nodes = _integer("network.nodes", n.get("nodes", 10), minimum=2)
+    edges = _integer("network.edges", n["edges"], minimum=1) if "edges" in n else None
+    p = as_number("network.p", n["p"], low=0, high=1, low_open=True) if "p" in n else None
+    path = n.get("path")
+    if path is not None and not isinstance(path, str):
+        raise ConfigError(f"network.path must be a file path, got {path!r}")
+    need = {"gnm": "edges", "erdos_renyi": "p", "file": "path"}.get(graph)
+    if need and n.get(need) is None:
+        raise ConfigError(f"network.graph = {graph!r} needs network.{need}")
+    for key, value in (("edges", edges), ("p", p), ("path", path)):
+        if value is not None and key != need:
+            raise ConfigError(f"network.{key} does not apply to graph = {graph!r}")
+    if edges is not None:
+        pairs = nodes * (nodes - 1) // 2
+        if edges > pairs:
+            raise ConfigError(f"network.edges = {edges}: a graph on {nodes} nodes has at most "
+                              f"{pairs} edges")
+        if edges < nodes - 1:
+            raise ConfigError(f"network.edges = {edges}: a connected graph on {nodes} nodes needs "
+                              f"at least {nodes - 1} edges")
+    exchange = _choice("network.exchange", n.get("exchange", "plain"), EXCHANGES)
+    if exchange == "secret_sharing" and graph != "complete":
+        raise ConfigError("network.exchange = 'secret_sharing' needs graph = 'complete' "
+                          "(every agent shares with every other)")
+    labels = _choice("network.labels", n.get("labels", "paper01"), LABEL_READINGS)
+    return NetworkConfig(graph=graph, nodes=nodes, edges=edges, p=p, path=path, exchange=exchange,
+                         labels=labels)
+
+
+def _solver(s: dict):
+    from .registry import SOLVERS, get_solver
+
+    name = _choice("solver.name", s.get("name", "admm_sharing"), tuple(SOLVERS))
+    cls = get_solver(name)
+    declared = [p.name for p in cls.params]
+    for key in s:
+        if key in ("name", "epochs", *declared):
+            continue
+        owners = [other for other in SOLVERS if other != name
+                  and key in [p.name for p in get_solver(other).params]]
+        valid = ", ".join(["name", "epochs", *declared])
+        if owners:
+            raise ConfigError(f"solver.{key} does not apply to {name} (it is a key of "
+                              f"{', '.join(owners)}); its keys: {valid}")
+        raise ConfigError(f"unknown key 'solver.{key}'; valid keys in [solver] for {name}: {valid}")
+    values = validate_table("solver", {k: v for k, v in s.items() if k not in ("name", "epochs")},
+                            cls.params, owner=name)
+    epochs = _integer("solver.epochs", s.get("epochs", 100), minimum=1)
+    return cls, SolverConfig(name=name, epochs=epochs, values=values)
+
+
+_GENERIC_PRIVACY = (
+    Param("replayable_noise", bool, None, "draw noise from the seed's streams (a replayable "
+          "simulation) instead of OS entropy; default: false when the run claims a guarantee"),
+    Param("budget_epsilon", float, None, "privacy budget: `vfl run --stop-at-budget` ends the run "
+          "before the iteration that would exceed it", low=0, low_open=True),
+)
+
+
+def _privacy(pv: dict, cls, solver: SolverConfig) -> PrivacyConfig:
+    generic = {p.name for p in _GENERIC_PRIVACY}
+    declared = [p.name for p in cls.privacy_params]
+    for key in pv:
+        if key not in declared and key not in generic:
+            raise ConfigError(f"unknown key 'privacy.{key}'; valid keys in [privacy] for "
+                              f"{cls.name}: {', '.join([*declared, *sorted(generic)])}")
+    values = validate_table("privacy", {k: v for k, v in pv.items() if k not in generic},
+                            cls.privacy_params, owner=cls.name)
+    g = validate_table("privacy", {k: v for k, v in pv.items() if k in generic},
+                       _GENERIC_PRIVACY, owner=cls.name)
+    try:
+        cls.check_config(solver.values, values, solver.epochs)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    claims = bool(cls.claims_guarantee(values))
+    if g["budget_epsilon"] is not None and not claims:
+        raise ConfigError("privacy.budget_epsilon needs a run that accounts its privacy "
+                          f"({cls.name}: set privacy.delta)")
+    replayable = (not claims) if g["replayable_noise"] is None else g["replayable_noise"]
+    return PrivacyConfig(values=values, replayable_noise=replayable,
+                         budget_epsilon=g["budget_epsilon"], claims_guarantee=claims)
 
 
 def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
     """Validate a raw (TOML-parsed) mapping into a :class:`Config`."""
     if not isinstance(raw, dict):
         raise ConfigError("a config must be a table of tables")
-    valid_top = ["name", *_SECTIONS]
     for key, value in raw.items():
-        if key not in valid_top:
-            raise ConfigError(f"unknown key '{key}'; valid top-level keys: {', '.join(valid_top)}")
+        if key not in _TOP:
+            raise ConfigError(f"unknown key '{key}'; valid top-level keys: {', '.join(_TOP)}")
         if key != "name" and not isinstance(value, dict):
             raise ConfigError(f"'{key}' must be a table ([{key}]), got {_typename(value)}")
-    tables = {s: raw.get(s, {}) for s in _SECTIONS}
-    for section, cls in _SECTIONS.items():
-        if section != "solver":  # its keys depend on solver.name, checked below
-            _check_keys(section, tables[section], cls)
+    tables = {s: raw.get(s, {}) for s in _TOP[1:]}
 
     config_name = raw.get("name", default_name)
-    if not isinstance(config_name, str) or not config_name or "/" in config_name:
-        raise ConfigError(f"name must be a non-empty string without '/', got {config_name!r}")
+    if (not isinstance(config_name, str) or not config_name or "/" in config_name
+            or any(ord(ch) < 32 for ch in config_name)):
+        raise ConfigError(f"name must be a non-empty string without '/' or control characters, "
+                          f"got {config_name!r}")
 
-    d = tables["data"]
-    if "dataset" not in d:
-        raise ConfigError("data.dataset is required (e.g. dataset = \"a9a\")")
-    if not isinstance(d["dataset"], str):
-        raise ConfigError(f"data.dataset must be a string, got {d['dataset']!r}")
-    options = d.get("options", {})
-    if not isinstance(options, dict):
-        raise ConfigError(f"data.options must be a table, got {_typename(options)}")
-    fallback = d.get("fallback")
-    if fallback is not None and not isinstance(fallback, str):
-        raise ConfigError(f"data.fallback must be a dataset name, got {fallback!r}")
-    data = DataConfig(dataset=d["dataset"], options=dict(options), fallback=fallback)
-
-    p = tables["partition"]
-    given = [k for k in ("columns", "ranges", "indices") if k in p]
-    if len(given) != 1:
-        raise ConfigError(
-            "partition needs exactly one of columns, ranges, indices"
-            + (f"; got {', '.join(given)}" if given else "")
-        )
-    partition = PartitionConfig(
-        columns=_int_list("partition.columns", p["columns"], 1) if "columns" in p else None,
-        ranges=_int_list("partition.ranges", p["ranges"], 2) if "ranges" in p else None,
-        indices=_int_list("partition.indices", p["indices"], 2) if "indices" in p else None,
-        intercept=_boolean("partition.intercept", p.get("intercept", True)),
-        allow_unused=_boolean("partition.allow_unused", p.get("allow_unused", False)),
-        normalize_rows=_boolean("partition.normalize_rows", p.get("normalize_rows", False)),
-    )
+    data = _data(tables["data"])
+    cls, solver = _solver(tables["solver"])
+    setting = cls.setting
+    partition = _partition(tables["partition"], setting)
+    if setting is Setting.NETWORK:
+        network = _network(tables["network"])
+        # one place for how agents exchange: [network], passed to solvers that declare it
+        if "exchange" in tables["solver"]:
+            raise ConfigError("set the exchange as network.exchange, not solver.exchange")
+        if "exchange" in solver.values:
+            solver = replace(solver, values={**solver.values, "exchange": network.exchange})
+        elif network.exchange != "plain":
+            raise ConfigError(f"network.exchange = {network.exchange!r}: {cls.name} cannot use "
+                              "the secret-sharing exchange")
+    else:
+        if tables["network"]:
+            raise ConfigError(f"[network] applies to network solvers only; {cls.name} is "
+                              f"{setting.value}")
+        network = None
 
     o = tables["objective"]
+    _check_keys("objective", o, tuple(ObjectiveConfig.__dataclass_fields__))
     objective = ObjectiveConfig(
         loss=_choice("objective.loss", o.get("loss", "logistic"), LOSSES),
         reduction=_choice("objective.reduction", o.get("reduction", "sum"), REDUCTIONS),
         lam=_number("objective.lam", o.get("lam", 1e-3), nonneg=True),
+        regularizer=_choice("objective.regularizer", o.get("regularizer", "l2sq"), REGULARIZERS),
     )
-
-    s = tables["solver"]
-    name = _choice("solver.name", s.get("name", "admm_sharing"), SOLVERS)
-    valid = ("name", "epochs", *SOLVER_KEYS[name])
-    for key in s:
-        if key in valid:
-            continue
-        if key in SolverConfig.__dataclass_fields__:
-            raise ConfigError(f"solver.{key} does not apply to {name}; its keys: {', '.join(valid)}")
-        raise ConfigError(
-            f"unknown key 'solver.{key}'; valid keys in [solver] for {name}: {', '.join(valid)}")
-    d = SolverConfig()
-    solver = SolverConfig(
-        name=name,
-        epochs=_integer("solver.epochs", s.get("epochs", d.epochs), minimum=1),
-        rho=_number("solver.rho", s.get("rho", d.rho), positive=True),
-        z_tol=_number("solver.z_tol", s.get("z_tol", d.z_tol), positive=True),
-        batch_size=_integer("solver.batch_size", s.get("batch_size", d.batch_size), minimum=1),
-        lr=_number("solver.lr", s.get("lr", d.lr), positive=True),
-        lr_schedule=_choice("solver.lr_schedule", s.get("lr_schedule", d.lr_schedule), LR_SCHEDULES),
-        lr_step_epochs=_integer("solver.lr_step_epochs", s.get("lr_step_epochs", d.lr_step_epochs),
-                                minimum=1),
-        lr_gamma=_number("solver.lr_gamma", s.get("lr_gamma", d.lr_gamma), positive=True),
-        init_scale=_number("solver.init_scale", s.get("init_scale", d.init_scale), nonneg=True),
-    )
-
-    privacy = _privacy(tables["privacy"], name)
+    if objective.regularizer not in cls.regularizers:
+        raise ConfigError(f"objective.regularizer = {objective.regularizer!r}: {cls.name} supports "
+                          f"{', '.join(cls.regularizers)}")
+    if objective.reduction == "unit_mean" and setting is Setting.VERTICAL:
+        raise ConfigError("objective.reduction = 'unit_mean' needs data spread over agents "
+                          "(a horizontal or network solver)")
+    privacy = _privacy(tables["privacy"], cls, solver)
 
     r = tables["run"]
-    run = RunConfig(seed=_integer("run.seed", r.get("seed", 0), minimum=0))
+    _check_keys("run", r, tuple(RunConfig.__dataclass_fields__))
+    run = RunConfig(seed=_integer("run.seed", r.get("seed", 0), minimum=0),
+                    repeats=_integer("run.repeats", r.get("repeats", 1), minimum=1))
 
     sw = tables["sweep"]
+    _check_keys("sweep", sw, tuple(SweepConfig.__dataclass_fields__))
     sweep = SweepConfig(
         sigmas=check_sigmas(sw.get("sigmas", [0.0]), "sweep.sigmas"),
         seeds=check_seeds(sw.get("seeds", [0]), "sweep.seeds"),
         epsilons=check_epsilons(sw["epsilons"], "sweep.epsilons") if "epsilons" in sw else [],
     )
-    if sweep.epsilons and not privacy.accounting:
-        raise ConfigError("sweep.epsilons needs accounting mode: set privacy.delta")
+    if sweep.epsilons and not privacy.claims_guarantee:
+        raise ConfigError("sweep.epsilons needs a run that accounts its privacy: set privacy.delta")
     return Config(name=config_name, data=data, partition=partition, objective=objective,
-                  solver=solver, privacy=privacy, run=run, sweep=sweep)
-
-
-def _privacy(pv: dict, solver: str) -> PrivacyConfig:
-    forms = NOISE_FORMS[solver]
-
-    def opt(key, **kw):
-        return None if pv.get(key) is None else _number(f"privacy.{key}", pv[key], **kw)
-
-    delta = opt("delta", positive=True)
-    if delta is not None and delta >= 1:
-        raise ConfigError(f"privacy.delta must be in (0, 1), got {delta:g}")
-    delta_prime = opt("delta_prime", positive=True)
-    if delta_prime is not None and delta_prime >= 1:
-        raise ConfigError(f"privacy.delta_prime must be in (0, 1), got {delta_prime:g}")
-    accounting = delta is not None
-    # Accounting needs an isotropic Gaussian on the shared value (Theorem 1).
-    form_default = "output" if accounting else forms[0]
-    p = PrivacyConfig(
-        sigma=_number("privacy.sigma", pv.get("sigma", 0.0), nonneg=True),
-        form=_choice("privacy.form", pv.get("form", form_default), forms),
-        epsilon=opt("epsilon", positive=True),
-        delta=delta,
-        accountant=_choice("privacy.accountant", pv.get("accountant", "paper"), ACCOUNTANTS),
-        delta_prime=delta_prime,
-        b1=_number("privacy.b1", pv.get("b1", 10.0), positive=True),
-        budget_epsilon=opt("budget_epsilon", positive=True),
-        sensitivity=_choice("privacy.sensitivity", pv.get("sensitivity", "lemma1"), SENSITIVITIES),
-    )
-    if p.epsilon is not None and "sigma" in pv:
-        raise ConfigError("give privacy.sigma or privacy.epsilon, not both (epsilon calibrates sigma)")
-    if not accounting:
-        for key in ("epsilon", "budget_epsilon", "delta_prime", "sensitivity"):
-            if pv.get(key) is not None:
-                raise ConfigError(f"privacy.{key} needs privacy.delta (accounting mode)")
-        return p
-    if solver != "admm_sharing":
-        raise ConfigError("privacy accounting (privacy.delta) is implemented for admm_sharing only")
-    if p.form != "output":
-        raise ConfigError(
-            f"privacy.form = {p.form!r} cannot be accounted: Theorem 1 analyses Gaussian noise "
-            "N(0, sigma^2 I) on the shared value, i.e. form = 'output'")
-    if p.sensitivity == "data_dependent" and (p.accountant != "paper" or p.epsilon is None):
-        raise ConfigError("privacy.sensitivity = 'data_dependent' recomputes sigma every epoch from "
-                          "Theorem 1: it needs accountant = 'paper' and a per-iteration privacy.epsilon")
-    if p.accountant == "paper" and p.epsilon is not None and p.epsilon > 1:
-        raise ConfigError(
-            f"privacy.epsilon = {p.epsilon:g}: with accountant = 'paper' it is the per-iteration "
-            "epsilon of Theorem 1, which holds only for epsilon in (0, 1]")
-    return p
+                  solver=solver, privacy=privacy, run=run, sweep=sweep, network=network,
+                  setting=setting)
 
 
 def check_sigmas(values, key="--sigmas") -> list[float]:

@@ -4,8 +4,11 @@ A run directory holds::
 
     config.json      the fully resolved config
     manifest.json    versions, git commit, data sha256, partition, objective, times
-    metrics.csv      one row per epoch (epoch 0 is the common starting point)
-    baselines.json   sklearn all-features / local-only, central optimum
+    metrics.csv      one row per iteration (0 is the common starting point); with
+                     run.repeats > 1, the mean over repeats
+    baselines.json   the central optimum and the setting's comparison lines
+    metrics_repeats.csv, metrics_stats.csv   with repeats: every repeat's rows, and
+                     mean / std / min / max per iteration of every metric
     + whatever the caller's ``extra`` writers add (the figure)
 
 Everything is first written into a hidden temporary directory beside the
@@ -29,7 +32,7 @@ import pandas as pd
 from vfl.core.errors import ConfigError, DataError
 from .runner import RunResult
 
-__all__ = ["RunRecord", "load_run", "run_is_current", "write_run", "RUN_FILES"]
+__all__ = ["RunRecord", "load_run", "repeat_stats", "run_is_current", "write_run", "RUN_FILES"]
 
 RUN_FILES = ("config.json", "manifest.json", "metrics.csv", "baselines.json")
 
@@ -73,6 +76,10 @@ def write_run(result: RunResult, out_dir, *, overwrite: bool = False,
         dump_json(result.config.to_dict(), tmp / "config.json")
         dump_json(result.manifest, tmp / "manifest.json")
         result.metrics.to_csv(tmp / "metrics.csv", index=False, float_format="%.10g")
+        if result.repeats is not None:
+            result.repeats.to_csv(tmp / "metrics_repeats.csv", index=False, float_format="%.10g")
+            repeat_stats(result.repeats).to_csv(tmp / "metrics_stats.csv", index=False,
+                                                float_format="%.10g")
         dump_json(result.baselines, tmp / "baselines.json")
         for writer in extra:
             writer(tmp)
@@ -89,6 +96,15 @@ def write_run(result: RunResult, out_dir, *, overwrite: bool = False,
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def repeat_stats(repeats: pd.DataFrame) -> pd.DataFrame:
+    """Per iteration: ``<metric>_mean``, ``_std``, ``_min``, ``_max`` over repeats."""
+    metrics = [c for c in repeats.columns if c not in ("repeat", "epoch")]
+    stats = repeats.groupby("epoch", sort=True)[metrics].agg(["mean", "std", "min", "max"])
+    stats.columns = [f"{m}_{s}" for m, s in stats.columns]
+    stats.insert(0, "n_repeats", repeats.groupby("epoch").size())
+    return stats.reset_index()
 
 
 def run_is_current(path, config) -> bool:
@@ -116,6 +132,7 @@ class RunRecord:
     manifest: dict
     metrics: pd.DataFrame
     baselines: dict
+    repeats: pd.DataFrame | None = None
 
     @property
     def label(self) -> str:
@@ -135,9 +152,11 @@ def load_run(path) -> RunRecord:
         manifest = json.loads((path / "manifest.json").read_text())
         baselines = json.loads((path / "baselines.json").read_text())
         metrics = pd.read_csv(path / "metrics.csv")
+        repeats = (pd.read_csv(path / "metrics_repeats.csv")
+                   if (path / "metrics_repeats.csv").is_file() else None)
     except (json.JSONDecodeError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: damaged run file: {exc}") from None
     if "epoch" not in metrics.columns:
         raise DataError(f"{path / 'metrics.csv'} has no 'epoch' column")
     return RunRecord(path=path, config=config, manifest=manifest, metrics=metrics,
-                     baselines=baselines)
+                     baselines=baselines, repeats=repeats)

@@ -1,15 +1,18 @@
-"""Privacy sweeps: one run directory per (level, seed), resumable, aggregated.
+"""Sweeps: one run directory per grid point and seed, resumable, aggregated.
 
-The swept level is the noise ``sigma`` (``privacy.sigma``) or a target
-``epsilon`` (``privacy.epsilon``, accounting mode). Layout::
+A sweep is the cartesian product of values of any config keys
+(``--grid privacy.epsilon=0.01,0.02 --grid privacy.delta=1e-3,1e-4``) times a
+list of seeds; ``vfl sweep-noise`` is the shorthand for one key,
+``privacy.sigma`` (or ``privacy.epsilon``). Layout::
 
     OUT/
-      sigma=0.3,seed=0/      an ordinary run directory (see records)
+      epsilon=0.01,delta=0.001,seed=0/   an ordinary run directory (see records)
       ...
-      sweep.csv              per (level, epoch): mean and std across seeds
-      sweep_final.csv        per level: the last epoch's mean and std
-      baselines.json         the sklearn / central references (shared)
+      sweep.csv          per (grid point, iteration): mean and std across seeds
+      sweep_final.csv    per grid point: the last iteration's mean and std
+      baselines.json     the references of the first grid point (plots use it)
 
+Every grid point's config is validated before anything is created or run.
 A run whose directory is complete and whose ``config.json`` is the one
 planned is skipped; temporary directories left by an interrupted run are
 removed and that run is redone. Runs execute in parallel processes with
@@ -18,87 +21,147 @@ joblib, or on an existing Dask cluster (``scheduler``).
 
 from __future__ import annotations
 
+import itertools
+import re
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import pandas as pd
 
-from .config import Config, RunConfig
 from vfl.core.errors import ConfigError
-from .records import dump_json, run_is_current, write_run
-from .runner import compute_baselines, load_config_dataset, make_objective, run_experiment
-from .partition import make_partition
 
-__all__ = ["SweepRun", "aggregate_sweep", "plan_sweep", "run_sweep", "AGGREGATED", "PARAMS"]
+from .config import Config
+from .records import dump_json, run_is_current, write_run
+
+__all__ = ["SweepRun", "aggregate_sweep", "check_scheduler", "plan_grid", "plan_sweep",
+           "run_grid", "run_sweep", "AGGREGATED", "PARAMS"]
 
 PARAMS = ("sigma", "epsilon")
 
-# Metrics averaged across seeds in sweep.csv.
-AGGREGATED = ("objective", "suboptimality", "train_logloss", "test_logloss", "test_accuracy")
+# Metrics averaged across seeds in sweep.csv, when the runs report them.
+AGGREGATED = ("objective", "suboptimality", "train_logloss", "test_logloss", "test_accuracy",
+              "epsilon_tight", "epsilon_paper", "log10_error", "privacy_loss")
 
 
 @dataclass(frozen=True)
 class SweepRun:
-    param: str  # "sigma" or "epsilon"
-    level: float
+    values: tuple  # ((short name, value), ...) of the grid point
     seed: int
     config: Config
     path: Path
 
     @property
     def label(self) -> str:
-        return f"{self.param}={self.level:g},seed={self.seed}"
+        return _label(self.values, self.seed)
+
+    @property
+    def param(self) -> str:
+        """The first swept key's short name (``sigma`` for a noise sweep)."""
+        return self.values[0][0]
+
+    @property
+    def level(self):
+        return self.values[0][1]
 
 
-def plan_sweep(config: Config, levels, seeds, out_dir, param: str = "sigma") -> list[SweepRun]:
-    """One run per (level, seed): ``config`` with ``privacy.<param>`` and ``run.seed`` set."""
-    if param not in PARAMS:
-        raise ValueError(f"param must be one of {PARAMS}, got {param!r}")
-    if param == "epsilon" and not config.privacy.accounting:
-        raise ConfigError("an epsilon sweep needs accounting mode: set privacy.delta in the config")
+def _label(values, seed: int) -> str:
+    return ",".join([*(f"{k}={_fmt(v)}" for k, v in values), f"seed={seed}"])
+
+
+def _fmt(value) -> str:
+    return format(value, "g") if isinstance(value, float) else str(value)
+
+
+def _short_names(keys: list[str]) -> list[str]:
+    """The last component of each dotted key, or the whole key where that is ambiguous."""
+    last = [k.rsplit(".", 1)[-1] for k in keys]
+    return [s if last.count(s) == 1 else k for s, k in zip(last, keys)]
+
+
+def plan_grid(config: Config, grid: dict[str, list], seeds, out_dir) -> list[SweepRun]:
+    """One validated config per (grid point, seed); raises before anything runs."""
+    if not grid:
+        raise ConfigError("a sweep needs at least one --grid key=v1,v2,...")
+    keys = list(grid)
+    for key in keys:
+        if not re.fullmatch(r"[a-z_]+(\.[a-z_0-9]+)+", key):
+            raise ConfigError(f"--grid key {key!r} is not a dotted config key such as privacy.epsilon")
+        if key == "run.seed":
+            raise ConfigError("sweep seeds with --seeds, not --grid run.seed")
+        if not grid[key]:
+            raise ConfigError(f"--grid {key} has no values")
+    names = _short_names(keys)
     out = Path(out_dir)
     runs = []
-    for level in levels:
+    for point in itertools.product(*(grid[k] for k in keys)):
         for seed in seeds:
-            privacy = replace(config.privacy, **{param: float(level)})
-            c = replace(config, privacy=privacy, run=RunConfig(seed=int(seed)))
-            runs.append(SweepRun(param, float(level), int(seed), c,
-                                 out / f"{param}={level:g},seed={seed}"))
+            overrides = [f"{k}={_toml(v)}" for k, v in zip(keys, point)] + [f"run.seed={int(seed)}"]
+            try:
+                c = config.with_overrides(overrides)
+            except ConfigError as exc:
+                raise ConfigError(f"grid point {dict(zip(names, point))}: {exc}") from None
+            values = tuple(zip(names, point))
+            runs.append(SweepRun(values, int(seed), c, out / _label(values, int(seed))))
     return runs
 
 
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value)
+
+
+def plan_sweep(config: Config, levels, seeds, out_dir, param: str = "sigma") -> list[SweepRun]:
+    """The noise sweep: ``privacy.<param>`` over ``levels``, times ``seeds``."""
+    if param not in PARAMS:
+        raise ValueError(f"param must be one of {PARAMS}, got {param!r}")
+    if param == "epsilon" and not config.privacy.claims_guarantee:
+        raise ConfigError("an epsilon sweep needs accounting mode: set privacy.delta in the config")
+    return plan_grid(config, {f"privacy.{param}": [float(v) for v in levels]}, seeds, out_dir)
+
+
+def check_scheduler(address: str) -> None:
+    """Refuse a Dask scheduler address that cannot be one, before any work."""
+    if not re.fullmatch(r"(tcp|tls|inproc|ucx)://[^\s:/]+(:\d{1,5})?", address or ""):
+        raise ConfigError(f"--scheduler {address!r} is not a Dask scheduler address such as "
+                          "tcp://HOST:8786")
+
+
 def _execute(run: SweepRun, data_dir) -> str:
-    """Run one (sigma, seed) and write its directory; used in worker processes."""
+    """Run one grid point and write its directory; used in worker processes."""
+    from .runner import run_experiment
+
     result = run_experiment(run.config, data_dir=data_dir)
     write_run(result, run.path, overwrite=True)
     return str(run.path)
 
 
-def run_sweep(
-    config: Config,
-    levels,
-    seeds,
-    out_dir,
-    *,
-    param: str = "sigma",
-    data_dir=None,
-    jobs: int = 1,
-    scheduler: str | None = None,
-    on_done: Callable[[SweepRun, bool], None] | None = None,
-) -> tuple[list[SweepRun], list[SweepRun]]:
-    """Run every missing (level, seed); returns (all runs, runs executed now).
+def run_grid(config: Config, grid: dict[str, list], seeds, out_dir, *, data_dir=None,
+             jobs: int = 1, scheduler: str | None = None,
+             on_done: Callable[[SweepRun, bool], None] | None = None,
+             runs: list[SweepRun] | None = None) -> tuple[list[SweepRun], list[SweepRun]]:
+    """Run every missing (grid point, seed); returns (all runs, runs executed now).
 
     ``on_done(run, skipped)`` is called as runs finish (in completion order
     for Dask, in submission order for joblib).
     """
+    from .runner import compute_baselines, plan_run
+
+    runs = runs if runs is not None else plan_grid(config, grid, seeds, out_dir)
+    if scheduler:
+        check_scheduler(scheduler)
+    # Data, distribution and solver errors surface once, here, before any
+    # directory is created or any worker starts.
+    plan = plan_run(runs[0].config, data_dir)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     # Leftovers of runs killed mid-write (write_run's temporary directories).
     for leftover in out.glob(".*.partial"):
         shutil.rmtree(leftover, ignore_errors=True)
-    runs = plan_sweep(config, levels, seeds, out, param)
     todo = []
     for run in runs:
         if run_is_current(run.path, run.config):
@@ -106,20 +169,25 @@ def run_sweep(
                 on_done(run, True)
         else:
             todo.append(run)
-
-    # Baselines and data errors surface once, here, before any worker starts;
-    # the workers then read the baselines from the cache.
-    dataset, _ = load_config_dataset(config, data_dir)
-    partition = make_partition(config.partition, dataset.n_features)
-    baselines = compute_baselines(dataset, partition, make_objective(config))
-    dump_json(baselines, out / "baselines.json")
-    del dataset
+    # The references of the first grid point, for the figures; workers read
+    # theirs from the cache.
+    dump_json(compute_baselines(plan), out / "baselines.json")
+    del plan
 
     if scheduler:
         _run_dask(todo, data_dir, scheduler, on_done)
     elif todo:
         _run_joblib(todo, data_dir, jobs, on_done)
     return runs, todo
+
+
+def run_sweep(config: Config, levels, seeds, out_dir, *, param: str = "sigma", data_dir=None,
+              jobs: int = 1, scheduler: str | None = None,
+              on_done: Callable[[SweepRun, bool], None] | None = None):
+    """The noise sweep (``vfl sweep-noise``) on the generic machinery."""
+    runs = plan_sweep(config, levels, seeds, out_dir, param)
+    return run_grid(config, {}, seeds, out_dir, data_dir=data_dir, jobs=jobs, scheduler=scheduler,
+                    on_done=on_done, runs=runs)
 
 
 def _run_joblib(todo, data_dir, jobs, on_done):
@@ -144,7 +212,7 @@ def _run_dask(todo, data_dir, scheduler, on_done):
         raise ConfigError("--scheduler needs dask.distributed: pip install 'vfl[dask]'") from None
     try:
         client = Client(scheduler, timeout="10s")
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, ValueError) as exc:
         raise ConfigError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
     with client:
         futures = {client.submit(_execute, run, data_dir, pure=False): run for run in todo}
@@ -157,25 +225,28 @@ def _run_dask(todo, data_dir, scheduler, on_done):
 def aggregate_sweep(runs: list[SweepRun], out_dir) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Write ``sweep.csv`` and ``sweep_final.csv`` (atomically) from the run files.
 
-    The level column is named after the swept parameter (``sigma`` or
-    ``epsilon``); ``sweep_final.csv`` keeps each level's last epoch.
+    One column per swept key (its short name, e.g. ``sigma``); for each
+    aggregated metric a ``_mean`` and ``_std`` across seeds (``n_seeds``
+    runs); ``sweep_final.csv`` keeps each grid point's last iteration.
     """
-    param = runs[0].param
+    names = [k for k, _ in runs[0].values]
     frames = []
     for run in runs:
         m = pd.read_csv(run.path / "metrics.csv")
         m.insert(0, "seed", run.seed)
-        m.insert(0, param, run.level)
+        for k, v in reversed(run.values):
+            m.insert(0, k, v)
         frames.append(m)
     allm = pd.concat(frames, ignore_index=True)
-    # epochs run differ when a budget stopped some runs: aggregate what exists
-    grouped = allm.groupby([param, "epoch"], sort=True)
-    agg = grouped[list(AGGREGATED)].agg(["mean", "std"])
+    metrics = [c for c in AGGREGATED if c in allm.columns]
+    # iterations run differ when a budget stopped some runs: aggregate what exists
+    grouped = allm.groupby([*names, "epoch"], sort=True)
+    agg = grouped[metrics].agg(["mean", "std"])
     agg.columns = [f"{metric}_{stat}" for metric, stat in agg.columns]
     agg.insert(0, "n_seeds", grouped.size())
     agg = agg.reset_index()
-    # The final point of each level is its last epoch (runs may stop early).
-    final = agg.loc[agg.groupby(param)["epoch"].idxmax()].reset_index(drop=True)
+    # The final point of each grid point is its last iteration (runs may stop early).
+    final = agg.loc[agg.groupby(names)["epoch"].idxmax()].reset_index(drop=True)
     out = Path(out_dir)
     for frame, name in ((agg, "sweep.csv"), (final, "sweep_final.csv")):
         tmp = out / f".{name}.partial"

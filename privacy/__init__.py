@@ -3,7 +3,8 @@
 - :mod:`.paper`: Hu et al.'s Lemma 1, Theorem 1 and Corollary 1 as stated;
 - :mod:`.moments`: the DP-ADMM moments accountant (Huang et al., Theorem 2);
 - :mod:`.accountant`: tight PLD / RDP accounting via Google's dp-accounting;
-- :mod:`.compare`: one Gaussian mechanism under every analysis (``vfl privacy``).
+- :mod:`.compare`: one Gaussian mechanism under every analysis (``vfl privacy``);
+- :mod:`.audit`: the white-box Monte-Carlo audit's statistics (``vfl audit``).
 
 Every epsilon refers to the neighbouring relation :data:`NEIGHBOURING`.
 """
@@ -17,6 +18,26 @@ from .accountant import (
     epsilon_of,
     gaussian_events,
     laplace_event,
+)
+from .audit import (
+    AUDIT_METHODS,
+    AuditResult,
+    DeltaEstimate,
+    LossSummary,
+    audit_verdict,
+    epsilon_lower_bound,
+    estimate_delta,
+    gaussian_delta,
+    gaussian_log_ratio,
+    gaussian_loss_moments,
+    hockey_stick_samples,
+    laplace_log_ratio,
+    one_run_epsilon,
+    one_run_p_value,
+    release_log_ratio,
+    summarize_losses,
+    uniform_laplace_log_ratio,
+    uniform_laplace_logpdf,
 )
 from .compare import ANALYSES, epsilons_for_sigma, sigmas_for_epsilon, split_delta
 from .moments import dp_admm_epsilon
@@ -49,4 +70,48 @@ __all__ = [
     "lemma1_sensitivity",
     "theorem1_epsilon",
     "theorem1_sigma",
+    # the white-box audit (vfl.privacy.audit)
+    "AUDIT_METHODS",
+    "AuditResult",
+    "DeltaEstimate",
+    "LossSummary",
+    "audit_verdict",
+    "epsilon_lower_bound",
+    "estimate_delta",
+    "gaussian_delta",
+    "gaussian_log_ratio",
+    "gaussian_loss_moments",
+    "hockey_stick_samples",
+    "laplace_log_ratio",
+    "one_run_epsilon",
+    "one_run_p_value",
+    "release_log_ratio",
+    "summarize_losses",
+    "uniform_laplace_log_ratio",
+    "uniform_laplace_logpdf",
+]
+
+# Xiao et al.'s local DP of decentralized optimization (Theorems 2.2, 2.3, footnote 1).
+from .ldp import (  # noqa: E402
+    advanced_composition,
+    gamma_bound,
+    gamma_bound_corrected,
+    gamma_exact,
+    geometric_schedule,
+    interval_log_mass,
+    laplace_composition_epsilon,
+    realized_loss,
+    worst_case_cumulative,
+)
+
+__all__ += [
+    "advanced_composition",
+    "gamma_bound",
+    "gamma_bound_corrected",
+    "gamma_exact",
+    "geometric_schedule",
+    "interval_log_mass",
+    "laplace_composition_epsilon",
+    "realized_loss",
+    "worst_case_cumulative",
 ]

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vfl.cli.reproduce import FIGURES, FORM_VARIANTS, reproduce, settling
+from vfl.cli.reproduce_hu import FIGURES, FORM_VARIANTS, reproduce, settling
 
 REPO = Path(__file__).resolve().parents[1]
 

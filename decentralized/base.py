@@ -1,0 +1,399 @@
+"""What every network-setting solver shares: data checks, local oracles, metrics, privacy.
+
+Every per-iteration operation is one array operation over all agents: local
+gradients are batched matrix products over the ``(N, m, d)`` sample array,
+neighbour sums are ``adjacency @ X`` (CSR), dual updates use the graph
+Laplacian, and per-agent Newton solves are batched ``(N, d, d)`` systems.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+
+from vfl.admm.objective import Objective
+from vfl.core.errors import ConfigError, DivergedError
+from vfl.core.params import Param
+from vfl.core.solver import NetworkData, Release, Setting, Solver, Streams
+
+try:  # the audit's neighbouring datasets (newer vfl.core)
+    from vfl.core.solver import Neighbour
+except ImportError:  # pragma: no cover
+    Neighbour = None
+from vfl.privacy.ldp import realized_loss
+
+from .graphs import check_adjacency, degrees, is_complete
+from .problem import central_optimum, check_objective, gradient_sensitivity, loss_derivatives
+from .secret_sharing import AdditiveSecretSharing
+
+__all__ = ["NetworkSolver", "PrivateNetworkSolver", "NEIGHBOURING", "validated"]
+
+NEIGHBOURING = ("agent i's local function f_i differs in one of its b_i samples (one sample "
+                "(z, L) replaced by another from the same domain); every other agent and any "
+                "eavesdropper may collude and see the whole transcript (local DP)")
+
+
+def validated(declared: tuple[Param, ...], table: dict | None, section: str, owner: str) -> dict:
+    """Every declared key with its validated value or default; ``ValueError`` on a bad one."""
+    table = dict(table or {})
+    names = [p.name for p in declared]
+    unknown = sorted(set(table) - set(names))
+    if unknown:
+        raise ValueError(f"unknown key(s) {', '.join(f'{section}.{k}' for k in unknown)} for "
+                         f"{owner}; valid: {', '.join(names) or '(none)'}")
+    try:
+        return {p.name: p.validate(section, table.get(p.name, p.default)) for p in declared}
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _positive(low=0.0):
+    return dict(low=low, low_open=True)
+
+
+# Keys shared by several solvers.
+EXCHANGE_PARAMS = (
+    Param("exchange", str, "plain",
+          "how the network sum is exchanged: 'plain' messages, or 'secret_sharing' "
+          "(Algorithm 3 / Theorem 2.1: additive shares over Z_p; complete graph only)",
+          choices=("plain", "secret_sharing")),
+    Param("ss_bits", int, 64, "secret sharing: the ring is Z_p with p = 2^ss_bits", low=8, high=64),
+    Param("ss_fractional_bits", int, 32,
+          "secret sharing: fixed-point fractional bits (encoding step 2^-f); at most ss_bits - 2",
+          low=0, high=62),
+)
+
+LAPLACE_PRIVACY = (
+    Param("noise", bool, True,
+          "add the Laplace noise Delta ~ Lap(0, beta_k)^d (false: the noiseless algorithm, "
+          "e.g. Fig. D; no privacy)"),
+    Param("beta0", float, 1.0,
+          "Laplace RATE (inverse scale) base: beta_k = beta0 * beta_growth^k, density "
+          "(beta/2) e^{-beta|y|}, std sqrt(2)/beta; the update producing x^{k+1} uses beta_{k+1}",
+          **_positive()),
+    Param("beta_growth", float, 1.02,
+          "growth of the Laplace rate per iteration (> 1: diminishing noise; paper 1.02)",
+          **_positive()),
+    Param("B_inf", float, None,
+          "l_inf local sensitivity of grad f_i for the paper's privacy curves; default: the bound "
+          "the data enforce (1/b_i for {0,1} labels and features in [0,1])", **_positive()),
+    Param("delta", float, None,
+          "set to claim a guarantee: the runner composes the Laplace releases (enforced l1 "
+          "sensitivities) into a sound (epsilon, delta); unset: a replayable simulation of the "
+          "paper", low=0.0, high=1.0, low_open=True, high_open=True),
+)
+
+
+class NetworkSolver(Solver):
+    """Base of the decentralized solvers of Xiao et al. and their baselines."""
+
+    setting = Setting.NETWORK
+    regularizers = ("l2sq", "half_l2sq")
+    iteration_name = "iteration"
+    columns: ClassVar[tuple[str, ...]] = ("log10_error",)
+    #: whether the solver supports the secret-sharing exchange (needs only network sums)
+    supports_sharing: ClassVar[bool] = False
+
+    def __init__(self, data: NetworkData, *, objective: Objective, params: dict, privacy: dict,
+                 streams: Streams, iterations: int):
+        owner = f"solver {self.name!r}"
+        self.settings = validated(type(self).params, params, "solver", owner)
+        self.privacy_settings = validated(type(self).privacy_params, privacy, "privacy", owner)
+        type(self).check_config(self.settings, self.privacy_settings, iterations)
+        if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) \
+                or iterations < 0:
+            raise ValueError(f"iterations must be an integer >= 0, got {iterations!r}")
+        self.iterations = int(iterations)
+        self.streams = streams
+
+        self.adj = check_adjacency(data.adjacency)
+        N = self.adj.shape[0]
+        A = np.asarray(data.A, dtype=float)
+        b = np.asarray(data.b, dtype=float)
+        if A.ndim != 3 or A.shape[0] != N:
+            raise ValueError(f"NetworkData.A must be (agents={N}, samples, d), got {A.shape} "
+                             "(agents must hold equally many samples)")
+        if b.shape != A.shape[:2]:
+            raise ValueError(f"NetworkData.b must be {A.shape[:2]}, got {b.shape}")
+        N, m, d = A.shape
+        x0 = np.asarray(data.x0, dtype=float)
+        if x0.shape != (N, d):
+            raise ValueError(f"NetworkData.x0 must be (agents, d) = {(N, d)}, got {x0.shape}")
+        if not (np.isfinite(A).all() and np.isfinite(b).all() and np.isfinite(x0).all()):
+            raise ValueError("NetworkData holds non-finite values")
+        check_objective(objective, m)
+        self.objective = objective
+        self.A, self.b = A, b
+        self.N, self.m, self.d = N, m, d
+        self.x_star = (central_optimum(A, b, objective) if data.x_star is None
+                       else np.asarray(data.x_star, dtype=float).reshape(d))
+        self.deg = degrees(self.adj)
+        self._w = objective.weight(N * m)
+        self._c = objective.reg_curvature / N  # each agent holds 1/N of the regularizer
+        self._units = np.arange(N)
+        self.X = x0.copy()
+        self.iteration = 0
+        self.sensitivity = gradient_sensitivity(A, b, objective)
+        self._random = streams.get("random")
+
+        self._sharing = None
+        if self.supports_sharing and self.settings.get("exchange") == "secret_sharing":
+            if not is_complete(self.adj) or N < 3:
+                raise ValueError("exchange = 'secret_sharing' needs a complete graph on >= 3 "
+                                 "agents (Algorithm 3 sends a share to each of the N - 1 others)")
+            self._sharing = AdditiveSecretSharing(
+                N, bits=self.settings["ss_bits"],
+                fractional_bits=self.settings["ss_fractional_bits"])
+            self._share_rng = streams.get("random", 1)
+            self._S = self._sharing.secure_sum(self.X, self._share_rng)
+
+    @classmethod
+    def check_config(cls, params: dict, privacy: dict, iterations: int) -> None:
+        bits, frac = params.get("ss_bits", 64), params.get("ss_fractional_bits", 32)
+        if bits is not None and frac is not None and frac > bits - 2:
+            raise ValueError(f"solver.ss_fractional_bits = {frac} must be at most "
+                             f"solver.ss_bits - 2 = {bits - 2}")
+
+    # -- local oracles (all agents at once) ----------------------------------
+    def _margins(self, X):
+        return np.matmul(self.A, X[:, :, None])[:, :, 0]  # (N, m): u_ij = z_ij^T x_i
+
+    def grad(self, X) -> np.ndarray:
+        """``grad f_i(x_i)`` for every agent, ``(N, d)``."""
+        g, _ = loss_derivatives(self.objective, self._margins(X), self.b)
+        return self._w * np.matmul(g[:, None, :], self.A)[:, 0, :] + self._c * X
+
+    def _newton(self, v, q, X0, tol=1e-12, max_iter=50):
+        """Solve ``grad f_i(x) - v_i + q_i x = 0`` for every agent (spec A5).
+
+        The minimizer of ``f_i(x) - v_i^T x + (q_i/2)||x||^2``, strongly convex
+        for ``q_i > 0``: batched Newton from ``X0`` until every step is below
+        ``tol`` (about three steps when warm-started from the last iterate).
+        """
+        X = X0.copy()
+        qd = (q + self._c)[:, None, None] * np.eye(self.d)
+        for it in range(1, max_iter + 1):
+            U = self._margins(X)
+            g, h = loss_derivatives(self.objective, U, self.b)
+            grad = self._w * np.matmul(g[:, None, :], self.A)[:, 0, :] + self._c * X
+            r = grad - v + q[:, None] * X
+            H = self._w * np.matmul(self.A.transpose(0, 2, 1), self.A * h[:, :, None]) + qd
+            step = np.linalg.solve(H, r[:, :, None])[:, :, 0]
+            X -= step
+            if np.max(np.abs(step)) < tol:
+                return X, it
+        if not np.all(np.isfinite(X)):
+            raise DivergedError(f"{self.name}: the local Newton solve produced non-finite values")
+        return X, max_iter
+
+    # -- exchange -----------------------------------------------------------
+    def neighbour_sum(self, X, S=None):
+        """``sum_{j in N_i} x_j`` for every agent; through secret sharing if enabled.
+
+        With secret sharing (complete graph) only the network sum ``S`` is ever
+        revealed and agent i computes ``S - x_i``.
+        """
+        if self._sharing is not None:
+            return S - X
+        return self.adj @ X
+
+    def _secure_sum(self, X):
+        return self._sharing.secure_sum(X, self._share_rng) if self._sharing is not None else None
+
+    # -- metrics ------------------------------------------------------------
+    def mean_model(self) -> np.ndarray:
+        return self.X.mean(axis=0)
+
+    def error(self) -> float:
+        """Spec 7.4: ``e = (1/N) sum_i ||x_i - x*||_2 / d``."""
+        return float(np.mean(np.linalg.norm(self.X - self.x_star, axis=1)) / self.d)
+
+    def evaluate(self) -> dict:
+        e = self.error()
+        return {"log10_error": math.log10(e) if e > 0 else -math.inf}
+
+    def train_margins(self) -> np.ndarray:
+        """Margins of the agents' average model on all training samples (agent-major order)."""
+        return self.A.reshape(-1, self.d) @ self.mean_model()
+
+    def decision_function(self, test) -> np.ndarray:
+        """Margins of the agents' average model on a held-out ``(n, d)`` matrix."""
+        X = test[0] if isinstance(test, tuple) else test
+        if X.shape[-1] != self.d:
+            raise ValueError(f"test data has {X.shape[-1]} features, the model {self.d}")
+        return np.asarray(X @ self.mean_model()).ravel()
+
+    def describe(self) -> dict:
+        out = {"agents": self.N, "edges": int(self.adj.nnz // 2),
+               "degree_min": int(self.deg.min()), "degree_max": int(self.deg.max()),
+               "samples_per_agent": self.m, "d": self.d,
+               "complete_graph": is_complete(self.adj),
+               "x_star_norm": float(np.linalg.norm(self.x_star))}
+        if self._sharing is not None:
+            out["secret_sharing"] = self._sharing.describe()
+        return out
+
+
+class PrivateNetworkSolver(NetworkSolver):
+    """A solver that releases noisy iterates and tracks the paper's privacy loss.
+
+    Columns: ``privacy_loss`` (the paper's per-agent cumulative loss, mean over
+    agents: Theorem 2.2's realized value for Laplace-output methods),
+    ``privacy_loss_max`` (its max over agents) and ``privacy_loss_worst``
+    (the worst-case cumulative ``sum_k d alpha_{k+1} beta_{k+1} B_inf``, max
+    over agents). All are ``inf`` when the noise is switched off.
+    """
+
+    columns = ("log10_error", "privacy_loss", "privacy_loss_max", "privacy_loss_worst")
+    privacy_params = LAPLACE_PRIVACY
+
+    def __init__(self, data, **kw):
+        super().__init__(data, **kw)
+        q = self.privacy_settings
+        self.noise = q.get("noise", True)
+        self.B_inf = q["B_inf"] if q.get("B_inf") is not None else self.sensitivity.B_inf
+        self._noise_rng = self.streams.noise()
+        self._loss = np.zeros(self.N)   # realized cumulative loss per agent
+        self._worst = np.zeros(self.N)  # worst-case cumulative loss per agent
+
+    def beta(self, k: int) -> float:
+        """``beta_k = beta0 * beta_growth^k`` (a Laplace rate)."""
+        q = self.privacy_settings
+        return q["beta0"] * q["beta_growth"] ** k
+
+    def publish(self, mean, *, scale, sensitivity, mechanism="laplace"):
+        """Release ``mean`` + noise through :meth:`Solver.release` (all agents at once).
+
+        ``"l2_laplace"`` (density ``~ exp(-||y||_2 / scale)``, the native
+        mechanism of [42] and [43]) is not one of ``add_noise``'s mechanisms:
+        its event is recorded and the observer called as ``release`` does, and
+        the noise is a Gamma(d, scale) radius times a uniform direction.
+        """
+        if mechanism != "l2_laplace":
+            return self.release(mean, units=self._units, scale=scale, sensitivity=sensitivity,
+                                rng=self._noise_rng, mechanism=mechanism)
+        scale = np.broadcast_to(np.asarray(scale, float), (self.N,)).copy()
+        sens = np.broadcast_to(np.asarray(sensitivity, float), (self.N,)).copy()
+        event = Release("l2_laplace", self._units.copy(), sens, scale, int(mean.shape[1]))
+        if not hasattr(self, "_releases"):
+            self._releases = []
+        self._releases.append(event)
+        if self.observer is not None:
+            return self.observer(self, event, mean, self._noise_rng)
+        rng = self._noise_rng
+        direction = rng.standard_normal(mean.shape)
+        direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+        radius = rng.gamma(shape=mean.shape[1], scale=scale)
+        return mean + radius[:, None] * direction
+
+    def account_interval(self, x_new, lo, hi, beta, T) -> None:
+        """Add Theorem 2.2's realized loss of this iteration (intervals per agent, coordinate)."""
+        self._loss += realized_loss(x_new, lo, hi, beta, T).sum(axis=1)
+        self._worst += self.d * beta * T
+
+    def evaluate(self) -> dict:
+        out = super().evaluate()
+        if not self.noise:
+            return {**out, "privacy_loss": math.inf, "privacy_loss_max": math.inf,
+                    "privacy_loss_worst": math.inf}
+        return {**out, "privacy_loss": float(np.mean(self._loss)),
+                "privacy_loss_max": float(np.max(self._loss)),
+                "privacy_loss_worst": float(np.max(self._worst))}
+
+    @classmethod
+    def neighbours(cls, data, privacy: dict, rng: np.random.Generator) -> list:
+        """Neighbouring datasets under :data:`NEIGHBOURING` (one sample of one agent replaced).
+
+        Natural: the sample is replaced by another agent's sample (same domain).
+        Adversarial: the sample's label is changed to the other class of the
+        encoding (0 <-> 1, or -1 <-> +1), features kept, which moves its
+        gradient coordinate by up to the whole of ``B_inf``.
+        """
+        A = np.asarray(data.A, dtype=float)
+        b = np.asarray(data.b, dtype=float)
+        N, m, _ = A.shape
+        unit = int(rng.integers(N))
+        j = int(rng.integers(m))
+        donor = int((unit + 1 + rng.integers(N - 1)) % N)
+        k = int(rng.integers(m))
+        A1, b1 = A.copy(), b.copy()
+        A1[unit, j], b1[unit, j] = A[donor, k], b[donor, k]
+        labels = np.unique(b)
+        other = {0.0: 1.0, 1.0: 0.0} if set(labels) <= {0.0, 1.0} else {-1.0: 1.0, 1.0: -1.0}
+        # prefer a sample whose label has a gradient ({0,1}: label 1)
+        cand = np.flatnonzero(b[unit] == (1.0 if 1.0 in other else b[unit, 0]))
+        ja = int(cand[0]) if cand.size else j
+        b2 = b.copy()
+        b2[unit, ja] = other.get(float(b[unit, ja]), b[unit, ja])
+
+        def nd(A_, b_):
+            return NetworkData(data.adjacency, A_, b_, data.x0, data.x_star)
+
+        return [
+            Neighbour("replace_sample", "natural", unit, nd(A1, b1),
+                      f"agent {unit}: sample {j} replaced by agent {donor}'s sample {k}"),
+            Neighbour("flip_label", "adversarial", unit, nd(A, b2),
+                      f"agent {unit}: label of sample {ja} changed {b[unit, ja]:g} -> "
+                      f"{b2[unit, ja]:g}"),
+        ]
+
+    def other_claims(self) -> dict:
+        """The worst-case total of Theorem 2.2's corollary (pure, max over agents)."""
+        if not self.noise or not np.isfinite(self.B_inf) or not np.all(np.isfinite(self._worst)):
+            return {}
+        return {"worst_case": (float(np.max(self._worst)), 0.0)}
+
+    def describe(self) -> dict:
+        q = self.privacy_settings
+        return {**super().describe(),
+                "noise": (f"Laplace rate beta_k = {q['beta0']:g} * {q['beta_growth']:g}^k"
+                          if self.noise else "off"),
+                "B_inf": self.B_inf, "sensitivity_domain": self.sensitivity.domain}
+
+    def paper_epsilon(self):
+        """Theorem 2.2's realized cumulative loss, max over agents (pure, delta = 0)."""
+        if not self.noise or not np.isfinite(self.B_inf):
+            return None
+        return float(np.max(self._loss)), 0.0
+
+    def _b_inf_info(self) -> dict:
+        s = self.sensitivity
+        return {
+            "B_inf": self.B_inf,
+            "B_inf_source": ("privacy.B_inf (assumed, not checked)"
+                             if self.privacy_settings.get("B_inf") is not None
+                             else "enforced by the data checks"),
+            "enforced_bounds": {"B_inf": s.B_inf, "B_1": s.B_1, "B_2": s.B_2,
+                                "domain": s.domain, "basis": s.basis},
+            "B_inf_rests_on": ("labels read as {0,1} with loss log(1+exp(-L x^T z)) (label-0 "
+                               "samples have zero gradient) and features in [0,1] (min-max scaled, "
+                               "nonnegative); unit rows are not needed for B_inf (they bound "
+                               "B_2, B_1 and the smoothness M_i); the code checks these on the "
+                               "agents' data at construction and sets every Release "
+                               "sensitivity to NaN when they fail"),
+        }
+
+    def privacy_info(self) -> dict:
+        info = {
+            "neighbouring": NEIGHBOURING,
+            "noise": "Laplace, rate beta_k = beta0 * beta_growth^k per coordinate (numpy scale "
+                     "1/beta)" if self.noise else "none: no privacy guarantee",
+            "adversary_knows": "every released x_j^k, the dual variables (functions of them), "
+                               "D_i / eta_k and the graph; not agent i's random weights or noise",
+            "realized_loss": ("privacy_loss is Theorem 2.2's realized loss: an ex-post, "
+                              "data-dependent quantity evaluated with the true f_i's interval "
+                              "on this transcript; it is NOT a worst-case guarantee"),
+            "worst_case": ("privacy_loss_worst = sum_k d alpha_{k+1} beta_{k+1} B_inf is a pure "
+                           "LDP guarantee when B_inf is enforced (the random mean is "
+                           "data-independent, so the mixture is no worse than each Laplace "
+                           "component)"),
+            "release_sensitivity": ("each Release carries the l1 bound alpha_{k+1} B_1 enforced "
+                                    "by the data checks, else NaN"),
+            **self._b_inf_info(),
+        }
+        if self._sharing is not None:
+            info["exchange"] = ("secret sharing: only the network sum is revealed; the releases "
+                                "recorded are the individual noisy iterates, an upper bound")
+        return info

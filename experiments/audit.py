@@ -1,0 +1,203 @@
+"""``vfl audit``: a white-box Monte-Carlo audit of the mechanism a run uses.
+
+For each neighbouring pair ``(D, D')`` the solver states
+(:meth:`~vfl.core.solver.Solver.neighbours`), the run is repeated ``K``
+times on ``D`` with fresh noise; alongside each, a solver on ``D'`` is
+teacher-forced to consume the same released transcript (every release goes
+through :meth:`~vfl.core.solver.Solver.release`, whose observer hook this
+module sets). Both solvers see the same public history, so for every release
+the exact mean under ``D`` and under ``D'`` is known, and
+
+    L = sum over releases of log p_D(o) - log p_D'(o)
+
+is one exact sample of the transcript's privacy loss under ``D``. The same
+with the roles swapped gives samples under ``D'``. From them
+:func:`vfl.privacy.audit.audit_verdict` estimates ``delta(eps)`` at each
+claimed epsilon with one-sided confidence bounds: REFUTED when the lower
+bound exceeds the claimed delta, PASS (not refuted; not a proof) otherwise.
+
+Claims audited: the run's guarantee (``epsilon_tight``, from the enforced
+sensitivities) and, where the paper has one, the paper's own claim
+(``epsilon_paper``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from vfl.core.errors import ConfigError
+from vfl.core.solver import Streams, add_noise
+
+from .config import Config
+from .runner import _build, _ledger, plan_run
+
+__all__ = ["AuditReport", "PairAudit", "audit_config"]
+
+
+@dataclass
+class PairAudit:
+    name: str
+    kind: str
+    change: str
+    losses_P: np.ndarray
+    losses_Q: np.ndarray
+    verdicts: dict = field(default_factory=dict)  # claim -> AuditResult
+
+
+@dataclass
+class AuditReport:
+    config: Config
+    K: int
+    confidence: float
+    claims: dict  # claim name -> (epsilon, delta) or None
+    pairs: list[PairAudit]
+    gaussian_mu: dict  # claim name -> GDP mu of the claimed composed Gaussian (if Gaussian)
+
+    def verdict(self, claim: str) -> str:
+        results = [p.verdicts[claim] for p in self.pairs if claim in p.verdicts]
+        if not results:
+            return "n/a"
+        return "REFUTED" if any(r.refuted for r in results) else "PASS"
+
+    def rows(self) -> list[dict]:
+        out = []
+        for p in self.pairs:
+            for claim, r in p.verdicts.items():
+                out.append({"pair": p.name, "kind": p.kind, "claim": claim,
+                            "epsilon": r.epsilon, "delta": r.delta,
+                            "delta_hat": r.forward.estimate,
+                            "delta_lower": max(r.forward.lower, r.reverse.lower
+                                               if r.reverse is not None else 0.0),
+                            "delta_hat_reverse": r.reverse.estimate if r.reverse else None,
+                            "epsilon_refuted": r.epsilon_refuted,
+                            "loss_mean": float(np.mean(p.losses_P)),
+                            "loss_std": float(np.std(p.losses_P, ddof=1)) if p.losses_P.size > 1 else 0.0,
+                            "loss_max": float(np.max(p.losses_P)),
+                            "verdict": r.verdict, "K": self.K})
+        return out
+
+
+class _Recorder:
+    """Observer of the run on D: adds fresh noise and remembers every release."""
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+        self.log = []  # (event, mean, released)
+
+    def __call__(self, solver, event, mean, rng):
+        released = add_noise(event.mechanism, mean,
+                             event.scale[0] if np.ndim(mean) == 1 else event.scale, self.rng)
+        self.log.append((event, mean, released))
+        return released
+
+
+class _Follower:
+    """Observer of the run on D': releases what D released, remembers its own means."""
+
+    def __init__(self, log):
+        self.log = log
+        self.i = 0
+        self.means = []
+
+    def __call__(self, solver, event, mean, rng):
+        if self.i >= len(self.log):
+            raise RuntimeError("the neighbouring run released more than the audited one")
+        ev, _, released = self.log[self.i]
+        if ev.mechanism != event.mechanism or ev.units.tolist() != event.units.tolist():
+            raise RuntimeError("the neighbouring run's releases do not line up with the audited run's")
+        self.i += 1
+        self.means.append(mean)
+        return released
+
+
+def _transcript_loss(log, other_means) -> float:
+    from vfl.privacy.audit import release_log_ratio
+
+    total = 0.0
+    for (event, mean, released), mean_other in zip(log, other_means):
+        total += float(np.sum(release_log_ratio(event, released, mean, mean_other)))
+    return total
+
+
+def _one_direction(cls, config, data_own, data_other, objective, rng, iterations) -> tuple[float, object]:
+    """One run on ``data_own`` with fresh noise, and its teacher-forced neighbour: the loss."""
+    from .settings import Prepared
+
+    streams = Streams(config.run.seed, replayable_noise=True)
+
+    def make(data):
+        prepared = Prepared(data=data, test=None, y_test=None, y_train=None, distribution={},
+                            objective=objective)
+        return _build(cls, config, prepared, streams)
+
+    own, other = make(data_own), make(data_other)
+    recorder = _Recorder(rng)
+    follower = _Follower(recorder.log)
+    own.observer, other.observer = recorder, follower
+    ledger = _ledger(config)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(iterations):
+            own.step()
+            if ledger is not None:
+                ledger.add(own.releases())
+            other.step()
+    if follower.i != len(recorder.log):
+        raise RuntimeError("the neighbouring run released fewer values than the audited one")
+    return _transcript_loss(recorder.log, follower.means), (own, ledger)
+
+
+def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: float = 0.95,
+                 seed: int = 0, kinds=("natural", "adversarial"), max_pairs: int | None = None,
+                 on_progress: Callable[[str], None] | None = None) -> AuditReport:
+    """Audit every privacy claim of ``config``'s mechanism (see the module docstring)."""
+    from vfl.privacy.audit import audit_verdict
+
+    if not config.privacy.claims_guarantee:
+        raise ConfigError(f"{config.name}: the run claims no privacy guarantee (set privacy.delta); "
+                          "there is nothing to audit")
+    if K < 10:
+        raise ConfigError(f"--runs must be >= 10 for a meaningful audit, got {K}")
+    plan = plan_run(config, data_dir)
+    cls, data, objective = plan.solver_cls, plan.first.data, plan.first.objective
+    T = config.solver.epochs
+    seq = np.random.SeedSequence(seed, spawn_key=(7,))
+    try:
+        pairs = cls.neighbours(data, dict(config.privacy.values), np.random.default_rng(seq.spawn(1)[0]))
+    except NotImplementedError as exc:
+        raise ConfigError(str(exc)) from None
+    pairs = [p for p in pairs if p.kind in kinds][:max_pairs]
+    if not pairs:
+        raise ConfigError(f"{cls.name}: no neighbouring pair of the requested kinds")
+
+    results, claims, mu = [], {}, {}
+    for n, pair in enumerate(pairs):
+        rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed, spawn_key=(8, n)).spawn(2 * K)]
+        LP, LQ = np.empty(K), np.empty(K)
+        for k in range(K):
+            LP[k], (solver, ledger) = _one_direction(cls, config, data, pair.data, objective,
+                                                     rngs[2 * k], T)
+            LQ[k], _ = _one_direction(cls, config, pair.data, data, objective, rngs[2 * k + 1], T)
+        if not claims:
+            if ledger is not None and np.isfinite(ledger.epsilon()):
+                claims["guarantee"] = (ledger.epsilon(), ledger.delta)
+                if ledger.gaussian_only:
+                    mu["guarantee"] = ledger.gaussian_mu()
+            paper = solver.paper_epsilon()
+            if paper is not None and np.isfinite(paper[0]):
+                claims["paper"] = (float(paper[0]), float(paper[1]))
+            for name, (eps, delta) in solver.other_claims().items():
+                if np.isfinite(eps):
+                    claims[name] = (float(eps), float(delta))
+        verdicts = {name: audit_verdict(LP, LQ, eps, delta, confidence)
+                    for name, (eps, delta) in claims.items()}
+        results.append(PairAudit(pair.name, pair.kind, pair.change, LP, LQ, verdicts))
+        if on_progress:
+            summary = "; ".join(f"{c}: {v.verdict}" for c, v in verdicts.items())
+            on_progress(f"[{n + 1}/{len(pairs)}] {pair.name}: mean loss {LP.mean():.4g}; {summary}")
+    if not claims:
+        raise ConfigError(f"{config.name}: no finite epsilon is claimed for this run")
+    return AuditReport(config=config, K=K, confidence=confidence, claims=claims, pairs=results,
+                       gaussian_mu=mu)

@@ -1,0 +1,58 @@
+"""The solver registry: every algorithm ``vfl`` can run, by ``solver.name``.
+
+Adding an algorithm means writing its :class:`~vfl.core.solver.Solver`
+subclass in its own module and adding one line here; the config schema, the
+runner, the manifest, the CLI summary and the plots read everything else
+from the class's declarations.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from vfl.core.errors import ConfigError
+from vfl.core.solver import Solver
+
+__all__ = ["SOLVERS", "get_solver", "solver_names"]
+
+#: name -> "module:Class"; imported on first use, so a config typo is reported
+#: before any algorithm module (and its dependencies) is loaded.
+SOLVERS: dict[str, str] = {
+    # vertical: parties hold columns (Hu et al.)
+    "admm_sharing": "vfl.admm.sharing:ADMMSharingSolver",
+    "fdml_sgd": "vfl.baselines.sgd:FDMLSGDSolver",
+    # horizontal: providers hold rows, one trainer (Huang et al.)
+    "consensus_admm": "vfl.admm.consensus:ConsensusADMM",
+    "consensus_admm_perturbed": "vfl.admm.consensus:ConsensusADMMPerturbed",
+    "dp_admm": "vfl.admm.consensus:DPADMM",
+    # network: agents on a graph, no centre (Xiao et al. and the methods they compare with)
+    "ldp_admm": "vfl.decentralized.admm:LDPADMM",
+    "random_penalty_admm": "vfl.decentralized.admm:RandomPenaltyADMM",
+    "fixed_admm": "vfl.decentralized.admm:FixedADMM",
+    "dvp_admm": "vfl.decentralized.admm:DVPADMM",
+    "pp_admm": "vfl.decentralized.admm:PPADMM",
+    "op_admm": "vfl.decentralized.admm:OPADMM",
+    "ldp_gd": "vfl.decentralized.gd:LDPGD",
+    "ldp_gd_minmax": "vfl.decentralized.gd:LDPGDMinMax",
+    "dgd": "vfl.decentralized.gd:DGD",
+    "noisy_consensus_gd": "vfl.decentralized.gd:NoisyConsensusGD",
+}
+
+_loaded: dict[str, type[Solver]] = {}
+
+
+def solver_names() -> list[str]:
+    return list(SOLVERS)
+
+
+def get_solver(name: str) -> type[Solver]:
+    """The solver class registered as ``name``; an unknown name lists the valid ones."""
+    if name not in SOLVERS:
+        raise ConfigError(f"solver.name = {name!r} is not one of: {', '.join(SOLVERS)}")
+    if name not in _loaded:
+        module, _, cls = SOLVERS[name].partition(":")
+        solver = getattr(importlib.import_module(module), cls)
+        if solver.name != name:  # a registry typo, not a user error
+            raise RuntimeError(f"registry entry {name!r} points at a solver named {solver.name!r}")
+        _loaded[name] = solver
+    return _loaded[name]

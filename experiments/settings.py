@@ -1,0 +1,325 @@
+"""How data is distributed in each setting, and the references a run is measured against.
+
+One class per :class:`~vfl.core.solver.Setting`. Each turns a loaded
+dataset and the config into the solver's input (:class:`VerticalData`,
+:class:`HorizontalData` or :class:`NetworkData`) plus the held-out data in
+the layout the solver's ``decision_function`` expects, describes the
+distribution for the manifest, and computes the baselines (the central
+optimum of the same objective and the setting's comparison lines).
+
+Random choices (which rows go to which provider, the graph, ``x^0``) come
+from the run's own :class:`~vfl.core.solver.Streams`, so each repeat of a run
+draws a fresh split while every solver in the same repeat sees the same one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from vfl.admm import Objective
+from vfl.admm.metrics import accuracy, log_loss
+from vfl.core.errors import ConfigError, DataError
+from vfl.core.solver import Setting, Streams, VerticalData
+from vfl.datasets import Dataset, user_cache_dir
+
+from .config import Config
+from .partition import Partition, make_partition
+
+__all__ = ["Prepared", "prepare", "make_objective", "BASELINE_VERSION"]
+
+# Bump when the baselines' definition changes, so stale cache entries are ignored.
+BASELINE_VERSION = 2
+
+
+@dataclass
+class Prepared:
+    """One repeat's data, distributed, and what the manifest says about it."""
+
+    data: Any  # VerticalData | HorizontalData | NetworkData
+    test: Any  # held-out features in the solver's layout
+    y_test: np.ndarray
+    y_train: np.ndarray  # labels in the order of ``solver.train_margins()``
+    distribution: dict
+    objective: Objective
+    baselines: dict = field(default_factory=dict)
+
+
+def make_objective(config: Config) -> Objective:
+    o = config.objective
+    unit = config.partition.samples_per_agent if o.reduction == "unit_mean" else None
+    return Objective(loss=o.loss, lam=o.lam, reduction=o.reduction, regularizer=o.regularizer,
+                     unit_size=unit)
+
+
+def _score(u_train, y_train, u_test, y_test) -> dict:
+    return {"train_logloss": log_loss(u_train, y_train), "test_logloss": log_loss(u_test, y_test),
+            "train_accuracy": accuracy(u_train, y_train), "test_accuracy": accuracy(u_test, y_test)}
+
+
+# ----------------------------------------------------------------- vertical --
+def _dataset_identity(dataset: Dataset) -> dict:
+    # Checksums plus loader options (encoding, normalize_rows) identify file
+    # datasets; generator parameters identify synthetic ones.
+    prov = dataset.provenance
+    if dataset.checksums:
+        return {"name": dataset.name, "checksums": dataset.checksums,
+                "options": prov.get("options"), "preprocessing": prov.get("preprocessing")}
+    return {"name": dataset.name, "provenance": prov}
+
+
+def vertical_baselines(dataset: Dataset, partition: Partition, objective: Objective, *,
+                       use_cache: bool = True) -> dict:
+    """sklearn on all features and on party 1's, and the central optimum F*.
+
+    Cached in ``<user cache>/baselines/`` under a hash of (dataset identity,
+    objective, partition), since they depend on nothing else.
+    """
+    from vfl.baselines import central_optimum, fit_sklearn_baseline
+
+    key_src = {
+        "version": BASELINE_VERSION,
+        "dataset": _dataset_identity(dataset),
+        "objective": {"loss": objective.loss, "lam": objective.lam,
+                      "reduction": objective.reduction, "regularizer": objective.regularizer},
+        "partition": partition.describe(),
+    }
+    key = hashlib.sha256(json.dumps(key_src, sort_keys=True, default=str).encode()).hexdigest()[:20]
+    path = user_cache_dir() / "baselines" / f"{key}.json"
+    if use_cache and path.is_file():
+        try:
+            cached = json.loads(path.read_text())
+            if cached.get("key") == key_src:
+                cached["cached"] = True
+                return cached
+        except (OSError, json.JSONDecodeError):
+            pass  # a damaged cache entry is recomputed, not trusted
+
+    D_train = partition.join(dataset.X_train)
+    D_test = partition.join(dataset.X_test)
+    central = central_optimum(D_train, dataset.y_train, objective)
+    local = replace(partition, parties=partition.parties[:1])
+    result = {
+        "key": key_src,
+        "central": {
+            "label": "central optimum F*",
+            "objective": central.value,
+            "grad_norm": central.grad_norm,
+            "n_iter": central.n_iter,
+            "seconds": central.seconds,
+            "method": central.method,
+            **_score(D_train @ central.x, dataset.y_train, D_test @ central.x, dataset.y_test),
+        },
+        "sklearn_all_features": {"label": "sklearn, all features", "line": "--",
+                                 **fit_sklearn_baseline(D_train, dataset.y_train, D_test,
+                                                        dataset.y_test, objective)},
+        "sklearn_local_only": {"label": "sklearn, party 1 only", "line": ":",
+                               **fit_sklearn_baseline(local.join(dataset.X_train), dataset.y_train,
+                                                      local.join(dataset.X_test), dataset.y_test,
+                                                      objective)},
+    }
+    if use_cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(result, indent=2))
+        os.replace(tmp, path)
+    result["cached"] = False
+    return result
+
+
+class VerticalSetting:
+    """Parties hold columns (``[partition]`` columns / ranges / indices)."""
+
+    repeats_share_baselines = True
+
+    def __init__(self, config: Config, dataset: Dataset, unit_rows: bool):
+        partition = make_partition(config.partition, dataset.n_features)
+        if unit_rows:  # Assumption 2.3 of Hu et al., which the sensitivity bounds need
+            partition = replace(partition, normalize_rows=True)
+        self.config, self.dataset, self.partition = config, dataset, partition
+        self.objective = make_objective(config)
+        self._train = partition.split(dataset.X_train)
+        self._test = partition.split(dataset.X_test)
+
+    def prepare(self, streams: Streams) -> Prepared:
+        # The split is fixed by the partition: every repeat sees the same blocks.
+        return Prepared(data=VerticalData(self._train, self.dataset.y_train), test=self._test,
+                        y_test=self.dataset.y_test, y_train=self.dataset.y_train,
+                        distribution={"setting": "vertical", "parties": self.partition.describe()},
+                        objective=self.objective)
+
+    def baselines(self, prepared: Prepared, *, use_cache: bool) -> dict:
+        return vertical_baselines(self.dataset, self.partition, self.objective, use_cache=use_cache)
+
+
+SETTINGS = {Setting.VERTICAL: VerticalSetting}
+
+
+def prepare(config: Config, dataset: Dataset, unit_rows: bool):
+    """The setting object for ``config`` (validates the distribution against the data)."""
+    try:
+        return SETTINGS[config.setting](config, dataset, unit_rows)
+    except ValueError as exc:
+        raise DataError(str(exc)) from None
+
+
+# --------------------------------------------------------------- horizontal --
+def _pool(config: Config, dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
+    X, y = dataset.X_train, dataset.y_train
+    if config.partition.pool == "train+test":
+        import scipy.sparse as sp
+
+        X = sp.vstack([X, dataset.X_test]).tocsr() if sp.issparse(X) else np.vstack([X, dataset.X_test])
+        y = np.concatenate([y, dataset.y_test])
+    if hasattr(X, "toarray"):
+        X = X.toarray()
+    return np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+
+
+def _rows_needed(config: Config, agents: int, n: int) -> None:
+    p = config.partition
+    need = p.public + agents * p.samples_per_agent + p.test
+    if need > n:
+        raise ConfigError(
+            f"partition: {p.public} public + {agents} agents x {p.samples_per_agent} samples"
+            + (f" + {p.test} test" if p.test else "") + f" = {need} rows, but the pool "
+            f"({p.pool}) has {n}")
+
+
+def _majority(y_train, y_test) -> dict:
+    """Predict the training majority class with the training base rate (a reference line)."""
+    rate = float(np.mean(y_train > 0))
+    logit = np.log(rate / (1 - rate)) if 0 < rate < 1 else 0.0
+    u_tr, u_te = np.full(y_train.shape, logit), np.full(y_test.shape, logit)
+    return {"label": "majority class (base rate)", "line": ":",
+            "test_accuracy": float(np.mean((y_test > 0) == (rate > 0.5))),
+            "test_logloss": log_loss(u_te, y_test), "train_logloss": log_loss(u_tr, y_train),
+            "train_accuracy": float(np.mean((y_train > 0) == (rate > 0.5)))}
+
+
+class HorizontalSetting:
+    """Providers hold rows: ``[partition] agents``, ``samples_per_agent``, ``public``, ``test``.
+
+    Each repeat permutes the pool with the repeat's ``split`` stream: the first
+    ``public`` rows are public (e.g. DP-ADMM's pre-training rows), the next
+    ``agents x samples_per_agent`` go to the providers in contiguous blocks, and
+    ``test`` rows after them are the test set (``test = 0``: the dataset's own
+    test part, or with ``pool = "train+test"`` every row no provider holds).
+    """
+
+    repeats_share_baselines = False
+
+    def __init__(self, config: Config, dataset: Dataset, unit_rows: bool):
+        self.config, self.dataset = config, dataset
+        self.X, self.y = _pool(config, dataset)
+        if unit_rows:
+            from vfl.datasets.preprocessing import normalize_rows
+
+            self.X = normalize_rows(self.X)
+        self.objective = make_objective(config)
+        _rows_needed(config, config.partition.agents, len(self.y))
+
+    def prepare(self, streams: Streams) -> Prepared:
+        from vfl.admm.consensus import split_providers
+
+        p = self.config.partition
+        own_test = p.test == 0 and p.pool == "train"
+        data, (X_test, y_test) = split_providers(
+            self.X, self.y, providers=p.agents, samples_per_provider=p.samples_per_agent,
+            public=p.public, test=None if p.test == 0 else p.test, rng=streams.get("split"))
+        if own_test:
+            X_test = self.dataset.X_test.toarray() if hasattr(self.dataset.X_test, "toarray") \
+                else np.asarray(self.dataset.X_test, dtype=float)
+            y_test = self.dataset.y_test
+        return Prepared(data=data, test=X_test, y_test=y_test, y_train=data.b.reshape(-1),
+                        distribution={"setting": "horizontal", "providers": p.agents,
+                                      "samples_per_provider": p.samples_per_agent,
+                                      "public": p.public, "test": int(len(y_test)),
+                                      "test_source": "the dataset's test part" if own_test
+                                      else f"held out from the pool ({p.pool})",
+                                      "pool": p.pool, "split": "one permutation per repeat, "
+                                      "SeedSequence(seed, spawn_key=(3, ...))"},
+                        objective=self.objective)
+
+    def baselines(self, prepared: Prepared, *, use_cache: bool) -> dict:
+        from vfl.admm.pretrain import consensus_optimum
+
+        data = prepared.data
+        w, f_star = consensus_optimum(data.A, data.b, lam=self.objective.lam,
+                                      regularizer=self.objective.regularizer)
+        u_tr = data.A.reshape(-1, data.A.shape[-1]) @ w
+        u_te = prepared.test @ w
+        return {"central": {"label": "central optimum (pooled data)", "objective": f_star,
+                            "norm": float(np.linalg.norm(w)),
+                            **_score(u_tr, prepared.y_train, u_te, prepared.y_test)},
+                "majority": _majority(prepared.y_train, prepared.y_test)}
+
+
+# ------------------------------------------------------------------ network --
+class NetworkSetting:
+    """Agents on a graph (``[network]``), ``[partition] samples_per_agent`` rows each.
+
+    Per repeat: the graph from the repeat's ``graph`` stream (redrawn until
+    connected), the samples (disjoint, without replacement) from ``split``,
+    ``x^0 ~ N(0, I)`` from ``x0``: the same for every solver in the repeat
+    (common random numbers). ``x*`` is the central optimum of the same
+    objective on the union of the agents' samples. The test set is
+    ``partition.test`` rows not held by any agent (all of them when 0).
+    """
+
+    repeats_share_baselines = False
+
+    def __init__(self, config: Config, dataset: Dataset, unit_rows: bool):
+        from vfl.decentralized.problem import encode_labels
+
+        self.config, self.dataset = config, dataset
+        self.X, self.y = _pool(config, dataset)
+        if unit_rows:
+            from vfl.datasets.preprocessing import normalize_rows
+
+            self.X = normalize_rows(self.X)
+        self.y_coded = encode_labels(self.y, config.network.labels)
+        self.objective = make_objective(config)
+        _rows_needed(config, config.network.nodes, len(self.y))
+
+    def prepare(self, streams: Streams) -> Prepared:
+        from vfl.decentralized.graphs import make_graph
+        from vfl.decentralized.problem import build_network_data
+
+        net, p = self.config.network, self.config.partition
+        adjacency = make_graph(net.graph, nodes=net.nodes, edges=net.edges, p=net.p,
+                               path=net.path, rng=streams.get("graph"))
+        data, idx = build_network_data(self.X, self.y_coded, adjacency,
+                                       per_agent=p.samples_per_agent, objective=self.objective,
+                                       split_rng=streams.get("split"), x0_rng=streams.get("x0"))
+        rest = np.setdiff1d(np.arange(len(self.y)), idx.ravel())
+        if p.test:
+            rest = rest[streams.get("split", 1).permutation(rest.size)[:p.test]]
+        edges = int(adjacency.nnz // 2)
+        return Prepared(data=data, test=self.X[rest], y_test=self.y[rest],
+                        y_train=self.y[idx].reshape(-1),
+                        distribution={"setting": "network", "graph": net.graph, "nodes": net.nodes,
+                                      "edges": edges, "exchange": net.exchange,
+                                      "labels": net.labels,
+                                      "samples_per_agent": p.samples_per_agent,
+                                      "test": int(rest.size), "pool": p.pool,
+                                      "degrees": {"min": int(np.diff(adjacency.indptr).min()),
+                                                  "max": int(np.diff(adjacency.indptr).max())}},
+                        objective=self.objective)
+
+    def baselines(self, prepared: Prepared, *, use_cache: bool) -> dict:
+        data = prepared.data
+        x = data.x_star
+        u_tr = data.A.reshape(-1, data.A.shape[-1]) @ x
+        return {"central": {"label": "central optimum x*", "norm": float(np.linalg.norm(x)),
+                            **_score(u_tr, prepared.y_train, prepared.test @ x, prepared.y_test)},
+                "majority": _majority(prepared.y_train, prepared.y_test)}
+
+
+SETTINGS[Setting.HORIZONTAL] = HorizontalSetting
+SETTINGS[Setting.NETWORK] = NetworkSetting

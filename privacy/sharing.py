@@ -1,0 +1,101 @@
+"""Sound sensitivities of ADMM sharing's released shares (Hu et al., updates (10)).
+
+Every epoch party ``m`` publishes ``s_m = clip(D_m x_m, [-c, c]) + N(0, sigma^2 I_N)``,
+where ``x_m`` depends on the data only through party m's own block ``D_m``
+and the public history (the shares, ``z`` and ``y`` already broadcast). So
+each epoch is a Gaussian mechanism on party m's block, and the epochs compose
+adaptively, *provided* the l2 distance between the release means under
+neighbouring datasets is bounded for **every** public history. The bounds
+below are such bounds; each states the assumptions it uses, and the solver
+enforces every one of them (unit rows, the ball, both clips, an exact
+constrained x-update).
+
+Why Lemma 1 of Hu et al. is not used as a guarantee: its proof uses
+``||(D_m^T D_m)^{-1}|| = 1/d_m`` (false in general: unit rows give
+``trace(D_m^T D_m) = N`` and the normalized a9a blocks are rank deficient),
+drops factors ``||D_k||`` and assumes ``||y||, ||z|| <= b1``, which nothing
+enforces (on a9a ``||y||`` is about 100 and ``||z||`` about 1000). A white-box
+audit refutes the epsilons it gives (README, "Privacy"). :mod:`.paper` keeps
+it as the paper's claim.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import _checks
+
+__all__ = ["NEIGHBOURS", "column_sensitivity", "row_sensitivity"]
+
+#: The neighbouring relations of ADMM sharing's accounting mode.
+NEIGHBOURS = {
+    "column": ("datasets differing in one feature column of one party's block D_m "
+               "(Definition 2 of Hu et al.); rows of every block have unit l2 norm"),
+    "row": ("datasets differing in one sample's feature vector in one party's block D_m "
+            "(one row of D_m replaced by another unit-norm row); labels are not protected"),
+}
+
+
+def column_sensitivity(n_samples: int, clip: float, b1: float) -> float:
+    """l2 sensitivity ``2 min(c, b1) sqrt(N)`` of one released share, any relation.
+
+    Assumptions (all enforced by the solver): every row of ``D_m`` has unit
+    l2 norm; ``x_m`` lies in the ball ``||x_m|| <= b1``; the share is clipped
+    entrywise to ``[-c, c]``. Then every entry of the released mean lies in
+    ``[-min(c, b1), min(c, b1)]`` (``|D_i x| <= ||D_i|| ||x|| <= b1``) under
+    *both* datasets, whatever the history, so the two means differ by at most
+    ``2 min(c, b1)`` per entry. This holds for any change of ``D_m`` that
+    keeps its rows unit, in particular one changed column. It is nearly
+    attained: with two columns and every row ``(1, -1)/sqrt(2)``, the model
+    ``b1 (1, -1)/sqrt(2)`` gives every entry ``b1``; negating column 2 makes
+    the rows ``(1, 1)/sqrt(2)`` and the same model gives 0, a distance of
+    ``b1 sqrt(N)`` (half the bound when ``c >= b1``). No bound independent of
+    N exists for releasing N per-sample values under column-level neighbours.
+    """
+    n = _checks.count("n_samples", n_samples)
+    c = _checks.positive("clip", clip)
+    b1 = _checks.positive("b1", b1)
+    return 2.0 * min(c, b1) * math.sqrt(n)
+
+
+def row_sensitivity(clip: float, b1: float, rho: float, lam: float, input_clip: float) -> float:
+    """l2 sensitivity of one released share when one row of ``D_m`` is replaced.
+
+    ``Delta_row = 2 min(c, b1) + 2 (rho b1 + R) / sqrt(2 lam rho)``.
+
+    Derivation. Party m's x-update is the exact minimizer over the ball
+    ``X = {||x|| <= b1}`` of the quadratic
+
+        f(x) = lam ||x||^2 + rho/2 ||D_m x||^2 - <r, D_m x>,
+
+    with ``r = clip(rho v - y, [-R, R])`` built from public values only
+    (``v = z - sum_{k != m} s_k``). Let ``f'`` use ``D'_m`` (row i replaced,
+    both rows of unit norm), ``x, x'`` the two constrained minimizers and
+    ``H = 2 lam I + rho D_m^T D_m`` the Hessian of ``f``. The first-order
+    optimality conditions on ``X`` and the strong convexity of ``f`` in the
+    ``H``-norm give ``||x - x'||_H^2 <= <grad f(x') - grad f'(x'), x' - x>``,
+    hence ``||x - x'||_H <= ||g||_{H^-1} <= ||g|| / sqrt(2 lam)`` with
+
+        g = rho (a_i a_i^T - a'_i a'_i^T) x' - r_i (a_i - a'_i),
+        ||g|| <= 2 rho b1 + 2 R          (|a . x'| <= b1, ||a_i - a'_i|| <= 2).
+
+    Entry i of the release changes by at most ``2 min(c, b1)`` (both rows
+    unit, both models in the ball, clip); the other entries change by at most
+    ``|a_j (x - x')|`` (clipping is 1-Lipschitz), and
+    ``sum_j (a_j (x - x'))^2 <= ||D_m (x - x')||^2 <= ||x - x'||_H^2 / rho``.
+    So ``||s - s'|| <= 2 min(c, b1) + (2 rho b1 + 2 R) / sqrt(2 lam rho)``,
+    independent of N.
+
+    Assumptions (all enforced by the solver): unit rows; the x-update is the
+    exact constrained minimizer over the ball (not a projection of the
+    unconstrained one); the pulled input is clipped to ``[-R, R]``; the
+    share is clipped to ``[-c, c]``; ``lam > 0`` with the regularizer
+    ``lam ||x||^2``. Labels enter only through ``y`` and ``z``, which every
+    party sees: this relation does not protect them.
+    """
+    c = _checks.positive("clip", clip)
+    b1 = _checks.positive("b1", b1)
+    rho = _checks.positive("rho", rho)
+    lam = _checks.positive("lam", lam)
+    R = _checks.positive("input_clip", input_clip)
+    return 2.0 * min(c, b1) + 2.0 * (rho * b1 + R) / math.sqrt(2.0 * lam * rho)

@@ -1,0 +1,522 @@
+"""Tests of the user-file datasets: ``load_dataset("libsvm" | "csv", options=...)``.
+
+Every file is written by the test into tmp_path (the working directory, so
+relative paths are exercised too). The validation table pins each error's
+exact one-line message; the ``data``-marked round trip needs the real a9a.
+"""
+
+import bz2
+import gzip
+import hashlib
+import io
+import json
+import lzma
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from vfl.core.errors import DataError
+from vfl.datasets import (
+    LOADER_OPTIONS,
+    get_spec,
+    inspect_file,
+    load_dataset,
+    read_user_file,
+    suggest_partition,
+)
+
+# Fastest levels: the tests check formats, not compression ratios.
+COMPRESS = {"": lambda b: b, ".gz": lambda b: gzip.compress(b, 1),
+            ".bz2": lambda b: bz2.compress(b, 1), ".xz": lambda b: lzma.compress(b, preset=0)}
+
+# 6 rows, 4 one-based features, labels 0/1.
+SVM = b"1 1:0.5 3:1\n0 2:1\n1 1:1 4:2\n0 3:1\n1 2:3\n0 1:1\n"
+SVM_TEST = b"1 1:1\n0 2:2\n"
+CSV = b"age,city,y,income\n30,Paris,yes,1.5\n40, Rome,no,2\n50,Paris,no,3\n" \
+      b"60,Oslo,yes,4\n70,Rome,yes,5\n20,Oslo,no,6\n"
+CSV_TEST = b"y,income,city,age\nyes,1,Paris,30\nno,2,Berlin,40\n"
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+
+def write(name: str, content: bytes) -> Path:
+    """Write ``content`` to ``name`` in the cwd, compressed as its suffix says."""
+    suffix = next((s for s in (".gz", ".bz2", ".xz") if name.endswith(s)), "")
+    path = Path(name)
+    path.write_bytes(COMPRESS[suffix](content))
+    return path
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# ------------------------------------------------------------------ LIBSVM
+
+
+def test_libsvm_with_test_file():
+    write("tr.svm", SVM)
+    write("te.svm", SVM_TEST)
+    data = load_dataset("libsvm", options={"path": "tr.svm", "test_path": "te.svm"})
+    assert data.name == "libsvm" and sp.isspmatrix_csr(data.X_train)
+    assert data.X_train.dtype == np.float64 and data.X_train.shape == (6, 4)
+    np.testing.assert_array_equal(data.X_train.toarray()[2], [1, 0, 0, 2])
+    np.testing.assert_array_equal(data.y_train, [1, -1, 1, -1, 1, -1])
+    np.testing.assert_array_equal(data.X_test.toarray(), [[1, 0, 0, 0], [0, 2, 0, 0]])  # padded
+    prov = data.provenance
+    assert prov["parsing"]["indices"] == "one-based"
+    assert prov["label_mapping"] == {"-1": 0.0, "+1": 1.0, "rule": "larger label is +1"}
+    assert prov["options"] == {"path": "tr.svm", "test_path": "te.svm", "normalize_rows": False}
+    json.dumps(prov)
+
+
+def test_checksums_and_provenance_record_every_file(tmp_path):
+    write("tr.svm.gz", SVM)
+    write("te.svm", SVM_TEST)
+    data = load_dataset("libsvm", options={"path": "tr.svm.gz",
+                                           "test_path": str(tmp_path / "te.svm")})
+    raw = Path("tr.svm.gz").read_bytes()
+    train, test = tmp_path / "tr.svm.gz", tmp_path / "te.svm"
+    assert data.checksums == {str(train): sha(raw), str(test): sha(SVM_TEST)}
+    assert data.provenance["files"]["train"] == {
+        "path": str(train), "given": "tr.svm.gz", "size": len(raw), "sha256": sha(raw),
+        "compression": "gzip", "content_sha256": sha(SVM), "content_size": len(SVM)}
+    assert data.provenance["files"]["test"]["compression"] == "none"
+    # A changed file shows in the checksums (and so in the manifest and the baseline cache key).
+    write("te.svm", SVM_TEST.replace(b"2:2", b"2:3"))
+    again = load_dataset("libsvm", options={"path": "tr.svm.gz", "test_path": "te.svm"})
+    assert again.checksums[str(train)] == data.checksums[str(train)]
+    assert again.checksums[str(test)] != data.checksums[str(test)]
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz"])
+def test_compressed_files_parse_like_plain(suffix):
+    write("tr.svm", SVM)
+    write("tr.svm" + suffix, SVM)
+    plain = load_dataset("libsvm", options={"path": "tr.svm", "test_fraction": 0.5})
+    packed = load_dataset("libsvm", options={"path": "tr.svm" + suffix, "test_fraction": 0.5})
+    assert (plain.X_train != packed.X_train).nnz == 0
+    np.testing.assert_array_equal(plain.y_test, packed.y_test)
+    record = packed.provenance["files"]["train"]
+    assert record["content_sha256"] == sha(SVM) and record["sha256"] != sha(SVM)
+
+
+def test_libsvm_zero_based_and_n_features():
+    write("z.svm", b"1 0:1 2:1\n0 1:1\n1 0:2\n0 2:2\n")
+    auto = load_dataset("libsvm", options={"path": "z.svm", "test_fraction": 0.5})
+    assert auto.n_features == 3 and auto.provenance["parsing"]["indices"] == "zero-based"
+    wide = load_dataset("libsvm", options={"path": "z.svm", "test_fraction": 0.5,
+                                           "zero_based": True, "n_features": 10})
+    assert wide.n_features == 10
+    # "auto" is decided on both files together, as load_svmlight_files does.
+    write("one.svm", SVM)
+    write("zero.svm", b"1 0:1\n0 4:1\n")
+    data = load_dataset("libsvm", options={"path": "one.svm", "test_path": "zero.svm"})
+    assert data.provenance["parsing"]["indices"] == "zero-based" and data.n_features == 5
+    np.testing.assert_array_equal(data.X_test.toarray()[0], [1, 0, 0, 0, 0])
+
+
+def test_test_fraction_split_is_seeded_stratified_and_ordered():
+    rng = np.random.default_rng(0)
+    y = np.r_[np.ones(30), np.zeros(70)]
+    lines = [f"{int(v)} 1:{i} 2:{rng.normal():.6f}\n" for i, v in enumerate(y, start=1)]
+    write("s.svm", "".join(lines).encode())
+    opts = {"path": "s.svm", "test_fraction": 0.2, "split_seed": 5}
+    a = load_dataset("libsvm", options=opts)
+    b = load_dataset("libsvm", options=opts)
+    c = load_dataset("libsvm", options={**opts, "split_seed": 6})
+    ids_train, ids_test = a.X_train[:, 0].toarray().ravel(), a.X_test[:, 0].toarray().ravel()
+    assert a.n_test == 20 and a.n_train == 80
+    assert np.sum(a.y_test == 1) == 6 and np.sum(a.y_train == 1) == 24  # stratified
+    assert np.all(np.diff(ids_train) > 0) and np.all(np.diff(ids_test) > 0)  # file order
+    assert sorted(np.r_[ids_train, ids_test]) == list(range(1, 101))
+    np.testing.assert_array_equal(b.X_test.toarray(), a.X_test.toarray())
+    assert not np.array_equal(c.X_test[:, 0].toarray(), a.X_test[:, 0].toarray())
+    assert a.provenance["split"] == {
+        "test": "held out from path", "test_fraction": 0.2, "split_seed": 5,
+        "stratified_by_label": True, "row_order": "file order within each part",
+        "n_train": 80, "n_test": 20}
+
+
+@pytest.mark.parametrize("labels, positive, expected, rule", [
+    ((0, 1), None, [-1, 1], "larger label is +1"),
+    ((-1, 1), None, [-1, 1], "larger label is +1"),
+    ((2, 4), None, [-1, 1], "larger label is +1"),
+    ((2, 4), 2, [1, -1], "label_positive = 2"),
+    ((2, 4), "4", [-1, 1], "label_positive = '4'"),
+])
+def test_label_mapping(labels, positive, expected, rule):
+    lo, hi = labels
+    write("l.svm", f"{lo} 1:1\n{hi} 2:1\n{lo} 1:2\n{hi} 2:2\n".encode())
+    opts = {"path": "l.svm", "test_path": "l.svm"}
+    if positive is not None:
+        opts["label_positive"] = positive
+    data = load_dataset("libsvm", options=opts)
+    np.testing.assert_array_equal(data.y_train, expected * 2)
+    mapping = data.provenance["label_mapping"]
+    assert mapping["rule"] == rule
+    assert {mapping["-1"], mapping["+1"]} == {float(lo), float(hi)}
+
+
+def test_normalize_rows_applies_to_user_files():
+    write("tr.svm", SVM)
+    data = load_dataset("libsvm", options={"path": "tr.svm", "test_fraction": 0.5,
+                                           "normalize_rows": True})
+    np.testing.assert_allclose(sp.linalg.norm(data.X_train, axis=1), 1.0)
+
+
+# --------------------------------------------------------------------- CSV
+
+
+def test_csv_categorical_onehot_with_test_file():
+    write("a.csv", CSV)
+    write("b.csv", CSV_TEST)
+    data = load_dataset("csv", options={"path": "a.csv", "label": "y", "test_path": "b.csv"})
+    assert isinstance(data.X_train, np.ndarray) and data.X_train.dtype == np.float64
+    assert data.provenance["feature_names"] == ["age", "city=Oslo", "city=Paris", "city=Rome",
+                                                "income"]
+    np.testing.assert_array_equal(data.X_train[:2], [[30, 0, 1, 0, 1.5], [40, 0, 0, 1, 2]])
+    # Test columns in another order; Berlin never seen: all-zero block.
+    np.testing.assert_array_equal(data.X_test, [[30, 0, 1, 0, 1], [40, 0, 0, 0, 2]])
+    np.testing.assert_array_equal(data.y_train, [1, -1, -1, 1, 1, -1])  # 'yes' > 'no'
+    assert data.provenance["label_mapping"] == {
+        "-1": "no", "+1": "yes", "rule": "larger label (string order) is +1"}
+    assert data.provenance["parsing"]["categorical_columns"] == {"city": "detected"}
+    assert data.provenance["unseen_test_categories"] == {"city": 1}
+    json.dumps(data.provenance)
+
+
+def test_csv_ordinal_features_declared_categorical_and_delimiter():
+    content = CSV.replace(b",", b";")
+    write("a.csv", content)
+    write("b.csv", CSV_TEST.replace(b",", b";"))
+    data = load_dataset("csv", options={
+        "path": "a.csv", "label": "y", "test_path": "b.csv", "delimiter": ";",
+        "features": ["income", "city", "age"], "categorical": "ordinal",
+        "categorical_columns": ["age"], "label_positive": "no"})
+    # ages 20..70 as categories '20' < '30' < ...; Berlin unseen -> 3 (one past Rome=2)
+    np.testing.assert_array_equal(data.X_train[:2], [[1.5, 1, 1], [2, 2, 2]])
+    np.testing.assert_array_equal(data.X_test, [[1, 1, 1], [2, 3, 2]])
+    np.testing.assert_array_equal(data.y_train, [-1, 1, 1, -1, -1, 1])
+    assert data.provenance["parsing"]["categorical_columns"] == {"city": "detected",
+                                                                 "age": "declared"}
+
+
+def test_csv_categories_do_not_depend_on_split_seed():
+    rows = "".join(f"{i % 2},{'rare' if i == 7 else 'c' + str(i % 3)}\n" for i in range(40))
+    write("r.csv", ("y,kind\n" + rows).encode())
+    widths = {load_dataset("csv", options={"path": "r.csv", "label": "y", "test_fraction": 0.25,
+                                           "split_seed": s}).n_features for s in range(6)}
+    assert widths == {4}
+
+
+def test_csv_booleans_tsv_and_numeric_labels():
+    write("t.tsv", b"flag\tx\ty\nTrue\t1.5\t-1\nFalse\t2\t1\nTrue\t3\t-1\nFalse\t4\t1\n")
+    data = load_dataset("csv", options={"path": "t.tsv", "label": "y", "delimiter": "\t",
+                                        "test_path": "t.tsv"})
+    np.testing.assert_array_equal(data.X_train[:, 0], [1, 0, 1, 0])
+    np.testing.assert_array_equal(data.y_train, [-1, 1, -1, 1])
+
+
+# ----------------------------------------------------------- validation table
+
+# (id, files written, dataset, options, exact message; {d} is the tmp dir)
+ZIP = b"PK\x03\x04" + b"\x00" * 30
+CASES = [
+    # NaN / inf, naming the first row (file line) and column
+    ("nan-libsvm", {"n.svm": b"# comment\n1 1:1\n\n0 2:nan # x\n"}, "libsvm", {"path": "n.svm"},
+     "{d}/n.svm line 4: feature 2 has value nan (NaN and inf are not allowed)"),
+    ("inf-libsvm", {"n.svm": b"1 1:1\n0 2:1 3:inf\n1 1:nan\n"}, "libsvm", {"path": "n.svm"},
+     "{d}/n.svm line 2: feature 3 has value inf (NaN and inf are not allowed)"),
+    ("nan-label-libsvm", {"n.svm": b"1 1:1\nnan 2:1\n"}, "libsvm", {"path": "n.svm"},
+     "{d}/n.svm line 2: label nan is not a finite number"),
+    ("nan-csv", {"n.csv": b"a,b,y\n1,2,0\n\n3,nan,1\n4,inf,1\n"}, "csv", {"path": "n.csv"},
+     "{d}/n.csv line 4, column 'b': value 'nan' is not finite (NaN and inf are not allowed)"),
+    ("inf-csv", {"n.csv": b"a,b,y\n1,2,0\n3,-inf,1\n"}, "csv", {"path": "n.csv"},
+     "{d}/n.csv line 3, column 'b': value '-inf' is not finite (NaN and inf are not allowed)"),
+    ("inf-label-csv", {"n.csv": b"a,y\n1,0\n3,inf\n"}, "csv", {"path": "n.csv"},
+     "{d}/n.csv line 3, column 'y': label 'inf' is not a finite number"),
+    ("missing-cell-csv", {"n.csv": b"a,b,y\n1,2,0\n3,,1\n"}, "csv", {"path": "n.csv"},
+     "{d}/n.csv line 3, column 'b': missing value (fill or drop the row; vfl does not impute)"),
+    ("missing-label-csv", {"n.csv": b"a,y\n1,0\n3,\n"}, "csv", {"path": "n.csv"},
+     "{d}/n.csv line 3, column 'y': missing label"),
+    ("non-numeric-csv", {"n.csv": b"age,y\n31,0\nold,1\n"}, "csv", {"path": "n.csv"},
+     "{d}/n.csv line 3, column 'age': non-numeric value 'old' in a numeric column (list the "
+     "column in categorical_columns if it is categorical)"),
+    # feature indices
+    ("index-beyond-n-features", {"n.svm": b"1 1:1\n0 2:1 5:1\n"}, "libsvm",
+     {"path": "n.svm", "n_features": 4},
+     "{d}/n.svm line 2: feature index 5 exceeds n_features = 4 (indices are one-based)"),
+    ("index-0-one-based", {"n.svm": b"1 1:1\n0 0:1 2:1\n"}, "libsvm",
+     {"path": "n.svm", "zero_based": False},
+     "{d}/n.svm line 2: feature index 0 in a one-based file (zero_based = false); set "
+     "zero_based = true if the files count features from 0"),
+    ("test-wider-than-train", {"n.svm": SVM, "t.svm": b"1 1:1\n0 7:1\n"}, "libsvm",
+     {"path": "n.svm", "test_path": "t.svm"},
+     "{d}/t.svm line 2: feature index 7 is beyond the 4 features of the training file "
+     "{d}/n.svm (set n_features to the true number of features)"),
+    ("test-extra-column-csv", {"n.csv": b"a,y\n1,0\n2,1\n", "t.csv": b"a,b,y\n1,2,0\n"}, "csv",
+     {"path": "n.csv", "test_path": "t.csv"},
+     "{d}/t.csv: column(s) 'b' are not in the training file {d}/n.csv (set features to "
+     "choose the columns)"),
+    ("malformed-libsvm", {"n.svm": b"1 1:1\n0 2:abc\n"}, "libsvm", {"path": "n.svm"},
+     "{d}/n.svm: malformed LIBSVM file (could not convert string to float: b'abc')"),
+    ("no-features", {"n.svm": b"1\n0\n"}, "libsvm", {"path": "n.svm"},
+     "{d}/n.svm: no features (every line holds only a label)"),
+    # empty files
+    ("empty", {"n.svm": b""}, "libsvm", {"path": "n.svm"}, "{d}/n.svm: empty file (0 bytes)"),
+    ("whitespace", {"n.svm": b"\n  \n"}, "libsvm", {"path": "n.svm"},
+     "{d}/n.svm: empty file (no data, only whitespace)"),
+    ("empty-gz", {"n.svm.gz": None}, "libsvm", {"path": "n.svm.gz"},
+     "{d}/n.svm.gz: empty file (no data after decompression)"),
+    ("comments-only", {"n.svm": b"# nothing\n"}, "libsvm", {"path": "n.svm"},
+     "{d}/n.svm: empty file (no data lines, only comments or blank lines)"),
+    ("header-only-csv", {"n.csv": b"a,y\n"}, "csv", {"path": "n.csv"},
+     "{d}/n.csv: empty file (a header line but no data rows)"),
+    # columns and labels
+    ("repeated-column-name", {"n.csv": b"a,b,a,y\n1,2,3,0\n"}, "csv", {"path": "n.csv"},
+     "{d}/n.csv: column name(s) 'a' appear more than once in the header line"),
+    ("label-column-missing", {"n.csv": b"a,b,target\n1,2,0\n"}, "csv", {"path": "n.csv"},
+     "{d}/n.csv: label column 'y' not found; columns are: 'a', 'b', 'target'"),
+    ("feature-missing", {"n.csv": b"a,y\n1,0\n"}, "csv", {"path": "n.csv", "features": ["a", "c"]},
+     "{d}/n.csv: feature column(s) 'c' not found; columns are: 'a', 'y'"),
+    ("categorical-not-a-feature", {"n.csv": b"a,b,y\n1,2,0\n"}, "csv",
+     {"path": "n.csv", "features": ["a"], "categorical_columns": ["b"]},
+     "csv: categorical_columns lists 'b', not among the feature columns"),
+    ("constant-label", {"n.svm": b"1 1:1\n1 2:1\n"}, "libsvm", {"path": "n.svm"},
+     "{d}/n.svm: constant label: every row has label 1; binary classification needs two "
+     "classes"),
+    ("constant-label-csv", {"n.csv": b"a,y\n1,yes\n2,yes\n"}, "csv", {"path": "n.csv"},
+     "{d}/n.csv: constant label: every row has label 'yes'; binary classification needs two "
+     "classes"),
+    ("three-classes", {"n.svm": b"1 1:1\n2 1:1\n3 1:1\n1 1:1\n"}, "libsvm", {"path": "n.svm"},
+     "{d}/n.svm: 3 distinct labels (1, 2, 3); binary classification needs exactly two"),
+    ("many-classes-csv", {"n.csv": b"a,y\n" + b"".join(b"1,c%d\n" % i for i in range(9))}, "csv",
+     {"path": "n.csv"},
+     "{d}/n.csv: 9 distinct labels ('c0', 'c1', 'c2', 'c3', 'c4', ... (9 in all)); binary "
+     "classification needs exactly two"),
+    ("label-positive-unknown", {"n.svm": SVM}, "libsvm", {"path": "n.svm", "label_positive": 3},
+     "{d}/n.svm: label_positive = 3 is not one of the labels 0, 1"),
+    ("test-label-unknown", {"n.svm": SVM, "t.svm": b"1 1:1\n5 1:1\n"}, "libsvm",
+     {"path": "n.svm", "test_path": "t.svm"},
+     "{d}/t.svm: test label(s) 5 do not occur in the training file (whose labels are 0, 1)"),
+    ("test-label-unknown-csv", {"n.csv": b"a,y\n1,0\n2,1\n", "t.csv": b"a,y\n1,0\n2,yes\n"},
+     "csv", {"path": "n.csv", "test_path": "t.csv"},
+     "{d}/t.csv line 3, column 'y': label 'yes' does not occur in the training file"),
+    ("cannot-stratify", {"n.svm": b"1 1:1\n0 1:1\n0 1:2\n0 1:3\n"}, "libsvm", {"path": "n.svm"},
+     "{d}/n.svm: cannot hold out test_fraction = 0.5 stratified by label: label 1 has only 1 "
+     "row and a stratified split needs at least 2 of each"),
+    ("too-few-test-rows", {"n.svm": SVM}, "libsvm", {"path": "n.svm", "test_fraction": 0.1},
+     "{d}/n.svm: test_fraction = 0.1 of 6 rows leaves 1 row for testing and 5 for training; "
+     "a stratified split needs at least one row of each label in each part"),
+    # files that are not what their name says
+    ("gz-not-gzip", {"n.svm.gz": None}, "libsvm", {"path": "n.svm.gz"},
+     "{d}/n.svm.gz: the name ends in .gz but the content is not gzip-compressed (it starts "
+     "with b'1 1:0.5 ')"),
+    ("bz2-is-xz", {"n.svm.bz2": None}, "libsvm", {"path": "n.svm.bz2"},
+     "{d}/n.svm.bz2: the name ends in .bz2 but the content is xz-compressed (it starts "
+     "with b'\\xfd7zXZ\\x00\\x00\\x04')"),
+    ("gzip-without-gz", {"n.svm": None}, "libsvm", {"path": "n.svm"},
+     "{d}/n.svm: the content is gzip-compressed but the name does not end in .gz; rename it "
+     "to n.svm.gz"),
+    ("zip-as-csv", {"n.csv": ZIP}, "csv", {"path": "n.csv"},
+     "{d}/n.csv: the content is a zip archive (or an .xlsx workbook), not LIBSVM or CSV text "
+     "(vfl reads plain, .gz, .bz2 and .xz text files)"),
+    ("utf16-csv", {"n.csv": "a,y\n1,0\n".encode("utf-16")}, "csv", {"path": "n.csv"},
+     "{d}/n.csv: binary content (NUL bytes), not a text file (a UTF-16 export? save it as "
+     "UTF-8)"),
+    # truncated / corrupt compressed files
+    ("truncated-gz", {"n.svm.gz": None}, "libsvm", {"path": "n.svm.gz"},
+     "{d}/n.svm.gz: truncated gzip file (the compressed data ends before its end-of-stream "
+     "marker)"),
+    ("truncated-bz2", {"n.svm.bz2": None}, "libsvm", {"path": "n.svm.bz2"},
+     "{d}/n.svm.bz2: truncated bzip2 file (the compressed data ends before its end-of-stream "
+     "marker)"),
+    ("truncated-xz", {"n.svm.xz": None}, "libsvm", {"path": "n.svm.xz"},
+     "{d}/n.svm.xz: truncated xz file (the compressed data ends before its end-of-stream "
+     "marker)"),
+    ("corrupt-bz2", {"n.svm.bz2": None}, "libsvm", {"path": "n.svm.bz2"},
+     "{d}/n.svm.bz2: corrupt bzip2 file (Invalid data stream)"),
+    # missing / unreadable
+    ("missing-relative", {}, "libsvm", {"path": "data/none.svm"},
+     "{d}/data/none.svm: no such file (relative paths are resolved against the current "
+     "directory {d})"),
+    ("missing-absolute", {}, "libsvm", {"path": "{d}/none.svm"}, "{d}/none.svm: no such file"),
+    ("directory", {"sub/x": b""}, "libsvm", {"path": "sub"},
+     "{d}/sub: is a directory, not a data file"),
+    ("missing-test-file", {"n.svm": SVM}, "libsvm", {"path": "n.svm", "test_path": "t.svm"},
+     "{d}/t.svm: no such file (relative paths are resolved against the current directory {d})"),
+    # options
+    ("fraction-zero", {"n.svm": SVM}, "libsvm", {"path": "n.svm", "test_fraction": 0},
+     "libsvm: test_fraction must be a number in (0, 1), got 0"),
+    ("fraction-one", {"n.svm": SVM}, "libsvm", {"path": "n.svm", "test_fraction": 1.0},
+     "libsvm: test_fraction must be a number in (0, 1), got 1.0"),
+    ("fraction-text", {"n.csv": CSV}, "csv", {"path": "n.csv", "test_fraction": "0.2"},
+     "csv: test_fraction must be a number in (0, 1), got '0.2'"),
+    ("both-test-options", {"n.svm": SVM}, "libsvm",
+     {"path": "n.svm", "test_path": "n.svm", "test_fraction": 0.2},
+     "libsvm: give test_path or test_fraction, not both"),
+    ("no-test-option", {"n.svm": SVM}, "libsvm", {"path": "n.svm", "test_fraction": None},
+     "libsvm: needs test_path (a separate test file) or test_fraction (the share of the rows "
+     "of path held out for testing, e.g. 0.2)"),
+    ("no-path", {}, "libsvm", {"test_fraction": 0.2},
+     "libsvm: option path is required (the training file)"),
+    ("no-label-option", {"n.csv": CSV}, "csv", {"path": "n.csv", "label": None},
+     "csv: option label (the name of the label column) is required"),
+    ("bad-zero-based", {"n.svm": SVM}, "libsvm", {"path": "n.svm", "zero_based": "yes"},
+     "libsvm: zero_based must be \"auto\", true or false, got 'yes'"),
+    ("bad-n-features", {"n.svm": SVM}, "libsvm", {"path": "n.svm", "n_features": 0},
+     "libsvm: n_features must be an integer >= 1, got 0"),
+    ("bad-split-seed", {"n.svm": SVM}, "libsvm", {"path": "n.svm", "split_seed": -1},
+     "libsvm: split_seed must be an integer >= 0, got -1"),
+    ("bad-categorical", {"n.csv": CSV}, "csv", {"path": "n.csv", "categorical": "dummy"},
+     "csv: categorical must be \"onehot\" or \"ordinal\", got 'dummy'"),
+    ("bad-delimiter", {"n.csv": CSV}, "csv", {"path": "n.csv", "delimiter": ",,"},
+     "csv: delimiter must be one character such as \",\", \";\" or \"\\t\", got ',,'"),
+    ("label-in-features", {"n.csv": CSV}, "csv", {"path": "n.csv", "features": ["age", "y"]},
+     "csv: features lists the label column 'y'"),
+    ("unknown-option", {"n.svm": SVM}, "libsvm", {"path": "n.svm", "label": "y"},
+     "libsvm: unknown option(s) label; valid options: path, test_path, test_fraction, "
+     "split_seed, n_features, zero_based, label_positive, normalize_rows"),
+]
+
+# Content for the cases whose file depends on a compressor.
+_SPECIAL = {
+    "empty-gz": gzip.compress(b""),
+    "gz-not-gzip": SVM,
+    "bz2-is-xz": lzma.compress(SVM),
+    "gzip-without-gz": gzip.compress(SVM),
+    "truncated-gz": gzip.compress(SVM * 50)[:-30],
+    "truncated-bz2": bz2.compress(SVM * 50)[:-30],
+    "truncated-xz": lzma.compress(SVM * 50)[:-30],
+    "corrupt-bz2": bz2.compress(SVM)[:10] + b"\x00" * 40,
+}
+
+
+@pytest.mark.parametrize("case_id, files, fmt, options, message", CASES,
+                         ids=[c[0] for c in CASES])
+def test_validation_table(tmp_path, case_id, files, fmt, options, message):
+    for name, content in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if content is None:
+            path.write_bytes(_SPECIAL[case_id])
+        else:
+            path.write_bytes(content)
+    opts = {"test_fraction": 0.5, **({"label": "y"} if fmt == "csv" else {})}
+    opts.update({k: (v.format(d=tmp_path) if isinstance(v, str) else v)
+                 for k, v in options.items()})
+    opts = {k: v for k, v in opts.items() if v is not None}
+    if "test_path" in opts and "test_fraction" not in options:
+        del opts["test_fraction"]
+    with pytest.raises(DataError) as err:
+        load_dataset(fmt, options=opts)
+    assert str(err.value) == message.format(d=tmp_path)
+    assert "\n" not in str(err.value)
+
+
+def test_unreadable_file(tmp_path, monkeypatch):
+    write("locked.svm", SVM)
+
+    def deny(self):
+        raise PermissionError(13, "Permission denied")
+
+    # Tests may run as root, which reads anything: simulate the denial.
+    monkeypatch.setattr(Path, "read_bytes", deny)
+    with pytest.raises(DataError) as err:
+        read_user_file("locked.svm")
+    assert str(err.value) == f"cannot read {tmp_path}/locked.svm: Permission denied"
+
+
+def test_validation_happens_before_any_split_or_write(tmp_path):
+    # The bad test file is found although the training file is fine, and nothing is written.
+    write("n.svm", SVM)
+    Path("t.svm.gz").write_bytes(SVM)  # not gzip
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(DataError, match="t.svm.gz: the name ends in .gz"):
+        load_dataset("libsvm", options={"path": "n.svm", "test_path": "t.svm.gz"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_registry_names_the_file_formats():
+    with pytest.raises(DataError) as err:
+        get_spec("libsvm")
+    assert str(err.value).startswith("dataset 'libsvm' reads the file named by its option path")
+    with pytest.raises(DataError, match=r"known datasets: a9a, adult, gisette, synthetic, "
+                                        r"libsvm, csv \(your own file\)"):
+        load_dataset("rcv1")
+    with pytest.raises(DataError, match="unknown dataset 'libsvm:x'"):
+        load_dataset("libsvm:x")
+    assert LOADER_OPTIONS["csv"][:2] == ("path", "label")
+
+
+# ------------------------------------------------------------------ inspect
+
+
+def test_inspect_libsvm_and_csv():
+    write("tr.svm.bz2", SVM)
+    info = inspect_file("tr.svm.bz2")
+    assert info["format"] == "libsvm" and info["indices"] == "one-based"
+    assert (info["n_rows"], info["n_features"], info["nnz"]) == (6, 4, 8)
+    assert info["labels"] == [{"raw": 0.0, "value": -1, "count": 3},
+                              {"raw": 1.0, "value": 1, "count": 3}]
+    assert info["options"] == {"path": str(Path.cwd() / "tr.svm.bz2"), "n_features": 4}
+    assert (info["min"], info["max"], info["binary_columns"]) == (0.0, 3.0, 1)
+    assert info["file"]["compression"] == "bzip2"
+
+    write("a.csv.gz", CSV)
+    info = inspect_file("a.csv.gz", label="y")
+    assert info["format"] == "csv" and info["n_features"] == 5
+    assert [c["width"] for c in info["columns"]] == [1, 3, 1]
+    assert info["categorical"] == {"city": 3}
+    json.dumps(info)
+
+
+def test_suggest_partition_respects_blocks():
+    assert suggest_partition([1] * 123, 2) == [62, 61]
+    assert suggest_partition([1] * 7, 3) == [2, 3, 2]
+    assert suggest_partition([1, 3, 1], 2) == [4, 1]  # never cuts the 3-wide one-hot block
+    assert suggest_partition([5, 1, 1, 1], 4) == [5, 1, 1, 1]
+    with pytest.raises(DataError, match="cannot split 2 column"):
+        suggest_partition([1, 1], 3)
+
+
+# ------------------------------------------------------- round trip on a9a
+
+
+@pytest.mark.data
+def test_a9a_round_trip_as_csv_and_libsvm(data_dir, tmp_path):
+    """a9a written by the test as CSV and as LIBSVM reads back identical."""
+    from sklearn.datasets import dump_svmlight_file
+
+    reg = load_dataset("a9a", data_dir)
+    names = [f"f{j + 1}" for j in range(reg.n_features)]
+    for part, X, y in (("train", reg.X_train, reg.y_train), ("test", reg.X_test, reg.y_test)):
+        frame = pd.DataFrame(X.toarray().astype(np.int8), columns=names)
+        frame.insert(3, "y", y.astype(int))  # the label need not be first or last
+        suffix = ".csv" if part == "train" else ".csv.gz"
+        write(f"a9a-{part}{suffix}", frame.to_csv(index=False).encode())
+        buffer = io.BytesIO()
+        dump_svmlight_file(X, y, buffer, zero_based=False)
+        write(f"a9a-{part}.svm" + (".xz" if part == "train" else ".gz"), buffer.getvalue())
+
+    csv = load_dataset("csv", options={"path": "a9a-train.csv", "label": "y",
+                                       "test_path": "a9a-test.csv.gz"})
+    svm = load_dataset("libsvm", options={"path": "a9a-train.svm.xz", "n_features": 123,
+                                          "test_path": "a9a-test.svm.gz"})
+    for data in (csv, svm):
+        dense = data.X_train.toarray() if sp.issparse(data.X_train) else data.X_train
+        np.testing.assert_array_equal(dense, reg.X_train.toarray())
+        dense = data.X_test.toarray() if sp.issparse(data.X_test) else data.X_test
+        np.testing.assert_array_equal(dense, reg.X_test.toarray())
+        np.testing.assert_array_equal(data.y_train, reg.y_train)
+        np.testing.assert_array_equal(data.y_test, reg.y_test)
+    assert sp.isspmatrix_csr(svm.X_train) and (svm.X_train != reg.X_train).nnz == 0
+    assert csv.provenance["feature_names"] == names
+    assert svm.provenance["files"]["train"]["compression"] == "xz"
