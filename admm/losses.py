@@ -9,10 +9,15 @@ Each loss exposes what the solvers need, all vectorized over samples:
 
 - ``value``/``grad``/``hess``: l_i, l_i' and l_i'' elementwise (unweighted);
 - ``prox_linear(s, y, rho, w)``: the minimizer of the z-subproblem (7),
-  ``w * l_i(z) - y_i z + rho/2 (s_i - z)^2``, for every sample at once.
+  ``w * l_i(z) - y_i z + rho/2 (s_i - z)^2``, for every sample at once;
+- ``prox_newton(...)``: the same minimizer by plain in-place Newton steps,
+  used when they provably converge (``rho > w * max l''``), else
+  ``prox_linear`` (ADMM sharing's ``z_update = "newton"``).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from scipy.special import expit
@@ -36,15 +41,23 @@ class Loss:
     def hess(self, u: np.ndarray, b: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def prox_linear(self, s, y, b, rho, w, tol=1e-10, max_iter=100, z0=None):
+    def prox_linear(self, s, y, b, rho, w, tol=1e-10, max_iter=100, z0=None, b_max=None):
         raise NotImplementedError
+
+    def prox_newton(self, s, y, b, rho, w, tol=1e-10, max_iter=100, z0=None, b2_max=None):
+        """The minimizer of (7) by the fastest method that is safe (default: :meth:`prox_linear`)."""
+        return self.prox_linear(s, y, b, rho, w, tol=tol, max_iter=max_iter, z0=z0)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
 
 class LogisticLoss(Loss):
-    """``l_i(u) = log(1 + exp(-b_i u))`` with ``b_i`` in {-1, +1}."""
+    """``l_i(u) = log(1 + exp(-b_i u))``, usually with ``b_i`` in {-1, +1}.
+
+    Any real ``b_i`` is handled exactly (``l'' = b^2 s(bu) s(-bu)``), so the
+    literal {0, 1} reading of Xiao et al. (``b = 0``: a constant loss) works too.
+    """
 
     name = "logistic"
     curvature = 0.25
@@ -56,22 +69,24 @@ class LogisticLoss(Loss):
         return -b * expit(-b * u)
 
     def hess(self, u, b):
-        # sigmoid(u) * sigmoid(-u), not p * (1 - p): no cancellation for large u.
-        return expit(u) * expit(-u)
+        # sigmoid(bu) * sigmoid(-bu), not p * (1 - p): no cancellation for large u.
+        bu = b * u
+        return (b * b) * (expit(bu) * expit(-bu))
 
     def _grad_hess(self, u, b):
         # One sigmoid for both: q = sigmoid(-b u), l' = -b q, l'' = q (1 - q).
         # (1 - q) may lose relative accuracy when l'' is tiny, harmless where
         # l'' is only ever added to rho.
         q = expit(-b * u)
-        return -b * q, q * (1.0 - q)
+        return -b * q, (b * b) * (q * (1.0 - q))
 
-    def prox_linear(self, s, y, b, rho, w, tol=1e-10, max_iter=100, z0=None):
+    def prox_linear(self, s, y, b, rho, w, tol=1e-10, max_iter=100, z0=None, b_max=None):
         r"""Solve (7) for every sample: ``w l_i(z) - y_i z + rho/2 (z - s_i)^2``.
 
         The optimality condition ``g(z) = w l_i'(z) - y_i + rho (z - s_i) = 0``
-        has a strictly increasing left side, and since ``|l_i'| < 1`` its root
-        lies in ``[s_i + (y_i - w)/rho, s_i + (y_i + w)/rho]``. The bracket
+        has a strictly increasing left side, and since ``|l_i'| < |b_i| <= B``
+        (``B = max_i |b_i|``, 1 for +-1 labels; ``b_max`` if the caller knows
+        it) its root lies in ``[s_i + (y_i - w B)/rho, s_i + (y_i + w B)/rho]``. The bracket
         shrinks with the sign of ``g``; a Newton step is taken when it lands
         inside the bracket and is at most half the step before last, else the
         bracket is bisected (``rtsafe`` of Numerical Recipes, vectorized). So
@@ -82,9 +97,12 @@ class LogisticLoss(Loss):
         ``z0`` warm-starts it (ADMM passes the previous epoch's z, which is
         close: two or three steps instead of four or five on a9a).
         """
-        c = s + y / rho  # minimizer when w = 0; the bracket is c +- w/rho
-        lo = c - w / rho
-        hi = c + w / rho
+        c = s + y / rho  # minimizer when w = 0; the bracket is c +- w B/rho
+        if b_max is None:
+            b_max = float(np.max(np.abs(b), initial=0.0))
+        half = w / rho if b_max == 1.0 else w * b_max / rho  # (the former: as it always was)
+        lo = c - half
+        hi = c + half
         z = c.copy() if z0 is None else np.clip(z0, lo, hi)
         dx = hi - lo  # the last step and the one before, per sample
         dx_old = dx.copy()
@@ -105,6 +123,66 @@ class LogisticLoss(Loss):
                 break
         return z
 
+    def prox_newton(self, s, y, b, rho, w, tol=1e-10, max_iter=100, z0=None, b2_max=None):
+        r"""Solve (7) like :meth:`prox_linear`, by in-place Newton steps.
+
+        ``g(z) = w l'(z) - y + rho (z - c)`` has ``g' = w l'' + rho`` in
+        ``[rho, rho + L]`` with ``L = w max_i b_i^2 / 4`` (``l'' <= b^2/4``).
+        A Newton step maps the error ``e`` to ``e (1 - gbar'/g'(z))``, where
+        ``gbar'`` is the mean of ``g'`` between ``z`` and the root, so
+        ``|e+| <= (L / rho) |e|``: when ``rho > L`` plain Newton converges
+        from any start (linearly at rate ``L/rho``, quadratically near the
+        root) and no bracket is kept. When ``rho <= L`` (the small penalties
+        of the Boyd form) each iterate is projected onto the static bracket
+        ``c +- w max|b| / rho`` that contains the root (a projection that
+        never moves away from the root), and any sample whose step is still
+        above ``tol`` after ``max_iter`` steps (none observed on a9a) is
+        finished by the safeguarded :meth:`prox_linear` from where it is.
+        One ``exp`` per sample and step with buffers reused in place, about
+        5x faster than :meth:`prox_linear`. Stops once every step is at most
+        ``tol``, like it. ``b2_max`` is ``max_i b_i^2`` if the caller knows it.
+        """
+        b = np.asarray(b, dtype=float)
+        if b2_max is None:
+            b2_max = float(np.max(b * b, initial=0.0))
+        c = s + y / rho
+        z = c.copy() if z0 is None else np.array(z0, dtype=float)  # a copy: updated in place
+        bracket = None
+        if not rho > w * b2_max / 4.0:
+            half = w * math.sqrt(b2_max) / rho  # |l'| <= max |b|
+            bracket = (c - half, c + half)
+            np.clip(z, *bracket, out=z)
+        nb = -b
+        wb2 = w * (b * b)
+        u = np.empty_like(z)
+        e = np.empty_like(z)
+        d = np.empty_like(z)
+        for _ in range(max_iter):
+            np.multiply(nb, z, out=u)
+            np.minimum(u, 700.0, out=u)  # exp(700) is finite; sigma(700) = 1 in float64 anyway
+            np.exp(u, out=e)             # e = exp(-b z)
+            np.add(e, 1.0, out=d)
+            np.reciprocal(d, out=d)      # d = sigma(b z)
+            np.multiply(e, d, out=e)     # e = q = sigma(-b z): l' = -b q
+            np.multiply(e, d, out=d)     # d = q sigma(b z) = l''/b^2, no cancellation
+            d *= wb2
+            d += rho                     # d = g'(z)
+            np.subtract(z, c, out=u)
+            u *= rho
+            e *= nb
+            e *= w
+            u += e                       # u = g(z) = w l'(z) + rho (z - c)
+            u /= d                       # u = the Newton step
+            z -= u
+            if bracket is not None:
+                np.clip(z, *bracket, out=z)
+            if np.max(np.abs(u), initial=0.0) <= tol:
+                return z
+        left = np.flatnonzero(np.abs(u) > tol)
+        z[left] = self.prox_linear(s[left], y[left], b[left], rho, w, tol=tol,
+                                   max_iter=max_iter, z0=z[left], b_max=math.sqrt(b2_max))
+        return z
+
 
 class SquaredLoss(Loss):
     """``l_i(u) = (u - b_i)^2`` (ridge regression; PyTorch's ``MSELoss``)."""
@@ -121,7 +199,7 @@ class SquaredLoss(Loss):
     def hess(self, u, b):
         return np.full_like(u, 2.0, dtype=float)
 
-    def prox_linear(self, s, y, b, rho, w, tol=1e-10, max_iter=100, z0=None):
+    def prox_linear(self, s, y, b, rho, w, tol=1e-10, max_iter=100, z0=None, b_max=None):
         # 2w(z - b) - y + rho(z - s) = 0 has a closed form (z0 is not needed).
         return (2.0 * w * b + y + rho * s) / (2.0 * w + rho)
 

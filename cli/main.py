@@ -1,25 +1,38 @@
 """The ``vfl`` command line (presentation layer).
 
 Exit status: 0 on success; 2 with one ``error: ...`` line on stderr for bad
-usage, config, partition or data (``vfl --debug ...`` adds the traceback);
-1 for an internal error (a bug: the traceback is always shown).
+usage, config, partition, data or output location, always before any
+computation where it can be checked (``vfl --debug ...`` adds the
+traceback); 130 on Ctrl-C; 1 for an internal error (a bug: the traceback is
+always shown). Library warnings are shown only for commands that succeed.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 import traceback
+import warnings
 from datetime import datetime
 from pathlib import Path
 
 import click
 
-from vfl.core.errors import VFLError
+from vfl.core.errors import ConfigError, VFLError
 
 from .datasets_cmd import datasets
 
 __all__ = ["cli", "main"]
+
+#: `vfl --help` lists the commands in these groups, in this order
+SECTIONS = [
+    ("Run one experiment and look at it", ["run", "plot", "audit", "privacy"]),
+    ("Sweeps", ["sweep", "sweep-noise"]),
+    ("Reproduce the papers (Hu et al.; Huang et al.; Xiao et al.; private stacking)",
+     ["reproduce", "references"]),
+    ("Data and algorithms", ["datasets", "solvers"]),
+]
 
 
 def _version() -> str:
@@ -28,17 +41,36 @@ def _version() -> str:
     return vfl_version()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Sections(click.Group):
+    """A group whose help lists its commands by purpose (:data:`SECTIONS`)."""
+
+    def list_commands(self, ctx):
+        return [c for _, names in SECTIONS for c in names if c in self.commands]
+
+    def format_commands(self, ctx, formatter):
+        for title, names in SECTIONS:
+            rows = [(n, self.commands[n].get_short_help_str(limit=70))
+                    for n in names if n in self.commands]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+@click.group(cls=_Sections, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks for user errors too.")
 @click.version_option(version=_version(), prog_name="vfl")
 @click.pass_context
 def cli(ctx, debug):
-    """Private learning over distributed features: run, plot and reproduce.
+    """Private learning over distributed data: run, audit, sweep and reproduce.
 
-    Several parties hold different columns of the same rows and train one
-    model together (ADMM sharing, Hu et al.). Start with
+    Parties holding different columns of the same rows (vertical), providers
+    holding different rows around a trainer (horizontal), or agents on a
+    graph (network) train one model together, with or without differential
+    privacy. Start with
 
+    \b
         vfl run --config configs/a9a.toml
+        vfl solvers
     """
     ctx.obj = {"debug": debug}
 
@@ -46,13 +78,80 @@ def cli(ctx, debug):
 cli.add_command(datasets)
 
 
+def _stamp() -> str:
+    return datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
 def _default_out(name: str) -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    stamp = _stamp()
     out = Path("results") / "runs" / f"{name}-{stamp}"
     n = 1
     while out.exists():  # two runs in the same second
         n += 1
         out = Path("results") / "runs" / f"{name}-{stamp}-{n}"
+    return out
+
+
+class _Progress:
+    """Progress on stderr: a bar on a terminal, one line per finished unit elsewhere."""
+
+    def __init__(self, total: int, label: str, quiet: bool, show=None):
+        self.quiet, self.show = quiet, show
+        self.tty = sys.stderr.isatty()
+        self.bar = None
+        if not quiet and self.tty and total > 1:
+            self.bar = click.progressbar(length=total, label=label, file=sys.stderr,
+                                         item_show_func=lambda item: "" if item is None else
+                                         (show(item) if show else str(item)))
+            self.bar.__enter__()
+
+    def step(self, item=None) -> None:
+        if self.bar is not None:
+            self.bar.update(1, item)
+
+    def done(self, line: str) -> None:
+        """A finished unit: one line (above the bar on a terminal)."""
+        if self.quiet:
+            return
+        if self.bar is not None:
+            self.bar.update(0)
+            click.echo("", err=True)
+        click.echo(line, err=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+def _value_list(text: str, option: str, kind=float) -> list:
+    """``"0,0.1,1"`` -> ``[0.0, 0.1, 1.0]`` (``kind=int`` for seeds); finite numbers only."""
+    try:
+        values = [kind(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        what = "integers" if kind is int else "numbers"
+        raise click.BadParameter(f"expects comma-separated {what}, got {text!r}",
+                                 param_hint=option) from None
+    if not values:
+        raise click.BadParameter("expects at least one value", param_hint=option)
+    return values
+
+
+def _toml_values(text: str, key: str) -> list:
+    """``--grid key=v1,v2``'s values, each read as TOML (numbers, booleans) or a bare word."""
+    import tomllib
+
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            out.append(tomllib.loads(f"v = {item}")["v"])
+        except tomllib.TOMLDecodeError:
+            out.append(item)
+    if not out:
+        raise ConfigError(f"--grid {key} has no values")
     return out
 
 
@@ -155,58 +254,60 @@ def _summary(result, out: Path, seconds: float) -> str:
               help="TOML experiment config (see configs/).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Run directory to create [default: results/runs/NAME-TIMESTAMP].")
-@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Override solver.epochs.")
+@click.option("--epochs", type=click.IntRange(min=1), default=None,
+              help="Override solver.epochs (the number of iterations).")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override run.seed.")
+@click.option("--repeats", type=click.IntRange(min=1), default=None, help="Override run.repeats.")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
               help="Where datasets are [default: $VFL_DATA_DIR, else the user cache].")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override any config key, e.g. --set solver.rho=2 (repeatable).")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress and no summary.")
 @click.option("--no-cache", is_flag=True, help="Recompute the baselines instead of reading the cache.")
 @click.option("--stop-at-budget", is_flag=True,
-              help="End the run before the epoch that would exceed privacy.budget_epsilon.")
-def run(config_path, out, epochs, seed, data_dir, overrides, overwrite, quiet, no_cache, stop_at_budget):
-    """Run one experiment and write its run directory."""
+              help="End the run before the iteration that would exceed privacy.budget_epsilon.")
+def run(config_path, out, epochs, seed, repeats, data_dir, overrides, overwrite, quiet, no_cache,
+        stop_at_budget):
+    """Run one experiment and write its run directory.
+
+    Everything is checked (config, output directory, data, distribution,
+    solver, privacy plan) before the first iteration or baseline.
+
+    \b
+    vfl run --config configs/a9a.toml --set solver.rho=0.3
+    """
     from time import perf_counter
 
     from vfl.experiments.config import load_config
-    from vfl.experiments.records import RunRecord, write_run
-    from vfl.experiments.runner import run_experiment
-
-    from .plotting import plot_runs, save_figure
+    from vfl.experiments.records import check_output_dir
 
     t0 = perf_counter()
     overrides = list(overrides)
-    if epochs is not None:
-        overrides.append(f"solver.epochs={epochs}")
-    if seed is not None:
-        overrides.append(f"run.seed={seed}")
+    for key, value in (("solver.epochs", epochs), ("run.seed", seed), ("run.repeats", repeats)):
+        if value is not None:
+            overrides.append(f"{key}={value}")
     config = load_config(config_path, overrides)
-    out = Path(out) if out else _default_out(config.name)
-    if out.exists() and not overwrite:
-        raise VFLError(f"output directory {out} already exists (use --overwrite to replace it)")
+    out = check_output_dir(Path(out) if out else _default_out(config.name), overwrite=overwrite,
+                           what="run directory")
+    if stop_at_budget and config.privacy.budget_epsilon is None:
+        raise ConfigError("--stop-at-budget needs privacy.budget_epsilon in the config")
 
-    bar = None
-    # A bar only makes sense on a terminal; in logs it would be one stray label.
-    if not quiet and sys.stderr.isatty():
-        bar = click.progressbar(
-            length=config.solver.epochs * config.run.repeats, label=f"{config.name}", file=sys.stderr,
-            item_show_func=lambda row: "" if row is None else
-            f"epoch {row['epoch']}, test loss {row['test_logloss']:.4f}",
-        )
-        bar.__enter__()
+    from vfl.experiments.records import RunRecord, write_run
+    from vfl.experiments.runner import plan_run, run_experiment
 
-    def on_epoch(row):
-        if bar is not None and row["epoch"] > 0:
-            bar.update(1, row)
+    from .plotting import plot_runs, save_figure
 
+    plan = plan_run(config, data_dir)
+    progress = _Progress(config.solver.epochs * config.run.repeats, config.name, quiet,
+                         show=lambda row: f"repeat {row['repeat'] + 1}, {row['epoch']}: test loss "
+                                          f"{row['test_logloss']:.4f}")
     try:
-        result = run_experiment(config, data_dir=data_dir, on_epoch=on_epoch,
-                                use_cache=not no_cache, stop_at_budget=stop_at_budget)
+        result = run_experiment(config, data_dir=data_dir, plan=plan, use_cache=not no_cache,
+                                stop_at_budget=stop_at_budget,
+                                on_epoch=lambda row: progress.step(row) if row["epoch"] > 0 else None)
     finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
+        progress.close()
 
     def figure(tmp: Path):
         record = RunRecord(path=tmp, config=result.config.to_dict(), manifest=result.manifest,
@@ -219,41 +320,123 @@ def run(config_path, out, epochs, seed, data_dir, overrides, overwrite, quiet, n
         click.echo(_summary(result, path, perf_counter() - t0))
 
 
+def _figure_formats() -> list[str]:
+    import matplotlib.figure
+
+    from .plotting import plt  # noqa: F401  (the Agg backend)
+
+    return sorted(matplotlib.figure.Figure().canvas.get_supported_filetypes())
+
+
 @cli.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path())
-@click.option("--out", type=click.Path(dir_okay=False), default="results/figures/plot.png",
-              show_default=True, help="Figure file; a .png also gets a .pdf beside it.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Figure file; a .png also gets a .pdf beside it "
+                   "[default: results/figures/plot-TIMESTAMP.png].")
+@click.option("--label", "labels", multiple=True, metavar="TEXT",
+              help="Legend label of each run, in order (repeat once per RUN_DIR).")
+@click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 @click.option("--suboptimality", is_flag=True,
-              help="Plot (F - F*) / F* on a log scale instead of the objective.")
-@click.option("--x", "x_axis", type=click.Choice(["epoch", "wall"]), default="epoch", show_default=True,
-              help="Horizontal axis: epochs or cumulative solver seconds.")
+              help="Plot (F - F*) / |F*| on a log scale instead of the objective.")
+@click.option("--metrics", default=None, metavar="LEFT,RIGHT",
+              help="The two metrics.csv columns to draw, e.g. log10_error,privacy_loss.")
+@click.option("--x", "x_axis", type=click.Choice(["epoch", "wall"]), default="epoch",
+              show_default=True, help="Horizontal axis: iterations or cumulative solver seconds.")
 @click.option("--log", "log_scale", is_flag=True, help="Log scale for the objective.")
-def plot(run_dirs, out, suboptimality, x_axis, log_scale):
-    """Overlay runs (e.g. ADMM and SGD): objective and test log loss vs epoch or time."""
-    from vfl.experiments.records import load_run
+def plot(run_dirs, out, labels, overwrite, suboptimality, metrics, x_axis, log_scale):
+    """Overlay runs: objective and test loss vs iteration or time.
+
+    Reference lines (central optimum, comparison baselines) come from each
+    run; runs with repeats are drawn as their mean with a min-max band.
+
+    \b
+    vfl plot results/runs/a9a-* --label "rho 1" --label "rho 0.3" --out cmp.png
+    """
+    from vfl.experiments.records import check_output_file, load_run
+
+    out = Path(out) if out else Path("results") / "figures" / f"plot-{_stamp()}.png"
+    out = check_output_file(out, _figure_formats(), what="figure")
+    if out.exists() and not overwrite:
+        raise ConfigError(f"figure {out} already exists (use --overwrite to replace it)")
+    if labels and len(labels) != len(run_dirs):
+        raise ConfigError(f"--label was given {len(labels)} times for {len(run_dirs)} runs; give "
+                          "one per run, in order")
+    pair = None
+    if metrics:
+        pair = tuple(m.strip() for m in metrics.split(","))
+        if len(pair) != 2 or not all(pair):
+            raise ConfigError(f"--metrics expects two column names LEFT,RIGHT, got {metrics!r}")
+    runs = [load_run(p) for p in run_dirs]
+    names = [r.label for r in runs]
+    if len(set(names)) < len(names):  # same config run twice: name runs by directory
+        for r in runs:
+            r.manifest = {**r.manifest, "name": r.path.name}
 
     from .plotting import plot_runs, save_figure
 
-    runs = [load_run(p) for p in run_dirs]
-    labels = [r.label for r in runs]
-    if len(set(labels)) < len(labels):  # same config run twice: name runs by directory
-        for r in runs:
-            r.manifest = {**r.manifest, "name": r.path.name}
-    out = Path(out)
+    fig = plot_runs(runs, suboptimality=suboptimality, x=x_axis, log=log_scale,
+                    labels=list(labels) or None, metrics=pair)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig = plot_runs(runs, suboptimality=suboptimality, x=x_axis, log=log_scale)
     for p in save_figure(fig, out):
         click.echo(f"wrote {p}")
 
 
-def _number_list(text: str, option: str, kind=float) -> list:
-    """``"0,0.1,1"`` -> ``[0.0, 0.1, 1.0]`` (``kind=int`` for seeds)."""
+_sweep_options = [
+    click.option("--seeds", default=None, metavar="LIST", help="Seeds, e.g. 0,1,2 "
+                 "[default: the config's sweep.seeds]."),
+    click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+                 help="Parallel worker processes (joblib)."),
+    click.option("--scheduler", default=None, metavar="ADDRESS",
+                 help="Send the runs to this Dask scheduler instead, e.g. tcp://HOST:8786 "
+                      "(needs vfl[dask])."),
+    click.option("--out", type=click.Path(file_okay=False), default=None,
+                 help="Sweep directory [default: results/sweeps/NAME]; rerunning resumes it."),
+    click.option("--epochs", type=click.IntRange(min=1), default=None,
+                 help="Override solver.epochs."),
+    click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+                 help="Where datasets are [default: $VFL_DATA_DIR, else the user cache]."),
+    click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+                 help="Override any config key (repeatable)."),
+    click.option("--quiet", "-q", is_flag=True, help="No progress and no table."),
+]
+
+
+def _with_sweep_options(f):
+    for option in reversed(_sweep_options):
+        f = option(f)
+    return f
+
+
+def _sweep_prelude(config_path, overrides, epochs, seeds, out, scheduler, default_dir):
+    """Config, seeds and output checked before any work; returns (config, seeds, out)."""
+    from vfl.experiments.config import check_seeds, load_config
+    from vfl.experiments.records import check_output_dir
+    from vfl.experiments.sweep import check_scheduler
+
+    overrides = list(overrides) + ([f"solver.epochs={epochs}"] if epochs else [])
+    config = load_config(config_path, overrides)
+    seed_list = check_seeds(_value_list(seeds, "--seeds", int)) if seeds else config.sweep.seeds
+    out = Path(out) if out else Path("results") / default_dir / config.name
+    out = check_output_dir(out, exists_ok=True, what="sweep directory")  # resumed when it exists
+    if scheduler:
+        check_scheduler(scheduler)
+    return config, seed_list, out
+
+
+def _run_and_report(runner, total: int, label: str, quiet: bool):
+    done = {"n": 0}
+    progress = _Progress(total, label, quiet)
+
+    def on_done(run, skipped):
+        done["n"] += 1
+        progress.step()
+        progress.done(f"[{done['n']}/{total}] {run.label}: "
+                      + ("kept (already complete)" if skipped else "done"))
+
     try:
-        return [kind(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        what = "integers" if kind is int else "numbers"
-        raise click.BadParameter(f"expects comma-separated {what}, got {text!r}",
-                                 param_hint=option) from None
+        return runner(on_done)
+    finally:
+        progress.close()
 
 
 @cli.command("sweep-noise")
@@ -262,62 +445,103 @@ def _number_list(text: str, option: str, kind=float) -> list:
 @click.option("--sigmas", default=None, metavar="LIST", help="Noise levels, e.g. 0,0.03,0.1,0.3,1,3.")
 @click.option("--epsilons", default=None, metavar="LIST",
               help="Target epsilons instead (accounting mode, privacy.delta set), e.g. 0.5,1,2,4,8.")
-@click.option("--seeds", default=None, metavar="LIST", help="Seeds, e.g. 0,1,2.")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Parallel worker processes (joblib).")
-@click.option("--scheduler", default=None, metavar="ADDRESS",
-              help="Send the runs to this Dask scheduler instead (needs vfl[dask]).")
-@click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Sweep directory [default: results/sweeps/NAME]; rerunning resumes it.")
-@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Override solver.epochs.")
-@click.option("--data-dir", type=click.Path(file_okay=False), default=None)
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override any config key.")
-@click.option("--quiet", "-q", is_flag=True)
+@_with_sweep_options
 def sweep_noise(config_path, sigmas, epsilons, seeds, jobs, scheduler, out, epochs, data_dir,
                 overrides, quiet):
-    """Run a config at several noise levels (or target epsilons) and seeds; aggregate and plot."""
-    from vfl.experiments.config import check_epsilons, check_seeds, check_sigmas, load_config
-    from vfl.experiments.records import load_run
-    from vfl.experiments.sweep import aggregate_sweep, run_sweep
+    """Sweep noise levels (or target epsilons) and seeds; aggregate, plot.
 
-    from .plotting import dataset_title, plot_sweep_curves, plot_sweep_final, save_figure
+    The shorthand of `vfl sweep` for privacy.sigma (or privacy.epsilon).
 
-    overrides = list(overrides) + ([f"solver.epochs={epochs}"] if epochs else [])
-    config = load_config(config_path, overrides)
+    \b
+    vfl sweep-noise --config configs/fig2-a9a.toml --sigmas 0,0.3,3 --jobs 2
+    """
+    from vfl.experiments.config import check_epsilons, check_sigmas
+    from vfl.experiments.sweep import aggregate_sweep, plan_sweep, run_grid
+
+    config, seed_list, out = _sweep_prelude(config_path, overrides, epochs, seeds, out, scheduler,
+                                            "sweeps")
     if sigmas and epsilons:
         raise click.UsageError("give --sigmas or --epsilons, not both")
     if epsilons or (not sigmas and config.sweep.epsilons):
         param = "epsilon"
-        levels = check_epsilons(_number_list(epsilons, "--epsilons")) if epsilons else config.sweep.epsilons
+        levels = (check_epsilons(_value_list(epsilons, "--epsilons")) if epsilons
+                  else config.sweep.epsilons)
     else:
         param = "sigma"
-        levels = check_sigmas(_number_list(sigmas, "--sigmas")) if sigmas else config.sweep.sigmas
-    seed_list = check_seeds(_number_list(seeds, "--seeds", int)) if seeds else config.sweep.seeds
-    out = Path(out) if out else Path("results") / "sweeps" / config.name
-    total = len(levels) * len(seed_list)
-    done = {"n": 0}
-
-    def on_done(run, skipped):
-        done["n"] += 1
-        if not quiet:
-            state = "kept (already complete)" if skipped else "done"
-            click.echo(f"[{done['n']}/{total}] {run.label}: {state}", err=True)
-
-    runs, executed = run_sweep(config, levels, seed_list, out, param=param, data_dir=data_dir,
-                               jobs=jobs, scheduler=scheduler, on_done=on_done)
+        levels = check_sigmas(_value_list(sigmas, "--sigmas")) if sigmas else config.sweep.sigmas
+        if not any(level > 0 for level in levels):
+            raise ConfigError(f"nothing to sweep: the noise levels are {levels} (give --sigmas "
+                              "0,0.1,1 or a [sweep] sigmas list in the config)")
+    runs = plan_sweep(config, levels, seed_list, out, param)
+    runs, executed = _run_and_report(
+        lambda on_done: run_grid(config, {}, seed_list, out, data_dir=data_dir, jobs=jobs,
+                                 scheduler=scheduler, on_done=on_done, runs=runs),
+        len(runs), config.name, quiet)
     agg, final = aggregate_sweep(runs, out)
+
+    from vfl.experiments.records import load_run
+
+    from .plotting import dataset_title, plot_sweep_curves, plot_sweep_final, save_figure
+
     manifest = load_run(runs[0].path).manifest
     baselines = json.loads((out / "baselines.json").read_text())
     title = dataset_title(manifest)
-    written = save_figure(plot_sweep_curves(agg, baselines, f"{title}: test loss, private"),
+    what = "under noise" if param == "sigma" else "vs target epsilon"
+    written = save_figure(plot_sweep_curves(agg, baselines, f"{title}: test loss {what}"),
                           out / "sweep_curves.png")
     written += save_figure(plot_sweep_final(final, baselines, f"{title}: final test loss"),
                            out / "sweep_final.png")
     if not quiet:
         click.echo(final[[param, "epoch", "n_seeds", "test_logloss_mean", "test_logloss_std",
                           "test_accuracy_mean"]].to_string(index=False, float_format="%.4f"))
-        click.echo(f"{len(executed)} runs executed, {total - len(executed)} kept; wrote {out}/sweep.csv, "
-                   + ", ".join(p.name for p in written))
+        click.echo(f"{len(executed)} runs executed, {len(runs) - len(executed)} kept; wrote "
+                   f"{out}/sweep.csv, " + ", ".join(p.name for p in written))
+
+
+@cli.command()
+@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
+              help="TOML experiment config: the fixed part of every run.")
+@click.option("--grid", "grid", multiple=True, metavar="KEY=V1,V2,...",
+              help="A config key and its values (repeatable: the sweep is the cartesian product).")
+@_with_sweep_options
+def sweep(config_path, grid, seeds, jobs, scheduler, out, epochs, data_dir, overrides, quiet):
+    """Sweep any config keys (cartesian grid) and seeds; aggregate, plot.
+
+    Every grid point is validated before anything runs; a rerun resumes.
+
+    \b
+    vfl sweep --config configs/dp-admm-l2.toml --grid privacy.epsilon=0.05,0.1 \\
+              --grid privacy.delta=1e-3,1e-4 --seeds 0,1 --jobs 2
+    """
+    from vfl.experiments.sweep import aggregate_sweep, plan_grid, run_grid
+
+    config, seed_list, out = _sweep_prelude(config_path, overrides, epochs, seeds, out, scheduler,
+                                            "sweeps")
+    table = {}
+    for item in grid:
+        key, sep, values = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--grid expects KEY=V1,V2,..., got {item!r}")
+        table[key.strip()] = _toml_values(values, key.strip())
+    runs = plan_grid(config, table, seed_list, out)
+    runs, executed = _run_and_report(
+        lambda on_done: run_grid(config, table, seed_list, out, data_dir=data_dir, jobs=jobs,
+                                 scheduler=scheduler, on_done=on_done, runs=runs),
+        len(runs), config.name, quiet)
+    agg, final = aggregate_sweep(runs, out)
+
+    from .plotting import plot_grid_final, save_figure
+
+    names = [k for k, _ in runs[0].values]
+    written = save_figure(plot_grid_final(final, names, f"{config.name}: final values"),
+                          out / "sweep_final.png")
+    if not quiet:
+        cols = [*names, "epoch", "n_seeds",
+                *[c for c in ("test_logloss_mean", "test_accuracy_mean", "epsilon_tight_mean")
+                  if c in final.columns]]
+        click.echo(final[cols].to_string(index=False, float_format="%.4f"))
+        click.echo(f"{len(executed)} runs executed, {len(runs) - len(executed)} kept; wrote "
+                   f"{out}/sweep.csv, sweep_final.csv, " + ", ".join(p.name for p in written))
 
 
 _ANALYSIS_LABEL = {
@@ -327,20 +551,35 @@ _ANALYSIS_LABEL = {
     "rdp": "dp-accounting RDP",
     "exact": "exact composed Gaussian (z_eff = z / sqrt(T))",
 }
+# Beyond this epsilon, e^epsilon overflows float64 in the accountants.
+_MAX_EPSILON = 700.0
+
+
+def _finite(option: str, value, *, positive=True, below=None):
+    if value is None:
+        return None
+    if not math.isfinite(value):
+        raise ConfigError(f"{option} must be a finite number, got {value}")
+    if positive and value <= 0:
+        raise ConfigError(f"{option} must be > 0, got {value:g}")
+    if below is not None and value >= below:
+        raise ConfigError(f"{option} must be < {below:g}, got {value:g}")
+    return value
 
 
 @cli.command()
 @click.option("--sigma", type=float, default=None, help="Noise standard deviation -> epsilon.")
 @click.option("--epsilon", type=float, default=None, help="Total target epsilon -> sigma.")
 @click.option("--sensitivity", type=float, default=1.0, show_default=True, help="l2 sensitivity C.")
-@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Number of compositions T.")
+@click.option("--epochs", type=click.IntRange(min=1, max=10**6), default=None,
+              help="Number of compositions T.")
 @click.option("--delta", type=float, default=None, help="Total delta.")
 @click.option("--run", "run_dir", type=click.Path(file_okay=False), default=None,
-              help="Plot epsilon vs epoch of an accounting-mode run instead.")
+              help="Plot epsilon vs iteration of a run that accounts its privacy instead.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="With --run: figure file [default: RUN_DIR/../NAME-privacy.png].")
 def privacy(sigma, epsilon, sensitivity, epochs, delta, run_dir, out):
-    """Epsilon of a Gaussian mechanism under every analysis, or the sigma each needs.
+    """Epsilon of a Gaussian mechanism under every analysis, or sigma.
 
     \b
     vfl privacy --sigma 5 --sensitivity 1 --epochs 100 --delta 1e-5
@@ -353,40 +592,45 @@ def privacy(sigma, epsilon, sensitivity, epochs, delta, run_dir, out):
         raise click.UsageError("give exactly one of --sigma and --epsilon (or --run)")
     if epochs is None or delta is None:
         raise click.UsageError("--epochs and --delta are required")
-    if epsilon is not None and epsilon <= 0:
-        raise VFLError(f"--epsilon must be > 0, got {epsilon:g}")
-    if not 0 < delta < 1:
-        raise VFLError(f"--delta must be in (0, 1), got {delta:g}")
-    if sigma is not None and sigma <= 0:
-        raise VFLError(f"--sigma must be > 0, got {sigma:g}")
-    if sensitivity <= 0:
-        raise VFLError(f"--sensitivity must be > 0, got {sensitivity:g}")
+    _finite("--epsilon", epsilon)
+    if epsilon is not None and epsilon > _MAX_EPSILON:
+        raise ConfigError(f"--epsilon must be <= {_MAX_EPSILON:g} (e^epsilon overflows beyond), "
+                          f"got {epsilon:g}")
+    if not (math.isfinite(delta) and 0 < delta < 1):
+        raise ConfigError(f"--delta must be in (0, 1), got {delta:g}")
+    _finite("--sigma", sigma)
+    _finite("--sensitivity", sensitivity)
     from vfl.privacy import epsilons_for_sigma, sigmas_for_epsilon
 
-    if sigma is not None:
-        values = epsilons_for_sigma(sigma, sensitivity, epochs, delta)
-        click.echo(f"sigma {sigma:g}, sensitivity {sensitivity:g} (z = {sigma / sensitivity:.4g}), "
-                   f"T = {epochs}, total delta {delta:g}: epsilon")
-    else:
-        values = sigmas_for_epsilon(epsilon, sensitivity, epochs, delta)
-        click.echo(f"total (epsilon {epsilon:g}, delta {delta:g}) over T = {epochs}, "
-                   f"sensitivity {sensitivity:g}: sigma needed")
+    try:
+        if sigma is not None:
+            values = epsilons_for_sigma(sigma, sensitivity, epochs, delta)
+            click.echo(f"sigma {sigma:g}, sensitivity {sensitivity:g} (z = {sigma / sensitivity:.4g}), "
+                       f"T = {epochs}, total delta {delta:g}: epsilon")
+        else:
+            values = sigmas_for_epsilon(epsilon, sensitivity, epochs, delta)
+            click.echo(f"total (epsilon {epsilon:g}, delta {delta:g}) over T = {epochs}, "
+                       f"sensitivity {sensitivity:g}: sigma needed")
+    except (ValueError, OverflowError) as exc:
+        raise ConfigError(f"privacy: {' '.join(str(exc).split())}") from None
     for name, value in values.items():
         shown = "n/a (needs a per-iteration epsilon <= 1)" if value is None else f"{value:.6g}"
         click.echo(f"  {name:8} {shown:>12}   {_ANALYSIS_LABEL[name]}")
 
 
 def _plot_privacy(run_dir: Path, out):
-    from vfl.experiments.records import load_run
+    from vfl.experiments.records import check_output_file, load_run
 
     from .plotting import plot_privacy, save_figure
 
+    target = Path(out) if out else run_dir.parent / f"{run_dir.name}-privacy.png"
+    target = check_output_file(target, _figure_formats(), what="figure")
     run = load_run(run_dir)
-    if "privacy" not in run.manifest:
-        raise VFLError(f"{run_dir} is not an accounting-mode run (no privacy.delta in its config)")
-    out = Path(out) if out else run_dir.parent / f"{run_dir.name}-privacy.png"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    for p in save_figure(plot_privacy(run), out):
+    if "spent" not in run.manifest.get("privacy", {}):
+        raise VFLError(f"{run_dir} accounts no privacy (its run claims no guarantee: "
+                       "set privacy.delta)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for p in save_figure(plot_privacy(run), target):
         click.echo(f"wrote {p}")
 
 
@@ -407,7 +651,7 @@ def _plot_privacy(run_dir: Path, out):
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override any config key.")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None)
 def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data_dir):
-    """White-box audit of a run's privacy claims: PASS (not refuted) or REFUTED.
+    """Audit a run's privacy claims (white-box): PASS or REFUTED.
 
     For neighbouring datasets of the run's stated relation, replays the
     mechanism with fresh noise, computes the exact privacy loss of each
@@ -471,22 +715,28 @@ def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data
               help="Directory holding the figures' configs.")
 @click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True,
               help="Parallel processes for the sweeps.")
-@click.option("--data-dir", type=click.Path(file_okay=False), default=None)
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Where datasets are [default: $VFL_DATA_DIR, else the user cache].")
 def reproduce(paper, figure, out, configs, jobs, data_dir):
     """Redraw a paper's figures: vfl reproduce [PAPER [FIGURE]].
 
-    PAPER is one of the reproduced papers (hu, ...) or all (the default);
-    FIGURE one of its figures or all. Finished runs are kept, so a second
-    call only redraws.
+    PAPER: hu (ADMM sharing), dp-admm (Huang et al.), ldp (Xiao et al.),
+    private-utility (private stacking vs the rest), or all (the default).
+    FIGURE: one of the paper's figures (README lists them) or all. Finished
+    runs are kept, so a second call only redraws.
 
     \b
     vfl reproduce hu fig1
     """
     from time import perf_counter
 
-    from .reproduce import reproduce as run_reproduce, resolve
+    from vfl.experiments.records import check_output_dir
 
-    resolve(paper, figure)  # a bad name is refused before anything runs
+    from .reproduce import check_configs, reproduce as run_reproduce, resolve
+
+    chosen = resolve(paper, figure)  # a bad name is refused before anything runs
+    check_configs(chosen, Path(configs))
+    check_output_dir(out, exists_ok=True, what="figure directory")
     t0 = perf_counter()
     written = run_reproduce(paper, figure, Path(out), Path(configs), data_dir=data_dir, jobs=jobs,
                             echo=lambda msg: click.echo(msg, err=True))
@@ -495,27 +745,47 @@ def reproduce(paper, figure, out, configs, jobs, data_dir):
     click.echo(f"CSVs beside them in {out}/; {perf_counter() - t0:.0f} s")
 
 
+def _repository_path(option_value, default: str, what: str) -> Path:
+    """``--root`` / ``--configs`` of `vfl references`: given, or found beside the package."""
+    if option_value is not None:
+        return Path(option_value)
+    path = Path(__file__).resolve().parents[1] / default  # the repository, for a source install
+    if not path.is_dir():
+        raise ConfigError(f"cannot find the {what} ({default}) next to the installed package; "
+                          f"run `vfl references` from a clone of the repository with an editable "
+                          f"install, or pass --{what.split()[-1]} DIR")
+    return path
+
+
 @cli.command()
 @click.argument("cases", nargs=-1)
 @click.option("--update", is_flag=True, help="Regenerate the reference CSVs (on purpose only).")
-@click.option("--root", type=click.Path(file_okay=False), default="results/reference", show_default=True)
-@click.option("--configs", type=click.Path(file_okay=False), default="configs", show_default=True)
-@click.option("--data-dir", type=click.Path(file_okay=False), default=None)
+@click.option("--root", type=click.Path(file_okay=False), default=None,
+              help="Reference CSVs [default: results/reference of the repository].")
+@click.option("--configs", type=click.Path(file_okay=False), default=None,
+              help="Configs the cases read [default: configs/ of the repository].")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Where datasets are [default: $VFL_DATA_DIR, else the user cache].")
 def references(cases, update, root, configs, data_dir):
-    """Check (or --update) the short reference runs against results/reference/."""
-    from vfl.core.errors import ConfigError
+    """Check short runs against the committed reference curves.
+
+    \b
+    vfl references a9a-admm
+    """
     from vfl.experiments.reference import CASES, RegressionError, check_case, update_case
 
     unknown = sorted(set(cases) - set(CASES))
     if unknown:
         raise ConfigError(f"unknown reference case(s) {', '.join(unknown)}; cases: {', '.join(CASES)}")
+    root = _repository_path(root, "results/reference", "reference directory root")
+    configs = _repository_path(configs, "configs", "config directory configs")
     failures = 0
     for name in cases or CASES:
         if update:
-            click.echo(f"updated {update_case(name, Path(configs), Path(root), data_dir)}")
+            click.echo(f"updated {update_case(name, configs, root, data_dir)}")
             continue
         try:
-            check_case(name, Path(configs), Path(root), data_dir)
+            check_case(name, configs, root, data_dir)
             click.echo(f"ok    {name}")
         except RegressionError as exc:
             failures += 1
@@ -524,26 +794,71 @@ def references(cases, update, root, configs, data_dir):
         raise RegressionError(f"{failures} reference case(s) left their band")
 
 
+@cli.command()
+@click.argument("name", required=False)
+def solvers(name):
+    """List the registered algorithms, or one solver's config keys.
+
+    \b
+    vfl solvers dp_admm
+    """
+    from vfl.experiments.registry import SOLVERS, get_solver
+
+    if name is None:
+        by_setting = {}
+        for n in SOLVERS:
+            cls = get_solver(n)
+            by_setting.setdefault(cls.setting.value, []).append(cls)
+        for setting, classes in by_setting.items():
+            click.echo(f"{setting}:")
+            for cls in classes:
+                click.echo(f"  {cls.name:26} {cls.title}; {cls.reference}")
+        click.echo("`vfl solvers NAME` lists a solver's [solver] and [privacy] keys")
+        return
+    cls = get_solver(name)
+    click.echo(f"{cls.name}: {cls.title} ({cls.setting.value} setting)")
+    click.echo(f"  source: {cls.reference}")
+    click.echo(f"  regularizers: {', '.join(cls.regularizers)}")
+    click.echo("  [solver] name, epochs (iterations), and:")
+    for p in cls.params:
+        click.echo(f"    {p.describe()}")
+    click.echo("  [privacy] replayable_noise, budget_epsilon, and:")
+    for p in cls.privacy_params:
+        click.echo(f"    {p.describe()}")
+    if cls.columns:
+        click.echo(f"  metrics.csv adds: {', '.join(cls.columns)}")
+
+
 def main(argv=None) -> int:
-    """Console entry point: turns user errors into one line and exit 2."""
+    """Console entry point: turns user errors into one line and exit 2.
+
+    Warnings raised by libraries are held back and shown only when the
+    command succeeds: a run that ends in a clean error prints that line alone.
+    """
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
-    try:
-        code = cli.main(args=argv, prog_name="vfl", standalone_mode=False)
-        return code or 0
-    except VFLError as exc:
-        if debug:
-            traceback.print_exc()
-        click.echo(f"error: {exc}", err=True)
-        return 2
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        return 130
-    except click.ClickException as exc:
-        hint = ""
-        if isinstance(exc, click.UsageError) and exc.ctx is not None:
-            hint = f" (see '{exc.ctx.command_path} --help')"
-        click.echo(f"error: {exc.format_message()}{hint}", err=True)
-        return exc.exit_code
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            code = cli.main(args=argv, prog_name="vfl", standalone_mode=False)
+        except VFLError as exc:
+            if debug:
+                traceback.print_exc()
+            click.echo(f"error: {' '.join(str(exc).split())}", err=True)
+            return 2
+        except click.exceptions.Abort:
+            click.echo("aborted", err=True)
+            return 130
+        except click.exceptions.Exit as exc:
+            return exc.exit_code
+        except click.ClickException as exc:
+            hint = ""
+            if isinstance(exc, click.UsageError) and exc.ctx is not None:
+                hint = f" (see '{exc.ctx.command_path} --help')"
+            click.echo(f"error: {exc.format_message()}{hint}", err=True)
+            return exc.exit_code
+    for w in caught:
+        warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    return code or 0
 
 
 if __name__ == "__main__":

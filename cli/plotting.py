@@ -306,25 +306,31 @@ def plot_noise_forms(finals: dict, baselines: dict, title: str, *, ax=None):
 
 
 def plot_privacy(run: RunRecord):
-    """Epsilon spent vs epoch under the paper's analysis and the tight accountant."""
+    """Epsilon spent vs iteration: the guarantee and, beside it, every claim of the paper."""
     p = run.manifest["privacy"]
-    m = run.metrics[run.metrics["epoch"] > 0]  # nothing is spent at epoch 0 (log axis)
+    spent = p.get("spent", {})
+    m = run.metrics[run.metrics["epoch"] > 0]  # nothing is spent at iteration 0 (log axis)
+    it = run.manifest.get("solver", {}).get("iteration_name", "iteration")
+    series = [("epsilon_tight", "C0", "-",
+               f"guarantee: {spent.get('tight_accountant', 'tight')}, delta = "
+               f"{spent.get('delta_tight', float('nan')):g}")]
+    if m.get("epsilon_paper") is not None and m["epsilon_paper"].notna().any():
+        series.append(("epsilon_paper", "C3", "--", "the paper's claim (not a guarantee)"))
+    for name in spent.get("other_claims", {}):
+        series.append((f"epsilon_{name}", "C1", ":", f"claim: {name} (not a guarantee)"))
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(3.5, 2.8), constrained_layout=True)
-        ax.plot(m["epoch"], m["epsilon_paper"], color="C3",
-                label=f"Corollary 1 (delta = t*{p['delta']:g} + {p['delta_prime']:g})")
-        ax.plot(m["epoch"], m["epsilon_tight"], color="C0",
-                label=f"{p['tight_accountant'].upper()} (same delta)" if p["tight_accountant"] == "pld"
-                and run.config["privacy"]["accountant"] == "paper"
-                else f"{p['tight_accountant'].upper()} (delta = {p['delta']:g})")
+        fig, ax = plt.subplots(figsize=(3.8, 2.9), constrained_layout=True)
+        for col, color, ls, label in series:
+            if col in m and m[col].notna().any():
+                ax.plot(m["epoch"], m[col], color=color, ls=ls, label=label)
         budget = (p.get("budget") or {}).get("epsilon")
         if budget:
             ax.axhline(budget, color="black", ls=":", lw=0.9, label=f"budget {budget:g}")
         ax.set_yscale("log")
-        ax.set_xlabel("epoch")
-        ax.set_ylabel("epsilon spent (worst party)")
+        ax.set_xlabel(it)
+        ax.set_ylabel("epsilon spent (worst unit)")
         ax.set_title(f"{dataset_title(run.manifest)}: privacy spent")
-        ax.legend(loc="lower right")
+        ax.legend(loc="lower right", fontsize=6)
     return fig
 
 
@@ -367,4 +373,56 @@ def plot_audit(report):
             ax.legend(fontsize=6, loc="upper right", framealpha=0.8)
         for ax in axes.ravel()[n:]:
             ax.set_visible(False)
+    return fig
+
+
+def plot_privacy_costs(finals: dict, baselines: dict, title: str, *, ax=None):
+    """Final test log loss vs the target epsilon, one line per accounting (``label -> final``)."""
+    with plt.rc_context(STYLE):
+        ax = _panel(ax)
+        for (label, final), marker in zip(finals.items(), "osD^v"):
+            f = final.sort_values("epsilon")
+            ax.errorbar(f["epsilon"], f["test_logloss_mean"], yerr=f["test_logloss_std"].fillna(0.0),
+                        marker=marker, ms=3.5, capsize=2, label=label)
+        _reference_lines(ax, baselines)
+        ax.set_yscale("log")
+        _level_axis(ax, sorted({e for f in finals.values() for e in f["epsilon"]}))
+        ax.set_xlabel(_LEVEL_LABEL["epsilon"])
+        ax.set_ylabel("final test log loss (nats per sample)")
+        ax.set_title(title)
+        ax.legend(loc="upper right", fontsize=5.5, framealpha=0.85)
+    return ax.figure
+
+
+def plot_grid_final(final, names: list[str], title: str):
+    """The last iteration of every grid point: test loss (and epsilon, if any) vs the first key.
+
+    One line per combination of the other keys; mean +- 1 std over seeds.
+    """
+    import numpy as np
+
+    first, rest = names[0], names[1:]
+    metrics = [m for m in ("test_logloss", "test_accuracy", "epsilon_tight")
+               if f"{m}_mean" in final.columns][:2]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics), 2.8),
+                                 squeeze=False, constrained_layout=True)
+        groups = final.groupby(rest) if rest else [((), final)]
+        for key, g in groups:
+            key = key if isinstance(key, tuple) else (key,)
+            label = ", ".join(f"{k} = {v}" for k, v in zip(rest, key)) or None
+            g = g.sort_values(first)
+            numeric = np.issubdtype(g[first].dtype, np.number)
+            x = g[first] if numeric else np.arange(len(g))
+            for ax, m in zip(axes[0], metrics):
+                ax.errorbar(x, g[f"{m}_mean"], yerr=g[f"{m}_std"].fillna(0.0), marker="o", ms=3,
+                            capsize=2, label=label)
+                if not numeric:
+                    ax.set_xticks(x, g[first].astype(str))
+        for ax, m in zip(axes[0], metrics):
+            ax.set_xlabel(first)
+            ax.set_ylabel(f"final {m.replace('_', ' ')} (mean +- 1 std over seeds)")
+            ax.set_title(title)
+            if label:
+                ax.legend(fontsize=6)
     return fig

@@ -29,6 +29,11 @@ def as_number(key: str, value, *, low: float | None = None, high: float | None =
     value = float(value)
     if not math.isfinite(value):
         raise ConfigError(f"{key} must be finite, got {value!r}")
+    below = low is not None and (value < low or (low_open and value == low))
+    above = high is not None and (value > high or (high_open and value == high))
+    if (below or above) and low is not None and high is not None:
+        raise ConfigError(f"{key} must be in {'(' if low_open else '['}{low:g}, {high:g}"
+                          f"{')' if high_open else ']'}, got {value:g}")
     if low is not None and (value < low or (low_open and value == low)):
         raise ConfigError(f"{key} must be {'>' if low_open else '>='} {low:g}, got {value:g}")
     if high is not None and (value > high or (high_open and value == high)):

@@ -89,6 +89,10 @@ POOLS = ("train", "train+test")
 GRAPHS = ("gnm", "complete", "ring", "erdos_renyi", "file")
 EXCHANGES = ("plain", "secret_sharing")
 LABEL_READINGS = ("paper01", "pm1")
+#: more iterations than this is a typo, not an experiment (1e6 ADMM epochs on a9a take hours)
+MAX_ITERATIONS = 1_000_000
+#: e^epsilon overflows float64 near 709: no accountant can represent a larger target
+MAX_EPSILON = 700.0
 
 
 @dataclass(frozen=True)
@@ -388,7 +392,7 @@ def _solver(s: dict):
         raise ConfigError(f"unknown key 'solver.{key}'; valid keys in [solver] for {name}: {valid}")
     values = validate_table("solver", {k: v for k, v in s.items() if k not in ("name", "epochs")},
                             cls.params, owner=name)
-    epochs = _integer("solver.epochs", s.get("epochs", 100), minimum=1)
+    epochs = as_integer("solver.epochs", s.get("epochs", 100), low=1, high=MAX_ITERATIONS)
     return cls, SolverConfig(name=name, epochs=epochs, values=values)
 
 
@@ -411,6 +415,11 @@ def _privacy(pv: dict, cls, solver: SolverConfig) -> PrivacyConfig:
                             cls.privacy_params, owner=cls.name)
     g = validate_table("privacy", {k: v for k, v in pv.items() if k in generic},
                        _GENERIC_PRIVACY, owner=cls.name)
+    for key in ("epsilon", "budget_epsilon"):
+        value = values.get(key, g.get(key))
+        if isinstance(value, float) and value > MAX_EPSILON:
+            raise ConfigError(f"privacy.{key} = {value:g}: must be <= {MAX_EPSILON:g} (e^epsilon "
+                              "overflows beyond; such a target protects nothing)")
     try:
         cls.check_config(solver.values, values, solver.epochs)
     except ValueError as exc:

@@ -32,7 +32,8 @@ import pandas as pd
 from vfl.core.errors import ConfigError, DataError
 from .runner import RunResult
 
-__all__ = ["RunRecord", "load_run", "repeat_stats", "run_is_current", "write_run", "RUN_FILES"]
+__all__ = ["RunRecord", "check_output_dir", "check_output_file", "clean_stale_partials",
+           "load_run", "repeat_stats", "run_is_current", "write_run", "RUN_FILES"]
 
 RUN_FILES = ("config.json", "manifest.json", "metrics.csv", "baselines.json")
 
@@ -60,6 +61,82 @@ def dump_json(obj, path: Path) -> None:
     path.write_text(json.dumps(_clean(obj), indent=2, default=_json_default) + "\n")
 
 
+def _writable_ancestor(path: Path, what: str) -> None:
+    """The nearest existing ancestor of ``path`` must be a directory we can write into."""
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ConfigError(f"{what} {path}: {probe} is a file, not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what} {path}: cannot write into {probe} (permission denied)")
+
+
+def check_output_dir(path, *, overwrite: bool = False, what: str = "output directory",
+                     exists_ok: bool = False) -> Path:
+    """Refuse, before any work, an output directory that cannot be written."""
+    path = Path(path).absolute()
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{what} {path} is a file, not a directory")
+    if path.exists() and not (overwrite or exists_ok):
+        raise ConfigError(f"{what} {path} already exists (use --overwrite to replace it)")
+    _writable_ancestor(path if path.exists() else path.parent, what)
+    return path
+
+
+def check_output_file(path, formats, *, what: str = "output file") -> Path:
+    """Refuse, before any work, a figure or table path with no usable extension or directory."""
+    path = Path(path).absolute()
+    ext = path.suffix.lower().lstrip(".")
+    if not ext:
+        raise ConfigError(f"{what} {path} has no extension; use one of: {', '.join(formats)}")
+    if ext not in formats:
+        raise ConfigError(f"{what} {path}: .{ext} is not a supported format; use one of: "
+                          f"{', '.join(formats)}")
+    if path.is_dir():
+        raise ConfigError(f"{what} {path} is a directory")
+    _writable_ancestor(path.parent, what)
+    return path
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def clean_stale_partials(parent) -> list[Path]:
+    """Remove temporary run directories left by processes that no longer exist.
+
+    :func:`write_run` names them ``.<name>.<pid>.<random>.partial``; one whose
+    writer died (SIGKILL in the write window) is removed; a live writer's is
+    left alone. Returns what was removed.
+    """
+    removed = []
+    parent = Path(parent)
+    if not parent.is_dir():
+        return removed
+    for tmp in parent.glob(".*.partial"):
+        parts = tmp.name.split(".")
+        pid = next((int(p) for p in reversed(parts[:-2]) if p.isdigit()), None)
+        if pid is None or not _pid_alive(pid):
+            shutil.rmtree(tmp, ignore_errors=True)
+            removed.append(tmp)
+    return removed
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_run(result: RunResult, out_dir, *, overwrite: bool = False,
               extra: Iterable[Callable[[Path], None]] = ()) -> Path:
     """Write ``result`` to ``out_dir`` atomically and return its path.
@@ -71,7 +148,11 @@ def write_run(result: RunResult, out_dir, *, overwrite: bool = False,
     if out.exists() and not overwrite:
         raise ConfigError(f"output directory {out} already exists (use --overwrite to replace it)")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    clean_stale_partials(out.parent)
+    # the pid in the name lets a later run tell a dead writer's leftovers from a live one's
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", suffix=".partial",
+                                dir=out.parent))
+    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700; a run directory follows the umask
     try:
         dump_json(result.config.to_dict(), tmp / "config.json")
         dump_json(result.manifest, tmp / "manifest.json")
@@ -154,8 +235,10 @@ def load_run(path) -> RunRecord:
         metrics = pd.read_csv(path / "metrics.csv")
         repeats = (pd.read_csv(path / "metrics_repeats.csv")
                    if (path / "metrics_repeats.csv").is_file() else None)
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{path / 'metrics.csv'} is empty") from None
     except (json.JSONDecodeError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: damaged run file: {exc}") from None
+        raise DataError(f"{path}: damaged run file: {' '.join(str(exc).split())}") from None
     if "epoch" not in metrics.columns:
         raise DataError(f"{path / 'metrics.csv'} has no 'epoch' column")
     return RunRecord(path=path, config=config, manifest=manifest, metrics=metrics,

@@ -170,6 +170,10 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
     # row 0: the common starting point, nothing spent, no time charged
     record({c: 0.0 for c in type(solver).columns if c.endswith("_time_s")}, 0.0,
            solver.initial_metrics())
+    start = rows[0].get("objective")
+    # a finite objective a million times its starting value has diverged too (SGD with a huge
+    # learning rate reaches 1e10 without ever overflowing)
+    limit = None if start is None or not np.isfinite(start) else 1e6 * max(1.0, abs(start))
     elapsed, stopped = 0.0, None
     # Overflow in a diverging run is reported once, below, not as warnings.
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -190,7 +194,7 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
                 ledger.add(solver.releases())
             metrics = solver.evaluate()
             obj = metrics.get("objective")
-            if obj is not None and not np.isfinite(obj):
+            if obj is not None and (not np.isfinite(obj) or (limit is not None and obj > limit)):
                 raise _divergence(config, solver, obj)
             record(stats, elapsed, metrics)
     return rows, stopped, elapsed, ledger

@@ -22,8 +22,8 @@ joblib, or on an existing Dask cluster (``scheduler``).
 from __future__ import annotations
 
 import itertools
+import os
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -33,7 +33,7 @@ import pandas as pd
 from vfl.core.errors import ConfigError
 
 from .config import Config
-from .records import dump_json, run_is_current, write_run
+from .records import clean_stale_partials, dump_json, run_is_current, write_run
 
 __all__ = ["SweepRun", "aggregate_sweep", "check_scheduler", "plan_grid", "plan_sweep",
            "run_grid", "run_sweep", "AGGREGATED", "PARAMS"]
@@ -131,11 +131,26 @@ def check_scheduler(address: str) -> None:
                           "tcp://HOST:8786")
 
 
-def _execute(run: SweepRun, data_dir) -> str:
-    """Run one grid point and write its directory; used in worker processes."""
+class ParentGone(SystemExit):
+    """The sweep's main process died: a worker stops instead of writing on."""
+
+
+def _execute(run: SweepRun, data_dir, parent: int | None = None) -> str:
+    """Run one grid point and write its directory; used in worker processes.
+
+    With ``parent`` (the sweep's pid), the worker checks every iteration that
+    it is still alive: a ``kill -9`` of the sweep must not leave orphaned
+    workers writing runs for minutes.
+    """
+    from .records import _pid_alive
     from .runner import run_experiment
 
-    result = run_experiment(run.config, data_dir=data_dir)
+    def check(_row):
+        if parent is not None and not _pid_alive(parent):
+            raise ParentGone(f"sweep process {parent} is gone")
+
+    result = run_experiment(run.config, data_dir=data_dir, on_epoch=check)
+    check(None)
     write_run(result, run.path, overwrite=True)
     return str(run.path)
 
@@ -157,11 +172,11 @@ def run_grid(config: Config, grid: dict[str, list], seeds, out_dir, *, data_dir=
     # Data, distribution and solver errors surface once, here, before any
     # directory is created or any worker starts.
     plan = plan_run(runs[0].config, data_dir)
+    client = _dask_client(scheduler) if scheduler else None  # unreachable: fail before mkdir
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     # Leftovers of runs killed mid-write (write_run's temporary directories).
-    for leftover in out.glob(".*.partial"):
-        shutil.rmtree(leftover, ignore_errors=True)
+    clean_stale_partials(out)
     todo = []
     for run in runs:
         if run_is_current(run.path, run.config):
@@ -174,8 +189,8 @@ def run_grid(config: Config, grid: dict[str, list], seeds, out_dir, *, data_dir=
     dump_json(compute_baselines(plan), out / "baselines.json")
     del plan
 
-    if scheduler:
-        _run_dask(todo, data_dir, scheduler, on_done)
+    if client is not None:
+        _run_dask(todo, data_dir, client, on_done)
     elif todo:
         _run_joblib(todo, data_dir, jobs, on_done)
     return runs, todo
@@ -200,20 +215,27 @@ def _run_joblib(todo, data_dir, jobs, on_done):
                 on_done(run, False)
         return
     parallel = Parallel(n_jobs=jobs, return_as="generator")
-    for run, _ in zip(todo, parallel(delayed(_execute)(run, data_dir) for run in todo)):
+    parent = os.getpid()
+    for run, _ in zip(todo, parallel(delayed(_execute)(run, data_dir, parent) for run in todo)):
         if on_done:
             on_done(run, False)
 
 
-def _run_dask(todo, data_dir, scheduler, on_done):
+def _dask_client(scheduler: str):
     try:
-        from dask.distributed import Client, as_completed
+        from dask.distributed import Client
     except ImportError:
         raise ConfigError("--scheduler needs dask.distributed: pip install 'vfl[dask]'") from None
     try:
-        client = Client(scheduler, timeout="10s")
+        return Client(scheduler, timeout="5s")
     except (OSError, TimeoutError, ValueError) as exc:
-        raise ConfigError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+        raise ConfigError(f"cannot reach the Dask scheduler at {scheduler}: "
+                          f"{' '.join(str(exc).split())}") from None
+
+
+def _run_dask(todo, data_dir, client, on_done):
+    from dask.distributed import as_completed
+
     with client:
         futures = {client.submit(_execute, run, data_dir, pure=False): run for run in todo}
         for future in as_completed(futures):

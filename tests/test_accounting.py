@@ -1,18 +1,24 @@
-"""Accounting mode end to end: calibration, per-epoch epsilon, Assumption 2, budget stop."""
+"""ADMM sharing's accounting mode: sound bounds enforced, claims labelled, audit verdicts."""
 
 import json
+import math
 import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
-from vfl.experiments.config import config_from_dict
+from vfl.admm import ADMMSharing, Objective
 from vfl.core.errors import ConfigError
+from vfl.core.solver import Streams, VerticalData
+from vfl.experiments.config import config_from_dict
 from vfl.experiments.runner import run_experiment
 from vfl.experiments.sweep import aggregate_sweep, run_sweep
-from vfl.privacy import epsilon_of, gaussian_events, lemma1_sensitivity, theorem1_sigma
+from vfl.privacy import (calibrate_sigma, composed_gaussian_epsilon, corollary1,
+                         lemma1_sensitivity, split_delta, theorem1_epsilon)
+from vfl.privacy.sharing import column_sensitivity, row_sensitivity
 
 RAW = {
     "name": "dp",
@@ -21,7 +27,7 @@ RAW = {
     "partition": {"columns": [4, 6]},
     "objective": {"lam": 0.01},
     "solver": {"epochs": 12},
-    "privacy": {"delta": 1e-5, "epsilon": 4.0, "accountant": "pld", "b1": 3.0},
+    "privacy": {"delta": 1e-5, "epsilon": 4.0, "b1": 3.0, "clip": 1.0},
 }
 
 
@@ -30,84 +36,234 @@ def config(**privacy):
 
 
 @pytest.fixture(scope="module")
-def pld_run():
+def sound_run():
     return run_experiment(config(), with_baselines=False)
 
 
-def test_sigma_is_calibrated_to_the_total_target(pld_run):
-    p = pld_run.manifest["privacy"]
-    widths = [5, 6]  # party 1 has the intercept column
-    for party, d in zip(p["per_party"], widths):
-        C = lemma1_sensitivity(d, 1.0, 0.01, 2, 3.0)
-        assert party["sensitivity"] == pytest.approx(C)
-        eps = epsilon_of(gaussian_events([party["sigma"] / C] * 12), 1e-5, "pld")
-        assert eps == pytest.approx(4.0, rel=1e-3) and eps <= 4.0 + 1e-9
-    m = pld_run.metrics
+# -- the sound bounds --------------------------------------------------------------------------
+def test_column_bound_is_attained_within_2_sqrt_2_by_the_two_column_example():
+    N, b1 = 400, 2.0
+    D = np.tile([1.0, -1.0], (N, 1)) / np.sqrt(2)  # unit rows
+    x = b1 * np.array([1.0, -1.0]) / np.sqrt(2)  # in the b1 ball
+    D2 = D.copy()
+    D2[:, 1] *= -1  # one column changed, rows still unit
+    shift = np.linalg.norm(D @ x - D2 @ x)
+    bound = column_sensitivity(N, clip=10.0, b1=b1)
+    assert shift == pytest.approx(b1 * np.sqrt(N))  # >= b1 sqrt(N / 2), the issue's example
+    assert shift <= bound <= 2 * np.sqrt(2) * shift
+
+
+def _row_release(D, lam, rho, b1, R, c, r):
+    """One party's release mean clip(D x, c), x the exact ball-constrained x-update."""
+    from vfl.admm.sharing import BlockSolver
+
+    x, _ = BlockSolver(D, lam, rho).solve_ball(np.clip(r, -R, R), b1)
+    assert np.linalg.norm(x) <= b1 * (1 + 1e-12)
+    return np.clip(D @ x, -c, c)
+
+
+@pytest.mark.parametrize("trial", range(6))
+def test_row_bound_holds_on_random_neighbours_and_histories(trial):
+    rng = np.random.default_rng(trial)
+    N, d = 60, 5
+    lam, rho, b1, R, c = 10 ** rng.uniform(-2, 0), 10 ** rng.uniform(-1, 0.5), 1.0, 2.0, 1.0
+    D = rng.normal(size=(N, d))
+    D /= np.linalg.norm(D, axis=1, keepdims=True)
+    bound = row_sensitivity(c, b1, rho, lam, R)
+    worst = 0.0
+    for _ in range(20):
+        r = rng.normal(scale=rng.choice([0.5, 5, 50]), size=N)  # any public history
+        i = int(rng.integers(N))
+        D2 = D.copy()
+        D2[i] = -D[i] if rng.random() < 0.5 else rng.normal(size=d)
+        D2[i] /= np.linalg.norm(D2[i])
+        s1 = _row_release(D, lam, rho, b1, R, c, r)
+        s2 = _row_release(D2, lam, rho, b1, R, c, r)
+        worst = max(worst, np.linalg.norm(s1 - s2))
+    assert worst <= bound
+    assert worst > 0
+
+
+def test_solve_ball_is_the_constrained_minimizer():
+    rng = np.random.default_rng(3)
+    for shape in ((50, 6), (6, 30)):
+        for sparse in (False, True):
+            D = rng.normal(size=shape)
+            D /= np.linalg.norm(D, axis=1, keepdims=True)
+            lam, rho, radius = 0.01, 1.0, 0.5
+            from vfl.admm.sharing import BlockSolver
+
+            r = 5 * rng.normal(size=shape[0])
+            x, active = BlockSolver(sp.csr_matrix(D) if sparse else D, lam, rho).solve_ball(r, radius)
+            assert active and np.linalg.norm(x) == pytest.approx(radius, rel=1e-12)
+            # KKT of min lam|x|^2 + rho/2 |Dx|^2 - <r, Dx> s.t. |x| <= radius:
+            # grad + nu x = 0 with nu >= 0
+            g = 2 * lam * x + rho * D.T @ (D @ x) - D.T @ r
+            nu = -float(g @ x) / float(x @ x)
+            assert nu > 0
+            np.testing.assert_allclose(g + nu * x, 0.0, atol=1e-9 * np.linalg.norm(g))
+
+
+# -- accounting mode end to end --------------------------------------------------------------
+def test_sigma_is_calibrated_from_the_enforced_sensitivity(sound_run):
+    p = sound_run.manifest["privacy"]
+    assert p["dp_guarantee"] is True
+    C = column_sensitivity(300, 1.0, 3.0)
+    for party in p["per_party"]:
+        assert party["sound_sensitivity"] == pytest.approx(C)
+        assert party["sigma"] == pytest.approx(calibrate_sigma(4.0, 1e-5, 12, C), rel=1e-9)
+    m = sound_run.metrics
     assert m["epsilon_tight"].iloc[-1] == pytest.approx(4.0, rel=1e-3)
-    assert (np.diff(m["epsilon_tight"]) > 0).all()  # more epochs, more epsilon
-    assert m["epsilon_tight"].iloc[0] == 0.0 and m["delta_tight"].iloc[-1] == 1e-5
-    # Corollary 1 is either inapplicable (NaN) or looser than the tight accountant
-    paper = m["epsilon_paper"].iloc[1:]
-    assert paper.isna().all() or (paper >= m["epsilon_tight"].iloc[1:]).all()
+    assert m["epsilon_tight"].iloc[-1] <= 4.0 + 1e-9
+    assert (np.diff(m["epsilon_tight"]) > 0).all() and m["epsilon_tight"].iloc[0] == 0.0
     assert p["neighbouring"].startswith("datasets differing in one feature column")
+    assert "labels are not protected" in p["labels"]
 
 
-def test_assumption_2_is_made_real(pld_run):
-    m = pld_run.metrics
-    assert {"y_norm", "z_norm", "projected_parties"} <= set(m.columns)
-    assert all(np.linalg.norm(x) <= 3.0 + 1e-12 for x in pld_run.coef)  # the b1 ball
-    assert all(p["rows_normalized"] for p in pld_run.manifest["partition"])
+def test_the_papers_claims_are_recorded_beside_the_guarantee(sound_run):
+    p = sound_run.manifest["privacy"]
+    m = sound_run.metrics
+    sig = p["per_party"][0]["sigma"]
+    C = [q["lemma1_C"] for q in p["per_party"]]
+    assert C[0] == pytest.approx(lemma1_sensitivity(5, 1.0, 0.01, 2, 3.0))  # intercept column
+    # epsilon_paper: Lemma 1 + Theorem 1 + Corollary 1, total delta split T delta_i + delta'
+    d_i, d_prime = split_delta(1e-5, 12)
+    eps_i = max(theorem1_epsilon(q["sigma"], d_i, c) for q, c in zip(p["per_party"], C))
+    expected = corollary1(eps_i, 12, d_i, d_prime)[0] if eps_i <= 1 else math.nan
+    assert m["epsilon_paper"].iloc[-1] == pytest.approx(expected, nan_ok=True)
+    # epsilon_lemma1: Lemma 1's C composed exactly
+    lemma1 = max(composed_gaussian_epsilon([sig / c / np.sqrt(12)], 1e-5) for c in C)
+    assert m["epsilon_lemma1"].iloc[-1] == pytest.approx(lemma1)
+    assert "never a guarantee" in p["paper_claim"]
 
 
-def test_paper_accountant_uses_theorem_1():
-    run = run_experiment(config(epsilon=0.5, accountant="paper"), with_baselines=False)
+def test_every_release_is_clipped_and_every_model_in_the_ball():
+    rng = np.random.default_rng(0)
+    N = 200
+    blocks = [rng.normal(size=(N, 3)), rng.normal(size=(N, 4))]
+    blocks = [B / np.linalg.norm(B, axis=1, keepdims=True) for B in blocks]
+    y = np.sign(rng.normal(size=N))
+    seen = []
+
+    def watch(solver, event, mean, rng_):
+        seen.append(float(np.abs(mean).max()))
+        assert all(np.linalg.norm(x) <= 0.5 + 1e-12 for x in solver.x)
+        return mean + event.scale[0] * rng_.standard_normal(mean.shape)
+
+    for neighbours, extra in (("column", {}), ("row", {"input_clip": 1.0})):
+        cfg = config_from_dict({
+            **RAW, "solver": {"epochs": 5},
+            "privacy": {"delta": 1e-5, "sigma": 0.1, "b1": 0.5, "clip": 0.3,
+                        "neighbours": neighbours, **extra}})
+        from vfl.admm.sharing import ADMMSharingSolver
+
+        s = ADMMSharingSolver.build(VerticalData(blocks, y), objective=Objective(lam=0.1),
+                                    params=dict(cfg.solver.values), privacy=dict(cfg.privacy.values),
+                                    streams=Streams(0), iterations=5)
+        s.observer = watch
+        for _ in range(5):
+            s.step()
+            assert len(s.releases()) == 2
+    assert seen and max(seen) <= 0.3 + 1e-15
+
+
+def test_accounting_refuses_rows_above_unit_norm():
+    from vfl.admm.sharing import ADMMSharingSolver
+
+    cfg = config()
+    blocks = [np.full((10, 2), 1.0)]
+    with pytest.raises(ValueError, match="accounting mode needs unit rows"):
+        ADMMSharingSolver.build(VerticalData(blocks, np.ones(10)), objective=Objective(),
+                                params=dict(cfg.solver.values), privacy=dict(cfg.privacy.values),
+                                streams=Streams(0), iterations=3)
+
+
+def test_noise_is_os_entropy_unless_replayable():
+    a = run_experiment(config(), with_baselines=False)
+    b = run_experiment(config(), with_baselines=False)
+    assert not np.allclose(a.metrics["objective"], b.metrics["objective"])
+    assert "cannot be replayed" in a.manifest["privacy"]["noise"]
+    a = run_experiment(config(replayable_noise=True), with_baselines=False)
+    b = run_experiment(config(replayable_noise=True), with_baselines=False)
+    np.testing.assert_array_equal(a.metrics["objective"], b.metrics["objective"])
+    assert "simulation whose noise anyone" in a.manifest["privacy"]["noise"]
+    # a noise-only run claims nothing, so it is a replayable simulation by default
+    sim = config_from_dict({**RAW, "privacy": {"sigma": 0.5}})
+    assert sim.privacy.replayable_noise and not sim.privacy.claims_guarantee
+
+
+def test_data_dependent_variant_is_labelled_not_dp():
+    run = run_experiment(config(calibration="data_dependent", replayable_noise=True),
+                         with_baselines=False)
     p = run.manifest["privacy"]
-    C = p["per_party"][0]["sensitivity"]
-    assert p["per_party"][0]["sigma"] == pytest.approx(theorem1_sigma(0.5, 1e-5, C))
-    # Corollary 1 with delta' = delta after 12 epochs, and the PLD at the same total delta
-    eps = 0.5
-    expected = np.sqrt(2 * 12 * np.log(1 / 1e-5)) * eps + 12 * eps * (np.exp(eps) - 1)
-    assert run.metrics["epsilon_paper"].iloc[-1] == pytest.approx(expected)
-    assert run.metrics["delta_paper"].iloc[-1] == pytest.approx(13e-5)
-    assert run.metrics["epsilon_tight"].iloc[-1] < expected / 5
+    assert p["dp_guarantee"] is False and "no epsilon of this run" in p["warning"]
+    assert run.metrics["epsilon_tight"].iloc[1:].isna().all()  # nothing sound to compose
+    sig = run.metrics["sigma_party1"].iloc[1:]
+    assert sig.nunique() > 1  # scaled by the iterates, epoch by epoch
 
 
 def test_budget_stops_the_run_and_says_so():
     run = run_experiment(config(budget_epsilon=2.0), with_baselines=False, stop_at_budget=True)
-    b = run.manifest["privacy"]["budget"]
-    stopped = b["stopped"]
+    stopped = run.manifest["privacy"]["budget"]["stopped"]
     assert stopped["after_epoch"] == len(run.metrics) - 1 < 12
     assert run.metrics["epsilon_tight"].iloc[-1] <= 2.0 < stopped["epsilon_next_epoch"]
-    assert run.manifest["privacy"]["spent"]["epochs"] == stopped["after_epoch"]
-    # without stop_at_budget the run goes on and the manifest says when it crossed
     full = run_experiment(config(budget_epsilon=2.0), with_baselines=False)
     assert len(full.metrics) == 13
     assert full.manifest["privacy"]["budget"]["first_epoch_over_budget"] == stopped["after_epoch"] + 1
 
 
-def test_refusals():
-    with pytest.raises(ConfigError, match=r"Theorem 1, which holds only for epsilon in \(0, 1\]"):
-        config(epsilon=2.0, accountant="paper")
-    with pytest.raises(ConfigError, match="privacy.epsilon must be > 0"):
-        config(epsilon=0.0)
-    with pytest.raises(ConfigError, match=r"privacy.delta must be in \(0, 1\)"):
-        config(delta=1.5)
+@pytest.mark.parametrize("privacy, message", [
+    ({"clip": 0.0}, "privacy.clip must be > 0, got 0"),
+    ({"clip": -1.0}, "privacy.clip must be > 0"),
+    ({"clip": None}, "accounting mode (privacy.delta) needs privacy.clip"),
+    ({"neighbours": "sample"}, "privacy.neighbours = 'sample' is not one of: column, row"),
+    ({"neighbours": "row"}, "needs privacy.input_clip"),
+    ({"form": "variable"}, "privacy.form = 'variable' cannot be accounted"),
+    ({"sigma": 1.0}, "give privacy.sigma or privacy.epsilon, not both"),
+    ({"epsilon": 0.0}, "privacy.epsilon must be > 0"),
+    ({"delta": 1.5}, "privacy.delta must be in (0, 1), got 1.5"),
+    ({"calibration": "lemma2"}, "privacy.calibration = 'lemma2' is not one of"),
+])
+def test_bad_privacy_configs(privacy, message):
+    raw = {**RAW, "privacy": {k: v for k, v in {**RAW["privacy"], **privacy}.items() if v is not None}}
+    with pytest.raises(ConfigError) as exc:
+        config_from_dict(raw)
+    assert message in str(exc.value)
+
+
+def test_accounting_keys_need_delta():
+    with pytest.raises(ConfigError, match="privacy.clip needs privacy.delta"):
+        config_from_dict({**RAW, "privacy": {"sigma": 1.0, "clip": 1.0}})
 
 
 def test_epsilon_sweep(tmp_path):
-    runs, _ = run_sweep(config(), [1.0, 8.0], [0], tmp_path, param="epsilon")
+    runs, _ = run_sweep(config(replayable_noise=True), [1.0, 1e4], [0], tmp_path, param="epsilon")
     _, final = aggregate_sweep(runs, tmp_path)
-    assert final["epsilon"].tolist() == [1.0, 8.0]
-    # more privacy (smaller epsilon) costs accuracy here
+    assert final["epsilon"].tolist() == [1.0, 1e4]
     assert final["test_logloss_mean"].iloc[0] > final["test_logloss_mean"].iloc[1]
     with pytest.raises(ConfigError, match="needs accounting mode"):
         run_sweep(config_from_dict({k: v for k, v in RAW.items() if k != "privacy"}),
                   [1.0], [0], tmp_path / "x", param="epsilon")
 
 
+# -- the audit -----------------------------------------------------------------------------------
+def test_audit_passes_the_guarantee_and_refutes_an_under_calibrated_claim():
+    from vfl.experiments.audit import audit_config
+
+    # the paper's calibration on tiny data: Lemma 1's C is far below the true shift
+    cfg = config(calibration="lemma1", epsilon=1.0, b1=1.0, clip=1.0)
+    report = audit_config(cfg, K=40, seed=1, kinds=("adversarial",), max_pairs=2)
+    assert report.verdict("guarantee") == "PASS"
+    assert report.verdict("lemma1") == "REFUTED"
+    sound = audit_config(config(epsilon=1.0), K=40, seed=1, kinds=("adversarial",), max_pairs=1)
+    assert sound.verdict("guarantee") == "PASS"
+    rows = sound.rows()
+    assert all(r["delta_lower"] <= r["delta"] for r in rows if r["claim"] == "guarantee")
+
+
 def vfl(*args):
     return subprocess.run([sys.executable, "-m", "vfl.cli.main", *map(str, args)],
-                          capture_output=True, text=True, timeout=120, env=os.environ)
+                          capture_output=True, text=True, timeout=300, env=os.environ)
 
 
 def test_cli_privacy_both_directions():
@@ -120,45 +276,31 @@ def test_cli_privacy_both_directions():
     assert proc.returncode == 0, proc.stderr
     sig = {line.split()[0]: float(line.split()[1]) for line in proc.stdout.splitlines()[1:]}
     assert sig["paper"] > sig["moments"] > sig["rdp"] > sig["pld"] == pytest.approx(sig["exact"], rel=1e-3)
-    for args, message in [(("--epsilon", 0), "--epsilon must be > 0"),
-                          (("--epsilon", 1, "--delta", 1.0), "--delta must be in (0, 1)"),
-                          (("--sigma", -1), "--sigma must be > 0")]:
-        full = ["privacy", "--epochs", 10, "--delta", 1e-5, *args]
-        proc = vfl(*full)
-        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr
 
 
-def test_cli_run_with_budget_and_privacy_plot(tmp_path):
+def test_cli_run_with_budget_privacy_plot_and_audit(tmp_path):
     cfg = tmp_path / "dp.toml"
     cfg.write_text(
         'name = "dp"\n[data]\ndataset = "synthetic"\n'
         "options = { n_train = 300, n_test = 100, n_features = 10, seed = 4 }\n"
         "[partition]\ncolumns = [4, 6]\n[objective]\nlam = 0.01\n[solver]\nepochs = 12\n"
-        '[privacy]\ndelta = 1e-5\nepsilon = 4.0\naccountant = "pld"\nbudget_epsilon = 2.0\n')
+        '[privacy]\ndelta = 1e-5\nepsilon = 4.0\nclip = 1.0\nb1 = 3.0\nbudget_epsilon = 2.0\n')
     out = tmp_path / "run"
     proc = vfl("run", "--config", cfg, "--out", out, "--stop-at-budget")
     assert proc.returncode == 0, proc.stderr
-    assert "stopped at the privacy budget after epoch" in proc.stdout
+    assert "stopped at the privacy budget after" in proc.stdout
+    assert "privacy guarantee: (" in proc.stdout and "the paper's own claim (not a guarantee)" in proc.stdout
     assert json.loads((out / "manifest.json").read_text())["privacy"]["budget"]["stopped"]
     proc = vfl("privacy", "--run", out, "--out", tmp_path / "eps.png")
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "eps.png").is_file()
+    proc = vfl("audit", out, "--runs", 12, "--kinds", "adversarial", "--out", tmp_path / "audit")
+    assert proc.returncode == 0, proc.stderr
+    assert "PASS     the guarantee" in proc.stdout
+    for name in ("audit.csv", "losses.csv", "audit.json", "audit.png", "audit.pdf"):
+        assert (tmp_path / "audit" / name).is_file()
     bad = tmp_path / "bad.toml"
-    bad.write_text(cfg.read_text().replace("epsilon = 4.0", "epsilon = 4.0\nform = \"variable\""))
+    bad.write_text(cfg.read_text().replace("clip = 1.0\n", ""))
     proc = vfl("run", "--config", bad, "--out", tmp_path / "never")
-    assert proc.returncode == 2 and "cannot be accounted" in proc.stderr
-    assert not (tmp_path / "never").exists()
-
-
-def test_data_dependent_variant_is_labelled_not_dp():
-    run = run_experiment(config(epsilon=0.5, accountant="paper", sensitivity="data_dependent"),
-                         with_baselines=False)
-    p = run.manifest["privacy"]
-    assert p["dp_guarantee"] is False and "NOT a differential-privacy guarantee" in p["warning"]
-    sig = run.metrics["sigma_party1"].iloc[1:]
-    assert sig.nunique() > 1  # scaled by the iterates, epoch by epoch
-    lemma = run_experiment(config(epsilon=0.5, accountant="paper"), with_baselines=False)
-    assert lemma.manifest["privacy"]["dp_guarantee"] is True
-    assert (lemma.metrics["sigma_party1"].iloc[1:] == lemma.manifest["privacy"]["per_party"][0]["sigma"]).all()
-    with pytest.raises(ConfigError, match="needs accountant = 'paper'"):
-        config(sensitivity="data_dependent")  # pld accountant
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "needs privacy.clip" in proc.stderr and not (tmp_path / "never").exists()

@@ -29,40 +29,48 @@ def test_defaults_are_filled_in():
     d = c.to_dict()
     assert d["name"] == "x"
     assert d["solver"] == {"name": "admm_sharing", "rho": 1.0, "epochs": 100, "z_tol": 1e-10}
-    assert d["privacy"] == {"sigma": 0.0, "form": "variable", "epsilon": None, "delta": None,
-                            "accountant": "paper", "delta_prime": None, "b1": 10.0,
-                            "budget_epsilon": None, "sensitivity": "lemma1"}
-    assert d["run"] == {"seed": 0}
+    assert d["privacy"] == {"sigma": 0.0, "form": "output", "delta": None, "epsilon": None,
+                            "neighbours": "column", "clip": None, "b1": 10.0, "input_clip": None,
+                            "calibration": "sound", "accountant": "pld",
+                            "replayable_noise": True, "budget_epsilon": None}
+    assert d["run"] == {"seed": 0, "repeats": 1}
     sgd = config_from_dict({**BASE, "solver": {"name": "fdml_sgd"}}).to_dict()
     assert sgd["solver"] == {"name": "fdml_sgd", "epochs": 100, "batch_size": 100, "lr": 0.3,
                              "lr_schedule": "inv_sqrt", "lr_step_epochs": 100, "lr_gamma": 0.1,
                              "init_scale": 0.01}
     assert sgd["privacy"]["form"] == "output"
-    dp = config_from_dict({**BASE, "privacy": {"epsilon": 4.0, "delta": 1e-5, "accountant": "pld"}})
+    dp = config_from_dict({**BASE, "privacy": {"epsilon": 4.0, "delta": 1e-5, "clip": 1.0}})
     assert dp.privacy.accounting and dp.privacy.private and dp.privacy.form == "output"
+    # a run that claims a guarantee draws its noise from OS entropy unless asked otherwise
+    assert dp.privacy.claims_guarantee and not dp.privacy.replayable_noise
 
 
 @pytest.mark.parametrize(
     "patch, message",
     [
         ({"solver": {"rhoo": 1}}, "unknown key 'solver.rhoo'; valid keys in [solver] for admm_sharing: name, epochs, rho, z_tol"),
-        ({"solver": {"lr": 0.1}}, "solver.lr does not apply to admm_sharing; its keys: name, epochs, rho, z_tol"),
+        ({"solver": {"lr": 0.1}}, "solver.lr does not apply to admm_sharing (it is a key of fdml_sgd); its keys: name, epochs, rho, z_tol"),
         ({"solver": {"name": "fdml_sgd", "rho": 1}}, "solver.rho does not apply to fdml_sgd"),
         ({"solver": {"name": "fdml_sgd", "lr_schedule": "cosine"}}, "solver.lr_schedule = 'cosine' is not one of: constant, inv_sqrt, step"),
         ({"privacy": {"sigma": -0.1}}, "privacy.sigma must be >= 0, got -0.1"),
         ({"privacy": {"form": "input"}}, "privacy.form = 'input' is not one of: variable, variable_whitened, output"),
         ({"solver": {"name": "fdml_sgd"}, "privacy": {"form": "variable"}}, "privacy.form = 'variable' is not one of: output"),
-        ({"privacy": {"eps": 1}}, "unknown key 'privacy.eps'; valid keys in [privacy]: sigma, form, epsilon, delta"),
+        ({"privacy": {"eps": 1}}, "unknown key 'privacy.eps'; valid keys in [privacy] for admm_sharing: sigma, form, delta, epsilon"),
         ({"privacy": {"epsilon": 1}}, "privacy.epsilon needs privacy.delta"),
         ({"privacy": {"epsilon": 0, "delta": 1e-5}}, "privacy.epsilon must be > 0, got 0"),
         ({"privacy": {"epsilon": -1, "delta": 1e-5}}, "privacy.epsilon must be > 0, got -1"),
         ({"privacy": {"epsilon": 0.5, "delta": 1.0}}, "privacy.delta must be in (0, 1), got 1"),
-        ({"privacy": {"epsilon": 0.5, "delta": 0}}, "privacy.delta must be > 0, got 0"),
-        ({"privacy": {"epsilon": 2, "delta": 1e-5}}, "Theorem 1, which holds only for epsilon in (0, 1]"),
+        ({"privacy": {"epsilon": 0.5, "delta": 0}}, "privacy.delta must be in (0, 1), got 0"),
+        ({"privacy": {"epsilon": 2, "delta": 1e-5}}, "accounting mode (privacy.delta) needs privacy.clip"),
         ({"privacy": {"epsilon": 0.5, "sigma": 1, "delta": 1e-5}}, "give privacy.sigma or privacy.epsilon, not both"),
         ({"privacy": {"epsilon": 0.5, "delta": 1e-5, "form": "variable"}}, "privacy.form = 'variable' cannot be accounted"),
-        ({"privacy": {"epsilon": 0.5, "delta": 1e-5, "accountant": "gdp"}}, "privacy.accountant = 'gdp' is not one of: paper, pld, rdp"),
-        ({"solver": {"name": "fdml_sgd"}, "privacy": {"delta": 1e-5}}, "implemented for admm_sharing only"),
+        ({"privacy": {"epsilon": 0.5, "delta": 1e-5, "accountant": "gdp"}}, "privacy.accountant = 'gdp' is not one of: pld, rdp"),
+        ({"solver": {"name": "fdml_sgd"}, "privacy": {"delta": 1e-5}}, "unknown key 'privacy.delta'; valid keys in [privacy] for fdml_sgd: sigma, form"),
+        ({"solver": {"name": "nope"}}, "solver.name = 'nope' is not one of: admm_sharing, fdml_sgd, consensus_admm"),
+        ({"run": {"repeats": 0}}, "run.repeats must be >= 1"),
+        ({"objective": {"regularizer": "l1"}}, "objective.regularizer = 'l1': admm_sharing supports l2sq"),
+        ({"network": {"nodes": 3}}, "[network] applies to network solvers only"),
+        ({"name": "a\nb"}, "name must be a non-empty string without '/' or control characters"),
         ({"extra": {}}, "unknown key 'extra'; valid top-level keys: name, data, partition"),
         ({"solver": {"rho": "big"}}, "solver.rho must be a number, got 'big' (str)"),
         ({"solver": {"rho": True}}, "solver.rho must be a number"),
@@ -71,7 +79,7 @@ def test_defaults_are_filled_in():
         ({"solver": {"epochs": 2.5}}, "solver.epochs must be an integer, got 2.5 (float)"),
         ({"solver": {"epochs": 0}}, "solver.epochs must be >= 1"),
         ({"objective": {"loss": "hinge"}}, "objective.loss = 'hinge' is not one of: logistic, squared"),
-        ({"objective": {"reduction": "avg"}}, "objective.reduction = 'avg' is not one of: sum, mean"),
+        ({"objective": {"reduction": "avg"}}, "objective.reduction = 'avg' is not one of: sum, mean, unit_mean"),
         ({"partition": {"columns": [66, "57"]}}, "partition.columns[1] must be an integer"),
         ({"partition": {"columns": [66, 57], "ranges": [[0, 1]]}}, "exactly one of columns, ranges, indices; got columns, ranges"),
         ({"partition": {"intercept": "yes", "columns": [1]}}, "partition.intercept must be true or false"),

@@ -519,7 +519,7 @@ def test_params_declare_defaults_and_bounds():
         assert cls.setting.value == "horizontal" and cls.regularizers == REGS
     from vfl.core.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="privacy.epsilon must be <= 1"):
+    with pytest.raises(ConfigError, match="privacy.epsilon must be in \\(0, 1\\]"):
         validate_table("privacy", {"epsilon": 2.0}, DPADMM.privacy_params, owner="dp_admm")
     assert DPADMM.claims_guarantee({"noise": True, "delta": 1e-3})
     assert not DPADMM.claims_guarantee({"noise": False, "delta": 1e-3})

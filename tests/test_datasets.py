@@ -225,7 +225,7 @@ def test_a9a_malformed(tmp_path, train, reason):
 def test_unknown_option_lists_valid_ones(tmp_path):
     with pytest.raises(DataError, match="valid options: normalize_rows"):
         load_dataset("a9a", tmp_path, options={"scale": True})
-    with pytest.raises(DataError, match="encoding, normalize_rows"):
+    with pytest.raises(DataError, match="encoding, fit, normalize_rows"):
         load_dataset("adult", tmp_path, options={"bogus": 1})
     with pytest.raises(DataError, match="normalize_rows must be true or false"):
         load_dataset("a9a", tmp_path, options={"normalize_rows": "yes"})

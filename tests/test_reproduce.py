@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vfl.cli.reproduce_hu import FIGURES, FORM_VARIANTS, reproduce, settling
+from vfl.cli.reproduce_hu import FIGURES, FORM_VARIANTS, NEEDS, PRIVACY_SERIES, reproduce, settling
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -34,10 +34,15 @@ def tiny_configs(root: Path) -> Path:
             TINY.format(name=f"fig1-{dataset}-sgd", solver='name = "fdml_sgd"\nepochs = 4\nbatch_size = 50'))
         (root / f"fig2-{dataset}.toml").write_text(
             TINY.format(name=f"fig2-{dataset}", solver='name = "admm_sharing"\nepochs = 5'))
-    (root / "privacy-a9a.toml").write_text(
-        TINY.format(name="privacy-a9a", solver='name = "admm_sharing"\nepochs = 4')
-        .replace("[sweep]\nsigmas = [0.0, 0.5]", '[privacy]\ndelta = 1e-5\naccountant = "pld"\n'
-                 "[sweep]\nepsilons = [1.0, 8.0]"))
+    for name, privacy in (("privacy-a9a", 'calibration = "lemma1"\nb1 = 10.0\nclip = 10.0'),
+                          ("privacy-a9a-column", "b1 = 1.0\nclip = 1.0"),
+                          ("privacy-a9a-row", 'neighbours = "row"\nb1 = 1.0\nclip = 1.0\n'
+                                              "input_clip = 2.0")):
+        (root / f"{name}.toml").write_text(
+            TINY.format(name=name, solver='name = "admm_sharing"\nepochs = 4')
+            .replace("[sweep]\nsigmas = [0.0, 0.5]",
+                     f"[privacy]\ndelta = 1e-5\nepsilon = 8.0\nreplayable_noise = true\n{privacy}\n"
+                     "[sweep]\nepsilons = [1.0, 8.0]"))
     return root
 
 
@@ -51,15 +56,16 @@ def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path):
     for name in ("fig1-a9a-admm.csv", "fig1-a9a-sgd.csv", "fig1-gisette-admm.csv",
                  "fig1-gisette-sgd.csv", "fig1-references.csv", "fig2-a9a.csv", "fig2-gisette.csv",
                  "fig2-references.csv", "fig3-a9a.csv", "fig3-gisette.csv", "fig3-references.csv",
-                 "privacy-a9a.csv", "privacy-references.csv", "forms.csv", "fig1-summary.csv"):
+                 "privacy.csv", "privacy-references.csv", "forms.csv", "fig1-summary.csv"):
         assert (out / name).is_file(), name
     fig3 = pd.read_csv(out / "fig3-a9a.csv")
     assert fig3["sigma"].tolist() == [0.0, 0.5] and (fig3["n_seeds"] == 2).all()
     assert len(pd.read_csv(out / "fig1-a9a-sgd.csv")) == 5  # epochs 0..4
-    priv = pd.read_csv(out / "privacy-a9a.csv")
-    assert priv["epsilon"].tolist() == [1.0, 8.0]
+    priv = pd.read_csv(out / "privacy.csv")
+    assert sorted(set(priv["accounting"])) == sorted(PRIVACY_SERIES.values())
+    assert sorted(set(priv["epsilon"])) == [1.0, 8.0]
     summary = pd.read_csv(out / "fig1-summary.csv")
-    assert summary["run"].tolist() == FIGURES["fig1"]["runs"]
+    assert summary["run"].tolist() == NEEDS["fig1"]["runs"]
     last = pd.read_csv(out / "fig1-a9a-admm.csv")["test_logloss"].iloc[-1]
     assert summary.loc[0, "final_test_logloss"] == pytest.approx(last, rel=1e-9)
     # the forms figure: every form on both datasets; gisette's extra forms on one seed,
@@ -69,6 +75,7 @@ def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path):
     gis = forms[forms["dataset"] == "gisette"].groupby("form")["n_seeds"].max()
     assert gis[next(iter(FORM_VARIANTS))] == 2 and (gis.drop(next(iter(FORM_VARIANTS))) == 1).all()
     assert (tmp_path / "figures" / "sweeps" / "fig2-a9a-variable-normalized").is_dir()
+    assert list(FIGURES) == ["fig1", "fig2", "fig3", "forms", "privacy"]
 
     log.clear()
     reproduce("fig1", out, configs, jobs=1, echo=log.append)
@@ -78,13 +85,13 @@ def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path):
 def test_figure_configs_exist_and_validate():
     from vfl.experiments.config import load_config
 
-    names = set(FIGURES["fig1"]["runs"]) | set(FIGURES["fig2"]["sweeps"])
+    names = set(NEEDS["fig1"]["runs"]) | set(NEEDS["fig2"]["sweeps"]) | set(NEEDS["privacy"]["sweeps"])
     for name in names:
         config = load_config(REPO / "configs" / f"{name}.toml")
         assert config.name == name
     fig2 = load_config(REPO / "configs" / "fig2-a9a.toml")
     assert fig2.sweep.sigmas == [0.0, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0]  # the authors' + 10
-    assert fig2.privacy.form == "variable_whitened"  # updates (10) of the paper drawn
+    assert fig2.privacy.form == "output"  # the reading that reproduces the authors' curves
     assert load_config(REPO / "configs" / "fig2-gisette.toml").sweep.sigmas == [0.0, 0.1, 0.3, 1.0, 3.0, 10.0]
     sgd = load_config(REPO / "configs" / "fig1-a9a-sgd.toml").solver
     assert (sgd.batch_size, sgd.epochs) == (100, 300)  # the authors' settings
