@@ -184,9 +184,10 @@ def _privacy_lines(result) -> list[str]:
             claim = ("n/a (the paper's analysis does not cover this noise level)" if paper is None
                      else f"{paper:.4g} at delta {_fmt(spent.get('delta_paper'), '.2g')}")
             lines.append(f"the paper's own claim (not a guarantee): epsilon {claim}")
+        meaning = p.get("other_claims_meaning", {})
         for name, c in spent.get("other_claims", {}).items():
-            lines.append(f"claim from {name} (not a guarantee): epsilon {c['epsilon']:.4g} at "
-                         f"delta {c['delta']:.2g}")
+            lines.append(f"{name}: epsilon {c['epsilon']:.4g} at delta {c['delta']:.2g} "
+                         f"({meaning.get(name, 'the paper analysis; not a guarantee')})")
     if "labels" in p:
         lines.append(f"labels: {p['labels']}")
     if "noise" in p:

@@ -200,7 +200,8 @@ def _level_colors(levels):
     positive = sorted(s for s in levels if s > 0)
     colors = {0.0: "black"}
     for i, s in enumerate(positive):
-        colors[s] = cmap(i / max(1, len(positive) - 1) * 0.9)
+        # from 0.25: viridis' darkest end is indistinguishable from "no noise" in black
+        colors[s] = cmap(0.25 + 0.65 * i / max(1, len(positive) - 1))
     return colors
 
 
@@ -243,14 +244,14 @@ def plot_sweep_curves(agg, baselines: dict, title: str, *, ax=None):
         ax = _panel(ax)
         colors = _level_colors(agg[param].unique())
         for level, g in agg.groupby(param):
-            mean, std = g["test_logloss_mean"], g["test_logloss_std"].fillna(0.0)
+            mean, std = g["test_logloss_mean"], g["test_logloss_std"].fillna(0.0)  # band: +-1 std
             label = "no noise" if level == 0 else f"{param} = {level:g}"
             ax.plot(g["epoch"], mean, color=colors[level], label=label)
             ax.fill_between(g["epoch"], mean - std, mean + std, color=colors[level], alpha=0.15, lw=0)
         _reference_lines(ax, baselines)
         _loss_scale(ax, agg["test_logloss_mean"], baselines)
         ax.set_xlabel("epoch")
-        ax.set_ylabel("test log loss (nats per sample)")
+        ax.set_ylabel("test log loss (nats per sample)\nmean, band +- 1 std over seeds")
         ax.set_title(title)
         ax.legend(loc="upper left", ncol=2, fontsize=6.5, framealpha=0.8)
     return ax.figure
@@ -263,7 +264,9 @@ def plot_sweep_final(final, baselines: dict, title: str, *, ax=None):
         ax = _panel(ax)
         noisy = final[final[param] > 0].sort_values(param)
         ax.errorbar(noisy[param], noisy["test_logloss_mean"], yerr=noisy["test_logloss_std"].fillna(0.0),
-                    marker="o", ms=3.5, capsize=2, color="C0", label="ADMM sharing (DP)")
+                    marker="o", ms=3.5, capsize=2, color="C0",
+                    label="ADMM sharing, noisy shares" if param == "sigma"
+                    else "ADMM sharing, calibrated noise")
         clean = final[final[param] == 0]
         if len(clean):
             ax.axhline(clean["test_logloss_mean"].iloc[0], color="C0", lw=0.9, ls="-.",
@@ -272,7 +275,7 @@ def plot_sweep_final(final, baselines: dict, title: str, *, ax=None):
         _loss_scale(ax, final["test_logloss_mean"], baselines)
         _level_axis(ax, noisy[param])
         ax.set_xlabel(_LEVEL_LABEL[param])
-        ax.set_ylabel("final test log loss (nats per sample)")
+        ax.set_ylabel("final test log loss\n(mean +- 1 std over seeds)")
         ax.set_title(title)
         ax.legend(loc="upper left", fontsize=6.5, framealpha=0.8)
     return ax.figure
@@ -299,7 +302,7 @@ def plot_noise_forms(finals: dict, baselines: dict, title: str, *, ax=None):
         _level_axis(ax, sorted({s for f in finals.values() for s in f["sigma"] if s > 0}))
         ax.set_yscale("log")
         ax.set_xlabel(_LEVEL_LABEL["sigma"])
-        ax.set_ylabel("final test log loss (nats per sample)")
+        ax.set_ylabel("final test log loss\n(mean +- 1 std over seeds)")
         ax.set_title(title)
         ax.legend(loc="upper left", fontsize=6.0, framealpha=0.8)
     return ax.figure
@@ -388,7 +391,7 @@ def plot_privacy_costs(finals: dict, baselines: dict, title: str, *, ax=None):
         ax.set_yscale("log")
         _level_axis(ax, sorted({e for f in finals.values() for e in f["epsilon"]}))
         ax.set_xlabel(_LEVEL_LABEL["epsilon"])
-        ax.set_ylabel("final test log loss (nats per sample)")
+        ax.set_ylabel("final test log loss\n(mean +- 1 std over seeds)")
         ax.set_title(title)
         ax.legend(loc="upper right", fontsize=5.5, framealpha=0.85)
     return ax.figure

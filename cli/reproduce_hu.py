@@ -125,6 +125,11 @@ def _ensure_sweep(configs, name, out, data_dir, jobs, echo, suffix="", overrides
     return agg, final, load_run(runs[0].path).baselines, manifest
 
 
+def _data_label(manifest: dict, name: str) -> str:
+    """The dataset as CSVs name it: a stand-in always says it is one."""
+    return dataset_title(manifest) if manifest.get("dataset", {}).get("stand_in") else name
+
+
 def _references_csv(rows: list[tuple[str, dict]], path: Path) -> None:
     records = []
     for dataset, baselines in rows:
@@ -159,13 +164,14 @@ def _fig1(configs, out, data_dir, echo) -> list[Path]:
                        title=f"{title}: objective gap")
             row[1].set(xlabel="epoch", ylabel="test log loss (nats per sample)",
                        title=f"{title}: test log loss")
-            row[0].legend(loc="upper right")
-            row[1].legend(loc="upper right")
+            row[0].legend(loc="best")
+            row[1].legend(loc="best")
     written = save_figure(fig, out / "fig1.png")
     for name, run in runs.items():
         shutil.copyfile(run.path / "metrics.csv", out / f"fig1-{name.removeprefix('fig1-')}.csv")
-    _references_csv([(d, runs[f"fig1-{d}-admm"].baselines) for d in DATASETS], out / "fig1-references.csv")
-    summary = pd.DataFrame([{"run": name, "dataset": name.split("-")[1],
+    _references_csv([(_data_label(runs[f"fig1-{d}-admm"].manifest, d), runs[f"fig1-{d}-admm"].baselines)
+                     for d in DATASETS], out / "fig1-references.csv")
+    summary = pd.DataFrame([{"run": name, "dataset": _data_label(run.manifest, name.split("-")[1]),
                              "method": _METHOD[run.config["solver"]["name"]],
                              **settling(run.metrics)} for name, run in runs.items()])
     summary.to_csv(out / "fig1-summary.csv", index=False, float_format="%.10g")
@@ -194,7 +200,7 @@ def _fig23(which, configs, out, data_dir, jobs, echo) -> list[Path]:
         for ax, (name, (agg, final, baselines, manifest)) in zip(axes, sweeps.items()):
             title = dataset_title(manifest)
             if which == "fig2":
-                plot_sweep_curves(agg, baselines, f"{title}: test loss, noisy", ax=ax)
+                plot_sweep_curves(agg, baselines, f"{title}: test loss under noise", ax=ax)
             else:
                 plot_sweep_final(final, baselines, f"{title}: final test loss", ax=ax)
     written = save_figure(fig, out / f"{which}.png")
@@ -202,7 +208,7 @@ def _fig23(which, configs, out, data_dir, jobs, echo) -> list[Path]:
         dataset = name.removeprefix("fig2-")
         (agg if which == "fig2" else final).to_csv(out / f"{which}-{dataset}.csv", index=False,
                                                    float_format="%.10g")
-    _references_csv([(n.removeprefix("fig2-"), s[2]) for n, s in sweeps.items()],
+    _references_csv([(_data_label(s[3], n.removeprefix("fig2-")), s[2]) for n, s in sweeps.items()],
                     out / f"{which}-references.csv")
     return written
 
@@ -224,8 +230,8 @@ def _fig_forms(configs, out, data_dir, jobs, echo) -> list[Path]:
         for ax, (finals, baselines, manifest) in zip(axes, panels.values()):
             plot_noise_forms(finals, baselines, f"{dataset_title(manifest)}: noise forms", ax=ax)
     written = save_figure(fig, out / "forms.png")
-    rows = [final.assign(dataset=dataset, form=label)
-            for dataset, (finals, _, _) in panels.items() for label, final in finals.items()]
+    rows = [final.assign(dataset=_data_label(manifest, dataset), form=label)
+            for dataset, (finals, _, manifest) in panels.items() for label, final in finals.items()]
     pd.concat(rows, ignore_index=True).to_csv(out / "forms.csv", index=False, float_format="%.10g")
     return written
 

@@ -32,7 +32,6 @@ import math
 
 import numpy as np
 
-from vfl.core.errors import DivergedError
 from vfl.core.params import Param
 from vfl.core.solver import Reference
 
@@ -60,6 +59,29 @@ class _ADMMState:
     def _dual_step(self, X_new, S_new, sign: float = 1.0):
         lap = self.deg[:, None] * X_new - self.neighbour_sum(X_new, S_new)  # (L x)_i
         self.lam = self.lam - sign * self.settings["zeta"] * lap
+
+    def divergence_hint(self) -> str:
+        """The dual step against the graph: ``zeta lambda_max(L) / D_i`` (the usual culprit).
+
+        With fixed ``w = 1/2`` a Laplacian mode of eigenvalue ``mu`` is stable only
+        while ``zeta mu / D`` stays below about ``2 (1 + a)``, ``a`` the mode's mixing
+        factor (about 1/2), i.e. about 3; random penalties lower that to about 2.5
+        (measured on a complete graph). The paper's ``zeta = 0.5``, ``D = 10`` suit
+        its sparse graphs (``lambda_max(L)`` about 10) but not, e.g., a complete
+        graph on 100 agents (``lambda_max(L) = 100``, ratio 5).
+        """
+        from .graphs import laplacian
+
+        lam_max = float(np.linalg.eigvalsh(laplacian(self.adj).toarray())[-1])
+        zeta = self.settings["zeta"]
+        D = self.settings.get("D")
+        if D is None:
+            return (f"; the dual step zeta = {zeta:g} acts on a graph with lambda_max(L) = "
+                    f"{lam_max:.3g}: lower solver.zeta")
+        return (f"; zeta * lambda_max(L) / D = {zeta:g} * {lam_max:.3g} / {D:g} = "
+                f"{zeta * lam_max / D:.3g}: the dual step is too large for this graph (stable "
+                f"up to about 2.5 with random penalties, 3 with fixed ones); lower solver.zeta "
+                f"or raise solver.D")
 
     def _weights(self, random: bool):
         if random:
@@ -132,9 +154,7 @@ class LDPADMM(_ADMMState, PrivateNetworkSolver):
         if self._sharing is not None:
             self._S = S_new
         self.iteration += 1
-        if not np.all(np.isfinite(self.X)):
-            raise DivergedError(f"{self.name}: iterates became non-finite at iteration "
-                                     f"{self.iteration}")
+        self.check_iterates()
         return {}
 
     def _mechanism_is_laplace(self) -> bool:
@@ -164,6 +184,8 @@ class OPADMM(LDPADMM):
               "of std sqrt(2)/beta_k", choices=("matched", "native")),
     )
     _random_weights = False
+    loss_meaning = ("Theorem 2.2 with a point mean (pure Laplace): at most, and almost always "
+                    "equal to, the worst case")
 
     def _mechanism_is_laplace(self) -> bool:
         return self.privacy_settings["mechanism"] == "matched"
@@ -219,9 +241,7 @@ class RandomPenaltyADMM(_ADMMState, NetworkSolver):
         if self._sharing is not None:
             self._S = S_new
         self.iteration += 1
-        if not np.all(np.isfinite(self.X)):
-            raise DivergedError(f"{self.name}: iterates became non-finite at iteration "
-                                     f"{self.iteration}")
+        self.check_iterates()
         return {"newton_iterations": its}
 
 
@@ -253,6 +273,7 @@ class _PerturbedADMM(RandomPenaltyADMM, PrivateNetworkSolver):
     """
 
     columns = PrivateNetworkSolver.columns
+    loss_meaning = "a RECONSTRUCTION of the cited paper's curve (spec P3), not its theorem"
     privacy_params = LAPLACE_PRIVACY + (
         Param("mechanism", str, "matched",
               "'matched': perturbation = D_i^k * Lap(0, beta_k)^d, i.e. about Laplace(beta_k) on "
@@ -292,6 +313,9 @@ class _PerturbedADMM(RandomPenaltyADMM, PrivateNetworkSolver):
 
     def paper_epsilon(self):
         return None  # the curves are reconstructions, not the cited papers' own accounting
+
+    def _releases_enforced(self) -> bool:
+        return False  # objective perturbation: sensitivity NaN (see the class docstring)
 
     def other_claims(self) -> dict:
         return {}

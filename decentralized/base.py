@@ -28,7 +28,11 @@ from .graphs import check_adjacency, degrees, is_complete
 from .problem import central_optimum, check_objective, gradient_sensitivity, loss_derivatives
 from .secret_sharing import AdditiveSecretSharing
 
-__all__ = ["NetworkSolver", "PrivateNetworkSolver", "NEIGHBOURING", "validated"]
+__all__ = ["NetworkSolver", "PrivateNetworkSolver", "NEIGHBOURING", "validated",
+           "DIVERGENCE_FACTOR"]
+
+#: see :meth:`NetworkSolver.check_iterates`
+DIVERGENCE_FACTOR = 1e6
 
 NEIGHBOURING = ("agent i's local function f_i differs in one of its b_i samples (one sample "
                 "(z, L) replaced by another from the same domain); every other agent and any "
@@ -138,6 +142,11 @@ class NetworkSolver(Solver):
         self.sensitivity = gradient_sensitivity(A, b, objective)
         self._random = streams.get("random")
 
+        # Iterates beyond this bound count as divergence (x* and x^0 are O(1) here;
+        # a diverging run otherwise goes on silently to 1e50 and beyond).
+        self._x_bound = DIVERGENCE_FACTOR * (1.0 + float(np.max(np.abs(x0), initial=0.0))
+                                             + float(np.linalg.norm(self.x_star)))
+
         self._sharing = None
         if self.supports_sharing and self.settings.get("exchange") == "secret_sharing":
             if not is_complete(self.adj) or N < 3:
@@ -187,6 +196,20 @@ class NetworkSolver(Solver):
         if not np.all(np.isfinite(X)):
             raise DivergedError(f"{self.name}: the local Newton solve produced non-finite values")
         return X, max_iter
+
+    # -- divergence ---------------------------------------------------------
+    def check_iterates(self) -> None:
+        """Raise :class:`DivergedError` when the iterates are non-finite or beyond any scale
+        of the problem (``DIVERGENCE_FACTOR`` times ``1 + max|x^0| + ||x*||`` + noise scale)."""
+        bad = not np.all(np.isfinite(self.X))
+        if bad or np.max(np.abs(self.X)) > self._x_bound:
+            what = "non-finite" if bad else f"larger than {self._x_bound:.3g}"
+            raise DivergedError(f"{self.name}: iterates became {what} at iteration "
+                                f"{self.iteration}{self.divergence_hint()}")
+
+    def divergence_hint(self) -> str:
+        """Why this solver may diverge here (appended to the error); default none."""
+        return ""
 
     # -- exchange -----------------------------------------------------------
     def neighbour_sum(self, X, S=None):
@@ -248,6 +271,9 @@ class PrivateNetworkSolver(NetworkSolver):
 
     columns = ("log10_error", "privacy_loss", "privacy_loss_max", "privacy_loss_worst")
     privacy_params = LAPLACE_PRIVACY
+    #: what ``privacy_loss`` is, in words (summaries, manifests)
+    loss_meaning = ("Theorem 2.2's realized loss: ex post and data dependent, not a worst-case "
+                    "guarantee")
 
     def __init__(self, data, **kw):
         super().__init__(data, **kw)
@@ -257,6 +283,9 @@ class PrivateNetworkSolver(NetworkSolver):
         self._noise_rng = self.streams.noise()
         self._loss = np.zeros(self.N)   # realized cumulative loss per agent
         self._worst = np.zeros(self.N)  # worst-case cumulative loss per agent
+        if self.noise:  # Laplace draws reach about 20 noise scales over a run
+            smallest_rate = min(self.beta(1), self.beta(self.iterations))
+            self._x_bound += DIVERGENCE_FACTOR * 20.0 / smallest_rate
 
     def beta(self, k: int) -> float:
         """``beta_k = beta0 * beta_growth^k`` (a Laplace rate)."""
@@ -375,8 +404,29 @@ class PrivateNetworkSolver(NetworkSolver):
                                "sensitivity to NaN when they fail"),
         }
 
+    def _releases_enforced(self) -> bool:
+        """Whether every release carries a sensitivity the code enforces (a sound ledger)."""
+        return bool(self.noise and np.isfinite(self.sensitivity.B_1))
+
+    def _privacy_mode(self) -> dict:
+        """What the run claims, in the keys every summary reads (``mode``, ``dp_guarantee``)."""
+        if not self.noise:
+            return {"mode": "simulation", "dp_guarantee": False,
+                    "note": "privacy.noise = false: the noiseless algorithm, no privacy at all"}
+        if self.privacy_settings.get("delta") is None:
+            return {"mode": "simulation", "dp_guarantee": False,
+                    "note": (f"no privacy.delta: a simulation of the paper; privacy_loss is "
+                             f"{self.loss_meaning}. Set privacy.delta for a composed "
+                             f"(epsilon, delta)")}
+        if self._releases_enforced():
+            return {"mode": "accounting", "dp_guarantee": True}
+        return {"mode": "accounting", "dp_guarantee": False,
+                "warning": ("the releases carry no enforced sensitivity (see "
+                            "release_sensitivity), so no epsilon of this run is a guarantee")}
+
     def privacy_info(self) -> dict:
         info = {
+            **self._privacy_mode(),
             "neighbouring": NEIGHBOURING,
             "noise": "Laplace, rate beta_k = beta0 * beta_growth^k per coordinate (numpy scale "
                      "1/beta)" if self.noise else "none: no privacy guarantee",
@@ -391,6 +441,9 @@ class PrivateNetworkSolver(NetworkSolver):
                            "component)"),
             "release_sensitivity": ("each Release carries the l1 bound alpha_{k+1} B_1 enforced "
                                     "by the data checks, else NaN"),
+            "other_claims_meaning": {"worst_case": (
+                "the worst case sum_k d alpha beta B_inf: a pure LDP bound (basic composition) "
+                "when B_inf is enforced, else the paper's claim")},
             **self._b_inf_info(),
         }
         if self._sharing is not None:

@@ -80,8 +80,9 @@ REDUCTIONS = ("sum", "mean", "unit_mean")
 REGULARIZERS = ("l2sq", "half_l2sq", "l1")
 #: ``[data]`` keys of file datasets, passed to the loader as options
 FILE_DATASETS = ("libsvm", "csv")
-FILE_DATA_KEYS = ("path", "test_path", "test_fraction", "n_features", "zero_based", "label",
-                  "features", "categorical", "label_positive", "delimiter")
+FILE_DATA_KEYS = ("path", "test_path", "test_fraction", "split_seed", "n_features", "zero_based",
+                  "label", "features", "categorical", "categorical_columns", "label_positive",
+                  "delimiter")
 VERTICAL_PARTITION_KEYS = ("columns", "ranges", "indices", "intercept", "allow_unused",
                            "normalize_rows")
 ROW_PARTITION_KEYS = ("agents", "samples_per_agent", "public", "test", "pool")

@@ -50,9 +50,47 @@ class RunResult:
     repeats: pd.DataFrame | None = None  # per-repeat rows, when run.repeats > 1
 
 
+_DATASETS: dict = {}  # (dataset, options, data dir) -> loaded, within one process
+
+
 def load_config_dataset(config: Config, data_dir=None) -> tuple[Dataset, str | None]:
-    """Load ``config.data``; returns the dataset and, if the fallback was
-    used, a sentence saying why."""
+    """Load ``config.data``; returns the dataset and, if the fallback was used, a sentence
+    saying why. Loaded datasets are kept for the life of the process (figure
+    reproductions run many configs on the same data); files are re-hashed on
+    every load, so a changed file is never served from memory."""
+    import json
+
+    key = json.dumps([config.data.dataset, config.data.options, config.data.fallback,
+                      str(resolve_data_dir(data_dir)), config.run.seed], sort_keys=True, default=str)
+    stamp = _file_stamp(config, data_dir)
+    hit = _DATASETS.get(key)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    loaded = _load_config_dataset(config, data_dir)
+    _DATASETS.clear()  # one dataset at a time: they can be large
+    _DATASETS[key] = (stamp, loaded)
+    return loaded
+
+
+def _file_stamp(config: Config, data_dir):
+    """Sizes and mtimes of the files a registry dataset reads (None for generated data)."""
+    if config.data.dataset not in REGISTRY:
+        return None
+    return tuple((f.get("path"), f.get("size"), f.get("mtime")) for f in
+                 ({**f, **_stat(f.get("path"))} for f in dataset_status(config.data.dataset, data_dir)))
+
+
+def _stat(path):
+    import os
+
+    try:
+        st = os.stat(path)
+        return {"size": st.st_size, "mtime": st.st_mtime_ns}
+    except (OSError, TypeError):
+        return {}
+
+
+def _load_config_dataset(config: Config, data_dir=None) -> tuple[Dataset, str | None]:
     d = config.data
     if d.fallback and d.dataset in REGISTRY:
         if not any(f["present"] for f in dataset_status(d.dataset, data_dir)):
@@ -93,12 +131,20 @@ def _build(cls, config: Config, prepared, streams: Streams) -> Solver:
         raise ConfigError(f"{config.solver.name}: {exc}") from None
 
 
+def _prepare(setting, config: Config, repeat: int):
+    """One repeat's distribution of the data; an impossible one is a user error."""
+    try:
+        return setting.prepare(_streams(config, repeat))
+    except ValueError as exc:
+        raise ConfigError(f"{config.setting.value} setting: {' '.join(str(exc).split())}") from None
+
+
 def plan_run(config: Config, data_dir=None) -> RunPlan:
     """Load and distribute the data and construct the solver: every user error surfaces here."""
     cls = get_solver(config.solver.name)
     dataset, note = load_config_dataset(config, data_dir)
     setting = prepare(config, dataset, unit_rows=cls.unit_rows(config.privacy.values))
-    first = setting.prepare(_streams(config, 0))
+    first = _prepare(setting, config, 0)
     solver = _build(cls, config, first, _streams(config, 0))
     return RunPlan(config, cls, dataset, note, setting, first, solver)
 
@@ -254,7 +300,7 @@ def run_experiment(
         if r == 0:
             prepared, solver = plan.first, plan.solver
         else:
-            prepared = setting.prepare(_streams(config, r))
+            prepared = _prepare(setting, config, r)
             solver = _build(cls, config, prepared, _streams(config, r))
         if with_baselines and (r == 0 or not setting.repeats_share_baselines):
             baselines = setting.baselines(prepared, use_cache=use_cache)
