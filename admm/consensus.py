@@ -51,12 +51,12 @@ import math
 from time import perf_counter
 
 import numpy as np
-from scipy.special import expit
 
 from vfl.core.params import Param
 from vfl.core.solver import HorizontalData, Reference, Release, Setting, Solver, Streams
 
-from .local_solvers import fista, kkt_residual, lipschitz, newton, smooth_grad
+from .local_solvers import (_sigmoid, _softplus, fista, kkt_residual, lipschitz, newton,
+                            smooth_grad)
 from .objective import Objective
 from .pretrain import pretrain_dw
 
@@ -201,7 +201,7 @@ def _margins(A, w):
 
 def _loss_grad(A, b, W):
     """``(1/m) sum_j l'(a_ij, b_ij, W_i)`` for every provider, ``(N, d)``."""
-    q = expit(-b * _margins(A, W))
+    q = _sigmoid(-b * _margins(A, W))
     return np.matmul((-b * q)[:, None, :], A)[:, 0, :] / A.shape[1]
 
 
@@ -230,7 +230,7 @@ def dp_admm_closed_form(A, b, W_tilde, w, gamma, *, eta, rho, lam_per_provider, 
 
 def local_objectives(A, b, W, *, lam_per_provider: float, regularizer: str) -> np.ndarray:
     """``f_i(W_i)`` per provider, ``(N,)`` (``W`` ``(N, d)``, or one ``w`` ``(d,)`` for all)."""
-    loss = np.logaddexp(0.0, -b * _margins(A, W)).mean(axis=1)
+    loss = _softplus(-b * _margins(A, W)).mean(axis=1)
     return loss + lam_per_provider * _reg_value(W, regularizer)
 
 
@@ -239,7 +239,7 @@ def empirical_loss(A, b, w) -> float:
 
     ``N ln 2`` at ``w = 0`` (spec test (j)).
     """
-    return float(np.logaddexp(0.0, -b * _margins(A, np.asarray(w, dtype=float))).mean(axis=1).sum())
+    return float(_softplus(-b * _margins(A, np.asarray(w, dtype=float))).mean(axis=1).sum())
 
 
 def augmented_objective(A, b, W_bar, w_bar, *, lam_per_provider: float, regularizer: str) -> float:
@@ -419,6 +419,7 @@ class _Consensus(Solver):
         self.gamma = np.zeros((N, d))       # duals gamma_i^k
         self._sum_w = np.zeros(d)           # sum_{s=1..k} w^s
         self._sum_shared = np.zeros((N, d))  # sum_{s=1..k} shared_i^s
+        self._margin_cache = (None, None)   # (w^k, A w^k)
         self._releases = []
 
     # -- one iteration: the trainer's (3c) and the providers' (3d) ----------
@@ -448,9 +449,10 @@ class _Consensus(Solver):
 
     def _metrics(self) -> dict:
         kw = dict(lam_per_provider=self.lam_per_provider, regularizer=self.regularizer)
-        f_w = local_objectives(self.A, self.b, self.w, **kw)
-        out = {"objective": float(f_w.sum()),
-               "empirical_loss": empirical_loss(self.A, self.b, self.w)}
+        # One pass over the rows at w^k gives both (1a) and metric 2.
+        loss = float(_softplus(-self.b * self._train_margins()).mean(axis=1).sum())
+        out = {"objective": loss + self.lam * float(_reg_value(self.w, self.regularizer)),
+               "empirical_loss": loss}
         if self.iteration == 0:
             out["augmented_objective"] = out["consensus_violation"] = float("nan")
         else:
@@ -471,9 +473,19 @@ class _Consensus(Solver):
         """
         return self._metrics()
 
+    def _train_margins(self) -> np.ndarray:
+        """``A_i w^k`` ``(N, m)``, computed once per iterate (metrics and runner share it).
+
+        Keyed on the array object ``w`` itself (the trainer step assigns a new
+        one; the cache's reference keeps the identity from being reused).
+        """
+        if self._margin_cache[0] is not self.w:
+            self._margin_cache = (self.w, self.A @ self.w)
+        return self._margin_cache[1]
+
     def train_margins(self) -> np.ndarray:
         """``a_ij^T w^k`` for every training row, in the order of ``b.reshape(-1)``."""
-        return (self.A @ self.w).reshape(-1)
+        return self._train_margins().reshape(-1)
 
     def decision_function(self, test) -> np.ndarray:
         """``X_test w^k`` for a plain ``(n, d)`` test matrix (dense or sparse; D7: global w)."""

@@ -39,8 +39,8 @@ def central_solve(A, b, *, alpha: float, regularizer: str, tol: float = 1e-10,
                   max_iter: int = 200) -> np.ndarray:
     """``argmin_w mean_j log(1 + exp(-b_j a_j^T w)) + alpha R(w)`` on dense rows.
 
-    Newton (``half_l2sq``) or proximal Newton with a coordinate-descent model
-    solve (``l1``), from zero, until the KKT residual (norm of the
+    Newton (``half_l2sq``) or proximal Newton with an accelerated proximal
+    gradient model solve (``l1``), from zero, until the KKT residual (norm of the
     minimum-norm subgradient) is at most ``tol``.
 
     Raises
@@ -55,7 +55,7 @@ def central_solve(A, b, *, alpha: float, regularizer: str, tol: float = 1e-10,
         raise ValueError(f"A must be (n, d) with n >= 1 and b (n,); got {A.shape} and {b.shape}")
     a1, a2 = _alphas(regularizer, alpha)
     res = newton(A[None], b[None], alpha1=a1, alpha2=a2, tol=tol, max_iter=max_iter,
-                 cd_sweeps=1000)
+                 model_iter=20_000)
     if not res.converged[0]:
         raise ValueError(f"the centralized {regularizer} logistic solve did not reach a KKT "
                          f"residual of {tol:g} in {max_iter} iterations (residual "

@@ -204,8 +204,14 @@ def _summary(result, out: Path, seconds: float) -> str:
     m = result.metrics.iloc[-1]
     man = result.manifest
     b = result.baselines or {}
-    if "per_repeat" in b:  # horizontal / network: one set of references per repeat
-        b = b["per_repeat"][-1]
+    if "per_repeat" in b:  # horizontal / network: one set of references per repeat: their mean
+        reps = b["per_repeat"]
+        b = {"cached": all(r.get("cached") for r in reps)}
+        for key, entry in reps[0].items():
+            if isinstance(entry, dict) and "label" in entry:
+                b[key] = {k: (sum(r[key][k] for r in reps) / len(reps)
+                              if isinstance(v, (int, float)) and not isinstance(v, bool) else v)
+                          for k, v in entry.items()}
     solver = man["solver"]
     title = solver.get("title") or solver["name"]
     pv = result.config.privacy.values
@@ -221,7 +227,7 @@ def _summary(result, out: Path, seconds: float) -> str:
              m["test_accuracy"])]
     c = b.get("central")
     for key, entry in b.items():
-        if not isinstance(entry, dict) or "test_logloss" not in entry:
+        if not isinstance(entry, dict) or "label" not in entry or "test_logloss" not in entry:
             continue
         obj = entry.get("objective")
         gap = 0.0 if key == "central" else (

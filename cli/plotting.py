@@ -91,12 +91,13 @@ def _references(runs, metric: str) -> list[tuple[float, str, str]]:
             entries = {}
             for rep in b["per_repeat"]:
                 for k, v in rep.items():
-                    if isinstance(v, dict) and metric in v and v[metric] is not None:
+                    if isinstance(v, dict) and "label" in v and isinstance(v.get(metric), (int, float)):
                         entries.setdefault(k, {**v, "values": []})["values"].append(v[metric])
             b = {k: {**v, metric: float(sum(v["values"]) / len(v["values"]))}
                  for k, v in entries.items()}
         for key, entry in b.items():
-            if not isinstance(entry, dict) or entry.get(metric) is None:
+            if not isinstance(entry, dict) or "label" not in entry \
+                    or not isinstance(entry.get(metric), (int, float)):
                 continue
             if metric == "objective" and key != "central":
                 continue  # other references minimize other objectives

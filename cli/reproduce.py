@@ -16,11 +16,13 @@ import click
 
 from vfl.core.errors import ConfigError
 
-__all__ = ["PAPERS", "paper_module", "resolve", "reproduce"]
+__all__ = ["PAPERS", "check_configs", "paper_module", "resolve", "reproduce"]
 
 #: paper -> module
 PAPERS = {
     "hu": "vfl.cli.reproduce_hu",
+    "dp-admm": "vfl.cli.reproduce_dp_admm",
+    "ldp": "vfl.cli.reproduce_ldp",
 }
 
 
@@ -49,6 +51,21 @@ def resolve(first: str | None, second: str | None) -> list[tuple[str, str]]:
         return [("hu", first)]
     raise ConfigError(f"unknown paper or figure {first!r}; papers: {', '.join(PAPERS)} "
                       f"(or a figure of hu: {', '.join(hu)})")
+
+
+def check_configs(chosen: list[tuple[str, str]], configs: Path) -> None:
+    """Refuse, before anything runs or is created, a figure whose configs are missing.
+
+    A paper module may list what a figure needs with ``required_configs(which)``.
+    """
+    configs = Path(configs)
+    if not configs.is_dir():
+        raise ConfigError(f"--configs {configs} is not a directory")
+    for paper, which in chosen:
+        needs = getattr(paper_module(paper), "required_configs", None)
+        for name in (needs(which) if needs else []):
+            if not (configs / f"{name}.toml").is_file():
+                raise ConfigError(f"{paper} {which}: config {configs / (name + '.toml')} not found")
 
 
 def reproduce(first: str | None, second: str | None, out: Path, configs: Path, data_dir=None,

@@ -48,6 +48,7 @@ class Prepared:
     distribution: dict
     objective: Objective
     baselines: dict = field(default_factory=dict)
+    split: dict = field(default_factory=dict)  # what fixes the random split (seed, repeat)
 
 
 def make_objective(config: Config) -> Objective:
@@ -71,6 +72,31 @@ def _dataset_identity(dataset: Dataset) -> dict:
         return {"name": dataset.name, "checksums": dataset.checksums,
                 "options": prov.get("options"), "preprocessing": prov.get("preprocessing")}
     return {"name": dataset.name, "provenance": prov}
+
+
+def _cached(key_src: dict, compute, use_cache: bool) -> dict:
+    """``compute()`` cached in ``<user cache>/baselines/`` under a hash of ``key_src``.
+
+    A damaged or mismatched entry is recomputed, never trusted.
+    """
+    key = hashlib.sha256(json.dumps(key_src, sort_keys=True, default=str).encode()).hexdigest()[:20]
+    path = user_cache_dir() / "baselines" / f"{key}.json"
+    if use_cache and path.is_file():
+        try:
+            cached = json.loads(path.read_text())
+            if cached.get("key") == json.loads(json.dumps(key_src, default=str)):
+                cached["cached"] = True
+                return cached
+        except (OSError, json.JSONDecodeError):
+            pass
+    result = {"key": key_src, **compute()}
+    if use_cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(result, indent=2, default=str))
+        os.replace(tmp, path)
+    result["cached"] = False
+    return result
 
 
 def vertical_baselines(dataset: Dataset, partition: Partition, objective: Objective, *,
@@ -215,7 +241,7 @@ class HorizontalSetting:
     repeats_share_baselines = False
 
     def __init__(self, config: Config, dataset: Dataset, unit_rows: bool):
-        self.config, self.dataset = config, dataset
+        self.config, self.dataset, self.unit_rows = config, dataset, unit_rows
         self.X, self.y = _pool(config, dataset)
         if unit_rows:
             from vfl.datasets.preprocessing import normalize_rows
@@ -229,6 +255,7 @@ class HorizontalSetting:
 
         p = self.config.partition
         own_test = p.test == 0 and p.pool == "train"
+        split = {"seed": streams.seed, "repeat": streams.repeat}
         data, (X_test, y_test) = split_providers(
             self.X, self.y, providers=p.agents, samples_per_provider=p.samples_per_agent,
             public=p.public, test=None if p.test == 0 else p.test, rng=streams.get("split"))
@@ -244,20 +271,37 @@ class HorizontalSetting:
                                       else f"held out from the pool ({p.pool})",
                                       "pool": p.pool, "split": "one permutation per repeat, "
                                       "SeedSequence(seed, spawn_key=(3, ...))"},
-                        objective=self.objective)
+                        objective=self.objective, split=split)
 
     def baselines(self, prepared: Prepared, *, use_cache: bool) -> dict:
+        """The pooled optimum of the same objective on this repeat's split, and the base rate.
+
+        Cached per (data, distribution, objective, seed, repeat): every config
+        of a figure shares the split of its repeat, so it is solved once.
+        """
         from vfl.admm.pretrain import consensus_optimum
 
-        data = prepared.data
-        w, f_star = consensus_optimum(data.A, data.b, lam=self.objective.lam,
-                                      regularizer=self.objective.regularizer)
-        u_tr = data.A.reshape(-1, data.A.shape[-1]) @ w
-        u_te = prepared.test @ w
-        return {"central": {"label": "central optimum (pooled data)", "objective": f_star,
-                            "norm": float(np.linalg.norm(w)),
-                            **_score(u_tr, prepared.y_train, u_te, prepared.y_test)},
-                "majority": _majority(prepared.y_train, prepared.y_test)}
+        def compute():
+            data = prepared.data
+            w, f_star = consensus_optimum(data.A, data.b, lam=self.objective.lam,
+                                          regularizer=self.objective.regularizer)
+            u_tr = data.A.reshape(-1, data.A.shape[-1]) @ w
+            return {"central": {"label": "central optimum (pooled data)", "objective": f_star,
+                                "norm": float(np.linalg.norm(w)),
+                                **_score(u_tr, prepared.y_train, prepared.test @ w,
+                                         prepared.y_test)},
+                    "majority": _majority(prepared.y_train, prepared.y_test)}
+
+        key = {"version": BASELINE_VERSION, "setting": "horizontal",
+               "dataset": _dataset_identity(self.dataset),
+               "partition": self.config.partition.to_dict(Setting.HORIZONTAL),
+               "unit_rows": self.unit_rows,
+               "objective": {"loss": self.objective.loss, "lam": self.objective.lam,
+                             "reduction": self.objective.reduction,
+                             "regularizer": self.objective.regularizer,
+                             "unit_size": self.objective.unit_size},
+               **prepared.split}
+        return _cached(key, compute, use_cache)
 
 
 # ------------------------------------------------------------------ network --

@@ -28,8 +28,9 @@ def test_the_papers_lemma_1_accounting_is_refuted_on_a9a(data_dir):
 
 @pytest.mark.parametrize("name", ["privacy-a9a-column", "privacy-a9a-row"])
 def test_sound_accounting_passes_its_audit_on_a9a(data_dir, name):
-    config = load_config(CONFIGS / f"{name}.toml")
-    report = audit_config(config, data_dir=data_dir, K=20, seed=0, kinds=("adversarial",),
-                          max_pairs=2)
+    # 5 epochs keep it short: sigma is calibrated for them, the claim is still (8, 1e-5)
+    config = load_config(CONFIGS / f"{name}.toml", ["solver.epochs=5"])
+    report = audit_config(config, data_dir=data_dir, K=10, seed=0, kinds=("adversarial",),
+                          max_pairs=1)
     assert report.claims["guarantee"][0] == pytest.approx(8.0, rel=1e-3)
     assert report.verdict("guarantee") == "PASS"
