@@ -45,7 +45,7 @@ class Loss:
         raise NotImplementedError
 
     def prox_newton(self, s, y, b, rho, w, tol=1e-10, max_iter=100, z0=None, b2_max=None):
-        """The minimizer of (7) by the fastest method that is safe (default: :meth:`prox_linear`)."""
+        """The minimizer of (7) by the fastest safe method (default: :meth:`prox_linear`)."""
         return self.prox_linear(s, y, b, rho, w, tol=tol, max_iter=max_iter, z0=z0)
 
     def __repr__(self) -> str:
@@ -145,42 +145,52 @@ class LogisticLoss(Loss):
         b = np.asarray(b, dtype=float)
         if b2_max is None:
             b2_max = float(np.max(b * b, initial=0.0))
+        b_max = math.sqrt(b2_max)
         c = s + y / rho
         z = c.copy() if z0 is None else np.array(z0, dtype=float)  # a copy: updated in place
         bracket = None
+        half = w * b_max / rho  # |l'| <= max |b|: the root is within c +- half
         if not rho > w * b2_max / 4.0:
-            half = w * math.sqrt(b2_max) / rho  # |l'| <= max |b|
             bracket = (c - half, c + half)
             np.clip(z, *bracket, out=z)
-        nb = -b
+        # exp(-b z) overflows beyond 709; cap -b z at 700 (sigma(700) = 1 in float64)
+        # unless no iterate can get there: bracketed iterates stay in c +- half,
+        # plain ones (contracting) within |z0 - z*| of the root
+        reach = float(np.max(np.abs(c), initial=0.0)) + half
+        if bracket is None:
+            reach = 2.0 * reach + float(np.max(np.abs(z), initial=0.0))
+        cap = b_max * reach > 700.0
+        rc = rho * c
+        nbw = -w * b                     # l' = -b q, times w
         wb2 = w * (b * b)
         u = np.empty_like(z)
         e = np.empty_like(z)
         d = np.empty_like(z)
         for _ in range(max_iter):
-            np.multiply(nb, z, out=u)
-            np.minimum(u, 700.0, out=u)  # exp(700) is finite; sigma(700) = 1 in float64 anyway
+            np.multiply(b, z, out=u)
+            np.negative(u, out=u)
+            if cap:
+                np.minimum(u, 700.0, out=u)
             np.exp(u, out=e)             # e = exp(-b z)
             np.add(e, 1.0, out=d)
             np.reciprocal(d, out=d)      # d = sigma(b z)
-            np.multiply(e, d, out=e)     # e = q = sigma(-b z): l' = -b q
+            np.multiply(e, d, out=e)     # e = q = sigma(-b z)
             np.multiply(e, d, out=d)     # d = q sigma(b z) = l''/b^2, no cancellation
             d *= wb2
             d += rho                     # d = g'(z)
-            np.subtract(z, c, out=u)
-            u *= rho
-            e *= nb
-            e *= w
+            np.multiply(z, rho, out=u)
+            u -= rc
+            e *= nbw
             u += e                       # u = g(z) = w l'(z) + rho (z - c)
             u /= d                       # u = the Newton step
             z -= u
             if bracket is not None:
                 np.clip(z, *bracket, out=z)
-            if np.max(np.abs(u), initial=0.0) <= tol:
+            if u.max(initial=0.0) <= tol and -u.min(initial=0.0) <= tol:
                 return z
         left = np.flatnonzero(np.abs(u) > tol)
         z[left] = self.prox_linear(s[left], y[left], b[left], rho, w, tol=tol,
-                                   max_iter=max_iter, z0=z[left], b_max=math.sqrt(b2_max))
+                                   max_iter=max_iter, z0=z[left], b_max=b_max)
         return z
 
 

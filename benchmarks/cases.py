@@ -55,6 +55,16 @@ class Settings:
     admm_cap: int
     sgd_cap: int
     sgd: dict = field(default_factory=lambda: {"batch_size": 100, "lr": 0.3, "lr_schedule": "inv_sqrt"})
+    # the variants of issue 13 (benchmarks.variants)
+    variant_cap: int = 400  # epochs, per a9a variant
+    gisette_cap: int = 400
+    noise_sigmas: tuple = (0.1, 1.0)
+    noise_seeds: int = 3
+    noise_epochs: int = 100
+    epsilon_sigmas: tuple = (1.0, 2.0, 4.0, 8.0)
+    epsilon_epochs: int = 60
+    epsilon_margin: float = 0.02
+    data_dir: str | None = None
 
     @classmethod
     def make(cls, quick: bool) -> "Settings":
@@ -65,7 +75,9 @@ class Settings:
             return cls(quick=True, epoch_repeats=5, floor_repeats=5, proto_epochs=3,
                        proto_z_samples=300, subopt_cap=1000, time_repeats=1,
                        scaling_d=(20, 200), scaling_n=(300, 1500), scaling_fixed_n=400,
-                       scaling_fixed_d=20, scaling_n_test=300, admm_cap=50, sgd_cap=20, **common)
+                       scaling_fixed_d=20, scaling_n_test=300, admm_cap=50, sgd_cap=20,
+                       variant_cap=150, gisette_cap=40, noise_seeds=1, noise_epochs=20,
+                       epsilon_sigmas=(2.0,), epsilon_epochs=10, **common)
         return cls(quick=False, epoch_repeats=30, floor_repeats=30, proto_epochs=3,
                    proto_z_samples=2000, subopt_cap=2000, time_repeats=3,
                    scaling_d=(100, 1000, 5000, 20000), scaling_n=(1000, 10000, 100000),
@@ -171,17 +183,58 @@ def _admm_memory(problem: Problem, rho: float = 1.0, objective: Objective = OBJE
 
 
 # -- case 1 --------------------------------------------------------------------
-def _epoch_vs_floor_one(cfg: Settings, problem: Problem) -> dict:
+def memory_bandwidth(repeats: int = 5, mib: int = 256) -> dict:
+    """Read bandwidth of this machine now: the best of ``repeats`` sums over a fresh array."""
+    a = np.ones(mib * 2**20 // 8)
+    a.sum()  # first touch
+    best = min(_timeit(a.sum, 1) for _ in range(repeats))
+    return {"bytes": a.nbytes, "seconds": best, "gb_per_s": a.nbytes / best / 1e9,
+            "method": f"numpy sum over a {mib} MiB float64 array, best of {repeats}"}
+
+
+def _operator_bytes(A) -> int:
+    if sp.issparse(A):
+        return int(A.data.nbytes + A.indices.nbytes + A.indptr.nbytes)
+    return int(np.asarray(A).nbytes)
+
+
+def epoch_bytes(admm: ADMMSharing) -> int:
+    """Bytes of the operators one epoch streams: the x-update's and the share's, every party."""
+    total = 0
+    for s in admm.solvers:
+        if s._W is not None:
+            total += _operator_bytes(s._W)
+        else:
+            total += _operator_bytes(s.DT)
+            if s._factor is not None:
+                total += int(s._factor[0].nbytes)
+        total += _operator_bytes(s.D)
+    return total
+
+
+def _epoch_medians(admm, repeats):
+    for _ in range(2):  # warm-up: caches, first-touch of buffers
+        admm.step(diagnostics=False)
+    stats = [admm.step(diagnostics=False) for _ in range(repeats)]
+    return (median(s.x_seconds + s.z_seconds + s.y_seconds for s in stats),
+            median(s.x_seconds for s in stats), median(s.z_seconds for s in stats),
+            median(s.y_seconds for s in stats))
+
+
+def _epoch_vs_floor_one(cfg: Settings, problem: Problem, bandwidth: dict) -> dict:
     t = perf_counter()
     admm = ADMMSharing(problem.blocks, problem.y, OBJECTIVE, rho=1.0)
     setup = perf_counter() - t
-    for _ in range(2):  # warm-up: caches, first-touch of buffers
-        admm.step(diagnostics=False)
-    stats = [admm.step(diagnostics=False) for _ in range(cfg.epoch_repeats)]
-    xs = median(s.x_seconds for s in stats)
-    zs = median(s.z_seconds for s in stats)
-    ys = median(s.y_seconds for s in stats)
-    epoch = median(s.x_seconds + s.z_seconds + s.y_seconds for s in stats)
+    epoch, xs, zs, ys = _epoch_medians(admm, cfg.epoch_repeats)
+    # the same epochs with one BLAS thread and the in-place Newton z-update
+    one = ADMMSharing(problem.blocks, problem.y, OBJECTIVE, rho=1.0, blas_threads=1)
+    epoch_1t = _epoch_medians(one, cfg.epoch_repeats)[0]
+    fast = ADMMSharing(problem.blocks, problem.y, OBJECTIVE, rho=1.0, blas_threads=1,
+                       z_update="newton")
+    epoch_fast, _, zs_fast, _ = _epoch_medians(fast, cfg.epoch_repeats)
+    # diagnostics (objective, residuals) as the runner evaluates them every epoch
+    diag = _timeit(lambda: (admm.objective_value(), admm.primal_residual(),
+                            admm.dual_residual()), cfg.floor_repeats)
     parties = []
     for m, solver in enumerate(admm.solvers):
         xm, r = admm.x[m], admm.y.copy()
@@ -196,25 +249,47 @@ def _epoch_vs_floor_one(cfg: Settings, problem: Problem) -> dict:
             "x_update_plus_share_seconds": party,
             "ratio_to_floor": party / floor,
         })
-    floor_sum = sum(p["two_pass_floor_seconds"] for p in parties)
+    xs_all = [admm.x[m] for m in range(len(admm.solvers))]
+    r_all = admm.y.copy()
+
+    def streaming():  # every block's two passes in turn, as an epoch streams them
+        for s, xm in zip(admm.solvers, xs_all):
+            s.matvec(xm)
+            s.rmatvec(r_all)
+
+    floor_stream = _timeit(streaming, cfg.floor_repeats)
+    floor_warm = sum(p["two_pass_floor_seconds"] for p in parties)
+    nbytes = epoch_bytes(admm)
+    bw_floor = nbytes / (bandwidth["gb_per_s"] * 1e9)
     return {
         "dataset": problem.name, "rho": 1.0, "objective": "logistic, lam 1e-3, sum",
         "setup_seconds": setup, "epochs_timed": cfg.epoch_repeats,
         "epoch_seconds": epoch, "x_seconds": xs, "z_seconds": zs, "y_seconds": ys,
+        "epoch_seconds_one_blas_thread": epoch_1t,
+        "epoch_seconds_one_thread_newton_z": epoch_fast, "z_seconds_newton": zs_fast,
+        "diagnostics_seconds": diag, "diagnostics_over_epoch": diag / epoch,
         "epoch_seconds_per_party": epoch / len(parties),
-        "floor_seconds_all_parties": floor_sum,
-        "ratio_epoch_to_floor": epoch / floor_sum,
-        "ratio_x_to_floor": xs / floor_sum,
+        "floor_seconds_all_parties": floor_stream,
+        "floor_seconds_warm_sum": floor_warm,
+        "ratio_epoch_to_floor": epoch / floor_stream,
+        "ratio_fast_epoch_to_floor": epoch_fast / floor_stream,
+        "ratio_x_to_floor": xs / floor_stream,
+        "bytes_per_epoch": nbytes, "bandwidth_floor_seconds": bw_floor,
+        "ratio_epoch_to_bandwidth_floor": epoch / bw_floor,
         "parties": parties,
         "peak_mib": _admm_memory(problem),
-        "floor_definition": "D_m @ x + D_m^T @ r per party with the solver's own storage "
-                            "(dense: BLAS gemv; sparse: CSR D_m and CSR D_m^T)",
+        "floor_definition": "streaming: D_m @ x + D_m^T @ r for every party in turn, timed as one "
+                            "unit (the blocks stream from memory as in an epoch); warm sum: each "
+                            "party's pair repeated alone (partly cache-resident), summed; "
+                            "bandwidth floor: bytes of the operators one epoch reads / measured "
+                            "read bandwidth",
     }
 
 
 def epoch_vs_floor(cfg: Settings, data: Data) -> dict:
-    return {"a9a": _epoch_vs_floor_one(cfg, data.a9a),
-            "gisette": _epoch_vs_floor_one(cfg, data.gisette)}
+    bandwidth = memory_bandwidth()
+    return {"bandwidth": bandwidth, "a9a": _epoch_vs_floor_one(cfg, data.a9a, bandwidth),
+            "gisette": _epoch_vs_floor_one(cfg, data.gisette, bandwidth)}
 
 
 # -- case 2 --------------------------------------------------------------------

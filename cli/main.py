@@ -265,6 +265,8 @@ def _summary(result, out: Path, seconds: float) -> str:
               help="Override solver.epochs (the number of iterations).")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override run.seed.")
 @click.option("--repeats", type=click.IntRange(min=1), default=None, help="Override run.repeats.")
+@click.option("--eval-every", type=click.IntRange(min=1), default=None,
+              help="Override run.eval_every: metrics every K iterations (and at the last).")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
               help="Where datasets are [default: $VFL_DATA_DIR, else the user cache].")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
@@ -274,8 +276,8 @@ def _summary(result, out: Path, seconds: float) -> str:
 @click.option("--no-cache", is_flag=True, help="Recompute the baselines instead of reading the cache.")
 @click.option("--stop-at-budget", is_flag=True,
               help="End the run before the iteration that would exceed privacy.budget_epsilon.")
-def run(config_path, out, epochs, seed, repeats, data_dir, overrides, overwrite, quiet, no_cache,
-        stop_at_budget):
+def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides, overwrite, quiet,
+        no_cache, stop_at_budget):
     """Run one experiment and write its run directory.
 
     Everything is checked (config, output directory, data, distribution,
@@ -291,7 +293,8 @@ def run(config_path, out, epochs, seed, repeats, data_dir, overrides, overwrite,
 
     t0 = perf_counter()
     overrides = list(overrides)
-    for key, value in (("solver.epochs", epochs), ("run.seed", seed), ("run.repeats", repeats)):
+    for key, value in (("solver.epochs", epochs), ("run.seed", seed), ("run.repeats", repeats),
+                       ("run.eval_every", eval_every)):
         if value is not None:
             overrides.append(f"{key}={value}")
     config = load_config(config_path, overrides)
@@ -306,7 +309,8 @@ def run(config_path, out, epochs, seed, repeats, data_dir, overrides, overwrite,
     from .plotting import plot_runs, save_figure
 
     plan = plan_run(config, data_dir)
-    progress = _Progress(config.solver.epochs * config.run.repeats, config.name, quiet,
+    per_repeat = -(-config.solver.epochs // config.run.eval_every)
+    progress = _Progress(per_repeat * config.run.repeats, config.name, quiet,
                          show=lambda row: f"repeat {row['repeat'] + 1}, {row['epoch']}: test loss "
                                           f"{row['test_logloss']:.4f}")
     try:

@@ -42,6 +42,7 @@ distribute the data::
     [run]
     seed = 0
     repeats = 1                  # independent replications into one run directory
+    eval_every = 1               # metrics every k iterations (and at the last)
 
 Unknown keys are errors that list the valid ones; wrong types name the key.
 ``--set solver.rho=2`` style overrides go through the same validation.
@@ -205,6 +206,9 @@ class PrivacyConfig(_Table):
 class RunConfig:
     seed: int = 0
     repeats: int = 1
+    # evaluate the metrics every k iterations (and at the last): diagnostics can
+    # cost as much as an iteration, and they are never charged to solver time
+    eval_every: int = 1
 
 
 @dataclass(frozen=True)
@@ -490,7 +494,8 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
     r = tables["run"]
     _check_keys("run", r, tuple(RunConfig.__dataclass_fields__))
     run = RunConfig(seed=_integer("run.seed", r.get("seed", 0), minimum=0),
-                    repeats=_integer("run.repeats", r.get("repeats", 1), minimum=1))
+                    repeats=_integer("run.repeats", r.get("repeats", 1), minimum=1),
+                    eval_every=_integer("run.eval_every", r.get("eval_every", 1), minimum=1))
 
     sw = tables["sweep"]
     _check_keys("sweep", sw, tuple(SweepConfig.__dataclass_fields__))

@@ -221,28 +221,36 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
     # learning rate reaches 1e10 without ever overflowing)
     limit = None if start is None or not np.isfinite(start) else 1e6 * max(1.0, abs(start))
     elapsed, stopped = 0.0, None
+    every, T = config.run.eval_every, config.solver.epochs
+
+    def evaluate_and_record(stats):
+        metrics = solver.evaluate()
+        obj = metrics.get("objective")
+        if obj is not None and (not np.isfinite(obj) or (limit is not None and obj > limit)):
+            raise _divergence(config, solver, obj)
+        record(stats, elapsed, metrics)
+
+    stats = {}
     # Overflow in a diverging run is reported once, below, not as warnings.
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for _ in range(config.solver.epochs):
+        for i in range(T):
             if stop_at_budget and budget is not None:
-                nxt = solver.planned_releases()
-                ahead = ledger.with_releases(nxt).epsilon()
+                ahead = ledger.with_releases(solver.planned_releases()).epsilon()
                 if ahead > budget:  # the next iteration would publish beyond the budget
-                    spent = rows[-1].get("epsilon_tight", 0.0)
                     stopped = {"after_epoch": solver.iteration, "budget_epsilon": budget,
-                               "epsilon_spent": spent, "epsilon_next_epoch": ahead,
+                               "epsilon_spent": ledger.epsilon(), "epsilon_next_epoch": ahead,
                                "accountant": ledger.method}
+                    if rows[-1]["epoch"] != solver.iteration:
+                        evaluate_and_record(stats)
                     break
             t0 = perf_counter()
             stats = solver.step()
             elapsed += perf_counter() - t0  # solver time only; evaluation is not charged
             if ledger is not None:
                 ledger.add(solver.releases())
-            metrics = solver.evaluate()
-            obj = metrics.get("objective")
-            if obj is not None and (not np.isfinite(obj) or (limit is not None and obj > limit)):
-                raise _divergence(config, solver, obj)
-            record(stats, elapsed, metrics)
+            # diagnostics every `eval_every` iterations and at the end: never in solver time
+            if solver.iteration % every == 0 or i == T - 1:
+                evaluate_and_record(stats)
     return rows, stopped, elapsed, ledger
 
 

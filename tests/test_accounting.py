@@ -237,9 +237,9 @@ def test_accounting_keys_need_delta():
 
 
 def test_epsilon_sweep(tmp_path):
-    runs, _ = run_sweep(config(replayable_noise=True), [1.0, 1e4], [0], tmp_path, param="epsilon")
+    runs, _ = run_sweep(config(replayable_noise=True), [1.0, 500.0], [0], tmp_path, param="epsilon")
     _, final = aggregate_sweep(runs, tmp_path)
-    assert final["epsilon"].tolist() == [1.0, 1e4]
+    assert final["epsilon"].tolist() == [1.0, 500.0]
     assert final["test_logloss_mean"].iloc[0] > final["test_logloss_mean"].iloc[1]
     with pytest.raises(ConfigError, match="needs accounting mode"):
         run_sweep(config_from_dict({k: v for k, v in RAW.items() if k != "privacy"}),

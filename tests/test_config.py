@@ -28,12 +28,16 @@ def test_defaults_are_filled_in():
     c = config_from_dict(BASE, default_name="x")
     d = c.to_dict()
     assert d["name"] == "x"
-    assert d["solver"] == {"name": "admm_sharing", "rho": 1.0, "epochs": 100, "z_tol": 1e-10}
+    assert d["solver"] == {"name": "admm_sharing", "epochs": 100, "rho": 1.0, "z_tol": 1e-10,
+                           "form": "hu", "order": "jacobi", "relaxation": 1.0,
+                           "rho_schedule": "fixed", "rho_min": None, "rho_max": None,
+                           "rho_every": 2, "rho_change": 10.0, "acceleration": "none",
+                           "anderson_memory": 5, "z_update": "safeguarded", "blas_threads": None}
     assert d["privacy"] == {"sigma": 0.0, "form": "output", "delta": None, "epsilon": None,
                             "neighbours": "column", "clip": None, "b1": 10.0, "input_clip": None,
                             "calibration": "sound", "accountant": "pld",
                             "replayable_noise": True, "budget_epsilon": None}
-    assert d["run"] == {"seed": 0, "repeats": 1}
+    assert d["run"] == {"seed": 0, "repeats": 1, "eval_every": 1}
     sgd = config_from_dict({**BASE, "solver": {"name": "fdml_sgd"}}).to_dict()
     assert sgd["solver"] == {"name": "fdml_sgd", "epochs": 100, "batch_size": 100, "lr": 0.3,
                              "lr_schedule": "inv_sqrt", "lr_step_epochs": 100, "lr_gamma": 0.1,
@@ -66,7 +70,7 @@ def test_defaults_are_filled_in():
         ({"privacy": {"epsilon": 0.5, "delta": 1e-5, "form": "variable"}}, "privacy.form = 'variable' cannot be accounted"),
         ({"privacy": {"epsilon": 0.5, "delta": 1e-5, "accountant": "gdp"}}, "privacy.accountant = 'gdp' is not one of: pld, rdp"),
         ({"solver": {"name": "fdml_sgd"}, "privacy": {"delta": 1e-5}}, "unknown key 'privacy.delta'; valid keys in [privacy] for fdml_sgd: sigma, form"),
-        ({"solver": {"name": "nope"}}, "solver.name = 'nope' is not one of: admm_sharing, fdml_sgd, consensus_admm"),
+        ({"solver": {"name": "nope"}}, "solver.name = 'nope' is not one of: admm_sharing, fdml_sgd"),
         ({"run": {"repeats": 0}}, "run.repeats must be >= 1"),
         ({"objective": {"regularizer": "l1"}}, "objective.regularizer = 'l1': admm_sharing supports l2sq"),
         ({"network": {"nodes": 3}}, "[network] applies to network solvers only"),

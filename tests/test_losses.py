@@ -293,3 +293,63 @@ def test_prox_linear_special_cases():
         SquaredLoss().prox_linear(s, y, b, rho, w), (2 * w * b + y + rho * s) / (2 * w + rho),
         rtol=1e-15,
     )
+
+
+# --------------------------------------------------------------------------
+# prox_newton: the fast z-update (in-place Newton; safeguarded fallback)
+# --------------------------------------------------------------------------
+def _extreme_grid(seed, n=4000):
+    """Margins and centres up to |1e3|, y up to 10 w (beyond |l'| < 1), random starts."""
+    rng = np.random.default_rng(seed)
+    s = rng.choice([-1.0, 1.0], n) * 10.0 ** rng.uniform(-3, 3, n)
+    s[:8] = [-1e3, 1e3, -745.0, 745.0, 0.0, 1e-300, -40.0, 40.0]
+    b = rng.choice([-1.0, 1.0], n)
+    z0 = rng.choice([-1.0, 1.0], n) * 10.0 ** rng.uniform(-3, 3, n)
+    return s, b, z0, rng
+
+
+@pytest.mark.parametrize("rho", [1e-6, 1e-3, 0.03, 0.25, 0.2500001, 1.0, 1e3, 1e6])
+@pytest.mark.parametrize("w", [1.0, 1.0 / N_MEAN])
+def test_prox_newton_equals_the_safeguarded_solver(rho, w):
+    """To 1e-10 over extreme inputs, both below and above rho = w/4, warm and cold."""
+    s, b, z0, rng = _extreme_grid(int(rho * 1e6) % 1000 + int(1 / w))
+    y = w * rng.uniform(-10.0, 10.0, s.size)
+    loss = LogisticLoss()
+    for start in (None, z0):
+        tight = loss.prox_linear(s, y, b, rho, w, tol=1e-14, z0=start)
+        default = loss.prox_linear(s, y, b, rho, w, z0=start)
+        fast = loss.prox_newton(s, y, b, rho, w, z0=start)
+        assert fast.dtype == np.float64 and fast.shape == s.shape
+        scale = np.maximum(1.0, np.abs(tight))
+        assert np.max(np.abs(fast - default) / scale) <= 1e-10
+        assert np.max(np.abs(fast - tight) / scale) <= 1e-12
+    assert np.array_equal(loss.prox_newton(s, y, b, rho, w, b2_max=1.0),
+                          loss.prox_newton(s, y, b, rho, w))
+
+
+def test_prox_newton_matches_the_decimal_reference(prox_case):
+    loss_name, rows, ref = prox_case
+    loss = get_loss(loss_name)
+    s, y, b, rho, w = (np.array(c) for c in zip(*rows))
+    z = np.empty_like(s)
+    for key in set(zip(rho, w)):
+        idx = (rho == key[0]) & (w == key[1])
+        z[idx] = loss.prox_newton(s[idx], y[idx], b[idx], key[0], key[1])
+    err = np.abs(z - ref) / np.maximum(1.0, np.abs(ref))
+    worst = int(np.argmax(err))
+    assert err[worst] <= 1e-10 + 1e-12, (rows[worst], z[worst], ref[worst])
+
+
+def test_prox_newton_leaves_inputs_alone_and_handles_real_labels():
+    rng = np.random.default_rng(12)
+    s, y, z0 = rng.normal(scale=5, size=(3, 300))
+    b = rng.choice([0.0, 1.0, -1.0, 2.5], 300)  # b = 0: a constant loss; |b| > 1 too
+    copies = [a.copy() for a in (s, y, b, z0)]
+    loss = LogisticLoss()
+    for rho in (0.05, 3.0):
+        for solve in (loss.prox_newton, loss.prox_linear):
+            z = solve(s, y, b, rho, 1.0, z0=z0)
+            for a, c in zip((s, y, b, z0), copies):
+                assert np.array_equal(a, c)
+            g = -b * expit(-b * z) - y + rho * (z - s)
+            assert np.max(np.abs(g)) <= 1e-9 * max(1.0, rho), solve
