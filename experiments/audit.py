@@ -94,6 +94,14 @@ class _Recorder:
         return released
 
 
+class _Probe(_Recorder):
+    """Observer of a noiseless probe run: releases the mean itself."""
+
+    def __call__(self, solver, event, mean, rng):
+        self.log.append((event, mean, mean))
+        return mean
+
+
 class _Follower:
     """Observer of the run on D': releases what D released, remembers its own means."""
 
@@ -149,6 +157,46 @@ def _one_direction(cls, config, data_own, data_other, objective, rng, iterations
     return _transcript_loss(recorder.log, follower.means), (own, ledger)
 
 
+def _shift(cls, config, data, other, objective, iterations) -> float:
+    """The deterministic part of the privacy loss, sum ||mu - mu'||^2 / (2 sigma^2) (Gaussian),
+    of a noiseless probe run on ``data`` with ``other`` teacher-forced: how far a neighbour moves
+    the releases. Used to pick the adversarial pair among a solver's candidates."""
+    from .settings import Prepared
+
+    streams = Streams(config.run.seed, replayable_noise=True)
+
+    def make(d):
+        return _build(cls, config, Prepared(data=d, test=None, y_test=None, y_train=None,
+                                            distribution={}, objective=objective), streams)
+
+    own, neighbour = make(data), make(other)
+    probe = _Probe(None)
+    follower = _Follower(probe.log)
+    own.observer, neighbour.observer = probe, follower
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(iterations):
+            own.step()
+            neighbour.step()
+    return _transcript_loss(probe.log, follower.means)
+
+
+def _adversarial(cls, config, data, candidates, objective, iterations):
+    """Per unit, the candidate neighbour with the largest probe shift, relabelled adversarial."""
+    from dataclasses import replace
+
+    best = {}
+    for pair in candidates:
+        score = _shift(cls, config, data, pair.data, objective, iterations)
+        if pair.unit not in best or score > best[pair.unit][0]:
+            best[pair.unit] = (score, pair)
+    return [replace(pair, kind="adversarial",
+                    name=pair.name.replace("(candidate)", "(adversarial: largest probe shift)"),
+                    change=f"{pair.change}; the largest noiseless shift among "
+                           f"{sum(c.unit == u for c in candidates)} candidates "
+                           f"(sum ||mu - mu'||^2 / 2 sigma^2 = {score:.3g})")
+            for u, (score, pair) in sorted(best.items())]
+
+
 def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: float = 0.95,
                  seed: int = 0, kinds=("natural", "adversarial"), max_pairs: int | None = None,
                  on_progress: Callable[[str], None] | None = None) -> AuditReport:
@@ -168,6 +216,11 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
         pairs = cls.neighbours(data, dict(config.privacy.values), np.random.default_rng(seq.spawn(1)[0]))
     except NotImplementedError as exc:
         raise ConfigError(str(exc)) from None
+    candidates = [p for p in pairs if p.kind == "candidate"]
+    if candidates and "adversarial" in kinds:
+        pairs = [p for p in pairs if p.kind != "candidate"]
+        pairs += _adversarial(cls, config, data, candidates, objective, T)
+        pairs.sort(key=lambda p: (p.unit, p.kind != "natural"))
     pairs = [p for p in pairs if p.kind in kinds][:max_pairs]
     if not pairs:
         raise ConfigError(f"{cls.name}: no neighbouring pair of the requested kinds")

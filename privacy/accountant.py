@@ -23,6 +23,7 @@ independent cross-check of the PLD accountant.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -161,7 +162,13 @@ def calibrate_sigma(
     T = _checks.count("T", T)
     sensitivity = _checks.positive("sensitivity", sensitivity)
     _check_accountant(accountant)
+    return _calibrated_multiplier(target, delta, T, accountant) * sensitivity
 
+
+@functools.lru_cache(maxsize=1024)
+def _calibrated_multiplier(target: float, delta: float, T: int, accountant: str) -> float:
+    """The noise multiplier of :func:`calibrate_sigma` (a pure function: cached, since the
+    audit and sweeps build the same calibrated solver many times)."""
     z_exact = dp_accounting.get_sigma_gaussian(target, delta) * math.sqrt(T)
 
     def make_event(z):
@@ -180,7 +187,7 @@ def calibrate_sigma(
         bracket_interval=dp_accounting.LowerEndpointAndGuess(0.9 * z_exact, 1.5 * z_exact),
         tol=1e-5 * z_exact,
     )
-    return float(z) * sensitivity
+    return float(z)
 
 
 def epsilon_curve(
