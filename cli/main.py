@@ -760,12 +760,13 @@ def _repository_path(option_value, default: str, what: str) -> Path:
     """``--root`` / ``--configs`` of `vfl references`: given, or found beside the package."""
     if option_value is not None:
         return Path(option_value)
-    path = Path(__file__).resolve().parents[1] / default  # the repository, for a source install
-    if not path.is_dir():
-        raise ConfigError(f"cannot find the {what} ({default}) next to the installed package; "
-                          f"run `vfl references` from a clone of the repository with an editable "
-                          f"install, or pass --{what.split()[-1]} DIR")
-    return path
+    # an editable install sits in the clone; a regular one finds the clone from the working directory
+    for base in (Path(__file__).resolve().parents[1], Path.cwd()):
+        if (base / default).is_dir():
+            return base / default
+    raise ConfigError(f"cannot find the {what} ({default}) next to the installed package or in the "
+                      f"current directory; run `vfl references` from a clone of the repository, "
+                      f"or pass --{what.split()[-1]} DIR")
 
 
 @cli.command()

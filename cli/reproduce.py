@@ -21,6 +21,7 @@ __all__ = ["PAPERS", "check_configs", "paper_module", "resolve", "reproduce"]
 #: paper -> module
 PAPERS = {
     "hu": "vfl.cli.reproduce_hu",
+    "private-utility": "vfl.cli.reproduce_private",
     "dp-admm": "vfl.cli.reproduce_dp_admm",
     "ldp": "vfl.cli.reproduce_ldp",
 }

@@ -201,10 +201,21 @@ def test_lam_0_is_refused_before_the_baselines_and_without_warnings(tmp_path, da
 
 @pytest.mark.data
 def test_references_from_another_directory(tmp_path, data_dir):
-    proc = vfl("references", "a9a-admm", cwd=tmp_path, env={"VFL_DATA_DIR": str(data_dir)})
+    # CI installs the package without -e, so the clone is named explicitly
+    proc = vfl("references", "a9a-admm", "--root", REPO / "results" / "reference",
+               "--configs", REPO / "configs", cwd=tmp_path, env={"VFL_DATA_DIR": str(data_dir)})
     assert proc.returncode == 0, proc.stderr
     assert "ok    a9a-admm" in proc.stdout
     assert list(tmp_path.iterdir()) == []  # nothing written into the current directory
+
+
+def test_references_outside_a_clone_is_one_line(tmp_path):
+    import vfl.cli
+
+    if (Path(vfl.cli.__file__).resolve().parents[1] / "results" / "reference").is_dir():
+        pytest.skip("editable install: the clone is found beside the package")
+    proc = vfl("references", "a9a-admm", cwd=tmp_path)
+    one_line(proc, "--root DIR")
 
 
 def test_stale_partial_of_a_dead_process_is_cleaned(tmp_path, small):

@@ -1,0 +1,40 @@
+"""Private stacking over vertically partitioned features (one release per passive party).
+
+- :mod:`.mechanism`: local fits, enforced sensitivities, calibration of the
+  noise to a target (epsilon, delta), and party 1's fusion of the noisy shares;
+- :mod:`.solver`: the registered solver ``private_stacking``
+  (:class:`PrivateStacking`), its neighbouring relation and its audit pairs.
+
+Pure computation (numpy/scipy): no files, no printing, no global state.
+"""
+
+from .mechanism import (
+    GTOL,
+    FusionModel,
+    base_rate_logit,
+    fit_logistic,
+    fuse,
+    gdp_mu,
+    model_sensitivity,
+    moments_sensitivity,
+    noise_scales,
+    share_sensitivity,
+    sure_ridge,
+)
+from .solver import NEIGHBOURS, PrivateStacking
+
+__all__ = [
+    "GTOL",
+    "NEIGHBOURS",
+    "FusionModel",
+    "PrivateStacking",
+    "base_rate_logit",
+    "fit_logistic",
+    "fuse",
+    "gdp_mu",
+    "model_sensitivity",
+    "moments_sensitivity",
+    "noise_scales",
+    "share_sensitivity",
+    "sure_ridge",
+]

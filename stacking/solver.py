@@ -1,0 +1,474 @@
+"""Private stacking over vertically partitioned features: one release per passive party.
+
+The registered solver ``private_stacking`` (:class:`PrivateStacking`). Party 1
+(the active party) holds the labels and its block ``D_1``; passive parties
+m = 2..M hold ``D_m``. In one round:
+
+1. every passive party fits a local logistic model on its own block with the
+   labels (eq. L of :mod:`vfl.stacking.mechanism`; it learns the labels, as it
+   does in ADMM sharing, where ``y`` and ``z`` reveal them) and publishes it
+   by output perturbation (eq. O): ``x~_m = x_m + N(0, sigma_x^2 I)``.
+   ``x~_m`` is treated as released to everyone, although in deployment only
+   what it computes leaves the party: the analysis does not rely on it
+   staying secret;
+2. it publishes its clipped share on the training rows,
+   ``t_m = clip(D_m x~_m, [-c, c]) + N(0, sigma_s^2 I_N)`` (eq. S), and the
+   share's first two moments (eq. Q), unless the budget split gives them 0;
+3. party 1 only post-processes (eqs. R1-R3, F): it calibrates the noisy
+   shares on its own features and fits the stacking model on
+   ``[D_1, s^]`` with a prior on the stacking weights, or, without shares,
+   uses the product of experts ``u_1 + sum_m s_m``. Party 1's features never
+   leave it. Predictions use each passive party's exact clipped share
+   ``clip(D_m x~_m)`` of the new row.
+
+Privacy (``privacy.delta`` set). Neighbouring relation: one sample's feature
+vector in one passive party's block replaced by any other vector of norm
+<= 1 (rows of every block are scaled to unit norm, checked); the labels are
+not protected. Each release is a Gaussian mechanism with an enforced l2
+sensitivity (:mod:`vfl.stacking.mechanism`):
+
+- ``x~_m``: ``(1 + gtol) / lam_m`` (Chaudhuri et al. 2011: strong convexity
+  ``2 lam_m``, per-sample gradient norm <= 1, the fit stopped at
+  ``||grad|| <= gtol``, checked);
+- ``t_m`` given ``x~_m``: ``2 c`` (one entry, clipped);
+- the moments: the largest ``||(u - v, u^2 - v^2)|| / N`` over ``u, v`` in
+  ``[-c, c]`` (``2 c / N`` for ``c <= sqrt 2``).
+
+They compose adaptively per party, exactly as one Gaussian of
+``mu^2 = sum_k (Delta_k / sigma_k)^2`` (Dong, Roth and Su 2022, GDP); the
+target epsilon fixes ``mu`` (:func:`vfl.stacking.mechanism.gdp_mu`) and
+``privacy.split`` divides ``mu^2`` between the model, the shares and the
+moments. The runner's ledger recomposes the recorded releases into
+``epsilon_tight``, which equals the target (to 1e-9 with the exact
+Gaussian accountant, within 1e-5 with RDP).
+
+Hyper-parameters. ``lam_m`` follows a rule from public quantities when
+``privacy.model_noise`` is set: ``lam_m = max(lam_local, (1 + gtol) /
+(model_noise sqrt(f_model) mu))``, i.e. the released model carries noise of
+standard deviation ``model_noise`` per coordinate. Everything else
+(``clip``, ``split``, ``model_noise``, ``prior_sd``) is a config value:
+``vfl reproduce private-utility`` picks it per epsilon on a validation
+split of the training rows (never the test set) and says so. That choice
+looks at the training data and is not itself covered by the guarantee.
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+
+import numpy as np
+import scipy.sparse as sp
+
+from vfl.core.params import Param
+from vfl.core.solver import Reference, Release, Setting, Solver
+
+from . import mechanism as mech
+
+__all__ = ["PrivateStacking", "NEIGHBOURS"]
+
+#: The neighbouring relation every epsilon of this solver refers to.
+NEIGHBOURS = ("datasets differing in one sample's feature vector in one passive party's block "
+              "D_m (m >= 2), replaced by any vector of l2 norm <= 1 (rows are unit-normalized); "
+              "labels and party 1's block are not protected by this relation")
+
+_LABELS_NOTE = ("labels are not protected: every passive party uses them to fit its local model "
+                "(ADMM sharing reveals them too: y and z reach every party each epoch)")
+
+_SPLIT_KEYS = ("model", "shares", "moments")
+
+
+def _max_row_norm(D) -> float:
+    norms = np.sqrt(np.asarray(D.multiply(D).sum(axis=1)).ravel()) if sp.issparse(D) \
+        else np.linalg.norm(D, axis=1)
+    return float(norms.max()) if norms.size else 0.0
+
+
+class PrivateStacking(Solver):
+    """One-release differentially private stacking (see the module docstring).
+
+    Parameters (``[solver]``): ``lam_local``, ``lam1``, ``prior_sd``;
+    (``[privacy]``): ``delta``, ``epsilon``, ``clip``, ``split``,
+    ``model_noise``, ``accountant``. Without ``privacy.delta`` nothing is
+    perturbed: non-private stacking with the same clip, local models and
+    fusion.
+    """
+
+    name = "private_stacking"
+    title = "private stacking"
+    setting = Setting.VERTICAL
+    iteration_name = "round"
+    reference = Reference(
+        "vfl issue 12: one-release DP stacking for vertical FL; output perturbation of "
+        "Chaudhuri, Monteleoni and Sarwate (JMLR 2011), regression calibration (Carroll et al., "
+        "Measurement Error in Nonlinear Models, ch. 4), Stein's unbiased risk estimate",
+        "one round: local fits, releases, fusion at party 1",
+        "L, O, S, Q, R1-R3, F of vfl.stacking.mechanism")
+    params = (
+        Param("lam_local", float, 1.0, "lam_m: l2 weight of each passive party's local model "
+              "(sum form); the floor of the rule when privacy.model_noise is set",
+              low=0, low_open=True),
+        Param("lam1", float, 1.0, "l2 weight of party 1's own local model (sum form)",
+              low=0, low_open=True),
+        Param("prior_sd", float, 0.5, "standard deviation of the Gaussian prior N(1, sd^2) on "
+              "every stacking weight (1: the product of experts)", low=0, low_open=True),
+    )
+    privacy_params = (
+        Param("delta", float, None, "delta of the guarantee; setting it turns on the privacy "
+              "mechanism", low=0, high=1, low_open=True, high_open=True),
+        Param("epsilon", float, None, "target epsilon of the whole round, per passive party "
+              "(needs delta)", low=0, low_open=True),
+        Param("clip", float, 2.0, "c: shares are clipped to [-c, c] (released and at "
+              "prediction)", low=0, low_open=True),
+        Param("split", list, [0.5, 0.48, 0.02], "budget split [model, shares, moments]: "
+              "fractions of mu^2, summing to 1", low=0),
+        Param("model_noise", float, None, "rule for lam_m: the released model's noise standard "
+              "deviation per coordinate (lam_m = max(lam_local, (1 + gtol) / (model_noise "
+              "sqrt(f_model) mu)))", low=0, low_open=True),
+        Param("accountant", str, "pld", "dp-accounting accountant of the calibration and the "
+              "ledger", choices=("pld", "rdp")),
+    )
+    columns = ("release_time_s", "fusion_time_s")
+
+    # -- declarations the runner reads ------------------------------------------
+    @classmethod
+    def check_config(cls, params, privacy, iterations):
+        p = privacy
+        if iterations != 1:
+            raise ValueError(f"private_stacking releases once, in one round: set solver.epochs = 1 "
+                             f"(got {iterations})")
+        split = p["split"]
+        if len(split) != 3:
+            raise ValueError(f"privacy.split needs 3 fractions [model, shares, moments], got "
+                             f"{len(split)}")
+        if abs(sum(split) - 1.0) > 1e-9:
+            raise ValueError(f"privacy.split must sum to 1, got {split} (sum {sum(split):.6g})")
+        if split[0] <= 0:
+            raise ValueError("privacy.split[0] (the model) must be > 0: the local models are "
+                             "released, so they must be perturbed")
+        if split[1] == 0 and split[2] > 0:
+            raise ValueError("privacy.split[2] > 0 spends budget on share moments, which are "
+                             "used only with shares (split[1] = 0)")
+        if p["delta"] is None:
+            for key in ("epsilon", "model_noise"):
+                if p[key] is not None:
+                    raise ValueError(f"privacy.{key} needs privacy.delta (the private mechanism)")
+        elif p["epsilon"] is None:
+            raise ValueError("privacy.delta needs privacy.epsilon: the target that calibrates the "
+                             "noise")
+
+    @classmethod
+    def unit_rows(cls, privacy) -> bool:
+        return privacy.get("delta") is not None
+
+    @classmethod
+    def build(cls, data, *, objective, params, privacy, streams, iterations):
+        return cls(data.blocks, data.y, lam_local=params["lam_local"], lam1=params["lam1"],
+                   prior_sd=params["prior_sd"], epsilon=privacy["epsilon"],
+                   delta=privacy["delta"], clip=privacy["clip"], split=privacy["split"],
+                   model_noise=privacy["model_noise"], accountant=privacy["accountant"],
+                   noise_rngs=[streams.noise(m) for m in range(len(data.blocks))],
+                   shared_rng=streams.noise())
+
+    def __init__(self, blocks, y, *, lam_local=1.0, lam1=1.0, prior_sd=0.5, epsilon=None,
+                 delta=None, clip=2.0, split=(0.5, 0.48, 0.02), model_noise=None,
+                 accountant="pld", noise_rngs=None, shared_rng=None):
+        if len(blocks) < 2:
+            raise ValueError("private stacking needs party 1 and at least one passive party "
+                             f"(got {len(blocks)} block)")
+        y = np.asarray(y, dtype=float)
+        if not np.all(np.isin(y, (-1.0, 1.0))):
+            raise ValueError("private stacking needs labels in {-1, +1}")
+        n = len(y)
+        for m, D in enumerate(blocks, start=1):
+            if D.ndim != 2 or D.shape[0] != n:
+                raise ValueError(f"party {m}: block of shape {D.shape} does not have {n} rows")
+        for name, v in (("lam_local", lam_local), ("lam1", lam1), ("prior_sd", prior_sd),
+                        ("clip", clip)):
+            if not (np.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+        split = np.asarray(split, dtype=float)
+        if split.shape != (3,) or np.any(split < 0) or abs(split.sum() - 1) > 1e-9 or split[0] <= 0:
+            raise ValueError(f"split must be 3 fractions >= 0 summing to 1 with split[0] > 0, "
+                             f"got {split.tolist()}")
+        self.blocks = [D.tocsr() if sp.issparse(D) else np.ascontiguousarray(D, dtype=float)
+                       for D in blocks]
+        self.y = y
+        self.n_parties = len(blocks)
+        self.passive = np.arange(1, self.n_parties)
+        self.lam1, self.prior_sd, self.clip = float(lam1), float(prior_sd), float(clip)
+        self.split = split
+        self.m0 = mech.base_rate_logit(y)
+        self.private = delta is not None
+        self.delta, self.epsilon, self.accountant = delta, epsilon, accountant
+        self.model_noise = model_noise
+        K = len(self.passive)
+        if self.private:
+            if epsilon is None:
+                raise ValueError("a private run needs epsilon and delta")
+            for m, D in enumerate(self.blocks[1:], start=2):
+                worst = _max_row_norm(D)
+                if worst > 1.0 + 1e-9:
+                    raise ValueError(f"party {m}: a row has norm {worst:.4g} > 1; the sensitivity "
+                                     "bounds need unit rows (partition.normalize_rows = true)")
+            if noise_rngs is None or shared_rng is None:
+                raise ValueError("a private run needs noise generators")
+            self.mu = mech.gdp_mu(epsilon, delta, accountant)
+            lam = np.full(K, float(lam_local))
+            if model_noise is not None:
+                rule = (1.0 + mech.GTOL) / (model_noise * np.sqrt(split[0]) * self.mu)
+                lam = np.maximum(lam, rule)
+            self.lam = lam
+            self.sens = {"model": np.array([mech.model_sensitivity(v) for v in lam]),
+                         "shares": np.full(K, mech.share_sensitivity(self.clip)),
+                         "moments": np.full(K, mech.moments_sensitivity(self.clip, n))}
+            # step k spends the fraction f_k of mu^2: sigma_k = Delta_k / (sqrt(f_k) mu)
+            self.sigma = {k: mech.noise_scales(self.mu, np.full(K, f), self.sens[k])
+                          for k, f in zip(_SPLIT_KEYS, split)}
+        else:
+            self.mu = np.inf
+            self.lam = np.full(K, float(lam_local))
+            self.sens = self.sigma = None
+        self.noise_rngs, self.shared_rng = noise_rngs, shared_rng
+        self.round = 0
+        self.x_released: list[np.ndarray] | None = None
+        self.model: mech.FusionModel | None = None
+        self._shares = self._moments = self._tau = None
+        self._stats = {}
+
+    # -- the round ------------------------------------------------------------
+    @property
+    def iteration(self) -> int:
+        return self.round
+
+    def _release_round(self) -> None:
+        """Steps 1-2: the passive parties' local fits and releases (all that leaves them)."""
+        y, K, c = self.y, len(self.passive), self.clip
+        released, exact = [], []
+        for j, m in enumerate(self.passive):  # parties hold blocks of different widths
+            x, _ = mech.fit_logistic(self.blocks[m], y, self.lam[j], offset=self.m0)
+            exact.append(x)
+            if self.private:
+                x = self.release(x, units=int(m), scale=self.sigma["model"][j],
+                                 sensitivity=self.sens["model"][j], rng=self.noise_rngs[m])
+            released.append(np.asarray(x, dtype=float))
+        self.x_exact, self.x_released = exact, released
+        # clipped shares on the training rows, one row per passive party
+        S = np.vstack([np.clip(self.blocks[m] @ x, -c, c) for m, x in zip(self.passive, released)])
+        self._S = S
+        if not self.private:
+            self._shares, self._tau = S.T, np.zeros(K)
+            self._moments = np.column_stack([S.mean(axis=1), (S * S).mean(axis=1)])
+            return
+        if self.split[1] > 0:
+            T = self.release(S, units=self.passive, scale=self.sigma["shares"],
+                             sensitivity=self.sens["shares"], rng=self.shared_rng)
+            self._shares, self._tau = np.asarray(T).reshape(K, -1).T, self.sigma["shares"].copy()
+        if self.split[2] > 0:
+            Q = np.column_stack([S.mean(axis=1), (S * S).mean(axis=1)])
+            self._moments = np.asarray(self.release(Q, units=self.passive,
+                                                    scale=self.sigma["moments"],
+                                                    sensitivity=self.sens["moments"],
+                                                    rng=self.shared_rng)).reshape(K, 2)
+
+    def _fuse(self) -> None:
+        """Step 3: party 1's post-processing (no release)."""
+        t0 = perf_counter()
+        self.model = mech.fuse(self.blocks[0], self.y, self._shares, self._tau, self._moments,
+                               lam1=self.lam1, prior_sd=self.prior_sd,
+                               n_passive=len(self.passive))
+        self._stats["fusion_time_s"] = perf_counter() - t0
+
+    def step(self) -> dict:
+        if self.round >= 1:
+            raise RuntimeError("private stacking has one round")
+        self.begin_releases()
+        t0 = perf_counter()
+        self._release_round()
+        t1 = perf_counter()
+        self.round = 1
+        self._stats = {"release_time_s": t1 - t0, "fusion_time_s": 0.0}
+        # The white-box audit (an observer on the releases) needs only what is
+        # released; party 1's post-processing cannot change the privacy loss.
+        if self.observer is None:
+            self._fuse()
+        return dict(self._stats)
+
+    def _ensure_model(self) -> None:
+        if self.round and self.model is None:
+            self._fuse()
+
+    # -- the runner protocol ------------------------------------------------------
+    def evaluate(self) -> dict:
+        self._ensure_model()
+        out = {}
+        if self.model is None:
+            return out
+        for j, m in enumerate(self.passive):
+            out[f"weight_party{m + 1}"] = float(self.model.a[j])
+            out[f"lam_party{m + 1}"] = float(self.lam[j])
+            if self.private:
+                out[f"sigma_model_party{m + 1}"] = float(self.sigma["model"][j])
+                out[f"sigma_share_party{m + 1}"] = float(self.sigma["shares"][j])
+        if "kappa" in self.model.details:
+            out["kappa"] = float(self.model.details["kappa"])
+        return out
+
+    def initial_metrics(self) -> dict:
+        return {}
+
+    def _margins(self, blocks) -> np.ndarray:
+        n = blocks[0].shape[0]
+        if not self.round:
+            return np.zeros(n)  # before the round: the zero model, like every other solver
+        self._ensure_model()
+        S = np.column_stack([np.clip(np.asarray(blocks[m] @ x).ravel(), -self.clip, self.clip)
+                             for m, x in zip(self.passive, self.x_released)])
+        return self.model.margins(blocks[0], S)
+
+    def train_margins(self) -> np.ndarray:
+        return self._margins(self.blocks)
+
+    def decision_function(self, test) -> np.ndarray:
+        return self._margins(test)
+
+    def coef(self) -> np.ndarray | None:
+        """Party 1's fusion coefficients, then each passive party's weight times its model."""
+        if self.model is None:
+            return None
+        return np.concatenate([self.model.theta] + [a * x for a, x in
+                                                    zip(self.model.a, self.x_released)])
+
+    def planned_releases(self) -> list[Release] | None:
+        if not self.private or self.round:
+            return []
+        out = [Release("gaussian", np.array([m]), self.sens["model"][[j]],
+                       self.sigma["model"][[j]], self.blocks[m].shape[1])
+               for j, m in enumerate(self.passive)]
+        if self.split[1] > 0:
+            out.append(Release("gaussian", self.passive, self.sens["shares"], self.sigma["shares"],
+                               len(self.y)))
+        if self.split[2] > 0:
+            out.append(Release("gaussian", self.passive, self.sens["moments"],
+                               self.sigma["moments"], 2))
+        return out
+
+    # -- the audit's neighbours ---------------------------------------------------
+    @classmethod
+    def neighbours(cls, data, privacy, rng):
+        """Neighbouring datasets under :data:`NEIGHBOURS`, for every passive party.
+
+        Natural: a random sample's row replaced by the row of a random sample
+        with the other label. Adversarial, at the sample with the largest
+        per-sample gradient of a reference local fit (``lam = 1``): its row
+        negated, and its row replaced by the unit vector among ``-a_i``,
+        ``+-v`` (``v`` the Hessian's flattest direction) and ``+-x*/||x*||``
+        that moves the local model most by one Newton step.
+        """
+        from vfl.core.solver import Neighbour, VerticalData
+
+        y = np.asarray(data.y, dtype=float)
+        m0 = mech.base_rate_logit(y)
+        out = []
+        for m in range(1, len(data.blocks)):
+            D = data.blocks[m]
+            D = D.tocsr() if sp.issparse(D) else np.asarray(D, dtype=float)
+            dense_row = (lambda i, D=D: D[i].toarray().ravel()) if sp.issparse(D) \
+                else (lambda i, D=D: D[i].copy())
+
+            def with_row(i, new, D=D, m=m):
+                B = D.tolil() if sp.issparse(D) else D.copy()
+                B[i] = new
+                blocks = list(data.blocks)
+                blocks[m] = B.tocsr() if sp.issparse(D) else B
+                return VerticalData(blocks, data.y)
+
+            i = int(rng.integers(len(y)))
+            others = np.flatnonzero(y != y[i])
+            j = int(others[rng.integers(others.size)]) if others.size else (i + 1) % len(y)
+            out.append(Neighbour(f"party {m + 1}, row {i} replaced (natural)", "natural", m,
+                                 with_row(i, dense_row(j)),
+                                 f"row {i} of party {m + 1}'s block replaced by row {j} "
+                                 "(a sample with the other label)"))
+            # adversarial: the sample whose loss gradient is largest under a reference fit
+            x, _ = mech.fit_logistic(D, y, 1.0, offset=m0)
+            u = m0 + np.asarray(D @ x).ravel()
+            p = 1.0 / (1.0 + np.exp(y * u))  # sigma(-y u)
+            k = int(np.argmax(p))
+            a = dense_row(k)
+            h = 1.0 / (1.0 + np.exp(-u)) / (1.0 + np.exp(u))
+            H = mech._dense_hessian(D.toarray() if sp.issparse(D) else D, h,
+                                    np.full(D.shape[1], 1.0))
+            ev, V = np.linalg.eigh(H)
+            cands = [-a, V[:, 0], -V[:, 0]]
+            if np.linalg.norm(x) > 0:
+                cands += [x / np.linalg.norm(x), -x / np.linalg.norm(x)]
+            g_old = -y[k] * p[k] * a
+
+            def shift(b):
+                pb = 1.0 / (1.0 + np.exp(y[k] * (m0 + b @ x)))
+                return float(np.linalg.norm(np.linalg.solve(H, g_old + y[k] * pb * b)))
+
+            best = max(cands[1:], key=shift)
+            out.append(Neighbour(f"party {m + 1}, row {k} negated (adversarial)", "adversarial", m,
+                                 with_row(k, -a), f"row {k} of party {m + 1}'s block (largest "
+                                 "per-sample gradient) replaced by its negation"))
+            out.append(Neighbour(f"party {m + 1}, row {k} moved most (adversarial)", "adversarial",
+                                 m, with_row(k, best / np.linalg.norm(best)),
+                                 f"row {k} of party {m + 1}'s block replaced by the unit vector "
+                                 f"that moves the local model most (one Newton step: "
+                                 f"{shift(best):.3g} at lam = 1)"))
+        return out
+
+    # -- what the manifest says ---------------------------------------------------
+    def describe(self) -> dict:
+        return {
+            "algorithm": "one round: passive local fits (eq. L), releases (O, S, Q), party-1 "
+                         "fusion (R1-R3, F)",
+            "local_fit": f"Newton with line search to ||grad|| <= {mech.GTOL:g} (checked)",
+            "fusion": ("product of experts (no shares released)" if self.private and
+                       self.split[1] == 0 else "regression calibration (SURE ridge on D_1) + "
+                       "logistic fit on [D_1, s^] with prior N(1, prior_sd^2) on the weights"),
+            "lam_local": self.lam.tolist(),
+            "base_rate_logit": self.m0,
+            "messages_per_passive_party": {"model": [int(self.blocks[m].shape[1])
+                                                     for m in self.passive],
+                                           "shares": len(self.y) if (not self.private or
+                                                                     self.split[1] > 0) else 0},
+        }
+
+    def privacy_info(self) -> dict | None:
+        if not self.private:
+            return {"mode": "non-private", "dp_guarantee": False,
+                    "note": "no noise: non-private stacking (set privacy.delta and "
+                            "privacy.epsilon for the private mechanism)", "labels": _LABELS_NOTE}
+        return {
+            "mode": "accounting",
+            "dp_guarantee": True,
+            "neighbouring": NEIGHBOURS,
+            "labels": _LABELS_NOTE,
+            "protected_units": "each passive party m >= 2 (party 1 releases nothing)",
+            "mechanism": ("Gaussian, per passive party: x~_m = x_m + N(0, s_x^2 I) (output "
+                          "perturbation; treated as public), t_m = clip(D_m x~_m, [-c, c]) + "
+                          "N(0, s_s^2 I_N), moments (mean s, mean s^2) + N(0, s_q^2 I_2); "
+                          "composed adaptively as one Gaussian (GDP)"),
+            "enforced": {"rows_unit_norm": True, "local_fit_gradient_tol": mech.GTOL,
+                         "share_clip_c": self.clip, "strong_convexity": "2 lam_m (sum form)"},
+            "sensitivity": {"model": "(1 + gtol) / lam_m", "shares": "2 c",
+                            "moments": "max over u, v in [-c, c] of ||(u - v, u^2 - v^2)|| / N "
+                                       "(2 c / N for c <= sqrt 2)"},
+            "epsilon_target": self.epsilon, "delta": self.delta, "accountant": self.accountant,
+            "gdp_mu": self.mu,
+            "split": dict(zip(_SPLIT_KEYS, self.split.tolist())),
+            "lam_rule": (None if self.model_noise is None else
+                         f"lam_m = max(lam_local, (1 + gtol) / ({self.model_noise:g} "
+                         "sqrt(f_model) mu))"),
+            "per_party": [{"party": int(m) + 1, "lam": float(self.lam[j]),
+                           **{f"sensitivity_{k}": float(self.sens[k][j]) for k in _SPLIT_KEYS},
+                           **{f"sigma_{k}": (float(self.sigma[k][j])
+                                             if np.isfinite(self.sigma[k][j]) else None)
+                              for k in _SPLIT_KEYS}}
+                          for j, m in enumerate(self.passive)],
+            "tuning": ("hyper-parameters come from the config; `vfl reproduce private-utility` "
+                       "chooses them on a validation split of the training rows, a choice the "
+                       "guarantee does not cover"),
+        }
