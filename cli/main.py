@@ -161,6 +161,19 @@ def _fmt(value, spec: str) -> str:
     return format(value, spec)
 
 
+def _plural(n, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _has_paper_claim(result) -> bool:
+    """Whether the run's solver carries a published privacy analysis (a claim to show)."""
+    from vfl.core.solver import Solver
+    from vfl.experiments.registry import get_solver
+
+    cls = get_solver(result.config.solver.name)
+    return cls.paper_epsilon is not Solver.paper_epsilon
+
+
 def _privacy_lines(result) -> list[str]:
     """What a run's privacy amounts to, in words a reader cannot mistake."""
     p = result.manifest.get("privacy")
@@ -175,11 +188,11 @@ def _privacy_lines(result) -> list[str]:
         eps = spent.get("epsilon_tight")
         if p.get("dp_guarantee") and eps is not None:
             lines.append(f"privacy guarantee: ({eps:.4g}, {spent['delta_tight']:.2g})-DP after "
-                         f"{spent['epochs']} {result.manifest['solver'].get('iteration_name', 'epoch')}s"
+                         f"{_plural(spent['epochs'], result.manifest['solver'].get('iteration_name', 'epoch'))}"
                          f" ({spent['tight_accountant']}); neighbours: {p['neighbouring']}")
         else:
             lines.append(f"WARNING: no differential-privacy guarantee: {p.get('warning', p.get('note', ''))}")
-        if "epsilon_paper" in m.index:
+        if "epsilon_paper" in m.index and _has_paper_claim(result):
             paper = spent.get("epsilon_paper")
             claim = ("n/a (the paper's analysis does not cover this noise level)" if paper is None
                      else f"{paper:.4g} at delta {_fmt(spent.get('delta_paper'), '.2g')}")
@@ -221,7 +234,7 @@ def _summary(result, out: Path, seconds: float) -> str:
         title += f", sigma {pv['sigma']:g}"
     repeats = result.config.run.repeats
     it = int(m["epoch"])
-    rows = [(f"{title} ({it} {solver.get('iteration_name', 'iteration')}s"
+    rows = [(f"{title} ({_plural(it, solver.get('iteration_name', 'iteration'))}"
              + (f", mean of {repeats}" if repeats > 1 else "") + ")",
              m.get("objective"), m.get("suboptimality"), m["train_logloss"], m["test_logloss"],
              m["test_accuracy"])]
@@ -242,7 +255,7 @@ def _summary(result, out: Path, seconds: float) -> str:
                      f"{_fmt(tr, '9.4f'):>9} {_fmt(te, '9.4f'):>9} {_fmt(acc, '9.4f'):>9}")
     solver_s = man["result"]["solver_seconds"]
     lines.append(
-        f"{it} {solver.get('iteration_name', 'iteration')}s: {solver_s:.2f} s in the solver "
+        f"{_plural(it, solver.get('iteration_name', 'iteration'))}: {solver_s:.2f} s in the solver "
         f"({1e3 * solver_s / max(it, 1):.1f} ms each), {seconds:.1f} s in all; baselines "
         f"{'from cache' if b.get('cached') else 'computed' if b else 'skipped'}")
     lines += _privacy_lines(result)

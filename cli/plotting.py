@@ -394,7 +394,9 @@ def plot_privacy_costs(finals: dict, baselines: dict, title: str, *, ax=None):
         ax.set_xlabel(_LEVEL_LABEL["epsilon"])
         ax.set_ylabel("final test log loss\n(mean +- 1 std over seeds)")
         ax.set_title(title)
-        ax.legend(loc="upper right", fontsize=5.5, framealpha=0.85)
+        # below the axes: the sound curves sit at the top, where a legend would hide them
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), fontsize=6, frameon=False)
+        ax.figure.set_size_inches(4.2, 4.0)
     return ax.figure
 
 

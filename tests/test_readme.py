@@ -1,0 +1,131 @@
+"""README says what the code does: its commands, listings, examples and numbers are checked here."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text()
+MEASURED = REPO / "docs" / "measured.md"
+
+
+def _block_after(marker: str) -> str:
+    """The fenced code block that follows ``<!-- marker -->`` in README."""
+    m = re.search(re.escape(f"<!-- {marker} -->") + r"\s*```[a-z]*\n(.*?)```", README, re.S)
+    assert m, f"README has no code block after <!-- {marker} -->"
+    return m.group(1)
+
+
+def _ci_lines() -> list[str]:
+    return [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("marker", ["main job: .ci/run runs exactly this line",
+                                    "test command: .ci/run runs exactly this line"])
+def test_the_two_commands_are_what_ci_runs(marker):
+    command = _block_after(marker).strip()
+    assert "\n" not in command, "one line each"
+    ci = _ci_lines()
+    assert any(line == command or line.startswith(command + " ||") for line in ci), \
+        f"{command!r} is not a line of .ci/run"
+
+
+def test_config_listings_are_the_shipped_files():
+    listings = re.findall(r"<!-- file: (\S+) -->", README)
+    assert listings, "README lists no config"
+    for name in listings:
+        assert _block_after(f"file: {name}") == (REPO / name).read_text(), name
+
+
+def test_every_file_readme_names_exists():
+    names = set(re.findall(r"\((docs/[^)\s]+)\)", README))  # links and images
+    names |= set(re.findall(r"`(configs/[\w.-]+\.toml)`", README))
+    assert names
+    missing = sorted(n for n in names if not (REPO / n).exists())
+    assert not missing, missing
+
+
+def test_every_command_in_the_table_exists():
+    from click.testing import CliRunner
+
+    from vfl.cli.main import cli
+
+    table = README.split("## Commands", 1)[1].split("###", 1)[0]
+    commands = set(re.findall(r"^\| `vfl ([a-z-]+)", table, re.M))
+    assert {"run", "plot", "audit", "sweep", "sweep-noise", "reproduce"} <= commands
+    for name in sorted(commands):
+        result = CliRunner().invoke(cli, [name, "--help"])
+        assert result.exit_code == 0, (name, result.output)
+
+
+def _measured() -> dict[str, str]:
+    rows = re.findall(r"^\| `([\w.-]+)` \| ([^|]+?) \|", MEASURED.read_text(), re.M)
+    assert rows, "docs/measured.md has no `key` | value rows"
+    return dict(rows)
+
+
+def test_numbers_marked_as_measured_are_the_recorded_ones():
+    measured = _measured()
+    marks = re.findall(r"([\w.,]+)(?:\s\w+)?<!-- measured: ([\w.-]+) -->", README)
+    assert marks, "README marks no measured number"
+    for value, key in marks:
+        assert key in measured, f"README cites {key}, which docs/measured.md does not record"
+        assert value in measured[key], f"README says {value} for {key}; measured: {measured[key]}"
+
+
+def _run_bash(lines: str, cwd: Path) -> None:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "MPLBACKEND": "Agg"}
+    for line in lines.strip().splitlines():
+        proc = subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, (line, proc.stdout, proc.stderr)
+        yield line, proc.stdout
+
+
+def test_the_own_data_example_runs_as_written(tmp_path):
+    """README's worked example, line by line, in an empty directory."""
+    outputs = dict(_run_bash(_block_after("example: own data"), tmp_path))
+    inspect = next(out for line, out in outputs.items() if "inspect" in line)
+    shown = _block_after("output: inspect").replace("/home/you/work", str(tmp_path.resolve()))
+    for line in shown.strip().splitlines():
+        assert line.strip() in inspect, line  # the config `inspect` suggests, as README shows it
+    (tmp_path / "mydata.toml").write_text(_block_after("example: own config"))
+    (tmp_path / "mydata-dpadmm.toml").write_text(_block_after("example: own config dp-admm"))
+    outputs = dict(_run_bash(_block_after("example: own run"), tmp_path))
+    runs = sorted((tmp_path / "results" / "runs").iterdir())
+    assert len(runs) == len(outputs)
+    for run in runs:
+        assert (run / "metrics.csv").is_file() and (run / "manifest.json").is_file()
+    private = [out for line, out in outputs.items() if "private_stacking" in line or "dpadmm" in line]
+    assert len(private) == 2 and all("privacy guarantee" in out for out in private)
+
+
+def test_readme_commands_parse():
+    """Every `vfl ...` line in a bash block is a command the CLI accepts (its --help runs)."""
+    from click.testing import CliRunner
+
+    from vfl.cli.main import cli
+
+    blocks = re.findall(r"```bash\n(.*?)```", README, re.S)
+    seen = 0
+    for block in blocks:
+        for line in block.splitlines():
+            for part in re.split(r"&&|\|\|", line):
+                words = shlex.split(part.strip()) if part.strip() else []
+                if words[:1] != ["vfl"] or len(words) < 2:
+                    continue
+                path = [w for w in words[1:3] if not w.startswith("-")]
+                group = cli
+                for w in path:
+                    group = getattr(group, "commands", {}).get(w, group)
+                assert group is not cli, f"unknown command in README: {part.strip()}"
+                seen += 1
+    assert seen >= 5
