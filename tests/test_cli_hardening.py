@@ -210,9 +210,10 @@ def test_references_from_another_directory(tmp_path, data_dir):
 
 
 def test_references_outside_a_clone_is_one_line(tmp_path):
-    import vfl.cli
+    import importlib
 
-    if (Path(vfl.cli.__file__).resolve().parents[1] / "results" / "reference").is_dir():
+    package = Path(importlib.import_module("vfl.cli").__file__).resolve().parents[1]
+    if (package / "results" / "reference").is_dir():
         pytest.skip("editable install: the clone is found beside the package")
     proc = vfl("references", "a9a-admm", cwd=tmp_path)
     one_line(proc, "--root DIR")
