@@ -24,6 +24,19 @@ def write_atomic(path: Path, text_or_bytes) -> None:
         raise
 
 
+def save_figure(fig, out: Path, stem: str) -> None:
+    """``out/stem.png`` and ``.pdf``, each written atomically; closes ``fig``."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    for ext in ("png", "pdf"):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=ext)
+        write_atomic(Path(out) / f"{stem}.{ext}", buf.getvalue())
+    plt.close(fig)
+
+
 def jsonable(obj):
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
@@ -396,11 +409,7 @@ def write_figure(bench: dict, out: Path) -> None:
         ax.legend(fontsize=8)
     fig.suptitle("time to sklearn test log loss + margin" + (" (QUICK, tiny sizes)" if bench["quick"] else ""))
     fig.tight_layout()
-    for ext in ("png", "pdf"):
-        tmp = out / f".scaling.{os.getpid()}.tmp.{ext}"
-        fig.savefig(tmp)
-        os.replace(tmp, out / f"scaling.{ext}")
-    plt.close(fig)
+    save_figure(fig, out, "scaling")
 
 
 def summary(bench: dict) -> str:

@@ -36,6 +36,7 @@ from vfl.admm import ADMMSharing
 from vfl.baselines import central_optimum
 
 from .cases import OBJECTIVE, Data, Problem, Settings
+from .report import save_figure
 
 #: per-epoch settings every variant runs with (the paper's own row runs without)
 FAST_EPOCH = {"z_update": "newton", "blas_threads": 1}
@@ -426,8 +427,6 @@ def epsilon_to_target(cfg: Settings, data: Data) -> dict:
 
 
 def write_epsilon_figure(case: dict, out) -> None:
-    import os
-
     import matplotlib
 
     matplotlib.use("Agg")
@@ -456,15 +455,10 @@ def write_epsilon_figure(case: dict, out) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    for ext in ("png", "pdf"):
-        tmp = out / f".epsilon_to_target.{os.getpid()}.tmp.{ext}"
-        fig.savefig(tmp)
-        os.replace(tmp, out / f"epsilon_to_target.{ext}")
-    plt.close(fig)
+    save_figure(fig, out, "epsilon_to_target")
 
 
 def write_convergence_figure(case: dict, out) -> None:
-    import os
 
     import matplotlib
 
@@ -488,11 +482,7 @@ def write_convergence_figure(case: dict, out) -> None:
     ax.legend(fontsize=6, ncol=2)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    for ext in ("png", "pdf"):
-        tmp = out / f".variants.{os.getpid()}.tmp.{ext}"
-        fig.savefig(tmp)
-        os.replace(tmp, out / f"variants.{ext}")
-    plt.close(fig)
+    save_figure(fig, out, "variants")
 
 
 def fmt_seconds(v) -> str:

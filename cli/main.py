@@ -165,15 +165,6 @@ def _plural(n, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _has_paper_claim(result) -> bool:
-    """Whether the run's solver carries a published privacy analysis (a claim to show)."""
-    from vfl.core.solver import Solver
-    from vfl.experiments.registry import get_solver
-
-    cls = get_solver(result.config.solver.name)
-    return cls.paper_epsilon is not Solver.paper_epsilon
-
-
 def _privacy_lines(result) -> list[str]:
     """What a run's privacy amounts to, in words a reader cannot mistake."""
     p = result.manifest.get("privacy")
@@ -192,7 +183,7 @@ def _privacy_lines(result) -> list[str]:
                          f" ({spent['tight_accountant']}); neighbours: {p['neighbouring']}")
         else:
             lines.append(f"WARNING: no differential-privacy guarantee: {p.get('warning', p.get('note', ''))}")
-        if "epsilon_paper" in m.index and _has_paper_claim(result):
+        if "epsilon_paper" in m.index and spent.get("has_paper_claim", True):
             paper = spent.get("epsilon_paper")
             claim = ("n/a (the paper's analysis does not cover this noise level)" if paper is None
                      else f"{paper:.4g} at delta {_fmt(spent.get('delta_paper'), '.2g')}")

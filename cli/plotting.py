@@ -8,7 +8,6 @@ party 1's features only) drawn horizontally.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 

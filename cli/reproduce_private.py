@@ -273,7 +273,8 @@ def _final(config, overrides: dict, name: str, out: Path, data_dir, echo, repeat
     run = load_run(path)
     reps = run.repeats if run.repeats is not None else run.metrics.assign(repeat=0)
     last = reps[reps["epoch"] == reps["epoch"].max()]
-    def std(col):
+
+    def std(col):  # over the repeats; one repeat has none
         return float(last[col].std(ddof=1)) if len(last) > 1 else 0.0
 
     return run, {"test_logloss_mean": float(last["test_logloss"].mean()),

@@ -194,10 +194,8 @@ def fetch_dataset(
             paths.append(existing)
             continue
         url = mirror.rstrip("/") + "/" + fs.name if mirror else fs.url
-        report = None
-        if progress is not None:
-            def report(done, total, _name=fs.name):
-                progress(_name, done, total)
+        report = None if progress is None else (
+            lambda done, total, _name=fs.name: progress(_name, done, total))
         paths.append(fetch_file(fs, base, url=url, progress=report))
     return paths
 

@@ -28,7 +28,7 @@ from vfl.datasets import REGISTRY, Dataset, dataset_status, load_dataset, resolv
 from .config import Config
 from .provenance import environment_info
 from .registry import get_solver
-from .settings import make_objective, prepare
+from .settings import prepare
 
 __all__ = ["RunResult", "RunPlan", "plan_run", "run_experiment", "load_config_dataset",
            "BASE_COLUMNS", "compute_baselines"]
@@ -326,7 +326,6 @@ def run_experiment(
     else:
         metrics, per_repeat = _aggregate(frames)
     finished = datetime.now(timezone.utc)
-    final = metrics.iloc[-1]
     manifest = _manifest(config, plan, solver, prepared, baselines, metrics, started, finished,
                          seconds, stops, ledgers)
     if len(baselines_all) > 1 and not setting.repeats_share_baselines:
@@ -353,6 +352,8 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
                 "epsilon_tight": _num(final.get("epsilon_tight")),
                 "delta_tight": ledger.delta,
                 "tight_accountant": ledger.method,
+                # whether the solver carries a published analysis at all (else no claim to show)
+                "has_paper_claim": type(solver).paper_epsilon is not Solver.paper_epsilon,
                 "epsilon_paper": _num(final.get("epsilon_paper")),
                 "delta_paper": _num(final.get("delta_paper")),
                 "other_claims": {name: {"epsilon": eps, "delta": delta}

@@ -243,28 +243,26 @@ class PrivateStacking(Solver):
     def _release_round(self) -> None:
         """Steps 1-2: the passive parties' local fits and releases (all that leaves them)."""
         y, K, c = self.y, len(self.passive), self.clip
-        released, exact = [], []
+        released = []
         for j, m in enumerate(self.passive):  # parties hold blocks of different widths
             x, _ = mech.fit_logistic(self.blocks[m], y, self.lam[j], offset=self.m0)
-            exact.append(x)
             if self.private:
                 x = self.release(x, units=int(m), scale=self.sigma["model"][j],
                                  sensitivity=self.sens["model"][j], rng=self.noise_rngs[m])
             released.append(np.asarray(x, dtype=float))
-        self.x_exact, self.x_released = exact, released
+        self.x_released = released  # the exact local models are not kept
         # clipped shares on the training rows, one row per passive party
         S = np.vstack([np.clip(self.blocks[m] @ x, -c, c) for m, x in zip(self.passive, released)])
         self._S = S
+        Q = np.column_stack([S.mean(axis=1), (S * S).mean(axis=1)])  # (mean s, mean s^2), eq. Q
         if not self.private:
-            self._shares, self._tau = S.T, np.zeros(K)
-            self._moments = np.column_stack([S.mean(axis=1), (S * S).mean(axis=1)])
+            self._shares, self._tau, self._moments = S.T, np.zeros(K), Q
             return
         if self.split[1] > 0:
             T = self.release(S, units=self.passive, scale=self.sigma["shares"],
                              sensitivity=self.sens["shares"], rng=self.shared_rng)
             self._shares, self._tau = np.asarray(T).reshape(K, -1).T, self.sigma["shares"].copy()
         if self.split[2] > 0:
-            Q = np.column_stack([S.mean(axis=1), (S * S).mean(axis=1)])
             self._moments = np.asarray(self.release(Q, units=self.passive,
                                                     scale=self.sigma["moments"],
                                                     sensitivity=self.sens["moments"],

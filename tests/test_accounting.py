@@ -2,15 +2,13 @@
 
 import json
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from vfl.admm import ADMMSharing, Objective
+from cli_helpers import vfl
+from vfl.admm import Objective
 from vfl.core.errors import ConfigError
 from vfl.core.solver import Streams, VerticalData
 from vfl.experiments.config import config_from_dict
@@ -259,11 +257,6 @@ def test_audit_passes_the_guarantee_and_refutes_an_under_calibrated_claim():
     assert sound.verdict("guarantee") == "PASS"
     rows = sound.rows()
     assert all(r["delta_lower"] <= r["delta"] for r in rows if r["claim"] == "guarantee")
-
-
-def vfl(*args):
-    return subprocess.run([sys.executable, "-m", "vfl.cli.main", *map(str, args)],
-                          capture_output=True, text=True, timeout=300, env=os.environ)
 
 
 def test_cli_privacy_both_directions():

@@ -1,35 +1,16 @@
 """The ``vfl`` command end to end, in subprocesses, as a user types it."""
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from cli_helpers import SMALL, assert_one_line_error, vfl
+
 REPO = Path(__file__).resolve().parents[1]
 
-SMALL = """
-name = "small"
-[data]
-dataset = "synthetic"
-options = {{ n_train = 300, n_test = 100, n_features = 12, seed = 3 }}
-[partition]
-columns = [5, 7]
-[objective]
-lam = 0.01
-[solver]
-epochs = {epochs}
-"""
-
-
-def vfl(*args, env=None, cwd=None):
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "vfl.cli.main", *map(str, args)],
-                          capture_output=True, text=True, env=full_env, cwd=cwd, timeout=300)
 
 
 @pytest.fixture
@@ -37,15 +18,6 @@ def small_config(tmp_path):
     path = tmp_path / "small.toml"
     path.write_text(SMALL.format(epochs=15))
     return path
-
-
-def assert_one_line_error(proc, *fragments):
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("error: ")
-    for f in fragments:
-        assert f in lines[0], lines[0]
 
 
 def test_run_and_plot_write_every_file(tmp_path, small_config):

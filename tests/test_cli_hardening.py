@@ -1,7 +1,6 @@
 """Hostile inputs, as a new user would type them: one `error:` line, exit 2, before any work,
 nothing left behind (issue 15's table), plus leftovers, warnings and interrupted sweeps."""
 
-import json
 import os
 import signal
 import subprocess
@@ -12,37 +11,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from cli_helpers import SMALL, assert_one_line_error, vfl
+
 REPO = Path(__file__).resolve().parents[1]
 
-SMALL = """
-name = "small"
-[data]
-dataset = "synthetic"
-options = {{ n_train = 300, n_test = 100, n_features = 12, seed = 3 }}
-[partition]
-columns = [5, 7]
-[objective]
-lam = 0.01
-[solver]
-epochs = {epochs}
-"""
-
-
-def vfl(*args, cwd=None, env=None):
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "vfl.cli.main", *map(str, args)],
-                          capture_output=True, text=True, timeout=300, cwd=cwd,
-                          env={**os.environ, **(env or {})})
-    proc.seconds = time.perf_counter() - t0
-    return proc
 
 
 def one_line(proc, *fragments, fast=True):
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
-    for f in fragments:
-        assert f in lines[0], lines[0]
+    assert_one_line_error(proc, *fragments)
     if fast:  # refused before any computation (a run of these configs takes far longer)
         assert proc.seconds < 15, proc.seconds
 

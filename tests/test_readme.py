@@ -109,9 +109,7 @@ def test_the_own_data_example_runs_as_written(tmp_path):
 
 
 def test_readme_commands_parse():
-    """Every `vfl ...` line in a bash block is a command the CLI accepts (its --help runs)."""
-    from click.testing import CliRunner
-
+    """Every `vfl ...` line in a bash block names a command the CLI has."""
     from vfl.cli.main import cli
 
     blocks = re.findall(r"```bash\n(.*?)```", README, re.S)

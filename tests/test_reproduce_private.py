@@ -13,7 +13,8 @@ from vfl.experiments.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 
-STACK = """
+# the same data and objective for both methods; only [solver] and [privacy] differ
+_COMMON = """
 name = "{name}"
 [data]
 dataset = "synthetic"
@@ -23,6 +24,9 @@ columns = [4, 6]
 normalize_rows = true
 [objective]
 lam = 1.0
+"""
+
+STACK = _COMMON + """
 [solver]
 name = "private_stacking"
 epochs = 1
@@ -32,16 +36,7 @@ delta = 1e-5
 model_noise = 0.2
 """
 
-ADMM = """
-name = "{name}"
-[data]
-dataset = "synthetic"
-options = {{ n_train = 600, n_test = 200, n_features = 10, seed = 4 }}
-[partition]
-columns = [4, 6]
-normalize_rows = true
-[objective]
-lam = 1.0
+ADMM = _COMMON + """
 [solver]
 name = "admm_sharing"
 epochs = 2

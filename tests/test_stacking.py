@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +10,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
+from cli_helpers import assert_one_line_error, vfl
 from vfl.core.solver import Streams, VerticalData
 from vfl.experiments.accounting import PrivacyLedger
 from vfl.stacking import (GTOL, PrivateStacking, fit_logistic, gdp_mu, model_sensitivity,
@@ -261,12 +259,9 @@ epsilon = 1.0
 def test_bad_configs_give_one_error_line_and_exit_2(tmp_path, extra, needle):
     path = tmp_path / "bad.toml"
     path.write_text(CONFIG.format(extra=extra))
-    proc = subprocess.run([sys.executable, "-m", "vfl.cli.main", "run", "--config", str(path),
-                           "--out", str(tmp_path / "out")], capture_output=True, text=True,
-                          env={**os.environ, "MPLBACKEND": "Agg"}, cwd=tmp_path, timeout=120)
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], proc.stderr
+    proc = vfl("run", "--config", path, "--out", tmp_path / "out", cwd=tmp_path,
+               env={"MPLBACKEND": "Agg"}, timeout=120)
+    assert_one_line_error(proc, needle)
 
 
 def test_epochs_must_be_one(tmp_path):
