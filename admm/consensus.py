@@ -364,6 +364,45 @@ class _Consensus(Solver):
     _shared_name = "w_i"
     _private = False
 
+    @classmethod
+    def neighbours(cls, data, privacy: dict, rng: np.random.Generator) -> list:
+        """Neighbouring datasets under :data:`_NEIGHBOURS`, for the audit.
+
+        Natural: a random record of a random provider replaced by another
+        provider's record with the other label. Candidates (the audit keeps
+        the one whose noiseless releases move most): the same record with its
+        label flipped, its features negated, or both; each keeps ``||a|| <=
+        1`` and ``b`` in {-1, +1}, so every pair is inside the relation. The
+        public pre-training rows are the same in both datasets.
+        """
+        from vfl.core.solver import Neighbour
+
+        A = np.asarray(data.A, dtype=float)
+        b = np.asarray(data.b, dtype=float)
+        N, m, _ = A.shape
+        unit, j = int(rng.integers(N)), int(rng.integers(m))
+        others = np.argwhere(b != b[unit, j])
+        others = others[others[:, 0] != unit] if N > 1 else others
+        donor, k = (int(v) for v in others[rng.integers(len(others))]) if len(others) \
+            else ((unit + 1) % N, j)
+
+        def with_record(a_new, b_new):
+            A1, b1 = A.copy(), b.copy()
+            A1[unit, j], b1[unit, j] = a_new, b_new
+            return HorizontalData(A1, b1, data.public)
+
+        a, y = A[unit, j], b[unit, j]
+        pairs = [Neighbour(f"provider {unit + 1}, record {j} replaced (natural)", "natural", unit,
+                           with_record(A[donor, k], b[donor, k]),
+                           f"provider {unit + 1}'s record {j} replaced by provider {donor + 1}'s "
+                           f"record {k} (the other label)")]
+        for what, a_new, y_new in (("label flipped", a, -y), ("features negated", -a, y),
+                                   ("features negated, label flipped", -a, -y)):
+            pairs.append(Neighbour(f"provider {unit + 1}, record {j} {what} (candidate)",
+                                   "candidate", unit, with_record(a_new, y_new),
+                                   f"provider {unit + 1}'s record {j}: {what}"))
+        return pairs
+
     def __init__(self, data: HorizontalData, *, objective: Objective, params: dict,
                  privacy: dict, streams: Streams, iterations: int):
         try:
@@ -614,6 +653,7 @@ class ConsensusADMMPerturbed(_ExactLocal):
     """
 
     name = "consensus_admm_perturbed"
+    paper_claim = "Theorem 2, the moments accountant of Huang et al."
     title = "ADMM with primal perturbation (Algorithm 2)"
     reference = Reference(HUANG_PAPER, "Algorithm 2", "Sec. III-A and VI (sigma_i); erratum E13",
                           note="the paper runs it with the l2 regularizer only")
@@ -732,6 +772,7 @@ class DPADMM(_Consensus):
     """
 
     name = "dp_admm"
+    paper_claim = "Theorem 2, the moments accountant of Huang et al."
     title = "DP-ADMM (Algorithm 3)"
     reference = Reference(HUANG_PAPER, "Algorithm 3",
                           "(2), (3a)-(3d); Lemma 1; Theorems 1-4; Appendix A")

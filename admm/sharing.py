@@ -1064,6 +1064,7 @@ class ADMMSharingSolver(ADMMSharing):
     title = "ADMM sharing"
     setting = Setting.VERTICAL
     iteration_name = "epoch"
+    paper_claim = "Lemma 1 + Theorem 1 + Corollary 1 of Hu et al."
     reference = Reference(
         "Hu, Liu, Kong, Niu: Learning Privately over Distributed Features, an ADMM Sharing "
         "Approach (papers/000)", "Algorithm 1", "(6)-(8); perturbed shares (10)")

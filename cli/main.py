@@ -183,11 +183,12 @@ def _privacy_lines(result) -> list[str]:
                          f" ({spent['tight_accountant']}); neighbours: {p['neighbouring']}")
         else:
             lines.append(f"WARNING: no differential-privacy guarantee: {p.get('warning', p.get('note', ''))}")
-        if "epsilon_paper" in m.index and spent.get("has_paper_claim", True):
+        if "epsilon_paper" in m.index and spent.get("paper_claim"):
             paper = spent.get("epsilon_paper")
             claim = ("n/a (the paper's analysis does not cover this noise level)" if paper is None
                      else f"{paper:.4g} at delta {_fmt(spent.get('delta_paper'), '.2g')}")
-            lines.append(f"the paper's own claim (not a guarantee): epsilon {claim}")
+            lines.append(f"the paper's own claim (not a guarantee): epsilon {claim} "
+                         f"({spent['paper_claim']})")
         meaning = p.get("other_claims_meaning", {})
         for name, c in spent.get("other_claims", {}).items():
             lines.append(f"{name}: epsilon {c['epsilon']:.4g} at delta {c['delta']:.2g} "
@@ -712,9 +713,7 @@ def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data
     click.echo(f"audit of {config.name}: {len(report.pairs)} neighbouring pairs x {K} runs x 2 "
                f"directions, {confidence:.0%} one-sided bounds")
     for claim, (eps, delta) in report.claims.items():
-        what = {"guarantee": "the guarantee (enforced sensitivity)",
-                "paper": "the paper's claim (Lemma 1 + Corollary 1)",
-                "lemma1": "Lemma 1's sensitivity, composed tightly"}.get(claim, claim)
+        what = report.labels.get(claim, claim)
         lows = [r["delta_lower"] for r in rows if r["claim"] == claim]
         click.echo(f"  {report.verdict(claim):8} {what}: ({eps:.4g}, {delta:.2g})-DP; "
                    f"largest lower bound on delta(eps): {max(lows):.3g}")

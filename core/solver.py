@@ -234,6 +234,9 @@ class Solver:
     regularizers: ClassVar[tuple[str, ...]] = ("l2sq",)
     #: what one iteration is called in outputs ("epoch", "iteration")
     iteration_name: ClassVar[str] = "iteration"
+    #: the published privacy analysis :meth:`paper_epsilon` evaluates, in a few
+    #: words (summaries, audit reports); None: the solver has no such claim
+    paper_claim: ClassVar[str | None] = None
 
     @classmethod
     def check_config(cls, params: dict, privacy: dict, iterations: int) -> None:
@@ -323,7 +326,7 @@ class Solver:
         return None
 
     def paper_epsilon(self) -> tuple[float, float] | None:
-        """The paper's own (epsilon, delta) after the iterations so far, or None."""
+        """The paper's own (epsilon, delta) after the iterations so far (:attr:`paper_claim`), or None."""
         return None
 
     @classmethod

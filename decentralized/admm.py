@@ -273,6 +273,7 @@ class _PerturbedADMM(RandomPenaltyADMM, PrivateNetworkSolver):
     """
 
     columns = PrivateNetworkSolver.columns
+    paper_claim = None  # the curves are reconstructions, not the cited papers' accounting
     loss_meaning = "a RECONSTRUCTION of the cited paper's curve (spec P3), not its theorem"
     privacy_params = LAPLACE_PRIVACY + (
         Param("mechanism", str, "matched",

@@ -272,6 +272,7 @@ class PrivateNetworkSolver(NetworkSolver):
     columns = ("log10_error", "privacy_loss", "privacy_loss_max", "privacy_loss_worst")
     privacy_params = LAPLACE_PRIVACY
     #: what ``privacy_loss`` is, in words (summaries, manifests)
+    paper_claim = "Theorem 2.2's realized loss (Xiao et al.), ex post, max over agents"
     loss_meaning = ("Theorem 2.2's realized loss: ex post and data dependent, not a worst-case "
                     "guarantee")
 

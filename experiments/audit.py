@@ -55,6 +55,7 @@ class AuditReport:
     claims: dict  # claim name -> (epsilon, delta) or None
     pairs: list[PairAudit]
     gaussian_mu: dict  # claim name -> GDP mu of the claimed composed Gaussian (if Gaussian)
+    labels: dict = field(default_factory=dict)  # claim name -> what it is, in words
 
     def verdict(self, claim: str) -> str:
         results = [p.verdicts[claim] for p in self.pairs if claim in p.verdicts]
@@ -252,5 +253,11 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
             on_progress(f"[{n + 1}/{len(pairs)}] {pair.name}: mean loss {LP.mean():.4g}; {summary}")
     if not claims:
         raise ConfigError(f"{config.name}: no finite epsilon is claimed for this run")
+    meaning = (solver.privacy_info() or {}).get("other_claims_meaning", {})
+    labels = {"guarantee": "the guarantee (enforced sensitivity)",
+              "paper": f"the paper's claim ({cls.paper_claim or 'its own analysis'})",
+              # the other claims' own words, up to their first colon (the short name)
+              **{name: meaning.get(name, name).split(":")[0] for name in claims
+                 if name not in ("guarantee", "paper")}}
     return AuditReport(config=config, K=K, confidence=confidence, claims=claims, pairs=results,
-                       gaussian_mu=mu)
+                       gaussian_mu=mu, labels=labels)

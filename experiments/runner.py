@@ -352,8 +352,7 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
                 "epsilon_tight": _num(final.get("epsilon_tight")),
                 "delta_tight": ledger.delta,
                 "tight_accountant": ledger.method,
-                # whether the solver carries a published analysis at all (else no claim to show)
-                "has_paper_claim": type(solver).paper_epsilon is not Solver.paper_epsilon,
+                "paper_claim": type(solver).paper_claim,  # None: no published analysis
                 "epsilon_paper": _num(final.get("epsilon_paper")),
                 "delta_paper": _num(final.get("delta_paper")),
                 "other_claims": {name: {"epsilon": eps, "delta": delta}
