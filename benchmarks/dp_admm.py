@@ -78,7 +78,7 @@ def iteration_timing(data_dir=None, *, repeats: int = 5, configs=None) -> dict:
             if real:
                 if dataset is None:
                     dataset, _ = load_config_dataset(config, data_dir)
-                setting = prepare(config, dataset, unit_rows=cls.unit_rows(config.privacy.values))
+                setting = prepare(config, dataset, cls)
                 data = setting.prepare(Streams(config.run.seed)).data
             else:
                 synthetic = synthetic if synthetic is not None else _synthetic(config.run.seed)

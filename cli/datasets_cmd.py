@@ -219,6 +219,43 @@ def _party_lines(info: dict, counts: list[int]) -> list[str]:
     return lines
 
 
+def _preprocessing_lines(info: dict) -> list[str]:
+    """The [preprocessing] section: per-record steps filled in, public parameters marked FILL.
+
+    What this file holds is not a public source: its observed ranges and
+    categories are shown as comments, never as values a private run would
+    take (issue: one record would then move every other record).
+    """
+    lines = ["[preprocessing]",
+             "# Parameters not per record (bounds, categories) must come from a public source in",
+             "# a private run: the data set's documentation, constants you can justify without",
+             "# looking at these rows, or rows declared public. Lines marked FILL need one; the",
+             "# values observed in this file are shown for orientation only.",
+             'scaling = "minmax"         # to [0, 1]; a value outside its bounds is clipped',
+             "range = [0.0, 1.0]",
+             "normalize_rows = true     # per record: each party's block to unit norm"]
+    columns = info["columns"]
+    if columns is None:
+        lines.append(f"# bounds = [lo, hi]       # FILL: public bounds of every feature "
+                     f"(observed here: [{info['min']:g}, {info['max']:g}])")
+        return lines
+    cats = [c for c in columns if c["kind"] == "categorical"]
+    nums = [c for c in columns if c["kind"] == "numeric"]
+    if cats:
+        lines.append("")
+        lines.append("[preprocessing.categories]   # FILL: every value each column can take")
+        for c in cats:
+            shown = c["values"][:8] + (["..."] if len(c["values"]) > 8 else [])
+            lines.append(f"# {_toml(c['name'])} = [...]   # observed: {', '.join(shown)}")
+    if nums:
+        lines.append("")
+        lines.append("[preprocessing.bounds]   # FILL: the public range of each numeric column")
+        for c in nums:
+            lo, hi = c["range"]
+            lines.append(f"# {_toml(c['name'])} = [lo, hi]   # observed: [{lo:g}, {hi:g}]")
+    return lines
+
+
 @datasets.command(name="inspect")
 @click.argument("path", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["libsvm", "csv"]), default=None,
@@ -248,7 +285,7 @@ def inspect_cmd(path: Path, fmt: str | None, label: str | None, parties: int):
     if "content_sha256" in f:
         rows.append(("", f"{f['content_sha256']} (decompressed content)"))
     if info["format"] == "libsvm":
-        rows.append(("format", f"libsvm, {info['indices']} feature indices"))
+        rows.append(("format", f"libsvm, {info['indices']} feature indices ({info['indices_why']})"))
     else:
         delimiter = info["options"].get("delimiter", ",")
         rows.append(("format", f"csv, delimiter {delimiter!r}, label column {label!r}"))
@@ -283,16 +320,20 @@ def inspect_cmd(path: Path, fmt: str | None, label: str | None, parties: int):
     click.echo()
     click.echo(f"# Suggested config for {parties} "
                f"part{'y' if parties == 1 else 'ies'}; party 1 is active (holds the labels).")
-    click.echo("# The test set: test_fraction holds out that share of the rows (stratified by "
-               "label), or test_path = \"...\" names a separate test file.")
+    click.echo("# The test set: test_fraction holds out that share of the rows by a seeded "
+               "permutation, or test_path = \"...\" names a separate test file.")
     click.echo("[data]")
     click.echo(f"dataset = {_toml(info['format'])}")
     for key, value in info["options"].items():
         click.echo(f"{key} = {_toml(value)}")
     click.echo("test_fraction = 0.2")
+    click.echo("stratify = false   # the split depends on no record's label (a private run needs it)")
     raw = [c["raw"] for c in info["labels"]]
     if raw not in ([0.0, 1.0], [-1.0, 1.0]):  # say which label became +1, and how to change it
         click.echo(f"# label_positive = {_toml(raw[1])}   (the default: the larger label is +1)")
+    click.echo()
+    for line in _preprocessing_lines(info):
+        click.echo(line)
     click.echo()
     click.echo("[partition]")
     click.echo(f"columns = {_toml(counts)}")

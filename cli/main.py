@@ -205,6 +205,23 @@ def _privacy_lines(result) -> list[str]:
     return lines
 
 
+def _utility_lines(result, m, b) -> list[str]:
+    """One line when a private model does worse than what a party can do alone."""
+    if not result.config.privacy.claims_guarantee:
+        return []
+    local = [e for e in b.values() if isinstance(e, dict) and e.get("role") == "local"
+             and e.get("test_logloss") is not None]
+    if not local:
+        return []
+    best = min(local, key=lambda e: e["test_logloss"])
+    if not m["test_logloss"] > best["test_logloss"]:
+        return []
+    eps = (result.manifest.get("privacy", {}).get("spent") or {}).get("epsilon_tight")
+    at = f"at epsilon {eps:.4g}" if eps is not None else "at this noise"
+    return [f"note: {at} the private model (test log loss {m['test_logloss']:.4f}) is worse "
+            f"than {best['label']} ({best['test_logloss']:.4f}): no party gains from joining"]
+
+
 def _summary(result, out: Path, seconds: float) -> str:
     m = result.metrics.iloc[-1]
     man = result.manifest
@@ -251,6 +268,7 @@ def _summary(result, out: Path, seconds: float) -> str:
         f"({1e3 * solver_s / max(it, 1):.1f} ms each), {seconds:.1f} s in all; baselines "
         f"{'from cache' if b.get('cached') else 'computed' if b else 'skipped'}")
     lines += _privacy_lines(result)
+    lines += _utility_lines(result, m, b)
     a1 = solver.get("assumption_1_2c", {"satisfied": True})
     if not a1["satisfied"]:
         lines.append(f"warning: rho = {solver['rho']:g} is not above sqrt(2) L = "

@@ -572,7 +572,7 @@ def time_cases(cases, data_dir=None, repeats: int | None = None) -> pd.DataFrame
     built = []
     for alg, eps, config in cases:
         cls = get_solver(config.solver.name)
-        setting = prepare(config, dataset, unit_rows=cls.unit_rows(config.privacy.values))
+        setting = prepare(config, dataset, cls)
 
         def streams(config=config):
             return Streams(config.run.seed, repeat=0,

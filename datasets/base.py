@@ -8,8 +8,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from vfl.core.errors import DataError
+from vfl.core.preprocessing import RawTable, Schema
 
-__all__ = ["Dataset"]
+__all__ = ["Dataset", "RawDataset"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,3 +93,44 @@ class Dataset:
             f"test={self.n_test}x{self.n_features}, {kind}"
             f"{', stand-in' if self.is_stand_in else ''})"
         )
+
+
+@dataclass(frozen=True, eq=False)
+class RawDataset:
+    """A dataset's records as read, before the preprocessing stage.
+
+    ``train``/``test`` are :class:`~vfl.core.preprocessing.RawTable` s
+    (numeric columns plus categorical strings); ``schema`` is the dataset's
+    published description when it has one (Adult's attribute values and
+    declared ranges), ``defaults`` the preprocessing keys a config inherits
+    from the registry entry. ``fitted`` names any step the *loader* fitted on
+    the records themselves (gisette's LIBSVM scaling): a private run refuses
+    such data, since no relation on the raw file covers it.
+    """
+
+    name: str
+    train: RawTable
+    y_train: np.ndarray
+    test: RawTable
+    y_test: np.ndarray
+    description: str = ""
+    is_stand_in: bool = False
+    checksums: dict = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)
+    schema: Schema | None = None
+    defaults: dict = field(default_factory=dict)
+    fitted: tuple = ()
+
+    def __post_init__(self):
+        for part in ("train", "test"):
+            t, y = getattr(self, part), getattr(self, f"y_{part}")
+            if y.ndim != 1 or t.n_rows != y.shape[0]:
+                raise DataError(f"{self.name}: {part} has {t.n_rows} records but {y.shape} labels")
+            if not np.all(np.abs(y) == 1.0):
+                raise DataError(f"{self.name}: y_{part} must hold only -1.0 and +1.0")
+        if self.train.names != self.test.names:
+            raise DataError(f"{self.name}: train and test have different columns")
+
+    @property
+    def n_columns(self) -> int:
+        return len(self.train.names)

@@ -16,16 +16,17 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from vfl.datasets.base import Dataset
+from vfl.core.preprocessing import RawTable
+from vfl.datasets.base import Dataset, RawDataset
 from vfl.datasets.files import read_file, require_files, resolve_data_dir
-from vfl.datasets.preprocessing import (apply_minmax, apply_zscore, fit_minmax, fit_zscore,
-                                        max_row_norm, normalize_rows)
+from vfl.datasets.preprocessing import apply_minmax, fit_minmax
+from vfl.datasets.schemas import ADULT_SCHEMA, SCHEMA_DEFAULTS
 from vfl.datasets.registry import SYNTHETIC_NAME, DatasetSpec, FileSpec, get_spec
 from vfl.datasets.synthetic import SYNTHETIC_OPTIONS, synthetic_from_options
 from vfl.datasets.userfiles import USER_FILE_LOADERS, USER_FILE_OPTIONS
 from vfl.core.errors import DataError
 
-__all__ = ["load_dataset", "LOADER_OPTIONS"]
+__all__ = ["load_dataset", "load_raw", "LOADER_OPTIONS", "MOVED_OPTIONS"]
 
 
 def _one_line(exc: BaseException) -> str:
@@ -90,12 +91,15 @@ def _load_a9a(reader: _Reader, options: Mapping[str, Any]) -> Dataset:
     n = reader.spec.n_features
     X_train, y_train = _parse_svmlight(*reader.read("a9a"), n)
     X_test, y_test = _parse_svmlight(*reader.read("a9a.t"), n)
-    return Dataset(
-        name="a9a", X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test,
+    names = tuple(f"f{j + 1}" for j in range(n))  # LIBSVM's one-based feature numbers
+    return RawDataset(
+        name="a9a", train=RawTable.from_matrix(X_train, names), y_train=y_train,
+        test=RawTable.from_matrix(X_test, names), y_test=y_test,
         description="a9a (LIBSVM; UCI Adult binarised, 123 sparse binary features)",
         checksums=reader.checksums,
         provenance=reader.provenance(
-            preprocessing="none: LIBSVM's binary features used as distributed, labels +1/-1"
+            parsing="LIBSVM's binary features as distributed (width 123 from the registry), "
+                    "labels +1/-1"
         ),
     )
 
@@ -142,10 +146,13 @@ def _load_gisette(reader: _Reader, options: Mapping[str, Any]) -> Dataset:
     n_constant = int(np.sum(lo == hi))
     apply_minmax(X_train, lo, hi, -1.0, 1.0)
     apply_minmax(X_test, lo, hi, -1.0, 1.0)
-    return Dataset(
-        name="gisette", X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test,
+    return RawDataset(
+        name="gisette", train=RawTable.from_matrix(X_train), y_train=y_train,
+        test=RawTable.from_matrix(X_test), y_test=y_test,
         description="gisette (UCI; train/valid files, features scaled to [-1, 1])",
         checksums=reader.checksums,
+        fitted=("the loader's min/max scaling to [-1, 1] (LIBSVM's gisette_scale) is fitted "
+                "on the training records",),
         provenance=reader.provenance(
             preprocessing=(
                 "as LIBSVM gisette_scale: each feature linearly scaled to [-1, 1] with "
@@ -205,153 +212,38 @@ def _parse_adult(source: str, content: bytes) -> tuple[pd.DataFrame, int]:
     return frame.dropna().reset_index(drop=True), len(frame)
 
 
-#: ``scaling`` of the adult loader: the numeric (non-one-hot) columns' transform.
-ADULT_SCALINGS = ("minmax01", "minmax11", "zscore")
-#: ``row_norm`` of the adult loader: what bounds the rows' l2 norms afterwards.
-ADULT_ROW_NORMS = ("none", "unit", "max")
+def _load_adult(reader: _Reader, options: Mapping[str, Any]) -> RawDataset:
+    """UCI adult.data / adult.test as raw records, with Adult's published schema.
 
-
-def _adult_choice(options: Mapping[str, Any], key: str, choices, default: str) -> str:
-    value = options.get(key, default)
-    if not isinstance(value, str) or value not in choices:
-        raise DataError(f"adult: option {key} must be one of {', '.join(map(repr, choices))}, "
-                        f"got {value!r}")
-    return value
-
-
-def _codes(values: pd.Series, categories: list[str]) -> np.ndarray:
-    """Index of each value in the training categories; -1 if unseen in training."""
-    return pd.Index(categories).get_indexer(values)
-
-
-def _load_adult(reader: _Reader, options: Mapping[str, Any]) -> Dataset:
-    """UCI adult.data / adult.test with the preprocessing below.
-
-    1. Drop every record with a missing value (``?``): 30162 train / 15060
-       test records remain (the 30162 of the DP-ADMM paper, Section VI).
-    2. ``encoding="onehot"`` (default): drop ``fnlwgt`` (a census sampling
-       weight, not an attribute of the person); one-hot encode the 8
-       categorical columns with the categories seen in training (sorted;
-       a test category unseen in training encodes as all zeros);
-       103 features: 5 continuous columns first, then the one-hot blocks in
-       column order.
-       ``encoding="ordinal"``: keep all 14 attributes in file order (the
-       d = 14 of the DP-ADMM and decentralized-LDP papers); each categorical
-       becomes the index of its category among the sorted training
-       categories (unseen test categories get one past the last index).
-    3. ``scaling`` of every non-one-hot column, fitted on the training part
-       and applied unchanged to the test part (test values are not clipped):
-       ``"minmax01"`` (default) to [0, 1] with the training min/max,
-       ``"minmax11"`` to [-1, 1] (MATLAB ``mapminmax``'s default; the
-       DP-ADMM spec's decision D2), ``"zscore"`` to zero mean and unit
-       (population) standard deviation. Constant columns become 0.
-       ``fit = "all"`` fits the statistics on train and test together
-       instead (for the decentralized-LDP paper, which pools both files).
-    4. ``row_norm``: ``"none"`` (default); ``"unit"``: every row divided by
-       its own l2 norm (all-zero rows stay zero), so ``||a|| = 1``;
-       ``"max"``: every row (train and test) divided by the largest training
-       row norm, so training rows have ``||a|| <= 1`` (test rows may exceed
-       it). Either gives the ``||a|| <= 1`` of DP-ADMM's Section VI.
-    5. Label +1 for ``>50K``, -1 for ``<=50K``.
-
-    The DP-ADMM paper's preprocessing (spec decision D2) is
-    ``{"encoding": "ordinal", "scaling": "minmax11", "row_norm": "unit"}``
-    on ``X_train`` (the 30162 complete records of ``adult.data``).
+    Every record with a missing value (``?``) is dropped: 30162 train / 15060
+    test records remain (the 30162 of Huang et al. 2019, Section VI). Label
+    +1 for ``>50K``, -1 for ``<=50K``. Encoding and scaling are the
+    preprocessing stage's (:mod:`vfl.datasets.stage`), with the vocabularies
+    and declared ranges of :data:`vfl.datasets.schemas.ADULT_SCHEMA`.
     """
-    encoding = _adult_choice(options, "encoding", ("onehot", "ordinal"), "onehot")
-    scaling = _adult_choice(options, "scaling", ADULT_SCALINGS, "minmax01")
-    row_norm = _adult_choice(options, "row_norm", ADULT_ROW_NORMS, "none")
-    fit = _adult_choice(options, "fit", ("train", "all"), "train")
     train, n_train_raw = _parse_adult(*reader.read("adult.data"))
     test, n_test_raw = _parse_adult(*reader.read("adult.test"))
-    categorical = [c for c in _ADULT_COLUMNS[:-1] if c not in _ADULT_CONTINUOUS]
-    categories = {c: sorted(train[c].unique()) for c in categorical}
 
-    if encoding == "onehot":
-        numeric = [c for c in _ADULT_CONTINUOUS if c != "fnlwgt"]
+    def table(frame: pd.DataFrame) -> RawTable:
+        kinds = tuple("numeric" if c in _ADULT_CONTINUOUS else "categorical"
+                      for c in _ADULT_COLUMNS[:-1])
+        numeric = frame[[c for c in _ADULT_COLUMNS[:-1] if c in _ADULT_CONTINUOUS]]
+        categorical = frame[[c for c in _ADULT_COLUMNS[:-1] if c not in _ADULT_CONTINUOUS]]
+        return RawTable(names=tuple(_ADULT_COLUMNS[:-1]), kinds=kinds,
+                        numeric=numeric.to_numpy(dtype=np.float64),
+                        categorical=categorical.to_numpy(dtype=object))
 
-        def encode(frame: pd.DataFrame) -> np.ndarray:
-            blocks = [frame[numeric].to_numpy(dtype=np.float64)]
-            for c in categorical:
-                # Unseen test categories (code -1) leave the block all zero.
-                codes = _codes(frame[c], categories[c])
-                block = np.zeros((len(frame), len(categories[c])))
-                seen = codes >= 0
-                block[np.flatnonzero(seen), codes[seen]] = 1.0
-                blocks.append(block)
-            return np.hstack(blocks)
-
-        feature_names = numeric + [f"{c}={v}" for c in categorical for v in categories[c]]
-        encoded = ("fnlwgt dropped; 8 categoricals one-hot with training categories "
-                   "(unseen -> all zeros)")
-    else:
-        numeric = list(_ADULT_COLUMNS[:-1])
-
-        def encode(frame: pd.DataFrame) -> np.ndarray:
-            out = np.empty((len(frame), len(numeric)))
-            for j, c in enumerate(numeric):
-                if c in categories:
-                    codes = _codes(frame[c], categories[c])
-                    out[:, j] = np.where(codes >= 0, codes, len(categories[c]))
-                else:
-                    out[:, j] = frame[c].to_numpy(dtype=np.float64)
-            return out
-
-        feature_names = numeric
-        encoded = ("all 14 attributes; categoricals as index of sorted training category "
-                   "(unseen -> one past last)")
-
-    # The first len(numeric) columns are scaled; one-hot columns already are 0/1.
-    scaled = len(numeric)
-    X_train, X_test = encode(train), encode(test)
-    # "all": one pool of both files (the decentralized-LDP paper samples its
-    # agents from train + test), so every pooled value lands inside the range
-    basis = X_train if fit == "train" else np.vstack([X_train, X_test])
-    if scaling == "zscore":
-        mean, std = fit_zscore(basis[:, :scaled])
-        apply_zscore(X_train[:, :scaled], mean, std)
-        apply_zscore(X_test[:, :scaled], mean, std)
-        scaled_how = (f"z-scored ({'training' if fit == 'train' else 'train+test'} mean and "
-                      "population std; constant -> 0)")
-    else:
-        lower = 0.0 if scaling == "minmax01" else -1.0
-        lo, hi = fit_minmax(basis[:, :scaled])
-        apply_minmax(X_train[:, :scaled], lo, hi, lower, 1.0)
-        apply_minmax(X_test[:, :scaled], lo, hi, lower, 1.0)
-        scaled_how = (f"min/max scaled to [{lower:g}, 1] with "
-                      + ("training ranges (constant -> 0), test not clipped" if fit == "train"
-                         else "the ranges of train and test together (constant -> 0)"))
-    row_divisor = None
-    if row_norm == "unit":
-        X_train, X_test = normalize_rows(X_train), normalize_rows(X_test)
-        scaled_how += "; every row then divided by its own l2 norm (zero rows kept)"
-    elif row_norm == "max":
-        row_divisor = max_row_norm(X_train)
-        if row_divisor > 0:
-            X_train /= row_divisor
-            X_test /= row_divisor
-        scaled_how += (f"; every row then divided by the largest training row norm "
-                       f"({row_divisor:.6g}); test rows may exceed norm 1")
     y_train = train["income"].map(_ADULT_LABELS).to_numpy(dtype=np.float64)
     y_test = test["income"].map(_ADULT_LABELS).to_numpy(dtype=np.float64)
-    return Dataset(
-        name="adult", X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test,
-        description=(f"adult (UCI; complete records, {encoding} encoding, {scaling} scaling"
-                     + ("" if row_norm == "none" else f", row_norm {row_norm}") + ")"),
+    return RawDataset(
+        name="adult", train=table(train), y_train=y_train, test=table(test), y_test=y_test,
+        description="adult (UCI; complete records)",
         checksums=reader.checksums,
         provenance=reader.provenance(
-            preprocessing=(
-                f"rows with '?' dropped; {encoded}; non-one-hot columns {scaled_how}; "
-                "label +1 = '>50K'"
-            ),
-            encoding=encoding,
-            scaling=scaling,
-            row_norm=row_norm,
-            fit=fit,
-            row_norm_divisor=row_divisor,
-            feature_names=feature_names,
+            parsing="rows with '?' dropped; label +1 = '>50K'",
             rows_dropped={"train": n_train_raw - len(train), "test": n_test_raw - len(test)},
         ),
+        schema=ADULT_SCHEMA, defaults=SCHEMA_DEFAULTS["adult"],
     )
 
 
@@ -359,24 +251,39 @@ def _load_adult(reader: _Reader, options: Mapping[str, Any]) -> Dataset:
 
 _LOADERS = {"a9a": _load_a9a, "gisette": _load_gisette, "adult": _load_adult}
 
-#: Dataset-specific ``options`` keys accepted by :func:`load_dataset`.
+#: Dataset-specific ``options`` keys accepted by :func:`load_raw`.
 LOADER_OPTIONS: dict[str, tuple[str, ...]] = {
-    "a9a": (), "gisette": (), "adult": ("scaling", "row_norm", "encoding", "fit"),
+    "a9a": (), "gisette": (), "adult": (),
     SYNTHETIC_NAME: SYNTHETIC_OPTIONS, **USER_FILE_OPTIONS,
 }
 
-# Accepted by every dataset, applied after the dataset's own preprocessing.
-_COMMON_OPTIONS = ("normalize_rows",)
+#: options that moved to the ``[preprocessing]`` section, with their new key
+MOVED_OPTIONS = {
+    "normalize_rows": "preprocessing.normalize_rows",
+    "encoding": "preprocessing.encoding",
+    "categorical": "preprocessing.encoding",
+    "scaling": "preprocessing.scaling (with preprocessing.range)",
+    "row_norm": "preprocessing.normalize_rows or preprocessing.row_clip",
+    "fit": "preprocessing.bounds",
+}
 
 
-def load_dataset(
+def _as_raw(data: Dataset, fitted: tuple = ()) -> RawDataset:
+    """A generated (numeric) dataset as raw records."""
+    return RawDataset(name=data.name, train=RawTable.from_matrix(data.X_train), y_train=data.y_train,
+                      test=RawTable.from_matrix(data.X_test), y_test=data.y_test,
+                      description=data.description, is_stand_in=data.is_stand_in,
+                      checksums=data.checksums, provenance=data.provenance, fitted=fitted)
+
+
+def load_raw(
     name: str,
     data_dir: str | os.PathLike | None = None,
     *,
     options: Mapping[str, Any] | None = None,
     verify: bool = True,
-) -> Dataset:
-    """Load a dataset by name.
+) -> RawDataset:
+    """Read a dataset's records, before the preprocessing stage.
 
     Parameters
     ----------
@@ -388,14 +295,10 @@ def load_dataset(
     data_dir : path, optional
         Directory holding the files; see :func:`resolve_data_dir`.
     options : dict, optional
-        ``normalize_rows`` (bool, any dataset): scale every row to unit l2
-        norm after the dataset's own preprocessing, so that ``||x|| <= 1``
-        as the DP-ADMM analysis assumes ("by data normalization, we enforce
-        ||grad l|| <= 1", Section VI). ``adult``: ``encoding`` (``"onehot"``
-        or ``"ordinal"``), ``scaling`` (``"minmax01"``, ``"minmax11"``,
-        ``"zscore"``) and ``row_norm`` (``"none"``, ``"unit"``, ``"max"``);
-        see :func:`_load_adult`. ``synthetic``: the keyword arguments of
-        :func:`make_synthetic` plus ``preset``.
+        ``synthetic``: the keyword arguments of :func:`make_synthetic` plus
+        ``preset``; ``libsvm`` / ``csv``: see :mod:`vfl.datasets.userfiles`.
+        Encoding, scaling and row norms are the ``[preprocessing]`` section's
+        (:mod:`vfl.datasets.stage`), not dataset options.
     verify : bool
         Check each file's sha256 before parsing (default). With False the
         digests are still computed and recorded, but not compared.
@@ -409,35 +312,49 @@ def load_dataset(
     base = name.split(":", 1)[0] if isinstance(name, str) else name
     if base != SYNTHETIC_NAME and name not in USER_FILE_LOADERS:
         get_spec(name)  # unknown names fail first, listing the known ones
-    valid = LOADER_OPTIONS[base] + _COMMON_OPTIONS
+    valid = LOADER_OPTIONS[base]
     unknown = sorted(set(options) - set(valid))
+    moved = [k for k in unknown if k in MOVED_OPTIONS]
+    if moved:
+        raise DataError(f"{name}: option {moved[0]} moved to the [preprocessing] section: set "
+                        f"{MOVED_OPTIONS[moved[0]]}")
     if unknown:
         raise DataError(f"{name}: unknown option(s) {', '.join(unknown)}; "
-                        f"valid options: {', '.join(valid)}")
-    normalize = options.pop("normalize_rows", False)
-    if not isinstance(normalize, (bool, np.bool_)):
-        raise DataError(f"{name}: option normalize_rows must be true or false, got {normalize!r}")
+                        f"valid options: {', '.join(valid) or '(none)'}")
 
     if base == SYNTHETIC_NAME:
         if ":" in name:
             preset = name.split(":", 1)[1]
             if options.setdefault("preset", preset) != preset:
                 raise DataError(f"{name}: conflicting option preset={options['preset']!r}")
-        data = synthetic_from_options(options)
-    elif name in USER_FILE_LOADERS:  # the user's own files, named by the options
+        return _as_raw(synthetic_from_options(options))
+    if name in USER_FILE_LOADERS:  # the user's own files, named by the options
         data = USER_FILE_LOADERS[name](options)
-        data.provenance["options"] = {**options, "normalize_rows": bool(normalize)}
-    else:
-        data = _LOADERS[name](_Reader(get_spec(name), data_dir, verify), options)
-        data.provenance["options"] = {**options, "normalize_rows": bool(normalize)}
-
-    if normalize:
-        data = replace(
-            data,
-            X_train=normalize_rows(data.X_train),
-            X_test=normalize_rows(data.X_test),
-            description=data.description + ", rows l2-normalized",
-            provenance={**data.provenance,
-                        "normalize_rows": "each row scaled to unit l2 norm (zero rows kept)"},
-        )
+        data.provenance["options"] = dict(options)
+        return data
+    data = _LOADERS[name](_Reader(get_spec(name), data_dir, verify), options)
+    data.provenance["options"] = dict(options)
     return data
+
+
+def load_dataset(
+    name: str,
+    data_dir: str | os.PathLike | None = None,
+    *,
+    options: Mapping[str, Any] | None = None,
+    verify: bool = True,
+    preprocessing: Mapping[str, Any] | None = None,
+) -> Dataset:
+    """Load a dataset and run the preprocessing stage on it, outside any private run.
+
+    ``preprocessing`` holds ``[preprocessing]`` keys (see
+    :mod:`vfl.datasets.stage`); unset keys take the dataset's defaults
+    (Adult: one-hot with its published vocabulary, min/max to [0, 1] within
+    its declared ranges). Parameters the schema does not give may be fitted
+    on the training records here, and the provenance says so; a private run
+    goes through :func:`vfl.datasets.stage.fit_stage` with ``private=True``.
+    """
+    from vfl.datasets.stage import preprocess
+
+    raw = load_raw(name, data_dir, options=options, verify=verify)
+    return preprocess(raw, preprocessing or {})

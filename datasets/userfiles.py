@@ -1,9 +1,9 @@
 """Datasets from the user's own files: any LIBSVM or CSV file.
 
-``load_dataset("libsvm", options={"path": ..., ...})`` and
-``load_dataset("csv", options={"path": ..., "label": ..., ...})`` read a
+``load_raw("libsvm", options={"path": ..., ...})`` and
+``load_raw("csv", options={"path": ..., "label": ..., ...})`` read a
 training file and either a separate test file (``test_path``) or hold out a
-seeded, label-stratified share of the training rows (``test_fraction``).
+seeded share of the training rows (label-stratified unless ``stratify = false``) (``test_fraction``).
 
 Files may be plain or ``.gz`` / ``.bz2`` / ``.xz`` compressed. The extension
 decides how a file is decompressed and the leading bytes must agree with it:
@@ -56,7 +56,8 @@ import scipy.sparse as sp
 
 from vfl.core.errors import DataError
 from vfl.datasets._checks import integer
-from vfl.datasets.base import Dataset
+from vfl.core.preprocessing import RawTable
+from vfl.datasets.base import RawDataset
 
 __all__ = [
     "USER_FILE_LOADERS",
@@ -70,12 +71,13 @@ __all__ = [
     "suggest_partition",
 ]
 
-#: ``options`` accepted by ``load_dataset("libsvm", ...)`` (besides normalize_rows).
-LIBSVM_OPTIONS = ("path", "test_path", "test_fraction", "split_seed", "n_features",
+#: ``options`` accepted by ``load_raw("libsvm", ...)``.
+LIBSVM_OPTIONS = ("path", "test_path", "test_fraction", "split_seed", "stratify", "n_features",
                   "zero_based", "label_positive")
-#: ``options`` accepted by ``load_dataset("csv", ...)`` (besides normalize_rows).
-CSV_OPTIONS = ("path", "label", "features", "categorical", "categorical_columns",
-               "test_path", "test_fraction", "split_seed", "label_positive", "delimiter")
+#: ``options`` accepted by ``load_raw("csv", ...)``.
+CSV_OPTIONS = ("path", "label", "features", "categorical_columns",
+               "test_path", "test_fraction", "split_seed", "stratify", "label_positive",
+               "delimiter")
 USER_FILE_OPTIONS: dict[str, tuple[str, ...]] = {"libsvm": LIBSVM_OPTIONS, "csv": CSV_OPTIONS}
 
 _MAX_SEED = 2**32 - 1  # what sklearn's random_state accepts
@@ -257,6 +259,13 @@ def _path_option(fmt: str, options: Mapping, key: str, required: bool) -> str | 
     return os.fspath(value)
 
 
+def _stratify(fmt: str, options: Mapping) -> bool:
+    value = options.get("stratify", True)
+    if not isinstance(value, (bool, np.bool_)):
+        raise DataError(f"{fmt}: stratify must be true or false, got {value!r}")
+    return bool(value)
+
+
 def _test_options(fmt: str, options: Mapping) -> tuple[str | None, float | None, int]:
     """(test_path, test_fraction, split_seed), exactly one of the first two set."""
     test_path = _path_option(fmt, options, "test_path", required=False)
@@ -345,9 +354,25 @@ def _binary_labels(train: UserFile, y_raw: np.ndarray, label_positive,
     return np.where(y_raw == positive, 1.0, -1.0), y_test, mapping
 
 
-def _split(train: UserFile, y: np.ndarray, fraction: float, seed: int, mapping: dict):
-    """Seeded split stratified by label; each part keeps the file's row order."""
+def _split(train: UserFile, y: np.ndarray, fraction: float, seed: int, mapping: dict,
+           stratify: bool = True):
+    """Seeded split, stratified by label unless ``stratify`` is false; each part keeps the
+    file's row order.
+
+    Without stratification the split is one seeded permutation of the row
+    numbers: which part a record lands in depends on nothing but its
+    position, so replacing one record moves no other (what a private run
+    needs; a stratified split lets every label decide every row's part).
+    """
     from sklearn.model_selection import train_test_split  # deferred: heavy import
+
+    if not stratify:
+        n_test = int(np.ceil(fraction * y.size))
+        if n_test < 1 or y.size - n_test < 1:
+            raise DataError(f"{train.path}: test_fraction = {fraction:g} of {y.size} rows leaves "
+                            f"{n_test} for testing and {y.size - n_test} for training")
+        perm = np.random.default_rng(seed).permutation(y.size)
+        return np.sort(perm[n_test:]), np.sort(perm[:n_test])
 
     for value, raw in ((-1.0, mapping["-1"]), (1.0, mapping["+1"])):
         count = int(np.sum(y == value))
@@ -370,11 +395,11 @@ def _split(train: UserFile, y: np.ndarray, fraction: float, seed: int, mapping: 
     return np.sort(tr), np.sort(te)
 
 
-def _split_record(test_path, fraction, seed, n_train, n_test) -> dict:
+def _split_record(test_path, fraction, seed, n_train, n_test, stratify=True) -> dict:
     if test_path is not None:
         return {"test": "test_path", "n_train": n_train, "n_test": n_test}
     return {"test": "held out from path", "test_fraction": fraction, "split_seed": seed,
-            "stratified_by_label": True, "row_order": "file order within each part",
+            "stratified_by_label": stratify, "row_order": "file order within each part",
             "n_train": n_train, "n_test": n_test}
 
 
@@ -454,7 +479,7 @@ def _libsvm_options(options: Mapping) -> tuple[int | None, Any]:
     return n_features, zero_based if zero_based == "auto" else bool(zero_based)
 
 
-def load_libsvm(options: Mapping[str, Any]) -> Dataset:
+def load_libsvm(options: Mapping[str, Any]) -> RawDataset:
     """A LIBSVM (svmlight) file, kept sparse (CSR, float64).
 
     Options
@@ -463,7 +488,8 @@ def load_libsvm(options: Mapping[str, Any]) -> Dataset:
         Training file (plain, .gz, .bz2 or .xz); relative to the current directory.
     test_path : str, or test_fraction : float in (0, 1)
         A separate test file, or the share of ``path``'s rows held out for
-        testing (stratified by label; seeded by ``split_seed``, int, default 0).
+        testing (seeded by ``split_seed``, int, default 0; stratified by label
+        unless ``stratify = false``, which a private run needs).
     n_features : int, optional
         Number of features; default: the largest index in the training file.
         An index beyond it is an error; files that use fewer are padded.
@@ -475,6 +501,7 @@ def load_libsvm(options: Mapping[str, Any]) -> Dataset:
     """
     train_path = _path_option("libsvm", options, "path", required=True)
     test_path, fraction, seed = _test_options("libsvm", options)
+    stratify = _stratify("libsvm", options)
     n_features, zero_based = _libsvm_options(options)
     label_positive = _label_positive("libsvm", options)
 
@@ -482,8 +509,7 @@ def load_libsvm(options: Mapping[str, Any]) -> Dataset:
     test = read_user_file(test_path) if test_path is not None else None
     X, y_raw = _parse_libsvm(train)
     X_t, y_t_raw = _parse_libsvm(test) if test is not None else (None, None)
-    one_based = (not zero_based if zero_based != "auto"
-                 else not (_has_index_zero(X) or _has_index_zero(X_t)))
+    one_based = not zero_based if zero_based != "auto" else index_base(train, X, X_t)[0]
     X = _libsvm_columns(train, X, one_based, n_features)
     n = n_features if n_features is not None else X.shape[1]
     if n == 0:
@@ -500,25 +526,37 @@ def load_libsvm(options: Mapping[str, Any]) -> Dataset:
 
     y, y_t, mapping = _binary_labels(train, y_raw, label_positive, test, y_t_raw)
     if test is None:
-        tr, te = _split(train, y, fraction, seed, mapping)
+        tr, te = _split(train, y, fraction, seed, mapping, stratify)
         X, X_t, y, y_t = X[tr], X[te], y[tr], y[te]
 
     indices = "one-based" if one_based else "zero-based"
     checksums, files = _files(train, test)
-    return Dataset(
-        name="libsvm", X_train=X, y_train=y, X_test=X_t, y_test=y_t,
+    fitted = ()
+    if n_features is None:
+        fitted += (("the width is the largest feature index in the file", "data.n_features"),)
+    if zero_based == "auto":
+        fitted += (("the index base is detected from the indices in the files",
+                    "data.zero_based"),)
+    if test is None and stratify:
+        fitted += (("the stratified test split depends on every record's label",
+                    "data.stratify = false"),)
+    names = tuple(f"f{j + int(one_based)}" for j in range(n))
+    return RawDataset(
+        name="libsvm", train=RawTable.from_matrix(X, names), y_train=y,
+        test=RawTable.from_matrix(X_t, names), y_test=y_t,
         description=f"libsvm file {train.path.name} ({n} sparse features)",
-        checksums=checksums,
+        checksums=checksums, fitted=fitted,
         provenance={
             "source": "user files",
             "files": files,
             "parsing": {"format": "libsvm", "parser": "sklearn.datasets.load_svmlight_file",
                         "indices": indices, "zero_based_option": zero_based,
                         "n_features": n, "n_features_option": n_features},
-            "split": _split_record(test_path, fraction, seed, X.shape[0], X_t.shape[0]),
+            "split": _split_record(test_path, fraction, seed, X.shape[0], X_t.shape[0],
+                                   stratify),
             "label_mapping": mapping,
-            "preprocessing": (
-                f"none: features as in the file ({indices} indices, {n} columns, sparse); "
+            "parsed": (
+                f"features as in the file ({indices} indices, {n} columns, sparse); "
                 f"labels {_show(mapping['-1'])} -> -1, {_show(mapping['+1'])} -> +1 "
                 f"({mapping['rule']})"
             ),
@@ -662,65 +700,25 @@ def _parse_csv(f: UserFile, frame: pd.DataFrame, label: str, features: list[str]
     return columns, y_raw
 
 
-def _fit_categories(columns: list[_Column], rows: np.ndarray) -> dict[str, list[str]]:
-    """Sorted categories of each categorical column among ``rows``."""
-    return {c.name: sorted(set(c.values[rows].tolist()))
-            for c in columns if c.kind == "categorical"}
-
-
-def _widths(columns: list[_Column], categories, encoding: str) -> list[int]:
-    return [len(categories[c.name]) if c.kind == "categorical" and encoding == "onehot" else 1
-            for c in columns]
-
-
-def _encode(columns: list[_Column], rows: np.ndarray, categories, encoding: str) -> np.ndarray:
-    """Dense features of ``rows``; a categorical column expands in place."""
-    widths = _widths(columns, categories, encoding)
-    X = np.zeros((rows.size, sum(widths)))
-    at = 0
-    for c, w in zip(columns, widths):
-        if c.kind == "numeric":
-            X[:, at] = c.values[rows]
-        else:
-            codes = pd.Index(categories[c.name]).get_indexer(c.values[rows])  # -1: unseen
-            if encoding == "onehot":
-                seen = np.flatnonzero(codes >= 0)
-                X[seen, at + codes[seen]] = 1.0
-            else:
-                X[:, at] = np.where(codes >= 0, codes, len(categories[c.name]))
-        at += w
-    return X
-
-
-def _feature_names(columns: list[_Column], categories, encoding: str) -> list[str]:
-    names = []
-    for c in columns:
-        if c.kind == "categorical" and encoding == "onehot":
-            names += [f"{c.name}={v}" for v in categories[c.name]]
-        else:
-            names.append(c.name)
-    return names
-
-
 def _csv_options(options: Mapping) -> dict:
     label = options.get("label")
     if not isinstance(label, str) or not label:
         raise DataError("csv: option label (the name of the label column) is required"
                         + ("" if label is None else f", got {label!r}"))
-    encoding = options.get("categorical", "onehot")
-    if encoding not in ("onehot", "ordinal"):
-        raise DataError(f"csv: categorical must be \"onehot\" or \"ordinal\", got {encoding!r}")
     delimiter = options.get("delimiter", ",")
     if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in "\"\n\r":
         raise DataError(f"csv: delimiter must be one character such as \",\", \";\" or "
                         f"\"\\t\", got {delimiter!r}")
-    return {"label": label, "encoding": encoding, "delimiter": delimiter,
+    return {"label": label, "delimiter": delimiter, "stratify": _stratify("csv", options),
             "features": _name_list("csv", options, "features"),
             "declared": set(_name_list("csv", options, "categorical_columns") or ())}
 
 
-def load_csv(options: Mapping[str, Any]) -> Dataset:
-    """A CSV file with a header line, as a dense float64 matrix.
+def load_csv(options: Mapping[str, Any]) -> RawDataset:
+    """A CSV file with a header line, as raw records (numeric columns and categorical strings).
+
+    Encoding (one-hot or ordinal over a declared or fitted vocabulary) and
+    scaling are the preprocessing stage's (:mod:`vfl.datasets.stage`).
 
     Options
     -------
@@ -731,18 +729,6 @@ def load_csv(options: Mapping[str, Any]) -> Dataset:
     features : list of str, optional
         Feature columns in the order wanted; default every other column, in
         file order.
-    categorical : "onehot" (default) or "ordinal"
-        Encoding of the categorical columns over the sorted categories found
-        in the training file: one-hot (a ``test_path`` value not among them
-        encodes as an all-zero block), or the value's index among them (an
-        unseen value gets one past the last index). A categorical column
-        keeps its place in the column order. The categories are taken from
-        every row of ``path``, including rows that ``test_fraction`` holds
-        out, so that the number of features (and the ``[partition]`` written
-        for it) does not depend on ``split_seed``. This fits no statistic of
-        the held-out rows: a one-hot column seen only in held-out rows is all
-        zero in training, so its weight gets no gradient from the data and
-        predictions are those of an all-zero block.
     categorical_columns : list of str, optional
         Columns to encode as categories even though their cells are numbers
         (codes, ids). Besides these, a column is categorical when none of its
@@ -759,13 +745,16 @@ def load_csv(options: Mapping[str, Any]) -> Dataset:
 
     Cells are read as written (leading spaces dropped): an empty cell is an
     error, not imputed; ``nan`` or ``inf`` in a numeric column is an error;
-    ``True``/``False`` columns become 1/0. No scaling is applied.
+    ``True``/``False`` columns become 1/0.
+    stratify : bool
+        Stratify the ``test_fraction`` split by label (default true; a
+        private run needs false, see :func:`_split`).
     """
     opts = _csv_options(options)
     train_path = _path_option("csv", options, "path", required=True)
     test_path, fraction, seed = _test_options("csv", options)
     label_positive = _label_positive("csv", options)
-    label, encoding, declared = opts["label"], opts["encoding"], opts["declared"]
+    label, declared = opts["label"], opts["declared"]
 
     train = read_user_file(train_path)
     test = read_user_file(test_path) if test_path is not None else None
@@ -786,50 +775,48 @@ def load_csv(options: Mapping[str, Any]) -> Dataset:
                                            y_raw.dtype.kind == "f")
 
     y, y_t, mapping = _binary_labels(train, y_raw, label_positive, test, y_t_raw)
-    # Categories come from every row of the training file, so the width (and
-    # a [partition] written for it) does not change with split_seed.
-    categories = _fit_categories(columns, np.arange(y.size))
     if test is None:
-        train_rows, test_rows = _split(train, y, fraction, seed, mapping)
+        train_rows, test_rows = _split(train, y, fraction, seed, mapping, opts["stratify"])
         y, y_t, test_columns = y[train_rows], y[test_rows], columns
     else:
         train_rows, test_rows = np.arange(y.size), np.arange(y_t.size)
-    X = _encode(columns, train_rows, categories, encoding)
-    X_t = _encode(test_columns, test_rows, categories, encoding)
+    names = tuple(c.name for c in columns)
+    kinds = tuple(c.kind for c in columns)
 
-    unseen = {c.name: int(np.sum(pd.Index(categories[c.name]).get_indexer(
-                  c.values[test_rows]) < 0))
-              for c in test_columns if c.kind == "categorical"}
-    if categorical:
-        how = ("one-hot over the sorted categories of the training file, a test_path value "
-               "not among them -> all-zero block" if encoding == "onehot" else
-               "index among the sorted categories of the training file, a test_path value "
-               "not among them -> one past the last")
-        names = ", ".join(c.name for c in columns if c.kind == "categorical")
-        cat_text = f"categorical {names}: {how}"
-    else:
-        cat_text = "no categorical columns"
+    def table(cols: list[_Column], rows: np.ndarray) -> RawTable:
+        num = [c.values[rows] for c in cols if c.kind == "numeric"]
+        cat = [c.values[rows] for c in cols if c.kind == "categorical"]
+        return RawTable(names=names, kinds=kinds,
+                        numeric=np.column_stack(num) if num else np.zeros((rows.size, 0)),
+                        categorical=np.column_stack(cat) if cat else None)
+
+    detected = [c.name for c in columns if c.detected]
+    fitted = ()
+    if detected:
+        fitted += ((f"column(s) {_preview(detected)} were found categorical from their values",
+                    "data.categorical_columns"),)
+    if test is None and opts["stratify"]:
+        fitted += (("the stratified test split depends on every record's label",
+                    "data.stratify = false"),)
     checksums, files = _files(train, test)
-    return Dataset(
-        name="csv", X_train=X, y_train=y, X_test=X_t, y_test=y_t,
-        description=f"csv file {train.path.name} ({X.shape[1]} features)",
-        checksums=checksums,
+    return RawDataset(
+        name="csv", train=table(columns, train_rows), y_train=y,
+        test=table(test_columns, test_rows), y_test=y_t,
+        description=f"csv file {train.path.name} ({len(columns)} columns)",
+        checksums=checksums, fitted=fitted,
         provenance={
             "source": "user files",
             "files": files,
             "parsing": {"format": "csv", "parser": "pandas.read_csv", "header": True,
                         "delimiter": opts["delimiter"], "label": label, "features": features,
-                        "categorical": encoding,
                         "categorical_columns": {c.name: "detected" if c.detected else "declared"
                                                 for c in columns if c.kind == "categorical"}},
-            "split": _split_record(test_path, fraction, seed, X.shape[0], X_t.shape[0]),
+            "split": _split_record(test_path, fraction, seed, train_rows.size, test_rows.size,
+                                   opts["stratify"]),
             "label_mapping": mapping,
-            "feature_names": _feature_names(columns, categories, encoding),
-            "unseen_test_categories": {k: v for k, v in unseen.items() if v},
-            "preprocessing": (
-                f"features in {'the given' if opts['features'] else 'file'} order; {cat_text}; "
-                f"no scaling; labels {_show(mapping['-1'])} -> -1, "
-                f"{_show(mapping['+1'])} -> +1 ({mapping['rule']})"
+            "parsed": (
+                f"features in {'the given' if opts['features'] else 'file'} order; labels "
+                f"{_show(mapping['-1'])} -> -1, {_show(mapping['+1'])} -> +1 ({mapping['rule']})"
             ),
         },
     )
@@ -900,9 +887,32 @@ def _column_stats(X) -> dict:
     }
 
 
+_BASE_COMMENT = re.compile(rb"^#\s*column indices are (zero|one)-based", re.I | re.M)
+
+
+def index_base(f: UserFile, X: sp.csr_matrix, X_t: sp.csr_matrix | None = None) -> tuple[bool, str]:
+    """``(one_based, why)`` for a LIBSVM file read with ``zero_based = "auto"``.
+
+    scikit-learn's ``dump_svmlight_file`` writes zero-based indices by
+    default and, given a comment, says so in a header line ("Column indices
+    are zero-based"); that line decides. Otherwise an index 0 means
+    zero-based; without one the file reads both ways and LIBSVM's one-based
+    convention is taken, which ``why`` says.
+    """
+    head = f.content[:4096]
+    said = _BASE_COMMENT.search(head)
+    if said:
+        return said.group(1).lower() == b"one", f"its header says {said.group(0)[1:].strip().decode()}"
+    if _has_index_zero(X) or _has_index_zero(X_t):
+        return False, "an index 0 occurs"
+    return True, ("no index 0 occurs, so the file reads both ways: LIBSVM's one-based "
+                  "convention is assumed (set zero_based = true for a file written zero-based, "
+                  "e.g. by scikit-learn's dump_svmlight_file without a comment)")
+
+
 def inspect_file(path: str | os.PathLike, fmt: str | None = None, *, label: str | None = None,
                  delimiter: str | None = None) -> dict:
-    """Describe a data file the way ``load_dataset`` would read it.
+    """Describe a data file the way ``load_raw`` would read it.
 
     The file goes through the same reading, parsing and validation as
     :func:`load_libsvm` / :func:`load_csv` (so it fails with the same
@@ -910,13 +920,15 @@ def inspect_file(path: str | os.PathLike, fmt: str | None = None, *, label: str 
     whole file. Returns a JSON-ready dict: ``file`` (provenance record),
     ``format``, ``options`` (the ``[data]`` options that reproduce this
     reading), ``labels`` (raw value, mapped value and count per class),
-    ``columns`` (name, kind and encoded width per column of the file, in
-    order; None for LIBSVM, whose columns are its features), ``n_rows``,
-    ``n_features``, ``nnz``, ``density``, ``min`` / ``max`` over all
-    entries, ``binary_columns`` (how many hold only 0 and 1),
-    ``n_constant_columns`` and the first 20 ``constant_columns`` (0-based),
-    and ``max_row_norm`` / ``mean_row_norm`` (l2).
+    ``columns`` (name, kind, encoded width and observed values or range per
+    column of the file, in order; None for LIBSVM, whose columns are its
+    features), ``n_rows``, ``n_features``, ``nnz``, ``density``, ``min`` /
+    ``max`` over all entries, ``binary_columns`` (how many hold only 0 and
+    1), ``n_constant_columns`` and the first 20 ``constant_columns``
+    (0-based), and ``max_row_norm`` / ``mean_row_norm`` (l2).
     """
+    from vfl.datasets.stage import fit_stage
+
     guessed, guessed_delimiter = guess_format(path)
     fmt = fmt or guessed
     if fmt not in USER_FILE_OPTIONS:
@@ -927,15 +939,14 @@ def inspect_file(path: str | os.PathLike, fmt: str | None = None, *, label: str 
             raise DataError("--label applies to CSV files; a LIBSVM file's label is the first "
                             "value of each line")
         X, y_raw = _parse_libsvm(f)
-        one_based = not _has_index_zero(X)
+        one_based, why = index_base(f, X)
         X = _libsvm_columns(f, X, one_based, None)
         if X.shape[1] == 0:
             raise DataError(f"{f.path}: no features (every line holds only a label)")
-        options = {"path": str(f.path), "n_features": X.shape[1]}
-        if not one_based:
-            options["zero_based"] = True
+        # explicit, so that a private run's width and index base depend on no record
+        options = {"path": str(f.path), "n_features": X.shape[1], "zero_based": not one_based}
         columns = None  # one per feature: the widths are all 1
-        extra = {"indices": "one-based" if one_based else "zero-based"}
+        extra = {"indices": "one-based" if one_based else "zero-based", "indices_why": why}
     else:
         if label is None:
             frame = _read_csv(f, delimiter or guessed_delimiter, [])
@@ -946,15 +957,31 @@ def inspect_file(path: str | os.PathLike, fmt: str | None = None, *, label: str 
         features = _select_columns(f, frame, label, None, set())
         parsed, y_raw = _parse_csv(f, frame, label, features, set(), True, None)
         rows = np.arange(frame.shape[0])
-        categories = _fit_categories(parsed, rows)
-        X = _encode(parsed, rows, categories, "onehot")
-        widths = _widths(parsed, categories, "onehot")
+        y0 = np.where(np.arange(rows.size) % 2 == 0, 1.0, -1.0)  # labels play no part here
+        names = tuple(c.name for c in parsed)
+        num = [c.values for c in parsed if c.kind == "numeric"]
+        cat = [c.values for c in parsed if c.kind == "categorical"]
+        table = RawTable(names=names, kinds=tuple(c.kind for c in parsed),
+                         numeric=np.column_stack(num) if num else np.zeros((rows.size, 0)),
+                         categorical=np.column_stack(cat) if cat else None)
+        raw = RawDataset(name="csv", train=table, y_train=y0, test=table, y_test=y0)
+        stage = fit_stage(raw, {}, private=False)
+        X = stage.columns(table)
         options = {"path": str(f.path), "label": label}
         if opts["delimiter"] != ",":
             options["delimiter"] = opts["delimiter"]
-        columns = [{"name": c.name, "kind": c.kind, "width": w} for c, w in zip(parsed, widths)]
-        extra = {"categorical": {c.name: len(categories[c.name]) for c in parsed
-                                 if c.kind == "categorical"}}
+        detected = [c.name for c in parsed if c.kind == "categorical"]
+        if detected:
+            options["categorical_columns"] = detected
+        columns = []
+        for c in parsed:
+            entry = {"name": c.name, "kind": c.kind, "width": stage.encoder._width(c.name)}
+            if c.kind == "categorical":
+                entry["values"] = list(stage.encoder.vocabularies[c.name])
+            else:
+                entry["range"] = [float(c.values.min()), float(c.values.max())]
+            columns.append(entry)
+        extra = {"categorical": {c: len(stage.encoder.vocabularies[c]) for c in detected}}
     y, _, mapping = _binary_labels(f, y_raw, None)
     labels = [{"raw": mapping[key], "value": int(key), "count": int(np.sum(y == int(key)))}
               for key in ("-1", "+1")]

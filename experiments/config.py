@@ -9,15 +9,17 @@ distribute the data::
 
     [data]
     dataset = "a9a"              # a9a | gisette | adult | synthetic | libsvm | csv
-    options = {}                 # dataset options (synthetic sizes, adult encoding, ...)
+    options = {}                 # dataset options (synthetic sizes, ...)
     # fallback = "synthetic:gisette-shaped"   # only if no file of dataset is present
     # libsvm / csv: path = "...", test_path = "..." or test_fraction = 0.2, ... (see README)
 
+    [preprocessing]              # one stage for every setting (vfl.datasets.stage)
+    # encoding = "onehot", scaling = "minmax", range = [0, 1], bounds = "schema",
+    # row_clip = 1.0, normalize_rows = true, intercept = true (vertical default)
+
     [partition]                  # vertical solvers: exactly one of columns / ranges / indices
     columns = [66, 57]           # consecutive column counts, party 1 first
-    intercept = true             # column of ones appended to party 1's block
     allow_unused = false         # columns used by no party are an error
-    normalize_rows = false       # each party's rows to unit norm (Assumption 2.3 of Hu et al.)
     # horizontal / network solvers: agents = 100, samples_per_agent = 210,
     # public = 162, test = 9000, pool = "train" | "train+test"
 
@@ -81,11 +83,15 @@ REDUCTIONS = ("sum", "mean", "unit_mean")
 REGULARIZERS = ("l2sq", "half_l2sq", "l1")
 #: ``[data]`` keys of file datasets, passed to the loader as options
 FILE_DATASETS = ("libsvm", "csv")
-FILE_DATA_KEYS = ("path", "test_path", "test_fraction", "split_seed", "n_features", "zero_based",
-                  "label", "features", "categorical", "categorical_columns", "label_positive",
+FILE_DATA_KEYS = ("path", "test_path", "test_fraction", "split_seed", "stratify", "n_features",
+                  "zero_based", "label", "features", "categorical_columns", "label_positive",
                   "delimiter")
-VERTICAL_PARTITION_KEYS = ("columns", "ranges", "indices", "intercept", "allow_unused",
-                           "normalize_rows")
+VERTICAL_PARTITION_KEYS = ("columns", "ranges", "indices", "allow_unused")
+#: keys that moved to [preprocessing], with where they went
+MOVED_KEYS = {"partition.normalize_rows": "preprocessing.normalize_rows",
+              "partition.intercept": "preprocessing.intercept",
+              "data.normalize_rows": "preprocessing.normalize_rows",
+              "data.categorical": "preprocessing.encoding"}
 ROW_PARTITION_KEYS = ("agents", "samples_per_agent", "public", "test", "pool")
 POOLS = ("train", "train+test")
 GRAPHS = ("gnm", "complete", "ring", "erdos_renyi", "file")
@@ -114,9 +120,7 @@ class PartitionConfig:
     columns: list | None = None
     ranges: list | None = None
     indices: list | None = None
-    intercept: bool = True
     allow_unused: bool = False
-    normalize_rows: bool = False
     # horizontal / network
     agents: int | None = None
     samples_per_agent: int | None = None
@@ -203,6 +207,14 @@ class PrivacyConfig(_Table):
 
 
 @dataclass(frozen=True)
+class PreprocessingConfig:
+    """The ``[preprocessing]`` table as written (validated against the dataset when the
+    stage is fitted, :func:`vfl.datasets.stage.fit_stage`)."""
+
+    values: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class RunConfig:
     seed: int = 0
     repeats: int = 1
@@ -233,12 +245,14 @@ class Config:
     sweep: SweepConfig = field(default_factory=SweepConfig)
     network: NetworkConfig | None = None
     setting: Setting = Setting.VERTICAL
+    preprocessing: PreprocessingConfig = field(default_factory=PreprocessingConfig)
 
     def to_dict(self) -> dict:
         """The fully resolved config (every default filled in), JSON-ready."""
         d = {
             "name": self.name,
             "data": asdict(self.data),
+            "preprocessing": dict(self.preprocessing.values),
             "partition": self.partition.to_dict(self.setting),
             "objective": asdict(self.objective),
             # network.exchange is the one place for the exchange (solvers get a copy)
@@ -259,7 +273,8 @@ class Config:
 
 # -- validation helpers ---------------------------------------------------------
 
-_TOP = ("name", "data", "partition", "network", "objective", "solver", "privacy", "run", "sweep")
+_TOP = ("name", "data", "preprocessing", "partition", "network", "objective", "solver", "privacy",
+        "run", "sweep")
 
 
 def _typename(value) -> str:
@@ -289,6 +304,9 @@ def _int_list(key, value, depth: int) -> list:
 
 def _check_keys(section: str, table: dict, valid, hint: str = "") -> None:
     for key in table:
+        moved = MOVED_KEYS.get(f"{section}.{key}")
+        if moved and key not in valid:
+            raise ConfigError(f"{section}.{key} moved to the [preprocessing] section: set {moved}")
         if key not in valid:
             raise ConfigError(f"unknown key '{section}.{key}'; valid keys in [{section}]{hint}: "
                               f"{', '.join(valid)}")
@@ -328,9 +346,7 @@ def _partition(p: dict, setting: Setting) -> PartitionConfig:
             columns=_int_list("partition.columns", p["columns"], 1) if "columns" in p else None,
             ranges=_int_list("partition.ranges", p["ranges"], 2) if "ranges" in p else None,
             indices=_int_list("partition.indices", p["indices"], 2) if "indices" in p else None,
-            intercept=_boolean("partition.intercept", p.get("intercept", True)),
             allow_unused=_boolean("partition.allow_unused", p.get("allow_unused", False)),
-            normalize_rows=_boolean("partition.normalize_rows", p.get("normalize_rows", False)),
         )
     valid = ROW_PARTITION_KEYS if setting is Setting.HORIZONTAL else ROW_PARTITION_KEYS[1:]
     _check_keys("partition", p, valid, f" for a {setting.value} solver")
@@ -456,6 +472,7 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
                           f"got {config_name!r}")
 
     data = _data(tables["data"])
+    preprocessing = _preprocessing(tables["preprocessing"])
     cls, solver = _solver(tables["solver"])
     setting = cls.setting
     partition = _partition(tables["partition"], setting)
@@ -508,7 +525,15 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
         raise ConfigError("sweep.epsilons needs a run that accounts its privacy: set privacy.delta")
     return Config(name=config_name, data=data, partition=partition, objective=objective,
                   solver=solver, privacy=privacy, run=run, sweep=sweep, network=network,
-                  setting=setting)
+                  setting=setting, preprocessing=preprocessing)
+
+
+def _preprocessing(table: dict) -> PreprocessingConfig:
+    """Keys and types now; sources and columns when the stage meets the data."""
+    from vfl.datasets.stage import check_spec
+
+    check_spec(table)
+    return PreprocessingConfig(values=dict(table))
 
 
 def check_sigmas(values, key="--sigmas") -> list[float]:

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from .config import PartitionConfig
 from vfl.core.errors import PartitionError
+from vfl.core.preprocessing import RowSteps
 
 __all__ = ["Partition", "make_partition"]
 
@@ -39,19 +40,27 @@ def _list_preview(values, limit=5) -> str:
 
 @dataclass(frozen=True)
 class Partition:
-    """Column indices held by each party, plus the intercept convention.
+    """Column indices held by each party, and the per-record steps of each block.
 
     ``parties[m]`` are 0-based column indices into the dataset, in the order
-    the party uses them. With ``intercept``, party 1's block gets a trailing
-    column of ones. With ``normalize_rows`` every row of every block is
-    scaled to unit l2 norm (Assumption 2.3 of Hu et al., which the privacy
-    analysis needs); all-zero rows stay zero.
+    the party uses them. ``rows`` are the preprocessing stage's per-record
+    steps, applied to each party's block of a record (a party sees only its
+    own columns): the intercept (party 1's block gets a trailing column of
+    ones), ``row_clip`` and ``normalize_rows`` (Assumption 2.3 of Hu et al.,
+    which the privacy analysis needs; all-zero rows stay zero).
     """
 
     parties: tuple[np.ndarray, ...]
     n_features: int
-    intercept: bool = True
-    normalize_rows: bool = False
+    rows: RowSteps = RowSteps(intercept=True)
+
+    @property
+    def intercept(self) -> bool:
+        return self.rows.intercept
+
+    @property
+    def normalize_rows(self) -> bool:
+        return self.rows.normalize
 
     @property
     def n_parties(self) -> int:
@@ -63,18 +72,11 @@ class Partition:
         contiguous = idx.size and idx[-1] - idx[0] + 1 == idx.size and np.all(np.diff(idx) == 1)
         # Slicing a contiguous range avoids fancy-indexing copies of CSR data.
         B = X[:, int(idx[0]) : int(idx[-1]) + 1] if contiguous else X[:, idx]
-        if m == 0 and self.intercept:
-            ones = np.ones((X.shape[0], 1))
-            B = sp.hstack([B, ones], format="csr") if sp.issparse(X) else np.hstack([B, ones])
-        elif sp.issparse(B):
+        if sp.issparse(B):
             B = B.tocsr()
         else:  # a contiguous copy, not a strided view: BLAS products stay in place
             B = np.ascontiguousarray(B)
-        if self.normalize_rows:
-            from sklearn.preprocessing import normalize  # deferred: heavy import
-
-            B = normalize(B, norm="l2", axis=1, copy=True)
-        return B
+        return self.rows.apply(B, intercept=m == 0 and self.rows.intercept)
 
     def split(self, X) -> list:
         """All parties' blocks of ``X``."""
@@ -99,6 +101,7 @@ class Partition:
                 "intercept": bool(self.intercept and m == 0),
                 "active": m == 0,
                 **({"rows_normalized": True} if self.normalize_rows else {}),
+                **({"row_clip": self.rows.row_clip} if self.rows.row_clip is not None else {}),
             }
             for m, idx in enumerate(self.parties)
         ]
@@ -151,8 +154,10 @@ def _from_indices(indices: list[list[int]], n: int) -> list[np.ndarray]:
     return parties
 
 
-def make_partition(spec: PartitionConfig, n_features: int) -> Partition:
-    """Build and validate the partition ``spec`` for a dataset of width ``n_features``."""
+def make_partition(spec: PartitionConfig, n_features: int,
+                   rows: RowSteps = RowSteps(intercept=True)) -> Partition:
+    """Build and validate the partition ``spec`` for a dataset of width ``n_features``;
+    ``rows`` are the per-record steps each block gets."""
     if spec.columns is not None:
         parties = _from_columns(spec.columns, n_features)
     elif spec.ranges is not None:
@@ -177,5 +182,4 @@ def make_partition(spec: PartitionConfig, n_features: int) -> Partition:
             f"columns {_list_preview(unused)} belong to no party "
             "(set partition.allow_unused = true to train without them)"
         )
-    return Partition(parties=tuple(parties), n_features=n_features, intercept=spec.intercept,
-                     normalize_rows=spec.normalize_rows)
+    return Partition(parties=tuple(parties), n_features=n_features, rows=rows)

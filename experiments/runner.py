@@ -23,7 +23,9 @@ import pandas as pd
 from vfl.admm.metrics import accuracy, log_loss
 from vfl.core.errors import ConfigError, DivergedError
 from vfl.core.solver import Solver, Streams
-from vfl.datasets import REGISTRY, Dataset, dataset_status, load_dataset, resolve_data_dir
+from vfl.datasets import REGISTRY, dataset_status, resolve_data_dir
+from vfl.datasets.base import RawDataset
+from vfl.datasets.loaders import load_raw
 
 from .config import Config
 from .provenance import environment_info
@@ -53,9 +55,9 @@ class RunResult:
 _DATASETS: dict = {}  # (dataset, options, data dir) -> loaded, within one process
 
 
-def load_config_dataset(config: Config, data_dir=None) -> tuple[Dataset, str | None]:
-    """Load ``config.data``; returns the dataset and, if the fallback was used, a sentence
-    saying why. Loaded datasets are kept for the life of the process (figure
+def load_config_dataset(config: Config, data_dir=None) -> tuple[RawDataset, str | None]:
+    """Read ``config.data`` (raw records, before the preprocessing stage); returns them and,
+    if the fallback was used, a sentence saying why. Loaded datasets are kept for the life of the process (figure
     reproductions run many configs on the same data); files are re-hashed on
     every load, so a changed file is never served from memory."""
     import json
@@ -90,17 +92,17 @@ def _stat(path):
         return {}
 
 
-def _load_config_dataset(config: Config, data_dir=None) -> tuple[Dataset, str | None]:
+def _load_config_dataset(config: Config, data_dir=None) -> tuple[RawDataset, str | None]:
     d = config.data
     if d.fallback and d.dataset in REGISTRY:
         if not any(f["present"] for f in dataset_status(d.dataset, data_dir)):
             note = (f"no {d.dataset} file in {resolve_data_dir(data_dir)}; "
                     f"used data.fallback = {d.fallback!r}")
-            return load_dataset(d.fallback), note
+            return load_raw(d.fallback), note
     options = dict(d.options)
     if d.dataset in ("libsvm", "csv") and "test_fraction" in options:
         options.setdefault("split_seed", config.run.seed)
-    return load_dataset(d.dataset, data_dir, options=options), None
+    return load_raw(d.dataset, data_dir, options=options), None
 
 
 @dataclass
@@ -109,7 +111,7 @@ class RunPlan:
 
     config: Config
     solver_cls: type
-    dataset: Dataset
+    dataset: RawDataset  # the records as read; ``setting.dataset`` after the column steps
     fallback_note: str | None
     setting: Any
     first: Any  # the Prepared data of repeat 0
@@ -143,7 +145,7 @@ def plan_run(config: Config, data_dir=None) -> RunPlan:
     """Load and distribute the data and construct the solver: every user error surfaces here."""
     cls = get_solver(config.solver.name)
     dataset, note = load_config_dataset(config, data_dir)
-    setting = prepare(config, dataset, unit_rows=cls.unit_rows(config.privacy.values))
+    setting = prepare(config, dataset, cls)
     first = _prepare(setting, config, 0)
     solver = _build(cls, config, first, _streams(config, 0))
     return RunPlan(config, cls, dataset, note, setting, first, solver)
@@ -389,11 +391,16 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
             "description": dataset.description,
             "stand_in": dataset.is_stand_in,
             "fallback": plan.fallback_note,
-            "n_train": int(dataset.X_train.shape[0]),
-            "n_test": int(dataset.X_test.shape[0]),
-            "n_features": int(dataset.n_features),
+            "n_train": int(dataset.train.n_rows),
+            "n_test": int(dataset.test.n_rows),
+            "n_features": int(plan.setting.n_features),
             "sha256": dataset.checksums,
             "provenance": dataset.provenance,
+        },
+        "preprocessing": {
+            "steps": prepared.preprocessing,
+            "private": bool(config.privacy.claims_guarantee),
+            "fitted_on_training_rows": _training_fitted(prepared.preprocessing),
         },
         "setting": cls.setting.value,
         "distribution": prepared.distribution,
@@ -420,6 +427,12 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
         **({"privacy": privacy} if privacy else {}),
         "result": result,
     }
+
+
+def _training_fitted(steps: list) -> bool:
+    """Whether any parameter of the stage was read off the training rows (non-private runs)."""
+    text = str(steps)
+    return "training_rows" in text
 
 
 def _num(v):

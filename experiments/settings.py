@@ -27,14 +27,16 @@ from vfl.admm.metrics import accuracy, log_loss
 from vfl.core.errors import ConfigError, DataError
 from vfl.core.solver import Setting, Streams, VerticalData
 from vfl.datasets import Dataset, user_cache_dir
+from vfl.datasets.base import RawDataset
+from vfl.datasets.stage import Stage, fit_stage
 
 from .config import Config
 from .partition import Partition, make_partition
 
-__all__ = ["Prepared", "prepare", "make_objective", "BASELINE_VERSION"]
+__all__ = ["Prepared", "prepare", "fit_config_stage", "make_objective", "BASELINE_VERSION"]
 
 # Bump when the baselines' definition changes, so stale cache entries are ignored.
-BASELINE_VERSION = 2
+BASELINE_VERSION = 4
 
 
 @dataclass
@@ -49,6 +51,31 @@ class Prepared:
     objective: Objective
     baselines: dict = field(default_factory=dict)
     split: dict = field(default_factory=dict)  # what fixes the random split (seed, repeat)
+    preprocessing: list = field(default_factory=list)  # the stage's steps, with their sources
+
+
+def fit_config_stage(config: Config, raw: RawDataset, cls) -> Stage:
+    """The ``[preprocessing]`` stage of ``config`` on ``raw`` for solver class ``cls``.
+
+    A run that claims a guarantee takes no parameter from its training rows
+    (:func:`vfl.datasets.stage.fit_stage` refuses with the key to set).
+    """
+    try:
+        return fit_stage(raw, config.preprocessing.values,
+                         private=config.privacy.claims_guarantee,
+                         intercept_default=config.setting is Setting.VERTICAL,
+                         unit_rows=cls.unit_rows(config.privacy.values), solver=cls.name)
+    except ValueError as exc:
+        raise ConfigError(f"preprocessing: {exc}") from None
+
+
+def _encoded(raw: RawDataset, stage: Stage, X_train, X_test) -> Dataset:
+    """The data after the column steps, as the baselines and the manifest see it."""
+    return Dataset(name=raw.name, X_train=X_train, y_train=raw.y_train, X_test=X_test,
+                   y_test=raw.y_test, description=raw.description, is_stand_in=raw.is_stand_in,
+                   checksums=raw.checksums,
+                   provenance={**raw.provenance, "feature_names": stage.feature_names,
+                               "preprocessing": stage.describe("row")})
 
 
 def make_objective(config: Config) -> Objective:
@@ -65,13 +92,20 @@ def _score(u_train, y_train, u_test, y_test) -> dict:
 
 # ----------------------------------------------------------------- vertical --
 def _dataset_identity(dataset: Dataset) -> dict:
-    # Checksums plus loader options (encoding, normalize_rows) identify file
+    # Checksums plus loader options and the preprocessing stage identify file
     # datasets; generator parameters identify synthetic ones.
     prov = dataset.provenance
     if dataset.checksums:
         return {"name": dataset.name, "checksums": dataset.checksums,
                 "options": prov.get("options"), "preprocessing": prov.get("preprocessing")}
     return {"name": dataset.name, "provenance": prov}
+
+
+def _raw_identity(raw: RawDataset, stage: Stage) -> dict:
+    prov = raw.provenance
+    who = ({"checksums": raw.checksums, "options": prov.get("options")} if raw.checksums
+           else {"provenance": prov})
+    return {"name": raw.name, **who, "preprocessing": stage.describe("row")}
 
 
 def _cached(key_src: dict, compute, use_cache: bool) -> dict:
@@ -141,13 +175,14 @@ def vertical_baselines(dataset: Dataset, partition: Partition, objective: Object
             "method": central.method,
             **_score(D_train @ central.x, dataset.y_train, D_test @ central.x, dataset.y_test),
         },
-        "sklearn_all_features": {"label": "sklearn, all features", "line": "--",
+        "sklearn_all_features": {"label": "sklearn, all features", "line": "--", "role": "all",
                                  **fit_sklearn_baseline(D_train, dataset.y_train, D_test,
                                                         dataset.y_test, objective)},
-        "sklearn_local_only": {"label": "sklearn, party 1 only", "line": ":",
+        "sklearn_local_only": {"label": "sklearn, party 1 only", "line": ":", "role": "local",
                                **fit_sklearn_baseline(local.join(dataset.X_train), dataset.y_train,
                                                       local.join(dataset.X_test), dataset.y_test,
                                                       objective)},
+        "majority": _majority(dataset.y_train, dataset.y_test),
     }
     if use_cache:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -163,11 +198,16 @@ class VerticalSetting:
 
     repeats_share_baselines = True
 
-    def __init__(self, config: Config, dataset: Dataset, unit_rows: bool):
-        partition = make_partition(config.partition, dataset.n_features)
-        if unit_rows:  # Assumption 2.3 of Hu et al., which the sensitivity bounds need
-            partition = replace(partition, normalize_rows=True)
-        self.config, self.dataset, self.partition = config, dataset, partition
+    def __init__(self, config: Config, raw: RawDataset, stage: Stage):
+        if stage.needs_public_rows:
+            raise ConfigError("preprocessing: source 'public' needs rows declared public; the "
+                              "vertical setting has none (give constants instead)")
+        dataset = _encoded(raw, stage, stage.columns(raw.train), stage.columns(raw.test))
+        # the per-record steps act on each party's block (Assumption 2.3 of Hu et al.)
+        partition = make_partition(config.partition, dataset.n_features, rows=stage.rows)
+        self.config, self.dataset, self.partition, self.stage = config, dataset, partition, stage
+        self.n_features = dataset.n_features
+        self.steps = stage.describe("party block")
         self.objective = make_objective(config)
         self._train = partition.split(dataset.X_train)
         self._test = partition.split(dataset.X_test)
@@ -177,34 +217,43 @@ class VerticalSetting:
         return Prepared(data=VerticalData(self._train, self.dataset.y_train), test=self._test,
                         y_test=self.dataset.y_test, y_train=self.dataset.y_train,
                         distribution={"setting": "vertical", "parties": self.partition.describe()},
-                        objective=self.objective)
+                        objective=self.objective, preprocessing=self.steps)
 
     def baselines(self, prepared: Prepared, *, use_cache: bool) -> dict:
         return vertical_baselines(self.dataset, self.partition, self.objective, use_cache=use_cache)
+
+    def records(self):
+        """Every record after the whole stage (each party's block joined), in file order:
+        ``(train part, test part)``. What the neighbouring-record tests compare."""
+        return self.partition.join(self.dataset.X_train), self.partition.join(self.dataset.X_test)
 
 
 SETTINGS = {Setting.VERTICAL: VerticalSetting}
 
 
-def prepare(config: Config, dataset: Dataset, unit_rows: bool):
-    """The setting object for ``config`` (validates the distribution against the data)."""
+def prepare(config: Config, raw: RawDataset, cls):
+    """The setting object for ``config`` (fits the preprocessing stage and validates the
+    distribution against the data)."""
+    stage = fit_config_stage(config, raw, cls)
     try:
-        return SETTINGS[config.setting](config, dataset, unit_rows)
+        return SETTINGS[config.setting](config, raw, stage)
     except ValueError as exc:
         raise DataError(str(exc)) from None
 
 
 # --------------------------------------------------------------- horizontal --
-def _pool(config: Config, dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
-    X, y = dataset.X_train, dataset.y_train
-    if config.partition.pool == "train+test":
-        import scipy.sparse as sp
+def _dense(X) -> np.ndarray:
+    return np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float)
 
-        X = sp.vstack([X, dataset.X_test]).tocsr() if sp.issparse(X) else np.vstack([X, dataset.X_test])
-        y = np.concatenate([y, dataset.y_test])
-    if hasattr(X, "toarray"):
-        X = X.toarray()
-    return np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+
+def _pool(config: Config, raw: RawDataset, stage: Stage) -> tuple[np.ndarray, np.ndarray]:
+    """The encoded records the rows are drawn from (scaled too, unless the scaling is
+    fitted on each split's public rows)."""
+    table, y = raw.train, raw.y_train
+    if config.partition.pool == "train+test":
+        table, y = table.stack(raw.test), np.concatenate([y, raw.y_test])
+    X = stage.encode(table) if stage.needs_public_rows else stage.columns(table)
+    return _dense(X), np.asarray(y, dtype=float)
 
 
 def _rows_needed(config: Config, agents: int, n: int) -> None:
@@ -240,13 +289,16 @@ class HorizontalSetting:
 
     repeats_share_baselines = False
 
-    def __init__(self, config: Config, dataset: Dataset, unit_rows: bool):
-        self.config, self.dataset, self.unit_rows = config, dataset, unit_rows
-        self.X, self.y = _pool(config, dataset)
-        if unit_rows:
-            from vfl.datasets.preprocessing import normalize_rows
-
-            self.X = normalize_rows(self.X)
+    def __init__(self, config: Config, raw: RawDataset, stage: Stage):
+        self.config, self.raw, self.stage = config, raw, stage
+        self.X, self.y = _pool(config, raw, stage)
+        if not stage.needs_public_rows:  # per-record steps now; else after each split's fit
+            self.X = stage.rows.apply(self.X)
+        elif config.partition.public == 0:
+            raise ConfigError("preprocessing: source 'public' needs rows declared public: set "
+                              "partition.public > 0")
+        self.n_features = int(self.X.shape[1])
+        self.identity = _raw_identity(raw, stage)
         self.objective = make_objective(config)
         _rows_needed(config, config.partition.agents, len(self.y))
 
@@ -259,10 +311,23 @@ class HorizontalSetting:
         data, (X_test, y_test) = split_providers(
             self.X, self.y, providers=p.agents, samples_per_provider=p.samples_per_agent,
             public=p.public, test=None if p.test == 0 else p.test, rng=streams.get("split"))
+        stage, scaler = self.stage, self.stage.scaler
         if own_test:
-            X_test = self.dataset.X_test.toarray() if hasattr(self.dataset.X_test, "toarray") \
-                else np.asarray(self.dataset.X_test, dtype=float)
-            y_test = self.dataset.y_test
+            X_test = _dense(self.stage.encode(self.raw.test) if stage.needs_public_rows
+                            else self.stage.rows.apply(stage.columns(self.raw.test)))
+            y_test = self.raw.y_test
+        if stage.needs_public_rows:
+            # the scaling is fitted on this split's public rows, then every part gets it
+            scaler = stage.fit_public(data.public[0])
+
+            def done(X):
+                return stage.rows.apply(_dense(scaler.transform(X)))
+
+            n, m, d = data.A.shape
+            A = done(data.A.reshape(n * m, d))
+            data = replace(data, A=A.reshape(n, m, A.shape[1]),
+                           public=(done(data.public[0]), data.public[1]))
+            X_test = done(X_test)
         return Prepared(data=data, test=X_test, y_test=y_test, y_train=data.b.reshape(-1),
                         distribution={"setting": "horizontal", "providers": p.agents,
                                       "samples_per_provider": p.samples_per_agent,
@@ -271,7 +336,15 @@ class HorizontalSetting:
                                       else f"held out from the pool ({p.pool})",
                                       "pool": p.pool, "split": "one permutation per repeat, "
                                       "SeedSequence(seed, spawn_key=(3, ...))"},
-                        objective=self.objective, split=split)
+                        objective=self.objective, split=split,
+                        preprocessing=stage.describe("row", scaler))
+
+    def records(self):
+        """The pool after the whole stage, in record order, and the dataset's own test part
+        (encoded only, before a scaling fitted on each split's public rows)."""
+        test = self.stage.encode(self.raw.test) if self.stage.needs_public_rows \
+            else self.stage.rows.apply(self.stage.columns(self.raw.test))
+        return self.X, _dense(test)
 
     def baselines(self, prepared: Prepared, *, use_cache: bool) -> dict:
         """The pooled optimum of the same objective on this repeat's split, and the base rate.
@@ -286,16 +359,22 @@ class HorizontalSetting:
             w, f_star = consensus_optimum(data.A, data.b, lam=self.objective.lam,
                                           regularizer=self.objective.regularizer)
             u_tr = data.A.reshape(-1, data.A.shape[-1]) @ w
+            # provider 1 on its own rows, with the pooled problem's weight per sample
+            w1, _ = consensus_optimum(data.A[:1], data.b[:1], lam=self.objective.lam / len(data.A),
+                                      regularizer=self.objective.regularizer)
             return {"central": {"label": "central optimum (pooled data)", "objective": f_star,
-                                "norm": float(np.linalg.norm(w)),
+                                "norm": float(np.linalg.norm(w)), "role": "all",
                                 **_score(u_tr, prepared.y_train, prepared.test @ w,
                                          prepared.y_test)},
+                    "local_only": {"label": "provider 1 alone", "line": ":", "role": "local",
+                                   **_score(data.A[0] @ w1, data.b[0], prepared.test @ w1,
+                                            prepared.y_test)},
                     "majority": _majority(prepared.y_train, prepared.y_test)}
 
         key = {"version": BASELINE_VERSION, "setting": "horizontal",
-               "dataset": _dataset_identity(self.dataset),
+               "dataset": self.identity,
                "partition": self.config.partition.to_dict(Setting.HORIZONTAL),
-               "unit_rows": self.unit_rows,
+               "preprocessing": prepared.preprocessing,
                "objective": {"loss": self.objective.loss, "lam": self.objective.lam,
                              "reduction": self.objective.reduction,
                              "regularizer": self.objective.regularizer,
@@ -318,15 +397,16 @@ class NetworkSetting:
 
     repeats_share_baselines = False
 
-    def __init__(self, config: Config, dataset: Dataset, unit_rows: bool):
+    def __init__(self, config: Config, raw: RawDataset, stage: Stage):
         from vfl.decentralized.problem import encode_labels
 
-        self.config, self.dataset = config, dataset
-        self.X, self.y = _pool(config, dataset)
-        if unit_rows:
-            from vfl.datasets.preprocessing import normalize_rows
-
-            self.X = normalize_rows(self.X)
+        if stage.needs_public_rows:
+            raise ConfigError("preprocessing: source 'public' needs rows declared public; the "
+                              "network setting has none (give constants instead)")
+        self.config, self.stage = config, stage
+        self.X, self.y = _pool(config, raw, stage)
+        self.X = stage.rows.apply(self.X)
+        self.n_features = int(self.X.shape[1])
         self.y_coded = encode_labels(self.y, config.network.labels)
         # margins are scored against the labels as the loss reads them: with the literal
         # {0, 1} reading a positive margin predicts coded label 1 (Adult's "<=50K"); that
@@ -358,7 +438,11 @@ class NetworkSetting:
                                       "test": int(rest.size), "pool": p.pool,
                                       "degrees": {"min": int(np.diff(adjacency.indptr).min()),
                                                   "max": int(np.diff(adjacency.indptr).max())}},
-                        objective=self.objective)
+                        objective=self.objective, preprocessing=self.stage.describe("row"))
+
+    def records(self):
+        """The pool after the whole stage, in record order (its test rows come from it)."""
+        return self.X, self.X[:0]
 
     def baselines(self, prepared: Prepared, *, use_cache: bool) -> dict:
         data = prepared.data

@@ -22,6 +22,24 @@ epochs = {epochs}
 """
 
 
+def invoke(*args):
+    """``vfl ARGS`` in this process (the console entry point, exit codes and all).
+
+    Returns an object with ``returncode``, ``stdout`` and ``stderr``, like
+    :func:`vfl`, so that the same assertions apply; no interpreter start-up.
+    """
+    import contextlib
+    import io
+    import types
+
+    from vfl.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return types.SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
+
+
 def vfl(*args, cwd=None, env=None, timeout=300):
     """``python -m vfl.cli.main ARGS`` with ``env`` added; the result has ``.seconds``."""
     t0 = time.perf_counter()

@@ -1,6 +1,12 @@
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from vfl.core.preprocessing import RawTable
+from vfl.datasets.base import RawDataset
+from vfl.experiments.settings import fit_config_stage
+from vfl.experiments.registry import get_solver
 
 from vfl.experiments.config import apply_overrides, config_from_dict, load_config, parse_override
 from vfl.core.errors import ConfigError
@@ -21,7 +27,19 @@ def test_a9a_config_has_the_authors_settings():
     c = load_config(CONFIGS / "a9a.toml")
     assert (c.objective.loss, c.objective.reduction, c.objective.lam) == ("logistic", "sum", 0.001)
     assert (c.solver.rho, c.solver.epochs) == (1.0, 100)
-    assert c.partition.columns == [66, 57] and c.partition.intercept
+    assert c.partition.columns == [66, 57]
+    # the intercept is the preprocessing stage's, on by default in the vertical setting
+    assert c.preprocessing.values.get("intercept") is None
+    stage = fit_config_stage(c, _numeric_raw(123), get_solver(c.solver.name))
+    assert stage.rows.intercept and not stage.rows.normalize and stage.rows.row_clip is None
+
+
+def _numeric_raw(d: int, n: int = 4):
+    """A tiny all-numeric RawDataset of width ``d``."""
+    X = np.arange(n * d, dtype=float).reshape(n, d)
+    y = np.array([1.0, -1.0] * (n // 2))
+    t = RawTable.from_matrix(X)
+    return RawDataset(name="tiny", train=t, y_train=y, test=t, y_test=y)
 
 
 def test_defaults_are_filled_in():
@@ -75,7 +93,7 @@ def test_defaults_are_filled_in():
         ({"objective": {"regularizer": "l1"}}, "objective.regularizer = 'l1': admm_sharing supports l2sq"),
         ({"network": {"nodes": 3}}, "[network] applies to network solvers only"),
         ({"name": "a\nb"}, "name must be a non-empty string without '/' or control characters"),
-        ({"extra": {}}, "unknown key 'extra'; valid top-level keys: name, data, partition"),
+        ({"extra": {}}, "unknown key 'extra'; valid top-level keys: name, data, preprocessing, partition"),
         ({"solver": {"rho": "big"}}, "solver.rho must be a number, got 'big' (str)"),
         ({"solver": {"rho": True}}, "solver.rho must be a number"),
         ({"solver": {"rho": 0}}, "solver.rho must be > 0, got 0"),
@@ -86,7 +104,12 @@ def test_defaults_are_filled_in():
         ({"objective": {"reduction": "avg"}}, "objective.reduction = 'avg' is not one of: sum, mean, unit_mean"),
         ({"partition": {"columns": [66, "57"]}}, "partition.columns[1] must be an integer"),
         ({"partition": {"columns": [66, 57], "ranges": [[0, 1]]}}, "exactly one of columns, ranges, indices; got columns, ranges"),
-        ({"partition": {"intercept": "yes", "columns": [1]}}, "partition.intercept must be true or false"),
+        ({"preprocessing": {"intercept": "yes"}}, "preprocessing.intercept must be true or false"),
+        ({"partition": {"intercept": True, "columns": [1]}}, "partition.intercept moved to the [preprocessing] section: set preprocessing.intercept"),
+        ({"partition": {"normalize_rows": True, "columns": [1]}}, "partition.normalize_rows moved to the [preprocessing] section: set preprocessing.normalize_rows"),
+        ({"preprocessing": {"scaling": "robust"}}, "preprocessing.scaling = 'robust' is not one of: none, standard, minmax, clip"),
+        ({"preprocessing": {"scaling": "minmax", "range": [1, 1]}}, "preprocessing.range: bounds need lower < upper"),
+        ({"preprocessing": {"normalise_rows": True}}, "unknown key 'preprocessing.normalise_rows'"),
         ({"data": {}}, "data.dataset is required"),
         ({"solver": 3}, "'solver' must be a table"),
     ],

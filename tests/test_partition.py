@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from vfl.core.preprocessing import RowSteps
 from vfl.experiments.config import PartitionConfig
 from vfl.core.errors import PartitionError
 from vfl.experiments.partition import make_partition
@@ -31,7 +32,8 @@ def test_noncontiguous_indices_described_as_runs():
 def test_split_blocks_and_intercept(sparse):
     X = np.arange(20.0).reshape(4, 5)
     Xs = sp.csr_matrix(X) if sparse else X
-    p = make_partition(PartitionConfig(indices=[[4, 0], [1, 2, 3]], intercept=True), 5)
+    p = make_partition(PartitionConfig(indices=[[4, 0], [1, 2, 3]]), 5,
+                       rows=RowSteps(intercept=True))
     blocks = p.split(Xs)
     dense = [b.toarray() if sparse else b for b in blocks]
     assert np.array_equal(dense[0], np.c_[X[:, [4, 0]], np.ones(4)])
@@ -42,8 +44,11 @@ def test_split_blocks_and_intercept(sparse):
 
 
 def test_no_intercept():
-    p = make_partition(PartitionConfig(columns=[2, 3], intercept=False), 5)
+    p = make_partition(PartitionConfig(columns=[2, 3]), 5, rows=RowSteps(intercept=False))
     assert p.split(np.ones((3, 5)))[0].shape == (3, 2)
+    assert not p.intercept and not p.describe()[0]["intercept"]
+    # the default rows keep the old convention: party 1 gets the intercept
+    assert make_partition(PartitionConfig(columns=[2, 3]), 5).split(np.ones((3, 5)))[0].shape == (3, 3)
 
 
 @pytest.mark.parametrize(
@@ -81,24 +86,53 @@ def test_split_checks_width():
 @pytest.mark.parametrize("sparse", [False, True])
 def test_normalized_rows_per_party(sparse):
     X = np.array([[3.0, 4.0, 0.0, 2.0], [0.0, 0.0, 1.0, 0.0]])
-    p = make_partition(PartitionConfig(columns=[2, 2], intercept=True), 4)
-    from dataclasses import replace
-
-    blocks = replace(p, normalize_rows=True).split(sp.csr_matrix(X) if sparse else X)
+    p = make_partition(PartitionConfig(columns=[2, 2]), 4,
+                       rows=RowSteps(intercept=True, normalize=True))
+    assert p.normalize_rows and p.intercept
+    blocks = p.split(sp.csr_matrix(X) if sparse else X)
     dense = [b.toarray() if sparse else b for b in blocks]
     np.testing.assert_allclose(dense[0], [[3 / np.sqrt(26), 4 / np.sqrt(26), 1 / np.sqrt(26)], [0, 0, 1]])
     np.testing.assert_allclose(dense[1], [[0, 1], [1, 0]])  # party 2's rows: (0, 2) and (1, 0)
-    assert replace(p, normalize_rows=True).describe()[0]["rows_normalized"] is True
+    assert p.describe()[0]["rows_normalized"] is True
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_clipped_rows_per_party(sparse):
+    X = np.array([[3.0, 4.0, 0.0, 0.5], [0.3, 0.4, 6.0, 8.0]])
+    p = make_partition(PartitionConfig(columns=[2, 2]), 4, rows=RowSteps(row_clip=1.0))
+    dense = [b.toarray() if sparse else b for b in p.split(sp.csr_matrix(X) if sparse else X)]
+    # each party's block of a row is clipped on its own: (3, 4) -> norm 1, (0.3, 0.4) kept
+    np.testing.assert_allclose(dense[0], [[0.6, 0.8], [0.3, 0.4]])
+    np.testing.assert_allclose(dense[1], [[0.0, 0.5], [0.6, 0.8]])
+    assert all(np.linalg.norm(b, axis=1).max() <= 1.0 for b in dense)
+    assert p.describe()[1]["row_clip"] == 1.0 and not p.intercept
 
 
 def test_normalize_rows_from_config():
+    from vfl.core.preprocessing import RawTable
+    from vfl.datasets.base import RawDataset
     from vfl.experiments.config import config_from_dict
+    from vfl.experiments.registry import get_solver
+    from vfl.experiments.settings import fit_config_stage
     from vfl.core.errors import ConfigError
 
-    raw = {"data": {"dataset": "a9a"}, "partition": {"columns": [66, 57], "normalize_rows": True}}
-    spec = config_from_dict(raw).partition
-    assert make_partition(spec, 123).normalize_rows is True
-    assert make_partition(config_from_dict({**raw, "partition": {"columns": [66, 57]}}).partition,
-                          123).normalize_rows is False
-    with pytest.raises(ConfigError, match="partition.normalize_rows must be true or false"):
-        config_from_dict({**raw, "partition": {"columns": [66, 57], "normalize_rows": "yes"}})
+    t = RawTable.from_matrix(np.ones((2, 123)))
+    tiny = RawDataset(name="tiny", train=t, y_train=np.array([1.0, -1.0]), test=t,
+                      y_test=np.array([1.0, -1.0]))
+
+    def partition(raw):
+        config = config_from_dict(raw)
+        stage = fit_config_stage(config, tiny, get_solver(config.solver.name))
+        return make_partition(config.partition, 123, rows=stage.rows)
+
+    raw = {"data": {"dataset": "a9a"}, "partition": {"columns": [66, 57]},
+           "preprocessing": {"normalize_rows": True}}
+    p = partition(raw)
+    assert p.normalize_rows is True and p.intercept is True  # vertical default intercept
+    assert partition({**raw, "preprocessing": {}}).normalize_rows is False
+    assert partition({**raw, "preprocessing": {"intercept": False}}).intercept is False
+    with pytest.raises(ConfigError, match="preprocessing.normalize_rows must be true or false"):
+        config_from_dict({**raw, "preprocessing": {"normalize_rows": "yes"}})
+    with pytest.raises(ConfigError, match=r"partition.normalize_rows moved to the \[preprocessing\] "
+                                          "section: set preprocessing.normalize_rows"):
+        config_from_dict({**raw, "partition": {"columns": [66, 57], "normalize_rows": True}})

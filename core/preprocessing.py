@@ -1,0 +1,503 @@
+"""The preprocessing stage in front of every mechanism: encode, scale, bound the rows.
+
+A DP guarantee covers the raw file only if no transform in front of the
+mechanism lets one record change what another becomes. The stage therefore
+separates two kinds of step:
+
+- **column steps** (categorical encoding, feature scaling) have parameters
+  that are not per record: a vocabulary, bounds, means and scales. Each
+  parameter carries its ``source``: the dataset's published ``schema``,
+  constants in the ``config``, ``public_rows`` (rows declared public and
+  disjoint from the private ones), or the ``training_rows`` (allowed only in
+  a run that claims no guarantee, and recorded as such);
+- **row steps** (intercept, clipping a row to an l2 norm, normalising a row)
+  act on one record alone (``source = "per_record"``): replacing one record
+  leaves every other record's output bit-identical.
+
+A categorical value outside the vocabulary never becomes a new column: it
+goes to a declared "other" bucket (one extra column per categorical in the
+one-hot encoding, or the code ``len(values)`` in the ordinal one) or, in the
+one-hot encoding without the bucket, to an all-zero block.
+
+Everything here is pure numpy/scipy and raises ``ValueError``; the
+experiments layer resolves sources and turns errors into one-line messages.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "SOURCES", "ENCODINGS", "SCALINGS",
+    "ColumnSpec", "Schema", "RawTable",
+    "Encoder", "Scaler", "RowSteps", "Pipeline",
+    "clip_rows", "normalize_rows", "add_intercept", "row_norms",
+]
+
+#: where a column step's parameters come from
+SOURCES = ("schema", "config", "public_rows", "training_rows")
+ENCODINGS = ("onehot", "ordinal")
+SCALINGS = ("none", "standard", "minmax", "clip")
+KINDS = ("numeric", "categorical")
+
+
+# ----------------------------------------------------------------- schemas --
+@dataclass(frozen=True)
+class ColumnSpec:
+    """One raw column: its kind and, where published, its values or range.
+
+    ``values`` (categorical) is the vocabulary; codes follow its order.
+    ``bounds`` (numeric) is the declared ``[lo, hi]`` range.
+    """
+
+    name: str
+    kind: str
+    values: tuple[str, ...] | None = None
+    bounds: tuple[float, float] | None = None
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"column {self.name!r}: kind must be numeric or categorical, "
+                             f"got {self.kind!r}")
+        if self.values is not None:
+            check_vocabulary(self.name, self.values)
+        if self.bounds is not None:
+            check_bounds(self.name, self.bounds)
+
+
+def check_vocabulary(name: str, values) -> tuple[str, ...]:
+    """A non-empty tuple of distinct non-empty strings, or ValueError naming the column."""
+    if isinstance(values, str) or not hasattr(values, "__iter__"):
+        raise ValueError(f"column {name!r}: values must be a list of strings, got {values!r}")
+    values = tuple(values)
+    if not values:
+        raise ValueError(f"column {name!r}: values is empty (list every category)")
+    bad = [v for v in values if not isinstance(v, str) or not v.strip()]
+    if bad:
+        raise ValueError(f"column {name!r}: values must be non-empty strings, got {bad[0]!r}")
+    seen, dup = set(), []
+    for v in values:
+        if v in seen:
+            dup.append(v)
+        seen.add(v)
+    if dup:
+        raise ValueError(f"column {name!r}: value {dup[0]!r} is listed twice")
+    return values
+
+
+def check_bounds(name: str, bounds) -> tuple[float, float]:
+    """``(lo, hi)`` finite with ``lo < hi``, or ValueError naming the column."""
+    try:
+        lo, hi = (float(b) for b in bounds)
+    except (TypeError, ValueError):
+        raise ValueError(f"column {name!r}: bounds must be [lower, upper], got {bounds!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ValueError(f"column {name!r}: bounds must be finite, got [{lo:g}, {hi:g}]")
+    if lo >= hi:
+        raise ValueError(f"column {name!r}: bounds need lower < upper, got [{lo:g}, {hi:g}] "
+                         "(a zero range scales nothing)")
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A dataset's published description: its columns, their kinds, values and ranges.
+
+    ``citation`` says where it is published; ``layouts`` maps an encoding to
+    the raw columns it uses, in output order (e.g. Adult's one-hot layout
+    drops ``fnlwgt`` and puts the numeric columns first).
+    """
+
+    name: str
+    columns: tuple[ColumnSpec, ...]
+    citation: str
+    layouts: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        names = [c.name for c in self.columns]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"schema {self.name}: column {dup[0]!r} is declared twice")
+
+    def column(self, name: str) -> ColumnSpec | None:
+        return next((c for c in self.columns if c.name == name), None)
+
+    def layout(self, encoding: str) -> tuple[str, ...]:
+        return tuple(self.layouts.get(encoding, [c.name for c in self.columns]))
+
+
+# -------------------------------------------------------------- raw records --
+@dataclass(frozen=True, eq=False)
+class RawTable:
+    """Records before encoding.
+
+    ``names``/``kinds`` list the feature columns in file order. Numeric
+    columns are the columns of ``numeric`` (float64, dense or CSR) in the
+    order they appear in ``names``; categorical columns are the columns of
+    ``categorical`` (an object array of ``str``), in the same way.
+    """
+
+    names: tuple[str, ...]
+    kinds: tuple[str, ...]
+    numeric: np.ndarray | sp.csr_matrix
+    categorical: np.ndarray | None = None
+
+    @classmethod
+    def from_matrix(cls, X, names=None) -> "RawTable":
+        names = tuple(names) if names is not None else tuple(f"x{j}" for j in range(X.shape[1]))
+        return cls(names=names, kinds=("numeric",) * X.shape[1], numeric=X)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.numeric.shape[0])
+
+    @property
+    def numeric_names(self) -> tuple[str, ...]:
+        return tuple(n for n, k in zip(self.names, self.kinds) if k == "numeric")
+
+    @property
+    def categorical_names(self) -> tuple[str, ...]:
+        return tuple(n for n, k in zip(self.names, self.kinds) if k == "categorical")
+
+    def take(self, rows) -> "RawTable":
+        rows = np.asarray(rows)
+        cat = None if self.categorical is None else self.categorical[rows]
+        return RawTable(self.names, self.kinds, self.numeric[rows], cat)
+
+    def stack(self, other: "RawTable") -> "RawTable":
+        """These records followed by ``other``'s (same columns)."""
+        if other.names != self.names or other.kinds != self.kinds:
+            raise ValueError("cannot stack tables with different columns")
+        num = (sp.vstack([self.numeric, other.numeric]).tocsr() if sp.issparse(self.numeric)
+               else np.vstack([self.numeric, other.numeric]))
+        cat = None if self.categorical is None else np.vstack([self.categorical, other.categorical])
+        return RawTable(self.names, self.kinds, num, cat)
+
+    def column(self, name: str) -> np.ndarray:
+        """One column's values (float64 for numeric, str objects for categorical)."""
+        kind = self.kinds[self.names.index(name)]
+        if kind == "numeric":
+            j = self.numeric_names.index(name)
+            col = self.numeric[:, j]
+            return np.asarray(col.todense()).ravel() if sp.issparse(col) else np.asarray(col)
+        return self.categorical[:, self.categorical_names.index(name)]
+
+
+# ---------------------------------------------------------------- encoding --
+@dataclass(frozen=True)
+class Encoder:
+    """Raw records -> a numeric matrix of fixed width.
+
+    ``layout``: the raw columns used, in output order. ``vocabularies``: the
+    categories of each categorical column (codes follow their order).
+    One-hot puts ``len(values)`` columns (plus one ``name=<other>`` column
+    with ``other``) where the column stands; ordinal puts one column holding
+    the code, ``len(values)`` for a value outside the vocabulary. The width
+    depends only on these parameters, never on the records.
+    """
+
+    layout: tuple[str, ...]
+    kinds: dict
+    vocabularies: dict
+    encoding: str = "onehot"
+    other: bool = False
+
+    def __post_init__(self):
+        if self.encoding not in ENCODINGS:
+            raise ValueError(f"encoding must be one of {', '.join(ENCODINGS)}, got {self.encoding!r}")
+        missing = [n for n in self.layout if self.kinds[n] == "categorical"
+                   and n not in self.vocabularies]
+        if missing:
+            raise ValueError(f"categorical column {missing[0]!r} has no vocabulary")
+
+    def _width(self, name: str) -> int:
+        if self.kinds[name] == "categorical" and self.encoding == "onehot":
+            return len(self.vocabularies[name]) + int(self.other)
+        return 1
+
+    @property
+    def width(self) -> int:
+        return sum(self._width(n) for n in self.layout)
+
+    @property
+    def feature_names(self) -> list[str]:
+        out = []
+        for n in self.layout:
+            if self.kinds[n] == "categorical" and self.encoding == "onehot":
+                out += [f"{n}={v}" for v in self.vocabularies[n]]
+                out += [f"{n}=<other>"] if self.other else []
+            else:
+                out.append(n)
+        return out
+
+    @property
+    def onehot_columns(self) -> np.ndarray:
+        """Output columns that hold 0/1 indicators (never scaled)."""
+        flags = []
+        for n in self.layout:
+            one = self.kinds[n] == "categorical" and self.encoding == "onehot"
+            flags += [one] * self._width(n)
+        return np.asarray(flags, dtype=bool)
+
+    @property
+    def passthrough(self) -> bool:
+        return all(self.kinds[n] == "numeric" for n in self.layout)
+
+    def codes(self, table: RawTable, name: str) -> np.ndarray:
+        """Index of each value in the vocabulary; ``len(values)`` outside it."""
+        vocab = self.vocabularies[name]
+        lookup = {v: i for i, v in enumerate(vocab)}
+        values = table.column(name)
+        uniq, inverse = np.unique(values.astype(str), return_inverse=True)
+        mapped = np.array([lookup.get(u, len(vocab)) for u in uniq], dtype=np.int64)
+        return mapped[inverse]
+
+    def transform(self, table: RawTable):
+        if self.passthrough and self.layout == table.numeric_names:
+            return table.numeric.copy()  # numeric-only data keeps its (sparse) type
+        n = table.n_rows
+        X = np.zeros((n, self.width))
+        at = 0
+        for name in self.layout:
+            w = self._width(name)
+            if self.kinds[name] == "numeric":
+                X[:, at] = table.column(name)
+            else:
+                code = self.codes(table, name)
+                if self.encoding == "ordinal":
+                    X[:, at] = code
+                else:
+                    k = len(self.vocabularies[name])
+                    hit = np.flatnonzero(code < k) if not self.other else np.arange(n)
+                    X[hit, at + code[hit]] = 1.0
+            at += w
+        return X
+
+    def describe(self, sources: dict) -> dict:
+        return {"step": "encode", "encoding": self.encoding, "other_bucket": self.other,
+                "width": self.width,
+                "categorical": {n: {"values": list(self.vocabularies[n]),
+                                    "source": sources.get(n)}
+                                for n in self.layout if self.kinds[n] == "categorical"},
+                "columns": list(self.layout)}
+
+
+# ----------------------------------------------------------------- scaling --
+@dataclass(frozen=True, eq=False)
+class Scaler:
+    """Per-feature scaling of the encoded matrix (one-hot indicators are left alone).
+
+    - ``minmax``: clip each feature to ``[lo, hi]``, then map it linearly to
+      ``[lower, upper]``; every output lies in ``[lower, upper]``;
+    - ``clip``: clip each feature to ``[lo, hi]``, no rescaling;
+    - ``standard``: ``(x - mean) / scale``;
+    - ``none``.
+
+    ``columns`` are the output columns scaled. A fitted zero range (a
+    constant feature) maps the feature to ``lower`` (minmax) or 0 (standard)
+    and is listed in ``constant``.
+    """
+
+    kind: str
+    columns: np.ndarray
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None
+    mean: np.ndarray | None = None
+    scale: np.ndarray | None = None
+    lower: float = 0.0
+    upper: float = 1.0
+
+    def __post_init__(self):
+        if self.kind not in SCALINGS:
+            raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}, got {self.kind!r}")
+        if not self.lower < self.upper:
+            raise ValueError(f"range must have lower < upper, got [{self.lower:g}, {self.upper:g}]")
+
+    @property
+    def constant(self) -> np.ndarray:
+        if self.kind in ("minmax", "clip"):
+            return self.columns[self.hi <= self.lo]
+        if self.kind == "standard":
+            return self.columns[self.scale <= 0]
+        return self.columns[:0]
+
+    def _keeps_zero(self) -> bool:
+        """Whether every scaled feature maps 0 to 0 (then a sparse matrix stays sparse)."""
+        if self.kind == "none":
+            return True
+        return bool(np.all(self._column(np.zeros(self.columns.size), slice(None)) == 0))
+
+    def transform(self, X):
+        if self.kind == "none" or self.columns.size == 0:
+            return X.copy()
+        if sp.issparse(X):
+            if not self._keeps_zero():
+                X = X.toarray()
+            else:
+                X = X.tocsc(copy=True)
+                for k, j in enumerate(self.columns):
+                    a, b = X.indptr[j], X.indptr[j + 1]
+                    X.data[a:b] = self._column(X.data[a:b], k)
+                return X.tocsr()
+        X = np.array(X, dtype=np.float64, copy=True)
+        X[:, self.columns] = self._column(X[:, self.columns], slice(None))
+        return X
+
+    def _column(self, v, k):
+        if self.kind == "standard":
+            s = self.scale[k]
+            safe = np.where(s > 0, s, 1.0)
+            return np.where(s > 0, (v - self.mean[k]) / safe, 0.0)
+        lo, hi = self.lo[k], self.hi[k]
+        v = np.clip(v, lo, hi)
+        if self.kind == "clip":
+            return v
+        span = hi - lo
+        safe = np.where(span > 0, span, 1.0)
+        return np.where(span > 0, self.lower + (v - lo) * ((self.upper - self.lower) / safe),
+                        self.lower)
+
+    def describe(self, names, source) -> dict:
+        out = {"step": "scale", "scaling": self.kind, "source": source,
+               "features": [names[j] for j in self.columns]}
+        if self.kind in ("minmax", "clip"):
+            out["bounds"] = [[float(a), float(b)] for a, b in zip(self.lo, self.hi)]
+        if self.kind == "minmax":
+            out["range"] = [self.lower, self.upper]
+        if self.kind == "standard":
+            out["mean"] = [float(m) for m in self.mean]
+            out["scale"] = [float(s) for s in self.scale]
+        const = self.constant
+        if const.size:
+            out["constant_features"] = [names[j] for j in const]
+        return out
+
+
+# --------------------------------------------------------------- row steps --
+def row_norms(X) -> np.ndarray:
+    """l2 norm of every row (dense or sparse)."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        sq = np.zeros(X.shape[0])
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        np.add.at(sq, rows, X.data * X.data)
+        return np.sqrt(sq)
+    return np.sqrt(np.einsum("ij,ij->i", X, X))
+
+
+def _scale_rows(X, factor: np.ndarray):
+    if sp.issparse(X):
+        return sp.diags(factor) @ X if not sp.isspmatrix_csr(X) else \
+            sp.csr_matrix((X.data * np.repeat(factor, np.diff(X.indptr)), X.indices, X.indptr),
+                          shape=X.shape)
+    return X * factor[:, None]
+
+
+def clip_rows(X, c: float):
+    """Scale every row with l2 norm above ``c`` onto the sphere of radius ``c``.
+
+    The factor carries a few ulps of slack so the bound holds in floating
+    point too (a row at norm ``c`` after rounding is not above it).
+    """
+    if not (c > 0 and math.isfinite(c)):
+        raise ValueError(f"row_clip must be a finite number > 0, got {c!r}")
+    norms = row_norms(X)
+    over = norms > c
+    factor = np.ones_like(norms)
+    factor[over] = c * (1.0 - 4.0 * np.finfo(float).eps) / norms[over]
+    return _scale_rows(X, factor)
+
+
+def normalize_rows(X):
+    """Every row to unit l2 norm (all-zero rows stay zero); keeps dense/sparse type.
+
+    Divides by the norm (as scikit-learn's ``normalize`` does, bit for bit)
+    rather than multiplying by its inverse.
+    """
+    norms = row_norms(X)
+    norms[norms == 0] = 1.0
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, copy=True)
+        X.data /= np.repeat(norms, np.diff(X.indptr))
+        return X
+    return X / norms[:, None]
+
+
+def add_intercept(X):
+    """A trailing column of ones."""
+    ones = np.ones((X.shape[0], 1))
+    return sp.hstack([X, ones], format="csr") if sp.issparse(X) else np.hstack([X, ones])
+
+
+@dataclass(frozen=True)
+class RowSteps:
+    """Per-record steps, in order: intercept, clip to ``row_clip``, unit norm.
+
+    In the vertical setting they act on each party's block of a record (a
+    party cannot see the rest of the row), the intercept on party 1's only.
+    """
+
+    intercept: bool = False
+    row_clip: float | None = None
+    normalize: bool = False
+
+    def __post_init__(self):
+        if self.row_clip is not None and not (self.row_clip > 0 and math.isfinite(self.row_clip)):
+            raise ValueError(f"row_clip must be a finite number > 0, got {self.row_clip!r}")
+
+    def apply(self, X, *, intercept: bool | None = None):
+        if self.intercept if intercept is None else intercept:
+            X = add_intercept(X)
+        if self.row_clip is not None:
+            X = clip_rows(X, self.row_clip)
+        if self.normalize:
+            X = normalize_rows(X)
+        return X
+
+    @property
+    def bound(self) -> float | None:
+        """The l2 norm every output row is guaranteed not to exceed (None: unbounded)."""
+        if self.normalize:
+            return 1.0
+        return self.row_clip
+
+    def describe(self, unit: str) -> list[dict]:
+        steps = []
+        if self.intercept:
+            steps.append({"step": "intercept", "source": "per_record",
+                          "applies_to": "party 1's block" if unit == "party block" else "every row"})
+        if self.row_clip is not None:
+            steps.append({"step": "row_clip", "norm": self.row_clip, "unit": unit,
+                          "source": "per_record"})
+        if self.normalize:
+            steps.append({"step": "normalize_rows", "norm": 1.0, "unit": unit,
+                          "source": "per_record"})
+        return steps
+
+
+@dataclass(frozen=True, eq=False)
+class Pipeline:
+    """The fitted column steps (encode, scale); the row steps ride along for the setting."""
+
+    encoder: Encoder
+    scaler: Scaler
+    rows: RowSteps
+    sources: dict  # step or column -> source
+
+    def columns(self, table: RawTable):
+        """Encode and scale ``table``: the column steps only."""
+        return self.scaler.transform(self.encoder.transform(table))
+
+    @property
+    def feature_names(self) -> list[str]:
+        return self.encoder.feature_names
+
+    def describe(self, unit: str) -> list[dict]:
+        names = self.feature_names
+        steps = [self.encoder.describe(self.sources.get("categories", {}))]
+        steps.append(self.scaler.describe(names, self.sources.get("scaling")))
+        return steps + self.rows.describe(unit)

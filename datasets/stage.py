@@ -1,0 +1,390 @@
+"""The ``[preprocessing]`` section: one stage, the same for every setting and dataset.
+
+Order: encode the categorical columns, scale the features, then the
+per-record steps (intercept, ``row_clip``, ``normalize_rows``), which the
+setting applies to each unit of ownership (a party's block in the vertical
+setting, the whole row otherwise). Keys::
+
+    [preprocessing]
+    encoding = "onehot"        # categorical columns: onehot | ordinal
+    categories = "auto"        # vocabularies: auto | schema | train | {column = ["a", "b"]}
+    other = false              # onehot: unseen values -> an extra "<other>" column (else all zero)
+    scaling = "none"           # none | standard | minmax | clip
+    range = [0.0, 1.0]         # minmax: the target interval
+    bounds = "auto"            # minmax / clip: auto | schema | train | public | [lo, hi] | {column = [lo, hi]}
+    stats = "train"            # standard: train | public | {column = [mean, scale]}
+    row_clip = 1.0             # scale each row (block) with a larger l2 norm onto that sphere
+    normalize_rows = false     # each row (block) to unit l2 norm
+    intercept = true           # a column of ones (vertical: party 1's block); default by setting
+
+``auto`` takes the dataset's published schema where it has one (Adult's
+vocabularies and declared ranges) and the training rows otherwise. A run
+that claims a guarantee takes nothing from the training rows: where ``auto``
+would, or ``train`` is set, it stops with one line naming the key, since
+one record would then change what every other record becomes. ``public``
+fits on rows declared public and disjoint from the private ones (the
+horizontal setting's ``partition.public`` rows).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from vfl.core.errors import ConfigError
+from vfl.core.preprocessing import (ENCODINGS, SCALINGS, Encoder, RawTable, RowSteps, Scaler,
+                                    check_bounds, check_vocabulary)
+
+__all__ = ["PREPROCESSING_KEYS", "check_spec", "Stage", "fit_stage", "preprocess"]
+
+PREPROCESSING_KEYS = ("encoding", "categories", "other", "scaling", "range", "bounds", "stats",
+                      "row_clip", "normalize_rows", "intercept")
+_SOURCE_WORDS = {"categories": ("auto", "schema", "train"),
+                 "bounds": ("auto", "schema", "train", "public"),
+                 "stats": ("train", "public")}
+
+
+def _key(k: str) -> str:
+    return f"preprocessing.{k}"
+
+
+def _pair(key: str, value) -> tuple[float, float]:
+    if not isinstance(value, (list, tuple)) or len(value) != 2 or any(
+            isinstance(v, bool) or not isinstance(v, (int, float)) for v in value):
+        raise ConfigError(f"{key} must be [lower, upper] (two numbers), got {value!r}")
+    try:
+        return check_bounds(key, value)
+    except ValueError as exc:
+        raise ConfigError(f"{key}: {str(exc).split(': ', 1)[1]}") from None
+
+
+def _source_or_table(key: str, value, words, pair: bool):
+    if isinstance(value, str):
+        if value not in words:
+            raise ConfigError(f"{_key(key)} = {value!r} is not one of: {', '.join(words)}, "
+                              "or a table of columns")
+        return value
+    if pair and isinstance(value, list):
+        return _pair(_key(key), value)
+    if not isinstance(value, dict) or not value:
+        raise ConfigError(f"{_key(key)} must be one of {', '.join(words)} or a table "
+                          f"{{column = ...}}, got {value!r}")
+    out = {}
+    for col, v in value.items():
+        if key == "categories":
+            try:
+                out[col] = check_vocabulary(col, v)
+            except ValueError as exc:
+                raise ConfigError(f"{_key(key)}.{col}: {str(exc).split(': ', 1)[1]}") from None
+        elif key == "stats":
+            if not isinstance(v, list) or len(v) != 2 or any(
+                    isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x)
+                    for x in v):
+                raise ConfigError(f"{_key(key)}.{col} must be [mean, scale], got {v!r}")
+            if v[1] <= 0:
+                raise ConfigError(f"{_key(key)}.{col}: scale must be > 0, got {v[1]:g} "
+                                  "(a zero scale divides by zero)")
+            out[col] = (float(v[0]), float(v[1]))
+        else:
+            out[col] = _pair(f"{_key(key)}.{col}", v)
+    return out
+
+
+def check_spec(table: Mapping[str, Any], defaults: Mapping[str, Any] = ()) -> dict:
+    """Validate a ``[preprocessing]`` table; returns it with every key resolved.
+
+    ``defaults`` are the dataset's (its registry entry): they fill the keys
+    the table leaves unset, and a scaling default brings its ``range`` only
+    when the table does not choose its own scaling.
+    """
+    table = dict(table)
+    for k in table:
+        if k not in PREPROCESSING_KEYS:
+            raise ConfigError(f"unknown key '{_key(k)}'; valid keys in [preprocessing]: "
+                              f"{', '.join(PREPROCESSING_KEYS)}")
+    defaults = dict(defaults or {})
+    if "scaling" in table:
+        defaults.pop("range", None)
+        defaults.pop("scaling", None)
+    spec = {**defaults, **table}
+    encoding = spec.get("encoding", "onehot")
+    if encoding not in ENCODINGS:
+        raise ConfigError(f"{_key('encoding')} = {encoding!r} is not one of: {', '.join(ENCODINGS)}")
+    scaling = spec.get("scaling", "none")
+    if scaling not in SCALINGS:
+        raise ConfigError(f"{_key('scaling')} = {scaling!r} is not one of: {', '.join(SCALINGS)}")
+    for k, needs in (("range", ("minmax",)), ("bounds", ("minmax", "clip")),
+                     ("stats", ("standard",))):
+        if k in table and scaling not in needs:
+            raise ConfigError(f"{_key(k)} applies to scaling = {' or '.join(map(repr, needs))}, "
+                              f"not {scaling!r}")
+    out = {"encoding": encoding, "scaling": scaling,
+           "categories": _source_or_table("categories", spec.get("categories", "auto"),
+                                          _SOURCE_WORDS["categories"], False),
+           "other": spec.get("other", False)}
+    if not isinstance(out["other"], bool):
+        raise ConfigError(f"{_key('other')} must be true or false, got {out['other']!r}")
+    if scaling == "minmax":
+        out["range"] = _pair(_key("range"), spec.get("range", [0.0, 1.0]))
+    if scaling in ("minmax", "clip"):
+        out["bounds"] = _source_or_table("bounds", spec.get("bounds", "auto"),
+                                         _SOURCE_WORDS["bounds"], True)
+    if scaling == "standard":
+        out["stats"] = _source_or_table("stats", spec.get("stats", "train"),
+                                        _SOURCE_WORDS["stats"], False)
+    clip = spec.get("row_clip")
+    if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float))
+                             or not math.isfinite(clip) or clip <= 0):
+        raise ConfigError(f"{_key('row_clip')} must be a finite number > 0, got {clip!r}")
+    out["row_clip"] = None if clip is None else float(clip)
+    for k in ("normalize_rows", "intercept"):
+        v = spec.get(k)
+        if v is not None and not isinstance(v, bool):
+            raise ConfigError(f"{_key(k)} must be true or false, got {v!r}")
+        out[k] = v
+    out["normalize_rows"] = bool(out["normalize_rows"])
+    return out
+
+
+@dataclass(eq=False)
+class Stage:
+    """A fitted preprocessing stage: encoder, scaler (or how to fit it on public rows), rows.
+
+    ``steps`` is the manifest's machine-readable record: every step with its
+    parameters and ``source``.
+    """
+
+    encoder: Encoder
+    rows: RowSteps
+    scaler: Scaler | None  # None: fitted per split on the public rows
+    scaling: dict  # kind, lower, upper, per-column sources / constants for the public fit
+    sources: dict = field(default_factory=dict)
+    private: bool = False
+
+    @property
+    def feature_names(self) -> list[str]:
+        return self.encoder.feature_names
+
+    @property
+    def needs_public_rows(self) -> bool:
+        return self.scaler is None
+
+    def encode(self, table: RawTable):
+        return self.encoder.transform(table)
+
+    def fit_public(self, X_public) -> Scaler:
+        """The scaler whose ``public`` parameters come from the encoded public rows."""
+        if X_public is None or X_public.shape[0] == 0:
+            raise ConfigError("preprocessing: a parameter has source 'public' but the run has no "
+                              "public rows (set partition.public > 0, horizontal setting)")
+        return _make_scaler(self.scaling, self.encoder, X_public)
+
+    def columns(self, table: RawTable, scaler: Scaler | None = None):
+        """Encode and scale ``table`` (the column steps)."""
+        scaler = scaler or self.scaler
+        return scaler.transform(self.encode(table))
+
+    def describe(self, unit: str, scaler: Scaler | None = None) -> list[dict]:
+        names = self.feature_names
+        steps = [self.encoder.describe(self.sources.get("categories", {}))]
+        sc = scaler or self.scaler
+        if sc is not None:
+            step = sc.describe(names, self.sources.get("scaling"))
+        else:
+            step = {"step": "scale", "scaling": self.scaling["kind"],
+                    "source": self.sources.get("scaling"),
+                    "note": "fitted on each split's public rows (per repeat)"}
+        steps.append(step)
+        return steps + self.rows.describe(unit)
+
+
+def _vocabularies(raw, spec: dict, layout) -> tuple[dict, dict]:
+    vocab, sources = {}, {}
+    table = spec["categories"] if isinstance(spec["categories"], dict) else {}
+    cats = [n for n in layout if raw.train.kinds[raw.train.names.index(n)] == "categorical"]
+    stray = sorted(set(table) - set(cats))
+    if stray:
+        raise ConfigError(f"preprocessing.categories.{stray[0]}: not a categorical column of "
+                          f"{raw.name} (categorical: {', '.join(cats) or 'none'})")
+    for name in cats:
+        spec_col = raw.schema.column(name) if raw.schema is not None else None
+        if name in table:
+            vocab[name], sources[name] = table[name], "config"
+        elif spec["categories"] in ("auto", "schema") and spec_col is not None and spec_col.values:
+            vocab[name], sources[name] = spec_col.values, "schema"
+        elif spec["categories"] == "schema":
+            raise ConfigError(f"preprocessing.categories = 'schema': {raw.name} publishes no "
+                              f"values for column {name!r}; list them in "
+                              f"preprocessing.categories.{name}")
+        else:
+            values = raw.train.column(name).astype(str)
+            vocab[name], sources[name] = tuple(sorted(set(values.tolist()))), "training_rows"
+    return vocab, sources
+
+
+def _scaled_columns(encoder: Encoder) -> np.ndarray:
+    return np.flatnonzero(~encoder.onehot_columns)
+
+
+def _column_of_output(encoder: Encoder) -> list[str]:
+    """The raw column behind each output column."""
+    out = []
+    for n in encoder.layout:
+        out += [n] * encoder._width(n)
+    return out
+
+
+def _scaling_plan(raw, spec: dict, encoder: Encoder, cat_sources: dict) -> tuple[dict, str]:
+    """Per scaled output column: a constant (config / schema) or where to fit it."""
+    kind = spec["scaling"]
+    plan = {"kind": kind, "lower": 0.0, "upper": 1.0, "columns": _scaled_columns(encoder),
+            "per_column": {}}
+    if kind == "none":
+        return plan, "none"
+    if kind == "minmax":
+        plan["lower"], plan["upper"] = spec["range"]
+    owner = _column_of_output(encoder)
+    names = {owner[j] for j in plan["columns"]}
+    given = spec["bounds"] if kind in ("minmax", "clip") else spec["stats"]
+    table = given if isinstance(given, dict) else {}
+    stray = sorted(set(table) - names) if isinstance(given, dict) else []
+    if stray:
+        key = "bounds" if kind != "standard" else "stats"
+        raise ConfigError(f"preprocessing.{key}.{stray[0]}: not a scaled column of {raw.name} "
+                          f"(scaled: {', '.join(sorted(names)[:8])}{' ...' if len(names) > 8 else ''})")
+    # columns a table leaves out follow "auto" (the schema, else the training rows)
+    mode = given if isinstance(given, str) else ("standard" if kind == "standard" else "auto")
+    sources = set()
+    for j in plan["columns"]:
+        name = owner[j]
+        col = raw.schema.column(name) if raw.schema is not None else None
+        is_code = raw.train.kinds[raw.train.names.index(name)] == "categorical"
+        if isinstance(given, tuple):
+            value, src = given, "config"
+        elif name in table:
+            value, src = table[name], "config"
+        elif kind != "standard" and is_code and mode in ("auto", "schema"):
+            # ordinal codes: the range of the codes follows from the vocabulary
+            k = len(encoder.vocabularies[name])
+            value, src = (0.0, float(k if encoder.other else max(k - 1, 1))), cat_sources[name]
+        elif kind != "standard" and mode in ("auto", "schema") and col is not None \
+                and col.bounds is not None:
+            value, src = col.bounds, "schema"
+        elif mode == "schema":
+            raise ConfigError(f"preprocessing.bounds = 'schema': {raw.name} declares no range for "
+                              f"column {name!r}; give preprocessing.bounds.{name} = [lo, hi]")
+        elif mode == "public":
+            value, src = None, "public_rows"
+        else:
+            value, src = None, "training_rows"
+        plan["per_column"][int(j)] = value
+        sources.add(src)
+    plan["sources"] = sources
+    return plan, "+".join(sorted(sources)) if sources else "none"
+
+
+def _make_scaler(plan: dict, encoder: Encoder, X_fit) -> Scaler:
+    """A :class:`Scaler` from the plan; ``X_fit`` (encoded) supplies the fitted columns."""
+    kind, cols = plan["kind"], plan["columns"]
+    if kind == "none":
+        return Scaler("none", cols[:0])
+    lo, hi = np.zeros(cols.size), np.zeros(cols.size)
+    fit = [k for k, j in enumerate(cols) if plan["per_column"][int(j)] is None]
+    if fit:
+        if X_fit is None:
+            raise ConfigError("preprocessing: no rows to fit the scaling on")
+        block = X_fit[:, cols[fit]]
+        block = block.toarray() if hasattr(block, "toarray") else np.asarray(block)
+    for k, j in enumerate(cols):
+        v = plan["per_column"][int(j)]
+        if v is not None:
+            lo[k], hi[k] = v
+    if fit:
+        idx = np.asarray(fit)
+        if kind == "standard":
+            lo[idx], hi[idx] = block.mean(axis=0), block.std(axis=0)
+        else:
+            lo[idx], hi[idx] = block.min(axis=0), block.max(axis=0)
+    if kind == "standard":
+        return Scaler("standard", cols, mean=lo, scale=hi)
+    return Scaler(kind, cols, lo=lo, hi=hi, lower=plan["lower"], upper=plan["upper"])
+
+
+def _refuse_private(what: str, key: str) -> ConfigError:
+    return ConfigError(f"preprocessing: {what}, so one record would change what every other "
+                       f"record becomes and no epsilon covers it; this run claims a guarantee: "
+                       f"set {key}")
+
+
+def fit_stage(raw, spec: Mapping[str, Any], *, private: bool, intercept_default: bool = False,
+              unit_rows: bool = False, solver: str = "") -> Stage:
+    """Resolve every parameter's source and fit the column steps.
+
+    ``private``: the run claims a guarantee, so nothing may come from the
+    training rows. ``unit_rows``: the solver's analysis needs rows (blocks)
+    of norm <= 1; without a bound <= 1 in the spec, rows are normalized and
+    the record says the solver asked for it.
+    """
+    spec = check_spec(spec, raw.defaults)
+    if private and raw.fitted:
+        what, key = raw.fitted[0]
+        raise _refuse_private(f"{raw.name}: {what}", key)
+    names = raw.train.names
+    layout = raw.schema.layout(spec["encoding"]) if raw.schema is not None else names
+    kinds = dict(zip(names, raw.train.kinds))
+    vocab, cat_sources = _vocabularies(raw, spec, layout)
+    if private:
+        fitted = sorted(n for n, s in cat_sources.items() if s == "training_rows")
+        if fitted:
+            raise _refuse_private(
+                f"the categories of {fitted[0]!r} would be read off the training rows",
+                f"preprocessing.categories.{fitted[0]} = [...] (the published values)")
+    encoder = Encoder(layout=tuple(layout), kinds=kinds, vocabularies=vocab,
+                      encoding=spec["encoding"], other=spec["other"])
+    plan, scale_source = _scaling_plan(raw, spec, encoder, cat_sources)
+    if private and "training_rows" in plan.get("sources", ()):
+        key = "stats" if spec["scaling"] == "standard" else "bounds"
+        raise _refuse_private(
+            f"scaling = {spec['scaling']!r} would fit its {key} on the training rows",
+            f"preprocessing.{key} (public constants: "
+            + ("{column = [mean, scale]}" if key == "stats" else "[lo, hi] or {column = [lo, hi]}")
+            + f") or preprocessing.{key} = 'public' (rows declared public)")
+    scaler = None
+    if "public_rows" not in plan.get("sources", ()):
+        X_fit = encoder.transform(raw.train) if "training_rows" in plan.get("sources", ()) else None
+        scaler = _make_scaler(plan, encoder, X_fit)
+    intercept = intercept_default if spec["intercept"] is None else spec["intercept"]
+    rows = RowSteps(intercept=intercept, row_clip=spec["row_clip"],
+                    normalize=spec["normalize_rows"])
+    sources = {"categories": cat_sources, "scaling": scale_source}
+    if unit_rows and (rows.bound is None or rows.bound > 1.0):
+        rows = RowSteps(intercept=intercept, row_clip=None, normalize=True)
+        sources["normalize_rows"] = f"required by {solver or 'the solver'} (rows of norm <= 1)"
+    return Stage(encoder=encoder, rows=rows, scaler=scaler, scaling=plan, sources=sources,
+                 private=private)
+
+
+def preprocess(raw, spec: Mapping[str, Any]):
+    """``raw`` through a non-private stage's column *and* row steps: a plain :class:`Dataset`.
+
+    For library use and tests; runs go through the settings, which apply the
+    row steps per unit of ownership.
+    """
+    from vfl.datasets.base import Dataset
+
+    try:
+        stage = fit_stage(raw, spec, private=False)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if stage.needs_public_rows:
+        raise ConfigError("preprocessing: source 'public' needs a run with public rows")
+    X_train = stage.rows.apply(stage.columns(raw.train))
+    X_test = stage.rows.apply(stage.columns(raw.test))
+    return Dataset(name=raw.name, X_train=X_train, y_train=raw.y_train, X_test=X_test,
+                   y_test=raw.y_test, description=raw.description, is_stand_in=raw.is_stand_in,
+                   checksums=raw.checksums,
+                   provenance={**raw.provenance, "feature_names": stage.feature_names,
+                               "preprocessing": stage.describe("row")})

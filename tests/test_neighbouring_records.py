@@ -1,0 +1,177 @@
+"""The neighbouring relation covers the raw file.
+
+For every private config that ships, one record of the private training file
+is replaced by a hostile one (an unseen category, values a million times
+their range). Then the preprocessing stage, fitted exactly as a run fits it,
+must give every *other* record bit-identical features, and the same width:
+no parameter of the stage may depend on the private records.
+"""
+
+from __future__ import annotations
+
+import bz2
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from vfl.core.errors import ConfigError
+from vfl.datasets.loaders import load_raw
+from vfl.experiments.config import load_config
+from vfl.experiments.registry import get_solver
+from vfl.experiments.settings import prepare
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = sorted((ROOT / "configs").glob("*.toml")) + sorted((ROOT / "configs" / "own-data").glob("*.toml"))
+REPLACED = 100  # the record (0-based, among the parsed training records) that is replaced
+
+# LDP configs reproduce the paper as simulations; with privacy.delta they claim a guarantee.
+LDP_PRIVATE = ["privacy.delta=1e-5"]
+
+
+def _private(path: Path):
+    """The config as a private run (None if it is not a private method)."""
+    config = load_config(path)
+    if config.privacy.claims_guarantee:
+        return config
+    if config.setting.value != "network":
+        return None
+    try:  # LDP configs reproduce the paper as simulations; with privacy.delta they account
+        config = load_config(path, LDP_PRIVATE)
+    except ConfigError:
+        return None
+    return config if config.privacy.claims_guarantee else None
+
+
+PRIVATE = ["privacy.delta=1e-5"]
+
+
+def _private(path: Path):
+    """The config as a private run (None if it is not a private method)."""
+    config = load_config(path)
+    if config.privacy.claims_guarantee:
+        return config
+    if config.setting.value == "network" and config.privacy.private:
+        return load_config(path, LDP_PRIVATE)
+    try:
+        accounting = load_config(path, LDP_PRIVATE) if config.setting.value == "network" else None
+    except ConfigError:
+        return None
+    return accounting if accounting is not None and accounting.privacy.claims_guarantee else None
+
+
+PRIVATE = [(p, c) for p in CONFIGS if (c := _private(p)) is not None]
+
+
+def test_every_private_family_is_covered():
+    datasets = {c.data.dataset for _, c in PRIVATE}
+    solvers = {c.solver.name for _, c in PRIVATE}
+    assert {"a9a", "adult", "csv"} <= datasets
+    assert {"private_stacking", "admm_sharing", "dp_admm"} <= solvers
+    assert any(c.setting.value == "network" for _, c in PRIVATE)
+
+
+# ----------------------------------------------------------------- hostile files --
+def _hostile_a9a(lines: list[str]) -> str:
+    return "+1 3:1000000 50:-1000000 123:1000000"
+
+
+def _hostile_adult(lines: list[str]) -> str:
+    # unseen categories everywhere, numbers far outside every declared range
+    return ("90000000, Atlantis-gov, 1500000000000, Moon-school, 16000000, Space-married, "
+            "Star-pilot, Alien, Martian, Male, 99999000000, 5000000000, 99000000, Atlantis, >50K")
+
+
+def _hostile_csv(lines: list[str]) -> str:
+    header = lines[0].split(",")
+    values = [str(1e6 * (1 + j)) if name != "label" else "0" for j, name in enumerate(header)]
+    return ",".join(values)
+
+
+def _replace(lines: list[str], index: int, hostile: str, skip) -> list[str]:
+    """``lines`` with the ``index``-th record (lines for which ``skip`` is false) replaced."""
+    seen = -1
+    out = list(lines)
+    for i, line in enumerate(lines):
+        if skip(line):
+            continue
+        seen += 1
+        if seen == index:
+            out[i] = hostile
+            return out
+    raise AssertionError("not enough records")
+
+
+def _text(path: Path) -> str:
+    return bz2.open(path, "rt").read() if path.suffix == ".bz2" else path.read_text()
+
+
+@pytest.fixture(scope="module")
+def data_dirs(tmp_path_factory, data_dir):
+    """(original, hostile) data directories: a9a, adult and the breast-cancer CSV."""
+    base = tmp_path_factory.mktemp("neighbours")
+    orig, host = base / "orig", base / "hostile"
+    orig.mkdir(), host.mkdir()
+    for name in ("a9a", "a9a.t", "adult.data", "adult.test"):
+        src = next(Path(data_dir).glob(name + "*"))
+        (orig / name).write_text(_text(src))
+        shutil.copy(orig / name, host / name)
+    a9a = (orig / "a9a").read_text().splitlines()
+    (host / "a9a").write_text("\n".join(_replace(a9a, REPLACED, _hostile_a9a(a9a),
+                                                 lambda l: not l.strip())) + "\n")
+    adult = (orig / "adult.data").read_text().splitlines()
+    (host / "adult.data").write_text("\n".join(_replace(
+        adult, REPLACED, _hostile_adult(adult), lambda l: not l.strip() or "?" in l)) + "\n")
+    from sklearn.datasets import load_breast_cancer
+
+    frame = load_breast_cancer(as_frame=True).frame.rename(columns={"target": "label"})
+    frame.to_csv(orig / "breast_cancer.csv", index=False)
+    csv = (orig / "breast_cancer.csv").read_text().splitlines()
+    # the CSV's records are its lines after the header
+    body = _replace(csv[1:], REPLACED, _hostile_csv(csv), lambda l: False)
+    (host / "breast_cancer.csv").write_text("\n".join([csv[0], *body]) + "\n")
+    return orig, host
+
+
+def _records(config, directory: Path, monkeypatch):
+    monkeypatch.chdir(directory)  # own-data configs name their CSV relative to the working dir
+    options = dict(config.data.options)
+    if config.data.dataset == "csv":
+        options.setdefault("split_seed", config.run.seed)
+    raw = load_raw(config.data.dataset, directory, options=options, verify=False)
+    setting = prepare(config, raw, get_solver(config.solver.name))
+    return raw, setting.records()
+
+
+def _dense(X):
+    return X.toarray() if sp.issparse(X) else np.asarray(X)
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("path,config", PRIVATE, ids=[p.stem for p, _ in PRIVATE])
+def test_other_records_bit_identical(path, config, data_dirs, monkeypatch):
+    orig, host = data_dirs
+    raw0, (train0, test0) = _records(config, orig, monkeypatch)
+    raw1, (train1, test1) = _records(config, host, monkeypatch)
+    assert train0.shape == train1.shape and test0.shape == test1.shape  # width unchanged
+    # which stored record is the replaced one (the CSV's test split may hold it out)
+    if config.data.dataset == "csv":
+        changed = np.flatnonzero(np.any(_dense(raw0.train.numeric) != _dense(raw1.train.numeric),
+                                        axis=1))
+        changed_test = np.flatnonzero(np.any(raw0.test.numeric != raw1.test.numeric, axis=1))
+        assert changed.size + changed_test.size == 1
+    else:
+        changed, changed_test = np.array([REPLACED]), np.array([], dtype=int)
+    A0, A1 = _dense(train0), _dense(train1)
+    keep = np.setdiff1d(np.arange(A0.shape[0]), changed)
+    assert np.array_equal(A0[keep], A1[keep]), "a record other than the replaced one changed"
+    assert not np.array_equal(A0[changed], A1[changed]) or changed.size == 0
+    B0, B1 = _dense(test0), _dense(test1)
+    keep_t = np.setdiff1d(np.arange(B0.shape[0]), changed_test)
+    assert np.array_equal(B0[keep_t], B1[keep_t])
+    # the hostile record itself is bounded like every other one
+    assert np.all(np.isfinite(A1))
+    if config.setting.value != "vertical" and config.preprocessing.values.get("normalize_rows"):
+        assert np.max(np.linalg.norm(A1, axis=1)) <= 1.0 + 1e-12
