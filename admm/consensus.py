@@ -365,6 +365,15 @@ class _Consensus(Solver):
     _private = False
 
     @classmethod
+    def protected_replaced(cls, data, privacy: dict, rng: np.random.Generator):
+        """Every provider record replaced by a random one inside the relation
+        (``||a|| = 1``, ``b`` in {-1, +1}); the public pre-training rows kept."""
+        A = rng.standard_normal(np.shape(data.A))
+        A /= np.linalg.norm(A, axis=-1, keepdims=True)
+        b = rng.choice([-1.0, 1.0], size=np.shape(data.b))
+        return HorizontalData(A, b, data.public)
+
+    @classmethod
     def neighbours(cls, data, privacy: dict, rng: np.random.Generator) -> list:
         """Neighbouring datasets under :data:`_NEIGHBOURS`, for the audit.
 
@@ -654,6 +663,8 @@ class ConsensusADMMPerturbed(_ExactLocal):
 
     name = "consensus_admm_perturbed"
     paper_claim = "Theorem 2, the moments accountant of Huang et al."
+    #: the trainer's w is an average of the released (noisy) w_i
+    released_columns = ("test_logloss", "test_accuracy", "sigma")
     title = "ADMM with primal perturbation (Algorithm 2)"
     reference = Reference(HUANG_PAPER, "Algorithm 2", "Sec. III-A and VI (sigma_i); erratum E13",
                           note="the paper runs it with the l2 regularizer only")
@@ -773,6 +784,9 @@ class DPADMM(_Consensus):
 
     name = "dp_admm"
     paper_claim = "Theorem 2, the moments accountant of Huang et al."
+    #: the trainer's w is computed from the released (noisy) w_i alone; eta and sigma
+    #: follow the public schedule
+    released_columns = ("test_logloss", "test_accuracy", "eta", "sigma")
     title = "DP-ADMM (Algorithm 3)"
     reference = Reference(HUANG_PAPER, "Algorithm 3",
                           "(2), (3a)-(3d); Lemma 1; Theorems 1-4; Appendix A")

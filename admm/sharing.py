@@ -1061,6 +1061,8 @@ class ADMMSharingSolver(ADMMSharing):
     """
 
     name = "admm_sharing"
+    diagnostic_note = ("scored with every party's exact x_m, which no party releases: no party "
+                       "could deploy this model (its test metrics are diagnostic)")
     title = "ADMM sharing"
     setting = Setting.VERTICAL
     iteration_name = "epoch"
@@ -1198,7 +1200,7 @@ class ADMMSharingSolver(ADMMSharing):
                 else np.linalg.norm(D, axis=1)
             if norms.max() > 1.0 + 1e-9:
                 raise ValueError(f"party {m}: a row has norm {norms.max():.4g} > 1; accounting "
-                                 "mode needs unit rows (partition.normalize_rows = true)")
+                                 "mode needs unit rows (preprocessing.normalize_rows = true)")
         plan = _plan_privacy(blocks, N, objective, params, p, iterations)
         solver = cls(blocks, y, objective, sigma=plan["sigmas"], x_radius=p["b1"],
                      ball="exact" if p["neighbours"] == "row" else "project",

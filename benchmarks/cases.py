@@ -24,6 +24,7 @@ from sklearn.linear_model import LogisticRegression
 from vfl.admm import ADMMSharing, Objective
 from vfl.admm.metrics import log_loss
 from vfl.baselines import FDMLSGD, central_optimum, sklearn_estimator
+from vfl.core.preprocessing import RowSteps
 from vfl.datasets import load_dataset, make_synthetic
 from vfl.core.errors import DataError
 from vfl.experiments.partition import Partition
@@ -121,7 +122,7 @@ class Data:
 def _problem(ds, counts, name, note) -> Problem:
     edges = np.cumsum([0, *counts])
     part = Partition(parties=tuple(np.arange(a, b) for a, b in zip(edges[:-1], edges[1:])),
-                     n_features=ds.X_train.shape[1], intercept=True)
+                     n_features=ds.X_train.shape[1], rows=RowSteps(intercept=True))
     return Problem(name, note, part.split(ds.X_train), ds.y_train, part.split(ds.X_test),
                    ds.y_test, part)
 

@@ -380,7 +380,8 @@ def epsilon_to_target(cfg: Settings, data: Data) -> dict:
         raw["data"] = {"dataset": "synthetic", "options": {
             "n_train": 3000, "n_test": 1000, "n_features": 123, "sparse": True, "density": 0.1,
             "seed": 0}}
-        raw["partition"] = {"columns": [66, 57], "intercept": True}
+        raw["partition"] = {"columns": [66, 57]}
+        raw["preprocessing"] = {**raw.get("preprocessing", {}), "intercept": True}
     fast_keys = {"rho": 0.02, "form": "boyd", "relaxation": 1.8, "z_update": "newton",
                  "blas_threads": 1}
     algorithms = {"Algorithm 1 (rho 1)": {},

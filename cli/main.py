@@ -243,10 +243,17 @@ def _summary(result, out: Path, seconds: float) -> str:
         title += f", sigma {pv['sigma']:g}"
     repeats = result.config.run.repeats
     it = int(m["epoch"])
+    kinds = man.get("released", {}).get("columns", {})
+    private = man.get("released", {}).get("private", False)
+
+    def mark(col, text):  # a diagnostic number of a private run carries a '*'
+        return text + "*" if private and kinds.get(col, "diagnostic") == "diagnostic" \
+            and text != "-" else text
+
+    cols = ("objective", "suboptimality", "train_logloss", "test_logloss", "test_accuracy")
     rows = [(f"{title} ({_plural(it, solver.get('iteration_name', 'iteration'))}"
              + (f", mean of {repeats}" if repeats > 1 else "") + ")",
-             m.get("objective"), m.get("suboptimality"), m["train_logloss"], m["test_logloss"],
-             m["test_accuracy"])]
+             *(m.get(col) for col in cols))]
     c = b.get("central")
     for key, entry in b.items():
         if not isinstance(entry, dict) or "label" not in entry or "test_logloss" not in entry:
@@ -254,20 +261,31 @@ def _summary(result, out: Path, seconds: float) -> str:
         obj = entry.get("objective")
         gap = 0.0 if key == "central" else (
             (obj - c["objective"]) / abs(c["objective"]) if obj is not None and c else None)
-        rows.append((entry.get("label", key), obj, gap, entry.get("train_logloss"),
-                     entry["test_logloss"], entry.get("test_accuracy")))
+        rows.append((entry.get("label", key) + (" *" if private else ""), obj, gap,
+                     entry.get("train_logloss"), entry["test_logloss"], entry.get("test_accuracy")))
     width = max(38, max(len(r[0]) for r in rows) + 1)
     lines = [f"{'':{width}} {'objective':>12} {'rel. gap':>9} {'train ll':>9} {'test ll':>9} "
              f"{'test acc':>9}"]
-    for label, obj, gap, tr, te, acc in rows:
-        lines.append(f"{label:{width}} {_fmt(obj, '12.4f'):>12} {_fmt(gap, '9.2e'):>9} "
-                     f"{_fmt(tr, '9.4f'):>9} {_fmt(te, '9.4f'):>9} {_fmt(acc, '9.4f'):>9}")
-    solver_s = man["result"]["solver_seconds"]
+    specs = ("12.4f", "9.2e", "9.4f", "9.4f", "9.4f")
+    for i, (label, *values) in enumerate(rows):
+        cells = [_fmt(v, f) for v, f in zip(values, specs)]
+        if i == 0:
+            cells = [mark(col, cell) for col, cell in zip(cols, cells)]
+        lines.append(f"{label:{width}} " + " ".join(
+            f"{cell:>{12 if j == 0 else 9}}" for j, cell in enumerate(cells)))
+    solver_s = man["result"].get("solver_seconds")  # a release-only run leaves timings out
+    timing = ("" if solver_s is None else
+              f"{solver_s:.2f} s in the solver ({1e3 * solver_s / max(it, 1):.1f} ms each), ")
     lines.append(
-        f"{_plural(it, solver.get('iteration_name', 'iteration'))}: {solver_s:.2f} s in the solver "
-        f"({1e3 * solver_s / max(it, 1):.1f} ms each), {seconds:.1f} s in all; baselines "
-        f"{'from cache' if b.get('cached') else 'computed' if b else 'skipped'}")
+        f"{_plural(it, solver.get('iteration_name', 'iteration'))}: {timing}{seconds:.1f} s in "
+        f"all; baselines {'from cache' if b.get('cached') else 'computed' if c else 'skipped'}")
     lines += _privacy_lines(result)
+    if private:
+        note = man["released"].get("test_metrics_note")
+        lines.append("* diagnostic: computed from exact private values, not covered by the "
+                     "guarantee" + (f"; the test metrics are {note}" if note else "")
+                     + ("" if not man["released"].get("release_only") else
+                        "; release-only run: diagnostic values not written"))
     lines += _utility_lines(result, m, b)
     a1 = solver.get("assumption_1_2c", {"satisfied": True})
     if not a1["satisfied"]:
@@ -299,8 +317,11 @@ def _summary(result, out: Path, seconds: float) -> str:
 @click.option("--no-cache", is_flag=True, help="Recompute the baselines instead of reading the cache.")
 @click.option("--stop-at-budget", is_flag=True,
               help="End the run before the iteration that would exceed privacy.budget_epsilon.")
+@click.option("--release-only", is_flag=True,
+              help="Write only released values (covered by the guarantee): no diagnostic "
+                   "columns, no references. For a run that claims a guarantee.")
 def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides, overwrite, quiet,
-        no_cache, stop_at_budget):
+        no_cache, stop_at_budget, release_only):
     """Run one experiment and write its run directory.
 
     Everything is checked (config, output directory, data, distribution,
@@ -325,6 +346,9 @@ def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides
                            what="run directory")
     if stop_at_budget and config.privacy.budget_epsilon is None:
         raise ConfigError("--stop-at-budget needs privacy.budget_epsilon in the config")
+    if release_only and not config.privacy.claims_guarantee:
+        raise ConfigError(f"--release-only applies to a run that claims a privacy guarantee "
+                          f"({config.solver.name}: set privacy.delta)")
 
     from vfl.experiments.records import RunRecord, write_run
     from vfl.experiments.runner import plan_run, run_experiment
@@ -333,21 +357,30 @@ def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides
 
     plan = plan_run(config, data_dir)
     per_repeat = -(-config.solver.epochs // config.run.eval_every)
+    from vfl.core.solver import column_kinds
+
+    test_kind = column_kinds(plan.solver_cls, ["test_logloss"], config.privacy.claims_guarantee)
+    hide = release_only and test_kind["test_logloss"] != "released"
     progress = _Progress(per_repeat * config.run.repeats, config.name, quiet,
-                         show=lambda row: f"repeat {row['repeat'] + 1}, {row['epoch']}: test loss "
-                                          f"{row['test_logloss']:.4f}")
+                         show=lambda row: f"repeat {row['repeat'] + 1}, {row['epoch']}"
+                                          + ("" if hide else f": test loss {row['test_logloss']:.4f}"))
     try:
         result = run_experiment(config, data_dir=data_dir, plan=plan, use_cache=not no_cache,
-                                stop_at_budget=stop_at_budget,
+                                stop_at_budget=stop_at_budget, release_only=release_only,
                                 on_epoch=lambda row: progress.step(row) if row["epoch"] > 0 else None)
     finally:
         progress.close()
 
     def figure(tmp: Path):
+        from .plotting import released_metrics
+
         record = RunRecord(path=tmp, config=result.config.to_dict(), manifest=result.manifest,
                            metrics=result.metrics, baselines=result.baselines,
                            repeats=result.repeats)
-        save_figure(plot_runs([record]), tmp / "loss.png")
+        if not release_only:
+            save_figure(plot_runs([record]), tmp / "loss.png")
+        elif released_metrics(record) is not None:
+            save_figure(plot_runs([record], metrics=released_metrics(record)), tmp / "loss.png")
 
     path = write_run(result, out, overwrite=overwrite, extra=[figure])
     if not quiet:

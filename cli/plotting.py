@@ -151,8 +151,9 @@ def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False, x: str = "e
         if left == "suboptimality" or (log and left == "objective"):
             axes[0].set_yscale("log")
         title = ", ".join(sorted({dataset_title(r.manifest) for r in runs}))
-        axes[0].set_title(f"{title}: {_METRIC_LABEL.get(left, left).split(' (')[0]}")
-        axes[1].set_title(f"{title}: {_METRIC_LABEL.get(right, right).split(' (')[0]}")
+        for ax, metric in zip(axes, (left, right)):
+            ax.set_title(f"{title}: {_METRIC_LABEL.get(metric, metric).split(' (')[0]}"
+                         + (" (diagnostic)" if _diagnostic(runs, metric) else ""))
         if right == "test_logloss":
             # Zoom onto the interesting range: the loss at the start (log 2 at
             # x = 0) would otherwise flatten every curve.
@@ -164,6 +165,21 @@ def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False, x: str = "e
         for ax in axes:
             ax.legend(loc="best")
     return fig
+
+
+def _diagnostic(runs: list[RunRecord], metric: str) -> bool:
+    """Whether any run computed ``metric`` from exact private values (not covered by its
+    epsilon; manifest ``released.columns``)."""
+    return any(r.manifest.get("released", {}).get("columns", {}).get(metric) == "diagnostic"
+               for r in runs)
+
+
+def released_metrics(record: RunRecord) -> tuple[str, str] | None:
+    """Two released columns to draw for a release-only run, or None."""
+    kinds = record.manifest.get("released", {}).get("columns", {})
+    have = [c for c in ("test_logloss", "test_accuracy", "epsilon_tight")
+            if kinds.get(c) == "released" and c in record.metrics.columns]
+    return (have[0], have[1]) if len(have) >= 2 else None
 
 
 def _curve_label(run: RunRecord) -> str:

@@ -78,7 +78,7 @@ FORM_VARIANTS = {
     "model noise x + N(0, s^2 I), 001 eq. (7)": ("variable", ("privacy.form=variable",)),
     "model noise, 001 eq. (7), unit rows": ("variable-normalized",
                                             ("privacy.form=variable",
-                                             "partition.normalize_rows=true")),
+                                             "preprocessing.normalize_rows=true")),
 }
 # One seed for gisette's extra forms: each of its runs takes seconds, a9a's
 # a fraction of one.

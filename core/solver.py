@@ -39,6 +39,10 @@ import numpy as np
 from .params import Param
 
 __all__ = [
+    "RELEASED",
+    "DIAGNOSTIC",
+    "ALWAYS_RELEASED",
+    "column_kinds",
     "Setting",
     "Reference",
     "Release",
@@ -114,6 +118,31 @@ def add_noise(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng: np.rando
     if mechanism == "laplace":
         return mean + s * rng.laplace(0.0, 1.0, mean.shape)
     raise ValueError(f"unknown mechanism {mechanism!r}")
+
+
+RELEASED, DIAGNOSTIC = "released", "diagnostic"
+#: columns that depend only on public quantities (the iteration, the noise scales and
+#: enforced sensitivities that the accounting composes)
+ALWAYS_RELEASED = ("epoch", "epsilon_tight", "delta_tight", "epsilon_paper", "delta_paper")
+
+
+def column_kinds(cls, columns, private: bool) -> dict[str, str]:
+    """``released`` or ``diagnostic`` for each of ``columns`` of a run of ``cls``.
+
+    In a run without privacy everything is exact and nothing is protected:
+    every column is ``released``. In a private run a column is released only
+    when it is computed from public quantities (:data:`ALWAYS_RELEASED`,
+    further claimed epsilons) or the solver declares it in
+    ``released_columns``; training losses, objectives, residuals, timings and
+    the rest use exact private values and are ``diagnostic``.
+    """
+    from fnmatch import fnmatchcase
+
+    if not private:
+        return {c: RELEASED for c in columns}
+    patterns = (*ALWAYS_RELEASED, "epsilon_*", *cls.released_columns)
+    return {c: RELEASED if any(fnmatchcase(c, p) for p in patterns) else DIAGNOSTIC
+            for c in columns}
 
 
 #: Integer stream keys (numpy ``SeedSequence`` spawn keys) per purpose. They
@@ -237,6 +266,13 @@ class Solver:
     #: the published privacy analysis :meth:`paper_epsilon` evaluates, in a few
     #: words (summaries, audit reports); None: the solver has no such claim
     paper_claim: ClassVar[str | None] = None
+    #: metric columns (or ``fnmatch`` patterns) that, in a private run, are functions of
+    #: what the mechanism releases plus data it does not protect (the test rows, party 1's
+    #: own block): the model behind them is one a party could deploy under the guarantee.
+    #: Every other value the run writes is diagnostic (see :func:`column_kinds`).
+    released_columns: ClassVar[tuple[str, ...]] = ()
+    #: why the test metrics are diagnostic when they are (summaries, figures)
+    diagnostic_note: ClassVar[str] = ""
 
     @classmethod
     def check_config(cls, params: dict, privacy: dict, iterations: int) -> None:
@@ -338,6 +374,17 @@ class Solver:
         relation allows). Solvers without a stated relation audit nothing.
         """
         raise NotImplementedError(f"{cls.name} states no neighbouring relation to audit")
+
+    @classmethod
+    def protected_replaced(cls, data, privacy: dict, rng: np.random.Generator):
+        """``data`` with every value the relation protects replaced by other values it allows.
+
+        A run on it, teacher-forced to release what the run on ``data``
+        released, must give the same :attr:`released_columns`: the check that
+        they depend on the releases alone. Solvers without released columns
+        need not implement it.
+        """
+        raise NotImplementedError(f"{cls.name} declares no released columns to check")
 
     def other_claims(self) -> dict[str, tuple[float, float]]:
         """Further epsilons from the paper's analysis (``name -> (epsilon, delta)``), claims only.

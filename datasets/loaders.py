@@ -151,8 +151,11 @@ def _load_gisette(reader: _Reader, options: Mapping[str, Any]) -> Dataset:
         test=RawTable.from_matrix(X_test), y_test=y_test,
         description="gisette (UCI; train/valid files, features scaled to [-1, 1])",
         checksums=reader.checksums,
-        fitted=("the loader's min/max scaling to [-1, 1] (LIBSVM's gisette_scale) is fitted "
-                "on the training records",),
+        # (what, key) pairs, as fit_stage reads them
+        fitted=(("the loader's min/max scaling to [-1, 1] (LIBSVM's gisette_scale) is fitted "
+                 "on the training records",
+                 "data.dataset to a dataset without a loader fit (gisette is read only as "
+                 "LIBSVM's gisette_scale)"),),
         provenance=reader.provenance(
             preprocessing=(
                 "as LIBSVM gisette_scale: each feature linearly scaled to [-1, 1] with "

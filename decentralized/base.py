@@ -269,6 +269,9 @@ class PrivateNetworkSolver(NetworkSolver):
     over agents). All are ``inf`` when the noise is switched off.
     """
 
+    diagnostic_note = ("scored with the average of the agents' exact models, which no agent "
+                       "releases (its test metrics are diagnostic)")
+
     columns = ("log10_error", "privacy_loss", "privacy_loss_max", "privacy_loss_worst")
     privacy_params = LAPLACE_PRIVACY
     #: what ``privacy_loss`` is, in words (summaries, manifests)

@@ -20,6 +20,7 @@ distribute the data::
     [partition]                  # vertical solvers: exactly one of columns / ranges / indices
     columns = [66, 57]           # consecutive column counts, party 1 first
     allow_unused = false         # columns used by no party are an error
+    public = 0                   # rows of the test part declared public (tuning, public fits)
     # horizontal / network solvers: agents = 100, samples_per_agent = 210,
     # public = 162, test = 9000, pool = "train" | "train+test"
 
@@ -86,7 +87,7 @@ FILE_DATASETS = ("libsvm", "csv")
 FILE_DATA_KEYS = ("path", "test_path", "test_fraction", "split_seed", "stratify", "n_features",
                   "zero_based", "label", "features", "categorical_columns", "label_positive",
                   "delimiter")
-VERTICAL_PARTITION_KEYS = ("columns", "ranges", "indices", "allow_unused")
+VERTICAL_PARTITION_KEYS = ("columns", "ranges", "indices", "allow_unused", "public")
 #: keys that moved to [preprocessing], with where they went
 MOVED_KEYS = {"partition.normalize_rows": "preprocessing.normalize_rows",
               "partition.intercept": "preprocessing.intercept",
@@ -347,6 +348,7 @@ def _partition(p: dict, setting: Setting) -> PartitionConfig:
             ranges=_int_list("partition.ranges", p["ranges"], 2) if "ranges" in p else None,
             indices=_int_list("partition.indices", p["indices"], 2) if "indices" in p else None,
             allow_unused=_boolean("partition.allow_unused", p.get("allow_unused", False)),
+            public=_integer("partition.public", p.get("public", 0), minimum=0),
         )
     valid = ROW_PARTITION_KEYS if setting is Setting.HORIZONTAL else ROW_PARTITION_KEYS[1:]
     _check_keys("partition", p, valid, f" for a {setting.value} solver")

@@ -22,7 +22,7 @@ import pandas as pd
 
 from vfl.admm.metrics import accuracy, log_loss
 from vfl.core.errors import ConfigError, DivergedError
-from vfl.core.solver import Solver, Streams
+from vfl.core.solver import DIAGNOSTIC, RELEASED, Solver, Streams, column_kinds
 from vfl.datasets import REGISTRY, dataset_status, resolve_data_dir
 from vfl.datasets.base import RawDataset
 from vfl.datasets.loaders import load_raw
@@ -286,6 +286,7 @@ def run_experiment(
     with_baselines: bool = True,
     stop_at_budget: bool = False,
     plan: RunPlan | None = None,
+    release_only: bool = False,
 ) -> RunResult:
     """Run ``config`` end to end and return its records (nothing is written).
 
@@ -293,7 +294,15 @@ def run_experiment(
     ends before the first iteration that would spend more than the budget.
     ``with_baselines=False`` skips the baselines and the central optimum
     (``suboptimality`` is then NaN); the regression checks use it.
+    ``release_only`` (a run that claims a guarantee) keeps only the released
+    values: the diagnostic columns, the references (all computed from the
+    exact private data) and the diagnostic result numbers are left out.
     """
+    if release_only and not config.privacy.claims_guarantee:
+        raise ConfigError("--release-only applies to a run that claims a privacy guarantee "
+                          f"({config.solver.name}: set privacy.delta)")
+    if release_only:
+        with_baselines = False
     started = datetime.now(timezone.utc)
     plan = plan or plan_run(config, data_dir)
     cls, setting = plan.solver_cls, plan.setting
@@ -332,6 +341,16 @@ def run_experiment(
                          seconds, stops, ledgers)
     if len(baselines_all) > 1 and not setting.repeats_share_baselines:
         baselines = {"per_repeat": baselines_all}
+    if release_only:
+        kinds = manifest["released"]["columns"]
+        keep = [c for c in metrics.columns if kinds.get(c) == RELEASED]
+        metrics = metrics[keep]
+        per_repeat = None if per_repeat is None else per_repeat[["repeat", *keep]]
+        manifest["result"] = {k: v for k, v in manifest["result"].items()
+                              if manifest["released"]["result"].get(k) == RELEASED}
+        manifest["released"]["release_only"] = True
+        baselines = {"note": "release-only run: the references use the exact private data "
+                             "(diagnostic) and are not written"}
     return RunResult(config=config, manifest=manifest, metrics=metrics, baselines=baselines,
                      coef=getattr(solver, "coef", lambda: None)(), repeats=per_repeat)
 
@@ -379,6 +398,25 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
                        "relative_gap": final.get("suboptimality")})
     if hasattr(solver, "messages"):
         result["messages_per_party"] = solver.messages.tolist()
+    private = bool(config.privacy.claims_guarantee)
+    kinds = column_kinds(cls, list(metrics.columns), private)
+    result_kinds = {k: (RELEASED if not private or k in ("epochs_run",) or
+                        (k.startswith("final_test") and kinds.get(k[len("final_"):]) == RELEASED)
+                        else DIAGNOSTIC) for k in result}
+    released = {
+        "private": private,
+        "meaning": {RELEASED: "a function of what the mechanism releases plus data it does not "
+                              "protect: covered by the guarantee",
+                    DIAGNOSTIC: "computed from exact private values, for research: not covered"},
+        "columns": kinds,
+        "result": result_kinds,
+        "files": {"metrics.csv": "per column (see columns)",
+                  "baselines.json": DIAGNOSTIC if private else RELEASED,
+                  "loss.png": "per curve (diagnostic curves are labelled)"},
+        "test_metrics_note": (cls.diagnostic_note if private and kinds.get("test_logloss")
+                              == DIAGNOSTIC else ""),
+        "release_only": False,
+    }
     return {
         "name": config.name,
         **environment_info(),
@@ -425,6 +463,7 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
             **solver.describe(),
         },
         **({"privacy": privacy} if privacy else {}),
+        "released": released,
         "result": result,
     }
 

@@ -52,6 +52,8 @@ class Prepared:
     baselines: dict = field(default_factory=dict)
     split: dict = field(default_factory=dict)  # what fixes the random split (seed, repeat)
     preprocessing: list = field(default_factory=list)  # the stage's steps, with their sources
+    # rows declared public, disjoint from the private ones, in the solver's layout with labels
+    public: Any = None
 
 
 def fit_config_stage(config: Config, raw: RawDataset, cls) -> Stage:
@@ -69,10 +71,10 @@ def fit_config_stage(config: Config, raw: RawDataset, cls) -> Stage:
         raise ConfigError(f"preprocessing: {exc}") from None
 
 
-def _encoded(raw: RawDataset, stage: Stage, X_train, X_test) -> Dataset:
+def _encoded(raw: RawDataset, stage: Stage, X_train, X_test, y_test=None) -> Dataset:
     """The data after the column steps, as the baselines and the manifest see it."""
     return Dataset(name=raw.name, X_train=X_train, y_train=raw.y_train, X_test=X_test,
-                   y_test=raw.y_test, description=raw.description, is_stand_in=raw.is_stand_in,
+                   y_test=raw.y_test if y_test is None else y_test, description=raw.description, is_stand_in=raw.is_stand_in,
                    checksums=raw.checksums,
                    provenance={**raw.provenance, "feature_names": stage.feature_names,
                                "preprocessing": stage.describe("row")})
@@ -199,25 +201,39 @@ class VerticalSetting:
     repeats_share_baselines = True
 
     def __init__(self, config: Config, raw: RawDataset, stage: Stage):
-        if stage.needs_public_rows:
-            raise ConfigError("preprocessing: source 'public' needs rows declared public; the "
-                              "vertical setting has none (give constants instead)")
-        dataset = _encoded(raw, stage, stage.columns(raw.train), stage.columns(raw.test))
+        k = config.partition.public
+        test_table, y_test, public = raw.test, raw.y_test, None
+        if k:  # rows of the test part declared public: out of the test set, for tuning and fits
+            if k >= raw.test.n_rows:
+                raise ConfigError(f"partition.public = {k}: the test part has {raw.test.n_rows} "
+                                  "rows and some must stay for testing")
+            perm = Streams(config.run.seed).get("split").permutation(raw.test.n_rows)
+            pub, rest = np.sort(perm[:k]), np.sort(perm[k:])
+            public, test_table, y_test = raw.test.take(pub), raw.test.take(rest), raw.y_test[rest]
+        elif stage.needs_public_rows:
+            raise ConfigError("preprocessing: source 'public' needs rows declared public: set "
+                              "partition.public (rows of the test part)")
+        scaler = stage.fit_public(stage.encode(public)) if stage.needs_public_rows else stage.scaler
+        dataset = _encoded(raw, stage, stage.columns(raw.train, scaler),
+                           stage.columns(test_table, scaler), y_test)
         # the per-record steps act on each party's block (Assumption 2.3 of Hu et al.)
         partition = make_partition(config.partition, dataset.n_features, rows=stage.rows)
         self.config, self.dataset, self.partition, self.stage = config, dataset, partition, stage
         self.n_features = dataset.n_features
-        self.steps = stage.describe("party block")
+        self.steps = stage.describe("party block", scaler)
         self.objective = make_objective(config)
         self._train = partition.split(dataset.X_train)
         self._test = partition.split(dataset.X_test)
+        self._public = None if public is None else (
+            partition.split(stage.columns(public, scaler)), raw.y_test[pub])
 
     def prepare(self, streams: Streams) -> Prepared:
         # The split is fixed by the partition: every repeat sees the same blocks.
         return Prepared(data=VerticalData(self._train, self.dataset.y_train), test=self._test,
                         y_test=self.dataset.y_test, y_train=self.dataset.y_train,
-                        distribution={"setting": "vertical", "parties": self.partition.describe()},
-                        objective=self.objective, preprocessing=self.steps)
+                        distribution={"setting": "vertical", "parties": self.partition.describe(),
+                                      "public": self.config.partition.public},
+                        objective=self.objective, preprocessing=self.steps, public=self._public)
 
     def baselines(self, prepared: Prepared, *, use_cache: bool) -> dict:
         return vertical_baselines(self.dataset, self.partition, self.objective, use_cache=use_cache)

@@ -60,7 +60,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from vfl.core.params import Param
-from vfl.core.solver import Reference, Release, Setting, Solver
+from vfl.core.solver import Reference, Release, Setting, Solver, VerticalData
 
 from . import mechanism as mech
 
@@ -98,7 +98,7 @@ class PrivateStacking(Solver):
     setting = Setting.VERTICAL
     iteration_name = "round"
     reference = Reference(
-        "vfl issue 12: one-release DP stacking for vertical FL; output perturbation of "
+        "vfl's one-release DP stacking for vertical FL (README \"Privacy\"); output perturbation of "
         "Chaudhuri, Monteleoni and Sarwate (JMLR 2011), regression calibration (Carroll et al., "
         "Measurement Error in Nonlinear Models, ch. 4), Stein's unbiased risk estimate",
         "one round: local fits, releases, fusion at party 1",
@@ -128,6 +128,21 @@ class PrivateStacking(Solver):
               "ledger", choices=("pld", "rdp")),
     )
     columns = ("release_time_s", "fusion_time_s")
+    #: party 1 predicts from the released models, shares and moments, its own block and
+    #: each passive party's share of a test row under its released model
+    released_columns = ("test_logloss", "test_accuracy", "weight_party*", "lam_party*",
+                        "sigma_*", "kappa")
+
+    @classmethod
+    def protected_replaced(cls, data, privacy, rng):
+        """Every passive party's training rows replaced by random unit-norm rows; party 1's
+        block and the labels (not protected) kept."""
+        blocks = [data.blocks[0]]
+        for B in data.blocks[1:]:
+            R = rng.standard_normal(B.shape)
+            R /= np.linalg.norm(R, axis=1, keepdims=True)
+            blocks.append(sp.csr_matrix(R) if sp.issparse(B) else R)
+        return VerticalData(blocks, data.y)
 
     # -- declarations the runner reads ------------------------------------------
     @classmethod
@@ -209,7 +224,7 @@ class PrivateStacking(Solver):
                 worst = _max_row_norm(D)
                 if worst > 1.0 + 1e-9:
                     raise ValueError(f"party {m}: a row has norm {worst:.4g} > 1; the sensitivity "
-                                     "bounds need unit rows (partition.normalize_rows = true)")
+                                     "bounds need unit rows (preprocessing.normalize_rows = true)")
             if noise_rngs is None or shared_rng is None:
                 raise ValueError("a private run needs noise generators")
             self.mu = mech.gdp_mu(epsilon, delta, accountant)

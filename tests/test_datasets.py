@@ -29,7 +29,10 @@ from vfl.datasets import (
     user_cache_dir,
     verify_dataset,
 )
-from vfl.core.errors import DataError
+from vfl.core.errors import ConfigError, DataError
+from vfl.datasets.loaders import load_raw
+from vfl.datasets.schemas import ADULT_SCHEMA
+from vfl.datasets.stage import fit_stage
 
 # -------------------------------------------------------------------- helpers
 
@@ -223,21 +226,36 @@ def test_a9a_malformed(tmp_path, train, reason):
 
 
 def test_unknown_option_lists_valid_ones(tmp_path):
-    with pytest.raises(DataError, match="valid options: normalize_rows"):
+    with pytest.raises(DataError, match=r"unknown option\(s\) scale; valid options: \(none\)"):
         load_dataset("a9a", tmp_path, options={"scale": True})
-    with pytest.raises(DataError, match="encoding, fit, normalize_rows"):
+    with pytest.raises(DataError, match=r"unknown option\(s\) bogus; valid options: \(none\)"):
         load_dataset("adult", tmp_path, options={"bogus": 1})
-    with pytest.raises(DataError, match="normalize_rows must be true or false"):
-        load_dataset("a9a", tmp_path, options={"normalize_rows": "yes"})
-
-
-def test_normalize_rows_option_sparse(tmp_path):
+    # options that moved to the [preprocessing] section name their new key
+    for option, key in (("normalize_rows", "preprocessing.normalize_rows"),
+                        ("encoding", "preprocessing.encoding"),
+                        ("scaling", "preprocessing.scaling"),
+                        ("row_norm", "preprocessing.normalize_rows or preprocessing.row_clip"),
+                        ("fit", "preprocessing.bounds")):
+        with pytest.raises(DataError, match=rf"adult: option {option} moved to the "
+                                            rf"\[preprocessing\] section: set {key}"):
+            load_dataset("adult", tmp_path, options={option: "x"})
     write_a9a(tmp_path)
-    data = load_dataset("a9a", tmp_path, verify=False, options={"normalize_rows": True})
+    with pytest.raises(ConfigError, match="preprocessing.normalize_rows must be true or false"):
+        load_dataset("a9a", tmp_path, verify=False, preprocessing={"normalize_rows": "yes"})
+
+
+def test_normalize_rows_sparse(tmp_path):
+    write_a9a(tmp_path)
+    with pytest.raises(DataError, match="option normalize_rows moved to the"):
+        load_dataset("a9a", tmp_path, verify=False, options={"normalize_rows": True})
+    data = load_dataset("a9a", tmp_path, verify=False, preprocessing={"normalize_rows": True})
+    assert data.n_features == 123  # no intercept outside the vertical setting
     norms = np.sqrt(np.asarray(data.X_train.multiply(data.X_train).sum(axis=1)).ravel())
     np.testing.assert_allclose(norms, 1.0)
     assert sp.isspmatrix_csr(data.X_train)
-    assert "normalize_rows" in data.provenance
+    steps = [s["step"] for s in data.provenance["preprocessing"]]
+    assert steps == ["encode", "scale", "normalize_rows"]
+    assert data.provenance["preprocessing"][-1]["source"] == "per_record"
 
 
 # -------------------------------------------------------------------- gisette
@@ -259,8 +277,16 @@ def test_gisette_scaling_uses_training_ranges(tmp_path):
     expected = 2 * (valid[:, j] - lo[j]) / (hi[j] - lo[j]) - 1
     np.testing.assert_allclose(data.X_test[:, j], expected)
     np.testing.assert_array_equal(data.y_test, [-1.0, 1.0])
-    assert "training min/max" in data.provenance["preprocessing"]
     assert set(data.checksums) == {f.name for f in REGISTRY["gisette"].files}
+    # the loader's scaling is fitted on the training records: the raw data says so, and a
+    # run that claims a guarantee refuses it
+    raw = load_raw("gisette", tmp_path, verify=False)
+    assert "training min/max" in raw.provenance["preprocessing"]
+    (what, key), = raw.fitted
+    assert "fitted on the training records" in what and key.startswith("data.dataset")
+    with pytest.raises(ConfigError, match="gisette: the loader's min/max scaling .* set data.dataset"):
+        fit_stage(raw, {}, private=True)
+    assert fit_stage(raw, {}, private=False).feature_names == data.provenance["feature_names"]
 
 
 def test_gisette_checksum_and_shape_errors(tmp_path):
@@ -296,25 +322,64 @@ def test_adult_small_file_preprocessing(tmp_path):
     names = data.provenance["feature_names"]
     assert "fnlwgt" not in names and names[:5] == ["age", "education-num", "capital-gain",
                                                    "capital-loss", "hours-per-week"]
-    assert data.n_features == len(names)
+    # the width comes from the published schema, not from the three records
+    assert data.n_features == len(names) == 104
+    # min/max to [0, 1] within the declared ranges (age 17..90), not the training min/max
     age = data.X_train[:, 0]
-    np.testing.assert_allclose(age, [0.0, (50 - 39) / (53 - 39), 1.0])
-    np.testing.assert_allclose(data.X_test[0, 0], (25 - 39) / (53 - 39))  # not clipped
-    # Jamaica was never seen in training: all-zero native-country block.
+    np.testing.assert_allclose(age, (np.array([39.0, 50.0, 53.0]) - 17) / (90 - 17))
+    np.testing.assert_allclose(data.X_test[:, 0], (np.array([25.0, 44.0]) - 17) / (90 - 17))
+    np.testing.assert_allclose(data.X_test[1, 2], 7688 / 99_999)  # capital-gain
+    # Jamaica is a documented value: it has its own column although training never saw it
     country = [j for j, n in enumerate(names) if n.startswith("native-country=")]
-    assert data.X_test[0, country].sum() == 0 and data.X_test[1, country].sum() == 1
+    assert len(country) == 41
+    assert data.X_test[0, names.index("native-country=Jamaica")] == 1.0
+    assert data.X_test[0, country].sum() == 1 and data.X_test[1, country].sum() == 1
     assert data.provenance["rows_dropped"] == {"train": 1, "test": 1}
+    encode, scale = data.provenance["preprocessing"]
+    assert {c["source"] for c in encode["categorical"].values()} == {"schema"}
+    assert scale["source"] == "schema" and scale["bounds"][0] == [17.0, 90.0]
+
+    # a value outside the schema -> all-zero block (never a new column); an age above the
+    # declared range is clipped to it
+    write_adult(tmp_path, test=ADULT_TEST.replace(b"Jamaica", b"Atlantis")
+                .replace(b"44, Private", b"120, Private"))
+    odd = load_dataset("adult", tmp_path, verify=False)
+    assert odd.n_features == 104
+    assert odd.X_test[0, country].sum() == 0 and odd.X_test[1, 0] == 1.0
+    np.testing.assert_array_equal(odd.X_train, data.X_train)
+    # with the declared "other" bucket, the unseen value gets that column instead
+    other = load_dataset("adult", tmp_path, verify=False, preprocessing={"other": True})
+    onames = other.provenance["feature_names"]
+    assert other.n_features == 104 + 8
+    assert other.X_test[0, onames.index("native-country=<other>")] == 1.0
 
 
 def test_adult_ordinal_and_normalized(tmp_path):
     write_adult(tmp_path)
+    spec = {"encoding": "ordinal", "scaling": "minmax", "range": [-1, 1]}
+    plain = load_dataset("adult", tmp_path, verify=False, preprocessing=spec)
+    assert plain.n_features == 14 and plain.provenance["feature_names"][2] == "fnlwgt"
+    assert plain.X_train.min() >= -1.0 and plain.X_train.max() <= 1.0
+    # workclass 'State-gov' is code 6 of the 8 documented (sorted) values: 6/7 of the way
+    workclass = sorted(ADULT_SCHEMA.column("workclass").values)
+    assert workclass.index("State-gov") == 6 and len(workclass) == 8
+    np.testing.assert_allclose(plain.X_train[0, 1], -1 + 2 * 6 / 7)
+    np.testing.assert_allclose(plain.X_train[:, 0], -1 + 2 * (np.array([39, 50, 53]) - 17) / 73)
+
     data = load_dataset("adult", tmp_path, verify=False,
-                        options={"encoding": "ordinal", "normalize_rows": True})
+                        preprocessing={**spec, "normalize_rows": True})
     assert data.n_features == 14
     np.testing.assert_allclose(np.linalg.norm(data.X_train, axis=1), 1.0)
-    assert data.provenance["options"] == {"encoding": "ordinal", "normalize_rows": True}
-    with pytest.raises(DataError, match="encoding must be"):
-        load_dataset("adult", tmp_path, verify=False, options={"encoding": "binary"})
+    # each row is the scaled row divided by its own norm
+    np.testing.assert_allclose(
+        data.X_train, plain.X_train / np.linalg.norm(plain.X_train, axis=1, keepdims=True))
+    assert data.provenance["options"] == {}
+    assert data.provenance["preprocessing"][-1] == {"step": "normalize_rows", "norm": 1.0,
+                                                    "unit": "row", "source": "per_record"}
+    with pytest.raises(ConfigError, match="preprocessing.encoding = 'binary' is not one of"):
+        load_dataset("adult", tmp_path, verify=False, preprocessing={"encoding": "binary"})
+    with pytest.raises(DataError, match="option encoding moved to the"):
+        load_dataset("adult", tmp_path, verify=False, options={"encoding": "ordinal"})
 
 
 def test_adult_malformed(tmp_path):
@@ -399,7 +464,7 @@ def test_synthetic_validation(kwargs, match):
 
 def test_synthetic_options_validation():
     with pytest.raises(DataError,
-                       match="unknown option.*label_noise.*valid options: preset.*normalize_rows"):
+                       match="unknown option.*label_noise.*valid options: preset.*seed$"):
         load_dataset("synthetic", options={"n_train": 5, "n_test": 5, "n_features": 2,
                                            "label_noise": 0.1})
     with pytest.raises(DataError, match="n_features required"):
@@ -414,7 +479,8 @@ def test_synthetic_options_validation():
 
 def test_synthetic_via_load_dataset_with_normalized_rows():
     data = load_dataset("synthetic", options={"n_train": 50, "n_test": 10, "n_features": 8,
-                                              "seed": 4, "normalize_rows": True})
+                                              "seed": 4}, preprocessing={"normalize_rows": True})
+    assert data.n_features == 8
     np.testing.assert_allclose(np.linalg.norm(data.X_test, axis=1), 1.0)
     assert data.provenance["params"]["seed"] == 4
 
@@ -533,11 +599,23 @@ def test_real_adult_matches_independent_pandas(data_dir):
     assert np.sum(data.y_test == 1) == np.sum(test["income"] == ">50K.")
     categorical = ["workclass", "education", "marital-status", "occupation", "relationship",
                    "race", "sex", "native-country"]
-    assert data.n_features == 5 + sum(train[c].nunique() for c in categorical) == 103
+    # the width is the published schema's: every documented value, seen in training or not
+    documented = {c: set(ADULT_SCHEMA.column(c).values) for c in categorical}
+    assert data.n_features == 5 + sum(len(v) for v in documented.values()) == 104
+    assert 5 + sum(train[c].nunique() for c in categorical) == 103
+    for c in categorical:  # every value in the complete records is documented
+        assert set(train[c]) <= documented[c] and set(test[c]) <= documented[c]
+    # the one documented value no complete training record has: an all-zero column
+    names = data.provenance["feature_names"]
+    unseen = [names[j] for j in np.flatnonzero(data.X_train.sum(axis=0) == 0)]
+    assert unseen == ["workclass=Never-worked"]
     assert data.X_train.min() == 0.0 and data.X_train.max() == 1.0
     np.testing.assert_allclose(data.X_train[:, 5:].sum(axis=1), 8.0)  # one hot per category
+    np.testing.assert_allclose(data.X_test[:, 5:].sum(axis=1), 8.0)
     hours = train["hours-per-week"].to_numpy(float)
-    np.testing.assert_allclose(data.X_train[:, 4], (hours - hours.min()) / np.ptp(hours))
+    np.testing.assert_allclose(data.X_train[:, 4], (hours - 1) / (99 - 1))  # declared range
+    age = test["age"].to_numpy(float)
+    np.testing.assert_allclose(data.X_test[:, 0], (np.clip(age, 17, 90) - 17) / (90 - 17))
     assert data.checksums == {f.name: f.sha256 for f in REGISTRY["adult"].files}
 
 

@@ -390,7 +390,8 @@ def _adult_pool(data_dir):
     """Spec 7.1: train + test, ordinal codes, min-max over the pool, unit rows, {0,1} labels."""
     from vfl.datasets import load_dataset
 
-    ds = load_dataset("adult", data_dir, options={"encoding": "ordinal"})
+    # ordinal codes over Adult's published vocabularies, unscaled: the min-max is the pool's
+    ds = load_dataset("adult", data_dir, preprocessing={"encoding": "ordinal", "scaling": "none"})
     X = np.vstack([ds.X_train, ds.X_test])
     lo, hi = X.min(axis=0), X.max(axis=0)
     X = (X - lo) / np.where(hi > lo, hi - lo, 1.0)

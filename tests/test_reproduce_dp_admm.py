@@ -34,7 +34,12 @@ def test_shipped_configs_carry_the_papers_constants(name):
     c = load_config(CONFIGS / f"{name}.toml")
     assert c.name == name
     assert c.data.dataset == "adult"
-    assert c.data.options == {"encoding": "ordinal", "scaling": "minmax11", "row_norm": "unit"}
+    assert c.data.options == {}
+    # spec D2 with public parameters: ordinal codes, min/max to [-1, 1] within Adult's
+    # declared ranges (its published schema), unit rows
+    assert c.preprocessing.values == {"encoding": "ordinal", "scaling": "minmax",
+                                      "range": [-1.0, 1.0], "bounds": "schema",
+                                      "normalize_rows": True}
     p = c.partition  # Table II: 162 / 100 x 210 / 9000 of 30162
     assert (p.agents, p.samples_per_agent, p.public, p.test, p.pool) == \
         (100, 210, 162, 9000, "train")
@@ -105,6 +110,7 @@ def tiny_config(name: str, **changes) -> dict:
     """The shipped config ``name`` on a synthetic stand-in: 4 providers x 25 rows, T = 6, 2 runs."""
     raw = tomllib.loads((CONFIGS / f"{name}.toml").read_text())
     raw["data"] = dict(TINY_DATA)
+    raw["preprocessing"] = {}  # the stand-in has no published schema: its features as generated
     raw["partition"] = dict(TINY_PARTITION)
     raw["solver"]["epochs"] = 6
     raw["run"]["repeats"] = 2
@@ -215,17 +221,21 @@ def test_one_figure_runs_only_what_it_draws(tmp_path, tiny_grid):
     # every algorithm and (epsilon, delta) trains and tests on the same split
     assert {r.config.run.seed for v in runs.values() for r in v} == {0}
     from vfl.core.solver import Streams
+    from vfl.experiments.registry import get_solver
     from vfl.experiments.runner import load_config_dataset
     from vfl.experiments.settings import prepare
 
+    def setting(config):
+        return prepare(config, dataset, get_solver(config.solver.name))
+
     first = runs["alg2"][0].config
     dataset, _ = load_config_dataset(first)
-    splits = [prepare(r.config, dataset, unit_rows=False).prepare(Streams(0, repeat=1))
+    splits = [setting(r.config).prepare(Streams(0, repeat=1))
               for r in (runs["alg2"][0], runs["dp-admm-l2"][-1], runs["alg1"][0])]
     for other in splits[1:]:
         assert np.array_equal(other.data.A, splits[0].data.A)
         assert np.array_equal(other.test, splits[0].test)
-    other = prepare(first, dataset, unit_rows=False).prepare(Streams(0, repeat=2))
+    other = setting(first).prepare(Streams(0, repeat=2))
     assert not np.array_equal(other.data.A, splits[0].data.A)  # a fresh split per repeat
 
 

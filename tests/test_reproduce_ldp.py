@@ -52,7 +52,12 @@ def test_shipped_configs_validate_and_carry_the_papers_constants():
         nodes, edges = GRAPHS[graph]
         assert c.name == path.stem
         assert c.data.dataset == "adult"
-        assert c.data.options == {"encoding": "ordinal", "fit": "all", "row_norm": "unit"}
+        assert c.data.options == {}
+        # App. E with public parameters: ordinal codes, min/max to [0, 1] within Adult's
+        # declared ranges (every value lands in [0, 1]), unit rows
+        assert c.preprocessing.values == {"encoding": "ordinal", "scaling": "minmax",
+                                          "range": [0.0, 1.0], "bounds": "schema",
+                                          "normalize_rows": True}
         assert (c.partition.samples_per_agent, c.partition.pool) == (100, "train+test")
         n = c.network
         assert (n.graph, n.nodes, n.edges, n.labels, n.exchange) == \
@@ -86,8 +91,8 @@ def test_every_config_of_a_figure_shares_seed_data_partition_network(output):
     shared = set()
     for name in names:
         d = load_config(CONFIGS / f"{name}.toml").to_dict()
-        shared.add(repr([d["data"], d["partition"], d["network"], d["objective"],
-                         d["run"]]))
+        shared.add(repr([d["data"], d["preprocessing"], d["partition"], d["network"],
+                         d["objective"], d["run"]]))
     assert len(shared) == 1, names
 
 
@@ -123,7 +128,9 @@ def tiny_configs(root: Path) -> Path:
 name = "{raw['name']}"
 [data]
 dataset = "synthetic"
-options = {{ n_train = 150, n_test = 40, n_features = 5, seed = 3, normalize_rows = true }}
+options = {{ n_train = 150, n_test = 40, n_features = 5, seed = 3 }}
+[preprocessing]
+normalize_rows = true
 [partition]
 samples_per_agent = 10
 pool = "train+test"
@@ -327,7 +334,9 @@ BAD_BASE = """
 name = "bad"
 [data]
 dataset = "synthetic"
-options = {{ n_train = 150, n_test = 40, n_features = 5, seed = 3, normalize_rows = true }}
+options = {{ n_train = 150, n_test = 40, n_features = 5, seed = 3 }}
+[preprocessing]
+normalize_rows = true
 [partition]
 samples_per_agent = 10
 [network]

@@ -19,9 +19,10 @@ name = "{name}"
 [data]
 dataset = "synthetic"
 options = {{ n_train = 600, n_test = 200, n_features = 10, seed = 4 }}
+[preprocessing]
+normalize_rows = true
 [partition]
 columns = [4, 6]
-normalize_rows = true
 [objective]
 lam = 1.0
 """

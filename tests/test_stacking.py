@@ -212,7 +212,8 @@ def test_three_parties_sparse_and_dense_blocks_run_end_to_end(tmp_path):
            "data": {"dataset": "synthetic", "options": {"n_train": 2000, "n_test": 500,
                                                         "n_features": 12, "sparse": True,
                                                         "density": 0.5, "seed": 3}},
-           "partition": {"columns": [4, 5, 3], "normalize_rows": True},
+           "preprocessing": {"normalize_rows": True},
+           "partition": {"columns": [4, 5, 3]},
            "objective": {"lam": 1.0},
            "solver": {"name": "private_stacking", "epochs": 1},
            "privacy": {"epsilon": 2.0, "delta": 1e-5, "model_noise": 0.2,
@@ -224,6 +225,13 @@ def test_three_parties_sparse_and_dense_blocks_run_end_to_end(tmp_path):
     assert {"weight_party2", "weight_party3"} <= set(result.metrics.columns)
     assert final["test_logloss"] < np.log(2)
     assert result.manifest["privacy"]["per_party"][1]["party"] == 3
+    # each party's block of a row is normalized (the stage's per-record step), party 1 has
+    # the intercept, and no parameter was read off the private rows
+    pre = result.manifest["preprocessing"]
+    assert {"step": "normalize_rows", "norm": 1.0, "unit": "party block",
+            "source": "per_record"} in pre["steps"]
+    assert pre["private"] and not pre["fitted_on_training_rows"]
+    assert [p["intercept"] for p in result.manifest["partition"]] == [True, False, False]
     # dense blocks of different widths, directly
     blocks, y = problem(widths=(2, 7, 3), seed=9, sparse_blocks=(0, 2))
     s = make(blocks, y, epsilon=1.0, delta=1e-5)

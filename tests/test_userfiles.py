@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from vfl.core.errors import DataError
+from vfl.core.errors import ConfigError, DataError
 from vfl.datasets import (
     LOADER_OPTIONS,
     get_spec,
@@ -72,7 +72,7 @@ def test_libsvm_with_test_file():
     prov = data.provenance
     assert prov["parsing"]["indices"] == "one-based"
     assert prov["label_mapping"] == {"-1": 0.0, "+1": 1.0, "rule": "larger label is +1"}
-    assert prov["options"] == {"path": "tr.svm", "test_path": "te.svm", "normalize_rows": False}
+    assert prov["options"] == {"path": "tr.svm", "test_path": "te.svm"}
     json.dumps(prov)
 
 
@@ -144,6 +144,31 @@ def test_test_fraction_split_is_seeded_stratified_and_ordered():
         "n_train": 80, "n_test": 20}
 
 
+def test_unstratified_split_depends_only_on_positions():
+    from vfl.datasets.loaders import load_raw
+    from vfl.datasets.stage import fit_stage
+
+    y = np.r_[np.ones(30), np.zeros(70)]
+    lines = [f"{int(v)} 1:{i} 2:0.5\n" for i, v in enumerate(y, start=1)]
+    write("s.svm", "".join(lines).encode())
+    lines[3] = "0 1:4 2:0.5\n"  # one record's label replaced
+    write("t.svm", "".join(lines).encode())
+    opts = {"test_fraction": 0.2, "split_seed": 5, "n_features": 2, "zero_based": False}
+    a = load_dataset("libsvm", options={"path": "s.svm", **opts, "stratify": False})
+    b = load_dataset("libsvm", options={"path": "t.svm", **opts, "stratify": False})
+    assert a.n_test == 20 and a.n_train == 80
+    assert a.provenance["split"]["stratified_by_label"] is False
+    # every record lands in the same part whatever the other records' labels
+    np.testing.assert_array_equal(a.X_test.toarray(), b.X_test.toarray())
+    np.testing.assert_array_equal(a.X_train.toarray(), b.X_train.toarray())
+    # a run that claims a guarantee refuses the stratified split and names the key
+    raw = load_raw("libsvm", options={"path": "s.svm", **opts})
+    with pytest.raises(ConfigError, match="stratified test split .* set data.stratify = false"):
+        fit_stage(raw, {}, private=True)
+    fit_stage(load_raw("libsvm", options={"path": "s.svm", **opts, "stratify": False}), {},
+              private=True)
+
+
 @pytest.mark.parametrize("labels, positive, expected, rule", [
     ((0, 1), None, [-1, 1], "larger label is +1"),
     ((-1, 1), None, [-1, 1], "larger label is +1"),
@@ -166,9 +191,18 @@ def test_label_mapping(labels, positive, expected, rule):
 
 def test_normalize_rows_applies_to_user_files():
     write("tr.svm", SVM)
-    data = load_dataset("libsvm", options={"path": "tr.svm", "test_fraction": 0.5,
-                                           "normalize_rows": True})
+    opts = {"path": "tr.svm", "test_fraction": 0.5}
+    with pytest.raises(DataError, match=r"libsvm: option normalize_rows moved to the "
+                                        r"\[preprocessing\] section: set preprocessing.normalize_rows"):
+        load_dataset("libsvm", options={**opts, "normalize_rows": True})
+    data = load_dataset("libsvm", options=opts, preprocessing={"normalize_rows": True})
+    plain = load_dataset("libsvm", options=opts)
+    assert sp.isspmatrix_csr(data.X_train) and data.n_features == plain.n_features == 4
     np.testing.assert_allclose(sp.linalg.norm(data.X_train, axis=1), 1.0)
+    np.testing.assert_allclose(sp.linalg.norm(data.X_test, axis=1), 1.0)
+    # each row is the file's row divided by its own norm
+    norms = sp.linalg.norm(plain.X_train, axis=1)
+    np.testing.assert_allclose(data.X_train.toarray(), plain.X_train.toarray() / norms[:, None])
 
 
 # --------------------------------------------------------------------- CSV
@@ -188,18 +222,31 @@ def test_csv_categorical_onehot_with_test_file():
     assert data.provenance["label_mapping"] == {
         "-1": "no", "+1": "yes", "rule": "larger label (string order) is +1"}
     assert data.provenance["parsing"]["categorical_columns"] == {"city": "detected"}
-    assert data.provenance["unseen_test_categories"] == {"city": 1}
+    # the vocabulary was read off the training rows (allowed outside a private run), and
+    # the record says so
+    encode = data.provenance["preprocessing"][0]
+    assert encode["categorical"] == {"city": {"values": ["Oslo", "Paris", "Rome"],
+                                              "source": "training_rows"}}
     json.dumps(data.provenance)
+    # with the declared "other" bucket, Berlin gets the city=<other> column
+    other = load_dataset("csv", options={"path": "a.csv", "label": "y", "test_path": "b.csv"},
+                         preprocessing={"other": True})
+    assert other.provenance["feature_names"] == ["age", "city=Oslo", "city=Paris", "city=Rome",
+                                                 "city=<other>", "income"]
+    np.testing.assert_array_equal(other.X_test, [[30, 0, 1, 0, 0, 1], [40, 0, 0, 0, 1, 2]])
 
 
 def test_csv_ordinal_features_declared_categorical_and_delimiter():
     content = CSV.replace(b",", b";")
     write("a.csv", content)
     write("b.csv", CSV_TEST.replace(b",", b";"))
-    data = load_dataset("csv", options={
-        "path": "a.csv", "label": "y", "test_path": "b.csv", "delimiter": ";",
-        "features": ["income", "city", "age"], "categorical": "ordinal",
-        "categorical_columns": ["age"], "label_positive": "no"})
+    options = {"path": "a.csv", "label": "y", "test_path": "b.csv", "delimiter": ";",
+               "features": ["income", "city", "age"], "categorical_columns": ["age"],
+               "label_positive": "no"}
+    with pytest.raises(DataError, match=r"csv: option categorical moved to the \[preprocessing\] "
+                                        r"section: set preprocessing.encoding"):
+        load_dataset("csv", options={**options, "categorical": "ordinal"})
+    data = load_dataset("csv", options=options, preprocessing={"encoding": "ordinal"})
     # ages 20..70 as categories '20' < '30' < ...; Berlin unseen -> 3 (one past Rome=2)
     np.testing.assert_array_equal(data.X_train[:2], [[1.5, 1, 1], [2, 2, 2]])
     np.testing.assert_array_equal(data.X_test, [[1, 1, 1], [2, 3, 2]])
@@ -211,9 +258,22 @@ def test_csv_ordinal_features_declared_categorical_and_delimiter():
 def test_csv_categories_do_not_depend_on_split_seed():
     rows = "".join(f"{i % 2},{'rare' if i == 7 else 'c' + str(i % 3)}\n" for i in range(40))
     write("r.csv", ("y,kind\n" + rows).encode())
-    widths = {load_dataset("csv", options={"path": "r.csv", "label": "y", "test_fraction": 0.25,
-                                           "split_seed": s}).n_features for s in range(6)}
-    assert widths == {4}
+
+    def load(seed, **pre):
+        return load_dataset("csv", options={"path": "r.csv", "label": "y", "test_fraction": 0.25,
+                                            "split_seed": seed}, preprocessing=pre)
+
+    # a declared vocabulary fixes the width whatever rows the split puts in training
+    declared = {"categories": {"kind": ["c0", "c1", "c2", "rare"]}}
+    assert {load(s, **declared).n_features for s in range(6)} == {4}
+    assert load(0, **declared).provenance["preprocessing"][0]["categorical"]["kind"]["source"] \
+        == "config"
+    # without one, the vocabulary is the training rows' (recorded as such): whether 'rare'
+    # gets a column depends on the split
+    fitted = {s: load(s) for s in range(6)}
+    assert {d.n_features for d in fitted.values()} == {3, 4}
+    assert {d.provenance["preprocessing"][0]["categorical"]["kind"]["source"]
+            for d in fitted.values()} == {"training_rows"}
 
 
 def test_csv_booleans_tsv_and_numeric_labels():
@@ -375,15 +435,17 @@ CASES = [
      "libsvm: n_features must be an integer >= 1, got 0"),
     ("bad-split-seed", {"n.svm": SVM}, "libsvm", {"path": "n.svm", "split_seed": -1},
      "libsvm: split_seed must be an integer >= 0, got -1"),
-    ("bad-categorical", {"n.csv": CSV}, "csv", {"path": "n.csv", "categorical": "dummy"},
-     "csv: categorical must be \"onehot\" or \"ordinal\", got 'dummy'"),
+    ("moved-categorical", {"n.csv": CSV}, "csv", {"path": "n.csv", "categorical": "dummy"},
+     "csv: option categorical moved to the [preprocessing] section: set preprocessing.encoding"),
+    ("bad-stratify", {"n.svm": SVM}, "libsvm", {"path": "n.svm", "stratify": "yes"},
+     "libsvm: stratify must be true or false, got 'yes'"),
     ("bad-delimiter", {"n.csv": CSV}, "csv", {"path": "n.csv", "delimiter": ",,"},
      "csv: delimiter must be one character such as \",\", \";\" or \"\\t\", got ',,'"),
     ("label-in-features", {"n.csv": CSV}, "csv", {"path": "n.csv", "features": ["age", "y"]},
      "csv: features lists the label column 'y'"),
     ("unknown-option", {"n.svm": SVM}, "libsvm", {"path": "n.svm", "label": "y"},
      "libsvm: unknown option(s) label; valid options: path, test_path, test_fraction, "
-     "split_seed, n_features, zero_based, label_positive, normalize_rows"),
+     "split_seed, stratify, n_features, zero_based, label_positive"),
 ]
 
 # Content for the cases whose file depends on a compressor.
