@@ -141,6 +141,14 @@ def _nonprivate(config):
     return config_from_dict(raw)
 
 
+def _kind(config) -> str:
+    """Whether a method's test numbers are released (a deployable model) or diagnostic."""
+    from vfl.core.solver import column_kinds
+    from vfl.experiments.registry import get_solver
+
+    return column_kinds(get_solver(config.solver.name), ["test_logloss"], True)["test_logloss"]
+
+
 # --------------------------------------------------------------- validation --
 def _holdout(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(fit rows, validation rows) of the training set: one fixed permutation."""
@@ -336,13 +344,16 @@ def _dataset(dataset: str, configs: Path, out: Path, data_dir, echo, epsilons=EP
                       "solver.lam_local": stack.solver.values["lam_local"]}
                      if short == "stacking" else {})
             rows.append({"method": method, "epsilon": eps, **res,
-                         "chosen": json.dumps({**fixed, **best})})
+                         "kind": _kind(base), "chosen": json.dumps({**fixed, **best})})
             echo(f"    {method}, epsilon {eps:g}: test log loss {res['test_logloss_mean']:.4f} "
                  f"+- {res['test_logloss_std']:.4f} (chosen on validation: {json.dumps(best)})")
     return pd.DataFrame(rows), pd.concat(tuning, ignore_index=True), baselines, run.manifest
 
 
-_STYLE = {"private stacking": ("C0", "o", "-"), "ADMM sharing (row-level DP)": ("C3", "s", "-")}
+#: dashed: a diagnostic curve (scored with a model no party could deploy)
+_STYLE = {"private stacking": ("C0", "o", "-"), "ADMM sharing (row-level DP)": ("C3", "s", "--")}
+_LEGEND = {"ADMM sharing (row-level DP)": "ADMM sharing (row-level DP), diagnostic: scored with "
+                                          "the exact x_m no party releases"}
 _LINES = {"non-private stacking": ("C0", "-."), "all features": ("black", "--"),
           "party 1 alone": ("0.45", ":")}
 
@@ -363,7 +374,7 @@ def _panel(ax, table: pd.DataFrame, metric: str, title: str) -> None:
         if t.empty:
             continue
         x, m, s = t["epsilon"], t[f"{metric}_mean"], t[f"{metric}_std"].fillna(0.0)
-        ax.plot(x, m, color=color, marker=marker, ms=3.5, ls=ls, label=method)
+        ax.plot(x, m, color=color, marker=marker, ms=3.5, ls=ls, label=_LEGEND.get(method, method))
         ax.fill_between(x, m - s, m + s, color=color, alpha=0.18, lw=0)
         off = (m > ylim[1]) if worse_up else (m < ylim[0])
         if off.any():

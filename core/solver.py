@@ -102,6 +102,10 @@ class Release:
     sensitivity: np.ndarray
     scale: np.ndarray
     size: int
+    #: drawn by the exact integer sampler on a grid (:mod:`vfl.core.sampling`): the
+    #: sensitivity includes the grid's rounding, and the ledger composes the release
+    #: with bounds that hold for the discrete mechanism
+    exact: bool = False
 
     @property
     def noise_multiplier(self) -> np.ndarray:
@@ -109,7 +113,13 @@ class Release:
 
 
 def add_noise(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng: np.random.Generator):
-    """``mean`` plus noise of per-unit ``scale`` (rows of ``mean`` are units)."""
+    """``mean`` plus noise of per-unit ``scale`` (rows of ``mean`` are units).
+
+    With an exact sampler as ``rng`` (deployment runs), the noise is exact
+    discrete noise on a grid (:class:`vfl.core.sampling.ExactSampler`).
+    """
+    if getattr(rng, "exact", False):
+        return rng.add(mechanism, mean, scale)
     mean = np.asarray(mean, dtype=float)
     s = np.asarray(scale, dtype=float).reshape((-1,) + (1,) * (mean.ndim - 1)) if mean.ndim > 1 \
         else np.asarray(scale, dtype=float)
@@ -166,6 +176,8 @@ class Streams:
     seed: int
     repeat: int = 0
     replayable_noise: bool = True
+    #: a deployment run's noise streams are exact samplers (:mod:`vfl.core.sampling`)
+    exact_noise: bool = False
     _entropy: Any = field(default=None, repr=False)
 
     def _key(self, *key: int) -> tuple[int, ...]:
@@ -182,6 +194,10 @@ class Streams:
         """The noise stream of one unit (``noise(m)``) or of all units at once (``noise()``)."""
         if self.replayable_noise:
             seq = np.random.SeedSequence(self.seed, spawn_key=self._key(STREAM_KEYS["noise"], *unit))
+        elif self.exact_noise:
+            from .sampling import ExactSampler
+
+            return ExactSampler()
         else:
             if self._entropy is None:
                 self._entropy = np.random.SeedSequence()  # fresh OS entropy, never recorded
@@ -191,7 +207,16 @@ class Streams:
     def describe(self) -> dict:
         if self.replayable_noise:
             return {"noise": "replayable: SeedSequence(seed, spawn_key=(0, unit...)); this run is a "
-                             "simulation whose noise anyone with the manifest can regenerate"}
+                             "simulation whose noise anyone with the manifest can regenerate, "
+                             "drawn by numpy's floating-point sampler: its epsilon is for "
+                             "analysis only"}
+        if self.exact_noise:
+            return {"noise": "exact discrete Gaussian / Laplace on a grid of step scale / 2^20 "
+                             "(each scale grown by about 1e-4 or less so that the rounding is "
+                             "charged at the calibrated epsilon), "
+                             "integer arithmetic on os.urandom (Canonne, Kamath & Steinke 2020): "
+                             "it cannot be replayed, and it is safe against floating-point "
+                             "attacks (Mironov 2012)"}
         return {"noise": "OS entropy (numpy SeedSequence() with no seed), not recorded: the noise "
                          "cannot be replayed from this run directory"}
 
@@ -344,8 +369,20 @@ class Solver:
         scale_arr = np.broadcast_to(np.asarray(scale, dtype=float), units_arr.shape).copy()
         sens_arr = np.broadcast_to(np.asarray(sensitivity, dtype=float), units_arr.shape).copy()
         mean = np.asarray(mean, dtype=float)
-        event = Release(mechanism, units_arr, sens_arr, scale_arr,
-                        int(size if size is not None else (mean.size if single else mean[0].size)))
+        size = int(size if size is not None else (mean.size if single else mean[0].size))
+        exact = bool(getattr(rng, "exact", False)) and self.observer is None
+        if exact:
+            # Rounding to the grid (step scale / 2^k) is part of the query and adds
+            # c * scale to the sensitivity; the scale grows by 1 / (1 - c scale / Delta)
+            # so that sensitivity / scale, hence epsilon, stays what was calibrated.
+            from .sampling import grid_slack
+
+            c = grid_slack(mechanism, 1.0, size)
+            grow = c * scale_arr / sens_arr
+            ok = np.isfinite(grow) & (grow < 0.5)
+            scale_arr = np.where(ok, scale_arr / np.where(ok, 1.0 - grow, 1.0), scale_arr)
+            sens_arr = sens_arr + c * scale_arr
+        event = Release(mechanism, units_arr, sens_arr, scale_arr, size, exact)
         if not hasattr(self, "_releases"):
             self._releases = []
         self._releases.append(event)

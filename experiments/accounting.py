@@ -41,6 +41,7 @@ class PrivacyLedger:
         self._lap_pure = np.zeros(0)
         self.unsound = False
         self.laplace = False
+        self.exact = False  # some release drawn by the exact discrete sampler
 
     def _grow(self, n: int) -> None:
         if n > self._gauss.size:
@@ -58,12 +59,18 @@ class PrivacyLedger:
                 continue
             self._grow(int(r.units.max()) + 1)
             ratio = r.sensitivity / r.scale  # 1/z (Gaussian) or pure epsilon (Laplace)
+            self.exact |= r.exact
             if r.mechanism == "gaussian":
+                # the discrete Gaussian has the continuous one's RDP (Canonne et al. 2020)
                 np.add.at(self._gauss, r.units, ratio**2)
             elif r.mechanism == "laplace":
                 self.laplace = True
                 np.add.at(self._lap_pure, r.units, ratio)
-                np.add.at(self._lap_rdp, r.units, _laplace_rdp(ratio[:, None], self._orders[None, :]))
+                orders = self._orders[None, :]
+                # the discrete Laplace: only what every eps-DP mechanism has, min(eps, a eps^2/2)
+                rdp = (np.minimum(ratio[:, None], orders * ratio[:, None] ** 2 / 2) if r.exact
+                       else _laplace_rdp(ratio[:, None], orders))
+                np.add.at(self._lap_rdp, r.units, rdp)
             else:
                 self.unsound = True  # a mechanism this ledger cannot compose
 
@@ -83,6 +90,8 @@ class PrivacyLedger:
 
     @property
     def method(self) -> str:
+        if self.exact:
+            return "rdp (exact discrete noise)"
         if self.laplace or self.accountant == "rdp":
             return "rdp"
         return "exact Gaussian composition (= the PLD limit)"
@@ -93,7 +102,7 @@ class PrivacyLedger:
             return float("nan")
         if self._gauss.size == 0:
             return 0.0
-        if not self.laplace and self.accountant != "rdp":
+        if not self.laplace and self.accountant != "rdp" and not self.exact:
             from vfl.privacy import composed_gaussian_epsilon
 
             worst = float(self._gauss.max())
@@ -101,8 +110,10 @@ class PrivacyLedger:
         from dp_accounting.rdp import rdp_privacy_accountant
 
         rdp = self._lap_rdp + self._gauss[:, None] * self._orders[None, :] / 2.0
-        return float(max(rdp_privacy_accountant.compute_epsilon(self._orders, row, self.delta)[0]
-                         for row in rdp))
+        eps = float(max(rdp_privacy_accountant.compute_epsilon(self._orders, row, self.delta)[0]
+                        for row in rdp))
+        # Laplace only: basic composition is (eps, 0)-DP too, and sometimes smaller
+        return min(eps, self.pure_epsilon()) if not np.any(self._gauss > 0) else eps
 
     def pure_epsilon(self) -> float:
         """Basic composition of the Laplace releases (delta = 0); NaN with Gaussians."""

@@ -452,6 +452,15 @@ def _privacy(pv: dict, cls, solver: SolverConfig) -> PrivacyConfig:
         raise ConfigError("privacy.budget_epsilon needs a run that accounts its privacy "
                           f"({cls.name}: set privacy.delta)")
     replayable = (not claims) if g["replayable_noise"] is None else g["replayable_noise"]
+    if claims and not replayable and "accountant" in declared:
+        # deployment noise is exact discrete noise (vfl.core.sampling): RDP accounts for it
+        if "accountant" not in pv:
+            values["accountant"] = "rdp"
+        elif values["accountant"] != "rdp":
+            raise ConfigError(f"privacy.accountant = {values['accountant']!r} composes continuous "
+                              "Gaussians; a deployment run draws exact discrete noise, accounted "
+                              "by rdp: set privacy.accountant = \"rdp\" (or privacy."
+                              "replayable_noise = true for a simulation)")
     return PrivacyConfig(values=values, replayable_noise=replayable,
                          budget_epsilon=g["budget_epsilon"], claims_guarantee=claims)
 

@@ -119,7 +119,10 @@ class RunPlan:
 
 
 def _streams(config: Config, repeat: int) -> Streams:
-    return Streams(config.run.seed, repeat=repeat, replayable_noise=config.privacy.replayable_noise)
+    # a run that claims a guarantee and cannot be replayed is a deployment: exact noise
+    exact = config.privacy.claims_guarantee and not config.privacy.replayable_noise
+    return Streams(config.run.seed, repeat=repeat, replayable_noise=config.privacy.replayable_noise,
+                   exact_noise=exact)
 
 
 def _build(cls, config: Config, prepared, streams: Streams) -> Solver:
