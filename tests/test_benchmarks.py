@@ -111,7 +111,8 @@ def test_only_runs_the_named_cases_and_the_hook_is_optional(tmp_path):
 def test_external_benchmarks_plug_in(monkeypatch):
     from benchmarks import report, runner
 
-    assert runner.EXTERNAL == {"dp_admm": "dp_admm_benchmark", "ldp": "ldp_benchmark"}
+    assert runner.EXTERNAL == {"dp_admm": "dp_admm_benchmark", "ldp": "ldp_benchmark",
+                               "sampler": "sampler_benchmark"}
     monkeypatch.setitem(runner.EXTERNAL, "does_not_exist", "bench")
     assert runner._external("does_not_exist", "bench", None) is None
     md = report.markdown({"quick": True, "total_seconds": 1.0, "targets": {},

@@ -18,11 +18,12 @@ _COMMON = """
 name = "{name}"
 [data]
 dataset = "synthetic"
-options = {{ n_train = 600, n_test = 200, n_features = 10, seed = 4 }}
+options = {{ n_train = 600, n_test = 800, n_features = 10, seed = 4 }}
 [preprocessing]
 normalize_rows = true
 [partition]
 columns = [4, 6]
+public = 600
 [objective]
 lam = 1.0
 """

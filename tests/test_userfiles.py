@@ -528,7 +528,9 @@ def test_inspect_libsvm_and_csv():
     assert (info["n_rows"], info["n_features"], info["nnz"]) == (6, 4, 8)
     assert info["labels"] == [{"raw": 0.0, "value": -1, "count": 3},
                               {"raw": 1.0, "value": 1, "count": 3}]
-    assert info["options"] == {"path": str(Path.cwd() / "tr.svm.bz2"), "n_features": 4}
+    # the width and the index base are written out: a private run needs them given
+    assert info["options"] == {"path": str(Path.cwd() / "tr.svm.bz2"), "n_features": 4,
+                               "zero_based": False}
     assert (info["min"], info["max"], info["binary_columns"]) == (0.0, 3.0, 1)
     assert info["file"]["compression"] == "bzip2"
 
