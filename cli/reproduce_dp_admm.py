@@ -376,7 +376,7 @@ def _convergence(fig_name, plans, out, sweep, reg_name, echo) -> list[Path]:
         for ax in axes[1]:
             ax.set_xlabel("iteration k")
         for ax in axes[:, 0]:
-            ax.set_ylabel("expected augmented objective")
+            ax.set_ylabel("expected augmented objective (diagnostic)")
         reg = "$\\ell_1$" if reg_name == "l1" else "$\\ell_2$"
         fig.suptitle(f"{fig_name.replace('fig', 'Fig. ')}: DP-ADMM vs the non-private algorithm "
                      f"({reg}-regularized logistic regression, Adult)", fontsize=9)
@@ -704,10 +704,10 @@ def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2
             written += _accuracy("fig6", plans, out, "dp-admm-l2", "half_l2sq", True, echo)
         elif fig == "fig4":
             written += _versus_alg2("fig4", plans, out, "augmented_objective",
-                                    "expected augmented objective", echo)
+                                    "expected augmented objective (diagnostic)", echo)
         elif fig == "fig5":
             written += _versus_alg2("fig5", plans, out, "empirical_loss",
-                                    "expected empirical loss (training)", echo)
+                                    "expected empirical loss, training (diagnostic)", echo)
         else:
             written += _table3(configs, out, data_dir, echo)
     return written

@@ -297,10 +297,10 @@ def _draw(output: str, runs: dict, out: Path, echo) -> list[Path]:
                                     lw=0)
             ax.set_xlabel("iteration k")
             if panel == "accuracy":
-                ax.set_ylabel("log10 mean distance to x* (per coordinate)")
+                ax.set_ylabel("log10 mean distance to x* (diagnostic)")
                 ax.set_title(f"{_TITLES[output]} ({_GRAPH[output]}): accuracy")
             else:
-                ax.set_ylabel("cumulative privacy loss (mean over agents)")
+                ax.set_ylabel("cumulative privacy loss, mean over agents (diagnostic)")
                 ax.set_title(f"{_TITLES[output]} ({_GRAPH[output]}): privacy loss")
             ax.legend(loc="best", fontsize=6.5, framealpha=0.85)
         fig.text(0.0, -0.01, _caption(CAPTIONS[output]), ha="left", va="top", fontsize=5.5)

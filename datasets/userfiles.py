@@ -303,7 +303,9 @@ def _name_list(fmt: str, options: Mapping, key: str) -> list[str] | None:
     if (not isinstance(value, (list, tuple)) or not value
             or not all(isinstance(v, str) and v for v in value)):
         raise DataError(f"{fmt}: {key} must be a non-empty list of column names, got {value!r}")
-    twice = sorted({v for v in value if list(value).count(v) > 1})
+    from collections import Counter
+
+    twice = sorted(v for v, n in Counter(value).items() if n > 1)
     if twice:
         raise DataError(f"{fmt}: {key} lists {_preview(twice)} more than once")
     return list(value)
@@ -650,7 +652,9 @@ def _read_csv(f: UserFile, delimiter: str, text_columns) -> pd.DataFrame:
     # pandas renames a repeated header name "a" to "a.1"; refuse instead of guessing.
     header = pd.read_csv(io.BytesIO(f.content), sep=delimiter, header=None, nrows=1,
                          dtype=str, na_filter=False, skipinitialspace=True).iloc[0].tolist()
-    repeated = sorted({h for h in header if header.count(h) > 1})
+    from collections import Counter
+
+    repeated = sorted(h for h, n in Counter(header).items() if n > 1)
     if repeated:
         raise DataError(f"{f.path}: column name(s) {_preview(repeated)} appear more than once "
                         "in the header line")
@@ -670,7 +674,8 @@ def _select_columns(f: UserFile, frame: pd.DataFrame, label: str,
             raise DataError(f"{f.path}: no feature columns besides the label {label!r}")
     elif label in features:
         raise DataError(f"csv: features lists the label column {label!r}")
-    missing = [c for c in features if c not in present]
+    have = set(present)
+    missing = [c for c in features if c not in have]
     if missing:
         raise DataError(f"{f.path}: feature column(s) {_preview(missing)} not found; "
                         f"columns are: {_preview(present)}")
@@ -767,7 +772,8 @@ def load_csv(options: Mapping[str, Any]) -> RawDataset:
     if test is not None:
         frame_t = _read_csv(test, opts["delimiter"], [label, *categorical])
         _select_columns(test, frame_t, label, features, declared)
-        extra = [c for c in frame_t.columns if c not in frame.columns]
+        known = set(frame.columns)
+        extra = [c for c in frame_t.columns if c not in known]
         if opts["features"] is None and extra:
             raise DataError(f"{test.path}: column(s) {_preview(extra)} are not in the training "
                             f"file {train.path} (set features to choose the columns)")
