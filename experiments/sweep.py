@@ -244,12 +244,25 @@ def _run_dask(todo, data_dir, client, on_done):
                 on_done(futures[future], False)
 
 
+def _column_kinds(path) -> dict:
+    """``released`` / ``diagnostic`` per column of a private run (empty for other runs)."""
+    import json
+
+    try:
+        released = json.loads((Path(path) / "manifest.json").read_text()).get("released", {})
+    except (OSError, ValueError):
+        return {}
+    return released.get("columns", {}) if released.get("private") else {}
+
+
 def aggregate_sweep(runs: list[SweepRun], out_dir) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Write ``sweep.csv`` and ``sweep_final.csv`` (atomically) from the run files.
 
     One column per swept key (its short name, e.g. ``sigma``); for each
     aggregated metric a ``_mean`` and ``_std`` across seeds (``n_seeds``
-    runs); ``sweep_final.csv`` keeps each grid point's last iteration.
+    runs); ``sweep_final.csv`` keeps each grid point's last iteration. For
+    runs that claim a guarantee, a ``diagnostic`` column names the metrics
+    computed from exact private values (not covered by epsilon).
     """
     names = [k for k, _ in runs[0].values]
     frames = []
@@ -267,6 +280,10 @@ def aggregate_sweep(runs: list[SweepRun], out_dir) -> tuple[pd.DataFrame, pd.Dat
     agg.columns = [f"{metric}_{stat}" for metric, stat in agg.columns]
     agg.insert(0, "n_seeds", grouped.size())
     agg = agg.reset_index()
+    # a private run's diagnostic metrics (exact private values, not covered) are named
+    kinds = _column_kinds(runs[0].path)
+    if kinds:
+        agg["diagnostic"] = ";".join(m for m in metrics if kinds.get(m) == "diagnostic")
     # The final point of each grid point is its last iteration (runs may stop early).
     final = agg.loc[agg.groupby(names)["epoch"].idxmax()].reset_index(drop=True)
     out = Path(out_dir)
