@@ -161,6 +161,18 @@ def _fmt(value, spec: str) -> str:
     return format(value, spec)
 
 
+def _up(value: float, digits: int = 4) -> str:
+    """``value`` to ``digits`` significant digits, rounded up: a printed guarantee is never
+    smaller than the one composed."""
+    import math
+
+    if not math.isfinite(value) or value <= 0:
+        return f"{value:.{digits}g}"
+    scale = 10 ** (digits - 1 - math.floor(math.log10(value)))
+    up = math.ceil(value * scale * (1 - 1e-9)) / scale  # a calibrated target stays as it is
+    return f"{up:.{digits}g}"
+
+
 def _plural(n, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
@@ -178,7 +190,7 @@ def _privacy_lines(result) -> list[str]:
     if spent is not None:
         eps = spent.get("epsilon_tight")
         if p.get("dp_guarantee") and eps is not None:
-            lines.append(f"privacy guarantee: ({eps:.4g}, {spent['delta_tight']:.2g})-DP after "
+            lines.append(f"privacy guarantee: ({_up(eps)}, {spent['delta_tight']:.2g})-DP after "
                          f"{_plural(spent['epochs'], result.manifest['solver'].get('iteration_name', 'epoch'))}"
                          f" ({spent['tight_accountant']}); neighbours: {p['neighbouring']}")
         else:
