@@ -394,8 +394,7 @@ def _panel(ax, table: pd.DataFrame, metric: str, title: str) -> None:
     levels = sorted(table.loc[np.isfinite(table["epsilon"]), "epsilon"].unique())
     ax.set_xticks(levels, [f"{e:g}" for e in levels])
     ax.minorticks_off()
-    ax.set_xlabel("end-to-end epsilon (delta = 1e-5; one row of a passive party; "
-                  "tuned on public rows)")
+    ax.set_xlabel("end-to-end epsilon (delta = 1e-5)")
     ax.set_ylabel({"test_logloss": "test log loss (nats per sample)",
                    "test_accuracy": "test accuracy"}[metric])
     ax.set_title(title)
@@ -413,6 +412,9 @@ def _figure(tables: dict, manifests: dict, out: Path) -> list[Path]:
             what = f" (mean +- sd, {n} noise draws)" if n > 1 else ""
             _panel(row[0], table, "test_logloss", f"{title}: test log loss{what}")
             _panel(row[1], table, "test_accuracy", f"{title}: test accuracy")
+        fig.suptitle("Neighbours: one row of a passive party's block replaced. Hyper-parameters "
+                     "tuned on rows declared public (part of the test file, not scored), so "
+                     "the axis is the whole epsilon.", fontsize=7)
         handles, labels = axes[0, 0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=7,
                    frameon=False)
