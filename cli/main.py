@@ -601,7 +601,14 @@ def sweep(config_path, grid, seeds, jobs, scheduler, out, epochs, data_dir, over
         key, sep, values = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"--grid expects KEY=V1,V2,..., got {item!r}")
-        table[key.strip()] = _toml_values(values, key.strip())
+        key = key.strip()
+        if key in table:
+            raise ConfigError(f"--grid {key} is given twice; list all its values in one --grid")
+        table[key] = _toml_values(values, key)
+        seen = [json.dumps(v, sort_keys=True) for v in table[key]]
+        twice = sorted({v for v in seen if seen.count(v) > 1})
+        if twice:
+            raise ConfigError(f"--grid {key} lists {twice[0]} twice (each point would run twice)")
     runs = plan_grid(config, table, seed_list, out)
     runs, executed = _run_and_report(
         lambda on_done: run_grid(config, table, seed_list, out, data_dir=data_dir, jobs=jobs,
@@ -631,7 +638,6 @@ _ANALYSIS_LABEL = {
     "exact": "exact composed Gaussian (z_eff = z / sqrt(T))",
 }
 # Beyond this epsilon, e^epsilon overflows float64 in the accountants.
-_MAX_EPSILON = 700.0
 
 
 def _finite(option: str, value, *, positive=True, below=None):
@@ -672,9 +678,10 @@ def privacy(sigma, epsilon, sensitivity, epochs, delta, run_dir, out):
     if epochs is None or delta is None:
         raise click.UsageError("--epochs and --delta are required")
     _finite("--epsilon", epsilon)
-    if epsilon is not None and epsilon > _MAX_EPSILON:
-        raise ConfigError(f"--epsilon must be <= {_MAX_EPSILON:g} (e^epsilon overflows beyond), "
-                          f"got {epsilon:g}")
+    if epsilon is not None:
+        from vfl.core.params import check_epsilon
+
+        check_epsilon("--epsilon", epsilon)
     if not (math.isfinite(delta) and 0 < delta < 1):
         raise ConfigError(f"--delta must be in (0, 1), got {delta:g}")
     _finite("--sigma", sigma)
@@ -809,10 +816,11 @@ def reproduce(paper, figure, out, configs, jobs, data_dir):
 
     from vfl.experiments.records import check_output_dir
 
-    from .reproduce import check_configs, reproduce as run_reproduce, resolve
+    from .reproduce import check_configs, check_data, reproduce as run_reproduce, resolve
 
     chosen = resolve(paper, figure)  # a bad name is refused before anything runs
     check_configs(chosen, Path(configs))
+    check_data(chosen, Path(configs), data_dir)
     check_output_dir(out, exists_ok=True, what="figure directory")
     t0 = perf_counter()
     written = run_reproduce(paper, figure, Path(out), Path(configs), data_dir=data_dir, jobs=jobs,

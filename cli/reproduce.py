@@ -69,6 +69,30 @@ def check_configs(chosen: list[tuple[str, str]], configs: Path) -> None:
                 raise ConfigError(f"{paper} {which}: config {configs / (name + '.toml')} not found")
 
 
+def check_data(chosen: list[tuple[str, str]], configs: Path, data_dir=None) -> None:
+    """Refuse, before anything runs or is created, a figure whose configs are broken or whose
+    registry data is missing (a config's fallback counts when none of its files is there)."""
+    from vfl.datasets import REGISTRY, dataset_status
+    from vfl.datasets.files import require_files, resolve_data_dir
+    from vfl.datasets.registry import get_spec
+    from vfl.experiments.config import load_config
+
+    seen = set()
+    for paper, which in chosen:
+        needs = getattr(paper_module(paper), "required_configs", None)
+        for name in (needs(which) if needs else []):
+            config = load_config(Path(configs) / f"{name}.toml")  # a broken config stops here
+            d = config.data
+            if d.dataset not in REGISTRY or d.dataset in seen:
+                continue
+            seen.add(d.dataset)
+            present = [f["present"] for f in dataset_status(d.dataset, data_dir)]
+            if d.fallback and not any(present):
+                continue
+            spec = get_spec(d.dataset)
+            require_files(spec.name, spec.files, resolve_data_dir(data_dir))
+
+
 def reproduce(first: str | None, second: str | None, out: Path, configs: Path, data_dir=None,
               jobs: int = 2, echo=click.echo) -> list[Path]:
     written = []

@@ -65,7 +65,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after .plotting chose the Agg ba
 __all__ = ["FIGURES", "needs", "TITLE", "EPSILONS", "DELTAS", "reproduce", "figure_runs",
            "required_configs", "time_cases"]
 
-TITLE = "Huang et al., DP-ADMM over sample-partitioned data (papers/003)"
+TITLE = "Huang, Hu, Chan-Tin, Gong 2019, DP-ADMM over sample-partitioned data"
 #: figure -> what it shows (``vfl reproduce --help``)
 FIGURES = {
     "fig1": "Fig. 1: l1, augmented objective vs iteration, DP-ADMM per (eps, delta) vs Algorithm 1",

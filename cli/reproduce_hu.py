@@ -46,7 +46,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after .plotting chose the Agg ba
 
 __all__ = ["FIGURES", "NEEDS", "TITLE", "reproduce", "required_configs"]
 
-TITLE = "Hu et al., ADMM sharing over distributed features (papers/000)"
+TITLE = "Hu, Liu, Kong, Niu 2019, ADMM sharing over distributed features"
 DATASETS = ("a9a", "gisette")
 #: figure -> what it shows (``vfl reproduce --help``)
 FIGURES = {

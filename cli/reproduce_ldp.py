@@ -57,7 +57,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after .plotting chose the Agg ba
 __all__ = ["FIGURES", "NEEDS", "OUTPUTS", "PANELS", "TITLE", "Curve", "curve_stats",
            "ensure_runs", "gamma_tables", "reproduce", "required_configs"]
 
-TITLE = "Xiao, Ye, Devadas, Local DP in decentralized optimization (papers/004)"
+TITLE = "Xiao, Ye, Devadas 2020, local DP in decentralized optimization"
 #: figure -> what it shows (``vfl reproduce --help``)
 FIGURES = {
     "fig1": "Fig. 1: amplification constant gamma(omega, beta), eq. (11) with the exact value",

@@ -77,6 +77,11 @@ VAL_SPLIT_SEED = 2024
 VAL_SEEDS = (101, 102, 103)
 
 
+def required_configs(which: str) -> list[str]:
+    """The configs the figure reads (checked, with their data, before anything runs)."""
+    return [name for pair in DATASETS.values() for name in pair]
+
+
 def _grid(**axes) -> list[dict]:
     keys = list(axes)
     out = [{}]

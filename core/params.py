@@ -14,7 +14,30 @@ from typing import Any, Callable
 
 from .errors import ConfigError
 
-__all__ = ["Param", "validate_table", "as_number", "as_integer", "as_choice", "as_boolean"]
+__all__ = ["Param", "validate_table", "as_number", "as_integer", "as_choice", "as_boolean",
+           "MAX_EPSILON", "MIN_EPSILON", "MAX_ITERATIONS", "MAX_REPEATS", "check_epsilon"]
+
+#: e^epsilon overflows float64 near 709: no accountant can represent a larger target
+MAX_EPSILON = 700.0
+#: below this the accountants' root finding loses its precision (and the noise needed
+#: is beyond a million times the sensitivity): such a target is a typo
+MIN_EPSILON = 1e-6
+#: more iterations than this is a typo, not an experiment (1e6 ADMM epochs on a9a take hours)
+MAX_ITERATIONS = 1_000_000
+#: more independent replications than this is a typo too
+MAX_REPEATS = 10_000
+
+
+def check_epsilon(key: str, value: float) -> float:
+    """A target epsilon in [MIN_EPSILON, MAX_EPSILON], or a ConfigError naming ``key``."""
+    if value > MAX_EPSILON:
+        raise ConfigError(f"{key} = {value:g}: must be <= {MAX_EPSILON:g} (e^epsilon overflows "
+                          "beyond; such a target protects nothing)")
+    if value < MIN_EPSILON:
+        raise ConfigError(f"{key} = {value:g}: must be >= {MIN_EPSILON:g} (the noise it needs is "
+                          "beyond a million times the sensitivity, where the accountants lose "
+                          "their precision)")
+    return value
 
 
 def _typename(value) -> str:

@@ -13,6 +13,7 @@ import hashlib
 import http.client
 import os
 import secrets
+import urllib.parse
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -76,6 +77,7 @@ def fetch_file(
     """
     url = url or spec.url
     target_dir = Path(data_dir)
+    made = [p for p in (target_dir, *target_dir.parents) if not p.exists()]
     try:
         target_dir.mkdir(parents=True, exist_ok=True)
         # Hidden, unique and in the same directory, so os.replace is atomic
@@ -99,8 +101,14 @@ def fetch_file(
         except OSError as exc:
             raise DataError(f"cannot write {final}: {_reason(exc)}") from exc
     except BaseException:
-        # BaseException: KeyboardInterrupt must not leave a partial file either.
+        # BaseException: KeyboardInterrupt must not leave a partial file either,
+        # nor the directories this call made for it
         tmp.unlink(missing_ok=True)
+        for p in made:
+            try:
+                p.rmdir()
+            except OSError:
+                break
         raise
     return final
 
@@ -114,7 +122,9 @@ _NETWORK_ERRORS = (urllib.error.URLError, OSError, http.client.HTTPException, Va
 def _download_error(url: str, exc: BaseException) -> DataError:
     if isinstance(exc, urllib.error.HTTPError):
         exc.close()  # an HTTPError holds the open connection
-    return DataError(f"download of {url} failed: {_reason(exc)}")
+    return DataError(f"download of {url} failed: {_reason(exc)} (offline? copy the files into "
+                     "the data directory, or point --data-dir or VFL_DATA_DIR at a directory "
+                     "that holds them)")
 
 
 def _download(url: str, out, spec: FileSpec, progress, timeout: float) -> str:
@@ -186,6 +196,8 @@ def fetch_dataset(
         be ``.bz2`` copies); mismatching ones are downloaded again.
     """
     spec = get_spec(name)
+    if mirror is not None and urllib.parse.urlsplit(mirror).scheme not in ("http", "https", "file"):
+        raise DataError(f"--mirror {mirror!r} is not a URL (http://, https:// or file://)")
     base = resolve_data_dir(data_dir)
     paths = []
     for fs in spec.files:

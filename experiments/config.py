@@ -60,7 +60,8 @@ from pathlib import Path
 from typing import Any
 
 from vfl.core.errors import ConfigError
-from vfl.core.params import Param, as_boolean, as_choice, as_integer, as_number, validate_table
+from vfl.core.params import (MAX_ITERATIONS, MAX_REPEATS, Param, as_boolean,
+                             as_choice, as_integer, as_number, check_epsilon, validate_table)
 from vfl.core.solver import Setting
 
 __all__ = [
@@ -98,10 +99,6 @@ POOLS = ("train", "train+test")
 GRAPHS = ("gnm", "complete", "ring", "erdos_renyi", "file")
 EXCHANGES = ("plain", "secret_sharing")
 LABEL_READINGS = ("paper01", "pm1")
-#: more iterations than this is a typo, not an experiment (1e6 ADMM epochs on a9a take hours)
-MAX_ITERATIONS = 1_000_000
-#: e^epsilon overflows float64 near 709: no accountant can represent a larger target
-MAX_EPSILON = 700.0
 
 
 @dataclass(frozen=True)
@@ -440,9 +437,8 @@ def _privacy(pv: dict, cls, solver: SolverConfig) -> PrivacyConfig:
                        _GENERIC_PRIVACY, owner=cls.name)
     for key in ("epsilon", "budget_epsilon"):
         value = values.get(key, g.get(key))
-        if isinstance(value, float) and value > MAX_EPSILON:
-            raise ConfigError(f"privacy.{key} = {value:g}: must be <= {MAX_EPSILON:g} (e^epsilon "
-                              "overflows beyond; such a target protects nothing)")
+        if isinstance(value, float):
+            check_epsilon(f"privacy.{key}", value)
     try:
         cls.check_config(solver.values, values, solver.epochs)
     except ValueError as exc:
@@ -522,7 +518,7 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
     r = tables["run"]
     _check_keys("run", r, tuple(RunConfig.__dataclass_fields__))
     run = RunConfig(seed=_integer("run.seed", r.get("seed", 0), minimum=0),
-                    repeats=_integer("run.repeats", r.get("repeats", 1), minimum=1),
+                    repeats=as_integer("run.repeats", r.get("repeats", 1), low=1, high=MAX_REPEATS),
                     eval_every=_integer("run.eval_every", r.get("eval_every", 1), minimum=1))
 
     sw = tables["sweep"]
