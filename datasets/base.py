@@ -120,6 +120,10 @@ class RawDataset:
     schema: Schema | None = None
     defaults: dict = field(default_factory=dict)
     fitted: tuple = ()
+    #: records a run that claims no guarantee reads categories from, when they are not
+    #: the training part: the whole training file before a test_fraction split, so the
+    #: width does not depend on split_seed
+    vocabulary_rows: RawTable | None = None
 
     def __post_init__(self):
         for part in ("train", "test"):

@@ -220,7 +220,8 @@ def _vocabularies(raw, spec: dict, layout) -> tuple[dict, dict]:
                               f"values for column {name!r}; list them in "
                               f"preprocessing.categories.{name}")
         else:
-            values = raw.train.column(name).astype(str)
+            rows = raw.vocabulary_rows if raw.vocabulary_rows is not None else raw.train
+            values = rows.column(name).astype(str)
             vocab[name], sources[name] = tuple(sorted(set(values.tolist()))), "training_rows"
     return vocab, sources
 

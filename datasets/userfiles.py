@@ -810,6 +810,8 @@ def load_csv(options: Mapping[str, Any]) -> RawDataset:
         test=table(test_columns, test_rows), y_test=y_t,
         description=f"csv file {train.path.name} ({len(columns)} columns)",
         checksums=checksums, fitted=fitted,
+        vocabulary_rows=table(columns, np.arange(len(columns[0].values))) if test is None
+        and columns else None,
         provenance={
             "source": "user files",
             "files": files,
@@ -911,9 +913,8 @@ def index_base(f: UserFile, X: sp.csr_matrix, X_t: sp.csr_matrix | None = None) 
         return said.group(1).lower() == b"one", f"its header says {said.group(0)[1:].strip().decode()}"
     if _has_index_zero(X) or _has_index_zero(X_t):
         return False, "an index 0 occurs"
-    return True, ("no index 0 occurs, so the file reads both ways: LIBSVM's one-based "
-                  "convention is assumed (set zero_based = true for a file written zero-based, "
-                  "e.g. by scikit-learn's dump_svmlight_file without a comment)")
+    return True, ("assumed: no index 0 occurs, so the file reads both ways; set zero_based = "
+                  "true if it counts from 0, as scikit-learn's dump_svmlight_file does")
 
 
 def inspect_file(path: str | os.PathLike, fmt: str | None = None, *, label: str | None = None,

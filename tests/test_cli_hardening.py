@@ -91,7 +91,7 @@ def test_plot_of_damaged_metrics(tmp_path, done_run):
 @pytest.mark.parametrize("args, fragment", [
     (("--sigma", "nan", "--epochs", 10, "--delta", 1e-5), "--sigma must be a finite number"),
     (("--sigma", "inf", "--epochs", 10, "--delta", 1e-5), "--sigma must be a finite number"),
-    (("--epsilon", "1e6", "--epochs", 10, "--delta", 1e-5), "--epsilon must be <= 700"),
+    (("--epsilon", "1e6", "--epochs", 10, "--delta", 1e-5), "--epsilon = 1e+06: must be <= 700"),
     (("--epsilon", 1, "--epochs", 10, "--delta", "nan"), "--delta must be in (0, 1)"),
     (("--sigma", 1, "--sensitivity", 0, "--epochs", 10, "--delta", 1e-5), "--sensitivity must be > 0"),
 ])

@@ -40,7 +40,9 @@ def test_inspect_libsvm(tmp_path):
     assert summary == [
         f"file       {path} (plain, 46 bytes)",
         f"sha256     {hashlib.sha256(SVM).hexdigest()} (of the file as stored)",
-        "format     libsvm, one-based feature indices",
+        "format     libsvm, one-based feature indices (assumed: no index 0 occurs, so the file "
+        "reads both ways; set zero_based = true if it counts from 0, as scikit-learn's "
+        "dump_svmlight_file does)",
         "shape      6 rows x 4 features",
         "sparsity   33.3% of the entries are non-zero (8 of 24)",
         "labels     -1 = 0: 3 rows (50.0%); +1 = 1: 3 rows (50.0%) [larger label is +1]",
@@ -50,8 +52,13 @@ def test_inspect_libsvm(tmp_path):
     ]
     config = config_part(result.stdout)
     assert config == {"data": {"dataset": "libsvm", "path": str(path), "n_features": 4,
-                               "test_fraction": 0.2},
+                               "zero_based": False, "test_fraction": 0.2, "stratify": False},
+                      "preprocessing": {"scaling": "minmax", "range": [0.0, 1.0],
+                                        "normalize_rows": True},
                       "partition": {"columns": [2, 2]}}
+    # the public bounds are left to fill: what this file shows is not a public source
+    assert "# bounds = [lo, hi]       # FILL: public bounds of every feature (observed here: " \
+           "[0, 3])" in result.stdout
     assert "# party 1: features 1-2 (2 columns)" in result.stdout
     # The printed [data] lines load as they are (split_seed is the run seed).
     options = {k: v for k, v in config["data"].items() if k != "dataset"}
@@ -71,7 +78,12 @@ def test_inspect_compressed_csv_three_parties(tmp_path):
     assert "columns    age, city (categorical, 3 values), income" in out
     config = config_part(out)
     assert config["data"] == {"dataset": "csv", "path": str(tmp_path / "t.csv.gz"),
-                              "label": "y", "test_fraction": 0.2}
+                              "label": "y", "categorical_columns": ["city"],
+                              "test_fraction": 0.2, "stratify": False}
+    # the vocabulary and the ranges are marked to fill, with what the file shows as comments
+    assert "[preprocessing.categories]   # FILL: every value each column can take" in out
+    assert '# "city" = [...]   # observed: Oslo, Paris, Rome' in out
+    assert '# "age" = [lo, hi]   # observed: [20, 70]' in out
     assert config["partition"]["columns"] == [1, 3, 1]  # the one-hot block stays whole
     assert "# party 2: city (1 file column, 3 features)" in out
     assert '# label_positive = "yes"   (the default: the larger label is +1)' in out
