@@ -315,7 +315,7 @@ def enforce_row_bound(A: np.ndarray, mode: str) -> tuple[np.ndarray, int]:
     if mode == "check" and worst > 1.0 + ROW_TOLERANCE:
         raise ValueError(f"a provider row has l2 norm {worst:.6g} > 1; the sensitivity needs "
                          "||a|| <= 1: normalize the rows (adult: row_norm = 'unit' or 'max') "
-                         "or set privacy.row_bound = 'clip'")
+                         "or clip them: preprocessing.row_clip = 1.0")
     over = norms > 1.0
     if over.any():
         A = A.copy()
@@ -342,17 +342,67 @@ _EXACT_PARAMS = (
 _DELTA = Param("delta", float, 1e-3, "per-iteration delta of the Gaussian mechanism, also the "
                "total delta of the moments accountant (paper: 1e-3 ... 1e-6)",
                low=0, high=1, low_open=True, high_open=True)
-_EPSILON = Param("epsilon", float, 0.1, "per-iteration epsilon of Theorem 1 (paper: 0.01 ... 0.2; "
-                 "the classical Gaussian mechanism needs epsilon <= 1)",
-                 low=0, high=1, low_open=True)
+_EPSILON = Param("epsilon", float, None, "end-to-end target epsilon of the whole run (with "
+                 "privacy.delta): the per-iteration epsilon of Theorem 1 is solved for so that "
+                 "the composed releases spend exactly this", low=0, low_open=True)
+_EPSILON_PER_ITERATION = Param(
+    "epsilon_per_iteration", float, None, "Huang et al. 2019's own parameter: the epsilon of "
+    "Theorem 1 per iteration (the paper's figures: 0.01 ... 0.2; the classical Gaussian "
+    "mechanism needs <= 1); give it or privacy.epsilon, not both", low=0, high=1, low_open=True)
 _ROW_BOUND = Param("row_bound", str, "check", "how ||a|| <= 1 (S1 = 1) is enforced: check = "
-                   "refuse rows above norm 1 (+1e-9 rounding), clip = scale such rows onto the "
-                   "unit ball", choices=("check", "clip"))
+                   "refuse rows above norm 1 (+1e-9 rounding); bound the rows themselves with "
+                   "preprocessing.row_clip = 1.0 or normalize_rows = true", choices=("check", "clip"))
 _ACCOUNTANT = Param("accountant", str, "pld", "dp-accounting accountant composing the releases",
                     choices=("pld", "rdp"))
 _NEIGHBOURS = ("one record (a, b) of one provider's dataset replaced by another, m unchanged; "
                "both records with ||a|| <= 1 and b in {-1, +1} (Huang et al., Sec. IV); the "
                "protected unit is the provider")
+
+
+def per_iteration_epsilon(privacy: dict, T: int, ratio: float = 1.0) -> float:
+    """Theorem 1's per-iteration epsilon: given (``epsilon_per_iteration``) or solved from the
+    run's target ``epsilon`` over ``T`` iterations.
+
+    With Theorem 1's sigma, ``sigma_k = Delta_cal,k sqrt(2 ln(1.25/delta)) / eps`` for the
+    sensitivity ``Delta_cal`` it is calibrated to, each release's noise multiplier against
+    the enforced sensitivity is ``sigma_k / Delta_k = sqrt(2 ln(1.25/delta)) / (eps ratio)``
+    with ``ratio = Delta_k / Delta_cal,k`` (1 for Algorithm 3, whose schedule eta cancels
+    out). The ``T`` releases compose exactly as one Gaussian, so the target fixes the
+    common multiplier ``z`` (:func:`vfl.privacy.calibrate_sigma`, the run's accountant) and
+    ``eps = sqrt(2 ln(1.25/delta)) / (z ratio)``. ``ValueError`` when that is above 1, where
+    Theorem 1's Gaussian mechanism stops holding.
+    """
+    if privacy.get("epsilon_per_iteration") is not None:
+        return float(privacy["epsilon_per_iteration"])
+    if privacy.get("epsilon") is None or privacy.get("delta") is None:
+        raise ValueError("set privacy.epsilon with privacy.delta (the whole run's target) or "
+                         "privacy.epsilon_per_iteration (Theorem 1's)")
+    from vfl.privacy import calibrate_sigma
+
+    delta, target = float(privacy["delta"]), float(privacy["epsilon"])
+    z = calibrate_sigma(target, delta, int(T), 1.0, accountant=privacy.get("accountant", "pld"))
+    eps = math.sqrt(2.0 * _log_term(delta)) / (z * ratio)
+    if eps > 1.0:
+        raise ValueError(f"privacy.epsilon = {target:g} over {T} iterations needs a per-iteration "
+                         f"epsilon of {eps:.4g} > 1, beyond Theorem 1's Gaussian mechanism: "
+                         "lower privacy.epsilon or run more iterations")
+    return eps
+
+
+def _check_epsilon_keys(name: str, privacy: dict, needed: bool) -> None:
+    if privacy.get("row_bound") == "clip":
+        raise ValueError(f"{name}: privacy.row_bound = 'clip' would clip the providers' rows "
+                         "only, and the test rows and the pooled optimum would be scored in "
+                         "another space: set preprocessing.row_clip = 1.0 (every row, one stage)")
+    both = privacy.get("epsilon") is not None and privacy.get("epsilon_per_iteration") is not None
+    if both:
+        raise ValueError(f"{name}: give privacy.epsilon (the run's total) or "
+                         "privacy.epsilon_per_iteration (Theorem 1's), not both")
+    if needed and privacy.get("epsilon") is None and privacy.get("epsilon_per_iteration") is None:
+        raise ValueError(f"{name}: set privacy.epsilon (the whole run's target) or "
+                         "privacy.epsilon_per_iteration (Huang et al.'s per-iteration parameter)")
+    if needed and privacy.get("epsilon") is not None and privacy.get("delta") is None:
+        raise ValueError(f"{name}: privacy.epsilon is a target (epsilon, delta): set privacy.delta")
 
 
 class _Consensus(Solver):
@@ -669,7 +719,7 @@ class ConsensusADMMPerturbed(_ExactLocal):
     reference = Reference(HUANG_PAPER, "Algorithm 2", "Sec. III-A and VI (sigma_i); erratum E13",
                           note="the paper runs it with the l2 regularizer only")
     privacy_params = (
-        _EPSILON, _DELTA,
+        _EPSILON, _EPSILON_PER_ITERATION, _DELTA,
         Param("sensitivity", str, "paper", "which sensitivity calibrates sigma: paper = "
               "2 S1 N / (m lam) as printed; corrected = 2 S1 / (m (rho + (lam/N) R'')) + "
               "2 inner_tol / mu (erratum E13 plus the inexact solve; not the paper's)",
@@ -680,10 +730,13 @@ class ConsensusADMMPerturbed(_ExactLocal):
     _shared_name = "noisy w~_i"
     _private = True
 
+    @classmethod
+    def check_config(cls, params, privacy, iterations):
+        _check_epsilon_keys(cls.name, privacy, needed=True)
+
     def __init__(self, data, *, objective, params, privacy, streams, iterations):
         super().__init__(data, objective=objective, params=params, privacy=privacy,
                          streams=streams, iterations=iterations)
-        self.epsilon = float(privacy["epsilon"])
         self.delta = float(privacy["delta"])
         self.sensitivity_mode = privacy["sensitivity"]
         if self.sensitivity_mode == "paper" and self.lam <= 0:
@@ -695,6 +748,9 @@ class ConsensusADMMPerturbed(_ExactLocal):
                                   if self.lam > 0 else float("nan"))
         calibrated = (self.paper_sensitivity if self.sensitivity_mode == "paper"
                       else self.enforced_sensitivity)
+        self.epsilon_target = privacy.get("epsilon")
+        self.epsilon = per_iteration_epsilon(privacy, iterations,
+                                             self.enforced_sensitivity / calibrated)
         self.sigma = float(gaussian_sigma(calibrated, self.epsilon, self.delta))
         self._rng = streams.noise()
 
@@ -755,6 +811,7 @@ class ConsensusADMMPerturbed(_ExactLocal):
         return {"algorithm": "Huang et al. Algorithm 2 (primal perturbation of exact ADMM)",
                 **self._describe_common(), **self._describe_exact(),
                 "sigma": self.sigma, "sensitivity": self.sensitivity_mode,
+                "epsilon_per_iteration": self.epsilon, "epsilon_target": self.epsilon_target,
                 "rows_clipped": self.rows_clipped}
 
 
@@ -798,7 +855,7 @@ class DPADMM(_Consensus):
               choices=("lam_over_N", "lam")),
     )
     privacy_params = (
-        _EPSILON, _DELTA,
+        _EPSILON, _EPSILON_PER_ITERATION, _DELTA,
         Param("noise", bool, True, "false: the same iteration without noise (spec D11; not "
               "private, nothing released)"),
         _ROW_BOUND, _ACCOUNTANT,
@@ -812,12 +869,18 @@ class DPADMM(_Consensus):
     def claims_guarantee(cls, privacy: dict) -> bool:
         return bool(privacy.get("noise", True)) and privacy.get("delta") is not None
 
+    @classmethod
+    def check_config(cls, params, privacy, iterations):
+        _check_epsilon_keys(cls.name, privacy, needed=True)
+
     def __init__(self, data, *, objective, params, privacy, streams, iterations):
         super().__init__(data, objective=objective, params=params, privacy=privacy,
                          streams=streams, iterations=iterations)
-        self.epsilon = float(privacy["epsilon"])
         self.delta = float(privacy["delta"])
         self.noise = bool(privacy["noise"])
+        self.epsilon_target = privacy.get("epsilon")
+        # Lemma 1's sensitivity is also what Theorem 1 calibrates to: the ratio is 1
+        self.epsilon = per_iteration_epsilon(privacy, iterations)
         if params.get("D_w") is not None:
             self.D_w, self.D_w_source = float(params["D_w"]), "params.D_w"
         else:
@@ -927,4 +990,5 @@ class DPADMM(_Consensus):
                 **self._describe_common(), "D_w": self.D_w, "D_w_source": self.D_w_source,
                 "eta": schedule, "constants": {"S1": S1, "S2": math.sqrt(self.d), "S3": S3,
                                                "S4": S4},
-                "noise": self.noise, "rows_clipped": self.rows_clipped}
+                "noise": self.noise, "epsilon_per_iteration": self.epsilon,
+                "epsilon_target": self.epsilon_target, "rows_clipped": self.rows_clipped}

@@ -249,7 +249,10 @@ def _summary(result, out: Path, seconds: float) -> str:
     solver = man["solver"]
     title = solver.get("title") or solver["name"]
     pv = result.config.privacy.values
-    if pv.get("epsilon") is not None:
+    spent = (man.get("privacy") or {}).get("spent") or {}
+    if spent.get("epsilon_tight") is not None:  # the whole run's epsilon, first
+        title += f", epsilon {_up(spent['epsilon_tight'])}"
+    elif pv.get("epsilon") is not None:
         title += f", epsilon {pv['epsilon']:g}"
     elif pv.get("sigma"):
         title += f", sigma {pv['sigma']:g}"

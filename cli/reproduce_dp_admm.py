@@ -107,8 +107,8 @@ class Need:
 
 def needs(figure: str) -> tuple[Need, ...]:
     """The runs ``figure`` draws (read from the module's grid constants at call time)."""
-    full = {"privacy.epsilon": list(EPSILONS), "privacy.delta": list(DELTAS)}
-    fig45 = {"privacy.epsilon": list(FIG45_EPSILONS), "privacy.delta": [FIG45_DELTA]}
+    full = {"privacy.epsilon_per_iteration": list(EPSILONS), "privacy.delta": list(DELTAS)}
+    fig45 = {"privacy.epsilon_per_iteration": list(FIG45_EPSILONS), "privacy.delta": [FIG45_DELTA]}
     alg1 = {reg: Need("alg1", {"objective.regularizer": [reg]}) for reg in ("l1", "half_l2sq")}
     # Spec D11: the DP-ADMM iteration without noise (linearized ADMM, same eta).
     # Theorem 3's eta (l1) does not depend on (eps, delta): one run serves all.
@@ -206,7 +206,8 @@ class Curve:
 
     @property
     def epsilon(self):
-        return self.values.get("epsilon")
+        """Theorem 1's per-iteration epsilon (the paper's parameter, what the figures sweep)."""
+        return self.values.get("epsilon_per_iteration")
 
     @property
     def delta(self):
@@ -506,9 +507,10 @@ def _versus_alg2(fig_name, plans, out, metric, ylabel, echo) -> list[Path]:
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.0), sharey=True, constrained_layout=True)
         for ax, eps in zip(axes, FIG45_EPSILONS):
-            dp = _curves(plans, "dp-admm-l2", epsilon=eps, delta=FIG45_DELTA)[0]
-            a2 = _curves(plans, "alg2", epsilon=eps, delta=FIG45_DELTA)[0]
-            d11 = _curves(plans, "dp-admm-l2", epsilon=eps, delta=FIG45_DELTA, noise=False)
+            dp = _curves(plans, "dp-admm-l2", epsilon_per_iteration=eps, delta=FIG45_DELTA)[0]
+            a2 = _curves(plans, "alg2", epsilon_per_iteration=eps, delta=FIG45_DELTA)[0]
+            d11 = _curves(plans, "dp-admm-l2", epsilon_per_iteration=eps, delta=FIG45_DELTA,
+                          noise=False)
             used += [dp, a2, *d11]
             _series(ax, a2, metric, color="C3", label="Algorithm 2 (paper's $\\sigma$)")
             _series(ax, dp, metric, color="C0", label="DP-ADMM (Algorithm 3)")
@@ -540,7 +542,7 @@ def _table3_cases(configs: Path) -> list[tuple[str, float | None, Config]]:
     one = ["run.repeats=1", "objective.regularizer=half_l2sq"]
     cases = [("Algorithm 1", None, _config(configs, "alg1").with_overrides(one))]
     for eps in TABLE3_EPSILONS:
-        priv = [f"privacy.epsilon={eps!r}", f"privacy.delta={TABLE3_DELTA!r}"]
+        priv = [f"privacy.epsilon_per_iteration={eps!r}", f"privacy.delta={TABLE3_DELTA!r}"]
         cases.append(("Algorithm 2", eps, _config(configs, "alg2").with_overrides(one + priv)))
         cases.append(("DP-ADMM", eps, _config(configs, "dp-admm-l2").with_overrides(one + priv)))
     return cases

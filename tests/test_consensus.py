@@ -95,7 +95,7 @@ def test_a_epsilon_bar_table(delta):
 
 @pytest.mark.parametrize("cls", [DPADMM, ConsensusADMMPerturbed])
 def test_a_solvers_report_the_paper_accountant(cls):
-    s = make(cls, planted(), "half_l2sq", privacy={"epsilon": 0.05, "delta": 1e-4})
+    s = make(cls, planted(), "half_l2sq", privacy={"epsilon_per_iteration": 0.05, "delta": 1e-4})
     assert s.paper_epsilon() is None
     for _ in range(7):
         s.step()
@@ -181,7 +181,7 @@ def test_c_algorithm2_enforced_bound_holds_with_inexact_solves(reg, tol):
 @pytest.mark.parametrize("cls", SOLVERS)
 @pytest.mark.parametrize("reg", REGS)
 def test_d_duals_sum_to_zero(cls, reg):
-    s = make(cls, planted(), reg, privacy={"epsilon": 0.1} if cls is not ConsensusADMM else {})
+    s = make(cls, planted(), reg, privacy={"epsilon_per_iteration": 0.1} if cls is not ConsensusADMM else {})
     for _ in range(5):
         s.step()
         scale = max(1.0, float(np.abs(s.gamma).max()))
@@ -214,7 +214,7 @@ def test_e_worked_eta_sigma_numbers(reg, D_w, k, eta, inv_eta, sigma):
 def test_e_schedules_inside_the_solver():
     data = planted()
     s = make(DPADMM, data, "half_l2sq", params={"D_w": 6.0},
-             privacy={"epsilon": 0.05, "delta": 1e-3})
+             privacy={"epsilon_per_iteration": 0.05, "delta": 1e-3})
     k = np.arange(20)
     np.testing.assert_allclose(s.eta_schedule(k), theorem4_eta(
         k, D_w=6.0, lam=0.17, N=s.N, m=s.m, epsilon=0.05, delta=1e-3))
@@ -242,7 +242,7 @@ def test_g_noiseless_dp_admm_approaches_the_central_optimum(reg):
     data = planted(N=5, m=40, d=4, seed=5)
     w_star, F_star = consensus_optimum(data.A, data.b, lam=0.17, regularizer=reg)
     s = make(DPADMM, data, reg, params={"D_w": float(np.linalg.norm(w_star))},
-             privacy={"noise": False, "epsilon": 0.5}, iterations=3000)
+             privacy={"noise": False, "epsilon_per_iteration": 0.5}, iterations=3000)
     F0 = s.evaluate()["objective"]
     for _ in range(3000):
         s.step()
@@ -302,7 +302,7 @@ def test_kkt_residual_is_the_minimum_norm_subgradient():
 @pytest.mark.parametrize("cls", SOLVERS)
 def test_j_empirical_loss_at_zero_is_N_ln2(cls):
     data = planted(N=7)
-    s = make(cls, data, "l1", privacy={} if cls is ConsensusADMM else {"epsilon": 0.1})
+    s = make(cls, data, "l1", privacy={} if cls is ConsensusADMM else {"epsilon_per_iteration": 0.1})
     row0 = s.evaluate()
     assert row0["empirical_loss"] == pytest.approx(7 * math.log(2), rel=1e-14)
     assert row0["objective"] == pytest.approx(7 * math.log(2), rel=1e-14)
@@ -327,7 +327,7 @@ def test_metrics_definitions():
 @pytest.mark.parametrize("start", [0, 1])
 def test_ergodic_averages_follow_the_index_convention(start):
     s = make(DPADMM, planted(), "l1", params={"average_start": start},
-             privacy={"epsilon": 0.2})
+             privacy={"epsilon_per_iteration": 0.2})
     shared, ws = [np.zeros((s.N, s.d))], []
     for _ in range(4):
         s.step()
@@ -366,7 +366,7 @@ def reference_iteration(data, reg, state, *, rho, lam, eta=None, noise=None, exa
 @pytest.mark.parametrize("reg", REGS)
 def test_one_iteration_matches_the_per_provider_loop(cls, reg):
     data = planted(N=5, m=12, d=3)
-    privacy = {} if cls is ConsensusADMM else {"epsilon": 0.3, "delta": 1e-4}
+    privacy = {} if cls is ConsensusADMM else {"epsilon_per_iteration": 0.3, "delta": 1e-4}
     s = make(cls, data, reg, privacy=privacy, seed=11)
     for _ in range(3):
         s.step()
@@ -391,7 +391,7 @@ def test_one_iteration_matches_the_per_provider_loop(cls, reg):
 
 # ------------------------------------------------------------- releases --
 def test_dp_admm_releases_carry_lemma1_sensitivity():
-    s = make(DPADMM, planted(), "l1", params={"D_w": 3.0}, privacy={"epsilon": 0.05})
+    s = make(DPADMM, planted(), "l1", params={"D_w": 3.0}, privacy={"epsilon_per_iteration": 0.05})
     for k in range(3):
         planned = s.planned_releases()
         s.step()
@@ -411,7 +411,7 @@ def test_dp_admm_releases_carry_lemma1_sensitivity():
 @pytest.mark.parametrize("mode", ["paper", "corrected"])
 def test_algorithm2_releases_carry_the_enforced_bound(mode):
     s = make(ConsensusADMMPerturbed, planted(), "half_l2sq",
-             privacy={"epsilon": 0.05, "sensitivity": mode})
+             privacy={"epsilon_per_iteration": 0.05, "sensitivity": mode})
     s.step()
     (r,) = s.releases()
     enforced = 2 / (s.m * (1 + 0.17 / s.N)) + 2 * 1e-9 / (1 + 0.17 / s.N)
@@ -429,14 +429,14 @@ def test_algorithm2_releases_carry_the_enforced_bound(mode):
 def test_algorithm2_unconverged_local_solve_has_no_sensitivity():
     s = make(ConsensusADMMPerturbed, planted(), "l1",
              params={"max_inner": 1, "inner_tol": 1e-14, "local_solver": "fista"},
-             privacy={"epsilon": 0.05})
+             privacy={"epsilon_per_iteration": 0.05})
     stats = s.step()
     (r,) = s.releases()
     assert stats["inner_unconverged"] == s.N and np.all(np.isnan(r.sensitivity))
 
 
 def test_observer_sees_and_replaces_the_released_means():
-    s = make(DPADMM, planted(), "half_l2sq", privacy={"epsilon": 0.1})
+    s = make(DPADMM, planted(), "half_l2sq", privacy={"epsilon_per_iteration": 0.1})
     seen = []
 
     def observer(solver, release, mean, rng):
@@ -479,16 +479,19 @@ def test_bad_data_is_refused():
                       streams=Streams(0), iterations=10)
     big = HorizontalData(2.0 * data.A, data.b, data.public)
     for cls in (DPADMM, ConsensusADMMPerturbed):
-        with pytest.raises(ValueError, match=r"norm 2 > 1.*row_bound = 'clip'"):
-            make(cls, big, "l1")
+        with pytest.raises(ValueError, match=r"norm 2 > 1.*preprocessing.row_clip = 1.0"):
+            make(cls, big, "l1", privacy={"epsilon_per_iteration": 0.1})
+        with pytest.raises(ValueError, match="set privacy.epsilon with privacy.delta"):
+            make(cls, planted(), "l1")
     make(ConsensusADMM, big, "l1")  # the non-private algorithm needs no bound
-    s = make(DPADMM, big, "l1", privacy={"row_bound": "clip"})
+    # the algorithm can still clip its own rows; a config refuses it (one space for all rows)
+    s = make(DPADMM, big, "l1", privacy={"row_bound": "clip", "epsilon_per_iteration": 0.1})
     assert s.rows_clipped == data.A.shape[0] * data.A.shape[1]
     assert np.linalg.norm(s.A, axis=-1).max() <= 1.0
     with pytest.raises(ValueError, match="needs D_w"):
-        make(DPADMM, HorizontalData(data.A, data.b), "l1")
+        make(DPADMM, HorizontalData(data.A, data.b), "l1", privacy={"epsilon_per_iteration": 0.1})
     with pytest.raises(ValueError, match="iterations"):
-        make(DPADMM, data, "l1", iterations=0)
+        make(DPADMM, data, "l1", iterations=0, privacy={"epsilon_per_iteration": 0.1})
 
 
 def test_bad_helper_arguments_are_refused():
@@ -519,8 +522,8 @@ def test_params_declare_defaults_and_bounds():
         assert cls.setting.value == "horizontal" and cls.regularizers == REGS
     from vfl.core.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="privacy.epsilon must be in \\(0, 1\\]"):
-        validate_table("privacy", {"epsilon": 2.0}, DPADMM.privacy_params, owner="dp_admm")
+    with pytest.raises(ConfigError, match="privacy.epsilon_per_iteration must be in \\(0, 1\\]"):
+        validate_table("privacy", {"epsilon_per_iteration": 2.0}, DPADMM.privacy_params, owner="dp_admm")
     assert DPADMM.claims_guarantee({"noise": True, "delta": 1e-3})
     assert not DPADMM.claims_guarantee({"noise": False, "delta": 1e-3})
 
@@ -577,10 +580,10 @@ def test_consensus_optimum_is_the_unit_mean_objective():
 
 def test_dp_admm_pretrains_D_w_on_the_public_rows():
     data = planted()
-    s = make(DPADMM, data, "half_l2sq", privacy={"epsilon": 0.1})
+    s = make(DPADMM, data, "half_l2sq", privacy={"epsilon_per_iteration": 0.1})
     w_hat = central_solve(*data.public, alpha=0.17 / data.A.shape[0], regularizer="half_l2sq")
     assert s.D_w == pytest.approx(np.linalg.norm(w_hat))
-    s2 = make(DPADMM, data, "half_l2sq", params={"dw_weight": "lam"}, privacy={"epsilon": 0.1})
+    s2 = make(DPADMM, data, "half_l2sq", params={"dw_weight": "lam"}, privacy={"epsilon_per_iteration": 0.1})
     assert s2.D_w < s.D_w
 
 
@@ -588,7 +591,7 @@ def test_dp_admm_pretrains_D_w_on_the_public_rows():
 @pytest.mark.parametrize("cls", SOLVERS)
 def test_margins_and_decision_function(cls):
     data = planted()
-    s = make(cls, data, "half_l2sq", privacy={} if cls is ConsensusADMM else {"epsilon": 0.2})
+    s = make(cls, data, "half_l2sq", privacy={} if cls is ConsensusADMM else {"epsilon_per_iteration": 0.2})
     for _ in range(3):
         s.step()
     np.testing.assert_allclose(s.train_margins(), data.A.reshape(-1, s.d) @ s.w)
@@ -609,7 +612,7 @@ def test_same_seed_same_run_other_seed_other_noise():
     data = planted()
     runs = []
     for seed in (1, 1, 2):
-        s = make(DPADMM, data, "l1", privacy={"epsilon": 0.1}, seed=seed)
+        s = make(DPADMM, data, "l1", privacy={"epsilon_per_iteration": 0.1}, seed=seed)
         for _ in range(3):
             s.step()
         runs.append(s.w.copy())
@@ -652,12 +655,39 @@ regularizer = "half_l2sq"
 [solver]
 name = "dp_admm"
 epochs = 10
+[preprocessing]
+row_clip = 1.0
 [privacy]
-epsilon = 0.1
+epsilon_per_iteration = 0.1
 delta = 1e-3
-row_bound = "clip"
 """)
     report = audit_config(load_config(path), K=20, seed=1)
     assert report.verdict("guarantee") == "PASS" and report.verdict("paper") == "PASS"
     assert {p.kind for p in report.pairs} == {"natural", "adversarial"}
     assert "moments accountant" in report.labels["paper"]
+
+
+@pytest.mark.parametrize("replayable", [True, False], ids=["simulation", "deployment"])
+def test_privacy_epsilon_is_the_whole_runs_target(replayable):
+    """privacy.epsilon is end to end: the per-iteration epsilon of Theorem 1 is solved for, and
+    the ledger's epsilon after T iterations is the target (PLD, or RDP for exact noise)."""
+    from vfl.experiments.config import config_from_dict
+    from vfl.experiments.runner import run_experiment
+
+    raw = {"data": {"dataset": "synthetic", "options": {"n_train": 400, "n_test": 100,
+                                                        "n_features": 5, "seed": 2}},
+           "preprocessing": {"normalize_rows": True},
+           "partition": {"agents": 5, "samples_per_agent": 60, "public": 40},
+           "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
+           "solver": {"name": "dp_admm", "epochs": 50},
+           "privacy": {"epsilon": 1.0, "delta": 1e-3, "replayable_noise": replayable}}
+    result = run_experiment(config_from_dict(raw), with_baselines=False)
+    final = result.metrics["epsilon_tight"].iloc[-1]
+    assert final == pytest.approx(1.0, rel=1e-4) and final <= 1.0 + 1e-9
+    solver = result.manifest["solver"]
+    assert solver["epsilon_target"] == 1.0 and 0 < solver["epsilon_per_iteration"] <= 1.0
+    # the per-iteration one is the paper's parameter: naming it gives today's run
+    raw["privacy"] = {"epsilon_per_iteration": solver["epsilon_per_iteration"], "delta": 1e-3,
+                      "replayable_noise": replayable}
+    again = run_experiment(config_from_dict(raw), with_baselines=False)
+    assert again.metrics["epsilon_tight"].iloc[-1] == pytest.approx(final, rel=1e-9)

@@ -30,21 +30,12 @@ _HORIZONTAL = {"data": _SYN, "preprocessing": {"normalize_rows": True},
 DP_ADMM = {"name": "d", **_HORIZONTAL, "solver": {"name": "dp_admm", "epochs": 10},
            "privacy": {"epsilon": 1.0, "delta": 1e-3}}
 ALG2 = {"name": "a", **_HORIZONTAL, "solver": {"name": "consensus_admm_perturbed", "epochs": 5},
-        "privacy": {"delta": 1e-3}}
-
-
-def _with_epsilon_key(raw: dict) -> dict:
-    """DP-ADMM's privacy.epsilon is the run's total; older code named the per-iteration one."""
-    try:
-        config_from_dict(raw)
-        return raw
-    except Exception:  # pragma: no cover - only while both spellings coexist
-        return {**raw, "privacy": {"epsilon_per_iteration": 0.1, "delta": 1e-3}}
+        "privacy": {"epsilon_per_iteration": 0.5, "delta": 1e-3}}
 
 
 @pytest.mark.parametrize("raw", [STACKING, DP_ADMM, ALG2], ids=["stacking", "dp_admm", "alg2"])
 def test_released_columns_depend_on_the_releases_alone(raw):
-    config = config_from_dict(_with_epsilon_key(raw))
+    config = config_from_dict(raw)
     table = check_released(config)
     released = {c: v for c, v in table.items() if v[0] == RELEASED}
     assert {"test_logloss", "test_accuracy"} <= set(released)

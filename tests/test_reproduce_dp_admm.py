@@ -51,11 +51,13 @@ def test_shipped_configs_carry_the_papers_constants(name):
     assert c.solver.name == {"dp-admm-alg1": "consensus_admm",
                              "dp-admm-alg2": "consensus_admm_perturbed"}.get(name, "dp_admm")
     if name in PRIVATE:
-        assert (c.privacy.epsilon, c.privacy.delta) == (0.05, 1e-3)  # eps_bar = 0.5009 (Sec. VI)
+        # the paper's parameter keeps its own name: per iteration (eps_bar = 0.5009, Sec. VI)
+        assert (c.privacy.epsilon_per_iteration, c.privacy.delta) == (0.05, 1e-3)
         assert c.privacy.claims_guarantee and c.privacy.replayable_noise
         assert "must not" in (CONFIGS / f"{name}.toml").read_text().lower()  # deployment note
         # the whole grid of the figures validates
-        grid = {"privacy.epsilon": list(rep.EPSILONS), "privacy.delta": list(rep.DELTAS)}
+        grid = {"privacy.epsilon_per_iteration": list(rep.EPSILONS),
+                "privacy.delta": list(rep.DELTAS)}
         assert len(plan_grid(c, grid, [0], "/nonexistent")) == 24
     else:
         assert not c.privacy.claims_guarantee
@@ -110,15 +112,18 @@ def tiny_config(name: str, **changes) -> dict:
     """The shipped config ``name`` on a synthetic stand-in: 4 providers x 25 rows, T = 6, 2 runs."""
     raw = tomllib.loads((CONFIGS / f"{name}.toml").read_text())
     raw["data"] = dict(TINY_DATA)
-    raw["preprocessing"] = {}  # the stand-in has no published schema: its features as generated
+    # the stand-in has no published schema: its features as generated, every row (train,
+    # test, public) clipped to norm 1, a per-record step
+    raw["preprocessing"] = {"row_clip": 1.0}
     raw["partition"] = dict(TINY_PARTITION)
     raw["solver"]["epochs"] = 6
     raw["run"]["repeats"] = 2
-    if "privacy" in raw:
-        raw["privacy"]["row_bound"] = "clip"  # synthetic rows are not unit rows
     for key, value in changes.items():
         section, _, k = key.partition("__")
-        raw.setdefault(section, {})[k] = value
+        if value is None:
+            raw.setdefault(section, {}).pop(k, None)
+        else:
+            raw.setdefault(section, {})[k] = value
     return raw
 
 
@@ -211,11 +216,11 @@ def test_one_figure_runs_only_what_it_draws(tmp_path, tiny_grid):
     runs = rep.figure_runs("fig4", configs, tmp_path / "out")
     labels = {k: sorted(r.path.name for r in v) for k, v in runs.items()}
     assert labels == {
-        "dp-admm-l2": ["epsilon=0.05,delta=0.001,noise=False,seed=0",
-                       "epsilon=0.05,delta=0.001,seed=0",
-                       "epsilon=0.2,delta=0.001,noise=False,seed=0",
-                       "epsilon=0.2,delta=0.001,seed=0"],
-        "alg2": ["epsilon=0.05,delta=0.001,seed=0", "epsilon=0.2,delta=0.001,seed=0"],
+        "dp-admm-l2": ["epsilon_per_iteration=0.05,delta=0.001,noise=False,seed=0",
+                       "epsilon_per_iteration=0.05,delta=0.001,seed=0",
+                       "epsilon_per_iteration=0.2,delta=0.001,noise=False,seed=0",
+                       "epsilon_per_iteration=0.2,delta=0.001,seed=0"],
+        "alg2": ["epsilon_per_iteration=0.05,delta=0.001,seed=0", "epsilon_per_iteration=0.2,delta=0.001,seed=0"],
         "alg1": ["regularizer=half_l2sq,seed=0"]}
     # common random numbers: every run of the figure shares the seed, so repeat r of
     # every algorithm and (epsilon, delta) trains and tests on the same split
@@ -261,9 +266,17 @@ def test_missing_config_is_a_config_error(tmp_path):
 
 # --------------------------------------------------------- CLI user errors --
 BAD = {
-    "epsilon_zero": ("dp-admm-l2", {"privacy__epsilon": 0.0}, "privacy.epsilon"),
-    "epsilon_above_theorem1": ("dp-admm-l2", {"privacy__epsilon": 1.5}, "privacy.epsilon"),
-    "alg2_epsilon_above_1": ("dp-admm-alg2", {"privacy__epsilon": 2.0}, "privacy.epsilon"),
+    "epsilon_zero": ("dp-admm-l2", {"privacy__epsilon_per_iteration": 0.0},
+                     "privacy.epsilon_per_iteration"),
+    "epsilon_above_theorem1": ("dp-admm-l2", {"privacy__epsilon_per_iteration": 1.5},
+                               "privacy.epsilon_per_iteration"),
+    "alg2_epsilon_above_1": ("dp-admm-alg2", {"privacy__epsilon_per_iteration": 2.0},
+                             "privacy.epsilon_per_iteration"),
+    "both_epsilons": ("dp-admm-l2", {"privacy__epsilon": 1.0},
+                      "give privacy.epsilon (the run's total) or privacy.epsilon_per_iteration"),
+    "total_epsilon_beyond_theorem1": ("dp-admm-l2", {"privacy__epsilon_per_iteration": None,
+                                                     "privacy__epsilon": 50.0},
+                                      "beyond Theorem 1's Gaussian mechanism"),
     "delta_one": ("dp-admm-l1", {"privacy__delta": 1.0}, "privacy.delta"),
     "agents_too_many": ("dp-admm-l2", {"partition__agents": 100}, "partition"),
     "regularizer_unknown_to_solver": ("dp-admm-l2", {"objective__regularizer": "l2sq"},
@@ -305,7 +318,7 @@ def test_papers_qualitative_claims_on_adult(data_dir):
     for reg, name in (("l1", "dp-admm-l1"), ("half_l2sq", "dp-admm-l2")):
         alg1 = run("dp-admm-alg1", f"objective.regularizer={reg}")
         assert 0.755 < alg1["test_accuracy"] < 0.77  # measured 0.7597 (l1), 0.761 (l2)
-        dp = {(e, d): run(name, f"privacy.epsilon={e}", f"privacy.delta={d}")
+        dp = {(e, d): run(name, f"privacy.epsilon_per_iteration={e}", f"privacy.delta={d}")
               for e in (0.01, 0.05, 0.2) for d in (1e-3, 1e-6)}
         for d in (1e-3, 1e-6):
             obj = [dp[(e, d)]["augmented_objective"] for e in (0.01, 0.05, 0.2)]
@@ -322,8 +335,8 @@ def test_papers_qualitative_claims_on_adult(data_dir):
         assert dp[(0.01, 1e-3)]["test_accuracy"] > dp[(0.01, 1e-6)]["test_accuracy"]
     # Figs. 4-6: Algorithm 2 (the paper's sigma) is disrupted by its noise, at the same eps_bar
     for e in (0.05, 0.1):
-        dp = run("dp-admm-l2", f"privacy.epsilon={e}")
-        a2 = run("dp-admm-alg2", f"privacy.epsilon={e}")
+        dp = run("dp-admm-l2", f"privacy.epsilon_per_iteration={e}")
+        a2 = run("dp-admm-alg2", f"privacy.epsilon_per_iteration={e}")
         assert a2["epsilon_paper"] == dp["epsilon_paper"]  # 0.5009, 1.0193
         assert a2["augmented_objective"] > 100 * dp["augmented_objective"]
         assert a2["empirical_loss"] > 10 * dp["empirical_loss"]
