@@ -78,7 +78,7 @@ S3 = 0.25
 S4 = 1.0
 
 HUANG_PAPER = ("Huang, Hu, Chan-Tin, Gong: DP-ADMM: ADMM-based Distributed Learning with "
-               "Differential Privacy (arXiv 1808.10101v1; papers/003)")
+               "Differential Privacy (arXiv 1808.10101v1, 2018)")
 REGULARIZERS = ("l1", "half_l2sq")
 #: Slack allowed on a row norm before ``row_bound = "check"`` refuses the data.
 ROW_TOLERANCE = 1e-9

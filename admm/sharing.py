@@ -1069,7 +1069,7 @@ class ADMMSharingSolver(ADMMSharing):
     paper_claim = "Lemma 1 + Theorem 1 + Corollary 1 of Hu et al."
     reference = Reference(
         "Hu, Liu, Kong, Niu: Learning Privately over Distributed Features, an ADMM Sharing "
-        "Approach (papers/000)", "Algorithm 1", "(6)-(8); perturbed shares (10)")
+        "Approach (2019)", "Algorithm 1", "(6)-(8); perturbed shares (10)")
     regularizers = ("l2sq",)
     params = (
         Param("rho", float, 1.0, "penalty of the augmented Lagrangian (5)", low=0, low_open=True),

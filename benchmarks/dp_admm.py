@@ -1,4 +1,4 @@
-"""Benchmarks of Huang et al.'s DP-ADMM (papers/003) and of ``vfl reproduce dp-admm all``.
+"""Benchmarks of Huang et al.'s DP-ADMM (2019) and of ``vfl reproduce dp-admm all``.
 
 :func:`dp_admm_benchmark` returns one JSON-ready dict (nothing is written but
 a temporary directory, removed afterwards):

@@ -327,7 +327,7 @@ def _write_csv(frame: pd.DataFrame, path: Path, lines: list[str]) -> Path:
 
 
 def _header(what: str) -> list[str]:
-    return [what, "Huang et al., DP-ADMM (papers/003): UCI Adult, N = 100 providers x m = 210, "
+    return [what, "Huang et al. 2019, DP-ADMM: UCI Adult, N = 100 providers x m = 210, "
             "162 public pre-training rows, 9000 test rows, lambda = 0.17, rho = 1, T = 100; "
             "statistics over the 10 runs (repeats) of each setting",
             f"neighbouring datasets: {NEIGHBOURS}", EPS_NOTE]
