@@ -739,7 +739,13 @@ def _plot_privacy(run_dir: Path, out):
               help="Directory for audit.csv, losses.csv and the figure [default: results/audits/NAME].")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override any config key.")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None)
-def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data_dir):
+@click.option("--noise-scale", type=float, default=1.0, show_default=True,
+              help="Multiply every noise scale of the audited runs by S (calibration only: the "
+                   "claims stay the accountant's, so with S = 0.33 a sound audit must refute; "
+                   "the guarantee is void for these runs).")
+@click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
+def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data_dir, noise_scale,
+          overwrite):
     """Audit a run's privacy claims (white-box): PASS or REFUTED.
 
     For neighbouring datasets of the run's stated relation, replays the
@@ -769,22 +775,45 @@ def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data
         from vfl.experiments.config import apply_overrides
 
         config = config_from_dict(apply_overrides(json.loads(path.read_text()), list(overrides)))
-    out = Path(out) if out else Path("results") / "audits" / config.name
+    import os
+    import shutil
+    import tempfile
+
+    from vfl.experiments.records import check_output_dir
+
+    if not (math.isfinite(noise_scale) and noise_scale > 0):
+        raise ConfigError(f"--noise-scale must be a finite number > 0, got {noise_scale!r}")
+    final = check_output_dir(Path(out) if out else Path("results") / "audits" / config.name,
+                             overwrite=overwrite, what="audit directory")
     chosen = ("natural", "adversarial") if kinds == "both" else (kinds,)
     report = audit_config(config, data_dir=data_dir, K=K, confidence=confidence, seed=seed,
-                          kinds=chosen, on_progress=lambda msg: click.echo(msg, err=True))
+                          kinds=chosen, on_progress=lambda msg: click.echo(msg, err=True),
+                          noise_scale=noise_scale)
     rows = report.rows()
-    out.mkdir(parents=True, exist_ok=True)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    # written aside and renamed into place: an interrupted audit leaves nothing half-written
+    out = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
     pd.DataFrame(rows).to_csv(out / "audit.csv", index=False, float_format="%.6g")
     pd.DataFrame({f"{p.name} | {d}": L for p in report.pairs
                   for d, L in (("D", p.losses_P), ("D'", p.losses_Q))}).to_csv(
         out / "losses.csv", index=False, float_format="%.8g")
     dump_json({"config": config.to_dict(), "K": K, "confidence": confidence, "seed": seed,
+               "noise_scale": noise_scale,
                "claims": report.claims, "verdicts": {c: report.verdict(c) for c in report.claims}},
               out / "audit.json")
-    written = save_figure(plot_audit(report), out / "audit.png")
+    written = [final / p.name for p in save_figure(plot_audit(report), out / "audit.png")]
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(out, final)
+    out = final
     click.echo(f"audit of {config.name}: {len(report.pairs)} neighbouring pairs x {K} runs x 2 "
                f"directions, {confidence:.0%} one-sided bounds")
+    if noise_scale != 1.0:
+        click.echo(f"  noise scaled by {noise_scale:g}: a calibration of the audit; the guarantee "
+                   "is void for these runs")
+    ratios = [p.exercised for p in report.pairs if math.isfinite(p.exercised)]
+    if ratios:
+        click.echo(f"  exercised / charged sensitivity, best pair: {max(ratios):.3g}")
     for claim, (eps, delta) in report.claims.items():
         what = report.labels.get(claim, claim)
         lows = [r["delta_lower"] for r in rows if r["claim"] == claim]

@@ -45,6 +45,9 @@ class PairAudit:
     losses_P: np.ndarray
     losses_Q: np.ndarray
     verdicts: dict = field(default_factory=dict)  # claim -> AuditResult
+    #: the pair's exercised sensitivity over the charged one (Gaussian runs): how close to the
+    #: worst case the pair is, sqrt(sum ||mu - mu'||^2 / sigma^2) / mu of the ledger
+    exercised: float = float("nan")
 
 
 @dataclass
@@ -56,6 +59,9 @@ class AuditReport:
     pairs: list[PairAudit]
     gaussian_mu: dict  # claim name -> GDP mu of the claimed composed Gaussian (if Gaussian)
     labels: dict = field(default_factory=dict)  # claim name -> what it is, in words
+    #: every noise scale multiplied by this in the audited runs (1: the mechanism as run;
+    #: otherwise a calibration of the audit's power, and the guarantee is void)
+    noise_scale: float = 1.0
 
     def verdict(self, claim: str) -> str:
         results = [p.verdicts[claim] for p in self.pairs if claim in p.verdicts]
@@ -77,18 +83,29 @@ class AuditReport:
                             "loss_mean": float(np.mean(p.losses_P)),
                             "loss_std": float(np.std(p.losses_P, ddof=1)) if p.losses_P.size > 1 else 0.0,
                             "loss_max": float(np.max(p.losses_P)),
+                            "exercised_over_charged": p.exercised,
+                            "noise_scale": self.noise_scale,
                             "verdict": r.verdict, "K": self.K})
         return out
 
 
 class _Recorder:
-    """Observer of the run on D: adds fresh noise and remembers every release."""
+    """Observer of the run on D: adds fresh noise and remembers every release.
 
-    def __init__(self, rng: np.random.Generator):
+    ``noise_scale`` multiplies every noise scale (a calibration of the audit:
+    with less noise than the accountant requires, a claim must be refuted).
+    """
+
+    def __init__(self, rng: np.random.Generator, noise_scale: float = 1.0):
         self.rng = rng
+        self.noise_scale = noise_scale
         self.log = []  # (event, mean, released)
 
     def __call__(self, solver, event, mean, rng):
+        if self.noise_scale != 1.0:
+            from dataclasses import replace
+
+            event = replace(event, scale=event.scale * self.noise_scale)
         released = add_noise(event.mechanism, mean,
                              event.scale[0] if np.ndim(mean) == 1 else event.scale, self.rng)
         self.log.append((event, mean, released))
@@ -131,7 +148,8 @@ def _transcript_loss(log, other_means) -> float:
     return total
 
 
-def _one_direction(cls, config, data_own, data_other, objective, rng, iterations) -> tuple[float, object]:
+def _one_direction(cls, config, data_own, data_other, objective, rng, iterations,
+                   noise_scale: float = 1.0) -> tuple[float, object]:
     """One run on ``data_own`` with fresh noise, and its teacher-forced neighbour: the loss."""
     from .settings import Prepared
 
@@ -143,7 +161,7 @@ def _one_direction(cls, config, data_own, data_other, objective, rng, iterations
         return _build(cls, config, prepared, streams)
 
     own, other = make(data_own), make(data_other)
-    recorder = _Recorder(rng)
+    recorder = _Recorder(rng, noise_scale)
     follower = _Follower(recorder.log)
     own.observer, other.observer = recorder, follower
     ledger = _ledger(config)
@@ -200,10 +218,20 @@ def _adversarial(cls, config, data, candidates, objective, iterations):
 
 def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: float = 0.95,
                  seed: int = 0, kinds=("natural", "adversarial"), max_pairs: int | None = None,
-                 on_progress: Callable[[str], None] | None = None) -> AuditReport:
-    """Audit every privacy claim of ``config``'s mechanism (see the module docstring)."""
+                 on_progress: Callable[[str], None] | None = None,
+                 noise_scale: float = 1.0) -> AuditReport:
+    """Audit every privacy claim of ``config``'s mechanism (see the module docstring).
+
+    ``noise_scale`` != 1 multiplies every noise scale of the audited runs while
+    the claims stay the accountant's: a calibration of the audit's power (with
+    noise at 0.33x, a sound audit must refute); the guarantee is void for it.
+    """
+    import math
+
     from vfl.privacy.audit import audit_verdict
 
+    if not (math.isfinite(noise_scale) and noise_scale > 0):
+        raise ConfigError(f"--noise-scale must be a finite number > 0, got {noise_scale!r}")
     if not config.privacy.claims_guarantee:
         raise ConfigError(f"{config.name}: the run claims no privacy guarantee (set privacy.delta); "
                           "there is nothing to audit")
@@ -232,8 +260,9 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
         LP, LQ = np.empty(K), np.empty(K)
         for k in range(K):
             LP[k], (solver, ledger) = _one_direction(cls, config, data, pair.data, objective,
-                                                     rngs[2 * k], T)
-            LQ[k], _ = _one_direction(cls, config, pair.data, data, objective, rngs[2 * k + 1], T)
+                                                     rngs[2 * k], T, noise_scale)
+            LQ[k], _ = _one_direction(cls, config, pair.data, data, objective, rngs[2 * k + 1], T,
+                                      noise_scale)
         if not claims:
             if ledger is not None and np.isfinite(ledger.epsilon()):
                 claims["guarantee"] = (ledger.epsilon(), ledger.delta)
@@ -247,10 +276,18 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
                     claims[name] = (float(eps), float(delta))
         verdicts = {name: audit_verdict(LP, LQ, eps, delta, confidence)
                     for name, (eps, delta) in claims.items()}
-        results.append(PairAudit(pair.name, pair.kind, pair.change, LP, LQ, verdicts))
+        exercised = float("nan")
+        if ledger is not None and ledger.gaussian_only and ledger.gaussian_mu() > 0:
+            # the noiseless shift of this pair against what the ledger charges (same units)
+            shift = _shift(cls, config, data, pair.data, objective, T)
+            exercised = math.sqrt(2.0 * shift) / ledger.gaussian_mu()
+        results.append(PairAudit(pair.name, pair.kind, pair.change, LP, LQ, verdicts, exercised))
         if on_progress:
             summary = "; ".join(f"{c}: {v.verdict}" for c, v in verdicts.items())
-            on_progress(f"[{n + 1}/{len(pairs)}] {pair.name}: mean loss {LP.mean():.4g}; {summary}")
+            ratio = "" if not np.isfinite(exercised) else \
+                f"; exercised/charged sensitivity {exercised:.3g}"
+            on_progress(f"[{n + 1}/{len(pairs)}] {pair.name}: mean loss {LP.mean():.4g}{ratio}; "
+                        f"{summary}")
     if not claims:
         raise ConfigError(f"{config.name}: no finite epsilon is claimed for this run")
     meaning = (solver.privacy_info() or {}).get("other_claims_meaning", {})
@@ -260,4 +297,4 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
               **{name: meaning.get(name, name).split(":")[0] for name in claims
                  if name not in ("guarantee", "paper")}}
     return AuditReport(config=config, K=K, confidence=confidence, claims=claims, pairs=results,
-                       gaussian_mu=mu, labels=labels)
+                       gaussian_mu=mu, labels=labels, noise_scale=noise_scale)

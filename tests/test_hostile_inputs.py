@@ -48,6 +48,16 @@ CASES = [
     ("fetch-mirror-unreachable", ["datasets", "fetch", "a9a", "--mirror", "http://127.0.0.1:9/",
                                   "--data-dir", "dd", "--force"],
      "point --data-dir or VFL_DATA_DIR at a directory"),
+    ("audit-noise-scale-zero", ["audit", "--config", PRIVATE, "--noise-scale", "0", "--out", "o"],
+     "--noise-scale must be a finite number > 0, got 0.0"),
+    ("audit-noise-scale-nan", ["audit", "--config", PRIVATE, "--noise-scale", "nan", "--out", "o"],
+     "--noise-scale must be a finite number > 0, got nan"),
+    ("audit-out-under-a-file", ["audit", "--config", PRIVATE, "--out", "afile/x"],
+     "is a file, not a directory"),
+    ("audit-out-exists", ["audit", "--config", PRIVATE, "--out", "full"],
+     "already exists (use --overwrite to replace it)"),
+    ("audit-claims-nothing", ["audit", "--config", A9A, "--out", "o"],
+     "claims no privacy guarantee"),
     ("reproduce-missing-data", ["reproduce", "ldp", "fig2", "--out", "o", "--data-dir", "nowhere"],
      "files adult.data, adult.test not found"),
 ]
@@ -59,6 +69,9 @@ def test_hostile_input(args, fragment, tmp_path, monkeypatch):
     if args[0] == "reproduce":
         monkeypatch.setenv("VFL_DATA_DIR", str(tmp_path / "nowhere"))
         args = [*args, "--configs", str(REPO / "configs")]
+    (tmp_path / "afile").write_text("a file, not a directory\n")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "kept.txt").write_text("an earlier audit\n")
     before = sorted(os.listdir(tmp_path))
     result = invoke(*args)
     assert_one_line_error(result, fragment)
@@ -69,5 +82,5 @@ def test_the_table_covers_every_command():
     from vfl.cli.main import cli
 
     covered = {c[1][0] for c in CASES}
-    assert {"run", "privacy", "sweep", "datasets", "reproduce"} <= covered
+    assert {"run", "privacy", "sweep", "datasets", "reproduce", "audit"} <= covered
     assert covered <= set(cli.commands)
