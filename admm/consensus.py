@@ -350,8 +350,10 @@ _EPSILON_PER_ITERATION = Param(
     "Theorem 1 per iteration (the paper's figures: 0.01 ... 0.2; the classical Gaussian "
     "mechanism needs <= 1); give it or privacy.epsilon, not both", low=0, high=1, low_open=True)
 _ROW_BOUND = Param("row_bound", str, "check", "how ||a|| <= 1 (S1 = 1) is enforced: check = "
-                   "refuse rows above norm 1 (+1e-9 rounding); bound the rows themselves with "
-                   "preprocessing.row_clip = 1.0 or normalize_rows = true", choices=("check", "clip"))
+                   "refuse rows above norm 1 (+1e-9 rounding); clip (the algorithm alone, refused "
+                   "in a config, where rows are bounded for train and test alike by "
+                   "preprocessing.row_clip = 1.0 or normalize_rows = true)",
+                   choices=("check", "clip"))
 _ACCOUNTANT = Param("accountant", str, "pld", "dp-accounting accountant composing the releases",
                     choices=("pld", "rdp"))
 _NEIGHBOURS = ("one record (a, b) of one provider's dataset replaced by another, m unchanged; "
