@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import os
-from dataclasses import replace
 from typing import Any, Mapping
 
 import numpy as np

@@ -45,23 +45,6 @@ def _private(path: Path):
     return config if config.privacy.claims_guarantee else None
 
 
-PRIVATE = ["privacy.delta=1e-5"]
-
-
-def _private(path: Path):
-    """The config as a private run (None if it is not a private method)."""
-    config = load_config(path)
-    if config.privacy.claims_guarantee:
-        return config
-    if config.setting.value == "network" and config.privacy.private:
-        return load_config(path, LDP_PRIVATE)
-    try:
-        accounting = load_config(path, LDP_PRIVATE) if config.setting.value == "network" else None
-    except ConfigError:
-        return None
-    return accounting if accounting is not None and accounting.privacy.claims_guarantee else None
-
-
 PRIVATE = [(p, c) for p in CONFIGS if (c := _private(p)) is not None]
 
 
