@@ -473,8 +473,9 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
 
 def _training_fitted(steps: list) -> bool:
     """Whether any parameter of the stage was read off the training rows (non-private runs)."""
-    text = str(steps)
-    return "training_rows" in text
+    sources = [str(s.get("source", "")) for s in steps]
+    sources += [c.get("source", "") for s in steps for c in s.get("categorical", {}).values()]
+    return any("training_rows" in src for src in sources)
 
 
 def _num(v):
