@@ -219,9 +219,13 @@ def _adversarial(cls, config, data, candidates, objective, iterations):
 def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: float = 0.95,
                  seed: int = 0, kinds=("natural", "adversarial"), max_pairs: int | None = None,
                  on_progress: Callable[[str], None] | None = None,
-                 noise_scale: float = 1.0) -> AuditReport:
+                 noise_scale: float = 1.0, bound: str = "kl") -> AuditReport:
     """Audit every privacy claim of ``config``'s mechanism (see the module docstring).
 
+    ``bound`` is the one-sided confidence bound on ``delta(eps)``: ``"kl"``
+    (Chernoff, deterministic in the losses) or ``"clopper-pearson"`` (exact
+    binomial after randomized rounding, from the audit's own stream); see
+    :func:`vfl.privacy.audit.estimate_delta`.
     ``noise_scale`` != 1 multiplies every noise scale of the audited runs while
     the claims stay the accountant's: a calibration of the audit's power (with
     noise at 0.33x, a sound audit must refute); the guarantee is void for it.
@@ -274,7 +278,9 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
             for name, (eps, delta) in solver.other_claims().items():
                 if np.isfinite(eps):
                     claims[name] = (float(eps), float(delta))
-        verdicts = {name: audit_verdict(LP, LQ, eps, delta, confidence)
+        bound_rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(9, n)))
+        verdicts = {name: audit_verdict(LP, LQ, eps, delta, confidence, method=bound,
+                                        rng=bound_rng)
                     for name, (eps, delta) in claims.items()}
         exercised = float("nan")
         if ledger is not None and ledger.gaussian_only and ledger.gaussian_mu() > 0:

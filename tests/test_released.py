@@ -98,3 +98,25 @@ def test_admm_sharing_test_metrics_are_diagnostic():
     assert column_kinds(cls, ["test_logloss"], True)["test_logloss"] == DIAGNOSTIC
     assert "exact x_m" in cls.diagnostic_note
     assert np.isscalar(cls.diagnostic_note)
+
+
+@pytest.mark.parametrize("bound", ["kl", "clopper-pearson"])
+def test_audit_names_its_bound_and_calibrates_its_power(tmp_path, bound):
+    """`vfl audit --bound B --noise-scale S`: the report names the bound, records S, and every
+    pair carries its exercised / charged sensitivity."""
+    cfg = tmp_path / "s.toml"
+    cfg.write_text('name = "s"\n[data]\ndataset = "synthetic"\n'
+                   "options = { n_train = 300, n_test = 60, n_features = 6, seed = 3 }\n"
+                   "[preprocessing]\nnormalize_rows = true\n[partition]\ncolumns = [3, 3]\n"
+                   "[objective]\nlam = 1.0\n[solver]\nname = \"private_stacking\"\nepochs = 1\n"
+                   "[privacy]\nepsilon = 1.0\ndelta = 1e-5\n")
+    result = invoke("audit", "--config", cfg, "--runs", 10, "--bound", bound, "--noise-scale",
+                    0.33, "--out", tmp_path / "au")
+    assert result.returncode == 0, result.stderr
+    name = {"kl": "Chernoff-KL", "clopper-pearson": "Clopper-Pearson"}[bound]
+    assert f"one-sided {name} bounds" in result.stdout
+    assert "noise scaled by 0.33" in result.stdout and "exercised / charged" in result.stdout
+    report = json.loads((tmp_path / "au" / "audit.json").read_text())
+    assert report["bound"] == bound and report["noise_scale"] == 0.33
+    rows = (tmp_path / "au" / "audit.csv").read_text().splitlines()
+    assert "exercised_over_charged" in rows[0]
