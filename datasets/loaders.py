@@ -1,9 +1,12 @@
-"""Loading the file-backed datasets, and the :func:`load_dataset` entry point.
+"""Reading the datasets' records: :func:`load_raw`, and :func:`load_dataset` on top of it.
 
 Every loader reads each file once, checks its sha256 against the registry,
-parses it, applies the documented preprocessing and records all of that in
-``Dataset.provenance``. Preprocessing statistics (ranges, categories) are
-always fitted on the training part only and reused for the test part.
+parses it and records that in the provenance. It returns the records as
+read (:class:`~vfl.datasets.base.RawDataset`): encoding and scaling belong
+to the preprocessing stage (:mod:`vfl.datasets.stage`), whose parameters a
+private run takes only from public sources. The one exception, gisette's
+LIBSVM scaling, is fitted on the training records by its loader and marked
+as such, so a private run refuses it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""Feature scaling shared by the loaders and the synthetic generator.
+"""Feature scaling inside the generators and gisette's loader (not the preprocessing stage).
 
-Ranges are always fitted on the training part and applied unchanged to the
-test part (as LIBSVM's ``svm-scale -s/-r`` does), so test values may fall
-slightly outside the target interval; they are deliberately not clipped.
+The synthetic generators and gisette's loader reproduce LIBSVM's
+``svm-scale -s/-r``: ranges fitted on the training part and applied
+unchanged to the test part, test values not clipped. Runs preprocess through
+:mod:`vfl.datasets.stage` instead, whose parameters have declared sources.
 """
 
 from __future__ import annotations
