@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["fit_minmax", "apply_minmax", "fit_zscore", "apply_zscore", "maxabs_scale",
-           "normalize_rows", "max_row_norm"]
+__all__ = ["fit_minmax", "apply_minmax", "maxabs_scale"]
 
 
 def fit_minmax(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -38,24 +37,6 @@ def apply_minmax(
     return X
 
 
-def fit_zscore(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return per-column (mean, population standard deviation) of a dense matrix."""
-    return X.mean(axis=0), X.std(axis=0)
-
-
-def apply_zscore(X: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
-    """``(X - mean) / std`` per column, in place; constant columns (``std == 0``) become 0."""
-    constant = std == 0
-    X -= mean
-    X *= np.where(constant, 0.0, 1.0 / np.where(constant, 1.0, std))
-    return X
-
-
-def max_row_norm(X: np.ndarray) -> float:
-    """Largest l2 norm of a row of a dense matrix (0 for an empty one)."""
-    return float(np.sqrt(np.max(np.einsum("ij,ij->i", X, X), initial=0.0)))
-
-
 def maxabs_scale(
     X_train: sp.csr_matrix, X_test: sp.csr_matrix
 ) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
@@ -70,14 +51,3 @@ def maxabs_scale(
     divisor = np.where(maxabs == 0, 1.0, maxabs)
     scale = sp.diags(1.0 / divisor)
     return sp.csr_matrix(X_train @ scale), sp.csr_matrix(X_test @ scale), divisor
-
-
-def normalize_rows(X):
-    """Scale every row to unit l2 norm (all-zero rows stay zero).
-
-    Used when an analysis assumes ``||x|| <= 1`` (e.g. DP-ADMM's bound
-    ``||grad l|| <= 1`` for the logistic loss). Keeps dense/sparse type.
-    """
-    from sklearn.preprocessing import normalize  # deferred: heavy import
-
-    return normalize(X, norm="l2", axis=1, copy=True)
