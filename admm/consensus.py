@@ -462,6 +462,27 @@ class _Consensus(Solver):
             pairs.append(Neighbour(f"provider {unit + 1}, record {j} {what} (candidate)",
                                    "candidate", unit, with_record(a_new, y_new),
                                    f"provider {unit + 1}'s record {j}: {what}"))
+        # Canaries. A record enters through b a sigma(-b a.w); one pair flips the part
+        # orthogonal to the model direction e (estimated by sum b a) while both records are
+        # slightly misclassified (b a.e = -a0 < 0): the gradients differ by
+        # 2 sqrt(1 - a0^2) sigma(a0 ||w||) >= 1 once ||w|| is large, against Lemma 1's 2
+        # (a label flip gives exactly 1, since sigma(t) + sigma(-t) = 1).
+        e = np.einsum("nm,nmd->d", b, A)
+        e = e / np.linalg.norm(e) if np.any(e) else np.eye(A.shape[2])[0]
+        w = rng.standard_normal(A.shape[2])
+        w -= (w @ e) * e
+        if np.linalg.norm(w) > 0:
+            w /= np.linalg.norm(w)
+            for a0 in (0.3, 0.6):
+                c = math.sqrt(1.0 - a0 * a0)
+                base = with_record(-a0 * e + c * w, 1.0)
+                pairs.append(Neighbour(
+                    f"provider {unit + 1}, canary record {j} (b a.e = -{a0}), its part orthogonal "
+                    f"to e negated (candidate)", "candidate", unit,
+                    with_record(-a0 * e - c * w, 1.0),
+                    f"provider {unit + 1}'s record {j} set to -{a0} e + {c:.2f} w (e the "
+                    "direction of sum b a, w orthogonal to it, label 1), its w part negated",
+                    base))
         return pairs
 
     def __init__(self, data: HorizontalData, *, objective: Objective, params: dict,

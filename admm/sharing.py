@@ -1151,7 +1151,7 @@ class ADMMSharingSolver(ADMMSharing):
                                  "penalty range with a floor (Lemma 1's grows like 1/rho)")
             if p["neighbours"] == "row" and params["rho_max"] is None:
                 raise ValueError("row-level accounting with solver.rho_schedule = 'spectral' needs "
-                                 "solver.rho_max too: the row bound 2 (rho b1 + R)/sqrt(2 lam rho) "
+                                 "solver.rho_max too: the row bound (its G(rho b1, R)^2 / (8 lam rho) term) "
                                  "is taken at the worst rho of [rho_min, rho_max]")
         if p["epsilon"] is not None and p["sigma"] > 0:
             raise ValueError("give privacy.sigma or privacy.epsilon, not both "
@@ -1211,22 +1211,34 @@ class ADMMSharingSolver(ADMMSharing):
 
     @classmethod
     def neighbours(cls, data, privacy, rng):
-        """Neighbouring datasets under ``privacy.neighbours``, per party (see the README's audit).
+        """Neighbouring pairs under ``privacy.neighbours``, per party (README, "The audit").
 
-        ``"column"``: one column of party m's block set to zero (the party
-        drops one feature): exactly one column changes and every row keeps a
-        norm <= 1, all that any of the bounds uses (Assumption 2.3's unit
-        rows become <= 1 on the changed rows). Negating a column would keep
-        the norms but changes no release (the x-update's solution just flips
-        that coefficient). Natural: a column of median norm; adversarial: the
-        column of largest norm. ``"row"``: one sample's row of party m's
-        block replaced: natural, by the row of a sample with the other label;
-        adversarial, by its negation (the farthest unit row).
+        ``"column"``: one column of party m's block changed, every row keeping
+        norm <= 1 (all that the bound uses). Natural: a column of median
+        norm set to zero. Candidates (the audit keeps the one whose noiseless
+        releases move most): the heaviest real columns zeroed, and a canary:
+        party m's block replaced by one column holding the labels (rows
+        ``+-e_j``, exactly unit), which drives ``x_m`` to the ball's edge so
+        every share is ``+-b1``; the neighbour flips the sign of that column
+        on a fraction ``f < 1/2`` of the rows, keeping the labels' majority
+        (and so ``x_m``) while those shares flip from ``b1`` to ``-b1``: an
+        l2 change near ``2 b1 sqrt(f N)``, up to 0.7 of the bound. Negating a
+        whole column changes no release (the coefficient just flips).
+
+        ``"row"``: one sample's row of party m's block replaced by another
+        unit row. Natural: by the row of a sample with the other label.
+        Candidates: the row most aligned with ``u = D_m^T y`` (where the
+        local model points) replaced by its negation, by ``-u``, and by
+        rotations of it away from ``u``; and canaries, that row set to ``u``
+        and replaced by a rotation of ``u`` by ``theta`` (180 degrees moves
+        the own share by ``2 |u . x_m|``, up to ``2 min(c, b1)``; 137 degrees
+        maximizes the gradient gap G of ``row_sensitivity``).
         """
         from vfl.core.solver import Neighbour, VerticalData
 
         out = []
-        y = np.asarray(data.y)
+        y = np.asarray(data.y, dtype=float)
+        N = len(y)
         for m, D in enumerate(data.blocks):
             D = D.tocsr() if sp.issparse(D) else np.asarray(D, dtype=float)
 
@@ -1235,6 +1247,10 @@ class ADMMSharingSolver(ADMMSharing):
                 blocks[m] = B
                 return VerticalData(blocks, data.y)
 
+            def pair(kind, what, B, base=None, m=m):
+                return Neighbour(f"party {m + 1}, {what} ({kind})", kind, m, with_block(B), what,
+                                 None if base is None else with_block(base))
+
             if privacy.get("neighbours", "column") == "column":
                 norms = np.sqrt(np.asarray(D.multiply(D).sum(axis=0)).ravel()) if sp.issparse(D) \
                     else np.linalg.norm(D, axis=0)
@@ -1242,29 +1258,53 @@ class ADMMSharingSolver(ADMMSharing):
                 if used.size == 0:
                     continue
                 order = used[np.argsort(norms[used])]
-                # natural: a typical column; candidates (the audit keeps the one that moves
-                # the releases most in a noiseless probe as "adversarial"): the heaviest ones
-                picks = [("natural", order[len(order) // 2])] + \
-                    [("candidate", j) for j in order[::-1][:8]]
-                for kind, j in picks:
+                for kind, j in [("natural", order[len(order) // 2])] + \
+                        [("candidate", j) for j in order[::-1][:4]]:
                     keep = np.ones(D.shape[1])
                     keep[j] = 0.0
                     B = sp.csr_matrix(D @ sp.diags(keep)) if sp.issparse(D) else D * keep
-                    out.append(Neighbour(f"party {m + 1}, column {j} zeroed ({kind})", kind, m,
-                                         with_block(B), f"column {j} of party {m + 1}'s block set "
-                                         f"to zero (norm {norms[j]:.3g})"))
+                    out.append(pair(kind, f"column {j} zeroed (norm {norms[j]:.3g})", B))
+                canary = np.zeros(D.shape, dtype=float)
+                canary[:, 0] = np.where(y >= 0, 1.0, -1.0)
+                for f in (0.25, 0.4, 0.45):
+                    flip = rng.permutation(N)[:int(f * N)]
+                    B = canary.copy()
+                    B[flip, 0] *= -1.0
+                    out.append(pair("candidate", f"canary block (column 1 = the labels), its sign "
+                                    f"flipped on {f:.0%} of the rows", B, canary))
             else:
-                i = int(rng.integers(len(y)))
+                dense = D.toarray() if sp.issparse(D) else D
+                u = dense.T @ y
+                if not np.any(u):
+                    u = np.ones(D.shape[1])
+                u /= np.linalg.norm(u)
+                i = int(np.argmax(dense @ u))
                 others = np.flatnonzero(y != y[i])
-                j = int(others[rng.integers(others.size)]) if others.size else (i + 1) % len(y)
-                for kind, new in (("natural", D[j]), ("adversarial", -D[i])):
-                    B = D.copy() if not sp.issparse(D) else D.tolil()
-                    B[i] = new.toarray().ravel() if sp.issparse(new) else new
-                    out.append(Neighbour(f"party {m + 1}, row {i} replaced ({kind})", kind, m,
-                                         with_block(B.tocsr() if sp.issparse(D) else B),
-                                         f"row {i} of party {m + 1}'s block replaced by "
-                                         + (f"row {j} (the other label)" if kind == "natural"
-                                            else "its negation")))
+                j = int(others[rng.integers(others.size)]) if others.size else (i + 1) % N
+
+                def replaced(row, base_row=None, i=i):
+                    B = dense.copy()
+                    B[i] = row
+                    base = None
+                    if base_row is not None:
+                        base = dense.copy()
+                        base[i] = base_row
+                    return B, base
+
+                a = dense[i] / max(np.linalg.norm(dense[i]), 1e-300)
+                out.append(pair("natural", f"row {i} replaced by row {j} (the other label)",
+                                *replaced(dense[j])))
+                out.append(pair("candidate", f"row {i} negated", *replaced(-dense[i])))
+                w = _orthogonal_unit(u, rng)
+                for theta in (180.0, 137.0, 120.0):
+                    t = np.deg2rad(theta)
+                    rot = np.cos(t) * u + np.sin(t) * w
+                    out.append(pair("candidate", f"row {i} replaced by u rotated {theta:.0f} deg",
+                                    *replaced(rot)))
+                    out.append(pair("candidate", f"canary row {i} = u, replaced by u rotated "
+                                    f"{theta:.0f} deg", *replaced(rot, u)))
+                if abs(a @ u) < 1.0 - 1e-12:
+                    out.append(pair("candidate", f"row {i} replaced by -u", *replaced(-u)))
         return out
 
     # -- the runner protocol ------------------------------------------------
@@ -1400,6 +1440,15 @@ class ADMMSharingSolver(ADMMSharing):
         return _describe_plan(plan, self)
 
 
+def _orthogonal_unit(u, rng):
+    """A unit vector orthogonal to the unit vector ``u`` (``u`` itself in one dimension)."""
+    if u.size == 1:
+        return u.copy()
+    w = rng.standard_normal(u.size)
+    w -= (w @ u) * u
+    return w / np.linalg.norm(w)
+
+
 def _plan_privacy(blocks, N, objective, params, p, T) -> dict:
     """Sensitivities and sigmas of an accounting-mode run (before it starts)."""
     from vfl.privacy import calibrate_sigma, lemma1_sensitivity
@@ -1424,9 +1473,9 @@ def _plan_privacy(blocks, N, objective, params, p, T) -> dict:
     else:
         if lam <= 0:
             raise ValueError("privacy.neighbours = 'row' needs objective.lam > 0 (the bound "
-                             "divides by sqrt(2 lam rho))")
-        # b1 sqrt(rho) + R / sqrt(rho) has one minimum: its largest value on an
-        # interval is at an end
+                             "divides by 8 lam rho)")
+        # G(rho b1, R)^2 / rho is a max over theta of (alpha sqrt(rho) + beta / sqrt(rho))^2,
+        # alpha, beta >= 0, each largest at an end of the interval: so is the bound
         sound = np.full(M, max(row_sensitivity(p["clip"], p["b1"], scale * r, lam,
                                                p["input_clip"]) for r in rho_range))
     # Lemma 1 (the paper's claim, for Hu's update) decreases in rho: its worst is the floor
@@ -1495,7 +1544,8 @@ def _describe_plan(plan, solver) -> dict:
     guarantee = cal != "data_dependent"
     sens = ("2 min(c, b1) sqrt(N) (vfl.privacy.sharing.column_sensitivity)"
             if plan["neighbours"] == "column" else
-            "2 min(c, b1) + 2 (rho b1 + R) / sqrt(2 lam rho) (vfl.privacy.sharing.row_sensitivity)")
+            "sqrt((2 min(c, b1))^2 + G(rho b1, R)^2 / (8 lam rho)) "
+            "(vfl.privacy.sharing.row_sensitivity)")
     lo, hi = plan.get("rho_range", (plan["rho"], plan["rho"]))
     if plan["neighbours"] == "row" and (plan.get("x_rho_scale", 1) != 1 or lo != hi):
         penalty = "M rho, Boyd form" if plan["x_rho_scale"] != 1 else "rho"

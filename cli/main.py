@@ -744,12 +744,13 @@ def _plot_privacy(run_dir: Path, out):
                    "claims stay the accountant's, so with S = 0.33 a sound audit must refute; "
                    "the guarantee is void for these runs).")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
-@click.option("--bound", type=click.Choice(["kl", "clopper-pearson"]), default="kl",
+@click.option("--bound", type=click.Choice(["auto", "kl", "clopper-pearson"]), default="auto",
               show_default=True,
               help="One-sided bound on delta(eps): kl = Chernoff (relative entropy), "
-                   "deterministic in the losses and tight near delta = 0; clopper-pearson = "
-                   "exact binomial after randomized rounding (Hoeffding 1963; Clopper and "
-                   "Pearson 1934).")
+                   "deterministic in the losses; clopper-pearson = exact binomial after "
+                   "randomized rounding (Hoeffding 1963; Clopper and Pearson 1934); auto = per "
+                   "claim, whichever refutes at the smaller divergence for --runs and the "
+                   "claim's delta, decided before any run.")
 def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data_dir, noise_scale,
           overwrite, bound):
     """Audit a run's privacy claims (white-box): PASS or REFUTED.
@@ -775,12 +776,14 @@ def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data
     if config_path is not None:
         config = load_config(config_path, list(overrides))
     else:
-        path = Path(run_dir) / "config.json"
-        if not path.is_file():
-            raise VFLError(f"not a run directory: {run_dir} has no config.json")
         from vfl.experiments.config import apply_overrides
+        from vfl.experiments.records import load_run
 
-        config = config_from_dict(apply_overrides(json.loads(path.read_text()), list(overrides)))
+        run = load_run(run_dir)  # one line for a missing, incomplete or damaged run directory
+        if not isinstance(run.config, dict) or not isinstance(run.manifest, dict):
+            raise VFLError(f"{run_dir}: damaged run files (config.json and manifest.json must "
+                           "hold JSON objects)")
+        config = config_from_dict(apply_overrides(run.config, list(overrides)))
     import os
     import shutil
     import tempfile
@@ -803,18 +806,16 @@ def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data
     pd.DataFrame({f"{p.name} | {d}": L for p in report.pairs
                   for d, L in (("D", p.losses_P), ("D'", p.losses_Q))}).to_csv(
         out / "losses.csv", index=False, float_format="%.8g")
-    dump_json({"config": config.to_dict(), "K": K, "confidence": confidence, "seed": seed,
-               "noise_scale": noise_scale, "bound": bound,
-               "claims": report.claims, "verdicts": {c: report.verdict(c) for c in report.claims}},
+    dump_json({"config": config.to_dict(), "seed": seed, "bound": bound, **report.summary()},
               out / "audit.json")
     written = [final / p.name for p in save_figure(plot_audit(report), out / "audit.png")]
     if final.exists():
         shutil.rmtree(final)
     os.replace(out, final)
     out = final
-    bound_name = {"kl": "Chernoff-KL", "clopper-pearson": "Clopper-Pearson"}[bound]
+    names = {"kl": "Chernoff-KL", "clopper-pearson": "Clopper-Pearson"}
     click.echo(f"audit of {config.name}: {len(report.pairs)} neighbouring pairs x {K} runs x 2 "
-               f"directions, {confidence:.0%} one-sided {bound_name} bounds")
+               f"directions, one-sided bounds at {confidence:.0%} per claim")
     if noise_scale != 1.0:
         click.echo(f"  noise scaled by {noise_scale:g}: a calibration of the audit; the guarantee "
                    "is void for these runs")
@@ -824,9 +825,55 @@ def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data
     for claim, (eps, delta) in report.claims.items():
         what = report.labels.get(claim, claim)
         lows = [r["delta_lower"] for r in rows if r["claim"] == claim]
+        method = report.pairs[0].verdicts[claim].method
         click.echo(f"  {report.verdict(claim):8} {what}: ({eps:.4g}, {delta:.2g})-DP; "
-                   f"largest lower bound on delta(eps): {max(lows):.3g}")
+                   f"largest lower bound on delta(eps): {max(lows):.3g} ({names[method]}); "
+                   f"epsilon refuted up to {report.epsilon_refuted(claim):.3g}")
     click.echo(f"wrote {out}/audit.csv, losses.csv, audit.json, " + ", ".join(p.name for p in written))
+
+
+@cli.command()
+@click.argument("root", type=click.Path(exists=True, file_okay=False), default="results/audits",
+                required=False)
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Figure path [default: ROOT/audits.png]; the table goes beside it as CSV.")
+@click.option("--markdown", is_flag=True, help="Print the table as README shows it.")
+def audits(root, out, markdown):
+    """Collect every audit under ROOT into one table and one figure.
+
+    One row per audit of a guarantee: the claimed epsilon, the empirical
+    lower bound on epsilon with its level, the verdict, and the best pair's
+    exercised / charged sensitivity. Audits run with --noise-scale are shown
+    as calibrations beside the ones run as configured.
+
+    \b
+    vfl audit --config configs/privacy-a9a-row.toml --out results/audits/row
+    vfl audit --config configs/privacy-a9a-row.toml --noise-scale 0.33 --out results/audits/row-0.33
+    vfl audits results/audits
+    """
+    from vfl.experiments.audit import audit_table
+    from vfl.experiments.records import check_output_file, write_csv_atomic
+
+    from .plotting import plot_audit_table, save_figure
+
+    table = audit_table(root)
+    if table.empty:
+        raise VFLError(f"{root}: no audit.json of an audited guarantee below it")
+    target = check_output_file(Path(out) if out else Path(root) / "audits.png", _figure_formats(),
+                               what="figure")
+    write_csv_atomic(table.drop(columns="directory"), target.with_suffix(".csv"))
+    written = save_figure(plot_audit_table(table), target)
+    if markdown:
+        from vfl.experiments.audit import audit_markdown
+
+        click.echo(audit_markdown(table), nl=False)
+    for _, r in table.iterrows():
+        ratio = r["exercised_over_charged"]
+        click.echo(f"{r['config']:34} S={r['noise_scale']:<5g} K={r['K']:<4} "
+                   f"({r['epsilon']:.3g}, {r['delta']:.0e}) {r['verdict']:8} epsilon >= "
+                   f"{r['epsilon_lower']:.3g} at {r['level']:.1%}; exercised/charged "
+                   + ("n/a" if ratio is None or ratio != ratio else f"{ratio:.2f}"))
+    click.echo(f"wrote {target.with_suffix('.csv')}, " + ", ".join(str(p) for p in written))
 
 
 @cli.command()

@@ -395,6 +395,73 @@ def plot_audit(report):
     return fig
 
 
+def plot_audit_table(table):
+    """Every audited guarantee: claimed epsilon against the audit's lower bound, and its power.
+
+    Left: per config (one row), the claimed epsilon (black diamond) and the
+    empirical lower bound on epsilon of each audit (the largest epsilon it
+    refutes), as run (noise scale 1, blue) and with the noise scaled down
+    (red): a sound guarantee keeps the blue mark left of the diamond, a
+    powerful audit puts the red one right of it. A lower bound of 0 sits on
+    the left edge. Right: the best pair's exercised / charged sensitivity;
+    below 1/S no audit at noise scale S can refute.
+    """
+    import numpy as np
+
+    configs = list(dict.fromkeys(table["config"]))
+    y = {c: i for i, c in enumerate(configs)}
+    positive = table.loc[table["epsilon"] > 0, "epsilon"].tolist() + \
+        table.loc[table["epsilon_lower"] > 0, "epsilon_lower"].tolist()
+    floor = min(positive) / 3.0 if positive else 1e-3
+    with plt.rc_context(STYLE):
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(8.4, 0.42 * len(configs) + 1.8),
+                                     gridspec_kw={"width_ratios": [2.2, 1]}, sharey=True,
+                                     constrained_layout=True)
+        claimed = table.drop_duplicates("config")
+        ax.scatter(np.maximum(claimed["epsilon"], floor), [y[c] for c in claimed["config"]],
+                   marker="D", color="black", s=22, zorder=3, label="claimed epsilon")
+        scales = sorted(table["noise_scale"].unique(), reverse=True)
+        for scale in scales:
+            part = table[table["noise_scale"] == scale]
+            as_run = scale == 1.0
+            label = ("lower bound, noise as run" if as_run else
+                     f"lower bound, noise x {scale:g} (calibration)")
+            ax.scatter(np.maximum(part["epsilon_lower"], floor),
+                       [y[c] + (0.0 if as_run else 0.18) for c in part["config"]],
+                       marker="o" if as_run else "^", color="C0" if as_run else "C3", s=18,
+                       zorder=4, label=label)
+            for _, r in part.iterrows():
+                ax.annotate(r["verdict"], (max(r["epsilon_lower"], floor),
+                                           y[r["config"]] + (0.0 if as_run else 0.18)),
+                            xytext=(4, -2), textcoords="offset points", fontsize=5.5,
+                            color="C0" if as_run else "C3")
+        from matplotlib.ticker import FuncFormatter
+
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(FuncFormatter(
+            lambda v, _: f"{v:g}" if f"{v:.0e}"[0] in "25" else ""))
+        ax.tick_params(axis="x", which="minor", labelsize=6)
+        ax.set_xlabel("epsilon at the claimed delta (log scale; a lower bound of 0 sits at "
+                      "the left edge)")
+        ax.set_yticks(range(len(configs)), configs, fontsize=7)
+        ax.set_ylim(len(configs) - 0.5, -0.6)
+        ax.set_title("audited guarantees: claim vs empirical lower bound", fontsize=9)
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=3,
+                   fontsize=6, frameon=False)
+        ratio = table.drop_duplicates("config", keep="last")
+        values = ratio["exercised_over_charged"].astype(float)
+        bx.barh([y[c] for c in ratio["config"]], values.fillna(0.0), color="C7", height=0.5)
+        for scale in scales:
+            if scale != 1.0:
+                bx.axvline(scale, color="C3", lw=0.8, ls="--", label=f"S = {scale:g}")
+        bx.set_xlim(0, 1.05)
+        bx.set_xlabel("exercised / charged sensitivity\n(best pair, noiseless probe)")
+        if len(scales) > 1:
+            bx.legend(fontsize=6, loc="lower right")
+    return fig
+
+
 def plot_privacy_costs(finals: dict, baselines: dict, title: str, *, ax=None):
     """Final test log loss vs the target epsilon, one line per accounting (``label -> final``)."""
     with plt.rc_context(STYLE):

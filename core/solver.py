@@ -223,13 +223,20 @@ class Streams:
 
 @dataclass(frozen=True)
 class Neighbour:
-    """A neighbouring dataset for the audit: ``data`` with one unit's data changed."""
+    """A neighbouring pair for the audit: ``base`` (D) and ``data`` (D'), one unit's data changed.
+
+    ``base`` None means the run's own dataset. A crafted ``base`` (a canary
+    record or column written into the run's data) is as much a dataset of the
+    relation as the run's own: a guarantee holds for every pair, and the
+    worst pairs are what give an audit its power.
+    """
 
     name: str
-    kind: str  # "natural" | "adversarial"
+    kind: str  # "natural" | "candidate" | "adversarial"
     unit: int
     data: Any
     change: str  # what was changed, in words
+    base: Any = None
 
 
 @dataclass

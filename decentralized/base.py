@@ -364,13 +364,31 @@ class PrivateNetworkSolver(NetworkSolver):
         def nd(A_, b_):
             return NetworkData(data.adjacency, A_, b_, data.x0, data.x_star)
 
-        return [
+        pairs = [
             Neighbour("replace_sample", "natural", unit, nd(A1, b1),
                       f"agent {unit}: sample {j} replaced by agent {donor}'s sample {k}"),
-            Neighbour("flip_label", "adversarial", unit, nd(A, b2),
+            Neighbour("flip_label (candidate)", "candidate", unit, nd(A, b2),
                       f"agent {unit}: label of sample {ja} changed {b[unit, ja]:g} -> "
                       f"{b2[unit, ja]:g}"),
         ]
+        # Canary: two rows of the data's domain on disjoint halves of the support, with the
+        # label that has a gradient; their gradients differ by up to B_1 in l1 (see
+        # problem.gradient_sensitivity). Nonnegative entries keep every domain's box.
+        d = A.shape[-1]
+        if d >= 2:
+            label = 1.0
+            half = np.zeros(d)
+            half[: d // 2] = 1.0 / math.sqrt(d // 2)
+            rest = np.zeros(d)
+            rest[d // 2:] = 1.0 / math.sqrt(d - d // 2)
+            A2, A3, b3 = A.copy(), A.copy(), b.copy()
+            A2[unit, j], A3[unit, j], b3[unit, j] = half, rest, label
+            pairs.append(Neighbour(
+                "canary sample on disjoint supports (candidate)", "candidate", unit,
+                nd(A3, b3), f"agent {unit}: sample {j} set to a unit row on the first "
+                f"{d // 2} features (label 1), replaced by one on the other {d - d // 2}",
+                nd(A2, b3)))
+        return pairs
 
     def other_claims(self) -> dict:
         """The worst-case total of Theorem 2.2's corollary (pure, max over agents)."""

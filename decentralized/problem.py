@@ -190,8 +190,17 @@ def gradient_sensitivity(A, b, objective: Objective) -> Sensitivity:
       of ``(-1, 0]`` differ by < 1; the paper's ``1/b_i``);
     - labels ``{0,1}`` or ``{-1,+1}`` and features in ``[-1, 1]``: ``B_inf = 2w``;
     - additionally rows of l2 norm <= 1: ``B_2 = sqrt(2) w`` (same-orthant
-      case) or ``2w``, and ``B_1 = min(d B_inf, 2 sqrt(d) w)``; without the
-      row bound ``B_2 = sqrt(d) B_inf``, ``B_1 = d B_inf``.
+      case) or ``2w``, and ``B_1 = min(d, sqrt(2d)) w`` (same orthant) or
+      ``min(d B_inf, 2 sqrt(d) w)``; without the row bound ``B_2 = sqrt(d)
+      B_inf``, ``B_1 = d B_inf``.
+
+    The same-orthant ``B_1``: both gradients are ``-w u``, ``-w v`` with
+    ``u, v >= 0`` entrywise and ``||u||, ||v|| <= 1``, so ``|u_j - v_j| <=
+    max(u_j, v_j)`` and ``||u - v||_1 <= sum over the coordinates where u
+    is larger of u_j, plus the rest of v: at most ``sqrt(k) + sqrt(d - k)
+    <= sqrt(2d)`` (Cauchy-Schwarz on each part). Attained as ``|c| -> 1`` by
+    two rows with disjoint halves of the support; vfl up to 0.1 charged
+    ``2 sqrt(d) w``, sqrt(2) more.
 
     Anything else (other labels, larger features, squared loss) enforces no
     bound: every field is NaN.
@@ -221,7 +230,7 @@ def gradient_sensitivity(A, b, objective: Objective) -> Sensitivity:
     B_inf = w * (1.0 if same_orthant else 2.0)
     if unit_rows:
         B_2 = w * (math.sqrt(2.0) if same_orthant else 2.0)
-        B_1 = min(d * B_inf, 2.0 * math.sqrt(d) * w)
+        B_1 = min(d * B_inf, (math.sqrt(2.0 * d) if same_orthant else 2.0 * math.sqrt(d)) * w)
     else:
         B_2 = math.sqrt(d) * B_inf
         B_1 = d * B_inf

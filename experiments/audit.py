@@ -23,7 +23,10 @@ sensitivities) and, where the paper has one, the paper's own claim
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
+from time import perf_counter
 from typing import Callable
 
 import numpy as np
@@ -34,7 +37,7 @@ from vfl.core.solver import Streams, add_noise
 from .config import Config
 from .runner import _build, _ledger, plan_run
 
-__all__ = ["AuditReport", "PairAudit", "audit_config"]
+__all__ = ["AuditReport", "PairAudit", "audit_config", "audit_markdown", "audit_table"]
 
 
 @dataclass
@@ -62,12 +65,39 @@ class AuditReport:
     #: every noise scale multiplied by this in the audited runs (1: the mechanism as run;
     #: otherwise a calibration of the audit's power, and the guarantee is void)
     noise_scale: float = 1.0
+    mechanism: str = ""  # the solver's title
+    relation: str = ""  # the neighbouring relation, in the solver's words
+    seconds: float = float("nan")  # wall time of the audit
+
+    def summary(self) -> dict:
+        """What ``audit.json`` records and :func:`audit_table` reads back, JSON-ready."""
+        def top(claim):
+            return self.pairs[0].verdicts[claim]
+
+        return {"name": self.config.name, "mechanism": self.mechanism, "relation": self.relation,
+                "K": self.K, "confidence": self.confidence, "noise_scale": self.noise_scale,
+                "pairs": len(self.pairs), "seconds": self.seconds,
+                "claims": {c: list(v) for c, v in self.claims.items()},
+                "verdicts": {c: self.verdict(c) for c in self.claims},
+                "labels": self.labels,
+                "bounds": {c: top(c).method for c in self.claims},
+                "levels": {c: top(c).confidence for c in self.claims},
+                "epsilon_refuted": {c: self.epsilon_refuted(c) for c in self.claims},
+                "exercised_over_charged": max((p.exercised for p in self.pairs
+                                               if np.isfinite(p.exercised)), default=None)}
 
     def verdict(self, claim: str) -> str:
-        results = [p.verdicts[claim] for p in self.pairs if claim in p.verdicts]
+        """PASS or REFUTED over every pair; the guarantee includes its profile point."""
+        names = (claim, "profile") if claim == "guarantee" else (claim,)
+        results = [p.verdicts[c] for p in self.pairs for c in names if c in p.verdicts]
         if not results:
             return "n/a"
         return "REFUTED" if any(r.refuted for r in results) else "PASS"
+
+    def epsilon_refuted(self, claim: str) -> float:
+        """The largest epsilon any pair refutes at the claim's delta: a lower bound on epsilon."""
+        return max((p.verdicts[claim].epsilon_refuted for p in self.pairs if claim in p.verdicts),
+                   default=0.0)
 
     def rows(self) -> list[dict]:
         out = []
@@ -85,7 +115,8 @@ class AuditReport:
                             "loss_max": float(np.max(p.losses_P)),
                             "exercised_over_charged": p.exercised,
                             "noise_scale": self.noise_scale,
-                            "verdict": r.verdict, "K": self.K})
+                            "verdict": r.verdict, "K": self.K, "bound": r.method,
+                            "confidence": r.confidence})
         return out
 
 
@@ -199,13 +230,24 @@ def _shift(cls, config, data, other, objective, iterations) -> float:
     return _transcript_loss(probe.log, follower.means)
 
 
+def _level(name, claims, confidence):
+    """Each claim's level: the guarantee's two points share ``1 - confidence`` (Bonferroni)."""
+    split = name in ("guarantee", "profile") and {"guarantee", "profile"} <= set(claims)
+    return 1.0 - (1.0 - confidence) / 2.0 if split else confidence
+
+
+def _base(pair, data):
+    """The pair's D: its crafted base, or the run's own data."""
+    return data if pair.base is None else pair.base
+
+
 def _adversarial(cls, config, data, candidates, objective, iterations):
     """Per unit, the candidate neighbour with the largest probe shift, relabelled adversarial."""
     from dataclasses import replace
 
     best = {}
     for pair in candidates:
-        score = _shift(cls, config, data, pair.data, objective, iterations)
+        score = _shift(cls, config, _base(pair, data), pair.data, objective, iterations)
         if pair.unit not in best or score > best[pair.unit][0]:
             best[pair.unit] = (score, pair)
     return [replace(pair, kind="adversarial",
@@ -219,21 +261,34 @@ def _adversarial(cls, config, data, candidates, objective, iterations):
 def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: float = 0.95,
                  seed: int = 0, kinds=("natural", "adversarial"), max_pairs: int | None = None,
                  on_progress: Callable[[str], None] | None = None,
-                 noise_scale: float = 1.0, bound: str = "kl") -> AuditReport:
+                 noise_scale: float = 1.0, bound: str = "auto") -> AuditReport:
     """Audit every privacy claim of ``config``'s mechanism (see the module docstring).
 
     ``bound`` is the one-sided confidence bound on ``delta(eps)``: ``"kl"``
-    (Chernoff, deterministic in the losses) or ``"clopper-pearson"`` (exact
-    binomial after randomized rounding, from the audit's own stream); see
-    :func:`vfl.privacy.audit.estimate_delta`.
+    (Chernoff, deterministic in the losses), ``"clopper-pearson"`` (exact
+    binomial after randomized rounding, from the audit's own stream; see
+    :func:`vfl.privacy.audit.estimate_delta`), or ``"auto"``: per claim, the
+    one that refutes at the smaller divergence for this ``K`` and the
+    claim's delta (:func:`vfl.privacy.audit.choose_bound`, decided before
+    any run).
+
+    Claims: the guarantee (the ledger's ``(epsilon, delta)``), the paper's
+    claim and the solver's other claims; and, for a Gaussian ledger, the
+    guarantee's own profile at the epsilon where ``K`` runs have most
+    power (:func:`vfl.privacy.audit.powerful_epsilon`), tested beside the
+    printed point with the confidence split between the two (Bonferroni).
     ``noise_scale`` != 1 multiplies every noise scale of the audited runs while
     the claims stay the accountant's: a calibration of the audit's power (with
     noise at 0.33x, a sound audit must refute); the guarantee is void for it.
     """
     import math
 
-    from vfl.privacy.audit import audit_verdict
+    from vfl.privacy.audit import (AUDIT_METHODS, audit_verdict, choose_bound, gaussian_delta,
+                                   powerful_epsilon)
 
+    started = perf_counter()
+    if bound != "auto" and bound not in AUDIT_METHODS:
+        raise ConfigError(f"--bound must be auto or one of {', '.join(AUDIT_METHODS)}, got {bound!r}")
     if not (math.isfinite(noise_scale) and noise_scale > 0):
         raise ConfigError(f"--noise-scale must be a finite number > 0, got {noise_scale!r}")
     if not config.privacy.claims_guarantee:
@@ -262,10 +317,11 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
     for n, pair in enumerate(pairs):
         rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed, spawn_key=(8, n)).spawn(2 * K)]
         LP, LQ = np.empty(K), np.empty(K)
+        D = _base(pair, data)
         for k in range(K):
-            LP[k], (solver, ledger) = _one_direction(cls, config, data, pair.data, objective,
+            LP[k], (solver, ledger) = _one_direction(cls, config, D, pair.data, objective,
                                                      rngs[2 * k], T, noise_scale)
-            LQ[k], _ = _one_direction(cls, config, pair.data, data, objective, rngs[2 * k + 1], T,
+            LQ[k], _ = _one_direction(cls, config, pair.data, D, objective, rngs[2 * k + 1], T,
                                       noise_scale)
         if not claims:
             if ledger is not None and np.isfinite(ledger.epsilon()):
@@ -278,15 +334,28 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
             for name, (eps, delta) in solver.other_claims().items():
                 if np.isfinite(eps):
                     claims[name] = (float(eps), float(delta))
+            if "guarantee" in claims and "guarantee" in mu:
+                # the same accountant claims its whole curve: also test it where K runs have
+                # most power (chosen from mu and K alone), Bonferroni-split with the point
+                e_star = powerful_epsilon(mu["guarantee"], K, claims["guarantee"][0],
+                                          1.0 - (1.0 - confidence) / 4.0)
+                claims["profile"] = (e_star, gaussian_delta(e_star, 1.0 / mu["guarantee"]))
+                mu["profile"] = mu["guarantee"]
+            methods = {name: (bound if bound != "auto" else
+                              choose_bound(K, d, 1.0 - (1.0 - _level(name, claims, confidence)) / 2.0))
+                       for name, (_, d) in claims.items()}
         bound_rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(9, n)))
-        verdicts = {name: audit_verdict(LP, LQ, eps, delta, confidence, method=bound,
-                                        rng=bound_rng)
+        verdicts = {name: audit_verdict(LP, LQ, eps, delta, _level(name, claims, confidence),
+                                        method=methods[name], rng=bound_rng)
                     for name, (eps, delta) in claims.items()}
         exercised = float("nan")
         if ledger is not None and ledger.gaussian_only and ledger.gaussian_mu() > 0:
             # the noiseless shift of this pair against what the ledger charges (same units)
-            shift = _shift(cls, config, data, pair.data, objective, T)
+            shift = _shift(cls, config, D, pair.data, objective, T)
             exercised = math.sqrt(2.0 * shift) / ledger.gaussian_mu()
+        elif ledger is not None and np.isfinite(ledger.pure_epsilon()) and ledger.pure_epsilon() > 0:
+            # Laplace: the noiseless shift is sum ||mu - mu'||_1 / b, the charge sum Delta_1 / b
+            exercised = _shift(cls, config, D, pair.data, objective, T) / ledger.pure_epsilon()
         results.append(PairAudit(pair.name, pair.kind, pair.change, LP, LQ, verdicts, exercised))
         if on_progress:
             summary = "; ".join(f"{c}: {v.verdict}" for c, v in verdicts.items())
@@ -298,9 +367,86 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
         raise ConfigError(f"{config.name}: no finite epsilon is claimed for this run")
     meaning = (solver.privacy_info() or {}).get("other_claims_meaning", {})
     labels = {"guarantee": "the guarantee (enforced sensitivity)",
+              "profile": "the guarantee's profile where the audit has most power (same ledger)",
               "paper": f"the paper's claim ({cls.paper_claim or 'its own analysis'})",
               # the other claims' own words, up to their first colon (the short name)
               **{name: meaning.get(name, name).split(":")[0] for name in claims
-                 if name not in ("guarantee", "paper")}}
+                 if name not in ("guarantee", "paper", "profile")}}
+    info = solver.privacy_info() or {}
     return AuditReport(config=config, K=K, confidence=confidence, claims=claims, pairs=results,
-                       gaussian_mu=mu, labels=labels, noise_scale=noise_scale)
+                       gaussian_mu=mu, labels=labels, noise_scale=noise_scale,
+                       mechanism=cls.title, relation=str(info.get("neighbouring", "")),
+                       seconds=perf_counter() - started)
+
+
+def audit_table(root) -> "pd.DataFrame":
+    """One row per audit found under ``root`` (every ``audit.json``, any depth): its guarantee.
+
+    Columns: the config, the mechanism and its relation, the noise scale
+    (1: as run; else a calibration), K and the wall time, the claimed
+    ``(epsilon, delta)``, the verdict, the empirical lower bound on epsilon
+    (the largest epsilon the audit refutes at the claimed delta, at the
+    stated one-sided level) with its bound, the verdict of the guarantee's
+    profile point, and the best pair's exercised / charged sensitivity.
+    Sorted by config, then noise scale.
+    """
+    import pandas as pd
+
+    from vfl.core.errors import DataError
+
+    rows = []
+    for path in sorted(Path(root).rglob("audit.json")):
+        try:
+            a = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise DataError(f"{path}: not a readable audit ({' '.join(str(exc).split())})") \
+                from None
+        if not isinstance(a, dict) or "guarantee" not in (a.get("claims") or {}):
+            continue  # audits no guarantee: nothing to tabulate
+        try:
+            rows.append(_table_row(a, path))
+        except (KeyError, TypeError, IndexError) as exc:
+            raise DataError(f"{path}: an audit without its {exc} field (written by another "
+                            "vfl version? rerun vfl audit)") from None
+    columns = ["config", "mechanism", "relation", "noise_scale", "K", "pairs", "seconds",
+               "epsilon", "delta", "verdict", "epsilon_lower", "level", "bound",
+               "profile_verdict", "exercised_over_charged", "directory"]
+    table = pd.DataFrame(rows, columns=columns)
+    return table.sort_values(["config", "noise_scale"], ascending=[True, False],
+                             ignore_index=True)
+
+
+def _table_row(a: dict, path: Path) -> dict:
+    claim = a["claims"]["guarantee"]
+    profile = a["verdicts"].get("profile")
+    return {"config": a["name"], "mechanism": a.get("mechanism", ""),
+            "relation": a.get("relation", ""), "noise_scale": a["noise_scale"],
+            "K": a["K"], "pairs": a.get("pairs"), "seconds": a.get("seconds"),
+            "epsilon": claim[0], "delta": claim[1],
+            "verdict": a["verdicts"]["guarantee"],
+            "epsilon_lower": a["epsilon_refuted"]["guarantee"],
+            "level": a["levels"]["guarantee"], "bound": a["bounds"]["guarantee"],
+            "profile_verdict": profile,
+            "exercised_over_charged": a.get("exercised_over_charged"),
+            "directory": str(path.parent)}
+
+
+def audit_markdown(table) -> str:
+    """The table of :func:`audit_table` as the Markdown README shows (one line per audit)."""
+    def num(v, fmt):
+        return "n/a" if v is None or v != v else format(v, fmt)
+
+    lines = ["| config | mechanism | claimed (epsilon, delta) | noise | K x pairs | time | "
+             "verdict | epsilon lower bound (level, bound) | exercised / charged |",
+             "|---|---|---|---:|---:|---:|---|---:|---:|"]
+    for _, r in table.iterrows():
+        bound = {"kl": "Chernoff-KL", "clopper-pearson": "Clopper-Pearson"}.get(r["bound"], r["bound"])
+        verdict = f"**{r['verdict']}**" if r["verdict"] == "REFUTED" else r["verdict"]
+        lines.append(
+            f"| `{r['config']}` | {r['mechanism']} | ({num(r['epsilon'], '.3g')}, "
+            f"{num(r['delta'], '.0e')}) | {'as run' if r['noise_scale'] == 1 else 'x ' + format(r['noise_scale'], 'g')} | "
+            f"{r['K']} x {num(r['pairs'], 'd') if r['pairs'] == r['pairs'] else 'n/a'} | "
+            f"{num(r['seconds'], '.0f')} s | {verdict} | "
+            f"{num(r['epsilon_lower'], '.3g')} ({r['level']:.1%}, {bound}) | "
+            f"{num(r['exercised_over_charged'], '.2f')} |")
+    return "\n".join(lines) + "\n"

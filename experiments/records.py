@@ -61,6 +61,21 @@ def dump_json(obj, path: Path) -> None:
     path.write_text(json.dumps(_clean(obj), indent=2, default=_json_default) + "\n")
 
 
+def write_csv_atomic(frame: pd.DataFrame, path) -> None:
+    """``frame`` to ``path`` as CSV, written aside and renamed: never half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            frame.to_csv(fh, index=False, float_format="%.6g")
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _writable_ancestor(path: Path, what: str) -> None:
     """The nearest existing ancestor of ``path`` must be a directory we can write into."""
     probe = path

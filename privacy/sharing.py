@@ -25,7 +25,7 @@ import math
 
 from . import _checks
 
-__all__ = ["NEIGHBOURS", "column_sensitivity", "row_sensitivity"]
+__all__ = ["NEIGHBOURS", "column_sensitivity", "row_gradient_gap", "row_sensitivity"]
 
 #: The neighbouring relations of ADMM sharing's accounting mode.
 NEIGHBOURS = {
@@ -61,7 +61,8 @@ def column_sensitivity(n_samples: int, clip: float, b1: float) -> float:
 def row_sensitivity(clip: float, b1: float, rho: float, lam: float, input_clip: float) -> float:
     """l2 sensitivity of one released share when one row of ``D_m`` is replaced.
 
-    ``Delta_row = 2 min(c, b1) + 2 (rho b1 + R) / sqrt(2 lam rho)``.
+    ``Delta_row = sqrt( (2 min(c, b1))^2 + G(rho b1, R)^2 / (8 lam rho) )``, with
+    ``G(P, R) = max_theta P sin(theta) + 2 R sin(theta/2)`` (:func:`row_gradient_gap`).
 
     Derivation. Party m's x-update is the exact minimizer over the ball
     ``X = {||x|| <= b1}`` of the quadratic
@@ -69,22 +70,32 @@ def row_sensitivity(clip: float, b1: float, rho: float, lam: float, input_clip: 
         f(x) = lam ||x||^2 + rho/2 ||D_m x||^2 - <r, D_m x>,
 
     with ``r = clip(rho v - y, [-R, R])`` built from public values only
-    (``v = z - sum_{k != m} s_k``). Let ``f'`` use ``D'_m`` (row i replaced,
-    both rows of unit norm), ``x, x'`` the two constrained minimizers and
-    ``H = 2 lam I + rho D_m^T D_m`` the Hessian of ``f``. The first-order
-    optimality conditions on ``X`` and the strong convexity of ``f`` in the
-    ``H``-norm give ``||x - x'||_H^2 <= <grad f(x') - grad f'(x'), x' - x>``,
-    hence ``||x - x'||_H <= ||g||_{H^-1} <= ||g|| / sqrt(2 lam)`` with
+    (``v = z - sum_{k != m} s_k``). Row i changes from ``a`` to ``a'`` (both
+    unit); ``f'`` is ``f`` with ``a'``. Split ``f = h + phi``, ``f' = h + phi'``
+    with ``h`` the part of the other rows (Hessian ``H0 = 2 lam I + rho
+    D_{-i}^T D_{-i}``) and ``phi(x) = rho/2 (a.x)^2 - r_i a.x`` convex. The
+    first-order conditions of the two constrained minimizers ``x, x'`` and the
+    monotonicity of ``grad phi`` give, for ``e = x - x'``,
 
-        g = rho (a_i a_i^T - a'_i a'_i^T) x' - r_i (a_i - a'_i),
-        ||g|| <= 2 rho b1 + 2 R          (|a . x'| <= b1, ||a_i - a'_i|| <= 2).
+        e^T H0 e <= <g, e>,   g = grad phi'(x') - grad phi(x')
+                                = rho (a' a'^T - a a^T) x' - r_i (a' - a).
 
-    Entry i of the release changes by at most ``2 min(c, b1)`` (both rows
-    unit, both models in the ball, clip); the other entries change by at most
-    ``|a_j (x - x')|`` (clipping is 1-Lipschitz), and
-    ``sum_j (a_j (x - x'))^2 <= ||D_m (x - x')||^2 <= ||x - x'||_H^2 / rho``.
-    So ``||s - s'|| <= 2 min(c, b1) + (2 rho b1 + 2 R) / sqrt(2 lam rho)``,
-    independent of N.
+    Hence ``rho ||D_{-i} e||^2 = e^T H0 e - 2 lam ||e||^2 <= ||g|| ||e|| -
+    2 lam ||e||^2 <= ||g||^2 / (8 lam)``, maximized over ``||e||``. With
+    ``theta`` the angle between ``a`` and ``a'``, ``||a' a'^T - a a^T|| =
+    sin(theta)`` and ``||a' - a|| = 2 sin(theta/2)``, so ``||g|| <= G(rho b1,
+    R)``; :func:`row_gradient_gap` gives its maximum in closed form (it is
+    also the maximum over rows in the unit ball, checked numerically in the
+    tests). The entries of the release are disjoint coordinates: entry i
+    changes by at most ``2 min(c, b1)`` (both rows unit, both models in the
+    ball, the clip), every other entry j by at most ``|a_j e|`` (clipping is
+    1-Lipschitz), and the squares add.
+
+    vfl up to 0.1 charged ``2 min(c, b1) + 2 (rho b1 + R) / sqrt(2 lam rho)``
+    (the triangle inequality across entries, ``||g|| <= 2 rho b1 + 2 R`` and
+    ``||e||_H0 <= ||g|| / sqrt(2 lam)``); the white-box audit exercised a
+    quarter of it. At ``c = b1 = rho = lam = 1``, ``R = 2`` this bound is
+    2.46 times smaller, so the same epsilon costs 2.46 times less noise.
 
     Assumptions (all enforced by the solver): unit rows; the x-update is the
     exact constrained minimizer over the ball (not a projection of the
@@ -98,4 +109,22 @@ def row_sensitivity(clip: float, b1: float, rho: float, lam: float, input_clip: 
     rho = _checks.positive("rho", rho)
     lam = _checks.positive("lam", lam)
     R = _checks.positive("input_clip", input_clip)
-    return 2.0 * min(c, b1) + 2.0 * (rho * b1 + R) / math.sqrt(2.0 * lam * rho)
+    gap = row_gradient_gap(rho * b1, R)
+    return math.sqrt((2.0 * min(c, b1)) ** 2 + gap * gap / (8.0 * lam * rho))
+
+
+def row_gradient_gap(P: float, R: float) -> float:
+    """``G(P, R) = max over theta in [0, pi] of P sin(theta) + 2 R sin(theta/2)``.
+
+    The largest ``||P (a' a'^T - a a^T) e - R (a' - a)||`` over unit rows ``a,
+    a'`` and a unit ``e`` (see :func:`row_sensitivity`). With ``u = theta/2``
+    the maximand is ``2 sin(u) (P cos(u) + R)``; its derivative vanishes at
+    ``cos(u) = (sqrt(R^2 + 8 P^2) - R) / (4 P)``. ``G(0, R) = 2 R``,
+    ``G(P, 0) = P``; always ``<= P + 2 R``.
+    """
+    P = float(P)
+    R = float(R)
+    if P <= 0.0:
+        return 2.0 * R
+    t = (math.sqrt(R * R + 8.0 * P * P) - R) / (4.0 * P)
+    return 2.0 * math.sqrt(max(0.0, 1.0 - t * t)) * (P * t + R)

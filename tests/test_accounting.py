@@ -16,7 +16,7 @@ from vfl.experiments.runner import run_experiment
 from vfl.experiments.sweep import aggregate_sweep, run_sweep
 from vfl.privacy import (calibrate_sigma, composed_gaussian_epsilon, corollary1,
                          lemma1_sensitivity, split_delta, theorem1_epsilon)
-from vfl.privacy.sharing import column_sensitivity, row_sensitivity
+from vfl.privacy.sharing import column_sensitivity, row_gradient_gap, row_sensitivity
 
 RAW = {
     "name": "dp",
@@ -58,6 +58,30 @@ def _row_release(D, lam, rho, b1, R, c, r):
     x, _ = BlockSolver(D, lam, rho).solve_ball(np.clip(r, -R, R), b1)
     assert np.linalg.norm(x) <= b1 * (1 + 1e-12)
     return np.clip(D @ x, -c, c)
+
+
+@pytest.mark.parametrize("P, R", [(1.0, 2.0), (1.0, 0.1), (3.0, 1.0), (0.2, 5.0), (0.0, 1.5)])
+def test_row_gradient_gap_is_the_maximum_over_unit_rows(P, R):
+    """G(P, R) bounds ||P (a' a'^T - a a^T) e - R (a' - a)|| and the angle it names attains it."""
+    rng = np.random.default_rng(0)
+    G = row_gradient_gap(P, R)
+    a, a2, e = (v / np.linalg.norm(v, axis=1, keepdims=True)
+                for v in rng.normal(size=(3, 20000, 4)))
+    proj = a2 * np.sum(a2 * e, axis=1, keepdims=True) - a * np.sum(a * e, axis=1, keepdims=True)
+    gaps = np.linalg.norm(P * proj - R * (a2 - a), axis=1)
+    assert gaps.max() <= G + 1e-12
+    # in the plane: a = (1, 0), a' at the optimal angle, e chosen to align the two terms
+    thetas = np.linspace(0.0, np.pi, 20001)
+    assert np.max(P * np.sin(thetas) + 2 * R * np.sin(thetas / 2)) == pytest.approx(G, rel=1e-8)
+    assert G <= P + 2 * R + 1e-12
+
+
+def test_row_bound_closed_form_and_its_gain_over_the_triangle_bound():
+    # c = b1 = rho = lam = 1, R = 2 (configs/privacy-a9a-row.toml)
+    G = row_gradient_gap(1.0, 2.0)
+    assert row_sensitivity(1.0, 1.0, 1.0, 1.0, 2.0) == pytest.approx(np.sqrt(4 + G**2 / 8))
+    old = 2.0 + 2.0 * 3.0 / np.sqrt(2.0)  # vfl 0.1: 2 min(c, b1) + 2 (rho b1 + R) / sqrt(2 lam rho)
+    assert old / row_sensitivity(1.0, 1.0, 1.0, 1.0, 2.0) == pytest.approx(2.463, abs=1e-3)
 
 
 @pytest.mark.parametrize("trial", range(6))

@@ -430,3 +430,33 @@ def test_one_run_p_value_is_monotone_in_epsilon_where_it_matters():
     for m, r, v, d in [(1000, 200, 150, 1e-4), (100, 100, 80, 1e-2), (5000, 500, 300, 1e-5)]:
         p = [A.one_run_p_value(m, r, v, e, d) for e in grid]
         assert np.all(np.diff(p) >= -1e-15)
+
+
+# --------------------------------------------------- power, chosen a priori --
+def test_refutation_thresholds_and_the_automatic_bound():
+    # Chernoff-KL refutes once the mean passes y*, with K kl(y* || delta) = log(1/alpha)
+    y = A.refutation_threshold(30, 1e-5)
+    assert 30 * A._kl(y, 1e-5) == pytest.approx(np.log(20.0), rel=1e-6)
+    # Clopper-Pearson: one hit refutes 1e-3 at K = 30 (P[Bin >= 1] = 0.03 < 0.05)
+    assert A.refutation_threshold(30, 1e-3, method="clopper-pearson") == pytest.approx((2 / 3) / 30)
+    assert A.choose_bound(30, 1e-3) == "clopper-pearson"
+    assert A.choose_bound(30, 1e-5) == "kl"
+    # no outcome of 10 draws refutes delta = 0.9 at 99%: kl(1 || 0.9) < log(100) / 10
+    assert A.refutation_threshold(10, 0.9, 0.99) == np.inf
+
+
+def test_powerful_epsilon_finds_more_power_than_the_printed_point():
+    """At a small printed epsilon the profile point refutes a 1.5x noise error the point cannot."""
+    from vfl.privacy import composed_gaussian_epsilon
+
+    mu, K, delta = 0.2, 300, 1e-5
+    eps = composed_gaussian_epsilon([1.0 / mu], delta)
+    e_star = A.powerful_epsilon(mu, K, eps)
+    assert 0 < e_star <= eps
+    rng = np.random.default_rng(0)
+    m2 = 1.5 * mu  # the true mechanism: noise off by 1.5x
+    LP = rng.normal(m2**2 / 2, m2, size=K)
+    LQ = rng.normal(m2**2 / 2, m2, size=K)
+    at_point = A.audit_verdict(LP, LQ, eps, delta)
+    at_profile = A.audit_verdict(LP, LQ, e_star, A.gaussian_delta(e_star, 1 / mu))
+    assert at_point.verdict == "PASS" and at_profile.verdict == "REFUTED"

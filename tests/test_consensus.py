@@ -625,13 +625,21 @@ def test_same_seed_same_run_other_seed_other_noise():
 def test_neighbours_change_one_record_of_one_provider_within_the_relation(cls):
     data = planted(N=4, m=20, d=5, seed=8)
     pairs = cls.neighbours(data, {}, np.random.default_rng(0))
-    assert {p.kind for p in pairs} == {"natural", "candidate"} and len(pairs) == 4
+    # natural, three changes of a real record, two canary pairs
+    assert {p.kind for p in pairs} == {"natural", "candidate"} and len(pairs) == 6
     for p in pairs:
-        changed = np.argwhere(np.any(p.data.A != data.A, axis=-1) | (p.data.b != data.b))
+        base = data if p.base is None else p.base
+        for D in (base, p.data):  # both datasets of the pair are inside the relation
+            assert np.all(np.linalg.norm(D.A, axis=-1) <= 1 + 1e-12)
+            assert np.all(np.abs(D.b) == 1.0)
+            assert D.public is data.public  # the pre-training rows are public: unchanged
+        changed = np.argwhere(np.any(p.data.A != base.A, axis=-1) | (p.data.b != base.b))
         assert len(changed) == 1 and changed[0, 0] == p.unit
-        i, j = changed[0]
-        assert np.linalg.norm(p.data.A[i, j]) <= 1 + 1e-12 and p.data.b[i, j] in (-1.0, 1.0)
-        assert p.data.public is data.public  # the pre-training rows are public: unchanged
+    canaries = [p for p in pairs if p.base is not None]
+    assert len(canaries) == 2
+    for p in canaries:  # the canary itself is the only change from the run's data
+        changed = np.argwhere(np.any(p.base.A != data.A, axis=-1))
+        assert len(changed) == 1 and changed[0, 0] == p.unit
 
 
 def test_dp_admm_passes_its_white_box_audit(tmp_path):

@@ -83,7 +83,7 @@ def test_enforced_sensitivity():
     data, obj = problem()
     s = gradient_sensitivity(data.A, data.b, obj)
     assert s.B_inf == pytest.approx(1 / 25) and s.B_2 == pytest.approx(math.sqrt(2) / 25)
-    assert s.B_1 == pytest.approx(min(5, 2 * math.sqrt(5)) / 25)
+    assert s.B_1 == pytest.approx(min(5, math.sqrt(10)) / 25)  # same orthant: sqrt(2d) w
     pm, _ = problem(labels="pm1")
     assert gradient_sensitivity(pm.A, pm.b, obj).B_inf == pytest.approx(2 / 25)
     assert gradient_sensitivity(-data.A, data.b, obj).B_inf == pytest.approx(2 / 25)  # [-1,1]
@@ -99,6 +99,11 @@ def test_enforced_sensitivity():
         diff = g(z, L) - g(z2, L2)
         assert np.abs(diff).max() <= s.B_inf and np.abs(diff).sum() <= s.B_1
         assert np.linalg.norm(diff) <= s.B_2
+    # the same-orthant l1 bound is attained as |c| -> 1 by rows on disjoint supports
+    x = -50.0 * np.ones(4)
+    z, z2 = np.r_[1, 1, 0, 0] / math.sqrt(2), np.r_[0, 0, 1, 1] / math.sqrt(2)
+    g = lambda z: -1 / (1 + np.exp(z @ x)) * z  # noqa: E731
+    assert np.abs(g(z) - g(z2)).sum() == pytest.approx(math.sqrt(2 * 4), rel=1e-9)
 
 
 # ------------------------------------------------------------ the contract --

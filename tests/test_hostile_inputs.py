@@ -58,6 +58,11 @@ CASES = [
      "already exists (use --overwrite to replace it)"),
     ("audit-claims-nothing", ["audit", "--config", A9A, "--out", "o"],
      "claims no privacy guarantee"),
+    ("audit-noise-scale-inf", ["audit", "--config", PRIVATE, "--noise-scale", "inf", "--out", "o"],
+     "--noise-scale must be a finite number > 0, got inf"),
+    ("audit-incomplete-run-dir", ["audit", "full", "--out", "o"],
+     "not a complete run directory: full lacks config.json"),
+    ("audits-none-below", ["audits", "full"], "no audit.json of an audited guarantee below it"),
     ("reproduce-missing-data", ["reproduce", "ldp", "fig2", "--out", "o", "--data-dir", "nowhere"],
      "files adult.data, adult.test not found"),
 ]

@@ -81,6 +81,19 @@ def test_numbers_marked_as_measured_are_the_recorded_ones():
         assert value in measured[key], f"README says {value} for {key}; measured: {measured[key]}"
 
 
+def test_the_audit_table_is_the_one_vfl_audits_writes():
+    """README's audit table is `vfl audits --markdown` of the committed audits.csv, verbatim."""
+    import pandas as pd
+
+    from vfl.experiments.audit import audit_markdown
+
+    block = README.split("<!-- audit-table: begin", 1)[1].split("<!-- audit-table: end -->")[0]
+    block = block.split("-->", 1)[1].lstrip("\n")
+    table = pd.read_csv(REPO / "docs" / "figures" / "audits" / "audits.csv")
+    assert block == audit_markdown(table)
+    assert (REPO / "docs" / "figures" / "audits" / "audits.png").is_file()
+
+
 def _run_bash(lines: str, cwd: Path) -> None:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
            "MPLBACKEND": "Agg"}

@@ -114,9 +114,10 @@ def test_audit_names_its_bound_and_calibrates_its_power(tmp_path, bound):
                     0.33, "--out", tmp_path / "au")
     assert result.returncode == 0, result.stderr
     name = {"kl": "Chernoff-KL", "clopper-pearson": "Clopper-Pearson"}[bound]
-    assert f"one-sided {name} bounds" in result.stdout
+    assert f"({name})" in result.stdout  # named on every claim's line
     assert "noise scaled by 0.33" in result.stdout and "exercised / charged" in result.stdout
     report = json.loads((tmp_path / "au" / "audit.json").read_text())
     assert report["bound"] == bound and report["noise_scale"] == 0.33
+    assert set(report["bounds"].values()) == {bound}
     rows = (tmp_path / "au" / "audit.csv").read_text().splitlines()
     assert "exercised_over_charged" in rows[0]
