@@ -57,7 +57,7 @@ from vfl.core.solver import HorizontalData, Reference, Release, Setting, Solver,
 
 from .local_solvers import (_sigmoid, _softplus, fista, kkt_residual, lipschitz, newton,
                             smooth_grad)
-from .objective import Objective
+from vfl.core.objective import Objective
 from .pretrain import pretrain_dw
 
 __all__ = [

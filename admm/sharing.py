@@ -87,18 +87,18 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass, field
 from time import perf_counter
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from vfl.core.metrics import EpochStats
 from vfl.core.solver import Solver
 
-from .objective import Objective
+from vfl.core.objective import Objective
 
-__all__ = ["ADMMSharing", "BlockSolver", "EpochStats", "NOISE_FORMS", "FORMS", "ORDERS",
+__all__ = ["ADMMSharing", "BlockSolver", "NOISE_FORMS", "FORMS", "ORDERS",
            "RHO_SCHEDULES", "ACCELERATIONS", "Z_UPDATES"]
 
 NOISE_FORMS = ("variable", "variable_whitened", "output")
@@ -314,23 +314,6 @@ class BlockSolver:
         return self.DT @ r
 
 
-@dataclass
-class EpochStats:
-    """What one epoch of Algorithm 1 produced, for recording.
-
-    ``y_seconds`` is the central node's time after (7): the y-update plus,
-    for the variants, the relaxation, penalty and acceleration bookkeeping
-    (``extra["accel_seconds"]`` of which is the acceleration alone).
-    """
-
-    epoch: int
-    objective: float
-    primal_residual: float
-    dual_residual: float
-    x_seconds: float = 0.0
-    z_seconds: float = 0.0
-    y_seconds: float = 0.0
-    extra: dict = field(default_factory=dict)
 
 
 def _check_option(name, value, choices):
@@ -1133,7 +1116,9 @@ class ADMMSharingSolver(ADMMSharing):
               choices=("pld", "rdp")),
     )
     columns = ("objective", "primal_residual", "dual_residual", "x_time_s", "z_time_s", "y_time_s",
-               "rho")
+               "rho", "restarted", "anderson_accepted",
+               # accounting mode: projections onto the b1 ball, Assumption 2.1's norms, noise
+               "projected_parties", "y_norm", "z_norm", "sigma_party*")
 
     #: the [solver] keys that select a variant (passed to ADMMSharing as they are)
     VARIANT_KEYS = ("form", "order", "relaxation", "rho_schedule", "rho_min", "rho_max",
@@ -1425,7 +1410,15 @@ class ADMMSharingSolver(ADMMSharing):
                if self.form == "hu" else
                {"convergence": "any rho > 0 (a two-block ADMM: Boyd et al. 2011, sec. 3.2)"}),
             "messages_per_party_per_epoch": n,
-        }
+        } | self._warnings(rho_min)
+
+    def _warnings(self, rho_min) -> dict:
+        """``warnings`` for the summary: Hu's Jacobi form below Assumption 1.2(c)'s floor."""
+        fixed = self.rho_schedule == "fixed"
+        if self.form != "hu" or (self.rho > rho_min if fixed else self._smallest_rho() >= rho_min):
+            return {}
+        return {"warnings": [f"rho = {self.rho:g} is not above sqrt(2) L = {rho_min:.4g} "
+                             "(Assumption 1.2(c)); convergence is not guaranteed"]}
 
     def privacy_info(self) -> dict | None:
         plan = self._plan

@@ -17,7 +17,7 @@ from time import perf_counter
 import numpy as np
 import scipy.optimize
 
-from vfl.admm.objective import Objective
+from vfl.core.objective import Objective
 
 __all__ = ["CentralSolution", "central_optimum"]
 

@@ -27,8 +27,8 @@ from time import perf_counter
 import numpy as np
 import scipy.sparse as sp
 
-from vfl.admm.objective import Objective
-from vfl.admm.sharing import EpochStats
+from vfl.core.objective import Objective
+from vfl.core.metrics import EpochStats
 
 __all__ = ["FDMLSGD", "LR_SCHEDULES"]
 

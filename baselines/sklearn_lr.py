@@ -23,8 +23,8 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, Ridge
 
-from vfl.admm.metrics import accuracy, log_loss
-from vfl.admm.objective import Objective
+from vfl.core.metrics import accuracy, log_loss
+from vfl.core.objective import Objective
 
 __all__ = ["fit_sklearn_baseline", "sklearn_estimator"]
 

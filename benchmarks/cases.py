@@ -21,8 +21,10 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
-from vfl.admm import ADMMSharing, Objective
-from vfl.admm.metrics import log_loss
+from vfl.admm import ADMMSharing
+
+from vfl.core.objective import Objective
+from vfl.core.metrics import log_loss
 from vfl.baselines import FDMLSGD, central_optimum, sklearn_estimator
 from vfl.core.preprocessing import RowSteps
 from vfl.datasets import load_dataset, make_synthetic

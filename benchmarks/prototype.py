@@ -26,7 +26,7 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse as sp
 
-from vfl.admm import Objective
+from vfl.core.objective import Objective
 
 __all__ = ["PrototypeADMM"]
 

@@ -302,10 +302,7 @@ def _summary(result, out: Path, seconds: float) -> str:
                      + ("" if not man["released"].get("release_only") else
                         "; release-only run: diagnostic values not written"))
     lines += _utility_lines(result, m, b)
-    a1 = solver.get("assumption_1_2c", {"satisfied": True})
-    if not a1["satisfied"]:
-        lines.append(f"warning: rho = {solver['rho']:g} is not above sqrt(2) L = "
-                     f"{a1['rho_min']:.4g} (Assumption 1.2(c)); convergence is not guaranteed")
+    lines += [f"warning: {w}" for w in solver.get("warnings", [])]
     if man["dataset"].get("stand_in"):
         lines.append(f"data: {man['dataset']['description']}")
     lines.append(f"wrote {out}")
@@ -571,7 +568,8 @@ def sweep_noise(config_path, sigmas, epsilons, seeds, jobs, scheduler, out, epoc
     what = "under noise" if param == "sigma" else "vs target epsilon"
     written = save_figure(plot_sweep_curves(agg, baselines, f"{title}: test loss {what}"),
                           out / "sweep_curves.png")
-    written += save_figure(plot_sweep_final(final, baselines, f"{title}: final test loss"),
+    written += save_figure(plot_sweep_final(final, baselines, f"{title}: final test loss",
+                                            method=manifest["solver"]["title"]),
                            out / "sweep_final.png")
     if not quiet:
         click.echo(final[[param, "epoch", "n_seeds", "test_logloss_mean", "test_logloss_std",

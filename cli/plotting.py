@@ -273,20 +273,23 @@ def plot_sweep_curves(agg, baselines: dict, title: str, *, ax=None):
     return ax.figure
 
 
-def plot_sweep_final(final, baselines: dict, title: str, *, ax=None):
-    """Final test log loss vs the swept level, with the sklearn references."""
+def plot_sweep_final(final, baselines: dict, title: str, *, method: str, ax=None):
+    """Final test log loss vs the swept level, with the sklearn references.
+
+    ``method``: the swept solver's title (its manifest's ``solver.title``).
+    """
     param = _level_param(final)
     with plt.rc_context(STYLE):
         ax = _panel(ax)
         noisy = final[final[param] > 0].sort_values(param)
         ax.errorbar(noisy[param], noisy["test_logloss_mean"], yerr=noisy["test_logloss_std"].fillna(0.0),
                     marker="o", ms=3.5, capsize=2, color="C0",
-                    label="ADMM sharing, noisy shares" if param == "sigma"
-                    else "ADMM sharing, calibrated noise")
+                    label=f"{method}, noisy shares" if param == "sigma"
+                    else f"{method}, calibrated noise")
         clean = final[final[param] == 0]
         if len(clean):
             ax.axhline(clean["test_logloss_mean"].iloc[0], color="C0", lw=0.9, ls="-.",
-                       label="ADMM sharing, no noise")
+                       label=f"{method}, no noise")
         _reference_lines(ax, baselines)
         _loss_scale(ax, final["test_logloss_mean"], baselines)
         _level_axis(ax, noisy[param])

@@ -57,14 +57,13 @@ def resolve(first: str | None, second: str | None) -> list[tuple[str, str]]:
 def check_configs(chosen: list[tuple[str, str]], configs: Path) -> None:
     """Refuse, before anything runs or is created, a figure whose configs are missing.
 
-    A paper module may list what a figure needs with ``required_configs(which)``.
+    Every paper module lists what a figure needs with ``required_configs(which)``.
     """
     configs = Path(configs)
     if not configs.is_dir():
         raise ConfigError(f"--configs {configs} is not a directory")
     for paper, which in chosen:
-        needs = getattr(paper_module(paper), "required_configs", None)
-        for name in (needs(which) if needs else []):
+        for name in paper_module(paper).required_configs(which):
             if not (configs / f"{name}.toml").is_file():
                 raise ConfigError(f"{paper} {which}: config {configs / (name + '.toml')} not found")
 
@@ -79,8 +78,7 @@ def check_data(chosen: list[tuple[str, str]], configs: Path, data_dir=None) -> N
 
     seen = set()
     for paper, which in chosen:
-        needs = getattr(paper_module(paper), "required_configs", None)
-        for name in (needs(which) if needs else []):
+        for name in paper_module(paper).required_configs(which):
             config = load_config(Path(configs) / f"{name}.toml")  # a broken config stops here
             d = config.data
             if d.dataset not in REGISTRY or d.dataset in seen:

@@ -202,7 +202,8 @@ def _fig23(which, configs, out, data_dir, jobs, echo) -> list[Path]:
             if which == "fig2":
                 plot_sweep_curves(agg, baselines, f"{title}: test loss under noise", ax=ax)
             else:
-                plot_sweep_final(final, baselines, f"{title}: final test loss", ax=ax)
+                plot_sweep_final(final, baselines, f"{title}: final test loss",
+                                 method=manifest["solver"]["title"], ax=ax)
     written = save_figure(fig, out / f"{which}.png")
     for name, (agg, final, baselines, _) in sweeps.items():
         dataset = name.removeprefix("fig2-")

@@ -184,7 +184,7 @@ def validation_scores(config, candidates: list[dict], *, data_dir=None, seeds=VA
     the test set are touched. A candidate that fails (diverges, impossible
     settings) scores NaN, with the first error in the ``error`` column.
     """
-    from vfl.admm.metrics import accuracy, log_loss
+    from vfl.core.metrics import accuracy, log_loss
     from vfl.core.solver import Streams, VerticalData
     from vfl.experiments.runner import plan_run
     from vfl.experiments.settings import make_objective
@@ -253,7 +253,7 @@ def _references(config, data_dir) -> tuple[list[dict], pd.DataFrame]:
     on the same split of the public rows as every method, then refitted on
     all training rows and scored on the test set once.
     """
-    from vfl.admm import Objective
+    from vfl.core.objective import Objective
     from vfl.baselines import fit_sklearn_baseline
     from vfl.experiments.runner import plan_run
 

@@ -118,7 +118,9 @@ def add_noise(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng: np.rando
     With an exact sampler as ``rng`` (deployment runs), the noise is exact
     discrete noise on a grid (:class:`vfl.core.sampling.ExactSampler`).
     """
-    if getattr(rng, "exact", False):
+    from .sampling import ExactSampler
+
+    if isinstance(rng, ExactSampler):
         return rng.add(mechanism, mean, scale)
     mean = np.asarray(mean, dtype=float)
     s = np.asarray(scale, dtype=float).reshape((-1,) + (1,) * (mean.ndim - 1)) if mean.ndim > 1 \
@@ -355,7 +357,20 @@ class Solver:
 
     def releases(self) -> list[Release]:
         """The noisy releases of the last iteration (empty for non-private runs)."""
-        return list(getattr(self, "_releases", ()))
+        return list(self._releases or ())
+
+    def coef(self) -> np.ndarray | None:
+        """The model's coefficients as one vector, for the run's records; None if it has none."""
+        return None
+
+    def divergence_hint(self) -> str:
+        """Why this solver may have diverged, appended to the error; empty if nothing to say."""
+        return ""
+
+    #: cumulative scalar values each party has sent, if the solver counts them (else None)
+    messages: np.ndarray | None = None
+    #: the release events of the current iteration (see :meth:`begin_releases`)
+    _releases: list | None = None
 
     #: the audit's hook (see :meth:`release`); None in ordinary runs
     observer = None
@@ -377,7 +392,9 @@ class Solver:
         sens_arr = np.broadcast_to(np.asarray(sensitivity, dtype=float), units_arr.shape).copy()
         mean = np.asarray(mean, dtype=float)
         size = int(size if size is not None else (mean.size if single else mean[0].size))
-        exact = bool(getattr(rng, "exact", False)) and self.observer is None
+        from .sampling import ExactSampler
+
+        exact = isinstance(rng, ExactSampler) and self.observer is None
         if exact:
             # Rounding to the grid (step scale / 2^k) is part of the query and adds
             # c * scale to the sensitivity; the scale grows by 1 / (1 - c scale / Delta)
@@ -390,7 +407,7 @@ class Solver:
             scale_arr = np.where(ok, scale_arr / np.where(ok, 1.0 - grow, 1.0), scale_arr)
             sens_arr = sens_arr + c * scale_arr
         event = Release(mechanism, units_arr, sens_arr, scale_arr, size, exact)
-        if not hasattr(self, "_releases"):
+        if self._releases is None:
             self._releases = []
         self._releases.append(event)
         if self.observer is not None:
@@ -438,9 +455,19 @@ class Solver:
         return {}
 
     def privacy_info(self) -> dict | None:
-        """What the manifest says about privacy: relation, mechanism, what is enforced."""
+        """What the manifest says about privacy; None for a solver without noise.
+
+        Keys the summary reads, the same for every solver: ``mode``,
+        ``dp_guarantee``, ``neighbouring`` (the relation, required when a
+        guarantee is claimed), ``labels`` (what the relation leaves
+        unprotected), ``mechanism``, ``enforced``, ``note`` or ``warning``,
+        ``other_claims_meaning``. The runner adds ``noise`` (where it came from).
+        """
         return None
 
     def describe(self) -> dict:
-        """Algorithm details for the manifest (beyond the validated parameters)."""
+        """Algorithm details for the manifest (beyond the validated parameters).
+
+        A ``warnings`` list, if present, is printed in the run's summary.
+        """
         return {}

@@ -8,7 +8,7 @@ agent's ``f_i`` against everyone else colluding.
   Laplacian and Metropolis weights;
 - :mod:`.problem`: the local functions, ``x*``, sample assignment, ``x0``,
   label encodings and the enforced gradient sensitivities;
-- :mod:`.admm`, :mod:`.gd`: the solvers (:data:`SOLVERS`);
+- :mod:`.admm`, :mod:`.gd`: the solvers (registered in :mod:`vfl.experiments.registry`);
 - :mod:`.secret_sharing`: Algorithm 3's additive secret-sharing exchange.
 
 The privacy computations (Theorems 2.2, 2.3, footnote 1) are in
@@ -43,14 +43,8 @@ from .problem import (
 )
 from .secret_sharing import AdditiveSecretSharing, SecretSharingOverflowError
 
-#: Registered network solvers by name.
-SOLVERS = {cls.name: cls for cls in (
-    LDPADMM, RandomPenaltyADMM, FixedADMM, LDPGD, LDPGDMinMax, DGD, DVPADMM, PPADMM,
-    NoisyConsensusGD, OPADMM,
-)}
-
 __all__ = [
-    "SOLVERS", "NEIGHBOURING", "NetworkSolver", "PrivateNetworkSolver",
+    "NEIGHBOURING", "NetworkSolver", "PrivateNetworkSolver",
     "LDPADMM", "RandomPenaltyADMM", "FixedADMM", "LDPGD", "LDPGDMinMax", "DGD", "DVPADMM",
     "PPADMM", "NoisyConsensusGD", "OPADMM",
     "GRAPH_KINDS", "make_graph", "check_adjacency", "is_connected", "is_complete", "degrees",

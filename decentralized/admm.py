@@ -76,9 +76,9 @@ class _ADMMState:
         zeta = self.settings["zeta"]
         D = self.settings.get("D")
         if D is None:
-            return (f"; the dual step zeta = {zeta:g} acts on a graph with lambda_max(L) = "
+            return (f"the dual step zeta = {zeta:g} acts on a graph with lambda_max(L) = "
                     f"{lam_max:.3g}: lower solver.zeta")
-        return (f"; zeta * lambda_max(L) / D = {zeta:g} * {lam_max:.3g} / {D:g} = "
+        return (f"zeta * lambda_max(L) / D = {zeta:g} * {lam_max:.3g} / {D:g} = "
                 f"{zeta * lam_max / D:.3g}: the dual step is too large for this graph (stable "
                 f"up to about 2.5 with random penalties, 3 with fixed ones); lower solver.zeta "
                 f"or raise solver.D")
@@ -206,6 +206,7 @@ class RandomPenaltyADMM(_ADMMState, NetworkSolver):
     solved by batched Newton to ``||step|| < 1e-12`` (spec A5).
     """
 
+    columns = NetworkSolver.columns + ("newton_iterations",)
     name = "random_penalty_admm"
     title = "ADMM with random penalties (exact, non-private)"
     reference = Reference(_XIAO, "Algorithm 1 without first-order approximation", "(12)",
@@ -272,7 +273,7 @@ class _PerturbedADMM(RandomPenaltyADMM, PrivateNetworkSolver):
     of the cited papers' curves (see :attr:`privacy_info`).
     """
 
-    columns = PrivateNetworkSolver.columns
+    columns = PrivateNetworkSolver.columns + ("newton_iterations",)
     paper_claim = None  # the curves are reconstructions, not the cited papers' accounting
     loss_meaning = "a RECONSTRUCTION of the cited paper's curve (spec P3), not its theorem"
     privacy_params = LAPLACE_PRIVACY + (

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from vfl.admm.objective import Objective
+from vfl.core.objective import Objective
 from vfl.core.errors import ConfigError, DivergedError
 from vfl.core.params import Param
 from vfl.core.solver import NetworkData, Release, Setting, Solver, Streams
@@ -204,12 +204,9 @@ class NetworkSolver(Solver):
         bad = not np.all(np.isfinite(self.X))
         if bad or np.max(np.abs(self.X)) > self._x_bound:
             what = "non-finite" if bad else f"larger than {self._x_bound:.3g}"
+            hint = self.divergence_hint()
             raise DivergedError(f"{self.name}: iterates became {what} at iteration "
-                                f"{self.iteration}{self.divergence_hint()}")
-
-    def divergence_hint(self) -> str:
-        """Why this solver may diverge here (appended to the error); default none."""
-        return ""
+                                f"{self.iteration}" + (f"; {hint}" if hint else ""))
 
     # -- exchange -----------------------------------------------------------
     def neighbour_sum(self, X, S=None):

@@ -2,7 +2,7 @@
 
 Agent i holds ``b_i = m`` samples ``(z_j, L_j)`` (rows of ``A[i]``, labels
 ``b[i]``) and the local function (App. E, with the shared
-:class:`~vfl.admm.objective.Objective`)::
+:class:`~vfl.core.objective.Objective`)::
 
     f_i(x) = w sum_j loss(z_j^T x, L_j) + (lam / N) R(x),
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from vfl.admm.objective import Objective
+from vfl.core.objective import Objective
 from vfl.core.solver import NetworkData
 
 from .graphs import check_adjacency
@@ -88,7 +88,7 @@ def initial_models(agents: int, d: int, rng: np.random.Generator) -> np.ndarray:
 
 def check_objective(objective: Objective, per_agent: int) -> None:
     if not isinstance(objective, Objective):
-        raise ValueError(f"objective must be a vfl.admm.objective.Objective, got {objective!r}")
+        raise ValueError(f"objective must be a vfl.core.objective.Objective, got {objective!r}")
     if objective.regularizer not in SUPPORTED_REGULARIZERS:
         smooth = ", ".join(SUPPORTED_REGULARIZERS)
         raise ValueError(f"regularizer {objective.regularizer!r} is not supported by the "

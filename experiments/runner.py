@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from vfl.admm.metrics import accuracy, log_loss
+from vfl.core.metrics import accuracy, log_loss
 from vfl.core.errors import ConfigError, DivergedError
 from vfl.core.solver import DIAGNOSTIC, RELEASED, Solver, Streams, column_kinds
 from vfl.datasets import REGISTRY, dataset_status, resolve_data_dir
@@ -170,7 +170,7 @@ def _evaluate(solver: Solver, prepared) -> dict:
 def _ledger(config: Config):
     if not config.privacy.claims_guarantee:
         return None
-    from .accounting import PrivacyLedger
+    from vfl.core.ledger import PrivacyLedger
 
     delta = config.privacy.values.get("delta")
     return PrivacyLedger(delta, config.privacy.values.get("accountant", "pld"))
@@ -192,8 +192,8 @@ def _privacy_row(solver: Solver, ledger) -> dict:
 def _divergence(config: Config, solver: Solver, value) -> DivergedError:
     msg = f"{config.solver.name} diverged at {solver.iteration_name} {solver.iteration} " \
           f"(objective {value})"
-    hint = getattr(solver, "divergence_hint", None)
-    return DivergedError(msg + (f"; {hint()}" if hint else ""))
+    hint = solver.divergence_hint()
+    return DivergedError(msg + (f"; {hint}" if hint else ""))
 
 
 def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat: int,
@@ -355,7 +355,7 @@ def run_experiment(
         baselines = {"note": "release-only run: the references use the exact private data "
                              "(diagnostic) and are not written"}
     return RunResult(config=config, manifest=manifest, metrics=metrics, baselines=baselines,
-                     coef=getattr(solver, "coef", lambda: None)(), repeats=per_repeat)
+                     coef=solver.coef(), repeats=per_repeat)
 
 
 def _manifest(config, plan, solver, prepared, baselines, metrics, started, finished, seconds,
@@ -399,7 +399,7 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
         f_star = baselines.get("central", {}).get("objective") if baselines else None
         result.update({"final_objective": final["objective"], "central_objective": f_star,
                        "relative_gap": final.get("suboptimality")})
-    if hasattr(solver, "messages"):
+    if solver.messages is not None:
         result["messages_per_party"] = solver.messages.tolist()
     private = bool(config.privacy.claims_guarantee)
     kinds = column_kinds(cls, list(metrics.columns), private)
@@ -453,7 +453,7 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
             "lam": objective.lam,
             "formula": objective.describe(),
             **({"intercept": plan.setting.partition.intercept}
-               if hasattr(plan.setting, "partition") else {}),
+               if plan.setting.partition is not None else {}),
         },
         "solver": {
             "name": cls.name,

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from vfl.admm import Objective
-from vfl.admm.metrics import accuracy, log_loss
+from vfl.core.objective import Objective
+from vfl.core.metrics import accuracy, log_loss
 from vfl.core.errors import ConfigError, DataError
 from vfl.core.solver import Setting, Streams, VerticalData
 from vfl.datasets import Dataset, user_cache_dir
@@ -303,6 +303,8 @@ class HorizontalSetting:
     test part, or with ``pool = "train+test"`` every row no provider holds).
     """
 
+    partition = None  # rows, not columns, are distributed: no column partition
+
     repeats_share_baselines = False
 
     def __init__(self, config: Config, raw: RawDataset, stage: Stage):
@@ -410,6 +412,8 @@ class NetworkSetting:
     objective on the union of the agents' samples. The test set is
     ``partition.test`` rows not held by any agent (all of them when 0).
     """
+
+    partition = None  # rows, not columns, are distributed: no column partition
 
     repeats_share_baselines = False
 

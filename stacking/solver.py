@@ -127,7 +127,8 @@ class PrivateStacking(Solver):
         Param("accountant", str, "pld", "dp-accounting accountant of the calibration and the "
               "ledger", choices=("pld", "rdp")),
     )
-    columns = ("release_time_s", "fusion_time_s")
+    columns = ("release_time_s", "fusion_time_s", "weight_party*", "lam_party*",
+               "sigma_model_party*", "sigma_share_party*", "kappa")
     #: party 1 predicts from the released models, shares and moments, its own block and
     #: each passive party's share of a test row under its released model
     released_columns = ("test_logloss", "test_accuracy", "weight_party*", "lam_party*",

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from cli_helpers import vfl
-from vfl.admm import Objective
+from vfl.core.objective import Objective
 from vfl.core.errors import ConfigError
 from vfl.core.solver import Streams, VerticalData
 from vfl.experiments.config import config_from_dict

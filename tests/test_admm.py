@@ -36,7 +36,9 @@ import scipy.sparse as sp
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
-from vfl.admm import ADMMSharing, BlockSolver, Objective
+from vfl.admm import ADMMSharing, BlockSolver
+
+from vfl.core.objective import Objective
 from vfl.baselines import central_optimum
 from problems import planted_problem
 

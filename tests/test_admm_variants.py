@@ -17,7 +17,8 @@ from scipy.special import expit
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from problems import planted_problem
-from vfl.admm import ADMMSharing, Objective
+from vfl.admm import ADMMSharing
+from vfl.core.objective import Objective
 from vfl.core.errors import ConfigError
 
 N = 200

@@ -128,7 +128,8 @@ def test_external_benchmarks_plug_in(monkeypatch):
 
 def test_prototype_follows_admm_sharing():
     from benchmarks.prototype import PrototypeADMM
-    from vfl.admm import ADMMSharing, Objective
+    from vfl.admm import ADMMSharing
+    from vfl.core.objective import Objective
     from vfl.datasets import make_synthetic
     from vfl.experiments.partition import Partition
 
@@ -152,7 +153,8 @@ def test_prototype_follows_admm_sharing():
 
 def test_prototype_subset_extrapolates_and_keeps_exact_iterates():
     from benchmarks.prototype import PrototypeADMM
-    from vfl.admm import ADMMSharing, Objective
+    from vfl.admm import ADMMSharing
+    from vfl.core.objective import Objective
     from vfl.datasets import make_synthetic
 
     ds = make_synthetic(200, 10, 6, sparse=True, density=0.5, seed=1)

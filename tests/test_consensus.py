@@ -13,7 +13,7 @@ import pytest
 import scipy.optimize
 from scipy.special import expit
 
-from vfl.admm import Objective
+from vfl.core.objective import Objective
 from vfl.admm.consensus import (
     DPADMM,
     ConsensusADMM,

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from vfl.admm.objective import Objective
+from vfl.core.objective import Objective
 from vfl.core.errors import DivergedError
 from vfl.core.solver import NetworkData, Setting, Solver, Streams
+from vfl.experiments.registry import get_solver, solver_names
 from vfl.decentralized import (
-    SOLVERS,
     assign_samples,
     central_optimum,
     encode_labels,
@@ -41,7 +41,7 @@ def problem(N=8, edges=12, m=25, d=5, seed=0, labels="01", kind="gnm"):
 
 
 def make(name, data, obj, params=None, privacy=None, seed=0, iterations=100):
-    return SOLVERS[name](data, objective=obj, params=params or {}, privacy=privacy or {},
+    return get_solver(name)(data, objective=obj, params=params or {}, privacy=privacy or {},
                          streams=Streams(seed), iterations=iterations)
 
 
@@ -107,9 +107,12 @@ def test_enforced_sensitivity():
 
 
 # ------------------------------------------------------------ the contract --
-@pytest.mark.parametrize("name", sorted(SOLVERS))
+NETWORK = sorted(n for n in solver_names() if get_solver(n).setting is Setting.NETWORK)
+
+
+@pytest.mark.parametrize("name", NETWORK)
 def test_solver_contract(name):
-    cls = SOLVERS[name]
+    cls = get_solver(name)
     assert issubclass(cls, Solver) and cls.setting is Setting.NETWORK and cls.name == name
     assert cls.reference.paper and cls.columns[0] == "log10_error"
     for p in cls.params + cls.privacy_params:
@@ -134,7 +137,7 @@ def test_solver_contract(name):
 def test_constructor_signature_is_keyword_only():
     import inspect
 
-    for cls in SOLVERS.values():
+    for cls in map(get_solver, NETWORK):
         sig = inspect.signature(cls.__init__)
         assert list(sig.parameters)[:2] == ["self", "data"]
 
@@ -369,7 +372,7 @@ def test_bad_data_raise_value_error():
     with pytest.raises(ValueError, match="not supported"):
         make("dgd", data, Objective("logistic", lam=1.0, regularizer="l1"))
     with pytest.raises(ValueError, match="iterations"):
-        SOLVERS["dgd"](data, objective=obj, params={}, privacy={}, streams=Streams(0),
+        get_solver("dgd")(data, objective=obj, params={}, privacy={}, streams=Streams(0),
                        iterations=-1)
 
 
@@ -412,7 +415,7 @@ def _adult_run(X, y, name, N, E, seed, privacy=None):
     obj = paper_objective(N, 100)
     data, _ = build_network_data(X, y, adj, per_agent=100, objective=obj,
                                  split_rng=st.get("split"), x0_rng=st.get("x0"))
-    s = SOLVERS[name](data, objective=obj, params={}, privacy=privacy or {}, streams=st,
+    s = get_solver(name)(data, objective=obj, params={}, privacy=privacy or {}, streams=st,
                       iterations=100)
     return run(s, 100).evaluate(), s
 
@@ -453,7 +456,7 @@ def test_output_perturbation_native_gaussian():
 
 def test_neighbours_change_one_sample_of_one_agent():
     data, obj = problem()
-    cls = SOLVERS["ldp_admm"]
+    cls = get_solver("ldp_admm")
     for nb in cls.neighbours(data, {}, np.random.default_rng(0)):
         diff = (nb.data.A != data.A).any(axis=2) | (nb.data.b != data.b)
         changed, rows = np.flatnonzero(diff), np.unique(np.argwhere(diff)[:, 0])

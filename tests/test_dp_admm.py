@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from vfl.admm import ADMMSharing, Objective
+from vfl.admm import ADMMSharing
+
+from vfl.core.objective import Objective
 from vfl.admm.sharing import NOISE_FORMS
 
 

@@ -18,7 +18,7 @@ import pytest
 import scipy.optimize
 from scipy.special import expit
 
-from vfl.admm.losses import LOSSES, LogisticLoss, SquaredLoss, get_loss
+from vfl.core.losses import LOSSES, LogisticLoss, SquaredLoss, get_loss
 
 N_MEAN = 1000  # the "N" of the w = 1/N (reduction="mean") cases
 

@@ -285,17 +285,17 @@ def test_dense_graph_divergence_is_reported_with_the_dual_step_ratio(name):
     diverges (it used to run on silently to log10 error 53); zeta = 0.1 converges."""
     from vfl.core.errors import DivergedError
     from vfl.core.solver import Streams
-    from vfl.decentralized import SOLVERS
+    from vfl.experiments.registry import get_solver
 
     data, obj = _complete_problem(100)
     privacy = {"noise": False} if name == "ldp_admm" else {}
-    s = SOLVERS[name](data, objective=obj, params={}, privacy=privacy, streams=Streams(0),
+    s = get_solver(name)(data, objective=obj, params={}, privacy=privacy, streams=Streams(0),
                       iterations=100)
     with pytest.raises(DivergedError, match=r"zeta \* lambda_max\(L\) / D = 0.5 \* 100 / 10 = 5"):
         for _ in range(100):
             s.step()
     assert s.iteration < 40
-    ok = SOLVERS[name](data, objective=obj, params={"zeta": 0.1}, privacy=privacy,
+    ok = get_solver(name)(data, objective=obj, params={"zeta": 0.1}, privacy=privacy,
                        streams=Streams(0), iterations=100)
     for _ in range(100):
         ok.step()
@@ -312,11 +312,11 @@ def test_dense_graph_divergence_is_reported_with_the_dual_step_ratio(name):
 def test_privacy_info_says_what_the_run_claims(name, delta, mode, guarantee):
     """The keys every summary reads: without them `vfl run` printed an empty warning."""
     from vfl.core.solver import Streams
-    from vfl.decentralized import SOLVERS
+    from vfl.experiments.registry import get_solver
 
     data, obj = _complete_problem(4, m=10)
     privacy = {} if delta is None else {"delta": delta}
-    info = SOLVERS[name](data, objective=obj, params={}, privacy=privacy, streams=Streams(0),
+    info = get_solver(name)(data, objective=obj, params={}, privacy=privacy, streams=Streams(0),
                          iterations=3).privacy_info()
     assert (info["mode"], info["dp_guarantee"]) == (mode, guarantee)
     if mode == "simulation":

@@ -9,7 +9,7 @@ from scipy import stats
 from vfl.core.errors import ConfigError
 from vfl.core.sampling import ExactSampler, grid_slack
 from vfl.core.solver import Release, Streams, add_noise
-from vfl.experiments.accounting import PrivacyLedger
+from vfl.core.ledger import PrivacyLedger
 from vfl.experiments.config import config_from_dict
 
 

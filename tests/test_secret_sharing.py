@@ -5,7 +5,8 @@ import pytest
 from scipy import stats
 
 from vfl.core.solver import NetworkData, Streams
-from vfl.decentralized import SOLVERS, initial_models, make_graph, paper_objective
+from vfl.experiments.registry import get_solver
+from vfl.decentralized import initial_models, make_graph, paper_objective
 from vfl.decentralized.secret_sharing import AdditiveSecretSharing, SecretSharingOverflowError
 
 
@@ -151,7 +152,7 @@ def test_iterates_with_secret_sharing_equal_plain(name, privacy):
     data, obj = _problem()
     runs = {}
     for exchange in ("plain", "secret_sharing"):
-        s = SOLVERS[name](data, objective=obj, params={"exchange": exchange}, privacy=privacy,
+        s = get_solver(name)(data, objective=obj, params={"exchange": exchange}, privacy=privacy,
                           streams=Streams(11), iterations=40)
         for _ in range(40):
             s.step()
@@ -164,7 +165,7 @@ def test_secret_sharing_needs_a_complete_graph():
     data, obj = _problem()
     sparse = NetworkData(make_graph("ring", nodes=6), data.A, data.b, data.x0)
     with pytest.raises(ValueError, match="needs a complete graph"):
-        SOLVERS["ldp_admm"](sparse, objective=obj, params={"exchange": "secret_sharing"},
+        get_solver("ldp_admm")(sparse, objective=obj, params={"exchange": "secret_sharing"},
                             privacy={}, streams=Streams(0), iterations=5)
 
 
@@ -172,6 +173,6 @@ def test_solver_refuses_values_beyond_the_ring():
     data, obj = _problem()
     big = NetworkData(data.adjacency, data.A, data.b, data.x0 * 1e6)
     with pytest.raises(SecretSharingOverflowError, match="capacity"):
-        SOLVERS["dgd"](big, objective=obj, params={"exchange": "secret_sharing", "ss_bits": 32,
+        get_solver("dgd")(big, objective=obj, params={"exchange": "secret_sharing", "ss_bits": 32,
                                                    "ss_fractional_bits": 16},
                        privacy={}, streams=Streams(0), iterations=5)

@@ -21,7 +21,9 @@ import scipy.sparse as sp
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
-from vfl.admm import EpochStats, Objective
+from vfl.core.metrics import EpochStats
+
+from vfl.core.objective import Objective
 from vfl.baselines import FDMLSGD, central_optimum
 from problems import planted_problem
 

@@ -1,4 +1,4 @@
-"""Evaluation of a linear model from its margins ``u = D x``.
+"""Evaluation of a linear model from its margins ``u = D x``, and the record of an epoch.
 
 Labels are in {-1, +1}; the predicted probability of +1 is ``sigmoid(u)``,
 so the log loss is ``mean_i log(1 + exp(-b_i u_i))`` (natural log, the same
@@ -8,9 +8,11 @@ number as ``sklearn.metrics.log_loss``) and a sample is classified +1 when
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
-__all__ = ["log_loss", "accuracy"]
+__all__ = ["EpochStats", "log_loss", "accuracy"]
 
 
 def log_loss(u: np.ndarray, b: np.ndarray) -> float:
@@ -27,3 +29,22 @@ def log_loss(u: np.ndarray, b: np.ndarray) -> float:
 def accuracy(u: np.ndarray, b: np.ndarray) -> float:
     """Fraction of samples with ``sign(u)`` equal to ``b`` (``u = 0`` -> -1)."""
     return float(np.mean(np.where(u > 0, 1.0, -1.0) == b))
+
+
+@dataclass
+class EpochStats:
+    """What one epoch of an iterative solver produced, for recording (ADMM sharing, SGD).
+
+    ``y_seconds`` is the central node's time after (7): the y-update plus,
+    for the variants, the relaxation, penalty and acceleration bookkeeping
+    (``extra["accel_seconds"]`` of which is the acceleration alone).
+    """
+
+    epoch: int
+    objective: float
+    primal_residual: float
+    dual_residual: float
+    x_seconds: float = 0.0
+    z_seconds: float = 0.0
+    y_seconds: float = 0.0
+    extra: dict = field(default_factory=dict)

@@ -1,0 +1,56 @@
+"""The shape README's architecture section describes, checked on the source.
+
+Imports go one way (presentation -> experiments -> algorithms -> core), and
+the solver families import the core (and the privacy analysis) but never
+each other.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FAMILIES = ("admm", "baselines", "decentralized", "stacking")
+#: what each part may import from vfl
+ALLOWED = {
+    "core": {"core", "privacy"},
+    "privacy": {"privacy", "core"},
+    **{family: {family, "core", "privacy"} for family in FAMILIES},
+    "datasets": {"datasets", "core"},
+}
+
+
+def _vfl_imports(path: Path) -> set[str]:
+    """The vfl parts a module imports (absolute ``vfl.X`` and relative ``..X``)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    parts = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            parts |= {a.name.split(".")[1] for a in node.names
+                      if a.name.startswith("vfl.") and a.name.count(".") >= 1}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0 and node.module and node.module.startswith("vfl."):
+                parts.add(node.module.split(".")[1])
+            elif node.level == 0 and node.module == "vfl":
+                parts |= {a.name for a in node.names}
+            elif node.level >= 2 and node.module:
+                parts.add(node.module.split(".")[0])
+    return parts
+
+
+@pytest.mark.parametrize("part", sorted(ALLOWED))
+def test_imports_go_one_way(part):
+    for path in sorted((REPO / part).glob("*.py")):
+        extra = _vfl_imports(path) - ALLOWED[part]
+        assert not extra, f"{path.relative_to(REPO)} imports vfl.{', vfl.'.join(sorted(extra))}"
+
+
+def test_the_core_holds_the_shared_problem_library():
+    for module in ("objective", "losses", "metrics", "ledger", "preprocessing", "solver"):
+        assert (REPO / "core" / f"{module}.py").is_file()
+    for family in FAMILIES:
+        for module in ("objective", "losses", "metrics", "accounting"):
+            assert not (REPO / family / f"{module}.py").exists()
