@@ -2,15 +2,19 @@
 
 A solver lists its ``[solver]`` and ``[privacy]`` keys as :class:`Param`
 objects; the config layer builds and validates those tables from the
-declaration alone, so adding a key touches only the solver's module. A bad
-value is a :class:`~vfl.core.errors.ConfigError` that names the key.
+declaration alone, so adding a key touches only the solver's module. Every
+value is checked by pydantic (strict types, bounds, choices, no NaN or inf);
+a bad one is a :class:`~vfl.core.errors.ConfigError` that names the key, in
+one line.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from functools import lru_cache
+from typing import Annotated, Any, Callable, Literal
+
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, TypeAdapter, ValidationError
 
 from .errors import ConfigError
 
@@ -44,48 +48,77 @@ def _typename(value) -> str:
     return type(value).__name__
 
 
+# Every value is validated by pydantic (strict: no bool for a number, no "1" for an int,
+# no NaN or inf); its errors are turned into the one line that names the key.
+@lru_cache(maxsize=None)
+def _adapter(kind: str, low=None, high=None, low_open=False, high_open=False,
+             choices: tuple[str, ...] | None = None) -> TypeAdapter:
+    bounds = {}
+    if low is not None:
+        bounds["gt" if low_open else "ge"] = low
+    if high is not None:
+        bounds["lt" if high_open else "le"] = high
+    if kind == "number":
+        return TypeAdapter(Annotated[StrictFloat, Field(allow_inf_nan=False, **bounds)])
+    if kind == "integer":
+        return TypeAdapter(Annotated[StrictInt, Field(**bounds)])
+    if kind == "boolean":
+        return TypeAdapter(StrictBool)
+    if kind == "choice":
+        return TypeAdapter(Literal[choices] if choices else StrictStr)
+    raise TypeError(f"unsupported kind {kind!r}")  # pragma: no cover - a declaration bug
+
+
+_WORDS = {"number": "a number", "integer": "an integer", "boolean": "true or false",
+          "choice": "a string"}
+
+
+def _validated(key: str, value, kind: str, *, low=None, high=None, low_open=False,
+               high_open=False, choices=None):
+    """``value`` validated by pydantic, or a :class:`ConfigError` naming ``key`` (one line)."""
+    try:
+        return _adapter(kind, low, high, low_open, high_open,
+                        tuple(choices) if choices else None).validate_python(value)
+    except ValidationError as exc:
+        kind_of_error = exc.errors()[0]["type"]
+    if kind_of_error == "finite_number":
+        raise ConfigError(f"{key} must be finite, got {value!r}") from None
+    if kind_of_error == "literal_error":
+        raise ConfigError(f"{key} = {value!r} is not one of: {', '.join(choices)}") from None
+    if not kind_of_error.startswith(("greater_than", "less_than")):
+        raise ConfigError(f"{key} must be {_WORDS[kind]}, got {value!r} "
+                          f"({_typename(value)})") from None
+    fmt = "g" if kind == "number" else ""
+    if low is not None and high is not None and kind == "number":
+        raise ConfigError(f"{key} must be in {'(' if low_open else '['}{low:g}, {high:g}"
+                          f"{')' if high_open else ']'}, got {value:g}") from None
+    if kind_of_error.startswith("greater_than"):
+        raise ConfigError(f"{key} must be {'>' if low_open else '>='} {low:{fmt}}, "
+                          f"got {value:{fmt}}") from None
+    raise ConfigError(f"{key} must be {'<' if high_open else '<='} {high:{fmt}}, "
+                      f"got {value:{fmt}}") from None
+
+
 def as_number(key: str, value, *, low: float | None = None, high: float | None = None,
               low_open: bool = False, high_open: bool = False) -> float:
     """A finite real number in the given range (``bool`` is refused)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{key} must be a number, got {value!r} ({_typename(value)})")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ConfigError(f"{key} must be finite, got {value!r}")
-    below = low is not None and (value < low or (low_open and value == low))
-    above = high is not None and (value > high or (high_open and value == high))
-    if (below or above) and low is not None and high is not None:
-        raise ConfigError(f"{key} must be in {'(' if low_open else '['}{low:g}, {high:g}"
-                          f"{')' if high_open else ']'}, got {value:g}")
-    if low is not None and (value < low or (low_open and value == low)):
-        raise ConfigError(f"{key} must be {'>' if low_open else '>='} {low:g}, got {value:g}")
-    if high is not None and (value > high or (high_open and value == high)):
-        raise ConfigError(f"{key} must be {'<' if high_open else '<='} {high:g}, got {value:g}")
-    return value
+    return float(_validated(key, value, "number", low=low, high=high, low_open=low_open,
+                            high_open=high_open))
 
 
 def as_integer(key: str, value, *, low: int | None = None, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{key} must be an integer, got {value!r} ({_typename(value)})")
-    if low is not None and value < low:
-        raise ConfigError(f"{key} must be >= {low}, got {value}")
-    if high is not None and value > high:
-        raise ConfigError(f"{key} must be <= {high}, got {value}")
-    return value
+    """An integer (not a bool, not a float) in ``[low, high]``."""
+    return _validated(key, value, "integer", low=low, high=high)
 
 
 def as_choice(key: str, value, choices) -> str:
-    if not isinstance(value, str):
-        raise ConfigError(f"{key} must be a string, got {value!r} ({_typename(value)})")
-    if value not in choices:
-        raise ConfigError(f"{key} = {value!r} is not one of: {', '.join(choices)}")
-    return value
+    """One of ``choices`` (strings)."""
+    return _validated(key, value, "choice", choices=tuple(choices))
 
 
 def as_boolean(key: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{key} must be true or false, got {value!r} ({_typename(value)})")
-    return value
+    """``true`` or ``false`` (not 0 or 1)."""
+    return _validated(key, value, "boolean")
 
 
 @dataclass(frozen=True)
@@ -122,9 +155,7 @@ class Param:
         elif self.kind is bool:
             value = as_boolean(key, value)
         elif self.kind is str:
-            value = as_choice(key, value, self.choices) if self.choices else value
-            if not isinstance(value, str):
-                raise ConfigError(f"{key} must be a string, got {value!r} ({_typename(value)})")
+            value = _validated(key, value, "choice", choices=self.choices)
         elif self.kind is list:
             if not isinstance(value, list) or not value:
                 raise ConfigError(f"{key} must be a non-empty list of numbers, got {value!r}")
