@@ -1,7 +1,7 @@
 """Consensus ADMM over horizontally partitioned data, and its private variants.
 
 Huang, Hu, Chan-Tin, Gong, *DP-ADMM: ADMM-based Distributed Learning with
-Differential Privacy* (arXiv 1808.10101v1; spec ``dp-admm-huang.md``). N
+Differential Privacy* (Huang et al. 2019, arXiv 1808.10101v1). N
 providers each hold ``m`` rows ``A[i]`` ``(m, d)`` with labels ``b[i]`` in
 {-1, +1}; a central trainer holds nothing. Problem (1a)-(1b)::
 
@@ -21,8 +21,10 @@ with the logistic loss and ``R = ||.||_1`` or ``||.||^2 / 2``. Three solvers:
 
 Everything is vectorized over providers (arrays ``(N, m, d)``, ``(N, d)``):
 there is no Python loop over providers or samples inside an iteration.
-Initialization is zero for every variable (spec D1). The order within an
-iteration is the listings' ``w_i -> w -> gamma_i`` (erratum E4).
+Initialization is zero for every variable: the paper gives no values, and its
+bound ``D_w = ||w*||`` on ``||w* - w^0||`` (Appendices C, E) holds only then. The
+order within an iteration is the listings' ``w_i -> w -> gamma_i`` (Algorithms
+1-3; the text of Sec. II-B names them in another order).
 
 Privacy (Sec. IV). Neighbouring datasets: one record of one provider's
 dataset replaced by another (``m`` unchanged), both with ``||a|| <= 1`` and
@@ -37,8 +39,8 @@ what the code enforces:
   exact, so the bound is exact too);
 - Algorithm 2: the exact local argmin is ``mu``-strongly convex with
   ``mu = rho + (lambda/N) R''`` (``R'' = 1`` for l2, 0 for l1), so its
-  sensitivity is ``2 S1 / (m mu)`` (erratum E13; the paper's ``2 S1 N /
-  (m lambda)`` ignores ``rho``), plus ``2 g / mu`` for the inexact solve
+  sensitivity is ``2 S1 / (m mu)`` (the paper's ``2 S1 N / (m lambda)``,
+  Sec. III-A and VI, ignores ``rho``), plus ``2 g / mu`` for the inexact solve
   stopped at KKT residual ``g`` (see :func:`algorithm2_enforced_sensitivity`).
 
 Pure computation: no files, no printing, no global state; every random draw
@@ -154,14 +156,15 @@ def algorithm2_paper_sensitivity(*, N: int, m: int, lam: float, S1: float = S1) 
 
 
 def algorithm2_argmin_sensitivity(*, m: int, mu: float, S1: float = S1) -> float:
-    """Sensitivity of the exact local argmin, ``2 S1 / (m mu)`` (erratum E13).
+    """Sensitivity of the exact local argmin, ``2 S1 / (m mu)``.
 
     The local objective ``f_i(w) - <gamma, w - w^k> + rho/2 ||w - w^k||^2`` is
     ``mu``-strongly convex with ``mu = rho + (lambda/N) R''``. Replacing one
     record changes it by ``(l_new - l_old) / m``, whose gradient has norm at
     most ``2 S1 / m``; strong monotonicity of the subdifferential of the
     common part then gives ``mu ||w - w'||^2 <= (2 S1 / m) ||w - w'||``
-    (valid for the non-smooth l1 regularizer too).
+    (valid for the non-smooth l1 regularizer too). Huang et al. 2019, Sec.
+    III-A, print ``2 S1 N / (m lambda)``, which ignores ``rho``.
     """
     return 2.0 * S1 / (m * float(_positive("mu", mu)))
 
@@ -212,7 +215,7 @@ def _reg_value(W, regularizer):
 
 
 def _reg_subgrad(W, regularizer):
-    """``R'(W)``: ``sgn(W)`` with sgn(0) = 0 (spec D12), or ``W``."""
+    """``R'(W)``: ``sgn(W)`` with sgn(0) = 0 (as MATLAB's; matters only at w = 0), or ``W``."""
     return np.sign(W) if regularizer == "l1" else W
 
 
@@ -237,7 +240,7 @@ def local_objectives(A, b, W, *, lam_per_provider: float, regularizer: str) -> n
 def empirical_loss(A, b, w) -> float:
     """Metric 2 of Sec. VI: ``sum_i (1/m) sum_j l(a_ij, b_ij, w)`` (no regularizer).
 
-    ``N ln 2`` at ``w = 0`` (spec test (j)).
+    ``N ln 2`` at ``w = 0``.
     """
     return float(_softplus(-b * _margins(A, np.asarray(w, dtype=float))).mean(axis=1).sum())
 
@@ -328,7 +331,7 @@ _COMMON_PARAMS = (
     Param("rho", float, 1.0, "penalty rho of the augmented Lagrangian (paper: 1)",
           low=0, low_open=True),
     Param("average_start", int, 1, "first index s of the providers' ergodic averages in the "
-          "augmented objective: 1 = (1/k) sum_{s=1..k} (Theorem 4; spec D6 default), "
+          "augmented objective: 1 = (1/k) sum_{s=1..k} (Theorem 4; the index of w_bar), "
           "0 = (1/k) sum_{s=0..k-1} (Theorem 3)", low=0, high=1),
 )
 _EXACT_PARAMS = (
@@ -533,7 +536,7 @@ class _Consensus(Solver):
         self.rho = float(params["rho"])
         self.average_start = int(params["average_start"])
         self.iteration = 0
-        # D1: everything starts at zero.
+        # Zero start: D_w = ||w*|| bounds ||w* - w^0|| only then (Appendices C, E).
         self.w = np.zeros(d)                # global w^k
         self.W = np.zeros((N, d))           # clean local w_i^k
         self.W_shared = np.zeros((N, d))    # what providers send (w_i^k or noisy w~_i^k)
@@ -556,7 +559,7 @@ class _Consensus(Solver):
 
     # -- metrics ------------------------------------------------------------
     def ergodic_averages(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(W_bar, w_bar)`` after k >= 1 iterations (Sec. V; spec D6).
+        """``(W_bar, w_bar)`` after k >= 1 iterations (Sec. V).
 
         ``w_bar = (1/k) sum_{s=1..k} w^s``; ``W_bar_i`` averages the shared
         local iterates over ``s = 1..k`` (``average_start = 1``) or
@@ -583,7 +586,7 @@ class _Consensus(Solver):
         return out
 
     def evaluate(self) -> dict:
-        """Sec. VI metrics of the current iterate (spec 5.6), not charged to solver time.
+        """Sec. VI metrics of the current iterate, not charged to solver time.
 
         ``augmented_objective``: ``sum_i f_i(W_bar_i) + ||W_bar_i - w_bar||``
         (ergodic averages, unsquared consensus term, beta = 1; NaN at k = 0);
@@ -609,13 +612,13 @@ class _Consensus(Solver):
         return self._train_margins().reshape(-1)
 
     def decision_function(self, test) -> np.ndarray:
-        """``X_test w^k`` for a plain ``(n, d)`` test matrix (dense or sparse; D7: global w)."""
+        """``X_test w^k`` for a plain ``(n, d)`` test matrix (dense or sparse; the global w)."""
         if getattr(test, "ndim", 2) != 2 or test.shape[1] != self.d:
             raise ValueError(f"test rows must be (n, {self.d}), got {getattr(test, 'shape', None)}")
         return np.asarray(test @ self.w).reshape(-1)
 
     def coef(self) -> np.ndarray:
-        """The trained classifier, the trainer's global ``w^k`` (spec D7)."""
+        """The trained classifier, the trainer's global ``w^k`` (Sec. VI does not say which w)."""
         return self.w.copy()
 
     def _describe_common(self) -> dict:
@@ -624,12 +627,12 @@ class _Consensus(Solver):
                         "w_i = w (eq. (1a)-(1b))"),
             "N": self.N, "m": self.m, "d": self.d, "lam": self.lam,
             "lam_per_provider": self.lam_per_provider, "regularizer": self.regularizer,
-            "rho": self.rho, "init": "w^0 = w_i^0 = gamma_i^0 = 0 (spec D1)",
+            "rho": self.rho, "init": "w^0 = w_i^0 = gamma_i^0 = 0 (not given in the paper)",
             "order": "w_i -> w -> gamma_i (Algorithm listings)",
             "ergodic_average": (f"W_bar_i over s = {self.average_start}.."
                                 f"{'k' if self.average_start == 1 else 'k-1'} of "
                                 f"{self._shared_name}; w_bar over s = 1..k"),
-            "classifier": "global w^k (spec D7)",
+            "classifier": "global w^k (the trainer's model)",
         }
 
 
@@ -662,7 +665,7 @@ class _ExactLocal(_Consensus):
 
         Equal, up to a constant, to ``f_i(w) + rho/2 ||w - c_i||^2`` with
         ``c_i = w^k + gamma_i^k / rho``; warm-started from the provider's
-        previous clean solution ``w_i^k`` (spec D8).
+        previous clean solution ``w_i^k`` (Sec. VI says only "searching by gradients").
         """
         self._centre = self.w[None, :] + self.gamma / self.rho
         kw = dict(alpha1=self._alpha1, alpha2=self._alpha2, rho=self.rho, w0=self.W,
@@ -694,7 +697,7 @@ class _ExactLocal(_Consensus):
         return {"local_solve": {"method": how[self.local_solver],
                                 "stop": f"KKT residual <= {self.inner_tol:g} for every provider",
                                 "max_inner": self.max_inner,
-                                "warm_start": "previous clean local solution (spec D8)",
+                                "warm_start": "previous clean local solution",
                                 "strong_convexity_mu": self.mu}}
 
 
@@ -727,11 +730,12 @@ class ConsensusADMMPerturbed(_ExactLocal):
     ``privacy.sensitivity = "paper"`` (default) uses the paper's
     ``sigma = 2 S1 N sqrt(2 ln(1.25/delta)) / (m lam eps)`` as printed (Sec. VI;
     the setting of Figs. 4-6). ``"corrected"`` (NOT the paper's experiment)
-    calibrates sigma to the bound the code enforces: erratum E13's
-    ``2 S1 / (m (rho + (lam/N) R''))`` plus the inexact-solve slack
-    ``2 g / mu``. Either way every Release carries that enforced bound, so
-    with the paper's sigma the tight epsilon is far below the claimed one
-    (the paper's sensitivity is ~590x too large at its settings).
+    calibrates sigma to the bound the code enforces: the local argmin's
+    ``2 S1 / (m (rho + (lam/N) R''))`` (Sec. III-A's bound ignores ``rho``)
+    plus the inexact-solve slack ``2 g / mu``. Either way every Release
+    carries that enforced bound, so with the paper's sigma the tight epsilon
+    is far below the claimed one (the paper's sensitivity is ~590x too large
+    at its settings).
     """
 
     name = "consensus_admm_perturbed"
@@ -739,13 +743,14 @@ class ConsensusADMMPerturbed(_ExactLocal):
     #: the trainer's w is an average of the released (noisy) w_i
     released_columns = ("test_logloss", "test_accuracy", "sigma")
     title = "ADMM with primal perturbation (Algorithm 2)"
-    reference = Reference(HUANG_PAPER, "Algorithm 2", "Sec. III-A and VI (sigma_i); erratum E13",
+    reference = Reference(HUANG_PAPER, "Algorithm 2",
+                          "Sec. III-A and VI (sigma_i; its sensitivity ignores rho)",
                           note="the paper runs it with the l2 regularizer only")
     privacy_params = (
         _EPSILON, _EPSILON_PER_ITERATION, _DELTA,
         Param("sensitivity", str, "paper", "which sensitivity calibrates sigma: paper = "
               "2 S1 N / (m lam) as printed; corrected = 2 S1 / (m (rho + (lam/N) R'')) + "
-              "2 inner_tol / mu (erratum E13 plus the inexact solve; not the paper's)",
+              "2 inner_tol / mu (strongly convex argmin, inexact solve; not the paper's)",
               choices=("paper", "corrected")),
         _ROW_BOUND, _ACCOUNTANT,
     )
@@ -817,16 +822,17 @@ class ConsensusADMMPerturbed(_ExactLocal):
                                     if self.sensitivity_mode == "paper" else
                                     "corrected (not the paper's): 2 S1/(m mu) + 2 inner_tol/mu"),
             "sensitivity_enforced": {
-                "formula": ("2 S1 / (m mu) + 2 g / mu, mu = rho + (lam/N) R'' (erratum E13 plus "
-                            "the inexact solve: a KKT residual g on a mu-strongly convex "
-                            "objective is within g / mu of its minimizer)"),
+                "formula": ("2 S1 / (m mu) + 2 g / mu, mu = rho + (lam/N) R'' (the local argmin is "
+                            "mu-strongly convex, which Sec. III-A ignores; plus the inexact "
+                            "solve: a KKT residual g on a mu-strongly convex objective is "
+                            "within g / mu of its minimizer)"),
                 "value": self.enforced_sensitivity, "mu": self.mu, "g": self.inner_tol,
                 "NaN_when": "a provider's local solve hits max_inner before reaching inner_tol"},
             "sensitivity_paper": self.paper_sensitivity,
             "assumptions": _assumptions(self),
             "dp_guarantee": True,
             "paper_claim": ("(epsilon, delta) per iteration and (epsilon_bar, delta) after T by "
-                            "Theorem 2's moments accountant (the spec's table)"),
+                            "Theorem 2's moments accountant (Sec. VI-B: the same as DP-ADMM's)"),
             "not_accounted": "pre-training rows (public); the paper runs Algorithm 2 for l2 only",
         }
 
@@ -854,12 +860,12 @@ class DPADMM(_Consensus):
     Each iteration ``k`` (0-based): ``eta = eta^{k+1}`` of Theorem 3 (l1) or
     Theorem 4 (l2); every provider computes the closed form of (3a) at its own
     noisy ``w~_i^k`` and releases ``w~_i^{k+1} = w_i^{k+1} + N(0, sigma_{k+1}^2 I)``
-    with Theorem 1's sigma (line 6 read as (3b), erratum E1); then (3c), (3d).
+    with Theorem 1's sigma (line 6, which prints ``w~ + xi``, read as (3b)); then (3c), (3d).
 
     ``D_w`` comes from ``params["D_w"]`` or, if unset, from pre-training on
-    ``data.public`` (spec D3: the centralized problem on those rows with
-    weight ``lam / N``). ``privacy.noise = false`` runs the same iteration
-    without noise (spec D11, linearized ADMM with the same eta; not private).
+    ``data.public`` (Sec. VI: 162 rows; here the centralized problem on those rows
+    with weight ``lam / N``). ``privacy.noise = false`` runs the same iteration
+    without noise (linearized ADMM with the same eta; not private).
     """
 
     name = "dp_admm"
@@ -872,15 +878,15 @@ class DPADMM(_Consensus):
                           "(2), (3a)-(3d); Lemma 1; Theorems 1-4; Appendix A")
     params = _COMMON_PARAMS + (
         Param("D_w", float, None, "bound on ||w*|| in the step sizes; unset: pre-train on the "
-              "public rows (spec D3)", low=0, low_open=True),
+              "public rows (Huang et al. 2019, Sec. VI)", low=0, low_open=True),
         Param("dw_weight", str, "lam_over_N", "regularization weight of the D_w pre-training: "
-              "lam/N (spec D3) or lam (the spec's alternative, smaller D_w)",
+              "lam/N (the weight inside each f_i) or lam (gives a smaller D_w)",
               choices=("lam_over_N", "lam")),
     )
     privacy_params = (
         _EPSILON, _EPSILON_PER_ITERATION, _DELTA,
-        Param("noise", bool, True, "false: the same iteration without noise (spec D11; not "
-              "private, nothing released)"),
+        Param("noise", bool, True, "false: the same iteration without noise (linearized ADMM; "
+              "not private, nothing released)"),
         _ROW_BOUND, _ACCOUNTANT,
     )
     columns = ("augmented_objective", "empirical_loss", "consensus_violation", "eta", "sigma",
@@ -915,7 +921,7 @@ class DPADMM(_Consensus):
             self.D_w = pretrain_dw(A0, b0, weight, self.regularizer)
             self.D_w_source = (f"pre-trained on {len(b0)} public rows, weight "
                                f"{'lam/N' if params['dw_weight'] == 'lam_over_N' else 'lam'} "
-                               f"= {weight:g} (spec D3)")
+                               f"= {weight:g}")
             if not self.D_w > 0:
                 raise ValueError("pre-training gave w_hat = 0, so D_w = 0 and eta = 0; set "
                                  "solver.D_w or use a smaller lam")
@@ -986,7 +992,7 @@ class DPADMM(_Consensus):
     def privacy_info(self) -> dict | None:
         if not self.noise:
             return {"dp_guarantee": False, "mechanism": None,
-                    "note": "privacy.noise = false: linearized ADMM without noise (spec D11); "
+                    "note": "privacy.noise = false: linearized ADMM without noise (same eta); "
                             "every w_i^{k+1} is shared in the clear"}
         return {
             "neighbouring": _NEIGHBOURS,
@@ -1001,7 +1007,7 @@ class DPADMM(_Consensus):
             "paper_claim": ("(epsilon, delta) per iteration (Theorem 1) and (epsilon_bar, delta) "
                             "after T by Theorem 2's moments accountant"),
             "not_accounted": ("the pre-training rows that set D_w are treated as public "
-                              "(erratum E16)"),
+                              "(Huang et al. 2019, Sec. VI, do not account for them)"),
         }
 
     def describe(self) -> dict:

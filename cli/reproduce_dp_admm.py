@@ -1,13 +1,14 @@
 """``vfl reproduce dp-admm``: redraw Figures 1-6 and Table III of Huang et al. (DP-ADMM).
 
 Huang, Hu, Chan-Tin, Gong, *DP-ADMM: ADMM-based Distributed Learning with
-Differential Privacy* (papers/003; spec ``dp-admm-huang.md`` sections 5.7
-and 6). UCI Adult, 100 providers x 210 rows, 162 public pre-training rows,
-9000 test rows, lambda = 0.17, rho = 1, T = 100, 10 runs per setting:
+Differential Privacy* (Huang et al. 2019, arXiv 1808.10101, Sec. VI). UCI
+Adult, 100 providers x 210 rows, 162 public pre-training rows, 9000 test
+rows, lambda = 0.17, rho = 1, T = 100, 10 runs per setting:
 
 - fig1 / fig3: expected augmented objective vs iteration (l1 / l2), one
   panel per delta, DP-ADMM (Algorithm 3) at every epsilon against the
-  non-private Algorithm 1, plus the noiseless linearized iteration (spec D11);
+  non-private Algorithm 1, plus the noiseless linearized iteration (same eta:
+  it isolates the cost of the noise);
 - fig2: test accuracy vs epsilon_bar (l1), one line per delta;
 - fig4 / fig5: expected augmented objective / empirical loss vs iteration
   (l2), DP-ADMM against Algorithm 2 at (eps, delta) = (0.05, 1e-3) and
@@ -82,7 +83,7 @@ DELTAS = (1e-3, 1e-4, 1e-5, 1e-6)
 #: Figs. 4 and 5: (eps, eps_bar, delta) = (0.05, 0.5009, 1e-3) and (0.1, 1.0193, 1e-3)
 FIG45_EPSILONS = (0.05, 0.1)
 FIG45_DELTA = 1e-3
-#: Table III: l2, delta = 1e-3 (spec D10), the paper's three epsilons
+#: Table III: l2, delta = 1e-3 (the paper states no delta), the paper's three epsilons
 TABLE3_EPSILONS = (0.01, 0.05, 0.1)
 TABLE3_DELTA = 1e-3
 TABLE3_REPEATS = 5
@@ -110,7 +111,7 @@ def needs(figure: str) -> tuple[Need, ...]:
     full = {"privacy.epsilon_per_iteration": list(EPSILONS), "privacy.delta": list(DELTAS)}
     fig45 = {"privacy.epsilon_per_iteration": list(FIG45_EPSILONS), "privacy.delta": [FIG45_DELTA]}
     alg1 = {reg: Need("alg1", {"objective.regularizer": [reg]}) for reg in ("l1", "half_l2sq")}
-    # Spec D11: the DP-ADMM iteration without noise (linearized ADMM, same eta).
+    # The DP-ADMM iteration without noise (linearized ADMM, same eta) isolates the noise's cost.
     # Theorem 3's eta (l1) does not depend on (eps, delta): one run serves all.
     d11_l1 = Need("dp-admm-l1", {"privacy.noise": [False]})
     d11_l2 = Need("dp-admm-l2", {**fig45, "privacy.noise": [False]})
@@ -133,7 +134,7 @@ EPS_NOTE = ("epsilon_bar: the paper's moments accountant (Theorem 2, Appendix A)
 CAPTION = ("$\\bar\\epsilon$: the paper's moments accountant (a claim).  $\\epsilon_{{tight}}$: "
            "exact composition of the same Gaussian releases (dp-accounting, PLD).  "
            "Neighbours: one record of one provider replaced.  Mean of {n} runs; {spread}.")
-D11_LABEL = "DP-ADMM iteration, no noise (D11)"
+D11_LABEL = "DP-ADMM iteration, no noise"
 _ALG = {"dp_admm": "DP-ADMM (Alg. 3)", "consensus_admm": "Algorithm 1 (non-private)",
         "consensus_admm_perturbed": "Algorithm 2 (paper's sigma)"}
 
@@ -339,9 +340,9 @@ def _long(curves: list[Curve], metric: str) -> pd.DataFrame:
     for c in curves:
         s = c.stats
         frame = pd.DataFrame({
-            "algorithm": _ALG[c.algorithm] + ("" if c.noise else ", no noise (spec D11)"),
+            "algorithm": _ALG[c.algorithm] + ("" if c.noise else ", no noise"),
             "regularizer": c.manifest["objective"]["regularizer"],
-            # D11 runs keep their epsilon: Theorem 4's eta (l2) depends on it
+            # Noiseless runs keep their epsilon: Theorem 4's eta (l2) depends on it
             "epsilon": np.nan if c.epsilon is None else c.epsilon,
             "delta": c.delta, "epsilon_bar": c.eps_bar(), "epsilon_tight": c.eps_tight(),
             "epoch": s["epoch"], "n_runs": s["n_repeats"],
@@ -457,7 +458,7 @@ def _accuracy(fig_name, plans, out, sweep, reg_name, with_alg2, echo) -> list[Pa
                              (": DP-ADMM, zoom" if len(algs) == 1 else ""))
             elif with_alg2:
                 # Algorithm 2's tight epsilon is 0 or ~1e-4 (its sigma is ~590x
-                # over-calibrated, E13): a symmetric log axis keeps 0 on the plot.
+                # over-calibrated: its sensitivity ignores rho): a symmetric log axis keeps 0.
                 ax.set_xscale("symlog", linthresh=1e-2, linscale=0.4)
                 ax.set_xlim(left=-1e-3)
             else:
@@ -488,7 +489,7 @@ def _accuracy(fig_name, plans, out, sweep, reg_name, with_alg2, echo) -> list[Pa
                              for k, v in refs.items()])
     written.append(_write_csv(pd.concat([table, ref_rows], ignore_index=True),
                               out / f"{fig_name}.csv",
-                              _header(f"{fig_name}: final test accuracy (w^T, spec D7) per "
+                              _header(f"{fig_name}: final test accuracy (global w^T) per "
                                       f"(algorithm, epsilon, delta), {reg_name}; the last rows "
                                       "are the reference lines (mean over the same 10 splits)")))
     for alg in table["algorithm"].unique():
@@ -529,7 +530,8 @@ def _versus_alg2(fig_name, plans, out, metric, ylabel, echo) -> list[Path]:
         fig.suptitle(f"{fig_name.replace('fig', 'Fig. ')}: DP-ADMM vs the existing private "
                      "algorithm ($\\ell_2$-regularized logistic regression)", fontsize=9)
         _caption(fig, used, extra="Algorithm 2 has the same $\\bar\\epsilon$ (the paper's "
-                 "accounting); its tight $\\epsilon$ is ~0 (erratum E13).")
+                 "accounting); its tight $\\epsilon$ is ~0 (its sensitivity ignores "
+                 "$\\rho$, Sec. III-A).")
     written = save_figure(fig, out / f"{fig_name}.png")
     written.append(_write_csv(_long(used, metric), out / f"{fig_name}.csv",
                               _header(f"{fig_name}: {ylabel} per iteration (l2)")))

@@ -2,11 +2,12 @@
 
 "Local Differential Privacy in Decentralized Optimization" (arXiv 1902.06101),
 on UCI Adult over random G(N, |E|) graphs, 10 runs per method, 100
-iterations (spec ``ldp-decentralized-xiao.md`` sections 5-8):
+iterations (Xiao et al. 2019, App. E):
 
 - fig1: the amplification constant gamma over omega in [0.1, 1] and beta in
   [2, 10] (alpha B_inf = 0.001): eq. (11)'s closed form as a surface, the
-  exact expectation by quadrature overlaid (erratum 10), and the 2-D curves;
+  exact expectation by quadrature overlaid (eq. (11) is not a rigorous bound:
+  App. D takes the edge-band ratio at the wrong shift), and the 2-D curves;
 - fig2: Fig. 2 (a)/(b), N = 10, |E| = 20: accuracy and cumulative privacy
   loss of Algorithm 1 against [42], [43] and [48];
 - figB: the same at N = 100, |E| = 200;
@@ -30,8 +31,8 @@ Algorithms 1 and 2* is Theorem 2.2's *realized* loss, an ex-post,
 data-dependent quantity (evaluated with the true ``f_i``'s interval on the
 transcript), not a worst-case guarantee; the worst case
 ``sum_k d alpha_k beta_k B_inf`` is one when ``B_inf`` is enforced. The
-curves of [42] and [43] are reconstructions (spec P3), not the cited papers'
-theorems.
+curves of [42] and [43] are reconstructions (Xiao et al. give only the
+Jacobian constant J, no formula), not the cited papers' theorems.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after .plotting chose the Agg ba
 __all__ = ["FIGURES", "NEEDS", "OUTPUTS", "PANELS", "TITLE", "Curve", "curve_stats",
            "ensure_runs", "gamma_tables", "reproduce", "required_configs"]
 
-TITLE = "Xiao, Ye, Devadas 2020, local DP in decentralized optimization"
+TITLE = "Xiao, Ye, Devadas 2019, local DP in decentralized optimization"
 #: figure -> what it shows (``vfl reproduce --help``)
 FIGURES = {
     "fig1": "Fig. 1: amplification constant gamma(omega, beta), eq. (11) with the exact value",
@@ -146,7 +147,7 @@ REALIZED_NOTE = ("Privacy: Theorem 2.2's realized loss is ex post and data depen
                  "with the true f_i's interval on this transcript, mean over agents), NOT a "
                  "worst-case guarantee; the worst case sum_k d alpha_k beta_k B_inf is a pure-LDP "
                  "bound (B_inf = 1/b_i enforced by the data checks).")
-RECONSTRUCTION_NOTE = ("[42]/[43]: reconstructions (spec P3: d beta_k B_inf / D_i^k + 2 ln(1 + J) "
+RECONSTRUCTION_NOTE = ("[42]/[43]: reconstructions (d beta_k B_inf / D_i^k + 2 ln(1 + J) "
                        "per iteration, J = 2.8/(D b_i)), not the cited papers' theorems; [48] "
                        "omitted as in the paper.")
 CAPTIONS = {
@@ -181,9 +182,9 @@ FIG1_EXACT_OMEGAS = np.round(np.linspace(0.1, 1.0, 10), 10)
 FIG1_BETAS = (2.0, 4.0, 6.0, 8.0, 10.0)
 FIG1_CAPTION = ("gamma = E[eps_l^k] / (alpha beta B_inf), alpha B_inf = 0.001: surface and lines "
                 "are eq. (11) as printed (closed form); markers are the exact expectation by "
-                "quadrature. Erratum 10: eq. (11) picks t = -alpha B_inf in the edge bands, so it "
-                "is not a rigorous bound (it lies below the exact value at most points, by up to "
-                "0.4%); "
+                "quadrature. Xiao et al. 2019, App. D, take t = -alpha B_inf in the edge bands, "
+                "so eq. (11) is not a rigorous bound (it lies below the exact value at most "
+                "points, by up to 0.4%); "
                 "gamma_bound_corrected in the CSV is the bound with the maximizing shift.")
 
 

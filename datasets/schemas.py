@@ -74,7 +74,7 @@ ADULT_SCHEMA = Schema(
         # the five numeric attributes first, then each categorical's indicators
         "onehot": (*_NUMERIC, *[c for c in ADULT_COLUMNS if c in _ADULT_VALUES]),
         # ordinal: all 14 attributes in file order (the d = 14 of Huang et al. 2019 and
-        # Xiao et al. 2020)
+        # Xiao et al. 2019)
         "ordinal": ADULT_COLUMNS,
     },
 )

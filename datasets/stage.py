@@ -326,7 +326,7 @@ def fit_stage(raw, spec: Mapping[str, Any], *, private: bool, intercept_default:
 
     ``private``: the run claims a guarantee, so nothing may come from the
     training rows. ``unit_rows``: the solver's analysis needs rows (blocks)
-    of norm <= 1; without a bound <= 1 in the spec, rows are normalized and
+    of norm <= 1; without a bound <= 1 in ``spec``, rows are normalized and
     the record says the solver asked for it.
     """
     spec = check_spec(spec, raw.defaults)

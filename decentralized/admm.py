@@ -1,13 +1,14 @@
 """Decentralized consensus ADMM: Algorithm 1 of Xiao et al. and the ADMM baselines.
 
-All are the primal step (eq. (12) in the paper's notation, general graph per
-spec 3.1)::
+All are the primal step (eq. (12) in the paper's notation; on a general graph
+``N - 1`` becomes ``|N_i|``, as App. E's ``rho_i = 0.5 D / |N_i|`` implies)::
 
     x_i^{k+1} = argmin_x f_i(x) - lambda_i^T x + sum_{j in N_i} 1/2 ||x - x_j^k||^2_{rho_i}
                                                + 1/2 ||x - x_i^k||^2_{Gamma_i}
 
 with ``Gamma_i + |N_i| rho_i = D_i`` (diagonal weights), followed by the dual
-step with the **corrected** sign (spec erratum 1)::
+step with the **corrected** sign (Xiao et al. 2019, Algorithm 1, print
+``- zeta sum_j (x_j - x_i)``, which diverges)::
 
     lambda_i^{k+1} = lambda_i^k - zeta sum_{j in N_i} (x_i^{k+1} - x_j^{k+1})  = lambda - zeta (L x)_i.
 
@@ -106,7 +107,8 @@ class LDPADMM(_ADMMState, PrivateNetworkSolver):
     name = "ldp_admm"
     title = "Algorithm 1 (LDP ADMM, random penalties)"
     reference = Reference(_XIAO, "Algorithm 1", "(5), (6), (10), (13)",
-                          "dual sign corrected (spec erratum 1); N-1 -> |N_i| on general graphs")
+                          "dual sign corrected (the printed one diverges); N-1 -> |N_i| on "
+                          "general graphs")
     params = ADMM_PARAMS + (
         Param("dual_sign", str, "corrected",
               "'corrected': lambda - zeta sum_j (x_i - x_j) (converges); 'printed': the paper's "
@@ -162,9 +164,10 @@ class LDPADMM(_ADMMState, PrivateNetworkSolver):
 
 
 class OPADMM(LDPADMM):
-    """[48] Ding et al.: output perturbation of a fixed-penalty linearized ADMM (spec 4.3).
+    """[48] Ding et al.: output perturbation of a fixed-penalty linearized ADMM.
 
-    Algorithm 1 with ``w = 1/2`` (``Gamma = D/2``, ``rho = D / (2 |N_i|)``).
+    As set up in Xiao et al. 2019, App. E: Algorithm 1 with ``w = 1/2``
+    (``Gamma = D/2``, ``rho = D / (2 |N_i|)``).
     Matched noise (default): ``Lap(0, beta_{k+1})^d``; native: Gaussian with
     the same variance, ``sigma = sqrt(2) / beta_{k+1}`` (l2 sensitivity
     ``B_2 / D``). Its privacy curve is the pure-Laplace Theorem 2.2 value
@@ -176,12 +179,12 @@ class OPADMM(LDPADMM):
     reference = Reference("Ding, Gong, Pan, Han, Optimal Differentially Private ADMM for "
                           "Distributed Machine Learning (arXiv 1901.02094) [48]",
                           "output perturbation, linearized primal",
-                          note="implemented as in spec 4.3: Algorithm 1 with w = 1/2")
+                          note="implemented as Xiao et al.'s Algorithm 1 with w = 1/2 (App. E)")
     params = ADMM_PARAMS
     privacy_params = LAPLACE_PRIVACY + (
         Param("mechanism", str, "matched",
-              "'matched': Laplace(beta_k) output noise (spec P1); 'native': Gaussian output noise "
-              "of std sqrt(2)/beta_k", choices=("matched", "native")),
+              "'matched': Laplace(beta_k) output noise, as Algorithm 1's; 'native': Gaussian "
+              "output noise of std sqrt(2)/beta_k", choices=("matched", "native")),
     )
     _random_weights = False
     loss_meaning = ("Theorem 2.2 with a point mean (pure Laplace): at most, and almost always "
@@ -203,7 +206,7 @@ class RandomPenaltyADMM(_ADMMState, NetworkSolver):
 
     ``x_i^{k+1} = argmin f_i(x) - v^T x + D/2 ||x||^2`` with
     ``v = lambda_i + D (w x_i^k + (1 - w) avg_{N_i} x^k)``, ``w ~ U(0,1)^d``,
-    solved by batched Newton to ``||step|| < 1e-12`` (spec A5).
+    solved by batched Newton to ``||step|| < 1e-12`` (the paper names no solver).
     """
 
     columns = NetworkSolver.columns + ("newton_iterations",)
@@ -258,9 +261,10 @@ class FixedADMM(RandomPenaltyADMM):
     _random_weights = False
 
 
-_RECONSTRUCTION = ("RECONSTRUCTION (spec P3): per iteration d beta_k B_inf / D_i^k + "
-                   "jacobian_rank * ln(1 + J), J = 2.8 / (10 b_i); the cited papers' theorems were "
-                   "not available to check, so this curve is not their exact expression")
+_RECONSTRUCTION = ("RECONSTRUCTION (Xiao et al. 2019, App. E, give only J): per iteration "
+                   "d beta_k B_inf / D_i^k + jacobian_rank * ln(1 + J), J = 2.8 / (10 b_i); "
+                   "the cited papers' theorems were not available to check, so this curve is "
+                   "not their exact expression")
 
 
 class _PerturbedADMM(RandomPenaltyADMM, PrivateNetworkSolver):
@@ -269,23 +273,24 @@ class _PerturbedADMM(RandomPenaltyADMM, PrivateNetworkSolver):
     The perturbed linear term goes through :meth:`publish` (so the audit sees
     the noise), with sensitivity NaN: the released ``x`` is an argmin, and its
     guarantee needs an objective-perturbation (Jacobian) analysis that the
-    code does not enforce. The privacy columns are the spec's reconstruction
-    of the cited papers' curves (see :attr:`privacy_info`).
+    code does not enforce. The privacy columns are our reconstruction of the
+    cited papers' curves, for which Xiao et al. 2019, App. E, give no formula
+    (see :attr:`privacy_info`).
     """
 
     columns = PrivateNetworkSolver.columns + ("newton_iterations",)
     paper_claim = None  # the curves are reconstructions, not the cited papers' accounting
-    loss_meaning = "a RECONSTRUCTION of the cited paper's curve (spec P3), not its theorem"
+    loss_meaning = "a RECONSTRUCTION of the cited paper's curve (no formula given), not its theorem"
     privacy_params = LAPLACE_PRIVACY + (
         Param("mechanism", str, "matched",
               "'matched': perturbation = D_i^k * Lap(0, beta_k)^d, i.e. about Laplace(beta_k) on "
-              "the iterate (spec P1); 'native': the cited paper's l2 mechanism, density "
-              "~ exp(-beta_k ||eps||_2)", choices=("matched", "native")),
+              "the iterate, like Algorithm 1's noise; 'native': the cited paper's l2 mechanism, "
+              "density ~ exp(-beta_k ||eps||_2)", choices=("matched", "native")),
         Param("J", float, None, "the Jacobian constant of the reconstruction; default "
               "2.8 / (10 b_i) (the paper's J = 2.8 / (D B_i))", low=0.0),
         Param("jacobian_rank", float, 2.0,
               "multiplier of ln(1 + J) per iteration in the reconstruction (2: rank-2 Hessian "
-              "change; spec alternative: d)", low=0.0),
+              "change; d: a looser alternative)", low=0.0),
     )
 
     def _native_scale(self, beta):  # scale of the l2 mechanism on the linear term
@@ -335,8 +340,9 @@ class _PerturbedADMM(RandomPenaltyADMM, PrivateNetworkSolver):
 
 
 class DVPADMM(_PerturbedADMM):
-    """[42] Zhang & Zhu: dual variable perturbation, fixed penalties (spec 4.1).
+    """[42] Zhang & Zhu: dual variable perturbation, fixed penalties.
 
+    As set up in Xiao et al. 2019, App. E:
     ``argmin f_i(x) - (lambda_i + xi)^T x + ...`` with ``Gamma = D/2``,
     ``rho = D/(2|N_i|)``; matched ``xi = D Delta``, ``Delta ~ Lap(0, beta_{k+1})^d``
     (perturbs x by about ``Delta``); native ``xi ~ exp(-beta ||xi||_2)``.
@@ -347,7 +353,7 @@ class DVPADMM(_PerturbedADMM):
     reference = Reference("Zhang, Zhu, Dynamic Differential Privacy for ADMM-Based Distributed "
                           "Classification Learning, IEEE TIFS 12(1) 2017 [42]",
                           "dual variable perturbation (DVP)",
-                          note="implemented per spec 4.1 in Xiao et al.'s notation")
+                          note="implemented in Xiao et al.'s notation, eq. (12)")
     _random_weights = False
 
     def _native_scale(self, beta):
@@ -355,8 +361,9 @@ class DVPADMM(_PerturbedADMM):
 
 
 class PPADMM(_PerturbedADMM):
-    """[43] Zhang, Khalili, Liu: increasing penalties with penalty perturbation (spec 4.2).
+    """[43] Zhang, Khalili, Liu: increasing penalties, penalty perturbation.
 
+    As set up in Xiao et al. 2019, App. E:
     ``rho^{k+1} = eta_{k+1} = penalty0 * penalty_growth^{k+1}``,
     ``Gamma^{k+1} = eta_{k+1} |N_i|``, so ``D_i^{k+1} = 2 eta_{k+1} |N_i|``;
     dual step ``zeta`` (their theta). Matched perturbation
@@ -368,7 +375,7 @@ class PPADMM(_PerturbedADMM):
     title = "[43] penalty-perturbation ADMM (increasing penalties)"
     reference = Reference("Zhang, Khalili, Liu, Improving the Privacy and Accuracy of ADMM-Based "
                           "Distributed Algorithms, ICML 2018 [43]", "M-ADMM with penalty "
-                          "perturbation", note="implemented per spec 4.2 in Xiao et al.'s notation")
+                          "perturbation", note="implemented in Xiao et al.'s notation, eq. (12)")
     params = (
         Param("penalty0", float, 0.5, "eta_k = penalty0 * penalty_growth^k (rho = eta_k, Gamma = "
               "eta_k |N_i|; paper 0.5)", low=0.0, low_open=True),

@@ -175,7 +175,7 @@ class NetworkSolver(Solver):
         return self._w * np.matmul(g[:, None, :], self.A)[:, 0, :] + self._c * X
 
     def _newton(self, v, q, X0, tol=1e-12, max_iter=50):
-        """Solve ``grad f_i(x) - v_i + q_i x = 0`` for every agent (spec A5).
+        """Solve ``grad f_i(x) - v_i + q_i x = 0`` for every agent (the paper names no solver).
 
         The minimizer of ``f_i(x) - v_i^T x + (q_i/2)||x||^2``, strongly convex
         for ``q_i > 0``: batched Newton from ``X0`` until every step is below
@@ -227,7 +227,7 @@ class NetworkSolver(Solver):
         return self.X.mean(axis=0)
 
     def error(self) -> float:
-        """Spec 7.4: ``e = (1/N) sum_i ||x_i - x*||_2 / d``."""
+        """App. E's error, read as ``e = (1/N) sum_i ||x_i - x*||_2 / d`` (mean over agents)."""
         return float(np.mean(np.linalg.norm(self.X - self.x_star, axis=1)) / self.d)
 
     def evaluate(self) -> dict:

@@ -1,8 +1,9 @@
 """Decentralized gradient descent: Algorithms 2 and 2* of Xiao et al., DGD and [45].
 
 All use a diminishing step ``eta_k = eta0 * eta_growth^k`` (the update that
-produces ``x^{k+1}`` uses ``eta_{k+1}``, spec A6) and, on general graphs, the
-Metropolis-Hastings weights ``W`` (spec 3.2, A2). On a complete graph ``W`` is
+produces ``x^{k+1}`` uses ``eta_{k+1}``, as in eqs. (7) and (28)) and, on general
+graphs, the Metropolis-Hastings weights ``W`` (Xiao et al. 2019 define the
+algorithms on complete graphs only, Sec. 2). On a complete graph ``W`` is
 uniform ``1/N``, and Algorithm 2's pair weight ``W_ia + W_ib = 2/N`` is the
 paper's eq. (7).
 
@@ -68,7 +69,7 @@ class DGD(_GDMixin, NetworkSolver):
     name = "dgd"
     title = "DGD (fixed Metropolis weights, non-private)"
     reference = Reference(_XIAO, "conventional decentralized GD (Fig. D)", "(3) without noise",
-                          "Nedic-Ozdaglar / Yuan-Ling-Yin form, spec 3.2")
+                          "Nedic-Ozdaglar / Yuan-Ling-Yin form (the paper's [8], [7])")
     params = _step_params(0.95, "paper, Fig. D: 0.95") + EXCHANGE_PARAMS
     supports_sharing = True
 
@@ -83,7 +84,7 @@ class DGD(_GDMixin, NetworkSolver):
 
 
 class NoisyConsensusGD(_GDMixin, PrivateNetworkSolver):
-    """[45] Huang, Mitra, Vaidya: noisy consensus GD (released-sequence form, spec 4.4).
+    """[45] Huang, Mitra, Vaidya: noisy consensus GD (released-sequence form).
 
     ``z_i = sum_j W_ij x_j^k``; ``x_i^{k+1} = z_i - eta_{k+1} grad f_i(z_i) + Delta``,
     ``Delta ~ Lap(0, beta_{k+1})^d``. Fixed parameters: its privacy loss is the
@@ -94,7 +95,7 @@ class NoisyConsensusGD(_GDMixin, PrivateNetworkSolver):
     title = "[45] noisy consensus GD"
     reference = Reference("Huang, Mitra, Vaidya, Differentially Private Distributed "
                           "Optimization, ICDCN 2015 [45]", "Laplace-perturbed consensus GD",
-                          note="spec 4.4: Metropolis weights, no projection")
+                          note="our reading: Metropolis weights, no projection")
     params = _step_params(0.9, "paper, Fig. C: 0.9") + EXCHANGE_PARAMS
     supports_sharing = True
     loss_meaning = ("Theorem 2.2 with a point mean (pure Laplace): at most, and almost always "
@@ -120,7 +121,8 @@ class NoisyConsensusGD(_GDMixin, PrivateNetworkSolver):
 class LDPGD(_GDMixin, PrivateNetworkSolver):
     """Algorithm 2: the farthest pair of ``N~_i`` gets random complementary weights.
 
-    General graph (spec 3.2): ``(a, b) = argmax_{a, b in N~_i} ||x_a - x_b||_1``,
+    General graph (eq. (7) is for complete graphs):
+    ``(a, b) = argmax_{a, b in N~_i} ||x_a - x_b||_1``,
     ``s = W_ia + W_ib``, ``w ~ U(0,1)^d``::
 
         x_i^{k+1} = sum_{j in N~_i \\ {a,b}} W_ij x_j + s (w x_a + (1 - w) x_b)
@@ -137,7 +139,7 @@ class LDPGD(_GDMixin, PrivateNetworkSolver):
                           "general graphs: Metropolis weights and the farthest pair in N~_i")
     params = _step_params(0.95, "paper, Fig. D: 0.95") + (
         Param("gradient_at", str, "own",
-              "'own': grad f_i(x_i^k) (spec 3.2, general graphs); 'network_mean': grad f_i at "
+              "'own': grad f_i(x_i^k) (any graph); 'network_mean': grad f_i at "
               "the network average as printed in eq. (7) (complete graph only)",
               choices=("own", "network_mean")),
     )

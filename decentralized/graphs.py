@@ -1,7 +1,7 @@
 """Communication graphs of the network setting, as sparse adjacency matrices.
 
 Xiao et al. give only the node and edge counts of their random graphs
-(``(N, |E|) = (10, 20), (100, 200), (10, 40)``); spec 1.1 reads them as the
+(``(N, |E|) = (10, 20), (100, 200), (10, 40)``, App. E); we read them as the
 ``G(n, m)`` model conditioned on connectivity: ``m`` of the ``n(n-1)/2`` pairs
 drawn uniformly without replacement, redrawn until connected (which keeps the
 result uniform among connected graphs with ``m`` edges). For (100, 200)
@@ -77,7 +77,7 @@ def make_graph(kind: str, *, nodes: int, edges: int | None = None, p: float | No
     ----------
     kind : {"gnm", "complete", "ring", "erdos_renyi", "file"}
         ``"gnm"``: ``edges`` pairs uniformly without replacement, redrawn until
-        connected (spec 1.1); ``"complete"``: all pairs; ``"ring"``: ``i ~ i+1
+        connected (our reading of App. E); ``"complete"``: all pairs; ``"ring"``: ``i ~ i+1
         mod n``; ``"erdos_renyi"``: every pair with probability ``p``, redrawn
         until connected; ``"file"``: an edge list, one ``i j`` pair per line
         (nodes ``0 .. nodes-1``, ``#`` comments; a pair listed twice, in
@@ -218,7 +218,7 @@ def laplacian(adjacency) -> sp.csr_matrix:
 
 
 def metropolis_weights(adjacency) -> sp.csr_matrix:
-    """Metropolis-Hastings weights (spec 3.2): doubly stochastic, symmetric.
+    """Metropolis-Hastings weights (averaging on a general graph): doubly stochastic, symmetric.
 
     ``W_ij = 1 / (1 + max(deg_i, deg_j))`` on edges, ``W_ii = 1 - sum_j W_ij``.
     On a complete graph every entry is ``1/N`` (uniform averaging).

@@ -13,9 +13,10 @@ regularizer is split evenly). The paper's
 regularizer="half_l2sq")``.
 
 The pure helpers here are what the experiments layer calls to build a
-:class:`~vfl.core.solver.NetworkData`: :func:`assign_samples` (spec 7.1),
-:func:`initial_models` (spec A3), :func:`central_optimum` (spec 7.2) and
-:func:`encode_labels` (spec D1).
+:class:`~vfl.core.solver.NetworkData`: :func:`assign_samples` (App. E: each
+agent gets 100 random samples), :func:`initial_models` (Algorithm 1 says only
+"randomly"), :func:`central_optimum` (the ``x*`` of App. E's accuracy metric)
+and :func:`encode_labels` (App. E's ``{0, 1}`` labels).
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ def encode_labels(y, encoding: str = "paper01") -> np.ndarray:
 
     ``vfl.datasets`` gives adult ``+1`` for ``>50K``. ``"paper01"`` maps
     ``+1 -> 0`` and ``-1 -> 1`` (App. E: ``{>=50k, <50k} -> {0, 1}``), the
-    only reading under which the paper's ``B_inf = 1/b_i`` is exact (spec
-    D1); ``"pm1"`` keeps ``+-1`` (then ``B_inf = 2/b_i``).
+    only reading under which the paper's ``B_inf = 1/b_i`` is exact;
+    ``"pm1"`` keeps ``+-1`` (then ``B_inf = 2/b_i``).
     """
     if encoding not in LABEL_ENCODINGS:
         raise ValueError(f"unknown label encoding {encoding!r}; expected one of "
@@ -71,7 +72,7 @@ def encode_labels(y, encoding: str = "paper01") -> np.ndarray:
 
 def assign_samples(n_samples: int, agents: int, per_agent: int,
                    rng: np.random.Generator) -> np.ndarray:
-    """``(agents, per_agent)`` sample indices: disjoint, drawn without replacement (spec 7.1)."""
+    """``(agents, per_agent)`` sample indices: disjoint, drawn without replacement (App. E)."""
     for name, v in (("n_samples", n_samples), ("agents", agents), ("per_agent", per_agent)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
@@ -82,7 +83,7 @@ def assign_samples(n_samples: int, agents: int, per_agent: int,
 
 
 def initial_models(agents: int, d: int, rng: np.random.Generator) -> np.ndarray:
-    """``x_i^0 ~ N(0, I_d)`` i.i.d. per agent (spec A3), shape ``(agents, d)``."""
+    """``x_i^0 ~ N(0, I_d)`` i.i.d. per agent, shape ``(agents, d)`` (the paper: "randomly")."""
     return rng.standard_normal((int(agents), int(d)))
 
 

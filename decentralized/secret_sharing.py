@@ -13,13 +13,14 @@ of at most ``N - 2`` semi-honest agents:
 3. everyone decodes ``S = sum_j s^_j (mod p)`` (eq. (15)).
 
 Reals are fixed-point encoded, ``q = round(x 2^f)``, and signed values are
-mapped to ``Z_p`` by two's complement, so ``p`` must exceed twice the
-largest encoded aggregate (spec erratum 21; the paper's ``p > ||S||_inf``
-is not enough). Here ``p = 2^bits`` (additive sharing needs a ring, not a
-field; ``bits = 64`` is native ``uint64`` wrap-around arithmetic), and every
-agent refuses to encode a value whose magnitude exceeds ``capacity`` =
-``(2^(bits-1) - 1) / (N 2^f)``: a check each agent can make locally, and
-which guarantees that no aggregate of ``N`` accepted values can wrap.
+mapped to ``Z_p`` by two's complement, so ``p`` must exceed twice the largest
+encoded aggregate (Xiao et al. 2019, App. A, ask only for ``p > ||S||_inf``,
+which is not enough for signed fixed-point values). Here ``p = 2^bits``
+(additive sharing needs a ring, not a field; ``bits = 64`` is native
+``uint64`` wrap-around arithmetic), and every agent refuses to encode a value
+whose magnitude exceeds ``capacity`` = ``(2^(bits-1) - 1) / (N 2^f)``: a check
+each agent can make locally, and which guarantees that no aggregate of ``N``
+accepted values can wrap.
 
 Uniform shares over ``Z_p`` make any ``N - 1`` of one agent's shares jointly
 uniform and independent of its value; real-valued random splits do not

@@ -141,7 +141,7 @@ class NetworkConfig:
     path: str | None = None
     exchange: str = "plain"
     # how +-1 labels enter the loss log(1 + exp(-L x^T z)): "paper01" is Xiao
-    # et al.'s literal {0, 1} reading (spec decision D1), "pm1" the usual +-1
+    # et al. 2019's literal {0, 1} (App. E; it makes B_inf = 1/b_i exact), "pm1" the usual +-1
     labels: str = "paper01"
 
 

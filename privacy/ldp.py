@@ -9,7 +9,7 @@ by at most ``T = alpha B_inf`` (``alpha = 1/D`` in Algorithm 1, ``eta_k`` in
 Algorithms 2 / 2*, ``B_inf`` the l_inf local sensitivity of the gradient).
 
 - :func:`realized_loss`: Theorem 2.2, eq. (10), evaluated on an observed
-  output (in log space, spec 5.3). This is an **ex-post, data-dependent**
+  output (in log space). This is an **ex-post, data-dependent**
   quantity: it uses the true interval of this transcript, and is *not* a
   worst-case guarantee over transcripts;
 - :func:`worst_case_cumulative`: the corollary of Theorem 2.2,
@@ -19,8 +19,9 @@ Algorithms 2 / 2*, ``B_inf`` the l_inf local sensitivity of the gradient).
 - :func:`gamma_bound`: Theorem 2.3, eq. (11), in closed form;
   :func:`gamma_exact`: the exact expectation ``E[Theta] / (alpha beta B_inf)``
   by quadrature; :func:`gamma_bound_corrected`: eq. (11)'s Jensen bound with
-  the edge-band ratio taken at the maximizing shift (the paper's App. D picks
-  ``t = -alpha B_inf`` there; ``+alpha B_inf`` is the maximum, spec erratum 10);
+  the edge-band ratio taken at the maximizing shift (Xiao et al. 2019, App. D,
+  take ``t = -alpha B_inf`` there, but ``+alpha B_inf`` is the maximum, so
+  eq. (11) is not a rigorous bound);
 - :func:`advanced_composition`: footnote 1 (Kairouz et al., Theorem 3.5);
 - :func:`laplace_composition_epsilon`: the tight (epsilon, delta) of the
   worst-case Laplace mechanisms through dp-accounting's PLD accountant.
@@ -61,7 +62,7 @@ def geometric_schedule(base: float, growth: float, k) -> np.ndarray:
 def _log_mass(r, omega, beta):
     """``log int_0^omega e^{-beta |r - y|} dy`` for offsets ``r = x - lo`` (omega > 0).
 
-    Stable closed form of spec 5.3: outside the interval the mass is
+    Stable closed form: outside the interval the mass is
     ``e^{-beta dist} (1 - e^{-beta omega}) / beta``; inside it is
     ``(2 - e^{-beta r} - e^{-beta (omega - r)}) / beta``, written with
     ``expm1`` so that tiny intervals keep their relative precision.
@@ -94,11 +95,11 @@ def realized_loss(x, lo, hi, beta, T) -> np.ndarray:
 
         max_{|t| <= T} | g(0) - g(t) |,   g(t) = log int_{tau + t} e^{-beta |x - y|} dy,
 
-    attained at ``t = +-T`` because ``g`` is concave (spec 5.3). Shifting the
-    interval by ``t`` is evaluated as shifting ``x`` by ``-t`` so the
-    interval length is computed once. For a degenerate interval
-    (``hi == lo``: fixed parameters) it is the pure Laplace loss
-    ``beta max_t | |x - lo - t| - |x - lo| |``. Never above ``beta T``, and
+    attained at ``t = +-T`` because ``g`` is concave (a convolution of
+    log-concave functions). Shifting the interval by ``t`` is evaluated as
+    shifting ``x`` by ``-t`` so the interval length is computed once. For a
+    degenerate interval (``hi == lo``: fixed parameters) it is the pure Laplace
+    loss ``beta max_t | |x - lo - t| - |x - lo| |``. Never above ``beta T``, and
     strictly below it when ``x`` lies inside the interval.
 
     Ex-post and data-dependent: it is evaluated with the true ``f_i``'s
@@ -129,8 +130,9 @@ def worst_case_cumulative(d: int, alpha, beta, B_inf: float) -> np.ndarray:
     """Corollary of Theorem 2.2: ``cumsum_k d alpha_{k+1} beta_{k+1} B_inf``.
 
     ``alpha`` and ``beta`` are the per-iteration sequences (already indexed
-    ``k + 1``, spec A6). With ``alpha = 0.1``, ``beta_k = 1.02^k``, ``d = 14``,
-    ``B_inf = 0.01`` the total at ``K = 100`` is 4.459 (spec 5.6).
+    ``k + 1``, as in the corollary's sum). With ``alpha = 0.1``, ``beta_k = 1.02^k``,
+    ``d = 14``, ``B_inf = 0.01`` the total at ``K = 100`` is 4.459 (the worst case
+    of Xiao et al. 2019, Fig. 2(b)).
     """
     alpha, beta = np.broadcast_arrays(np.asarray(alpha, float), np.asarray(beta, float))
     return np.cumsum(int(d) * alpha * beta * float(B_inf))
@@ -194,7 +196,8 @@ def gamma_exact(omega, beta, aB):
     ``Theta(x)`` is :func:`realized_loss` for a mean uniform on
     ``[0, omega]``, and ``x`` follows the mixture density
     ``(beta / 2 omega) int_0^omega e^{-beta|x-y|} dy`` (App. D, eq. (25)).
-    Defined for every ``omega > 0``. Spec erratum 10: at ``omega = 0.1``,
+    Defined for every ``omega > 0``. Eq. (11) is not a rigorous bound on it
+    (App. D takes the edge-band ratio at the wrong shift): at ``omega = 0.1``,
     ``beta = 10``, ``alpha B_inf = 0.001`` it is 0.7906 (eq. (11): 0.7878).
     """
     omega, beta, a = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (omega, beta, aB)))
@@ -208,7 +211,7 @@ def _gamma_corrected_scalar(omega: float, beta: float, T: float) -> float:
     h = (omega - T) / 2
     dens = lambda x: float(_mixture_density(x, omega, beta))  # noqa: E731
     band_p = integrate.quad(dens, 0.0, h, epsabs=1e-14, epsrel=1e-11)[0]
-    # In the edge band the largest ratio is e^{Theta(x)} (at t = +T, spec erratum 10).
+    # In the edge band the largest ratio is e^{Theta(x)} (at t = +T; App. D uses t = -T).
     band_r = integrate.quad(
         lambda x: math.exp(float(realized_loss(x, 0.0, omega, beta, T))) * dens(x),
         0.0, h, epsabs=1e-14, epsrel=1e-11)[0]
@@ -222,7 +225,7 @@ def gamma_bound_corrected(omega, beta, aB):
     ratio ``e^{alpha beta B_inf}`` outside the two edge bands
     ``[0, h]`` and ``[omega - h, omega]``), but inside them the ratio is the
     maximum over ``t = +-alpha B_inf`` rather than the printed ``t = -alpha
-    B_inf``. Spec erratum 10: 0.7949 at ``omega = 0.1, beta = 10``.
+    B_inf``. 0.7949 at ``omega = 0.1, beta = 10`` (exact 0.7906, eq. (11) 0.7878).
     """
     omega, beta, a = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (omega, beta, aB)))
     if np.any(a <= 0) or np.any(beta <= 0):

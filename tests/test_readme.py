@@ -140,3 +140,27 @@ def test_readme_commands_parse():
                 assert group is not cli, f"unknown command in README: {part.strip()}"
                 seen += 1
     assert seen >= 5
+
+
+#: the user-facing files that must cite papers by author, year and section, never by the
+#: internal ids of the implementation specs or the issue tracker
+USER_FACING = (
+    "admm/consensus.py", "decentralized/admm.py", "decentralized/gd.py",
+    "decentralized/problem.py", "decentralized/graphs.py", "decentralized/base.py",
+    "decentralized/secret_sharing.py", "privacy/ldp.py", "privacy/paper.py",
+    "privacy/moments.py", "cli/reproduce_dp_admm.py", "cli/reproduce_ldp.py",
+    "cli/reproduce_hu.py", "cli/reproduce_private.py", "datasets/*.py", "experiments/*.py",
+    "configs/*.toml", "README.md",
+)
+INTERNAL_ID = re.compile(r"\b(spec [A-Z]\d|erratum [A-Z]?\d|issue \d|papers/0\d)", re.I)
+
+
+def test_no_internal_ids_in_user_facing_text():
+    """Help texts, docstrings, comments and configs name no spec decision, erratum or issue."""
+    files = sorted({p for pattern in USER_FACING for p in REPO.glob(pattern)})
+    assert len(files) > 40, files
+    offending = [f"{p.relative_to(REPO)}:{n}: {line.strip()}"
+                 for p in files
+                 for n, line in enumerate(p.read_text().splitlines(), 1)
+                 if INTERNAL_ID.search(line)]
+    assert not offending, "internal ids a user cannot resolve:\n" + "\n".join(offending)

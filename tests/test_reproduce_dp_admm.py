@@ -173,7 +173,7 @@ def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, tiny_gr
     f = fig1.dropna(subset=["augmented_objective_mean"])  # iteration 0 has no ergodic average
     assert len(f) == len(fig1) - 6
     assert (f["augmented_objective_min"] <= f["augmented_objective_mean"] + 1e-12).all()
-    assert {"Algorithm 1 (non-private)", "DP-ADMM (Alg. 3), no noise (spec D11)"} <= \
+    assert {"Algorithm 1 (non-private)", "DP-ADMM (Alg. 3), no noise"} <= \
         set(fig1["algorithm"])
 
     fig6 = _csv(out / "fig6.csv")

@@ -189,7 +189,7 @@ def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, small_f
     _, surface = _read(out / "fig1.csv")
     assert len(surface) == 4 * 3 and surface["gamma_eq11"].between(0, 1).all()
     header, exact = _read(out / "fig1-exact.csv")
-    assert "Erratum 10" in header and len(exact) == 4
+    assert "App. D, take t = -alpha B_inf in the edge bands" in header and len(exact) == 4
     assert np.allclose(exact["gamma_eq11"], exact["gamma_exact"], rtol=0.01)
     assert (exact["gamma_bound_corrected"] >= exact["gamma_exact"] - 1e-9).all()
 
