@@ -874,7 +874,17 @@ def audits(root, out, markdown):
     click.echo(f"wrote {target.with_suffix('.csv')}, " + ", ".join(str(p) for p in written))
 
 
-@cli.command()
+class _ReproduceCommand(click.Command):
+    """``vfl reproduce --help`` ends with what each paper can draw (read from its module)."""
+
+    def format_epilog(self, ctx, formatter):
+        from .reproduce import figure_listing
+
+        with formatter.section("Figures and tables"):
+            formatter.write_dl(figure_listing())
+
+
+@cli.command(cls=_ReproduceCommand)
 @click.argument("paper", required=False)
 @click.argument("figure", required=False)
 @click.option("--out", type=click.Path(file_okay=False), default="results/figures", show_default=True,
@@ -890,7 +900,7 @@ def reproduce(paper, figure, out, configs, jobs, data_dir):
 
     PAPER: hu (ADMM sharing), dp-admm (Huang et al.), ldp (Xiao et al.),
     private-utility (private stacking vs the rest), or all (the default).
-    FIGURE: one of the paper's figures (README lists them) or all. Finished
+    FIGURE: one of the paper's figures (listed below) or all. Finished
     runs are kept, so a second call only redraws.
 
     \b

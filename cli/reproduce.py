@@ -16,7 +16,7 @@ import click
 
 from vfl.core.errors import ConfigError
 
-__all__ = ["PAPERS", "check_configs", "paper_module", "resolve", "reproduce"]
+__all__ = ["PAPERS", "check_configs", "figure_listing", "paper_module", "resolve", "reproduce"]
 
 #: paper -> module
 PAPERS = {
@@ -29,6 +29,12 @@ PAPERS = {
 
 def paper_module(paper: str):
     return importlib.import_module(PAPERS[paper])
+
+
+def figure_listing() -> list[tuple[str, str]]:
+    """``(PAPER FIGURE, what it shows)`` for every figure and table of every paper."""
+    return [(f"{paper} {name}", what) for paper in PAPERS
+            for name, what in paper_module(paper).FIGURES.items()]
 
 
 def resolve(first: str | None, second: str | None) -> list[tuple[str, str]]:

@@ -451,3 +451,34 @@ def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2
     written = _figure(tables, manifests, out)
     echo(f"  done in {perf_counter() - t0:.0f} s")
     return written
+
+
+#: README's rows, in order: (method in the CSV, label in README)
+_README_ROWS = (("private stacking", "private stacking"),
+                ("ADMM sharing (row-level DP)", "ADMM sharing (row-level DP), diagnostic"),
+                ("non-private stacking", "non-private stacking (no noise)"),
+                ("party 1 alone", "party 1 alone (no noise)"),
+                ("all features", "all features (no noise)"))
+
+
+def utility_markdown(table: pd.DataFrame) -> str:
+    """README's table of ``utility-<dataset>.csv``: test log loss per method and epsilon.
+
+    Private methods show mean +- sd over the noise draws; the references
+    (no noise) repeat their one value under every epsilon.
+    """
+    eps = sorted(float(e) for e in table["epsilon"].unique() if np.isfinite(float(e)))
+    lines = ["| epsilon | " + " | ".join(f"{e:g}" for e in eps) + " |",
+             "|---|" + "---:|" * len(eps)]
+    for method, label in _README_ROWS:
+        rows = table[table["method"] == method]
+        if rows.empty:
+            continue
+        if len(rows) == 1 and not np.isfinite(float(rows["epsilon"].iloc[0])):
+            cells = [f"{rows['test_logloss_mean'].iloc[0]:.4f}"] * len(eps)
+        else:
+            by = rows.set_index(rows["epsilon"].astype(float))
+            cells = [f"{by.loc[e, 'test_logloss_mean']:.4f} ± {by.loc[e, 'test_logloss_std']:.4f}"
+                     for e in eps]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -83,7 +83,7 @@ def _validated(key: str, value, kind: str, *, low=None, high=None, low_open=Fals
         kind_of_error = exc.errors()[0]["type"]
     if kind_of_error == "finite_number":
         raise ConfigError(f"{key} must be finite, got {value!r}") from None
-    if kind_of_error == "literal_error":
+    if kind_of_error == "literal_error" and isinstance(value, str):
         raise ConfigError(f"{key} = {value!r} is not one of: {', '.join(choices)}") from None
     if not kind_of_error.startswith(("greater_than", "less_than")):
         raise ConfigError(f"{key} must be {_WORDS[kind]}, got {value!r} "

@@ -431,6 +431,15 @@ class PrivateStacking(Solver):
                                  f"row {k} of party {m + 1}'s block replaced by the unit vector "
                                  f"that moves the local model most (one Newton step: "
                                  f"{shift(best):.3g} at lam = 1)"))
+            if np.linalg.norm(x) > 0:
+                # canary: row k along the local model (its share is as large as a unit row's
+                # can be), against the opposite row: the share moves by 2 |x~ . x^|
+                xh = x / np.linalg.norm(x)
+                out.append(Neighbour(
+                    f"party {m + 1}, canary row {k} along the local model, negated (candidate)",
+                    "candidate", m, with_row(k, -xh), f"row {k} of party {m + 1}'s block set "
+                    "to x*/||x*|| (x* a reference local fit), replaced by -x*/||x*||",
+                    with_row(k, xh)))
         return out
 
     # -- what the manifest says ---------------------------------------------------

@@ -81,16 +81,16 @@ def test_numbers_marked_as_measured_are_the_recorded_ones():
         assert value in measured[key], f"README says {value} for {key}; measured: {measured[key]}"
 
 
-def test_the_audit_table_is_the_one_vfl_audits_writes():
-    """README's audit table is `vfl audits --markdown` of the committed audits.csv, verbatim."""
-    import pandas as pd
+def test_measured_tables_are_the_ones_the_script_writes():
+    """README's audit and utility tables are `python docs/readme_tables.py` of the committed CSVs."""
+    import importlib.util
 
-    from vfl.experiments.audit import audit_markdown
-
-    block = README.split("<!-- audit-table: begin", 1)[1].split("<!-- audit-table: end -->")[0]
-    block = block.split("-->", 1)[1].lstrip("\n")
-    table = pd.read_csv(REPO / "docs" / "figures" / "audits" / "audits.csv")
-    assert block == audit_markdown(table)
+    spec = importlib.util.spec_from_file_location("readme_tables", REPO / "docs" / "readme_tables.py")
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
+    names = re.findall(r"<!-- table: ([\w-]+) -->", README)
+    assert {"audits", "utility-a9a", "utility-adult"} <= set(names)
+    assert tables.render(README) == README, "run: python docs/readme_tables.py"
     assert (REPO / "docs" / "figures" / "audits" / "audits.png").is_file()
 
 

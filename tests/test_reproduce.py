@@ -102,3 +102,16 @@ def test_settling_epoch():
     out = settling(m, tol=0.005)
     assert out == {"epochs": 5, "final_test_logloss": 0.3, "settled_epoch": 4, "settle_tol": 0.005}
     assert settling(m.iloc[:1])["settled_epoch"] == 0  # a single point has settled at once
+
+
+def test_reproduce_help_lists_every_figure_of_every_paper():
+    from cli_helpers import invoke
+
+    from vfl.cli.reproduce import PAPERS, paper_module
+
+    result = invoke("reproduce", "--help")
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    for paper in PAPERS:
+        for name in paper_module(paper).FIGURES:
+            assert f"{paper} {name}" in text

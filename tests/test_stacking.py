@@ -315,15 +315,19 @@ def test_white_box_audit_passes(tmp_path):
 def test_neighbours_change_one_row_of_one_passive_block():
     blocks, y = problem(n=100, widths=(3, 4, 5), seed=12, sparse_blocks=(2,))
     pairs = PrivateStacking.neighbours(VerticalData(blocks, y), {}, np.random.default_rng(0))
-    assert len(pairs) == 6 and {p.unit for p in pairs} == {1, 2}
+    # per passive party: natural, two adversarial, one canary candidate
+    assert len(pairs) == 8 and {p.unit for p in pairs} == {1, 2}
+    assert sum(p.base is not None for p in pairs) == 2
     for p in pairs:
-        for m, (A, B) in enumerate(zip(blocks, p.data.blocks)):
+        base = blocks if p.base is None else p.base.blocks
+        for m, (A, B) in enumerate(zip(base, p.data.blocks)):
             A = A.toarray() if sp.issparse(A) else A
             B = B.toarray() if sp.issparse(B) else B
             rows = np.flatnonzero(np.any(A != B, axis=1))
             assert rows.size == (1 if m == p.unit else 0)
-            if rows.size:
+            if rows.size:  # both rows of the pair inside the relation
                 assert np.linalg.norm(B[rows[0]]) <= 1 + 1e-12
+                assert np.linalg.norm(A[rows[0]]) <= 1 + 1e-12
 
 
 # --------------------------------------------------------------------- slow --
