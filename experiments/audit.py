@@ -241,8 +241,12 @@ def _base(pair, data):
     return data if pair.base is None else pair.base
 
 
-def _adversarial(cls, config, data, candidates, objective, iterations):
-    """Per unit, the candidate neighbour with the largest probe shift, relabelled adversarial."""
+def _adversarial(cls, config, data, candidates, objective, iterations, shifts: dict):
+    """Per unit, the candidate neighbour with the largest probe shift, relabelled adversarial.
+
+    Records each chosen pair's shift in ``shifts`` (by name), so that its
+    exercised / charged ratio needs no second probe.
+    """
     from dataclasses import replace
 
     best = {}
@@ -250,12 +254,14 @@ def _adversarial(cls, config, data, candidates, objective, iterations):
         score = _shift(cls, config, _base(pair, data), pair.data, objective, iterations)
         if pair.unit not in best or score > best[pair.unit][0]:
             best[pair.unit] = (score, pair)
-    return [replace(pair, kind="adversarial",
-                    name=pair.name.replace("(candidate)", "(adversarial: largest probe shift)"),
-                    change=f"{pair.change}; the largest noiseless shift among "
-                           f"{sum(c.unit == u for c in candidates)} candidates "
-                           f"(sum ||mu - mu'||^2 / 2 sigma^2 = {score:.3g})")
-            for u, (score, pair) in sorted(best.items())]
+    chosen = [replace(pair, kind="adversarial",
+                      name=pair.name.replace("(candidate)", "(adversarial: largest probe shift)"),
+                      change=f"{pair.change}; the largest noiseless shift among "
+                             f"{sum(c.unit == u for c in candidates)} candidates "
+                             f"(sum ||mu - mu'||^2 / 2 sigma^2 = {score:.3g})")
+              for u, (score, pair) in sorted(best.items())]
+    shifts.update({p.name: best[p.unit][0] for p in chosen})
+    return chosen
 
 
 def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: float = 0.95,
@@ -304,10 +310,17 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
         pairs = cls.neighbours(data, dict(config.privacy.values), np.random.default_rng(seq.spawn(1)[0]))
     except NotImplementedError as exc:
         raise ConfigError(str(exc)) from None
+    shifts: dict = {}  # pair name -> its noiseless shift, once probed
+
+    def shift_of(pair, D):
+        if pair.name not in shifts:
+            shifts[pair.name] = _shift(cls, config, D, pair.data, objective, T)
+        return shifts[pair.name]
+
     candidates = [p for p in pairs if p.kind == "candidate"]
     if candidates and "adversarial" in kinds:
         pairs = [p for p in pairs if p.kind != "candidate"]
-        pairs += _adversarial(cls, config, data, candidates, objective, T)
+        pairs += _adversarial(cls, config, data, candidates, objective, T, shifts)
         pairs.sort(key=lambda p: (p.unit, p.kind != "natural"))
     pairs = [p for p in pairs if p.kind in kinds][:max_pairs]
     if not pairs:
@@ -354,11 +367,10 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
         exercised = float("nan")
         if ledger is not None and ledger.gaussian_only and ledger.gaussian_mu() > 0:
             # the noiseless shift of this pair against what the ledger charges (same units)
-            shift = _shift(cls, config, D, pair.data, objective, T)
-            exercised = math.sqrt(2.0 * shift) / ledger.gaussian_mu()
+            exercised = math.sqrt(2.0 * shift_of(pair, D)) / ledger.gaussian_mu()
         elif ledger is not None and np.isfinite(ledger.pure_epsilon()) and ledger.pure_epsilon() > 0:
             # Laplace: the noiseless shift is sum ||mu - mu'||_1 / b, the charge sum Delta_1 / b
-            exercised = _shift(cls, config, D, pair.data, objective, T) / ledger.pure_epsilon()
+            exercised = shift_of(pair, D) / ledger.pure_epsilon()
         results.append(PairAudit(pair.name, pair.kind, pair.change, LP, LQ, verdicts, exercised))
         if on_progress:
             summary = "; ".join(f"{c}: {v.verdict}" for c, v in verdicts.items())
