@@ -606,8 +606,8 @@ def apply_overrides(raw: dict, overrides: list[str]) -> dict:
 def read_toml(path: str | Path) -> dict:
     path = Path(path)
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        # utf-8-sig: a byte-order mark (as some Windows editors write) is not part of the TOML
+        return tomllib.loads(path.read_bytes().decode("utf-8-sig"))
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
     except IsADirectoryError:

@@ -89,3 +89,14 @@ def test_the_table_covers_every_command():
     covered = {c[1][0] for c in CASES}
     assert {"run", "privacy", "sweep", "datasets", "reproduce", "audit"} <= covered
     assert covered <= set(cli.commands)
+
+
+def test_a_config_with_a_byte_order_mark_reads_as_without_one(tmp_path):
+    """Editors on Windows may start a UTF-8 file with a BOM; the TOML is the same."""
+    from vfl.experiments.config import load_config
+
+    text = (REPO / "configs" / "a9a.toml").read_text()
+    (tmp_path / "bom.toml").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    (tmp_path / "plain.toml").write_text(text)
+    bom, plain = load_config(tmp_path / "bom.toml"), load_config(tmp_path / "plain.toml")
+    assert bom.to_dict() | {"name": None} == plain.to_dict() | {"name": None}
