@@ -1384,6 +1384,10 @@ class ADMMSharingSolver(ADMMSharing):
     def describe(self) -> dict:
         n = len(self.y)
         rho_min = self.objective.min_rho(n)
+        satisfied = (self.rho > rho_min if self.rho_schedule == "fixed"
+                     else self._smallest_rho() >= rho_min)
+        # Hu's Jacobi form needs Assumption 1.2(c); the Boyd form converges for any rho
+        warn = self.form == "hu" and not satisfied
         return {
             "algorithm": ("ADMM sharing, Hu et al. Algorithm 1, updates (6)-(8), Jacobi"
                           + ("; perturbed shares as in updates (10)" if np.any(self.sigma > 0)
@@ -1403,22 +1407,14 @@ class ADMMSharingSolver(ADMMSharing):
                          "solver as fallback)"),
             **({"blas_threads": self.blas_threads} if self.blas_threads else {}),
             "init": "x = y = z = 0",
-            # Hu's Jacobi form needs Assumption 1.2(c); the Boyd form converges for any rho
             **({"assumption_1_2c": {"L": self.objective.smoothness(n), "rho_min": rho_min,
-                                    "satisfied": (self.rho > rho_min if self.rho_schedule == "fixed"
-                                                  else self._smallest_rho() >= rho_min)}}
+                                    "satisfied": satisfied}}
                if self.form == "hu" else
                {"convergence": "any rho > 0 (a two-block ADMM: Boyd et al. 2011, sec. 3.2)"}),
             "messages_per_party_per_epoch": n,
-        } | self._warnings(rho_min)
-
-    def _warnings(self, rho_min) -> dict:
-        """``warnings`` for the summary: Hu's Jacobi form below Assumption 1.2(c)'s floor."""
-        fixed = self.rho_schedule == "fixed"
-        if self.form != "hu" or (self.rho > rho_min if fixed else self._smallest_rho() >= rho_min):
-            return {}
-        return {"warnings": [f"rho = {self.rho:g} is not above sqrt(2) L = {rho_min:.4g} "
-                             "(Assumption 1.2(c)); convergence is not guaranteed"]}
+            **({"warnings": [f"rho = {self.rho:g} is not above sqrt(2) L = {rho_min:.4g} "
+                             "(Assumption 1.2(c)); convergence is not guaranteed"]} if warn else {}),
+        }
 
     def privacy_info(self) -> dict | None:
         plan = self._plan

@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .params import Param
+from .sampling import ExactSampler
 
 __all__ = [
     "RELEASED",
@@ -118,8 +119,6 @@ def add_noise(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng: np.rando
     With an exact sampler as ``rng`` (deployment runs), the noise is exact
     discrete noise on a grid (:class:`vfl.core.sampling.ExactSampler`).
     """
-    from .sampling import ExactSampler
-
     if isinstance(rng, ExactSampler):
         return rng.add(mechanism, mean, scale)
     mean = np.asarray(mean, dtype=float)
@@ -197,8 +196,6 @@ class Streams:
         if self.replayable_noise:
             seq = np.random.SeedSequence(self.seed, spawn_key=self._key(STREAM_KEYS["noise"], *unit))
         elif self.exact_noise:
-            from .sampling import ExactSampler
-
             return ExactSampler()
         else:
             if self._entropy is None:
@@ -392,8 +389,6 @@ class Solver:
         sens_arr = np.broadcast_to(np.asarray(sensitivity, dtype=float), units_arr.shape).copy()
         mean = np.asarray(mean, dtype=float)
         size = int(size if size is not None else (mean.size if single else mean[0].size))
-        from .sampling import ExactSampler
-
         exact = isinstance(rng, ExactSampler) and self.observer is None
         if exact:
             # Rounding to the grid (step scale / 2^k) is part of the query and adds
