@@ -56,6 +56,7 @@ import numpy as np
 
 from vfl.core.params import Param
 from vfl.core.solver import HorizontalData, Reference, Release, Setting, Solver, Streams
+from vfl.core.wire import Wire
 
 from .local_solvers import (_sigmoid, _softplus, fista, kkt_residual, lipschitz, newton,
                             smooth_grad)
@@ -545,10 +546,17 @@ class _Consensus(Solver):
         self._sum_shared = np.zeros((N, d))  # sum_{s=1..k} shared_i^s
         self._margin_cache = (None, None)   # (w^k, A w^k)
         self._releases = []
+        self.wire = Wire(N)
 
     # -- one iteration: the trainer's (3c) and the providers' (3d) ----------
     def _trainer_and_duals(self, shared: np.ndarray) -> None:
-        """Line 6/7/8: ``w = mean(shared) - mean(gamma) / rho``; line 8/9/10: dual step."""
+        """Line 6/7/8: ``w = mean(shared) - mean(gamma) / rho``; line 8/9/10: dual step.
+
+        The round's messages: every provider sends its ``d`` values to the
+        trainer, which sends ``w`` (``d`` values) back to each.
+        """
+        self.wire.gather(self.d)
+        self.wire.scatter(self.d)
         w = shared.mean(axis=0) - self.gamma.mean(axis=0) / self.rho
         self.gamma = self.gamma - self.rho * (shared - w)
         self.w = w

@@ -95,6 +95,7 @@ import scipy.sparse as sp
 
 from vfl.core.metrics import EpochStats
 from vfl.core.solver import Solver
+from vfl.core.wire import Wire
 
 from vfl.core.objective import Objective
 
@@ -1178,6 +1179,7 @@ class ADMMSharingSolver(ADMMSharing):
                        **{k: params[k] for k in cls.VARIANT_KEYS})
         if not accounting:
             solver = cls(blocks, y, objective, sigma=p["sigma"], **self_kw)
+            solver.wire = Wire(M)
             solver._plan = None
             return solver
         for m, D in enumerate(blocks, start=1):
@@ -1192,6 +1194,7 @@ class ADMMSharingSolver(ADMMSharing):
                      share_clip=p["clip"], input_clip=p["input_clip"],
                      release_sensitivity=plan["release_sensitivity"], **self_kw)
         solver._plan = plan
+        solver.wire = Wire(M)
         return solver
 
     @classmethod
@@ -1298,6 +1301,10 @@ class ADMMSharingSolver(ADMMSharing):
         if plan is not None and plan["calibration"] == "data_dependent":
             self.sigma = plan["z"] * _data_dependent_sensitivities(self, plan)
         stats = ADMMSharing.step(self, diagnostics=False)
+        # Hu et al. Algorithm 1: every party sends its N shares D_m x_m, and gets N values back
+        n = len(self.b)
+        self.wire.gather(n)
+        self.wire.scatter(n)
         out = {"x_time_s": stats.x_seconds, "z_time_s": stats.z_seconds,
                "y_time_s": stats.y_seconds}
         if self.x_radius is not None:
@@ -1411,7 +1418,6 @@ class ADMMSharingSolver(ADMMSharing):
                                     "satisfied": satisfied}}
                if self.form == "hu" else
                {"convergence": "any rho > 0 (a two-block ADMM: Boyd et al. 2011, sec. 3.2)"}),
-            "messages_per_party_per_epoch": n,
             **({"warnings": [f"rho = {self.rho:g} is not above sqrt(2) L = {rho_min:.4g} "
                              "(Assumption 1.2(c)); convergence is not guaranteed"]} if warn else {}),
         }

@@ -368,6 +368,7 @@ class FDMLSGD:
 
 from vfl.core.params import Param  # noqa: E402
 from vfl.core.solver import Reference, Setting, Solver  # noqa: E402
+from vfl.core.wire import Wire  # noqa: E402
 
 
 class FDMLSGDSolver(FDMLSGD, Solver):
@@ -409,12 +410,18 @@ class FDMLSGDSolver(FDMLSGD, Solver):
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
         M = len(data.blocks)
-        return cls(data.blocks, data.y, objective, **params, output_sigma=privacy["sigma"],
-                   init_rng=streams.get("init"), batch_rng=streams.get("batch"),
-                   noise_rngs=[streams.noise(m) for m in range(M)])
+        solver = cls(data.blocks, data.y, objective, **params, output_sigma=privacy["sigma"],
+                     init_rng=streams.get("init"), batch_rng=streams.get("batch"),
+                     noise_rngs=[streams.noise(m) for m in range(M)])
+        solver.wire = Wire(M)
+        return solver
 
     def step(self, diagnostics: bool = False) -> dict:
         stats = FDMLSGD.step(self, diagnostics=False)
+        # per mini-batch, every party sends its B outputs and receives the B loss derivatives
+        batches = -(-self.n_samples // self.batch_size)
+        self.wire.gather(self.n_samples, messages=batches)
+        self.wire.scatter(self.n_samples, messages=batches)
         return {"x_time_s": stats.x_seconds, "z_time_s": 0.0, "y_time_s": 0.0,
                 "learning_rate": stats.extra["learning_rate"]}
 

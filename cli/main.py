@@ -9,7 +9,6 @@ always shown). Library warnings are shown only for commands that succeed.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import traceback
@@ -137,178 +136,6 @@ def _value_list(text: str, option: str, kind=float) -> list:
     return values
 
 
-def _toml_values(text: str, key: str) -> list:
-    """``--grid key=v1,v2``'s values, each read as TOML (numbers, booleans) or a bare word."""
-    import tomllib
-
-    out = []
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        try:
-            out.append(tomllib.loads(f"v = {item}")["v"])
-        except tomllib.TOMLDecodeError:
-            out.append(item)
-    if not out:
-        raise ConfigError(f"--grid {key} has no values")
-    return out
-
-
-def _fmt(value, spec: str) -> str:
-    if value is None or (isinstance(value, float) and value != value):
-        return "-"
-    return format(value, spec)
-
-
-def _up(value: float, digits: int = 4) -> str:
-    """``value`` to ``digits`` significant digits, rounded up: a printed guarantee is never
-    smaller than the one composed."""
-    import math
-
-    if not math.isfinite(value) or value <= 0:
-        return f"{value:.{digits}g}"
-    scale = 10 ** (digits - 1 - math.floor(math.log10(value)))
-    up = math.ceil(value * scale * (1 - 1e-9)) / scale  # a calibrated target stays as it is
-    return f"{up:.{digits}g}"
-
-
-def _plural(n, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _privacy_lines(result) -> list[str]:
-    """What a run's privacy amounts to, in words a reader cannot mistake."""
-    p = result.manifest.get("privacy")
-    if not p:
-        return []
-    m = result.metrics.iloc[-1]
-    lines = []
-    if p.get("mode") == "simulation":
-        lines.append(f"privacy: none claimed. {p['note']}")
-    spent = p.get("spent")
-    if spent is not None:
-        eps = spent.get("epsilon_tight")
-        if p.get("dp_guarantee") and eps is not None:
-            lines.append(f"privacy guarantee: ({_up(eps)}, {spent['delta_tight']:.2g})-DP after "
-                         f"{_plural(spent['epochs'], result.manifest['solver'].get('iteration_name', 'epoch'))}"
-                         f" ({spent['tight_accountant']}); neighbours: {p['neighbouring']}")
-        else:
-            lines.append(f"WARNING: no differential-privacy guarantee: {p.get('warning', p.get('note', ''))}")
-        if "epsilon_paper" in m.index and spent.get("paper_claim"):
-            paper = spent.get("epsilon_paper")
-            claim = ("n/a (the paper's analysis does not cover this noise level)" if paper is None
-                     else f"{paper:.4g} at delta {_fmt(spent.get('delta_paper'), '.2g')}")
-            lines.append(f"the paper's own claim (not a guarantee): epsilon {claim} "
-                         f"({spent['paper_claim']})")
-        meaning = p.get("other_claims_meaning", {})
-        for name, c in spent.get("other_claims", {}).items():
-            lines.append(f"{name}: epsilon {c['epsilon']:.4g} at delta {c['delta']:.2g} "
-                         f"({meaning.get(name, 'the paper analysis; not a guarantee')})")
-    if "labels" in p:
-        lines.append(f"labels: {p['labels']}")
-    if "noise" in p:
-        lines.append(f"noise: {p['noise']}")
-    stopped = (p.get("budget") or {}).get("stopped")
-    if stopped:
-        lines.append(f"stopped at the privacy budget after {stopped['after_epoch']} iterations "
-                     f"(the next would spend {stopped['epsilon_next_epoch']:.4g} > "
-                     f"{stopped['budget_epsilon']:g})")
-    return lines
-
-
-def _utility_lines(result, m, b) -> list[str]:
-    """One line when a private model does worse than what a party can do alone."""
-    if not result.config.privacy.claims_guarantee:
-        return []
-    local = [e for e in b.values() if isinstance(e, dict) and e.get("role") == "local"
-             and e.get("test_logloss") is not None]
-    if not local:
-        return []
-    best = min(local, key=lambda e: e["test_logloss"])
-    if not m["test_logloss"] > best["test_logloss"]:
-        return []
-    eps = (result.manifest.get("privacy", {}).get("spent") or {}).get("epsilon_tight")
-    at = f"at epsilon {eps:.4g}" if eps is not None else "at this noise"
-    return [f"note: {at} the private model (test log loss {m['test_logloss']:.4f}) is worse "
-            f"than {best['label']} ({best['test_logloss']:.4f}): no party gains from joining"]
-
-
-def _summary(result, out: Path, seconds: float) -> str:
-    m = result.metrics.iloc[-1]
-    man = result.manifest
-    b = result.baselines or {}
-    if "per_repeat" in b:  # horizontal / network: one set of references per repeat: their mean
-        reps = b["per_repeat"]
-        b = {"cached": all(r.get("cached") for r in reps)}
-        for key, entry in reps[0].items():
-            if isinstance(entry, dict) and "label" in entry:
-                b[key] = {k: (sum(r[key][k] for r in reps) / len(reps)
-                              if isinstance(v, (int, float)) and not isinstance(v, bool) else v)
-                          for k, v in entry.items()}
-    solver = man["solver"]
-    title = solver.get("title") or solver["name"]
-    pv = result.config.privacy.values
-    spent = (man.get("privacy") or {}).get("spent") or {}
-    if spent.get("epsilon_tight") is not None:  # the whole run's epsilon, first
-        title += f", epsilon {_up(spent['epsilon_tight'])}"
-    elif pv.get("epsilon") is not None:
-        title += f", epsilon {pv['epsilon']:g}"
-    elif pv.get("sigma"):
-        title += f", sigma {pv['sigma']:g}"
-    repeats = result.config.run.repeats
-    it = int(m["epoch"])
-    kinds = man.get("released", {}).get("columns", {})
-    private = man.get("released", {}).get("private", False)
-
-    def mark(col, text):  # a diagnostic number of a private run carries a '*'
-        return text + "*" if private and kinds.get(col, "diagnostic") == "diagnostic" \
-            and text != "-" else text
-
-    cols = ("objective", "suboptimality", "train_logloss", "test_logloss", "test_accuracy")
-    rows = [(f"{title} ({_plural(it, solver.get('iteration_name', 'iteration'))}"
-             + (f", mean of {repeats}" if repeats > 1 else "") + ")",
-             *(m.get(col) for col in cols))]
-    c = b.get("central")
-    for key, entry in b.items():
-        if not isinstance(entry, dict) or "label" not in entry or "test_logloss" not in entry:
-            continue
-        obj = entry.get("objective")
-        gap = 0.0 if key == "central" else (
-            (obj - c["objective"]) / abs(c["objective"]) if obj is not None and c else None)
-        rows.append((entry.get("label", key) + (" *" if private else ""), obj, gap,
-                     entry.get("train_logloss"), entry["test_logloss"], entry.get("test_accuracy")))
-    width = max(38, max(len(r[0]) for r in rows) + 1)
-    lines = [f"{'':{width}} {'objective':>12} {'rel. gap':>9} {'train ll':>9} {'test ll':>9} "
-             f"{'test acc':>9}"]
-    specs = ("12.4f", "9.2e", "9.4f", "9.4f", "9.4f")
-    for i, (label, *values) in enumerate(rows):
-        cells = [_fmt(v, f) for v, f in zip(values, specs)]
-        if i == 0:
-            cells = [mark(col, cell) for col, cell in zip(cols, cells)]
-        lines.append(f"{label:{width}} " + " ".join(
-            f"{cell:>{12 if j == 0 else 9}}" for j, cell in enumerate(cells)))
-    solver_s = man["result"].get("solver_seconds")  # a release-only run leaves timings out
-    timing = ("" if solver_s is None else
-              f"{solver_s:.2f} s in the solver ({1e3 * solver_s / max(it, 1):.1f} ms each), ")
-    lines.append(
-        f"{_plural(it, solver.get('iteration_name', 'iteration'))}: {timing}{seconds:.1f} s in "
-        f"all; baselines {'from cache' if b.get('cached') else 'computed' if c else 'skipped'}")
-    lines += _privacy_lines(result)
-    if private:
-        note = man["released"].get("test_metrics_note")
-        lines.append("* diagnostic: computed from exact private values, not covered by the "
-                     "guarantee" + (f"; the test metrics are {note}" if note else "")
-                     + ("" if not man["released"].get("release_only") else
-                        "; release-only run: diagnostic values not written"))
-    lines += _utility_lines(result, m, b)
-    lines += [f"warning: {w}" for w in solver.get("warnings", [])]
-    if man["dataset"].get("stand_in"):
-        lines.append(f"data: {man['dataset']['description']}")
-    lines.append(f"wrote {out}")
-    return "\n".join(lines)
-
-
 @cli.command()
 @click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
               help="TOML experiment config (see configs/).")
@@ -362,10 +189,8 @@ def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides
         raise ConfigError(f"--release-only applies to a run that claims a privacy guarantee "
                           f"({config.solver.name}: set privacy.delta)")
 
-    from vfl.experiments.records import RunRecord, write_run
+    from vfl.experiments.records import write_run
     from vfl.experiments.runner import plan_run, run_experiment
-
-    from .plotting import plot_runs, save_figure
 
     plan = plan_run(config, data_dir)
     per_repeat = -(-config.solver.epochs // config.run.eval_every)
@@ -384,25 +209,21 @@ def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides
         progress.close()
 
     def figure(tmp: Path):
-        from .plotting import released_metrics
+        from vfl.plots import draw_run
 
-        record = RunRecord(path=tmp, config=result.config.to_dict(), manifest=result.manifest,
-                           metrics=result.metrics, baselines=result.baselines,
-                           repeats=result.repeats)
-        if not release_only:
-            save_figure(plot_runs([record]), tmp / "loss.png")
-        elif released_metrics(record) is not None:
-            save_figure(plot_runs([record], metrics=released_metrics(record)), tmp / "loss.png")
+        draw_run(result, tmp / "loss.png", release_only=release_only)
 
     path = write_run(result, out, overwrite=overwrite, extra=[figure])
     if not quiet:
-        click.echo(_summary(result, path, perf_counter() - t0))
+        from vfl.experiments.summary import run_summary
+
+        click.echo(run_summary(result, path, perf_counter() - t0))
 
 
 def _figure_formats() -> list[str]:
     import matplotlib.figure
 
-    from .plotting import plt  # noqa: F401  (the Agg backend)
+    from vfl.plots import plt  # noqa: F401  (the Agg backend)
 
     return sorted(matplotlib.figure.Figure().canvas.get_supported_filetypes())
 
@@ -451,7 +272,7 @@ def plot(run_dirs, out, labels, overwrite, suboptimality, metrics, x_axis, log_s
         for r in runs:
             r.manifest = {**r.manifest, "name": r.path.name}
 
-    from .plotting import plot_runs, save_figure
+    from vfl.plots import plot_runs, save_figure
 
     fig = plot_runs(runs, suboptimality=suboptimality, x=x_axis, log=log_scale,
                     labels=list(labels) or None, metrics=pair)
@@ -558,19 +379,9 @@ def sweep_noise(config_path, sigmas, epsilons, seeds, jobs, scheduler, out, epoc
         len(runs), config.name, quiet)
     agg, final = aggregate_sweep(runs, out)
 
-    from vfl.experiments.records import load_run
+    from vfl.plots import draw_noise_sweep
 
-    from .plotting import dataset_title, plot_sweep_curves, plot_sweep_final, save_figure
-
-    manifest = load_run(runs[0].path).manifest
-    baselines = json.loads((out / "baselines.json").read_text())
-    title = dataset_title(manifest)
-    what = "under noise" if param == "sigma" else "vs target epsilon"
-    written = save_figure(plot_sweep_curves(agg, baselines, f"{title}: test loss {what}"),
-                          out / "sweep_curves.png")
-    written += save_figure(plot_sweep_final(final, baselines, f"{title}: final test loss",
-                                            method=manifest["solver"]["title"]),
-                           out / "sweep_final.png")
+    written = draw_noise_sweep(runs[0].path, out, agg, final, param)
     if not quiet:
         click.echo(final[[param, "epoch", "n_seeds", "test_logloss_mean", "test_logloss_std",
                           "test_accuracy_mean"]].to_string(index=False, float_format="%.4f"))
@@ -593,23 +404,11 @@ def sweep(config_path, grid, seeds, jobs, scheduler, out, epochs, data_dir, over
     vfl sweep --config configs/dp-admm-l2.toml --grid privacy.epsilon=0.05,0.1 \\
               --grid privacy.delta=1e-3,1e-4 --seeds 0,1 --jobs 2
     """
-    from vfl.experiments.sweep import aggregate_sweep, plan_grid, run_grid
+    from vfl.experiments.sweep import aggregate_sweep, parse_grid, plan_grid, run_grid
 
     config, seed_list, out = _sweep_prelude(config_path, overrides, epochs, seeds, out, scheduler,
                                             "sweeps")
-    table = {}
-    for item in grid:
-        key, sep, values = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--grid expects KEY=V1,V2,..., got {item!r}")
-        key = key.strip()
-        if key in table:
-            raise ConfigError(f"--grid {key} is given twice; list all its values in one --grid")
-        table[key] = _toml_values(values, key)
-        seen = [json.dumps(v, sort_keys=True) for v in table[key]]
-        twice = sorted({v for v in seen if seen.count(v) > 1})
-        if twice:
-            raise ConfigError(f"--grid {key} lists {twice[0]} twice (each point would run twice)")
+    table = parse_grid(grid)
     runs = plan_grid(config, table, seed_list, out)
     runs, executed = _run_and_report(
         lambda on_done: run_grid(config, table, seed_list, out, data_dir=data_dir, jobs=jobs,
@@ -617,7 +416,7 @@ def sweep(config_path, grid, seeds, jobs, scheduler, out, epochs, data_dir, over
         len(runs), config.name, quiet)
     agg, final = aggregate_sweep(runs, out)
 
-    from .plotting import plot_grid_final, save_figure
+    from vfl.plots import plot_grid_final, save_figure
 
     names = [k for k, _ in runs[0].values]
     written = save_figure(plot_grid_final(final, names, f"{config.name}: final values"),
@@ -708,7 +507,7 @@ def privacy(sigma, epsilon, sensitivity, epochs, delta, run_dir, out):
 def _plot_privacy(run_dir: Path, out):
     from vfl.experiments.records import check_output_file, load_run
 
-    from .plotting import plot_privacy, save_figure
+    from vfl.plots import plot_privacy, save_figure
 
     target = Path(out) if out else run_dir.parent / f"{run_dir.name}-privacy.png"
     target = check_output_file(target, _figure_formats(), what="figure")
@@ -761,13 +560,10 @@ def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data
     \b
     vfl audit --config configs/privacy-a9a.toml
     """
-    import pandas as pd
-
-    from vfl.experiments.audit import audit_config
+    from vfl.experiments.audit import audit_config, audit_lines, write_audit
     from vfl.experiments.config import config_from_dict, load_config
-    from vfl.experiments.records import dump_json
 
-    from .plotting import plot_audit, save_figure
+    from vfl.plots import plot_audit, save_figure
 
     if (run_dir is None) == (config_path is None):
         raise click.UsageError("give a RUN_DIR or --config (one of them)")
@@ -782,10 +578,6 @@ def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data
             raise VFLError(f"{run_dir}: damaged run files (config.json and manifest.json must "
                            "hold JSON objects)")
         config = config_from_dict(apply_overrides(run.config, list(overrides)))
-    import os
-    import shutil
-    import tempfile
-
     from vfl.experiments.records import check_output_dir
 
     if not (math.isfinite(noise_scale) and noise_scale > 0):
@@ -796,38 +588,12 @@ def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data
     report = audit_config(config, data_dir=data_dir, K=K, confidence=confidence, seed=seed,
                           kinds=chosen, on_progress=lambda msg: click.echo(msg, err=True),
                           noise_scale=noise_scale, bound=bound)
-    rows = report.rows()
-    final.parent.mkdir(parents=True, exist_ok=True)
-    # written aside and renamed into place: an interrupted audit leaves nothing half-written
-    out = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
-    pd.DataFrame(rows).to_csv(out / "audit.csv", index=False, float_format="%.6g")
-    pd.DataFrame({f"{p.name} | {d}": L for p in report.pairs
-                  for d, L in (("D", p.losses_P), ("D'", p.losses_Q))}).to_csv(
-        out / "losses.csv", index=False, float_format="%.8g")
-    dump_json({"config": config.to_dict(), "seed": seed, "bound": bound, **report.summary()},
-              out / "audit.json")
-    written = [final / p.name for p in save_figure(plot_audit(report), out / "audit.png")]
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(out, final)
-    out = final
-    names = {"kl": "Chernoff-KL", "clopper-pearson": "Clopper-Pearson"}
-    click.echo(f"audit of {config.name}: {len(report.pairs)} neighbouring pairs x {K} runs x 2 "
-               f"directions, one-sided bounds at {confidence:.0%} per claim")
-    if noise_scale != 1.0:
-        click.echo(f"  noise scaled by {noise_scale:g}: a calibration of the audit; the guarantee "
-                   "is void for these runs")
-    ratios = [p.exercised for p in report.pairs if math.isfinite(p.exercised)]
-    if ratios:
-        click.echo(f"  exercised / charged sensitivity, best pair: {max(ratios):.3g}")
-    for claim, (eps, delta) in report.claims.items():
-        what = report.labels.get(claim, claim)
-        lows = [r["delta_lower"] for r in rows if r["claim"] == claim]
-        method = report.pairs[0].verdicts[claim].method
-        click.echo(f"  {report.verdict(claim):8} {what}: ({eps:.4g}, {delta:.2g})-DP; "
-                   f"largest lower bound on delta(eps): {max(lows):.3g} ({names[method]}); "
-                   f"epsilon refuted up to {report.epsilon_refuted(claim):.3g}")
-    click.echo(f"wrote {out}/audit.csv, losses.csv, audit.json, " + ", ".join(p.name for p in written))
+    written = write_audit(report, final, {"config": config.to_dict(), "seed": seed, "bound": bound},
+                          figure=lambda tmp: save_figure(plot_audit(report), tmp / "audit.png"))
+    for line in audit_lines(report):
+        click.echo(line)
+    click.echo(f"wrote {final}/audit.csv, losses.csv, audit.json, "
+               + ", ".join(p.name for p in written))
 
 
 @cli.command()
@@ -852,7 +618,7 @@ def audits(root, out, markdown):
     from vfl.experiments.audit import audit_table
     from vfl.experiments.records import check_output_file, write_csv_atomic
 
-    from .plotting import plot_audit_table, save_figure
+    from vfl.plots import plot_audit_table, save_figure
 
     table = audit_table(root)
     if table.empty:
@@ -878,7 +644,7 @@ class _ReproduceCommand(click.Command):
     """``vfl reproduce --help`` ends with what each paper can draw (read from its module)."""
 
     def format_epilog(self, ctx, formatter):
-        from .reproduce import figure_listing
+        from vfl.papers import figure_listing
 
         with formatter.section("Figures and tables"):
             formatter.write_dl(figure_listing())
@@ -910,7 +676,7 @@ def reproduce(paper, figure, out, configs, jobs, data_dir):
 
     from vfl.experiments.records import check_output_dir
 
-    from .reproduce import check_configs, check_data, reproduce as run_reproduce, resolve
+    from vfl.papers import check_configs, check_data, reproduce as run_reproduce, resolve
 
     chosen = resolve(paper, figure)  # a bad name is refused before anything runs
     check_configs(chosen, Path(configs))
@@ -982,31 +748,9 @@ def solvers(name):
     \b
     vfl solvers dp_admm
     """
-    from vfl.experiments.registry import SOLVERS, get_solver
+    from vfl.experiments.registry import solver_help, solver_listing
 
-    if name is None:
-        by_setting = {}
-        for n in SOLVERS:
-            cls = get_solver(n)
-            by_setting.setdefault(cls.setting.value, []).append(cls)
-        for setting, classes in by_setting.items():
-            click.echo(f"{setting}:")
-            for cls in classes:
-                click.echo(f"  {cls.name:26} {cls.title}; {cls.reference}")
-        click.echo("`vfl solvers NAME` lists a solver's [solver] and [privacy] keys")
-        return
-    cls = get_solver(name)
-    click.echo(f"{cls.name}: {cls.title} ({cls.setting.value} setting)")
-    click.echo(f"  source: {cls.reference}")
-    click.echo(f"  regularizers: {', '.join(cls.regularizers)}")
-    click.echo("  [solver] name, epochs (iterations), and:")
-    for p in cls.params:
-        click.echo(f"    {p.describe()}")
-    click.echo("  [privacy] replayable_noise, budget_epsilon, and:")
-    for p in cls.privacy_params:
-        click.echo(f"    {p.describe()}")
-    if cls.columns:
-        click.echo(f"  metrics.csv adds: {', '.join(cls.columns)}")
+    click.echo("\n".join(solver_listing() if name is None else solver_help(name)))
 
 
 def main(argv=None) -> int:

@@ -38,6 +38,7 @@ import numpy as np
 
 from .params import Param
 from .sampling import ExactSampler
+from .wire import Wire
 
 __all__ = [
     "RELEASED",
@@ -134,7 +135,10 @@ def add_noise(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng: np.rando
 RELEASED, DIAGNOSTIC = "released", "diagnostic"
 #: columns that depend only on public quantities (the iteration, the noise scales and
 #: enforced sensitivities that the accounting composes)
-ALWAYS_RELEASED = ("epoch", "epsilon_tight", "delta_tight", "epsilon_paper", "delta_paper")
+#: columns computed from public quantities only: the iteration, the accountant's numbers, and
+#: the communication (a function of the protocol and the public sizes N, M, d and the graph)
+ALWAYS_RELEASED = ("epoch", "epsilon_tight", "delta_tight", "epsilon_paper", "delta_paper",
+                   "messages", "bytes")
 
 
 def column_kinds(cls, columns, private: bool) -> dict[str, str]:
@@ -364,8 +368,10 @@ class Solver:
         """Why this solver may have diverged, appended to the error; empty if nothing to say."""
         return ""
 
-    #: cumulative scalar values each party has sent, if the solver counts them (else None)
-    messages: np.ndarray | None = None
+    #: the protocol's exchanges, counted where they happen (:class:`~vfl.core.wire.Wire`):
+    #: every solver makes one over its units when it is built; the runner takes its counts
+    #: after every iteration (metrics.csv ``messages`` and ``bytes``, communication.csv)
+    wire: Wire
     #: the release events of the current iteration (see :meth:`begin_releases`)
     _releases: list | None = None
 

@@ -27,6 +27,7 @@ from vfl.datasets.loaders import LOADER_OPTIONS, load_dataset
 from vfl.datasets.registry import REGISTRY, DatasetSpec, FileSpec, get_spec
 from vfl.datasets.gisette_like import make_gisette_like
 from vfl.datasets.synthetic import SYNTHETIC_PRESETS, make_synthetic
+from vfl.datasets.describe import describe_file
 from vfl.datasets.userfiles import inspect_file, read_user_file, suggest_partition
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "make_synthetic",
     "make_gisette_like",
     "SYNTHETIC_PRESETS",
+    "describe_file",
     "inspect_file",
     "read_user_file",
     "suggest_partition",

@@ -156,6 +156,7 @@ class LDPADMM(_ADMMState, PrivateNetworkSolver):
         if self._sharing is not None:
             self._S = S_new
         self.iteration += 1
+        self._exchanged()
         self.check_iterates()
         return {}
 
@@ -245,6 +246,7 @@ class RandomPenaltyADMM(_ADMMState, NetworkSolver):
         if self._sharing is not None:
             self._S = S_new
         self.iteration += 1
+        self._exchanged()
         self.check_iterates()
         return {"newton_iterations": its}
 

@@ -17,6 +17,7 @@ from vfl.core.objective import Objective
 from vfl.core.errors import ConfigError, DivergedError
 from vfl.core.params import Param
 from vfl.core.solver import NetworkData, Release, Setting, Solver, Streams
+from vfl.core.wire import Wire
 
 try:  # the audit's neighbouring datasets (newer vfl.core)
     from vfl.core.solver import Neighbour
@@ -147,6 +148,7 @@ class NetworkSolver(Solver):
         self._x_bound = DIVERGENCE_FACTOR * (1.0 + float(np.max(np.abs(x0), initial=0.0))
                                              + float(np.linalg.norm(self.x_star)))
 
+        self.wire = Wire(N)
         self._sharing = None
         if self.supports_sharing and self.settings.get("exchange") == "secret_sharing":
             if not is_complete(self.adj) or N < 3:
@@ -157,6 +159,7 @@ class NetworkSolver(Solver):
                 fractional_bits=self.settings["ss_fractional_bits"])
             self._share_rng = streams.get("random", 1)
             self._S = self._sharing.secure_sum(self.X, self._share_rng)
+        self._exchanged()  # x^0 reaches the neighbours before the first iteration
 
     @classmethod
     def check_config(cls, params: dict, privacy: dict, iterations: int) -> None:
@@ -209,6 +212,21 @@ class NetworkSolver(Solver):
                                 f"{self.iteration}" + (f"; {hint}" if hint else ""))
 
     # -- exchange -----------------------------------------------------------
+    def _exchanged(self) -> None:
+        """Count one exchange of the agents' iterates, as the protocol sends it.
+
+        Plain: every agent sends its ``x_i`` (d values) to each neighbour.
+        Secret sharing (Xiao et al. 2019, Algorithm 3): every agent sends a
+        share to each of the ``N - 1`` others, then broadcasts its partial sum
+        to them, both as ring elements (uint64). Every step calls it once, for
+        the iterate it publishes; the constructor once, for ``x^0``.
+        """
+        if self._sharing is not None:
+            self.wire.all_to_all(self.d, dtype=np.uint64)
+            self.wire.all_to_all(self.d, dtype=np.uint64)
+        else:
+            self.wire.neighbours(self.deg, self.d)
+
     def neighbour_sum(self, X, S=None):
         """``sum_{j in N_i} x_j`` for every agent; through secret sharing if enabled.
 

@@ -50,6 +50,7 @@ class _GDMixin:
     def _finish(self, X_new):
         self.X = X_new
         self.iteration += 1
+        self._exchanged()
         self.check_iterates()
         return {}
 

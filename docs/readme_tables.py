@@ -11,7 +11,9 @@ NAME says which CSV and which renderer:
   (:func:`vfl.experiments.audit.audit_markdown`);
 - ``utility-a9a``, ``utility-adult``: ``docs/figures/private/utility-*.csv``,
   written by ``vfl reproduce private-utility``
-  (:func:`vfl.cli.reproduce_private.utility_markdown`).
+  (:func:`vfl.papers.private_utility.figures.utility_markdown`);
+- ``hu-bytes``: ``docs/figures/hu/bytes.csv``, written by ``vfl reproduce hu bytes``
+  (:func:`vfl.papers.hu.figures.bytes_markdown`).
 """
 
 from __future__ import annotations
@@ -33,9 +35,13 @@ def _render(name: str) -> str:
 
         return audit_markdown(pd.read_csv(FIGURES / "audits" / "audits.csv"))
     if name.startswith("utility-"):
-        from vfl.cli.reproduce_private import utility_markdown
+        from vfl.papers.private_utility.figures import utility_markdown
 
         return utility_markdown(pd.read_csv(FIGURES / "private" / f"{name}.csv", comment="#"))
+    if name == "hu-bytes":
+        from vfl.papers.hu.figures import bytes_markdown
+
+        return bytes_markdown(pd.read_csv(FIGURES / "hu" / "bytes.csv"))
     raise KeyError(f"README names an unknown table {name!r}")
 
 

@@ -37,7 +37,8 @@ from vfl.core.solver import Streams, add_noise
 from .config import Config
 from .runner import _build, _ledger, plan_run
 
-__all__ = ["AuditReport", "PairAudit", "audit_config", "audit_markdown", "audit_table"]
+__all__ = ["AuditReport", "PairAudit", "audit_config", "audit_lines", "audit_markdown", "audit_table",
+           "write_audit"]
 
 
 @dataclass
@@ -465,3 +466,50 @@ def audit_markdown(table) -> str:
             f"{num(r['epsilon_lower'], '.3g')} ({r['level']:.1%}, {bound}) | "
             f"{num(r['exercised_over_charged'], '.2f')} |")
     return "\n".join(lines) + "\n"
+
+
+_BOUND_NAMES = {"kl": "Chernoff-KL", "clopper-pearson": "Clopper-Pearson"}
+
+
+def write_audit(report: AuditReport, out_dir, header: dict, figure=None) -> list[Path]:
+    """Write an audit directory atomically: ``audit.csv`` (one row per pair and claim),
+    ``losses.csv`` (every transcript's privacy loss), ``audit.json`` (``header`` and
+    :meth:`AuditReport.summary`) and what ``figure(tmp)`` adds; returns the figure's files."""
+    import pandas as pd
+
+    from .records import dump_json, write_dir_atomic
+
+    drawn: list[Path] = []
+
+    def files(tmp: Path) -> None:
+        pd.DataFrame(report.rows()).to_csv(tmp / "audit.csv", index=False, float_format="%.6g")
+        pd.DataFrame({f"{p.name} | {d}": L for p in report.pairs
+                      for d, L in (("D", p.losses_P), ("D'", p.losses_Q))}).to_csv(
+            tmp / "losses.csv", index=False, float_format="%.8g")
+        dump_json({**header, **report.summary()}, tmp / "audit.json")
+        if figure is not None:
+            drawn.extend(figure(tmp))
+
+    out = write_dir_atomic(out_dir, [files], overwrite=True, what="audit directory")
+    return [out / p.name for p in drawn]
+
+
+def audit_lines(report: AuditReport) -> list[str]:
+    """What ``vfl audit`` prints: the design, the exercised sensitivity, one line per claim."""
+    lines = [f"audit of {report.config.name}: {len(report.pairs)} neighbouring pairs x {report.K} "
+             f"runs x 2 directions, one-sided bounds at {report.confidence:.0%} per claim"]
+    if report.noise_scale != 1.0:
+        lines.append(f"  noise scaled by {report.noise_scale:g}: a calibration of the audit; the "
+                     "guarantee is void for these runs")
+    ratios = [p.exercised for p in report.pairs if np.isfinite(p.exercised)]
+    if ratios:
+        lines.append(f"  exercised / charged sensitivity, best pair: {max(ratios):.3g}")
+    rows = report.rows()
+    for claim, (eps, delta) in report.claims.items():
+        lows = [r["delta_lower"] for r in rows if r["claim"] == claim]
+        method = report.pairs[0].verdicts[claim].method
+        lines.append(f"  {report.verdict(claim):8} {report.labels.get(claim, claim)}: "
+                     f"({eps:.4g}, {delta:.2g})-DP; largest lower bound on delta(eps): "
+                     f"{max(lows):.3g} ({_BOUND_NAMES[method]}); "
+                     f"epsilon refuted up to {report.epsilon_refuted(claim):.3g}")
+    return lines

@@ -33,7 +33,8 @@ from vfl.core.errors import ConfigError, DataError
 from .runner import RunResult
 
 __all__ = ["RunRecord", "check_output_dir", "check_output_file", "clean_stale_partials",
-           "load_run", "repeat_stats", "run_is_current", "write_run", "RUN_FILES"]
+           "load_run", "repeat_stats", "run_is_current", "write_dir_atomic", "write_run",
+           "RUN_FILES"]
 
 RUN_FILES = ("config.json", "manifest.json", "metrics.csv", "baselines.json")
 
@@ -152,36 +153,30 @@ def _umask() -> int:
     return mask
 
 
-def write_run(result: RunResult, out_dir, *, overwrite: bool = False,
-              extra: Iterable[Callable[[Path], None]] = ()) -> Path:
-    """Write ``result`` to ``out_dir`` atomically and return its path.
+def write_dir_atomic(out_dir, writers: Iterable[Callable[[Path], None]], *,
+                     overwrite: bool = False, what: str = "output directory") -> Path:
+    """Make directory ``out_dir`` from ``writers`` atomically; returns its resolved path.
 
-    ``extra`` callables receive the temporary directory and may add files
-    (figures) before it is renamed into place.
+    Each writer receives a temporary directory beside ``out_dir`` and adds
+    its files; the directory is renamed into place only when every writer
+    has finished, so an interrupted or failed write leaves nothing behind
+    (and an existing ``out_dir`` untouched until the swap).
     """
     out = Path(out_dir).resolve()
     if out.exists() and not overwrite:
-        raise ConfigError(f"output directory {out} already exists (use --overwrite to replace it)")
+        raise ConfigError(f"{what} {out} already exists (use --overwrite to replace it)")
     out.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_partials(out.parent)
     # the pid in the name lets a later run tell a dead writer's leftovers from a live one's
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", suffix=".partial",
                                 dir=out.parent))
-    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700; a run directory follows the umask
+    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700; the result follows the umask
     try:
-        dump_json(result.config.to_dict(), tmp / "config.json")
-        dump_json(result.manifest, tmp / "manifest.json")
-        result.metrics.to_csv(tmp / "metrics.csv", index=False, float_format="%.10g")
-        if result.repeats is not None:
-            result.repeats.to_csv(tmp / "metrics_repeats.csv", index=False, float_format="%.10g")
-            repeat_stats(result.repeats).to_csv(tmp / "metrics_stats.csv", index=False,
-                                                float_format="%.10g")
-        dump_json(result.baselines, tmp / "baselines.json")
-        for writer in extra:
+        for writer in writers:
             writer(tmp)
         if out.exists():
-            # Move the old run aside first: the swap is two renames, and the
-            # old directory is removed only once the new one is in place.
+            # Move the old directory aside first: the swap is two renames, and the
+            # old one is removed only once the new one is in place.
             old = out.with_name(f".{out.name}.{os.getpid()}.old")
             os.replace(out, old)
             os.replace(tmp, out)
@@ -192,6 +187,28 @@ def write_run(result: RunResult, out_dir, *, overwrite: bool = False,
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def write_run(result: RunResult, out_dir, *, overwrite: bool = False,
+              extra: Iterable[Callable[[Path], None]] = ()) -> Path:
+    """Write ``result`` to ``out_dir`` atomically and return its path.
+
+    ``extra`` callables receive the temporary directory and may add files
+    (figures) before it is renamed into place.
+    """
+    def files(tmp: Path) -> None:
+        dump_json(result.config.to_dict(), tmp / "config.json")
+        dump_json(result.manifest, tmp / "manifest.json")
+        result.metrics.to_csv(tmp / "metrics.csv", index=False, float_format="%.10g")
+        if result.repeats is not None:
+            result.repeats.to_csv(tmp / "metrics_repeats.csv", index=False, float_format="%.10g")
+            repeat_stats(result.repeats).to_csv(tmp / "metrics_stats.csv", index=False,
+                                                float_format="%.10g")
+        dump_json(result.baselines, tmp / "baselines.json")
+        if result.communication is not None:
+            result.communication.to_csv(tmp / "communication.csv", index=False)
+
+    return write_dir_atomic(out_dir, [files, *extra], overwrite=overwrite)
 
 
 def repeat_stats(repeats: pd.DataFrame) -> pd.DataFrame:
@@ -210,7 +227,8 @@ def run_is_current(path, config) -> bool:
     other (missing, incomplete, or from another config) is redone.
     """
     path = Path(path)
-    if not all((path / f).is_file() for f in RUN_FILES):
+    # a run without communication.csv predates the communication accounting: redo it
+    if not all((path / f).is_file() for f in (*RUN_FILES, "communication.csv")):
         return False
     try:
         saved = json.loads((path / "config.json").read_text())

@@ -13,7 +13,7 @@ import importlib
 from vfl.core.errors import ConfigError
 from vfl.core.solver import Solver
 
-__all__ = ["SOLVERS", "get_solver", "solver_names"]
+__all__ = ["SOLVERS", "get_solver", "solver_help", "solver_listing", "solver_names"]
 
 #: name -> "module:Class"; imported on first use, so a config typo is reported
 #: before any algorithm module (and its dependencies) is loaded.
@@ -57,3 +57,31 @@ def get_solver(name: str) -> type[Solver]:
             raise RuntimeError(f"registry entry {name!r} points at a solver named {solver.name!r}")
         _loaded[name] = solver
     return _loaded[name]
+
+
+def solver_listing() -> list[str]:
+    """``vfl solvers``: every registered solver by setting, with its paper."""
+    by_setting: dict[str, list[type[Solver]]] = {}
+    for name in SOLVERS:
+        cls = get_solver(name)
+        by_setting.setdefault(cls.setting.value, []).append(cls)
+    lines = []
+    for setting, classes in by_setting.items():
+        lines.append(f"{setting}:")
+        lines += [f"  {cls.name:26} {cls.title}; {cls.reference}" for cls in classes]
+    return lines + ["`vfl solvers NAME` lists a solver's [solver] and [privacy] keys"]
+
+
+def solver_help(name: str) -> list[str]:
+    """``vfl solvers NAME``: the solver's source, regularizers, config keys and columns."""
+    cls = get_solver(name)
+    lines = [f"{cls.name}: {cls.title} ({cls.setting.value} setting)",
+             f"  source: {cls.reference}",
+             f"  regularizers: {', '.join(cls.regularizers)}",
+             "  [solver] name, epochs (iterations), and:",
+             *(f"    {p.describe()}" for p in cls.params),
+             "  [privacy] replayable_noise, budget_epsilon, and:",
+             *(f"    {p.describe()}" for p in cls.privacy_params)]
+    if cls.columns:
+        lines.append(f"  metrics.csv adds: {', '.join(cls.columns)}")
+    return lines

@@ -40,6 +40,11 @@ __all__ = ["RunResult", "RunPlan", "plan_run", "run_experiment", "load_config_da
 BASE_COLUMNS = ["epoch", "objective", "suboptimality", "train_logloss", "test_logloss",
                 "train_accuracy", "test_accuracy"]
 PRIVACY_COLUMNS = ["epsilon_paper", "epsilon_tight", "delta_paper", "delta_tight"]
+#: cumulative communication, every message counted once (:mod:`vfl.core.wire`)
+COMMUNICATION_COLUMNS = ["messages", "bytes"]
+#: communication.csv: per repeat, iteration and unit (unit 0 is the hub)
+COMMUNICATION_FILE_COLUMNS = ["repeat", "epoch", "unit", "sent_messages", "sent_bytes",
+                              "received_messages", "received_bytes"]
 
 
 @dataclass
@@ -50,6 +55,8 @@ class RunResult:
     baselines: dict
     coef: Any = None  # the final model (all parties' blocks concatenated, or the global model)
     repeats: pd.DataFrame | None = None  # per-repeat rows, when run.repeats > 1
+    #: per repeat, iteration and unit: what the protocol sent and received (communication.csv)
+    communication: pd.DataFrame | None = None
 
 
 _DATASETS: dict = {}  # (dataset, options, data dir) -> loaded, within one process
@@ -196,12 +203,29 @@ def _divergence(config: Config, solver: Solver, value) -> DivergedError:
     return DivergedError(msg + (f"; {hint}" if hint else ""))
 
 
+def _traffic_rows(traffic, repeat: int, epoch: int) -> np.ndarray:
+    """One iteration's :class:`~vfl.core.wire.Traffic` as communication.csv rows (hub first)."""
+    units = len(traffic.sent_messages)
+    table = np.empty((units + 1, len(COMMUNICATION_FILE_COLUMNS)), dtype=np.int64)
+    table[:, 0], table[:, 1], table[:, 2] = repeat, epoch, np.arange(units + 1)
+    table[0, 3:] = (traffic.hub_sent_messages, traffic.hub_sent_bytes,
+                    traffic.hub_received_messages, traffic.hub_received_bytes)
+    table[1:, 3:] = np.stack([traffic.sent_messages, traffic.sent_bytes,
+                              traffic.received_messages, traffic.received_bytes], axis=1)
+    return table
+
+
 def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat: int,
-             on_epoch, stop_at_budget: bool) -> tuple[list[dict], dict | None, float, Any]:
-    """Iterate one solver; returns its rows, the budget stop (if any), solver seconds, ledger."""
+             on_epoch, stop_at_budget: bool) -> tuple[list[dict], dict | None, float, Any, list]:
+    """Iterate one solver; returns its rows, the budget stop (if any), solver seconds, ledger,
+    and its communication per iteration and unit."""
     ledger = _ledger(config)
     budget = config.privacy.budget_epsilon
     rows = []
+    # what was exchanged while the solver was built (a setup round) is iteration 0's
+    setup = solver.wire.take()
+    sent = {"messages": setup.messages, "bytes": setup.bytes}
+    traffic = [_traffic_rows(setup, repeat, 0)]
 
     def record(stats: dict, elapsed: float, metrics: dict):
         obj = metrics.get("objective")
@@ -214,6 +238,7 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
         row["wall_time_s"] = elapsed
         row.update(stats)
         row.update(_privacy_row(solver, ledger))
+        row.update(sent)
         rows.append(row)
         if on_epoch is not None:
             on_epoch({**row, "repeat": repeat})
@@ -251,12 +276,16 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
             t0 = perf_counter()
             stats = solver.step()
             elapsed += perf_counter() - t0  # solver time only; evaluation is not charged
+            step = solver.wire.take()
+            sent = {"messages": sent["messages"] + step.messages,
+                    "bytes": sent["bytes"] + step.bytes}
+            traffic.append(_traffic_rows(step, repeat, solver.iteration))
             if ledger is not None:
                 ledger.add(solver.releases())
             # diagnostics every `eval_every` iterations and at the end: never in solver time
             if solver.iteration % every == 0 or i == T - 1:
                 evaluate_and_record(stats)
-    return rows, stopped, elapsed, ledger
+    return rows, stopped, elapsed, ledger, traffic
 
 
 def _columns(rows: list[dict], solver_cls) -> list[str]:
@@ -266,10 +295,10 @@ def _columns(rows: list[dict], solver_cls) -> list[str]:
                 and not c.endswith("_time_s")]
     timing = ["wall_time_s"] + [c for c in solver_cls.columns if c.endswith("_time_s")]
     privacy = [c for c in PRIVACY_COLUMNS if c in present]
-    used = set(base + declared + timing + privacy)
+    used = set(base + declared + timing + privacy + COMMUNICATION_COLUMNS)
     rest = [c for c in rows[0] if c not in used] + \
         sorted({c for r in rows for c in r} - used - set(rows[0]))
-    return base + declared + timing + privacy + rest
+    return base + declared + timing + privacy + rest + COMMUNICATION_COLUMNS
 
 
 def _aggregate(frames: list[pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -316,7 +345,7 @@ def run_experiment(
             raise ConfigError(f"--stop-at-budget: {cls.name} cannot say in advance what its next "
                               "iteration releases with this config")
 
-    frames, baselines_all, stops, seconds, ledgers = [], [], [], [], []
+    frames, baselines_all, stops, seconds, ledgers, traffic = [], [], [], [], [], []
     baselines = {}
     for r in range(config.run.repeats):
         if r == 0:
@@ -328,8 +357,10 @@ def run_experiment(
             baselines = setting.baselines(prepared, use_cache=use_cache)
         baselines_all.append(baselines)
         f_star = baselines.get("central", {}).get("objective", float("nan")) if baselines else np.nan
-        rows, stopped, elapsed, ledger = _run_one(config, solver, prepared, f_star, repeat=r,
-                                                  on_epoch=on_epoch, stop_at_budget=stop_at_budget)
+        rows, stopped, elapsed, ledger, sent = _run_one(
+            config, solver, prepared, f_star, repeat=r, on_epoch=on_epoch,
+            stop_at_budget=stop_at_budget)
+        traffic += sent
         frames.append(pd.DataFrame(rows, columns=_columns(rows, cls)))
         stops.append(stopped)
         seconds.append(elapsed)
@@ -354,8 +385,9 @@ def run_experiment(
         manifest["released"]["release_only"] = True
         baselines = {"note": "release-only run: the references use the exact private data "
                              "(diagnostic) and are not written"}
+    communication = pd.DataFrame(np.concatenate(traffic), columns=COMMUNICATION_FILE_COLUMNS)
     return RunResult(config=config, manifest=manifest, metrics=metrics, baselines=baselines,
-                     coef=solver.coef(), repeats=per_repeat)
+                     coef=solver.coef(), repeats=per_repeat, communication=communication)
 
 
 def _manifest(config, plan, solver, prepared, baselines, metrics, started, finished, seconds,
@@ -399,11 +431,11 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
         f_star = baselines.get("central", {}).get("objective") if baselines else None
         result.update({"final_objective": final["objective"], "central_objective": f_star,
                        "relative_gap": final.get("suboptimality")})
-    if solver.messages is not None:
-        result["messages_per_party"] = solver.messages.tolist()
+    result["messages"] = int(final["messages"])
+    result["bytes"] = int(final["bytes"])
     private = bool(config.privacy.claims_guarantee)
     kinds = column_kinds(cls, list(metrics.columns), private)
-    result_kinds = {k: (RELEASED if not private or k in ("epochs_run",) or
+    result_kinds = {k: (RELEASED if not private or k in ("epochs_run", "messages", "bytes") or
                         (k.startswith("final_test") and kinds.get(k[len("final_"):]) == RELEASED)
                         else DIAGNOSTIC) for k in result}
     released = {
@@ -414,6 +446,7 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
         "columns": kinds,
         "result": result_kinds,
         "files": {"metrics.csv": "per column (see columns)",
+                  "communication.csv": RELEASED,
                   "baselines.json": DIAGNOSTIC if private else RELEASED,
                   "loss.png": "per curve (diagnostic curves are labelled)"},
         "test_metrics_note": (cls.diagnostic_note if private and kinds.get("test_logloss")
@@ -466,6 +499,9 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
             **solver.describe(),
         },
         **({"privacy": privacy} if privacy else {}),
+        "communication": {**solver.wire.describe(), "units": solver.wire.units,
+                          "per_unit": "communication.csv (unit 0 is the hub: the coordinator, "
+                                      "trainer or active party; absent in a network)"},
         "released": released,
         "result": result,
     }

@@ -35,7 +35,7 @@ from vfl.core.errors import ConfigError
 from .config import Config
 from .records import clean_stale_partials, dump_json, run_is_current, write_run
 
-__all__ = ["SweepRun", "aggregate_sweep", "check_scheduler", "plan_grid", "plan_sweep",
+__all__ = ["SweepRun", "aggregate_sweep", "check_scheduler", "parse_grid", "plan_grid", "plan_sweep",
            "run_grid", "run_sweep", "AGGREGATED", "PARAMS"]
 
 PARAMS = ("sigma", "epsilon")
@@ -105,6 +105,39 @@ def plan_grid(config: Config, grid: dict[str, list], seeds, out_dir) -> list[Swe
             values = tuple(zip(names, point))
             runs.append(SweepRun(values, int(seed), c, out / _label(values, int(seed))))
     return runs
+
+
+def parse_grid(items) -> dict[str, list]:
+    """``--grid KEY=V1,V2,...`` options -> ``{key: [values]}``; each value is read as TOML
+    (numbers, booleans) or taken as a bare word. A key given twice, or a value
+    listed twice, is refused: the last would silently win, or a point would run twice."""
+    import json
+    import tomllib
+
+    table: dict[str, list] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--grid expects KEY=V1,V2,..., got {item!r}")
+        key = key.strip()
+        if key in table:
+            raise ConfigError(f"--grid {key} is given twice; list all its values in one --grid")
+        values = []
+        for value in (v.strip() for v in text.split(",")):
+            if not value:
+                continue
+            try:
+                values.append(tomllib.loads(f"v = {value}")["v"])
+            except tomllib.TOMLDecodeError:
+                values.append(value)
+        if not values:
+            raise ConfigError(f"--grid {key} has no values")
+        seen = [json.dumps(v, sort_keys=True) for v in values]
+        twice = sorted({v for v in seen if seen.count(v) > 1})
+        if twice:
+            raise ConfigError(f"--grid {key} lists {twice[0]} twice (each point would run twice)")
+        table[key] = values
+    return table
 
 
 def _toml(value) -> str:

@@ -61,6 +61,7 @@ import scipy.sparse as sp
 
 from vfl.core.params import Param
 from vfl.core.solver import Reference, Release, Setting, Solver, VerticalData
+from vfl.core.wire import Wire
 
 from . import mechanism as mech
 
@@ -246,6 +247,7 @@ class PrivateStacking(Solver):
             self.sens = self.sigma = None
         self.noise_rngs, self.shared_rng = noise_rngs, shared_rng
         self.round = 0
+        self.wire = Wire(self.n_parties)
         self.x_released: list[np.ndarray] | None = None
         self.model: mech.FusionModel | None = None
         self._shares = self._moments = self._tau = None
@@ -271,6 +273,7 @@ class PrivateStacking(Solver):
         S = np.vstack([np.clip(self.blocks[m] @ x, -c, c) for m, x in zip(self.passive, released)])
         self._S = S
         Q = np.column_stack([S.mean(axis=1), (S * S).mean(axis=1)])  # (mean s, mean s^2), eq. Q
+        self._count_round()
         if not self.private:
             self._shares, self._tau, self._moments = S.T, np.zeros(K), Q
             return
@@ -283,6 +286,16 @@ class PrivateStacking(Solver):
                                                     scale=self.sigma["moments"],
                                                     sensitivity=self.sens["moments"],
                                                     rng=self.shared_rng)).reshape(K, 2)
+
+    def _count_round(self) -> None:
+        """The round's messages to party 1: each passive party's model, then its shares on the
+        training rows and its two moments when the run uses them (one message each)."""
+        n = len(self.y)
+        widths = np.array([self.blocks[m].shape[1] for m in self.passive])
+        parts = [widths, np.full(len(widths), n if not self.private or self.split[1] > 0 else 0),
+                 np.full(len(widths), 2 if self.private and self.split[2] > 0 else 0)]
+        for values in parts:
+            self.wire.gather(values, units=self.passive)
 
     def _fuse(self) -> None:
         """Step 3: party 1's post-processing (no release)."""

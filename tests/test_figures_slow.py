@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vfl.cli.reproduce_hu import settling
+from vfl.papers.hu.figures import settling
 from vfl.experiments.config import load_config
 from vfl.experiments.runner import run_experiment
 

@@ -148,8 +148,7 @@ USER_FACING = (
     "admm/consensus.py", "decentralized/admm.py", "decentralized/gd.py",
     "decentralized/problem.py", "decentralized/graphs.py", "decentralized/base.py",
     "decentralized/secret_sharing.py", "privacy/ldp.py", "privacy/paper.py",
-    "privacy/moments.py", "cli/reproduce_dp_admm.py", "cli/reproduce_ldp.py",
-    "cli/reproduce_hu.py", "cli/reproduce_private.py", "datasets/*.py", "experiments/*.py",
+    "privacy/moments.py", "papers/*.py", "papers/*/*.py", "plots/*.py", "datasets/*.py", "experiments/*.py",
     "configs/*.toml", "README.md",
 )
 INTERNAL_ID = re.compile(r"\b(spec [A-Z]\d|erratum [A-Z]?\d|issue \d|papers/0\d)", re.I)

@@ -18,7 +18,7 @@ import pytest
 from vfl.core.solver import Setting
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.registry import get_solver, solver_names
-from vfl.experiments.runner import BASE_COLUMNS, PRIVACY_COLUMNS, run_experiment
+from vfl.experiments.runner import COMMUNICATION_COLUMNS, BASE_COLUMNS, PRIVACY_COLUMNS, run_experiment
 
 SETTINGS = {
     Setting.VERTICAL: {
@@ -83,7 +83,8 @@ def test_every_solver_keeps_the_contract(name):
     config = _config(name)
     first = run_experiment(config, with_baselines=False)
     # the runner's columns (every claimed epsilon is epsilon_<claim>), then the solver's
-    allowed = (*BASE_COLUMNS, *PRIVACY_COLUMNS, "epsilon_*", "wall_time_s", *cls.columns)
+    allowed = (*BASE_COLUMNS, *PRIVACY_COLUMNS, *COMMUNICATION_COLUMNS, "epsilon_*", "wall_time_s",
+               *cls.columns)
     undeclared = {c for c in first.metrics.columns
                   if not any(fnmatchcase(c, p) for p in allowed)}
     assert not undeclared, f"{name} writes undeclared columns {sorted(undeclared)}"
@@ -93,6 +94,17 @@ def test_every_solver_keeps_the_contract(name):
     kinds = first.manifest["released"]["columns"]
     assert set(kinds) >= set(first.metrics.columns) - {"epoch"}
     assert set(kinds.values()) <= {"released", "diagnostic"}
+    # every protocol counts what it sends: something each iteration, the totals in
+    # metrics.csv equal to the per-unit detail, and (public sizes only) released
+    comm = first.communication
+    last = first.metrics.iloc[-1]
+    assert last["messages"] > 0 and last["bytes"] > 0, f"{name} counts no message"
+    assert comm.query("unit > 0")["sent_messages"].sum() + comm.query("unit == 0")[
+        "sent_messages"].sum() == last["messages"]
+    assert comm["sent_bytes"].sum() == comm["received_bytes"].sum()  # every byte arrives
+    assert comm["sent_bytes"].sum() == last["bytes"]
+    if name in PRIVATE:
+        assert kinds["messages"] == kinds["bytes"] == "released"
 
 
 @pytest.mark.parametrize("name", sorted(PRIVATE))

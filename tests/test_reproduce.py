@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vfl.cli.reproduce_hu import FIGURES, FORM_VARIANTS, NEEDS, PRIVACY_SERIES, reproduce, settling
+from vfl.papers.hu import PAPER
+from vfl.papers.hu.figures import FORM_VARIANTS, PRIVACY_SERIES, reproduce, settling
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -52,7 +53,8 @@ def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path):
     log = []
     written = reproduce("all", out, configs, jobs=1, echo=log.append)
     assert sorted(p.name for p in written) == sorted(
-        f"{f}.{ext}" for f in ("fig1", "fig2", "fig3", "forms", "privacy") for ext in ("png", "pdf"))
+        f"{f}.{ext}" for f in ("fig1", "bytes", "fig2", "fig3", "forms", "privacy")
+        for ext in ("png", "pdf"))
     for name in ("fig1-a9a-admm.csv", "fig1-a9a-sgd.csv", "fig1-gisette-admm.csv",
                  "fig1-gisette-sgd.csv", "fig1-references.csv", "fig2-a9a.csv", "fig2-gisette.csv",
                  "fig2-references.csv", "fig3-a9a.csv", "fig3-gisette.csv", "fig3-references.csv",
@@ -65,7 +67,7 @@ def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path):
     assert sorted(set(priv["accounting"])) == sorted(PRIVACY_SERIES.values())
     assert sorted(set(priv["epsilon"])) == [1.0, 8.0]
     summary = pd.read_csv(out / "fig1-summary.csv")
-    assert summary["run"].tolist() == NEEDS["fig1"]["runs"]
+    assert summary["run"].tolist() == list(PAPER.figure("fig1").configs)
     last = pd.read_csv(out / "fig1-a9a-admm.csv")["test_logloss"].iloc[-1]
     assert summary.loc[0, "final_test_logloss"] == pytest.approx(last, rel=1e-9)
     # the forms figure: every form on both datasets; gisette's extra forms on one seed,
@@ -75,7 +77,16 @@ def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path):
     gis = forms[forms["dataset"] == "gisette"].groupby("form")["n_seeds"].max()
     assert gis[next(iter(FORM_VARIANTS))] == 2 and (gis.drop(next(iter(FORM_VARIANTS))) == 1).all()
     assert (tmp_path / "figures" / "sweeps" / "fig2-a9a-variable-normalized").is_dir()
-    assert list(FIGURES) == ["fig1", "fig2", "fig3", "forms", "privacy"]
+    assert PAPER.names == ("fig1", "bytes", "fig2", "fig3", "forms", "privacy")
+    # the bytes figure: the protocol's count (N values up and down per party per epoch for
+    # ADMM sharing; per mini-batch for SGD), and the bytes each needs for a loss both reach
+    table = pd.read_csv(out / "bytes.csv")
+    admm = table[table["method"] == "ADMM sharing"].iloc[0]
+    assert admm["bytes_per_epoch"] == 2 * 2 * 150 * 8
+    sgd = table[table["method"] == "FDML SGD"].iloc[0]
+    assert sgd["bytes_per_epoch"] == 2 * 2 * 150 * 8
+    assert (table["target_test_logloss"] >= 0).all()
+    assert admm["bytes_over_admm"] == 1.0
 
     log.clear()
     reproduce("fig1", out, configs, jobs=1, echo=log.append)
@@ -85,7 +96,7 @@ def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path):
 def test_figure_configs_exist_and_validate():
     from vfl.experiments.config import load_config
 
-    names = set(NEEDS["fig1"]["runs"]) | set(NEEDS["fig2"]["sweeps"]) | set(NEEDS["privacy"]["sweeps"])
+    names = PAPER.configs("all")
     for name in names:
         config = load_config(REPO / "configs" / f"{name}.toml")
         assert config.name == name
@@ -107,11 +118,11 @@ def test_settling_epoch():
 def test_reproduce_help_lists_every_figure_of_every_paper():
     from cli_helpers import invoke
 
-    from vfl.cli.reproduce import PAPERS, paper_module
+    from vfl.papers import PAPERS, paper
 
     result = invoke("reproduce", "--help")
     assert result.returncode == 0
     text = " ".join(result.stdout.split())
-    for paper in PAPERS:
-        for name in paper_module(paper).FIGURES:
-            assert f"{paper} {name}" in text
+    for key in PAPERS:
+        for name in paper(key).names:
+            assert f"{key} {name}" in text

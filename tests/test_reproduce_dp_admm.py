@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import vfl.cli.reproduce_dp_admm as rep
+import vfl.papers.dp_admm.figures as rep
+from vfl.papers.dp_admm import PAPER
 from vfl.experiments.config import load_config
 from vfl.experiments.sweep import plan_grid
 from vfl.privacy import dp_admm_epsilon
@@ -70,10 +71,10 @@ def test_shipped_configs_carry_the_papers_constants(name):
 def test_paper_grid_and_required_configs():
     assert rep.EPSILONS == (0.01, 0.02, 0.05, 0.07, 0.1, 0.2)
     assert rep.DELTAS == (1e-3, 1e-4, 1e-5, 1e-6)
-    assert rep.required_configs("all") == sorted(SHIPPED)
-    assert rep.required_configs("fig2") == ["dp-admm-alg1", "dp-admm-l1"]
-    assert rep.required_configs("table3") == ["dp-admm-alg1", "dp-admm-alg2", "dp-admm-l2"]
-    assert list(rep.FIGURES) == ["fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "table3"]
+    assert PAPER.configs("all") == sorted(SHIPPED)
+    assert PAPER.configs("fig2") == ["dp-admm-alg1", "dp-admm-l1"]
+    assert PAPER.configs("table3") == ["dp-admm-alg1", "dp-admm-alg2", "dp-admm-l2"]
+    assert PAPER.names == ("fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "table3")
     runs = rep.figure_runs("all", CONFIGS, Path("/nonexistent"))
     assert {k: len(v) for k, v in runs.items()} == {"dp-admm-l1": 25, "dp-admm-l2": 26,
                                                     "alg2": 24, "alg1": 2}

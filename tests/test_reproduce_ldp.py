@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import vfl.cli.reproduce_ldp as ldp
-from vfl.cli.reproduce import resolve
+import vfl.papers.ldp.figures as ldp
+from vfl.papers import resolve
+from vfl.papers.ldp import PAPER
 from vfl.core.errors import ConfigError
 from vfl.experiments.config import load_config
 
@@ -43,7 +44,7 @@ def ldp_configs() -> list[Path]:
 def test_shipped_configs_validate_and_carry_the_papers_constants():
     paths = ldp_configs()
     names = {p.stem for p in paths}
-    needed = {n for fig in ldp.NEEDS.values() for n in fig}
+    needed = set(PAPER.configs("all"))
     assert needed == names, f"configs without a figure: {names - needed}; missing: " \
                             f"{needed - names}"
     for path in paths:
@@ -159,7 +160,7 @@ repeats = 2
 @pytest.fixture
 def small_fig1(monkeypatch):
     """Fig. 1 on a few points (the quadrature costs about 0.15 s a point), small PNGs."""
-    import vfl.cli.plotting as plotting
+    import vfl.plots as plotting
 
     monkeypatch.setitem(plotting.STYLE, "savefig.dpi", 60)
     monkeypatch.setattr(ldp, "FIG1_SURFACE_OMEGAS", np.linspace(0.1, 1.0, 4))
@@ -256,7 +257,7 @@ def test_one_figure_runs_only_its_configs(tmp_path):
     written = ldp.reproduce("figD", out, configs, jobs=1, echo=log.append)
     assert sorted(p.name for p in written) == ["figD-1.pdf", "figD-1.png", "figD-2.pdf",
                                                "figD-2.png"]
-    assert sorted(p.name for p in (out / "runs").iterdir()) == ldp.NEEDS["figD"]
+    assert sorted(p.name for p in (out / "runs").iterdir()) == list(PAPER.figure("figD").configs)
     with pytest.raises(ConfigError, match="no figure"):
         ldp.reproduce("fig3", out, configs, echo=log.append)
 

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import vfl.cli.reproduce_private as rp
-from vfl.cli.reproduce import PAPERS, resolve
+import vfl.papers.private_utility.figures as rp
+from vfl.papers import PAPERS, resolve
 from vfl.experiments.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,7 +70,7 @@ def tiny(tmp_path, monkeypatch):
 
 
 def test_registered_as_a_paper():
-    assert PAPERS["private-utility"] == "vfl.cli.reproduce_private"
+    assert PAPERS["private-utility"] == "vfl.papers.private_utility"
     assert resolve("private-utility", None) == [("private-utility", "all")]
     assert resolve("private-utility", "utility") == [("private-utility", "utility")]
 

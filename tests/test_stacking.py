@@ -343,7 +343,7 @@ def test_done_criteria_on_a9a(tmp_path, data_dir, monkeypatch):
     seed. The white-box audit passes at the smallest plotted epsilon (every
     epsilon is audited in docs/measured.md).
     """
-    from vfl.cli import reproduce_private as rp
+    import vfl.papers.private_utility.figures as rp
     from vfl.experiments.audit import audit_config
     from vfl.experiments.config import load_config
 

@@ -1,6 +1,6 @@
-"""``vfl reproduce hu``: redraw Figures 1-3 of the ADMM-sharing paper (Hu et al.).
+"""``vfl reproduce hu``: redraw Figures 1-3 of the ADMM-sharing paper (Hu et al. 2019).
 
-Each figure names the configs it needs (``configs/fig*.toml``); their runs
+Each figure declares the configs it needs (:data:`vfl.papers.hu.PAPER`); their runs
 and sweeps live under ``OUT/runs`` and ``OUT/sweeps`` and are resumed, so a
 second call only redraws. Beside every figure (PNG + PDF) are the CSVs it
 was drawn from.
@@ -27,43 +27,26 @@ was drawn from.
 from __future__ import annotations
 
 import shutil
+from functools import partial
 from pathlib import Path
 
 import click
 import numpy as np
 import pandas as pd
 
-from vfl.experiments.config import load_config
-from vfl.core.errors import ConfigError
-from vfl.experiments.records import load_run, run_is_current, write_run
-from vfl.experiments.runner import run_experiment
+from vfl.experiments.records import load_run
+from vfl.experiments.reproduce import ensure_run, figure_config
 from vfl.experiments.sweep import aggregate_sweep, run_sweep
 
-from .plotting import (STYLE, dataset_title, plot_noise_forms, plot_privacy_costs,
+from vfl.plots import (STYLE, dataset_title, plot_noise_forms, plot_privacy_costs,
                        plot_sweep_curves, plot_sweep_final, save_figure)
 
-import matplotlib.pyplot as plt  # noqa: E402  (after .plotting chose the Agg backend)
+import matplotlib.pyplot as plt  # noqa: E402  (after vfl.plots chose the Agg backend)
 
-__all__ = ["FIGURES", "NEEDS", "TITLE", "reproduce", "required_configs"]
+from . import DATASETS, PAPER  # noqa: E402
 
-TITLE = "Hu, Liu, Kong, Niu 2019, ADMM sharing over distributed features"
-DATASETS = ("a9a", "gisette")
-#: figure -> what it shows (``vfl reproduce --help``)
-FIGURES = {
-    "fig1": "Figs. 1a/2a: ADMM sharing vs FDML SGD, objective and test loss vs epoch",
-    "fig2": "Figs. 1b/2b: test loss vs epoch at each noise level",
-    "fig3": "Fig. 3: final test loss vs noise level",
-    "forms": "final test loss under each reading of the noise (not in the paper)",
-    "privacy": "test loss vs target epsilon: the paper's accounting vs sound ones (not in the paper)",
-}
-#: figure -> the configs it runs
-NEEDS = {
-    "fig1": {"runs": [f"fig1-{d}-{m}" for d in DATASETS for m in ("admm", "sgd")]},
-    "fig2": {"sweeps": [f"fig2-{d}" for d in DATASETS]},
-    "fig3": {"sweeps": [f"fig2-{d}" for d in DATASETS]},  # the final points of fig2's sweeps
-    "forms": {"sweeps": [f"fig2-{d}" for d in DATASETS]},  # fig3 under each noise form
-    "privacy": {"sweeps": ["privacy-a9a", "privacy-a9a-column", "privacy-a9a-row"]},
-}
+__all__ = ["bytes_markdown", "bytes_to_reach", "reproduce", "settling"]
+
 #: the privacy figure's series: sweep -> legend
 PRIVACY_SERIES = {
     "privacy-a9a": "paper's accounting (Lemma 1): a claim, refuted by `vfl audit`",
@@ -89,22 +72,8 @@ SETTLE_TOL = 0.005
 _METHOD = {"admm_sharing": "ADMM sharing", "fdml_sgd": "FDML SGD"}
 
 
-def _config(configs: Path, name: str, overrides=()):
-    path = configs / f"{name}.toml"
-    if not path.is_file():
-        raise ConfigError(f"{path} not found; run from the repository root or pass --configs DIR")
-    return load_config(path, list(overrides))
-
-
-def _ensure_run(configs, name, out, data_dir, echo):
-    config = _config(configs, name)
-    path = out / "runs" / name
-    if run_is_current(path, config):
-        echo(f"  {name}: kept (already complete)")
-    else:
-        echo(f"  {name}: running {config.solver.epochs} epochs of {config.solver.name}")
-        write_run(run_experiment(config, data_dir=data_dir), path, overwrite=True)
-    return load_run(path)
+def _configs(which: str) -> tuple[str, ...]:
+    return PAPER.figure(which).configs
 
 
 def _ensure_sweep(configs, name, out, data_dir, jobs, echo, suffix="", overrides=()):
@@ -112,7 +81,7 @@ def _ensure_sweep(configs, name, out, data_dir, jobs, echo, suffix="", overrides
     is the variant ``name-suffix`` with ``overrides``, exactly what
     ``vfl sweep-noise --config configs/name.toml --set ...`` runs."""
     label = f"{name}-{suffix}" if suffix else name
-    config = _config(configs, name, [*overrides, f"name={label}"] if suffix else overrides)
+    config = figure_config(configs, name, [*overrides, f"name={label}"] if suffix else overrides)
     path = out / "sweeps" / label
     param = "epsilon" if config.sweep.epsilons else "sigma"
     levels = config.sweep.epsilons or config.sweep.sigmas
@@ -140,8 +109,9 @@ def _references_csv(rows: list[tuple[str, dict]], path: Path) -> None:
     pd.DataFrame(records).to_csv(path, index=False, float_format="%.10g")
 
 
-def _fig1(configs, out, data_dir, echo) -> list[Path]:
-    runs = {name: _ensure_run(configs, name, out, data_dir, echo) for name in NEEDS["fig1"]["runs"]}
+def _fig1(configs, out, data_dir, jobs, echo) -> list[Path]:
+    runs = {name: ensure_run(figure_config(configs, name), out / "runs" / name, data_dir, echo)
+            for name in _configs("fig1")}
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(2, 2, figsize=(7.0, 5.4), constrained_layout=True)
         for row, dataset in zip(axes, DATASETS):
@@ -181,6 +151,73 @@ def _fig1(configs, out, data_dir, echo) -> list[Path]:
     return written
 
 
+def bytes_to_reach(metrics: pd.DataFrame, target: float) -> dict:
+    """The first epoch whose test log loss is at most ``target``, with the messages and bytes
+    sent until then (NaN when the curve never gets there)."""
+    hit = np.flatnonzero(metrics["test_logloss"].to_numpy() <= target)
+    if hit.size == 0:
+        return {"epoch": np.nan, "messages": np.nan, "bytes": np.nan}
+    row = metrics.iloc[hit[0]]
+    return {"epoch": int(row["epoch"]), "messages": int(row["messages"]),
+            "bytes": int(row["bytes"])}
+
+
+def _fig_bytes(configs, out, data_dir, jobs, echo) -> list[Path]:
+    """Figs. 1a/2a against the bytes sent, and the bytes each method needs for the same loss.
+
+    The target of a dataset is the larger of the two final test losses plus
+    :data:`SETTLE_TOL`: a loss both methods reach.
+    """
+    runs = {name: ensure_run(figure_config(configs, name), out / "runs" / name, data_dir, echo)
+            for name in _configs("bytes")}
+    rows = []
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.0), constrained_layout=True)
+        for ax, dataset in zip(axes, DATASETS):
+            pair = [runs[f"fig1-{dataset}-{m}"] for m in ("admm", "sgd")]
+            target = max(r.metrics["test_logloss"].iloc[-1] for r in pair) + SETTLE_TOL
+            for run, color in zip(pair, ("C0", "C3")):
+                m = run.metrics.iloc[1:]  # row 0 has sent nothing: no place on a log axis
+                label = _METHOD[run.config["solver"]["name"]]
+                ax.semilogx(m["bytes"] / 1e6, m["test_logloss"], color=color, label=label)
+                reach = bytes_to_reach(run.metrics, target)
+                rows.append({"dataset": _data_label(run.manifest, dataset), "method": label,
+                             "target_test_logloss": target, "epochs_to_target": reach["epoch"],
+                             "messages_to_target": reach["messages"],
+                             "bytes_to_target": reach["bytes"],
+                             "bytes_per_epoch": int(run.metrics["bytes"].iloc[-1]
+                                                    // max(1, run.metrics["epoch"].iloc[-1]))})
+                if np.isfinite(reach["bytes"]):
+                    ax.plot(reach["bytes"] / 1e6, target, "o", color=color, ms=4)
+            ax.axhline(target, color="0.5", lw=0.8, ls=":", label="target: both reach it")
+            ax.set(xlabel="payload sent, all parties (MB, float64)",
+                   ylabel="test log loss (nats per sample)",
+                   title=f"{dataset_title(pair[0].manifest)}: test loss vs bytes")
+            ax.legend(loc="best")
+    written = save_figure(fig, out / "bytes.png")
+    table = pd.DataFrame(rows)
+    admm = table.groupby("dataset")["bytes_to_target"].transform("first")
+    table["bytes_over_admm"] = table["bytes_to_target"] / admm
+    table.to_csv(out / "bytes.csv", index=False, float_format="%.10g")
+    for row in table.itertuples():
+        echo(f"  {row.dataset}, {row.method}: test loss {row.target_test_logloss:.4f} after "
+             f"{row.bytes_to_target / 1e6:.3g} MB ({row.bytes_over_admm:.3g}x ADMM sharing)")
+    return written
+
+
+
+def bytes_markdown(table: pd.DataFrame) -> str:
+    """README's table of ``bytes.csv``: per dataset and method, what reaching the target took."""
+    lines = ["| dataset | method | bytes per epoch | target test log loss | epochs | payload sent "
+             "| vs ADMM sharing |", "|---|---|---:|---:|---:|---:|---:|"]
+    for r in table.itertuples():
+        reached = np.isfinite(r.bytes_to_target)
+        lines.append(f"| {r.dataset} | {r.method} | {r.bytes_per_epoch / 1e6:.3g} MB | "
+                     f"{r.target_test_logloss:.4f} | "
+                     + (f"{int(r.epochs_to_target)} | {r.bytes_to_target / 1e6:.3g} MB | "
+                        f"{r.bytes_over_admm:.3g}x |" if reached else "not reached | - | - |"))
+    return "\n".join(lines) + "\n"
+
 def settling(metrics: pd.DataFrame, tol: float = SETTLE_TOL) -> dict:
     """Final test log loss and the first epoch after which the curve stays
     within ``tol`` of it (how many epochs the method needed)."""
@@ -194,7 +231,7 @@ def settling(metrics: pd.DataFrame, tol: float = SETTLE_TOL) -> dict:
 
 def _fig23(which, configs, out, data_dir, jobs, echo) -> list[Path]:
     sweeps = {name: _ensure_sweep(configs, name, out, data_dir, jobs, echo)
-              for name in NEEDS[which]["sweeps"]}
+              for name in _configs(which)}
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 2, figsize=(7.0, 2.9), constrained_layout=True)
         for ax, (name, (agg, final, baselines, manifest)) in zip(axes, sweeps.items()):
@@ -216,7 +253,7 @@ def _fig23(which, configs, out, data_dir, jobs, echo) -> list[Path]:
 
 def _fig_forms(configs, out, data_dir, jobs, echo) -> list[Path]:
     panels = {}
-    for name in NEEDS["forms"]["sweeps"]:
+    for name in _configs("forms"):
         dataset = name.removeprefix("fig2-")
         finals, first = {}, None
         for label, (suffix, overrides) in FORM_VARIANTS.items():
@@ -239,7 +276,7 @@ def _fig_forms(configs, out, data_dir, jobs, echo) -> list[Path]:
 
 def _fig_privacy(configs, out, data_dir, jobs, echo) -> list[Path]:
     finals, first = {}, None
-    for name in NEEDS["privacy"]["sweeps"]:
+    for name in _configs("privacy"):
         agg, final, baselines, manifest = _ensure_sweep(configs, name, out, data_dir, jobs, echo)
         finals[PRIVACY_SERIES[name]] = final
         first = first or (baselines, manifest)
@@ -253,24 +290,16 @@ def _fig_privacy(configs, out, data_dir, jobs, echo) -> list[Path]:
     return written
 
 
-def required_configs(which: str) -> list[str]:
-    """The configs ``which`` (a figure or "all") reads."""
-    figures = NEEDS if which == "all" else {which: NEEDS[which]}
-    return sorted({name for need in figures.values() for names in need.values() for name in names})
-
-
 def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2, echo=click.echo):
-    """Run what ``which`` (a key of :data:`FIGURES`, or "all") needs and draw it."""
+    """Run what ``which`` (a figure of :data:`PAPER`, or "all") needs and draw it."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for fig in (FIGURES if which == "all" else [which]):
+    for fig in (f.name for f in PAPER.chosen(which)):
         echo(f"{fig}:")
-        if fig == "fig1":
-            written += _fig1(configs, out, data_dir, echo)
-        elif fig == "privacy":
-            written += _fig_privacy(configs, out, data_dir, jobs, echo)
-        elif fig == "forms":
-            written += _fig_forms(configs, out, data_dir, jobs, echo)
-        else:
-            written += _fig23(fig, configs, out, data_dir, jobs, echo)
+        written += _DRAW[fig](configs, out, data_dir, jobs, echo)
     return written
+
+
+#: figure -> the function that draws it
+_DRAW = {"fig1": _fig1, "bytes": _fig_bytes, "fig2": partial(_fig23, "fig2"),
+         "fig3": partial(_fig23, "fig3"), "forms": _fig_forms, "privacy": _fig_privacy}

@@ -48,38 +48,24 @@ import pandas as pd
 import scipy.sparse as sp
 
 from vfl.core.errors import ConfigError, VFLError
-from vfl.experiments.config import load_config
+from vfl.experiments.reproduce import figure_config
 from vfl.experiments.records import load_run, run_is_current, write_run
 from vfl.experiments.runner import run_experiment
 
-from .plotting import STYLE, dataset_title, save_figure
+from vfl.plots import STYLE, dataset_title, save_figure
 
-import matplotlib.pyplot as plt  # noqa: E402  (after .plotting chose the Agg backend)
+import matplotlib.pyplot as plt  # noqa: E402  (after vfl.plots chose the Agg backend)
 
-__all__ = ["ADMM_GRID", "DATASETS", "EPSILONS", "FIGURES", "NONPRIVATE_GRID", "REFERENCE_LAMS",
-           "STACKING_GRID", "TITLE", "reproduce", "validation_scores"]
+from . import DATASETS, PAPER  # noqa: E402
 
-TITLE = "Private vertical FL: one-release stacking vs ADMM sharing, test loss vs epsilon"
-FIGURES = {
-    "utility": "test log loss and accuracy vs epsilon: private stacking, ADMM sharing (row-level "
-               "accounting), non-private stacking, party 1 alone, all features",
-}
+__all__ = ["ADMM_GRID", "DATASETS", "EPSILONS", "NONPRIVATE_GRID", "REFERENCE_LAMS",
+           "STACKING_GRID", "reproduce", "utility_markdown", "validation_scores"]
+
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
 REPEATS = 10
-#: dataset -> (private stacking config, ADMM sharing config); the non-private
-#: stacking reference is the stacking config without privacy.delta
-DATASETS = {
-    "a9a": ("private-stacking-a9a", "private-utility-admm-a9a"),
-    "adult": ("private-utility-stacking-adult", "private-utility-admm-adult"),
-}
 VAL_FRACTION = 0.2
 VAL_SPLIT_SEED = 2024
 VAL_SEEDS = (101, 102, 103)
-
-
-def required_configs(which: str) -> list[str]:
-    """The configs the figure reads (checked, with their data, before anything runs)."""
-    return [name for pair in DATASETS.values() for name in pair]
 
 
 def _grid(**axes) -> list[dict]:
@@ -124,13 +110,6 @@ def _toml(value) -> str:
 
 def _overrides(values: dict) -> list[str]:
     return [f"{k}={_toml(v)}" for k, v in values.items()]
-
-
-def _config(configs: Path, name: str, overrides=()):
-    path = configs / f"{name}.toml"
-    if not path.is_file():
-        raise ConfigError(f"{path} not found; run from the repository root or pass --configs DIR")
-    return load_config(path, list(overrides))
 
 
 def _nonprivate(config):
@@ -315,8 +294,8 @@ def _final(config, overrides: dict, name: str, out: Path, data_dir, echo, repeat
 def _dataset(dataset: str, configs: Path, out: Path, data_dir, echo, epsilons=EPSILONS,
              methods=("stacking", "admm")) -> tuple[pd.DataFrame, pd.DataFrame, dict, dict]:
     stack_name, admm_name = DATASETS[dataset]
-    stack = _config(configs, stack_name)
-    admm = _config(configs, admm_name)
+    stack = figure_config(configs, stack_name)
+    admm = figure_config(configs, admm_name)
     echo(f"  {dataset}: references and non-private stacking")
     rows, ref_table = _references(stack, data_dir)
     tuning = [ref_table]
@@ -434,9 +413,7 @@ def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2
     restrict the figure (tests use them); the reference lines always come.
     Runs are sequential: ``jobs`` is accepted for the common signature.
     """
-    if which not in ("all", *FIGURES):
-        raise ConfigError(f"private-utility has no figure {which!r}; its figures: "
-                          f"{', '.join(FIGURES)}, all")
+    PAPER.chosen(which)  # refuses an unknown figure
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = perf_counter()

@@ -54,29 +54,19 @@ import matplotlib.ticker
 import numpy as np
 import pandas as pd
 
-from vfl.core.errors import ConfigError
-from vfl.experiments.config import Config, load_config
+from vfl.experiments.config import Config
+from vfl.experiments.reproduce import figure_config
 from vfl.experiments.records import load_run
 from vfl.experiments.sweep import SweepRun, plan_grid, run_grid
 
-from .plotting import STYLE, save_figure
+from vfl.plots import STYLE, save_figure
 
-import matplotlib.pyplot as plt  # noqa: E402  (after .plotting chose the Agg backend)
+import matplotlib.pyplot as plt  # noqa: E402  (after vfl.plots chose the Agg backend)
 
-__all__ = ["FIGURES", "needs", "TITLE", "EPSILONS", "DELTAS", "reproduce", "figure_runs",
-           "required_configs", "time_cases"]
+from . import PAPER  # noqa: E402
 
-TITLE = "Huang, Hu, Chan-Tin, Gong 2019, DP-ADMM over sample-partitioned data"
-#: figure -> what it shows (``vfl reproduce --help``)
-FIGURES = {
-    "fig1": "Fig. 1: l1, augmented objective vs iteration, DP-ADMM per (eps, delta) vs Algorithm 1",
-    "fig2": "Fig. 2: l1, test accuracy vs epsilon, one line per delta, Algorithm 1 as a line",
-    "fig3": "Fig. 3: Fig. 1 for l2",
-    "fig4": "Fig. 4: l2, augmented objective vs iteration, DP-ADMM vs Algorithm 2",
-    "fig5": "Fig. 5: l2, empirical loss vs iteration, DP-ADMM vs Algorithm 2",
-    "fig6": "Fig. 6: l2, test accuracy vs epsilon: DP-ADMM, Algorithm 2, Algorithm 1",
-    "table3": "Table III: time of the 100 iterations, as ratios to the non-private run",
-}
+__all__ = ["needs", "EPSILONS", "DELTAS", "reproduce", "figure_runs", "time_cases"]
+
 #: the paper's grid (Sec. VI, "Setup")
 EPSILONS = (0.01, 0.02, 0.05, 0.07, 0.1, 0.2)
 DELTAS = (1e-3, 1e-4, 1e-5, 1e-6)
@@ -141,10 +131,7 @@ _ALG = {"dp_admm": "DP-ADMM (Alg. 3)", "consensus_admm": "Algorithm 1 (non-priva
 
 # ------------------------------------------------------------------ runs --
 def _config(configs: Path, sweep: str) -> Config:
-    path = Path(configs) / f"{SWEEPS[sweep]}.toml"
-    if not path.is_file():
-        raise ConfigError(f"{path} not found; run from the repository root or pass --configs DIR")
-    return load_config(path)
+    return figure_config(configs, SWEEPS[sweep])
 
 
 def _plan(configs: Path, out: Path, needs) -> dict[str, list[SweepRun]]:
@@ -158,18 +145,9 @@ def _plan(configs: Path, out: Path, needs) -> dict[str, list[SweepRun]]:
     return {sweep: list(runs.values()) for sweep, runs in plans.items()}
 
 
-def required_configs(which: str) -> list[str]:
-    """The config files (stems in ``configs/``) figure ``which`` (or "all") needs."""
-    figures = FIGURES if which == "all" else [which]
-    names = {SWEEPS[n.sweep] for f in figures for n in needs(f)}
-    if "table3" in figures:
-        names |= {SWEEPS[s] for s in ("alg1", "alg2", "dp-admm-l2")}
-    return sorted(names)
-
-
 def figure_runs(which: str, configs: Path, out: Path) -> dict[str, list[SweepRun]]:
     """The run directories figure ``which`` (or "all") draws, per sweep."""
-    figures = FIGURES if which == "all" else [which]
+    figures = [f.name for f in PAPER.chosen(which)]
     return _plan(configs, out, [n for f in figures for n in needs(f)])
 
 
@@ -695,10 +673,10 @@ def _table3_markdown(table: pd.DataFrame) -> str:
 # ------------------------------------------------------------------- entry --
 def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2,
               echo=click.echo) -> list[Path]:
-    """Run what ``which`` (a key of :data:`FIGURES`, or "all") needs and draw it."""
+    """Run what ``which`` (a figure of :data:`PAPER`, or "all") needs and draw it."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    figures = list(FIGURES) if which == "all" else [which]
+    figures = [f.name for f in PAPER.chosen(which)]
     plans = figure_runs(which, configs, out)  # every config is validated before anything runs
     if plans:
         echo("runs:")

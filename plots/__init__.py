@@ -1,4 +1,4 @@
-"""Figures from run records (presentation layer).
+"""Figures from run records, sweeps and audits (presentation layer).
 
 :func:`plot_runs` draws the paper's Fig. 1a/2a kind of figure: the training
 objective and the test log loss against epochs, several runs overlaid, with
@@ -19,7 +19,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from vfl.experiments.records import RunRecord  # noqa: E402
 
-__all__ = ["dataset_title", "plot_runs", "plot_sweep_curves", "plot_sweep_final", "save_figure", "STYLE"]
+__all__ = ["dataset_title", "draw_noise_sweep", "draw_run", "plot_runs", "plot_sweep_curves",
+           "plot_sweep_final", "save_figure", "STYLE"]
 
 # Readable at a single paper column (3.3 in) and on screen.
 STYLE = {
@@ -202,6 +203,37 @@ def save_figure(fig, path: Path) -> list[Path]:
             os.replace(tmp, p)
     plt.close(fig)
     return paths
+
+
+def draw_run(result, path: Path, *, release_only: bool = False) -> list[Path]:
+    """``vfl run``'s figure of a finished run (``loss.png`` and its PDF). A release-only run
+    draws only its released metrics, and nothing when it releases no metric to draw."""
+    record = RunRecord(path=Path(path).parent, config=result.config.to_dict(),
+                       manifest=result.manifest, metrics=result.metrics,
+                       baselines=result.baselines, repeats=result.repeats)
+    if not release_only:
+        return save_figure(plot_runs([record]), path)
+    pair = released_metrics(record)
+    return [] if pair is None else save_figure(plot_runs([record], metrics=pair), path)
+
+
+def draw_noise_sweep(first_run: Path, out: Path, agg, final, param: str) -> list[Path]:
+    """``vfl sweep-noise``'s two figures: test loss per level against epochs, and the final
+    test loss against the level, with the references of the sweep's first run."""
+    import json
+
+    from vfl.experiments.records import load_run
+
+    manifest = load_run(first_run).manifest
+    baselines = json.loads((Path(out) / "baselines.json").read_text())
+    title = dataset_title(manifest)
+    what = "under noise" if param == "sigma" else "vs target epsilon"
+    written = save_figure(plot_sweep_curves(agg, baselines, f"{title}: test loss {what}"),
+                          Path(out) / "sweep_curves.png")
+    written += save_figure(plot_sweep_final(final, baselines, f"{title}: final test loss",
+                                            method=manifest["solver"]["title"]),
+                           Path(out) / "sweep_final.png")
+    return written
 
 
 _LEVEL_LABEL = {"sigma": "noise level sigma", "epsilon": "target epsilon (total)"}

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import textwrap
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -47,93 +46,17 @@ import numpy as np
 import pandas as pd
 
 from vfl.core.errors import ConfigError
-from vfl.experiments.config import load_config
 from vfl.experiments.records import load_run, run_is_current, write_run
+from vfl.experiments.reproduce import figure_config
 from vfl.privacy.ldp import gamma_bound, gamma_bound_corrected, gamma_exact
 
-from .plotting import STYLE, save_figure
+from vfl.plots import STYLE, save_figure
 
-import matplotlib.pyplot as plt  # noqa: E402  (after .plotting chose the Agg backend)
+import matplotlib.pyplot as plt  # noqa: E402  (after vfl.plots chose the Agg backend)
 
-__all__ = ["FIGURES", "NEEDS", "OUTPUTS", "PANELS", "TITLE", "Curve", "curve_stats",
-           "ensure_runs", "gamma_tables", "reproduce", "required_configs"]
+from . import OUTPUTS, PANELS, PAPER  # noqa: E402
 
-TITLE = "Xiao, Ye, Devadas 2019, local DP in decentralized optimization"
-#: figure -> what it shows (``vfl reproduce --help``)
-FIGURES = {
-    "fig1": "Fig. 1: amplification constant gamma(omega, beta), eq. (11) with the exact value",
-    "fig2": "Fig. 2 (a)/(b): N = 10, |E| = 20, Algorithm 1 vs [42], [43], [48]: accuracy, privacy",
-    "figB": "Fig. B: the same at N = 100, |E| = 200",
-    "figC": "Fig. C: N = 10, |E| = 40, Algorithm 2* vs [45] and Algorithm 1: accuracy, privacy",
-    "figD": "Figs. D-1/D-2: non-private, random vs fixed parameters (ADMM, GD), N = 10 and 100",
-}
-
-
-@dataclass(frozen=True)
-class Curve:
-    """One curve: ``column`` of the runs of ``configs/<config>.toml``, mean with a min-max band."""
-
-    config: str
-    label: str
-    column: str
-    color: str
-    style: str = "-"
-    band: bool = True
-
-
-def _accuracy(graph: str) -> list[Curve]:
-    return [Curve(f"ldp-admm-{graph}", "Algorithm 1 (random penalties)", "log10_error", "C0"),
-            Curve(f"ldp-dvp-admm-{graph}", "[42] dual perturbation", "log10_error", "C1"),
-            Curve(f"ldp-pp-admm-{graph}", "[43] increasing penalty", "log10_error", "C2"),
-            Curve(f"ldp-op-admm-{graph}", "[48] output perturbation", "log10_error", "C3")]
-
-
-def _privacy(graph: str) -> list[Curve]:
-    return [Curve(f"ldp-admm-{graph}", "Algorithm 1, realized (Thm 2.2, ex post)", "privacy_loss",
-                  "C0"),
-            Curve(f"ldp-admm-{graph}", "worst case sum d alpha beta B_inf", "privacy_loss_worst",
-                  "black", "--", band=False),
-            Curve(f"ldp-pp-admm-{graph}", "[43] (reconstruction)", "privacy_loss", "C2"),
-            Curve(f"ldp-dvp-admm-{graph}", "[42] (reconstruction)", "privacy_loss", "C1")]
-
-
-def _nonprivate(graph: str) -> list[Curve]:
-    return [Curve(f"ldp-random-admm-{graph}", "ADMM, random penalties (Alg. 1 exact step)",
-                  "log10_error", "C0"),
-            Curve(f"ldp-fixed-admm-{graph}", "ADMM, fixed penalties", "log10_error", "C1", "--"),
-            Curve(f"ldp-gd-{graph}", "Algorithm 2 (random weights)", "log10_error", "C2"),
-            Curve(f"ldp-dgd-{graph}", "DGD, fixed weights", "log10_error", "C3", "--")]
-
-
-#: output figure -> panel -> curves
-PANELS = {
-    "fig2": {"accuracy": _accuracy("n10"), "privacy": _privacy("n10")},
-    "figB": {"accuracy": _accuracy("n100"), "privacy": _privacy("n100")},
-    "figC": {
-        "accuracy": [
-            Curve("ldp-noisy-gd-n10e40", "[45] noisy consensus GD (eta = 0.9^k)", "log10_error",
-                  "C4"),
-            Curve("ldp-gd-minmax-n10e40", "Algorithm 2* (eta = 0.93^k)", "log10_error", "C5"),
-            Curve("ldp-admm-n10e40", "Algorithm 1 (D = 10)", "log10_error", "C0")],
-        "privacy": [
-            Curve("ldp-noisy-gd-n10e40", "[45] (pure Laplace: its worst case)",
-                  "privacy_loss_worst", "C4"),
-            Curve("ldp-gd-minmax-n10e40", "Algorithm 2*, realized (ex post)", "privacy_loss", "C5"),
-            Curve("ldp-gd-minmax-n10e40", "Algorithm 2*, worst case", "privacy_loss_worst", "C5",
-                  ":", band=False),
-            Curve("ldp-admm-n10e40", "Algorithm 1, realized (ex post)", "privacy_loss", "C0"),
-            Curve("ldp-admm-n10e40", "Algorithm 1, worst case", "privacy_loss_worst", "C0", ":",
-                  band=False)],
-    },
-    "figD-1": {"accuracy": _nonprivate("n10")},
-    "figD-2": {"accuracy": _nonprivate("n100")},
-}
-#: figure -> the output figures it draws
-OUTPUTS = {"fig1": [], "fig2": ["fig2"], "figB": ["figB"], "figC": ["figC"],
-           "figD": ["figD-1", "figD-2"]}
-#: figure -> the configs it runs
-NEEDS = {fig: sorted({c.config for o in outs for curves in PANELS[o].values() for c in curves})
-         for fig, outs in OUTPUTS.items()}
+__all__ = ["curve_stats", "ensure_runs", "gamma_tables", "reproduce"]
 
 _GRAPH = {"fig2": "N = 10, |E| = 20", "figB": "N = 100, |E| = 200", "figC": "N = 10, |E| = 40",
           "figD-1": "N = 10, |E| = 20", "figD-2": "N = 100, |E| = 200"}
@@ -189,13 +112,6 @@ FIG1_CAPTION = ("gamma = E[eps_l^k] / (alpha beta B_inf), alpha B_inf = 0.001: s
 
 
 # ---------------------------------------------------------------- runs --
-def _config(configs: Path, name: str):
-    path = configs / f"{name}.toml"
-    if not path.is_file():
-        raise ConfigError(f"{path} not found; run from the repository root or pass --configs DIR")
-    return load_config(path)
-
-
 def _execute(config, path: Path, data_dir) -> tuple[float, float]:
     """Run one config (all its repeats) and write its directory; returns (wall, CPU) seconds.
 
@@ -225,7 +141,7 @@ def ensure_runs(names, configs: Path, out: Path, data_dir=None, jobs: int = 2,
     Every config is validated first; missing or stale runs then execute in
     ``jobs`` processes (joblib), each written atomically under ``out/runs``.
     """
-    cfgs = {n: _config(configs, n) for n in names}
+    cfgs = {n: figure_config(configs, n) for n in names}
     todo = []
     for name in names:
         if run_is_current(out / "runs" / name, cfgs[name]):
@@ -398,24 +314,16 @@ def _fig1(out: Path, echo) -> list[Path]:
 
 
 # ---------------------------------------------------------------- entry --
-def required_configs(which: str) -> list[str]:
-    """The configs ``which`` (a figure or "all") runs, for the dispatcher's up-front check."""
-    figures = list(FIGURES) if which == "all" else [which]
-    return sorted({n for f in figures for n in NEEDS.get(f, [])})
-
-
 def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2,
               echo=click.echo) -> list[Path]:
-    """Run what ``which`` (a key of :data:`FIGURES`, or "all") needs and draw it."""
-    if which != "all" and which not in FIGURES:
-        raise ConfigError(f"ldp has no figure {which!r}; its figures: {', '.join(FIGURES)}, all")
-    figures = list(FIGURES) if which == "all" else [which]
+    """Run what ``which`` (a figure of :data:`PAPER`, or "all") needs and draw it."""
+    figures = [f.name for f in PAPER.chosen(which)]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     configs = Path(configs)
     t0 = time.perf_counter()
     # Every run of every figure asked for in one pool: the two processes stay busy.
-    names = required_configs(which)
+    names = PAPER.configs(which)
     runs = ensure_runs(names, configs, out, data_dir=data_dir, jobs=jobs, echo=echo) if names \
         else {}
     written = []

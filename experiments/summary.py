@@ -1,0 +1,181 @@
+"""The text summary of a finished run, as ``vfl run`` prints it.
+
+A private run's diagnostic numbers (computed from exact private values,
+not covered by its guarantee) carry a ``*``; a printed epsilon is rounded
+up, never down; the paper's own claim, when it has one, is shown beside
+the guarantee and labelled as a claim.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+__all__ = ["run_summary"]
+
+
+def _fmt(value, spec: str) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "-"
+    return format(value, spec)
+
+
+def _up(value: float, digits: int = 4) -> str:
+    """``value`` to ``digits`` significant digits, rounded up: a printed guarantee is never
+    smaller than the one composed."""
+    if not math.isfinite(value) or value <= 0:
+        return f"{value:.{digits}g}"
+    scale = 10 ** (digits - 1 - math.floor(math.log10(value)))
+    up = math.ceil(value * scale * (1 - 1e-9)) / scale  # a calibrated target stays as it is
+    return f"{up:.{digits}g}"
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{int(n)} bytes"
+
+
+def _plural(n, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _privacy_lines(result) -> list[str]:
+    """What a run's privacy amounts to, in words a reader cannot mistake."""
+    p = result.manifest.get("privacy")
+    if not p:
+        return []
+    m = result.metrics.iloc[-1]
+    lines = []
+    if p.get("mode") == "simulation":
+        lines.append(f"privacy: none claimed. {p['note']}")
+    spent = p.get("spent")
+    if spent is not None:
+        eps = spent.get("epsilon_tight")
+        if p.get("dp_guarantee") and eps is not None:
+            lines.append(f"privacy guarantee: ({_up(eps)}, {spent['delta_tight']:.2g})-DP after "
+                         f"{_plural(spent['epochs'], result.manifest['solver'].get('iteration_name', 'epoch'))}"
+                         f" ({spent['tight_accountant']}); neighbours: {p['neighbouring']}")
+        else:
+            lines.append(f"WARNING: no differential-privacy guarantee: {p.get('warning', p.get('note', ''))}")
+        if "epsilon_paper" in m.index and spent.get("paper_claim"):
+            paper = spent.get("epsilon_paper")
+            claim = ("n/a (the paper's analysis does not cover this noise level)" if paper is None
+                     else f"{paper:.4g} at delta {_fmt(spent.get('delta_paper'), '.2g')}")
+            lines.append(f"the paper's own claim (not a guarantee): epsilon {claim} "
+                         f"({spent['paper_claim']})")
+        meaning = p.get("other_claims_meaning", {})
+        for name, c in spent.get("other_claims", {}).items():
+            lines.append(f"{name}: epsilon {c['epsilon']:.4g} at delta {c['delta']:.2g} "
+                         f"({meaning.get(name, 'the paper analysis; not a guarantee')})")
+    if "labels" in p:
+        lines.append(f"labels: {p['labels']}")
+    if "noise" in p:
+        lines.append(f"noise: {p['noise']}")
+    stopped = (p.get("budget") or {}).get("stopped")
+    if stopped:
+        lines.append(f"stopped at the privacy budget after {stopped['after_epoch']} iterations "
+                     f"(the next would spend {stopped['epsilon_next_epoch']:.4g} > "
+                     f"{stopped['budget_epsilon']:g})")
+    return lines
+
+
+def _utility_lines(result, m, b) -> list[str]:
+    """One line when a private model does worse than what a party can do alone."""
+    if not result.config.privacy.claims_guarantee:
+        return []
+    local = [e for e in b.values() if isinstance(e, dict) and e.get("role") == "local"
+             and e.get("test_logloss") is not None]
+    if not local:
+        return []
+    best = min(local, key=lambda e: e["test_logloss"])
+    if not m["test_logloss"] > best["test_logloss"]:
+        return []
+    eps = (result.manifest.get("privacy", {}).get("spent") or {}).get("epsilon_tight")
+    at = f"at epsilon {eps:.4g}" if eps is not None else "at this noise"
+    return [f"note: {at} the private model (test log loss {m['test_logloss']:.4f}) is worse "
+            f"than {best['label']} ({best['test_logloss']:.4f}): no party gains from joining"]
+
+
+def run_summary(result, out: Path, seconds: float) -> str:
+    """What ``vfl run`` prints: the final metrics beside the references, then what the run's
+    privacy amounts to, its warnings, and where it was written."""
+    m = result.metrics.iloc[-1]
+    man = result.manifest
+    b = result.baselines or {}
+    if "per_repeat" in b:  # horizontal / network: one set of references per repeat: their mean
+        reps = b["per_repeat"]
+        b = {"cached": all(r.get("cached") for r in reps)}
+        for key, entry in reps[0].items():
+            if isinstance(entry, dict) and "label" in entry:
+                b[key] = {k: (sum(r[key][k] for r in reps) / len(reps)
+                              if isinstance(v, (int, float)) and not isinstance(v, bool) else v)
+                          for k, v in entry.items()}
+    solver = man["solver"]
+    title = solver.get("title") or solver["name"]
+    pv = result.config.privacy.values
+    spent = (man.get("privacy") or {}).get("spent") or {}
+    if spent.get("epsilon_tight") is not None:  # the whole run's epsilon, first
+        title += f", epsilon {_up(spent['epsilon_tight'])}"
+    elif pv.get("epsilon") is not None:
+        title += f", epsilon {pv['epsilon']:g}"
+    elif pv.get("sigma"):
+        title += f", sigma {pv['sigma']:g}"
+    repeats = result.config.run.repeats
+    it = int(m["epoch"])
+    kinds = man.get("released", {}).get("columns", {})
+    private = man.get("released", {}).get("private", False)
+
+    def mark(col, text):  # a diagnostic number of a private run carries a '*'
+        return text + "*" if private and kinds.get(col, "diagnostic") == "diagnostic" \
+            and text != "-" else text
+
+    cols = ("objective", "suboptimality", "train_logloss", "test_logloss", "test_accuracy")
+    rows = [(f"{title} ({_plural(it, solver.get('iteration_name', 'iteration'))}"
+             + (f", mean of {repeats}" if repeats > 1 else "") + ")",
+             *(m.get(col) for col in cols))]
+    c = b.get("central")
+    for key, entry in b.items():
+        if not isinstance(entry, dict) or "label" not in entry or "test_logloss" not in entry:
+            continue
+        obj = entry.get("objective")
+        gap = 0.0 if key == "central" else (
+            (obj - c["objective"]) / abs(c["objective"]) if obj is not None and c else None)
+        rows.append((entry.get("label", key) + (" *" if private else ""), obj, gap,
+                     entry.get("train_logloss"), entry["test_logloss"], entry.get("test_accuracy")))
+    width = max(38, max(len(r[0]) for r in rows) + 1)
+    lines = [f"{'':{width}} {'objective':>12} {'rel. gap':>9} {'train ll':>9} {'test ll':>9} "
+             f"{'test acc':>9}"]
+    specs = ("12.4f", "9.2e", "9.4f", "9.4f", "9.4f")
+    for i, (label, *values) in enumerate(rows):
+        cells = [_fmt(v, f) for v, f in zip(values, specs)]
+        if i == 0:
+            cells = [mark(col, cell) for col, cell in zip(cols, cells)]
+        lines.append(f"{label:{width}} " + " ".join(
+            f"{cell:>{12 if j == 0 else 9}}" for j, cell in enumerate(cells)))
+    solver_s = man["result"].get("solver_seconds")  # a release-only run leaves timings out
+    timing = ("" if solver_s is None else
+              f"{solver_s:.2f} s in the solver ({1e3 * solver_s / max(it, 1):.1f} ms each), ")
+    lines.append(
+        f"{_plural(it, solver.get('iteration_name', 'iteration'))}: {timing}{seconds:.1f} s in "
+        f"all; baselines {'from cache' if b.get('cached') else 'computed' if c else 'skipped'}")
+    if "messages" in m.index:
+        comm = man.get("communication", {})
+        lines.append(f"communication: {int(m['messages']):,} messages, {_bytes(m['bytes'])} of "
+                     f"payload over {_plural(comm.get('units', 0), 'unit')}"
+                     + (f", mean of {repeats}" if repeats > 1 else "")
+                     + "; per unit and iteration in communication.csv")
+    lines += _privacy_lines(result)
+    if private:
+        note = man["released"].get("test_metrics_note")
+        lines.append("* diagnostic: computed from exact private values, not covered by the "
+                     "guarantee" + (f"; the test metrics are {note}" if note else "")
+                     + ("" if not man["released"].get("release_only") else
+                        "; release-only run: diagnostic values not written"))
+    lines += _utility_lines(result, m, b)
+    lines += [f"warning: {w}" for w in solver.get("warnings", [])]
+    if man["dataset"].get("stand_in"):
+        lines.append(f"data: {man['dataset']['description']}")
+    lines.append(f"wrote {out}")
+    return "\n".join(lines)

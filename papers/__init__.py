@@ -1,0 +1,115 @@
+"""The papers ``vfl`` reproduces, one package each, and the engine that redraws them.
+
+A paper is a package under ``papers/`` whose ``__init__`` declares one
+:class:`~vfl.papers.spec.Paper`: its citation, and its figures and tables
+as data (what each shows, the configs it runs, the files it writes). Its
+``figures`` module holds the code that reads the runs and draws. This
+module knows no paper by name: it lists them (:data:`PAPERS`), resolves
+``vfl reproduce [PAPER [FIGURE]]``, checks every config and dataset a
+choice needs before anything runs or is created, and calls the figures.
+
+Adding a paper: its package, and one line in :data:`PAPERS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from vfl.core.errors import ConfigError
+
+from .spec import Figure, Paper
+
+__all__ = ["PAPERS", "Figure", "Paper", "check_configs", "check_data", "figure_listing", "paper",
+           "resolve", "reproduce"]
+
+#: ``vfl reproduce`` key -> the package that declares the paper (one line per paper)
+PAPERS = {
+    "hu": "vfl.papers.hu",
+    "private-utility": "vfl.papers.private_utility",
+    "dp-admm": "vfl.papers.dp_admm",
+    "ldp": "vfl.papers.ldp",
+}
+
+
+def paper(key: str) -> Paper:
+    """The declaration of paper ``key`` (light: no figure code is imported)."""
+    declared = importlib.import_module(PAPERS[key]).PAPER
+    if declared.key != key:  # a listing typo, not a user error
+        raise RuntimeError(f"PAPERS[{key!r}] declares a paper keyed {declared.key!r}")
+    return declared
+
+
+def figure_listing() -> list[tuple[str, str]]:
+    """``(PAPER FIGURE, what it shows)`` for every figure and table of every paper."""
+    return [(f"{key} {f.name}", f.shows) for key in PAPERS for f in paper(key).figures]
+
+
+def resolve(first: str | None, second: str | None) -> list[tuple[str, str]]:
+    """``(paper, figure)`` pairs for ``vfl reproduce [PAPER|FIGURE] [FIGURE]``.
+
+    ``all`` or nothing: every figure of every paper; a paper alone: all its
+    figures; a bare figure name of the first paper (``fig1``) still works.
+    """
+    if first in (None, "all"):
+        if second is not None:
+            raise ConfigError("`vfl reproduce all` takes no figure")
+        return [(key, "all") for key in PAPERS]
+    if first in PAPERS:
+        names = paper(first).names
+        if second not in (None, "all") and second not in names:
+            raise ConfigError(f"{first} has no figure {second!r}; its figures: "
+                              f"{', '.join(names)}, all")
+        return [(first, second or "all")]
+    default = next(iter(PAPERS))
+    names = paper(default).names
+    if first in names and second is None:
+        return [(default, first)]
+    raise ConfigError(f"unknown paper or figure {first!r}; papers: {', '.join(PAPERS)} "
+                      f"(or a figure of {default}: {', '.join(names)})")
+
+
+def check_configs(chosen: list[tuple[str, str]], configs: Path) -> None:
+    """Refuse, before anything runs or is created, a figure whose configs are missing."""
+    configs = Path(configs)
+    if not configs.is_dir():
+        raise ConfigError(f"--configs {configs} is not a directory")
+    for key, which in chosen:
+        for name in paper(key).configs(which):
+            if not (configs / f"{name}.toml").is_file():
+                raise ConfigError(f"{key} {which}: config {configs / (name + '.toml')} not found")
+
+
+def check_data(chosen: list[tuple[str, str]], configs: Path, data_dir=None) -> None:
+    """Refuse, before anything runs or is created, a figure whose configs are broken or whose
+    registry data is missing (a config's fallback counts when none of its files is there)."""
+    from vfl.datasets import REGISTRY, dataset_status
+    from vfl.datasets.files import require_files, resolve_data_dir
+    from vfl.datasets.registry import get_spec
+    from vfl.experiments.config import load_config
+
+    seen = set()
+    for key, which in chosen:
+        for name in paper(key).configs(which):
+            config = load_config(Path(configs) / f"{name}.toml")  # a broken config stops here
+            d = config.data
+            if d.dataset not in REGISTRY or d.dataset in seen:
+                continue
+            seen.add(d.dataset)
+            present = [f["present"] for f in dataset_status(d.dataset, data_dir)]
+            if d.fallback and not any(present):
+                continue
+            spec = get_spec(d.dataset)
+            require_files(spec.name, spec.files, resolve_data_dir(data_dir))
+
+
+def reproduce(first: str | None, second: str | None, out: Path, configs: Path, data_dir=None,
+              jobs: int = 2, echo=print) -> list[Path]:
+    """Redraw what ``vfl reproduce FIRST SECOND`` names into ``out/<paper>``; the files written."""
+    written = []
+    for key, which in resolve(first, second):
+        declared = paper(key)
+        echo(f"== {key}: {declared.title}")
+        written += declared.draw(which, Path(out) / key, Path(configs), data_dir=data_dir,
+                                 jobs=jobs, echo=echo)
+    return written
