@@ -71,7 +71,8 @@ CASES = {
 #: dict (name -> {"description", "ratio", "threshold", "pass", "why"}) joins
 #: the targets table. A missing module is skipped; an error in one is
 #: recorded, not fatal.
-EXTERNAL = {"dp_admm": "dp_admm_benchmark", "ldp": "ldp_benchmark", "sampler": "sampler_benchmark"}
+EXTERNAL = {"dp_admm": "dp_admm_benchmark", "ldp": "ldp_benchmark", "sampler": "sampler_benchmark",
+            "startup": "startup_benchmark"}
 
 
 def _external(name: str, fn_name: str, cfg) -> dict | None:

@@ -13,19 +13,6 @@ from pathlib import Path
 
 import click
 
-from vfl.datasets import (
-    REGISTRY,
-    SYNTHETIC_PRESETS,
-    dataset_status,
-    fetch_dataset,
-    get_spec,
-    describe_file,
-    inspect_file,
-    resolve_data_dir,
-    suggest_partition,
-    verify_dataset,
-)
-from vfl.datasets.synthetic import STAND_IN_FOR
 from vfl.core.errors import DataError, VFLError
 
 __all__ = ["datasets"]
@@ -70,6 +57,9 @@ def _table(rows: list[tuple[str, ...]]) -> str:
 @_data_dir_option
 def list_cmd(data_dir: Path | None):
     """Show every dataset, its shape and whether its files are present."""
+    from vfl.datasets import REGISTRY, SYNTHETIC_PRESETS, dataset_status, resolve_data_dir
+    from vfl.datasets.synthetic import STAND_IN_FOR
+
     base = resolve_data_dir(data_dir)
     rows = [("name", "shape (train/test x features)", "status", "where")]
     for name, spec in sorted(REGISTRY.items()):
@@ -131,6 +121,8 @@ class _ProgressBars:
 @click.option("--force", is_flag=True, help="Download again even if verified copies exist.")
 def fetch_cmd(name: str, data_dir: Path | None, mirror: str | None, force: bool):
     """Download dataset NAME and verify its sha256 checksums."""
+    from vfl.datasets import fetch_dataset, resolve_data_dir
+
     base = resolve_data_dir(data_dir)
     bars = _ProgressBars()
     try:
@@ -153,6 +145,8 @@ def verify_cmd(names: tuple[str, ...], data_dir: Path | None):
     Exits with status 2 if a file does not match, or if a dataset named on
     the command line has missing files.
     """
+    from vfl.datasets import REGISTRY, get_spec, resolve_data_dir, verify_dataset
+
     for name in names:
         get_spec(name)
     base = resolve_data_dir(data_dir)
@@ -198,6 +192,8 @@ def inspect_cmd(path: Path, fmt: str | None, label: str | None, parties: int):
 
     Example: vfl datasets inspect train.csv.gz --label income --parties 3
     """
+    from vfl.datasets import describe_file, inspect_file, suggest_partition
+
     info = inspect_file(path, fmt, label=label)
     counts = suggest_partition([c["width"] for c in info["columns"]] if info["columns"]
                                else [1] * info["n_features"], parties)

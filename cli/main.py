@@ -34,10 +34,14 @@ SECTIONS = [
 ]
 
 
-def _version() -> str:
+def _print_version(ctx, _param, value) -> None:
+    """``--version``, looked up only when asked for (``vfl --help`` stays fast)."""
+    if not value or ctx.resilient_parsing:
+        return
     from vfl.experiments.provenance import vfl_version
 
-    return vfl_version()
+    click.echo(f"vfl, version {vfl_version()}")
+    ctx.exit()
 
 
 class _Sections(click.Group):
@@ -57,7 +61,8 @@ class _Sections(click.Group):
 
 @click.group(cls=_Sections, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks for user errors too.")
-@click.version_option(version=_version(), prog_name="vfl")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=_print_version, help="Show the version and exit.")
 @click.pass_context
 def cli(ctx, debug):
     """Private learning over distributed data: run, audit, sweep and reproduce.

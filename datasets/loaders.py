@@ -1,7 +1,9 @@
 """Reading the datasets' records: :func:`load_raw`, and :func:`load_dataset` on top of it.
 
 Every loader reads each file once, checks its sha256 against the registry,
-parses it and records that in the provenance. It returns the records as
+parses it and records that in the provenance. The parsed arrays of a9a and
+gisette are cached, keyed by the stored file's sha256: a second load reads
+them instead of decompressing and parsing again. It returns the records as
 read (:class:`~vfl.datasets.base.RawDataset`): encoding and scaling belong
 to the preprocessing stage (:mod:`vfl.datasets.stage`), whose parameters a
 private run takes only from public sources. The one exception, gisette's
@@ -11,16 +13,21 @@ as such, so a private run refuses it.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
+import zipfile
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from vfl.core.preprocessing import RawTable
 from vfl.datasets.base import Dataset, RawDataset
-from vfl.datasets.files import read_file, require_files, resolve_data_dir
+from vfl.datasets.files import (find_file, read_file, require_files, resolve_data_dir,
+                                user_cache_dir)
 from vfl.datasets.preprocessing import apply_minmax, fit_minmax
 from vfl.datasets.schemas import ADULT_SCHEMA, SCHEMA_DEFAULTS
 from vfl.datasets.registry import SYNTHETIC_NAME, DatasetSpec, FileSpec, get_spec
@@ -59,9 +66,80 @@ class _Reader:
         self.checksums[file_name] = sha
         return str(path), content
 
+    def parsed(self, file_name: str, parse, *args) -> tuple:
+        """``parse(path, content, *args)`` of one file, from the parsed-array cache when the
+        stored file is one parsed before.
+
+        The cache (``user_cache_dir()/parsed``) is keyed by the sha256 of the file as stored
+        (no decompression needed to look it up) and :data:`PARSER_VERSION`; each entry keeps
+        the content sha256 verified when it was parsed, which is checked against the registry
+        as a fresh read would be. A damaged entry is parsed again and replaced.
+        """
+        path = find_file(_file(self.spec, file_name), self.data_dir)
+        key = f"{_stored_sha256(path)}-{PARSER_VERSION}-{'-'.join(map(str, args))}"
+        entry = user_cache_dir() / "parsed" / f"{key}.npz"
+        hit = _load_parsed(entry)
+        if hit is not None:
+            content_sha, arrays = hit
+            spec = _file(self.spec, file_name)
+            if self.verify and content_sha != spec.sha256:
+                raise DataError(f"{spec.name}: sha256 mismatch in {path}: expected "
+                                f"{spec.sha256}, got {content_sha} (re-download with "
+                                f"`vfl datasets fetch {self.spec.name} --force`)")
+            self.paths[file_name], self.checksums[file_name] = str(path), content_sha
+            return arrays
+        source, content = self.read(file_name)
+        arrays = parse(source, content, *args)
+        _save_parsed(entry, self.checksums[file_name], arrays)
+        return arrays
+
     def provenance(self, **extra) -> dict:
         return {"source": "files", "data_dir": str(self.data_dir), "files": dict(self.paths),
                 "verified": self.verify, **extra}
+
+
+#: bump when a parser's output changes: every cached parse is then redone
+PARSER_VERSION = 1
+
+
+def _stored_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _load_parsed(entry: Path):
+    """(content sha256, arrays) of a cache entry, or None when absent or unreadable."""
+    try:
+        with np.load(entry, allow_pickle=False) as z:
+            sha = str(z["content_sha256"])
+            if "csr_data" in z:
+                X = sp.csr_matrix((z["csr_data"], z["csr_indices"], z["csr_indptr"]),
+                                  shape=tuple(z["csr_shape"]))
+                return sha, (X, z["y"]) if "y" in z else (X,)
+            return sha, tuple(z[f"a{i}"] for i in range(int(z["n"])))
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
+        return None
+
+
+def _save_parsed(entry: Path, content_sha: str, arrays) -> None:
+    """Write a cache entry atomically; a cache that cannot be written is only slower."""
+    arrays = arrays if isinstance(arrays, tuple) else (arrays,)
+    if sp.issparse(arrays[0]):
+        X = arrays[0].tocsr()
+        payload = {"csr_data": X.data, "csr_indices": X.indices, "csr_indptr": X.indptr,
+                   "csr_shape": np.array(X.shape), **({"y": arrays[1]} if len(arrays) > 1 else {})}
+    else:
+        payload = {"n": np.array(len(arrays)), **{f"a{i}": a for i, a in enumerate(arrays)}}
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = entry.with_name(f".{entry.stem}.{os.getpid()}.partial.npz")
+        np.savez(tmp, content_sha256=np.array(content_sha), **payload)
+        os.replace(tmp, entry)
+    except OSError:
+        pass
 
 
 # ----------------------------------------------------------------------------- a9a
@@ -91,8 +169,8 @@ def _load_a9a(reader: _Reader, options: Mapping[str, Any]) -> Dataset:
     ``n_features=123``.
     """
     n = reader.spec.n_features
-    X_train, y_train = _parse_svmlight(*reader.read("a9a"), n)
-    X_test, y_test = _parse_svmlight(*reader.read("a9a.t"), n)
+    X_train, y_train = reader.parsed("a9a", _parse_svmlight, n)
+    X_test, y_test = reader.parsed("a9a.t", _parse_svmlight, n)
     names = tuple(f"f{j + 1}" for j in range(n))  # LIBSVM's one-based feature numbers
     return RawDataset(
         name="a9a", train=RawTable.from_matrix(X_train, names), y_train=y_train,
@@ -119,6 +197,10 @@ def _parse_dense(source: str, content: bytes, n_features: int) -> np.ndarray:
     return X
 
 
+def _parse_dense_tuple(source: str, content: bytes, n_features: int) -> tuple[np.ndarray]:
+    return (_parse_dense(source, content, n_features),)
+
+
 def _parse_labels(source: str, content: bytes, n_rows: int) -> np.ndarray:
     try:
         y = np.array(content.split(), dtype=np.float64)
@@ -140,9 +222,9 @@ def _load_gisette(reader: _Reader, options: Mapping[str, Any]) -> Dataset:
     constant in training become 0; test values are not clipped.
     """
     n = reader.spec.n_features
-    X_train = _parse_dense(*reader.read("gisette_train.data"), n)
+    X_train, = reader.parsed("gisette_train.data", _parse_dense_tuple, n)
     y_train = _parse_labels(*reader.read("gisette_train.labels"), X_train.shape[0])
-    X_test = _parse_dense(*reader.read("gisette_valid.data"), n)
+    X_test, = reader.parsed("gisette_valid.data", _parse_dense_tuple, n)
     y_test = _parse_labels(*reader.read("gisette_valid.labels"), X_test.shape[0])
     lo, hi = fit_minmax(X_train)
     n_constant = int(np.sum(lo == hi))

@@ -633,3 +633,34 @@ def test_real_status_and_verify(data_dir):
     for name in ("a9a", "adult"):
         assert all(s["present"] for s in dataset_status(name, data_dir))
         assert all(r["ok"] for r in verify_dataset(name, data_dir))
+
+
+def test_parsed_arrays_are_cached_by_the_stored_file_and_still_verified(tmp_path, monkeypatch):
+    """The second load reads the cached arrays (bit-identical, no parse), a changed file is
+    parsed afresh, a damaged entry is replaced, and verification still applies to a hit."""
+    from vfl.datasets import loaders
+
+    monkeypatch.setenv("VFL_CACHE_DIR", str(tmp_path / "cache"))
+    write_a9a(tmp_path)
+    first = load_dataset("a9a", tmp_path, verify=False)
+    entries = sorted((tmp_path / "cache" / "parsed").glob("*.npz"))
+    assert len(entries) == 2  # a9a and a9a.t
+
+    def no_parse(*args):
+        raise AssertionError("parsed again instead of read from the cache")
+
+    monkeypatch.setattr(loaders, "_parse_svmlight", no_parse)
+    again = load_dataset("a9a", tmp_path, verify=False)
+    assert (again.X_train != first.X_train).nnz == 0 and again.X_train.shape == (3, 123)
+    np.testing.assert_array_equal(again.y_test, first.y_test)
+    assert again.checksums == first.checksums
+    # a hit is verified like a read: the content digest recorded at parse time is compared
+    with pytest.raises(DataError, match="a9a: sha256 mismatch in "):
+        load_dataset("a9a", tmp_path)
+    monkeypatch.undo()
+    monkeypatch.setenv("VFL_CACHE_DIR", str(tmp_path / "cache"))
+    entries[0].write_bytes(b"not an npz")  # damaged: parsed again and replaced
+    write_a9a(tmp_path, train=A9A_TRAIN + b"-1 5:1\n")  # changed: a new key
+    changed = load_dataset("a9a", tmp_path, verify=False)
+    assert changed.X_train.shape == (4, 123)
+    assert load_dataset("a9a", tmp_path, verify=False).X_train.shape == (4, 123)
