@@ -204,9 +204,10 @@ def validation_scores(config, candidates: list[dict], *, data_dir=None, seeds=VA
     return pd.DataFrame(rows)
 
 
-def _tuned(config, candidates, key: str, out: Path, data_dir, echo) -> pd.DataFrame:
+def _tuned(config, candidates, key: str, out: Path, data_dir, echo, seeds=None) -> pd.DataFrame:
     """:func:`validation_scores`, cached under ``out/tuning`` by a hash of its inputs."""
-    ident = {"config": config.to_dict(), "candidates": candidates, "seeds": list(VAL_SEEDS),
+    seeds = VAL_SEEDS if seeds is None else seeds
+    ident = {"config": config.to_dict(), "candidates": candidates, "seeds": list(seeds),
              "fraction": VAL_FRACTION, "split_seed": VAL_SPLIT_SEED, "version": 2}
     text = json.dumps(ident, sort_keys=True, default=str)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -214,13 +215,13 @@ def _tuned(config, candidates, key: str, out: Path, data_dir, echo) -> pd.DataFr
     if path.is_file():
         return pd.read_csv(path)
     t0 = perf_counter()
-    table = validation_scores(config, candidates, data_dir=data_dir, seeds=VAL_SEEDS,
+    table = validation_scores(config, candidates, data_dir=data_dir, seeds=seeds,
                               fraction=VAL_FRACTION, split_seed=VAL_SPLIT_SEED)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.partial")
     table.to_csv(tmp, index=False, float_format="%.10g")
     tmp.replace(path)
-    echo(f"    {key}: {len(candidates)} candidates x {len(VAL_SEEDS)} seeds on validation "
+    echo(f"    {key}: {len(candidates)} candidates x {len(seeds)} seeds on validation "
          f"({perf_counter() - t0:.0f} s)")
     return table
 
@@ -291,8 +292,22 @@ def _final(config, overrides: dict, name: str, out: Path, data_dir, echo, repeat
                  "solver_seconds": float(run.manifest["result"]["solver_seconds"])}
 
 
+def _tune_and_run(base, grid, name: str, eps: float, out: Path, data_dir, seeds, repeats,
+                  echo=None):
+    """One private method at one epsilon: its candidates scored on validation, the best run
+    on all training rows; returns (tuning table, the choice, its test numbers). The module's
+    settings come as arguments: a worker process does not see a caller's changes to them."""
+    echo = echo or (lambda _msg: None)
+    cands = [{**g, "privacy.epsilon": eps} for g in grid]
+    table = _tuned(base, cands, name, out, data_dir, echo, seeds=seeds)
+    best = _best(table, cands)
+    _, res = _final(base, best, name, out, data_dir, echo, repeats=repeats)
+    return table, best, res
+
+
 def _dataset(dataset: str, configs: Path, out: Path, data_dir, echo, epsilons=EPSILONS,
-             methods=("stacking", "admm")) -> tuple[pd.DataFrame, pd.DataFrame, dict, dict]:
+             methods=("stacking", "admm"), jobs: int = 1
+             ) -> tuple[pd.DataFrame, pd.DataFrame, dict, dict]:
     stack_name, admm_name = DATASETS[dataset]
     stack = figure_config(configs, stack_name)
     admm = figure_config(configs, admm_name)
@@ -314,23 +329,27 @@ def _dataset(dataset: str, configs: Path, out: Path, data_dir, echo, epsilons=EP
     # from the non-private choice (the limit epsilon -> infinity)
     lam_local = plain.with_overrides(_overrides(best)).solver.values["lam_local"]
     stack = stack.with_overrides(_overrides({"solver.lam1": lam1, "solver.lam_local": lam_local}))
-    for method, base, grid, short in (("private stacking", stack, STACKING_GRID, "stacking"),
-                                      ("ADMM sharing (row-level DP)", admm, ADMM_GRID, "admm")):
-        if short not in methods:
-            continue
-        for eps in epsilons:
-            cands = [{**g, "privacy.epsilon": eps} for g in grid]
-            table = _tuned(base, cands, f"{dataset}-{short}-eps{eps:g}", out, data_dir, echo)
-            best = _best(table, cands)
-            tuning.append(table.assign(method=method, epsilon=eps))
-            _, res = _final(base, best, f"{dataset}-{short}-eps{eps:g}", out, data_dir, echo)
-            fixed = ({"solver.lam1": stack.solver.values["lam1"],
-                      "solver.lam_local": stack.solver.values["lam_local"]}
-                     if short == "stacking" else {})
-            rows.append({"method": method, "epsilon": eps, **res,
-                         "kind": _kind(base), "chosen": json.dumps({**fixed, **best})})
-            echo(f"    {method}, epsilon {eps:g}: test log loss {res['test_logloss_mean']:.4f} "
-                 f"+- {res['test_logloss_std']:.4f} (chosen on validation: {json.dumps(best)})")
+    points = [(method, base, grid, short, eps)
+              for method, base, grid, short in (("private stacking", stack, STACKING_GRID, "stacking"),
+                                                ("ADMM sharing (row-level DP)", admm, ADMM_GRID, "admm"))
+              if short in methods for eps in epsilons]
+    args = [(base, grid, f"{dataset}-{short}-eps{eps:g}", eps, out, data_dir, VAL_SEEDS, REPEATS)
+            for _, base, grid, short, eps in points]
+    if jobs > 1 and len(args) > 1:  # every (method, epsilon) is tuned and run on its own
+        from joblib import Parallel, delayed
+
+        results = Parallel(n_jobs=min(jobs, len(args)))(delayed(_tune_and_run)(*a) for a in args)
+    else:
+        results = [_tune_and_run(*a, echo=echo) for a in args]
+    for (method, base, _, short, eps), (table, best, res) in zip(points, results):
+        tuning.append(table.assign(method=method, epsilon=eps))
+        fixed = ({"solver.lam1": stack.solver.values["lam1"],
+                  "solver.lam_local": stack.solver.values["lam_local"]}
+                 if short == "stacking" else {})
+        rows.append({"method": method, "epsilon": eps, **res,
+                     "kind": _kind(base), "chosen": json.dumps({**fixed, **best})})
+        echo(f"    {method}, epsilon {eps:g}: test log loss {res['test_logloss_mean']:.4f} "
+             f"+- {res['test_logloss_std']:.4f} (chosen on validation: {json.dumps(best)})")
     return pd.DataFrame(rows), pd.concat(tuning, ignore_index=True), baselines, run.manifest
 
 
@@ -411,7 +430,7 @@ def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2
 
     ``datasets``, ``epsilons`` and ``methods`` (``"stacking"``, ``"admm"``)
     restrict the figure (tests use them); the reference lines always come.
-    Runs are sequential: ``jobs`` is accepted for the common signature.
+    Each (method, epsilon) is tuned and run in one of ``jobs`` processes.
     """
     PAPER.chosen(which)  # refuses an unknown figure
     out = Path(out)
@@ -421,7 +440,7 @@ def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2
     tables, manifests = {}, {}
     for dataset in (datasets or DATASETS):
         table, tuning, _, manifest = _dataset(dataset, Path(configs), out, data_dir, echo,
-                                              epsilons, methods)
+                                              epsilons, methods, jobs)
         tables[dataset], manifests[dataset] = table, manifest
         table.to_csv(out / f"utility-{dataset}.csv", index=False, float_format="%.10g")
         tuning.to_csv(out / f"utility-tuning-{dataset}.csv", index=False, float_format="%.10g")
