@@ -165,6 +165,12 @@ acceleration, anderson_memory, z_update, blas_threads
     rho : float, the current penalty.
     zeta : list of (N,) arrays (Boyd form), party m's block of the second variable.
     epoch : int, number of completed epochs ``t``.
+    sharing, sweep, relax, penalty, accelerator, z_solver, feasible, noise
+        The options resolved into their strategies: the sharing form and the
+        order (:mod:`.forms`), the relaxation and the acceleration
+        (:mod:`.acceleration`), the penalty schedule (:mod:`.penalty`), the
+        solver of (7) and the feasible set (:mod:`.forms`), the noise form
+        (:mod:`.noise`).
 
     Initial ``x``, ``y`` and ``z`` are zero, as in the paper's experiments.
     """
