@@ -1,0 +1,453 @@
+"""The iteration of ADMM sharing (Hu et al. 2019, Algorithm 1, updates (6)-(8)).
+
+:class:`ADMMSharing` resolves every option once, in its constructor, into a
+strategy object (the sharing form, the order, the relaxation, the penalty
+schedule, the acceleration, the z-update, the feasible set and the noise
+form); :meth:`ADMMSharing.step` calls their methods and holds no branch on
+an option's name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from functools import partial
+from time import perf_counter
+
+import numpy as np
+
+from vfl.core.metrics import EpochStats
+from vfl.core.objective import Objective
+from vfl.core.solver import Solver
+
+from .acceleration import ACCELERATION, over_relaxation
+from .block import BlockSolver
+from .forms import BALL, ORDER, SHARING, Z_UPDATE, Unconstrained
+from .noise import NOISE, NOISE_FORMS
+from .penalty import RHO_SCHEDULE
+
+__all__ = ["ACCELERATIONS", "ADMMSharing", "FORMS", "ORDERS", "RHO_SCHEDULES", "Z_UPDATES",
+           "check_variant"]
+
+FORMS = tuple(SHARING)
+ORDERS = tuple(ORDER)
+RHO_SCHEDULES = tuple(RHO_SCHEDULE)
+ACCELERATIONS = tuple(ACCELERATION)
+Z_UPDATES = tuple(Z_UPDATE)
+
+
+def _check_option(name, value, choices):
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+def _positive_or_none(name, value):
+    if value is not None and not (isinstance(value, (int, float)) and np.isfinite(value)
+                                  and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+def check_variant(*, form="hu", order="jacobi", relaxation=1.0, rho_schedule="fixed",
+                  rho_min=None, rho_max=None, rho_every=2, rho_change=10.0,
+                  acceleration="none", anderson_memory=5, z_update="safeguarded",
+                  blas_threads=None, rho=None) -> None:
+    """Validate the variant options of :class:`ADMMSharing` (``ValueError`` on bad ones).
+
+    Forbidden combinations: Gauss-Seidel order in the Boyd form (the Boyd form
+    is the Jacobi ADMM of a two-block problem; in turn, it is neither);
+    acceleration with an adaptive penalty (both change the map the other one
+    relies on); ``rho_min``/``rho_max``/``rho_every`` without the spectral
+    schedule (they would be silently ignored); Nesterov momentum in Hu's
+    Jacobi form (a two-block method; measured on a9a it restarts all the time
+    and is slower than no acceleration: rho = 1 not at 1e-4 after 400 epochs,
+    Algorithm 1 needs 257).
+    """
+    _check_option("form", form, FORMS)
+    _check_option("order", order, ORDERS)
+    _check_option("rho_schedule", rho_schedule, RHO_SCHEDULES)
+    _check_option("acceleration", acceleration, ACCELERATIONS)
+    _check_option("z_update", z_update, Z_UPDATES)
+    if not (isinstance(relaxation, (int, float)) and 0.0 < relaxation < 2.0):
+        raise ValueError(f"relaxation must be in (0, 2) (over-relaxation needs alpha < 2), "
+                         f"got {relaxation!r}")
+    _positive_or_none("rho_min", rho_min)
+    _positive_or_none("rho_max", rho_max)
+    if not (isinstance(rho_every, (int, np.integer)) and rho_every >= 1):
+        raise ValueError(f"rho_every must be an integer >= 1, got {rho_every!r}")
+    if not (isinstance(rho_change, (int, float)) and np.isfinite(rho_change) and rho_change > 1):
+        raise ValueError(f"rho_change must be a finite number > 1, got {rho_change!r}")
+    if not (isinstance(anderson_memory, (int, np.integer)) and anderson_memory >= 1):
+        raise ValueError(f"anderson_memory must be an integer >= 1, got {anderson_memory!r}")
+    if blas_threads is not None and not (isinstance(blas_threads, (int, np.integer))
+                                         and blas_threads >= 1):
+        raise ValueError(f"blas_threads must be an integer >= 1, got {blas_threads!r}")
+    if order == "gauss_seidel" and form == "boyd":
+        raise ValueError("order = 'gauss_seidel' needs form = 'hu': the Boyd form is the Jacobi "
+                         "update of a two-block ADMM")
+    if rho_schedule == "fixed":
+        for name, value, default in (("rho_min", rho_min, None), ("rho_max", rho_max, None),
+                                     ("rho_every", rho_every, 2), ("rho_change", rho_change, 10.0)):
+            if value != default:
+                raise ValueError(f"{name} applies to rho_schedule = 'spectral' only")
+    if rho_min is not None and rho_max is not None and rho_min > rho_max:
+        raise ValueError(f"rho_min = {rho_min:g} exceeds rho_max = {rho_max:g}")
+    if rho is not None and rho_schedule == "spectral":
+        if rho_min is not None and rho < rho_min or rho_max is not None and rho > rho_max:
+            raise ValueError(f"the initial rho = {rho:g} is outside [rho_min, rho_max]")
+    if acceleration != "none" and rho_schedule != "fixed":
+        raise ValueError(f"acceleration = {acceleration!r} needs rho_schedule = 'fixed' "
+                         "(momentum and Anderson extrapolate one fixed map)")
+    if acceleration == "nesterov_restart" and form != "boyd":
+        raise ValueError("acceleration = 'nesterov_restart' needs form = 'boyd' (Goldstein et "
+                         "al.'s fast ADMM is a two-block method; on Hu's Jacobi form it is "
+                         "slower than no acceleration)")
+    if acceleration != "anderson" and anderson_memory != 5:
+        raise ValueError("anderson_memory applies to acceleration = 'anderson' only")
+
+
+class ADMMSharing(Solver):
+    """Parallel ADMM sharing (Algorithm 1) with exact x- and z-updates, and its variants.
+
+    Parameters
+    ----------
+    blocks : list of (N, d_m) arrays or sparse matrices
+        The parties' feature blocks ``D_1, ..., D_M`` (same rows).
+    b : (N,) array of labels (+-1 for the logistic loss).
+    objective : Objective
+        Loss, reduction and ``lam`` of problem (1).
+    rho : float, > 0
+        Penalty of the augmented Lagrangian (5) (the initial one when adaptive).
+    z_tol : float
+        Tolerance of the vectorized Newton solve of (7).
+    sigma : float or sequence of M floats, >= 0
+        Noise scale of the private variant (Hu et al. 2019, updates (10));
+        0 (the default) is Algorithm 1 exactly. May be changed between
+        epochs (time-varying noise) through the ``sigma`` attribute.
+    noise_form : {"variable", "variable_whitened", "output"}
+        How each party perturbs its share before pushing it:
+
+        - ``"variable"``: ``x~ = x + xi``, ``xi ~ N(0, sigma^2 I)``; the share
+          is ``D_m x~`` (NeurIPS version of Hu et al., eq. (7); the authors' prototype);
+        - ``"variable_whitened"``: ``xi ~ N(0, sigma^2 (D_m^T D_m)^{-1})`` so
+          ``D_m xi ~ N(0, sigma^2 P_m)`` (Hu et al. 2019, eq. (10));
+        - ``"output"``: ``D_m x + N(0, sigma^2 I_N)``.
+    noise_rngs : list of M numpy Generators
+        Party m's noise stream; required when any sigma is positive.
+    x_radius : float, optional
+        ``b1`` of Assumption 2.1 of Hu et al.: the local model is kept in the
+        l2 ball of this radius (the feasible set ``X_m`` of (2)). Off by
+        default; how many parties hit the ball is recorded per epoch.
+    ball : {"project", "exact"}
+        How: project the unconstrained minimizer of (6) onto the ball, or
+        solve (6) exactly over the ball (:meth:`BlockSolver.solve_ball`),
+        which the row-level sensitivity bound needs.
+    share_clip : float, optional
+        ``c``: each released share is clipped entrywise to ``[-c, c]`` before
+        the noise (the sound sensitivities of :mod:`vfl.privacy.sharing`).
+    input_clip : float, optional
+        ``R``: the value a party pulls (``rho v - y``; ``M rho zeta_m - y`` in
+        the Boyd form) is clipped entrywise to ``[-R, R]`` before its x-update
+        (post-processing of public values).
+    release_sensitivity : sequence of M floats, optional
+        The enforced l2 sensitivity of each party's release, recorded in its
+        :class:`~vfl.core.solver.Release` events (NaN: none enforced).
+    form, order, relaxation, rho_schedule, rho_min, rho_max, rho_every, rho_change, \
+acceleration, anderson_memory, z_update, blas_threads
+        The variants of :mod:`vfl.admm.sharing`; defaults: Algorithm 1
+        (``"hu"``, ``"jacobi"``, 1.0, ``"fixed"``, -, -, 2, 10.0, ``"none"``,
+        5, ``"safeguarded"``, BLAS untouched). See :func:`check_variant`.
+
+    Attributes
+    ----------
+    x : list of (d_m,) arrays, the local models ``x_m^t``.
+    shares : list of (N,) arrays, the shared values ``s_m^t = D_m x_m^t``
+        (perturbed in the private variant: what the other parties receive).
+    z, y : (N,) arrays, the auxiliary and dual variables.
+    rho : float, the current penalty.
+    zeta : list of (N,) arrays (Boyd form), party m's block of the second variable.
+    epoch : int, number of completed epochs ``t``.
+    sharing, sweep, relax, penalty, accelerator, z_solver, feasible, noise
+        The options resolved into their strategies: the sharing form and the
+        order (:mod:`.forms`), the relaxation and the acceleration
+        (:mod:`.acceleration`), the penalty schedule (:mod:`.penalty`), the
+        solver of (7) and the feasible set (:mod:`.forms`), the noise form
+        (:mod:`.noise`).
+
+    Initial ``x``, ``y`` and ``z`` are zero, as in the paper's experiments.
+    """
+
+    def __init__(self, blocks, b, objective: Objective, rho: float = 1.0, *, z_tol=1e-10,
+                 sigma=0.0, noise_form: str = "variable", noise_rngs=None, x_radius=None,
+                 ball: str = "project", share_clip=None, input_clip=None,
+                 release_sensitivity=None, form: str = "hu", order: str = "jacobi",
+                 relaxation: float = 1.0, rho_schedule: str = "fixed", rho_min=None,
+                 rho_max=None, rho_every: int = 2, rho_change: float = 10.0,
+                 acceleration: str = "none", anderson_memory: int = 5,
+                 z_update: str = "safeguarded", blas_threads=None):
+        if not blocks:
+            raise ValueError("at least one feature block is required")
+        n = len(b)
+        for m, D in enumerate(blocks, start=1):
+            if D.ndim != 2 or D.shape[0] != n:
+                raise ValueError(
+                    f"party {m}: block of shape {D.shape} does not have {n} rows"
+                )
+            if D.shape[1] == 0:
+                raise ValueError(f"party {m}: block has no columns")
+        if not (np.isfinite(rho) and rho > 0):
+            raise ValueError(f"rho must be a finite number > 0, got {rho!r}")
+        if noise_form not in NOISE_FORMS:
+            raise ValueError(f"noise_form must be one of {NOISE_FORMS}, got {noise_form!r}")
+        check_variant(form=form, order=order, relaxation=relaxation, rho_schedule=rho_schedule,
+                      rho_min=rho_min, rho_max=rho_max, rho_every=rho_every,
+                      rho_change=rho_change, acceleration=acceleration,
+                      anderson_memory=anderson_memory, z_update=z_update,
+                      blas_threads=blas_threads, rho=rho)
+        if x_radius is not None and not (np.isfinite(x_radius) and x_radius > 0):
+            raise ValueError(f"x_radius must be a finite number > 0, got {x_radius!r}")
+        if ball not in BALL:
+            raise ValueError(f"ball must be 'project' or 'exact', got {ball!r}")
+        for name, value in (("share_clip", share_clip), ("input_clip", input_clip)):
+            if value is not None and not (np.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        M = len(blocks)
+        self.objective = objective
+        self.b = np.asarray(b, dtype=float)
+        self.rho = float(rho)
+        self.z_tol = float(z_tol)
+        self._w = objective.weight(n)
+        self._loss = objective.loss_fn
+        # the options as given (for manifests), then each resolved once into its strategy
+        self.form, self.order, self.relaxation = form, order, float(relaxation)
+        self.rho_schedule, self.acceleration, self.z_update_method = (
+            rho_schedule, acceleration, z_update)
+        self.noise_form, self.ball = noise_form, ball
+        self.x_radius, self.share_clip, self.input_clip = x_radius, share_clip, input_clip
+        self.sharing = SHARING[form](M)
+        self.sweep = ORDER[order]()
+        self.relax = over_relaxation(relaxation)
+        if rho_schedule == "spectral" and rho_min is None and self.sharing.needs_rho_floor:
+            rho_min = min(self.rho, objective.min_rho(n))  # Assumption 1.2(c)'s sqrt(2) L
+        self.rho_min, self.rho_max = rho_min, rho_max
+        self.rho_every, self.rho_change = int(rho_every), float(rho_change)
+        self.penalty = RHO_SCHEDULE[rho_schedule](rho_min, rho_max, rho_every, rho_change)
+        self.anderson_memory = int(anderson_memory)
+        self.accelerator = ACCELERATION[acceleration].from_options(
+            anderson_memory=anderson_memory)
+        self.z_solver = Z_UPDATE[z_update](self.b)
+        self.feasible = Unconstrained() if x_radius is None else BALL[ball](x_radius)
+        self.noise = NOISE[noise_form]()
+        self.noise_rngs = noise_rngs
+        self.blas_threads = blas_threads
+        self.solvers = [BlockSolver(D, objective.lam, self.rho * self.sharing.scale,
+                                    factor=not self.penalty.adaptive) for D in blocks]
+        self.x = [np.zeros(D.shape[1]) for D in blocks]
+        self.shares = [np.zeros(n) for _ in blocks]
+        self.share_sum = np.zeros(n)
+        self._margins = np.zeros(n)
+        self.z = np.zeros(n)
+        self.y = np.zeros(n)
+        self.zeta = self.sharing.initial(n)
+        self.epoch = 0
+        self.sigma = sigma  # validated (needs the parties) by the property setter
+        self.release_sensitivity = (np.full(M, np.nan) if release_sensitivity is None
+                                    else np.asarray(release_sensitivity, dtype=float))
+        self._next = None  # the public state the next epoch starts from, if not the last
+        self._controller = None
+        if blas_threads is not None:
+            from threadpoolctl import ThreadpoolController
+
+            self._controller = ThreadpoolController()
+
+    @property
+    def n_parties(self) -> int:
+        return len(self.solvers)
+
+    @property
+    def sigma(self) -> np.ndarray:
+        """Per-party noise scales (M,)."""
+        return self._sigma
+
+    @sigma.setter
+    def sigma(self, value):
+        n_parties = len(self.x) if hasattr(self, "x") else None
+        sig = np.array(value, dtype=float).reshape(-1)
+        if sig.size == 1 and n_parties:
+            sig = np.full(n_parties, sig[0])
+        if n_parties and sig.size != n_parties:
+            raise ValueError(f"sigma needs one value per party ({n_parties}), got {sig.size}")
+        if not np.all(np.isfinite(sig)) or np.any(sig < 0):
+            raise ValueError(f"sigma must be finite and >= 0, got {value!r}")
+        if np.any(sig > 0):
+            rngs = self.noise_rngs
+            if rngs is None or n_parties is None or len(rngs) != sig.size:
+                raise ValueError("a positive sigma needs noise_rngs: one numpy Generator per party")
+        self._sigma = sig
+
+    def _smallest_rho(self) -> float:
+        """The smallest penalty this run can use (its floor when adaptive)."""
+        return self.penalty.floor(self.rho)
+
+    def variant(self) -> dict:
+        """The options that differ from Algorithm 1, with what each one is (for manifests)."""
+        out = {}
+        if self.form == "boyd":
+            out["form"] = ("boyd: sharing ADMM of Boyd et al. 2011 sec. 7.3 (x-update penalty "
+                           f"M rho = {self.x_rho:g}; convergent for any rho > 0)")
+        if self.order == "gauss_seidel":
+            out["order"] = "gauss_seidel: parties in turn (M rounds of latency per epoch)"
+        if self.relaxation != 1.0:
+            out["relaxation"] = f"alpha = {self.relaxation:g} (Eckstein-Bertsekas)"
+        if self.penalty.adaptive:
+            out["rho_schedule"] = (f"spectral (Xu et al. 2017): every {self.rho_every} epochs, "
+                                   f"change factor <= {self.rho_change:g}, rho in "
+                                   f"[{self.rho_min if self.rho_min is not None else 0:g}, "
+                                   f"{self.rho_max if self.rho_max is not None else np.inf:g}]")
+        if self.accelerator.note is not None:
+            out["acceleration"] = self.accelerator.note
+        return out
+
+    @property
+    def x_rho(self) -> float:
+        """The penalty of the x-update: ``rho`` (Hu form) or ``M rho`` (Boyd form)."""
+        return self.rho * self.sharing.scale
+
+    # -- one epoch ---------------------------------------------------------
+    def public_state(self):
+        """The public state ``(P, z, y)`` after the last epoch (``P``: shares, or zeta if Boyd)."""
+        return self.sharing.public(self), self.z, self.y
+
+    def _state_in(self):
+        """The public state the next epoch reads: the last one, or an accelerated point."""
+        return self.public_state() if self._next is None else self._next
+
+    def x_update(self, m: int) -> np.ndarray:
+        """Minimizer of (6) for party ``m`` (0-based) given the current state.
+
+        Unconstrained unless ``ball = "exact"``, then over the ball of radius
+        ``x_radius`` (``ball = "project"`` projects afterwards, in :meth:`step`).
+        """
+        P, z, y = self._state_in()
+        return self._x_update(m, P, z, y, self.sharing.coupled_sum(P))[0]
+
+    def _x_update(self, m, P, z, y, S) -> tuple[np.ndarray, bool]:
+        r = self.sharing.pulled(m, P, z, y, S, self.rho)
+        if self.input_clip is not None:
+            np.clip(r, -self.input_clip, self.input_clip, out=r)
+        return self.feasible.solve(self.solvers[m], r, self.x_rho)
+
+    def z_update(self, share_sum: np.ndarray, y=None, z0=None) -> np.ndarray:
+        """Minimizer of (7) given ``sum_m D_m x_m^{t+1}`` (and ``y``, default the current)."""
+        y = self.y if y is None else y
+        z0 = self.z if z0 is None else z0
+        return self.z_solver(self._loss, share_sum, y, self.b, self.rho, self._w,
+                             tol=self.z_tol, z0=z0)
+
+    def publish(self, m: int, x_m: np.ndarray, share: np.ndarray) -> np.ndarray:
+        """The value party ``m`` pushes to the central node.
+
+        Algorithm 1 pushes the exact share ``D_m x_m``. With ``sigma_m > 0``
+        it pushes the perturbed share of updates (10) in the configured noise
+        form (:mod:`.noise`), drawn from party m's own stream. The party keeps
+        its unperturbed ``x_m``; only the pushed value is noisy.
+        """
+        if self.share_clip is not None:
+            share = np.clip(share, -self.share_clip, self.share_clip)
+        sigma = self.sigma[m]
+        if sigma == 0:
+            return share  # no draw at all: sigma = 0 replays Algorithm 1 exactly
+        release = partial(self.release, units=m, sensitivity=self.release_sensitivity[m])
+        return self.noise.perturb(share, x_m, sigma=sigma, rng=self.noise_rngs[m],
+                                  block=self.solvers[m], release=release)
+
+    def _blas(self):
+        if self._controller is None:
+            return contextlib.nullcontext()
+        return self._controller.limit(limits=self.blas_threads, user_api="blas")
+
+    def step(self, diagnostics: bool = True) -> EpochStats:
+        """Run one epoch and return its statistics.
+
+        With ``diagnostics=False`` the objective and residuals are not
+        evaluated (NaN), leaving only the algorithm's own work to time.
+        """
+        with self._blas():
+            projected, t, extra = self._epoch()
+        self.epoch += 1
+        nan = float("nan")
+        if self.x_radius is not None:
+            extra["projected_parties"] = projected
+        return EpochStats(
+            epoch=self.epoch,
+            objective=self.objective_value() if diagnostics else nan,
+            primal_residual=self.primal_residual() if diagnostics else nan,
+            dual_residual=self.dual_residual() if diagnostics else nan,
+            x_seconds=t[1] - t[0],
+            z_seconds=t[2] - t[1],
+            y_seconds=t[3] - t[2],
+            extra=extra,
+        )
+
+    def _epoch(self):
+        """One epoch: the x-updates (6) and pushes, (7), (8), then the strategies' own steps."""
+        t0 = perf_counter()
+        self.begin_releases()
+        P, z_in, y_in = self._state_in()
+        S_in = self.sharing.coupled_sum(P)
+        new_x, exact, published, projected = [], [], [], 0
+        for m in range(self.n_parties):
+            xm, active = self._x_update(m, P, z_in, y_in, S_in)
+            xm, moved = self.feasible.project(xm)
+            projected += active + moved
+            e = self.solvers[m].matvec(xm)
+            s = self.publish(m, xm, e)
+            S_in = self.sweep.advance(S_in, s, P[m])
+            new_x.append(xm)
+            exact.append(e)
+            published.append(s)
+        self.x = new_x
+        self._margins = np.sum(exact, axis=0)
+        self.shares = published
+        self.share_sum = np.sum(published, axis=0)
+        S_hat = self.relax(self.share_sum, z_in)
+        t1 = perf_counter()
+        rho = self.rho
+        self.z = self.z_update(S_hat, y=y_in, z0=z_in)
+        t2 = perf_counter()
+        self.y = y_in + rho * (S_hat - self.z)
+        self.sharing.after_dual(self, published, P, S_hat, self.relax)
+        extra = self.penalty.update(self, P, z_in, y_in)
+        ta = perf_counter()
+        self._next, report = self.accelerator.step(self, (P, z_in, y_in))
+        t3 = perf_counter()
+        if report:
+            extra.update(report, accel_seconds=t3 - ta)
+        return projected, (t0, t1, t2, t3), extra
+
+    # -- diagnostics ---------------------------------------------------------
+    def margins(self) -> np.ndarray:
+        """``sum_m D_m x_m`` for the current models (exact, unperturbed)."""
+        return self._margins
+
+    def objective_value(self) -> float:
+        """F(x) of problem (1) at the current ``x``."""
+        return self.objective.value_from_margins(self.margins(), self.b, self.x)
+
+    def primal_residual(self) -> float:
+        """``|| sum_m D_m x_m - z ||`` on the shared values, constraint (4)."""
+        return float(np.linalg.norm(self.share_sum - self.z))
+
+    def dual_residual(self) -> float:
+        """``|| grad_x L_0(x, y) ||`` = ``sqrt(sum_m ||2 lam x_m + D_m^T y||^2)``.
+
+        The stationarity residual of the un-augmented Lagrangian in x at the
+        current dual y: zero exactly when the x-block KKT conditions hold.
+        """
+        sq = 0.0
+        for s, xm in zip(self.solvers, self.x):
+            r = 2.0 * self.objective.lam * xm + s.rmatvec(self.y)
+            sq += float(r @ r)
+        return float(np.sqrt(sq))
+
+    def coef(self) -> np.ndarray:
+        """All parties' models concatenated (only for evaluation, never shared)."""
+        return np.concatenate(self.x)
