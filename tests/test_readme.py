@@ -151,7 +151,8 @@ USER_FACING = (
     "privacy/moments.py", "papers/*.py", "papers/*/*.py", "plots/*.py", "datasets/*.py", "experiments/*.py",
     "configs/*.toml", "README.md",
 )
-INTERNAL_ID = re.compile(r"\b(spec [A-Z]\d|erratum [A-Z]?\d|issue \d|papers/0\d)", re.I)
+INTERNAL_ID = re.compile(r"\b(spec [A-Z]\d|erratum [A-Z]?\d|issue \d|papers/0\d|00\d eq\.|of 00\d\b)",
+                         re.I)
 
 
 def test_no_internal_ids_in_user_facing_text():
