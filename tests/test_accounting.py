@@ -271,7 +271,6 @@ def test_epsilon_sweep(tmp_path):
 
 
 # -- the audit -----------------------------------------------------------------------------------
-@pytest.mark.slow  # an audit: three configs x K = 20 runs per neighbour pair, ~11 s
 def test_audit_passes_the_guarantee_and_refutes_an_under_calibrated_claim():
     from vfl.experiments.audit import audit_config
 

@@ -47,7 +47,6 @@ def _config(tmp_path, relation):
     return path
 
 
-@pytest.mark.slow  # an audit: 2 x K = 20 runs, ~6 s
 def test_sharing_audit_refutes_a_third_of_the_noise_and_passes_the_real_one(tmp_path):
     config = load_config(_config(tmp_path, "row"))
     weak = audit_config(config, K=20, seed=0, kinds=("adversarial",), max_pairs=1,
@@ -64,7 +63,6 @@ def test_sharing_audit_refutes_a_third_of_the_noise_and_passes_the_real_one(tmp_
     assert 0 < sound.claims["profile"][0] <= sound.claims["guarantee"][0]
 
 
-@pytest.mark.slow  # an audit: 2 pairs x K = 10 runs, ~3 s
 def test_column_canary_exercises_much_more_than_a_real_column(tmp_path):
     """Zeroing a real column moves the shares by ~1e-3 of the charged 2 min(c, b1) sqrt(N);
     the canary block (one column holding the labels, its sign flipped on 45% of the rows)
@@ -76,7 +74,6 @@ def test_column_canary_exercises_much_more_than_a_real_column(tmp_path):
     assert "canary" in adversarial.name and adversarial.exercised > 0.35
 
 
-@pytest.mark.slow  # two audits through the CLI, their figures and the summary figure, ~8 s
 def test_audits_collects_one_table_and_one_figure(tmp_path):
     path = _config(tmp_path, "row")
     root = tmp_path / "audits"
