@@ -55,9 +55,10 @@ def vfl(*args, cwd=None, env=None, timeout=None, input=None):
     from vfl.cli.main import main
 
     runner = CliRunner()
+    env = {k: None if v is None else str(v) for k, v in (env or {}).items()}  # None: unset
     previous = os.getcwd()
     t0 = time.perf_counter()
-    with runner.isolation(input=input, env={k: str(v) for k, v in (env or {}).items()}) as (out, err, _):
+    with runner.isolation(input=input, env=env) as (out, err, _):
         saved_show = warnings.showwarning
         warnings.showwarning = _show_on_stderr
         try:

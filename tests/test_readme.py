@@ -103,7 +103,7 @@ def _run_bash(lines: str, cwd: Path) -> None:
            "MPLBACKEND": "Agg"}
     for line in lines.strip().splitlines():
         words = shlex.split(line)
-        if words[0] == "vfl" and not re.search(r"[|&;<>$`(){}*?~#]|\\", line):
+        if words[:1] == ["vfl"] and not re.search(r"[|&;<>$`(){}*?~#]|\\", line):
             proc = vfl(*words[1:], cwd=cwd, env={"MPLBACKEND": "Agg"})
         else:
             proc = subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True,
