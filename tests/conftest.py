@@ -11,6 +11,30 @@ from pathlib import Path
 
 import pytest
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one BLAS thread per xdist worker (set before numpy loads): the workers already use
+    # every core, and BLAS threads spinning against the other worker only cost time
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """Spread the tests over every core (pytest-xdist) unless the command line says otherwise.
+
+    ``pytest`` alone runs as ``pytest -n auto --dist worksteal``; ``-n 0`` (or
+    ``-n N``, or ``-p no:xdist``) chooses otherwise, and a command naming only
+    single tests (``file::test``) runs in this process.
+    """
+    option = config.option
+    if (not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput")
+            or getattr(option, "numprocesses", 0) is not None or option.collectonly
+            or (config.args and all("::" in a for a in config.args))):
+        return
+    option.numprocesses = "auto"
+    if option.dist == "no":
+        option.dist = "worksteal"
+
 
 def _require_data() -> bool:
     return os.environ.get("VFL_REQUIRE_DATA", "") not in ("", "0")

@@ -22,6 +22,7 @@ def _finite_positive(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 
 
+@pytest.mark.slow  # every case of the runner, end to end in a new process: about 25 s
 def test_quick_run_writes_results(tmp_path):
     out = tmp_path / "bench"
     env = {**os.environ, "MPLBACKEND": "Agg"}
@@ -94,18 +95,22 @@ def test_quick_run_writes_results(tmp_path):
     assert "## Variants of ADMM sharing" in md and "## Under noise" in md
 
 
-def test_only_runs_the_named_cases_and_the_hook_is_optional(tmp_path):
+def test_only_runs_the_named_cases_and_the_hook_is_optional(tmp_path, monkeypatch, capsys):
+    """``python -m benchmarks ...`` is ``runner.main(argv)``, called here in this process."""
+    import warnings
+
+    from benchmarks import runner
+
     out = tmp_path / "bench"
-    env = {**os.environ, "MPLBACKEND": "Agg"}
-    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--only", "z_update",
-                           "--out", str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    monkeypatch.chdir(ROOT)
+    with warnings.catch_warnings():  # main sets a filter of its own
+        assert runner.main(["--quick", "--only", "z_update", "--out", str(out)]) == 0
     bench = json.loads((out / "bench.json").read_text())
     assert "z_update" in bench and "variants_a9a" not in bench and bench["targets"] == {}
-    bad = subprocess.run([sys.executable, "-m", "benchmarks", "--only", "nope"], cwd=ROOT,
-                         env=env, capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2 and "unknown case" in bad.stderr
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as bad:
+        runner.main(["--only", "nope"])
+    assert bad.value.code == 2 and "unknown case" in capsys.readouterr().err
 
 
 def test_external_benchmarks_plug_in(monkeypatch):

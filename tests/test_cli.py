@@ -1,13 +1,16 @@
-"""The ``vfl`` command end to end, in subprocesses, as a user types it."""
+"""The ``vfl`` command as a user types it: in this process through the console entry point
+(``cli_helpers.vfl``), and once end to end through the installed script."""
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from cli_helpers import SMALL, assert_one_line_error, vfl
+from cli_helpers import SMALL, assert_one_line_error, vfl, vfl_process
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -163,3 +166,24 @@ def test_small_rho_warns_in_summary(tmp_path):
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["solver"]["assumption_1_2c"] == {"L": 0.25, "rho_min": pytest.approx(0.35355339),
                                                      "satisfied": False}
+
+
+@pytest.mark.slow
+def test_console_script_end_to_end(tmp_path, small_config):
+    """The installed ``vfl`` script and ``python -m vfl.cli.main`` in new processes: help, a
+    run, a user error as one line on the real stderr (exit 2) and ``--debug``'s traceback."""
+    script = Path(sys.executable).with_name("vfl")
+    assert script.is_file(), script
+    proc = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "Run one experiment" in proc.stdout, proc.stderr
+    out = tmp_path / "run"
+    proc = subprocess.run([script, "run", "--config", small_config, "--out", out],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "ADMM sharing (15 epochs)" in proc.stdout and f"wrote {out}" in proc.stdout
+    assert (out / "metrics.csv").is_file() and (out / "loss.png").is_file()
+    assert_one_line_error(vfl_process("run", "--config", tmp_path / "nope.toml"),
+                          "config file not found")
+    proc = vfl_process("--debug", "run", "--config", tmp_path / "nope.toml")
+    assert proc.returncode == 2
+    assert "Traceback" in proc.stderr and "error: config file not found" in proc.stderr

@@ -1,5 +1,7 @@
 """Hostile inputs, as a new user would type them: one `error:` line, exit 2, before any work,
-nothing left behind (issue 15's table), plus leftovers, warnings and interrupted sweeps."""
+nothing left behind (issue 15's table), plus leftovers, warnings and interrupted sweeps.
+
+`vfl` runs in this process (``cli_helpers.vfl``); the interrupted sweep signals a real one."""
 
 import os
 import signal
@@ -200,7 +202,8 @@ def test_stale_partial_of_a_dead_process_is_cleaned(tmp_path, small):
     dead.wait()
     stale = tmp_path / f".run.{dead.pid}.abcd.partial"
     stale.mkdir()
-    live = tmp_path / f".run.{os.getpid()}.efgh.partial"  # a live writer's: left alone
+    # a live writer's, another process than the one running `vfl` (this one): left alone
+    live = tmp_path / f".run.{os.getppid()}.efgh.partial"
     live.mkdir()
     assert vfl("run", "--config", small, "--out", tmp_path / "run", "-q").returncode == 0
     assert not stale.exists() and live.exists()
@@ -208,11 +211,11 @@ def test_stale_partial_of_a_dead_process_is_cleaned(tmp_path, small):
 
 def test_run_directory_follows_the_umask(tmp_path, small):
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-c",
-                           "import os, sys; os.umask(0o022); from vfl.cli.main import main; "
-                           "sys.exit(main(sys.argv[1:]))",
-                           "run", "--config", str(small), "--out", str(out), "-q"],
-                          capture_output=True, text=True, timeout=300)
+    mask = os.umask(0o022)
+    try:
+        proc = vfl("run", "--config", small, "--out", out, "-q")
+    finally:
+        os.umask(mask)
     assert proc.returncode == 0, proc.stderr
     assert out.stat().st_mode & 0o777 == 0o755
 
@@ -229,8 +232,9 @@ def test_help_is_grouped_and_every_command_has_an_example():
         assert f"vfl {command}" in text.split("Options:")[0], command
 
 
+@pytest.mark.slow  # end to end: a real process and a real signal
 def test_interrupted_sweep_resumes_to_the_same_result(tmp_path, small):
-    """SIGINT to a running sweep, rerun, compare with an uninterrupted sweep."""
+    """SIGINT to a running sweep (a new process), rerun, compare with an uninterrupted sweep."""
     args = ["sweep", "--config", str(small), "--grid", "privacy.sigma=0,0.5,1,2",
             "--seeds", "0,1", "--set", "solver.epochs=40"]
     full = vfl(*args, "--out", tmp_path / "full", "-q")

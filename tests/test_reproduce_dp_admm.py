@@ -293,8 +293,9 @@ def test_bad_configs_are_one_error_line_and_exit_2(tmp_path, case):
     path = tmp_path / f"{case}.toml"
     path.write_text(dump_toml(tiny_config(name, **changes)))
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "vfl.cli.main", "run", "--config", str(path),
-                           "--out", str(out)], capture_output=True, text=True, cwd=tmp_path)
+    from cli_helpers import vfl  # the console entry point, in this process
+
+    proc = vfl("run", "--config", path, "--out", out, cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and key in lines[0], lines

@@ -371,10 +371,9 @@ def test_bad_graph_config_is_one_error_line_and_exit_2(tmp_path, case):
     config = tmp_path / "bad.toml"
     config.write_text(BAD_BASE.format(network=network.format(path=edges)))
     out = tmp_path / "out"
-    env = {**os.environ, "MPLBACKEND": "Agg"}
-    proc = subprocess.run([sys.executable, "-m", "vfl.cli.main", "run", "--config", str(config),
-                           "--out", str(out)], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=120)
+    from cli_helpers import vfl  # the console entry point, in this process
+
+    proc = vfl("run", "--config", config, "--out", out, cwd=tmp_path, env={"MPLBACKEND": "Agg"})
     lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], lines

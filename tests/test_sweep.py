@@ -1,13 +1,12 @@
 """Noise sweeps: resumable, aggregated, parallel (joblib) and on Dask."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from cli_helpers import vfl
 from vfl.experiments.config import config_from_dict
 from vfl.core.errors import ConfigError
 from vfl.experiments.sweep import aggregate_sweep, plan_sweep, run_sweep
@@ -104,18 +103,17 @@ def test_cli_sweep_writes_figures_and_resumes(tmp_path):
         "[partition]\ncolumns = [4, 6]\n[solver]\nepochs = 5\n"
         "[sweep]\nsigmas = [0, 0.2]\nseeds = [0, 1]\n")
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "vfl.cli.main", "sweep-noise", "--config", str(path),
-           "--out", str(out), "--jobs", "2"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    cmd = ["sweep-noise", "--config", path, "--out", out, "--jobs", "2"]
+    proc = vfl(*cmd)
     assert proc.returncode == 0, proc.stderr
     assert "4 runs executed, 0 kept" in proc.stdout
     for name in ("sweep.csv", "sweep_final.csv", "sweep_curves.png", "sweep_curves.pdf",
                  "sweep_final.png", "sweep_final.pdf", "baselines.json"):
         assert (out / name).is_file(), name
-    proc = subprocess.run(cmd + ["--sigmas", "0,0.2,1"], capture_output=True, text=True, timeout=300)
+    proc = vfl(*cmd, "--sigmas", "0,0.2,1")
     assert proc.returncode == 0, proc.stderr
     assert "2 runs executed, 4 kept" in proc.stdout
-    bad = subprocess.run(cmd + ["--sigmas", "0,-1"], capture_output=True, text=True, timeout=300)
+    bad = vfl(*cmd, "--sigmas", "0,-1")
     assert bad.returncode == 2 and bad.stderr.strip() == "error: --sigmas[1] must be >= 0, got -1"
 
 
