@@ -8,8 +8,6 @@ The slow test checks the paper's qualitative claims on the real configs.
 """
 
 import json
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -148,6 +146,8 @@ def _csv(path):
     return pd.read_csv(path, comment="#")
 
 
+# Twelve figures as PNG and PDF: most of its 26 s of CPU is matplotlib's savefig.
+@pytest.mark.slow
 def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, tiny_grid):
     configs = tiny_configs(tmp_path / "configs")
     out = tmp_path / "dp-admm"

@@ -1,9 +1,6 @@
 """`vfl reproduce ldp` (Xiao et al.): shipped configs, every figure and CSV on tiny configs,
 resuming, bad graph configs, and (slow) the paper's claims on the real configs."""
 
-import os
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
