@@ -16,18 +16,9 @@ import os
 import subprocess
 import sys
 import tempfile
-from time import perf_counter
-
 import numpy as np
 
-
-def _median_seconds(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = perf_counter()
-        fn()
-        times.append(perf_counter() - t0)
-    return float(np.median(times))
+from .sampler import _median_seconds
 
 
 def _load_ratio(data_dir, repeats: int) -> dict:
