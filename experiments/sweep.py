@@ -259,11 +259,27 @@ def _dask_client(scheduler: str):
         from dask.distributed import Client
     except ImportError:
         raise ConfigError("--scheduler needs dask.distributed: pip install 'vfl[dask]'") from None
+    _check_listening(scheduler)
     try:
         return Client(scheduler, timeout="5s")
     except (OSError, TimeoutError, ValueError) as exc:
         raise ConfigError(f"cannot reach the Dask scheduler at {scheduler}: "
                           f"{' '.join(str(exc).split())}") from None
+
+
+def _check_listening(scheduler: str) -> None:
+    """Refuse at once a TCP scheduler address where nothing listens (Dask itself would
+    retry until its timeout before saying so)."""
+    import socket
+
+    if not scheduler.startswith("tcp://"):
+        return
+    host, _, port = scheduler[len("tcp://"):].partition(":")
+    try:
+        socket.create_connection((host, int(port or 8786)), timeout=5).close()
+    except OSError as exc:
+        raise ConfigError(f"cannot reach the Dask scheduler at {scheduler}: "
+                          f"{exc.strerror or exc}") from None
 
 
 def _run_dask(todo, data_dir, client, on_done):
