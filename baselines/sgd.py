@@ -367,11 +367,11 @@ class FDMLSGD:
 # ---------------------------------------------------------------------------
 
 from vfl.core.params import Param  # noqa: E402
-from vfl.core.solver import Reference, Setting, Solver  # noqa: E402
+from vfl.core.solver import PartyBlocks, Reference, Setting, Solver  # noqa: E402
 from vfl.core.wire import Wire  # noqa: E402
 
 
-class FDMLSGDSolver(FDMLSGD, Solver):
+class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
     """FDML-style SGD as a registered solver (``solver.name = "fdml_sgd"``).
 
     Defaults: the authors' batch size 100; ``lr = 0.3`` with ``inv_sqrt``
@@ -430,16 +430,6 @@ class FDMLSGDSolver(FDMLSGD, Solver):
         return {"objective": self.objective_value(), "primal_residual": nan, "dual_residual": nan}
 
     initial_metrics = evaluate
-
-    @property
-    def iteration(self) -> int:
-        return self.epoch
-
-    def train_margins(self) -> np.ndarray:
-        return self.margins()
-
-    def decision_function(self, test) -> np.ndarray:
-        return np.sum([B @ xm for B, xm in zip(test, self.x)], axis=0)
 
     def divergence_hint(self) -> str:
         return f"lower solver.lr (now {self.lr:g})"

@@ -51,6 +51,7 @@ __all__ = [
     "Streams",
     "Neighbour",
     "add_noise",
+    "PartyBlocks",
     "Solver",
     "VerticalData",
     "HorizontalData",
@@ -248,6 +249,22 @@ class VerticalData:
 
     blocks: list
     y: np.ndarray
+
+
+class PartyBlocks:
+    """The runner's hooks for a vertical solver whose party m holds the block ``x[m]`` of the
+    model and which counts ``epoch``s (ADMM sharing, FDML SGD): a margin is the sum over
+    parties of ``D_m x_m`` (Hu et al. 2019, eq. (1))."""
+
+    @property
+    def iteration(self) -> int:
+        return self.epoch
+
+    def train_margins(self) -> np.ndarray:
+        return self.margins()
+
+    def decision_function(self, test) -> np.ndarray:
+        return np.sum([B @ xm for B, xm in zip(test, self.x)], axis=0)
 
 
 @dataclass

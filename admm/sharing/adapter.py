@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from vfl.core.params import Param
-from vfl.core.solver import Neighbour, Reference, Release, Setting, VerticalData
+from vfl.core.solver import Neighbour, PartyBlocks, Reference, Release, Setting, VerticalData
 from vfl.core.wire import Wire
 
 from .accounting import (CALIBRATION, CALIBRATIONS, LABELS_NOTE, corollary1_claim,
@@ -26,7 +26,7 @@ from .solver import (ACCELERATIONS, FORMS, ORDERS, RHO_SCHEDULES, Z_UPDATES, ADM
 __all__ = ["ADMMSharingSolver"]
 
 
-class ADMMSharingSolver(ADMMSharing):
+class ADMMSharingSolver(PartyBlocks, ADMMSharing):
     """ADMM sharing as a registered solver (``solver.name = "admm_sharing"``).
 
     Without ``privacy.delta`` it runs Algorithm 1, or the perturbed updates
@@ -270,16 +270,6 @@ class ADMMSharingSolver(ADMMSharing):
         if self.penalty.adaptive:
             out["rho"] = self.rho
         return out
-
-    @property
-    def iteration(self) -> int:
-        return self.epoch
-
-    def train_margins(self) -> np.ndarray:
-        return self.margins()
-
-    def decision_function(self, test) -> np.ndarray:
-        return np.sum([B @ xm for B, xm in zip(test, self.x)], axis=0)
 
     def paper_epsilon(self):
         plan = self._plan
