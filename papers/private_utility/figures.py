@@ -48,9 +48,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from vfl.core.errors import ConfigError, VFLError
-from vfl.experiments.reproduce import figure_config
-from vfl.experiments.records import load_run, run_is_current, write_run
-from vfl.experiments.runner import run_experiment
+from vfl.experiments.reproduce import ensure_run, figure_config
 
 from vfl.plots import STYLE, dataset_title, save_figure
 
@@ -273,10 +271,7 @@ def _final(config, overrides: dict, name: str, out: Path, data_dir, echo, repeat
     repeats = REPEATS if repeats is None else repeats
     c = config.with_overrides(_overrides({**overrides, "run.repeats": repeats,
                                           "privacy.replayable_noise": True, "name": name}))
-    path = out / "runs" / name
-    if not run_is_current(path, c):
-        write_run(run_experiment(c, data_dir=data_dir), path, overwrite=True)
-    run = load_run(path)
+    run = ensure_run(c, out / "runs" / name, data_dir)
     reps = run.repeats if run.repeats is not None else run.metrics.assign(repeat=0)
     last = reps[reps["epoch"] == reps["epoch"].max()]
 
