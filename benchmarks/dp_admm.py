@@ -4,7 +4,7 @@
 a temporary directory, removed afterwards):
 
 - ``iteration``: one T = 100 run with N = 100 providers x m = 210 rows,
-  d = 14 (the Adult split of ``configs/dp-admm-l2.toml`` when the files are
+  d = 14 (the Adult split of ``papers/dp_admm/configs/dp-admm-l2.toml`` when the files are
   present, else an Adult-shaped synthetic problem with unit rows) for
   DP-ADMM (l1 and l2) and, for scale, Algorithms 1 and 2: the median over
   repeats of the seconds spent in ``step()`` only (wall and CPU; BLAS held to
@@ -67,7 +67,7 @@ def iteration_timing(data_dir=None, *, repeats: int = 5, configs=None) -> dict:
     from vfl.experiments.runner import load_config_dataset
     from vfl.experiments.settings import make_objective, prepare
 
-    configs = Path(configs) if configs is not None else REPO / "configs"
+    configs = Path(configs) if configs is not None else REPO / "papers" / "dp_admm" / "configs"
     real = all(f["present"] for f in dataset_status("adult", data_dir))
     dataset = synthetic = None
     out = {}
@@ -119,7 +119,7 @@ def reproduce_timing(data_dir=None, *, jobs: int = 2, configs=None) -> dict:
 
     if not all(f["present"] for f in dataset_status("adult", data_dir)):
         return {"skipped": "the Adult files are not in the data directory"}
-    configs = Path(configs) if configs is not None else REPO / "configs"
+    configs = Path(configs) if configs is not None else REPO / "papers" / "dp_admm" / "configs"
     old_cache = os.environ.get("VFL_CACHE_DIR")
     with tempfile.TemporaryDirectory(prefix="vfl-dp-admm-bench-") as tmp:
         os.environ["VFL_CACHE_DIR"] = str(Path(tmp) / "cache")

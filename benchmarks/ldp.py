@@ -95,7 +95,7 @@ def reproduce_timing(data_dir=None, *, jobs: int = 2, configs=None, timeout: flo
 
     if not all(f["present"] for f in dataset_status("adult", data_dir)):
         return {"skipped": "the Adult files are not in the data directory"}
-    configs = Path(configs) if configs is not None else REPO / "configs"
+    configs = Path(configs) if configs is not None else REPO / "papers" / "ldp" / "configs"
     with tempfile.TemporaryDirectory(prefix="vfl-ldp-bench-") as tmp:
         env = {**os.environ, "MPLBACKEND": "Agg", "VFL_CACHE_DIR": str(Path(tmp) / "cache")}
         if data_dir is not None:

@@ -48,7 +48,7 @@ def sampler_benchmark(quick: bool = False, data_dir=None) -> dict:
         per_epoch = {}
         for mode, extra in (("simulation (numpy)", ["privacy.replayable_noise=true"]),
                             ("deployment (exact)", [])):
-            per_epoch[mode] = _epoch_seconds("configs/privacy-a9a-row.toml", extra, data_dir)
+            per_epoch[mode] = _epoch_seconds("papers/hu/configs/privacy-a9a-row.toml", extra, data_dir)
         out["admm_sharing_row_a9a_seconds_per_epoch"] = per_epoch
         out["epoch_ratio"] = per_epoch["deployment (exact)"] / per_epoch["simulation (numpy)"]
     lines = ["| sampler | seconds per vector of %d values | ratio |" % n, "|---|---:|---:|",
@@ -58,7 +58,7 @@ def sampler_benchmark(quick: bool = False, data_dir=None) -> dict:
         sim, dep = (out["admm_sharing_row_a9a_seconds_per_epoch"][k]
                     for k in ("simulation (numpy)", "deployment (exact)"))
         lines.append("")
-        lines.append(f"ADMM sharing, row-level guarantee, a9a (`configs/privacy-a9a-row.toml`): "
+        lines.append(f"ADMM sharing, row-level guarantee, a9a (`papers/hu/configs/privacy-a9a-row.toml`): "
                      f"{1e3 * sim:.1f} ms per epoch with numpy's sampler, {1e3 * dep:.1f} ms with "
                      f"the exact one ({out['epoch_ratio']:.2f}x).")
     out["markdown"] = "\n".join(lines)

@@ -358,7 +358,7 @@ def under_noise(cfg: Settings, data: Data) -> dict:
 
 # -- case: epsilon spent to reach a target test loss ---------------------------------
 def epsilon_to_target(cfg: Settings, data: Data) -> dict:
-    """Row-level accounting (configs/privacy-a9a-row.toml's clip, b1, R, lam) at fixed sigmas.
+    """Row-level accounting (papers/hu/configs/privacy-a9a-row.toml's clip, b1, R, lam) at fixed sigmas.
 
     Each run: the runner (``run_experiment``) with ``privacy.sigma`` given, so
     ``epsilon_tight`` is the PLD composition of the enforced row-level
@@ -371,7 +371,7 @@ def epsilon_to_target(cfg: Settings, data: Data) -> dict:
     from vfl.experiments.runner import run_experiment
 
     root = Path(__file__).resolve().parents[1]
-    raw = read_toml(root / "configs" / "privacy-a9a-row.toml")
+    raw = read_toml(root / "papers" / "hu" / "configs" / "privacy-a9a-row.toml")
     raw.pop("sweep", None)
     raw["privacy"].pop("epsilon", None)
     raw["privacy"]["replayable_noise"] = True
@@ -418,7 +418,7 @@ def epsilon_to_target(cfg: Settings, data: Data) -> dict:
                 row.update(reached=False, epochs=None, epsilon=None,
                            epsilon_after_all=float(m["epsilon_tight"].iloc[-1]))
             rows.append(row)
-    return {"dataset": data.a9a.name, "config": "configs/privacy-a9a-row.toml with privacy.sigma "
+    return {"dataset": data.a9a.name, "config": "papers/hu/configs/privacy-a9a-row.toml with privacy.sigma "
             "given (no epsilon calibration), row-level relation, PLD accountant, "
             f"{cfg.epsilon_epochs} epochs at most",
             "target": f"noise-free accounted run's test log loss {noise_free:.4f} (constrained: "

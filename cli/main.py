@@ -358,7 +358,7 @@ def sweep_noise(config_path, sigmas, epsilons, seeds, jobs, scheduler, out, epoc
     The shorthand of `vfl sweep` for privacy.sigma (or privacy.epsilon).
 
     \b
-    vfl sweep-noise --config configs/fig2-a9a.toml --sigmas 0,0.3,3 --jobs 2
+    vfl sweep-noise --config papers/hu/configs/fig2-a9a.toml --sigmas 0,0.3,3 --jobs 2
     """
     from vfl.experiments.config import check_epsilons, check_sigmas
     from vfl.experiments.sweep import aggregate_sweep, plan_sweep, run_grid
@@ -406,7 +406,7 @@ def sweep(config_path, grid, seeds, jobs, scheduler, out, epochs, data_dir, over
     Every grid point is validated before anything runs; a rerun resumes.
 
     \b
-    vfl sweep --config configs/dp-admm-l2.toml --grid privacy.epsilon=0.05,0.1 \\
+    vfl sweep --config papers/dp_admm/configs/dp-admm-l2.toml --grid privacy.epsilon=0.05,0.1 \\
               --grid privacy.delta=1e-3,1e-4 --seeds 0,1 --jobs 2
     """
     from vfl.experiments.sweep import aggregate_sweep, parse_grid, plan_grid, run_grid
@@ -563,7 +563,7 @@ def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data
     where it has one, the paper's own claim.
 
     \b
-    vfl audit --config configs/privacy-a9a.toml
+    vfl audit --config papers/hu/configs/privacy-a9a.toml
     """
     from vfl.experiments.audit import audit_config, audit_lines, write_audit
     from vfl.experiments.config import config_from_dict, load_config
@@ -616,8 +616,8 @@ def audits(root, out, markdown):
     as calibrations beside the ones run as configured.
 
     \b
-    vfl audit --config configs/privacy-a9a-row.toml --out results/audits/row
-    vfl audit --config configs/privacy-a9a-row.toml --noise-scale 0.33 --out results/audits/row-0.33
+    vfl audit --config papers/hu/configs/privacy-a9a-row.toml --out results/audits/row
+    vfl audit --config papers/hu/configs/privacy-a9a-row.toml --noise-scale 0.33 --out results/audits/row-0.33
     vfl audits results/audits
     """
     from vfl.experiments.audit import audit_table
@@ -660,8 +660,9 @@ class _ReproduceCommand(click.Command):
 @click.argument("figure", required=False)
 @click.option("--out", type=click.Path(file_okay=False), default="results/figures", show_default=True,
               help="Where figures, their CSVs, and the runs behind them go (one folder per paper).")
-@click.option("--configs", type=click.Path(file_okay=False), default="configs", show_default=True,
-              help="Directory holding the figures' configs.")
+@click.option("--configs", type=click.Path(file_okay=False), default=None,
+              help="Directory of edited copies of the figures' configs [default: each paper's "
+                   "own, papers/PAPER/configs/].")
 @click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True,
               help="Parallel processes for the sweeps.")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
@@ -684,11 +685,12 @@ def reproduce(paper, figure, out, configs, jobs, data_dir):
     from vfl.papers import check_configs, check_data, reproduce as run_reproduce, resolve
 
     chosen = resolve(paper, figure)  # a bad name is refused before anything runs
-    check_configs(chosen, Path(configs))
-    check_data(chosen, Path(configs), data_dir)
+    configs = Path(configs) if configs is not None else None
+    check_configs(chosen, configs)
+    check_data(chosen, configs, data_dir)
     check_output_dir(out, exists_ok=True, what="figure directory")
     t0 = perf_counter()
-    written = run_reproduce(paper, figure, Path(out), Path(configs), data_dir=data_dir, jobs=jobs,
+    written = run_reproduce(paper, figure, Path(out), configs, data_dir=data_dir, jobs=jobs,
                             echo=lambda msg: click.echo(msg, err=True))
     for p in written:
         click.echo(f"wrote {p}")
@@ -696,7 +698,7 @@ def reproduce(paper, figure, out, configs, jobs, data_dir):
 
 
 def _repository_path(option_value, default: str, what: str) -> Path:
-    """``--root`` / ``--configs`` of `vfl references`: given, or found beside the package."""
+    """``--root`` of `vfl references`: given, or found beside the package."""
     if option_value is not None:
         return Path(option_value)
     # an editable install sits in the clone; a regular one finds the clone from the working directory
@@ -713,11 +715,12 @@ def _repository_path(option_value, default: str, what: str) -> Path:
 @click.option("--update", is_flag=True, help="Regenerate the reference CSVs (on purpose only).")
 @click.option("--root", type=click.Path(file_okay=False), default=None,
               help="Reference CSVs [default: results/reference of the repository].")
-@click.option("--configs", type=click.Path(file_okay=False), default=None,
-              help="Configs the cases read [default: configs/ of the repository].")
+@click.option("--repo", type=click.Path(file_okay=False), default=None,
+              help="The clone whose configs the cases read [default: the clone that holds "
+                   "--root].")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
               help="Where datasets are [default: $VFL_DATA_DIR, else the user cache].")
-def references(cases, update, root, configs, data_dir):
+def references(cases, update, root, repo, data_dir):
     """Check short runs against the committed reference curves.
 
     \b
@@ -729,14 +732,14 @@ def references(cases, update, root, configs, data_dir):
     if unknown:
         raise ConfigError(f"unknown reference case(s) {', '.join(unknown)}; cases: {', '.join(CASES)}")
     root = _repository_path(root, "results/reference", "reference directory root")
-    configs = _repository_path(configs, "configs", "config directory configs")
+    repo = Path(repo) if repo is not None else root.resolve().parents[1]
     failures = 0
     for name in cases or CASES:
         if update:
-            click.echo(f"updated {update_case(name, configs, root, data_dir)}")
+            click.echo(f"updated {update_case(name, repo, root, data_dir)}")
             continue
         try:
-            check_case(name, configs, root, data_dir)
+            check_case(name, repo, root, data_dir)
             click.echo(f"ok    {name}")
         except RegressionError as exc:
             failures += 1

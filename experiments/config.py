@@ -395,15 +395,16 @@ def _network(n: dict) -> NetworkConfig:
 
 
 def _solver(s: dict):
-    from .registry import SOLVERS, get_solver
+    from .registry import get_solver, solver_names
 
-    name = _choice("solver.name", s.get("name", "admm_sharing"), tuple(SOLVERS))
+    names = solver_names()
+    name = _choice("solver.name", s.get("name", "admm_sharing"), tuple(names))
     cls = get_solver(name)
     declared = [p.name for p in cls.params]
     for key in s:
         if key in ("name", "epochs", *declared):
             continue
-        owners = [other for other in SOLVERS if other != name
+        owners = [other for other in names if other != name
                   and key in [p.name for p in get_solver(other).params]]
         valid = ", ".join(["name", "epochs", *declared])
         if owners:

@@ -28,19 +28,19 @@ __all__ = ["CASES", "TOLERANCES", "RegressionError", "check_case", "compute_case
 
 @dataclass(frozen=True)
 class Case:
-    config: str  # file in configs/
+    config: str  # path from the repository root
     overrides: tuple[str, ...]
     needs_data: bool
 
 
 CASES = {
-    "a9a-admm": Case("fig1-a9a-admm.toml", ("solver.epochs=30",), True),
-    "a9a-admm-sigma0.3": Case("fig2-a9a.toml", ("solver.epochs=30", "privacy.sigma=0.3",
+    "a9a-admm": Case("papers/hu/configs/fig1-a9a-admm.toml", ("solver.epochs=30",), True),
+    "a9a-admm-sigma0.3": Case("papers/hu/configs/fig2-a9a.toml", ("solver.epochs=30", "privacy.sigma=0.3",
                                                 "privacy.form=variable_whitened"), True),
     "a9a-admm-variable-sigma0.3": Case(
-        "fig2-a9a.toml", ("solver.epochs=30", "privacy.sigma=0.3", "privacy.form=variable"), True),
-    "a9a-sgd": Case("fig1-a9a-sgd.toml", ("solver.epochs=5",), True),
-    "gisette-shaped-admm": Case("gisette-shaped.toml", ("solver.epochs=20",), False),
+        "papers/hu/configs/fig2-a9a.toml", ("solver.epochs=30", "privacy.sigma=0.3", "privacy.form=variable"), True),
+    "a9a-sgd": Case("papers/hu/configs/fig1-a9a-sgd.toml", ("solver.epochs=5",), True),
+    "gisette-shaped-admm": Case("configs/gisette-shaped.toml", ("solver.epochs=20",), False),
 }
 
 # column -> (rtol, atol): |actual - expected| <= atol + rtol * |expected|
@@ -63,18 +63,19 @@ def reference_path(root: Path, name: str) -> Path:
     return Path(root) / f"{name}.csv"
 
 
-def compute_case(name: str, configs: Path, data_dir=None) -> pd.DataFrame:
-    """Run case ``name`` and return the compared columns, one row per epoch."""
+def compute_case(name: str, repo: Path, data_dir=None) -> pd.DataFrame:
+    """Run case ``name`` (its config read from the clone ``repo``) and return the compared
+    columns, one row per epoch."""
     case = CASES[name]
-    config = load_config(Path(configs) / case.config, list(case.overrides))
+    config = load_config(Path(repo) / case.config, list(case.overrides))
     result = run_experiment(config, data_dir=data_dir, with_baselines=False)
     # columns a solver does not report (SGD has no residuals) are NaN in the reference
     return result.metrics.reindex(columns=["epoch", *TOLERANCES])
 
 
-def update_case(name: str, configs: Path, root: Path, data_dir=None) -> Path:
+def update_case(name: str, repo: Path, root: Path, data_dir=None) -> Path:
     """Regenerate the reference CSV of ``name`` (atomically)."""
-    frame = compute_case(name, configs, data_dir)
+    frame = compute_case(name, repo, data_dir)
     path = reference_path(root, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.partial")
@@ -100,8 +101,8 @@ def compare(name: str, expected: pd.DataFrame, actual: pd.DataFrame) -> None:
             )
 
 
-def check_case(name: str, configs: Path, root: Path, data_dir=None) -> None:
+def check_case(name: str, repo: Path, root: Path, data_dir=None) -> None:
     path = reference_path(root, name)
     if not path.is_file():
         raise RegressionError(f"{name}: no reference {path}; create it with `vfl references --update`")
-    compare(name, pd.read_csv(path), compute_case(name, configs, data_dir))
+    compare(name, pd.read_csv(path), compute_case(name, repo, data_dir))

@@ -1,9 +1,11 @@
 """The solver registry: every algorithm ``vfl`` can run, by ``solver.name``.
 
 Adding an algorithm means writing its :class:`~vfl.core.solver.Solver`
-subclass in its own module and adding one line here; the config schema, the
-runner, the manifest, the CLI summary and the plots read everything else
-from the class's declarations.
+subclass in its own module and adding one line here (or, for a solver that
+a paper brings, one entry in its paper's declaration,
+:attr:`vfl.papers.spec.Paper.solvers`); the config schema, the runner, the
+manifest, the CLI summary and the plots read everything else from the
+class's declarations.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import importlib
 from vfl.core.errors import ConfigError
 from vfl.core.solver import Solver
 
-__all__ = ["SOLVERS", "get_solver", "solver_help", "solver_listing", "solver_names"]
+__all__ = ["SOLVERS", "get_solver", "registered", "solver_help", "solver_listing", "solver_names"]
 
 #: name -> "module:Class"; imported on first use, so a config typo is reported
 #: before any algorithm module (and its dependencies) is loaded.
@@ -39,30 +41,45 @@ SOLVERS: dict[str, str] = {
     "noisy_consensus_gd": "vfl.decentralized.gd:NoisyConsensusGD",
 }
 
-_loaded: dict[str, type[Solver]] = {}
+_loaded: dict[str, type[Solver]] = {}  # "module:Class" -> the class
+
+
+def registered() -> dict[str, str]:
+    """Every solver, ``name -> "module:Class"``: the families' (:data:`SOLVERS`) and the ones
+    that paper packages declare. Only the light declarations are read, no solver module."""
+    from vfl.papers import declared_solvers  # the declarations: data that import only the core
+
+    table = dict(SOLVERS)
+    for name, target in declared_solvers().items():
+        if name in table:  # a declaration clash, not a user error
+            raise RuntimeError(f"a paper declares solver {name!r}, which a family registers")
+        table[name] = target
+    return table
 
 
 def solver_names() -> list[str]:
-    return list(SOLVERS)
+    return list(registered())
 
 
 def get_solver(name: str) -> type[Solver]:
     """The solver class registered as ``name``; an unknown name lists the valid ones."""
-    if name not in SOLVERS:
-        raise ConfigError(f"solver.name = {name!r} is not one of: {', '.join(SOLVERS)}")
-    if name not in _loaded:
-        module, _, cls = SOLVERS[name].partition(":")
+    table = registered()
+    if name not in table:
+        raise ConfigError(f"solver.name = {name!r} is not one of: {', '.join(table)}")
+    target = table[name]
+    if target not in _loaded:
+        module, _, cls = target.partition(":")
         solver = getattr(importlib.import_module(module), cls)
         if solver.name != name:  # a registry typo, not a user error
             raise RuntimeError(f"registry entry {name!r} points at a solver named {solver.name!r}")
-        _loaded[name] = solver
-    return _loaded[name]
+        _loaded[target] = solver
+    return _loaded[target]
 
 
 def solver_listing() -> list[str]:
     """``vfl solvers``: every registered solver by setting, with its paper."""
     by_setting: dict[str, list[type[Solver]]] = {}
-    for name in SOLVERS:
+    for name in registered():
         cls = get_solver(name)
         by_setting.setdefault(cls.setting.value, []).append(cls)
     lines = []

@@ -20,10 +20,12 @@ __all__ = ["ensure_run", "figure_config"]
 
 
 def figure_config(configs: Path, name: str, overrides=()) -> Config:
-    """``configs/<name>.toml`` with ``overrides`` (``KEY=VALUE`` strings), validated."""
+    """``<configs>/<name>.toml`` (a paper's ``configs/`` folder or ``--configs DIR``) with
+    ``overrides`` (``KEY=VALUE`` strings), validated."""
     path = Path(configs) / f"{name}.toml"
     if not path.is_file():
-        raise ConfigError(f"{path} not found; run from the repository root or pass --configs DIR")
+        raise ConfigError(f"config {path} not found (--configs DIR must hold every config the "
+                          "figure reads)")
     return load_config(path, list(overrides))
 
 

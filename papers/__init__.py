@@ -8,7 +8,8 @@ module knows no paper by name: it lists them (:data:`PAPERS`), resolves
 ``vfl reproduce [PAPER [FIGURE]]``, checks every config and dataset a
 choice needs before anything runs or is created, and calls the figures.
 
-Adding a paper: its package, and one line in :data:`PAPERS`.
+Adding a paper: its package (declaration, figure code, configs, and any
+solvers it brings), and one line in :data:`PAPERS`.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from vfl.core.errors import ConfigError
 
 from .spec import Figure, Paper
 
-__all__ = ["PAPERS", "Figure", "Paper", "check_configs", "check_data", "figure_listing", "paper",
-           "resolve", "reproduce"]
+__all__ = ["PAPERS", "Figure", "Paper", "check_configs", "check_data", "declared_solvers",
+           "figure_listing", "paper", "resolve", "reproduce"]
 
 #: ``vfl reproduce`` key -> the package that declares the paper (one line per paper)
 PAPERS = {
@@ -38,6 +39,17 @@ def paper(key: str) -> Paper:
     if declared.key != key:  # a listing typo, not a user error
         raise RuntimeError(f"PAPERS[{key!r}] declares a paper keyed {declared.key!r}")
     return declared
+
+
+def declared_solvers() -> dict[str, str]:
+    """``solver.name -> "module:Class"`` of the solvers that the paper packages bring."""
+    table: dict[str, str] = {}
+    for key in PAPERS:
+        for name, target in paper(key).solvers.items():
+            if name in table:  # a declaration clash, not a user error
+                raise RuntimeError(f"solver {name!r} is declared by two papers")
+            table[name] = target
+    return table
 
 
 def figure_listing() -> list[tuple[str, str]]:
@@ -69,18 +81,23 @@ def resolve(first: str | None, second: str | None) -> list[tuple[str, str]]:
                       f"(or a figure of {default}: {', '.join(names)})")
 
 
-def check_configs(chosen: list[tuple[str, str]], configs: Path) -> None:
-    """Refuse, before anything runs or is created, a figure whose configs are missing."""
-    configs = Path(configs)
-    if not configs.is_dir():
+def check_configs(chosen: list[tuple[str, str]], configs: Path | None = None) -> None:
+    """Refuse, before anything runs or is created, a figure whose configs are missing.
+
+    ``configs``: a directory of edited copies that replaces every paper's own
+    ``configs/`` folder; ``None`` reads each paper's own.
+    """
+    if configs is not None and not Path(configs).is_dir():
         raise ConfigError(f"--configs {configs} is not a directory")
     for key, which in chosen:
-        for name in paper(key).configs(which):
-            if not (configs / f"{name}.toml").is_file():
-                raise ConfigError(f"{key} {which}: config {configs / (name + '.toml')} not found")
+        declared = paper(key)
+        for name in declared.configs(which):
+            path = declared.config_path(name, configs)
+            if not path.is_file():
+                raise ConfigError(f"{key} {which}: config {path} not found")
 
 
-def check_data(chosen: list[tuple[str, str]], configs: Path, data_dir=None) -> None:
+def check_data(chosen: list[tuple[str, str]], configs: Path | None = None, data_dir=None) -> None:
     """Refuse, before anything runs or is created, a figure whose configs are broken or whose
     registry data is missing (a config's fallback counts when none of its files is there)."""
     from vfl.datasets import REGISTRY, dataset_status
@@ -90,8 +107,9 @@ def check_data(chosen: list[tuple[str, str]], configs: Path, data_dir=None) -> N
 
     seen = set()
     for key, which in chosen:
-        for name in paper(key).configs(which):
-            config = load_config(Path(configs) / f"{name}.toml")  # a broken config stops here
+        declared = paper(key)
+        for name in declared.configs(which):
+            config = load_config(declared.config_path(name, configs))  # a broken config stops here
             d = config.data
             if d.dataset not in REGISTRY or d.dataset in seen:
                 continue
@@ -103,13 +121,13 @@ def check_data(chosen: list[tuple[str, str]], configs: Path, data_dir=None) -> N
             require_files(spec.name, spec.files, resolve_data_dir(data_dir))
 
 
-def reproduce(first: str | None, second: str | None, out: Path, configs: Path, data_dir=None,
-              jobs: int = 2, echo=print) -> list[Path]:
+def reproduce(first: str | None, second: str | None, out: Path, configs: Path | None = None,
+              data_dir=None, jobs: int = 2, echo=print) -> list[Path]:
     """Redraw what ``vfl reproduce FIRST SECOND`` names into ``out/<paper>``; the files written."""
     written = []
     for key, which in resolve(first, second):
         declared = paper(key)
         echo(f"== {key}: {declared.title}")
-        written += declared.draw(which, Path(out) / key, Path(configs), data_dir=data_dir,
-                                 jobs=jobs, echo=echo)
+        written += declared.draw(which, Path(out) / key, configs, data_dir=data_dir, jobs=jobs,
+                                 echo=echo)
     return written

@@ -77,7 +77,7 @@ def test_row_gradient_gap_is_the_maximum_over_unit_rows(P, R):
 
 
 def test_row_bound_closed_form_and_its_gain_over_the_triangle_bound():
-    # c = b1 = rho = lam = 1, R = 2 (configs/privacy-a9a-row.toml)
+    # c = b1 = rho = lam = 1, R = 2 (papers/hu/configs/privacy-a9a-row.toml)
     G = row_gradient_gap(1.0, 2.0)
     assert row_sensitivity(1.0, 1.0, 1.0, 1.0, 2.0) == pytest.approx(np.sqrt(4 + G**2 / 8))
     old = 2.0 + 2.0 * 3.0 / np.sqrt(2.0)  # vfl 0.1: 2 min(c, b1) + 2 (rho b1 + R) / sqrt(2 lam rho)

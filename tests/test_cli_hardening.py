@@ -181,7 +181,7 @@ def test_lam_0_is_refused_before_the_baselines_and_without_warnings(tmp_path, da
 def test_references_from_another_directory(tmp_path, data_dir):
     # CI installs the package without -e, so the clone is named explicitly
     proc = vfl("references", "a9a-admm", "--root", REPO / "results" / "reference",
-               "--configs", REPO / "configs", cwd=tmp_path, env={"VFL_DATA_DIR": str(data_dir)})
+               "--repo", REPO, cwd=tmp_path, env={"VFL_DATA_DIR": str(data_dir)})
     assert proc.returncode == 0, proc.stderr
     assert "ok    a9a-admm" in proc.stdout
     assert list(tmp_path.iterdir()) == []  # nothing written into the current directory

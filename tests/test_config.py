@@ -10,6 +10,7 @@ from vfl.experiments.registry import get_solver
 
 from vfl.experiments.config import apply_overrides, config_from_dict, load_config, parse_override
 from vfl.core.errors import ConfigError
+from shipped import ALL, paper_configs, shipped
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -17,9 +18,9 @@ BASE = {"data": {"dataset": "a9a"}, "partition": {"columns": [66, 57]}}
 
 
 def test_shipped_configs_validate():
-    names = sorted(p.name for p in CONFIGS.glob("*.toml"))
-    assert "a9a.toml" in names
-    for path in CONFIGS.glob("*.toml"):
+    names = sorted(p.name for p in ALL)
+    assert "a9a.toml" in names and "dp-admm-l2.toml" in names
+    for path in ALL:
         load_config(path)
 
 

@@ -10,9 +10,10 @@ import pytest
 from vfl.papers.hu.figures import settling
 from vfl.experiments.config import load_config
 from vfl.experiments.runner import run_experiment
+from shipped import paper_configs
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIGS = REPO / "configs"
+CONFIGS = paper_configs("hu")
 
 pytestmark = pytest.mark.slow
 

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import assert_one_line_error, invoke
+from shipped import shipped
 
 REPO = Path(__file__).resolve().parents[1]
 A9A = str(REPO / "configs" / "a9a.toml")
-PRIVATE = str(REPO / "configs" / "private-stacking-a9a.toml")
+PRIVATE = str(shipped("private-stacking-a9a"))
 
 CASES = [
     ("privacy-epsilon-tiny", ["privacy", "--epsilon", "1e-12", "--epochs", "10", "--delta", "1e-5"],
@@ -73,7 +74,6 @@ def test_hostile_input(args, fragment, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     if args[0] == "reproduce":
         monkeypatch.setenv("VFL_DATA_DIR", str(tmp_path / "nowhere"))
-        args = [*args, "--configs", str(REPO / "configs")]
     (tmp_path / "afile").write_text("a file, not a directory\n")
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "kept.txt").write_text("an earlier audit\n")

@@ -22,9 +22,10 @@ from vfl.datasets.loaders import load_raw
 from vfl.experiments.config import load_config
 from vfl.experiments.registry import get_solver
 from vfl.experiments.settings import prepare
+from shipped import ALL, paper_configs, shipped
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = sorted((ROOT / "configs").glob("*.toml")) + sorted((ROOT / "configs" / "own-data").glob("*.toml"))
+CONFIGS = ALL
 REPLACED = 100  # the record (0-based, among the parsed training records) that is replaced
 
 # LDP configs reproduce the paper as simulations; with privacy.delta they claim a guarantee.

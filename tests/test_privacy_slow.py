@@ -7,14 +7,15 @@ import pytest
 
 from vfl.experiments.audit import audit_config
 from vfl.experiments.config import load_config
+from shipped import paper_configs
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+CONFIGS = paper_configs("hu")
 
 pytestmark = [pytest.mark.slow, pytest.mark.data]
 
 
 def test_the_papers_lemma_1_accounting_is_refuted_on_a9a(data_dir):
-    """configs/privacy-a9a.toml: sigma from Lemma 1 for (8, 1e-5) over 20 epochs.
+    """papers/hu/configs/privacy-a9a.toml: sigma from Lemma 1 for (8, 1e-5) over 20 epochs.
 
     This documents a finding about the paper, not a bug: zeroing one column of
     a party's block moves its releases far more than Lemma 1 allows.

@@ -9,14 +9,13 @@ from vfl.experiments.reference import CASES, RegressionError, check_case, compar
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / "results" / "reference"
-CONFIGS = REPO / "configs"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_curve_matches_reference(name, request):
     data_dir = request.getfixturevalue("data_dir") if CASES[name].needs_data else None
-    check_case(name, CONFIGS, ROOT, data_dir)
+    check_case(name, REPO, ROOT, data_dir)
 
 
 def test_every_case_has_a_committed_reference():

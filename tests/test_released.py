@@ -15,7 +15,7 @@ import pytest
 from cli_helpers import assert_one_line_error, invoke
 from vfl.core.solver import DIAGNOSTIC, RELEASED, column_kinds
 from vfl.experiments.config import config_from_dict
-from vfl.experiments.registry import SOLVERS, get_solver
+from vfl.experiments.registry import get_solver, solver_names
 from vfl.experiments.released import check_released
 
 _SYN = {"dataset": "synthetic", "options": {"n_train": 600, "n_test": 120, "n_features": 8,
@@ -47,7 +47,7 @@ def test_released_columns_depend_on_the_releases_alone(raw):
 
 
 def test_every_registered_solver_declares_its_kinds():
-    for name in SOLVERS:
+    for name in solver_names():
         cls = get_solver(name)
         kinds = column_kinds(cls, ["epoch", "train_logloss", "test_logloss", *cls.columns], True)
         assert kinds["epoch"] == RELEASED and kinds["train_logloss"] == DIAGNOSTIC

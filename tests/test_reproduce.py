@@ -8,6 +8,7 @@ import pytest
 
 from vfl.papers.hu import PAPER
 from vfl.papers.hu.figures import FORM_VARIANTS, PRIVACY_SERIES, reproduce, settling
+from shipped import shipped
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -98,13 +99,13 @@ def test_figure_configs_exist_and_validate():
 
     names = PAPER.configs("all")
     for name in names:
-        config = load_config(REPO / "configs" / f"{name}.toml")
+        config = load_config(shipped(name))
         assert config.name == name
-    fig2 = load_config(REPO / "configs" / "fig2-a9a.toml")
+    fig2 = load_config(shipped("fig2-a9a"))
     assert fig2.sweep.sigmas == [0.0, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0]  # the authors' + 10
     assert fig2.privacy.form == "output"  # the reading that reproduces the authors' curves
-    assert load_config(REPO / "configs" / "fig2-gisette.toml").sweep.sigmas == [0.0, 0.1, 0.3, 1.0, 3.0, 10.0]
-    sgd = load_config(REPO / "configs" / "fig1-a9a-sgd.toml").solver
+    assert load_config(shipped("fig2-gisette")).sweep.sigmas == [0.0, 0.1, 0.3, 1.0, 3.0, 10.0]
+    sgd = load_config(shipped("fig1-a9a-sgd")).solver
     assert (sgd.batch_size, sgd.epochs) == (100, 300)  # the authors' settings
 
 

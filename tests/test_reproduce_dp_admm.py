@@ -20,9 +20,10 @@ from vfl.papers.dp_admm import PAPER
 from vfl.experiments.config import load_config
 from vfl.experiments.sweep import plan_grid
 from vfl.privacy import dp_admm_epsilon
+from shipped import ALL, paper_configs, shipped
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIGS = REPO / "configs"
+CONFIGS = paper_configs("dp_admm")
 SHIPPED = ("dp-admm-l1", "dp-admm-l2", "dp-admm-alg1", "dp-admm-alg2")
 PRIVATE = ("dp-admm-l1", "dp-admm-l2", "dp-admm-alg2")
 

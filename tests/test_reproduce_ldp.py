@@ -13,9 +13,10 @@ from vfl.papers import resolve
 from vfl.papers.ldp import PAPER
 from vfl.core.errors import ConfigError
 from vfl.experiments.config import load_config
+from shipped import ALL, paper_configs, shipped
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIGS = REPO / "configs"
+CONFIGS = paper_configs("ldp")
 #: graph suffix -> (nodes, edges) of the paper
 GRAPHS = {"n10": (10, 20), "n100": (100, 200), "n10e40": (10, 40)}
 #: the paper's constants per solver (App. E, spec 4.6)
@@ -463,7 +464,7 @@ def test_paper_claims_on_the_real_configs(data_dir, tmp_path):
     # does NOT hold for GD at N = 10: Algorithm 2 stalls near 1e-4 while DGD goes on
     assert 0.3 < gd1 - dgd1 < 0.9
 
-    # `vfl run --config configs/ldp-admm-n10.toml` makes the usual records
+    # `vfl run --config papers/ldp/configs/ldp-admm-n10.toml` makes the usual records
     run = out / "runs" / "ldp-admm-n10"
     assert {"config.json", "manifest.json", "metrics.csv", "baselines.json",
             "metrics_repeats.csv", "metrics_stats.csv"} <= {p.name for p in run.iterdir()}

@@ -10,6 +10,7 @@ import pytest
 import vfl.papers.private_utility.figures as rp
 from vfl.papers import PAPERS, resolve
 from vfl.experiments.config import load_config
+from shipped import shipped
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -126,8 +127,8 @@ def test_unknown_figure_is_refused(tiny, tmp_path):
 
 def test_shipped_configs_are_valid():
     for stack, admm in rp.DATASETS.values():
-        s = load_config(REPO / "configs" / f"{stack}.toml")
-        a = load_config(REPO / "configs" / f"{admm}.toml")
+        s = load_config(shipped(stack))
+        a = load_config(shipped(admm))
         assert s.solver.name == "private_stacking" and s.privacy.values["delta"] == 1e-5
         assert a.privacy.values["neighbours"] == "row"
         for cand in rp.STACKING_GRID:

@@ -16,6 +16,7 @@ from vfl.core.ledger import PrivacyLedger
 from vfl.stacking import (GTOL, PrivateStacking, fit_logistic, gdp_mu, model_sensitivity,
                           moments_sensitivity, noise_scales, share_sensitivity, sure_ridge)
 from vfl.stacking.mechanism import base_rate_logit
+from shipped import shipped
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -353,7 +354,7 @@ def test_done_criteria_on_a9a(tmp_path, data_dir, monkeypatch):
     monkeypatch.setattr(rp, "STACKING_GRID", rp._grid(**{
         "privacy.clip": [2.0], "privacy.model_noise": [0.1, 0.3],
         "privacy.split": [[0.3, 0.68, 0.02]], "solver.prior_sd": [0.25]}))
-    rp.reproduce("utility", tmp_path, REPO / "configs", data_dir=data_dir, echo=lambda m: None,
+    rp.reproduce("utility", tmp_path, paper_configs("private_utility"), data_dir=data_dir, echo=lambda m: None,
                  datasets=["a9a"], epsilons=(0.5, 8.0), methods=("stacking",))
     table = pd.read_csv(tmp_path / "utility-a9a.csv")
     ref = table.set_index("method")
@@ -365,7 +366,7 @@ def test_done_criteria_on_a9a(tmp_path, data_dir, monkeypatch):
     assert stack.loc[8.0, "test_logloss_mean"] <= allf + 0.005
     assert np.allclose(stack["epsilon_tight"], stack.index, rtol=0.01)
     chosen = json.loads(stack.loc[0.5, "chosen"])
-    config = load_config(REPO / "configs" / "private-stacking-a9a.toml",
+    config = load_config(shipped("private-stacking-a9a"),
                          [f"{k}={json.dumps(v)}" for k, v in chosen.items()]
                          + ["privacy.epsilon=0.5"])
     report = audit_config(config, data_dir=data_dir, K=20, seed=2)
