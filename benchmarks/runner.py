@@ -97,6 +97,11 @@ def load_average() -> list | None:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["scale"]:  # one measured run at scale: its own interface
+        from . import scale
+
+        return scale.main(argv[1:])
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="tiny sizes (< 60 s), synthetic data only")
     p.add_argument("--out", default="results/benchmarks", help="output directory")

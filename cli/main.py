@@ -159,13 +159,16 @@ def _value_list(text: str, option: str, kind=float) -> list:
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary.")
 @click.option("--no-cache", is_flag=True, help="Recompute the baselines instead of reading the cache.")
+@click.option("--baselines", type=click.Choice(["all", "central", "none"]), default=None,
+              help="Override run.baselines: the references to compute (central: F* alone, "
+                   "one cached exact solve; none: no suboptimality).")
 @click.option("--stop-at-budget", is_flag=True,
               help="End the run before the iteration that would exceed privacy.budget_epsilon.")
 @click.option("--release-only", is_flag=True,
               help="Write only released values (covered by the guarantee): no diagnostic "
                    "columns, no references. For a run that claims a guarantee.")
 def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides, overwrite, quiet,
-        no_cache, stop_at_budget, release_only):
+        no_cache, baselines, stop_at_budget, release_only):
     """Run one experiment and write its run directory.
 
     Everything is checked (config, output directory, data, distribution,
@@ -182,7 +185,7 @@ def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides
     t0 = perf_counter()
     overrides = list(overrides)
     for key, value in (("solver.epochs", epochs), ("run.seed", seed), ("run.repeats", repeats),
-                       ("run.eval_every", eval_every)):
+                       ("run.eval_every", eval_every), ("run.baselines", baselines)):
         if value is not None:
             overrides.append(f"{key}={value}")
     config = load_config(config_path, overrides)

@@ -212,6 +212,13 @@ class PreprocessingConfig:
     values: dict = field(default_factory=dict)
 
 
+#: ``run.baselines``: which references a run computes. ``central`` is the one
+#: exact central solve (F*, for ``suboptimality``) and the base rate; ``all``
+#: adds the scikit-learn fits on all features and on party 1's (or provider 1
+#: alone); ``none`` computes nothing (``suboptimality`` is then NaN).
+BASELINE_SETS = ("all", "central", "none")
+
+
 @dataclass(frozen=True)
 class RunConfig:
     seed: int = 0
@@ -219,6 +226,9 @@ class RunConfig:
     # evaluate the metrics every k iterations (and at the last): diagnostics can
     # cost as much as an iteration, and they are never charged to solver time
     eval_every: int = 1
+    # which references to compute (BASELINE_SETS): at scale the scikit-learn fits
+    # cost more than the run, and "central" is F* alone
+    baselines: str = "all"
 
 
 @dataclass(frozen=True)
@@ -520,7 +530,8 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
     _check_keys("run", r, tuple(RunConfig.__dataclass_fields__))
     run = RunConfig(seed=_integer("run.seed", r.get("seed", 0), minimum=0),
                     repeats=as_integer("run.repeats", r.get("repeats", 1), low=1, high=MAX_REPEATS),
-                    eval_every=_integer("run.eval_every", r.get("eval_every", 1), minimum=1))
+                    eval_every=_integer("run.eval_every", r.get("eval_every", 1), minimum=1),
+                    baselines=_choice("run.baselines", r.get("baselines", "all"), BASELINE_SETS))
 
     sw = tables["sweep"]
     _check_keys("sweep", sw, tuple(SweepConfig.__dataclass_fields__))

@@ -10,6 +10,7 @@ two parties, and every column used unless ``allow_unused``.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,6 +91,19 @@ class Partition:
         """The centralized design ``[D_1, ..., D_M]`` in party order."""
         blocks = self.split(X)
         return sp.hstack(blocks, format="csr") if sp.issparse(X) else np.hstack(blocks)
+
+    def design_key(self) -> dict:
+        """What the joined design ``[D_1, ..., D_M]`` depends on, JSON-ready: the column order,
+        where party 1's intercept column goes, and the per-record steps, which act on each
+        party's block (so with them on, the split itself matters)."""
+        order = np.concatenate(self.parties).astype(np.int64)
+        key = {"columns_sha256": hashlib.sha256(order.tobytes()).hexdigest()[:20],
+               "n_columns": int(order.size),
+               "intercept_after": int(self.parties[0].size) if self.intercept else None}
+        if self.rows.row_clip is not None or self.rows.normalize:
+            key.update(blocks=[int(idx.size) for idx in self.parties], row_clip=self.rows.row_clip,
+                       normalize_rows=self.rows.normalize)
+        return key
 
     def describe(self) -> list[dict]:
         """Per party: number of columns and ``[start, stop)`` runs, JSON-ready."""

@@ -346,7 +346,7 @@ def run_experiment(
                               "iteration releases with this config")
 
     frames, baselines_all, stops, seconds, ledgers, traffic = [], [], [], [], [], []
-    baselines = {}
+    baselines, baseline_seconds = {}, 0.0
     for r in range(config.run.repeats):
         if r == 0:
             prepared, solver = plan.first, plan.solver
@@ -354,7 +354,9 @@ def run_experiment(
             prepared = _prepare(setting, config, r)
             solver = _build(cls, config, prepared, _streams(config, r))
         if with_baselines and (r == 0 or not setting.repeats_share_baselines):
-            baselines = setting.baselines(prepared, use_cache=use_cache)
+            tb = perf_counter()
+            baselines = setting.baselines(prepared, use_cache=use_cache, which=config.run.baselines)
+            baseline_seconds += perf_counter() - tb
         baselines_all.append(baselines)
         f_star = baselines.get("central", {}).get("objective", float("nan")) if baselines else np.nan
         rows, stopped, elapsed, ledger, sent = _run_one(
@@ -373,6 +375,8 @@ def run_experiment(
     finished = datetime.now(timezone.utc)
     manifest = _manifest(config, plan, solver, prepared, baselines, metrics, started, finished,
                          seconds, stops, ledgers)
+    manifest["timing"] = {"baselines_seconds": baseline_seconds,
+                          "baselines": config.run.baselines if with_baselines else "none"}
     if len(baselines_all) > 1 and not setting.repeats_share_baselines:
         baselines = {"per_repeat": baselines_all}
     if release_only:

@@ -36,7 +36,7 @@ from .partition import Partition, make_partition
 __all__ = ["Prepared", "prepare", "fit_config_stage", "make_objective", "BASELINE_VERSION"]
 
 # Bump when the baselines' definition changes, so stale cache entries are ignored.
-BASELINE_VERSION = 4
+BASELINE_VERSION = 5
 
 
 @dataclass
@@ -135,15 +135,53 @@ def _cached(key_src: dict, compute, use_cache: bool) -> dict:
     return result
 
 
+def central_solution(dataset: Dataset, partition: Partition, objective: Objective, *,
+                     use_cache: bool = True) -> tuple[dict, bool]:
+    """The exact central optimum of problem (1) on every party's columns joined, scored, and
+    whether it came from the cache.
+
+    One solve per dataset, objective and column order, cached in ``<user
+    cache>/baselines/`` under a hash of them: runs that split the same
+    columns differently between parties (a sweep over M, say) share it.
+    """
+    from vfl.baselines import central_optimum
+
+    key_src = {"version": BASELINE_VERSION, "what": "central", "dataset": _dataset_identity(dataset),
+               "objective": {"loss": objective.loss, "lam": objective.lam,
+                             "reduction": objective.reduction, "regularizer": objective.regularizer},
+               "design": partition.design_key()}
+
+    def compute():
+        D_train = partition.join(dataset.X_train)
+        central = central_optimum(D_train, dataset.y_train, objective)
+        return {"label": "central optimum F*", "objective": central.value,
+                "grad_norm": central.grad_norm, "n_iter": central.n_iter,
+                "seconds": central.seconds, "method": central.method,
+                **_score(D_train @ central.x, dataset.y_train,
+                         partition.join(dataset.X_test) @ central.x, dataset.y_test)}
+
+    found = _cached(key_src, compute, use_cache)
+    return {k: v for k, v in found.items() if k not in ("key", "cached")}, found["cached"]
+
+
 def vertical_baselines(dataset: Dataset, partition: Partition, objective: Objective, *,
-                       use_cache: bool = True) -> dict:
-    """sklearn on all features and on party 1's, and the central optimum F*.
+                       use_cache: bool = True, which: str = "all") -> dict:
+    """The references of ``which`` (``run.baselines``, :data:`~vfl.experiments.config.BASELINE_SETS`):
+    the central optimum F* and the
+    base rate, and with ``all`` sklearn on all features and on party 1's.
 
     Cached in ``<user cache>/baselines/`` under a hash of (dataset identity,
-    objective, partition), since they depend on nothing else.
+    objective, partition), since they depend on nothing else; the central
+    solve is cached on its own (:func:`central_solution`).
     """
-    from vfl.baselines import central_optimum, fit_sklearn_baseline
+    from vfl.baselines import fit_sklearn_baseline
 
+    if which == "none":
+        return {}
+    central, cached = central_solution(dataset, partition, objective, use_cache=use_cache)
+    if which == "central":
+        return {"central": central, "majority": _majority(dataset.y_train, dataset.y_test),
+                "cached": cached}
     key_src = {
         "version": BASELINE_VERSION,
         "dataset": _dataset_identity(dataset),
@@ -151,48 +189,27 @@ def vertical_baselines(dataset: Dataset, partition: Partition, objective: Object
                       "reduction": objective.reduction, "regularizer": objective.regularizer},
         "partition": partition.describe(),
     }
-    key = hashlib.sha256(json.dumps(key_src, sort_keys=True, default=str).encode()).hexdigest()[:20]
-    path = user_cache_dir() / "baselines" / f"{key}.json"
-    if use_cache and path.is_file():
-        try:
-            cached = json.loads(path.read_text())
-            if cached.get("key") == key_src:
-                cached["cached"] = True
-                return cached
-        except (OSError, json.JSONDecodeError):
-            pass  # a damaged cache entry is recomputed, not trusted
 
-    D_train = partition.join(dataset.X_train)
-    D_test = partition.join(dataset.X_test)
-    central = central_optimum(D_train, dataset.y_train, objective)
-    local = replace(partition, parties=partition.parties[:1])
-    result = {
-        "key": key_src,
-        "central": {
-            "label": "central optimum F*",
-            "objective": central.value,
-            "grad_norm": central.grad_norm,
-            "n_iter": central.n_iter,
-            "seconds": central.seconds,
-            "method": central.method,
-            **_score(D_train @ central.x, dataset.y_train, D_test @ central.x, dataset.y_test),
-        },
-        "sklearn_all_features": {"label": "sklearn, all features", "line": "--", "role": "all",
-                                 **fit_sklearn_baseline(D_train, dataset.y_train, D_test,
-                                                        dataset.y_test, objective)},
-        "sklearn_local_only": {"label": "sklearn, party 1 only", "line": ":", "role": "local",
-                               **fit_sklearn_baseline(local.join(dataset.X_train), dataset.y_train,
-                                                      local.join(dataset.X_test), dataset.y_test,
-                                                      objective)},
-        "majority": _majority(dataset.y_train, dataset.y_test),
-    }
-    if use_cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(result, indent=2))
-        os.replace(tmp, path)
-    result["cached"] = False
-    return result
+    def compute():
+        D_train = partition.join(dataset.X_train)
+        D_test = partition.join(dataset.X_test)
+        local = replace(partition, parties=partition.parties[:1])
+        return {
+            "central": central,
+            "sklearn_all_features": {"label": "sklearn, all features", "line": "--",
+                                     "role": "all",
+                                     **fit_sklearn_baseline(D_train, dataset.y_train, D_test,
+                                                            dataset.y_test, objective)},
+            "sklearn_local_only": {"label": "sklearn, party 1 only", "line": ":",
+                                   "role": "local",
+                                   **fit_sklearn_baseline(local.join(dataset.X_train),
+                                                          dataset.y_train,
+                                                          local.join(dataset.X_test),
+                                                          dataset.y_test, objective)},
+            "majority": _majority(dataset.y_train, dataset.y_test),
+        }
+
+    return _cached(key_src, compute, use_cache)
 
 
 class VerticalSetting:
@@ -235,8 +252,9 @@ class VerticalSetting:
                                       "public": self.config.partition.public},
                         objective=self.objective, preprocessing=self.steps, public=self._public)
 
-    def baselines(self, prepared: Prepared, *, use_cache: bool) -> dict:
-        return vertical_baselines(self.dataset, self.partition, self.objective, use_cache=use_cache)
+    def baselines(self, prepared: Prepared, *, use_cache: bool, which: str = "all") -> dict:
+        return vertical_baselines(self.dataset, self.partition, self.objective, use_cache=use_cache,
+                                  which=which)
 
     def records(self):
         """Every record after the whole stage (each party's block joined), in file order:
@@ -364,13 +382,17 @@ class HorizontalSetting:
             else self.stage.rows.apply(self.stage.columns(self.raw.test))
         return self.X, _dense(test)
 
-    def baselines(self, prepared: Prepared, *, use_cache: bool) -> dict:
-        """The pooled optimum of the same objective on this repeat's split, and the base rate.
+    def baselines(self, prepared: Prepared, *, use_cache: bool, which: str = "all") -> dict:
+        """The pooled optimum of the same objective on this repeat's split and the base rate,
+        and with ``which = "all"`` provider 1 alone.
 
         Cached per (data, distribution, objective, seed, repeat): every config
         of a figure shares the split of its repeat, so it is solved once.
         """
         from vfl.admm.pretrain import consensus_optimum
+
+        if which == "none":
+            return {}
 
         def compute():
             data = prepared.data
@@ -378,16 +400,18 @@ class HorizontalSetting:
                                           regularizer=self.objective.regularizer)
             u_tr = data.A.reshape(-1, data.A.shape[-1]) @ w
             # provider 1 on its own rows, with the pooled problem's weight per sample
-            w1, _ = consensus_optimum(data.A[:1], data.b[:1], lam=self.objective.lam / len(data.A),
-                                      regularizer=self.objective.regularizer)
-            return {"central": {"label": "central optimum (pooled data)", "objective": f_star,
-                                "norm": float(np.linalg.norm(w)), "role": "all",
-                                **_score(u_tr, prepared.y_train, prepared.test @ w,
-                                         prepared.y_test)},
-                    "local_only": {"label": "provider 1 alone", "line": ":", "role": "local",
-                                   **_score(data.A[0] @ w1, data.b[0], prepared.test @ w1,
-                                            prepared.y_test)},
-                    "majority": _majority(prepared.y_train, prepared.y_test)}
+            found = {"central": {"label": "central optimum (pooled data)", "objective": f_star,
+                                 "norm": float(np.linalg.norm(w)), "role": "all",
+                                 **_score(u_tr, prepared.y_train, prepared.test @ w,
+                                          prepared.y_test)}}
+            if which == "all":
+                w1, _ = consensus_optimum(data.A[:1], data.b[:1],
+                                          lam=self.objective.lam / len(data.A),
+                                          regularizer=self.objective.regularizer)
+                found["local_only"] = {"label": "provider 1 alone", "line": ":", "role": "local",
+                                       **_score(data.A[0] @ w1, data.b[0], prepared.test @ w1,
+                                                prepared.y_test)}
+            return {**found, "majority": _majority(prepared.y_train, prepared.y_test)}
 
         key = {"version": BASELINE_VERSION, "setting": "horizontal",
                "dataset": self.identity,
@@ -397,7 +421,7 @@ class HorizontalSetting:
                              "reduction": self.objective.reduction,
                              "regularizer": self.objective.regularizer,
                              "unit_size": self.objective.unit_size},
-               **prepared.split}
+               **prepared.split, **({} if which == "all" else {"which": which})}
         return _cached(key, compute, use_cache)
 
 
@@ -464,7 +488,11 @@ class NetworkSetting:
         """The pool after the whole stage, in record order (its test rows come from it)."""
         return self.X, self.X[:0]
 
-    def baselines(self, prepared: Prepared, *, use_cache: bool) -> dict:
+    def baselines(self, prepared: Prepared, *, use_cache: bool, which: str = "all") -> dict:
+        """x* (which the iteration's error is measured against, computed with the data) scored,
+        and the base rate; ``central`` and ``all`` are the same here."""
+        if which == "none":
+            return {}
         data = prepared.data
         x = data.x_star
         u_tr = data.A.reshape(-1, data.A.shape[-1]) @ x

@@ -47,7 +47,8 @@ def test_defaults_are_filled_in():
     c = config_from_dict(BASE, default_name="x")
     d = c.to_dict()
     assert d["name"] == "x"
-    assert d["solver"] == {"name": "admm_sharing", "epochs": 100, "rho": 1.0, "z_tol": 1e-10,
+    assert d["solver"] == {"name": "admm_sharing", "epochs": 100, "rho": 1.0, "rho_parties": "fixed",
+                           "z_tol": 1e-10,
                            "form": "hu", "order": "jacobi", "relaxation": 1.0,
                            "rho_schedule": "fixed", "rho_min": None, "rho_max": None,
                            "rho_every": 2, "rho_change": 10.0, "acceleration": "none",
@@ -56,7 +57,7 @@ def test_defaults_are_filled_in():
                             "neighbours": "column", "clip": None, "b1": 10.0, "input_clip": None,
                             "calibration": "sound", "accountant": "pld",
                             "replayable_noise": True, "budget_epsilon": None}
-    assert d["run"] == {"seed": 0, "repeats": 1, "eval_every": 1}
+    assert d["run"] == {"seed": 0, "repeats": 1, "eval_every": 1, "baselines": "all"}
     sgd = config_from_dict({**BASE, "solver": {"name": "fdml_sgd"}}).to_dict()
     assert sgd["solver"] == {"name": "fdml_sgd", "epochs": 100, "batch_size": 100, "lr": 0.3,
                              "lr_schedule": "inv_sqrt", "lr_step_epochs": 100, "lr_gamma": 0.1,
@@ -71,8 +72,8 @@ def test_defaults_are_filled_in():
 @pytest.mark.parametrize(
     "patch, message",
     [
-        ({"solver": {"rhoo": 1}}, "unknown key 'solver.rhoo'; valid keys in [solver] for admm_sharing: name, epochs, rho, z_tol"),
-        ({"solver": {"lr": 0.1}}, "solver.lr does not apply to admm_sharing (it is a key of fdml_sgd); its keys: name, epochs, rho, z_tol"),
+        ({"solver": {"rhoo": 1}}, "unknown key 'solver.rhoo'; valid keys in [solver] for admm_sharing: name, epochs, rho, rho_parties, z_tol"),
+        ({"solver": {"lr": 0.1}}, "solver.lr does not apply to admm_sharing (it is a key of fdml_sgd); its keys: name, epochs, rho, rho_parties, z_tol"),
         ({"solver": {"name": "fdml_sgd", "rho": 1}}, "solver.rho does not apply to fdml_sgd"),
         ({"solver": {"name": "fdml_sgd", "lr_schedule": "cosine"}}, "solver.lr_schedule = 'cosine' is not one of: constant, inv_sqrt, step"),
         ({"privacy": {"sigma": -0.1}}, "privacy.sigma must be >= 0, got -0.1"),

@@ -41,8 +41,9 @@ class BlockSolver:
         # A column slice of a dense array is a strided view, which BLAS cannot
         # use in place: numpy would copy the whole block on every product.
         self.D = D.tocsr() if sp.issparse(D) else np.ascontiguousarray(D, dtype=float)
-        # D^T as its own CSR: transposed products then run row-wise too.
-        self.DT = self.D.T.tocsr() if sp.issparse(D) else self.D.T
+        # D^T as a view (CSC over D's arrays), not a CSR copy: no second copy of the
+        # block, and its products sum each entry in the same order (bit-identical).
+        self.DT = self.D.T
         n, d = self.D.shape
         self.wide = d > n
         a = 2.0 * lam

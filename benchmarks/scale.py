@@ -1,0 +1,149 @@
+"""``python -m benchmarks scale --rows N --parties M [--json]``: one `vfl run` at scale, measured.
+
+The run is `configs/a9a-fast.toml` (Boyd's form, relaxation 1.8) on
+a9a-shaped synthetic rows (``synthetic:a9a-shaped``: a9a's 123 one-hot
+columns in its 14 groups, any number of rows; not the a9a data), the 123
+columns split into M contiguous ranges, ``run.baselines = "central"`` (the
+one exact solve that ``suboptimality`` needs) with a cold cache. Measured in
+this one process, every target a ratio of two numbers from the same run:
+
+- ``epochs_to_1e-4``: the first epoch at relative suboptimality <= 1e-4;
+- ``admm_over_lbfgs``: ADMM's solver time to that epoch over scikit-learn's
+  lbfgs time to 1e-4 on the same objective (the loosest ``tol`` that gets
+  there), both on all columns joined for lbfgs and on the parties' blocks
+  for ADMM;
+- ``baseline_share_of_wall``: the baselines' seconds over the wall of the
+  whole run (data generation, preprocessing, distribution, baselines,
+  epochs, metrics);
+- ``peak_rss_over_data``: the process's peak resident memory during the run
+  over the bytes of the training rows in CSR (values, indices, row pointers);
+- ``ns_per_row_epoch``: the median solver seconds of an epoch per row.
+
+Run each size in its own process (peak RSS is the process's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import warnings
+from pathlib import Path
+from statistics import median
+from time import perf_counter
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET = 1e-4
+#: sklearn tolerances tried, loosest first, until the fit reaches TARGET
+TOLS = (1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9)
+
+
+def config(rows: int, parties: int, *, epochs: int, n_test: int, rho: float | None = None,
+           baselines: str = "central"):
+    """`configs/a9a-fast.toml` on ``rows`` a9a-shaped rows over ``parties`` column ranges."""
+    from vfl.experiments.config import config_from_dict, read_toml
+
+    raw = read_toml(REPO / "configs" / "a9a-fast.toml")
+    raw["name"] = f"scale-{rows}-{parties}"
+    raw["data"] = {"dataset": "synthetic:a9a-shaped",
+                   "options": {"n_train": rows, "n_test": n_test, "seed": 0}}
+    raw["partition"] = {"columns": [len(c) for c in np.array_split(np.arange(123), parties)]}
+    raw["solver"]["epochs"] = epochs
+    if rho is not None:
+        raw["solver"]["rho"] = rho
+    raw.setdefault("run", {})["baselines"] = baselines
+    return config_from_dict(raw)
+
+
+def _csr_bytes(X) -> int:
+    return int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes)
+
+
+def _peak_rss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+
+
+def lbfgs_to_target(D, y, objective, f_star: float) -> dict:
+    """scikit-learn's lbfgs on the same objective: the loosest tol whose fit reaches TARGET."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from vfl.baselines.sklearn_lr import sklearn_estimator
+
+    tried = []
+    for tol in TOLS:
+        # the same objective (C from lam and the reduction, no separate intercept), by lbfgs
+        est = sklearn_estimator(objective, D.shape[0], D.shape[1], tol=tol)
+        est.set_params(solver="lbfgs", max_iter=100_000)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            t = perf_counter()
+            est.fit(D, y)
+            seconds = perf_counter() - t
+        sub = (objective.value(est.coef_.ravel(), D, y) - f_star) / abs(f_star)
+        tried.append({"tol": tol, "seconds": seconds, "suboptimality": float(sub)})
+        if sub <= TARGET:
+            return {"reached": True, **tried[-1], "tried": tried}
+    return {"reached": False, **tried[-1], "tried": tried}
+
+
+def measure(rows: int, parties: int, *, epochs: int = 60, n_test: int | None = None,
+            rho: float | None = None, with_lbfgs: bool = True) -> dict:
+    """One run at ``rows`` x ``parties``, measured (see the module docstring)."""
+    from vfl.experiments.runner import plan_run, run_experiment
+
+    n_test = n_test or min(100_000, max(1000, rows // 4))
+    cfg = config(rows, parties, epochs=epochs, n_test=n_test, rho=rho)
+    t0 = perf_counter()
+    plan = plan_run(cfg)
+    result = run_experiment(cfg, plan=plan, use_cache=False)
+    wall = perf_counter() - t0
+    peak = _peak_rss_bytes()
+    setting = plan.setting
+    data_bytes = _csr_bytes(setting.dataset.X_train)
+    m = result.metrics
+    reached = np.flatnonzero(m["suboptimality"].to_numpy() <= TARGET)
+    epoch = int(m["epoch"].iloc[reached[0]]) if reached.size else None
+    per_epoch = np.diff(m["wall_time_s"].to_numpy())
+    out = {
+        "rows": rows, "parties": parties, "n_test": n_test, "rho": cfg.solver.rho,
+        "epochs_run": int(m["epoch"].iloc[-1]), "epochs_to_1e-4": epoch,
+        "admm_seconds_to_1e-4": None if epoch is None else float(m["wall_time_s"].iloc[reached[0]]),
+        "ns_per_row_epoch": median(per_epoch) / rows * 1e9,
+        "wall_seconds": wall, "baseline_seconds": result.manifest["timing"]["baselines_seconds"],
+        "peak_rss_bytes": peak, "data_csr_bytes": data_bytes,
+    }
+    out["baseline_share_of_wall"] = out["baseline_seconds"] / wall
+    out["peak_rss_over_data"] = peak / data_bytes
+    if with_lbfgs:
+        f_star = result.baselines["central"]["objective"]
+        D = setting.partition.join(setting.dataset.X_train)
+        lbfgs = lbfgs_to_target(D, setting.dataset.y_train, setting.objective, f_star)
+        out["lbfgs"] = lbfgs
+        out["admm_over_lbfgs"] = (out["admm_seconds_to_1e-4"] / lbfgs["seconds"]
+                                  if epoch is not None and lbfgs["reached"] else None)
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks scale",
+                                description=__doc__.splitlines()[0])
+    p.add_argument("--rows", type=int, required=True, help="training rows (a9a-shaped)")
+    p.add_argument("--parties", type=int, default=2, help="parties M (columns split in ranges)")
+    p.add_argument("--epochs", type=int, default=60, help="epochs run (the cap)")
+    p.add_argument("--rho", type=float, default=None, help="override solver.rho")
+    p.add_argument("--no-lbfgs", action="store_true", help="skip the lbfgs comparison")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    args = p.parse_args(argv)
+    if args.rows < 100 or not 1 <= args.parties <= 123:
+        p.error("--rows must be >= 100 and --parties in 1..123")
+    out = measure(args.rows, args.parties, epochs=args.epochs, rho=args.rho,
+                  with_lbfgs=not args.no_lbfgs)
+    if args.json:
+        print(json.dumps(out))
+    else:
+        for key, value in out.items():
+            if key != "lbfgs":
+                print(f"{key:24} {value}")
+    return 0
