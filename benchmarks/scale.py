@@ -2,8 +2,9 @@
 
 The run is `configs/a9a-fast.toml` (Boyd's form, relaxation 1.8) on
 a9a-shaped synthetic rows (``synthetic:a9a-shaped``: a9a's 123 one-hot
-columns in its 14 groups, any number of rows; not the a9a data), the 123
-columns split into M contiguous ranges, ``run.baselines = "central"`` (the
+columns in its 14 groups, any number of rows; not the a9a data) with lam
+scaled by N / 32,561 (the same problem per row at every size), the 123
+columns split into M contiguous ranges (rho by ``solver.rho_parties``), ``run.baselines = "central"`` (the
 one exact solve that ``suboptimality`` needs) with a cold cache. Measured in
 this one process, every target a ratio of two numbers from the same run:
 
@@ -50,6 +51,9 @@ def config(rows: int, parties: int, *, epochs: int, n_test: int, rho: float | No
     raw["data"] = {"dataset": "synthetic:a9a-shaped",
                    "options": {"n_train": rows, "n_test": n_test, "seed": 0}}
     raw["partition"] = {"columns": [len(c) for c in np.array_split(np.arange(123), parties)]}
+    # lam grows with the rows (a9a's 1e-3 at its 32,561): the regularization per row, and so
+    # the problem's conditioning and the epochs it needs, stay those of a9a at every size
+    raw["objective"]["lam"] = 1e-3 * rows / 32561
     raw["solver"]["epochs"] = epochs
     if rho is not None:
         raw["solver"]["rho"] = rho

@@ -13,7 +13,9 @@ NAME says which CSV and which renderer:
   written by ``vfl reproduce private-utility``
   (:func:`vfl.papers.private_utility.figures.utility_markdown`);
 - ``hu-bytes``: ``docs/figures/hu/bytes.csv``, written by ``vfl reproduce hu bytes``
-  (:func:`vfl.papers.hu.figures.bytes_markdown`).
+  (:func:`vfl.papers.hu.figures.bytes_markdown`);
+- ``scale``: ``docs/figures/scale/scale.csv``, written by ``python docs/measure.py scale``
+  (:func:`scale_markdown`, with issue 23's targets).
 """
 
 from __future__ import annotations
@@ -42,7 +44,30 @@ def _render(name: str) -> str:
         from vfl.papers.hu.figures import bytes_markdown
 
         return bytes_markdown(pd.read_csv(FIGURES / "hu" / "bytes.csv"))
+    if name == "scale":
+        return scale_markdown(pd.read_csv(FIGURES / "scale" / "scale.csv"))
     raise KeyError(f"README names an unknown table {name!r}")
+
+
+def _verdict(value, limit: float) -> str:
+    return "-" if pd.isna(value) else f"{value:.3g} ({'pass' if value <= limit else 'miss'})"
+
+
+def scale_markdown(table: pd.DataFrame) -> str:
+    """One row per (rows, parties) of the scale benchmark, each target with its verdict."""
+    small = table[(table["rows"] == table["rows"].min()) & (table["parties"] == 2)]
+    base = float(small["ns_per_row_epoch"].iloc[0]) if len(small) else float("nan")
+    lines = ["| rows | parties | epochs to 1e-4 | ADMM / lbfgs (<= 0.5) | baselines / wall "
+             "(<= 0.2) | peak RSS / data (<= 2.5) | ns per row-epoch | vs the smallest "
+             "(<= 1.5) |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in table.to_dict("records"):
+        epochs = r["epochs_to_1e-4"]
+        lines.append(
+            f"| {r['rows']:,} | {r['parties']} | {'-' if pd.isna(epochs) else int(epochs)} | "
+            f"{_verdict(r['admm_over_lbfgs'], 0.5)} | {_verdict(r['baseline_share_of_wall'], 0.2)} | "
+            f"{_verdict(r['peak_rss_over_data'], 2.5)} | {r['ns_per_row_epoch']:.0f} | "
+            f"{_verdict(r['ns_per_row_epoch'] / base, 1.5)} |")
+    return "\n".join(lines) + "\n"
 
 
 def render(readme: str) -> str:

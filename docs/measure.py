@@ -1,0 +1,186 @@
+"""Measure README's timings and write them into docs/measured.md and README.
+
+    python docs/measure.py --list             # the keys and what each runs
+    python docs/measure.py test-fast main-job # measure these, rewrite their rows and README
+    python docs/measure.py scale              # the scale table (docs/figures/scale/scale.csv)
+
+Every number README marks with ``<!-- measured: KEY -->`` comes from the row
+KEY of docs/measured.md, and every row is written here: the command it ran,
+what it printed that the number is read from, the load average before and
+after (the machine may be shared), and the date. ``tests/test_readme.py``
+fails when README and docs/measured.md disagree. Run from the repository
+root, in the environment README installs (``pip install ".[test]"``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from time import perf_counter
+from typing import Callable
+
+REPO = Path(__file__).resolve().parents[1]
+MEASURED = REPO / "docs" / "measured.md"
+README = REPO / "README.md"
+SCALE_CSV = REPO / "docs" / "figures" / "scale" / "scale.csv"
+#: the scale table's sizes: (rows, parties)
+SCALE_POINTS = ((32561, 2), (325610, 2), (3256100, 2), (10_000_000, 2), (32561, 16))
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One README number: the command, and how its printed output becomes the number."""
+
+    command: str
+    #: (stdout + stderr, wall seconds, the temporary directory it wrote into) -> (value, how)
+    read: Callable[[str, float, Path], tuple[str, str]]
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min"
+
+
+def _pytest(output: str, unit: Callable[[float], str]) -> tuple[str, str]:
+    found = re.search(r"(\d+) passed(?:, (\d+) skipped)?.* in ([\d.]+)s", output)
+    if not found or re.search(r"\d+ (failed|error)", output):
+        raise RuntimeError(f"pytest did not pass:\n{output[-2000:]}")
+    passed, skipped, seconds = found.group(1), found.group(2) or "0", float(found.group(3))
+    return unit(seconds), f"{seconds:.1f} s as pytest reports it, {passed} passed, {skipped} skipped"
+
+
+def _wall(unit: Callable[[float], str]):
+    return lambda output, wall, tmp: (unit(wall), f"{wall:.1f} s of wall time")
+
+
+def _sampler(which: str):
+    """The sampler benchmark's per-vector time or its epoch ratio, from its bench.json."""
+    def read(output, wall, tmp):
+        found = json.loads((tmp / "bench" / "bench.json").read_text())["sampler"]
+        if which == "vector":
+            return (f"{1e3 * found['exact_seconds']:.0f} ms",
+                    f"median exact discrete Gaussian vector of {found['values']} values, against "
+                    f"{1e3 * found['numpy_seconds']:.2f} ms for numpy "
+                    f"({found['exact_over_numpy']:.0f}x)")
+        per_epoch = found["admm_sharing_row_a9a_seconds_per_epoch"]
+        return (f"{found['epoch_ratio']:.1f}x",
+                "solver seconds per epoch of papers/hu/configs/privacy-a9a-row.toml, deployment "
+                f"(exact noise) {1e3 * per_epoch['deployment (exact)']:.1f} ms over simulation "
+                f"(numpy) {1e3 * per_epoch['simulation (numpy)']:.1f} ms")
+    return read
+
+
+MEASUREMENTS = {
+    "test-suite": Measurement("pytest -q", lambda out, wall, tmp: _pytest(out, _minutes)),
+    "test-fast": Measurement('pytest -q -m "not slow"',
+                             lambda out, wall, tmp: _pytest(out, lambda s: f"{s:.0f} s")),
+    "main-job": Measurement("vfl run --config configs/a9a.toml --out {tmp}/run",
+                            _wall(lambda s: f"{s:.0f} s")),
+    "reproduce-hu": Measurement("vfl reproduce hu --out {tmp}/figures", _wall(_minutes)),
+    "reproduce-dp-admm": Measurement("vfl reproduce dp-admm --out {tmp}/figures",
+                                     _wall(_minutes)),
+    "reproduce-ldp": Measurement("vfl reproduce ldp --out {tmp}/figures",
+                                 _wall(lambda s: f"{s:.0f} s")),
+    "reproduce-private-utility": Measurement("vfl reproduce private-utility --out {tmp}/figures",
+                                             _wall(_minutes)),
+    "benchmarks": Measurement("python -m benchmarks --out {tmp}/bench", _wall(_minutes)),
+    "sampler-vector": Measurement("python -m benchmarks --only sampler --out {tmp}/bench",
+                                  _sampler("vector")),
+    "sampler-epoch": Measurement("python -m benchmarks --only sampler --out {tmp}/bench",
+                                 _sampler("epoch")),
+}
+
+
+def load() -> list[float]:
+    return [round(v, 2) for v in os.getloadavg()]
+
+
+def measure(key: str) -> tuple[str, str]:
+    """Run KEY's command from the repository root in a fresh temporary directory."""
+    m = MEASUREMENTS[key]
+    with tempfile.TemporaryDirectory() as tmp:
+        command = m.command.format(tmp=tmp)
+        before = load()
+        t0 = perf_counter()
+        proc = subprocess.run(command, shell=True, cwd=REPO, capture_output=True, text=True)
+        wall = perf_counter() - t0
+        if proc.returncode != 0:
+            raise RuntimeError(f"{command} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+        value, how = m.read(proc.stdout + proc.stderr, wall, Path(tmp))
+    shown = command.replace(tmp, "TMP")
+    return value, f"`{shown}`: {how}; load {before[0]} before, {load()[0]} after"
+
+
+def _row(key: str, value: str, how: str) -> str:
+    return f"| `{key}` | {value} | {how} | {date.today().isoformat()} |"
+
+
+def record(key: str, value: str, how: str) -> None:
+    """Rewrite KEY's row of docs/measured.md (or add it) and README's marked number."""
+    text = MEASURED.read_text()
+    row = re.compile(rf"^\| `{re.escape(key)}` \|.*$", re.M)
+    text = row.sub(_row(key, value, how), text) if row.search(text) else \
+        text.rstrip("\n") + "\n" + _row(key, value, how) + "\n"
+    _write(MEASURED, text)
+    readme = README.read_text()
+    # "about 66 s<!-- measured: test-fast -->": the value is the words before the mark
+    mark = re.compile(rf"[\w.,]+(\s(?:s|ms|min|x))?<!-- measured: {re.escape(key)} -->")
+    _write(README, mark.sub(f"{value}<!-- measured: {key} -->", readme))
+
+
+def measure_scale() -> Path:
+    """Each scale point in its own process (peak RSS is per process), into SCALE_CSV."""
+    import pandas as pd
+
+    rows = []
+    for n, parties in SCALE_POINTS:
+        proc = subprocess.run([sys.executable, "-m", "benchmarks", "scale", "--rows", str(n),
+                               "--parties", str(parties), "--json"], cwd=REPO,
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"scale {n} x {parties} failed:\n{proc.stderr[-2000:]}")
+        found = json.loads(proc.stdout.strip().splitlines()[-1])
+        found.pop("lbfgs", None)
+        rows.append({**found, "load_after": load()[0]})
+    SCALE_CSV.parent.mkdir(parents=True, exist_ok=True)
+    frame = pd.DataFrame(rows)
+    tmp = SCALE_CSV.with_name(f".{SCALE_CSV.name}.partial")
+    frame.to_csv(tmp, index=False, float_format="%.6g")
+    os.replace(tmp, SCALE_CSV)
+    return SCALE_CSV
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.partial")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or "--list" in argv:
+        for key, m in MEASUREMENTS.items():
+            print(f"{key:28} {m.command}")
+        print(f"{'scale':28} python -m benchmarks scale at {SCALE_POINTS} -> {SCALE_CSV}")
+        return 0
+    unknown = sorted(set(argv) - set(MEASUREMENTS) - {"scale"})
+    if unknown:
+        print(f"unknown key(s) {', '.join(unknown)}; --list shows them", file=sys.stderr)
+        return 2
+    for key in argv:
+        if key == "scale":
+            print(f"wrote {measure_scale()}; then: python docs/readme_tables.py")
+            continue
+        value, how = measure(key)
+        record(key, value, how)
+        print(f"{key}: {value} ({how})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

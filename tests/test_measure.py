@@ -1,0 +1,51 @@
+"""docs/measure.py: README's timings are written by a script, never by hand."""
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def measure(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("measure", REPO / "docs" / "measure.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "measure", module)  # its dataclasses look themselves up
+    spec.loader.exec_module(module)
+    for name in ("MEASURED", "README"):
+        copy = tmp_path / Path(getattr(module, name)).name
+        shutil.copy(getattr(module, name), copy)
+        monkeypatch.setattr(module, name, copy)
+    return module
+
+
+def test_a_measurement_rewrites_its_row_and_readmes_number(measure):
+    before = measure.README.read_text()
+    measure.record("test-fast", "59 s", "`pytest -q -m \"not slow\"`: 58.7 s as pytest reports it")
+    row = next(line for line in measure.MEASURED.read_text().splitlines() if "`test-fast`" in line)
+    assert row.startswith("| `test-fast` | 59 s | `pytest -q -m")
+    after = measure.README.read_text()
+    assert "about 59 s<!-- measured: test-fast -->" in after
+    changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines()) if a != b]
+    assert len(changed) == 1 and "test-fast" in changed[0][1]  # nothing else moved
+
+
+def test_pytest_output_is_read_or_refused(measure):
+    value, how = measure._pytest("1200 passed, 2 skipped in 58.70s (0:00:58)",
+                                 lambda s: f"{s:.0f} s")
+    assert (value, how) == ("59 s", "58.7 s as pytest reports it, 1200 passed, 2 skipped")
+    with pytest.raises(RuntimeError, match="did not pass"):
+        measure._pytest("3 failed, 1200 passed in 58.70s", str)
+
+
+def test_the_keys_are_the_ones_readme_marks(measure, capsys):
+    import re
+
+    marked = set(re.findall(r"<!-- measured: ([\w.-]+) -->", measure.README.read_text()))
+    assert marked <= set(measure.MEASUREMENTS), marked - set(measure.MEASUREMENTS)
+    assert measure.main(["--list"]) == 0 and "test-suite" in capsys.readouterr().out
+    assert measure.main(["nosuchkey"]) == 2
