@@ -7,11 +7,18 @@ trust-region Newton method from ``scipy.optimize.minimize``: ``trust-exact``
 with the dense Hessian when ``d <= dense_max`` (a few cheap iterations), else
 ``trust-ncg`` with exact Hessian-vector products. Either runs until the
 gradient norm is below ``gtol``.
+
+With many rows (``N > warm_above``) a Newton iteration costs a full pass for
+the Hessian (``N nnz_row^2`` for sparse rows, 20 gradients on a9a), and
+there are about 7 from ``x = 0``. The solve then starts from the optimum of
+an evenly strided subsample (every k-th row, ``lam / k``: the same problem
+per row), which takes 2-3 full iterations to the same ``gtol``. No random
+draw, and the stopping rule is unchanged, so F* is as exact as before.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from time import perf_counter
 
 import numpy as np
@@ -33,7 +40,8 @@ class CentralSolution:
 
 
 def central_optimum(
-    D, b, objective: Objective, *, rtol: float = 1e-10, max_iter: int = 500, dense_max: int = 1000
+    D, b, objective: Objective, *, rtol: float = 1e-10, max_iter: int = 500, dense_max: int = 1000,
+    warm_above: int = 1_000_000, warm_rows: int = 200_000,
 ) -> CentralSolution:
     """Minimize ``objective`` over ``x`` for the full design ``D``.
 
@@ -42,17 +50,27 @@ def central_optimum(
     ``||grad||^2 / (4 lam)``.
     """
     b = np.asarray(b, dtype=float)
+    t0 = perf_counter()
     x0 = np.zeros(D.shape[1])
     _, g0 = objective.value_and_grad(x0, D, b)
     gtol = rtol * max(1.0, float(np.linalg.norm(g0)))
+    start, warm = x0, ""
+    if D.shape[0] > warm_above and objective.reduction in ("sum", "mean"):
+        k = D.shape[0] // warm_rows
+        rows = np.arange(0, D.shape[0], k)
+        # the same problem per row: F's loss sums over N / k rows, so lam / k (sum reduction)
+        per_row = objective if objective.reduction == "mean" else replace(objective,
+                                                                          lam=objective.lam / k)
+        start = central_optimum(D[rows], b[rows], per_row, rtol=rtol, max_iter=max_iter,
+                                dense_max=dense_max).x
+        warm = f", started at the optimum of every {k}-th row"
     if D.shape[1] <= dense_max:
         method, second_order = "trust-exact", {"hess": objective.hess}
     else:
         method, second_order = "trust-ncg", {"hessp": objective.hessp}
-    t0 = perf_counter()
     res = scipy.optimize.minimize(
         objective.value_and_grad,
-        x0,
+        start,
         args=(D, b),
         jac=True,
         method=method,
@@ -63,5 +81,5 @@ def central_optimum(
     f, g = objective.value_and_grad(res.x, D, b)
     return CentralSolution(
         x=res.x, value=f, grad_norm=float(np.linalg.norm(g)), n_iter=int(res.nit), seconds=seconds,
-        method=f"scipy.optimize.minimize(method={method!r})",
+        method=f"scipy.optimize.minimize(method={method!r}){warm}",
     )

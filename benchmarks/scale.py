@@ -1,10 +1,13 @@
 """``python -m benchmarks scale --rows N --parties M [--json]``: one `vfl run` at scale, measured.
 
-The run is `configs/a9a-fast.toml` (Boyd's form, relaxation 1.8) on
-a9a-shaped synthetic rows (``synthetic:a9a-shaped``: a9a's 123 one-hot
-columns in its 14 groups, any number of rows; not the a9a data) with lam
-scaled by N / 32,561 (the same problem per row at every size), the 123
-columns split into M contiguous ranges (rho by ``solver.rho_parties``), ``run.baselines = "central"`` (the
+The run is `configs/a9a-fast.toml` (Boyd's form, relaxation 1.8) on a9a's
+training records repeated k = round(N / 32,561) times (``data.options.tile``;
+the rows are k x 32,561) with lam times k: a9a's own problem, and optimum, at
+k times its rows. ``--data synthetic`` uses ``synthetic:a9a-shaped`` instead
+(a9a's 123 one-hot columns in its 14 groups, any N, no files needed; its
+rare categories make it slower to 1e-4 than a9a). The 123 columns are split
+into M contiguous ranges (two parties: a9a-fast's 66 + 57; rho by
+``solver.rho_parties``), ``run.baselines = "central"`` (the
 one exact solve that ``suboptimality`` needs) with a cold cache. Measured in
 this one process, every target a ratio of two numbers from the same run:
 
@@ -41,19 +44,29 @@ TARGET = 1e-4
 TOLS = (1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9)
 
 
+A9A_ROWS = 32561
+
+
 def config(rows: int, parties: int, *, epochs: int, n_test: int, rho: float | None = None,
-           baselines: str = "central"):
-    """`configs/a9a-fast.toml` on ``rows`` a9a-shaped rows over ``parties`` column ranges."""
+           baselines: str = "central", data: str = "a9a"):
+    """`configs/a9a-fast.toml` on about ``rows`` a9a rows (or a9a-shaped synthetic ones) over
+    ``parties`` column ranges."""
     from vfl.experiments.config import config_from_dict, read_toml
 
     raw = read_toml(REPO / "configs" / "a9a-fast.toml")
     raw["name"] = f"scale-{rows}-{parties}"
-    raw["data"] = {"dataset": "synthetic:a9a-shaped",
-                   "options": {"n_train": rows, "n_test": n_test, "seed": 0}}
-    raw["partition"] = {"columns": [len(c) for c in np.array_split(np.arange(123), parties)]}
+    if data == "a9a":
+        tile = max(1, round(rows / A9A_ROWS))
+        rows = tile * A9A_ROWS
+        raw["data"] = {"dataset": "a9a", "options": {"tile": tile}}
+    else:
+        raw["data"] = {"dataset": "synthetic:a9a-shaped",
+                       "options": {"n_train": rows, "n_test": n_test, "seed": 0}}
+    if parties != 2:  # two parties: a9a-fast's own split (66 + 57 columns)
+        raw["partition"] = {"columns": [len(c) for c in np.array_split(np.arange(123), parties)]}
     # lam grows with the rows (a9a's 1e-3 at its 32,561): the regularization per row, and so
     # the problem's conditioning and the epochs it needs, stay those of a9a at every size
-    raw["objective"]["lam"] = 1e-3 * rows / 32561
+    raw["objective"]["lam"] = 1e-3 * rows / A9A_ROWS
     raw["solver"]["epochs"] = epochs
     if rho is not None:
         raw["solver"]["rho"] = rho
@@ -93,25 +106,28 @@ def lbfgs_to_target(D, y, objective, f_star: float) -> dict:
 
 
 def measure(rows: int, parties: int, *, epochs: int = 60, n_test: int | None = None,
-            rho: float | None = None, with_lbfgs: bool = True) -> dict:
-    """One run at ``rows`` x ``parties``, measured (see the module docstring)."""
+            rho: float | None = None, with_lbfgs: bool = True, data: str = "a9a",
+            data_dir=None) -> dict:
+    """One run at about ``rows`` x ``parties``, measured (see the module docstring)."""
     from vfl.experiments.runner import plan_run, run_experiment
 
     n_test = n_test or min(100_000, max(1000, rows // 4))
-    cfg = config(rows, parties, epochs=epochs, n_test=n_test, rho=rho)
+    cfg = config(rows, parties, epochs=epochs, n_test=n_test, rho=rho, data=data)
     t0 = perf_counter()
-    plan = plan_run(cfg)
+    plan = plan_run(cfg, data_dir)
     result = run_experiment(cfg, plan=plan, use_cache=False)
     wall = perf_counter() - t0
     peak = _peak_rss_bytes()
     setting = plan.setting
     data_bytes = _csr_bytes(setting.dataset.X_train)
+    rows = setting.dataset.X_train.shape[0]
     m = result.metrics
     reached = np.flatnonzero(m["suboptimality"].to_numpy() <= TARGET)
     epoch = int(m["epoch"].iloc[reached[0]]) if reached.size else None
     per_epoch = np.diff(m["wall_time_s"].to_numpy())
     out = {
-        "rows": rows, "parties": parties, "n_test": n_test, "rho": cfg.solver.rho,
+        "rows": rows, "parties": parties, "data": data,
+        "n_test": int(setting.dataset.X_test.shape[0]), "rho": float(plan.solver.rho),
         "epochs_run": int(m["epoch"].iloc[-1]), "epochs_to_1e-4": epoch,
         "admm_seconds_to_1e-4": None if epoch is None else float(m["wall_time_s"].iloc[reached[0]]),
         "ns_per_row_epoch": median(per_epoch) / rows * 1e9,
@@ -137,13 +153,16 @@ def main(argv=None) -> int:
     p.add_argument("--parties", type=int, default=2, help="parties M (columns split in ranges)")
     p.add_argument("--epochs", type=int, default=60, help="epochs run (the cap)")
     p.add_argument("--rho", type=float, default=None, help="override solver.rho")
+    p.add_argument("--data", choices=("a9a", "synthetic"), default="a9a",
+                   help="a9a repeated (needs the a9a files) or a9a-shaped synthetic rows")
+    p.add_argument("--data-dir", default=None, help="where a9a is [default: $VFL_DATA_DIR]")
     p.add_argument("--no-lbfgs", action="store_true", help="skip the lbfgs comparison")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     args = p.parse_args(argv)
     if args.rows < 100 or not 1 <= args.parties <= 123:
         p.error("--rows must be >= 100 and --parties in 1..123")
     out = measure(args.rows, args.parties, epochs=args.epochs, rho=args.rho,
-                  with_lbfgs=not args.no_lbfgs)
+                  with_lbfgs=not args.no_lbfgs, data=args.data, data_dir=args.data_dir)
     if args.json:
         print(json.dumps(out))
     else:

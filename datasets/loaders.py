@@ -25,6 +25,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from vfl.core.preprocessing import RawTable
+from vfl.datasets._checks import integer
 from vfl.datasets.base import Dataset, RawDataset
 from vfl.datasets.files import (find_file, read_file, require_files, resolve_data_dir,
                                 user_cache_dir)
@@ -166,16 +167,23 @@ def _load_a9a(reader: _Reader, options: Mapping[str, Any]) -> Dataset:
     """a9a / a9a.t from LIBSVM, kept sparse (CSR, 123 binary features).
 
     ``a9a.t`` never uses feature 123, so both files are parsed with
-    ``n_features=123``.
+    ``n_features=123``. Option ``tile = k`` repeats the training records k
+    times, in file order (a9a's problem at k times its rows, for scaling
+    measurements: with ``lam`` times k it has a9a's optimum); the test file
+    is unchanged.
     """
     n = reader.spec.n_features
+    tile = integer("a9a", "tile", options.get("tile", 1), 1)
     X_train, y_train = reader.parsed("a9a", _parse_svmlight, n)
     X_test, y_test = reader.parsed("a9a.t", _parse_svmlight, n)
+    if tile > 1:
+        X_train, y_train = sp.vstack([X_train] * tile, format="csr"), np.tile(y_train, tile)
     names = tuple(f"f{j + 1}" for j in range(n))  # LIBSVM's one-based feature numbers
     return RawDataset(
         name="a9a", train=RawTable.from_matrix(X_train, names), y_train=y_train,
         test=RawTable.from_matrix(X_test, names), y_test=y_test,
-        description="a9a (LIBSVM; UCI Adult binarised, 123 sparse binary features)",
+        description="a9a (LIBSVM; UCI Adult binarised, 123 sparse binary features)"
+                    + (f", training records repeated {tile} times" if tile > 1 else ""),
         checksums=reader.checksums,
         provenance=reader.provenance(
             parsing="LIBSVM's binary features as distributed (width 123 from the registry), "
@@ -340,7 +348,7 @@ _LOADERS = {"a9a": _load_a9a, "gisette": _load_gisette, "adult": _load_adult}
 
 #: Dataset-specific ``options`` keys accepted by :func:`load_raw`.
 LOADER_OPTIONS: dict[str, tuple[str, ...]] = {
-    "a9a": (), "gisette": (), "adult": (),
+    "a9a": ("tile",), "gisette": (), "adult": (),
     SYNTHETIC_NAME: SYNTHETIC_OPTIONS, **USER_FILE_OPTIONS,
 }
 

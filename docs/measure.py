@@ -31,7 +31,8 @@ MEASURED = REPO / "docs" / "measured.md"
 README = REPO / "README.md"
 SCALE_CSV = REPO / "docs" / "figures" / "scale" / "scale.csv"
 #: the scale table's sizes: (rows, parties)
-SCALE_POINTS = ((32561, 2), (325610, 2), (3256100, 2), (10_000_000, 2), (32561, 16))
+SCALE_POINTS = ((32561, 2), (325610, 2), (3256100, 2), (10_000_000, 2), (32561, 16),
+                (3256100, 16))
 
 
 @dataclass(frozen=True)

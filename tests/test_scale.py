@@ -128,10 +128,41 @@ def test_scale_benchmark_prints_one_json_object(capsys, monkeypatch):
     monkeypatch.syspath_prepend(str(REPO))  # `benchmarks` is a folder of the clone, not installed
     from benchmarks import runner
 
-    assert runner.main(["scale", "--rows", "3000", "--parties", "4", "--epochs", "3", "--json"]) == 0
+    assert runner.main(["scale", "--rows", "3000", "--parties", "4", "--epochs", "3", "--data",
+                        "synthetic", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     for key in ("rows", "parties", "epochs_to_1e-4", "admm_over_lbfgs", "baseline_share_of_wall",
                 "peak_rss_over_data", "ns_per_row_epoch"):
         assert key in out, key
     assert (out["rows"], out["parties"]) == (3000, 4)
     assert 0 < out["baseline_share_of_wall"] < 1 and out["peak_rss_over_data"] > 1
+
+
+# ------------------------------------------------------ a9a at k times its rows --
+@pytest.mark.data
+def test_a9a_tile_repeats_the_training_records(data_dir):
+    from vfl.datasets import load_dataset
+
+    one = load_dataset("a9a", data_dir=data_dir)
+    three = load_dataset("a9a", data_dir=data_dir, options={"tile": 3})
+    n = one.X_train.shape[0]
+    assert three.X_train.shape == (3 * n, 123) and three.X_test.shape == one.X_test.shape
+    assert (three.X_train[2 * n:] != one.X_train).nnz == 0
+    assert np.array_equal(three.y_train[n:2 * n], one.y_train)
+    assert "repeated 3 times" in three.description
+    with pytest.raises(DataError, match="tile must be an integer >= 1"):
+        load_dataset("a9a", data_dir=data_dir, options={"tile": 0})
+
+
+def test_the_central_solve_from_a_subsample_reaches_the_same_optimum():
+    from vfl.baselines import central_optimum
+    from vfl.core.objective import Objective
+
+    data = make_a9a_like(20000, 100, seed=4)
+    D = sp.hstack([data.X_train, np.ones((20000, 1))], format="csr")
+    objective = Objective(loss="logistic", reduction="sum", lam=0.5)
+    cold = central_optimum(D, data.y_train, objective)
+    warm = central_optimum(D, data.y_train, objective, warm_above=1000, warm_rows=2000)
+    assert "every 10-th row" in warm.method and "every" not in cold.method
+    assert warm.value == pytest.approx(cold.value, rel=1e-13)
+    assert warm.grad_norm <= 1e-10 * 20000 and warm.n_iter < cold.n_iter
