@@ -25,7 +25,8 @@ from vfl.plots.layout import DrawnPanel, Series, draw_layout, fill, write_table
 
 from .spec import Curve, Figure, Layout, Reference, Table
 
-__all__ = ["Point", "View", "aggregate", "draw", "points", "reference_value"]
+__all__ = ["Point", "View", "aggregate", "curves_table", "draw", "points", "reference_value",
+           "run_stats"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def _repeats(record) -> pd.DataFrame:
     return record.repeats if record.repeats is not None else record.metrics.assign(repeat=0)
 
 
-def _stats(record) -> pd.DataFrame:
+def run_stats(record) -> pd.DataFrame:
     """The run's ``metrics_stats.csv``, or its layout for a run of one repeat (no spread)."""
     path = Path(record.path) / "metrics_stats.csv"
     if path.is_file():
@@ -73,7 +74,7 @@ def aggregate(record, curve: Curve, x: str = "epoch") -> tuple[pd.DataFrame, boo
     """(points ``x, mean, min, max, runs`` (and ``std`` for ``stats``), whether there is a
     spread over repeats) of ``curve`` on ``record``, by the curve's aggregation."""
     if curve.aggregate == "stats":
-        s = _stats(record)
+        s = run_stats(record)
         frame = pd.DataFrame({"x": s[x], "runs": s["n_repeats"],
                               **{k: s[f"{curve.column}_{k}"] for k in ("mean", "std", "min", "max")}})
         return frame, f"{curve.column}_min" in s and s["n_repeats"].iloc[0] > 1
@@ -88,7 +89,7 @@ def aggregate(record, curve: Curve, x: str = "epoch") -> tuple[pd.DataFrame, boo
 def reference_value(runs: dict, ref: Reference) -> float:
     """``ref.metric`` of baseline ``ref.key`` of the config's first run: the mean over its
     repeats' references when each repeat has its own."""
-    b = runs[ref.config][0].record.baselines
+    b = points(runs, ref.config, ref.where)[0].record.baselines
     vals = [rep[ref.key][ref.metric] for rep in b.get("per_repeat", [b]) if ref.key in rep]
     return float(np.mean(vals)) if vals else float("nan")
 
@@ -113,7 +114,7 @@ def _facets(layout: Layout, runs: dict) -> list:
         return [None]
     configs = set().union(*(p.configs for p in layout.panels)) or set(runs)
     seen = []
-    for config in sorted(configs, key=list(runs).index):
+    for config in [c for c in runs if c in configs]:
         for p in runs.get(config, []):
             value = p.values.get(layout.facet)
             if value is not None and value not in seen:
@@ -170,7 +171,12 @@ def _layout(layout: Layout, runs: dict, hooks, out: Path, figure_fields: dict, d
                       **({layout.facet: value} if layout.facet else {})}
             if extra and layout.facet and value is not None:
                 fields.update(extra({layout.facet: value}, None))
-            series = [s for c in panel.curves for s in _series(c, view, runs, panel, fields_of)]
+            # a panel drawn by the paper's function hands it its curves instead
+            series = [] if panel.draw else [s for c in panel.curves
+                                            for s in _series(c, view, runs, panel, fields_of)]
+            for s in series:
+                s.facet = value if layout.facet in s.point.values else None
+            fields["curves"] = [fields_of(s.point) for s in series]
             refs = [(r, reference_value(view, r)) for r in panel.references]
             figure_fields.update({f"{r.key}_{r.metric}": v for r, v in refs})
             d = DrawnPanel(panel, fields, series, refs, _hook(hooks, panel.draw),
@@ -212,16 +218,17 @@ def _table(table: Table, runs: dict, drawn: dict, hooks, out: Path, fields: dict
                        table.wrap)
 
 
-def draw(figure: Figure, runs: dict, out: Path, hooks, *, echo=print,
-         save=save_figure) -> tuple[list[Path], list[Path]]:
+def draw(figure: Figure, runs: dict, out: Path, hooks, *, echo=print, save=save_figure,
+         **context) -> tuple[list[Path], list[Path]]:
     """Draw ``figure`` from ``runs`` into ``out``: (the figure files, the CSVs written).
 
     ``hooks``: the paper's figure module, where the functions its
     declaration names live. ``save``: how a figure is saved (PNG + PDF).
+    ``context`` (such as the configs folder) goes to a figure's own ``draw``.
     """
     echo(f"{figure.name}:")
     if figure.draw:
-        return _hook(hooks, figure.draw)(figure, runs, Path(out), echo), []
+        return _hook(hooks, figure.draw)(figure, runs, Path(out), echo, **context), []
     figures, tables, drawn, fields = [], [], {}, {"figure": figure.name}
     for layout in figure.layouts:
         figures += _layout(layout, runs, hooks, Path(out), fields,

@@ -82,6 +82,10 @@ class Reference:
     color: str = "black"
     style: str = "--"
     width: float = 0.9
+    where: tuple = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "where", _pairs(self.where))
 
 
 @dataclass(frozen=True)
@@ -102,9 +106,11 @@ class Panel:
 
     ``title`` (and the labels) are templates filled with the panel's fields
     (``{dataset}``: the dataset of its first curve; a faceted panel's grid
-    value). ``draw`` names a function of the paper's figure module that
+    value; ``{curves[i][key]}``: the fields of its i-th curve's run; a
+    reference's label also ``{value}``). ``draw`` names a function of the paper's figure module that
     draws the panel's content, ``draw(ax, panel, view)``, where it is a
-    computation (e.g. accuracy against a recomputed epsilon); ``ylim`` one
+    computation (e.g. accuracy against a recomputed epsilon; it reads the
+    panel's curves instead of the engine drawing them); ``ylim`` one
     that zooms the y axis, ``ylim(drawn) -> (low, high)``.
     ``positive_x`` drops the points at x <= 0 (iteration 0 on a log axis).
     """
@@ -135,7 +141,8 @@ class Layout:
 
     ``facet``: one copy of the declared panels per value of that grid key
     among the runs of their configs, the value in the panels' fields (then
-    ``rows=None``: one row per value). The height is ``size[1]`` plus
+    ``rows=None``: one row per value; ``rows`` and ``columns``: a fixed grid,
+    filled row by row, whose extra axes stay empty). The height is ``size[1]`` plus
     ``row_height`` per row; ``outer_labels`` writes the axis labels on the
     bottom row and the left column only.
     ``suptitle`` and ``caption`` are templates like the panel titles;
@@ -149,6 +156,7 @@ class Layout:
     file: str
     panels: tuple[Panel, ...]
     rows: int | None = 1
+    columns: int | None = None
     size: tuple[float, float] = (7.0, 3.0)
     row_height: float = 0.0
     sharex: bool = False
@@ -166,7 +174,8 @@ class Layout:
         names = [p.name for p in self.panels]
         if len(set(names)) != len(names):
             raise ValueError(f"{self.file}: a panel name is declared twice: {names}")
-        if not self.facet and (not self.rows or len(self.panels) % self.rows):
+        if not self.facet and (not self.rows or len(self.panels) % self.rows) \
+                and not self.columns:
             raise ValueError(f"{self.file}: {len(self.panels)} panels do not fill {self.rows} rows")
 
 

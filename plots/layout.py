@@ -54,6 +54,7 @@ class Series:
     spread: bool  # whether the runs have repeats to band over
     point: object = None
     panel: str = ""
+    facet: object = None  # the facet's value, None for a run every facet shares
 
 
 @dataclass
@@ -91,43 +92,50 @@ def _plot(ax, s: Series, positive_x: bool) -> None:
         ax.fill_between(f["x"], f["min"], f["max"], color=s.color, alpha=c.band, lw=0)
 
 
-def _panel(ax, d: DrawnPanel) -> None:
+def _panel(ax, d: DrawnPanel, fields: dict) -> None:
     p = d.panel
+    # scales first: a panel's function may then set ticks that a scale change would reset
+    if p.xscale != "linear":
+        ax.set_xscale(p.xscale)
+    if p.yscale != "linear":
+        ax.set_yscale(p.yscale)
     if d.draw is not None:
         d.draw(ax, p, d.view)
     for s in d.series:
         _plot(ax, s, p.positive_x)
     for ref, value in d.references:
-        ax.axhline(value, color=ref.color, ls=ref.style, lw=ref.width, label=fill(ref.label, {
-            **d.fields, "value": value}))
-    if p.xscale != "linear":
-        ax.set_xscale(p.xscale)
-    if p.yscale != "linear":
-        ax.set_yscale(p.yscale)
+        ax.axhline(value, color=ref.color, ls=ref.style, lw=ref.width,
+                   label=fill(ref.label, {**fields, "value": value}))
     if p.title:
-        ax.set_title(fill(p.title, d.fields), **({"fontsize": p.title_size} if p.title_size else {}))
+        ax.set_title(fill(p.title, fields), **({"fontsize": p.title_size} if p.title_size else {}))
 
 
 def draw_layout(layout, panels: list[DrawnPanel], rows: int, path: Path, fields: dict,
                 save=save_figure) -> list[Path]:
-    """Draw ``panels`` (row-major on ``rows`` rows) as ``layout`` declares; the files written."""
-    cols = len(panels) // rows
+    """Draw ``panels`` row-major on ``rows`` rows (and ``layout.columns``, when declared: a
+    fixed grid whose extra axes stay empty) as ``layout`` declares; the files written."""
+    cols = layout.columns or len(panels) // rows
     w, h = layout.size
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(rows, cols, figsize=(w, h + layout.row_height * rows),
                                  sharex=layout.sharex, sharey=layout.sharey,
                                  constrained_layout=True, squeeze=False)
-        for i, (ax, d) in enumerate(zip(axes.ravel(), panels)):
-            _panel(ax, d)
+        for i, ax in enumerate(axes.ravel()):
+            d = panels[min(i, len(panels) - 1)]
+            f = {**fields, **d.fields}
+            if i < len(panels):
+                _panel(ax, d, f)
+                if d.panel.legend is not None and layout.legend is None:
+                    _legend(ax, d.panel.legend)
+                if d.ylim is not None:
+                    ax.set_ylim(*d.ylim)
+            elif not layout.outer_labels:
+                continue
             row, col = divmod(i, cols)
             if d.panel.xlabel and (not layout.outer_labels or row == rows - 1):
-                ax.set_xlabel(fill(d.panel.xlabel, d.fields))
+                ax.set_xlabel(fill(d.panel.xlabel, f))
             if d.panel.ylabel and (not layout.outer_labels or col == 0):
-                ax.set_ylabel(fill(d.panel.ylabel, d.fields))
-            if d.panel.legend is not None and layout.legend is None:
-                _legend(ax, d.panel.legend)
-            if d.ylim is not None:
-                ax.set_ylim(*d.ylim)
+                ax.set_ylabel(fill(d.panel.ylabel, f))
         if layout.suptitle:
             fig.suptitle(fill(layout.suptitle, fields), fontsize=layout.suptitle_size)
         if layout.legend is not None:

@@ -190,7 +190,7 @@ def gamma_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
     return surface, points
 
 
-def gamma_figure(figure, runs, out: Path, echo) -> list[Path]:
+def gamma_figure(figure, runs, out: Path, echo, **_) -> list[Path]:
     """Fig. 1: eq. (11)'s surface with the exact expectation, and its lines per beta."""
     surface, points = gamma_tables()
     W, B = len(FIG1_SURFACE_OMEGAS), len(FIG1_SURFACE_BETAS)
