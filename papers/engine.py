@@ -205,7 +205,7 @@ def _table(table: Table, runs: dict, drawn: dict, hooks, out: Path, fields: dict
     if table.rows == "curves":
         frame = curves_table(drawn)
     elif table.rows == "metrics":  # the run's own metrics.csv, byte for byte
-        (config,) = table.columns
+        (config,) = table.configs
         shutil.copyfile(Path(runs[config][0].record.path) / "metrics.csv", out / table.file)
         return out / table.file
     else:

@@ -26,10 +26,13 @@ from vfl.core.errors import ConfigError
 __all__ = ["AGGREGATIONS", "Curve", "Figure", "Layout", "Legend", "Panel", "Paper", "Reference",
            "Table"]
 
-#: how a curve makes its points from its runs (:mod:`vfl.papers.engine` computes them):
-#: ``mean``: per x, the mean over the run's repeats, with their min and max (the band);
-#: ``stats``: the run's own ``metrics_stats.csv`` (mean, std, min, max over its repeats)
-AGGREGATIONS = ("mean", "stats")
+#: how a curve makes its points from its runs (:mod:`vfl.papers.engine` computes the first
+#: two): ``mean``: per x, the mean over the run's repeats, with their min and max (the band);
+#: ``stats``: the run's own ``metrics_stats.csv`` (mean, std, min, max over its repeats);
+#: a sweep's ``levels`` (per level and x: mean +- std over seeds, ``sweep.csv``) and
+#: ``final`` (its last iteration per level, ``sweep_final.csv``), which the shared sweep
+#: plots of :mod:`vfl.plots` draw
+AGGREGATIONS = ("mean", "stats", "levels", "final")
 
 
 def _pairs(value) -> tuple:
@@ -183,10 +186,10 @@ class Layout:
 class Table:
     """One CSV beside a figure: ``file``, its ``columns`` in order, and the aggregation that
     makes its ``rows``: ``"curves"`` (per drawn curve and x: mean, min, max, runs),
-    ``"metrics"`` (the ``metrics.csv`` of the one config in ``columns``, as it is), or a
-    function of the figure module (``rows(table, runs, drawn, echo) -> DataFrame``, ``None`` for
-    no file). ``layout``: the layout whose drawn curves it reads (default: all of the
-    figure's). ``header``: ``#`` comment lines above it (read back with ``comment="#"``),
+    ``"metrics"`` (the ``metrics.csv`` of its one config, as it is), or a function of the
+    figure module (``rows(table, runs, drawn, echo) -> DataFrame``, ``None`` for no file).
+    ``configs``: the configs it reads (a subset of the figure's); ``layout``: the layout
+    whose drawn curves it reads (default: all of the figure's). ``header``: ``#`` comment lines above it (read back with ``comment="#"``),
     wrapped at ``wrap`` characters (0: one line each)."""
 
     file: str
@@ -195,6 +198,7 @@ class Table:
     header: tuple[str, ...] = ()
     wrap: int = 0
     layout: str = ""
+    configs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -225,6 +229,14 @@ class Figure:
                     raise ValueError(f"figure {self.name}, panel {panel.name!r} of {layout.file}: "
                                      f"config {unknown[0]!r} is not one the figure lists "
                                      f"({', '.join(self.configs) or 'none'})")
+        for table in self.tables:
+            unknown = sorted(set(table.configs) - set(self.configs))
+            if unknown:
+                raise ValueError(f"figure {self.name}, table {table.file}: config {unknown[0]!r} "
+                                 f"is not one the figure lists ({', '.join(self.configs)})")
+            if table.rows == "metrics" and len(table.configs) != 1:
+                raise ValueError(f"figure {self.name}, table {table.file}: a copy of metrics.csv "
+                                 "reads one config")
         files = [t.file for t in self.tables] + [f"{lay.file}.png" for lay in self.layouts]
         if len(set(files)) != len(files):
             raise ValueError(f"figure {self.name}: an output file is declared twice: {files}")
