@@ -127,7 +127,8 @@ def _facet_runs(runs: dict, key, value) -> dict:
     (a run every facet shares, such as the non-private baseline)."""
     if key is None:
         return runs
-    return {c: [p for p in pts if p.values.get(key, value) == value] for c, pts in runs.items()}
+    kept = {c: [p for p in pts if p.values.get(key, value) == value] for c, pts in runs.items()}
+    return {c: pts for c, pts in kept.items() if pts}
 
 
 def _series(curve: Curve, view: dict, runs: dict, panel, fields_of) -> list[Series]:
@@ -167,10 +168,12 @@ def _layout(layout: Layout, runs: dict, hooks, out: Path, figure_fields: dict, d
     for value in facets:
         view = _facet_runs(runs, layout.facet, value)
         for panel in layout.panels:
-            fields = {**figure_fields, **_dataset(view, panel.configs),
+            fields = {**figure_fields, **_dataset(view, panel.configs or view),
                       **({layout.facet: value} if layout.facet else {})}
             if extra and layout.facet and value is not None:
-                fields.update(extra({layout.facet: value}, None))
+                first = next((p.record for pts in view.values() for p in pts
+                              if p.values.get(layout.facet) == value), None)
+                fields.update(extra({layout.facet: value}, first))
             # a panel drawn by the paper's function hands it its curves instead
             series = [] if panel.draw else [s for c in panel.curves
                                             for s in _series(c, view, runs, panel, fields_of)]

@@ -152,8 +152,8 @@ class Layout:
     ``legend``: one legend for the whole figure, from the first panel's
     entries, instead of the panels' own. ``fields`` names a function of the
     figure module that adds template fields for a run or a facet
-    (``fields(values, record) -> dict``, ``record`` None for a facet), such
-    as an epsilon its accountant computes.
+    (``fields(values, record) -> dict``; a facet's first run as ``record``),
+    such as an epsilon its accountant computes.
     """
 
     file: str
