@@ -26,7 +26,7 @@ from vfl.plots.layout import DrawnPanel, Series, draw_layout, fill, write_table
 from .spec import Curve, Figure, Layout, Reference, Table
 
 __all__ = ["Point", "View", "aggregate", "curves_table", "draw", "points", "reference_value",
-           "run_stats"]
+           "repeats", "run_stats"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,8 @@ def points(runs: dict, config: str, where=()) -> list[Point]:
     return [p for p in runs.get(config, []) if all(p.values.get(k) == v for k, v in where)]
 
 
-def _repeats(record) -> pd.DataFrame:
+def repeats(record) -> pd.DataFrame:
+    """Every repeat's metrics (a run of one repeat: its metrics as repeat 0)."""
     return record.repeats if record.repeats is not None else record.metrics.assign(repeat=0)
 
 
@@ -78,7 +79,7 @@ def aggregate(record, curve: Curve, x: str = "epoch") -> tuple[pd.DataFrame, boo
         frame = pd.DataFrame({"x": s[x], "runs": s["n_repeats"],
                               **{k: s[f"{curve.column}_{k}"] for k in ("mean", "std", "min", "max")}})
         return frame, f"{curve.column}_min" in s and s["n_repeats"].iloc[0] > 1
-    reps = _repeats(record)
+    reps = repeats(record)
     if curve.column not in reps.columns:
         raise ConfigError(f"{record.path}: metrics have no column {curve.column!r}")
     g = reps.groupby(x, sort=True)[curve.column]
@@ -138,7 +139,7 @@ def _series(curve: Curve, view: dict, runs: dict, panel, fields_of) -> list[Seri
         frame, spread = aggregate(p.record, curve, panel.x)
         color = colors[p.values[curve.color.partition(":")[2]]] if colors else curve.color
         out.append(Series(curve, frame, fill(curve.label, fields_of(p)), color, spread, p,
-                          panel.name))
+                          panel.name, x=panel.x))
     return out
 
 
@@ -194,9 +195,10 @@ def _layout(layout: Layout, runs: dict, hooks, out: Path, figure_fields: dict, d
     return draw_layout(layout, panels, rows, out / f"{layout.file}.png", figure_fields, save)
 
 
-def curves_table(drawn: list[Series], x: str = "epoch") -> pd.DataFrame:
-    """Per drawn curve and ``x``: its panel, label, config, column, mean, min, max and runs."""
-    frames = [s.frame.rename(columns={"x": x}).assign(
+def curves_table(drawn: list[Series]) -> pd.DataFrame:
+    """Per drawn curve and x (named as its panel's): its panel, label, config, column, mean,
+    min, max and runs."""
+    frames = [s.frame.rename(columns={"x": s.x}).assign(
         panel=s.panel, curve=s.label, config=s.curve.config, column=s.curve.column)
         for s in drawn]
     return pd.concat(frames, ignore_index=True)

@@ -234,6 +234,9 @@ class Figure:
             if unknown:
                 raise ValueError(f"figure {self.name}, table {table.file}: config {unknown[0]!r} "
                                  f"is not one the figure lists ({', '.join(self.configs)})")
+            if table.layout and table.layout not in {lay.file for lay in self.layouts}:
+                raise ValueError(f"figure {self.name}, table {table.file}: no layout "
+                                 f"{table.layout!r} to read the curves of")
             if table.rows == "metrics" and len(table.configs) != 1:
                 raise ValueError(f"figure {self.name}, table {table.file}: a copy of metrics.csv "
                                  "reads one config")

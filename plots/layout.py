@@ -55,6 +55,7 @@ class Series:
     point: object = None
     panel: str = ""
     facet: object = None  # the facet's value, None for a run every facet shares
+    x: str = "epoch"  # the panel's x column
 
 
 @dataclass

@@ -122,6 +122,7 @@ def test_a_facet_copies_the_panels_per_value_and_shares_the_runs_without_it(tmp_
      "table x.csv: config 'c' is not one the figure lists"),
     (dict(tables=(Table("x.csv", rows="metrics"),)), "reads one config"),
     (dict(tables=(Table("toy.png"),)), "declared twice"),
+    (dict(tables=(Table("x.csv", layout="other"),)), "no layout 'other'"),
     (dict(name="all"), "bad figure name"),
 ])
 def test_a_bad_declaration_is_refused_when_declared(change, message):

@@ -147,10 +147,6 @@ def ensure_runs(names, configs: Path, out: Path, data_dir=None, jobs: int = 2,
 
 
 # ------------------------------------------------------------- summary --
-def _repeats(record) -> pd.DataFrame:
-    return record.repeats if record.repeats is not None else record.metrics.assign(repeat=0)
-
-
 def summary(table, runs: dict, drawn: list, echo) -> pd.DataFrame | None:
     """Every curve at the last iteration and the paper's claims as measured ratios (``None``:
     no claim, no file); each is echoed."""
@@ -160,8 +156,8 @@ def summary(table, runs: dict, drawn: list, echo) -> pd.DataFrame | None:
     rows = [r._asdict() for r in last[["panel", "curve", "config", "column", "epoch", "mean", "min",
                                        "max"]].itertuples(index=False)]
     for label, num, den, paper in CLAIMS.get(output, []):
-        a = _repeats(runs[num[0]][0].record).groupby("repeat")[num[1]].last()
-        b = _repeats(runs[den[0]][0].record).groupby("repeat")[den[1]].last()
+        a = engine.repeats(runs[num[0]][0].record).groupby("repeat")[num[1]].last()
+        b = engine.repeats(runs[den[0]][0].record).groupby("repeat")[den[1]].last()
         ratio = a / b  # same repeat index: same graph, data and x0
         rows.append({"panel": "claim", "curve": label, "config": f"{num[0]} / {den[0]}",
                      "column": f"{num[1]} / {den[1]}", "epoch": int(last["epoch"].max()),
