@@ -2,8 +2,10 @@
 
 A paper is a package under ``papers/`` whose ``__init__`` declares one
 :class:`~vfl.papers.spec.Paper`: its citation, and its figures and tables
-as data (what each shows, the configs it runs, the files it writes). Its
-``figures`` module holds the code that reads the runs and draws. This
+as data (what each shows, the configs it runs, its layout of panels and
+curves, the CSVs it writes). Its ``figures`` module runs the configs and
+hands the runs to :mod:`vfl.papers.engine`, which draws the declarations;
+what stays in it is the paper's own computation, named from the data. This
 module knows no paper by name: it lists them (:data:`PAPERS`), resolves
 ``vfl reproduce [PAPER [FIGURE]]``, checks every config and dataset a
 choice needs before anything runs or is created, and calls the figures.

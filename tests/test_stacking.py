@@ -16,7 +16,7 @@ from vfl.core.ledger import PrivacyLedger
 from vfl.stacking import (GTOL, PrivateStacking, fit_logistic, gdp_mu, model_sensitivity,
                           moments_sensitivity, noise_scales, share_sensitivity, sure_ridge)
 from vfl.stacking.mechanism import base_rate_logit
-from shipped import shipped
+from shipped import paper_configs, shipped
 
 REPO = Path(__file__).resolve().parents[1]
 

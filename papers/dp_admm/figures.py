@@ -45,6 +45,7 @@ import json
 import math
 import os
 import platform
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter, process_time
@@ -59,13 +60,15 @@ from vfl.experiments.reproduce import figure_config
 from vfl.experiments.records import load_run
 from vfl.experiments.sweep import SweepRun, plan_grid, run_grid
 
-from vfl.plots import STYLE, save_figure
+from vfl.papers import engine
+from vfl.papers.spec import Reference
+from vfl.plots import plt
+from vfl.plots.layout import write_table
 
-import matplotlib.pyplot as plt  # noqa: E402  (after vfl.plots chose the Agg backend)
+from . import PAPER
 
-from . import PAPER  # noqa: E402
-
-__all__ = ["needs", "EPSILONS", "DELTAS", "reproduce", "figure_runs", "time_cases"]
+__all__ = ["DELTAS", "EPSILONS", "accuracy_panel", "accuracy_table", "accuracy_zoom",
+           "figure_runs", "fields", "long_table", "needs", "reproduce", "table3", "time_cases"]
 
 #: the paper's grid (Sec. VI, "Setup")
 EPSILONS = (0.01, 0.02, 0.05, 0.07, 0.1, 0.2)
@@ -116,15 +119,6 @@ def needs(figure: str) -> tuple[Need, ...]:
     }[figure]
 
 
-NEIGHBOURS = "one record (a, b) of one provider's dataset replaced by another (m unchanged)"
-EPS_NOTE = ("epsilon_bar: the paper's moments accountant (Theorem 2, Appendix A), a claim; "
-            "epsilon_tight: exact composition of the same Gaussian releases with the "
-            "sensitivities the code enforces (dp-accounting's PLD accountant approaches it "
-            "from above; epsilon_pld is that accountant's own number)")
-CAPTION = ("$\\bar\\epsilon$: the paper's moments accountant (a claim).  $\\epsilon_{{tight}}$: "
-           "exact composition of the same Gaussian releases (dp-accounting, PLD).  "
-           "Neighbours: one record of one provider replaced.  Mean of {n} runs; {spread}.")
-D11_LABEL = "DP-ADMM iteration, no noise"
 _ALG = {"dp_admm": "DP-ADMM (Alg. 3)", "consensus_admm": "Algorithm 1 (non-private)",
         "consensus_admm_perturbed": "Algorithm 2 (paper's sigma)"}
 
@@ -172,48 +166,32 @@ def _ensure(plans: dict[str, list[SweepRun]], out: Path, data_dir, jobs: int, ec
 
 
 # ------------------------------------------------------------ reading runs --
-@dataclass
-class Curve:
-    """One run directory read back: its grid values, statistics and privacy numbers."""
+def _load(plans: dict[str, list[SweepRun]], cache: dict) -> dict[str, list[engine.Point]]:
+    """The plans' runs read back, per config (``noise`` is True unless a point sets it)."""
+    def point(run: SweepRun) -> engine.Point:
+        if run.path not in cache:
+            cache[run.path] = load_run(run.path)
+        return engine.Point({"noise": True, **dict(run.values)}, cache[run.path])
 
-    values: dict
-    algorithm: str
-    stats: pd.DataFrame  # metrics_stats.csv: <metric>_mean/_std/_min/_max per iteration
-    final: pd.Series  # metrics.csv's last row (means over repeats)
-    baselines: list  # per repeat
-    manifest: dict
+    return {SWEEPS[sweep]: [point(r) for r in runs] for sweep, runs in plans.items()}
 
-    @property
-    def epsilon(self):
-        """Theorem 1's per-iteration epsilon (the paper's parameter, what the figures sweep)."""
-        return self.values.get("epsilon_per_iteration")
 
-    @property
-    def delta(self):
-        return self.values.get("delta")
+def _final(record):
+    return record.metrics.iloc[-1]  # metrics.csv's last row (means over repeats)
 
-    @property
-    def noise(self) -> bool:
-        return self.values.get("noise", True)
 
-    def eps_bar(self) -> float:
-        return float(self.final.get("epsilon_paper", float("nan")))
-
-    def eps_tight(self) -> float:
-        return float(self.final.get("epsilon_tight", float("nan")))
-
-    def eps_pld(self) -> float:
-        """dp-accounting's PLD epsilon of the same T Gaussian releases (a cross-check)."""
-        p = self.manifest.get("privacy") or {}
-        if not p.get("dp_guarantee"):
-            return float("nan")
-        T = int(self.final["epoch"])
-        if self.algorithm == "dp_admm":
-            # Theorem 1 with Lemma 1: sigma_k / Delta_k = sqrt(2 ln(1.25/delta)) / eps, every k
-            z = math.sqrt(2.0 * math.log(1.25 / self.delta)) / self.epsilon
-        else:
-            z = p["sigma"] / p["sensitivity_enforced"]["value"]
-        return _pld_epsilon(z, T, self.delta)
+def eps_pld(p: engine.Point) -> float:
+    """dp-accounting's PLD epsilon of the same T Gaussian releases (a cross-check)."""
+    priv = p.record.manifest.get("privacy") or {}
+    if not priv.get("dp_guarantee"):
+        return float("nan")
+    T, delta = int(_final(p.record)["epoch"]), p.values.get("delta")
+    if p.record.config["solver"]["name"] == "dp_admm":
+        # Theorem 1 with Lemma 1: sigma_k / Delta_k = sqrt(2 ln(1.25/delta)) / eps, every k
+        z = math.sqrt(2.0 * math.log(1.25 / delta)) / p.values["epsilon_per_iteration"]
+    else:
+        z = priv["sigma"] / priv["sensitivity_enforced"]["value"]
+    return _pld_epsilon(z, T, delta)
 
 
 def _pld_epsilon(z: float, T: int, delta: float) -> float:
@@ -225,303 +203,144 @@ def _pld_epsilon(z: float, T: int, delta: float) -> float:
     return float(acc.get_epsilon(delta))
 
 
-def _read(run: SweepRun) -> Curve:
-    rec = load_run(run.path)
-    stats_file = run.path / "metrics_stats.csv"
-    stats = pd.read_csv(stats_file) if stats_file.is_file() else _single_stats(rec.metrics)
-    b = rec.baselines.get("per_repeat", [rec.baselines])
-    return Curve(dict(run.values), rec.config["solver"]["name"], stats, rec.metrics.iloc[-1], b,
-                 rec.manifest)
-
-
-def _single_stats(metrics: pd.DataFrame) -> pd.DataFrame:
-    """metrics_stats.csv's layout for a run of one repeat (no spread)."""
-    out = {"epoch": metrics["epoch"], "n_repeats": 1}
-    for c in metrics.columns:
-        if c != "epoch":
-            for s in ("mean", "min", "max"):
-                out[f"{c}_{s}"] = metrics[c]
-            out[f"{c}_std"] = np.nan
-    return pd.DataFrame(out)
-
-
-def _curves(plans, sweep: str, **match) -> list[Curve]:
-    """The curves of ``sweep`` whose grid values match (``noise=False`` only when asked)."""
-    match.setdefault("noise", True)
-    out = []
-    for run in plans.get(sweep, []):
-        values = {"noise": True, **dict(run.values)}
-        if all(values.get(k) == v for k, v in match.items()):
-            out.append(_read(run))
-    return sorted(out, key=lambda c: (c.delta or 0, c.epsilon or 0))
-
-
-def _reference(curves: list[Curve], key: str, metric: str = "test_accuracy") -> float:
-    """Mean over repeats of a baseline (``central`` / ``majority``) of the runs' splits."""
-    vals = [rep[key][metric] for rep in curves[0].baselines if key in rep]
-    return float(np.mean(vals)) if vals else float("nan")
-
-
-# ---------------------------------------------------------------- drawing --
-def _eps_colors():
-    cmap = plt.get_cmap("viridis")
-    return {e: cmap(0.92 * i / (len(EPSILONS) - 1)) for i, e in enumerate(EPSILONS)}
-
-
 def _delta_tex(delta: float) -> str:
     return f"10^{{{int(round(math.log10(delta)))}}}"
 
 
-def _eps_label(c: Curve, with_eps: bool = True) -> str:
-    head = f"$\\epsilon$={c.epsilon:g}: " if with_eps else ""
-    return (f"{head}$\\bar\\epsilon$={c.eps_bar():.4f}, "
-            f"$\\epsilon_{{tight}}$={c.eps_tight():.3g}")
+def fields(values: dict, record) -> dict:
+    """A run's (or a facet's) fields for the declared labels: the tex delta, and the two
+    epsilons after T iterations (the paper's epsilon_bar, the tight one)."""
+    out = {"delta_tex": _delta_tex(values["delta"])} if values.get("delta") else {}
+    if record is not None:
+        final = _final(record)
+        out.update(eps_bar=float(final.get("epsilon_paper", float("nan"))),
+                   eps_tight=float(final.get("epsilon_tight", float("nan"))))
+    return out
 
 
-def _series(ax, c: Curve, metric: str, *, color, label, ls="-", lw=None):
-    s = c.stats[c.stats["epoch"] > 0]
-    ax.plot(s["epoch"], s[f"{metric}_mean"], color=color, ls=ls, lw=lw, label=label)
-    if f"{metric}_min" in s and s["n_repeats"].iloc[0] > 1:
-        ax.fill_between(s["epoch"], s[f"{metric}_min"], s[f"{metric}_max"], color=color,
-                        alpha=0.13, lw=0)
+def _name(p: engine.Point) -> str:
+    return _ALG[p.record.config["solver"]["name"]] + ("" if p.values["noise"] else ", no noise")
 
 
-def _caption(fig, curves: list[Curve], spread: str = "band: min-max", extra: str = "") -> None:
-    n = sorted({int(c.stats["n_repeats"].iloc[0]) for c in curves})
-    text = CAPTION.format(n="/".join(map(str, n)), spread=spread) + (f"  {extra}" if extra else "")
-    fig.text(0.5, -0.01, text, ha="center", va="top", fontsize=6.5, wrap=True)
-
-
-def _comment(lines: list[str]) -> str:
-    return "".join(f"# {line}\n" for line in lines)
-
-
-def _write_csv(frame: pd.DataFrame, path: Path, lines: list[str]) -> Path:
-    tmp = path.with_name(f".{path.name}.partial")
-    with tmp.open("w") as f:
-        f.write(_comment(lines))
-        frame.to_csv(f, index=False, float_format="%.10g")
-    os.replace(tmp, path)
-    return path
-
-
-def _header(what: str) -> list[str]:
-    return [what, "Huang et al. 2019, DP-ADMM: UCI Adult, N = 100 providers x m = 210, "
-            "162 public pre-training rows, 9000 test rows, lambda = 0.17, rho = 1, T = 100; "
-            "statistics over the 10 runs (repeats) of each setting",
-            f"neighbouring datasets: {NEIGHBOURS}", EPS_NOTE]
-
-
-def _long(curves: list[Curve], metric: str) -> pd.DataFrame:
-    """Per curve and iteration: mean / std / min / max of ``metric`` over the runs."""
+def long_table(table, runs, drawn, echo) -> pd.DataFrame:
+    """Per drawn curve and iteration: mean / std / min / max of its metric over the runs; the
+    runs every panel shares first, then each panel's, DP-ADMM before Algorithm 2."""
+    rank = {"DP-ADMM (Alg. 3)": 0, "Algorithm 2 (paper's sigma)": 1}
+    facets = list(dict.fromkeys(s.facet for s in drawn if s.facet is not None))
+    order = sorted(drawn, key=lambda s: (s.facet is not None,
+                                         facets.index(s.facet) if s.facet is not None else 0,
+                                         rank.get(_name(s.point), 2)))
     rows = []
-    for c in curves:
-        s = c.stats
-        frame = pd.DataFrame({
-            "algorithm": _ALG[c.algorithm] + ("" if c.noise else ", no noise"),
-            "regularizer": c.manifest["objective"]["regularizer"],
+    for s in order:
+        p, f, metric = s.point, s.frame, s.curve.column
+        eps = fields(p.values, p.record)
+        rows.append(pd.DataFrame({
+            "algorithm": _name(p), "regularizer": p.record.manifest["objective"]["regularizer"],
             # Noiseless runs keep their epsilon: Theorem 4's eta (l2) depends on it
-            "epsilon": np.nan if c.epsilon is None else c.epsilon,
-            "delta": c.delta, "epsilon_bar": c.eps_bar(), "epsilon_tight": c.eps_tight(),
-            "epoch": s["epoch"], "n_runs": s["n_repeats"],
-            **{f"{metric}_{k}": s[f"{metric}_{k}"] for k in ("mean", "std", "min", "max")}})
-        rows.append(frame)
+            "epsilon": p.values.get("epsilon_per_iteration", np.nan),
+            "delta": p.values.get("delta"), "epsilon_bar": eps["eps_bar"],
+            "epsilon_tight": eps["eps_tight"], "epoch": f["x"], "n_runs": f["runs"],
+            **{f"{metric}_{k}": f[k] for k in ("mean", "std", "min", "max")}}))
+        if rank.get(_name(p)) != 0:
+            echo(f"  {_name(p)}: final {metric} {f['mean'].iloc[-1]:.4f}")
     return pd.concat(rows, ignore_index=True)
 
 
-def _convergence(fig_name, plans, out, sweep, reg_name, echo) -> list[Path]:
-    """Figs. 1 and 3: augmented objective vs iteration, one panel per delta."""
-    metric = "augmented_objective"
-    alg1 = _curves(plans, "alg1", regularizer=reg_name)[0]
-    d11 = _curves(plans, sweep, noise=False)
-    d11 = [c for c in d11 if c.epsilon is None]  # the (eps, delta)-free l1 run
-    colors = _eps_colors()
-    all_curves = [alg1, *d11]
-    f_star = _reference([alg1], "central", "objective")
-    with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(2, 2, figsize=(7.2, 6.2), sharex=True, sharey=True,
-                                 constrained_layout=True)
-        for ax, delta in zip(axes.ravel(), DELTAS):
-            curves = _curves(plans, sweep, delta=delta)
-            all_curves += curves
-            _series(ax, alg1, metric, color="black", label="Algorithm 1 (non-private)", lw=1.6)
-            for c in d11:
-                _series(ax, c, metric, color="0.45", ls="--", label=D11_LABEL)
-            for c in curves:
-                _series(ax, c, metric, color=colors[c.epsilon], label=_eps_label(c))
-            ax.axhline(f_star, color="black", ls="-.", lw=0.8, label="optimum F* (pooled rows)")
-            ax.set_yscale("log")
-            ax.set_title(f"$\\delta = {_delta_tex(delta)}$")
-            ax.legend(loc="upper right", fontsize=5.6, framealpha=0.85)
-        for ax in axes[1]:
-            ax.set_xlabel("iteration k")
-        for ax in axes[:, 0]:
-            ax.set_ylabel("expected augmented objective (diagnostic)")
-        reg = "$\\ell_1$" if reg_name == "l1" else "$\\ell_2$"
-        fig.suptitle(f"{fig_name.replace('fig', 'Fig. ')}: DP-ADMM vs the non-private algorithm "
-                     f"({reg}-regularized logistic regression, Adult)", fontsize=9)
-        _caption(fig, all_curves)
-    written = save_figure(fig, out / f"{fig_name}.png")
-    written.append(_write_csv(_long(all_curves, metric), out / f"{fig_name}.csv",
-                              _header(f"{fig_name}: expected augmented objective "
-                                      "sum_i f_i(w_bar_i^k) + ||w_bar_i^k - w_bar^k|| per "
-                                      f"iteration ({reg_name}); F* = {f_star:.10g}")))
-    for c in all_curves:
-        if c.noise and c.algorithm == "dp_admm":
-            continue
-        echo(f"  {c.algorithm}{'' if c.noise else ' (no noise)'}: final augmented objective "
-             f"{c.stats[f'{metric}_mean'].iloc[-1]:.4f}")
-    return written
-
-
-def _final_table(curves: list[Curve]) -> pd.DataFrame:
+# ------------------------------------------------------------ Figs. 2 and 6 --
+def _finals(runs: dict, pld: bool = False) -> pd.DataFrame:
+    """Per private run (DP-ADMM, then Algorithm 2; by delta, epsilon): the last iteration's
+    test accuracy over the runs, and its three epsilons (``epsilon_pld`` when ``pld``)."""
     rows = []
-    for c in curves:
-        f = c.stats.iloc[-1]
-        rows.append({"algorithm": _ALG[c.algorithm], "regularizer":
-                     c.manifest["objective"]["regularizer"], "epsilon": c.epsilon, "delta": c.delta,
-                     "epsilon_bar": c.eps_bar(), "epsilon_tight": c.eps_tight(),
-                     "epsilon_pld": c.eps_pld(), "n_runs": int(f["n_repeats"]),
-                     **{f"test_accuracy_{k}": f[f"test_accuracy_{k}"]
-                        for k in ("mean", "std", "min", "max")},
-                     "empirical_loss_mean": f["empirical_loss_mean"],
-                     "augmented_objective_mean": f["augmented_objective_mean"]})
+    for config in ("dp-admm-l1", "dp-admm-l2", "dp-admm-alg2"):
+        pts = sorted(engine.points(runs, config, (("noise", True),)),
+                     key=lambda p: (p.values.get("delta") or 0,
+                                    p.values.get("epsilon_per_iteration") or 0))
+        for p in pts:
+            f, eps = engine.run_stats(p.record).iloc[-1], fields(p.values, p.record)
+            rows.append({"algorithm": _name(p),
+                         "regularizer": p.record.manifest["objective"]["regularizer"],
+                         "epsilon": p.values["epsilon_per_iteration"], "delta": p.values["delta"],
+                         "epsilon_bar": eps["eps_bar"], "epsilon_tight": eps["eps_tight"],
+                         "epsilon_pld": eps_pld(p) if pld else np.nan,
+                         "n_runs": int(f["n_repeats"]),
+                         **{f"test_accuracy_{k}": f[f"test_accuracy_{k}"]
+                            for k in ("mean", "std", "min", "max")},
+                         "empirical_loss_mean": f["empirical_loss_mean"],
+                         "augmented_objective_mean": f["augmented_objective_mean"]})
     return pd.DataFrame(rows)
 
 
-def _accuracy(fig_name, plans, out, sweep, reg_name, with_alg2, echo) -> list[Path]:
-    """Figs. 2 and 6: final test accuracy vs epsilon_bar (left) and epsilon_tight (right)."""
-    alg1 = _curves(plans, "alg1", regularizer=reg_name)[0]
-    dp = _curves(plans, sweep)
-    alg2 = _curves(plans, "alg2") if with_alg2 else []
-    table = _final_table(dp + alg2)
-    refs = {"Algorithm 1 (non-private)": (alg1.stats["test_accuracy_mean"].iloc[-1], "black", "-"),
-            "optimum of the same objective (pooled rows)": (_reference([alg1], "central"),
-                                                            "black", "-."),
-            "majority class": (_reference([alg1], "majority"), "0.45", ":")}
+def _alg1_accuracy(runs: dict) -> float:
+    return engine.run_stats(runs["dp-admm-alg1"][0].record)["test_accuracy_mean"].iloc[-1]
+
+
+_DP, _ALG2 = "DP-ADMM (Alg. 3)", "Algorithm 2 (paper's sigma)"
+_ALGS = {"dp-admm-l1": _DP, "dp-admm-l2": _DP, "dp-admm-alg2": _ALG2}
+
+
+def accuracy_panel(ax, panel, view) -> None:
+    """Final test accuracy vs ``panel.x`` (epsilon_bar or epsilon_tight), one line per
+    algorithm and delta (bars: +-1 std), Algorithm 1 as a line."""
+    table, col = _finals(view.runs), panel.x
+    algs = {_ALGS[c.config] for c in panel.curves}
     cmap = plt.get_cmap("plasma")
     delta_colors = {d: cmap(0.85 * i / max(1, len(DELTAS) - 1)) for i, d in enumerate(DELTAS)}
-    # (x column, algorithms drawn): Fig. 6 adds a zoom onto DP-ADMM and Algorithm 1
-    panels = [("epsilon_bar", ("DP-ADMM (Alg. 3)", "Algorithm 2 (paper's sigma)"))]
-    if with_alg2:
-        panels.append(("epsilon_bar", ("DP-ADMM (Alg. 3)",)))
-    # Algorithm 2's tight epsilon is 0 or ~1e-4 (its sigma is ~590x over-calibrated: its
-    # sensitivity ignores rho): no log axis holds it beside DP-ADMM's, so it is stated in words
-    panels.append(("epsilon_tight", ("DP-ADMM (Alg. 3)",) if with_alg2 else
-                   ("DP-ADMM (Alg. 3)", "Algorithm 2 (paper's sigma)")))
-    n_runs = int(table["n_runs"].min())
-    with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, len(panels),
-                                 figsize=(3.6 * len(panels) + (1.9 if with_alg2 else 0.0), 3.4),
-                                 sharey=not with_alg2, constrained_layout=True)
-        for i, (ax, (col, algs)) in enumerate(zip(axes, panels)):
-            for alg, marker, ls in (("DP-ADMM (Alg. 3)", "o", "-"),
-                                    ("Algorithm 2 (paper's sigma)", "s", "--")):
-                for delta in DELTAS:
-                    t = table[(table["algorithm"] == alg) & (table["delta"] == delta)]
-                    if t.empty or alg not in algs:
-                        continue
-                    t = t.sort_values(col)
-                    short = "DP-ADMM" if alg.startswith("DP") else "Alg. 2"
-                    ax.errorbar(t[col], t["test_accuracy_mean"], yerr=t["test_accuracy_std"],
-                                color=delta_colors[delta], marker=marker, ms=3.2, ls=ls,
-                                capsize=1.5, lw=1.1,
-                                label=f"{short}, $\\delta = {_delta_tex(delta)}$")
-            for label, (value, color, ls) in refs.items():
-                ax.axhline(value, color=color, ls=ls, lw=0.9, label=f"{label}: {value:.4f}")
-            if col == "epsilon_bar":
-                ax.set_xscale("log")
-                ticks = sorted(table.loc[table["algorithm"] == "DP-ADMM (Alg. 3)"]
-                               .groupby("epsilon")["epsilon_bar"].mean())
-                ax.set_xticks(ticks, [f"{v:.2g}" for v in ticks])
-                ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-                ax.set_xlabel("$\\bar\\epsilon$ after T iterations (paper's accountant, a claim)")
-                ax.set_title("vs the paper's $\\bar\\epsilon$" +
-                             (": DP-ADMM, zoom" if len(algs) == 1 else ""))
-            else:
-                ax.set_xscale("log")
-            if col == "epsilon_tight" and with_alg2:
-                t2 = table[table["algorithm"] == "Algorithm 2 (paper's sigma)"]
-                ax.text(0.03, 0.04, f"Algorithm 2 (off this axis): $\\epsilon_{{tight}}$ <= "
-                        f"{t2['epsilon_tight'].max():.2g},\naccuracy "
-                        f"{t2['test_accuracy_mean'].min():.3f}-{t2['test_accuracy_mean'].max():.3f}",
-                        transform=ax.transAxes, fontsize=6, va="bottom")
-            if col == "epsilon_tight":
-                ax.set_xlabel("$\\epsilon_{tight}$ after T iterations "
-                              "(dp-accounting, same $\\delta$)")
-                ax.set_title("vs the tight $\\epsilon$ of the same noise")
-            if i == 0 or with_alg2:
-                ax.set_ylabel(f"test accuracy, mean of {n_runs} runs")
-            if len(algs) == 1:  # the zoom: DP-ADMM and Algorithm 1 (the optimum is above)
-                t = table[table["algorithm"] == algs[0]]
-                lo = float((t["test_accuracy_mean"] - t["test_accuracy_std"]).min())
-                hi = max(float((t["test_accuracy_mean"] + t["test_accuracy_std"]).max()),
-                         refs["Algorithm 1 (non-private)"][0])
-                ax.set_ylim(lo - 0.002, hi + 0.004)
-        if with_alg2:  # beside the panels: inside, it covers Algorithm 2's curves
-            fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right center",
-                       fontsize=5.6, frameon=False)
-        else:
-            axes[0].legend(loc="lower right", fontsize=5.4, framealpha=0.85)
-        reg = "$\\ell_1$" if reg_name == "l1" else "$\\ell_2$"
-        who = "DP-ADMM, the non-private and the existing private algorithm" if with_alg2 \
-            else "DP-ADMM vs the non-private algorithm"
-        fig.suptitle(f"{fig_name.replace('fig', 'Fig. ')}: accuracy of {who} "
-                     f"({reg}-regularized logistic regression)", fontsize=9)
-        _caption(fig, [alg1, *dp, *alg2], spread="bars: +-1 std")
-    written = save_figure(fig, out / f"{fig_name}.png")
-    reg_value = alg1.manifest["objective"]["regularizer"]
-    ref_rows = pd.DataFrame([{"algorithm": k, "regularizer": reg_value, "test_accuracy_mean": v[0]}
+    for alg, marker, ls in ((_DP, "o", "-"), (_ALG2, "s", "--")):
+        for delta in DELTAS:
+            t = table[(table["algorithm"] == alg) & (table["delta"] == delta)]
+            if t.empty or alg not in algs:
+                continue
+            t = t.sort_values(col)
+            short = "DP-ADMM" if alg.startswith("DP") else "Alg. 2"
+            ax.errorbar(t[col], t["test_accuracy_mean"], yerr=t["test_accuracy_std"],
+                        color=delta_colors[delta], marker=marker, ms=3.2, ls=ls, capsize=1.5,
+                        lw=1.1, label=f"{short}, $\\delta = {_delta_tex(delta)}$")
+    value = _alg1_accuracy(view.runs)
+    ax.axhline(value, color="black", ls="-", lw=0.9, label=f"Algorithm 1 (non-private): {value:.4f}")
+    if col == "epsilon_bar":
+        ticks = sorted(table.loc[table["algorithm"] == _DP].groupby("epsilon")["epsilon_bar"].mean())
+        ax.set_xticks(ticks, [f"{v:.2g}" for v in ticks])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    t2 = table[table["algorithm"] == _ALG2]
+    if col == "epsilon_tight" and len(t2) and _ALG2 not in algs:
+        # Algorithm 2's tight epsilon is 0 or ~1e-4 (its sigma is ~590x over-calibrated: its
+        # sensitivity ignores rho): no log axis holds it beside DP-ADMM's, so it is in words
+        ax.text(0.03, 0.04, f"Algorithm 2 (off this axis): $\\epsilon_{{tight}}$ <= "
+                f"{t2['epsilon_tight'].max():.2g},\naccuracy "
+                f"{t2['test_accuracy_mean'].min():.3f}-{t2['test_accuracy_mean'].max():.3f}",
+                transform=ax.transAxes, fontsize=6, va="bottom")
+
+
+def accuracy_zoom(drawn) -> tuple[float, float]:
+    """DP-ADMM's accuracies (+-1 std) and Algorithm 1's (the optimum is above)."""
+    table = _finals(drawn.view.runs)
+    t = table[table["algorithm"] == _DP]
+    lo = float((t["test_accuracy_mean"] - t["test_accuracy_std"]).min())
+    hi = max(float((t["test_accuracy_mean"] + t["test_accuracy_std"]).max()),
+             _alg1_accuracy(drawn.view.runs))
+    return lo - 0.002, hi + 0.004
+
+
+def accuracy_table(table, runs, drawn, echo) -> pd.DataFrame:
+    """Final test accuracy per (algorithm, epsilon, delta) with the three epsilons; the
+    reference lines as the last rows."""
+    frame = _finals(runs, pld=True)
+    alg1 = runs["dp-admm-alg1"][0]
+    refs = {"Algorithm 1 (non-private)": _alg1_accuracy(runs),
+            **{label: engine.reference_value(runs, Reference("dp-admm-alg1", key,
+                                                               "test_accuracy", label))
+               for key, label in (("central", "optimum of the same objective (pooled rows)"),
+                                  ("majority", "majority class"))}}
+    reg = alg1.record.manifest["objective"]["regularizer"]
+    ref_rows = pd.DataFrame([{"algorithm": k, "regularizer": reg, "test_accuracy_mean": v}
                              for k, v in refs.items()])
-    written.append(_write_csv(pd.concat([table, ref_rows], ignore_index=True),
-                              out / f"{fig_name}.csv",
-                              _header(f"{fig_name}: final test accuracy (global w^T) per "
-                                      f"(algorithm, epsilon, delta), {reg_name}; the last rows "
-                                      "are the reference lines (mean over the same 10 splits)")))
-    for alg in table["algorithm"].unique():
-        t = table[table["algorithm"] == alg]
+    for alg in frame["algorithm"].unique():
+        t = frame[frame["algorithm"] == alg]
         pivot = t.pivot(index="epsilon", columns="delta", values="test_accuracy_mean")
         echo(f"  {alg}: test accuracy (rows epsilon, columns delta)\n" +
              "\n".join("    " + line for line in pivot.to_string(float_format="%.4f").splitlines()))
-    echo("  " + ", ".join(f"{k}: {v[0]:.4f}" for k, v in refs.items()))
-    return written
-
-
-def _versus_alg2(fig_name, plans, out, metric, ylabel, echo) -> list[Path]:
-    """Figs. 4 and 5: DP-ADMM (l2) vs Algorithm 2 at the two settings, log y."""
-    alg1 = _curves(plans, "alg1", regularizer="half_l2sq")[0]
-    used = [alg1]
-    with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.0), sharey=True, constrained_layout=True)
-        for ax, eps in zip(axes, FIG45_EPSILONS):
-            dp = _curves(plans, "dp-admm-l2", epsilon_per_iteration=eps, delta=FIG45_DELTA)[0]
-            a2 = _curves(plans, "alg2", epsilon_per_iteration=eps, delta=FIG45_DELTA)[0]
-            d11 = _curves(plans, "dp-admm-l2", epsilon_per_iteration=eps, delta=FIG45_DELTA,
-                          noise=False)
-            used += [dp, a2, *d11]
-            _series(ax, a2, metric, color="C3", label="Algorithm 2 (paper's $\\sigma$)")
-            _series(ax, dp, metric, color="C0", label="DP-ADMM (Algorithm 3)")
-            for c in d11:
-                _series(ax, c, metric, color="C0", ls=":", label=D11_LABEL)
-            _series(ax, alg1, metric, color="black", label="Algorithm 1 (non-private)", lw=1.0)
-            ax.set_yscale("log")
-            ax.set_title(f"$\\epsilon$ = {eps:g}, $\\delta = {_delta_tex(FIG45_DELTA)}$: "
-                         + _eps_label(dp, with_eps=False), fontsize=7.5)
-            ax.set_xlabel("iteration k")
-            ax.legend(loc="lower right", bbox_to_anchor=(1.0, 0.1), fontsize=6, framealpha=0.85)
-            last = [c.stats[f"{metric}_mean"].iloc[-1] for c in (dp, a2, alg1)]
-            echo(f"  eps {eps:g}: final {metric}: DP-ADMM {last[0]:.4f}, "
-                 f"Algorithm 2 {last[1]:.4f}, Algorithm 1 {last[2]:.4f}")
-        axes[0].set_ylabel(ylabel)
-        fig.suptitle(f"{fig_name.replace('fig', 'Fig. ')}: DP-ADMM vs the existing private "
-                     "algorithm ($\\ell_2$-regularized logistic regression)", fontsize=9)
-        _caption(fig, used, extra="Algorithm 2 has the same $\\bar\\epsilon$ (the paper's "
-                 "accounting); its tight $\\epsilon$ is ~0 (its sensitivity ignores "
-                 "$\\rho$, Sec. III-A).")
-    written = save_figure(fig, out / f"{fig_name}.png")
-    written.append(_write_csv(_long(used, metric), out / f"{fig_name}.csv",
-                              _header(f"{fig_name}: {ylabel} per iteration (l2)")))
-    return written
+    echo("  " + ", ".join(f"{k}: {v:.4f}" for k, v in refs.items()))
+    return pd.concat([frame, ref_rows], ignore_index=True)
 
 
 # -------------------------------------------------------------- Table III --
@@ -593,7 +412,9 @@ def _machine() -> str:
             f"numpy {np.__version__}; BLAS limited to 1 thread")
 
 
-def _table3(configs, out, data_dir, echo) -> list[Path]:
+def table3(figure, runs, out: Path, echo, *, configs: Path, data_dir=None) -> list[Path]:
+    """Table III: the solver time of every case, measured once and kept (a named table: a
+    timing, not a figure of runs)."""
     cases = _table3_cases(configs)
     key = {"cases": [[a, e, c.to_dict()] for a, e, c in cases], "repeats": TABLE3_REPEATS}
     raw_path, key_path = out / "table3-timings.csv", out / "table3-cases.json"
@@ -605,7 +426,7 @@ def _table3(configs, out, data_dir, echo) -> list[Path]:
     else:
         echo(f"  timing {len(cases)} cases x {TABLE3_REPEATS} repetitions (single-threaded BLAS)")
         raw = time_cases(cases, data_dir)
-        _write_csv(raw, raw_path, [
+        write_table(raw, raw_path, [
             "table3: solver seconds of the T = 100 iterations (Solver.step only), every repetition",
             f"machine: {_machine()}"])
         key_path.write_text(json.dumps(key, indent=1) + "\n")
@@ -613,7 +434,7 @@ def _table3(configs, out, data_dir, echo) -> list[Path]:
     md = _table3_markdown(table)
     (out / "table3.md").write_text(md)
     written = [out / "table3.md", raw_path,
-               _write_csv(table, out / "table3.csv", [
+               write_table(table, out / "table3.csv", [
                    "Table III: median solver seconds of T = 100 iterations (l2, delta = 1e-3, "
                    f"one split), {TABLE3_REPEATS} repetitions; ratio = median CPU seconds / "
                    "that of Algorithm 1 (wall_ratio: the same with wall seconds); paper_* = "
@@ -676,28 +497,14 @@ def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2
     """Run what ``which`` (a figure of :data:`PAPER`, or "all") needs and draw it."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    figures = [f.name for f in PAPER.chosen(which)]
     plans = figure_runs(which, configs, out)  # every config is validated before anything runs
     if plans:
         echo("runs:")
         _ensure(plans, out, data_dir, jobs, echo)
-    written = []
-    for fig in figures:
-        echo(f"{fig}:")
-        if fig == "fig1":
-            written += _convergence("fig1", plans, out, "dp-admm-l1", "l1", echo)
-        elif fig == "fig3":
-            written += _convergence("fig3", plans, out, "dp-admm-l2", "half_l2sq", echo)
-        elif fig == "fig2":
-            written += _accuracy("fig2", plans, out, "dp-admm-l1", "l1", False, echo)
-        elif fig == "fig6":
-            written += _accuracy("fig6", plans, out, "dp-admm-l2", "half_l2sq", True, echo)
-        elif fig == "fig4":
-            written += _versus_alg2("fig4", plans, out, "augmented_objective",
-                                    "expected augmented objective (diagnostic)", echo)
-        elif fig == "fig5":
-            written += _versus_alg2("fig5", plans, out, "empirical_loss",
-                                    "expected empirical loss, training (diagnostic)", echo)
-        else:
-            written += _table3(configs, out, data_dir, echo)
+    written, cache = [], {}
+    for figure in PAPER.chosen(which):
+        runs = _load(_plan(configs, out, needs(figure.name)), cache)
+        figures, tables = engine.draw(figure, runs, out, sys.modules[__name__], echo=echo,
+                                      configs=Path(configs), data_dir=data_dir)
+        written += figures + tables
     return written

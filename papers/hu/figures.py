@@ -26,8 +26,8 @@ was drawn from.
 
 from __future__ import annotations
 
-import shutil
-from functools import partial
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -37,13 +37,13 @@ import pandas as pd
 from vfl.experiments.records import load_run
 from vfl.experiments.reproduce import ensure_run, figure_config
 from vfl.experiments.sweep import aggregate_sweep, run_sweep
+from vfl.papers import engine
 
-from vfl.plots import (STYLE, dataset_title, plot_noise_forms, plot_privacy_costs,
-                       plot_sweep_curves, plot_sweep_final, save_figure)
+from vfl.plots import (dataset_title, plot_noise_forms, plot_privacy_costs, plot_sweep_curves,
+                       plot_sweep_final, save_figure)
+from vfl.plots.layout import fill
 
-import matplotlib.pyplot as plt  # noqa: E402  (after vfl.plots chose the Agg backend)
-
-from . import DATASETS, PAPER  # noqa: E402
+from . import DATASETS, PAPER
 
 __all__ = ["bytes_markdown", "bytes_to_reach", "reproduce", "settling"]
 
@@ -72,11 +72,18 @@ SETTLE_TOL = 0.005
 _METHOD = {"admm_sharing": "ADMM sharing", "fdml_sgd": "FDML SGD"}
 
 
-def _configs(which: str) -> tuple[str, ...]:
-    return PAPER.figure(which).configs
+@dataclass(frozen=True)
+class Sweep:
+    """A noise sweep read back: per level and epoch (``agg``), its last epoch per level
+    (``final``), and its first run's references and manifest."""
+
+    agg: pd.DataFrame
+    final: pd.DataFrame
+    baselines: dict
+    manifest: dict
 
 
-def _ensure_sweep(configs, name, out, data_dir, jobs, echo, suffix="", overrides=()):
+def _ensure_sweep(configs, name, out, data_dir, jobs, echo, suffix="", overrides=()) -> Sweep:
     """Run (or resume) the sweep of ``configs/name.toml``. With a ``suffix`` it
     is the variant ``name-suffix`` with ``overrides``, exactly what
     ``vfl sweep-noise --config configs/name.toml --set ...`` runs."""
@@ -90,8 +97,8 @@ def _ensure_sweep(configs, name, out, data_dir, jobs, echo, suffix="", overrides
     runs, _ = run_sweep(config, levels, config.sweep.seeds, path, param=param,
                         data_dir=data_dir, jobs=jobs)
     agg, final = aggregate_sweep(runs, path)
-    manifest = load_run(runs[0].path).manifest
-    return agg, final, load_run(runs[0].path).baselines, manifest
+    first = load_run(runs[0].path)
+    return Sweep(agg, final, first.baselines, first.manifest)
 
 
 def _data_label(manifest: dict, name: str) -> str:
@@ -99,56 +106,36 @@ def _data_label(manifest: dict, name: str) -> str:
     return dataset_title(manifest) if manifest.get("dataset", {}).get("stand_in") else name
 
 
-def _references_csv(rows: list[tuple[str, dict]], path: Path) -> None:
+def references(table, runs, drawn, echo) -> pd.DataFrame:
+    """The reference fits of each config's runs: the central optimum and both sklearn fits."""
     records = []
-    for dataset, baselines in rows:
+    for name in table.configs:
+        record = runs[name][0].record
+        dataset = _data_label(record.manifest, name.split("-")[1])
         for key in ("central", "sklearn_all_features", "sklearn_local_only"):
-            b = baselines[key]
+            b = record.baselines[key]
             records.append({"dataset": dataset, "reference": key, "objective": b["objective"],
                             "test_logloss": b["test_logloss"], "test_accuracy": b["test_accuracy"]})
-    pd.DataFrame(records).to_csv(path, index=False, float_format="%.10g")
+    return pd.DataFrame(records)
 
 
-def _fig1(configs, out, data_dir, jobs, echo) -> list[Path]:
-    runs = {name: ensure_run(figure_config(configs, name), out / "runs" / name, data_dir, echo)
-            for name in _configs("fig1")}
-    with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(2, 2, figsize=(7.0, 5.4), constrained_layout=True)
-        for row, dataset in zip(axes, DATASETS):
-            pair = [runs[f"fig1-{dataset}-{m}"] for m in ("admm", "sgd")]
-            title = dataset_title(pair[0].manifest)
-            for run, color in zip(pair, ("C0", "C3")):
-                label = _METHOD[run.config["solver"]["name"]]
-                m = run.metrics
-                row[0].semilogy(m["epoch"], m["suboptimality"].clip(lower=1e-16), color=color, label=label)
-                row[1].plot(m["epoch"], m["test_logloss"], color=color, label=label)
-            b = pair[0].baselines
-            for key, label, ls, c in (("sklearn_all_features", "sklearn, all features", "--", "black"),
-                                      ("sklearn_local_only", "sklearn, party 1 only", ":", "0.45")):
-                row[1].axhline(b[key]["test_logloss"], color=c, lw=0.9, ls=ls, label=label)
-            finals = [r.metrics["test_logloss"].iloc[-1] for r in pair]
-            refs = [b[k]["test_logloss"] for k in ("sklearn_all_features", "sklearn_local_only")]
-            lo, hi = min(finals + refs), max(finals + refs)
-            row[1].set_ylim(lo - 0.1 * (hi - lo) - 0.01, hi + (hi - lo) + 0.05)
-            row[0].set(xlabel="epoch", ylabel="(F(x) - F*) / F*",
-                       title=f"{title}: objective gap")
-            row[1].set(xlabel="epoch", ylabel="test log loss (nats per sample)",
-                       title=f"{title}: test log loss")
-            row[0].legend(loc="best")
-            row[1].legend(loc="best")
-    written = save_figure(fig, out / "fig1.png")
-    for name, run in runs.items():
-        shutil.copyfile(run.path / "metrics.csv", out / f"fig1-{name.removeprefix('fig1-')}.csv")
-    _references_csv([(_data_label(runs[f"fig1-{d}-admm"].manifest, d), runs[f"fig1-{d}-admm"].baselines)
-                     for d in DATASETS], out / "fig1-references.csv")
-    summary = pd.DataFrame([{"run": name, "dataset": _data_label(run.manifest, name.split("-")[1]),
-                             "method": _METHOD[run.config["solver"]["name"]],
-                             **settling(run.metrics)} for name, run in runs.items()])
-    summary.to_csv(out / "fig1-summary.csv", index=False, float_format="%.10g")
+def loss_zoom(drawn) -> tuple[float, float]:
+    """Fig. 1's test loss panel: the final losses and the references, with room above."""
+    values = [s.frame["mean"].iloc[-1] for s in drawn.series] + [v for _, v in drawn.references]
+    lo, hi = min(values), max(values)
+    return lo - 0.1 * (hi - lo) - 0.01, hi + (hi - lo) + 0.05
+
+
+def settling_table(table, runs, drawn, echo) -> pd.DataFrame:
+    """Per run of Fig. 1: its final test loss and the epoch it settled there (:func:`settling`)."""
+    summary = pd.DataFrame([{"run": name, "dataset": _data_label(p[0].record.manifest,
+                                                                  name.split("-")[1]),
+                             "method": _METHOD[p[0].record.config["solver"]["name"]],
+                             **settling(p[0].record.metrics)} for name, p in runs.items()])
     for row in summary.itertuples():
         echo(f"  {row.run}: final test log loss {row.final_test_logloss:.4f}, within "
              f"{SETTLE_TOL:g} of it from epoch {row.settled_epoch} of {row.epochs}")
-    return written
+    return summary
 
 
 def bytes_to_reach(metrics: pd.DataFrame, target: float) -> dict:
@@ -164,52 +151,54 @@ def bytes_to_reach(metrics: pd.DataFrame, target: float) -> dict:
             "bytes": int(row["bytes"])}
 
 
-def _fig_bytes(configs, out, data_dir, jobs, echo) -> list[Path]:
-    """Figs. 1a/2a against the bytes sent, and the bytes each method needs for the same loss.
+def _pair(runs, dataset: str) -> list:
+    return [runs[f"fig1-{dataset}-{m}"][0].record for m in ("admm", "sgd")]
 
-    The target of a dataset is the larger of the two final test losses plus
-    :data:`SETTLE_TOL`: a loss both methods reach and stay at.
-    """
-    runs = {name: ensure_run(figure_config(configs, name), out / "runs" / name, data_dir, echo)
-            for name in _configs("bytes")}
+
+def _target(pair) -> float:
+    """A loss both methods reach and stay at: the larger final test loss plus :data:`SETTLE_TOL`."""
+    return max(r.metrics["test_logloss"].iloc[-1] for r in pair) + SETTLE_TOL
+
+
+def bytes_panel(ax, panel, view) -> None:
+    """Test loss against the payload sent, each method's point of reaching the target marked."""
+    pair = _pair(view.runs, panel.name)
+    target = _target(pair)
+    for run, curve in zip(pair, panel.curves):
+        m = run.metrics.iloc[1:]  # row 0 has sent nothing: no place on a log axis
+        ax.plot(m["bytes"] / 1e6, m["test_logloss"], color=curve.color, label=curve.label)
+        reach = bytes_to_reach(run.metrics, target)
+        if np.isfinite(reach["bytes"]):
+            ax.plot(reach["bytes"] / 1e6, target, "o", color=curve.color, ms=4)
+    ax.axhline(target, color="0.5", lw=0.8, ls=":", label="target: both end below it")
+    # SGD's first epochs on the gisette stand-in reach losses of 100s: keep the
+    # scale of the converged part (the curves go on above the frame)
+    low = min(r.metrics["test_logloss"].min() for r in pair)
+    ax.set_ylim(low - 0.05 * (target - low) - 0.01, low + 4.0 * (target - low) + 0.05)
+
+
+def bytes_table(table, runs, drawn, echo) -> pd.DataFrame:
+    """Per dataset and method: the bytes (messages, epochs) to the target test loss."""
     rows = []
-    with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.0), constrained_layout=True)
-        for ax, dataset in zip(axes, DATASETS):
-            pair = [runs[f"fig1-{dataset}-{m}"] for m in ("admm", "sgd")]
-            target = max(r.metrics["test_logloss"].iloc[-1] for r in pair) + SETTLE_TOL
-            for run, color in zip(pair, ("C0", "C3")):
-                m = run.metrics.iloc[1:]  # row 0 has sent nothing: no place on a log axis
-                label = _METHOD[run.config["solver"]["name"]]
-                ax.semilogx(m["bytes"] / 1e6, m["test_logloss"], color=color, label=label)
-                reach = bytes_to_reach(run.metrics, target)
-                rows.append({"dataset": _data_label(run.manifest, dataset), "method": label,
-                             "target_test_logloss": target, "epochs_to_target": reach["epoch"],
-                             "messages_to_target": reach["messages"],
-                             "bytes_to_target": reach["bytes"],
-                             "bytes_per_epoch": int(run.metrics["bytes"].iloc[-1]
-                                                    // max(1, run.metrics["epoch"].iloc[-1]))})
-                if np.isfinite(reach["bytes"]):
-                    ax.plot(reach["bytes"] / 1e6, target, "o", color=color, ms=4)
-            ax.axhline(target, color="0.5", lw=0.8, ls=":", label="target: both end below it")
-            # SGD's first epochs on the gisette stand-in reach losses of 100s: keep the
-            # scale of the converged part (the curves go on above the frame)
-            low = min(r.metrics["test_logloss"].min() for r in pair)
-            ax.set_ylim(low - 0.05 * (target - low) - 0.01, low + 4.0 * (target - low) + 0.05)
-            ax.set(xlabel="payload sent, all parties (MB, float64)",
-                   ylabel="test log loss (nats per sample)",
-                   title=f"{dataset_title(pair[0].manifest)}: test loss vs bytes")
-            ax.legend(loc="best")
-    written = save_figure(fig, out / "bytes.png")
-    table = pd.DataFrame(rows)
-    admm = table.groupby("dataset")["bytes_to_target"].transform("first")
-    table["bytes_over_admm"] = table["bytes_to_target"] / admm
-    table.to_csv(out / "bytes.csv", index=False, float_format="%.10g")
-    for row in table.itertuples():
+    for dataset in DATASETS:
+        pair = _pair(runs, dataset)
+        target = _target(pair)
+        for run in pair:
+            reach = bytes_to_reach(run.metrics, target)
+            rows.append({"dataset": _data_label(run.manifest, dataset),
+                         "method": _METHOD[run.config["solver"]["name"]],
+                         "target_test_logloss": target, "epochs_to_target": reach["epoch"],
+                         "messages_to_target": reach["messages"],
+                         "bytes_to_target": reach["bytes"],
+                         "bytes_per_epoch": int(run.metrics["bytes"].iloc[-1]
+                                                // max(1, run.metrics["epoch"].iloc[-1]))})
+    frame = pd.DataFrame(rows)
+    admm = frame.groupby("dataset")["bytes_to_target"].transform("first")
+    frame["bytes_over_admm"] = frame["bytes_to_target"] / admm
+    for row in frame.itertuples():
         echo(f"  {row.dataset}, {row.method}: test loss {row.target_test_logloss:.4f} after "
              f"{row.bytes_to_target / 1e6:.3g} MB ({row.bytes_over_admm:.3g}x ADMM sharing)")
-    return written
-
+    return frame
 
 
 def bytes_markdown(table: pd.DataFrame) -> str:
@@ -235,77 +224,87 @@ def settling(metrics: pd.DataFrame, tol: float = SETTLE_TOL) -> dict:
             "settled_epoch": settled, "settle_tol": tol}
 
 
-def _fig23(which, configs, out, data_dir, jobs, echo) -> list[Path]:
-    sweeps = {name: _ensure_sweep(configs, name, out, data_dir, jobs, echo)
-              for name in _configs(which)}
-    with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 2, figsize=(7.0, 2.9), constrained_layout=True)
-        for ax, (name, (agg, final, baselines, manifest)) in zip(axes, sweeps.items()):
-            title = dataset_title(manifest)
-            if which == "fig2":
-                plot_sweep_curves(agg, baselines, f"{title}: test loss under noise", ax=ax)
-            else:
-                plot_sweep_final(final, baselines, f"{title}: final test loss",
-                                 method=manifest["solver"]["title"], ax=ax)
-    written = save_figure(fig, out / f"{which}.png")
-    for name, (agg, final, baselines, _) in sweeps.items():
-        dataset = name.removeprefix("fig2-")
-        (agg if which == "fig2" else final).to_csv(out / f"{which}-{dataset}.csv", index=False,
-                                                   float_format="%.10g")
-    _references_csv([(_data_label(s[3], n.removeprefix("fig2-")), s[2]) for n, s in sweeps.items()],
-                    out / f"{which}-references.csv")
-    return written
+# ------------------------------------------------------- the sweep panels --
+def _sweep(panel, view) -> Sweep:
+    return view.runs[panel.curves[0].config][0].record
 
 
-def _fig_forms(configs, out, data_dir, jobs, echo) -> list[Path]:
-    panels = {}
-    for name in _configs("forms"):
-        dataset = name.removeprefix("fig2-")
-        finals, first = {}, None
-        for label, (suffix, overrides) in FORM_VARIANTS.items():
-            extra = _FORM_SEEDS.get(dataset, ()) if suffix else ()
-            sweep = _ensure_sweep(configs, name, out, data_dir, jobs, echo, suffix, (*overrides, *extra))
-            finals[label] = sweep[1]
-            first = first or sweep
-        # reference lines of fig2's own partition (normalized rows change them)
-        panels[dataset] = (finals, first[2], first[3])
-    with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.1), constrained_layout=True)
-        for ax, (finals, baselines, manifest) in zip(axes, panels.values()):
-            plot_noise_forms(finals, baselines, f"{dataset_title(manifest)}: noise forms", ax=ax)
-    written = save_figure(fig, out / "forms.png")
-    rows = [final.assign(dataset=_data_label(manifest, dataset), form=label)
-            for dataset, (finals, _, manifest) in panels.items() for label, final in finals.items()]
-    pd.concat(rows, ignore_index=True).to_csv(out / "forms.csv", index=False, float_format="%.10g")
-    return written
+def sweep_curves(ax, panel, view) -> None:
+    """Figs. 1b/2b: the shared plot of a sweep's test loss per level against the epoch."""
+    s = _sweep(panel, view)
+    plot_sweep_curves(s.agg, s.baselines, fill(panel.title, view.fields), ax=ax)
 
 
-def _fig_privacy(configs, out, data_dir, jobs, echo) -> list[Path]:
-    finals, first = {}, None
-    for name in _configs("privacy"):
-        agg, final, baselines, manifest = _ensure_sweep(configs, name, out, data_dir, jobs, echo)
-        finals[PRIVACY_SERIES[name]] = final
-        first = first or (baselines, manifest)
-    baselines, manifest = first
-    fig = plot_privacy_costs(finals, baselines, f"{dataset_title(manifest)}: test loss vs epsilon")
-    written = save_figure(fig, out / "privacy.png")
-    rows = [final.assign(accounting=label) for label, final in finals.items()]
-    pd.concat(rows, ignore_index=True).to_csv(out / "privacy.csv", index=False,
-                                              float_format="%.10g")
-    _references_csv([("a9a", baselines)], out / "privacy-references.csv")
-    return written
+def sweep_final(ax, panel, view) -> None:
+    """Fig. 3: the shared plot of a sweep's final test loss against the level."""
+    s = _sweep(panel, view)
+    plot_sweep_final(s.final, s.baselines, fill(panel.title, view.fields),
+                     method=s.manifest["solver"]["title"], ax=ax)
+
+
+def levels_table(table, runs, drawn, echo) -> pd.DataFrame:
+    return runs[table.configs[0]][0].record.agg
+
+
+def final_table(table, runs, drawn, echo) -> pd.DataFrame:
+    return runs[table.configs[0]][0].record.final
+
+
+def noise_forms(ax, panel, view) -> None:
+    """Final test loss vs sigma for every reading of the noise, with fig2's own references
+    (normalized rows change them)."""
+    points = view.runs[panel.curves[0].config]
+    plot_noise_forms({p.values["form"]: p.record.final for p in points},
+                     points[0].record.baselines, fill(panel.title, view.fields), ax=ax)
+
+
+def forms_table(table, runs, drawn, echo) -> pd.DataFrame:
+    rows = [p.record.final.assign(dataset=_data_label(points[0].record.manifest,
+                                                      name.removeprefix("fig2-")),
+                                  form=p.values["form"])
+            for name, points in runs.items() for p in points]
+    return pd.concat(rows, ignore_index=True)
+
+
+def privacy_costs(ax, panel, view) -> None:
+    """Final test loss vs the target epsilon, one line per accounting of the same noise."""
+    finals = {PRIVACY_SERIES[c.config]: view.runs[c.config][0].record.final for c in panel.curves}
+    baselines = view.runs[panel.curves[0].config][0].record.baselines
+    plot_privacy_costs(finals, baselines, fill(panel.title, view.fields), ax=ax)
+
+
+def privacy_table(table, runs, drawn, echo) -> pd.DataFrame:
+    return pd.concat([p[0].record.final.assign(accounting=PRIVACY_SERIES[name])
+                      for name, p in runs.items()], ignore_index=True)
+
+
+# ------------------------------------------------------------------- entry --
+def _runs(figure, configs, out, data_dir, jobs, echo) -> dict[str, list[engine.Point]]:
+    """Run (or keep) what ``figure`` reads: Fig. 1's runs, or the sweeps (every noise
+    form's for ``forms``, gisette's extra forms on one seed)."""
+    if figure.name in ("fig1", "bytes"):
+        return {name: [engine.Point({}, ensure_run(figure_config(configs, name),
+                                                   out / "runs" / name, data_dir, echo))]
+                for name in figure.configs}
+    if figure.name != "forms":
+        return {name: [engine.Point({}, _ensure_sweep(configs, name, out, data_dir, jobs, echo))]
+                for name in figure.configs}
+    runs = {}
+    for name in figure.configs:
+        seeds = _FORM_SEEDS.get(name.removeprefix("fig2-"), ())
+        runs[name] = [engine.Point({"form": label}, _ensure_sweep(
+            configs, name, out, data_dir, jobs, echo, suffix,
+            (*overrides, *(seeds if suffix else ()))))
+            for label, (suffix, overrides) in FORM_VARIANTS.items()]
+    return runs
 
 
 def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2, echo=click.echo):
     """Run what ``which`` (a figure of :data:`PAPER`, or "all") needs and draw it."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for fig in (f.name for f in PAPER.chosen(which)):
-        echo(f"{fig}:")
-        written += _DRAW[fig](configs, out, data_dir, jobs, echo)
+    for figure in PAPER.chosen(which):
+        runs = _runs(figure, configs, out, data_dir, jobs, echo)
+        written += engine.draw(figure, runs, out, sys.modules[__name__], echo=echo,
+                               save=save_figure)[0]
     return written
-
-
-#: figure -> the function that draws it
-_DRAW = {"fig1": _fig1, "bytes": _fig_bytes, "fig2": partial(_fig23, "fig2"),
-         "fig3": partial(_fig23, "fig3"), "forms": _fig_forms, "privacy": _fig_privacy}

@@ -37,6 +37,7 @@ Jacobian constant J, no formula), not the cited papers' theorems.
 
 from __future__ import annotations
 
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -45,42 +46,20 @@ import click
 import numpy as np
 import pandas as pd
 
-from vfl.core.errors import ConfigError
 from vfl.experiments.records import load_run, run_is_current, write_run
 from vfl.experiments.reproduce import figure_config
+from vfl.papers import engine
 from vfl.privacy.ldp import gamma_bound, gamma_bound_corrected, gamma_exact
 
 from vfl.plots import STYLE, save_figure
+from vfl.plots.layout import write_table
 
 import matplotlib.pyplot as plt  # noqa: E402  (after vfl.plots chose the Agg backend)
 
-from . import OUTPUTS, PANELS, PAPER  # noqa: E402
+from . import PANELS, PAPER  # noqa: E402
 
-__all__ = ["curve_stats", "ensure_runs", "gamma_tables", "reproduce"]
+__all__ = ["PANELS", "ensure_runs", "gamma_figure", "gamma_tables", "reproduce", "summary"]
 
-_GRAPH = {"fig2": "N = 10, |E| = 20", "figB": "N = 100, |E| = 200", "figC": "N = 10, |E| = 40",
-          "figD-1": "N = 10, |E| = 20", "figD-2": "N = 100, |E| = 200"}
-_TITLES = {"fig2": "Fig. 2", "figB": "Fig. B", "figC": "Fig. C", "figD-1": "Fig. D-1",
-           "figD-2": "Fig. D-2"}
-
-ACCURACY_NOTE = ("Accuracy: log10 of (1/N) sum_i ||x_i^k - x*||_2 / d, mean over the runs with "
-                 "the min-max band; labels {0,1} as printed (label-0 samples carry no loss), so "
-                 "test accuracy is not a meaningful metric and is not shown.")
-REALIZED_NOTE = ("Privacy: Theorem 2.2's realized loss is ex post and data dependent (evaluated "
-                 "with the true f_i's interval on this transcript, mean over agents), NOT a "
-                 "worst-case guarantee; the worst case sum_k d alpha_k beta_k B_inf is a pure-LDP "
-                 "bound (B_inf = 1/b_i enforced by the data checks).")
-RECONSTRUCTION_NOTE = ("[42]/[43]: reconstructions (d beta_k B_inf / D_i^k + 2 ln(1 + J) "
-                       "per iteration, J = 2.8/(D b_i)), not the cited papers' theorems; [48] "
-                       "omitted as in the paper.")
-CAPTIONS = {
-    "fig2": f"{ACCURACY_NOTE} {REALIZED_NOTE} {RECONSTRUCTION_NOTE}",
-    "figB": f"{ACCURACY_NOTE} {REALIZED_NOTE} {RECONSTRUCTION_NOTE}",
-    "figC": (f"{ACCURACY_NOTE} {REALIZED_NOTE} [45]: Laplace noise around a point mean, whose "
-             "loss is its worst case d eta_k beta_k B_inf."),
-    "figD-1": f"Non-private (no noise). {ACCURACY_NOTE}",
-    "figD-2": f"Non-private (no noise). {ACCURACY_NOTE}",
-}
 #: the paper's two quantitative claims: figure -> (label, numerator, denominator, paper's value)
 CLAIMS = {
     "fig2": [("Algorithm 1 realized / worst case (paper: about 30% below, i.e. about 0.7)",
@@ -167,86 +146,27 @@ def ensure_runs(names, configs: Path, out: Path, data_dir=None, jobs: int = 2,
     return {n: load_run(out / "runs" / n) for n in names}
 
 
-# --------------------------------------------------------------- stats --
-def _repeats(record) -> pd.DataFrame:
-    return record.repeats if record.repeats is not None else record.metrics.assign(repeat=0)
-
-
-def curve_stats(record, column: str) -> pd.DataFrame:
-    """Per iteration: mean, min and max over the runs of ``column`` (and how many runs)."""
-    reps = _repeats(record)
-    if column not in reps.columns:
-        raise ConfigError(f"{record.path}: metrics have no column {column!r}")
-    g = reps.groupby("epoch", sort=True)[column]
-    return pd.DataFrame({"mean": g.mean(), "min": g.min(), "max": g.max(),
-                         "runs": g.size()}).reset_index()
-
-
-def _caption(text: str, width: int = 150) -> str:
-    return "\n".join(textwrap.wrap(text, width))
-
-
-def _write_csv(frame: pd.DataFrame, path: Path, header: str) -> None:
-    """A CSV whose first lines are ``#`` comments (read back with ``comment="#"``)."""
-    tmp = path.with_name(f".{path.name}.partial")
-    with tmp.open("w") as fh:
-        for line in textwrap.wrap(header, 120):
-            fh.write(f"# {line}\n")
-        frame.to_csv(fh, index=False, float_format="%.10g")
-    tmp.replace(path)
-
-
-def _draw(output: str, runs: dict, out: Path, echo) -> list[Path]:
-    panels = PANELS[output]
-    rows = []
-    with plt.rc_context(STYLE):
-        width = 7.0 if len(panels) == 2 else 4.2
-        fig, axes = plt.subplots(1, len(panels), figsize=(width, 3.0), constrained_layout=True,
-                                 squeeze=False)
-        for ax, (panel, curves) in zip(axes[0], panels.items()):
-            for c in curves:
-                st = curve_stats(runs[c.config], c.column)
-                rows.append(st.assign(panel=panel, curve=c.label, config=c.config,
-                                      column=c.column))
-                ax.plot(st["epoch"], st["mean"], color=c.color, ls=c.style, label=c.label)
-                if c.band and runs[c.config].repeats is not None:
-                    ax.fill_between(st["epoch"], st["min"], st["max"], color=c.color, alpha=0.15,
-                                    lw=0)
-            ax.set_xlabel("iteration k")
-            if panel == "accuracy":
-                ax.set_ylabel("log10 mean distance to x* (diagnostic)")
-                ax.set_title(f"{_TITLES[output]} ({_GRAPH[output]}): accuracy")
-            else:
-                ax.set_ylabel("cumulative privacy loss, mean over agents (diagnostic)")
-                ax.set_title(f"{_TITLES[output]} ({_GRAPH[output]}): privacy loss")
-            ax.legend(loc="best", fontsize=6.5, framealpha=0.85)
-        fig.text(0.0, -0.01, _caption(CAPTIONS[output]), ha="left", va="top", fontsize=5.5)
-    written = save_figure(fig, out / f"{output}.png")
-    table = pd.concat(rows, ignore_index=True)[
-        ["panel", "curve", "config", "column", "epoch", "mean", "min", "max", "runs"]]
-    _write_csv(table, out / f"{output}.csv",
-               f"Xiao et al. {_TITLES[output]}, {_GRAPH[output]}: per iteration, the mean, min and "
-               f"max over the runs of every curve. {CAPTIONS[output]}")
-    last = table.loc[table.groupby(["panel", "curve"], sort=False)["epoch"].idxmax()]
-    summary = [r._asdict() for r in last.drop(columns="runs").itertuples(index=False)]
+# ------------------------------------------------------------- summary --
+def summary(table, runs: dict, drawn: list, echo) -> pd.DataFrame | None:
+    """Every curve at the last iteration and the paper's claims as measured ratios (``None``:
+    no claim, no file); each is echoed."""
+    output = table.layout
+    curves = engine.curves_table(drawn)
+    last = curves.loc[curves.groupby(["panel", "curve"], sort=False)["epoch"].idxmax()]
+    rows = [r._asdict() for r in last[["panel", "curve", "config", "column", "epoch", "mean", "min",
+                                       "max"]].itertuples(index=False)]
     for label, num, den, paper in CLAIMS.get(output, []):
-        a = _repeats(runs[num[0]]).groupby("repeat")[num[1]].last()
-        b = _repeats(runs[den[0]]).groupby("repeat")[den[1]].last()
+        a = engine.repeats(runs[num[0]][0].record).groupby("repeat")[num[1]].last()
+        b = engine.repeats(runs[den[0]][0].record).groupby("repeat")[den[1]].last()
         ratio = a / b  # same repeat index: same graph, data and x0
-        summary.append({"panel": "claim", "curve": label, "config": f"{num[0]} / {den[0]}",
-                        "column": f"{num[1]} / {den[1]}", "epoch": int(last["epoch"].max()),
-                        "mean": float(a.mean() / b.mean()), "min": float(ratio.min()),
-                        "max": float(ratio.max()), "paper": paper})
-    summary = pd.DataFrame(summary)
-    if CLAIMS.get(output):
-        _write_csv(summary, out / f"{output}-summary.csv",
-                   f"Xiao et al. {_TITLES[output]}: every curve at the last iteration (mean, min, "
-                   "max over runs) and the paper's claims as measured ratios (mean = ratio of the "
-                   "means; min/max over runs). Realized losses are ex post and data dependent, "
-                   "not worst-case guarantees.")
-    for r in summary.itertuples(index=False):
+        rows.append({"panel": "claim", "curve": label, "config": f"{num[0]} / {den[0]}",
+                     "column": f"{num[1]} / {den[1]}", "epoch": int(last["epoch"].max()),
+                     "mean": float(a.mean() / b.mean()), "min": float(ratio.min()),
+                     "max": float(ratio.max()), "paper": paper})
+    frame = pd.DataFrame(rows)
+    for r in frame.itertuples(index=False):
         echo(f"  {output} {r.panel:8} {r.curve}: {r.mean:.4g} (runs {r.min:.4g} .. {r.max:.4g})")
-    return written
+    return frame if CLAIMS.get(output) else None
 
 
 # ---------------------------------------------------------------- fig1 --
@@ -266,7 +186,8 @@ def gamma_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
     return surface, points
 
 
-def _fig1(out: Path, echo) -> list[Path]:
+def gamma_figure(figure, runs, out: Path, echo, **_) -> list[Path]:
+    """Fig. 1: eq. (11)'s surface with the exact expectation, and its lines per beta."""
     surface, points = gamma_tables()
     W, B = len(FIG1_SURFACE_OMEGAS), len(FIG1_SURFACE_BETAS)
     with plt.rc_context(STYLE):
@@ -300,12 +221,13 @@ def _fig1(out: Path, echo) -> list[Path]:
         ax.set_ylabel("gamma (amplification)")
         ax.set_title("gamma vs omega: eq. (11) lines, exact markers")
         ax.legend(loc="upper right", fontsize=6.5)
-        fig.text(0.0, -0.01, _caption(FIG1_CAPTION, 160), ha="left", va="top", fontsize=5.5)
+        fig.text(0.0, -0.01, "\n".join(textwrap.wrap(FIG1_CAPTION, 160)), ha="left", va="top",
+                 fontsize=5.5)
     written = save_figure(fig, out / "fig1.png")
-    _write_csv(surface, out / "fig1.csv",
-               "Xiao et al. Fig. 1: eq. (11) (Theorem 2.3, closed form as printed) on the surface "
-               "grid, alpha B_inf = 0.001.")
-    _write_csv(points, out / "fig1-exact.csv", FIG1_CAPTION)
+    write_table(surface, out / "fig1.csv", ["Xiao et al. Fig. 1: eq. (11) (Theorem 2.3, closed "
+                                            "form as printed) on the surface grid, alpha B_inf = "
+                                            "0.001."], wrap=120)
+    write_table(points, out / "fig1-exact.csv", [FIG1_CAPTION], wrap=120)
     gap = points["eq11_minus_exact"]
     echo(f"  fig1: gamma from {surface['gamma_eq11'].min():.4f} to "
          f"{surface['gamma_eq11'].max():.4f}; eq. (11) - exact in [{gap.min():.4f}, "
@@ -317,22 +239,18 @@ def _fig1(out: Path, echo) -> list[Path]:
 def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2,
               echo=click.echo) -> list[Path]:
     """Run what ``which`` (a figure of :data:`PAPER`, or "all") needs and draw it."""
-    figures = [f.name for f in PAPER.chosen(which)]
+    chosen = PAPER.chosen(which)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    configs = Path(configs)
     t0 = time.perf_counter()
     # Every run of every figure asked for in one pool: the two processes stay busy.
     names = PAPER.configs(which)
-    runs = ensure_runs(names, configs, out, data_dir=data_dir, jobs=jobs, echo=echo) if names \
-        else {}
+    records = ensure_runs(names, Path(configs), out, data_dir=data_dir, jobs=jobs, echo=echo) \
+        if names else {}
+    runs = {name: [engine.Point({}, record)] for name, record in records.items()}
     written = []
-    for fig in figures:
-        echo(f"{fig}:")
-        if fig == "fig1":
-            written += _fig1(out, echo)
-        else:
-            for output in OUTPUTS[fig]:
-                written += _draw(output, runs, out, echo)
+    for figure in chosen:
+        written += engine.draw(figure, runs, out, sys.modules[__name__], echo=echo,
+                               save=save_figure)[0]
     echo(f"ldp: {len(written)} files in {time.perf_counter() - t0:.1f} s wall")
     return written

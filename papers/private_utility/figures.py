@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter
 
@@ -49,12 +51,10 @@ import scipy.sparse as sp
 
 from vfl.core.errors import ConfigError, VFLError
 from vfl.experiments.reproduce import ensure_run, figure_config
+from vfl.papers import engine
+from vfl.plots import save_figure
 
-from vfl.plots import STYLE, dataset_title, save_figure
-
-import matplotlib.pyplot as plt  # noqa: E402  (after vfl.plots chose the Agg backend)
-
-from . import DATASETS, PAPER  # noqa: E402
+from . import DATASETS, PAPER
 
 __all__ = ["ADMM_GRID", "DATASETS", "EPSILONS", "NONPRIVATE_GRID", "REFERENCE_LAMS",
            "STACKING_GRID", "reproduce", "utility_markdown", "validation_scores"]
@@ -356,12 +356,31 @@ _LINES = {"non-private stacking": ("C0", "-."), "all features": ("black", "--"),
           "party 1 alone": ("0.45", ":")}
 
 
-def _panel(ax, table: pd.DataFrame, metric: str, title: str) -> None:
-    """One metric vs epsilon: means with +-1 sd bands over the noise draws, references flat.
+@dataclass(frozen=True)
+class Utility:
+    """One dataset's outcome: the methods' test numbers, every validation score, the manifest."""
+
+    table: pd.DataFrame
+    tuning: pd.DataFrame
+    manifest: dict
+
+
+def noise_draws(values: dict, record) -> dict:
+    """A dataset's title field: how many noise draws private stacking's numbers average."""
+    t = record.table
+    n = int(t.loc[t["method"] == "private stacking", "n_seeds"].max()) \
+        if (t["method"] == "private stacking").any() else 0
+    return {"draws": f" (mean +- sd, {n} noise draws)" if n > 1 else ""}
+
+
+def utility_panel(ax, panel, view) -> None:
+    """One metric (``panel.name``) vs epsilon: means with +-1 sd bands over the noise draws,
+    references flat.
 
     The axis zooms on private stacking and the references; a method outside
     it (ADMM sharing, far worse) is drawn at the edge with its values written.
     """
+    table, metric = next(iter(view.runs.values()))[0].record.table, panel.name
     ref = table[table["method"].isin(["private stacking", *_LINES])]
     lo, hi = ref[f"{metric}_mean"].min(), ref[f"{metric}_mean"].max()
     pad = 0.15 * (hi - lo) + 1e-3
@@ -388,35 +407,27 @@ def _panel(ax, table: pd.DataFrame, metric: str, title: str) -> None:
         t = table[table["method"] == method]
         if len(t):
             ax.axhline(float(t[f"{metric}_mean"].iloc[0]), color=color, ls=ls, lw=1.0, label=method)
-    ax.set_xscale("log")
     levels = sorted(table.loc[np.isfinite(table["epsilon"]), "epsilon"].unique())
     ax.set_xticks(levels, [f"{e:g}" for e in levels])
     ax.minorticks_off()
-    ax.set_xlabel("end-to-end epsilon (delta = 1e-5)")
-    ax.set_ylabel({"test_logloss": "test log loss (nats per sample)",
-                   "test_accuracy": "test accuracy"}[metric])
-    ax.set_title(title)
     ax.set_ylim(*ylim)
 
 
-def _figure(tables: dict, manifests: dict, out: Path) -> list[Path]:
-    with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(len(tables), 2, figsize=(7.0, 2.7 * len(tables) + 0.5),
-                                 squeeze=False, constrained_layout=True)
-        for row, (dataset, table) in zip(axes, tables.items()):
-            title = dataset_title(manifests[dataset])
-            n = int(table.loc[table["method"] == "private stacking", "n_seeds"].max()) \
-                if (table["method"] == "private stacking").any() else 0
-            what = f" (mean +- sd, {n} noise draws)" if n > 1 else ""
-            _panel(row[0], table, "test_logloss", f"{title}: test log loss{what}")
-            _panel(row[1], table, "test_accuracy", f"{title}: test accuracy")
-        fig.suptitle("Neighbours: one row of a passive party's block replaced. Hyper-parameters "
-                     "tuned on rows declared public (part of the test file, not scored), so "
-                     "the axis is the whole epsilon.", fontsize=7)
-        handles, labels = axes[0, 0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=7,
-                   frameon=False)
-    return save_figure(fig, out / "utility.png")
+def _outcome(table, runs) -> Utility | None:
+    return runs[table.configs[0]][0].record if table.configs[0] in runs else None
+
+
+def utility_table(table, runs, drawn, echo) -> pd.DataFrame | None:
+    """One row per method and epsilon, with the chosen hyper-parameters (a dataset not drawn:
+    no file)."""
+    outcome = _outcome(table, runs)
+    return None if outcome is None else outcome.table
+
+
+def tuning_table(table, runs, drawn, echo) -> pd.DataFrame | None:
+    """Every validation score of the dataset's tuning."""
+    outcome = _outcome(table, runs)
+    return None if outcome is None else outcome.tuning
 
 
 def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2, echo=click.echo,
@@ -427,19 +438,18 @@ def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2
     restrict the figure (tests use them); the reference lines always come.
     Each (method, epsilon) is tuned and run in one of ``jobs`` processes.
     """
-    PAPER.chosen(which)  # refuses an unknown figure
+    (figure,) = PAPER.chosen(which)  # refuses an unknown figure
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = perf_counter()
-    echo("utility:")
-    tables, manifests = {}, {}
+    runs = {}
     for dataset in (datasets or DATASETS):
         table, tuning, _, manifest = _dataset(dataset, Path(configs), out, data_dir, echo,
                                               epsilons, methods, jobs)
-        tables[dataset], manifests[dataset] = table, manifest
-        table.to_csv(out / f"utility-{dataset}.csv", index=False, float_format="%.10g")
-        tuning.to_csv(out / f"utility-tuning-{dataset}.csv", index=False, float_format="%.10g")
-    written = _figure(tables, manifests, out)
+        runs[DATASETS[dataset][0]] = [engine.Point({"data": dataset},
+                                                   Utility(table, tuning, manifest))]
+    written = engine.draw(figure, runs, out, sys.modules[__name__], echo=echo,
+                          save=save_figure)[0]
     echo(f"  done in {perf_counter() - t0:.0f} s")
     return written
 
