@@ -62,3 +62,31 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     """Keep every test away from the user's real cache directory."""
     cache = tmp_path_factory.getbasetemp() / "vfl-cache"
     monkeypatch.setenv("VFL_CACHE_DIR", str(cache))
+
+
+@pytest.fixture
+def joblib_in_process(monkeypatch) -> list[int]:
+    """``joblib.Parallel`` without its worker processes; returns the ``n_jobs`` of each pool.
+
+    Every task and every result goes through pickle, as to and from a worker, and the
+    tasks run here in order. For tests of a ``jobs > 1`` branch whose runs are tiny:
+    starting two loky workers (each importing numpy, scipy, pandas, matplotlib) costs
+    more CPU than such runs. Real worker processes stay exercised by the sweep and
+    private-utility tests (``test_sweep.py``, ``test_reproduce_private.py``).
+    """
+    import pickle
+
+    import joblib
+
+    pools: list[int] = []
+
+    class InProcessParallel:
+        def __init__(self, n_jobs):
+            pools.append(n_jobs)
+
+        def __call__(self, tasks):
+            return [pickle.loads(pickle.dumps(f(*args, **kwargs)))
+                    for f, args, kwargs in (pickle.loads(pickle.dumps(t)) for t in tasks)]
+
+    monkeypatch.setattr(joblib, "Parallel", InProcessParallel)
+    return pools

@@ -10,6 +10,8 @@ no parameter of the stage may depend on the private records.
 from __future__ import annotations
 
 import bz2
+import copy
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -119,12 +121,44 @@ def data_dirs(tmp_path_factory, data_dir):
     return orig, host
 
 
-def _records(config, directory: Path, monkeypatch):
+def _read_only(*arrays) -> None:
+    for a in arrays:
+        for part in (a.data, a.indices, a.indptr) if sp.issparse(a) else (a,):
+            if isinstance(part, np.ndarray):
+                part.flags.writeable = False
+
+
+@pytest.fixture(scope="module")
+def raw_cache() -> dict:
+    """(dataset, directory, options) -> the records ``load_raw`` read. Most configs read the
+    same files with the same options, and parsing adult twice per config was most of this
+    module's time."""
+    return {}
+
+
+def _load_raw(name: str, directory: Path, options: dict, cache: dict):
+    """``load_raw`` of these files, parsed once per module. The arrays are shared, so they
+    are made read-only: a stage that wrote into the records it reads fails here instead
+    of passing on the records an earlier config left behind."""
+    key = (name, str(directory), repr(sorted(options.items())))
+    if key not in cache:
+        raw = load_raw(name, directory, options=options, verify=False)
+        tables = (raw.train, raw.test, raw.vocabulary_rows)
+        _read_only(raw.y_train, raw.y_test, *(a for t in tables if t is not None
+                                               for a in (t.numeric, t.categorical) if a is not None))
+        cache[key] = raw
+    raw = cache[key]
+    return dataclasses.replace(raw, checksums=copy.deepcopy(raw.checksums),
+                               provenance=copy.deepcopy(raw.provenance),
+                               defaults=copy.deepcopy(raw.defaults))
+
+
+def _records(config, directory: Path, monkeypatch, cache: dict):
     monkeypatch.chdir(directory)  # own-data configs name their CSV relative to the working dir
     options = dict(config.data.options)
     if config.data.dataset == "csv":
         options.setdefault("split_seed", config.run.seed)
-    raw = load_raw(config.data.dataset, directory, options=options, verify=False)
+    raw = _load_raw(config.data.dataset, directory, options, cache)
     setting = prepare(config, raw, get_solver(config.solver.name))
     return raw, setting.records()
 
@@ -135,10 +169,10 @@ def _dense(X):
 
 @pytest.mark.data
 @pytest.mark.parametrize("path,config", PRIVATE, ids=[p.stem for p, _ in PRIVATE])
-def test_other_records_bit_identical(path, config, data_dirs, monkeypatch):
+def test_other_records_bit_identical(path, config, data_dirs, raw_cache, monkeypatch):
     orig, host = data_dirs
-    raw0, (train0, test0) = _records(config, orig, monkeypatch)
-    raw1, (train1, test1) = _records(config, host, monkeypatch)
+    raw0, (train0, test0) = _records(config, orig, monkeypatch, raw_cache)
+    raw1, (train1, test1) = _records(config, host, monkeypatch, raw_cache)
     assert train0.shape == train1.shape and test0.shape == test1.shape  # width unchanged
     # which stored record is the replaced one (the CSV's test split may hold it out)
     if config.data.dataset == "csv":

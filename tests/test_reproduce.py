@@ -48,7 +48,10 @@ def tiny_configs(root: Path) -> Path:
     return root
 
 
-def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path):
+def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path, monkeypatch):
+    import vfl.plots as plotting
+
+    monkeypatch.setitem(plotting.STYLE, "savefig.dpi", 60)  # small PNGs: drawing is most of the time
     configs = tiny_configs(tmp_path / "configs")
     out = tmp_path / "figures"
     log = []
@@ -89,6 +92,16 @@ def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path):
     assert (table["target_test_logloss"] >= 0).all()
     assert admm["bytes_over_admm"] == 1.0
 
+    # resume: every run kept; the drawing (tested above) is skipped to keep this fast
+    import matplotlib.pyplot as plt
+
+    import vfl.papers.hu.figures as hu
+
+    def no_save(fig, path):
+        plt.close(fig)
+        return [Path(path)]
+
+    monkeypatch.setattr(hu, "save_figure", no_save)
     log.clear()
     reproduce("fig1", out, configs, jobs=1, echo=log.append)
     assert sum("kept (already complete)" in line for line in log) == 4

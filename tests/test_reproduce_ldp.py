@@ -173,11 +173,13 @@ def _read(path: Path) -> tuple[str, pd.DataFrame]:
     return header, pd.read_csv(path, comment="#")
 
 
-def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, small_fig1):
+def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, small_fig1,
+                                                              joblib_in_process):
     configs = tiny_configs(tmp_path / "configs")
     out = tmp_path / "ldp"
     log = []
     written = ldp.reproduce("all", out, configs, jobs=2, echo=log.append)
+    assert joblib_in_process == [2]  # the jobs > 1 branch: one pool for every run
     figures = ["fig1", "fig2", "figB", "figC", "figD-1", "figD-2"]
     assert sorted(p.name for p in written) == sorted(f"{f}.{e}" for f in figures
                                                      for e in ("png", "pdf"))
