@@ -245,10 +245,16 @@ class Neighbour:
 
 @dataclass
 class VerticalData:
-    """Parties hold columns ``D_m`` of the same N rows; party 1 holds the labels."""
+    """Parties hold columns ``D_m`` of the same N rows; party 1 holds the labels.
 
-    blocks: list
+    ``parties``, when the parties run outside this process (another backend),
+    starts them where their blocks are; a solver that supports it then reads
+    no block here (``blocks`` is None).
+    """
+
+    blocks: list | None
     y: np.ndarray
+    parties: Any = None
 
 
 class PartyBlocks:

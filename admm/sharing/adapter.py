@@ -181,14 +181,14 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
         blocks, y = data.blocks, data.y
-        M, N = len(blocks), len(y)
+        M, N = (len(blocks) if data.parties is None else data.parties.n_parties), len(y)
         p = privacy
         accounting = p["delta"] is not None
         self_kw = dict(rho=params["rho"], z_tol=params["z_tol"], noise_form=p["form"],
                        noise_rngs=[streams.noise(m) for m in range(M)],
                        **{k: params[k] for k in cls.VARIANT_KEYS})
         if not accounting:
-            solver = cls(blocks, y, objective, sigma=p["sigma"], **self_kw)
+            solver = cls(blocks, y, objective, sigma=p["sigma"], parties=data.parties, **self_kw)
             solver.wire = Wire(M)
             return solver
         for m, D in enumerate(blocks, start=1):
@@ -232,6 +232,10 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         return out
 
     # -- the runner protocol ------------------------------------------------
+    def decision_function(self, test) -> np.ndarray:
+        """Margins on held-out rows: the sum of each party's ``B_m x_m`` (Hu et al., eq. (1))."""
+        return np.sum(self.parties.test_products(test), axis=0)
+
     def step(self, diagnostics: bool = False) -> dict:
         if self._plan is not None:
             self._plan["calibrator"].before_epoch(self)
