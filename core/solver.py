@@ -331,6 +331,9 @@ class Solver:
     released_columns: ClassVar[tuple[str, ...]] = ()
     #: why the test metrics are diagnostic when they are (summaries, figures)
     diagnostic_note: ClassVar[str] = ""
+    #: where the solver's units can run (``run.backend``): this process, or also "dask"
+    #: (one Dask worker per unit, :mod:`vfl.experiments.parties`)
+    backends: ClassVar[tuple[str, ...]] = ("inprocess",)
 
     @classmethod
     def check_config(cls, params: dict, privacy: dict, iterations: int) -> None:

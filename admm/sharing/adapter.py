@@ -65,6 +65,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         "Hu, Liu, Kong, Niu: Learning Privately over Distributed Features, an ADMM Sharing "
         "Approach (2019)", "Algorithm 1", "(6)-(8); perturbed shares (10)")
     regularizers = ("l2sq",)
+    backends = ("inprocess", "dask")
     params = (
         Param("rho", float, 1.0, "penalty of the augmented Lagrangian (5)", low=0, low_open=True),
         Param("z_tol", float, 1e-10, "tolerance of the vectorized Newton solve of (7)",
