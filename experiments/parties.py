@@ -64,8 +64,7 @@ def check_cluster_option(config: Config, cluster: str | None) -> None:
     if cluster is None:
         return
     if config.run.backend != "dask":
-        raise ConfigError("--cluster needs run.backend = \"dask\" (add --set "
-                          "run.backend=\\\"dask\\\")")
+        raise ConfigError("--cluster needs run.backend = \"dask\" (--set run.backend=dask)")
     if not cluster.startswith("tcp://") or ":" not in cluster[len("tcp://"):]:
         raise ConfigError(f"--cluster {cluster!r} is not a Dask scheduler address such as "
                           "tcp://HOST:8786")
@@ -76,7 +75,7 @@ class PartyActor:
     """Party m on its worker: its columns, read here, and its :class:`Party`."""
 
     def __init__(self, config: Config, data_dir, m: int, blas_threads: int | None):
-        from .runner import _DATASETS, _prepare, load_config_dataset
+        from .runner import _load_config_dataset, _prepare
         from .settings import prepare
         from .registry import get_solver
 
@@ -84,7 +83,7 @@ class PartyActor:
             from threadpoolctl import threadpool_limits
 
             threadpool_limits(blas_threads, user_api="blas")  # the whole process: one party
-        dataset, note = load_config_dataset(config, data_dir)
+        dataset, note = _load_config_dataset(config, data_dir)  # read here, never from a cache
         setting = prepare(config, dataset, get_solver(config.solver.name))
         prepared = _prepare(setting, config, 0)  # a vertical split is the same every repeat
         self.m = m
@@ -92,8 +91,7 @@ class PartyActor:
         # what the coordinator checks it against: the same file, no fallback, the same block
         self.fingerprint = {"rows": int(self.D.shape[0]), "columns": int(self.D.shape[1]),
                             "sha256": dataset.checksums, "fallback": note}
-        del dataset, setting, prepared
-        _DATASETS.clear()  # keep party m's columns only
+        del dataset, setting, prepared  # keep party m's columns only
         self.config = config
         self.party = None
         self.rounds = 0
@@ -181,7 +179,7 @@ class DaskBackend:
         if self.client is None:  # no --cluster: a local one, one worker per party
             self.cluster, self.client = _local_cluster(M)
             self.address = self.cluster.scheduler_address
-        workers = self._free_workers(M, wait=5.0)
+        workers = self._free_workers(M, wait=2.0)  # workers still registering
         if len(workers) < M:
             raise ConfigError(f"the Dask cluster at {self.address} has {len(workers)} "
                               f"worker{'s' if len(workers) != 1 else ''} for {M} parties: each "
