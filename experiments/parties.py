@@ -170,6 +170,7 @@ class DaskBackend:
         self.slots: list[_Slot] = []
         self.parties: DaskParties | None = None
         self.transport = 0  # bytes over all protocol rounds of the run
+        self.recoveries: list[dict] = []  # parties rebuilt after their worker was lost
 
     # -- setup ------------------------------------------------------------------------
     def start_parties(self, expected: list[tuple[int, int]], checksums) -> None:
@@ -261,6 +262,7 @@ class DaskBackend:
         out = {"backend": "dask", "scheduler": self.address,
                "local_cluster": self.cluster is not None,
                "parties": {f"party {m + 1}": s.worker for m, s in enumerate(self.slots)},
+               "recoveries": self.recoveries,
                "transport_source": TRANSPORT_SOURCE}
         return out
 
@@ -373,13 +375,10 @@ class DaskParties(Parties):
         if not lost:
             raise exc  # not a lost worker: the party's own error
         wait = self.backend.config.run.party_wait
-        log = logging.getLogger("vfl")
         gone = {self.slots[m].worker for m in lost}
         for m in lost:
             slot = self.slots[m]
-            log.warning("party %d: worker %s lost; waiting up to %g s for another", m + 1,
-                        slot.worker, wait)
-            slot.worker = ""
+            old, slot.worker = slot.worker, ""
             # the scheduler may list the dead worker for a while: never place the party there
             workers = self.backend._free_workers(1, wait=wait, exclude=gone)
             if not workers:
@@ -388,6 +387,9 @@ class DaskParties(Parties):
                     f"{len(slot.sigmas) + 1} and no worker could take over its data within "
                     f"{wait:g} s") from None
             self._rebuild(m, workers[0])
+            self.backend.recoveries.append({"party": m + 1, "repeat": self.repeat,
+                                            "epoch": len(slot.sigmas) + 1, "lost": old,
+                                            "resumed_on": workers[0]})
         for m, s in enumerate(self.slots):
             if m not in lost:
                 s.actor.sync(len(s.sigmas)).result()

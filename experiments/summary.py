@@ -172,6 +172,10 @@ def run_summary(result, out: Path, seconds: float) -> str:
                          f"{transport['bytes_per_epoch']:,.0f} bytes per epoch through the "
                          f"coordinator's sockets; the protocol counts "
                          f"{transport['protocol_bytes_per_epoch']:,.0f} (x{transport['ratio']:.4f})")
+        for fault in man.get("backend", {}).get("recoveries", []):
+            lines.append(f"fault: party {fault['party']}'s worker {fault['lost']} was lost in "
+                         f"epoch {fault['epoch']}; resumed from the checkpoint on "
+                         f"{fault['resumed_on']}")
     lines += _privacy_lines(result)
     if private:
         note = man["released"].get("test_metrics_note")

@@ -1,0 +1,131 @@
+"""``run.backend = "dask"`` on worker processes: a9a's bytes, killed workers, a lost party."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cli_helpers import SMALL, vfl
+from vfl.core.errors import PartyLostError
+from vfl.experiments.config import load_config
+from vfl.experiments.parties import dask_backend
+from vfl.experiments.runner import plan_run, run_experiment
+
+distributed = pytest.importorskip("dask.distributed")
+pytestmark = pytest.mark.slow
+
+TIMING = ["wall_time_s", "x_time_s", "z_time_s", "y_time_s"]
+A9A = os.path.join(os.path.dirname(__file__), "..", "configs", "a9a.toml")
+
+
+def _cluster(n_workers: int):
+    return distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                    host="127.0.0.1", dashboard_address=None)
+
+
+@pytest.mark.data
+def test_a9a_on_two_workers_sends_the_protocols_bytes(tmp_path, data_dir):
+    """The recipe of README: a local cluster started for the run, one worker per party."""
+    args = ["--config", A9A, "--data-dir", data_dir, "--epochs", "4", "--set", "solver.blas_threads=1", "-q"]
+    assert vfl("run", *args, "--out", tmp_path / "local").returncode == 0
+    proc = vfl("run", *args, "--out", tmp_path / "dask", "--set", "run.backend=dask")
+    assert proc.returncode == 0, proc.stderr
+    local = pd.read_csv(tmp_path / "local" / "metrics.csv").drop(columns=TIMING)
+    remote = pd.read_csv(tmp_path / "dask" / "metrics.csv").drop(columns=TIMING)
+    pd.testing.assert_frame_equal(remote, local, check_exact=True)
+    transport = json.loads((tmp_path / "dask" / "manifest.json").read_text())[
+        "communication"]["transport"]
+    # Algorithm 1 on a9a (N = 32,561, 2 parties): 4 messages of N float64 per epoch
+    assert transport["protocol_bytes_per_epoch"] == 4 * 32_561 * 8 == 1_041_952
+    # what TCP carried: the same, plus Dask's headers (about 0.2%)
+    assert 1_041_952 < transport["bytes_per_epoch"] < 1.01 * 1_041_952
+
+
+def _small(tmp_path, epochs, *overrides):
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL.format(epochs=epochs) + "blas_threads = 1\n")
+    return load_config(path, list(overrides))
+
+
+def _kill_party(backend, m: int) -> None:
+    worker = backend.slots[m].worker
+    pid = backend.client.run(os.getpid, workers=[worker])[worker]
+    assert pid != os.getpid()  # a worker process, never this one
+    os.kill(pid, signal.SIGKILL)
+
+
+def test_a_killed_workers_party_resumes_from_the_checkpoint_to_the_same_numbers(tmp_path):
+    """Party 1's worker is killed mid-run; its nanny starts a new worker, the party is rebuilt
+    there (its model from the last pull, its noise stream replayed) and the run ends as an
+    uninterrupted in-process run does, to the bit."""
+    noisy = ("privacy.sigma=0.2", 'privacy.form="output"')
+    config = _small(tmp_path, 12, *noisy, "run.backend=dask", "run.party_wait=60")
+    with _cluster(2) as cluster, dask_backend(config, cluster.scheduler_address, None) as backend:
+        plan = plan_run(config, None, backend)
+        first = dict(backend.describe()["parties"])
+        killed = []
+
+        def kill_at_epoch_5(row):
+            if row["epoch"] == 5 and not killed:
+                killed.append(_kill_party(backend, 0))
+
+        remote = run_experiment(config, plan=plan, with_baselines=False, on_epoch=kill_at_epoch_5)
+        moved = backend.describe()["parties"]
+    assert killed and moved["party 1"] != first["party 1"] and moved["party 2"] == first["party 2"]
+    local = run_experiment(_small(tmp_path, 12, *noisy), with_baselines=False)
+    pd.testing.assert_frame_equal(remote.metrics.drop(columns=TIMING),
+                                  local.metrics.drop(columns=TIMING), check_exact=True)
+    np.testing.assert_array_equal(remote.coef, local.coef)
+
+
+@pytest.fixture
+def external_cluster(tmp_path):
+    """`dask scheduler` and two `dask worker --no-nanny` processes (a killed one stays dead)."""
+    import subprocess
+    import sys
+    import time
+
+    bin_dir = os.path.dirname(sys.executable)
+    file = tmp_path / "scheduler.json"
+    procs = [subprocess.Popen([os.path.join(bin_dir, "dask"), "scheduler", "--port", "0",
+                               "--no-dashboard", "--scheduler-file", str(file)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        for _ in range(200):
+            if file.exists() and file.read_text().strip():
+                break
+            time.sleep(0.1)
+        address = json.loads(file.read_text())["address"]
+        procs += [subprocess.Popen([os.path.join(bin_dir, "dask"), "worker", address,
+                                    "--no-nanny", "--nthreads", "1", "--no-dashboard"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                  for _ in range(2)]
+        with distributed.Client(address) as client:
+            client.wait_for_workers(2, timeout=60)
+        yield address
+    finally:
+        for proc in reversed(procs):
+            proc.kill()
+            proc.wait()
+
+
+def test_a_party_whose_worker_does_not_come_back_stops_the_run_naming_it(tmp_path,
+                                                                         external_cluster):
+    config = _small(tmp_path, 10, "run.backend=dask", "run.party_wait=1")
+    with dask_backend(config, external_cluster, None) as backend:
+        plan = plan_run(config, None, backend)
+        worker = backend.slots[1].worker
+
+        def kill_party_2(row):
+            if row["epoch"] == 3:
+                _kill_party(backend, 1)
+
+        with pytest.raises(PartyLostError) as caught:
+            run_experiment(config, plan=plan, with_baselines=False, on_epoch=kill_party_2)
+    assert str(caught.value) == (f"party 2: its worker {worker} was lost at epoch 4 and no "
+                                 "worker could take over its data within 1 s")
