@@ -70,7 +70,8 @@ def load_config_dataset(config: Config, data_dir=None) -> tuple[RawDataset, str 
     import json
 
     key = json.dumps([config.data.dataset, config.data.options, config.data.fallback,
-                      str(resolve_data_dir(data_dir)), config.run.seed], sort_keys=True, default=str)
+                      str(resolve_data_dir(data_dir)), _split_seed(config)], sort_keys=True,
+                     default=str)
     stamp = _file_stamp(config, data_dir)
     hit = _DATASETS.get(key)
     if hit is not None and hit[0] == stamp:
@@ -79,6 +80,16 @@ def load_config_dataset(config: Config, data_dir=None) -> tuple[RawDataset, str 
     _DATASETS.clear()  # one dataset at a time: they can be large
     _DATASETS[key] = (stamp, loaded)
     return loaded
+
+
+def _split_seed(config: Config):
+    """The seed the loaded records depend on: run.seed only for a user file split at random
+    without its own ``split_seed`` (a sweep over seeds then loads every other dataset once)."""
+    d = config.data
+    if d.dataset in ("libsvm", "csv") and "test_fraction" in d.options \
+            and "split_seed" not in d.options:
+        return config.run.seed
+    return None
 
 
 def _file_stamp(config: Config, data_dir):
@@ -107,8 +118,8 @@ def _load_config_dataset(config: Config, data_dir=None) -> tuple[RawDataset, str
                     f"used data.fallback = {d.fallback!r}")
             return load_raw(d.fallback), note
     options = dict(d.options)
-    if d.dataset in ("libsvm", "csv") and "test_fraction" in options:
-        options.setdefault("split_seed", config.run.seed)
+    if _split_seed(config) is not None:
+        options["split_seed"] = config.run.seed
     return load_raw(d.dataset, data_dir, options=options), None
 
 
