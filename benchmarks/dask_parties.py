@@ -102,7 +102,12 @@ def dask_benchmark(quick: bool = False, data_dir=None) -> dict:
     if not quick:
         big = big_a9a(data_dir)
         plan += [("a9a x100 (3.2M rows)", big, m, 5) for m in (2, 8)]
-    rows = [_case(name, data, m, epochs, data_dir) for name, data, m, epochs in plan]
+    rows, errors = [], []
+    for name, data, m, epochs in plan:
+        try:
+            rows.append(_case(name, data, m, epochs, data_dir))
+        except Exception as exc:  # one failed case must not lose the others
+            errors.append(f"{name}, {m} parties: {type(exc).__name__}: {exc}")
     lines = ["| dataset | parties | in-process s/epoch | Dask s/epoch | Dask / in-process | "
              "same numbers | transport bytes/epoch | protocol bytes/epoch |",
              "|---|---:|---:|---:|---:|---|---:|---:|"]
@@ -116,4 +121,5 @@ def dask_benchmark(quick: bool = False, data_dir=None) -> dict:
     targets = {"dask_same_numbers": {
         "description": "Dask backend: the in-process numbers to the bit (every case)",
         "ratio": float(same), "threshold": 1.0, "pass": same, "comparison": ">=", "why": ""}}
-    return {"cases": rows, "targets": targets, "markdown": "\n".join(lines)}
+    lines += [f"\nfailed: {e}" for e in errors]
+    return {"cases": rows, "errors": errors, "targets": targets, "markdown": "\n".join(lines)}

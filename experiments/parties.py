@@ -199,7 +199,7 @@ class DaskBackend:
 
     def _actor(self, m: int, worker: str, future):
         try:
-            return future.result(timeout=self.config.run.party_wait + 120)
+            return future.result()  # reading a large dataset may take minutes: no timeout
         except Exception as exc:  # the worker's own error, e.g. its data path is missing
             raise ConfigError(f"party {m + 1} on worker {worker} cannot read its data: "
                               f"{' '.join(str(exc).split())}") from None
@@ -383,7 +383,7 @@ class DaskParties(Parties):
             workers = self.backend._free_workers(1, wait=wait, exclude=gone)
             if not workers:
                 raise PartyLostError(
-                    f"party {m + 1}: its worker {', '.join(sorted(gone))} was lost at epoch "
+                    f"party {m + 1}: its worker {old} was lost at epoch "
                     f"{len(slot.sigmas) + 1} and no worker could take over its data within "
                     f"{wait:g} s") from None
             self._rebuild(m, workers[0])
@@ -430,7 +430,7 @@ def _local_cluster(n_workers: int):
     environ.pop("MALLOC_TRIM_THRESHOLD_", None)
     with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
         local = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                             dashboard_address=None, silence_logs=logging.ERROR)
+                             dashboard_address=None, silence_logs=logging.CRITICAL)
     return local, Client(local, direct_to_workers=True)
 
 

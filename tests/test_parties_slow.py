@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pandas as pd
@@ -83,35 +86,89 @@ def test_a_killed_workers_party_resumes_from_the_checkpoint_to_the_same_numbers(
     np.testing.assert_array_equal(remote.coef, local.coef)
 
 
-@pytest.fixture
-def external_cluster(tmp_path):
-    """`dask scheduler` and two `dask worker --no-nanny` processes (a killed one stays dead)."""
-    import subprocess
-    import sys
-    import time
+class External:
+    """`dask scheduler` and `dask worker` processes on this machine, as README's recipe starts
+    them; the scheduler can be killed and started again on its port."""
 
-    bin_dir = os.path.dirname(sys.executable)
-    file = tmp_path / "scheduler.json"
-    procs = [subprocess.Popen([os.path.join(bin_dir, "dask"), "scheduler", "--port", "0",
-                               "--no-dashboard", "--scheduler-file", str(file)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    try:
-        for _ in range(200):
-            if file.exists() and file.read_text().strip():
+    def __init__(self, tmp_path, workers: int, nanny: bool):
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.address = f"tcp://127.0.0.1:{self.port}"
+        self.dask = os.path.join(os.path.dirname(sys.executable), "dask")
+        self.n, self.nanny, self.procs = workers, nanny, []
+        self.start()
+
+    def _spawn(self, *args):
+        self.procs.append(subprocess.Popen([self.dask, *args, "--no-dashboard"],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        return self.procs[-1]
+
+    def start(self) -> None:
+        self.scheduler = self._spawn("scheduler", "--port", str(self.port))
+        for _ in range(100):
+            if _listening(self.port):
                 break
             time.sleep(0.1)
-        address = json.loads(file.read_text())["address"]
-        procs += [subprocess.Popen([os.path.join(bin_dir, "dask"), "worker", address,
-                                    "--no-nanny", "--nthreads", "1", "--no-dashboard"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                  for _ in range(2)]
-        with distributed.Client(address) as client:
-            client.wait_for_workers(2, timeout=60)
-        yield address
-    finally:
-        for proc in reversed(procs):
+        if self.nanny:
+            self._spawn("worker", self.address, "--nworkers", str(self.n), "--nthreads", "1")
+        else:
+            for _ in range(self.n):
+                self._spawn("worker", self.address, "--no-nanny", "--nthreads", "1")
+        with distributed.Client(self.address) as client:
+            client.wait_for_workers(self.n, timeout=60)
+
+    def restart_scheduler(self) -> None:
+        """Kill the scheduler (its workers close with it), then start it and the workers again."""
+        self.scheduler.kill()
+        self.scheduler.wait()
+        self.start()
+
+    def close(self) -> None:
+        for proc in reversed(self.procs):
             proc.kill()
             proc.wait()
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture
+def external_cluster(tmp_path):
+    """A scheduler and two `dask worker --no-nanny` processes (a killed one stays dead)."""
+    cluster = External(tmp_path, 2, nanny=False)
+    yield cluster.address
+    cluster.close()
+
+
+def test_a_scheduler_restart_is_survived_when_the_workers_return(tmp_path):
+    noisy = ("privacy.sigma=0.2", 'privacy.form="output"')
+    config = _small(tmp_path, 10, *noisy, "run.backend=dask")
+    cluster = External(tmp_path, 2, nanny=True)
+    try:
+        with dask_backend(config, cluster.address, None) as backend:
+            plan = plan_run(config, None, backend)
+
+            def restart_at_epoch_4(row):
+                if row["epoch"] == 4 and not backend.recoveries:
+                    cluster.restart_scheduler()
+
+            remote = run_experiment(config, plan=plan, with_baselines=False,
+                                    on_epoch=restart_at_epoch_4)
+            faults = backend.recoveries
+    finally:
+        cluster.close()
+    assert [f["party"] for f in faults] == [1, 2] and {f["epoch"] for f in faults} == {5}
+    local = run_experiment(_small(tmp_path, 10, *noisy), with_baselines=False)
+    np.testing.assert_array_equal(remote.coef, local.coef)
+    pd.testing.assert_frame_equal(remote.metrics.drop(columns=TIMING),
+                                  local.metrics.drop(columns=TIMING), check_exact=True)
 
 
 def test_a_party_whose_worker_does_not_come_back_stops_the_run_naming_it(tmp_path,
