@@ -26,9 +26,9 @@ stream is replayed), and the round is run again; the numbers are those of
 an uninterrupted run. Otherwise the run stops with one line naming the
 party, and nothing is written.
 
-The transport's own count of the bytes is read from the coordinator
-process's socket I/O counters around every protocol round
-(:meth:`DaskParties.transport_bytes`).
+The transport's own count of the bytes is read from the TCP stack: the
+``TCP_INFO`` counters of the coordinator's connections to the parties'
+workers, around every protocol round (:meth:`DaskBackend.transport_bytes`).
 """
 
 from __future__ import annotations
@@ -168,7 +168,6 @@ class DaskBackend:
         self.client, self.cluster, self.config = client, cluster, config
         self.data_dir, self.address = data_dir, address
         self.slots: list[_Slot] = []
-        self.parties: DaskParties | None = None
         self.transport = 0  # bytes over all protocol rounds of the run
         self.recoveries: list[dict] = []  # parties rebuilt after their worker was lost
 
@@ -290,9 +289,7 @@ class _Factory:
         self.n_parties = len(backend.slots)
 
     def __call__(self, spec: PartySpec) -> "DaskParties":
-        parties = DaskParties(self.backend, spec, self.repeat)
-        self.backend.parties = parties
-        return parties
+        return DaskParties(self.backend, spec, self.repeat)
 
 
 class DaskParties(Parties):

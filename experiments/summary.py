@@ -169,9 +169,10 @@ def run_summary(result, out: Path, seconds: float) -> str:
         transport = comm.get("transport")
         if transport and transport["ratio"]:  # what the transport carried (run.backend = "dask")
             lines.append(f"transport ({man['backend']['backend']}): "
-                         f"{transport['bytes_per_epoch']:,.0f} bytes per epoch through the "
-                         f"coordinator's sockets; the protocol counts "
-                         f"{transport['protocol_bytes_per_epoch']:,.0f} (x{transport['ratio']:.4f})")
+                         f"{transport['bytes_per_epoch']:,.0f} bytes per epoch on the "
+                         f"coordinator's TCP connections to the parties; the protocol counts "
+                         f"{transport['protocol_bytes_per_epoch']:,.0f} "
+                         f"(x{transport['ratio']:.4f})")
         for fault in man.get("backend", {}).get("recoveries", []):
             lines.append(f"fault: party {fault['party']}'s worker {fault['lost']} was lost in "
                          f"epoch {fault['epoch']}; resumed from the checkpoint on "

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -23,7 +24,8 @@ distributed = pytest.importorskip("dask.distributed")
 pytestmark = pytest.mark.slow
 
 TIMING = ["wall_time_s", "x_time_s", "z_time_s", "y_time_s"]
-A9A = os.path.join(os.path.dirname(__file__), "..", "configs", "a9a.toml")
+REPO = Path(__file__).resolve().parents[1]
+A9A = REPO / "configs" / "a9a.toml"
 
 
 def _cluster(n_workers: int):
@@ -33,8 +35,9 @@ def _cluster(n_workers: int):
 
 @pytest.mark.data
 def test_a9a_on_two_workers_sends_the_protocols_bytes(tmp_path, data_dir):
-    """The recipe of README: a local cluster started for the run, one worker per party."""
-    args = ["--config", A9A, "--data-dir", data_dir, "--epochs", "4", "--set", "solver.blas_threads=1", "-q"]
+    """Without --cluster: a local cluster started for the run, one worker per party."""
+    args = ["--config", A9A, "--data-dir", data_dir, "--epochs", "4", "--set",
+            "solver.blas_threads=1", "-q"]
     assert vfl("run", *args, "--out", tmp_path / "local").returncode == 0
     proc = vfl("run", *args, "--out", tmp_path / "dask", "--set", "run.backend=dask")
     assert proc.returncode == 0, proc.stderr
@@ -186,3 +189,41 @@ def test_a_party_whose_worker_does_not_come_back_stops_the_run_naming_it(tmp_pat
             run_experiment(config, plan=plan, with_baselines=False, on_epoch=kill_party_2)
     assert str(caught.value) == (f"party 2: its worker {worker} was lost at epoch 4 and no "
                                  "worker could take over its data within 1 s")
+
+
+@pytest.mark.data
+def test_the_readme_recipe_runs_as_written(tmp_path, data_dir):
+    """README's two lines (on a free port): a scheduler and two workers, then a9a on them."""
+    import re
+    import shlex
+    import shutil
+
+    readme = (REPO / "README.md").read_text()
+    block = re.search(r"<!-- dask recipe -->\s*```bash\n(.*?)```", readme, re.S).group(1)
+    start, run = block.strip().splitlines()
+    with __import__("socket").socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        free = str(sock.getsockname()[1])
+    env = {**os.environ,
+           "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"}
+    cluster = subprocess.Popen(["bash", "-c", start.replace("8786", free) + " wait"], env=env,
+                               start_new_session=True, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if _listening(int(free)):
+                break
+            time.sleep(0.1)
+        with distributed.Client(f"tcp://127.0.0.1:{free}") as client:
+            client.wait_for_workers(2, timeout=60)
+        shutil.copytree(REPO / "configs", tmp_path / "configs")
+        proc = vfl(*shlex.split(run.replace("8786", free))[1:], cwd=tmp_path,
+                   env={"VFL_DATA_DIR": data_dir})
+        assert proc.returncode == 0, proc.stderr
+        line = re.search(r"transport \(dask\): ([\d,]+) bytes per epoch .* the protocol "
+                         r"counts 1,041,952 ", proc.stdout)
+        assert line, proc.stdout
+        assert 1_041_952 < int(line.group(1).replace(",", "")) < 1.01 * 1_041_952
+    finally:
+        os.killpg(cluster.pid, signal.SIGKILL)
+        cluster.wait()
