@@ -46,6 +46,8 @@ distribute the data::
     seed = 0
     repeats = 1                  # independent replications into one run directory
     eval_every = 1               # metrics every k iterations (and at the last)
+    backend = "inprocess"        # or "dask": each party on its own Dask worker (vfl run --cluster)
+    party_wait = 60.0            # dask: seconds to wait for a worker to take over a lost party
 
 Unknown keys are errors that list the valid ones; wrong types name the key.
 ``--set solver.rho=2`` style overrides go through the same validation.
