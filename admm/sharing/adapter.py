@@ -98,9 +98,10 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
               "= in-place Newton, provably convergent for rho > w/4 (bracket-projected, with the "
               "safeguarded solver as fallback, otherwise): ~5x faster, equal to 1e-10",
               choices=Z_UPDATES),
-        Param("blas_threads", int, None, "limit BLAS to this many threads inside each epoch "
-              "(threadpoolctl; default: untouched). 1 is fastest on a loaded 2-core machine",
-              low=1),
+        Param("blas_threads", int, None, "limit BLAS to this many threads while the blocks are "
+              "factored and inside each epoch (threadpoolctl; default: untouched). 1 is fastest "
+              "on a loaded 2-core machine, and what run.backend = \"dask\" needs for the "
+              "in-process numbers to the bit", low=1),
     )
     privacy_params = (
         Param("sigma", float, 0.0, "noise standard deviation (0: Algorithm 1 exactly)", low=0),

@@ -156,11 +156,13 @@ acceleration, anderson_memory, z_update, blas_threads
         The variants of :mod:`vfl.admm.sharing`; defaults: Algorithm 1
         (``"hu"``, ``"jacobi"``, 1.0, ``"fixed"``, -, -, 2, 10.0, ``"none"``,
         5, ``"safeguarded"``, BLAS untouched). See :func:`check_variant`.
-    parties : callable, optional
+    parties : callable with an ``n_parties`` attribute, optional
         ``parties(spec)`` returns the :class:`~.party.Parties` that run
         party m's side of every epoch, given the :class:`~.party.PartySpec`
         (another backend: the parties' blocks are not in this process).
-        Default: the blocks' :class:`~.party.Party` objects, here.
+        Default: the blocks' :class:`~.party.Party` objects, here, built
+        under ``blas_threads`` like the epochs (a worker process pins its
+        whole life to it, so both factor the blocks alike).
 
     Attributes
     ----------
