@@ -172,6 +172,10 @@ def plan_run(config: Config, data_dir=None, backend=None) -> RunPlan:
     :class:`~vfl.experiments.parties.DaskBackend`), each party's actor reads its own
     columns on its worker, checked against the blocks read here.
     """
+    if config.run.backend != "inprocess" and backend is None:  # never run in-process silently
+        raise ConfigError(f"run.backend = {config.run.backend!r} runs through `vfl run` (with "
+                          "--cluster, or a local cluster it starts); sweeps, audits and figure "
+                          "runs are in-process: leave run.backend unset")
     cls = get_solver(config.solver.name)
     dataset, note = load_config_dataset(config, data_dir)
     setting = prepare(config, dataset, cls)

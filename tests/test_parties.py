@@ -91,6 +91,11 @@ def test_bad_clusters_are_one_line_errors_and_nothing_is_written(tmp_path, clust
                               "--set", "partition.columns=[4,4,4]"),
                           "has 2 workers for 3 parties")
     assert not out.exists()
+    # a sweep runs in-process: it refuses the backend instead of ignoring it
+    assert_one_line_error(vfl("sweep", "--config", path, "--out", out, "--grid",
+                              "solver.rho=1,2", *dask),
+                          "run.backend = 'dask' runs through `vfl run`")
+    assert not out.exists()
 
 
 def test_a_worker_that_cannot_read_the_data_is_a_one_line_error(tmp_path, cluster, monkeypatch):
