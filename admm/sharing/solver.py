@@ -257,9 +257,10 @@ acceleration, anderson_memory, z_update, blas_threads
                          share_clip=share_clip, blas_threads=blas_threads)
         if parties is None:
             with self._blas():
-                parties = LocalParties([
-                    Party(D, spec, None if noise_rngs is None else noise_rngs[m],
-                          partial(self._party_release, m)) for m, D in enumerate(blocks)])
+                # (a missing stream is refused by the sigma setter, when a sigma needs it)
+                streams = list(noise_rngs or ())[:M] + [None] * M
+                parties = LocalParties([Party(D, spec, streams[m], partial(self._party_release, m))
+                                        for m, D in enumerate(blocks)])
         else:
             parties = parties(spec)
         self.parties = parties
@@ -369,6 +370,11 @@ acceleration, anderson_memory, z_update, blas_threads
         z0 = self.z if z0 is None else z0
         return self.z_solver(self._loss, share_sum, y, self.b, self.rho, self._w,
                              tol=self.z_tol, z0=z0)
+
+    def publish(self, m: int, x_m: np.ndarray, share: np.ndarray) -> np.ndarray:
+        """The value party ``m`` (in this process) pushes for ``share`` at its current sigma
+        (:meth:`.party.Party.publish`: Hu et al. 2019, updates (10))."""
+        return self.parties.parties[m].publish(x_m, share, self.sigma[m])
 
     def _party_release(self, m: int, mean, *, scale, rng):
         """Party m's noisy release through :meth:`release` (the audit watches it there)."""
