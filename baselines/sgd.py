@@ -376,7 +376,7 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
 
     Defaults: the authors' batch size 100; ``lr = 0.3`` with ``inv_sqrt``
     decay, measured on a9a and the gisette-shaped stand-in
-    (``configs/fig1-*-sgd.toml``). ``privacy.sigma`` adds Gaussian noise to
+    (``papers/hu/configs/fig1-*-sgd.toml``). ``privacy.sigma`` adds Gaussian noise to
     every output a party sends (FDML's DP variant) as a simulation: nothing
     is accounted, so no guarantee is claimed.
     """

@@ -97,7 +97,7 @@ def iteration_timing(data_dir=None, *, repeats: int = 5, configs=None) -> dict:
                 cpu.append(process_time() - c0)
             out[label] = {"seconds": median(times), "cpu_seconds": median(cpu),
                           "per_iteration_ms": 1e3 * median(times) / config.solver.epochs}
-    return {"data": "adult (configs/dp-admm-*.toml split, repeat 0)" if real
+    return {"data": "adult (papers/dp_admm/configs/dp-admm-*.toml split, repeat 0)" if real
             else "synthetic Adult-shaped (unit rows, d = 14)",
             "providers": 100, "samples_per_provider": 210, "d": 14, "iterations": 100,
             "repeats": repeats, "blas_threads": 1,

@@ -167,8 +167,12 @@ def _value_list(text: str, option: str, kind=float) -> list:
 @click.option("--release-only", is_flag=True,
               help="Write only released values (covered by the guarantee): no diagnostic "
                    "columns, no references. For a run that claims a guarantee.")
+@click.option("--cluster", default=None, metavar="ADDRESS",
+              help="With run.backend = \"dask\": the Dask scheduler whose workers hold the "
+                   "parties, e.g. tcp://HOST:8786 [default: a local cluster, one worker per "
+                   "party].")
 def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides, overwrite, quiet,
-        no_cache, baselines, stop_at_budget, release_only):
+        no_cache, baselines, stop_at_budget, release_only, cluster):
     """Run one experiment and write its run directory.
 
     Everything is checked (config, output directory, data, distribution,
@@ -189,6 +193,9 @@ def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides
         if value is not None:
             overrides.append(f"{key}={value}")
     config = load_config(config_path, overrides)
+    from vfl.experiments.parties import check_cluster_option
+
+    check_cluster_option(config, cluster)
     out = check_output_dir(Path(out) if out else _default_out(config.name), overwrite=overwrite,
                            what="run directory")
     if stop_at_budget and config.privacy.budget_epsilon is None:
@@ -197,10 +204,30 @@ def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides
         raise ConfigError(f"--release-only applies to a run that claims a privacy guarantee "
                           f"({config.solver.name}: set privacy.delta)")
 
+    with _backend(config, cluster, data_dir) as backend:
+        _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, release_only,
+             backend, t0)
+
+
+def _backend(config, cluster, data_dir):
+    """Where the parties run: this process, or Dask workers (connected before any work)."""
+    import contextlib
+
+    if config.run.backend != "dask":
+        return contextlib.nullcontext()
+    from vfl.experiments.parties import dask_backend
+
+    return dask_backend(config, cluster, data_dir)
+
+
+def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, release_only,
+         backend, t0):
+    from time import perf_counter
+
     from vfl.experiments.records import write_run
     from vfl.experiments.runner import plan_run, run_experiment
 
-    plan = plan_run(config, data_dir)
+    plan = plan_run(config, data_dir, backend)
     per_repeat = -(-config.solver.epochs // config.run.eval_every)
     from vfl.core.solver import column_kinds
 

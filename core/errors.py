@@ -26,3 +26,7 @@ class DataError(VFLError):
 
 class DivergedError(VFLError):
     """An iterative method produced non-finite values (e.g. rho too small)."""
+
+
+class PartyLostError(VFLError):
+    """A party's worker was lost mid-run and no worker took over its data in time."""

@@ -245,10 +245,16 @@ class Neighbour:
 
 @dataclass
 class VerticalData:
-    """Parties hold columns ``D_m`` of the same N rows; party 1 holds the labels."""
+    """Parties hold columns ``D_m`` of the same N rows; party 1 holds the labels.
 
-    blocks: list
+    ``parties``, when the parties run outside this process (another backend),
+    starts them where their blocks are; a solver that supports it then reads
+    no block here (``blocks`` is None).
+    """
+
+    blocks: list | None
     y: np.ndarray
+    parties: Any = None
 
 
 class PartyBlocks:
@@ -325,6 +331,9 @@ class Solver:
     released_columns: ClassVar[tuple[str, ...]] = ()
     #: why the test metrics are diagnostic when they are (summaries, figures)
     diagnostic_note: ClassVar[str] = ""
+    #: where the solver's units can run (``run.backend``): this process, or also "dask"
+    #: (one Dask worker per unit, :mod:`vfl.experiments.parties`)
+    backends: ClassVar[tuple[str, ...]] = ("inprocess",)
 
     @classmethod
     def check_config(cls, params: dict, privacy: dict, iterations: int) -> None:

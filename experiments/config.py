@@ -46,6 +46,8 @@ distribute the data::
     seed = 0
     repeats = 1                  # independent replications into one run directory
     eval_every = 1               # metrics every k iterations (and at the last)
+    backend = "inprocess"        # or "dask": each party on its own Dask worker (vfl run --cluster)
+    party_wait = 60.0            # dask: seconds to wait for a worker to take over a lost party
 
 Unknown keys are errors that list the valid ones; wrong types name the key.
 ``--set solver.rho=2`` style overrides go through the same validation.
@@ -229,6 +231,18 @@ class RunConfig:
     # which references to compute (BASELINE_SETS): at scale the scikit-learn fits
     # cost more than the run, and "central" is F* alone
     baselines: str = "all"
+    # where the parties run: "inprocess", or "dask" (each party on its own Dask worker,
+    # vfl.experiments.parties; `vfl run --cluster` names the scheduler)
+    backend: str = "inprocess"
+    # dask: seconds to wait for a worker that can take over a lost party's data
+    party_wait: float = 60.0
+
+
+#: ``run.backend`` values; the solver class lists those it supports (``Solver.backends``)
+BACKENDS = ("inprocess", "dask")
+#: run keys that config.json records only when they differ from the default (runs
+#: recorded before the key existed stay current)
+_RUN_KEYS_IF_SET = {"baselines": "all", "backend": "inprocess", "party_wait": 60.0}
 
 
 @dataclass(frozen=True)
@@ -267,7 +281,8 @@ class Config:
             "solver": {k: v for k, v in self.solver.params().items()
                        if not (self.network is not None and k == "exchange")},
             "privacy": self.privacy.to_dict(),
-            "run": asdict(self.run),
+            "run": {k: v for k, v in asdict(self.run).items()
+                    if k not in _RUN_KEYS_IF_SET or v != _RUN_KEYS_IF_SET[k]},
             "sweep": {k: v for k, v in asdict(self.sweep).items() if v != []},
         }
         if self.network is not None:
@@ -531,7 +546,16 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
     run = RunConfig(seed=_integer("run.seed", r.get("seed", 0), minimum=0),
                     repeats=as_integer("run.repeats", r.get("repeats", 1), low=1, high=MAX_REPEATS),
                     eval_every=_integer("run.eval_every", r.get("eval_every", 1), minimum=1),
-                    baselines=_choice("run.baselines", r.get("baselines", "all"), BASELINE_SETS))
+                    baselines=_choice("run.baselines", r.get("baselines", "all"), BASELINE_SETS),
+                    backend=as_choice("run.backend", r.get("backend", "inprocess"), BACKENDS),
+                    party_wait=as_number("run.party_wait", r.get("party_wait", 60.0), low=0,
+                                         high=86400))
+    if run.backend not in cls.backends:
+        raise ConfigError(f"run.backend = {run.backend!r}: {cls.name} runs in-process only "
+                          f"(the dask backend runs {', '.join(_dask_solvers())})")
+    if run.backend == "dask" and privacy.claims_guarantee:
+        raise ConfigError("run.backend = 'dask' runs without privacy accounting: leave "
+                          "privacy.delta unset (accounting mode runs in-process)")
 
     sw = tables["sweep"]
     _check_keys("sweep", sw, tuple(SweepConfig.__dataclass_fields__))
@@ -545,6 +569,12 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
     return Config(name=config_name, data=data, partition=partition, objective=objective,
                   solver=solver, privacy=privacy, run=run, sweep=sweep, network=network,
                   setting=setting, preprocessing=preprocessing)
+
+
+def _dask_solvers() -> list[str]:
+    from .registry import SOLVERS, get_solver
+
+    return sorted(name for name in SOLVERS if "dask" in get_solver(name).backends)
 
 
 def _preprocessing(table: dict) -> PreprocessingConfig:

@@ -70,7 +70,8 @@ def load_config_dataset(config: Config, data_dir=None) -> tuple[RawDataset, str 
     import json
 
     key = json.dumps([config.data.dataset, config.data.options, config.data.fallback,
-                      str(resolve_data_dir(data_dir)), config.run.seed], sort_keys=True, default=str)
+                      str(resolve_data_dir(data_dir)), _split_seed(config)], sort_keys=True,
+                     default=str)
     stamp = _file_stamp(config, data_dir)
     hit = _DATASETS.get(key)
     if hit is not None and hit[0] == stamp:
@@ -79,6 +80,16 @@ def load_config_dataset(config: Config, data_dir=None) -> tuple[RawDataset, str 
     _DATASETS.clear()  # one dataset at a time: they can be large
     _DATASETS[key] = (stamp, loaded)
     return loaded
+
+
+def _split_seed(config: Config):
+    """The seed the loaded records depend on: run.seed only for a user file split at random
+    without its own ``split_seed`` (a sweep over seeds then loads every other dataset once)."""
+    d = config.data
+    if d.dataset in ("libsvm", "csv") and "test_fraction" in d.options \
+            and "split_seed" not in d.options:
+        return config.run.seed
+    return None
 
 
 def _file_stamp(config: Config, data_dir):
@@ -107,8 +118,8 @@ def _load_config_dataset(config: Config, data_dir=None) -> tuple[RawDataset, str
                     f"used data.fallback = {d.fallback!r}")
             return load_raw(d.fallback), note
     options = dict(d.options)
-    if d.dataset in ("libsvm", "csv") and "test_fraction" in options:
-        options.setdefault("split_seed", config.run.seed)
+    if _split_seed(config) is not None:
+        options["split_seed"] = config.run.seed
     return load_raw(d.dataset, data_dir, options=options), None
 
 
@@ -123,6 +134,8 @@ class RunPlan:
     setting: Any
     first: Any  # the Prepared data of repeat 0
     solver: Solver  # repeat 0's solver, constructed (its construction validates)
+    #: where the units run when not in this process (:mod:`vfl.experiments.parties`)
+    backend: Any = None
 
 
 def _streams(config: Config, repeat: int) -> Streams:
@@ -132,11 +145,12 @@ def _streams(config: Config, repeat: int) -> Streams:
                    exact_noise=exact)
 
 
-def _build(cls, config: Config, prepared, streams: Streams) -> Solver:
+def _build(cls, config: Config, prepared, streams: Streams, backend=None) -> Solver:
+    data = prepared.data if backend is None else backend.data(prepared, streams.repeat)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)  # overflow in setup is a user error
-            return cls.build(prepared.data, objective=prepared.objective,
+            return cls.build(data, objective=prepared.objective,
                              params=dict(config.solver.values), privacy=dict(config.privacy.values),
                              streams=streams, iterations=config.solver.epochs)
     except (ValueError, RuntimeWarning, np.linalg.LinAlgError, OverflowError) as exc:
@@ -151,14 +165,25 @@ def _prepare(setting, config: Config, repeat: int):
         raise ConfigError(f"{config.setting.value} setting: {' '.join(str(exc).split())}") from None
 
 
-def plan_run(config: Config, data_dir=None) -> RunPlan:
-    """Load and distribute the data and construct the solver: every user error surfaces here."""
+def plan_run(config: Config, data_dir=None, backend=None) -> RunPlan:
+    """Load and distribute the data and construct the solver: every user error surfaces here.
+
+    With a ``backend`` (``run.backend = "dask"``: a connected
+    :class:`~vfl.experiments.parties.DaskBackend`), each party's actor reads its own
+    columns on its worker, checked against the blocks read here.
+    """
+    if config.run.backend != "inprocess" and backend is None:  # never run in-process silently
+        raise ConfigError(f"run.backend = {config.run.backend!r} runs through `vfl run` (with "
+                          "--cluster, or a local cluster it starts); sweeps, audits and figure "
+                          "runs are in-process: leave run.backend unset")
     cls = get_solver(config.solver.name)
     dataset, note = load_config_dataset(config, data_dir)
     setting = prepare(config, dataset, cls)
     first = _prepare(setting, config, 0)
-    solver = _build(cls, config, first, _streams(config, 0))
-    return RunPlan(config, cls, dataset, note, setting, first, solver)
+    if backend is not None:
+        backend.start_parties([D.shape for D in first.data.blocks], dataset.checksums)
+    solver = _build(cls, config, first, _streams(config, 0), backend)
+    return RunPlan(config, cls, dataset, note, setting, first, solver, backend)
 
 
 def compute_baselines(plan: RunPlan, prepared=None, *, use_cache: bool = True) -> dict:
@@ -352,7 +377,7 @@ def run_experiment(
             prepared, solver = plan.first, plan.solver
         else:
             prepared = _prepare(setting, config, r)
-            solver = _build(cls, config, prepared, _streams(config, r))
+            solver = _build(cls, config, prepared, _streams(config, r), plan.backend)
         if with_baselines and (r == 0 or not setting.repeats_share_baselines):
             tb = perf_counter()
             baselines = setting.baselines(prepared, use_cache=use_cache, which=config.run.baselines)
@@ -505,10 +530,25 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
         **({"privacy": privacy} if privacy else {}),
         "communication": {**solver.wire.describe(), "units": solver.wire.units,
                           "per_unit": "communication.csv (unit 0 is the hub: the coordinator, "
-                                      "trainer or active party; absent in a network)"},
+                                      "trainer or active party; absent in a network)",
+                          **_transport(plan.backend, metrics, seconds, config.run.repeats)},
+        **({"backend": plan.backend.describe()} if plan.backend is not None else {}),
         "released": released,
         "result": result,
     }
+
+
+def _transport(backend, metrics, seconds, repeats: int) -> dict:
+    """What the transport itself carried (a backend that has one), beside the protocol's count."""
+    if backend is None:
+        return {}
+    epochs = int(metrics["epoch"].iloc[-1]) * repeats
+    protocol = int(metrics["bytes"].iloc[-1]) * repeats
+    return {"transport": {"bytes": backend.transport, "protocol_bytes": protocol,
+                          "bytes_per_epoch": backend.transport / max(epochs, 1),
+                          "protocol_bytes_per_epoch": protocol / max(epochs, 1),
+                          "ratio": backend.transport / protocol if protocol else None,
+                          "source": backend.describe()["transport_source"]}}
 
 
 def _training_fitted(steps: list) -> bool:

@@ -166,6 +166,17 @@ def run_summary(result, out: Path, seconds: float) -> str:
                      f"payload over {_plural(comm.get('units', 0), 'unit')}"
                      + (f", mean of {repeats}" if repeats > 1 else "")
                      + "; per unit and iteration in communication.csv")
+        transport = comm.get("transport")
+        if transport and transport["ratio"]:  # what the transport carried (run.backend = "dask")
+            lines.append(f"transport ({man['backend']['backend']}): "
+                         f"{transport['bytes_per_epoch']:,.0f} bytes per epoch on the "
+                         f"coordinator's TCP connections to the parties; the protocol counts "
+                         f"{transport['protocol_bytes_per_epoch']:,.0f} "
+                         f"(x{transport['ratio']:.4f})")
+        for fault in man.get("backend", {}).get("recoveries", []):
+            lines.append(f"fault: party {fault['party']}'s worker {fault['lost']} was lost in "
+                         f"epoch {fault['epoch']}; resumed from the checkpoint on "
+                         f"{fault['resumed_on']}")
     lines += _privacy_lines(result)
     if private:
         note = man["released"].get("test_metrics_note")

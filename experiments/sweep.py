@@ -254,14 +254,14 @@ def _run_joblib(todo, data_dir, jobs, on_done):
             on_done(run, False)
 
 
-def _dask_client(scheduler: str):
+def _dask_client(scheduler: str, option: str = "--scheduler", **kwargs):
     try:
         from dask.distributed import Client
     except ImportError:
-        raise ConfigError("--scheduler needs dask.distributed: pip install 'vfl[dask]'") from None
+        raise ConfigError(f"{option} needs dask.distributed: pip install 'vfl[dask]'") from None
     _check_listening(scheduler)
     try:
-        return Client(scheduler, timeout="5s")
+        return Client(scheduler, timeout="5s", **kwargs)
     except (OSError, TimeoutError, ValueError) as exc:
         raise ConfigError(f"cannot reach the Dask scheduler at {scheduler}: "
                           f"{' '.join(str(exc).split())}") from None

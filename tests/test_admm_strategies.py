@@ -26,6 +26,7 @@ from vfl.admm.sharing.forms import (BALL, ORDER, SHARING, Z_UPDATE, BoydSharing,
                                     GaussSeidelOrder, HuSharing, JacobiOrder, ProjectedBall,
                                     SafeguardedZUpdate, Unconstrained)
 from vfl.admm.sharing.noise import NOISE, OutputNoise, VariableNoise, WhitenedVariableNoise
+from vfl.admm.sharing.party import Party
 from vfl.admm.sharing.penalty import RHO_SCHEDULE, FixedPenalty, SpectralPenalty
 from vfl.admm.sharing.relations import RELATIONS, ColumnRelation, RowRelation
 from vfl.admm.sharing.solver import ACCELERATIONS, FORMS, ORDERS, RHO_SCHEDULES, Z_UPDATES
@@ -217,8 +218,9 @@ def test_defaults_resolve_to_algorithm_1_and_options_to_their_strategies():
     D, blocks, b = planted_problem("logistic", (4, 5), N, seed=1)
     obj = Objective("logistic", 0.1, "sum")
     s = ADMMSharing(blocks, b, obj)
-    kinds = (s.sharing, s.sweep, s.relax, s.penalty, s.accelerator, s.z_solver, s.feasible,
-             s.noise)
+    party = s.parties.parties[0]  # the feasible set and the noise are each party's own
+    kinds = (s.sharing, s.sweep, s.relax, s.penalty, s.accelerator, s.z_solver, party.feasible,
+             party.noise)
     assert [type(k) for k in kinds] == [HuSharing, JacobiOrder, NoRelaxation, FixedPenalty,
                                         NoAcceleration, SafeguardedZUpdate, Unconstrained,
                                         VariableNoise]
@@ -227,14 +229,15 @@ def test_defaults_resolve_to_algorithm_1_and_options_to_their_strategies():
                     noise_form="output")
     assert isinstance(s.sharing, BoydSharing) and s.x_rho == 1.0
     assert isinstance(s.accelerator, Anderson) and s.accelerator.memory == 3
-    assert isinstance(s.feasible, ExactBall) and isinstance(s.noise, OutputNoise)
+    party = s.parties.parties[1]
+    assert isinstance(party.feasible, ExactBall) and isinstance(party.noise, OutputNoise)
     s = ADMMSharing(blocks, b, obj, rho_schedule="spectral", rho_min=0.5, rho_max=2.0)
     assert isinstance(s.penalty, SpectralPenalty)
     assert (s.penalty.rho_min, s.penalty.rho_max) == (0.5, 2.0)
 
 
 def test_the_epoch_holds_no_branch_on_an_option_name():
-    for method in (ADMMSharing._epoch, ADMMSharing._x_update, ADMMSharing.publish,
+    for method in (ADMMSharing._epoch, ADMMSharing._pull, Party.update, Party.publish,
                    ADMMSharing.z_update, ADMMSharing.step):
         source = inspect.getsource(method)
         assert '== "' not in source and '!= "' not in source, method.__name__

@@ -382,8 +382,10 @@ def test_boyd_x_update_reads_public_values_only():
     for _ in range(5):
         s.step(diagnostics=False)
     x_before = [x.copy() for x in s.x]
-    s.x = [np.full_like(x, 7.0) for x in s.x]  # tamper with the private models only
+    for party in s.parties.parties:  # tamper with the private models only
+        party.x = np.full_like(party.x, 7.0)
     xs = [s.x_update(m) for m in range(2)]
-    s.x = x_before
+    for party, x in zip(s.parties.parties, x_before):
+        party.x = x
     for m in range(2):
         np.testing.assert_array_equal(xs[m], s.x_update(m))

@@ -23,7 +23,7 @@ from vfl.datasets import load_dataset
 from vfl.datasets.loaders import load_raw
 from vfl.datasets.stage import fit_stage
 
-# the [preprocessing] of configs/dp-admm-*.toml (spec D2, with the declared ranges)
+# the [preprocessing] of papers/dp_admm/configs/dp-admm-*.toml (spec D2, with the declared ranges)
 PAPER = {"encoding": "ordinal", "scaling": "minmax", "range": [-1.0, 1.0], "bounds": "schema",
          "normalize_rows": True}
 AGE = (17.0, 90.0)  # Adult's declared age range (vfl.datasets.schemas)

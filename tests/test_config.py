@@ -57,7 +57,7 @@ def test_defaults_are_filled_in():
                             "neighbours": "column", "clip": None, "b1": 10.0, "input_clip": None,
                             "calibration": "sound", "accountant": "pld",
                             "replayable_noise": True, "budget_epsilon": None}
-    assert d["run"] == {"seed": 0, "repeats": 1, "eval_every": 1, "baselines": "all"}
+    assert d["run"] == {"seed": 0, "repeats": 1, "eval_every": 1}
     sgd = config_from_dict({**BASE, "solver": {"name": "fdml_sgd"}}).to_dict()
     assert sgd["solver"] == {"name": "fdml_sgd", "epochs": 100, "batch_size": 100, "lr": 0.3,
                              "lr_schedule": "inv_sqrt", "lr_step_epochs": 100, "lr_gamma": 0.1,

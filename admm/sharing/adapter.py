@@ -79,6 +79,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         "Hu, Liu, Kong, Niu: Learning Privately over Distributed Features, an ADMM Sharing "
         "Approach (2019)", "Algorithm 1", "(6)-(8); perturbed shares (10)")
     regularizers = ("l2sq",)
+    backends = ("inprocess", "dask")
     params = (
         Param("rho", float, 1.0, "penalty of the augmented Lagrangian (5)", low=0, low_open=True),
         Param("rho_parties", str, "fixed", "fixed = rho as given; scaled = rho (2/M)^0.6 for M "
@@ -115,9 +116,10 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
               "= in-place Newton, provably convergent for rho > w/4 (bracket-projected, with the "
               "safeguarded solver as fallback, otherwise): ~5x faster, equal to 1e-10",
               choices=Z_UPDATES),
-        Param("blas_threads", int, None, "limit BLAS to this many threads inside each epoch "
-              "(threadpoolctl; default: untouched). 1 is fastest on a loaded 2-core machine",
-              low=1),
+        Param("blas_threads", int, None, "limit BLAS to this many threads while the blocks are "
+              "factored and inside each epoch (threadpoolctl; default: untouched). 1 is fastest "
+              "on a loaded 2-core machine, and what run.backend = \"dask\" needs for the "
+              "in-process numbers to the bit", low=1),
     )
     privacy_params = (
         Param("sigma", float, 0.0, "noise standard deviation (0: Algorithm 1 exactly)", low=0),
@@ -202,7 +204,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
         blocks, y = data.blocks, data.y
-        M, N = len(blocks), len(y)
+        M, N = (len(blocks) if data.parties is None else data.parties.n_parties), len(y)
         params = {**params, "rho": scaled_rho(params["rho"], M, params["rho_parties"])}
         p = privacy
         accounting = p["delta"] is not None
@@ -210,7 +212,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
                        noise_rngs=[streams.noise(m) for m in range(M)],
                        **{k: params[k] for k in cls.VARIANT_KEYS})
         if not accounting:
-            solver = cls(blocks, y, objective, sigma=p["sigma"], **self_kw)
+            solver = cls(blocks, y, objective, sigma=p["sigma"], parties=data.parties, **self_kw)
             solver.wire = Wire(M)
             return solver
         for m, D in enumerate(blocks, start=1):
@@ -254,6 +256,10 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         return out
 
     # -- the runner protocol ------------------------------------------------
+    def decision_function(self, test) -> np.ndarray:
+        """Margins on held-out rows: the sum of each party's ``B_m x_m`` (Hu et al., eq. (1))."""
+        return np.sum(self.parties.test_products(test), axis=0)
+
     def step(self, diagnostics: bool = False) -> dict:
         if self._plan is not None:
             self._plan["calibrator"].before_epoch(self)

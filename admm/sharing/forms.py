@@ -190,6 +190,15 @@ class JacobiOrder:
     def advance(S, s, p):
         return S
 
+    @staticmethod
+    def round(parties, pull, S, P, rho, sigmas):
+        """The epoch's x-updates: every pull from the same sum ``S``, all parties at once.
+
+        ``pull(m, S=...)`` is the value the central node sends party m;
+        returns each party's ``(share, projected)`` reply, in order.
+        """
+        return parties.update_all([pull(m, S=S) for m in range(parties.n_parties)], rho, sigmas)
+
 
 class GaussSeidelOrder:
     """The parties update in turn, each reading the freshest published shares.
@@ -204,6 +213,16 @@ class GaussSeidelOrder:
     @staticmethod
     def advance(S, s, p):
         return S + (s - p)  # the next party sees this share already
+
+    @classmethod
+    def round(cls, parties, pull, S, P, rho, sigmas):
+        """The epoch's x-updates in turn, each pull from the sum of the freshest shares."""
+        replies = []
+        for m in range(parties.n_parties):
+            reply = parties.update(m, pull(m, S=S), rho, sigmas[m])
+            S = cls.advance(S, reply[0], P[m])
+            replies.append(reply)
+        return replies
 
 
 class SafeguardedZUpdate:

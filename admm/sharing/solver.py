@@ -20,9 +20,9 @@ from vfl.core.objective import Objective
 from vfl.core.solver import Solver
 
 from .acceleration import ACCELERATION, over_relaxation
-from .block import BlockSolver
-from .forms import BALL, ORDER, SHARING, Z_UPDATE, Unconstrained
-from .noise import NOISE, NOISE_FORMS
+from .forms import BALL, ORDER, SHARING, Z_UPDATE
+from .noise import NOISE_FORMS
+from .party import LocalParties, Party, PartySpec
 from .penalty import RHO_SCHEDULE
 
 __all__ = ["ACCELERATIONS", "ADMMSharing", "FORMS", "ORDERS", "RHO_SCHEDULES", "Z_UPDATES",
@@ -109,8 +109,9 @@ class ADMMSharing(Solver):
 
     Parameters
     ----------
-    blocks : list of (N, d_m) arrays or sparse matrices
-        The parties' feature blocks ``D_1, ..., D_M`` (same rows).
+    blocks : list of (N, d_m) arrays or sparse matrices, or None
+        The parties' feature blocks ``D_1, ..., D_M`` (same rows), held in
+        this process (:class:`~.party.LocalParties`); None with ``parties``.
     b : (N,) array of labels (+-1 for the logistic loss).
     objective : Objective
         Loss, reduction and ``lam`` of problem (1).
@@ -155,10 +156,18 @@ acceleration, anderson_memory, z_update, blas_threads
         The variants of :mod:`vfl.admm.sharing`; defaults: Algorithm 1
         (``"hu"``, ``"jacobi"``, 1.0, ``"fixed"``, -, -, 2, 10.0, ``"none"``,
         5, ``"safeguarded"``, BLAS untouched). See :func:`check_variant`.
+    parties : callable with an ``n_parties`` attribute, optional
+        ``parties(spec)`` returns the :class:`~.party.Parties` that run
+        party m's side of every epoch, given the :class:`~.party.PartySpec`
+        (another backend: the parties' blocks are not in this process).
+        Default: the blocks' :class:`~.party.Party` objects, here, built
+        under ``blas_threads`` like the epochs (a worker process pins its
+        whole life to it, so both factor the blocks alike).
 
     Attributes
     ----------
-    x : list of (d_m,) arrays, the local models ``x_m^t``.
+    x : list of (d_m,) arrays, the local models ``x_m^t`` (held by the parties).
+    parties : :class:`~.party.Parties`, where party m's side of an epoch runs.
     shares : list of (N,) arrays, the shared values ``s_m^t = D_m x_m^t``
         (perturbed in the private variant: what the other parties receive).
     z, y : (N,) arrays, the auxiliary and dual variables.
@@ -182,11 +191,11 @@ acceleration, anderson_memory, z_update, blas_threads
                  relaxation: float = 1.0, rho_schedule: str = "fixed", rho_min=None,
                  rho_max=None, rho_every: int = 2, rho_change: float = 10.0,
                  acceleration: str = "none", anderson_memory: int = 5,
-                 z_update: str = "safeguarded", blas_threads=None):
-        if not blocks:
+                 z_update: str = "safeguarded", blas_threads=None, parties=None):
+        if parties is None and not blocks:
             raise ValueError("at least one feature block is required")
         n = len(b)
-        for m, D in enumerate(blocks, start=1):
+        for m, D in enumerate(blocks if parties is None else (), start=1):
             if D.ndim != 2 or D.shape[0] != n:
                 raise ValueError(
                     f"party {m}: block of shape {D.shape} does not have {n} rows"
@@ -209,7 +218,6 @@ acceleration, anderson_memory, z_update, blas_threads
         for name, value in (("share_clip", share_clip), ("input_clip", input_clip)):
             if value is not None and not (np.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-        M = len(blocks)
         self.objective = objective
         self.b = np.asarray(b, dtype=float)
         self.rho = float(rho)
@@ -222,6 +230,7 @@ acceleration, anderson_memory, z_update, blas_threads
             rho_schedule, acceleration, z_update)
         self.noise_form, self.ball = noise_form, ball
         self.x_radius, self.share_clip, self.input_clip = x_radius, share_clip, input_clip
+        M = len(blocks) if parties is None else parties.n_parties
         self.sharing = SHARING[form](M)
         self.sweep = ORDER[order]()
         self.relax = over_relaxation(relaxation)
@@ -234,33 +243,50 @@ acceleration, anderson_memory, z_update, blas_threads
         self.accelerator = ACCELERATION[acceleration].from_options(
             anderson_memory=anderson_memory)
         self.z_solver = Z_UPDATE[z_update](self.b)
-        self.feasible = Unconstrained() if x_radius is None else BALL[ball](x_radius)
-        self.noise = NOISE[noise_form]()
         self.noise_rngs = noise_rngs
         self.blas_threads = blas_threads
-        self.solvers = [BlockSolver(D, objective.lam, self.rho * self.sharing.scale,
-                                    factor=not self.penalty.adaptive) for D in blocks]
-        self.x = [np.zeros(D.shape[1]) for D in blocks]
-        self.shares = [np.zeros(n) for _ in blocks]
-        self.share_sum = np.zeros(n)
-        self._margins = np.zeros(n)
-        self.z = np.zeros(n)
-        self.y = np.zeros(n)
-        self.zeta = self.sharing.initial(n)
-        self.epoch = 0
-        self.sigma = sigma  # validated (needs the parties) by the property setter
         self.release_sensitivity = (np.full(M, np.nan) if release_sensitivity is None
                                     else np.asarray(release_sensitivity, dtype=float))
-        self._next = None  # the public state the next epoch starts from, if not the last
         self._controller = None
         if blas_threads is not None:
             from threadpoolctl import ThreadpoolController
 
             self._controller = ThreadpoolController()
+        spec = PartySpec(objective.lam, self.x_rho, factor=not self.penalty.adaptive,
+                         x_radius=x_radius, ball=ball, noise_form=noise_form,
+                         share_clip=share_clip, blas_threads=blas_threads)
+        if parties is None:
+            with self._blas():
+                # (a missing stream is refused by the sigma setter, when a sigma needs it)
+                streams = list(noise_rngs or ())[:M] + [None] * M
+                parties = LocalParties([Party(D, spec, streams[m], partial(self._party_release, m))
+                                        for m, D in enumerate(blocks)])
+        else:
+            parties = parties(spec)
+        self.parties = parties
+        self.shares = [np.zeros(n) for _ in range(M)]
+        self.share_sum = np.zeros(n)
+        self._margins = None  # sum_m D_m x_m, computed when a diagnostic asks
+        self.z = np.zeros(n)
+        self.y = np.zeros(n)
+        self.zeta = self.sharing.initial(n)
+        self.epoch = 0
+        self.sigma = sigma  # validated (needs the parties) by the property setter
+        self._next = None  # the public state the next epoch starts from, if not the last
 
     @property
     def n_parties(self) -> int:
-        return len(self.solvers)
+        return self.parties.n_parties
+
+    @property
+    def x(self) -> list[np.ndarray]:
+        """The parties' local models ``x_m`` (a diagnostic: no party sends its model)."""
+        return self.parties.models()
+
+    @property
+    def solvers(self):
+        """The parties' :class:`~.block.BlockSolver` objects, when they are in this process."""
+        return self.parties.blocks
 
     @property
     def sigma(self) -> np.ndarray:
@@ -269,7 +295,7 @@ acceleration, anderson_memory, z_update, blas_threads
 
     @sigma.setter
     def sigma(self, value):
-        n_parties = len(self.x) if hasattr(self, "x") else None
+        n_parties = self.n_parties if hasattr(self, "parties") else None
         sig = np.array(value, dtype=float).reshape(-1)
         if sig.size == 1 and n_parties:
             sig = np.full(n_parties, sig[0])
@@ -327,13 +353,16 @@ acceleration, anderson_memory, z_update, blas_threads
         ``x_radius`` (``ball = "project"`` projects afterwards, in :meth:`step`).
         """
         P, z, y = self._state_in()
-        return self._x_update(m, P, z, y, self.sharing.coupled_sum(P))[0]
+        r = self._pull(m, P, z, y, self.sharing.coupled_sum(P))
+        party = self.parties.parties[m]  # (parties in this process)
+        return party.feasible.solve(party.block, r, self.x_rho)[0]
 
-    def _x_update(self, m, P, z, y, S) -> tuple[np.ndarray, bool]:
+    def _pull(self, m, P, z, y, S) -> np.ndarray:
+        """The value party m pulls for (6), computed by the central node from public values."""
         r = self.sharing.pulled(m, P, z, y, S, self.rho)
         if self.input_clip is not None:
             np.clip(r, -self.input_clip, self.input_clip, out=r)
-        return self.feasible.solve(self.solvers[m], r, self.x_rho)
+        return r
 
     def z_update(self, share_sum: np.ndarray, y=None, z0=None) -> np.ndarray:
         """Minimizer of (7) given ``sum_m D_m x_m^{t+1}`` (and ``y``, default the current)."""
@@ -343,21 +372,14 @@ acceleration, anderson_memory, z_update, blas_threads
                              tol=self.z_tol, z0=z0)
 
     def publish(self, m: int, x_m: np.ndarray, share: np.ndarray) -> np.ndarray:
-        """The value party ``m`` pushes to the central node.
+        """The value party ``m`` (in this process) pushes for ``share`` at its current sigma
+        (:meth:`.party.Party.publish`: Hu et al. 2019, updates (10))."""
+        return self.parties.parties[m].publish(x_m, share, self.sigma[m])
 
-        Algorithm 1 pushes the exact share ``D_m x_m``. With ``sigma_m > 0``
-        it pushes the perturbed share of updates (10) in the configured noise
-        form (:mod:`.noise`), drawn from party m's own stream. The party keeps
-        its unperturbed ``x_m``; only the pushed value is noisy.
-        """
-        if self.share_clip is not None:
-            share = np.clip(share, -self.share_clip, self.share_clip)
-        sigma = self.sigma[m]
-        if sigma == 0:
-            return share  # no draw at all: sigma = 0 replays Algorithm 1 exactly
-        release = partial(self.release, units=m, sensitivity=self.release_sensitivity[m])
-        return self.noise.perturb(share, x_m, sigma=sigma, rng=self.noise_rngs[m],
-                                  block=self.solvers[m], release=release)
+    def _party_release(self, m: int, mean, *, scale, rng):
+        """Party m's noisy release through :meth:`release` (the audit watches it there)."""
+        return self.release(mean, units=m, scale=scale, sensitivity=self.release_sensitivity[m],
+                            rng=rng)
 
     def _blas(self):
         if self._controller is None:
@@ -392,20 +414,12 @@ acceleration, anderson_memory, z_update, blas_threads
         t0 = perf_counter()
         self.begin_releases()
         P, z_in, y_in = self._state_in()
-        S_in = self.sharing.coupled_sum(P)
-        new_x, exact, published, projected = [], [], [], 0
-        for m in range(self.n_parties):
-            xm, active = self._x_update(m, P, z_in, y_in, S_in)
-            xm, moved = self.feasible.project(xm)
-            projected += active + moved
-            e = self.solvers[m].matvec(xm)
-            s = self.publish(m, xm, e)
-            S_in = self.sweep.advance(S_in, s, P[m])
-            new_x.append(xm)
-            exact.append(e)
-            published.append(s)
-        self.x = new_x
-        self._margins = np.sum(exact, axis=0)
+        pull = partial(self._pull, P=P, z=z_in, y=y_in)
+        replies = self.sweep.round(self.parties, pull, self.sharing.coupled_sum(P), P,
+                                   self.x_rho, self.sigma)
+        published = [s for s, _ in replies]
+        projected = sum(p for _, p in replies)
+        self._margins = None
         self.shares = published
         self.share_sum = np.sum(published, axis=0)
         S_hat = self.relax(self.share_sum, z_in)
@@ -426,6 +440,8 @@ acceleration, anderson_memory, z_update, blas_threads
     # -- diagnostics ---------------------------------------------------------
     def margins(self) -> np.ndarray:
         """``sum_m D_m x_m`` for the current models (exact, unperturbed)."""
+        if self._margins is None:
+            self._margins = np.sum(self.parties.exact_shares(), axis=0)
         return self._margins
 
     def objective_value(self) -> float:
@@ -443,8 +459,8 @@ acceleration, anderson_memory, z_update, blas_threads
         current dual y: zero exactly when the x-block KKT conditions hold.
         """
         sq = 0.0
-        for s, xm in zip(self.solvers, self.x):
-            r = 2.0 * self.objective.lam * xm + s.rmatvec(self.y)
+        for DTy, xm in zip(self.parties.rmatvecs(self.y), self.x):
+            r = 2.0 * self.objective.lam * xm + DTy
             sq += float(r @ r)
         return float(np.sqrt(sq))
 

@@ -15,7 +15,7 @@ iterations (Xiao et al. 2019, App. E):
 - figD: Figs. D-1 (N = 10) and D-2 (N = 100), non-private: random against
   fixed parameters, for ADMM (exact step) and for GD.
 
-Every method of a figure has its own config (``configs/ldp-<method>-<graph>.toml``)
+Every method of a figure has its own config (``papers/ldp/configs/ldp-<method>-<graph>.toml``)
 with the same seed, ``[data]``, ``[partition]`` and ``[network]``: the runner
 derives the graph, the data assignment and ``x^0`` of run r from the seed and
 r, so run r of every method sees the same ones (common random numbers). The

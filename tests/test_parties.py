@@ -1,0 +1,146 @@
+"""``run.backend = "dask"``: ADMM sharing's parties as actors on their own Dask workers.
+
+One small in-process (threaded, TCP) cluster serves every test here; the
+process clusters, a9a and the killed workers are in ``test_parties_slow.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cli_helpers import SMALL, assert_one_line_error, vfl
+from vfl.core.errors import ConfigError
+from vfl.experiments.config import config_from_dict, load_config
+from vfl.experiments.parties import DaskBackend, dask_backend
+from vfl.experiments.runner import plan_run, run_experiment
+
+distributed = pytest.importorskip("dask.distributed")
+
+TIMING = ["wall_time_s", "x_time_s", "z_time_s", "y_time_s"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  protocol="tcp://", host="127.0.0.1",
+                                  dashboard_address=None) as c:
+        yield c.scheduler_address
+
+
+def _config(tmp_path, epochs=8, extra=""):
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL.format(epochs=epochs) + "blas_threads = 1\n" + extra)
+    return path
+
+
+def _run(config, cluster=None):
+    if cluster is None:
+        return run_experiment(config, with_baselines=False), None
+    with dask_backend(config, cluster, None) as backend:
+        plan = plan_run(config, None, backend)
+        return run_experiment(config, plan=plan, with_baselines=False), backend
+
+
+@pytest.mark.parametrize("overrides", [
+    [],  # Algorithm 1
+    # noise drawn on the workers from each party's stream, parties in turn, a ball
+    ["privacy.sigma=0.3", 'privacy.form="output"', 'solver.order="gauss_seidel"',
+     "run.repeats=2"],
+    ['solver.form="boyd"', "privacy.sigma=0.1", 'privacy.form="variable_whitened"',
+     'solver.rho_schedule="spectral"'],
+])
+def test_the_dask_backend_gives_the_in_process_numbers_to_the_bit(tmp_path, cluster, overrides):
+    path = _config(tmp_path)
+    local, _ = _run(load_config(path, overrides))
+    remote, backend = _run(load_config(path, [*overrides, "run.backend=dask"]), cluster)
+    pd.testing.assert_frame_equal(remote.metrics.drop(columns=TIMING),
+                                  local.metrics.drop(columns=TIMING), check_exact=True)
+    np.testing.assert_array_equal(remote.coef, local.coef)
+    pd.testing.assert_frame_equal(remote.communication, local.communication)
+    # the parties were on two workers; the transport carried the protocol's bytes plus headers
+    assert len(set(remote.manifest["backend"]["parties"].values())) == 2
+    t = remote.manifest["communication"]["transport"]
+    assert t["protocol_bytes"] == remote.metrics["bytes"].iloc[-1] * remote.config.run.repeats
+    assert t["protocol_bytes"] <= t["bytes"] <= t["protocol_bytes"] * 1.5
+
+
+def test_the_coordinator_holds_no_block(tmp_path, cluster):
+    config = load_config(_config(tmp_path, epochs=1), ["run.backend=dask"])
+    with dask_backend(config, cluster, None) as backend:
+        plan = plan_run(config, None, backend)
+        solver = plan.solver
+        assert type(solver.parties).__name__ == "DaskParties"
+        with pytest.raises(AttributeError):
+            solver.solvers  # noqa: B018 (no BlockSolver in the coordinator)
+        assert solver.parties.n_features == [6, 7]  # party 1 holds the intercept
+
+
+def test_bad_clusters_are_one_line_errors_and_nothing_is_written(tmp_path, cluster):
+    path = _config(tmp_path)
+    out = tmp_path / "run"
+    dask = ["--set", "run.backend=dask"]
+    assert_one_line_error(vfl("run", "--config", path, "--out", out, *dask,
+                              "--cluster", "tcp://127.0.0.1:9"),
+                          "cannot reach the Dask scheduler at tcp://127.0.0.1:9")
+    assert_one_line_error(vfl("run", "--config", path, "--out", out, "--cluster", cluster),
+                          '--cluster needs run.backend = "dask"')
+    # three parties, two workers
+    assert_one_line_error(vfl("run", "--config", path, "--out", out, *dask, "--cluster", cluster,
+                              "--set", "partition.columns=[4,4,4]"),
+                          "has 2 workers for 3 parties")
+    assert not out.exists()
+    # a sweep runs in-process: it refuses the backend instead of ignoring it
+    assert_one_line_error(vfl("sweep", "--config", path, "--out", out, "--grid",
+                              "solver.rho=1,2", *dask),
+                          "run.backend = 'dask' runs through `vfl run`")
+    assert not out.exists()
+
+
+def test_a_worker_that_cannot_read_the_data_is_a_one_line_error(tmp_path, cluster, monkeypatch):
+    from sklearn.datasets import dump_svmlight_file
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 6)), rng.choice([-1, 1], size=60)
+    dump_svmlight_file(X, y, str(tmp_path / "tr.svm"))
+    config = tmp_path / "own.toml"
+    config.write_text(f"""
+[data]
+dataset = "libsvm"
+options = {{ path = "{tmp_path / 'tr.svm'}", test_fraction = 0.25 }}
+[partition]
+columns = [3, 3]
+[solver]
+epochs = 2
+[run]
+backend = "dask"
+""")
+    start = DaskBackend.start_parties
+
+    def hide_the_file(self, *args):  # the coordinator has read it; the workers cannot
+        (tmp_path / "tr.svm").rename(tmp_path / "elsewhere.svm")
+        return start(self, *args)
+
+    monkeypatch.setattr(DaskBackend, "start_parties", hide_the_file)
+    out = tmp_path / "run"
+    proc = vfl("run", "--config", config, "--out", out, "--cluster", cluster)
+    assert_one_line_error(proc, "party 1 on worker tcp://127.0.0.1:", "cannot read its data",
+                          "tr.svm")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (['solver.name="fdml_sgd"'], "fdml_sgd runs in-process only (the dask backend runs "
+                                  "admm_sharing)"),
+    (["privacy.delta=1e-5", "privacy.clip=1.0", "privacy.sigma=1.0"],
+     "run.backend = 'dask' runs without privacy accounting"),
+    (['run.backend="ray"'], "run.backend"),
+])
+def test_the_backend_is_validated_with_the_config(overrides, message):
+    raw = {"data": {"dataset": "synthetic"}, "partition": {"columns": [5, 7]},
+           "solver": {"name": "admm_sharing"}, "run": {"backend": "dask"}}
+    from vfl.experiments.config import apply_overrides
+
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        config_from_dict(apply_overrides(raw, overrides))

@@ -1,0 +1,229 @@
+"""``run.backend = "dask"`` on worker processes: a9a's bytes, killed workers, a lost party."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cli_helpers import SMALL, vfl
+from vfl.core.errors import PartyLostError
+from vfl.experiments.config import load_config
+from vfl.experiments.parties import dask_backend
+from vfl.experiments.runner import plan_run, run_experiment
+
+distributed = pytest.importorskip("dask.distributed")
+pytestmark = pytest.mark.slow
+
+TIMING = ["wall_time_s", "x_time_s", "z_time_s", "y_time_s"]
+REPO = Path(__file__).resolve().parents[1]
+A9A = REPO / "configs" / "a9a.toml"
+
+
+def _cluster(n_workers: int):
+    return distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                    host="127.0.0.1", dashboard_address=None)
+
+
+@pytest.mark.data
+def test_a9a_on_two_workers_sends_the_protocols_bytes(tmp_path, data_dir):
+    """Without --cluster: a local cluster started for the run, one worker per party."""
+    args = ["--config", A9A, "--data-dir", data_dir, "--epochs", "4", "--set",
+            "solver.blas_threads=1", "-q"]
+    assert vfl("run", *args, "--out", tmp_path / "local").returncode == 0
+    proc = vfl("run", *args, "--out", tmp_path / "dask", "--set", "run.backend=dask")
+    assert proc.returncode == 0, proc.stderr
+    local = pd.read_csv(tmp_path / "local" / "metrics.csv").drop(columns=TIMING)
+    remote = pd.read_csv(tmp_path / "dask" / "metrics.csv").drop(columns=TIMING)
+    pd.testing.assert_frame_equal(remote, local, check_exact=True)
+    transport = json.loads((tmp_path / "dask" / "manifest.json").read_text())[
+        "communication"]["transport"]
+    # Algorithm 1 on a9a (N = 32,561, 2 parties): 4 messages of N float64 per epoch
+    assert transport["protocol_bytes_per_epoch"] == 4 * 32_561 * 8 == 1_041_952
+    # what TCP carried: the same, plus Dask's headers (about 0.2%)
+    assert 1_041_952 < transport["bytes_per_epoch"] < 1.01 * 1_041_952
+
+
+def _small(tmp_path, epochs, *overrides):
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL.format(epochs=epochs) + "blas_threads = 1\n")
+    return load_config(path, list(overrides))
+
+
+def _kill_party(backend, m: int) -> None:
+    worker = backend.slots[m].worker
+    pid = backend.client.run(os.getpid, workers=[worker])[worker]
+    assert pid != os.getpid()  # a worker process, never this one
+    os.kill(pid, signal.SIGKILL)
+
+
+def test_a_killed_workers_party_resumes_from_the_checkpoint_to_the_same_numbers(tmp_path):
+    """Party 1's worker is killed mid-run; its nanny starts a new worker, the party is rebuilt
+    there (its model from the last pull, its noise stream replayed) and the run ends as an
+    uninterrupted in-process run does, to the bit."""
+    noisy = ("privacy.sigma=0.2", 'privacy.form="output"')
+    config = _small(tmp_path, 12, *noisy, "run.backend=dask", "run.party_wait=60")
+    with _cluster(2) as cluster, dask_backend(config, cluster.scheduler_address, None) as backend:
+        plan = plan_run(config, None, backend)
+        first = dict(backend.describe()["parties"])
+        killed = []
+
+        def kill_at_epoch_5(row):
+            if row["epoch"] == 5 and not killed:
+                killed.append(_kill_party(backend, 0))
+
+        remote = run_experiment(config, plan=plan, with_baselines=False, on_epoch=kill_at_epoch_5)
+        moved = backend.describe()["parties"]
+    assert killed and moved["party 1"] != first["party 1"] and moved["party 2"] == first["party 2"]
+    local = run_experiment(_small(tmp_path, 12, *noisy), with_baselines=False)
+    pd.testing.assert_frame_equal(remote.metrics.drop(columns=TIMING),
+                                  local.metrics.drop(columns=TIMING), check_exact=True)
+    np.testing.assert_array_equal(remote.coef, local.coef)
+
+
+class External:
+    """`dask scheduler` and `dask worker` processes on this machine, as README's recipe starts
+    them; the scheduler can be killed and started again on its port."""
+
+    def __init__(self, tmp_path, workers: int, nanny: bool):
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.address = f"tcp://127.0.0.1:{self.port}"
+        self.dask = os.path.join(os.path.dirname(sys.executable), "dask")
+        self.n, self.nanny, self.procs = workers, nanny, []
+        self.start()
+
+    def _spawn(self, *args):
+        self.procs.append(subprocess.Popen([self.dask, *args, "--no-dashboard"],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        return self.procs[-1]
+
+    def start(self) -> None:
+        self.scheduler = self._spawn("scheduler", "--port", str(self.port))
+        for _ in range(100):
+            if _listening(self.port):
+                break
+            time.sleep(0.1)
+        if self.nanny:
+            self._spawn("worker", self.address, "--nworkers", str(self.n), "--nthreads", "1")
+        else:
+            for _ in range(self.n):
+                self._spawn("worker", self.address, "--no-nanny", "--nthreads", "1")
+        with distributed.Client(self.address) as client:
+            client.wait_for_workers(self.n, timeout=60)
+
+    def restart_scheduler(self) -> None:
+        """Kill the scheduler (its workers close with it), then start it and the workers again."""
+        self.scheduler.kill()
+        self.scheduler.wait()
+        self.start()
+
+    def close(self) -> None:
+        for proc in reversed(self.procs):
+            proc.kill()
+            proc.wait()
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture
+def external_cluster(tmp_path):
+    """A scheduler and two `dask worker --no-nanny` processes (a killed one stays dead)."""
+    cluster = External(tmp_path, 2, nanny=False)
+    yield cluster.address
+    cluster.close()
+
+
+def test_a_scheduler_restart_is_survived_when_the_workers_return(tmp_path):
+    noisy = ("privacy.sigma=0.2", 'privacy.form="output"')
+    config = _small(tmp_path, 10, *noisy, "run.backend=dask")
+    cluster = External(tmp_path, 2, nanny=True)
+    try:
+        with dask_backend(config, cluster.address, None) as backend:
+            plan = plan_run(config, None, backend)
+
+            def restart_at_epoch_4(row):
+                if row["epoch"] == 4 and not backend.recoveries:
+                    cluster.restart_scheduler()
+
+            remote = run_experiment(config, plan=plan, with_baselines=False,
+                                    on_epoch=restart_at_epoch_4)
+            faults = backend.recoveries
+    finally:
+        cluster.close()
+    assert [f["party"] for f in faults] == [1, 2] and {f["epoch"] for f in faults} == {5}
+    local = run_experiment(_small(tmp_path, 10, *noisy), with_baselines=False)
+    np.testing.assert_array_equal(remote.coef, local.coef)
+    pd.testing.assert_frame_equal(remote.metrics.drop(columns=TIMING),
+                                  local.metrics.drop(columns=TIMING), check_exact=True)
+
+
+def test_a_party_whose_worker_does_not_come_back_stops_the_run_naming_it(tmp_path,
+                                                                         external_cluster):
+    config = _small(tmp_path, 10, "run.backend=dask", "run.party_wait=1")
+    with dask_backend(config, external_cluster, None) as backend:
+        plan = plan_run(config, None, backend)
+        worker = backend.slots[1].worker
+
+        def kill_party_2(row):
+            if row["epoch"] == 3:
+                _kill_party(backend, 1)
+
+        with pytest.raises(PartyLostError) as caught:
+            run_experiment(config, plan=plan, with_baselines=False, on_epoch=kill_party_2)
+    assert str(caught.value) == (f"party 2: its worker {worker} was lost at epoch 4 and no "
+                                 "worker could take over its data within 1 s")
+
+
+@pytest.mark.data
+def test_the_readme_recipe_runs_as_written(tmp_path, data_dir):
+    """README's two lines (on a free port): a scheduler and two workers, then a9a on them."""
+    import re
+    import shlex
+    import shutil
+
+    readme = (REPO / "README.md").read_text()
+    block = re.search(r"<!-- dask recipe -->\s*```bash\n(.*?)```", readme, re.S).group(1)
+    start, run = block.strip().splitlines()
+    with __import__("socket").socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        free = str(sock.getsockname()[1])
+    env = {**os.environ,
+           "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"}
+    cluster = subprocess.Popen(["bash", "-c", start.replace("8786", free) + " wait"], env=env,
+                               start_new_session=True, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if _listening(int(free)):
+                break
+            time.sleep(0.1)
+        with distributed.Client(f"tcp://127.0.0.1:{free}") as client:
+            client.wait_for_workers(2, timeout=60)
+        shutil.copytree(REPO / "configs", tmp_path / "configs")
+        proc = vfl(*shlex.split(run.replace("8786", free))[1:], cwd=tmp_path,
+                   env={"VFL_DATA_DIR": data_dir})
+        assert proc.returncode == 0, proc.stderr
+        line = re.search(r"transport \(dask\): ([\d,]+) bytes per epoch .* the protocol "
+                         r"counts 1,041,952 ", proc.stdout)
+        assert line, proc.stdout
+        assert 1_041_952 < int(line.group(1).replace(",", "")) < 1.01 * 1_041_952
+    finally:
+        os.killpg(cluster.pid, signal.SIGKILL)
+        cluster.wait()
