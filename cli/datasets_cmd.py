@@ -58,7 +58,7 @@ def _table(rows: list[tuple[str, ...]]) -> str:
 def list_cmd(data_dir: Path | None):
     """Show every dataset, its shape and whether its files are present."""
     from vfl.datasets import REGISTRY, SYNTHETIC_PRESETS, dataset_status, resolve_data_dir
-    from vfl.datasets.synthetic import STAND_IN_FOR
+    from vfl.datasets.synthetic import STAND_IN_FOR, preset_shape
 
     base = resolve_data_dir(data_dir)
     rows = [("name", "shape (train/test x features)", "status", "where")]
@@ -72,10 +72,12 @@ def list_cmd(data_dir: Path | None):
             where = "missing " + ", ".join(missing)
         rows.append((name, f"{spec.n_train}/{spec.n_test} x {spec.n_features}", status, where))
     rows.append(("synthetic", "set by options", "generated", "-"))
-    for preset, params in SYNTHETIC_PRESETS.items():
-        shape = f"{params['n_train']}/{params['n_test']} x {params['n_features']}"
+    for preset in SYNTHETIC_PRESETS:
+        n_train, n_test, width = preset_shape(preset)
+        shape = f"{n_train}/{n_test} x {width}"
         real = STAND_IN_FOR.get(preset)
-        note = f"stand-in, NOT the real {real} data" if real else "-"
+        note = (f"stand-in, NOT the real {real} data" if real else
+                f"{preset} synthetic rows, any n_train / n_test")
         rows.append((f"synthetic:{preset}", shape, "generated", note))
     for fmt in ("libsvm", "csv"):
         rows.append((fmt, "from the file", "your file",

@@ -3,6 +3,7 @@
     python docs/measure.py --list             # the keys and what each runs
     python docs/measure.py test-fast main-job # measure these, rewrite their rows and README
     python docs/measure.py scale              # the scale table (docs/figures/scale/scale.csv)
+    python docs/measure.py dask [--from BENCH_JSON]  # the Dask table (docs/figures/dask/)
 
 Every number README marks with ``<!-- measured: KEY -->`` comes from the row
 KEY of docs/measured.md, and every row is written here: the command it ran,
@@ -30,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 MEASURED = REPO / "docs" / "measured.md"
 README = REPO / "README.md"
 SCALE_CSV = REPO / "docs" / "figures" / "scale" / "scale.csv"
+DASK_DIR = REPO / "docs" / "figures" / "dask"
 #: the scale table's sizes: (rows, parties)
 SCALE_POINTS = ((32561, 2), (325610, 2), (3256100, 2), (10_000_000, 2), (32561, 16),
                 (3256100, 16))
@@ -157,6 +159,30 @@ def measure_scale() -> Path:
     return SCALE_CSV
 
 
+def measure_dask(bench_json: Path | None = None) -> Path:
+    """``python -m benchmarks --only dask_parties`` (or a bench.json it wrote), into
+    DASK_DIR/dask.csv (a row per case) and dask-nanny.csv, with the load around it."""
+    import pandas as pd
+
+    with tempfile.TemporaryDirectory() as tmp:
+        if bench_json is None:
+            subprocess.run([sys.executable, "-m", "benchmarks", "--only", "dask_parties", "--out",
+                            f"{tmp}/bench"], cwd=REPO, check=True, capture_output=True)
+            bench_json = Path(tmp) / "bench" / "bench.json"
+        bench = json.loads(Path(bench_json).read_text())
+    found, machine = bench["dask_parties"], bench["machine"]
+    if found.get("errors"):
+        raise RuntimeError(f"the Dask benchmark failed: {found['errors']}")
+    load = {"load_before": machine["load_before"][0], "load_after": machine["load_after"][0]}
+    DASK_DIR.mkdir(parents=True, exist_ok=True)
+    for name, rows in (("dask.csv", found["cases"]), ("dask-nanny.csv", [found["nanny_trim"]])):
+        tmp = DASK_DIR / f".{name}.partial"
+        pd.DataFrame([{**row, **load} for row in rows]).to_csv(tmp, index=False,
+                                                               float_format="%.6g")
+        os.replace(tmp, DASK_DIR / name)
+    return DASK_DIR / "dask.csv"
+
+
 def _write(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.partial")
     tmp.write_text(text)
@@ -168,6 +194,11 @@ def main(argv: list[str]) -> int:
         for key, m in MEASUREMENTS.items():
             print(f"{key:28} {m.command}")
         print(f"{'scale':28} python -m benchmarks scale at {SCALE_POINTS} -> {SCALE_CSV}")
+        print(f"{'dask':28} python -m benchmarks --only dask_parties -> {DASK_DIR}")
+        return 0
+    if argv[0] == "dask":
+        source = Path(argv[argv.index("--from") + 1]) if "--from" in argv else None
+        print(f"wrote {measure_dask(source)}; then: python docs/readme_tables.py")
         return 0
     unknown = sorted(set(argv) - set(MEASUREMENTS) - {"scale"})
     if unknown:

@@ -15,7 +15,9 @@ NAME says which CSV and which renderer:
 - ``hu-bytes``: ``docs/figures/hu/bytes.csv``, written by ``vfl reproduce hu bytes``
   (:func:`vfl.papers.hu.figures.bytes_markdown`);
 - ``scale``: ``docs/figures/scale/scale.csv``, written by ``python docs/measure.py scale``
-  (:func:`scale_markdown`, with issue 23's targets).
+  (:func:`scale_markdown`, with issue 23's targets);
+- ``dask``: ``docs/figures/dask/dask.csv`` and ``dask-nanny.csv``, written by
+  ``python docs/measure.py dask`` (:func:`dask_markdown`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ def _render(name: str) -> str:
         return bytes_markdown(pd.read_csv(FIGURES / "hu" / "bytes.csv"))
     if name == "scale":
         return scale_markdown(pd.read_csv(FIGURES / "scale" / "scale.csv"))
+    if name == "dask":
+        return dask_markdown(pd.read_csv(FIGURES / "dask" / "dask.csv"),
+                             pd.read_csv(FIGURES / "dask" / "dask-nanny.csv"))
     raise KeyError(f"README names an unknown table {name!r}")
 
 
@@ -67,6 +72,25 @@ def scale_markdown(table: pd.DataFrame) -> str:
             f"{_verdict(r['admm_over_lbfgs'], 0.5)} | {_verdict(r['baseline_share_of_wall'], 0.2)} | "
             f"{_verdict(r['peak_rss_over_data'], 2.5)} | {r['ns_per_row_epoch']:.0f} | "
             f"{_verdict(r['ns_per_row_epoch'] / base, 1.5)} |")
+    return "\n".join(lines) + "\n"
+
+
+def dask_markdown(cases: pd.DataFrame, nanny: pd.DataFrame) -> str:
+    """The Dask backend against in-process, a row per case, and the nanny's allocator."""
+    lines = ["| dataset | parties | epochs | in-process s/epoch | Dask s/epoch | Dask / in-process "
+             "| same numbers | TCP bytes/epoch | protocol bytes/epoch |",
+             "|---|---:|---:|---:|---:|---:|---|---:|---:|"]
+    for r in cases.to_dict("records"):
+        lines.append(f"| {r['dataset']} | {r['parties']} | {r['epochs']} | "
+                     f"{r['inprocess_seconds_per_epoch']:.4f} | {r['dask_seconds_per_epoch']:.4f} | "
+                     f"{r['ratio']:.2f} | {'yes' if r['same_numbers'] else 'NO'} | "
+                     f"{r['transport_bytes_per_epoch']:,.0f} | {r['protocol_bytes_per_epoch']:,.0f} |")
+    n = nanny.iloc[0]
+    lines += ["", f"Load average {cases['load_before'].iloc[0]:g} before and "
+                  f"{cases['load_after'].iloc[0]:g} after (the 2 cores were shared). Keeping the "
+                  f"nanny's default `MALLOC_TRIM_THRESHOLD_`, the 3.2M-row epoch with 2 parties "
+                  f"took {n['nanny_default_seconds_per_epoch']:.3f} s against "
+                  f"{n['dropped_seconds_per_epoch']:.3f} s without it ({n['ratio']:.2f}x)."]
     return "\n".join(lines) + "\n"
 
 

@@ -29,7 +29,7 @@ def test_a_measurement_rewrites_its_row_and_readmes_number(measure):
     row = next(line for line in measure.MEASURED.read_text().splitlines() if "`test-fast`" in line)
     assert row.startswith("| `test-fast` | 59 s | `pytest -q -m")
     after = measure.README.read_text()
-    assert "about 59 s<!-- measured: test-fast -->" in after
+    assert " 59 s<!-- measured: test-fast -->" in after
     changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines()) if a != b]
     assert len(changed) == 1 and "test-fast" in changed[0][1]  # nothing else moved
 
