@@ -137,12 +137,13 @@ def record(key: str, value: str, how: str) -> None:
     _write(README, mark.sub(f"{value}<!-- measured: {key} -->", readme))
 
 
-def measure_scale() -> Path:
-    """Each scale point in its own process (peak RSS is per process), into SCALE_CSV."""
+def measure_scale(points=SCALE_POINTS) -> Path:
+    """Each scale point in its own process (peak RSS is per process), into SCALE_CSV; points
+    not measured now keep their rows."""
     import pandas as pd
 
     rows = []
-    for n, parties in SCALE_POINTS:
+    for n, parties in points:
         proc = subprocess.run([sys.executable, "-m", "benchmarks", "scale", "--rows", str(n),
                                "--parties", str(parties), "--json"], cwd=REPO,
                               capture_output=True, text=True)
@@ -153,6 +154,11 @@ def measure_scale() -> Path:
         rows.append({**found, "load_after": load()[0]})
     SCALE_CSV.parent.mkdir(parents=True, exist_ok=True)
     frame = pd.DataFrame(rows)
+    if SCALE_CSV.is_file() and points != SCALE_POINTS:
+        kept = pd.read_csv(SCALE_CSV)
+        now = set(zip(frame["rows"], frame["parties"]))
+        kept = kept[[(r, m) not in now for r, m in zip(kept["rows"], kept["parties"])]]
+        frame = pd.concat([kept, frame]).sort_values(["parties", "rows"], kind="stable")
     tmp = SCALE_CSV.with_name(f".{SCALE_CSV.name}.partial")
     frame.to_csv(tmp, index=False, float_format="%.6g")
     os.replace(tmp, SCALE_CSV)
@@ -200,13 +206,18 @@ def main(argv: list[str]) -> int:
         source = Path(argv[argv.index("--from") + 1]) if "--from" in argv else None
         print(f"wrote {measure_dask(source)}; then: python docs/readme_tables.py")
         return 0
-    unknown = sorted(set(argv) - set(MEASUREMENTS) - {"scale"})
+    unknown = sorted(k for k in set(argv) - set(MEASUREMENTS) - {"scale"}
+                     if not k.startswith("scale:"))
     if unknown:
         print(f"unknown key(s) {', '.join(unknown)}; --list shows them", file=sys.stderr)
         return 2
     for key in argv:
         if key == "scale":
             print(f"wrote {measure_scale()}; then: python docs/readme_tables.py")
+            continue
+        if key.startswith("scale:"):  # scale:32561x2,32561x16 remeasures those points only
+            points = tuple(tuple(int(v) for v in p.split("x")) for p in key[6:].split(","))
+            print(f"wrote {measure_scale(points)}; then: python docs/readme_tables.py")
             continue
         value, how = measure(key)
         record(key, value, how)
