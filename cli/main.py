@@ -465,28 +465,6 @@ def sweep(config_path, grid, seeds, jobs, scheduler, out, epochs, data_dir, over
                    f"{out}/sweep.csv, sweep_final.csv, " + ", ".join(p.name for p in written))
 
 
-_ANALYSIS_LABEL = {
-    "paper": "Hu et al. Theorem 1 + Corollary 1 (delta split T*delta_i + delta')",
-    "moments": "DP-ADMM moments accountant (Huang et al. Theorem 2)",
-    "pld": "dp-accounting PLD",
-    "rdp": "dp-accounting RDP",
-    "exact": "exact composed Gaussian (z_eff = z / sqrt(T))",
-}
-# Beyond this epsilon, e^epsilon overflows float64 in the accountants.
-
-
-def _finite(option: str, value, *, positive=True, below=None):
-    if value is None:
-        return None
-    if not math.isfinite(value):
-        raise ConfigError(f"{option} must be a finite number, got {value}")
-    if positive and value <= 0:
-        raise ConfigError(f"{option} must be > 0, got {value:g}")
-    if below is not None and value >= below:
-        raise ConfigError(f"{option} must be < {below:g}, got {value:g}")
-    return value
-
-
 @cli.command()
 @click.option("--sigma", type=float, default=None, help="Noise standard deviation -> epsilon.")
 @click.option("--epsilon", type=float, default=None, help="Total target epsilon -> sigma.")
@@ -512,31 +490,14 @@ def privacy(sigma, epsilon, sensitivity, epochs, delta, run_dir, out):
         raise click.UsageError("give exactly one of --sigma and --epsilon (or --run)")
     if epochs is None or delta is None:
         raise click.UsageError("--epochs and --delta are required")
-    _finite("--epsilon", epsilon)
-    if epsilon is not None:
-        from vfl.core.params import check_epsilon
-
-        check_epsilon("--epsilon", epsilon)
-    if not (math.isfinite(delta) and 0 < delta < 1):
-        raise ConfigError(f"--delta must be in (0, 1), got {delta:g}")
-    _finite("--sigma", sigma)
-    _finite("--sensitivity", sensitivity)
-    from vfl.privacy import epsilons_for_sigma, sigmas_for_epsilon
+    from vfl.privacy.compare import report
 
     try:
-        if sigma is not None:
-            values = epsilons_for_sigma(sigma, sensitivity, epochs, delta)
-            click.echo(f"sigma {sigma:g}, sensitivity {sensitivity:g} (z = {sigma / sensitivity:.4g}), "
-                       f"T = {epochs}, total delta {delta:g}: epsilon")
-        else:
-            values = sigmas_for_epsilon(epsilon, sensitivity, epochs, delta)
-            click.echo(f"total (epsilon {epsilon:g}, delta {delta:g}) over T = {epochs}, "
-                       f"sensitivity {sensitivity:g}: sigma needed")
-    except (ValueError, OverflowError) as exc:
-        raise ConfigError(f"privacy: {' '.join(str(exc).split())}") from None
-    for name, value in values.items():
-        shown = "n/a (needs a per-iteration epsilon <= 1)" if value is None else f"{value:.6g}"
-        click.echo(f"  {name:8} {shown:>12}   {_ANALYSIS_LABEL[name]}")
+        lines = report(sigma=sigma, epsilon=epsilon, sensitivity=sensitivity, epochs=epochs,
+                       delta=delta)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    click.echo("\n".join(lines))
 
 
 def _plot_privacy(run_dir: Path, out):

@@ -20,7 +20,8 @@ from .accountant import calibrate_sigma, composed_gaussian_epsilon, epsilon_of, 
 from .moments import dp_admm_epsilon
 from .paper import corollary1, theorem1_epsilon, theorem1_sigma
 
-__all__ = ["ANALYSES", "epsilons_for_sigma", "sigmas_for_epsilon", "split_delta"]
+__all__ = ["ANALYSES", "ANALYSIS_LABELS", "epsilons_for_sigma", "report", "sigmas_for_epsilon",
+           "split_delta"]
 
 ANALYSES = ("paper", "moments", "pld", "rdp", "exact")
 
@@ -81,3 +82,51 @@ def sigmas_for_epsilon(epsilon: float, sensitivity: float, T: int, delta: float)
     h = lambda lz: composed_gaussian_epsilon([math.exp(lz)] * T, delta) - epsilon  # noqa: E731
     out["exact"] = sensitivity * math.exp(brentq(h, math.log(1e-3), math.log(1e4), xtol=1e-10))
     return out
+
+
+#: what each analysis is, as ``vfl privacy`` prints it
+ANALYSIS_LABELS = {
+    "paper": "Hu et al. Theorem 1 + Corollary 1 (delta split T*delta_i + delta')",
+    "moments": "DP-ADMM moments accountant (Huang et al. Theorem 2)",
+    "pld": "dp-accounting PLD",
+    "rdp": "dp-accounting RDP",
+    "exact": "exact composed Gaussian (z_eff = z / sqrt(T))",
+}
+
+
+def _finite(option: str, value, *, positive: bool = True):
+    if value is not None and not math.isfinite(value):
+        raise ValueError(f"{option} must be a finite number, got {value}")
+    if value is not None and positive and value <= 0:
+        raise ValueError(f"{option} must be > 0, got {value:g}")
+
+
+def report(*, sigma: float | None, epsilon: float | None, sensitivity: float, epochs: int,
+           delta: float) -> list[str]:
+    """``vfl privacy``'s lines: the epsilon of ``sigma``, or the sigma of ``epsilon``, under every
+    analysis. A bad argument is a one-line ``ValueError`` naming its option."""
+    from vfl.core.params import check_epsilon
+
+    _finite("--epsilon", epsilon)
+    if epsilon is not None:
+        check_epsilon("--epsilon", epsilon)
+    if not (math.isfinite(delta) and 0 < delta < 1):
+        raise ValueError(f"--delta must be in (0, 1), got {delta:g}")
+    _finite("--sigma", sigma)
+    _finite("--sensitivity", sensitivity)
+    try:
+        if sigma is not None:
+            values = epsilons_for_sigma(sigma, sensitivity, epochs, delta)
+            head = (f"sigma {sigma:g}, sensitivity {sensitivity:g} (z = {sigma / sensitivity:.4g}), "
+                    f"T = {epochs}, total delta {delta:g}: epsilon")
+        else:
+            values = sigmas_for_epsilon(epsilon, sensitivity, epochs, delta)
+            head = (f"total (epsilon {epsilon:g}, delta {delta:g}) over T = {epochs}, "
+                    f"sensitivity {sensitivity:g}: sigma needed")
+    except (ValueError, OverflowError) as exc:
+        raise ValueError(f"privacy: {' '.join(str(exc).split())}") from None
+    lines = [head]
+    for name, value in values.items():
+        shown = "n/a (needs a per-iteration epsilon <= 1)" if value is None else f"{value:.6g}"
+        lines.append(f"  {name:8} {shown:>12}   {ANALYSIS_LABELS[name]}")
+    return lines
