@@ -154,15 +154,21 @@ def test_a9a_tile_repeats_the_training_records(data_dir):
         load_dataset("a9a", data_dir=data_dir, options={"tile": 0})
 
 
-def test_the_central_solve_from_a_subsample_reaches_the_same_optimum():
+@pytest.mark.parametrize("lam,warm_rows,path", [(5.0, 5000, "chord Newton steps"),
+                                                  (0.5, 2000, "trust-exact")])
+def test_the_central_solve_from_a_subsample_reaches_the_same_optimum(lam, warm_rows, path):
+    """Chord steps with a subsample's Hessian when they contract; the trust-region method from
+    where they stop when they do not (rare columns, a weak regularizer): the same F* either way."""
     from vfl.baselines import central_optimum
     from vfl.core.objective import Objective
 
     data = make_a9a_like(20000, 100, seed=4)
     D = sp.hstack([data.X_train, np.ones((20000, 1))], format="csr")
-    objective = Objective(loss="logistic", reduction="sum", lam=0.5)
+    objective = Objective(loss="logistic", reduction="sum", lam=lam)
     cold = central_optimum(D, data.y_train, objective)
-    warm = central_optimum(D, data.y_train, objective, warm_above=1000, warm_rows=2000)
-    assert "every 10-th row" in warm.method and "every" not in cold.method
-    assert warm.value == pytest.approx(cold.value, rel=1e-13)
-    assert warm.grad_norm <= 1e-10 * 20000 and warm.n_iter < cold.n_iter
+    warm = central_optimum(D, data.y_train, objective, warm_above=1000, warm_rows=warm_rows)
+    assert warm.method.startswith(("chord", "scipy")) and path in warm.method
+    assert "every" in warm.method and "every" not in cold.method
+    assert warm.value == pytest.approx(cold.value, rel=1e-14)
+    _, g0 = objective.value_and_grad(np.zeros(D.shape[1]), D, data.y_train)
+    assert warm.grad_norm <= 1e-10 * np.linalg.norm(g0)
