@@ -87,9 +87,10 @@ class Partition:
             )
         return [self.block(X, m) for m in range(self.n_parties)]
 
-    def join(self, X):
-        """The centralized design ``[D_1, ..., D_M]`` in party order."""
-        blocks = self.split(X)
+    def join(self, X, blocks=None):
+        """The centralized design ``[D_1, ..., D_M]`` in party order (from ``blocks``, the
+        parties' blocks of ``X`` when they are already split: one copy of X fewer)."""
+        blocks = self.split(X) if blocks is None else blocks
         return sp.hstack(blocks, format="csr") if sp.issparse(X) else np.hstack(blocks)
 
     def design_key(self) -> dict:

@@ -136,13 +136,14 @@ def _cached(key_src: dict, compute, use_cache: bool) -> dict:
 
 
 def central_solution(dataset: Dataset, partition: Partition, objective: Objective, *,
-                     use_cache: bool = True) -> tuple[dict, bool]:
+                     use_cache: bool = True, blocks=None) -> tuple[dict, bool]:
     """The exact central optimum of problem (1) on every party's columns joined, scored, and
-    whether it came from the cache.
+    whether it came from the cache. ``blocks``: the parties' (train, test) blocks, when split.
 
-    One solve per dataset, objective and column order, cached in ``<user
-    cache>/baselines/`` under a hash of them: runs that split the same
-    columns differently between parties (a sweep over M, say) share it.
+    One solve per dataset, objective and design (:meth:`Partition.design_key`),
+    cached in ``<user cache>/baselines/`` under a hash of them: every run on
+    the same design shares it (a sweep over noise, seeds, rho or epochs, and
+    the ``all`` and ``central`` sets of references).
     """
     from vfl.baselines import central_optimum
 
@@ -152,20 +153,21 @@ def central_solution(dataset: Dataset, partition: Partition, objective: Objectiv
                "design": partition.design_key()}
 
     def compute():
-        D_train = partition.join(dataset.X_train)
+        train, test = blocks if blocks is not None else (None, None)
+        D_train = partition.join(dataset.X_train, train)
         central = central_optimum(D_train, dataset.y_train, objective)
         return {"label": "central optimum F*", "objective": central.value,
                 "grad_norm": central.grad_norm, "n_iter": central.n_iter,
                 "seconds": central.seconds, "method": central.method,
                 **_score(D_train @ central.x, dataset.y_train,
-                         partition.join(dataset.X_test) @ central.x, dataset.y_test)}
+                         partition.join(dataset.X_test, test) @ central.x, dataset.y_test)}
 
     found = _cached(key_src, compute, use_cache)
     return {k: v for k, v in found.items() if k not in ("key", "cached")}, found["cached"]
 
 
 def vertical_baselines(dataset: Dataset, partition: Partition, objective: Objective, *,
-                       use_cache: bool = True, which: str = "all") -> dict:
+                       use_cache: bool = True, which: str = "all", blocks=None) -> dict:
     """The references of ``which`` (``run.baselines``, :data:`~vfl.experiments.config.BASELINE_SETS`):
     the central optimum F* and the
     base rate, and with ``all`` sklearn on all features and on party 1's.
@@ -178,7 +180,8 @@ def vertical_baselines(dataset: Dataset, partition: Partition, objective: Object
 
     if which == "none":
         return {}
-    central, cached = central_solution(dataset, partition, objective, use_cache=use_cache)
+    central, cached = central_solution(dataset, partition, objective, use_cache=use_cache,
+                                       blocks=blocks)
     if which == "central":
         return {"central": central, "majority": _majority(dataset.y_train, dataset.y_test),
                 "cached": cached}
@@ -254,7 +257,7 @@ class VerticalSetting:
 
     def baselines(self, prepared: Prepared, *, use_cache: bool, which: str = "all") -> dict:
         return vertical_baselines(self.dataset, self.partition, self.objective, use_cache=use_cache,
-                                  which=which)
+                                  which=which, blocks=(self._train, self._test))
 
     def records(self):
         """Every record after the whole stage (each party's block joined), in file order:
