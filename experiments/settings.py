@@ -168,9 +168,9 @@ def central_solution(dataset: Dataset, partition: Partition, objective: Objectiv
 
 def vertical_baselines(dataset: Dataset, partition: Partition, objective: Objective, *,
                        use_cache: bool = True, which: str = "all", blocks=None) -> dict:
-    """The references of ``which`` (``run.baselines``, :data:`~vfl.experiments.config.BASELINE_SETS`):
-    the central optimum F* and the
-    base rate, and with ``all`` sklearn on all features and on party 1's.
+    """The references of ``which`` (``run.baselines``): the central optimum F* and the base
+    rate, and with ``all`` sklearn on all features and on party 1's. ``blocks``: the parties'
+    (train, test) blocks, when already split (no second copy of the rows).
 
     Cached in ``<user cache>/baselines/`` under a hash of (dataset identity,
     objective, partition), since they depend on nothing else; the central
@@ -193,10 +193,13 @@ def vertical_baselines(dataset: Dataset, partition: Partition, objective: Object
         "partition": partition.describe(),
     }
 
+    train, test = blocks if blocks is not None else (None, None)
+
     def compute():
-        D_train = partition.join(dataset.X_train)
-        D_test = partition.join(dataset.X_test)
+        D_train = partition.join(dataset.X_train, train)
+        D_test = partition.join(dataset.X_test, test)
         local = replace(partition, parties=partition.parties[:1])
+        local_blocks = (None, None) if blocks is None else (train[:1], test[:1])
         return {
             "central": central,
             "sklearn_all_features": {"label": "sklearn, all features", "line": "--",
@@ -205,9 +208,11 @@ def vertical_baselines(dataset: Dataset, partition: Partition, objective: Object
                                                             dataset.y_test, objective)},
             "sklearn_local_only": {"label": "sklearn, party 1 only", "line": ":",
                                    "role": "local",
-                                   **fit_sklearn_baseline(local.join(dataset.X_train),
+                                   **fit_sklearn_baseline(local.join(dataset.X_train,
+                                                                     local_blocks[0]),
                                                           dataset.y_train,
-                                                          local.join(dataset.X_test),
+                                                          local.join(dataset.X_test,
+                                                                     local_blocks[1]),
                                                           dataset.y_test, objective)},
             "majority": _majority(dataset.y_train, dataset.y_test),
         }
