@@ -120,14 +120,14 @@ def make_gisette_like(
     field += rng.standard_normal((n, n_modes)) @ modes
     field += pixel_noise * rng.standard_normal((n, n_pixels))
     spread = np.sqrt(separation**2 + deformation**2 + pixel_noise**2)
-    pixels = np.maximum(field - spread * ndtri(1.0 - pixel_on), 0.0)
+    pixels = np.asfortranarray(np.maximum(field - spread * ndtri(1.0 - pixel_on), 0.0))
     del field
 
     # 2-3. Real features are products of pixel pairs; probes are real columns
     # shuffled across samples (same distribution, no signal). 5. Random order.
     order = rng.permutation(n_features)
     real_cols, probe_cols = order[:n_real], order[n_real:]
-    X = np.empty((n, n_features))
+    X = np.empty((n, n_features), order="F")  # column-wise work below; values are layout-free
     first = rng.integers(0, n_pixels, n_real)
     second = (first + rng.integers(1, n_pixels, n_real)) % n_pixels  # a distinct pixel
     X[:, real_cols] = pixels[:, first] * pixels[:, second]

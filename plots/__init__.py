@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from vfl.experiments.records import RunRecord  # noqa: E402
 
 __all__ = ["dataset_title", "draw_noise_sweep", "draw_run", "plot_runs", "plot_sweep_curves",
-           "plot_sweep_final", "save_figure", "STYLE"]
+           "plot_sweep_final", "save_figure", "STYLE", "VECTOR_SUFFIX"]
 
 # Readable at a single paper column (3.3 in) and on screen.
 STYLE = {
@@ -189,12 +189,16 @@ def _curve_label(run: RunRecord) -> str:
     return f"{name} (rho = {solver['rho']:g})" if "rho" in solver else name
 
 
+#: the vector copy saved beside every PNG (``None``: the PNG alone)
+VECTOR_SUFFIX: str | None = ".pdf"
+
+
 def save_figure(fig, path: Path) -> list[Path]:
-    """Save ``fig`` as ``path`` and, for a PNG, also as a PDF next to it."""
+    """Save ``fig`` as ``path`` and, for a PNG, also as a PDF (``VECTOR_SUFFIX``) next to it."""
     path = Path(path)
     paths = [path]
-    if path.suffix.lower() == ".png":
-        paths.append(path.with_suffix(".pdf"))
+    if path.suffix.lower() == ".png" and VECTOR_SUFFIX:
+        paths.append(path.with_suffix(VECTOR_SUFFIX))
     with plt.rc_context(STYLE):
         for p in paths:
             # Write beside the target, then rename: no half-written figure.

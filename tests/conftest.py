@@ -64,6 +64,20 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("VFL_CACHE_DIR", str(cache))
 
 
+@pytest.fixture(autouse=True)
+def _png_figures_only(request, monkeypatch):
+    """Figures as PNG alone, unless the test is marked ``pdf``.
+
+    Drawing a figure costs the same for each format, and saving was measured at 28% of
+    the fast tier's CPU, half of it the PDF copies that no test reads. The tests that
+    check the PDF beside a PNG are marked and write both.
+    """
+    if request.node.get_closest_marker("pdf") is None:
+        from vfl import plots
+
+        monkeypatch.setattr(plots, "VECTOR_SUFFIX", None)
+
+
 @pytest.fixture
 def joblib_in_process(monkeypatch) -> list[int]:
     """``joblib.Parallel`` without its worker processes; returns the ``n_jobs`` of each pool.

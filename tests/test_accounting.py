@@ -316,7 +316,7 @@ def test_cli_run_with_budget_privacy_plot_and_audit(tmp_path):
     proc = vfl("audit", out, "--runs", 12, "--kinds", "adversarial", "--out", tmp_path / "audit")
     assert proc.returncode == 0, proc.stderr
     assert "PASS     the guarantee" in proc.stdout
-    for name in ("audit.csv", "losses.csv", "audit.json", "audit.png", "audit.pdf"):
+    for name in ("audit.csv", "losses.csv", "audit.json", "audit.png"):
         assert (tmp_path / "audit" / name).is_file()
     bad = tmp_path / "bad.toml"
     bad.write_text(cfg.read_text().replace("clip = 1.0\n", ""))

@@ -108,6 +108,7 @@ def toy_paper(tmp_path, monkeypatch):
     return tmp_path / "toy_paper"
 
 
+@pytest.mark.pdf
 def test_a_paper_is_one_folder_and_one_line(toy_paper, tmp_path):
     listing = vfl("solvers")
     assert listing.returncode == 0, listing.stderr

@@ -23,6 +23,7 @@ def small_config(tmp_path):
     return path
 
 
+@pytest.mark.pdf
 def test_run_and_plot_write_every_file(tmp_path, small_config):
     out = tmp_path / "run"
     proc = vfl("run", "--config", small_config, "--out", out)

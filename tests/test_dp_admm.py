@@ -84,6 +84,7 @@ def injected_noise(block, form, sigma, draws, seed=11):
     return E, np.cov(E, rowvar=False, bias=True)
 
 
+@pytest.mark.slow  # 480,000 draws through the solver's own publish step
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("shape", [(8, 3), (5, 9)], ids=["tall", "wide"])
 def test_injected_noise_covariance_matches_its_definition(shape, sparse):

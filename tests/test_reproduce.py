@@ -57,8 +57,7 @@ def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path, monkeypatc
     log = []
     written = reproduce("all", out, configs, jobs=1, echo=log.append)
     assert sorted(p.name for p in written) == sorted(
-        f"{f}.{ext}" for f in ("fig1", "bytes", "fig2", "fig3", "forms", "privacy")
-        for ext in ("png", "pdf"))
+        f"{f}.png" for f in ("fig1", "bytes", "fig2", "fig3", "forms", "privacy"))
     for name in ("fig1-a9a-admm.csv", "fig1-a9a-sgd.csv", "fig1-gisette-admm.csv",
                  "fig1-gisette-sgd.csv", "fig1-references.csv", "fig2-a9a.csv", "fig2-gisette.csv",
                  "fig2-references.csv", "fig3-a9a.csv", "fig3-gisette.csv", "fig3-references.csv",

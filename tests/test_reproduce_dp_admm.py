@@ -149,6 +149,7 @@ def _csv(path):
 
 # Twelve figures as PNG and PDF: most of its 26 s of CPU is matplotlib's savefig.
 @pytest.mark.slow
+@pytest.mark.pdf
 def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, tiny_grid):
     configs = tiny_configs(tmp_path / "configs")
     out = tmp_path / "dp-admm"

@@ -181,8 +181,7 @@ def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, small_f
     written = ldp.reproduce("all", out, configs, jobs=2, echo=log.append)
     assert joblib_in_process == [2]  # the jobs > 1 branch: one pool for every run
     figures = ["fig1", "fig2", "figB", "figC", "figD-1", "figD-2"]
-    assert sorted(p.name for p in written) == sorted(f"{f}.{e}" for f in figures
-                                                     for e in ("png", "pdf"))
+    assert sorted(p.name for p in written) == sorted(f"{f}.png" for f in figures)
     assert all(p.stat().st_size > 0 for p in written)
     assert any("running 19 config(s)" in line for line in log)
 
@@ -255,8 +254,7 @@ def test_one_figure_runs_only_its_configs(tmp_path):
     out = tmp_path / "ldp"
     log = []
     written = ldp.reproduce("figD", out, configs, jobs=1, echo=log.append)
-    assert sorted(p.name for p in written) == ["figD-1.pdf", "figD-1.png", "figD-2.pdf",
-                                               "figD-2.png"]
+    assert sorted(p.name for p in written) == ["figD-1.png", "figD-2.png"]
     assert sorted(p.name for p in (out / "runs").iterdir()) == list(PAPER.figure("figD").configs)
     with pytest.raises(ConfigError, match="no figure"):
         ldp.reproduce("fig3", out, configs, echo=log.append)

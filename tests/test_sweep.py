@@ -107,8 +107,8 @@ def test_cli_sweep_writes_figures_and_resumes(tmp_path):
     proc = vfl(*cmd)
     assert proc.returncode == 0, proc.stderr
     assert "4 runs executed, 0 kept" in proc.stdout
-    for name in ("sweep.csv", "sweep_final.csv", "sweep_curves.png", "sweep_curves.pdf",
-                 "sweep_final.png", "sweep_final.pdf", "baselines.json"):
+    for name in ("sweep.csv", "sweep_final.csv", "sweep_curves.png", "sweep_final.png",
+                 "baselines.json"):
         assert (out / name).is_file(), name
     proc = vfl(*cmd, "--sigmas", "0,0.2,1")
     assert proc.returncode == 0, proc.stderr
