@@ -233,11 +233,9 @@ def _layout(setting):
     """The :class:`Layout` of a solver's setting (the settings a backend can place)."""
     from vfl.core.solver import Setting
 
-    if setting == Setting.VERTICAL:
-        return _PartyLayout()
     from .providers import ProviderLayout
 
-    return ProviderLayout()
+    return {Setting.VERTICAL: _PartyLayout, Setting.HORIZONTAL: ProviderLayout}[setting]()
 
 
 class DaskBackend:

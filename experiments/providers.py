@@ -79,14 +79,18 @@ class ProviderActor:
             threadpool_limits(blas_threads, user_api="blas")
         dataset, note = _load_config_dataset(config, data_dir)  # read here, never from a cache
         # the providers' rows are drawn from the pool by each repeat's split (the paper's
-        # simulation of providers, Sec. VI): the pool stays here to draw later repeats'
-        self.setting = prepare(config, dataset, get_solver(config.solver.name))
+        # simulation of providers, Sec. VI): with several repeats the pool stays here to
+        # draw the later ones; with one, only this group's rows are kept
+        setting = prepare(config, dataset, get_solver(config.solver.name))
         self.config, self.start_, self.stop = config, int(start), int(stop)
-        A = _prepare(self.setting, config, 0).data.A
-        self.fingerprint = {"providers": self.stop - self.start_, "samples": int(A.shape[1]),
-                            "columns": int(A.shape[2]), "sha256": dataset.checksums,
-                            "fallback": note}
-        del dataset, A
+        data = _prepare(setting, config, 0).data
+        _, m, d = data.A.shape
+        self.fingerprint = {"providers": self.stop - self.start_, "samples": int(m),
+                            "columns": int(d), "sha256": dataset.checksums, "fallback": note}
+        rows = slice(self.start_, self.stop)
+        self.first = (data.A[rows].copy(), data.b[rows].copy())  # repeat 0's rows
+        self.setting = setting if config.run.repeats > 1 else None
+        del dataset, setting, data
         self.group = None
         self.rng = None
         self._before = None
@@ -100,11 +104,14 @@ class ProviderActor:
         scaled onto the unit ball."""
         from .runner import _prepare, _streams
 
-        data = _prepare(self.setting, self.config, repeat).data
-        rows = slice(self.start_, self.stop)
-        A, b, clipped = check_provider_rows(data.A[rows], data.b[rows], name=spec.name,
-                                            private=spec.private, row_bound=spec.row_bound)
-        del data
+        if repeat == 0:
+            A, b = self.first
+        else:
+            data = _prepare(self.setting, self.config, repeat).data
+            A, b = data.A[self.start_:self.stop], data.b[self.start_:self.stop]
+            del data
+        A, b, clipped = check_provider_rows(A, b, name=spec.name, private=spec.private,
+                                            row_bound=spec.row_bound)
         self.group = ProviderGroup(A, b, start=self.start_, rho=spec.rho,
                                    lam_per_provider=spec.lam_per_provider,
                                    regularizer=spec.regularizer)
@@ -175,11 +182,11 @@ class ProviderLayout(Layout):
         if not workers:
             raise ConfigError(too_few(address, workers, N, "providers",
                                       "the providers need at least one worker"))
-        self._groups = groups(N, len(workers))
-        return [(_label(a, b), (a, b)) for a, b in self._groups]
+        self.ranges = groups(N, len(workers))
+        return [(_label(a, b), (a, b)) for a, b in self.ranges]
 
     def expected(self, first, k):
-        a, b = self._groups[k]
+        a, b = self.ranges[k]
         _, m, d = first.data.A.shape
         return {"providers": b - a, "samples": int(m), "columns": int(d)}
 
@@ -209,7 +216,7 @@ class DaskProviders(DaskUnits, Providers):
         DaskUnits.__init__(self, backend, repeat)
         self.spec, self.record = spec, record
         self.n_providers, self.m, self.d = shape
-        self.ranges = [(int(a), int(b)) for a, b in backend.layout._groups]
+        self.ranges = [(int(a), int(b)) for a, b in backend.layout.ranges]
         clipped = [f.result() for f in
                    [s.actor.start(spec, repeat, self.n_providers) for s in self.slots]]
         self.rows_clipped = int(sum(clipped))
