@@ -164,21 +164,49 @@ def test_bad_clusters_are_one_line_errors_and_nothing_is_written(tmp_path, clust
     assert not out.exists()
 
 
-def test_a_worker_that_cannot_read_the_data_is_a_one_line_error(tmp_path, cluster, monkeypatch):
+#: the units of each setting (their config after [data]), and the first one's label
+OWN_DATA = {
+    "parties": ("""[partition]
+columns = [3, 3]
+[solver]
+epochs = 2
+""", "party 1"),
+    # DP-ADMM: 2 providers of 15 rows (and 10 public ones) on the two workers
+    "providers": ("""[preprocessing]
+row_clip = 1.0
+[partition]
+agents = 2
+samples_per_agent = 15
+public = 10
+[objective]
+lam = 0.17
+reduction = "unit_mean"
+regularizer = "half_l2sq"
+[solver]
+name = "dp_admm"
+epochs = 2
+[privacy]
+epsilon_per_iteration = 0.5
+noise = false
+""", "provider 1"),
+}
+
+
+@pytest.mark.parametrize("units", sorted(OWN_DATA))
+def test_a_worker_that_cannot_read_the_data_is_a_one_line_error(tmp_path, cluster, monkeypatch,
+                                                               units):
     from sklearn.datasets import dump_svmlight_file
 
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(60, 6)), rng.choice([-1, 1], size=60)
     dump_svmlight_file(X, y, str(tmp_path / "tr.svm"))
     config = tmp_path / "own.toml"
+    table, first = OWN_DATA[units]
     config.write_text(f"""
 [data]
 dataset = "libsvm"
 options = {{ path = "{tmp_path / 'tr.svm'}", test_fraction = 0.25 }}
-[partition]
-columns = [3, 3]
-[solver]
-epochs = 2
+{table}
 [run]
 backend = "dask"
 """)
@@ -191,7 +219,7 @@ backend = "dask"
     monkeypatch.setattr(DaskBackend, "start", hide_the_file)
     out = tmp_path / "run"
     proc = vfl("run", "--config", config, "--out", out, "--cluster", cluster)
-    assert_one_line_error(proc, "party 1 on worker tcp://127.0.0.1:", "cannot read its data",
+    assert_one_line_error(proc, f"{first} on worker tcp://127.0.0.1:", "cannot read its data",
                           "tr.svm")
     assert not out.exists()
 
