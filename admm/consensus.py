@@ -56,12 +56,13 @@ import numpy as np
 
 from vfl.core.params import Param
 from vfl.core.solver import HorizontalData, Reference, Release, Setting, Solver, Streams
-from vfl.core.wire import Wire
+from vfl.core.wire import Inference, Wire
 
 from .local_solvers import (_sigmoid, _softplus, fista, kkt_residual, lipschitz, newton,
                             smooth_grad)
 from vfl.core.objective import Objective
 from .pretrain import pretrain_dw
+from .providers import LocalProviders, ProviderGroup, ProviderSpec, check_provider_rows
 
 __all__ = [
     "S1", "S3", "S4",
@@ -416,6 +417,9 @@ class _Consensus(Solver):
 
     setting = Setting.HORIZONTAL
     regularizers = REGULARIZERS
+    #: the classifier is the trainer's global w (Sec. VI): scoring a test row sends nothing
+    inference = Inference(0, "the trainer holds the deployable model, its global w^k, and "
+                             "scores test rows alone: no message")
     #: what the ergodic average of the providers' iterates averages
     _shared_name = "w_i"
     _private = False
@@ -491,22 +495,12 @@ class _Consensus(Solver):
 
     def __init__(self, data: HorizontalData, *, objective: Objective, params: dict,
                  privacy: dict, streams: Streams, iterations: int):
-        try:
-            A = np.asarray(data.A, dtype=float)
-            b = np.asarray(data.b, dtype=float)
-        except ValueError:  # ragged: providers with different m
-            raise ValueError("providers must hold equal numbers of samples: A (N, m, d), "
-                             "b (N, m)") from None
-        if A.ndim != 3 or b.shape != A.shape[:2]:
-            raise ValueError(f"providers' data must be A (N, m, d) and b (N, m) with equal m; got "
-                             f"A {A.shape} and b {b.shape}")
-        N, m, d = A.shape
-        if min(N, m, d) < 1:
-            raise ValueError(f"need N, m, d >= 1, got A of shape {A.shape}")
-        if not np.all(np.isfinite(A)):
-            raise ValueError("provider rows must be finite")
-        if not np.all(np.abs(b) == 1.0):
-            raise ValueError("labels must be -1 or +1 (|b| = 1 is part of S1 = 1)")
+        if data.providers is None:  # the providers' rows are in this process
+            A, b, _ = check_provider_rows(data.A, data.b, name=self.name, private=False,
+                                          row_bound=None)
+            N, m, d = A.shape
+        else:  # on their own workers: what the trainer knows are the sizes
+            N, m, d = data.providers.shape
         if objective.loss != "logistic":
             raise ValueError(f"{self.name} implements the logistic loss only, got "
                              f"objective.loss = {objective.loss!r}")
@@ -521,10 +515,6 @@ class _Consensus(Solver):
                 or iterations < 1:
             raise ValueError(f"iterations must be an integer >= 1, got {iterations!r}")
         self.rows_clipped = 0
-        if self._private:
-            A, self.rows_clipped = enforce_row_bound(A, privacy["row_bound"])
-        self.A = np.ascontiguousarray(A)
-        self.b = b
         self.N, self.m, self.d = N, m, d
         self.objective = objective
         self.lam = float(objective.lam)
@@ -539,14 +529,42 @@ class _Consensus(Solver):
         self.iteration = 0
         # Zero start: D_w = ||w*|| bounds ||w* - w^0|| only then (Appendices C, E).
         self.w = np.zeros(d)                # global w^k
-        self.W = np.zeros((N, d))           # clean local w_i^k
         self.W_shared = np.zeros((N, d))    # what providers send (w_i^k or noisy w~_i^k)
         self.gamma = np.zeros((N, d))       # duals gamma_i^k
         self._sum_w = np.zeros(d)           # sum_{s=1..k} w^s
         self._sum_shared = np.zeros((N, d))  # sum_{s=1..k} shared_i^s
-        self._margin_cache = (None, None)   # (w^k, A w^k)
+        self._diagnosed = (None, None)      # (w^k, the providers' diagnostics at w^k)
         self._releases = []
         self.wire = Wire(N)
+        spec = ProviderSpec(rho=self.rho, lam_per_provider=self.lam_per_provider,
+                            regularizer=self.regularizer, private=self._private,
+                            row_bound=privacy.get("row_bound"), name=self.name)
+        if data.providers is None:
+            if self._private:
+                A, self.rows_clipped = enforce_row_bound(A, privacy["row_bound"])
+            group = ProviderGroup(np.ascontiguousarray(A), b, start=0, rho=spec.rho,
+                                  lam_per_provider=spec.lam_per_provider,
+                                  regularizer=spec.regularizer)
+            # the noise stream is the subclass's (set after this constructor)
+            self.providers = LocalProviders(
+                group, lambda mean, **kw: self.release(mean, rng=self._rng, **kw))
+        else:
+            self.providers = data.providers(
+                spec, lambda **kw: self.record_release(rng=self._rng, **kw))
+            self.rows_clipped = self.providers.rows_clipped
+
+    #: the noise stream of the releases (None: the solver releases nothing noisy)
+    _rng = None
+
+    @property
+    def A(self) -> np.ndarray:
+        """The providers' rows ``(N, m, d)``, when they are in this process."""
+        return self.providers.A
+
+    @property
+    def b(self) -> np.ndarray:
+        """The providers' labels ``(N, m)``, when they are in this process."""
+        return self.providers.b
 
     # -- one iteration: the trainer's (3c) and the providers' (3d) ----------
     def _trainer_and_duals(self, shared: np.ndarray) -> None:
@@ -579,17 +597,31 @@ class _Consensus(Solver):
         total = self._sum_shared if self.average_start == 1 else self._sum_shared - self.W_shared
         return total / k, self._sum_w / k
 
+    def _diagnose(self):
+        """The providers' training margins, losses and local objectives at ``w^k`` (and the
+        ergodic averages), asked once per iterate (metrics and runner share them).
+
+        Keyed on the array object ``w`` itself (the trainer step assigns a new
+        one; the cache's reference keeps the identity from being reused).
+        """
+        if self._diagnosed[0] is not self.w:
+            W_bar = None if self.iteration == 0 else self.ergodic_averages()[0]
+            self._diagnosed = (self.w, self.providers.diagnose(self.w, W_bar))
+        return self._diagnosed[1]
+
     def _metrics(self) -> dict:
-        kw = dict(lam_per_provider=self.lam_per_provider, regularizer=self.regularizer)
         # One pass over the rows at w^k gives both (1a) and metric 2.
-        loss = float(_softplus(-self.b * self._train_margins()).mean(axis=1).sum())
+        _, losses, f = self._diagnose()
+        loss = float(losses.sum())
         out = {"objective": loss + self.lam * float(_reg_value(self.w, self.regularizer)),
                "empirical_loss": loss}
         if self.iteration == 0:
             out["augmented_objective"] = out["consensus_violation"] = float("nan")
         else:
             W_bar, w_bar = self.ergodic_averages()
-            out["augmented_objective"] = augmented_objective(self.A, self.b, W_bar, w_bar, **kw)
+            # augmented_objective's sum, with f_i(W_bar_i) from the providers
+            gap = np.sqrt(np.einsum("nd,nd->n", W_bar - w_bar, W_bar - w_bar))
+            out["augmented_objective"] = float(f.sum() + gap.sum())
             out["consensus_violation"] = float(np.linalg.norm(W_bar - w_bar, axis=1).sum())
         return out
 
@@ -606,14 +638,8 @@ class _Consensus(Solver):
         return self._metrics()
 
     def _train_margins(self) -> np.ndarray:
-        """``A_i w^k`` ``(N, m)``, computed once per iterate (metrics and runner share it).
-
-        Keyed on the array object ``w`` itself (the trainer step assigns a new
-        one; the cache's reference keeps the identity from being reused).
-        """
-        if self._margin_cache[0] is not self.w:
-            self._margin_cache = (self.w, self.A @ self.w)
-        return self._margin_cache[1]
+        """``A_i w^k`` ``(N, m)``, computed once per iterate (metrics and runner share it)."""
+        return self._diagnose()[0]
 
     def train_margins(self) -> np.ndarray:
         """``a_ij^T w^k`` for every training row, in the order of ``b.reshape(-1)``."""
@@ -666,6 +692,7 @@ class _ExactLocal(_Consensus):
         self._L = (lipschitz(self.A, alpha2=self._alpha2, rho=self.rho) if choice == "fista"
                    else None)
         self._centre = np.zeros((self.N, self.d))
+        self.W = np.zeros((self.N, self.d))  # clean local w_i^k, the solves' warm start
         self._inner = (0, np.zeros(self.N, dtype=bool))
 
     def _local_solve(self) -> tuple[np.ndarray, dict]:
@@ -899,6 +926,11 @@ class DPADMM(_Consensus):
     )
     columns = ("augmented_objective", "empirical_loss", "consensus_violation", "eta", "sigma",
                "local_time_s", "trainer_time_s")
+    #: the providers' side of an iteration is a :class:`~.providers.ProviderGroup`: on Dask,
+    #: groups of providers on their own workers (:mod:`vfl.experiments.providers`); the
+    #: release events are recorded by the trainer, so accounting runs there too
+    backends = ("inprocess", "dask")
+    accounted_backends = ("inprocess", "dask")
     _shared_name = "noisy w~_i"
     _private = True
 
@@ -960,23 +992,25 @@ class DPADMM(_Consensus):
         t0 = perf_counter()
         k = self.iteration
         eta = float(self.eta_schedule(k))
-        W = dp_admm_closed_form(self.A, self.b, self.W_shared, self.w, self.gamma, eta=eta,
-                                rho=self.rho, lam_per_provider=self.lam_per_provider,
-                                regularizer=self.regularizer)
-        self.W = W
+        # each provider: (3d) with the w^k it receives, the closed form (3a) at its own
+        # w~_i^k, its release (3b) (wherever the providers run: :mod:`.providers`)
         if self.noise:
             sigma = float(theorem1_sigma(eta, m=self.m, rho=self.rho, epsilon=self.epsilon,
                                          delta=self.delta))
             sens = float(lemma1_sensitivity(eta, m=self.m, rho=self.rho))
-            shared = self.release(W, units=np.arange(self.N), scale=sigma, sensitivity=sens,
-                                  rng=self._rng)
+            shared = self.providers.update(self.w, eta, (np.arange(self.N), sigma, sens))
         else:
-            sigma, shared = 0.0, W
+            sigma, shared = 0.0, self.providers.update(self.w, eta, None)
         t1 = perf_counter()
         self._trainer_and_duals(shared)
         self.eta, self.sigma = eta, sigma
         return {"eta": eta, "sigma": sigma, "local_time_s": t1 - t0,
                 "trainer_time_s": perf_counter() - t1}
+
+    @property
+    def W(self) -> np.ndarray:
+        """The providers' clean ``w_i^k`` (a diagnostic: no provider sends it)."""
+        return self.providers.models()
 
     def evaluate(self) -> dict:
         return {**self._metrics(), "eta": self.eta, "sigma": self.sigma}

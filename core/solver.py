@@ -38,7 +38,7 @@ import numpy as np
 
 from .params import Param
 from .sampling import ExactSampler
-from .wire import Wire
+from .wire import Inference, Wire
 
 __all__ = [
     "RELEASED",
@@ -51,6 +51,7 @@ __all__ = [
     "Streams",
     "Neighbour",
     "add_noise",
+    "add_noise_to_rows",
     "PartyBlocks",
     "Solver",
     "VerticalData",
@@ -130,6 +131,28 @@ def add_noise(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng: np.rando
         return mean + s * rng.standard_normal(mean.shape)
     if mechanism == "laplace":
         return mean + s * rng.laplace(0.0, 1.0, mean.shape)
+    raise ValueError(f"unknown mechanism {mechanism!r}")
+
+
+def add_noise_to_rows(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng, rows: slice,
+                      total: int) -> np.ndarray:
+    """Rows ``rows`` of :func:`add_noise` on a ``(total, ...)`` array whose rows ``rows`` are
+    ``mean`` (``scale``: those rows' scales), drawn where those rows are held.
+
+    A seeded stream draws the whole array's noise and keeps these rows, so a group of units
+    elsewhere releases the numbers of the whole draw in this process to the bit (the noise of
+    a replayable run is public to whoever holds the seed anyway); an exact sampler draws the
+    rows' noise alone (its noise is never replayed).
+    """
+    if isinstance(rng, ExactSampler):
+        return rng.add(mechanism, mean, scale)
+    mean = np.asarray(mean, dtype=float)
+    shape = (int(total),) + mean.shape[1:]
+    s = np.asarray(scale, dtype=float).reshape((-1,) + (1,) * (mean.ndim - 1))
+    if mechanism == "gaussian":
+        return mean + s * rng.standard_normal(shape)[rows]
+    if mechanism == "laplace":
+        return mean + s * rng.laplace(0.0, 1.0, shape)[rows]
     raise ValueError(f"unknown mechanism {mechanism!r}")
 
 
@@ -262,6 +285,11 @@ class PartyBlocks:
     model and which counts ``epoch``s (ADMM sharing, FDML SGD): a margin is the sum over
     parties of ``D_m x_m`` (Hu et al. 2019, eq. (1))."""
 
+    #: to score a test row, every party sends its share ``B_m x_m`` (one value)
+    inference = Inference(1, "each party holds its columns of a test row and its block x_m of "
+                             "the model: it sends its share B_m x_m per row to the hub, which "
+                             "sums them (Hu et al. 2019, eq. (1))")
+
     @property
     def iteration(self) -> int:
         return self.epoch
@@ -278,12 +306,15 @@ class HorizontalData:
     """Providers hold rows: ``A[i]`` is provider i's ``(m, d)`` sample matrix, ``b[i]`` its labels.
 
     ``public`` is an optional held-out ``(A0, b0)`` treated as public (e.g.
-    DP-ADMM's pre-training samples).
+    DP-ADMM's pre-training samples). ``providers``, when the providers run
+    outside this process (another backend), starts them where their rows are;
+    ``A`` and ``b`` are then None here.
     """
 
-    A: np.ndarray
-    b: np.ndarray
+    A: np.ndarray | None
+    b: np.ndarray | None
     public: tuple[np.ndarray, np.ndarray] | None = None
+    providers: Any = None
 
 
 @dataclass
@@ -334,6 +365,9 @@ class Solver:
     #: where the solver's units can run (``run.backend``): this process, or also "dask"
     #: (one Dask worker per unit, :mod:`vfl.experiments.parties`)
     backends: ClassVar[tuple[str, ...]] = ("inprocess",)
+    #: the backends where a run that claims a guarantee can run: its release events are
+    #: recorded where the accounting is, and its noise drawn by the units themselves
+    accounted_backends: ClassVar[tuple[str, ...]] = ("inprocess",)
 
     @classmethod
     def check_config(cls, params: dict, privacy: dict, iterations: int) -> None:
@@ -416,11 +450,22 @@ class Solver:
         :meth:`begin_releases` at the start of each iteration.
         """
         single = np.isscalar(units)
+        mean = np.asarray(mean, dtype=float)
+        size = int(size if size is not None else (mean.size if single else mean[0].size))
+        event = self.record_release(units=units, scale=scale, sensitivity=sensitivity, rng=rng,
+                                    mechanism=mechanism, size=size)
+        if self.observer is not None:
+            return self.observer(self, event, mean, rng)
+        return add_noise(mechanism, mean, event.scale[0] if single else event.scale, rng)
+
+    def record_release(self, *, units, scale, sensitivity, rng, size: int,
+                       mechanism="gaussian") -> Release:
+        """Record the :class:`Release` event of a release whose noise is drawn elsewhere (by
+        the units on their own workers), and return it: its ``scale`` is the one to draw
+        with (grown for an exact sampler's grid). :meth:`release` is this plus the draw."""
         units_arr = np.atleast_1d(np.asarray(units, dtype=int))
         scale_arr = np.broadcast_to(np.asarray(scale, dtype=float), units_arr.shape).copy()
         sens_arr = np.broadcast_to(np.asarray(sensitivity, dtype=float), units_arr.shape).copy()
-        mean = np.asarray(mean, dtype=float)
-        size = int(size if size is not None else (mean.size if single else mean[0].size))
         exact = isinstance(rng, ExactSampler) and self.observer is None
         if exact:
             # Rounding to the grid (step scale / 2^k) is part of the query and adds
@@ -433,13 +478,11 @@ class Solver:
             ok = np.isfinite(grow) & (grow < 0.5)
             scale_arr = np.where(ok, scale_arr / np.where(ok, 1.0 - grow, 1.0), scale_arr)
             sens_arr = sens_arr + c * scale_arr
-        event = Release(mechanism, units_arr, sens_arr, scale_arr, size, exact)
+        event = Release(mechanism, units_arr, sens_arr, scale_arr, int(size), exact)
         if self._releases is None:
             self._releases = []
         self._releases.append(event)
-        if self.observer is not None:
-            return self.observer(self, event, mean, rng)
-        return add_noise(mechanism, mean, scale_arr[0] if single else scale_arr, rng)
+        return event
 
     def begin_releases(self) -> None:
         """Forget the previous iteration's release events."""

@@ -15,6 +15,13 @@ message per value block sent from one endpoint to another; headers and
 transport framing are not counted. Every count is an integer array over
 units, so an exchange costs one array operation whatever the number of
 units.
+
+Scoring held-out rows is communication too: a solver declares, as an
+:class:`Inference`, what its parties send to score test rows with the
+deployable model (in a vertical run each party holds the columns of a test
+row, so each sends its share ``B_m x_m``, Hu et al. 2019, eq. (1); a model
+held by one endpoint, such as DP-ADMM's trainer, sends nothing). The runner
+counts it once per repeat, for the whole test set, apart from training.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Traffic", "Wire"]
+__all__ = ["Inference", "Traffic", "Wire"]
 
 
 @dataclass(frozen=True)
@@ -129,3 +136,27 @@ class Wire:
                           "stated per exchange",
                 "counted": "payload values of every message; headers and transport framing "
                            "are not counted"}
+
+
+@dataclass(frozen=True)
+class Inference:
+    """What scoring test rows with the deployable model sends (a solver's declaration).
+
+    Each sending unit sends ``values_per_row`` values per scored row to the
+    hub, in one message. The senders are every unit, or every unit but the
+    first when ``hub_holds_first`` (party 1 is the hub and scores its own
+    columns itself, as in private stacking); ``values_per_row = 0`` declares
+    a model held by one endpoint. ``note`` says who holds what, in words.
+    """
+
+    values_per_row: int
+    note: str
+    hub_holds_first: bool = False
+
+    def traffic(self, units: int, rows: int, dtype=np.float64) -> Traffic:
+        """The messages that score ``rows`` test rows once, over a wire of ``units``."""
+        wire = Wire(units, dtype)
+        if self.values_per_row:
+            senders = np.arange(1 if self.hub_holds_first else 0, units)
+            wire.gather(int(rows) * self.values_per_row, units=senders)
+        return wire.take()

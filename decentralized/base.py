@@ -17,7 +17,7 @@ from vfl.core.objective import Objective
 from vfl.core.errors import ConfigError, DivergedError
 from vfl.core.params import Param
 from vfl.core.solver import NetworkData, Release, Setting, Solver, Streams
-from vfl.core.wire import Wire
+from vfl.core.wire import Inference, Wire
 
 try:  # the audit's neighbouring datasets (newer vfl.core)
     from vfl.core.solver import Neighbour
@@ -100,6 +100,11 @@ class NetworkSolver(Solver):
     columns: ClassVar[tuple[str, ...]] = ("log10_error",)
     #: whether the solver supports the secret-sharing exchange (needs only network sums)
     supports_sharing: ClassVar[bool] = False
+    #: every agent holds its own model x_i and all d columns of a row: it scores test rows
+    #: alone (the agents' average model of the test metrics is a diagnostic no agent holds)
+    inference = Inference(0, "each agent holds its own model x_i and whole test rows, and "
+                             "scores them alone: no message (the test metrics use the agents' "
+                             "average model, a diagnostic)")
 
     def __init__(self, data: NetworkData, *, objective: Objective, params: dict, privacy: dict,
                  streams: Streams, iterations: int):

@@ -553,9 +553,9 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
     if run.backend not in cls.backends:
         raise ConfigError(f"run.backend = {run.backend!r}: {cls.name} runs in-process only "
                           f"(the dask backend runs {', '.join(_dask_solvers())})")
-    if run.backend == "dask" and privacy.claims_guarantee:
-        raise ConfigError("run.backend = 'dask' runs without privacy accounting: leave "
-                          "privacy.delta unset (accounting mode runs in-process)")
+    if run.backend == "dask" and privacy.claims_guarantee and "dask" not in cls.accounted_backends:
+        raise ConfigError(f"run.backend = 'dask' runs {cls.name} without privacy accounting: "
+                          "leave privacy.delta unset (accounting mode runs in-process)")
 
     sw = tables["sweep"]
     _check_keys("sweep", sw, tuple(SweepConfig.__dataclass_fields__))

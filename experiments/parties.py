@@ -28,7 +28,16 @@ party, and nothing is written.
 
 The transport's own count of the bytes is read from the TCP stack: the
 ``TCP_INFO`` counters of the coordinator's connections to the parties'
-workers, around every protocol round (:meth:`DaskBackend.transport_bytes`).
+workers, around every protocol round (:meth:`DaskBackend.transport_bytes`),
+and around the scoring of the test rows (the inference messages).
+
+The machinery is shared with DP-ADMM's providers on Dask
+(:mod:`.providers`): :class:`DaskBackend` (the client, the local cluster,
+the workers, the transport counters) places the units of the run's setting
+by a :class:`Layout` (one actor per party here; contiguous groups of
+providers there), and :class:`DaskUnits` runs a protocol round on all the
+actors, counts its bytes, and on a lost worker rolls the round back on the
+others and rebuilds the lost unit from the coordinator's checkpoint.
 """
 
 from __future__ import annotations
@@ -47,14 +56,15 @@ from vfl.core.solver import VerticalData, add_noise
 
 from .config import Config
 
-__all__ = ["DaskBackend", "DaskParties", "PartyActor", "check_cluster_option",
-           "dask_backend"]
+__all__ = ["DaskBackend", "DaskParties", "DaskUnits", "Layout", "PartyActor",
+           "check_cluster_option", "dask_backend"]
 
 #: what the transport count is, for the manifest and the summary
 TRANSPORT_SOURCE = ("the TCP stack's own counters (TCP_INFO bytes_acked + bytes_received) of "
-                    "the coordinator's connections to the parties' workers, over the protocol's "
-                    "rounds only (the diagnostics' requests are not in it); Dask's message "
-                    "headers and framing included")
+                    "the coordinator's connections to the units' workers, over the protocol's "
+                    "rounds only (the diagnostics' requests are not in it) and, for inference, "
+                    "the last scoring of the test rows; Dask's message headers and framing "
+                    "included")
 #: offset of ``tcpi_bytes_acked`` (then ``tcpi_bytes_received``) in Linux's ``struct tcp_info``
 _TCP_INFO_BYTES = 120
 
@@ -153,69 +163,140 @@ def _release(mean, *, scale, rng):
 # ------------------------------------------------------------------ client side --
 @dataclass
 class _Slot:
-    """One party's actor, its worker and the coordinator's checkpoint of it."""
+    """One unit's actor (a party, or a group of providers), its worker and the coordinator's
+    checkpoint of it."""
 
     actor: object
     worker: str
-    pull: np.ndarray | None = None  # the last pull of a completed round
-    sigmas: list | None = None  # the noise scale of every completed round
+    label: str  # "party 2", "providers 1-50": how errors and the manifest name it
+    pull: np.ndarray | None = None  # (a party) the last pull of a completed round
+    sigmas: list | None = None  # (a party) the noise scale of every completed round
+
+
+class Layout:
+    """Where the units of one setting go: how many workers, which actor on each, what the
+    coordinator expects each to have read, and the solver's data with the units elsewhere."""
+
+    #: what the units are called in the manifest ("parties", "providers")
+    units = ""
+
+    def local_workers(self, first) -> int:
+        """Workers of a local cluster started for the run."""
+        raise NotImplementedError
+
+    def place(self, first, workers: list[str], address: str) -> list[tuple[str, tuple]]:
+        """``(label, actor arguments)`` per unit for these free workers of the cluster at
+        ``address`` (or ConfigError)."""
+        raise NotImplementedError
+
+    actor: type
+
+    def expected(self, first, k: int) -> dict:
+        """What unit k's actor must report (:meth:`PartyActor.describe`) besides the files."""
+        raise NotImplementedError
+
+    def data(self, backend, prepared, repeat: int):
+        raise NotImplementedError
+
+
+class _PartyLayout(Layout):
+    """Vertical: one actor per party, each on its own worker (Hu et al. 2019, Algorithm 1)."""
+
+    units = "parties"
+    actor = None  # PartyActor, set below
+
+    def local_workers(self, first) -> int:
+        return len(first.data.blocks)
+
+    def place(self, first, workers, address):
+        M = len(first.data.blocks)
+        if len(workers) < M:
+            raise ConfigError(too_few(address, workers, M, "parties",
+                                      "each party needs its own worker"))
+        return [(f"party {m + 1}", (m,)) for m in range(M)]
+
+    def expected(self, first, k):
+        rows, cols = first.data.blocks[k].shape
+        return {"rows": int(rows), "columns": int(cols)}
+
+    def data(self, backend, prepared, repeat):
+        return VerticalData(None, prepared.data.y, parties=_Factory(backend, repeat))
+
+
+def too_few(address: str, workers, units: int, what: str, why: str) -> str:
+    """The one line that refuses a cluster with too few free workers for the units."""
+    return (f"the Dask cluster at {address} has {len(workers)} "
+            f"worker{'s' if len(workers) != 1 else ''} for {units} {what}: {why}")
+
+
+def _layout(setting):
+    """The :class:`Layout` of a solver's setting (the settings a backend can place)."""
+    from vfl.core.solver import Setting
+
+    from .providers import ProviderLayout
+
+    return {Setting.VERTICAL: _PartyLayout, Setting.HORIZONTAL: ProviderLayout}[setting]()
 
 
 class DaskBackend:
-    """A Dask client (and the local cluster it started, if any) with one actor per party."""
+    """A Dask client (and the local cluster it started, if any) with one actor per unit: a
+    party, or a group of providers (:class:`Layout`)."""
 
     def __init__(self, client, cluster, config: Config, data_dir, address: str):
         self.client, self.cluster, self.config = client, cluster, config
         self.data_dir, self.address = data_dir, address
         self.slots: list[_Slot] = []
+        self.layout: Layout | None = None
         self.transport = 0  # bytes over all protocol rounds of the run
-        self.recoveries: list[dict] = []  # parties rebuilt after their worker was lost
+        self.inference_transport = None  # bytes of the last scoring of the test rows
+        self.recoveries: list[dict] = []  # units rebuilt after their worker was lost
 
     # -- setup ------------------------------------------------------------------------
-    def start_parties(self, expected: list[tuple[int, int]], checksums) -> None:
-        """One actor per party on its own worker; each reads its data and is checked
-        against ``expected`` (the blocks' shapes) and ``checksums`` (the dataset's files)."""
-        M = len(expected)
-        if self.client is None:  # no --cluster: a local one, one worker per party
-            self.cluster, self.client = _local_cluster(M)
-            self.address = self.cluster.scheduler_address
-        workers = self._free_workers(M, wait=2.0)  # workers still registering
-        if len(workers) < M:
-            raise ConfigError(f"the Dask cluster at {self.address} has {len(workers)} "
-                              f"worker{'s' if len(workers) != 1 else ''} for {M} parties: each "
-                              "party needs its own worker")
-        futures = [self._submit(m, w) for m, w in enumerate(workers[:M])]
-        for m, (future, worker) in enumerate(zip(futures, workers)):
-            actor = self._actor(m, worker, future)
-            self._check(m, worker, actor, expected[m], checksums)
-            self.slots.append(_Slot(actor, worker))
+    def start(self, first, checksums) -> None:
+        """One actor per unit of the run's setting on its worker; each reads its data and is
+        checked against ``first`` (repeat 0's distribution, read here) and ``checksums``
+        (the dataset's files)."""
+        from .registry import get_solver
 
-    def _submit(self, m: int, worker: str):
-        return self.client.submit(PartyActor, self.config, self.data_dir, m,
+        self.layout = _layout(get_solver(self.config.solver.name).setting)
+        if self.client is None:  # no --cluster: a local one, one worker per unit
+            self.cluster, self.client = _local_cluster(self.layout.local_workers(first))
+            self.address = self.cluster.scheduler_address
+        workers = self._free_workers(self.layout.local_workers(first), wait=2.0)
+        placed = self.layout.place(first, workers, self.address)
+        futures = [self._submit(label, args, w) for (label, args), w in zip(placed, workers)]
+        for k, ((label, _), future, worker) in enumerate(zip(placed, futures, workers)):
+            actor = self._actor(label, worker, future)
+            self._check(label, worker, actor, self.layout.expected(first, k), checksums)
+            self.slots.append(_Slot(actor, worker, label))
+
+    def _submit(self, label: str, args: tuple, worker: str):
+        return self.client.submit(self.layout.actor, self.config, self.data_dir, *args,
                                   self.config.solver.values.get("blas_threads"),
                                   workers=[worker], allow_other_workers=False, actor=True,
-                                  pure=False, key=f"party-{m + 1}-{time.monotonic_ns()}")
+                                  pure=False, key=f"{label.replace(' ', '-')}-"
+                                                  f"{time.monotonic_ns()}")
 
-    def _actor(self, m: int, worker: str, future):
+    def _actor(self, label: str, worker: str, future):
         try:
             return future.result()  # reading a large dataset may take minutes: no timeout
         except Exception as exc:  # the worker's own error, e.g. its data path is missing
-            raise ConfigError(f"party {m + 1} on worker {worker} cannot read its data: "
+            raise ConfigError(f"{label} on worker {worker} cannot read its data: "
                               f"{' '.join(str(exc).split())}") from None
 
-    def _check(self, m, worker, actor, expected, checksums) -> None:
+    def _check(self, label, worker, actor, expected: dict, checksums) -> None:
         got = actor.describe().result()
-        rows, cols = expected
-        if got["fallback"] or (got["rows"], got["columns"]) != (rows, cols) \
-                or got["sha256"] != checksums:
-            why = got["fallback"] or (f"{got['rows']} rows x {got['columns']} columns, expected "
-                                      f"{rows} x {cols}" if (got["rows"], got["columns"]) !=
-                                      (rows, cols) else "files with other checksums")
-            raise ConfigError(f"party {m + 1} on worker {worker} read other data than the "
+        shape = {k: got[k] for k in expected}
+        if got["fallback"] or shape != expected or got["sha256"] != checksums:
+            why = got["fallback"] or (
+                f"{' x '.join(f'{v} {k}' for k, v in shape.items())}, expected "
+                f"{' x '.join(str(v) for v in expected.values())}" if shape != expected
+                else "files with other checksums")
+            raise ConfigError(f"{label} on worker {worker} read other data than the "
                               f"coordinator: {why}")
 
     def _free_workers(self, count: int, wait: float, exclude=()) -> list[str]:
-        """Workers holding no party (nor in ``exclude``), sorted; waits up to ``wait`` s for
+        """Workers holding no unit (nor in ``exclude``), sorted; waits up to ``wait`` s for
         ``count`` of them."""
         deadline = time.monotonic() + wait
         while True:
@@ -229,13 +310,14 @@ class DaskBackend:
                 return free
             time.sleep(0.25)
 
-    def data(self, prepared, repeat: int) -> VerticalData:
-        """The run's vertical data for one repeat: the labels here, the blocks on the workers."""
-        return VerticalData(None, prepared.data.y, parties=_Factory(self, repeat))
+    def data(self, prepared, repeat: int):
+        """The run's data for one repeat: the labels (vertical) or the public rows
+        (horizontal) here, the units' data on the workers."""
+        return self.layout.data(self, prepared, repeat)
 
     # -- the run ----------------------------------------------------------------------
     def transport_bytes(self) -> dict:
-        """Per open connection of the coordinator to a party's worker: the bytes TCP carried
+        """Per open connection of the coordinator to a unit's worker: the bytes TCP carried
         both ways so far (see :data:`TRANSPORT_SOURCE`)."""
         import socket
         import struct
@@ -252,15 +334,20 @@ class DaskBackend:
                 out[id(comm)] = sum(struct.unpack_from("QQ", info, _TCP_INFO_BYTES))
         return out
 
-    def count_transport(self, before: dict) -> None:
-        """Add what the connections carried since ``before`` (new ones from zero)."""
+    def carried(self, before: dict) -> int:
+        """What the connections carried since ``before`` (new ones from zero)."""
         after = self.transport_bytes()
-        self.transport += sum(v - before.get(k, 0) for k, v in after.items())
+        return sum(v - before.get(k, 0) for k, v in after.items())
+
+    def count_transport(self, before: dict) -> None:
+        """Add what the connections carried since ``before`` to the run's protocol bytes."""
+        self.transport += self.carried(before)
 
     def describe(self) -> dict:
+        units = self.layout.units if self.layout is not None else "parties"
         out = {"backend": "dask", "scheduler": self.address,
                "local_cluster": self.cluster is not None,
-               "parties": {f"party {m + 1}": s.worker for m, s in enumerate(self.slots)},
+               units: {s.label: s.worker for s in self.slots},
                "recoveries": self.recoveries,
                "transport_source": TRANSPORT_SOURCE}
         return out
@@ -281,6 +368,105 @@ class DaskBackend:
         self.close()
 
 
+class DaskUnits:
+    """A protocol's rounds over the backend's actors, with the transport counted and lost
+    workers recovered (the base of :class:`DaskParties` and the providers' seam).
+
+    A subclass says how many rounds a unit has completed (:meth:`_done`), how to rebuild a
+    lost unit on a new worker from the coordinator's checkpoint (:meth:`_rebuild`), and
+    what the run's iterations are called (:attr:`iteration_word`).
+    """
+
+    iteration_word = "iteration"
+
+    def __init__(self, backend: DaskBackend, repeat: int):
+        self.backend, self.repeat = backend, repeat
+        self.slots = backend.slots
+
+    def _round(self, method: str, args: dict) -> dict:
+        """``method(*args[k])`` on every unit k of ``args`` at once: one protocol round, its
+        bytes counted; a lost worker's unit is rebuilt and the round run again."""
+        while True:
+            before = self.backend.transport_bytes()
+            try:
+                futures = {k: getattr(self.slots[k].actor, method)(*a) for k, a in args.items()}
+                replies = {k: f.result() for k, f in futures.items()}
+            except Exception as exc:  # noqa: BLE001 (a lost worker shows as many types)
+                self._recover(exc)
+                continue
+            self.backend.count_transport(before)
+            return replies
+
+    def _ask(self, method: str, *args, each=None) -> list:
+        """A diagnostic (not counted): ``method(*args)`` on every unit, or ``method(*each(k))``."""
+        while True:
+            try:
+                futures = [getattr(s.actor, method)(*(args if each is None else each(k)))
+                           for k, s in enumerate(self.slots)]
+                return [f.result() for f in futures]
+            except Exception as exc:  # noqa: BLE001
+                self._recover(exc)
+
+    def _alive(self, slot: _Slot) -> bool:
+        try:
+            slot.actor.ping().result(timeout=10)
+            return True
+        except Exception:  # noqa: BLE001
+            return False
+
+    def _done(self, k: int) -> int:
+        """Rounds unit k completed, as the coordinator's checkpoint has them."""
+        raise NotImplementedError
+
+    def _rebuild(self, k: int, worker: str) -> None:
+        """A new actor for unit k on ``worker``, caught up with the checkpoint."""
+        raise NotImplementedError
+
+    def _plural(self, k: int) -> bool:
+        """Whether unit k is several (a group of providers): "their" data in errors."""
+        return False
+
+    def _lost(self, slot: _Slot, old: str, wait: float) -> str:
+        k = self.slots.index(slot)
+        its = "their" if self._plural(k) else "its"
+        return (f"{slot.label}: {its} worker {old} was lost at {self.iteration_word} "
+                f"{self._done(k) + 1} and no worker could take over {its} data within "
+                f"{wait:g} s")
+
+    def _fault(self, k: int) -> dict:
+        return {"unit": self.slots[k].label}
+
+    def _recover(self, exc: Exception) -> None:
+        """Rebuild lost units from the checkpoint and roll the others back (or stop)."""
+        lost = [k for k, s in enumerate(self.slots) if not self._alive(s)]
+        if not lost:
+            raise exc  # not a lost worker: the unit's own error
+        wait = self.backend.config.run.party_wait
+        gone = {self.slots[k].worker for k in lost}
+        for k in lost:
+            slot = self.slots[k]
+            old, slot.worker = slot.worker, ""
+            # the scheduler may list the dead worker for a while: never place the unit there
+            workers = self.backend._free_workers(1, wait=wait, exclude=gone)
+            if not workers:
+                raise PartyLostError(self._lost(slot, old, wait)) from None
+            actor = self.backend._actor(slot.label, workers[0],
+                                        self.backend._submit(slot.label, self._args(k),
+                                                             workers[0]))
+            slot.actor, slot.worker = actor, workers[0]
+            self._rebuild(k, workers[0])
+            self.backend.recoveries.append({**self._fault(k), "repeat": self.repeat,
+                                            self.iteration_word: self._done(k) + 1,
+                                            "lost": old, "resumed_on": workers[0]})
+        for k, s in enumerate(self.slots):
+            if k not in lost:
+                s.actor.sync(self._done(k)).result()
+
+    def _args(self, k: int) -> tuple:
+        """The actor's arguments of unit k (as :meth:`Layout.place` gave them)."""
+        raise NotImplementedError
+
+
 class _Factory:
     """``parties(spec)`` for :class:`~vfl.admm.sharing.solver.ADMMSharing`: start the actors."""
 
@@ -292,12 +478,14 @@ class _Factory:
         return DaskParties(self.backend, spec, self.repeat)
 
 
-class DaskParties(Parties):
+class DaskParties(DaskUnits, Parties):
     """The :class:`~vfl.admm.sharing.party.Parties` seam over one actor per party."""
 
+    iteration_word = "epoch"
+
     def __init__(self, backend: DaskBackend, spec: PartySpec, repeat: int):
-        self.backend, self.spec, self.repeat = backend, spec, repeat
-        self.slots = backend.slots
+        DaskUnits.__init__(self, backend, repeat)
+        self.spec = spec
         self.n_parties = len(self.slots)
         self.n_features = [f.result() for f in
                            [s.actor.start(spec, repeat) for s in self.slots]]
@@ -308,24 +496,15 @@ class DaskParties(Parties):
 
     # -- the protocol: one round of pulls and shares --------------------------------
     def update(self, m, r, rho, sigma):
-        return self._round({m: r}, rho, {m: sigma})[m]
+        return self._pulls({m: r}, rho, {m: sigma})[m]
 
     def update_all(self, pulls, rho, sigmas):
-        out = self._round(dict(enumerate(pulls)), rho, dict(enumerate(sigmas)))
+        out = self._pulls(dict(enumerate(pulls)), rho, dict(enumerate(sigmas)))
         return [out[m] for m in range(len(pulls))]
 
-    def _round(self, pulls: dict, rho: float, sigmas: dict) -> dict:
-        while True:
-            before = self.backend.transport_bytes()
-            try:
-                futures = {m: self.slots[m].actor.update(r, rho, float(sigmas[m]))
-                           for m, r in pulls.items()}
-                replies = {m: f.result() for m, f in futures.items()}
-            except Exception as exc:  # noqa: BLE001 (a lost worker shows as many types)
-                self._recover(exc)
-                continue
-            self.backend.count_transport(before)
-            break
+    def _pulls(self, pulls: dict, rho: float, sigmas: dict) -> dict:
+        replies = self._round("update", {m: (r, rho, float(sigmas[m]))
+                                         for m, r in pulls.items()})
         for m, r in pulls.items():
             self.slots[m].pull = r
             self.slots[m].sigmas.append(float(sigmas[m]))
@@ -334,14 +513,6 @@ class DaskParties(Parties):
         return replies
 
     # -- diagnostics --------------------------------------------------------------------
-    def _ask(self, method: str, *args) -> list:
-        while True:
-            try:
-                futures = [getattr(s.actor, method)(*args) for s in self.slots]
-                return [f.result() for f in futures]
-            except Exception as exc:  # noqa: BLE001
-                self._recover(exc)
-
     def models(self):
         if self._state is None:
             self._state = self._ask("state")
@@ -356,47 +527,27 @@ class DaskParties(Parties):
         return self._ask("rmatvec", y)
 
     def test_products(self, test):
-        return self._ask("test_product")  # each party's held-out columns are on its worker
+        """Each party's share of the test rows (its held-out columns are on its worker): the
+        inference messages, whose transport bytes are kept (the last scoring's)."""
+        before = self.backend.transport_bytes()
+        shares = self._ask("test_product")
+        self.backend.inference_transport = self.backend.carried(before)
+        return shares
 
     # -- faults ---------------------------------------------------------------------------
-    def _alive(self, slot: _Slot) -> bool:
-        try:
-            slot.actor.ping().result(timeout=10)
-            return True
-        except Exception:  # noqa: BLE001
-            return False
+    def _done(self, m):
+        return len(self.slots[m].sigmas)
 
-    def _recover(self, exc: Exception) -> None:
-        """Rebuild lost parties from the checkpoint and roll the others back (or stop)."""
-        lost = [m for m, s in enumerate(self.slots) if not self._alive(s)]
-        if not lost:
-            raise exc  # not a lost worker: the party's own error
-        wait = self.backend.config.run.party_wait
-        gone = {self.slots[m].worker for m in lost}
-        for m in lost:
-            slot = self.slots[m]
-            old, slot.worker = slot.worker, ""
-            # the scheduler may list the dead worker for a while: never place the party there
-            workers = self.backend._free_workers(1, wait=wait, exclude=gone)
-            if not workers:
-                raise PartyLostError(
-                    f"party {m + 1}: its worker {old} was lost at epoch "
-                    f"{len(slot.sigmas) + 1} and no worker could take over its data within "
-                    f"{wait:g} s") from None
-            self._rebuild(m, workers[0])
-            self.backend.recoveries.append({"party": m + 1, "repeat": self.repeat,
-                                            "epoch": len(slot.sigmas) + 1, "lost": old,
-                                            "resumed_on": workers[0]})
-        for m, s in enumerate(self.slots):
-            if m not in lost:
-                s.actor.sync(len(s.sigmas)).result()
+    def _args(self, m):
+        return (m,)
+
+    def _fault(self, m):
+        return {"party": m + 1, **super()._fault(m)}
 
     def _rebuild(self, m: int, worker: str) -> None:
-        backend, slot = self.backend, self.slots[m]
-        actor = backend._actor(m, worker, backend._submit(m, worker))
-        actor.start(self.spec, self.repeat).result()
-        actor.resume(slot.sigmas, slot.pull, self._rho).result()
-        slot.actor, slot.worker = actor, worker
+        slot = self.slots[m]
+        slot.actor.start(self.spec, self.repeat).result()
+        slot.actor.resume(slot.sigmas, slot.pull, self._rho).result()
 
 
 def dask_backend(config: Config, cluster: str | None, data_dir) -> DaskBackend:
@@ -436,3 +587,6 @@ def _data_dir(data_dir) -> str:
     from vfl.datasets import resolve_data_dir
 
     return str(resolve_data_dir(data_dir))
+
+
+_PartyLayout.actor = PartyActor

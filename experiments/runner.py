@@ -42,9 +42,12 @@ BASE_COLUMNS = ["epoch", "objective", "suboptimality", "train_logloss", "test_lo
 PRIVACY_COLUMNS = ["epsilon_paper", "epsilon_tight", "delta_paper", "delta_tight"]
 #: cumulative communication, every message counted once (:mod:`vfl.core.wire`)
 COMMUNICATION_COLUMNS = ["messages", "bytes"]
-#: communication.csv: per repeat, iteration and unit (unit 0 is the hub)
-COMMUNICATION_FILE_COLUMNS = ["repeat", "epoch", "unit", "sent_messages", "sent_bytes",
+#: communication.csv: per repeat, phase, iteration and unit (unit 0 is the hub); phase
+#: "training" is the protocol's iterations, "inference" one scoring of the test rows with the
+#: final model (the solver's :class:`~vfl.core.wire.Inference`, at the last iteration)
+COMMUNICATION_FILE_COLUMNS = ["repeat", "phase", "epoch", "unit", "sent_messages", "sent_bytes",
                               "received_messages", "received_bytes"]
+PHASES = ("training", "inference")
 
 
 @dataclass
@@ -169,8 +172,8 @@ def plan_run(config: Config, data_dir=None, backend=None) -> RunPlan:
     """Load and distribute the data and construct the solver: every user error surfaces here.
 
     With a ``backend`` (``run.backend = "dask"``: a connected
-    :class:`~vfl.experiments.parties.DaskBackend`), each party's actor reads its own
-    columns on its worker, checked against the blocks read here.
+    :class:`~vfl.experiments.parties.DaskBackend`), each unit's actor (a party, a group of
+    providers) reads its own data on its worker, checked against what was read here.
     """
     if config.run.backend != "inprocess" and backend is None:  # never run in-process silently
         raise ConfigError(f"run.backend = {config.run.backend!r} runs through `vfl run` (with "
@@ -181,7 +184,7 @@ def plan_run(config: Config, data_dir=None, backend=None) -> RunPlan:
     setting = prepare(config, dataset, cls)
     first = _prepare(setting, config, 0)
     if backend is not None:
-        backend.start_parties([D.shape for D in first.data.blocks], dataset.checksums)
+        backend.start(first, dataset.checksums)
     solver = _build(cls, config, first, _streams(config, 0), backend)
     return RunPlan(config, cls, dataset, note, setting, first, solver, backend)
 
@@ -228,14 +231,15 @@ def _divergence(config: Config, solver: Solver, value) -> DivergedError:
     return DivergedError(msg + (f"; {hint}" if hint else ""))
 
 
-def _traffic_rows(traffic, repeat: int, epoch: int) -> np.ndarray:
-    """One iteration's :class:`~vfl.core.wire.Traffic` as communication.csv rows (hub first)."""
+def _traffic_rows(traffic, repeat: int, epoch: int, phase: int = 0) -> np.ndarray:
+    """One iteration's :class:`~vfl.core.wire.Traffic` as communication.csv rows (hub first);
+    ``phase`` indexes :data:`PHASES`."""
     units = len(traffic.sent_messages)
     table = np.empty((units + 1, len(COMMUNICATION_FILE_COLUMNS)), dtype=np.int64)
-    table[:, 0], table[:, 1], table[:, 2] = repeat, epoch, np.arange(units + 1)
-    table[0, 3:] = (traffic.hub_sent_messages, traffic.hub_sent_bytes,
+    table[:, 0], table[:, 1], table[:, 2], table[:, 3] = repeat, phase, epoch, np.arange(units + 1)
+    table[0, 4:] = (traffic.hub_sent_messages, traffic.hub_sent_bytes,
                     traffic.hub_received_messages, traffic.hub_received_bytes)
-    table[1:, 3:] = np.stack([traffic.sent_messages, traffic.sent_bytes,
+    table[1:, 4:] = np.stack([traffic.sent_messages, traffic.sent_bytes,
                               traffic.received_messages, traffic.received_bytes], axis=1)
     return table
 
@@ -388,6 +392,9 @@ def run_experiment(
             config, solver, prepared, f_star, repeat=r, on_epoch=on_epoch,
             stop_at_budget=stop_at_budget)
         traffic += sent
+        inference = _inference(solver, prepared)
+        if inference is not None:
+            traffic.append(_traffic_rows(inference, r, solver.iteration, phase=1))
         frames.append(pd.DataFrame(rows, columns=_columns(rows, cls)))
         stops.append(stopped)
         seconds.append(elapsed)
@@ -399,7 +406,7 @@ def run_experiment(
         metrics, per_repeat = _aggregate(frames)
     finished = datetime.now(timezone.utc)
     manifest = _manifest(config, plan, solver, prepared, baselines, metrics, started, finished,
-                         seconds, stops, ledgers)
+                         seconds, stops, ledgers, inference)
     manifest["timing"] = {"baselines_seconds": baseline_seconds,
                           "baselines": config.run.baselines if with_baselines else "none"}
     if len(baselines_all) > 1 and not setting.repeats_share_baselines:
@@ -415,12 +422,22 @@ def run_experiment(
         baselines = {"note": "release-only run: the references use the exact private data "
                              "(diagnostic) and are not written"}
     communication = pd.DataFrame(np.concatenate(traffic), columns=COMMUNICATION_FILE_COLUMNS)
+    communication["phase"] = np.asarray(PHASES, dtype=object)[communication["phase"].to_numpy()]
     return RunResult(config=config, manifest=manifest, metrics=metrics, baselines=baselines,
                      coef=solver.coef(), repeats=per_repeat, communication=communication)
 
 
+def _inference(solver: Solver, prepared):
+    """What scoring the test rows once with the final model sends (the solver's declaration),
+    or None when the solver declares nothing."""
+    declared = type(solver).inference
+    if declared is None:
+        return None
+    return declared.traffic(solver.wire.units, len(prepared.y_test), solver.wire.dtype)
+
+
 def _manifest(config, plan, solver, prepared, baselines, metrics, started, finished, seconds,
-              stops, ledgers) -> dict:
+              stops, ledgers, inference=None) -> dict:
     cls, dataset = plan.solver_cls, plan.dataset
     final = metrics.iloc[-1]
     objective = prepared.objective
@@ -462,9 +479,14 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
                        "relative_gap": final.get("suboptimality")})
     result["messages"] = int(final["messages"])
     result["bytes"] = int(final["bytes"])
+    if inference is not None:  # one scoring of the test rows, apart from training
+        result["inference_messages"] = inference.messages
+        result["inference_bytes"] = inference.bytes
     private = bool(config.privacy.claims_guarantee)
     kinds = column_kinds(cls, list(metrics.columns), private)
-    result_kinds = {k: (RELEASED if not private or k in ("epochs_run", "messages", "bytes") or
+    result_kinds = {k: (RELEASED if not private or k in ("epochs_run", "messages", "bytes",
+                                                         "inference_messages",
+                                                         "inference_bytes") or
                         (k.startswith("final_test") and kinds.get(k[len("final_"):]) == RELEASED)
                         else DIAGNOSTIC) for k in result}
     released = {
@@ -530,24 +552,44 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
         **({"privacy": privacy} if privacy else {}),
         "communication": {**solver.wire.describe(), "units": solver.wire.units,
                           "per_unit": "communication.csv (unit 0 is the hub: the coordinator, "
-                                      "trainer or active party; absent in a network)",
-                          **_transport(plan.backend, metrics, seconds, config.run.repeats)},
+                                      "trainer or active party; absent in a network; phase "
+                                      "training or inference)",
+                          **_inference_manifest(cls, inference, prepared),
+                          **_transport(plan.backend, metrics, seconds, config.run.repeats,
+                                       inference)},
         **({"backend": plan.backend.describe()} if plan.backend is not None else {}),
         "released": released,
         "result": result,
     }
 
 
-def _transport(backend, metrics, seconds, repeats: int) -> dict:
-    """What the transport itself carried (a backend that has one), beside the protocol's count."""
+def _inference_manifest(cls, inference, prepared) -> dict:
+    """The manifest's ``communication.inference``: one scoring of the test rows."""
+    if cls.inference is None:
+        return {"inference": {"declared": False}}
+    return {"inference": {"test_rows": int(len(prepared.y_test)),
+                          "messages": inference.messages, "bytes": inference.bytes,
+                          "values_per_row": cls.inference.values_per_row,
+                          "what": cls.inference.note,
+                          "counted": "once per repeat: the whole test set scored with the final "
+                                     "model; not in metrics.csv's messages and bytes (training)"}}
+
+
+def _transport(backend, metrics, seconds, repeats: int, inference=None) -> dict:
+    """What the transport itself carried (a backend that has one), beside the protocol's count;
+    for inference, what the last scoring of the test rows carried."""
     if backend is None:
         return {}
+    scored = {} if inference is None or backend.inference_transport is None else {
+        "inference_bytes": backend.inference_transport,
+        "protocol_inference_bytes": inference.bytes}
     epochs = int(metrics["epoch"].iloc[-1]) * repeats
     protocol = int(metrics["bytes"].iloc[-1]) * repeats
     return {"transport": {"bytes": backend.transport, "protocol_bytes": protocol,
                           "bytes_per_epoch": backend.transport / max(epochs, 1),
                           "protocol_bytes_per_epoch": protocol / max(epochs, 1),
                           "ratio": backend.transport / protocol if protocol else None,
+                          **scored,
                           "source": backend.describe()["transport_source"]}}
 
 

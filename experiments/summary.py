@@ -166,16 +166,29 @@ def run_summary(result, out: Path, seconds: float) -> str:
                      f"payload over {_plural(comm.get('units', 0), 'unit')}"
                      + (f", mean of {repeats}" if repeats > 1 else "")
                      + "; per unit and iteration in communication.csv")
+        inference = comm.get("inference", {})
+        if "messages" in inference:  # one scoring of the test rows (the solver's declaration)
+            lines.append(f"inference: {inference['messages']:,} messages, "
+                         f"{_bytes(inference['bytes'])} of payload to score the "
+                         f"{inference['test_rows']:,} test rows once"
+                         + ("" if inference["messages"] else
+                            " (the model is held by one endpoint)"))
         transport = comm.get("transport")
         if transport and transport["ratio"]:  # what the transport carried (run.backend = "dask")
             lines.append(f"transport ({man['backend']['backend']}): "
-                         f"{transport['bytes_per_epoch']:,.0f} bytes per epoch on the "
-                         f"coordinator's TCP connections to the parties; the protocol counts "
+                         f"{transport['bytes_per_epoch']:,.0f} bytes per "
+                         f"{solver.get('iteration_name', 'iteration')} on the coordinator's TCP "
+                         f"connections to the workers; the protocol counts "
                          f"{transport['protocol_bytes_per_epoch']:,.0f} "
                          f"(x{transport['ratio']:.4f})")
+            if transport.get("inference_bytes") is not None:
+                lines.append(f"transport ({man['backend']['backend']}): scoring the test rows "
+                             f"carried {transport['inference_bytes']:,} bytes; the protocol "
+                             f"counts {transport['protocol_inference_bytes']:,}")
         for fault in man.get("backend", {}).get("recoveries", []):
-            lines.append(f"fault: party {fault['party']}'s worker {fault['lost']} was lost in "
-                         f"epoch {fault['epoch']}; resumed from the checkpoint on "
+            word = "epoch" if "epoch" in fault else "iteration"
+            lines.append(f"fault: {fault['unit']}'s worker {fault['lost']} was lost in "
+                         f"{word} {fault[word]}; resumed from the checkpoint on "
                          f"{fault['resumed_on']}")
     lines += _privacy_lines(result)
     if private:

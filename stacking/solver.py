@@ -61,7 +61,7 @@ import scipy.sparse as sp
 
 from vfl.core.params import Param
 from vfl.core.solver import Reference, Release, Setting, Solver, VerticalData
-from vfl.core.wire import Wire
+from vfl.core.wire import Inference, Wire
 
 from . import mechanism as mech
 
@@ -134,6 +134,11 @@ class PrivateStacking(Solver):
     #: each passive party's share of a test row under its released model
     released_columns = ("test_logloss", "test_accuracy", "weight_party*", "lam_party*",
                         "sigma_*", "kappa")
+    #: party 1 holds the fused model and its own columns; each passive party holds its
+    #: columns of a test row and sends its clipped share under its released model (eq. F)
+    inference = Inference(1, "party 1 holds the fused model and scores its own columns; each "
+                             "passive party sends its clipped share B_m x_m of a test row under "
+                             "its released model (one value per row)", hub_holds_first=True)
 
     @classmethod
     def protected_replaced(cls, data, privacy, rng):

@@ -64,6 +64,72 @@ def test_the_dask_backend_gives_the_in_process_numbers_to_the_bit(tmp_path, clus
     t = remote.manifest["communication"]["transport"]
     assert t["protocol_bytes"] == remote.metrics["bytes"].iloc[-1] * remote.config.run.repeats
     assert t["protocol_bytes"] <= t["bytes"] <= t["protocol_bytes"] * 1.5
+    # scoring the 100 test rows: each party sends its 100 shares B_m x_m, apart from training
+    scored = remote.communication.query("phase == 'inference'")
+    assert scored.query("unit > 0")["sent_bytes"].tolist() == [100 * 8, 100 * 8] * \
+        remote.config.run.repeats
+    assert remote.manifest["result"]["inference_bytes"] == t["protocol_inference_bytes"] == 1600
+    assert 1600 <= t["inference_bytes"] <= 1600 + 2 * 1200  # plus Dask's headers
+
+
+def test_inference_is_counted_from_the_declaration():
+    """a9a's 16,281 test rows scored once: 2 parties x 16,281 shares of 8 bytes (Hu et al.'s
+    eq. (1)); a trainer's or an agent's own model sends nothing; private stacking's party 1
+    scores its own columns."""
+    from vfl.experiments.registry import get_solver
+
+    sharing = get_solver("admm_sharing").inference.traffic(2, 16_281)
+    assert (sharing.messages, sharing.bytes) == (2, 260_496)
+    assert sharing.sent_bytes.tolist() == [130_248, 130_248] == [16_281 * 8] * 2
+    assert sharing.hub_received_bytes == 260_496
+    stacking = get_solver("private_stacking").inference.traffic(3, 1000)
+    assert stacking.sent_messages.tolist() == [0, 1, 1] and stacking.bytes == 16_000
+    for name in ("dp_admm", "ldp_admm"):
+        assert get_solver(name).inference.traffic(5, 16_281).messages == 0
+
+
+#: DP-ADMM (Huang et al. 2019, Algorithm 3) on 5 providers: on the two workers, groups 1-3 and 4-5
+HORIZONTAL = {
+    "data": {"dataset": "synthetic",
+             "options": {"n_train": 400, "n_test": 60, "n_features": 7, "seed": 2}},
+    "preprocessing": {"row_clip": 1.0},
+    "partition": {"agents": 5, "samples_per_agent": 30, "public": 40},
+    "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
+    "solver": {"name": "dp_admm", "epochs": 8},
+}
+
+
+@pytest.mark.parametrize("extra", [
+    # Theorem 1's noise, drawn on the workers, accounted by the trainer; two repeats (splits)
+    {"privacy": {"epsilon_per_iteration": 0.5, "delta": 1e-3, "replayable_noise": True},
+     "run": {"repeats": 2}},
+    # Theorem 3's l1 schedule without noise
+    {"privacy": {"noise": False, "epsilon_per_iteration": 0.5},
+     "objective": {**HORIZONTAL["objective"], "regularizer": "l1"}},
+])
+def test_dp_admm_providers_on_dask_give_the_in_process_numbers_to_the_bit(cluster, extra):
+    from vfl.experiments.providers import DaskProviders
+
+    raw = {**HORIZONTAL, **extra}
+    local = run_experiment(config_from_dict(raw), with_baselines=False)
+    config = config_from_dict({**raw, "run": {**raw.get("run", {}), "backend": "dask"}})
+    with dask_backend(config, cluster, None) as backend:
+        plan = plan_run(config, None, backend)
+        assert isinstance(plan.solver.providers, DaskProviders)
+        with pytest.raises(AttributeError):
+            plan.solver.A  # noqa: B018 (the trainer holds no provider's rows)
+        remote = run_experiment(config, plan=plan, with_baselines=False)
+    timing = [c for c in local.metrics.columns if c.endswith("_time_s")]
+    pd.testing.assert_frame_equal(remote.metrics.drop(columns=timing),
+                                  local.metrics.drop(columns=timing), check_exact=True)
+    np.testing.assert_array_equal(remote.coef, local.coef)
+    pd.testing.assert_frame_equal(remote.communication, local.communication)
+    assert list(remote.manifest["backend"]["providers"]) == ["providers 1-3", "providers 4-5"]
+    # Algorithm 3: each provider sends d = 7 values and receives w (7 values) per iteration
+    t = remote.manifest["communication"]["transport"]
+    assert t["protocol_bytes_per_epoch"] == 2 * 5 * 7 * 8 == 560
+    assert t["bytes"] > 0  # (w reaches a group in one message: TCP may carry less payload)
+    assert remote.manifest["result"]["inference_bytes"] == 0  # the trainer holds the model
 
 
 def test_the_coordinator_holds_no_block(tmp_path, cluster):
@@ -98,44 +164,76 @@ def test_bad_clusters_are_one_line_errors_and_nothing_is_written(tmp_path, clust
     assert not out.exists()
 
 
-def test_a_worker_that_cannot_read_the_data_is_a_one_line_error(tmp_path, cluster, monkeypatch):
+#: the units of each setting (their config after [data]), and the first one's label
+OWN_DATA = {
+    "parties": ("""[partition]
+columns = [3, 3]
+[solver]
+epochs = 2
+""", "party 1"),
+    # DP-ADMM: 2 providers of 15 rows (and 10 public ones) on the two workers
+    "providers": ("""[preprocessing]
+row_clip = 1.0
+[partition]
+agents = 2
+samples_per_agent = 15
+public = 10
+[objective]
+lam = 0.17
+reduction = "unit_mean"
+regularizer = "half_l2sq"
+[solver]
+name = "dp_admm"
+epochs = 2
+[privacy]
+epsilon_per_iteration = 0.5
+noise = false
+""", "provider 1"),
+}
+
+
+@pytest.mark.parametrize("units", sorted(OWN_DATA))
+def test_a_worker_that_cannot_read_the_data_is_a_one_line_error(tmp_path, cluster, monkeypatch,
+                                                               units):
     from sklearn.datasets import dump_svmlight_file
 
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(60, 6)), rng.choice([-1, 1], size=60)
     dump_svmlight_file(X, y, str(tmp_path / "tr.svm"))
     config = tmp_path / "own.toml"
+    table, first = OWN_DATA[units]
     config.write_text(f"""
 [data]
 dataset = "libsvm"
 options = {{ path = "{tmp_path / 'tr.svm'}", test_fraction = 0.25 }}
-[partition]
-columns = [3, 3]
-[solver]
-epochs = 2
+{table}
 [run]
 backend = "dask"
 """)
-    start = DaskBackend.start_parties
+    start = DaskBackend.start
 
     def hide_the_file(self, *args):  # the coordinator has read it; the workers cannot
         (tmp_path / "tr.svm").rename(tmp_path / "elsewhere.svm")
         return start(self, *args)
 
-    monkeypatch.setattr(DaskBackend, "start_parties", hide_the_file)
+    monkeypatch.setattr(DaskBackend, "start", hide_the_file)
     out = tmp_path / "run"
     proc = vfl("run", "--config", config, "--out", out, "--cluster", cluster)
-    assert_one_line_error(proc, "party 1 on worker tcp://127.0.0.1:", "cannot read its data",
+    assert_one_line_error(proc, f"{first} on worker tcp://127.0.0.1:", "cannot read its data",
                           "tr.svm")
     assert not out.exists()
 
 
 @pytest.mark.parametrize("overrides, message", [
     (['solver.name="fdml_sgd"'], "fdml_sgd runs in-process only (the dask backend runs "
-                                  "admm_sharing)"),
+                                  "admm_sharing, dp_admm)"),
     (["privacy.delta=1e-5", "privacy.clip=1.0", "privacy.sigma=1.0"],
-     "run.backend = 'dask' runs without privacy accounting"),
+     "run.backend = 'dask' runs admm_sharing without privacy accounting"),
     (['run.backend="ray"'], "run.backend"),
+    # the exact local solves of Algorithms 1-2 are batched over all providers: in-process only
+    (['solver.name="consensus_admm"', 'partition={agents=2, samples_per_agent=10}',
+      'objective={reduction="unit_mean", regularizer="half_l2sq"}'],
+     "consensus_admm runs in-process only"),
 ])
 def test_the_backend_is_validated_with_the_config(overrides, message):
     raw = {"data": {"dataset": "synthetic"}, "partition": {"columns": [5, 7]},

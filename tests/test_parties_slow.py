@@ -50,6 +50,9 @@ def test_a9a_on_two_workers_sends_the_protocols_bytes(tmp_path, data_dir):
     assert transport["protocol_bytes_per_epoch"] == 4 * 32_561 * 8 == 1_041_952
     # what TCP carried: the same, plus Dask's headers (about 0.2%)
     assert 1_041_952 < transport["bytes_per_epoch"] < 1.01 * 1_041_952
+    # inference: the 16,281 test rows scored once, each party sending its shares
+    assert transport["protocol_inference_bytes"] == 2 * 16_281 * 8 == 260_496
+    assert 260_496 < transport["inference_bytes"] < 1.01 * 260_496
 
 
 def _small(tmp_path, epochs, *overrides):
@@ -120,8 +123,9 @@ class External:
         else:
             for _ in range(self.n):
                 self._spawn("worker", self.address, "--no-nanny", "--nthreads", "1")
-        with distributed.Client(self.address) as client:
-            client.wait_for_workers(self.n, timeout=60)
+        if self.n:
+            with distributed.Client(self.address) as client:
+                client.wait_for_workers(self.n, timeout=60)
 
     def restart_scheduler(self) -> None:
         """Kill the scheduler (its workers close with it), then start it and the workers again."""
@@ -189,6 +193,104 @@ def test_a_party_whose_worker_does_not_come_back_stops_the_run_naming_it(tmp_pat
             run_experiment(config, plan=plan, with_baselines=False, on_epoch=kill_party_2)
     assert str(caught.value) == (f"party 2: its worker {worker} was lost at epoch 4 and no "
                                  "worker could take over its data within 1 s")
+
+
+# ---------------------------------------------------------------- DP-ADMM's providers --
+def _providers(*overrides, epochs=12):
+    from vfl.experiments.config import apply_overrides, config_from_dict
+
+    raw = {"data": {"dataset": "synthetic",
+                    "options": {"n_train": 400, "n_test": 60, "n_features": 7, "seed": 2}},
+           "preprocessing": {"row_clip": 1.0},
+           "partition": {"agents": 5, "samples_per_agent": 30, "public": 40},
+           "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
+           "solver": {"name": "dp_admm", "epochs": epochs},
+           "privacy": {"epsilon_per_iteration": 0.5, "delta": 1e-3, "replayable_noise": True}}
+    return config_from_dict(apply_overrides(raw, list(overrides)))
+
+
+def test_a_killed_workers_providers_resume_from_the_checkpoint_to_the_same_numbers():
+    """Providers 1-3's worker is killed mid-run; its nanny starts a new worker, the group is
+    rebuilt there (its rows read again, its releases and duals from the trainer's checkpoint,
+    the noise stream replayed) and the run ends as an uninterrupted in-process one, to the
+    bit, privacy accounting included."""
+    config = _providers("run.backend=dask", "run.party_wait=60")
+    with _cluster(2) as cluster, dask_backend(config, cluster.scheduler_address, None) as backend:
+        plan = plan_run(config, None, backend)
+        first = dict(backend.describe()["providers"])
+        killed = []
+
+        def kill_at_iteration_5(row):
+            if row["epoch"] == 5 and not killed:
+                killed.append(_kill_party(backend, 0))
+
+        remote = run_experiment(config, plan=plan, with_baselines=False,
+                                on_epoch=kill_at_iteration_5)
+        moved = backend.describe()["providers"]
+        faults = backend.recoveries
+    assert killed and moved["providers 1-3"] != first["providers 1-3"]
+    assert moved["providers 4-5"] == first["providers 4-5"]
+    assert [(f["unit"], f["iteration"]) for f in faults] == [("providers 1-3", 6)]
+    local = run_experiment(_providers(), with_baselines=False)
+    timing = [c for c in local.metrics.columns if c.endswith("_time_s")]
+    pd.testing.assert_frame_equal(remote.metrics.drop(columns=timing),
+                                  local.metrics.drop(columns=timing), check_exact=True)
+    np.testing.assert_array_equal(remote.coef, local.coef)
+
+
+def test_providers_whose_worker_does_not_come_back_stop_the_run_naming_them(external_cluster):
+    config = _providers("run.backend=dask", "run.party_wait=1", epochs=10)
+    with dask_backend(config, external_cluster, None) as backend:
+        plan = plan_run(config, None, backend)
+        worker = backend.slots[1].worker
+
+        def kill_providers_4_5(row):
+            if row["epoch"] == 3:
+                _kill_party(backend, 1)
+
+        with pytest.raises(PartyLostError) as caught:
+            run_experiment(config, plan=plan, with_baselines=False, on_epoch=kill_providers_4_5)
+    assert str(caught.value) == (f"providers 4-5: their worker {worker} was lost at iteration "
+                                 "4 and no worker could take over their data within 1 s")
+
+
+def test_a_cluster_without_workers_for_the_providers_is_a_one_line_error(tmp_path):
+    from cli_helpers import assert_one_line_error
+
+    cluster = External(tmp_path, 0, nanny=False)
+    path = tmp_path / "dp.toml"
+    path.write_text("""
+[data]
+dataset = "synthetic"
+options = { n_train = 400, n_test = 60, n_features = 7, seed = 2 }
+[preprocessing]
+row_clip = 1.0
+[partition]
+agents = 5
+samples_per_agent = 30
+public = 40
+[objective]
+lam = 0.17
+reduction = "unit_mean"
+regularizer = "half_l2sq"
+[solver]
+name = "dp_admm"
+epochs = 3
+[privacy]
+epsilon_per_iteration = 0.5
+replayable_noise = true
+[run]
+backend = "dask"
+""")
+    try:
+        out = tmp_path / "run"
+        assert_one_line_error(vfl("run", "--config", path, "--out", out, "--cluster",
+                                  cluster.address),
+                              f"the Dask cluster at {cluster.address} has 0 workers for 5 "
+                              "providers: the providers need at least one worker")
+        assert not out.exists()
+    finally:
+        cluster.close()
 
 
 @pytest.mark.data

@@ -97,14 +97,25 @@ def test_every_solver_keeps_the_contract(name):
     # every protocol counts what it sends: something each iteration, the totals in
     # metrics.csv equal to the per-unit detail, and (public sizes only) released
     comm = first.communication
+    training = comm.query("phase == 'training'")
     last = first.metrics.iloc[-1]
     assert last["messages"] > 0 and last["bytes"] > 0, f"{name} counts no message"
-    assert comm.query("unit > 0")["sent_messages"].sum() + comm.query("unit == 0")[
+    assert training.query("unit > 0")["sent_messages"].sum() + training.query("unit == 0")[
         "sent_messages"].sum() == last["messages"]
-    assert comm["sent_bytes"].sum() == comm["received_bytes"].sum()  # every byte arrives
-    assert comm["sent_bytes"].sum() == last["bytes"]
+    assert training["sent_bytes"].sum() == training["received_bytes"].sum()  # every byte arrives
+    assert training["sent_bytes"].sum() == last["bytes"]
     if name in PRIVATE:
         assert kinds["messages"] == kinds["bytes"] == "released"
+    # scoring the test rows is declared (what each unit sends per row, or a model held by one
+    # endpoint) and counted apart from training, at the last iteration
+    assert cls.inference is not None and cls.inference.note, f"{name} declares no inference"
+    scored = comm.query("phase == 'inference'")
+    assert set(scored["epoch"]) == {int(last["epoch"])}
+    declared = first.manifest["communication"]["inference"]
+    assert scored["sent_bytes"].sum() == scored["received_bytes"].sum() == declared["bytes"] \
+        == first.manifest["result"]["inference_bytes"]
+    assert (declared["bytes"] > 0) == (cls.inference.values_per_row > 0) \
+        == (cls.setting == Setting.VERTICAL)  # only columns split over parties need messages
 
 
 @pytest.mark.parametrize("name", sorted(PRIVATE))

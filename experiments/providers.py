@@ -1,0 +1,272 @@
+"""``run.backend = "dask"`` for DP-ADMM: groups of providers on their own Dask workers.
+
+Huang et al. (2019), Algorithm 3: provider i holds its rows and labels; a
+trainer holds no data. Each worker gets one actor (:class:`ProviderActor`)
+holding a contiguous group of providers: the providers are spread over the
+cluster's free workers, as evenly as possible (``N`` providers on ``G =
+min(N, workers)`` workers, groups of ``ceil(N / G)`` or ``floor(N / G)``),
+so a cluster with fewer workers than providers puts several providers on a
+worker, and one with at least ``N`` gives each provider its own. The actor
+reads the dataset file itself, runs the config's preprocessing and the
+repeat's split, and keeps only its providers' rows; the group's iteration is
+vectorized over its providers (:class:`~vfl.admm.providers.ProviderGroup`).
+
+The trainer is the solver in the client process. Each iteration it sends
+every group the global ``w^k`` (and the public step size and noise scale),
+and receives each provider's release ``w~_i^{k+1}`` (3b), ``d`` values per
+provider: the messages of Algorithm 3, nothing else, except the diagnostics
+a research run asks for (training margins, losses and local objectives, the
+clean local models: :class:`~vfl.admm.providers.Providers`). It records
+each iteration's :class:`~vfl.core.solver.Release` event (public schedules:
+Theorem 1's sigma and Lemma 1's sensitivity), so a run that claims a
+guarantee is accounted as in-process, while the noise is drawn on the
+workers: from the run's replayable stream (each group draws the whole
+``(N, d)`` draw and keeps its rows, so the numbers are those of the
+in-process backend to the bit; a replayable run's noise is public to whoever
+holds the seed anyway), or, in a deployment run, by each group's own exact
+sampler.
+
+Faults (the mechanism of :class:`~.parties.DaskUnits`): the trainer's
+checkpoint of a group is what it has from the protocol (the group's last
+releases, the duals ``gamma_i`` it computes for (3c), the noise scales of the
+completed iterations); a group rebuilt on a new worker reads its rows again,
+takes that state, and replays its noise stream.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import numpy as np
+
+from vfl.admm.providers import ProviderGroup, Providers, ProviderSpec, check_provider_rows
+from vfl.core.errors import ConfigError
+from vfl.core.solver import HorizontalData, add_noise_to_rows
+
+from .config import Config
+from .parties import DaskBackend, DaskUnits, Layout, too_few
+
+__all__ = ["DaskProviders", "ProviderActor", "ProviderLayout", "groups"]
+
+
+def groups(N: int, workers: int) -> list[tuple[int, int]]:
+    """Contiguous provider ranges ``[start, stop)``: ``N`` providers over ``min(N, workers)``
+    groups whose sizes differ by at most one (the larger ones first)."""
+    G = min(N, workers)
+    size, extra = divmod(N, G)
+    cuts = np.cumsum([0] + [size + (g < extra) for g in range(G)])
+    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def _label(start: int, stop: int) -> str:
+    return f"provider {start + 1}" if stop == start + 1 else f"providers {start + 1}-{stop}"
+
+
+# ------------------------------------------------------------------ worker side --
+class ProviderActor:
+    """Providers ``start .. stop - 1`` on their worker: their rows, read here."""
+
+    def __init__(self, config: Config, data_dir, start: int, stop: int,
+                 blas_threads: int | None):
+        from .registry import get_solver
+        from .runner import _load_config_dataset, _prepare
+        from .settings import prepare
+
+        if blas_threads is not None:
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(blas_threads, user_api="blas")
+        dataset, note = _load_config_dataset(config, data_dir)  # read here, never from a cache
+        # the providers' rows are drawn from the pool by each repeat's split (the paper's
+        # simulation of providers, Sec. VI): with several repeats the pool stays here to
+        # draw the later ones; with one, only this group's rows are kept
+        setting = prepare(config, dataset, get_solver(config.solver.name))
+        self.config, self.start_, self.stop = config, int(start), int(stop)
+        data = _prepare(setting, config, 0).data
+        _, m, d = data.A.shape
+        self.fingerprint = {"providers": self.stop - self.start_, "samples": int(m),
+                            "columns": int(d), "sha256": dataset.checksums, "fallback": note}
+        rows = slice(self.start_, self.stop)
+        self.first = (data.A[rows].copy(), data.b[rows].copy())  # repeat 0's rows
+        self.setting = setting if config.run.repeats > 1 else None
+        del dataset, setting, data
+        self.group = None
+        self.rng = None
+        self._before = None
+
+    def describe(self) -> dict:
+        return self.fingerprint
+
+    def start(self, spec: ProviderSpec, repeat: int, total: int) -> int:
+        """The group for one repeat: its rows of the repeat's split, checked (``||a|| <= 1``
+        enforced in a private run), zero state, the run's noise stream; returns the rows
+        scaled onto the unit ball."""
+        from .runner import _prepare, _streams
+
+        if repeat == 0:
+            A, b = self.first
+        else:
+            data = _prepare(self.setting, self.config, repeat).data
+            A, b = data.A[self.start_:self.stop], data.b[self.start_:self.stop]
+            del data
+        A, b, clipped = check_provider_rows(A, b, name=spec.name, private=spec.private,
+                                            row_bound=spec.row_bound)
+        self.group = ProviderGroup(A, b, start=self.start_, rho=spec.rho,
+                                   lam_per_provider=spec.lam_per_provider,
+                                   regularizer=spec.regularizer)
+        self.total = int(total)
+        self.rng = _streams(self.config, repeat).noise()
+        return clipped
+
+    def _publish(self, noise):
+        if noise is None:
+            return lambda W: W
+        mechanism, scale = noise
+        return lambda W: add_noise_to_rows(mechanism, W, scale, self.rng, self.group.rows,
+                                           self.total)
+
+    def update(self, w, eta, noise):
+        """One iteration of the group's providers (:meth:`ProviderGroup.update`)."""
+        g = self.group
+        self._before = (_rng_state(self.rng), g.gamma, g.shared, g.W, g.rounds)
+        return g.update(w, eta, self._publish(noise))
+
+    def sync(self, rounds: int) -> int:
+        """Roll back an iteration the trainer did not complete; returns the rounds done."""
+        g = self.group
+        if g.rounds == rounds + 1 and self._before is not None:
+            state, g.gamma, g.shared, g.W, g.rounds = self._before
+            if state is not None:
+                self.rng.bit_generator.state = state
+        return g.rounds
+
+    def resume(self, shared, gamma, rounds: int, noises) -> None:
+        """Catch up with the trainer's checkpoint: replay the noise draws of the completed
+        iterations, then take the state the trainer has from the protocol."""
+        zero = np.zeros((self.stop - self.start_, self.group.A.shape[2]))
+        for noise in noises:
+            if noise is not None:
+                self._publish(noise)(zero)
+        self.group.restore(shared, gamma, rounds)
+
+    def diagnose(self, w, W_bar):
+        return self.group.diagnose(w, W_bar)
+
+    def models(self):
+        return self.group.W
+
+    def ping(self) -> int:
+        return self.group.rounds if self.group is not None else 0
+
+
+def _rng_state(rng):
+    """A seeded stream's position (None for an exact sampler: it is never replayed)."""
+    if isinstance(rng, np.random.Generator):
+        return copy.deepcopy(rng.bit_generator.state)
+    return None
+
+
+# ------------------------------------------------------------------ client side --
+class ProviderLayout(Layout):
+    """Horizontal: contiguous groups of providers, one group per free worker."""
+
+    units = "providers"
+    actor = ProviderActor
+
+    def local_workers(self, first) -> int:
+        return max(1, min(len(first.data.A), os.cpu_count() or 1))
+
+    def place(self, first, workers, address):
+        N = len(first.data.A)
+        if not workers:
+            raise ConfigError(too_few(address, workers, N, "providers",
+                                      "the providers need at least one worker"))
+        self.ranges = groups(N, len(workers))
+        return [(_label(a, b), (a, b)) for a, b in self.ranges]
+
+    def expected(self, first, k):
+        a, b = self.ranges[k]
+        _, m, d = first.data.A.shape
+        return {"providers": b - a, "samples": int(m), "columns": int(d)}
+
+    def data(self, backend, prepared, repeat):
+        return HorizontalData(None, None, public=prepared.data.public,
+                              providers=_Factory(backend, repeat, prepared.data.A.shape))
+
+
+class _Factory:
+    """``providers(spec, record)`` for :class:`~vfl.admm.consensus.DPADMM`: start the groups."""
+
+    def __init__(self, backend: DaskBackend, repeat: int, shape):
+        self.backend, self.repeat, self.shape = backend, repeat, tuple(int(v) for v in shape)
+
+    def __call__(self, spec: ProviderSpec, record) -> "DaskProviders":
+        return DaskProviders(self.backend, spec, record, self.repeat, self.shape)
+
+
+class DaskProviders(DaskUnits, Providers):
+    """The :class:`~vfl.admm.providers.Providers` seam over one actor per group of providers.
+
+    ``record(units=, scale=, sensitivity=, size=)`` records an iteration's release event
+    in the trainer (:meth:`~vfl.core.solver.Solver.record_release`) and returns it.
+    """
+
+    def __init__(self, backend: DaskBackend, spec: ProviderSpec, record, repeat: int, shape):
+        DaskUnits.__init__(self, backend, repeat)
+        self.spec, self.record = spec, record
+        self.n_providers, self.m, self.d = shape
+        self.ranges = [(int(a), int(b)) for a, b in backend.layout.ranges]
+        clipped = [f.result() for f in
+                   [s.actor.start(spec, repeat, self.n_providers) for s in self.slots]]
+        self.rows_clipped = int(sum(clipped))
+        # the checkpoint: what the trainer has from the protocol
+        self.rounds = 0
+        self.shared = np.zeros((self.n_providers, self.d))  # the last releases w~_i^k
+        self.gamma = np.zeros((self.n_providers, self.d))  # the groups' duals gamma_i^k
+        self.noises: list = []  # per completed iteration: None or (mechanism, scales (N,))
+
+    def update(self, w, eta, noise):
+        if noise is not None:
+            units, scale, sens = noise
+            event = self.record(units=units, scale=scale, sensitivity=sens, size=self.d)
+            noise = (event.mechanism, event.scale)
+        replies = self._round("update", {
+            k: (w, eta, None if noise is None else (noise[0], noise[1][a:b]))
+            for k, (a, b) in enumerate(self.ranges)})
+        shared = np.concatenate([replies[k] for k in range(len(self.slots))])
+        # the groups' (3d) of this iteration, as they took it (the same values, the same ops)
+        if self.rounds:
+            self.gamma = self.gamma - self.spec.rho * (self.shared - w)
+        self.shared, self.rounds = shared, self.rounds + 1
+        self.noises.append(noise)
+        return shared
+
+    def diagnose(self, w, W_bar):
+        parts = self._ask("diagnose", each=lambda k: (
+            w, None if W_bar is None else W_bar[self.ranges[k][0]:self.ranges[k][1]]))
+        margins = np.concatenate([p[0] for p in parts])
+        losses = np.concatenate([p[1] for p in parts])
+        f = None if W_bar is None else np.concatenate([p[2] for p in parts])
+        return margins, losses, f
+
+    def models(self):
+        return np.concatenate(self._ask("models"))
+
+    # -- faults ---------------------------------------------------------------------------
+    def _done(self, k):
+        return self.rounds
+
+    def _args(self, k):
+        return self.ranges[k]
+
+    def _plural(self, k):
+        return self.ranges[k][1] - self.ranges[k][0] > 1
+
+    def _rebuild(self, k: int, worker: str) -> None:
+        a, b = self.ranges[k]
+        actor = self.slots[k].actor
+        actor.start(self.spec, self.repeat, self.n_providers).result()
+        actor.resume(self.shared[a:b], self.gamma[a:b], self.rounds,
+                     [None if n is None else (n[0], n[1][a:b]) for n in self.noises]).result()
+
