@@ -112,7 +112,8 @@ class ProviderGroup:
     def diagnose(self, w: np.ndarray, W_bar: np.ndarray | None):
         """Training margins ``A_i w`` ``(n, m)``, losses ``(1/m) sum_j l`` ``(n,)`` and, after
         an iteration, the local objectives ``f_i(W_bar_i)`` ``(n,)`` (Sec. VI's metrics)."""
-        from .consensus import _softplus, local_objectives
+        from .consensus.batched import local_objectives
+        from .local_solvers import _softplus
 
         margins = self.A @ w
         losses = _softplus(-self.b * margins).mean(axis=1)

@@ -39,8 +39,13 @@ def _vfl_imports(path: Path) -> set[str]:
                 parts.add(node.module.split(".")[1])
             elif node.level == 0 and node.module == "vfl":
                 parts |= {a.name for a in node.names}
-            elif node.level >= 2 and node.module:
-                parts.add(node.module.split(".")[0])
+            elif node.level >= 1:
+                # resolve against the module's own package: vfl.<part>.<sub>...
+                package = ["vfl", *path.relative_to(REPO).with_suffix("").parts[:-1]]
+                base = package[:len(package) - (node.level - 1)]
+                target = [*base, *(node.module.split(".") if node.module else [])]
+                if len(target) >= 2:
+                    parts.add(target[1])
     return parts
 
 

@@ -153,7 +153,7 @@ def test_readme_commands_parse():
 #: the user-facing files that must cite papers by author, year and section, never by the
 #: internal ids of the implementation specs or the issue tracker
 USER_FACING = (
-    "admm/consensus.py", "admm/sharing/*.py", "decentralized/admm.py", "decentralized/gd.py",
+    "admm/consensus/*.py", "admm/sharing/*.py", "decentralized/admm.py", "decentralized/gd.py",
     "decentralized/problem.py", "decentralized/graphs.py", "decentralized/base.py",
     "decentralized/secret_sharing.py", "privacy/ldp.py", "privacy/paper.py",
     "privacy/moments.py", "papers/*.py", "papers/*/*.py", "plots/*.py", "datasets/*.py", "experiments/*.py",
