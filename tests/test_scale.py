@@ -172,3 +172,18 @@ def test_the_central_solve_from_a_subsample_reaches_the_same_optimum(lam, warm_r
     assert warm.value == pytest.approx(cold.value, rel=1e-14)
     _, g0 = objective.value_and_grad(np.zeros(D.shape[1]), D, data.y_train)
     assert warm.grad_norm <= 1e-10 * np.linalg.norm(g0)
+
+
+def test_blas_threads_follow_the_blocks_storage():
+    """Unset, ``solver.blas_threads`` is 1 for sparse blocks (no BLAS in their products) and
+    untouched for dense ones (BLAS products); a value given in the config always wins."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from vfl.admm.sharing.adapter import blas_threads_for
+
+    dense, sparse = np.ones((4, 3)), sp.csr_matrix(np.eye(4, 3))
+    assert blas_threads_for([sparse, sparse], None) == 1
+    assert blas_threads_for([sparse, dense], None) is None
+    assert blas_threads_for([sparse, sparse], 2) == 2 and blas_threads_for([dense], 1) == 1
+    assert blas_threads_for(None, None) is None  # blocks on Dask workers: their process decides
