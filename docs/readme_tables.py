@@ -197,6 +197,7 @@ def count(csv: str, fmt="d", **where) -> Fact:
 _AUDITS = "audits/audits.csv"
 _A9A, _ADULT = "private/utility-a9a.csv", "private/utility-adult.csv"
 _BYTES = "hu/bytes.csv"
+_SCALE = "scale/scale.csv"
 
 
 def _low_scale(t: pd.DataFrame) -> float:
@@ -324,6 +325,9 @@ FACTS: dict[str, Fact] = {
     "hu-gisette-sgd-epochs": Fact(_BYTES, _bytes(_GISETTE, "FDML SGD", "epochs_to_target"), "d"),
     "hu-gisette-sgd-over-admm": Fact(_BYTES, _bytes(_GISETTE, "FDML SGD", "bytes_over_admm"),
                                      ".2g"),
+    # configs/a9a-fast.toml on a9a itself (the scale benchmark's smallest runs; deterministic)
+    "a9a-fast-epochs-2-parties": cell(_SCALE, "epochs_to_1e-4", ".0f", rows=32561, parties=2),
+    "a9a-fast-epochs-16-parties": cell(_SCALE, "epochs_to_1e-4", ".0f", rows=32561, parties=16),
 }
 
 #: ``VALUE<!-- fact: NAME -->``: VALUE is the word right before the mark
