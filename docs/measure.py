@@ -63,9 +63,14 @@ def _wall(unit: Callable[[float], str]):
 
 
 def _sampler(which: str):
-    """The sampler benchmark's per-vector time or its epoch ratio, from its bench.json."""
+    """The sampler benchmark's per-vector time (exact, or numpy's) or its epoch ratio, from its
+    bench.json."""
     def read(output, wall, tmp):
         found = json.loads((tmp / "bench" / "bench.json").read_text())["sampler"]
+        if which == "numpy":
+            return (f"{1e3 * found['numpy_seconds']:.1f} ms",
+                    f"median numpy `standard_normal` vector of {found['values']} values, the "
+                    f"reference of `sampler-vector`")
         if which == "vector":
             return (f"{1e3 * found['exact_seconds']:.0f} ms",
                     f"median exact discrete Gaussian vector of {found['values']} values, against "
@@ -95,6 +100,8 @@ MEASUREMENTS = {
     "benchmarks": Measurement("python -m benchmarks --out {tmp}/bench", _wall(_minutes)),
     "sampler-vector": Measurement("python -m benchmarks --only sampler --out {tmp}/bench",
                                   _sampler("vector")),
+    "sampler-numpy": Measurement("python -m benchmarks --only sampler --out {tmp}/bench",
+                                 _sampler("numpy")),
     "sampler-epoch": Measurement("python -m benchmarks --only sampler --out {tmp}/bench",
                                  _sampler("epoch")),
 }

@@ -18,13 +18,28 @@ NAME says which CSV and which renderer:
   (:func:`scale_markdown`, with issue 23's targets);
 - ``dask``: ``docs/figures/dask/dask.csv`` and ``dask-nanny.csv``, written by
   ``python docs/measure.py dask`` (:func:`dask_markdown`).
+
+Numbers in README's prose that a committed CSV determines are *facts*:
+``VALUE<!-- fact: NAME -->``, where VALUE is the word right before the mark
+(letters, digits and ``.,+-%``: ``0.3250``, ``1,041,952``, ``1e-5``, ``48%``,
+``two``) and NAME a key of :data:`FACTS`, which says which CSV under
+``docs/figures/`` and how the number is read off it (a cell of the one row a
+selector picks, a count of rows, or a small function of the table), and how
+it is printed. :func:`render` rewrites VALUE along with the tables, so the same
+check fails when the prose drifts from its CSV. An unknown NAME, a selector
+that picks no row or several, or a value that is not one word raises an error
+naming the fact. To quote a new number: add its entry to :data:`FACTS`, put
+the mark after the number in README, run this script.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
@@ -103,15 +118,252 @@ def dask_markdown(cases: pd.DataFrame, nanny: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+class FactError(ValueError):
+    """A fact README marks that cannot be read off its CSV (the message names the fact)."""
+
+
+def _csv(name: str) -> pd.DataFrame:
+    """A committed CSV under docs/figures (``audits/audits.csv``), as the tables read it (the
+    utility CSVs may carry ``#`` comment lines)."""
+    return pd.read_csv(FIGURES / name, comment="#" if name.startswith("private/") else None)
+
+
+def _where(table: pd.DataFrame, csv: str, where: dict) -> pd.DataFrame:
+    """The rows of ``table`` whose columns equal ``where``'s values."""
+    keep = pd.Series(True, index=table.index)
+    for column, value in where.items():
+        if column not in table.columns:
+            raise FactError(f"{csv} has no column {column!r}")
+        keep &= table[column] == value
+    return table[keep]
+
+
+def _one(table: pd.DataFrame, csv: str, where: dict) -> pd.Series:
+    rows = _where(table, csv, where)
+    if len(rows) != 1:
+        said = ", ".join(f"{k}={v!r}" for k, v in where.items())
+        raise FactError(f"{len(rows)} rows of {csv} have {said}, not one")
+    return rows.iloc[0]
+
+
+def _unique(values, what: str):
+    found = sorted(set(values))
+    if len(found) != 1:
+        raise FactError(f"{what} takes {len(found)} values {found}, not one")
+    return found[0]
+
+
+def _exp(digits: int) -> Callable[[float], str]:
+    """``1.0e7``, ``1e-5``: scientific notation without the exponent's sign and padding."""
+    def fmt(x: float) -> str:
+        mantissa, exponent = f"{x:.{digits}e}".split("e")
+        return f"{mantissa}e{int(exponent)}"
+    return fmt
+
+
+_WORDS = ("none", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def _word(n: int) -> str:
+    return _WORDS[n] if 0 <= n < len(_WORDS) else str(n)
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One number README's prose quotes: ``value`` of the CSV ``csv`` (under docs/figures, or
+    a tuple of them, concatenated), printed by ``fmt`` (a format spec or a function)."""
+
+    csv: str | tuple[str, ...]
+    value: Callable[[pd.DataFrame], object]
+    fmt: str | Callable[[object], str] = "g"
+
+    def text(self) -> str:
+        names = (self.csv,) if isinstance(self.csv, str) else self.csv
+        table = pd.concat([_csv(n) for n in names], ignore_index=True)
+        value = self.value(table)
+        return self.fmt(value) if callable(self.fmt) else format(value, self.fmt)
+
+
+def cell(csv: str, column: str, fmt="g", **where) -> Fact:
+    """``column`` of the one row of ``csv`` whose columns equal ``where``."""
+    return Fact(csv, lambda t: _one(t, csv, where)[column], fmt)
+
+
+def count(csv: str, fmt="d", **where) -> Fact:
+    """How many rows of ``csv`` have ``where``."""
+    return Fact(csv, lambda t: len(_where(t, csv, where)), fmt)
+
+
+_AUDITS = "audits/audits.csv"
+_A9A, _ADULT = "private/utility-a9a.csv", "private/utility-adult.csv"
+_BYTES = "hu/bytes.csv"
+_SCALE = "scale/scale.csv"
+
+
+def _low_scale(t: pd.DataFrame) -> float:
+    """The audits' reduced noise scale S (every config is audited as run and at S)."""
+    return _unique((s for s in t["noise_scale"] if s != 1), "the audits' noise scale below 1")
+
+
+def _low(t: pd.DataFrame) -> pd.DataFrame:
+    return t[t["noise_scale"] == _low_scale(t)]
+
+
+def _logloss(t: pd.DataFrame, csv: str, method: str, epsilon: float) -> float:
+    return float(_one(t, csv, {"method": method, "epsilon": epsilon})["test_logloss_mean"])
+
+
+def _beats_from(csv: str) -> Callable[[pd.DataFrame], float]:
+    """The smallest epsilon from which private stacking beats party 1 alone at every epsilon."""
+    def value(t):
+        alone = _logloss(t, csv, "party 1 alone", float("inf"))
+        rows = t[t["method"] == "private stacking"].sort_values("epsilon", ascending=False)
+        start = None
+        for epsilon, loss in zip(rows["epsilon"], rows["test_logloss_mean"]):
+            if loss >= alone:
+                break
+            start = epsilon
+        if start is None:
+            raise FactError(f"private stacking does not beat party 1 alone at the largest "
+                            f"epsilon of {csv}")
+        return start
+    return value
+
+
+def _admm_epochs(top: bool) -> Callable[[pd.DataFrame], int]:
+    """The epochs the search chose for ADMM sharing (row-level DP) at the largest epsilon
+    (``top``) or at every other one, on both data sets."""
+    def value(t):
+        rows = t[t["method"] == "ADMM sharing (row-level DP)"]
+        largest = rows["epsilon"].max()
+        rows = rows[(rows["epsilon"] == largest) == top]
+        return _unique((int(json.loads(c)["solver.epochs"]) for c in rows["chosen"]),
+                       "the chosen solver.epochs")
+    return value
+
+
+def _bytes(dataset: str, method: str, column: str) -> Callable[[pd.DataFrame], float]:
+    return lambda t: _one(t, _BYTES, {"dataset": dataset, "method": method})[column]
+
+
+def _whole(v: float, what: str) -> int:
+    if v != round(v):
+        raise FactError(f"{what} is {v}, not a whole number")
+    return round(v)
+
+
+def _a9a_messages_per_epoch(t: pd.DataFrame) -> int:
+    r = _one(t, _BYTES, {"dataset": "a9a", "method": "ADMM sharing"})
+    return _whole(r["messages_to_target"] / r["epochs_to_target"], "messages per epoch")
+
+
+def _a9a_values_per_message(t: pd.DataFrame) -> int:
+    """float64 values: bytes per epoch over 8 bytes times the messages per epoch."""
+    r = _one(t, _BYTES, {"dataset": "a9a", "method": "ADMM sharing"})
+    return _whole(r["bytes_per_epoch"] / (8 * _a9a_messages_per_epoch(t)), "values per message")
+
+
+_GISETTE = "gisette stand-in (synthetic)"
+
+#: every fact README's prose may mark, by name
+FACTS: dict[str, Fact] = {
+    # The audit: every shipped guarantee as run and at a reduced noise scale S
+    "audits-configs": Fact(_AUDITS, lambda t: t["config"].nunique(), "d"),
+    "audits-pass-as-run": count(_AUDITS, noise_scale=1, verdict="PASS"),
+    "audits-low-scale": Fact(_AUDITS, _low_scale, "g"),
+    "audits-refuted-low": Fact(_AUDITS, lambda t: int((_low(t)["verdict"] == "REFUTED").sum()),
+                               "d"),
+    "audits-not-refuted-low": Fact(_AUDITS, lambda t: int((_low(t)["verdict"] != "REFUTED").sum()),
+                                   _word),
+    "audits-level": Fact(_AUDITS, lambda t: _unique(t["level"], "the audits' level"), ".1%"),
+    "audit-privacy-a9a-epsilon": cell(_AUDITS, "epsilon", _exp(1), config="privacy-a9a",
+                                      noise_scale=1),
+    "audit-privacy-a9a-delta": cell(_AUDITS, "delta", _exp(0), config="privacy-a9a",
+                                    noise_scale=1),
+    "audit-privacy-a9a-exercised": cell(_AUDITS, "exercised_over_charged", ".2f",
+                                        config="privacy-a9a", noise_scale=1),
+    "audit-privacy-a9a-column-exercised": cell(_AUDITS, "exercised_over_charged", ".0%",
+                                               config="privacy-a9a-column", noise_scale=1),
+    "audit-own-data-stacking-exercised": cell(_AUDITS, "exercised_over_charged", ".2f",
+                                              config="own-data-stacking", noise_scale=1),
+    "audit-dp-admm-alg2-epsilon": cell(_AUDITS, "epsilon", "g", config="dp-admm-alg2",
+                                       noise_scale=1),
+    "audit-dp-admm-alg2-delta": cell(_AUDITS, "delta", _exp(0), config="dp-admm-alg2",
+                                     noise_scale=1),
+    "audit-dp-admm-alg2-corrected-low": Fact(
+        _AUDITS, lambda t: _one(_low(t), _AUDITS, {"config": "dp-admm-alg2-corrected"})["verdict"],
+        "s"),
+    # Private utility: test log loss per method and epsilon
+    "utility-draws": Fact((_A9A, _ADULT), lambda t: _unique(
+        t.loc[t["kind"].notna(), "n_seeds"], "the private methods' n_seeds"), "d"),
+    "utility-a9a-stacking-eps8": cell(_A9A, "test_logloss_mean", ".4f",
+                                      method="private stacking", epsilon=8),
+    "utility-a9a-all-features": cell(_A9A, "test_logloss_mean", ".4f", method="all features"),
+    "utility-a9a-gap-eps8": Fact(_A9A, lambda t: _logloss(t, _A9A, "private stacking", 8)
+                                 - _logloss(t, _A9A, "all features", float("inf")), ".3f"),
+    "utility-a9a-beats-party1-from": Fact(_A9A, _beats_from(_A9A), "g"),
+    "utility-adult-stacking-eps0.5": cell(_ADULT, "test_logloss_mean", ".4f",
+                                          method="private stacking", epsilon=0.5),
+    "utility-adult-stacking-eps1": cell(_ADULT, "test_logloss_mean", ".4f",
+                                        method="private stacking", epsilon=1),
+    "utility-adult-party1": cell(_ADULT, "test_logloss_mean", ".4f", method="party 1 alone"),
+    "utility-adult-beats-party1-from": Fact(_ADULT, _beats_from(_ADULT), "g"),
+    "utility-a9a-admm-eps8": cell(_A9A, "test_logloss_mean", ".4f",
+                                  method="ADMM sharing (row-level DP)", epsilon=8),
+    "utility-admm-epochs": Fact((_A9A, _ADULT), _admm_epochs(top=False), "d"),
+    "utility-admm-epochs-top": Fact((_A9A, _ADULT), _admm_epochs(top=True), "d"),
+    # Hu et al.: the bytes to a common test loss (and what one a9a epoch sends)
+    "hu-a9a-messages-per-epoch": Fact(_BYTES, _a9a_messages_per_epoch, "d"),
+    "hu-a9a-values-per-message": Fact(_BYTES, _a9a_values_per_message, ",d"),
+    "hu-a9a-bytes-per-epoch": Fact(_BYTES, _bytes("a9a", "ADMM sharing", "bytes_per_epoch"), ",d"),
+    "hu-a9a-admm-epochs": Fact(_BYTES, _bytes("a9a", "ADMM sharing", "epochs_to_target"), "d"),
+    "hu-a9a-sgd-epochs": Fact(_BYTES, _bytes("a9a", "FDML SGD", "epochs_to_target"), "d"),
+    "hu-a9a-admm-over-sgd": Fact(_BYTES, lambda t: 1 / _bytes("a9a", "FDML SGD",
+                                                                "bytes_over_admm")(t), ".2g"),
+    "hu-gisette-admm-epochs": Fact(_BYTES, _bytes(_GISETTE, "ADMM sharing", "epochs_to_target"),
+                                   "d"),
+    "hu-gisette-sgd-epochs": Fact(_BYTES, _bytes(_GISETTE, "FDML SGD", "epochs_to_target"), "d"),
+    "hu-gisette-sgd-over-admm": Fact(_BYTES, _bytes(_GISETTE, "FDML SGD", "bytes_over_admm"),
+                                     ".2g"),
+    # configs/a9a-fast.toml on a9a itself (the scale benchmark's smallest runs; deterministic)
+    "a9a-fast-epochs-2-parties": cell(_SCALE, "epochs_to_1e-4", ".0f", rows=32561, parties=2),
+    "a9a-fast-epochs-16-parties": cell(_SCALE, "epochs_to_1e-4", ".0f", rows=32561, parties=16),
+}
+
+#: ``VALUE<!-- fact: NAME -->``: VALUE is the word right before the mark
+_FACT = re.compile(r"([\w.,+%-]*)<!-- fact: (.*?) -->")
+_WORD = re.compile(r"[\w.,+%-]+")
+
+
+def fact(name: str) -> str:
+    """The text of the fact NAME, as README shows it."""
+    if name not in FACTS:
+        raise FactError(f"README names an unknown fact {name!r} (docs/readme_tables.py FACTS)")
+    try:
+        text = FACTS[name].text()
+    except FactError as e:
+        raise FactError(f"fact {name!r}: {e}") from None
+    except (KeyError, OSError, ValueError, TypeError) as e:
+        raise FactError(f"fact {name!r}: {type(e).__name__}: {e}") from e
+    if not _WORD.fullmatch(text):
+        raise FactError(f"fact {name!r} prints {text!r}, which is not one word")
+    return text
+
+
 def render(readme: str) -> str:
-    """``readme`` with every marked table rewritten from its CSV."""
-    return _BLOCK.sub(lambda m: m.group(1) + _render(m.group(2)) + m.group(4), readme)
+    """``readme`` with every marked table and fact rewritten from its CSV."""
+    readme = _BLOCK.sub(lambda m: m.group(1) + _render(m.group(2)) + m.group(4), readme)
+    return _FACT.sub(lambda m: fact(m.group(2)) + m.group(0)[len(m.group(1)):], readme)
 
 
 def main(argv: list[str]) -> int:
     path = REPO / "README.md"
     text = path.read_text()
-    new = render(text)
+    try:
+        new = render(text)
+    except FactError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if "--check" in argv:
         return int(new != text)
     path.write_text(new)

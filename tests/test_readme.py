@@ -81,17 +81,63 @@ def test_numbers_marked_as_measured_are_the_recorded_ones():
         assert value in measured[key], f"README says {value} for {key}; measured: {measured[key]}"
 
 
-def test_measured_tables_are_the_ones_the_script_writes():
-    """README's audit and utility tables are `python docs/readme_tables.py` of the committed CSVs."""
+def _readme_tables():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("readme_tables", REPO / "docs" / "readme_tables.py")
     tables = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tables)
+    sys.modules["readme_tables"] = tables  # its dataclasses look themselves up
+    try:
+        spec.loader.exec_module(tables)
+    finally:
+        del sys.modules["readme_tables"]
+    return tables
+
+
+def test_measured_tables_are_the_ones_the_script_writes():
+    """README's tables and the facts its prose quotes are `python docs/readme_tables.py` of the
+    committed CSVs."""
+    tables = _readme_tables()
     names = re.findall(r"<!-- table: ([\w-]+) -->", README)
     assert {"audits", "utility-a9a", "utility-adult"} <= set(names)
+    facts = set(re.findall(r"<!-- fact: ([\w.-]+) -->", README))
+    assert facts == set(tables.FACTS), ("facts README does not quote",
+                                         sorted(set(tables.FACTS) - facts))
     assert tables.render(README) == README, "run: python docs/readme_tables.py"
     assert (REPO / "docs" / "figures" / "audits" / "audits.png").is_file()
+
+
+def test_a_fact_mark_is_rewritten_from_its_csv_or_refused(tmp_path, monkeypatch):
+    tables = _readme_tables()
+    (tmp_path / "runs.csv").write_text("config,scale,verdict,epsilon,delta\n"
+                                      "a,1,PASS,10035200,1e-05\na,0.33,REFUTED,10035200,1e-05\n"
+                                      "b,1,PASS,8,1e-05\nb,0.33,PASS,8,1e-05\n")
+    monkeypatch.setattr(tables, "FIGURES", tmp_path)
+    monkeypatch.setattr(tables, "FACTS", {
+        "refuted": tables.count("runs.csv", scale=0.33, verdict="REFUTED"),
+        "not-refuted": tables.Fact("runs.csv", lambda t: int(
+            ((t["scale"] == 0.33) & (t["verdict"] != "REFUTED")).sum()), tables._word),
+        "a-epsilon": tables.cell("runs.csv", "epsilon", tables._exp(1), config="a", scale=1),
+        "a-delta": tables.cell("runs.csv", "delta", tables._exp(0), config="a", scale=1),
+        "c-epsilon": tables.cell("runs.csv", "epsilon", config="c", scale=1),
+        "a-epsilon-any-scale": tables.cell("runs.csv", "epsilon", config="a"),
+    })
+    readme = ("At S = 0.33, 7<!-- fact: refuted --> are REFUTED; three<!-- fact: not-refuted --> "
+              "are not.\n\n| table |\n\nIts guarantee is (2.0e3<!-- fact: a-epsilon -->, "
+              "1e-5<!-- fact: a-delta -->).\n")
+    want = readme.replace("7<", "1<").replace("three<", "one<").replace("2.0e3<", "1.0e7<")
+    assert tables.render(readme) == want
+    assert tables.render(want) == want  # only the values move; the marks stay
+    with pytest.raises(tables.FactError, match="unknown fact 'nope'"):
+        tables.render("1<!-- fact: nope -->")
+    with pytest.raises(tables.FactError, match="fact 'c-epsilon': 0 rows of runs.csv have "
+                                               "config='c', scale=1, not one"):
+        tables.render("8<!-- fact: c-epsilon -->")
+    with pytest.raises(tables.FactError, match="fact 'a-epsilon-any-scale': 2 rows"):
+        tables.render("8<!-- fact: a-epsilon-any-scale -->")
+    (tmp_path / "runs.csv").unlink()
+    with pytest.raises(tables.FactError, match="fact 'refuted': FileNotFoundError"):
+        tables.render("1<!-- fact: refuted -->")
 
 
 def _run_bash(lines: str, cwd: Path) -> None:
