@@ -190,8 +190,9 @@ def measure_dask(bench_json: Path | None = None) -> Path:
     DASK_DIR.mkdir(parents=True, exist_ok=True)
     for name, rows in (("dask.csv", found["cases"]), ("dask-nanny.csv", [found["nanny_trim"]])):
         tmp = DASK_DIR / f".{name}.partial"
+        # byte counts keep every digit (%.6g would round 1,044,068 to 1.04407e+06)
         pd.DataFrame([{**row, **load} for row in rows]).to_csv(tmp, index=False,
-                                                               float_format="%.6g")
+                                                               float_format="%.12g")
         os.replace(tmp, DASK_DIR / name)
     return DASK_DIR / "dask.csv"
 
