@@ -28,7 +28,7 @@ class _ErrorsExitTwo(click.Group):
             root = ctx.find_root().obj
             if isinstance(root, dict) and root.get("debug"):
                 raise  # `vfl --debug`: let the main CLI show the traceback
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {' '.join(str(exc).split())}", err=True)  # one line, as vfl's
             raise click.exceptions.Exit(2) from exc
 
 

@@ -9,7 +9,6 @@ always shown). Library warnings are shown only for commands that succeed.
 
 from __future__ import annotations
 
-import math
 import sys
 import traceback
 import warnings
@@ -194,15 +193,13 @@ def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides
             overrides.append(f"{key}={value}")
     config = load_config(config_path, overrides)
     from vfl.experiments.parties import check_cluster_option
+    from vfl.experiments.runner import check_run_options
 
     check_cluster_option(config, cluster)
     out = check_output_dir(Path(out) if out else _default_out(config.name), overwrite=overwrite,
                            what="run directory")
-    if stop_at_budget and config.privacy.budget_epsilon is None:
-        raise ConfigError("--stop-at-budget needs privacy.budget_epsilon in the config")
-    if release_only and not config.privacy.claims_guarantee:
-        raise ConfigError(f"--release-only applies to a run that claims a privacy guarantee "
-                          f"({config.solver.name}: set privacy.delta)")
+    check_run_options(config, stop_at_budget=stop_at_budget, release_only=release_only,
+                      use_cache=not no_cache)
 
     with _backend(config, cluster, data_dir) as backend:
         _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, release_only,
@@ -290,9 +287,7 @@ def plot(run_dirs, out, labels, overwrite, suboptimality, metrics, x_axis, log_s
     from vfl.experiments.records import check_output_file, load_run
 
     out = Path(out) if out else Path("results") / "figures" / f"plot-{_stamp()}.png"
-    out = check_output_file(out, _figure_formats(), what="figure")
-    if out.exists() and not overwrite:
-        raise ConfigError(f"figure {out} already exists (use --overwrite to replace it)")
+    out = check_output_file(out, _figure_formats(), what="figure", overwrite=overwrite)
     if labels and len(labels) != len(run_dirs):
         raise ConfigError(f"--label was given {len(labels)} times for {len(run_dirs)} runs; give "
                           "one per run, in order")
@@ -319,7 +314,7 @@ def plot(run_dirs, out, labels, overwrite, suboptimality, metrics, x_axis, log_s
 _sweep_options = [
     click.option("--seeds", default=None, metavar="LIST", help="Seeds, e.g. 0,1,2 "
                  "[default: the config's sweep.seeds]."),
-    click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+    click.option("--jobs", type=click.IntRange(min=1, max=256), default=1, show_default=True,
                  help="Parallel worker processes (joblib)."),
     click.option("--scheduler", default=None, metavar="ADDRESS",
                  help="Send the runs to this Dask scheduler instead, e.g. tcp://HOST:8786 "
@@ -343,19 +338,17 @@ def _with_sweep_options(f):
 
 
 def _sweep_prelude(config_path, overrides, epochs, seeds, out, scheduler, default_dir):
-    """Config, seeds and output checked before any work; returns (config, seeds, out)."""
+    """Config, seeds and output checked before any work; returns them and the overrides."""
     from vfl.experiments.config import check_seeds, load_config
-    from vfl.experiments.records import check_output_dir
-    from vfl.experiments.sweep import check_scheduler
+    from vfl.experiments.sweep import check_scheduler, check_sweep_dir
 
     overrides = list(overrides) + ([f"solver.epochs={epochs}"] if epochs else [])
     config = load_config(config_path, overrides)
     seed_list = check_seeds(_value_list(seeds, "--seeds", int)) if seeds else config.sweep.seeds
-    out = Path(out) if out else Path("results") / default_dir / config.name
-    out = check_output_dir(out, exists_ok=True, what="sweep directory")  # resumed when it exists
+    out = check_sweep_dir(Path(out) if out else Path("results") / default_dir / config.name)
     if scheduler:
         check_scheduler(scheduler)
-    return config, seed_list, out
+    return config, seed_list, out, overrides
 
 
 def _run_and_report(runner, total: int, label: str, quiet: bool):
@@ -393,8 +386,8 @@ def sweep_noise(config_path, sigmas, epsilons, seeds, jobs, scheduler, out, epoc
     from vfl.experiments.config import check_epsilons, check_sigmas
     from vfl.experiments.sweep import aggregate_sweep, plan_sweep, run_grid
 
-    config, seed_list, out = _sweep_prelude(config_path, overrides, epochs, seeds, out, scheduler,
-                                            "sweeps")
+    config, seed_list, out, overrides = _sweep_prelude(config_path, overrides, epochs, seeds,
+                                                       out, scheduler, "sweeps")
     if sigmas and epsilons:
         raise click.UsageError("give --sigmas or --epsilons, not both")
     if epsilons or (not sigmas and config.sweep.epsilons):
@@ -407,7 +400,7 @@ def sweep_noise(config_path, sigmas, epsilons, seeds, jobs, scheduler, out, epoc
         if not any(level > 0 for level in levels):
             raise ConfigError(f"nothing to sweep: the noise levels are {levels} (give --sigmas "
                               "0,0.1,1 or a [sweep] sigmas list in the config)")
-    runs = plan_sweep(config, levels, seed_list, out, param)
+    runs = plan_sweep(config, levels, seed_list, out, param, overrides)
     runs, executed = _run_and_report(
         lambda on_done: run_grid(config, {}, seed_list, out, data_dir=data_dir, jobs=jobs,
                                  scheduler=scheduler, on_done=on_done, runs=runs),
@@ -441,10 +434,10 @@ def sweep(config_path, grid, seeds, jobs, scheduler, out, epochs, data_dir, over
     """
     from vfl.experiments.sweep import aggregate_sweep, parse_grid, plan_grid, run_grid
 
-    config, seed_list, out = _sweep_prelude(config_path, overrides, epochs, seeds, out, scheduler,
-                                            "sweeps")
+    config, seed_list, out, overrides = _sweep_prelude(config_path, overrides, epochs, seeds,
+                                                       out, scheduler, "sweeps")
     table = parse_grid(grid)
-    runs = plan_grid(config, table, seed_list, out)
+    runs = plan_grid(config, table, seed_list, out, overrides)
     runs, executed = _run_and_report(
         lambda on_done: run_grid(config, table, seed_list, out, data_dir=data_dir, jobs=jobs,
                                  scheduler=scheduler, on_done=on_done, runs=runs),
@@ -468,7 +461,7 @@ def sweep(config_path, grid, seeds, jobs, scheduler, out, epochs, data_dir, over
 @cli.command()
 @click.option("--sigma", type=float, default=None, help="Noise standard deviation -> epsilon.")
 @click.option("--epsilon", type=float, default=None, help="Total target epsilon -> sigma.")
-@click.option("--sensitivity", type=float, default=1.0, show_default=True, help="l2 sensitivity C.")
+@click.option("--sensitivity", type=float, default=None, help="l2 sensitivity C [default: 1].")
 @click.option("--epochs", type=click.IntRange(min=1, max=10**6), default=None,
               help="Number of compositions T.")
 @click.option("--delta", type=float, default=None, help="Total delta.")
@@ -476,7 +469,8 @@ def sweep(config_path, grid, seeds, jobs, scheduler, out, epochs, data_dir, over
               help="Plot epsilon vs iteration of a run that accounts its privacy instead.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="With --run: figure file [default: RUN_DIR/../NAME-privacy.png].")
-def privacy(sigma, epsilon, sensitivity, epochs, delta, run_dir, out):
+@click.option("--overwrite", is_flag=True, help="With --run: replace --out if it exists.")
+def privacy(sigma, epsilon, sensitivity, epochs, delta, run_dir, out, overwrite):
     """Epsilon of a Gaussian mechanism under every analysis, or sigma.
 
     \b
@@ -484,8 +478,14 @@ def privacy(sigma, epsilon, sensitivity, epochs, delta, run_dir, out):
     vfl privacy --epsilon 1 --delta 1e-5 --epochs 100
     vfl privacy --run results/runs/RUN
     """
-    if run_dir is not None:
-        return _plot_privacy(Path(run_dir), out)
+    mechanism = {"--sigma": sigma, "--epsilon": epsilon, "--sensitivity": sensitivity,
+                 "--epochs": epochs, "--delta": delta}
+    if run_dir is not None:  # the run's own accounting: a mechanism option would be ignored
+        for option in (k for k, v in mechanism.items() if v is not None):
+            raise click.UsageError(f"{option} has no effect with --run (the run's accounting is drawn)")
+        return _plot_privacy(Path(run_dir), out, overwrite)
+    if out or overwrite:
+        raise click.UsageError("--out and --overwrite apply to --run (the figure of a run)")
     if (sigma is None) == (epsilon is None):
         raise click.UsageError("give exactly one of --sigma and --epsilon (or --run)")
     if epochs is None or delta is None:
@@ -493,22 +493,23 @@ def privacy(sigma, epsilon, sensitivity, epochs, delta, run_dir, out):
     from vfl.privacy.compare import report
 
     try:
-        lines = report(sigma=sigma, epsilon=epsilon, sensitivity=sensitivity, epochs=epochs,
-                       delta=delta)
+        lines = report(sigma=sigma, epsilon=epsilon, epochs=epochs, delta=delta,
+                       sensitivity=1.0 if sensitivity is None else sensitivity)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     click.echo("\n".join(lines))
 
 
-def _plot_privacy(run_dir: Path, out):
+def _plot_privacy(run_dir: Path, out, overwrite: bool):
     from vfl.experiments.records import check_output_file, load_run
 
     from vfl.plots import plot_privacy, save_figure
 
     target = Path(out) if out else run_dir.parent / f"{run_dir.name}-privacy.png"
-    target = check_output_file(target, _figure_formats(), what="figure")
+    target = check_output_file(target, _figure_formats(), what="figure", overwrite=overwrite)
     run = load_run(run_dir)
-    if "spent" not in run.manifest.get("privacy", {}):
+    accounted = run.manifest.get("privacy")
+    if not isinstance(accounted, dict) or "spent" not in accounted:
         raise VFLError(f"{run_dir} accounts no privacy (its run claims no guarantee: "
                        "set privacy.delta)")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -570,14 +571,9 @@ def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data
         from vfl.experiments.records import load_run
 
         run = load_run(run_dir)  # one line for a missing, incomplete or damaged run directory
-        if not isinstance(run.config, dict) or not isinstance(run.manifest, dict):
-            raise VFLError(f"{run_dir}: damaged run files (config.json and manifest.json must "
-                           "hold JSON objects)")
         config = config_from_dict(apply_overrides(run.config, list(overrides)))
     from vfl.experiments.records import check_output_dir
 
-    if not (math.isfinite(noise_scale) and noise_scale > 0):
-        raise ConfigError(f"--noise-scale must be a finite number > 0, got {noise_scale!r}")
     final = check_output_dir(Path(out) if out else Path("results") / "audits" / config.name,
                              overwrite=overwrite, what="audit directory")
     chosen = ("natural", "adversarial") if kinds == "both" else (kinds,)
@@ -616,11 +612,11 @@ def audits(root, out, markdown):
 
     from vfl.plots import plot_audit_table, save_figure
 
+    target = check_output_file(Path(out) if out else Path(root) / "audits.png", _figure_formats(),
+                               what="figure")
     table = audit_table(root)
     if table.empty:
         raise VFLError(f"{root}: no audit.json of an audited guarantee below it")
-    target = check_output_file(Path(out) if out else Path(root) / "audits.png", _figure_formats(),
-                               what="figure")
     write_csv_atomic(table.drop(columns="directory"), target.with_suffix(".csv"))
     written = save_figure(plot_audit_table(table), target)
     if markdown:
@@ -654,7 +650,7 @@ class _ReproduceCommand(click.Command):
 @click.option("--configs", type=click.Path(file_okay=False), default=None,
               help="Directory of edited copies of the figures' configs [default: each paper's "
                    "own, papers/PAPER/configs/].")
-@click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True,
+@click.option("--jobs", type=click.IntRange(min=1, max=256), default=2, show_default=True,
               help="Parallel processes for the sweeps.")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
               help="Where datasets are [default: $VFL_DATA_DIR, else the user cache].")
@@ -678,8 +674,8 @@ def reproduce(paper, figure, out, configs, jobs, data_dir):
     chosen = resolve(paper, figure)  # a bad name is refused before anything runs
     configs = Path(configs) if configs is not None else None
     check_configs(chosen, configs)
-    check_data(chosen, configs, data_dir)
     check_output_dir(out, exists_ok=True, what="figure directory")
+    check_data(chosen, configs, data_dir)
     t0 = perf_counter()
     written = run_reproduce(paper, figure, Path(out), configs, data_dir=data_dir, jobs=jobs,
                             echo=lambda msg: click.echo(msg, err=True))
@@ -717,13 +713,16 @@ def references(cases, update, root, repo, data_dir):
     \b
     vfl references a9a-admm
     """
-    from vfl.experiments.reference import CASES, RegressionError, check_case, update_case
+    from vfl.experiments.reference import (CASES, RegressionError, check_case, check_references,
+                                           update_case)
 
     unknown = sorted(set(cases) - set(CASES))
     if unknown:
         raise ConfigError(f"unknown reference case(s) {', '.join(unknown)}; cases: {', '.join(CASES)}")
     root = _repository_path(root, "results/reference", "reference directory root")
     repo = Path(repo) if repo is not None else root.resolve().parents[1]
+    if not update:
+        check_references(cases or CASES, root)
     failures = 0
     for name in cases or CASES:
         if update:

@@ -265,6 +265,10 @@ def _adversarial(cls, config, data, candidates, objective, iterations, shifts: d
     return chosen
 
 
+#: independent draws per pair and direction: beyond this the losses alone fill gigabytes
+MAX_AUDIT_RUNS = 1_000_000
+
+
 def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: float = 0.95,
                  seed: int = 0, kinds=("natural", "adversarial"), max_pairs: int | None = None,
                  on_progress: Callable[[str], None] | None = None,
@@ -301,8 +305,10 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
     if not config.privacy.claims_guarantee:
         raise ConfigError(f"{config.name}: the run claims no privacy guarantee (set privacy.delta); "
                           "there is nothing to audit")
-    if K < 10:
-        raise ConfigError(f"--runs must be >= 10 for a meaningful audit, got {K}")
+    if not 10 <= K <= MAX_AUDIT_RUNS:  # fewer mean nothing; more hold the losses in memory
+        raise ConfigError(f"--runs must be in [10, {MAX_AUDIT_RUNS}], got {K}")
+    if not 0.5 <= confidence < 1:  # NaN too
+        raise ConfigError(f"--confidence must be in [0.5, 1), got {confidence}")
     plan = plan_run(config, data_dir)
     cls, data, objective = plan.solver_cls, plan.first.data, plan.first.objective
     T = config.solver.epochs

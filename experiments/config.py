@@ -352,9 +352,23 @@ def _data(d: dict) -> DataConfig:
     if d["dataset"] in FILE_DATASETS and "path" not in options:
         raise ConfigError(f"data.path is required for dataset = {d['dataset']!r} (the training file)")
     fallback = d.get("fallback")
-    if fallback is not None and not isinstance(fallback, str):
-        raise ConfigError(f"data.fallback must be a dataset name, got {fallback!r}")
+    if fallback is not None:
+        _check_fallback(d["dataset"], fallback)
     return DataConfig(dataset=d["dataset"], options=options, fallback=fallback)
+
+
+def _check_fallback(dataset: str, fallback) -> None:
+    """A fallback is generated data standing in for a file dataset; anywhere else it
+    would be silently ignored (a generated or user dataset is never missing)."""
+    from vfl.datasets import REGISTRY, SYNTHETIC_PRESETS
+
+    if dataset not in REGISTRY:
+        raise ConfigError(f"data.fallback applies to a dataset read from files "
+                          f"({', '.join(REGISTRY)}), not to dataset = {dataset!r}")
+    generated = ["synthetic", *(f"synthetic:{p}" for p in SYNTHETIC_PRESETS)]
+    if fallback not in generated:
+        raise ConfigError(f"data.fallback = {fallback!r} is not generated data; use one of: "
+                          f"{', '.join(generated)}")
 
 
 def _partition(p: dict, setting: Setting) -> PartitionConfig:
@@ -633,8 +647,14 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 def apply_overrides(raw: dict, overrides: list[str]) -> dict:
     """Return a copy of ``raw`` with every ``key=value`` override applied."""
     raw = copy.deepcopy(raw)
+    given: dict[tuple, Any] = {}
     for text in overrides:
         path, value = parse_override(text)
+        # the last of two values for one key would silently win
+        if tuple(path) in given:
+            raise ConfigError(f"{'.'.join(path)} is given twice ({given[tuple(path)]!r} and "
+                              f"{value!r}, by --set or an option such as --epochs); give it once")
+        given[tuple(path)] = value
         node = raw
         for part in path[:-1]:
             child = node.setdefault(part, {})
@@ -658,6 +678,8 @@ def read_toml(path: str | Path) -> dict:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:  # a path under a file, no permission, ...: the OS names it
+        raise ConfigError(f"config file {path}: cannot read it ({exc.strerror or exc})") from None
 
 
 def load_config(path: str | Path, overrides: list[str] = ()) -> Config:

@@ -102,8 +102,9 @@ def check_output_dir(path, *, overwrite: bool = False, what: str = "output direc
     return path
 
 
-def check_output_file(path, formats, *, what: str = "output file") -> Path:
-    """Refuse, before any work, a figure or table path with no usable extension or directory."""
+def check_output_file(path, formats, *, what: str = "output file", overwrite: bool = True) -> Path:
+    """Refuse, before any work, a figure or table path with no usable extension or directory
+    (or, without ``overwrite``, one that exists)."""
     path = Path(path).absolute()
     ext = path.suffix.lower().lstrip(".")
     if not ext:
@@ -113,6 +114,8 @@ def check_output_file(path, formats, *, what: str = "output file") -> Path:
                           f"{', '.join(formats)}")
     if path.is_dir():
         raise ConfigError(f"{what} {path} is a directory")
+    if path.exists() and not overwrite:
+        raise ConfigError(f"{what} {path} already exists (use --overwrite to replace it)")
     _writable_ancestor(path.parent, what)
     return path
 
@@ -253,6 +256,22 @@ class RunRecord:
         return self.manifest.get("name") or self.path.name
 
 
+def _check_metrics(path: Path, metrics: pd.DataFrame) -> None:
+    """metrics.csv as :func:`write_run` writes it: rows, every cell a number, the last line
+    whole (the writer ends the file with a newline; a cut copy does not)."""
+    if "epoch" not in metrics.columns:
+        raise DataError(f"{path} has no 'epoch' column")
+    if metrics.empty:
+        raise DataError(f"{path} has a header but no rows")
+    text = [c for c in metrics.columns if not pd.api.types.is_numeric_dtype(metrics[c])]
+    if text:
+        raise DataError(f"{path}: column {text[0]!r} holds text; every metric is a number")
+    with open(path, "rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        if fh.read(1) != b"\n" or metrics["epoch"].isna().any():
+            raise DataError(f"{path} is truncated (its last row is incomplete)")
+
+
 def load_run(path) -> RunRecord:
     """Read a run directory written by :func:`write_run`."""
     path = Path(path)
@@ -272,7 +291,11 @@ def load_run(path) -> RunRecord:
         raise DataError(f"{path / 'metrics.csv'} is empty") from None
     except (json.JSONDecodeError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: damaged run file: {' '.join(str(exc).split())}") from None
-    if "epoch" not in metrics.columns:
-        raise DataError(f"{path / 'metrics.csv'} has no 'epoch' column")
+    for name, value in (("config.json", config), ("manifest.json", manifest),
+                        ("baselines.json", baselines)):
+        if not isinstance(value, dict):
+            raise DataError(f"{path / name}: damaged run file (a JSON object expected, got "
+                            f"{type(value).__name__})")
+    _check_metrics(path / "metrics.csv", metrics)
     return RunRecord(path=path, config=config, manifest=manifest, metrics=metrics,
                      baselines=baselines, repeats=repeats)

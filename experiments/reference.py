@@ -20,10 +20,11 @@ import numpy as np
 import pandas as pd
 
 from .config import load_config
-from vfl.core.errors import VFLError
+from vfl.core.errors import ConfigError, VFLError
 from .runner import run_experiment
 
-__all__ = ["CASES", "TOLERANCES", "RegressionError", "check_case", "compute_case", "update_case"]
+__all__ = ["CASES", "TOLERANCES", "RegressionError", "check_case", "check_references", "compute_case",
+           "update_case"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,15 @@ def compare(name: str, expected: pd.DataFrame, actual: pd.DataFrame) -> None:
                 f"{name}: column {column} left its band (rtol {rtol:g}, atol {atol:g}) first at "
                 f"epoch {int(expected['epoch'].iloc[i])}: got {a[i]!r}, reference {e[i]!r}"
             )
+
+
+def check_references(names, root: Path) -> None:
+    """Every case to check has its reference CSV, before any case runs (a wrong --root
+    would otherwise run every case and report each as a regression)."""
+    missing = [n for n in names if not reference_path(root, n).is_file()]
+    if missing:
+        raise ConfigError(f"no reference CSV for {', '.join(missing)} in {root} (check --root, or "
+                          "create them with `vfl references --update`)")
 
 
 def check_case(name: str, repo: Path, root: Path, data_dir=None) -> None:

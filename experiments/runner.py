@@ -96,9 +96,16 @@ def _split_seed(config: Config):
 
 
 def _file_stamp(config: Config, data_dir):
-    """Sizes and mtimes of the files a registry dataset reads (None for generated data)."""
+    """Sizes and mtimes of the files a dataset reads (None for generated data).
+
+    A user file is named by a path relative to the working directory: the same
+    option may name another file, or a rewritten one, later in the process."""
+    import os
+
     if config.data.dataset not in REGISTRY:
-        return None
+        paths = [config.data.options.get(k) for k in ("path", "test_path")]
+        return tuple((os.path.abspath(p), *_stat(p).values()) for p in paths
+                     if isinstance(p, str)) or None
     return tuple((f.get("path"), f.get("size"), f.get("mtime")) for f in
                  ({**f, **_stat(f.get("path"))} for f in dataset_status(config.data.dataset, data_dir)))
 
@@ -166,6 +173,20 @@ def _prepare(setting, config: Config, repeat: int):
         return setting.prepare(_streams(config, repeat))
     except ValueError as exc:
         raise ConfigError(f"{config.setting.value} setting: {' '.join(str(exc).split())}") from None
+
+
+def check_run_options(config: Config, *, stop_at_budget: bool, release_only: bool,
+                      use_cache: bool) -> None:
+    """`vfl run`'s flags against the config, before any work: one that would have no
+    effect is refused, not silently ignored."""
+    if stop_at_budget and config.privacy.budget_epsilon is None:
+        raise ConfigError("--stop-at-budget needs privacy.budget_epsilon in the config")
+    if release_only and not config.privacy.claims_guarantee:
+        raise ConfigError(f"--release-only applies to a run that claims a privacy guarantee "
+                          f"({config.solver.name}: set privacy.delta)")
+    if not use_cache and config.run.baselines == "none":
+        raise ConfigError("--no-cache has no effect with run.baselines = 'none' (no baseline "
+                          "is computed, cached or not)")
 
 
 def plan_run(config: Config, data_dir=None, backend=None) -> RunPlan:

@@ -22,6 +22,7 @@ joblib, or on an existing Dask cluster (``scheduler``).
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -32,11 +33,12 @@ import pandas as pd
 
 from vfl.core.errors import ConfigError
 
-from .config import Config
-from .records import clean_stale_partials, dump_json, run_is_current, write_run
+from .config import Config, parse_override
+from .records import (check_output_dir, clean_stale_partials, dump_json, run_is_current,
+                      write_run)
 
-__all__ = ["SweepRun", "aggregate_sweep", "check_scheduler", "parse_grid", "plan_grid", "plan_sweep",
-           "run_grid", "run_sweep", "AGGREGATED", "PARAMS"]
+__all__ = ["SweepRun", "aggregate_sweep", "check_scheduler", "check_sweep_dir", "parse_grid",
+           "plan_grid", "plan_sweep", "run_grid", "run_sweep", "AGGREGATED", "PARAMS"]
 
 PARAMS = ("sigma", "epsilon")
 
@@ -80,8 +82,16 @@ def _short_names(keys: list[str]) -> list[str]:
     return [s if last.count(s) == 1 else k for s, k in zip(last, keys)]
 
 
-def plan_grid(config: Config, grid: dict[str, list], seeds, out_dir) -> list[SweepRun]:
-    """One validated config per (grid point, seed); raises before anything runs."""
+#: more runs than this in one sweep is a typo (each is validated, then run, before any result)
+MAX_SWEEP_RUNS = 10_000
+
+
+def plan_grid(config: Config, grid: dict[str, list], seeds, out_dir,
+              fixed: list[str] = ()) -> list[SweepRun]:
+    """One validated config per (grid point, seed); raises before anything runs.
+
+    ``fixed`` are the user's own ``key=value`` overrides (``--set``, ``--epochs``):
+    a key swept as well would be silently replaced by the grid's values."""
     if not grid:
         raise ConfigError("a sweep needs at least one --grid key=v1,v2,...")
     keys = list(grid)
@@ -92,6 +102,15 @@ def plan_grid(config: Config, grid: dict[str, list], seeds, out_dir) -> list[Swe
             raise ConfigError("sweep seeds with --seeds, not --grid run.seed")
         if not grid[key]:
             raise ConfigError(f"--grid {key} has no values")
+    for text in fixed:
+        key = ".".join(parse_override(text)[0])
+        if key in keys:
+            raise ConfigError(f"--grid {key} also has a fixed value ({text!r}, by --set or an option "
+                              "such as --epochs) that the grid would replace; give one of them")
+    n_runs = len(seeds) * math.prod(len(v) for v in grid.values())
+    if n_runs > MAX_SWEEP_RUNS:
+        raise ConfigError(f"the sweep has {n_runs} runs (grid points x seeds); at most "
+                          f"{MAX_SWEEP_RUNS} in one sweep")
     names = _short_names(keys)
     out = Path(out_dir)
     runs = []
@@ -105,6 +124,16 @@ def plan_grid(config: Config, grid: dict[str, list], seeds, out_dir) -> list[Swe
             values = tuple(zip(names, point))
             runs.append(SweepRun(values, int(seed), c, out / _label(values, int(seed))))
     return runs
+
+
+def check_sweep_dir(out) -> Path:
+    """``--out`` of a sweep: an existing sweep directory is resumed; any other non-empty
+    directory is not ours to write into (a sweep writes baselines.json before its runs)."""
+    out = check_output_dir(out, exists_ok=True, what="sweep directory")
+    if out.is_dir() and any(out.iterdir()) and not (out / "baselines.json").is_file():
+        raise ConfigError(f"sweep directory {out} is not empty and holds no sweep (no "
+                          "baselines.json); choose another --out")
+    return out
 
 
 def parse_grid(items) -> dict[str, list]:
@@ -148,13 +177,15 @@ def _toml(value) -> str:
     return repr(value)
 
 
-def plan_sweep(config: Config, levels, seeds, out_dir, param: str = "sigma") -> list[SweepRun]:
+def plan_sweep(config: Config, levels, seeds, out_dir, param: str = "sigma",
+               fixed: list[str] = ()) -> list[SweepRun]:
     """The noise sweep: ``privacy.<param>`` over ``levels``, times ``seeds``."""
     if param not in PARAMS:
         raise ValueError(f"param must be one of {PARAMS}, got {param!r}")
     if param == "epsilon" and not config.privacy.claims_guarantee:
         raise ConfigError("an epsilon sweep needs accounting mode: set privacy.delta in the config")
-    return plan_grid(config, {f"privacy.{param}": [float(v) for v in levels]}, seeds, out_dir)
+    return plan_grid(config, {f"privacy.{param}": [float(v) for v in levels]}, seeds, out_dir,
+                     fixed)
 
 
 def check_scheduler(address: str) -> None:
@@ -202,6 +233,9 @@ def run_grid(config: Config, grid: dict[str, list], seeds, out_dir, *, data_dir=
     runs = runs if runs is not None else plan_grid(config, grid, seeds, out_dir)
     if scheduler:
         check_scheduler(scheduler)
+        if jobs != 1:
+            raise ConfigError(f"--jobs {jobs} has no effect with --scheduler: the cluster's "
+                              "workers run the sweep")
     # Data, distribution and solver errors surface once, here, before any
     # directory is created or any worker starts.
     plan = plan_run(runs[0].config, data_dir)

@@ -71,6 +71,24 @@ def _left_metric(runs, suboptimality: bool) -> str:
     return "test_logloss"
 
 
+def _check_options(runs, left: str, *, suboptimality: bool, log: bool, metrics) -> None:
+    """Refuse an option that would have no effect on the figure (it would be silently ignored)."""
+    from vfl.core.errors import ConfigError
+
+    if suboptimality and metrics:
+        raise ConfigError("--suboptimality has no effect with --metrics: name the column there "
+                          "(e.g. --metrics suboptimality,test_logloss)")
+    if suboptimality and left != "suboptimality":
+        raise ConfigError("--suboptimality needs a suboptimality column in every run's "
+                          f"metrics.csv; without one the left panel would show {left}")
+    if suboptimality and all(r.metrics["suboptimality"].isna().all() for r in runs):
+        raise ConfigError("--suboptimality needs F*: the runs computed no central optimum "
+                          "(run.baselines = 'none')")
+    if log and left != "objective":
+        raise ConfigError(f"--log applies to an objective panel; the left panel is {left}"
+                          + (" (always on a log scale)" if left == "suboptimality" else ""))
+
+
 def _band(ax, run: RunRecord, xcol: str, metric: str, color) -> None:
     """The min-max band over repeats, when the run has several."""
     reps = run.repeats
@@ -132,6 +150,7 @@ def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False, x: str = "e
             from vfl.core.errors import DataError
 
             raise DataError(f"metrics.csv of {missing[0]} has no column {metric!r}")
+    _check_options(runs, left, suboptimality=suboptimality, log=log, metrics=metrics)
     labels = labels or [_curve_label(r) if len(runs) == 1 else r.label for r in runs]
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 2, figsize=(7.0, 2.8), constrained_layout=True)

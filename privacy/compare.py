@@ -72,15 +72,18 @@ def sigmas_for_epsilon(epsilon: float, sensitivity: float, T: int, delta: float)
     # Corollary 1 is increasing in the per-iteration epsilon: invert it on (0, 1].
     f = lambda e: corollary1(e, T, d_iter, d_prime)[0] - epsilon  # noqa: E731
     out["paper"] = (theorem1_sigma(brentq(f, 1e-12, 1.0, xtol=1e-14), d_iter, sensitivity)
-                    if f(1.0) >= 0 else None)
+                    if f(1.0) >= 0 >= f(1e-12) else None)
     g = lambda e: dp_admm_epsilon(e, delta, T) - epsilon  # noqa: E731
     out["moments"] = (theorem1_sigma(brentq(g, 1e-12, 1.0, xtol=1e-14), delta, sensitivity)
-                      if g(1.0) >= 0 else None)
+                      if g(1.0) >= 0 >= g(1e-12) else None)  # no root: below its reach
     out["pld"] = calibrate_sigma(epsilon, delta, T, sensitivity, accountant="pld")
     out["rdp"] = calibrate_sigma(epsilon, delta, T, sensitivity, accountant="rdp")
     # exact: T Gaussians with z compose to one with z / sqrt(T); invert in log z
     h = lambda lz: composed_gaussian_epsilon([math.exp(lz)] * T, delta) - epsilon  # noqa: E731
-    out["exact"] = sensitivity * math.exp(brentq(h, math.log(1e-3), math.log(1e4), xtol=1e-10))
+    lo, hi = math.log(1e-3), math.log(1e4)
+    if h(hi) > 0:  # a tiny epsilon needs more noise than the usual bracket holds
+        lo, hi = hi, math.log(Z_RANGE[1])
+    out["exact"] = sensitivity * math.exp(brentq(h, lo, hi, xtol=1e-10))
     return out
 
 
@@ -101,6 +104,10 @@ def _finite(option: str, value, *, positive: bool = True):
         raise ValueError(f"{option} must be > 0, got {value:g}")
 
 
+#: noise multipliers sigma / sensitivity the analyses can represent in float64
+Z_RANGE = (1e-6, 1e10)
+
+
 def report(*, sigma: float | None, epsilon: float | None, sensitivity: float, epochs: int,
            delta: float) -> list[str]:
     """``vfl privacy``'s lines: the epsilon of ``sigma``, or the sigma of ``epsilon``, under every
@@ -114,6 +121,10 @@ def report(*, sigma: float | None, epsilon: float | None, sensitivity: float, ep
         raise ValueError(f"--delta must be in (0, 1), got {delta:g}")
     _finite("--sigma", sigma)
     _finite("--sensitivity", sensitivity)
+    if sigma is not None and not Z_RANGE[0] <= sigma / sensitivity <= Z_RANGE[1]:
+        raise ValueError(f"--sigma / --sensitivity = {sigma / sensitivity:g}: the noise multiplier "
+                         f"must be in [{Z_RANGE[0]:g}, {Z_RANGE[1]:g}] (beyond, the analyses "
+                         "overflow: nothing or everything is private)")
     try:
         if sigma is not None:
             values = epsilons_for_sigma(sigma, sensitivity, epochs, delta)
@@ -127,6 +138,6 @@ def report(*, sigma: float | None, epsilon: float | None, sensitivity: float, ep
         raise ValueError(f"privacy: {' '.join(str(exc).split())}") from None
     lines = [head]
     for name, value in values.items():
-        shown = "n/a (needs a per-iteration epsilon <= 1)" if value is None else f"{value:.6g}"
+        shown = "n/a (per-iteration epsilon outside its range)" if value is None else f"{value:.6g}"
         lines.append(f"  {name:8} {shown:>12}   {ANALYSIS_LABELS[name]}")
     return lines

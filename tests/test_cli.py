@@ -58,9 +58,11 @@ def test_run_and_plot_write_every_file(tmp_path, small_config):
     assert fig.is_file() and fig.with_suffix(".pdf").is_file()
     assert fig.stat().st_size > 10_000
     wall = tmp_path / "fig" / "wall.png"
-    proc = vfl("plot", out, "--out", wall, "--x", "wall", "--log", "--suboptimality")
+    proc = vfl("plot", out, "--out", wall, "--x", "wall", "--suboptimality")
     assert proc.returncode == 0, proc.stderr
     assert wall.is_file()
+    log = tmp_path / "fig" / "log.png"  # --log on the objective (suboptimality always is)
+    assert vfl("plot", out, "--out", log, "--log").returncode == 0 and log.is_file()
 
 
 def test_same_seed_same_numbers(tmp_path, small_config):
