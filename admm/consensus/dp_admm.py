@@ -11,29 +11,11 @@ from vfl.core.params import Param
 from vfl.core.solver import Reference, Release
 
 from ..pretrain import pretrain_dw
-from .base import (
-    _ACCOUNTANT,
-    _COMMON_PARAMS,
-    _DELTA,
-    _EPSILON,
-    _EPSILON_PER_ITERATION,
-    _NEIGHBOURS,
-    _ROW_BOUND,
-    _assumptions,
-    _check_epsilon_keys,
-    _Consensus,
-    per_iteration_epsilon,
-)
-from .schedules import (
-    HUANG_PAPER,
-    S1,
-    S3,
-    S4,
-    lemma1_sensitivity,
-    theorem1_sigma,
-    theorem3_eta,
-    theorem4_eta,
-)
+from .base import (_ACCOUNTANT, _COMMON_PARAMS, _DELTA, _EPSILON, _EPSILON_PER_ITERATION,
+                   _NEIGHBOURS, _ROW_BOUND, _assumptions, _check_epsilon_keys, _Consensus,
+                   per_iteration_epsilon)
+from .schedules import (HUANG_PAPER, S1, S3, S4, lemma1_sensitivity, theorem1_sigma, theorem3_eta,
+                        theorem4_eta)
 
 
 class DPADMM(_Consensus):

@@ -10,26 +10,11 @@ from vfl.core.params import Param
 from vfl.core.solver import Reference, Release
 
 from ..local_solvers import fista, kkt_residual, lipschitz, newton, smooth_grad
-from .base import (
-    _ACCOUNTANT,
-    _COMMON_PARAMS,
-    _DELTA,
-    _EPSILON,
-    _EPSILON_PER_ITERATION,
-    _EXACT_PARAMS,
-    _NEIGHBOURS,
-    _ROW_BOUND,
-    _assumptions,
-    _check_epsilon_keys,
-    _Consensus,
-    per_iteration_epsilon,
-)
-from .schedules import (
-    HUANG_PAPER,
-    algorithm2_enforced_sensitivity,
-    algorithm2_paper_sensitivity,
-    gaussian_sigma,
-)
+from .base import (_ACCOUNTANT, _COMMON_PARAMS, _DELTA, _EPSILON, _EPSILON_PER_ITERATION,
+                   _EXACT_PARAMS, _NEIGHBOURS, _ROW_BOUND, _assumptions, _check_epsilon_keys,
+                   _Consensus, per_iteration_epsilon)
+from .schedules import (HUANG_PAPER, algorithm2_enforced_sensitivity, algorithm2_paper_sensitivity,
+                        gaussian_sigma)
 
 
 class _ExactLocal(_Consensus):
