@@ -327,7 +327,7 @@ class DaskParties(Parties):
             self.backend.count_transport(before)
             break
         for m, r in pulls.items():
-            self.slots[m].pull = r
+            self.slots[m].pull = np.array(r, copy=True)  # the checkpoint's own (r may be reused)
             self.slots[m].sigmas.append(float(sigmas[m]))
         self._rho = rho
         self._state = None

@@ -172,3 +172,58 @@ def test_the_central_solve_from_a_subsample_reaches_the_same_optimum(lam, warm_r
     assert warm.value == pytest.approx(cold.value, rel=1e-14)
     _, g0 = objective.value_and_grad(np.zeros(D.shape[1]), D, data.y_train)
     assert warm.grad_norm <= 1e-10 * np.linalg.norm(g0)
+
+
+# ------------------------------------------------- memory: the records, once split --
+def test_a_run_that_lets_the_records_go_keeps_only_the_blocks():
+    from vfl.experiments import runner
+    from vfl.experiments.settings import SplitRecords
+
+    config = _small(baselines="central")
+    kept = runner.plan_run(config)
+    assert kept.dataset is not None and runner._DATASETS  # figure runs share the records
+    plan = runner.plan_run(config, keep_records=False)
+    assert plan.dataset is None and not runner._DATASETS  # nothing beside the blocks
+    records = plan.setting.dataset
+    assert isinstance(records, SplitRecords) and not hasattr(records, "X_train")
+    assert (records.n_train, records.n_test, records.n_features) == (300, 100, 12)
+    X = kept.dataset.train.numeric
+    assert records.train_bytes == X.nbytes  # dense records: their values
+    a = run_experiment(config, plan=kept, use_cache=False)
+    b = run_experiment(config, plan=plan, use_cache=False)
+    assert a.manifest["dataset"] == b.manifest["dataset"]
+    pd.testing.assert_frame_equal(a.metrics.drop(columns=[c for c in a.metrics if "time" in c]),
+                                  b.metrics.drop(columns=[c for c in b.metrics if "time" in c]))
+
+
+def test_records_the_column_steps_leave_alone_are_split_without_a_copy_first():
+    from vfl.core.preprocessing import RowSteps
+    from vfl.experiments.partition import Partition
+
+    X = sp.random(500, 20, density=0.3, format="csr", random_state=1)
+    whole = Partition(parties=(np.arange(20),), n_features=20, rows=RowSteps())
+    block = whole.block(X, 0)  # one party, every column: still the party's own matrix
+    assert not np.may_share_memory(block.data, X.data) and (block != X).nnz == 0
+    dense = X.toarray()
+    assert not np.may_share_memory(whole.block(dense, 0), dense)
+
+
+def test_the_central_solve_on_the_blocks_is_the_joined_solve_to_the_bit():
+    from vfl.baselines.central import ColumnBlocks, central_optimum
+    from vfl.core.objective import Objective
+
+    rng = np.random.default_rng(0)
+    X = sp.random(4000, 30, density=0.2, format="csr", random_state=2)
+    ones = sp.csr_matrix(np.ones((4000, 1)))
+    blocks = [sp.hstack([X[:, :11], ones], format="csr"), X[:, 11:20].tocsr(), X[:, 20:].tocsr()]
+    joined = sp.hstack(blocks, format="csr")
+    D, b = ColumnBlocks(blocks), np.where(rng.random(4000) < 0.3, 1.0, -1.0)
+    x, objective = rng.standard_normal(31), Objective(lam=0.05)
+    assert np.array_equal(D @ x, joined @ x) and np.array_equal(D.T @ b, joined.T @ b)
+    assert np.array_equal(objective.hess(x, D, b), objective.hess(x, joined, b))
+    assert (D[np.arange(0, 4000, 9)] != joined[::9]).nnz == 0
+    for warm in ({}, {"warm_above": 1000, "warm_rows": 500}):  # trust-exact; chord steps
+        on_blocks, on_joined = central_optimum(blocks, b, objective, **warm), \
+            central_optimum(joined, b, objective, **warm)
+        assert on_blocks.value == on_joined.value and np.array_equal(on_blocks.x, on_joined.x)
+        assert on_blocks.method == on_joined.method
