@@ -24,6 +24,10 @@ from scipy.special import expit
 
 __all__ = ["Loss", "LogisticLoss", "NewtonWork", "SquaredLoss", "get_loss", "LOSSES"]
 
+#: samples per chunk of :meth:`LogisticLoss.prox_newton`'s steps (its vectors' chunks fit
+#: in a core's cache)
+NEWTON_CHUNK = 1 << 15
+
 
 class NewtonWork:
     """What :meth:`LogisticLoss.prox_newton` keeps between calls at the same labels ``b``.
@@ -197,26 +201,34 @@ class LogisticLoss(Loss):
         rc = np.multiply(c, rho, out=c)  # rho c (c itself is not needed any more)
         # l' = -b q, times w; and w b^2
         nbw, wb2 = (-w * b, w * (b * b)) if work is None else work.terms(w)
+        # every step is elementwise: it runs a chunk of samples at a time, all its operations
+        # while the chunk is in cache (one pass over memory per step instead of one per
+        # operation); the same operations on every sample, so the same numbers
+        lo, hi = bracket if bracket is not None else (None, None)
+        chunks = [tuple(None if v is None else v[a:a + NEWTON_CHUNK]
+                        for v in (b, z, u, e, d, wb2, nbw, rc, lo, hi))
+                  for a in range(0, len(z), NEWTON_CHUNK)]
         for _ in range(max_iter):
-            np.multiply(b, z, out=u)
-            np.negative(u, out=u)
-            if cap:
-                np.minimum(u, 700.0, out=u)
-            np.exp(u, out=e)             # e = exp(-b z)
-            np.add(e, 1.0, out=d)
-            np.reciprocal(d, out=d)      # d = sigma(b z)
-            np.multiply(e, d, out=e)     # e = q = sigma(-b z)
-            np.multiply(e, d, out=d)     # d = q sigma(b z) = l''/b^2, no cancellation
-            d *= wb2
-            d += rho                     # d = g'(z)
-            np.multiply(z, rho, out=u)
-            u -= rc
-            e *= nbw
-            u += e                       # u = g(z) = w l'(z) + rho (z - c)
-            u /= d                       # u = the Newton step
-            z -= u
-            if bracket is not None:
-                np.clip(z, *bracket, out=z)
+            for b_, z_, u_, e_, d_, wb2_, nbw_, rc_, lo_, hi_ in chunks:
+                np.multiply(b_, z_, out=u_)
+                np.negative(u_, out=u_)
+                if cap:
+                    np.minimum(u_, 700.0, out=u_)
+                np.exp(u_, out=e_)             # e = exp(-b z)
+                np.add(e_, 1.0, out=d_)
+                np.reciprocal(d_, out=d_)      # d = sigma(b z)
+                np.multiply(e_, d_, out=e_)    # e = q = sigma(-b z)
+                np.multiply(e_, d_, out=d_)    # d = q sigma(b z) = l''/b^2, no cancellation
+                d_ *= wb2_
+                d_ += rho                      # d = g'(z)
+                np.multiply(z_, rho, out=u_)
+                u_ -= rc_
+                e_ *= nbw_
+                u_ += e_                       # u = g(z) = w l'(z) + rho (z - c)
+                u_ /= d_                       # u = the Newton step
+                z_ -= u_
+                if lo_ is not None:
+                    np.clip(z_, lo_, hi_, out=z_)
             if u.max(initial=0.0) <= tol and -u.min(initial=0.0) <= tol:
                 return z
         left = np.flatnonzero(np.abs(u) > tol)
