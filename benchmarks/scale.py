@@ -74,10 +74,6 @@ def config(rows: int, parties: int, *, epochs: int, n_test: int, rho: float | No
     return config_from_dict(raw)
 
 
-def _csr_bytes(X) -> int:
-    return int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes)
-
-
 def _peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
@@ -114,20 +110,21 @@ def measure(rows: int, parties: int, *, epochs: int = 60, n_test: int | None = N
     n_test = n_test or min(100_000, max(1000, rows // 4))
     cfg = config(rows, parties, epochs=epochs, n_test=n_test, rho=rho, data=data)
     t0 = perf_counter()
-    plan = plan_run(cfg, data_dir)
+    # one run: the records as read are let go once split (as `vfl run` does)
+    plan = plan_run(cfg, data_dir, keep_records=False)
     result = run_experiment(cfg, plan=plan, use_cache=False)
     wall = perf_counter() - t0
     peak = _peak_rss_bytes()
     setting = plan.setting
-    data_bytes = _csr_bytes(setting.dataset.X_train)
-    rows = setting.dataset.X_train.shape[0]
+    data_bytes = setting.dataset.train_bytes  # the training rows in CSR, as read
+    rows = setting.dataset.n_train
     m = result.metrics
     reached = np.flatnonzero(m["suboptimality"].to_numpy() <= TARGET)
     epoch = int(m["epoch"].iloc[reached[0]]) if reached.size else None
     per_epoch = np.diff(m["wall_time_s"].to_numpy())
     out = {
         "rows": rows, "parties": parties, "data": data,
-        "n_test": int(setting.dataset.X_test.shape[0]), "rho": float(plan.solver.rho),
+        "n_test": int(setting.dataset.n_test), "rho": float(plan.solver.rho),
         "epochs_run": int(m["epoch"].iloc[-1]), "epochs_to_1e-4": epoch,
         "admm_seconds_to_1e-4": None if epoch is None else float(m["wall_time_s"].iloc[reached[0]]),
         "ns_per_row_epoch": median(per_epoch) / rows * 1e9,
@@ -138,7 +135,7 @@ def measure(rows: int, parties: int, *, epochs: int = 60, n_test: int | None = N
     out["peak_rss_over_data"] = peak / data_bytes
     if with_lbfgs:
         f_star = result.baselines["central"]["objective"]
-        D = setting.partition.join(setting.dataset.X_train)
+        D = setting.partition.join(None, plan.first.data.blocks)
         lbfgs = lbfgs_to_target(D, setting.dataset.y_train, setting.objective, f_star)
         out["lbfgs"] = lbfgs
         out["admm_over_lbfgs"] = (out["admm_seconds_to_1e-4"] / lbfgs["seconds"]

@@ -144,7 +144,9 @@ class Objective:
         self._require_smooth("the Hessian")
         w = self.weight(len(b))
         h = w * self.loss_fn.hess(D @ x, b)
-        if hasattr(D, "multiply"):  # sparse: keep the product sparse until the end
+        if hasattr(D, "weighted_gram"):  # a design held as blocks (baselines.ColumnBlocks)
+            H = D.weighted_gram(h)
+        elif hasattr(D, "multiply"):  # sparse: keep the product sparse until the end
             H = (D.T @ D.multiply(h[:, None])).toarray()
         else:
             H = D.T @ (D * h[:, None])

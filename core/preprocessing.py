@@ -256,9 +256,12 @@ class Encoder:
         mapped = np.array([lookup.get(u, len(vocab)) for u in uniq], dtype=np.int64)
         return mapped[inverse]
 
-    def transform(self, table: RawTable):
+    def transform(self, table: RawTable, *, copy: bool = True):
+        """The encoded matrix of ``table``; ``copy=False`` lets numeric-only records pass as
+        they are (the caller then must not write into the result)."""
         if self.passthrough and self.layout == table.numeric_names:
-            return table.numeric.copy()  # numeric-only data keeps its (sparse) type
+            # numeric-only data keeps its (sparse) type
+            return table.numeric.copy() if copy else table.numeric
         n = table.n_rows
         X = np.zeros((n, self.width))
         at = 0
@@ -331,9 +334,11 @@ class Scaler:
             return True
         return bool(np.all(self._column(np.zeros(self.columns.size), slice(None)) == 0))
 
-    def transform(self, X):
+    def transform(self, X, *, copy: bool = True):
+        """``X`` scaled, in a new matrix (never written in place; ``copy=False``: ``X`` itself
+        when nothing is scaled)."""
         if self.kind == "none" or self.columns.size == 0:
-            return X.copy()
+            return X.copy() if copy else X
         if sp.issparse(X):
             if not self._keeps_zero():
                 X = X.toarray()
@@ -429,8 +434,31 @@ def normalize_rows(X):
 
 def add_intercept(X):
     """A trailing column of ones."""
-    ones = np.ones((X.shape[0], 1))
-    return sp.hstack([X, ones], format="csr") if sp.issparse(X) else np.hstack([X, ones])
+    if sp.issparse(X):
+        return _csr_with_ones(sp.csr_matrix(X))
+    return np.hstack([X, np.ones((X.shape[0], 1))])
+
+
+def _csr_with_ones(X):
+    """``sp.hstack([X, ones], format="csr")`` to the bit (each row's entries as stored, then
+    the one), built in place of the stack's intermediate copies: its only temporary is one
+    flag per entry (the stack needs about twice the result besides it)."""
+    n, d = X.shape
+    nnz = int(X.indptr[-1])
+    big = max(nnz + n, d + 1) > np.iinfo(np.int32).max
+    index = np.int64 if big else np.int32
+    indptr = X.indptr.astype(index) + np.arange(n + 1, dtype=index)
+    ones = indptr[1:] - 1  # where each row's new last entry goes
+    keep = np.ones(nnz + n, dtype=bool)
+    keep[ones] = False
+    data = np.empty(nnz + n, dtype=np.result_type(X.dtype, np.float64))
+    indices = np.empty(nnz + n, dtype=index)
+    data[keep] = X.data[:nnz]
+    indices[keep] = X.indices[:nnz]
+    del keep
+    data[ones] = 1.0
+    indices[ones] = d
+    return sp.csr_matrix((data, indices, indptr), shape=(n, d + 1))
 
 
 @dataclass(frozen=True)

@@ -172,8 +172,8 @@ class Stage:
     def needs_public_rows(self) -> bool:
         return self.scaler is None
 
-    def encode(self, table: RawTable):
-        return self.encoder.transform(table)
+    def encode(self, table: RawTable, *, copy: bool = True):
+        return self.encoder.transform(table, copy=copy)
 
     def fit_public(self, X_public) -> Scaler:
         """The scaler whose ``public`` parameters come from the encoded public rows."""
@@ -182,10 +182,12 @@ class Stage:
                               "public rows (set partition.public > 0, horizontal setting)")
         return _make_scaler(self.scaling, self.encoder, X_public)
 
-    def columns(self, table: RawTable, scaler: Scaler | None = None):
-        """Encode and scale ``table`` (the column steps)."""
+    def columns(self, table: RawTable, scaler: Scaler | None = None, *, copy: bool = True):
+        """Encode and scale ``table`` (the column steps). ``copy=False``: when the steps change
+        nothing (numeric records, no scaling) the result is ``table``'s own matrix, for a
+        caller that only reads it (no second copy of the records)."""
         scaler = scaler or self.scaler
-        return scaler.transform(self.encode(table))
+        return scaler.transform(self.encode(table, copy=copy), copy=copy)
 
     def describe(self, unit: str, scaler: Scaler | None = None) -> list[dict]:
         names = self.feature_names

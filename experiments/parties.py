@@ -506,7 +506,7 @@ class DaskParties(DaskUnits, Parties):
         replies = self._round("update", {m: (r, rho, float(sigmas[m]))
                                          for m, r in pulls.items()})
         for m, r in pulls.items():
-            self.slots[m].pull = r
+            self.slots[m].pull = np.array(r, copy=True)  # the checkpoint's own (r may be reused)
             self.slots[m].sigmas.append(float(sigmas[m]))
         self._rho = rho
         self._state = None

@@ -33,6 +33,45 @@ def _runs(idx: np.ndarray) -> list[list[int]]:
     return [[int(a), int(b)] for a, b in zip(starts, stops)]
 
 
+#: rows per chunk when a party's block is cut from a CSR matrix
+CHUNK_ROWS = 1 << 16
+
+
+def _csr_range(X, start: int, stop: int, *, ones: bool, chunk: int = CHUNK_ROWS):
+    """``X[:, start:stop]`` (CSR), with a trailing column of ones if ``ones``: the same matrix
+    to the bit as scipy's slice followed by :func:`~vfl.core.preprocessing.add_intercept`,
+    built into its final arrays a chunk of rows at a time (one pass counts each row's
+    entries, one fills them), so that no temporary beyond one chunk's slice sits next to
+    the records and the block (a slice and then the intercept's copy of it would be about
+    twice the block)."""
+    from vfl.core.preprocessing import add_intercept
+
+    n = X.shape[0]
+    starts = range(0, n, chunk)
+
+    def piece(r0):
+        S = X[r0:r0 + chunk, start:stop]
+        return add_intercept(S) if ones else S
+
+    counts = np.zeros(n + 1, dtype=np.int64)
+    for r0 in starts:
+        counts[r0 + 1:r0 + chunk + 1] = np.diff(X[r0:r0 + chunk, start:stop].indptr) + ones
+    np.cumsum(counts, out=counts)
+    nnz = int(counts[-1])
+    big = max(nnz, stop - start + ones) > np.iinfo(np.int32).max or X.indices.dtype == np.int64
+    index = np.int64 if big else np.int32
+    indptr = counts.astype(index)
+    del counts
+    data = np.empty(nnz, dtype=np.result_type(X.dtype, np.float64) if ones else X.dtype)
+    indices = np.empty(nnz, dtype=index)
+    for r0 in starts:
+        S = piece(r0)
+        a, b = indptr[r0], indptr[min(r0 + chunk, n)]
+        data[a:b] = S.data
+        indices[a:b] = S.indices
+    return sp.csr_matrix((data, indices, indptr), shape=(n, stop - start + ones))
+
+
 def _list_preview(values, limit=5) -> str:
     values = [int(v) for v in values]
     head = ", ".join(map(str, values[:limit]))
@@ -71,13 +110,24 @@ class Partition:
         """Party ``m``'s (0-based) block of ``X``, with the intercept for m = 0."""
         idx = self.parties[m]
         contiguous = idx.size and idx[-1] - idx[0] + 1 == idx.size and np.all(np.diff(idx) == 1)
-        # Slicing a contiguous range avoids fancy-indexing copies of CSR data.
-        B = X[:, int(idx[0]) : int(idx[-1]) + 1] if contiguous else X[:, idx]
+        intercept = m == 0 and self.rows.intercept
+        if contiguous and sp.issparse(X):
+            # the range and the intercept column in one matrix, a chunk of rows at a time
+            B = _csr_range(sp.csr_matrix(X), int(idx[0]), int(idx[-1]) + 1, ones=intercept)
+            intercept = False
+        else:
+            # Slicing a contiguous range avoids fancy-indexing copies of CSR data.
+            B = X[:, int(idx[0]) : int(idx[-1]) + 1] if contiguous else X[:, idx]
         if sp.issparse(B):
             B = B.tocsr()
         else:  # a contiguous copy, not a strided view: BLAS products stay in place
             B = np.ascontiguousarray(B)
-        return self.rows.apply(B, intercept=m == 0 and self.rows.intercept)
+        B = self.rows.apply(B, intercept=intercept)
+        # a block is the party's own matrix, never a view of X (which may be the records as
+        # read, shared by every run in the process)
+        shared = (np.may_share_memory(B.data, X.data) if sp.issparse(B) and sp.issparse(X)
+                  else not sp.issparse(B) and np.may_share_memory(B, X))
+        return B.copy() if shared else B
 
     def split(self, X) -> list:
         """All parties' blocks of ``X``."""
@@ -89,9 +139,10 @@ class Partition:
 
     def join(self, X, blocks=None):
         """The centralized design ``[D_1, ..., D_M]`` in party order (from ``blocks``, the
-        parties' blocks of ``X`` when they are already split: one copy of X fewer)."""
+        parties' blocks of ``X`` when they are already split: one copy of X fewer; ``X`` may
+        then be None)."""
         blocks = self.split(X) if blocks is None else blocks
-        return sp.hstack(blocks, format="csr") if sp.issparse(X) else np.hstack(blocks)
+        return sp.hstack(blocks, format="csr") if sp.issparse(blocks[0]) else np.hstack(blocks)
 
     def design_key(self) -> dict:
         """What the joined design ``[D_1, ..., D_M]`` depends on, JSON-ready: the column order,

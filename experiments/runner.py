@@ -65,23 +65,27 @@ class RunResult:
 _DATASETS: dict = {}  # (dataset, options, data dir) -> loaded, within one process
 
 
-def load_config_dataset(config: Config, data_dir=None) -> tuple[RawDataset, str | None]:
+def load_config_dataset(config: Config, data_dir=None, *,
+                        keep: bool = True) -> tuple[RawDataset, str | None]:
     """Read ``config.data`` (raw records, before the preprocessing stage); returns them and,
-    if the fallback was used, a sentence saying why. Loaded datasets are kept for the life of the process (figure
-    reproductions run many configs on the same data); files are re-hashed on
-    every load, so a changed file is never served from memory."""
+    if the fallback was used, a sentence saying why. Loaded datasets are kept for the life of
+    the process (figure reproductions run many configs on the same data); files are re-hashed
+    on every load, so a changed file is never served from memory. ``keep=False`` (one run
+    that needs its memory for the parties' blocks): the records are not kept, and a kept copy
+    of them is let go once served."""
     import json
 
     key = json.dumps([config.data.dataset, config.data.options, config.data.fallback,
                       str(resolve_data_dir(data_dir)), _split_seed(config)], sort_keys=True,
                      default=str)
     stamp = _file_stamp(config, data_dir)
-    hit = _DATASETS.get(key)
+    hit = _DATASETS.pop(key, None) if not keep else _DATASETS.get(key)
     if hit is not None and hit[0] == stamp:
         return hit[1]
-    loaded = _load_config_dataset(config, data_dir)
     _DATASETS.clear()  # one dataset at a time: they can be large
-    _DATASETS[key] = (stamp, loaded)
+    loaded = _load_config_dataset(config, data_dir)
+    if keep:
+        _DATASETS[key] = (stamp, loaded)
     return loaded
 
 
@@ -139,13 +143,17 @@ class RunPlan:
 
     config: Config
     solver_cls: type
-    dataset: RawDataset  # the records as read; ``setting.dataset`` after the column steps
+    #: the records as read (``setting.dataset`` after the column steps); None when the plan
+    #: does not keep them (``plan_run(keep_records=False)``)
+    dataset: RawDataset | None
     fallback_note: str | None
     setting: Any
     first: Any  # the Prepared data of repeat 0
     solver: Solver  # repeat 0's solver, constructed (its construction validates)
     #: where the units run when not in this process (:mod:`vfl.experiments.parties`)
     backend: Any = None
+    #: the manifest's ``dataset`` section (what the records were: name, sizes, checksums)
+    dataset_info: dict | None = None
 
 
 def _streams(config: Config, repeat: int) -> Streams:
@@ -189,25 +197,49 @@ def check_run_options(config: Config, *, stop_at_budget: bool, release_only: boo
                           "is computed, cached or not)")
 
 
-def plan_run(config: Config, data_dir=None, backend=None) -> RunPlan:
+def plan_run(config: Config, data_dir=None, backend=None, *,
+             keep_records: bool = True) -> RunPlan:
     """Load and distribute the data and construct the solver: every user error surfaces here.
 
     With a ``backend`` (``run.backend = "dask"``: a connected
     :class:`~vfl.experiments.parties.DaskBackend`), each unit's actor (a party, a group of
     providers) reads its own data on its worker, checked against what was read here.
+
+    ``keep_records=False`` (one run, as ``vfl run`` and the scale benchmark do): the records
+    as read are let go once the setting has distributed them (neither the plan nor the
+    process's dataset cache keeps them), so a vertical run holds the parties' blocks only.
     """
     if config.run.backend != "inprocess" and backend is None:  # never run in-process silently
         raise ConfigError(f"run.backend = {config.run.backend!r} runs through `vfl run` (with "
                           "--cluster, or a local cluster it starts); sweeps, audits and figure "
                           "runs are in-process: leave run.backend unset")
     cls = get_solver(config.solver.name)
-    dataset, note = load_config_dataset(config, data_dir)
+    dataset, note = load_config_dataset(config, data_dir, keep=keep_records)
     setting = prepare(config, dataset, cls)
+    info = _dataset_info(dataset, note, setting)
+    checksums = dataset.checksums  # the workers check their reads against these
+    if not keep_records:
+        dataset = None  # the setting holds what the run needs (a vertical one: the blocks)
     first = _prepare(setting, config, 0)
     if backend is not None:
-        backend.start(first, dataset.checksums)
+        backend.start(first, checksums)
     solver = _build(cls, config, first, _streams(config, 0), backend)
-    return RunPlan(config, cls, dataset, note, setting, first, solver, backend)
+    return RunPlan(config, cls, dataset, note, setting, first, solver, backend, info)
+
+
+def _dataset_info(dataset: RawDataset, note: str | None, setting) -> dict:
+    """The manifest's ``dataset`` section."""
+    return {
+        "name": dataset.name,
+        "description": dataset.description,
+        "stand_in": dataset.is_stand_in,
+        "fallback": note,
+        "n_train": int(dataset.train.n_rows),
+        "n_test": int(dataset.test.n_rows),
+        "n_features": int(setting.n_features),
+        "sha256": dataset.checksums,
+        "provenance": dataset.provenance,
+    }
 
 
 def compute_baselines(plan: RunPlan, prepared=None, *, use_cache: bool = True) -> dict:
@@ -459,7 +491,7 @@ def _inference(solver: Solver, prepared):
 
 def _manifest(config, plan, solver, prepared, baselines, metrics, started, finished, seconds,
               stops, ledgers, inference=None) -> dict:
-    cls, dataset = plan.solver_cls, plan.dataset
+    cls = plan.solver_cls
     final = metrics.iloc[-1]
     objective = prepared.objective
     epochs_run = int(final["epoch"])
@@ -532,17 +564,8 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
         "finished_at": finished.isoformat(timespec="seconds"),
         "seed": config.run.seed,
         "repeats": config.run.repeats,
-        "dataset": {
-            "name": dataset.name,
-            "description": dataset.description,
-            "stand_in": dataset.is_stand_in,
-            "fallback": plan.fallback_note,
-            "n_train": int(dataset.train.n_rows),
-            "n_test": int(dataset.test.n_rows),
-            "n_features": int(plan.setting.n_features),
-            "sha256": dataset.checksums,
-            "provenance": dataset.provenance,
-        },
+        "dataset": plan.dataset_info or _dataset_info(plan.dataset, plan.fallback_note,
+                                                      plan.setting),
         "preprocessing": {
             "steps": prepared.preprocessing,
             "private": bool(config.privacy.claims_guarantee),

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from vfl.core.objective import Objective
 from vfl.core.metrics import accuracy, log_loss
@@ -33,7 +34,8 @@ from vfl.datasets.stage import Stage, fit_stage
 from .config import Config
 from .partition import Partition, make_partition
 
-__all__ = ["Prepared", "prepare", "fit_config_stage", "make_objective", "BASELINE_VERSION"]
+__all__ = ["Prepared", "SplitRecords", "prepare", "fit_config_stage", "make_objective",
+           "BASELINE_VERSION"]
 
 # Bump when the baselines' definition changes, so stale cache entries are ignored.
 BASELINE_VERSION = 5
@@ -71,6 +73,43 @@ def fit_config_stage(config: Config, raw: RawDataset, cls) -> Stage:
         raise ConfigError(f"preprocessing: {exc}") from None
 
 
+@dataclass(frozen=True, eq=False)
+class SplitRecords:
+    """The encoded records of a vertical run once split into the parties' blocks.
+
+    What the references and the manifest read besides the blocks: the name,
+    checksums and provenance (the data's identity for the baseline cache), the
+    labels and the sizes. The matrices themselves are not kept: the parties'
+    blocks are all the solver and the references need, and a copy of the
+    rows beside them would double the run's memory.
+    """
+
+    name: str
+    y_train: np.ndarray
+    y_test: np.ndarray
+    description: str
+    is_stand_in: bool
+    checksums: dict
+    provenance: dict
+    n_features: int
+    n_train: int
+    n_test: int
+    #: the encoded training matrix's bytes before the split (CSR: values, column indices and
+    #: row pointers; dense: its values)
+    train_bytes: int
+
+    @classmethod
+    def of(cls, dataset: Dataset) -> "SplitRecords":
+        X = dataset.X_train
+        nbytes = (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) if sp.issparse(X) \
+            else X.nbytes
+        return cls(name=dataset.name, y_train=dataset.y_train, y_test=dataset.y_test,
+                   description=dataset.description, is_stand_in=dataset.is_stand_in,
+                   checksums=dataset.checksums, provenance=dataset.provenance,
+                   n_features=dataset.n_features, n_train=dataset.n_train,
+                   n_test=dataset.n_test, train_bytes=int(nbytes))
+
+
 def _encoded(raw: RawDataset, stage: Stage, X_train, X_test, y_test=None) -> Dataset:
     """The data after the column steps, as the baselines and the manifest see it."""
     return Dataset(name=raw.name, X_train=X_train, y_train=raw.y_train, X_test=X_test,
@@ -93,7 +132,7 @@ def _score(u_train, y_train, u_test, y_test) -> dict:
 
 
 # ----------------------------------------------------------------- vertical --
-def _dataset_identity(dataset: Dataset) -> dict:
+def _dataset_identity(dataset: Dataset | SplitRecords) -> dict:
     # Checksums plus loader options and the preprocessing stage identify file
     # datasets; generator parameters identify synthetic ones.
     prov = dataset.provenance
@@ -135,17 +174,19 @@ def _cached(key_src: dict, compute, use_cache: bool) -> dict:
     return result
 
 
-def central_solution(dataset: Dataset, partition: Partition, objective: Objective, *,
-                     use_cache: bool = True, blocks=None) -> tuple[dict, bool]:
-    """The exact central optimum of problem (1) on every party's columns joined, scored, and
-    whether it came from the cache. ``blocks``: the parties' (train, test) blocks, when split.
+def central_solution(dataset: SplitRecords, partition: Partition, objective: Objective, *,
+                     use_cache: bool = True, blocks) -> tuple[dict, bool]:
+    """The exact central optimum of problem (1) on every party's columns, scored, and whether
+    it came from the cache. ``blocks``: the parties' (train, test) blocks; the solve works on
+    them as they are (:func:`vfl.baselines.central.column_design`: sparse blocks are never
+    joined, and give the joined design's numbers to the bit).
 
     One solve per dataset, objective and design (:meth:`Partition.design_key`),
     cached in ``<user cache>/baselines/`` under a hash of them: every run on
     the same design shares it (a sweep over noise, seeds, rho or epochs, and
     the ``all`` and ``central`` sets of references).
     """
-    from vfl.baselines import central_optimum
+    from vfl.baselines.central import central_optimum, column_design
 
     key_src = {"version": BASELINE_VERSION, "what": "central", "dataset": _dataset_identity(dataset),
                "objective": {"loss": objective.loss, "lam": objective.lam,
@@ -153,24 +194,24 @@ def central_solution(dataset: Dataset, partition: Partition, objective: Objectiv
                "design": partition.design_key()}
 
     def compute():
-        train, test = blocks if blocks is not None else (None, None)
-        D_train = partition.join(dataset.X_train, train)
+        train, test = blocks
+        D_train = column_design(train)
         central = central_optimum(D_train, dataset.y_train, objective)
         return {"label": "central optimum F*", "objective": central.value,
                 "grad_norm": central.grad_norm, "n_iter": central.n_iter,
                 "seconds": central.seconds, "method": central.method,
                 **_score(D_train @ central.x, dataset.y_train,
-                         partition.join(dataset.X_test, test) @ central.x, dataset.y_test)}
+                         column_design(test) @ central.x, dataset.y_test)}
 
     found = _cached(key_src, compute, use_cache)
     return {k: v for k, v in found.items() if k not in ("key", "cached")}, found["cached"]
 
 
-def vertical_baselines(dataset: Dataset, partition: Partition, objective: Objective, *,
-                       use_cache: bool = True, which: str = "all", blocks=None) -> dict:
+def vertical_baselines(dataset: SplitRecords, partition: Partition, objective: Objective, *,
+                       use_cache: bool = True, which: str = "all", blocks) -> dict:
     """The references of ``which`` (``run.baselines``): the central optimum F* and the base
     rate, and with ``all`` sklearn on all features and on party 1's. ``blocks``: the parties'
-    (train, test) blocks, when already split (no second copy of the rows).
+    (train, test) blocks (sklearn gets them joined: it needs one matrix).
 
     Cached in ``<user cache>/baselines/`` under a hash of (dataset identity,
     objective, partition), since they depend on nothing else; the central
@@ -193,13 +234,13 @@ def vertical_baselines(dataset: Dataset, partition: Partition, objective: Object
         "partition": partition.describe(),
     }
 
-    train, test = blocks if blocks is not None else (None, None)
+    train, test = blocks
 
     def compute():
-        D_train = partition.join(dataset.X_train, train)
-        D_test = partition.join(dataset.X_test, test)
+        D_train = partition.join(None, train)
+        D_test = partition.join(None, test)
         local = replace(partition, parties=partition.parties[:1])
-        local_blocks = (None, None) if blocks is None else (train[:1], test[:1])
+        local_blocks = (train[:1], test[:1])
         return {
             "central": central,
             "sklearn_all_features": {"label": "sklearn, all features", "line": "--",
@@ -208,11 +249,9 @@ def vertical_baselines(dataset: Dataset, partition: Partition, objective: Object
                                                             dataset.y_test, objective)},
             "sklearn_local_only": {"label": "sklearn, party 1 only", "line": ":",
                                    "role": "local",
-                                   **fit_sklearn_baseline(local.join(dataset.X_train,
-                                                                     local_blocks[0]),
+                                   **fit_sklearn_baseline(local.join(None, local_blocks[0]),
                                                           dataset.y_train,
-                                                          local.join(dataset.X_test,
-                                                                     local_blocks[1]),
+                                                          local.join(None, local_blocks[1]),
                                                           dataset.y_test, objective)},
             "majority": _majority(dataset.y_train, dataset.y_test),
         }
@@ -239,16 +278,21 @@ class VerticalSetting:
             raise ConfigError("preprocessing: source 'public' needs rows declared public: set "
                               "partition.public (rows of the test part)")
         scaler = stage.fit_public(stage.encode(public)) if stage.needs_public_rows else stage.scaler
-        dataset = _encoded(raw, stage, stage.columns(raw.train, scaler),
-                           stage.columns(test_table, scaler), y_test)
+        # copy=False: records the column steps leave as they are (a9a) are split straight from
+        # the matrix as read, never copied first (the split's blocks are new matrices)
+        dataset = _encoded(raw, stage, stage.columns(raw.train, scaler, copy=False),
+                           stage.columns(test_table, scaler, copy=False), y_test)
         # the per-record steps act on each party's block (Assumption 2.3 of Hu et al.)
         partition = make_partition(config.partition, dataset.n_features, rows=stage.rows)
-        self.config, self.dataset, self.partition, self.stage = config, dataset, partition, stage
+        self.config, self.partition, self.stage = config, partition, stage
         self.n_features = dataset.n_features
         self.steps = stage.describe("party block", scaler)
         self.objective = make_objective(config)
         self._train = partition.split(dataset.X_train)
         self._test = partition.split(dataset.X_test)
+        # from here on the blocks are the data: the encoded matrices are not kept
+        self.dataset = SplitRecords.of(dataset)
+        del dataset
         self._public = None if public is None else (
             partition.split(stage.columns(public, scaler)), raw.y_test[pub])
 
@@ -267,7 +311,7 @@ class VerticalSetting:
     def records(self):
         """Every record after the whole stage (each party's block joined), in file order:
         ``(train part, test part)``. What the neighbouring-record tests compare."""
-        return self.partition.join(self.dataset.X_train), self.partition.join(self.dataset.X_test)
+        return self.partition.join(None, self._train), self.partition.join(None, self._test)
 
 
 SETTINGS = {Setting.VERTICAL: VerticalSetting}

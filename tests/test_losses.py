@@ -353,3 +353,25 @@ def test_prox_newton_leaves_inputs_alone_and_handles_real_labels():
                 assert np.array_equal(a, c)
             g = -b * expit(-b * z) - y + rho * (z - s)
             assert np.max(np.abs(g)) <= 1e-9 * max(1.0, rho), solve
+
+
+@pytest.mark.parametrize("rho,w", [(0.02, 1.0), (5.0, 1.0), (0.3, 1e-4)])
+def test_prox_newton_in_chunks_with_kept_buffers_gives_the_same_numbers(rho, w, monkeypatch):
+    import vfl.core.losses as losses
+
+    rng = np.random.default_rng(7)
+    n = 2001
+    b = np.where(rng.random(n) < 0.4, 1.0, -1.0)
+    s, y, z0 = rng.standard_normal(n), rng.standard_normal(n), rng.standard_normal(n)
+    buffers = [np.full(n, np.nan) for _ in range(6)]
+    work = losses.NewtonWork(b, lambda i: buffers[i])
+    loss = LogisticLoss()
+    for start in (None, z0):
+        whole = loss.prox_newton(s, y, b, rho, w, z0=start)  # one chunk (n < NEWTON_CHUNK)
+        for chunk in (1, 64, 1000):
+            monkeypatch.setattr(losses, "NEWTON_CHUNK", chunk)
+            assert np.array_equal(loss.prox_newton(s, y, b, rho, w, z0=start), whole)
+            for _ in range(2):  # the buffers' old contents do not matter
+                assert np.array_equal(loss.prox_newton(s, y, b, rho, w, z0=start, work=work),
+                                      whole)
+        monkeypatch.undo()

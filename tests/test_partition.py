@@ -136,3 +136,24 @@ def test_normalize_rows_from_config():
     with pytest.raises(ConfigError, match=r"partition.normalize_rows moved to the \[preprocessing\] "
                                           "section: set preprocessing.normalize_rows"):
         config_from_dict({**raw, "partition": {"columns": [66, 57], "normalize_rows": True}})
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 10_000])
+def test_a_block_cut_in_chunks_of_rows_is_scipys_slice_and_intercept(chunk):
+    from vfl.core.preprocessing import add_intercept
+    from vfl.experiments.partition import _csr_range
+
+    rng = np.random.default_rng(chunk)
+    X = sp.random(301, 25, density=0.2, format="csr", random_state=chunk)
+    X.data[::5] = 0.0  # explicit zeros stay
+    X = X[rng.permutation(301)]
+    for start, stop, ones in ((0, 10, True), (10, 25, False), (0, 25, True), (24, 25, False)):
+        want = add_intercept(X[:, start:stop]) if ones else X[:, start:stop].tocsr()
+        got = _csr_range(X, start, stop, ones=ones, chunk=chunk)
+        assert got.shape == want.shape and got.indices.dtype == want.indices.dtype
+        for part in ("data", "indices", "indptr"):
+            assert np.array_equal(getattr(got, part), getattr(want, part))
+        stacked = sp.hstack([X[:, start:stop], np.ones((301, 1))], format="csr") if ones else None
+        if ones:  # add_intercept itself is the stack, to the bit
+            assert np.array_equal(want.data, stacked.data)
+            assert np.array_equal(want.indices, stacked.indices)

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from cli_helpers import SMALL, assert_one_line_error, vfl
+from cli_helpers import SMALL, vfl
 from vfl.admm.sharing.adapter import ADMMSharingSolver, scaled_rho
 from vfl.admm.sharing.block import BlockSolver
 from vfl.core.errors import ConfigError, DataError
@@ -187,3 +187,58 @@ def test_blas_threads_follow_the_blocks_storage():
     assert blas_threads_for([sparse, dense], None) is None
     assert blas_threads_for([sparse, sparse], 2) == 2 and blas_threads_for([dense], 1) == 1
     assert blas_threads_for(None, None) is None  # blocks on Dask workers: their process decides
+
+
+# ------------------------------------------------- memory: the records, once split --
+def test_a_run_that_lets_the_records_go_keeps_only_the_blocks():
+    from vfl.experiments import runner
+    from vfl.experiments.settings import SplitRecords
+
+    config = _small(baselines="central")
+    kept = runner.plan_run(config)
+    assert kept.dataset is not None and runner._DATASETS  # figure runs share the records
+    plan = runner.plan_run(config, keep_records=False)
+    assert plan.dataset is None and not runner._DATASETS  # nothing beside the blocks
+    records = plan.setting.dataset
+    assert isinstance(records, SplitRecords) and not hasattr(records, "X_train")
+    assert (records.n_train, records.n_test, records.n_features) == (300, 100, 12)
+    X = kept.dataset.train.numeric
+    assert records.train_bytes == X.nbytes  # dense records: their values
+    a = run_experiment(config, plan=kept, use_cache=False)
+    b = run_experiment(config, plan=plan, use_cache=False)
+    assert a.manifest["dataset"] == b.manifest["dataset"]
+    pd.testing.assert_frame_equal(a.metrics.drop(columns=[c for c in a.metrics if "time" in c]),
+                                  b.metrics.drop(columns=[c for c in b.metrics if "time" in c]))
+
+
+def test_records_the_column_steps_leave_alone_are_split_without_a_copy_first():
+    from vfl.core.preprocessing import RowSteps
+    from vfl.experiments.partition import Partition
+
+    X = sp.random(500, 20, density=0.3, format="csr", random_state=1)
+    whole = Partition(parties=(np.arange(20),), n_features=20, rows=RowSteps())
+    block = whole.block(X, 0)  # one party, every column: still the party's own matrix
+    assert not np.may_share_memory(block.data, X.data) and (block != X).nnz == 0
+    dense = X.toarray()
+    assert not np.may_share_memory(whole.block(dense, 0), dense)
+
+
+def test_the_central_solve_on_the_blocks_is_the_joined_solve_to_the_bit():
+    from vfl.baselines.central import ColumnBlocks, central_optimum
+    from vfl.core.objective import Objective
+
+    rng = np.random.default_rng(0)
+    X = sp.random(4000, 30, density=0.2, format="csr", random_state=2)
+    ones = sp.csr_matrix(np.ones((4000, 1)))
+    blocks = [sp.hstack([X[:, :11], ones], format="csr"), X[:, 11:20].tocsr(), X[:, 20:].tocsr()]
+    joined = sp.hstack(blocks, format="csr")
+    D, b = ColumnBlocks(blocks), np.where(rng.random(4000) < 0.3, 1.0, -1.0)
+    x, objective = rng.standard_normal(31), Objective(lam=0.05)
+    assert np.array_equal(D @ x, joined @ x) and np.array_equal(D.T @ b, joined.T @ b)
+    assert np.array_equal(objective.hess(x, D, b), objective.hess(x, joined, b))
+    assert (D[np.arange(0, 4000, 9)] != joined[::9]).nnz == 0
+    for warm in ({}, {"warm_above": 1000, "warm_rows": 500}):  # trust-exact; chord steps
+        on_blocks, on_joined = central_optimum(blocks, b, objective, **warm), \
+            central_optimum(joined, b, objective, **warm)
+        assert on_blocks.value == on_joined.value and np.array_equal(on_blocks.x, on_joined.x)
+        assert on_blocks.method == on_joined.method

@@ -45,7 +45,7 @@ class NoRelaxation:
 
     alpha = 1.0
 
-    def __call__(self, new, old):
+    def __call__(self, new, old, out=None, tmp=None):
         return new
 
 
@@ -55,8 +55,14 @@ class Relaxation:
     def __init__(self, alpha: float):
         self.alpha = float(alpha)
 
-    def __call__(self, new, old):
-        return self.alpha * new + (1.0 - self.alpha) * old
+    def __call__(self, new, old, out=None, tmp=None):
+        """``alpha new + (1 - alpha) old``; into ``out`` (with ``tmp``, another buffer of the
+        same length, for the second term) when given: the same numbers."""
+        if out is None:
+            return self.alpha * new + (1.0 - self.alpha) * old
+        np.multiply(new, self.alpha, out=out)
+        np.multiply(old, 1.0 - self.alpha, out=tmp)
+        return np.add(out, tmp, out=out)
 
 
 def over_relaxation(alpha: float) -> NoRelaxation | Relaxation:

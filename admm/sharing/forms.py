@@ -27,7 +27,44 @@ import numpy as np
 
 __all__ = ["BALL", "BoydSharing", "ExactBall", "GaussSeidelOrder", "HuSharing", "JacobiOrder",
            "NewtonZUpdate", "ORDER", "ProjectedBall", "SHARING", "SafeguardedZUpdate",
-           "SharingForm", "Unconstrained", "Z_UPDATE"]
+           "Scratch", "SharingForm", "Unconstrained", "Z_UPDATE", "summed"]
+
+
+class Scratch:
+    """The N-vectors an epoch computes into instead of allocating them, ``scratch(i)``.
+
+    Above glibc's largest mmap threshold (32 MB: four million float64s) every
+    fresh N-vector is a fresh mapping whose pages the kernel faults in and
+    zeroes, and gives back when it is freed: at ten million rows an epoch of
+    fresh temporaries spent as long in the kernel as in the arithmetic. The
+    epoch's intermediate values (the pulls, the relaxed sum, the z-update's
+    work, the dual step) live here instead; what the epoch keeps (shares,
+    ``z``, ``y``, ``zeta``) stays new arrays, since others may hold the old
+    ones. The slots' roles are fixed by :meth:`ADMMSharing._epoch`.
+    """
+
+    def __init__(self, n: int):
+        self.n = n
+        self._buffers: list[np.ndarray] = []
+
+    def __call__(self, i: int) -> np.ndarray:
+        while len(self._buffers) <= i:
+            self._buffers.append(np.empty(self.n))
+        return self._buffers[i]
+
+
+def summed(vectors, out=None) -> np.ndarray:
+    """``np.sum(vectors, axis=0)`` to the bit (a sum over the first axis adds the rows in
+    order), without stacking the vectors into one array first; into ``out`` if given."""
+    if len(vectors) == 1:
+        if out is None:
+            return np.array(vectors[0], dtype=float)
+        np.copyto(out, vectors[0])
+        return out
+    out = np.add(vectors[0], vectors[1], out=out)
+    for v in vectors[2:]:
+        np.add(out, v, out=out)
+    return out
 
 
 class SharingForm:
@@ -53,16 +90,19 @@ class SharingForm:
         """The form's own per-party state at ``x = y = z = 0`` (None: it keeps none)."""
         return None
 
-    def coupled_sum(self, P) -> np.ndarray | None:
-        """The sum of the shares a Jacobi sweep reads (None if the pull does not use it)."""
+    def coupled_sum(self, P, scratch=None) -> np.ndarray | None:
+        """The sum of the shares a Jacobi sweep reads (None if the pull does not use it; into
+        slot ``M`` of the epoch's :class:`Scratch` when given)."""
         return None
 
-    def pulled(self, m: int, P, z, y, S, rho: float) -> np.ndarray:
-        """The value party m's x-update reads: ``x_m = (2 lam I + scale rho D^T D)^-1 D^T r``."""
+    def pulled(self, m: int, P, z, y, S, rho: float, out=None) -> np.ndarray:
+        """The value party m's x-update reads: ``x_m = (2 lam I + scale rho D^T D)^-1 D^T r``
+        (into ``out`` when given)."""
         raise NotImplementedError
 
-    def after_dual(self, solver, published, P, S_hat, relax) -> None:
-        """Bookkeeping after (8), from public values only."""
+    def after_dual(self, solver, published, P, S_hat, relax, scratch=None) -> None:
+        """Bookkeeping after (8), from public values only (``scratch``: the epoch's
+        :class:`Scratch`, slots 1-3 free)."""
 
     def z_of(self, P, z) -> np.ndarray:
         """``z`` of an extrapolated state."""
@@ -107,11 +147,16 @@ class HuSharing(SharingForm):
     def public(self, solver):
         return solver.shares
 
-    def coupled_sum(self, P):
-        return np.sum(P, axis=0)
+    def coupled_sum(self, P, scratch=None):
+        return summed(P, None if scratch is None else scratch(len(P)))
 
-    def pulled(self, m, P, z, y, S, rho):
-        return rho * (z - (S - P[m])) - y
+    def pulled(self, m, P, z, y, S, rho, out=None):
+        if out is None:
+            return rho * (z - (S - P[m])) - y
+        np.subtract(S, P[m], out=out)
+        np.subtract(z, out, out=out)
+        np.multiply(out, rho, out=out)
+        return np.subtract(out, y, out=out)
 
     def state_size(self, n):
         return (self.n_parties + 2) * n
@@ -155,15 +200,24 @@ class BoydSharing(SharingForm):
     def initial(self, n):
         return [np.zeros(n) for _ in range(self.n_parties)]
 
-    def pulled(self, m, P, z, y, S, rho):
-        return (rho * self.scale) * P[m] - y
+    def pulled(self, m, P, z, y, S, rho, out=None):
+        if out is None:
+            return (rho * self.scale) * P[m] - y
+        np.multiply(P[m], rho * self.scale, out=out)
+        return np.subtract(out, y, out=out)
 
-    def after_dual(self, solver, published, P, S_hat, relax):
-        corr = (solver.z - S_hat) / self.n_parties
-        solver.zeta = [relax(s, p) + corr for s, p in zip(published, P)]
+    def after_dual(self, solver, published, P, S_hat, relax, scratch=None):
+        if scratch is None:
+            corr = (solver.z - S_hat) / self.n_parties
+            solver.zeta = [relax(s, p) + corr for s, p in zip(published, P)]
+            return
+        corr = np.subtract(solver.z, S_hat, out=scratch(1))
+        corr /= self.n_parties
+        solver.zeta = [np.add(relax(s, p, out=scratch(2), tmp=scratch(3)), corr)
+                       for s, p in zip(published, P)]
 
     def z_of(self, P, z):
-        return np.sum(P, axis=0)  # z = sum_m zeta_m
+        return summed(P)  # z = sum_m zeta_m
 
     def state_size(self, n):
         return (self.n_parties + 1) * n
@@ -234,7 +288,7 @@ class SafeguardedZUpdate:
     def __init__(self, b: np.ndarray):
         self._b_max = math.sqrt(float(np.max(b * b, initial=0.0)))  # 1.0 exactly for +-1 labels
 
-    def __call__(self, loss, S, y, b, rho, w, *, tol, z0):
+    def __call__(self, loss, S, y, b, rho, w, *, tol, z0, work=None):
         return loss.prox_linear(S, y, b, rho, w, tol=tol, z0=z0, b_max=self._b_max)
 
 
@@ -252,8 +306,10 @@ class NewtonZUpdate:
     def __init__(self, b: np.ndarray):
         self._b2_max = float(np.max(b * b, initial=0.0))
 
-    def __call__(self, loss, S, y, b, rho, w, *, tol, z0):
-        return loss.prox_newton(S, y, b, rho, w, tol=tol, z0=z0, b2_max=self._b2_max)
+    def __call__(self, loss, S, y, b, rho, w, *, tol, z0, work=None):
+        """``work``: a :class:`~vfl.core.losses.NewtonWork` for ``b`` (buffers kept between
+        epochs; the same numbers)."""
+        return loss.prox_newton(S, y, b, rho, w, tol=tol, z0=z0, b2_max=self._b2_max, work=work)
 
 
 class Unconstrained:

@@ -15,12 +15,13 @@ from time import perf_counter
 
 import numpy as np
 
+from vfl.core.losses import NewtonWork
 from vfl.core.metrics import EpochStats
 from vfl.core.objective import Objective
 from vfl.core.solver import Solver
 
 from .acceleration import ACCELERATION, over_relaxation
-from .forms import BALL, ORDER, SHARING, Z_UPDATE
+from .forms import BALL, ORDER, SHARING, Z_UPDATE, Scratch, summed
 from .noise import NOISE_FORMS
 from .party import LocalParties, Party, PartySpec
 from .penalty import RHO_SCHEDULE
@@ -243,6 +244,9 @@ acceleration, anderson_memory, z_update, blas_threads
         self.accelerator = ACCELERATION[acceleration].from_options(
             anderson_memory=anderson_memory)
         self.z_solver = Z_UPDATE[z_update](self.b)
+        # the epoch's intermediate N-vectors (slot roles: see _epoch)
+        self._scratch = Scratch(n)
+        self._z_work = NewtonWork(self.b, lambda i: self._scratch(2 + i))
         self.noise_rngs = noise_rngs
         self.blas_threads = blas_threads
         self.release_sensitivity = (np.full(M, np.nan) if release_sensitivity is None
@@ -357,19 +361,22 @@ acceleration, anderson_memory, z_update, blas_threads
         party = self.parties.parties[m]  # (parties in this process)
         return party.feasible.solve(party.block, r, self.x_rho)[0]
 
-    def _pull(self, m, P, z, y, S) -> np.ndarray:
-        """The value party m pulls for (6), computed by the central node from public values."""
-        r = self.sharing.pulled(m, P, z, y, S, self.rho)
+    def _pull(self, m, P, z, y, S, scratch=None) -> np.ndarray:
+        """The value party m pulls for (6), computed by the central node from public values
+        (into ``scratch(m)`` when given)."""
+        r = self.sharing.pulled(m, P, z, y, S, self.rho,
+                                out=None if scratch is None else scratch(m))
         if self.input_clip is not None:
             np.clip(r, -self.input_clip, self.input_clip, out=r)
         return r
 
-    def z_update(self, share_sum: np.ndarray, y=None, z0=None) -> np.ndarray:
-        """Minimizer of (7) given ``sum_m D_m x_m^{t+1}`` (and ``y``, default the current)."""
+    def z_update(self, share_sum: np.ndarray, y=None, z0=None, work=None) -> np.ndarray:
+        """Minimizer of (7) given ``sum_m D_m x_m^{t+1}`` (and ``y``, default the current;
+        ``work``: the epoch's buffers, none of which ``share_sum``, ``y`` or ``z0`` may be)."""
         y = self.y if y is None else y
         z0 = self.z if z0 is None else z0
         return self.z_solver(self._loss, share_sum, y, self.b, self.rho, self._w,
-                             tol=self.z_tol, z0=z0)
+                             tol=self.z_tol, z0=z0, work=work)
 
     def publish(self, m: int, x_m: np.ndarray, share: np.ndarray) -> np.ndarray:
         """The value party ``m`` (in this process) pushes for ``share`` at its current sigma
@@ -410,25 +417,35 @@ acceleration, anderson_memory, z_update, blas_threads
         )
 
     def _epoch(self):
-        """One epoch: the x-updates (6) and pushes, (7), (8), then the strategies' own steps."""
+        """One epoch: the x-updates (6) and pushes, (7), (8), then the strategies' own steps.
+
+        The intermediate N-vectors are the slots of ``self._scratch``: the pulls ``0..M-1``
+        and the coupled sum ``M`` until the parties reply; then the relaxed sum in ``0``
+        (until the end), the z-update's work in ``2..7``, the dual step's difference and
+        after it the form's own bookkeeping in ``1..3``. What the epoch keeps (the shares,
+        their sum, ``z``, ``y``, ``zeta``) is new arrays.
+        """
         t0 = perf_counter()
         self.begin_releases()
         P, z_in, y_in = self._state_in()
-        pull = partial(self._pull, P=P, z=z_in, y=y_in)
-        replies = self.sweep.round(self.parties, pull, self.sharing.coupled_sum(P), P,
+        scratch = self._scratch
+        pull = partial(self._pull, P=P, z=z_in, y=y_in, scratch=scratch)
+        replies = self.sweep.round(self.parties, pull, self.sharing.coupled_sum(P, scratch), P,
                                    self.x_rho, self.sigma)
         published = [s for s, _ in replies]
         projected = sum(p for _, p in replies)
         self._margins = None
         self.shares = published
-        self.share_sum = np.sum(published, axis=0)
-        S_hat = self.relax(self.share_sum, z_in)
+        self.share_sum = summed(published)
+        S_hat = self.relax(self.share_sum, z_in, out=scratch(0), tmp=scratch(1))
         t1 = perf_counter()
         rho = self.rho
-        self.z = self.z_update(S_hat, y=y_in, z0=z_in)
+        self.z = self.z_update(S_hat, y=y_in, z0=z_in, work=self._z_work)
         t2 = perf_counter()
-        self.y = y_in + rho * (S_hat - self.z)
-        self.sharing.after_dual(self, published, P, S_hat, self.relax)
+        step = np.subtract(S_hat, self.z, out=scratch(1))
+        step *= rho
+        self.y = np.add(y_in, step)  # y + rho (S_hat - z)
+        self.sharing.after_dual(self, published, P, S_hat, self.relax, scratch)
         extra = self.penalty.update(self, P, z_in, y_in)
         ta = perf_counter()
         self._next, report = self.accelerator.step(self, (P, z_in, y_in))
@@ -441,7 +458,7 @@ acceleration, anderson_memory, z_update, blas_threads
     def margins(self) -> np.ndarray:
         """``sum_m D_m x_m`` for the current models (exact, unperturbed)."""
         if self._margins is None:
-            self._margins = np.sum(self.parties.exact_shares(), axis=0)
+            self._margins = summed(self.parties.exact_shares())
         return self._margins
 
     def objective_value(self) -> float:
