@@ -359,9 +359,13 @@ def _data(d: dict) -> DataConfig:
 
 def _check_fallback(dataset: str, fallback) -> None:
     """A fallback is generated data standing in for a file dataset; anywhere else it
-    would be silently ignored (a generated or user dataset is never missing)."""
+    would be silently ignored (a generated or user dataset is never missing). A dataset set
+    to its own fallback (``--set data.dataset=synthetic:gisette-shaped`` on a gisette
+    config) is the stand-in asked for directly: nothing is ignored."""
     from vfl.datasets import REGISTRY, SYNTHETIC_PRESETS
 
+    if dataset == fallback:
+        return
     if dataset not in REGISTRY:
         raise ConfigError(f"data.fallback applies to a dataset read from files "
                           f"({', '.join(REGISTRY)}), not to dataset = {dataset!r}")

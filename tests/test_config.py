@@ -151,3 +151,11 @@ def test_file_errors(tmp_path):
     wrong.write_text('[data]\ndataset = "a9a"\n[partition]\ncolumns = [1]\n[solver]\nrho = -1\n')
     with pytest.raises(ConfigError, match="^wrong.toml: solver.rho must be > 0"):
         load_config(wrong)
+
+
+def test_a_dataset_set_to_its_own_fallback_is_the_stand_in_asked_for():
+    """`--set data.dataset=<the fallback>` on a gisette config: nothing is left ignored."""
+    from shipped import shipped
+
+    config = load_config(shipped("fig1-gisette-admm"), ["data.dataset=synthetic:gisette-shaped"])
+    assert config.data.dataset == config.data.fallback == "synthetic:gisette-shaped"

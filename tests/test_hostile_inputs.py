@@ -90,7 +90,7 @@ FIXTURES = {
     "empty.toml": _write(""),
     "twice.toml": _write(SMALL + "[run]\nseed = 1\nseed = 2\n"),
     "section.toml": _write(SMALL + "[bogus]\nx = 1\n"),
-    "fallback.toml": _write(SMALL.replace("[data]", '[data]\nfallback = "synthetic"')),
+    "fallback.toml": _write(SMALL.replace("[data]", '[data]\nfallback = "synthetic:a9a-shaped"')),
     "run": _run(),
     "run-none": _run(**{"metrics.csv": METRICS.replace("1.0,", ",").replace("0.5,", ",")}),
     "run-no-manifest": _run(**{"manifest.json": None}),

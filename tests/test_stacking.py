@@ -366,8 +366,8 @@ def test_done_criteria_on_a9a(tmp_path, data_dir, monkeypatch):
     assert stack.loc[8.0, "test_logloss_mean"] <= allf + 0.005
     assert np.allclose(stack["epsilon_tight"], stack.index, rtol=0.01)
     chosen = json.loads(stack.loc[0.5, "chosen"])
+    assert chosen["privacy.epsilon"] == 0.5
     config = load_config(shipped("private-stacking-a9a"),
-                         [f"{k}={json.dumps(v)}" for k, v in chosen.items()]
-                         + ["privacy.epsilon=0.5"])
+                         [f"{k}={json.dumps(v)}" for k, v in chosen.items()])
     report = audit_config(config, data_dir=data_dir, K=20, seed=2)
     assert report.verdict("guarantee") == "PASS"
