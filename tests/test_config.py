@@ -155,7 +155,5 @@ def test_file_errors(tmp_path):
 
 def test_a_dataset_set_to_its_own_fallback_is_the_stand_in_asked_for():
     """`--set data.dataset=<the fallback>` on a gisette config: nothing is left ignored."""
-    from shipped import shipped
-
     config = load_config(shipped("fig1-gisette-admm"), ["data.dataset=synthetic:gisette-shaped"])
     assert config.data.dataset == config.data.fallback == "synthetic:gisette-shaped"
