@@ -17,7 +17,11 @@ NAME says which CSV and which renderer:
 - ``scale``: ``docs/figures/scale/scale.csv``, written by ``python docs/measure.py scale``
   (:func:`scale_markdown`, with issue 23's targets);
 - ``dask``: ``docs/figures/dask/dask.csv`` and ``dask-nanny.csv``, written by
-  ``python docs/measure.py dask`` (:func:`dask_markdown`).
+  ``python docs/measure.py dask`` (:func:`dask_markdown`);
+- ``bench-targets``, ``bench-variants``: ``docs/figures/bench/targets.csv``,
+  ``variants.csv`` and ``references.csv``, written by ``python docs/measure.py
+  benchmarks`` from the run's bench.json (:func:`bench_targets_markdown`,
+  :func:`bench_variants_markdown`).
 
 Numbers in README's prose that a committed CSV determines are *facts*:
 ``VALUE<!-- fact: NAME -->``, where VALUE is the word right before the mark
@@ -66,7 +70,53 @@ def _render(name: str) -> str:
     if name == "dask":
         return dask_markdown(pd.read_csv(FIGURES / "dask" / "dask.csv"),
                              pd.read_csv(FIGURES / "dask" / "dask-nanny.csv"))
+    if name == "bench-targets":
+        return bench_targets_markdown(pd.read_csv(FIGURES / "bench" / "targets.csv"))
+    if name == "bench-variants":
+        return bench_variants_markdown(pd.read_csv(FIGURES / "bench" / "variants.csv"),
+                                       pd.read_csv(FIGURES / "bench" / "references.csv"))
     raise KeyError(f"README names an unknown table {name!r}")
+
+
+def bench_targets_markdown(table: pd.DataFrame) -> str:
+    """``python -m benchmarks``'s targets: each ratio of two timings of one run, its verdict."""
+    lines = ["| target | measured | result |", "|---|---:|---|"]
+    for r in table.to_dict("records"):
+        whole = r["measured"] >= 100 or float(r["measured"]).is_integer()
+        value = f"{r['measured']:.0f}" if whole else f"{r['measured']:.3g}"
+        lines.append(f"| {r['description']} | {value} | "
+                     f"{'pass' if r['pass'] else 'miss: ' + r['why']} |")
+    return "\n".join(lines) + "\n"
+
+
+def bench_variants_markdown(variants: pd.DataFrame, references: pd.DataFrame) -> str:
+    """The a9a variants of ADMM sharing: epochs and seconds to 1e-4 and 1e-6, against lbfgs."""
+    def cell(r, target):
+        epochs = r[f"epochs_to_{target}"]
+        if pd.isna(epochs):
+            return ["diverges"] * 2 if r["diverged"] else ["-", "-"]
+        return [f"{epochs:.0f}", f"{r[f'seconds_to_{target}']:.3f}"]
+
+    lines = ["| variant | epochs to 1e-4 | s | / lbfgs | epochs to 1e-6 | s |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in variants.to_dict("records"):
+        e4, s4 = cell(r, "1e-4")
+        e6, s6 = cell(r, "1e-6")
+        lbfgs = r["lbfgs_seconds_to_1e-4"]
+        ratio = s4 if s4 in ("-", "diverges") else f"{float(s4) / lbfgs:.2f}"
+        lines.append(f"| {r['variant']} | {e4} | {s4} | {ratio} | {e6} | {s6} |")
+    # each solver at the faster of its BLAS settings ("sklearn lbfgs, 1 BLAS thread")
+    refs = references.assign(solver=references["reference"].str.split(",").str[0])
+    best = refs.loc[refs.groupby(["solver", "target"])["seconds"].idxmin()]
+    said = "; ".join(f"{name}: " + " / ".join(
+        f"{s:.2f} s" for s in group.sort_values("target", ascending=False)["seconds"])
+        for name, group in best.groupby("solver", sort=False))
+    short = [f"{r['variant']}: {r['final_suboptimality']:.1e} after {r['epochs_run']} epochs"
+             for r in variants.to_dict("records") if pd.isna(r["epochs_to_1e-6"])]
+    lines += ["", f"(\"-\": not reached; the relative suboptimality where each such run stopped: "
+                  f"{'; '.join(short)}.) Central references in the same process, to 1e-4 / "
+                  f"1e-6: {said}."]
+    return "\n".join(lines) + "\n"
 
 
 def _verdict(value, limit: float) -> str:
@@ -113,7 +163,8 @@ def dask_markdown(cases: pd.DataFrame, nanny: pd.DataFrame) -> str:
         lines.append(f"| {r['dataset']} | {r['parties']} | {r['epochs']} | "
                      f"{r['inprocess_seconds_per_epoch']:.4f} | {r['dask_seconds_per_epoch']:.4f} | "
                      f"{r['ratio']:.2f} | {'yes' if r['same_numbers'] else 'NO'} | "
-                     f"{_mb(r['transport_bytes_per_epoch'])} | {_mb(r['protocol_bytes_per_epoch'])} |")
+                     f"{_mb(r['transport_bytes_per_epoch'])} | "
+                     f"{_mb(r['protocol_bytes_per_epoch'])} |")
     n = nanny.iloc[0]
     lines += ["", f"Load average {cases['load_before'].iloc[0]:g} before and "
                   f"{cases['load_after'].iloc[0]:g} after (the 2 cores were shared). Keeping the "

@@ -49,3 +49,38 @@ def test_the_keys_are_the_ones_readme_marks(measure, capsys):
     assert marked <= set(measure.MEASUREMENTS), marked - set(measure.MEASUREMENTS)
     assert measure.main(["--list"]) == 0 and "test-suite" in capsys.readouterr().out
     assert measure.main(["nosuchkey"]) == 2
+
+
+def test_the_benchmarks_tables_come_from_its_bench_json(measure, tmp_path, monkeypatch):
+    """`python docs/measure.py benchmarks` keeps the run's targets and a9a variants as the CSVs
+    README's bench tables are rendered from."""
+    import json
+
+    import pandas as pd
+
+    spec = importlib.util.spec_from_file_location("readme_tables",
+                                                  REPO / "docs" / "readme_tables.py")
+    tables = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "readme_tables", tables)  # for its dataclasses
+    spec.loader.exec_module(tables)
+    row = {"label": "Boyd", "diverged": False, "epochs_run": 42, "final_suboptimality": 1e-7,
+           "epochs_to_0.0001": 15, "seconds_to_0.0001": 0.05, "epochs_to_1e-06": 42,
+           "seconds_to_1e-06": 0.1}
+    lbfgs = {"targets": {"0.0001": {"tol": 1e-5, "n_iter": 9, "seconds": 0.25},
+                         "1e-06": {"tol": 1e-7, "n_iter": 30, "seconds": 0.8}}}
+    bench = {"variants_a9a": {
+        "dataset": "a9a", "epoch_cap": 400, "variants": [row],
+        "sklearn": {"lbfgs": lbfgs, "lbfgs, 1 BLAS thread": lbfgs},
+        "a9a_fast": {"epochs_to_1e-4": 15, "seconds_to_1e-4": 0.05,
+                     "lbfgs_seconds_to_1e-4": 0.25, "lbfgs_setting": "lbfgs"}}}
+    (tmp_path / "bench.json").write_text(json.dumps(bench))
+    monkeypatch.setattr(measure, "BENCH_DIR", tmp_path / "bench")
+    out = measure.bench_tables(tmp_path / "bench.json")
+
+    targets = pd.read_csv(out / "targets.csv")
+    assert list(targets["target"]) == ["a9a_fast_epochs_to_1e-4", "a9a_fast_time_vs_lbfgs"]
+    assert targets["measured"].tolist() == [15, 0.2] and targets["pass"].all()
+    md = tables.bench_variants_markdown(pd.read_csv(out / "variants.csv"),
+                                        pd.read_csv(out / "references.csv"))
+    assert "| Boyd | 15 | 0.050 | 0.20 | 42 | 0.100 |" in md
+    assert "sklearn lbfgs: 0.25 s / 0.80 s" in md
