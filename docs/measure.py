@@ -56,7 +56,8 @@ def _pytest(output: str, unit: Callable[[float], str]) -> tuple[str, str]:
     if not found or re.search(r"\d+ (failed|error)", output):
         raise RuntimeError(f"pytest did not pass:\n{output[-2000:]}")
     passed, skipped, seconds = found.group(1), found.group(2) or "0", float(found.group(3))
-    return unit(seconds), f"{seconds:.1f} s as pytest reports it, {passed} passed, {skipped} skipped"
+    return unit(seconds), (f"{seconds:.1f} s as pytest reports it, {passed} passed, "
+                           f"{skipped} skipped")
 
 
 def _wall(unit: Callable[[float], str]):

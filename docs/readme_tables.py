@@ -129,11 +129,12 @@ def scale_markdown(table: pd.DataFrame) -> str:
     largest two-party run, and for 16 parties."""
     two = table[table["parties"] == 2].sort_values("rows")
     base = float(two["ns_per_row_epoch"].iloc[0])
-    lines = ["| rows | parties | epochs to 1e-4 | ADMM / lbfgs | baselines / wall | peak RSS / data "
-             "| ns per row-epoch |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| rows | parties | epochs to 1e-4 | ADMM / lbfgs | baselines / wall "
+             "| peak RSS / data | ns per row-epoch |", "|---:|---:|---:|---:|---:|---:|---:|"]
     for r in table.to_dict("records"):
         epochs = r["epochs_to_1e-4"]
-        lines.append(f"| {r['rows']:,} | {r['parties']} | {'-' if pd.isna(epochs) else int(epochs)} "
+        epochs = "-" if pd.isna(epochs) else int(epochs)
+        lines.append(f"| {r['rows']:,} | {r['parties']} | {epochs} "
                      f"| {r['admm_over_lbfgs']:.3g} | {r['baseline_share_of_wall']:.3g} | "
                      f"{r['peak_rss_over_data']:.3g} | {r['ns_per_row_epoch']:.0f} |")
     big = two.iloc[-1]
@@ -161,7 +162,8 @@ def dask_markdown(cases: pd.DataFrame, nanny: pd.DataFrame) -> str:
              "|---|---:|---:|---:|---:|---:|---|---:|---:|"]
     for r in cases.to_dict("records"):
         lines.append(f"| {r['dataset']} | {r['parties']} | {r['epochs']} | "
-                     f"{r['inprocess_seconds_per_epoch']:.4f} | {r['dask_seconds_per_epoch']:.4f} | "
+                     f"{r['inprocess_seconds_per_epoch']:.4f} | "
+                     f"{r['dask_seconds_per_epoch']:.4f} | "
                      f"{r['ratio']:.2f} | {'yes' if r['same_numbers'] else 'NO'} | "
                      f"{_mb(r['transport_bytes_per_epoch'])} | "
                      f"{_mb(r['protocol_bytes_per_epoch'])} |")
