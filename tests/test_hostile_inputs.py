@@ -180,7 +180,7 @@ CASES = [
     ("run-preprocessing-zero-range", ["run", "--config", A9A, "--set", "preprocessing.scaling=clip",
                                       "--set", "preprocessing.bounds=[1, 1]", "--out", "o"],
      "preprocessing.bounds: bounds need lower < upper"),
-    ("run-private-fitted-scaling", ["run", "--config", PRIVATE, "--set",
+    ("run-private-fitted-scaling", ["run", "--config", "priv.toml", "--set",
                                     "preprocessing.scaling=standard", "--out", "o"],
      "set preprocessing.stats"),
     ("run-dask-in-process-solver", ["run", "--config", PRIVATE, "--set", "run.backend=dask",

@@ -112,6 +112,11 @@ class _Consensus(Solver):
     _private = False
 
     @classmethod
+    def check_config(cls, params, privacy, iterations):
+        if cls._private:  # Algorithms 2 and 3 need their (epsilon, delta) target
+            _check_epsilon_keys(cls.name, privacy, needed=True)
+
+    @classmethod
     def protected_replaced(cls, data, privacy: dict, rng: np.random.Generator):
         """Every provider record replaced by a random one inside the relation
         (``||a|| = 1``, ``b`` in {-1, +1}); the public pre-training rows kept."""

@@ -12,7 +12,7 @@ from vfl.core.solver import Reference, Release
 
 from ..pretrain import pretrain_dw
 from .base import (_ACCOUNTANT, _COMMON_PARAMS, _DELTA, _EPSILON, _EPSILON_PER_ITERATION,
-                   _NEIGHBOURS, _ROW_BOUND, _assumptions, _check_epsilon_keys, _Consensus,
+                   _NEIGHBOURS, _ROW_BOUND, _assumptions, _Consensus,
                    per_iteration_epsilon)
 from .schedules import (HUANG_PAPER, S1, S3, S4, lemma1_sensitivity, theorem1_sigma, theorem3_eta,
                         theorem4_eta)
@@ -66,10 +66,6 @@ class DPADMM(_Consensus):
     @classmethod
     def claims_guarantee(cls, privacy: dict) -> bool:
         return bool(privacy.get("noise", True)) and privacy.get("delta") is not None
-
-    @classmethod
-    def check_config(cls, params, privacy, iterations):
-        _check_epsilon_keys(cls.name, privacy, needed=True)
 
     def __init__(self, data, *, objective, params, privacy, streams, iterations):
         super().__init__(data, objective=objective, params=params, privacy=privacy,

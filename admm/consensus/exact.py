@@ -11,8 +11,7 @@ from vfl.core.solver import Reference, Release
 
 from ..local_solvers import fista, kkt_residual, lipschitz, newton, smooth_grad
 from .base import (_ACCOUNTANT, _COMMON_PARAMS, _DELTA, _EPSILON, _EPSILON_PER_ITERATION,
-                   _EXACT_PARAMS, _NEIGHBOURS, _ROW_BOUND, _assumptions, _check_epsilon_keys,
-                   _Consensus, per_iteration_epsilon)
+                   _EXACT_PARAMS, _NEIGHBOURS, _ROW_BOUND, _assumptions, _Consensus, per_iteration_epsilon)
 from .schedules import (HUANG_PAPER, algorithm2_enforced_sensitivity, algorithm2_paper_sensitivity,
                         gaussian_sigma)
 
@@ -139,10 +138,6 @@ class ConsensusADMMPerturbed(_ExactLocal):
     columns = ConsensusADMM.columns + ("sigma",)
     _shared_name = "noisy w~_i"
     _private = True
-
-    @classmethod
-    def check_config(cls, params, privacy, iterations):
-        _check_epsilon_keys(cls.name, privacy, needed=True)
 
     def __init__(self, data, *, objective, params, privacy, streams, iterations):
         super().__init__(data, objective=objective, params=params, privacy=privacy,
