@@ -522,8 +522,9 @@ def _plot_privacy(run_dir: Path, out, overwrite: bool):
 @click.argument("run_dir", required=False, type=click.Path(file_okay=False))
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
               help="Audit this config's mechanism instead of a run directory's.")
-@click.option("--runs", "K", type=click.IntRange(min=10), default=100, show_default=True,
-              help="Independent noise draws per neighbouring pair and direction.")
+@click.option("--runs", "K", type=click.IntRange(min=10), default=None,
+              help="Independent noise draws per neighbouring pair and direction [default: the "
+                   "config's audit.runs, else 100].")
 @click.option("--confidence", type=click.FloatRange(0.5, 1.0, max_open=True), default=0.95,
               show_default=True, help="Level of the one-sided bounds on delta(eps).")
 @click.option("--kinds", type=click.Choice(["natural", "adversarial", "both"]), default="both",
@@ -578,7 +579,8 @@ def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data
     final = check_output_dir(Path(out) if out else Path("results") / "audits" / config.name,
                              overwrite=overwrite, what="audit directory")
     chosen = ("natural", "adversarial") if kinds == "both" else (kinds,)
-    report = audit_config(config, data_dir=data_dir, K=K, confidence=confidence, seed=seed,
+    report = audit_config(config, data_dir=data_dir, K=K or config.audit.runs,
+                          confidence=confidence, seed=seed,
                           kinds=chosen, on_progress=lambda msg: click.echo(msg, err=True),
                           noise_scale=noise_scale, bound=bound)
     written = write_audit(report, final, {"config": config.to_dict(), "seed": seed, "bound": bound},

@@ -34,7 +34,7 @@ import numpy as np
 from vfl.core.errors import ConfigError
 from vfl.core.solver import Streams, add_noise
 
-from .config import Config
+from .config import AUDIT_RUNS, Config
 from .runner import _build, _ledger, plan_run
 
 __all__ = ["AuditReport", "PairAudit", "audit_config", "audit_lines", "audit_markdown", "audit_table",
@@ -266,7 +266,7 @@ def _adversarial(cls, config, data, candidates, objective, iterations, shifts: d
 
 
 #: independent draws per pair and direction: beyond this the losses alone fill gigabytes
-MAX_AUDIT_RUNS = 1_000_000
+MAX_AUDIT_RUNS = AUDIT_RUNS[1]
 
 
 def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: float = 0.95,
@@ -305,8 +305,8 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
     if not config.privacy.claims_guarantee:
         raise ConfigError(f"{config.name}: the run claims no privacy guarantee (set privacy.delta); "
                           "there is nothing to audit")
-    if not 10 <= K <= MAX_AUDIT_RUNS:  # fewer mean nothing; more hold the losses in memory
-        raise ConfigError(f"--runs must be in [10, {MAX_AUDIT_RUNS}], got {K}")
+    if not AUDIT_RUNS[0] <= K <= MAX_AUDIT_RUNS:  # fewer mean nothing; more hold the losses in memory
+        raise ConfigError(f"--runs must be in [{AUDIT_RUNS[0]}, {MAX_AUDIT_RUNS}], got {K}")
     if not 0.5 <= confidence < 1:  # NaN too
         raise ConfigError(f"--confidence must be in [0.5, 1), got {confidence}")
     plan = plan_run(config, data_dir)

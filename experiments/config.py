@@ -49,6 +49,9 @@ distribute the data::
     backend = "inprocess"        # or "dask": each party on its own Dask worker (vfl run --cluster)
     party_wait = 60.0            # dask: seconds to wait for a worker to take over a lost party
 
+    [audit]                      # defaults of `vfl audit` for this config
+    runs = 100                   # noise draws per neighbouring pair and direction (--runs)
+
 Unknown keys are errors that list the valid ones; wrong types name the key.
 ``--set solver.rho=2`` style overrides go through the same validation.
 """
@@ -256,6 +259,19 @@ class SweepConfig:
 
 
 @dataclass(frozen=True)
+class AuditConfig:
+    """Defaults of ``vfl audit`` for this config (``--runs`` overrides)."""
+
+    # noise draws per neighbouring pair and direction: a mechanism whose claim is hard to
+    # refute sets more, so that a noise scale off by 3x is caught (README, "The audit")
+    runs: int = 100
+
+
+#: ``audit.runs`` bounds: fewer than 10 draws bound nothing; 1e6 is hours of replays
+AUDIT_RUNS = (10, 1_000_000)
+
+
+@dataclass(frozen=True)
 class Config:
     name: str
     data: DataConfig
@@ -268,6 +284,7 @@ class Config:
     network: NetworkConfig | None = None
     setting: Setting = Setting.VERTICAL
     preprocessing: PreprocessingConfig = field(default_factory=PreprocessingConfig)
+    audit: AuditConfig = field(default_factory=AuditConfig)
 
     def to_dict(self) -> dict:
         """The fully resolved config (every default filled in), JSON-ready."""
@@ -287,6 +304,8 @@ class Config:
         }
         if self.network is not None:
             d["network"] = {k: v for k, v in asdict(self.network).items() if v is not None}
+        if self.audit != AuditConfig():  # recorded when set: older runs' configs stay current
+            d["audit"] = asdict(self.audit)
         return d
 
     def with_overrides(self, overrides: list[str]) -> "Config":
@@ -297,7 +316,7 @@ class Config:
 # -- validation helpers ---------------------------------------------------------
 
 _TOP = ("name", "data", "preprocessing", "partition", "network", "objective", "solver", "privacy",
-        "run", "sweep")
+        "run", "sweep", "audit")
 
 
 def _typename(value) -> str:
@@ -584,9 +603,13 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
     )
     if sweep.epsilons and not privacy.claims_guarantee:
         raise ConfigError("sweep.epsilons needs a run that accounts its privacy: set privacy.delta")
+    a = tables["audit"]
+    _check_keys("audit", a, tuple(AuditConfig.__dataclass_fields__))
+    audit = AuditConfig(runs=as_integer("audit.runs", a.get("runs", 100), low=AUDIT_RUNS[0],
+                                        high=AUDIT_RUNS[1]))
     return Config(name=config_name, data=data, partition=partition, objective=objective,
                   solver=solver, privacy=privacy, run=run, sweep=sweep, network=network,
-                  setting=setting, preprocessing=preprocessing)
+                  setting=setting, preprocessing=preprocessing, audit=audit)
 
 
 def _dask_solvers() -> list[str]:

@@ -157,3 +157,18 @@ def test_a_dataset_set_to_its_own_fallback_is_the_stand_in_asked_for():
     """`--set data.dataset=<the fallback>` on a gisette config: nothing is left ignored."""
     config = load_config(shipped("fig1-gisette-admm"), ["data.dataset=synthetic:gisette-shaped"])
     assert config.data.dataset == config.data.fallback == "synthetic:gisette-shaped"
+
+
+def test_audit_runs_is_the_configs_default_budget():
+    """[audit] runs: `vfl audit`'s default draws for this config, validated, recorded only when
+    set (older runs' config.json stay current)."""
+    config = load_config(shipped("dp-admm-l2"))
+    assert config.audit.runs == 400 and config.to_dict()["audit"] == {"runs": 400}
+    plain = load_config(shipped("private-stacking-a9a"))
+    assert plain.audit.runs == 100 and "audit" not in plain.to_dict()
+    for bad, said in ((5, "audit.runs"), ("x", "audit.runs"), (10**7, "audit.runs")):
+        with pytest.raises(ConfigError, match=said):
+            config.with_overrides([f"audit.runs={bad!r}" if isinstance(bad, str) else
+                                   f"audit.runs={bad}"])
+    with pytest.raises(ConfigError, match="unknown key 'audit.budget'"):
+        config.with_overrides(["audit.budget=3"])

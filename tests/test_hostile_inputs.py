@@ -180,6 +180,8 @@ CASES = [
     ("run-preprocessing-zero-range", ["run", "--config", A9A, "--set", "preprocessing.scaling=clip",
                                       "--set", "preprocessing.bounds=[1, 1]", "--out", "o"],
      "preprocessing.bounds: bounds need lower < upper"),
+    ("audit-runs-in-config-too-few", ["audit", "--config", "priv.toml", "--set", "audit.runs=3",
+                                      "--out", "o"], "audit.runs must be >= 10, got 3"),
     ("run-private-fitted-scaling", ["run", "--config", "priv.toml", "--set",
                                     "preprocessing.scaling=standard", "--out", "o"],
      "set preprocessing.stats"),
