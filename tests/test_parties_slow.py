@@ -196,16 +196,38 @@ def test_a_party_whose_worker_does_not_come_back_stops_the_run_naming_it(tmp_pat
 
 
 # ---------------------------------------------------------------- DP-ADMM's providers --
+#: 5 providers of 30 rows (and 40 public ones), Theorem 1's noise, accounting on
+PROVIDERS_TOML = """
+[data]
+dataset = "synthetic"
+options = { n_train = 400, n_test = 60, n_features = 7, seed = 2 }
+[preprocessing]
+row_clip = 1.0
+[partition]
+agents = 5
+samples_per_agent = 30
+public = 40
+[objective]
+lam = 0.17
+reduction = "unit_mean"
+regularizer = "half_l2sq"
+[solver]
+name = "dp_admm"
+epochs = 12
+[privacy]
+epsilon_per_iteration = 0.5
+delta = 1e-3
+replayable_noise = true
+"""
+
+
 def _providers(*overrides, epochs=12):
+    import tomllib
+
     from vfl.experiments.config import apply_overrides, config_from_dict
 
-    raw = {"data": {"dataset": "synthetic",
-                    "options": {"n_train": 400, "n_test": 60, "n_features": 7, "seed": 2}},
-           "preprocessing": {"row_clip": 1.0},
-           "partition": {"agents": 5, "samples_per_agent": 30, "public": 40},
-           "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
-           "solver": {"name": "dp_admm", "epochs": epochs},
-           "privacy": {"epsilon_per_iteration": 0.5, "delta": 1e-3, "replayable_noise": True}}
+    raw = tomllib.loads(PROVIDERS_TOML)
+    raw["solver"]["epochs"] = epochs
     return config_from_dict(apply_overrides(raw, list(overrides)))
 
 
@@ -259,29 +281,7 @@ def test_a_cluster_without_workers_for_the_providers_is_a_one_line_error(tmp_pat
 
     cluster = External(tmp_path, 0, nanny=False)
     path = tmp_path / "dp.toml"
-    path.write_text("""
-[data]
-dataset = "synthetic"
-options = { n_train = 400, n_test = 60, n_features = 7, seed = 2 }
-[preprocessing]
-row_clip = 1.0
-[partition]
-agents = 5
-samples_per_agent = 30
-public = 40
-[objective]
-lam = 0.17
-reduction = "unit_mean"
-regularizer = "half_l2sq"
-[solver]
-name = "dp_admm"
-epochs = 3
-[privacy]
-epsilon_per_iteration = 0.5
-replayable_noise = true
-[run]
-backend = "dask"
-""")
+    path.write_text(PROVIDERS_TOML + '[run]\nbackend = "dask"\n')
     try:
         out = tmp_path / "run"
         assert_one_line_error(vfl("run", "--config", path, "--out", out, "--cluster",
