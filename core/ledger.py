@@ -10,9 +10,16 @@ epsilon at the run's delta:
   with noise multiplier ``(sum_k (Delta_k / sigma_k)^2)^(-1/2)``, whose exact
   epsilon (Balle and Wang 2018) is what dp-accounting's PLD approaches from
   above; ``accountant = "rdp"`` gives the looser RDP bound instead;
-- any Laplace release: Renyi DP (Mironov 2017, Prop. 6, exact per order)
-  summed over the releases and converted by dp-accounting; the pure
-  epsilon ``sum_k Delta_k / b_k`` (basic composition) is kept beside it.
+- any Laplace release: Renyi DP (Mironov 2017, Prop. 6, exact per order, at
+  the l1 sensitivity) summed over the releases and converted by
+  dp-accounting; the pure epsilon ``sum_k Delta_k / b_k`` (basic
+  composition) is kept beside it. A release that also states an enforced l2
+  bound ``Delta_2`` (:attr:`~vfl.core.solver.Release.l2_sensitivity`) is
+  charged ``min(that, alpha Delta_2^2 / (2 b^2))`` per order: each coordinate
+  is ``|shift_j| / b``-DP, hence ``(|shift_j| / b)^2 / 2``-zCDP (Bun and
+  Steinke 2016, Prop. 3.3), and the coordinates' noises are independent. The
+  l1 bound alone treats the shift as if it sat on one coordinate; a shift of
+  d equal coordinates has d times less RDP.
 
 A release whose sensitivity is NaN (nothing enforced) makes the ledger
 unsound: its epsilon is NaN, never a number that looks like a guarantee.
@@ -39,6 +46,7 @@ class PrivacyLedger:
         self._gauss = np.zeros(0)  # sum (Delta / sigma)^2 per unit
         self._lap_rdp = np.zeros((0, self._orders.size))
         self._lap_pure = np.zeros(0)
+        self._lap_l2 = np.zeros(0)  # sum (Delta_2 / b)^2 per unit (inf: some release had no l2)
         self.unsound = False
         self.laplace = False
         self.exact = False  # some release drawn by the exact discrete sampler
@@ -48,6 +56,7 @@ class PrivacyLedger:
             pad = n - self._gauss.size
             self._gauss = np.r_[self._gauss, np.zeros(pad)]
             self._lap_pure = np.r_[self._lap_pure, np.zeros(pad)]
+            self._lap_l2 = np.r_[self._lap_l2, np.zeros(pad)]
             self._lap_rdp = np.vstack([self._lap_rdp, np.zeros((pad, self._orders.size))])
 
     def add(self, releases: list[Release]) -> None:
@@ -70,6 +79,11 @@ class PrivacyLedger:
                 # the discrete Laplace: only what every eps-DP mechanism has, min(eps, a eps^2/2)
                 rdp = (np.minimum(ratio[:, None], orders * ratio[:, None] ** 2 / 2) if r.exact
                        else _laplace_rdp(ratio[:, None], orders))
+                l2 = (np.full(ratio.shape, np.inf) if r.l2_sensitivity is None
+                      else np.where(np.isfinite(r.l2_sensitivity) & (r.l2_sensitivity > 0),
+                                    r.l2_sensitivity / r.scale, np.inf))
+                rdp = np.minimum(rdp, orders * l2[:, None] ** 2 / 2)
+                np.add.at(self._lap_l2, r.units, l2**2)
                 np.add.at(self._lap_rdp, r.units, rdp)
             else:
                 self.unsound = True  # a mechanism this ledger cannot compose
@@ -114,6 +128,38 @@ class PrivacyLedger:
                         for row in rdp))
         # Laplace only: basic composition is (eps, 0)-DP too, and sometimes smaller
         return min(eps, self.pure_epsilon()) if not np.any(self._gauss > 0) else eps
+
+    def laplace_mu(self) -> float:
+        """The worst unit's ``sqrt(sum (Delta_2 / b)^2)`` over its Laplace releases: the
+        zCDP-equivalent GDP scale of the l2 charge (inf when some release stated no l2
+        bound; 0 before any)."""
+        return float(np.sqrt(self._lap_l2.max())) if self._lap_l2.size else 0.0
+
+    def delta_at(self, epsilon) -> np.ndarray:
+        """The claimed profile: the worst unit's ``delta(epsilon)`` for each epsilon.
+
+        Gaussian only: the exact composed Gaussian's; otherwise RDP converted by
+        dp-accounting (and 0 at or above the pure epsilon of a Laplace-only
+        ledger). NaN if unsound.
+        """
+        eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
+        if self.unsound:
+            return np.full(eps.shape, np.nan)
+        if self._gauss.size == 0:
+            return np.zeros(eps.shape)
+        if not self.laplace and self.accountant != "rdp" and not self.exact:
+            from vfl.privacy import gaussian_delta
+
+            worst = float(self._gauss.max())
+            return np.zeros(eps.shape) if worst == 0 else gaussian_delta(eps, worst**-0.5)
+        from dp_accounting.rdp import rdp_privacy_accountant
+
+        rdp = self._lap_rdp + self._gauss[:, None] * self._orders[None, :] / 2.0
+        out = np.array([max(rdp_privacy_accountant.compute_delta(self._orders, row, float(e))[0]
+                            for row in rdp) for e in eps])
+        if not np.any(self._gauss > 0):
+            out = np.where(eps >= self.pure_epsilon(), 0.0, out)
+        return out
 
     def pure_epsilon(self) -> float:
         """Basic composition of the Laplace releases (delta = 0); NaN with Gaussians."""

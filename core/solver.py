@@ -110,6 +110,11 @@ class Release:
     #: sensitivity includes the grid's rounding, and the ledger composes the release
     #: with bounds that hold for the discrete mechanism
     exact: bool = False
+    #: ``"laplace"`` only: an enforced l2 bound on the same shift of the mean, or None.
+    #: Each coordinate is then ``|shift_j| / b``-DP, so the release is ``alpha
+    #: ||shift||_2^2 / (2 b^2)``-RDP (Bun and Steinke 2016, Prop. 3.3, summed over the
+    #: coordinates), far below the l1 bound's when the shift spreads over coordinates
+    l2_sensitivity: np.ndarray | None = None
 
     @property
     def noise_multiplier(self) -> np.ndarray:
@@ -438,7 +443,8 @@ class Solver:
     #: the audit's hook (see :meth:`release`); None in ordinary runs
     observer = None
 
-    def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None):
+    def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None,
+                l2_sensitivity=None):
         """Publish ``mean`` plus noise, and record the :class:`Release` event.
 
         Every noisy value a solver publishes goes through here, so the white-box
@@ -453,19 +459,21 @@ class Solver:
         mean = np.asarray(mean, dtype=float)
         size = int(size if size is not None else (mean.size if single else mean[0].size))
         event = self.record_release(units=units, scale=scale, sensitivity=sensitivity, rng=rng,
-                                    mechanism=mechanism, size=size)
+                                    mechanism=mechanism, size=size, l2_sensitivity=l2_sensitivity)
         if self.observer is not None:
             return self.observer(self, event, mean, rng)
         return add_noise(mechanism, mean, event.scale[0] if single else event.scale, rng)
 
     def record_release(self, *, units, scale, sensitivity, rng, size: int,
-                       mechanism="gaussian") -> Release:
+                       mechanism="gaussian", l2_sensitivity=None) -> Release:
         """Record the :class:`Release` event of a release whose noise is drawn elsewhere (by
         the units on their own workers), and return it: its ``scale`` is the one to draw
         with (grown for an exact sampler's grid). :meth:`release` is this plus the draw."""
         units_arr = np.atleast_1d(np.asarray(units, dtype=int))
         scale_arr = np.broadcast_to(np.asarray(scale, dtype=float), units_arr.shape).copy()
         sens_arr = np.broadcast_to(np.asarray(sensitivity, dtype=float), units_arr.shape).copy()
+        l2_arr = None if l2_sensitivity is None else \
+            np.broadcast_to(np.asarray(l2_sensitivity, dtype=float), units_arr.shape).copy()
         exact = isinstance(rng, ExactSampler) and self.observer is None
         if exact:
             # Rounding to the grid (step scale / 2^k) is part of the query and adds
@@ -478,7 +486,9 @@ class Solver:
             ok = np.isfinite(grow) & (grow < 0.5)
             scale_arr = np.where(ok, scale_arr / np.where(ok, 1.0 - grow, 1.0), scale_arr)
             sens_arr = sens_arr + c * scale_arr
-        event = Release(mechanism, units_arr, sens_arr, scale_arr, int(size), exact)
+            if l2_arr is not None:  # the same rounding, measured in l2
+                l2_arr = l2_arr + grid_slack("gaussian", 1.0, size) * scale_arr
+        event = Release(mechanism, units_arr, sens_arr, scale_arr, int(size), exact, l2_arr)
         if self._releases is None:
             self._releases = []
         self._releases.append(event)

@@ -126,9 +126,10 @@ class LDPADMM(_ADMMState, PrivateNetworkSolver):
         return 1.0 / self.settings["D"]
 
     def _noise_step(self, mean, beta):
-        """Output noise: Laplace of rate beta (l1 sensitivity alpha B_1)."""
+        """Output noise: Laplace of rate beta (l1 sensitivity alpha B_1, l2 alpha B_2)."""
         return self.publish(mean, scale=1.0 / beta,
-                            sensitivity=self._alpha() * self.sensitivity.B_1)
+                            sensitivity=self._alpha() * self.sensitivity.B_1,
+                            l2_sensitivity=self._alpha() * self.sensitivity.B_2)
 
     def step(self) -> dict:
         self.begin_releases()

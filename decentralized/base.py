@@ -85,7 +85,7 @@ LAPLACE_PRIVACY = (
           "l_inf local sensitivity of grad f_i for the paper's privacy curves; default: the bound "
           "the data enforce (1/b_i for {0,1} labels and features in [0,1])", **_positive()),
     Param("delta", float, None,
-          "set to claim a guarantee: the runner composes the Laplace releases (enforced l1 "
+          "set to claim a guarantee: the runner composes the Laplace releases (enforced l1 and l2 "
           "sensitivities) into a sound (epsilon, delta); unset: a replayable simulation of the "
           "paper", low=0.0, high=1.0, low_open=True, high_open=True),
 )
@@ -316,7 +316,7 @@ class PrivateNetworkSolver(NetworkSolver):
         q = self.privacy_settings
         return q["beta0"] * q["beta_growth"] ** k
 
-    def publish(self, mean, *, scale, sensitivity, mechanism="laplace"):
+    def publish(self, mean, *, scale, sensitivity, mechanism="laplace", l2_sensitivity=None):
         """Release ``mean`` + noise through :meth:`Solver.release` (all agents at once).
 
         ``"l2_laplace"`` (density ``~ exp(-||y||_2 / scale)``, the native
@@ -326,7 +326,8 @@ class PrivateNetworkSolver(NetworkSolver):
         """
         if mechanism != "l2_laplace":
             return self.release(mean, units=self._units, scale=scale, sensitivity=sensitivity,
-                                rng=self._noise_rng, mechanism=mechanism)
+                                rng=self._noise_rng, mechanism=mechanism,
+                                l2_sensitivity=l2_sensitivity)
         scale = np.broadcast_to(np.asarray(scale, float), (self.N,)).copy()
         sens = np.broadcast_to(np.asarray(sensitivity, float), (self.N,)).copy()
         event = Release("l2_laplace", self._units.copy(), sens, scale, int(mean.shape[1]))
@@ -481,8 +482,11 @@ class PrivateNetworkSolver(NetworkSolver):
                            "LDP guarantee when B_inf is enforced (the random mean is "
                            "data-independent, so the mixture is no worse than each Laplace "
                            "component)"),
-            "release_sensitivity": ("each Release carries the l1 bound alpha_{k+1} B_1 enforced "
-                                    "by the data checks, else NaN"),
+            "release_sensitivity": ("each Laplace Release carries the l1 bound alpha_{k+1} B_1 "
+                                    "and the l2 bound alpha_{k+1} B_2 enforced by the data "
+                                    "checks, else NaN; the ledger charges each release the "
+                                    "smaller of the l1 Laplace RDP and the coordinates' zCDP "
+                                    "alpha (alpha_{k+1} B_2 beta_{k+1})^2 / 2"),
             "other_claims_meaning": {"worst_case": (
                 "the worst case sum_k d alpha beta B_inf: a pure LDP bound (basic composition) "
                 "when B_inf is enforced, else the paper's claim")},

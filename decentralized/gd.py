@@ -114,7 +114,8 @@ class NoisyConsensusGD(_GDMixin, PrivateNetworkSolver):
         mean = Z - eta * self.grad(Z)
         if not self.noise:
             return self._finish(mean)
-        X_new = self.publish(mean, scale=1.0 / beta, sensitivity=eta * self.sensitivity.B_1)
+        X_new = self.publish(mean, scale=1.0 / beta, sensitivity=eta * self.sensitivity.B_1,
+                             l2_sensitivity=eta * self.sensitivity.B_2)
         self.account_interval(X_new, mean, mean, beta, eta * self.B_inf)
         return self._finish(X_new)
 
@@ -196,7 +197,8 @@ class LDPGD(_GDMixin, PrivateNetworkSolver):
         mean = rest + s * (w * xa + (1.0 - w) * xb)
         if not self.noise:
             return self._finish(mean)
-        X_new = self.publish(mean, scale=1.0 / beta, sensitivity=eta * self.sensitivity.B_1)
+        X_new = self.publish(mean, scale=1.0 / beta, sensitivity=eta * self.sensitivity.B_1,
+                             l2_sensitivity=eta * self.sensitivity.B_2)
         self.account_interval(X_new, rest + s * np.minimum(xa, xb), rest + s * np.maximum(xa, xb),
                               beta, eta * self.B_inf)
         return self._finish(X_new)
@@ -230,6 +232,7 @@ class LDPGDMinMax(_GDMixin, PrivateNetworkSolver):
         mean = w * lo + (1.0 - w) * hi - g
         if not self.noise:
             return self._finish(mean)
-        X_new = self.publish(mean, scale=1.0 / beta, sensitivity=eta * self.sensitivity.B_1)
+        X_new = self.publish(mean, scale=1.0 / beta, sensitivity=eta * self.sensitivity.B_1,
+                             l2_sensitivity=eta * self.sensitivity.B_2)
         self.account_interval(X_new, lo - g, hi - g, beta, eta * self.B_inf)
         return self._finish(X_new)

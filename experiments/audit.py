@@ -208,10 +208,12 @@ def _one_direction(cls, config, data_own, data_other, objective, rng, iterations
     return _transcript_loss(recorder.log, follower.means), (own, ledger)
 
 
-def _shift(cls, config, data, other, objective, iterations) -> float:
-    """The deterministic part of the privacy loss, sum ||mu - mu'||^2 / (2 sigma^2) (Gaussian),
-    of a noiseless probe run on ``data`` with ``other`` teacher-forced: how far a neighbour moves
-    the releases. Used to pick the adversarial pair among a solver's candidates."""
+def _shift(cls, config, data, other, objective, iterations) -> tuple[float, float]:
+    """How far a neighbour moves the releases, from a noiseless probe run on ``data`` with
+    ``other`` teacher-forced: the deterministic part of the privacy loss (``sum ||mu - mu'||^2
+    / (2 sigma^2)`` for Gaussians, ``sum ||mu - mu'||_1 / b`` for Laplace), which picks the
+    adversarial pair among a solver's candidates, and ``sum ||mu - mu'||_2^2 / scale^2``, which
+    an l2-charged Laplace ledger is compared with."""
     from .settings import Prepared
 
     streams = Streams(config.run.seed, replayable_noise=True)
@@ -228,7 +230,15 @@ def _shift(cls, config, data, other, objective, iterations) -> float:
         for _ in range(iterations):
             own.step()
             neighbour.step()
-    return _transcript_loss(probe.log, follower.means)
+    squares = sum(float(np.sum(((np.asarray(mean) - np.asarray(other_mean)) /
+                                np.reshape(event.scale, (-1,) + (1,) * (np.ndim(mean) - 1))) ** 2))
+                  for (event, mean, _), other_mean in zip(probe.log, follower.means))
+    return _transcript_loss(probe.log, follower.means), squares
+
+
+def _l2_laplace(ledger) -> bool:
+    """Laplace releases only, every one charged in l2 (:meth:`PrivacyLedger.laplace_mu`)."""
+    return ledger.laplace and ledger.gaussian_mu() == 0 and 0 < ledger.laplace_mu() < np.inf
 
 
 def _level(name, claims, confidence):
@@ -252,16 +262,16 @@ def _adversarial(cls, config, data, candidates, objective, iterations, shifts: d
 
     best = {}
     for pair in candidates:
-        score = _shift(cls, config, _base(pair, data), pair.data, objective, iterations)
+        score, squares = _shift(cls, config, _base(pair, data), pair.data, objective, iterations)
         if pair.unit not in best or score > best[pair.unit][0]:
-            best[pair.unit] = (score, pair)
+            best[pair.unit] = (score, pair, squares)
     chosen = [replace(pair, kind="adversarial",
                       name=pair.name.replace("(candidate)", "(adversarial: largest probe shift)"),
                       change=f"{pair.change}; the largest noiseless shift among "
                              f"{sum(c.unit == u for c in candidates)} candidates "
                              f"(sum ||mu - mu'||^2 / 2 sigma^2 = {score:.3g})")
-              for u, (score, pair) in sorted(best.items())]
-    shifts.update({p.name: best[p.unit][0] for p in chosen})
+              for u, (score, pair, _) in sorted(best.items())]
+    shifts.update({p.name: (best[p.unit][0], best[p.unit][2]) for p in chosen})
     return chosen
 
 
@@ -317,7 +327,7 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
         pairs = cls.neighbours(data, dict(config.privacy.values), np.random.default_rng(seq.spawn(1)[0]))
     except NotImplementedError as exc:
         raise ConfigError(str(exc)) from None
-    shifts: dict = {}  # pair name -> its noiseless shift, once probed
+    shifts: dict = {}  # pair name -> its noiseless shift (loss, squares), once probed
 
     def shift_of(pair, D):
         if pair.name not in shifts:
@@ -354,16 +364,24 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
             for name, (eps, delta) in solver.other_claims().items():
                 if np.isfinite(eps):
                     claims[name] = (float(eps), float(delta))
+            # the same accountant claims its whole curve: also test it where K runs have
+            # most power (chosen from the ledger and K alone), Bonferroni-split with the
+            # point. A printed epsilon of 0 (noise far above the sensitivity) still claims a
+            # profile: search up to where a mu-GDP curve has most of its mass
             if "guarantee" in claims and "guarantee" in mu:
-                # the same accountant claims its whole curve: also test it where K runs have
-                # most power (chosen from mu and K alone), Bonferroni-split with the point
-                # a printed epsilon of 0 (noise far above the sensitivity) still claims a
-                # profile: search up to where a mu-GDP curve has most of its mass
                 top = max(claims["guarantee"][0], 4.0 * mu["guarantee"])
                 e_star = powerful_epsilon(mu["guarantee"], K, top,
                                           1.0 - (1.0 - confidence) / 4.0)
                 claims["profile"] = (e_star, gaussian_delta(e_star, 1.0 / mu["guarantee"]))
                 mu["profile"] = mu["guarantee"]
+            elif "guarantee" in claims and _l2_laplace(ledger):
+                # Laplace charged in l2: its losses are close to those of a Gaussian of the
+                # zCDP-equivalent mu, against which power is judged; the claim is the ledger's
+                mu_eq = ledger.laplace_mu()
+                top = max(claims["guarantee"][0], 4.0 * mu_eq)
+                e_star = powerful_epsilon(mu_eq, K, top, 1.0 - (1.0 - confidence) / 4.0,
+                                          claimed=ledger.delta_at)
+                claims["profile"] = (e_star, float(ledger.delta_at(e_star)[0]))
             methods = {name: (bound if bound != "auto" else
                               choose_bound(K, d, 1.0 - (1.0 - _level(name, claims, confidence)) / 2.0))
                        for name, (_, d) in claims.items()}
@@ -374,10 +392,13 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
         exercised = float("nan")
         if ledger is not None and ledger.gaussian_only and ledger.gaussian_mu() > 0:
             # the noiseless shift of this pair against what the ledger charges (same units)
-            exercised = math.sqrt(2.0 * shift_of(pair, D)) / ledger.gaussian_mu()
+            exercised = math.sqrt(2.0 * shift_of(pair, D)[0]) / ledger.gaussian_mu()
+        elif ledger is not None and _l2_laplace(ledger):
+            # Laplace charged in l2: sqrt(sum ||mu - mu'||_2^2 / b^2) against sqrt(sum (Delta_2/b)^2)
+            exercised = math.sqrt(shift_of(pair, D)[1]) / ledger.laplace_mu()
         elif ledger is not None and np.isfinite(ledger.pure_epsilon()) and ledger.pure_epsilon() > 0:
             # Laplace: the noiseless shift is sum ||mu - mu'||_1 / b, the charge sum Delta_1 / b
-            exercised = shift_of(pair, D) / ledger.pure_epsilon()
+            exercised = shift_of(pair, D)[0] / ledger.pure_epsilon()
         results.append(PairAudit(pair.name, pair.kind, pair.change, LP, LQ, verdicts, exercised))
         if on_progress:
             summary = "; ".join(f"{c}: {v.verdict}" for c, v in verdicts.items())

@@ -484,7 +484,7 @@ def choose_bound(K: int, delta: float, confidence: float = 0.95) -> str:
 
 
 def powerful_epsilon(mu: float, K: int, epsilon_max: float, confidence: float = 0.95, *,
-                     method: str = "kl", factor: float = 2.0) -> float:
+                     method: str = "kl", factor: float = 2.0, claimed=None) -> float:
     """The point of a claimed ``mu``-GDP profile where an audit of ``K`` runs has most power.
 
     A claim that a mechanism's pairs are ``mu``-GDP (a Gaussian ledger)
@@ -499,12 +499,18 @@ def powerful_epsilon(mu: float, K: int, epsilon_max: float, confidence: float = 
     ``K`` draws. It depends on ``mu``, ``K`` and the level only, never on
     the samples, so testing the claim ``(e, delta_mu(e))`` there is as
     valid as testing the printed point.
+
+    ``claimed`` (a function of an array of epsilons) replaces ``delta_mu`` as
+    the claimed curve: a ledger that is not one Gaussian (Laplace releases
+    composed by RDP) claims its own profile, and ``mu`` is then only its
+    Gaussian equivalent, for the alternative.
     """
     mu = _checks.positive("mu", mu)
     K = _checks.count("K", K)
     top = _checks.positive("epsilon_max", epsilon_max)
     grid = np.linspace(top / 200.0, top, 200)
-    claimed = gaussian_delta(grid, 1.0 / mu)
+    claimed = gaussian_delta(grid, 1.0 / mu) if claimed is None else \
+        np.asarray(claimed(grid), dtype=float)
     alt = gaussian_delta(grid, 1.0 / (factor * mu))
     thresholds = np.array([refutation_threshold(K, float(min(d, 1.0 - 1e-12)), confidence,
                                                 method=method) for d in claimed])

@@ -97,3 +97,32 @@ def test_audits_of_a_directory_without_audits_is_one_line(tmp_path):
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "no audit.json" in r.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+LDP = {
+    "name": "ldp-small",
+    "data": {"dataset": "synthetic",
+             "options": {"n_train": 150, "n_test": 40, "n_features": 6, "seed": 3}},
+    "preprocessing": {"scaling": "minmax", "range": [0.0, 1.0], "bounds": [-5.0, 5.0],
+                      "normalize_rows": True},
+    "partition": {"samples_per_agent": 10, "pool": "train+test", "test": 20},
+    "network": {"graph": "gnm", "nodes": 5, "edges": 6, "labels": "paper01"},
+    "objective": {"lam": 5.0, "reduction": "unit_mean", "regularizer": "half_l2sq"},
+    "solver": {"name": "ldp_admm", "epochs": 6},
+    "privacy": {"delta": 1e-5, "replayable_noise": True},
+}
+
+
+def test_ldp_audit_tests_the_rdp_profile_and_the_l2_charge():
+    """Laplace releases charged in l2 (Bun and Steinke's zCDP of each coordinate): the audit
+    compares the canary's l2 shift with that charge and also tests the ledger's own profile
+    where K runs have most power."""
+    from vfl.experiments.config import config_from_dict
+
+    report = audit_config(config_from_dict(LDP), K=10, seed=0, kinds=("adversarial",),
+                          max_pairs=1)
+    assert {"guarantee", "profile"} <= set(report.claims)
+    e_star, d_star = report.claims["profile"]
+    assert 0 < e_star and report.claims["guarantee"][1] < d_star < 1
+    assert 0.2 < report.pairs[0].exercised <= 1.0
+    assert report.verdict("guarantee") == "PASS"
