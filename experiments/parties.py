@@ -49,6 +49,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from vfl.admm.sharing.party import Parties, Party, PartySpec
 from vfl.core.errors import ConfigError, PartyLostError
@@ -98,9 +99,13 @@ class PartyActor:
         prepared = _prepare(setting, config, 0)  # a vertical split is the same every repeat
         self.m = m
         self.D, self.test = prepared.data.blocks[m], prepared.test[m]
-        # what the coordinator checks it against: the same file, no fallback, the same block
-        self.fingerprint = {"rows": int(self.D.shape[0]), "columns": int(self.D.shape[1]),
-                            "sha256": dataset.checksums, "fallback": note}
+        # what the coordinator checks it against: the same file, no fallback, the same block;
+        # and the largest row norm, which accounting mode needs at most 1 (unit rows)
+        D = self.D
+        squares = np.asarray(D.multiply(D).sum(axis=1) if sp.issparse(D) else (D * D).sum(axis=1))
+        self.fingerprint = {"rows": int(D.shape[0]), "columns": int(D.shape[1]),
+                            "sha256": dataset.checksums, "fallback": note,
+                            "max_row_norm": float(np.sqrt(np.max(squares, initial=0.0)))}
         del dataset, setting, prepared  # keep party m's columns only
         self.config = config
         self.party = None
@@ -474,6 +479,19 @@ class _Factory:
         self.backend, self.repeat = backend, repeat
         self.n_parties = len(backend.slots)
 
+    @property
+    def widths(self) -> list[int]:
+        """Each party's column count d_m, as its worker read it."""
+        return [f["columns"] for f in self._fingerprints()]
+
+    @property
+    def max_row_norms(self) -> list[float]:
+        """Each party's largest row norm, measured on its worker (accounting mode's check)."""
+        return [f["max_row_norm"] for f in self._fingerprints()]
+
+    def _fingerprints(self) -> list[dict]:
+        return [f.result() for f in [s.actor.describe() for s in self.backend.slots]]
+
     def __call__(self, spec: PartySpec) -> "DaskParties":
         return DaskParties(self.backend, spec, self.repeat)
 
@@ -482,6 +500,7 @@ class DaskParties(DaskUnits, Parties):
     """The :class:`~vfl.admm.sharing.party.Parties` seam over one actor per party."""
 
     iteration_word = "epoch"
+    records_releases = False  # each party draws its noise on its worker
 
     def __init__(self, backend: DaskBackend, spec: PartySpec, repeat: int):
         DaskUnits.__init__(self, backend, repeat)

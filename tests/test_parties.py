@@ -43,6 +43,12 @@ def _run(config, cluster=None):
         return run_experiment(config, plan=plan, with_baselines=False), backend
 
 
+#: ADMM sharing's accounting mode (row relation, sigma calibrated for epsilon 4)
+ACCOUNTED = ["preprocessing.normalize_rows=true", "privacy.delta=1e-5", "privacy.epsilon=4.0",
+             'privacy.form="output"', 'privacy.neighbours="row"', "privacy.b1=1.0",
+             "privacy.clip=1.0", "privacy.input_clip=2.0", "privacy.replayable_noise=true"]
+
+
 @pytest.mark.parametrize("overrides", [
     [],  # Algorithm 1
     # noise drawn on the workers from each party's stream, parties in turn, a ball
@@ -50,6 +56,8 @@ def _run(config, cluster=None):
      "run.repeats=2"],
     ['solver.form="boyd"', "privacy.sigma=0.1", 'privacy.form="variable_whitened"',
      'solver.rho_schedule="spectral"'],
+    # accounting mode: the workers check their rows, the coordinator records the releases
+    ACCOUNTED,
 ])
 def test_the_dask_backend_gives_the_in_process_numbers_to_the_bit(tmp_path, cluster, overrides):
     path = _config(tmp_path)
@@ -130,6 +138,37 @@ def test_dp_admm_providers_on_dask_give_the_in_process_numbers_to_the_bit(cluste
     assert t["protocol_bytes_per_epoch"] == 2 * 5 * 7 * 8 == 560
     assert t["bytes"] > 0  # (w reaches a group in one message: TCP may carry less payload)
     assert remote.manifest["result"]["inference_bytes"] == 0  # the trainer holds the model
+
+
+def test_accounting_on_dask_sees_the_parties_rows_and_draws_exact_noise_there(tmp_path, cluster):
+    """Deployment noise (exact discrete Gaussian from OS entropy) is drawn on the workers at
+    the scale the coordinator's release events account for; the unit rows are checked from
+    what each worker measured; the data-dependent calibration (which reads every block each
+    epoch) stays in-process."""
+    deploy = [c for c in ACCOUNTED if "replayable" not in c]
+    local = run_experiment(load_config(_config(tmp_path, epochs=3), deploy), with_baselines=False)
+    config = load_config(_config(tmp_path, epochs=3), [*deploy, "run.backend=dask"])
+    with dask_backend(config, cluster, None) as backend:
+        plan = plan_run(config, None, backend)
+        remote = run_experiment(config, plan=plan, with_baselines=False)
+        (event,) = plan.solver.releases()  # the last epoch's, recorded by the coordinator
+        # the unit rows accounting needs, measured by each party on its worker
+        norms = backend.data(plan.first, 0).parties.max_row_norms
+        assert len(norms) == 2 and all(0.99 < n <= 1 + 1e-12 for n in norms)
+    assert "exact discrete" in remote.manifest["privacy"]["noise"]
+    assert event.exact and event.units.tolist() == [0, 1]
+    for share, scale in zip(plan.solver.shares, event.scale):  # on the grid of step scale/2^20
+        steps = share / (scale / 2**20)
+        np.testing.assert_allclose(steps, np.rint(steps), rtol=0, atol=1e-6)
+    # the same scales and charges as in-process: the same epsilon, to the bit
+    accounted = ["epsilon_tight", "delta_tight", "epsilon_paper", "sigma_party1", "sigma_party2"]
+    pd.testing.assert_frame_equal(remote.metrics[accounted], local.metrics[accounted],
+                                  check_exact=True)
+    assert 0 < remote.metrics["epsilon_tight"].iloc[-1] <= 4.0
+    prototype = [*ACCOUNTED, 'privacy.calibration="data_dependent"', "run.backend=dask"]
+    with dask_backend(load_config(_config(tmp_path), prototype), cluster, None) as backend:
+        with pytest.raises(ConfigError, match="run it in-process"):
+            plan_run(backend.config, None, backend)
 
 
 def test_the_coordinator_holds_no_block(tmp_path, cluster):
@@ -227,8 +266,6 @@ backend = "dask"
 @pytest.mark.parametrize("overrides, message", [
     (['solver.name="fdml_sgd"'], "fdml_sgd runs in-process only (the dask backend runs "
                                   "admm_sharing, dp_admm)"),
-    (["privacy.delta=1e-5", "privacy.clip=1.0", "privacy.sigma=1.0"],
-     "run.backend = 'dask' runs admm_sharing without privacy accounting"),
     (['run.backend="ray"'], "run.backend"),
     # the exact local solves of Algorithms 1-2 are batched over all providers: in-process only
     (['solver.name="consensus_admm"', 'partition={agents=2, samples_per_agent=10}',

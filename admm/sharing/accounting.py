@@ -132,16 +132,18 @@ CALIBRATION: dict[str, type[Calibration]] = {
 CALIBRATIONS = tuple(CALIBRATION)
 
 
-def plan_privacy(blocks, N, objective, params, p, T) -> dict:
+def plan_privacy(widths, N, objective, params, p, T) -> dict:
     """Sensitivities and sigmas of an accounting-mode run (before it starts).
 
-    ``relation`` and ``calibrator`` in the plan are the strategies of
-    ``privacy.neighbours`` and ``privacy.calibration``.
+    ``widths`` are the parties' column counts ``d_m`` (public: the partition);
+    nothing else of the blocks enters the plan. ``relation`` and
+    ``calibrator`` in the plan are the strategies of ``privacy.neighbours``
+    and ``privacy.calibration``.
     """
     from vfl.privacy import lemma1_sensitivity
 
-    M = len(blocks)
-    widths = [B.shape[1] for B in blocks]
+    widths = [int(d) for d in widths]
+    M = len(widths)
     rho, lam = params["rho"], objective.lam
     # The penalties the run may use: rho, or [rho_min, rho_max] when adaptive
     # (check_config made sure the needed bounds are given).

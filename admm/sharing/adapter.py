@@ -95,6 +95,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         "Approach (2019)", "Algorithm 1", "(6)-(8); perturbed shares (10)")
     regularizers = ("l2sq",)
     backends = ("inprocess", "dask")
+    accounted_backends = ("inprocess", "dask")
     params = (
         Param("rho", float, 1.0, "penalty of the augmented Lagrangian (5)", low=0, low_open=True),
         Param("rho_parties", str, "fixed", "fixed = rho as given; scaled = rho (2/M)^0.6 for M "
@@ -232,17 +233,21 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
             solver = cls(blocks, y, objective, sigma=p["sigma"], parties=data.parties, **self_kw)
             solver.wire = Wire(M)
             return solver
-        for m, D in enumerate(blocks, start=1):
-            norms = np.sqrt(np.asarray(D.multiply(D).sum(axis=1)).ravel()) if sp.issparse(D) \
-                else np.linalg.norm(D, axis=1)
-            if norms.max() > 1.0 + 1e-9:
-                raise ValueError(f"party {m}: a row has norm {norms.max():.4g} > 1; accounting "
+        widths, norms = _block_facts(data)
+        for m, norm in enumerate(norms, start=1):
+            if norm > 1.0 + 1e-9:
+                raise ValueError(f"party {m}: a row has norm {norm:.4g} > 1; accounting "
                                  "mode needs unit rows (preprocessing.normalize_rows = true)")
-        plan = plan_privacy(blocks, N, objective, params, p, iterations)
+        if blocks is None and not CALIBRATION[p["calibration"]].guarantee:
+            raise ValueError(f"privacy.calibration = {p['calibration']!r} rescales sigma every "
+                             "epoch from every party's block, which the coordinator does not "
+                             "hold on the dask backend: run it in-process")
+        plan = plan_privacy(widths, N, objective, params, p, iterations)
         solver = cls(blocks, y, objective, sigma=plan["sigmas"], x_radius=p["b1"],
                      ball=plan["relation"].ball,
                      share_clip=p["clip"], input_clip=p["input_clip"],
-                     release_sensitivity=plan["release_sensitivity"], **self_kw)
+                     release_sensitivity=plan["release_sensitivity"], parties=data.parties,
+                     **self_kw)
         solver._plan = plan
         solver.wire = Wire(M)
         return solver
@@ -398,3 +403,16 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
                     "form": self.noise_form, "sigma": self.sigma.tolist(),
                     "labels": LABELS_NOTE}
         return describe_plan(plan)
+
+
+def _block_facts(data) -> tuple[list[int], list[float]]:
+    """Each party's column count ``d_m`` and largest row norm, from its block here, or as
+    the parties measured them on their own workers (``data.parties``, another backend)."""
+    if data.blocks is None:
+        return list(data.parties.widths), list(data.parties.max_row_norms)
+    widths, norms = [], []
+    for D in data.blocks:
+        widths.append(int(D.shape[1]))
+        norms.append(float(np.sqrt(np.asarray(D.multiply(D).sum(axis=1)).ravel().max(initial=0.0))
+                           if sp.issparse(D) else np.linalg.norm(D, axis=1).max(initial=0.0)))
+    return widths, norms

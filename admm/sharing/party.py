@@ -121,6 +121,10 @@ class Parties:
     n_parties: int
     #: each party's number of columns d_m
     n_features: list[int]
+    #: whether each party's noisy release goes through the iteration's
+    #: :meth:`~vfl.core.solver.Solver.release` (parties in this process); False where the
+    #: parties draw their noise themselves: the iteration then records the release events
+    records_releases: bool = True
 
     def update(self, m: int, r: np.ndarray, rho: float, sigma: float) -> tuple[np.ndarray, int]:
         """Party m's update for the pulled ``r`` (one message each way)."""

@@ -22,7 +22,7 @@ from vfl.core.solver import Solver
 
 from .acceleration import ACCELERATION, over_relaxation
 from .forms import BALL, ORDER, SHARING, Z_UPDATE, Scratch, summed
-from .noise import NOISE_FORMS
+from .noise import NOISE, NOISE_FORMS
 from .party import LocalParties, Party, PartySpec
 from .penalty import RHO_SCHEDULE
 
@@ -388,6 +388,26 @@ acceleration, anderson_memory, z_update, blas_threads
         return self.release(mean, units=m, scale=scale, sensitivity=self.release_sensitivity[m],
                             rng=rng)
 
+    def _draw_scales(self) -> np.ndarray:
+        """The noise scales the parties draw with this epoch.
+
+        Where the parties draw their own noise (another backend), the accountable releases
+        (output noise) are recorded here, as :meth:`release` records them in-process, and
+        each party draws with its event's scale (grown for an exact sampler's grid).
+        """
+        sigma = np.asarray(self.sigma, dtype=float)
+        noisy = np.flatnonzero(sigma > 0)
+        if self.parties.records_releases or not NOISE[self.noise_form].accountable \
+                or noisy.size == 0:
+            return sigma
+        event = self.record_release(units=noisy, scale=sigma[noisy],
+                                    sensitivity=self.release_sensitivity[noisy],
+                                    rng=self.noise_rngs[int(noisy[0])] if self.noise_rngs else None,
+                                    size=len(self.b))
+        out = sigma.copy()
+        out[noisy] = event.scale
+        return out
+
     def _blas(self):
         if self._controller is None:
             return contextlib.nullcontext()
@@ -431,7 +451,7 @@ acceleration, anderson_memory, z_update, blas_threads
         scratch = self._scratch
         pull = partial(self._pull, P=P, z=z_in, y=y_in, scratch=scratch)
         replies = self.sweep.round(self.parties, pull, self.sharing.coupled_sum(P, scratch), P,
-                                   self.x_rho, self.sigma)
+                                   self.x_rho, self._draw_scales())
         published = [s for s, _ in replies]
         projected = sum(p for _, p in replies)
         self._margins = None
