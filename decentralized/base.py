@@ -186,11 +186,16 @@ class NetworkSolver(Solver):
         """Solve ``grad f_i(x) - v_i + q_i x = 0`` for every agent (the paper names no solver).
 
         The minimizer of ``f_i(x) - v_i^T x + (q_i/2)||x||^2``, strongly convex
-        for ``q_i > 0``: batched Newton from ``X0`` until every step is below
-        ``tol`` (about three steps when warm-started from the last iterate).
+        for ``q_i > 0``: batched Newton from ``X0``, each agent until its own step
+        is below ``tol`` (about three steps when warm-started from the last
+        iterate). An agent that has converged is frozen while the others go on:
+        agent i's solve is its own (Xiao et al. 2019, eq. (12) is a local
+        argmin), so its result does not depend on which agents share its batch.
+        Returns the solutions and the largest number of steps any agent took.
         """
         X = X0.copy()
         qd = (q + self._c)[:, None, None] * np.eye(self.d)
+        active = np.ones(len(X), dtype=bool)
         for it in range(1, max_iter + 1):
             U = self._margins(X)
             g, h = loss_derivatives(self.objective, U, self.b)
@@ -198,8 +203,9 @@ class NetworkSolver(Solver):
             r = grad - v + q[:, None] * X
             H = self._w * np.matmul(self.A.transpose(0, 2, 1), self.A * h[:, :, None]) + qd
             step = np.linalg.solve(H, r[:, :, None])[:, :, 0]
-            X -= step
-            if np.max(np.abs(step)) < tol:
+            X -= np.where(active[:, None], step, 0.0)
+            active &= ~(np.max(np.abs(step), axis=1) < tol)
+            if not active.any():
                 return X, it
         if not np.all(np.isfinite(X)):
             raise DivergedError(f"{self.name}: the local Newton solve produced non-finite values")
