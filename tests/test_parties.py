@@ -226,7 +226,7 @@ backend = "dask"
 
 @pytest.mark.parametrize("overrides, message", [
     (['solver.name="fdml_sgd"'], "fdml_sgd runs in-process only (the dask backend runs "
-                                  "admm_sharing, dp_admm)"),
+                                  "admm_sharing, dgd, dp_admm, dvp_admm"),
     (["privacy.delta=1e-5", "privacy.clip=1.0", "privacy.sigma=1.0"],
      "run.backend = 'dask' runs admm_sharing without privacy accounting"),
     (['run.backend="ray"'], "run.backend"),
