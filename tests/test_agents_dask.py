@@ -1,18 +1,19 @@
 """``run.backend = "dask"`` for the LDP solvers (Xiao et al.): groups of agents on Dask workers.
 
 One small in-process (threaded, TCP) cluster of two workers serves every test here, on
-a synthetic network of 5 agents (groups 1-3 and 4-5); a paper config and the killed
-workers are in ``test_agents_dask_slow.py``.
+a synthetic network of 5 agents (groups 1-3 and 4-5); the paper configs on worker
+processes and a killed worker are in ``test_parties_slow.py``.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import tomllib
+
 import pandas as pd
 import pytest
 
 from cli_helpers import assert_one_line_error, vfl
-from vfl.core.errors import ConfigError
+from test_parties import cluster  # noqa: F401 (the same small threaded cluster, per module)
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.parties import dask_backend
 from vfl.experiments.runner import plan_run, run_experiment
@@ -20,17 +21,6 @@ from vfl.experiments.runner import plan_run, run_experiment
 distributed = pytest.importorskip("dask.distributed")
 
 #: 5 agents on a G(5, 6) graph, 10 samples each (unit rows, {0,1} labels: B_inf enforced)
-NETWORK = {
-    "data": {"dataset": "synthetic",
-             "options": {"n_train": 150, "n_test": 40, "n_features": 5, "seed": 3}},
-    "preprocessing": {"normalize_rows": True},
-    "partition": {"samples_per_agent": 10, "pool": "train+test", "test": 20},
-    "network": {"graph": "gnm", "nodes": 5, "edges": 6},
-    "objective": {"lam": 5.0, "reduction": "unit_mean", "regularizer": "half_l2sq"},
-}
-
-
-#: the same network as a config file, for the command line
 LDP_TOML = """
 [data]
 dataset = "synthetic"
@@ -55,12 +45,7 @@ epochs = 6
 """
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  protocol="tcp://", host="127.0.0.1",
-                                  dashboard_address=None) as c:
-        yield c.scheduler_address
+NETWORK = {k: v for k, v in tomllib.loads(LDP_TOML).items() if k != "solver"}
 
 
 def _raw(name, epochs=6, privacy=None, run=None, **solver):

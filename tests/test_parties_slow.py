@@ -276,18 +276,21 @@ def test_providers_whose_worker_does_not_come_back_stop_the_run_naming_them(exte
                                  "4 and no worker could take over their data within 1 s")
 
 
-def test_a_cluster_without_workers_for_the_providers_is_a_one_line_error(tmp_path):
+@pytest.mark.parametrize("units", ["providers", "agents"])
+def test_a_cluster_without_workers_for_the_groups_is_a_one_line_error(tmp_path, units):
     from cli_helpers import assert_one_line_error
+    from test_agents_dask import LDP_TOML
 
     cluster = External(tmp_path, 0, nanny=False)
-    path = tmp_path / "dp.toml"
-    path.write_text(PROVIDERS_TOML + '[run]\nbackend = "dask"\n')
+    path = tmp_path / "units.toml"
+    path.write_text({"providers": PROVIDERS_TOML, "agents": LDP_TOML}[units]
+                    + '[run]\nbackend = "dask"\n')
     try:
         out = tmp_path / "run"
         assert_one_line_error(vfl("run", "--config", path, "--out", out, "--cluster",
                                   cluster.address),
                               f"the Dask cluster at {cluster.address} has 0 workers for 5 "
-                              "providers: the providers need at least one worker")
+                              f"{units}: the {units} need at least one worker")
         assert not out.exists()
     finally:
         cluster.close()
@@ -355,17 +358,15 @@ def test_a_paper_config_on_three_worker_processes_gives_the_in_process_numbers(t
     assert list(backend["agents"]) == ["agents 1-4", "agents 5-7", "agents 8-10"]
 
 
-def _ldp(*overrides, epochs=10):
+def _ldp(*overrides):
+    import tomllib
+
+    from test_agents_dask import LDP_TOML
     from vfl.experiments.config import apply_overrides, config_from_dict
 
-    raw = {"data": {"dataset": "synthetic",
-                    "options": {"n_train": 150, "n_test": 40, "n_features": 5, "seed": 3}},
-           "preprocessing": {"normalize_rows": True},
-           "partition": {"samples_per_agent": 10, "pool": "train+test", "test": 20},
-           "network": {"graph": "gnm", "nodes": 5, "edges": 6},
-           "objective": {"lam": 5.0, "reduction": "unit_mean", "regularizer": "half_l2sq"},
-           "solver": {"name": "ldp_admm", "epochs": epochs},
-           "privacy": {"delta": 1e-5, "replayable_noise": True}}
+    raw = tomllib.loads(LDP_TOML)
+    raw["solver"]["epochs"] = 10
+    raw["privacy"] = {"delta": 1e-5, "replayable_noise": True}
     return config_from_dict(apply_overrides(raw, list(overrides)))
 
 
@@ -385,22 +386,3 @@ def test_agents_whose_worker_is_lost_stop_the_run_naming_them(external_cluster):
         f"agents 4-5: their worker {worker} was lost at iteration 4; an agent's state (its "
         "dual, its streams, its realized privacy loss) is not rebuilt elsewhere, so the run "
         "stops")
-
-
-def test_a_cluster_without_workers_for_the_agents_is_a_one_line_error(tmp_path):
-    from cli_helpers import assert_one_line_error
-
-    from test_agents_dask import LDP_TOML
-
-    cluster = External(tmp_path, 0, nanny=False)
-    path = tmp_path / "ldp.toml"
-    path.write_text(LDP_TOML + '[run]\nbackend = "dask"\n')
-    try:
-        out = tmp_path / "run"
-        assert_one_line_error(vfl("run", "--config", path, "--out", out, "--cluster",
-                                  cluster.address),
-                              f"the Dask cluster at {cluster.address} has 0 workers for 5 "
-                              "agents: the agents need at least one worker")
-        assert not out.exists()
-    finally:
-        cluster.close()
