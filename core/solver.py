@@ -329,13 +329,16 @@ class NetworkData:
     ``adjacency`` is the symmetric 0/1 ``scipy.sparse`` CSR matrix of the
     graph; ``A[i]``/``b[i]`` agent i's samples; ``x0`` the common start
     ``(N, d)``; ``x_star`` the central optimum of the same objective.
+    ``agents``, when the agents run outside this process (another backend),
+    starts them where their samples are; ``A`` and ``b`` are then None here.
     """
 
     adjacency: Any
-    A: np.ndarray
-    b: np.ndarray
+    A: np.ndarray | None
+    b: np.ndarray | None
     x0: np.ndarray
     x_star: np.ndarray | None = None
+    agents: Any = None
 
 
 class Solver:

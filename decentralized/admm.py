@@ -36,6 +36,7 @@ import numpy as np
 from vfl.core.params import Param
 from vfl.core.solver import Reference
 
+from .agents import AgentGroup
 from .base import EXCHANGE_PARAMS, LAPLACE_PRIVACY, NetworkSolver, PrivateNetworkSolver
 
 __all__ = ["LDPADMM", "OPADMM", "RandomPenaltyADMM", "FixedADMM", "DVPADMM", "PPADMM"]
@@ -51,15 +52,106 @@ ADMM_PARAMS = (
 ) + EXCHANGE_PARAMS
 
 
-class _ADMMState:
-    """Mixin: the dual variables and the corrected (or printed) dual step."""
+class ADMMAgents(AgentGroup):
+    """The agents' side of the ADMM solvers: their duals and their penalty weights.
 
-    def _init_admm(self):
+    Each agent takes the dual step of iteration k (Xiao et al. 2019, Algorithm 1,
+    sign corrected) once its neighbours' ``x_j^{k+1}`` have reached it, i.e. at the
+    start of its next iteration, with the same neighbour sum that iteration uses.
+    """
+
+    #: ``w ~ U(0, 1)^d`` per agent and iteration (else ``w = 1/2``: fixed penalties)
+    random_weights = True
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
         self.lam = np.zeros_like(self.X)
 
-    def _dual_step(self, X_new, S_new, sign: float = 1.0):
-        lap = self.deg[:, None] * X_new - self.neighbour_sum(X_new, S_new)  # (L x)_i
-        self.lam = self.lam - sign * self.settings["zeta"] * lap
+    def received(self) -> np.ndarray:
+        """The neighbour sum of ``x^k``, after the dual step it completes:
+        ``lambda_i^k = lambda_i^{k-1} - zeta sum_{j in N_i} (x_i^k - x_j^k)`` ((L x^k)_i)."""
+        nsum = self.neighbour_sum()
+        if self.rounds:
+            sign = 1.0 if self.settings.get("dual_sign", "corrected") == "corrected" else -1.0
+            lap = self.deg[:, None] * self.X - nsum  # (L x)_i
+            self.lam = self.lam - sign * self.settings["zeta"] * lap
+        return nsum
+
+    def weights(self) -> np.ndarray:
+        if self.random_weights:
+            return self.uniform()
+        return np.full((self.n, self.d), 0.5)
+
+
+class _FixedADMMAgents(ADMMAgents):
+    random_weights = False
+
+
+class LinearizedAgents(ADMMAgents):
+    """Algorithm 1's step (6) with output noise, and Theorem 2.2's realized loss."""
+
+    def update(self, public, publish):
+        D = self.settings["D"]
+        nsum = self.received()
+        avg = nsum / self.deg[:, None]
+        w = self.weights()
+        c = (self.lam - self.grad(self.X)) / D
+        mean = w * self.X + (1.0 - w) * avg + c
+        X_new = mean if publish is None else publish(mean)
+        if publish is not None:
+            if public["laplace"]:
+                lo = np.minimum(self.X, avg) + c
+                hi = np.maximum(self.X, avg) + c
+                if not self.random_weights:
+                    lo = hi = mean  # fixed parameters: a point mean (pure Laplace)
+                self.account_interval(X_new, lo, hi, public["beta"], public["T"])
+            else:
+                self.unaccounted()
+        self._done(X_new)
+        return X_new, {}
+
+
+class _FixedLinearizedAgents(LinearizedAgents):
+    random_weights = False
+
+
+class ExactAgents(ADMMAgents):
+    """The exact primal step (12) by per-agent Newton; the linear term perturbed by the
+    private baselines ([42], [43]: ``publish`` of ``lambda_i``)."""
+
+    def quadratic(self, nsum, public):
+        """``(v - lambda, q)``: the penalty part of the linear term and the total weight."""
+        D = self.settings["D"]
+        avg = nsum / self.deg[:, None]
+        w = self.weights()
+        return D * (w * self.X + (1.0 - w) * avg), np.full(self.n, D)
+
+    def update(self, public, publish):
+        nsum = self.received()
+        pen, q = self.quadratic(nsum, public)
+        term = self.lam if publish is None else publish(self.lam)
+        if "loss" in public:  # the reconstructed curve's per-iteration loss (public values)
+            self.loss += public["loss"][self.rows]
+            self.worst += public["loss"][self.rows]
+        X_new, its = self.newton(term + pen, q, self.X)
+        self._done(X_new)
+        return X_new, {"newton_iterations": its}
+
+
+class _FixedExactAgents(ExactAgents):
+    random_weights = False
+
+
+class PenaltyAgents(ExactAgents):
+    """[43]'s increasing penalties: ``rho = eta_{k+1}``, ``Gamma = eta_{k+1} |N_i|``."""
+
+    def quadratic(self, nsum, public):
+        eta = public["eta"]
+        return eta * (self.deg[:, None] * self.X + nsum), 2.0 * eta * self.deg
+
+
+class _ADMMState:
+    """Mixin: what the ADMM solvers' network side shares."""
 
     def divergence_hint(self) -> str:
         """The dual step against the graph: ``zeta lambda_max(L) / D_i`` (the usual culprit).
@@ -84,10 +176,10 @@ class _ADMMState:
                 f"up to about 2.5 with random penalties, 3 with fixed ones); lower solver.zeta "
                 f"or raise solver.D")
 
-    def _weights(self, random: bool):
-        if random:
-            return self._random.uniform(size=(self.N, self.d))
-        return np.full((self.N, self.d), 0.5)
+    @property
+    def lam(self) -> np.ndarray:
+        """The agents' duals (in this process: a diagnostic of the tests)."""
+        return self.agents.group.lam
 
 
 # ----------------------------------------------------------------- Algorithm 1
@@ -116,50 +208,23 @@ class LDPADMM(_ADMMState, PrivateNetworkSolver):
               choices=("corrected", "printed")),
     )
     supports_sharing = True
-    _random_weights = True
-
-    def __init__(self, data, **kw):
-        super().__init__(data, **kw)
-        self._init_admm()
+    agent_group = LinearizedAgents
 
     def _alpha(self) -> float:
         return 1.0 / self.settings["D"]
 
-    def _noise_step(self, mean, beta):
+    def _noise(self, beta) -> dict:
         """Output noise: Laplace of rate beta (l1 sensitivity alpha B_1, l2 alpha B_2)."""
-        return self.publish(mean, scale=1.0 / beta,
-                            sensitivity=self._alpha() * self.sensitivity.B_1,
-                            l2_sensitivity=self._alpha() * self.sensitivity.B_2)
+        return {"scale": 1.0 / beta, "sensitivity": self._alpha() * self.sensitivity.B_1,
+                "l2_sensitivity": self._alpha() * self.sensitivity.B_2}
 
     def step(self) -> dict:
         self.begin_releases()
-        k, D = self.iteration, self.settings["D"]
-        S = self._S if self._sharing is not None else None
-        avg = self.neighbour_sum(self.X, S) / self.deg[:, None]
-        w = self._weights(self._random_weights)
-        c = (self.lam - self.grad(self.X)) / D
-        mean = w * self.X + (1.0 - w) * avg + c
-        beta = self.beta(k + 1)
-        X_new = self._noise_step(mean, beta) if self.noise else mean
-        if self.noise:
-            lo = np.minimum(self.X, avg) + c
-            hi = np.maximum(self.X, avg) + c
-            if not self._random_weights:
-                lo = hi = mean  # fixed parameters: a point mean (pure Laplace)
-            if self._mechanism_is_laplace():
-                self.account_interval(X_new, lo, hi, beta, self._alpha() * self.B_inf)
-            else:
-                self._loss[:] = self._worst[:] = math.nan
-        S_new = self._secure_sum(X_new)
-        sign = 1.0 if self.settings.get("dual_sign", "corrected") == "corrected" else -1.0
-        self._dual_step(X_new, S_new, sign)
-        self.X = X_new
-        if self._sharing is not None:
-            self._S = S_new
-        self.iteration += 1
-        self._exchanged()
-        self.check_iterates()
-        return {}
+        beta = self.beta(self.iteration + 1)
+        public = {"beta": beta, "T": self._alpha() * self.B_inf,
+                  "laplace": self._mechanism_is_laplace()}
+        X_new, stats = self.agents.update(public, self._noise(beta) if self.noise else None)
+        return self._released(X_new, stats)
 
     def _mechanism_is_laplace(self) -> bool:
         return True
@@ -188,18 +253,18 @@ class OPADMM(LDPADMM):
               "'matched': Laplace(beta_k) output noise, as Algorithm 1's; 'native': Gaussian "
               "output noise of std sqrt(2)/beta_k", choices=("matched", "native")),
     )
-    _random_weights = False
+    agent_group = _FixedLinearizedAgents
     loss_meaning = ("Theorem 2.2 with a point mean (pure Laplace): at most, and almost always "
                     "equal to, the worst case")
 
     def _mechanism_is_laplace(self) -> bool:
         return self.privacy_settings["mechanism"] == "matched"
 
-    def _noise_step(self, mean, beta):
+    def _noise(self, beta) -> dict:
         if self._mechanism_is_laplace():
-            return super()._noise_step(mean, beta)
-        return self.publish(mean, scale=math.sqrt(2.0) / beta, mechanism="gaussian",
-                            sensitivity=self._alpha() * self.sensitivity.B_2)
+            return super()._noise(beta)
+        return {"scale": math.sqrt(2.0) / beta, "mechanism": "gaussian",
+                "sensitivity": self._alpha() * self.sensitivity.B_2}
 
 
 # -------------------------------------------------------------- exact ADMM
@@ -218,38 +283,21 @@ class RandomPenaltyADMM(_ADMMState, NetworkSolver):
                           "Fig. D; dual sign corrected")
     params = ADMM_PARAMS
     supports_sharing = True
-    _random_weights = True
+    agent_group = ExactAgents
 
-    def __init__(self, data, **kw):
-        super().__init__(data, **kw)
-        self._init_admm()
-        self._newton_total = 0
+    def _public(self) -> dict:
+        """The iteration's public values for the agents' step."""
+        return {}
 
-    def _quadratic(self):
-        """``(v - lambda, q)``: the penalty part of the linear term and the total weight."""
-        D = self.settings["D"]
-        S = self._S if self._sharing is not None else None
-        avg = self.neighbour_sum(self.X, S) / self.deg[:, None]
-        w = self._weights(self._random_weights)
-        return D * (w * self.X + (1.0 - w) * avg), np.full(self.N, D)
-
-    def _dual_term(self, q):
-        """The multiplier in the linear term (perturbed by the private baselines)."""
-        return self.lam
+    def _perturbation(self, public):
+        """The release of the linear term (the private baselines); None: no noise."""
+        return None
 
     def step(self) -> dict:
         self.begin_releases()
-        pen, q = self._quadratic()
-        X_new, its = self._newton(self._dual_term(q) + pen, q, self.X)
-        S_new = self._secure_sum(X_new)
-        self._dual_step(X_new, S_new)
-        self.X = X_new
-        if self._sharing is not None:
-            self._S = S_new
-        self.iteration += 1
-        self._exchanged()
-        self.check_iterates()
-        return {"newton_iterations": its}
+        public = self._public()
+        X_new, stats = self.agents.update(public, self._perturbation(public))
+        return self._released(X_new, stats)
 
 
 class FixedADMM(RandomPenaltyADMM):
@@ -261,7 +309,7 @@ class FixedADMM(RandomPenaltyADMM):
     name = "fixed_admm"
     title = "ADMM with fixed penalties (exact, non-private)"
     reference = Reference(_XIAO, "conventional ADMM with fixed parameters (Fig. D)", "(12)")
-    _random_weights = False
+    agent_group = _FixedExactAgents
 
 
 _RECONSTRUCTION = ("RECONSTRUCTION (Xiao et al. 2019, App. E, give only J): per iteration "
@@ -299,27 +347,31 @@ class _PerturbedADMM(RandomPenaltyADMM, PrivateNetworkSolver):
     def _native_scale(self, beta):  # scale of the l2 mechanism on the linear term
         raise NotImplementedError
 
-    def _dual_term(self, q):
-        k = self.iteration
-        beta = self.beta(k + 1)
+    def _weight(self, public):
+        """``q``: every agent's total quadratic weight ``D_i^{k+1}`` (public)."""
+        return np.full(self.N, self.settings["D"])
+
+    def _perturbation(self, public):
+        """The noisy linear term ``lambda_i + xi``, and the reconstructed curve's loss."""
+        if not self.noise:
+            return None
+        beta = self.beta(self.iteration + 1)
         p = self.privacy_settings
         J = p["J"] if p["J"] is not None else 2.8 / (10.0 * self.m)
         jac = p["jacobian_rank"] * math.log1p(J)
-        if not self.noise:
-            return self.lam
         nan = math.nan
         if p["mechanism"] == "matched":
-            xi = self.publish(self.lam, scale=q / beta, sensitivity=nan)
+            q = self._weight(public)
+            noise = {"scale": q / beta, "sensitivity": nan}
             per = self.d * beta * self.B_inf / q + jac
         else:
             scale = self._native_scale(beta)
-            xi = self.publish(self.lam, scale=scale, sensitivity=nan, mechanism="l2_laplace")
+            noise = {"scale": scale, "sensitivity": nan, "mechanism": "l2_laplace"}
             B2 = self.sensitivity.B_2 if self.privacy_settings["B_inf"] is None \
                 else math.sqrt(self.d) * self.B_inf
             per = B2 / scale + jac
-        self._loss += per
-        self._worst += per
-        return xi
+        public["loss"] = np.broadcast_to(per, (self.N,))
+        return noise
 
     def paper_epsilon(self):
         return None  # the curves are reconstructions, not the cited papers' own accounting
@@ -357,7 +409,7 @@ class DVPADMM(_PerturbedADMM):
                           "Classification Learning, IEEE TIFS 12(1) 2017 [42]",
                           "dual variable perturbation (DVP)",
                           note="implemented in Xiao et al.'s notation, eq. (12)")
-    _random_weights = False
+    agent_group = _FixedExactAgents
 
     def _native_scale(self, beta):
         return np.full(self.N, 1.0 / beta)
@@ -388,14 +440,16 @@ class PPADMM(_PerturbedADMM):
               low=0.0, low_open=True),
     ) + EXCHANGE_PARAMS
 
+    agent_group = PenaltyAgents
+
     def _eta(self, k):
         return self.settings["penalty0"] * self.settings["penalty_growth"] ** k
 
-    def _quadratic(self):
-        eta = self._eta(self.iteration + 1)
-        S = self._S if self._sharing is not None else None
-        nsum = self.neighbour_sum(self.X, S)
-        return eta * (self.deg[:, None] * self.X + nsum), 2.0 * eta * self.deg
+    def _public(self) -> dict:
+        return {"eta": self._eta(self.iteration + 1)}
+
+    def _weight(self, public):
+        return 2.0 * public["eta"] * self.deg
 
     def _native_scale(self, beta):
         return np.full(self.N, self._eta(self.iteration + 1) / beta)

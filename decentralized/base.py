@@ -1,9 +1,13 @@
 """What every network-setting solver shares: data checks, local oracles, metrics, privacy.
 
-Every per-iteration operation is one array operation over all agents: local
-gradients are batched matrix products over the ``(N, m, d)`` sample array,
-neighbour sums are ``adjacency @ X`` (CSR), dual updates use the graph
-Laplacian, and per-agent Newton solves are batched ``(N, d, d)`` systems.
+A solver is the network's side of an iteration: it fixes the iteration's
+public values (step sizes, noise rates, the enforced sensitivities it records
+as :class:`~vfl.core.solver.Release` events), has every agent take its step
+where its samples are (:mod:`.agents`: one group in this process, or groups on
+Dask workers), delivers what each agent releases along the graph's edges,
+counts those messages (:class:`~vfl.core.wire.Wire`) and reads the
+diagnostics. Every per-iteration operation is one array operation over the
+agents (batched products and solves, sparse rows of the graph).
 """
 
 from __future__ import annotations
@@ -23,10 +27,10 @@ try:  # the audit's neighbouring datasets (newer vfl.core)
     from vfl.core.solver import Neighbour
 except ImportError:  # pragma: no cover
     Neighbour = None
-from vfl.privacy.ldp import realized_loss
 
+from .agents import AgentSpec, LocalAgents, draw_rows
 from .graphs import check_adjacency, degrees, is_complete
-from .problem import central_optimum, check_objective, gradient_sensitivity, loss_derivatives
+from .problem import central_optimum, check_objective, sensitivity_of
 from .secret_sharing import AdditiveSecretSharing
 
 __all__ = ["NetworkSolver", "PrivateNetworkSolver", "NEIGHBOURING", "validated",
@@ -91,6 +95,20 @@ LAPLACE_PRIVACY = (
 )
 
 
+def _samples(data: NetworkData, N: int):
+    """The agents' samples ``A`` ``(N, m, d)`` and labels ``b`` ``(N, m)``, checked."""
+    A = np.asarray(data.A, dtype=float)
+    b = np.asarray(data.b, dtype=float)
+    if A.ndim != 3 or A.shape[0] != N:
+        raise ValueError(f"NetworkData.A must be (agents={N}, samples, d), got {A.shape} "
+                         "(agents must hold equally many samples)")
+    if b.shape != A.shape[:2]:
+        raise ValueError(f"NetworkData.b must be {A.shape[:2]}, got {b.shape}")
+    if not (np.isfinite(A).all() and np.isfinite(b).all()):
+        raise ValueError("NetworkData holds non-finite values")
+    return A, b
+
+
 class NetworkSolver(Solver):
     """Base of the decentralized solvers of Xiao et al. and their baselines."""
 
@@ -100,6 +118,18 @@ class NetworkSolver(Solver):
     columns: ClassVar[tuple[str, ...]] = ("log10_error",)
     #: whether the solver supports the secret-sharing exchange (needs only network sums)
     supports_sharing: ClassVar[bool] = False
+    #: the agents' side of an iteration (an :class:`~.agents.AgentGroup`): in this process,
+    #: or groups of agents on their own Dask workers (:mod:`vfl.experiments.agents`)
+    agent_group: ClassVar[type]
+    backends = ("inprocess", "dask")
+    accounted_backends = ("inprocess", "dask")
+    #: whether the agents' releases are noisy (the private solvers: privacy.noise)
+    noise: bool = False
+    #: the solver's release of the agents' noisy iterates, ``publish(mean, scale=,
+    #: sensitivity=, ...)`` and, where the agents draw the noise, ``record_noise(scale=,
+    #: sensitivity=, ...)``; None: nothing is released with noise
+    publish = None
+    record_noise = None
     #: every agent holds its own model x_i and all d columns of a row: it scores test rows
     #: alone (the agents' average model of the test metrics is a diagnostic no agent holds)
     inference = Inference(0, "each agent holds its own model x_i and whole test rows, and "
@@ -120,40 +150,25 @@ class NetworkSolver(Solver):
 
         self.adj = check_adjacency(data.adjacency)
         N = self.adj.shape[0]
-        A = np.asarray(data.A, dtype=float)
-        b = np.asarray(data.b, dtype=float)
-        if A.ndim != 3 or A.shape[0] != N:
-            raise ValueError(f"NetworkData.A must be (agents={N}, samples, d), got {A.shape} "
-                             "(agents must hold equally many samples)")
-        if b.shape != A.shape[:2]:
-            raise ValueError(f"NetworkData.b must be {A.shape[:2]}, got {b.shape}")
-        N, m, d = A.shape
+        if data.agents is None:  # the agents' samples are in this process
+            A, b = _samples(data, N)
+            _, m, d = A.shape
+        else:
+            A = b = None
+            _, m, d = data.agents.shape
         x0 = np.asarray(data.x0, dtype=float)
         if x0.shape != (N, d):
             raise ValueError(f"NetworkData.x0 must be (agents, d) = {(N, d)}, got {x0.shape}")
-        if not (np.isfinite(A).all() and np.isfinite(b).all() and np.isfinite(x0).all()):
+        if not np.isfinite(x0).all():
             raise ValueError("NetworkData holds non-finite values")
         check_objective(objective, m)
         self.objective = objective
-        self.A, self.b = A, b
         self.N, self.m, self.d = N, m, d
-        self.x_star = (central_optimum(A, b, objective) if data.x_star is None
-                       else np.asarray(data.x_star, dtype=float).reshape(d))
         self.deg = degrees(self.adj)
-        self._w = objective.weight(N * m)
-        self._c = objective.reg_curvature / N  # each agent holds 1/N of the regularizer
         self._units = np.arange(N)
         self.X = x0.copy()
         self.iteration = 0
-        self.sensitivity = gradient_sensitivity(A, b, objective)
-        self._random = streams.get("random")
 
-        # Iterates beyond this bound count as divergence (x* and x^0 are O(1) here;
-        # a diverging run otherwise goes on silently to 1e50 and beyond).
-        self._x_bound = DIVERGENCE_FACTOR * (1.0 + float(np.max(np.abs(x0), initial=0.0))
-                                             + float(np.linalg.norm(self.x_star)))
-
-        self.wire = Wire(N)
         self._sharing = None
         if self.supports_sharing and self.settings.get("exchange") == "secret_sharing":
             if not is_complete(self.adj) or N < 3:
@@ -162,8 +177,27 @@ class NetworkSolver(Solver):
             self._sharing = AdditiveSecretSharing(
                 N, bits=self.settings["ss_bits"],
                 fractional_bits=self.settings["ss_fractional_bits"])
-            self._share_rng = streams.get("random", 1)
-            self._S = self._sharing.secure_sum(self.X, self._share_rng)
+        spec = AgentSpec(type(self).agent_group, objective, self.settings, self._sharing,
+                         self.name)
+        if data.agents is None:
+            group = spec.group(A, b, x0, start=0, adjacency=self.adj, spec=spec, streams=streams)
+            self.agents = LocalAgents(group, self.publish)
+        else:  # started where their samples are, by the experiments layer
+            self.agents = data.agents(spec, self.adj, x0, self.record_noise)
+        self.sensitivity = sensitivity_of(self.agents.facts, objective)
+        if data.x_star is None and A is None:
+            raise ValueError("agents elsewhere need the runner's x* (NetworkData.x_star)")
+        self.x_star = (central_optimum(A, b, objective) if data.x_star is None
+                       else np.asarray(data.x_star, dtype=float).reshape(d))
+
+        # Iterates beyond this bound count as divergence (x* and x^0 are O(1) here;
+        # a diverging run otherwise goes on silently to 1e50 and beyond).
+        self._x_bound = DIVERGENCE_FACTOR * (1.0 + float(np.max(np.abs(x0), initial=0.0))
+                                             + float(np.linalg.norm(self.x_star)))
+
+        self.wire = Wire(N)
+        if self._sharing is not None:
+            self.agents.exchange()
         self._exchanged()  # x^0 reaches the neighbours before the first iteration
 
     @classmethod
@@ -172,38 +206,6 @@ class NetworkSolver(Solver):
         if bits is not None and frac is not None and frac > bits - 2:
             raise ValueError(f"solver.ss_fractional_bits = {frac} must be at most "
                              f"solver.ss_bits - 2 = {bits - 2}")
-
-    # -- local oracles (all agents at once) ----------------------------------
-    def _margins(self, X):
-        return np.matmul(self.A, X[:, :, None])[:, :, 0]  # (N, m): u_ij = z_ij^T x_i
-
-    def grad(self, X) -> np.ndarray:
-        """``grad f_i(x_i)`` for every agent, ``(N, d)``."""
-        g, _ = loss_derivatives(self.objective, self._margins(X), self.b)
-        return self._w * np.matmul(g[:, None, :], self.A)[:, 0, :] + self._c * X
-
-    def _newton(self, v, q, X0, tol=1e-12, max_iter=50):
-        """Solve ``grad f_i(x) - v_i + q_i x = 0`` for every agent (the paper names no solver).
-
-        The minimizer of ``f_i(x) - v_i^T x + (q_i/2)||x||^2``, strongly convex
-        for ``q_i > 0``: batched Newton from ``X0`` until every step is below
-        ``tol`` (about three steps when warm-started from the last iterate).
-        """
-        X = X0.copy()
-        qd = (q + self._c)[:, None, None] * np.eye(self.d)
-        for it in range(1, max_iter + 1):
-            U = self._margins(X)
-            g, h = loss_derivatives(self.objective, U, self.b)
-            grad = self._w * np.matmul(g[:, None, :], self.A)[:, 0, :] + self._c * X
-            r = grad - v + q[:, None] * X
-            H = self._w * np.matmul(self.A.transpose(0, 2, 1), self.A * h[:, :, None]) + qd
-            step = np.linalg.solve(H, r[:, :, None])[:, :, 0]
-            X -= step
-            if np.max(np.abs(step)) < tol:
-                return X, it
-        if not np.all(np.isfinite(X)):
-            raise DivergedError(f"{self.name}: the local Newton solve produced non-finite values")
-        return X, max_iter
 
     # -- divergence ---------------------------------------------------------
     def check_iterates(self) -> None:
@@ -232,18 +234,16 @@ class NetworkSolver(Solver):
         else:
             self.wire.neighbours(self.deg, self.d)
 
-    def neighbour_sum(self, X, S=None):
-        """``sum_{j in N_i} x_j`` for every agent; through secret sharing if enabled.
-
-        With secret sharing (complete graph) only the network sum ``S`` is ever
-        revealed and agent i computes ``S - x_i``.
-        """
+    def _released(self, X_new, stats: dict) -> dict:
+        """The end of an iteration: the agents' releases ``x^{k+1}`` reach their neighbours
+        (with secret sharing, through Algorithm 3's rounds); returns the step's statistics."""
+        self.X = X_new
+        self.iteration += 1
         if self._sharing is not None:
-            return S - X
-        return self.adj @ X
-
-    def _secure_sum(self, X):
-        return self._sharing.secure_sum(X, self._share_rng) if self._sharing is not None else None
+            self.agents.exchange()
+        self._exchanged()
+        self.check_iterates()
+        return stats
 
     # -- metrics ------------------------------------------------------------
     def mean_model(self) -> np.ndarray:
@@ -259,7 +259,7 @@ class NetworkSolver(Solver):
 
     def train_margins(self) -> np.ndarray:
         """Margins of the agents' average model on all training samples (agent-major order)."""
-        return self.A.reshape(-1, self.d) @ self.mean_model()
+        return self.agents.margins(self.mean_model())
 
     def decision_function(self, test) -> np.ndarray:
         """Margins of the agents' average model on a held-out ``(n, d)`` matrix."""
@@ -305,8 +305,6 @@ class PrivateNetworkSolver(NetworkSolver):
         self.noise = q.get("noise", True)
         self.B_inf = q["B_inf"] if q.get("B_inf") is not None else self.sensitivity.B_inf
         self._noise_rng = self.streams.noise()
-        self._loss = np.zeros(self.N)   # realized cumulative loss per agent
-        self._worst = np.zeros(self.N)  # worst-case cumulative loss per agent
         if self.noise:  # Laplace draws reach about 20 noise scales over a run
             smallest_rate = min(self.beta(1), self.beta(self.iterations))
             self._x_bound += DIVERGENCE_FACTOR * 20.0 / smallest_rate
@@ -322,39 +320,52 @@ class PrivateNetworkSolver(NetworkSolver):
         ``"l2_laplace"`` (density ``~ exp(-||y||_2 / scale)``, the native
         mechanism of [42] and [43]) is not one of ``add_noise``'s mechanisms:
         its event is recorded and the observer called as ``release`` does, and
-        the noise is a Gamma(d, scale) radius times a uniform direction.
+        the noise is :func:`~.agents.draw_rows`'s.
         """
         if mechanism != "l2_laplace":
             return self.release(mean, units=self._units, scale=scale, sensitivity=sensitivity,
                                 rng=self._noise_rng, mechanism=mechanism,
                                 l2_sensitivity=l2_sensitivity)
+        scale = self.record_noise(scale=scale, sensitivity=sensitivity, mechanism=mechanism)
+        if self.observer is not None:
+            return self.observer(self, self._releases[-1], mean, self._noise_rng)
+        return draw_rows(mechanism, mean, scale, self._noise_rng, slice(None), self.N)
+
+    def record_noise(self, *, scale, sensitivity, mechanism="laplace",
+                     l2_sensitivity=None) -> np.ndarray:
+        """Record the iteration's :class:`Release` of noise drawn where the agents are (their
+        Dask workers); returns every agent's scale to draw with (grown for an exact
+        sampler's grid)."""
+        if mechanism != "l2_laplace":
+            return self.record_release(units=self._units, scale=scale, sensitivity=sensitivity,
+                                       rng=self._noise_rng, size=self.d, mechanism=mechanism,
+                                       l2_sensitivity=l2_sensitivity).scale
         scale = np.broadcast_to(np.asarray(scale, float), (self.N,)).copy()
         sens = np.broadcast_to(np.asarray(sensitivity, float), (self.N,)).copy()
-        event = Release("l2_laplace", self._units.copy(), sens, scale, int(mean.shape[1]))
-        if not hasattr(self, "_releases"):
+        if self._releases is None:
             self._releases = []
-        self._releases.append(event)
-        if self.observer is not None:
-            return self.observer(self, event, mean, self._noise_rng)
-        rng = self._noise_rng
-        direction = rng.standard_normal(mean.shape)
-        direction /= np.linalg.norm(direction, axis=1, keepdims=True)
-        radius = rng.gamma(shape=mean.shape[1], scale=scale)
-        return mean + radius[:, None] * direction
+        self._releases.append(Release("l2_laplace", self._units.copy(), sens, scale, self.d))
+        return scale
 
-    def account_interval(self, x_new, lo, hi, beta, T) -> None:
-        """Add Theorem 2.2's realized loss of this iteration (intervals per agent, coordinate)."""
-        self._loss += realized_loss(x_new, lo, hi, beta, T).sum(axis=1)
-        self._worst += self.d * beta * T
+    @property
+    def _loss(self) -> np.ndarray:
+        """Theorem 2.2's realized cumulative loss per agent (each agent evaluates its own)."""
+        return self.agents.losses()[0]
+
+    @property
+    def _worst(self) -> np.ndarray:
+        """The worst-case cumulative loss per agent."""
+        return self.agents.losses()[1]
 
     def evaluate(self) -> dict:
         out = super().evaluate()
         if not self.noise:
             return {**out, "privacy_loss": math.inf, "privacy_loss_max": math.inf,
                     "privacy_loss_worst": math.inf}
-        return {**out, "privacy_loss": float(np.mean(self._loss)),
-                "privacy_loss_max": float(np.max(self._loss)),
-                "privacy_loss_worst": float(np.max(self._worst))}
+        loss, worst = self.agents.losses()
+        return {**out, "privacy_loss": float(np.mean(loss)),
+                "privacy_loss_max": float(np.max(loss)),
+                "privacy_loss_worst": float(np.max(worst))}
 
     @classmethod
     def neighbours(cls, data, privacy: dict, rng: np.random.Generator) -> list:

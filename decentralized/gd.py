@@ -22,6 +22,7 @@ import numpy as np
 from vfl.core.params import Param
 from vfl.core.solver import Reference
 
+from .agents import AgentGroup
 from .base import EXCHANGE_PARAMS, NetworkSolver, PrivateNetworkSolver
 from .graphs import closed_neighbourhoods, is_complete, metropolis_weights
 
@@ -40,25 +41,132 @@ def _step_params(growth: float, paper: str):
     )
 
 
+class GDAgents(AgentGroup):
+    """The agents' side of the GD solvers: Metropolis rows of the agents' neighbourhoods."""
+
+    def __init__(self, A, b, x0, *, adjacency, **kw):
+        super().__init__(A, b, x0, adjacency=adjacency, **kw)
+        self.W = metropolis_weights(adjacency)[self.rows]
+
+    def average(self) -> np.ndarray:
+        """``sum_j W_ij x_j``; with secret sharing (complete graph, W = 1/N) the network mean."""
+        if self.S is not None:
+            return np.broadcast_to(self.S / self.N, self.X.shape)
+        return self.W @ self.inbox
+
+    def publish_interval(self, mean, lo, hi, public, publish):
+        """Release ``mean`` and add Theorem 2.2's loss of the interval ``[lo, hi]``."""
+        if publish is None:
+            return mean
+        X_new = publish(mean)
+        self.account_interval(X_new, lo, hi, public["beta"], public["T"])
+        return X_new
+
+
+class DGDAgents(GDAgents):
+    def update(self, public, publish):
+        X_new = self.average() - public["eta"] * self.grad(self.X)
+        self._done(X_new)
+        return X_new, {}
+
+
+class NoisyConsensusAgents(GDAgents):
+    def update(self, public, publish):
+        Z = np.asarray(self.average())
+        mean = Z - public["eta"] * self.grad(Z)
+        X_new = self.publish_interval(mean, mean, mean, public, publish)
+        self._done(X_new)
+        return X_new, {}
+
+
+class PairAgents(GDAgents):
+    """Algorithm 2: the farthest pair of each agent's closed neighbourhood ``N~_i``."""
+
+    def __init__(self, A, b, x0, *, adjacency, **kw):
+        super().__init__(A, b, x0, adjacency=adjacency, **kw)
+        self.nb = closed_neighbourhoods(adjacency)[self.rows]  # (n, K): i, then neighbours
+        n, K = self.nb.shape
+        valid = np.arange(K)[None, :] <= self.deg[:, None]
+        W = self.W.tocsr()
+        self.Wnb = np.where(valid, np.asarray(W[np.arange(n)[:, None], self.nb].todense()), 0.0)
+        same = self.nb[:, :, None] == self.nb[:, None, :]
+        self.pairs = valid[:, :, None] & valid[:, None, :] & ~same
+        self.complete = is_complete(adjacency)
+
+    def _gradient(self):
+        if self.settings.get("gradient_at") == "network_mean":  # complete graph: all received
+            return self.grad(np.broadcast_to(self.inbox.mean(axis=0), self.X.shape).copy())
+        return self.grad(self.X)
+
+    def update(self, public, publish):
+        eta = public["eta"]
+        n, K = self.nb.shape
+        Xn = self.inbox[self.nb]                                         # (n, K, d)
+        if self.complete:
+            # One neighbourhood for all (eq. (7): the same pair for every agent).
+            X = self.inbox
+            dist = np.abs(X[:, None, :] - X[None, :, :]).sum(axis=-1)
+            np.fill_diagonal(dist, -1.0)
+            a, b = np.divmod(int(dist.argmax()), self.N)
+            # row i of nb is (i, neighbours ascending): the position of node j
+            ids = np.arange(self.start, self.start + n)
+            pos = lambda j: np.where(ids == j, 0, j + (j < ids).astype(int))  # noqa: E731
+            pa, pb = pos(a), pos(b)
+        else:
+            dist = np.abs(Xn[:, :, None, :] - Xn[:, None, :, :]).sum(axis=-1)  # (n, K, K)
+            dist = np.where(self.pairs, dist, -1.0)
+            pa, pb = np.divmod(dist.reshape(n, -1).argmax(axis=1), K)
+            # order each pair by node id, as the complete-graph search does
+            swap = self.nb[np.arange(n), pa] > self.nb[np.arange(n), pb]
+            pa, pb = np.where(swap, pb, pa), np.where(swap, pa, pb)
+        r = np.arange(n)
+        xa, xb = Xn[r, pa], Xn[r, pb]
+        wa, wb = self.Wnb[r, pa][:, None], self.Wnb[r, pb][:, None]
+        rest = np.einsum("nk,nkd->nd", self.Wnb, Xn) - wa * xa - wb * xb - eta * self._gradient()
+        s = wa + wb
+        w = self.uniform()
+        mean = rest + s * (w * xa + (1.0 - w) * xb)
+        X_new = self.publish_interval(mean, rest + s * np.minimum(xa, xb),
+                                      rest + s * np.maximum(xa, xb), public, publish)
+        self._done(X_new)
+        return X_new, {}
+
+
+class MinMaxAgents(GDAgents):
+    """Algorithm 2*: per coordinate uniform between the min and max over ``N~_i``."""
+
+    def __init__(self, A, b, x0, *, adjacency, **kw):
+        super().__init__(A, b, x0, adjacency=adjacency, **kw)
+        self.nb = closed_neighbourhoods(adjacency)[self.rows]
+
+    def update(self, public, publish):
+        Xn = self.inbox[self.nb]
+        lo, hi = Xn.min(axis=1), Xn.max(axis=1)
+        g = public["eta"] * self.grad(self.X)
+        w = self.uniform()
+        mean = w * lo + (1.0 - w) * hi - g
+        X_new = self.publish_interval(mean, lo - g, hi - g, public, publish)
+        self._done(X_new)
+        return X_new, {}
+
+
 class _GDMixin:
-    def _init_gd(self):
-        self.W = metropolis_weights(self.adj)
+    """The GD solvers' network side: the step size, and one release per iteration."""
 
     def eta(self, k: int) -> float:
         return self.settings["eta0"] * self.settings["eta_growth"] ** k
 
-    def _finish(self, X_new):
-        self.X = X_new
-        self.iteration += 1
-        self._exchanged()
-        self.check_iterates()
-        return {}
-
-    def _average(self, X):
-        """``sum_j W_ij x_j``; with secret sharing (complete graph, W = 1/N) the network mean."""
-        if self._sharing is not None:
-            return np.broadcast_to(self._sharing.secure_sum(X, self._share_rng) / self.N, X.shape)
-        return self.W @ X
+    def step(self) -> dict:
+        self.begin_releases()
+        eta = self.eta(self.iteration + 1)
+        public, noise = {"eta": eta}, None
+        if self.noise:
+            beta = self.beta(self.iteration + 1)
+            public.update(beta=beta, T=eta * self.B_inf)
+            noise = {"scale": 1.0 / beta, "sensitivity": eta * self.sensitivity.B_1,
+                     "l2_sensitivity": eta * self.sensitivity.B_2}
+        X_new, stats = self.agents.update(public, noise)
+        return self._released(X_new, stats)
 
 
 class DGD(_GDMixin, NetworkSolver):
@@ -73,15 +181,7 @@ class DGD(_GDMixin, NetworkSolver):
                           "Nedic-Ozdaglar / Yuan-Ling-Yin form (the paper's [8], [7])")
     params = _step_params(0.95, "paper, Fig. D: 0.95") + EXCHANGE_PARAMS
     supports_sharing = True
-
-    def __init__(self, data, **kw):
-        super().__init__(data, **kw)
-        self._init_gd()
-
-    def step(self) -> dict:
-        self.begin_releases()
-        eta = self.eta(self.iteration + 1)
-        return self._finish(self._average(self.X) - eta * self.grad(self.X))
+    agent_group = DGDAgents
 
 
 class NoisyConsensusGD(_GDMixin, PrivateNetworkSolver):
@@ -101,23 +201,7 @@ class NoisyConsensusGD(_GDMixin, PrivateNetworkSolver):
     supports_sharing = True
     loss_meaning = ("Theorem 2.2 with a point mean (pure Laplace): at most, and almost always "
                     "equal to, the worst case d eta_k beta_k B_inf per iteration")
-
-    def __init__(self, data, **kw):
-        super().__init__(data, **kw)
-        self._init_gd()
-
-    def step(self) -> dict:
-        self.begin_releases()
-        k = self.iteration
-        eta, beta = self.eta(k + 1), self.beta(k + 1)
-        Z = np.asarray(self._average(self.X))
-        mean = Z - eta * self.grad(Z)
-        if not self.noise:
-            return self._finish(mean)
-        X_new = self.publish(mean, scale=1.0 / beta, sensitivity=eta * self.sensitivity.B_1,
-                             l2_sensitivity=eta * self.sensitivity.B_2)
-        self.account_interval(X_new, mean, mean, beta, eta * self.B_inf)
-        return self._finish(X_new)
+    agent_group = NoisyConsensusAgents
 
 
 class LDPGD(_GDMixin, PrivateNetworkSolver):
@@ -146,62 +230,13 @@ class LDPGD(_GDMixin, PrivateNetworkSolver):
               choices=("own", "network_mean")),
     )
 
+    agent_group = PairAgents
+
     def __init__(self, data, **kw):
         super().__init__(data, **kw)
-        self._init_gd()
         if self.settings.get("gradient_at") == "network_mean" and not is_complete(self.adj):
             raise ValueError("gradient_at = 'network_mean' (eq. (7)) needs a complete graph; "
                              "use 'own' on general graphs")
-        self._nb = closed_neighbourhoods(self.adj)
-        N, K = self._nb.shape
-        valid = np.arange(K)[None, :] <= self.deg[:, None]
-        W = self.W.tocsr()
-        self._Wnb = np.where(valid, np.asarray(W[np.arange(N)[:, None], self._nb].todense()), 0.0)
-        same = self._nb[:, :, None] == self._nb[:, None, :]
-        self._pairs = valid[:, :, None] & valid[:, None, :] & ~same
-        self._complete = is_complete(self.adj)
-
-    def _gradient(self):
-        if self.settings.get("gradient_at") == "network_mean":
-            return self.grad(np.broadcast_to(self.X.mean(axis=0), self.X.shape).copy())
-        return self.grad(self.X)
-
-    def step(self) -> dict:
-        self.begin_releases()
-        k = self.iteration
-        eta, beta = self.eta(k + 1), self.beta(k + 1)
-        N, K = self._nb.shape
-        Xn = self.X[self._nb]                                            # (N, K, d)
-        if self._complete:
-            # One neighbourhood for all (eq. (7): the same pair for every agent).
-            dist = np.abs(self.X[:, None, :] - self.X[None, :, :]).sum(axis=-1)
-            np.fill_diagonal(dist, -1.0)
-            a, b = np.divmod(int(dist.argmax()), N)
-            # row i of _nb is (i, neighbours ascending): the position of node j
-            pos = lambda j: np.where(np.arange(N) == j, 0,  # noqa: E731
-                                     j + (j < np.arange(N)).astype(int))
-            pa, pb = pos(a), pos(b)
-        else:
-            dist = np.abs(Xn[:, :, None, :] - Xn[:, None, :, :]).sum(axis=-1)  # (N, K, K)
-            dist = np.where(self._pairs, dist, -1.0)
-            pa, pb = np.divmod(dist.reshape(N, -1).argmax(axis=1), K)
-            # order each pair by node id, as the complete-graph search does
-            swap = self._nb[np.arange(N), pa] > self._nb[np.arange(N), pb]
-            pa, pb = np.where(swap, pb, pa), np.where(swap, pa, pb)
-        r = np.arange(N)
-        xa, xb = Xn[r, pa], Xn[r, pb]
-        wa, wb = self._Wnb[r, pa][:, None], self._Wnb[r, pb][:, None]
-        rest = np.einsum("nk,nkd->nd", self._Wnb, Xn) - wa * xa - wb * xb - eta * self._gradient()
-        s = wa + wb
-        w = self._random.uniform(size=self.X.shape)
-        mean = rest + s * (w * xa + (1.0 - w) * xb)
-        if not self.noise:
-            return self._finish(mean)
-        X_new = self.publish(mean, scale=1.0 / beta, sensitivity=eta * self.sensitivity.B_1,
-                             l2_sensitivity=eta * self.sensitivity.B_2)
-        self.account_interval(X_new, rest + s * np.minimum(xa, xb), rest + s * np.maximum(xa, xb),
-                              beta, eta * self.B_inf)
-        return self._finish(X_new)
 
 
 class LDPGDMinMax(_GDMixin, PrivateNetworkSolver):
@@ -215,24 +250,4 @@ class LDPGDMinMax(_GDMixin, PrivateNetworkSolver):
     title = "Algorithm 2* (LDP GD, min-max aggregation)"
     reference = Reference(_XIAO, "Algorithm 2*", "(28), (10)", "App. E, Example (c)")
     params = _step_params(0.93, "paper, Fig. C: 0.93")
-
-    def __init__(self, data, **kw):
-        super().__init__(data, **kw)
-        self._init_gd()
-        self._nb = closed_neighbourhoods(self.adj)
-
-    def step(self) -> dict:
-        self.begin_releases()
-        k = self.iteration
-        eta, beta = self.eta(k + 1), self.beta(k + 1)
-        Xn = self.X[self._nb]
-        lo, hi = Xn.min(axis=1), Xn.max(axis=1)
-        g = eta * self.grad(self.X)
-        w = self._random.uniform(size=self.X.shape)
-        mean = w * lo + (1.0 - w) * hi - g
-        if not self.noise:
-            return self._finish(mean)
-        X_new = self.publish(mean, scale=1.0 / beta, sensitivity=eta * self.sensitivity.B_1,
-                             l2_sensitivity=eta * self.sensitivity.B_2)
-        self.account_interval(X_new, lo - g, hi - g, beta, eta * self.B_inf)
-        return self._finish(X_new)
+    agent_group = MinMaxAgents

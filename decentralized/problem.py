@@ -41,6 +41,9 @@ __all__ = [
     "central_optimum",
     "Sensitivity",
     "gradient_sensitivity",
+    "domain",
+    "merge_domains",
+    "sensitivity_of",
     "paper_objective",
     "build_network_data",
 ]
@@ -206,20 +209,45 @@ def gradient_sensitivity(A, b, objective: Objective) -> Sensitivity:
     Anything else (other labels, larger features, squared loss) enforces no
     bound: every field is NaN.
     """
+    return sensitivity_of(domain(A, b), objective)
+
+
+def domain(A, b) -> dict:
+    """What :func:`gradient_sensitivity` reads of samples ``A`` ``(..., d)`` and labels ``b``:
+    their label sets, feature range (0 included) and largest row norm. Read where the
+    samples are; :func:`merge_domains` combines groups of agents exactly."""
     A = np.asarray(A, dtype=float)
     d = A.shape[-1]
     Z = A.reshape(-1, d)
     y = np.asarray(b, dtype=float).ravel()
-    w = objective.weight(y.size)
+    return {"labels01": bool(np.all(np.isin(y, (0.0, 1.0)))),
+            "labels_pm": bool(np.all(np.isin(y, (-1.0, 1.0)))),
+            "zmin": float(Z.min(initial=0.0)), "zmax": float(Z.max(initial=0.0)),
+            "rmax": float(np.sqrt((Z * Z).sum(axis=1)).max(initial=0.0)),
+            "samples": int(y.size), "d": int(d)}
+
+
+def merge_domains(parts) -> dict:
+    """The :func:`domain` of the union of groups of samples (all, min, max and sums: exact)."""
+    parts = list(parts)
+    return {"labels01": all(p["labels01"] for p in parts),
+            "labels_pm": all(p["labels_pm"] for p in parts),
+            "zmin": min(p["zmin"] for p in parts), "zmax": max(p["zmax"] for p in parts),
+            "rmax": max(p["rmax"] for p in parts),
+            "samples": sum(p["samples"] for p in parts), "d": parts[0]["d"]}
+
+
+def sensitivity_of(facts: dict, objective: Objective) -> Sensitivity:
+    """:func:`gradient_sensitivity` from the :func:`domain` of the agents' samples."""
+    d = facts["d"]
+    w = objective.weight(facts["samples"])
     nan = float("nan")
     if objective.loss != "logistic":
         return Sensitivity(nan, nan, nan, "none",
                            "squared-loss gradients are unbounded without clipping; no bound "
                            "is enforced")
-    labels01 = bool(np.all(np.isin(y, (0.0, 1.0))))
-    labels_pm = bool(np.all(np.isin(y, (-1.0, 1.0))))
-    zmin, zmax = float(Z.min(initial=0.0)), float(Z.max(initial=0.0))
-    rmax = float(np.sqrt((Z * Z).sum(axis=1)).max(initial=0.0))
+    labels01, labels_pm = facts["labels01"], facts["labels_pm"]
+    zmin, zmax, rmax = facts["zmin"], facts["zmax"], facts["rmax"]
     box01 = zmin >= 0.0 and zmax <= 1.0
     box = max(-zmin, zmax) <= 1.0
     unit_rows = rmax <= 1.0 + 1e-9

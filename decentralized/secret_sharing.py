@@ -133,15 +133,22 @@ class AdditiveSecretSharing:
         Each agent's ``N - 1`` outgoing shares are uniform on ``Z_p``; the one it
         keeps, ``shares[i, i]``, completes the sum to its encoded value.
         """
-        q = self.encode(values)
-        if q.ndim < 1 or q.shape[0] != self.parties:
+        if np.ndim(values) < 1 or np.shape(values)[0] != self.parties:
             raise ValueError(f"values must have one row per agent ({self.parties}), "
-                             f"got shape {q.shape}")
+                             f"got shape {np.shape(values)}")
+        return self.share_rows(values, rng, slice(0, self.parties))
+
+    def share_rows(self, values, rng: np.random.Generator, rows: slice) -> np.ndarray:
+        """Step 1 for agents ``rows`` only (where their values are): their shares
+        ``(n, N, ...)``. The stream draws the whole network's shares and keeps these rows, so
+        a group of agents sends what :meth:`share` gives them to the bit."""
+        q = self.encode(values)
         n = self.parties
-        shares = self._uniform((n, n) + q.shape[1:], rng)
-        idx = np.arange(n)
-        shares[idx, idx] = 0
-        shares[idx, idx] = (q - shares.sum(axis=1, dtype=np.uint64)) & self._mask
+        shares = self._uniform((n, n) + q.shape[1:], rng)[rows]
+        i = np.arange(q.shape[0])
+        j = i + rows.start
+        shares[i, j] = 0
+        shares[i, j] = (q - shares.sum(axis=1, dtype=np.uint64)) & self._mask
         return shares
 
     def partial_sums(self, shares) -> np.ndarray:

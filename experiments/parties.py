@@ -238,9 +238,11 @@ def _layout(setting):
     """The :class:`Layout` of a solver's setting (the settings a backend can place)."""
     from vfl.core.solver import Setting
 
+    from .agents import AgentLayout
     from .providers import ProviderLayout
 
-    return {Setting.VERTICAL: _PartyLayout, Setting.HORIZONTAL: ProviderLayout}[setting]()
+    return {Setting.VERTICAL: _PartyLayout, Setting.HORIZONTAL: ProviderLayout,
+            Setting.NETWORK: AgentLayout}[setting]()
 
 
 class DaskBackend:

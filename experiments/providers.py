@@ -2,14 +2,12 @@
 
 Huang et al. (2019), Algorithm 3: provider i holds its rows and labels; a
 trainer holds no data. Each worker gets one actor (:class:`ProviderActor`)
-holding a contiguous group of providers: the providers are spread over the
-cluster's free workers, as evenly as possible (``N`` providers on ``G =
-min(N, workers)`` workers, groups of ``ceil(N / G)`` or ``floor(N / G)``),
-so a cluster with fewer workers than providers puts several providers on a
-worker, and one with at least ``N`` gives each provider its own. The actor
-reads the dataset file itself, runs the config's preprocessing and the
-repeat's split, and keeps only its providers' rows; the group's iteration is
-vectorized over its providers (:class:`~vfl.admm.providers.ProviderGroup`).
+holding a contiguous group of providers (:mod:`.groups`: ``N`` providers on
+``G = min(N, workers)`` workers, groups of ``ceil(N / G)`` or
+``floor(N / G)``). The actor reads the dataset file itself, runs the
+config's preprocessing and the repeat's split, and keeps only its providers'
+rows; the group's iteration is vectorized over its providers
+(:class:`~vfl.admm.providers.ProviderGroup`).
 
 The trainer is the solver in the client process. Each iteration it sends
 every group the global ``w^k`` (and the public step size and noise scale),
@@ -36,80 +34,37 @@ takes that state, and replays its noise stream.
 from __future__ import annotations
 
 import copy
-import os
 
 import numpy as np
 
 from vfl.admm.providers import ProviderGroup, Providers, ProviderSpec, check_provider_rows
-from vfl.core.errors import ConfigError
 from vfl.core.solver import HorizontalData, add_noise_to_rows
 
-from .config import Config
-from .parties import DaskBackend, DaskUnits, Layout, too_few
+from .groups import DaskGroups, GroupActor, GroupLayout
+from .parties import DaskBackend
 
-__all__ = ["DaskProviders", "ProviderActor", "ProviderLayout", "groups"]
-
-
-def groups(N: int, workers: int) -> list[tuple[int, int]]:
-    """Contiguous provider ranges ``[start, stop)``: ``N`` providers over ``min(N, workers)``
-    groups whose sizes differ by at most one (the larger ones first)."""
-    G = min(N, workers)
-    size, extra = divmod(N, G)
-    cuts = np.cumsum([0] + [size + (g < extra) for g in range(G)])
-    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
-
-
-def _label(start: int, stop: int) -> str:
-    return f"provider {start + 1}" if stop == start + 1 else f"providers {start + 1}-{stop}"
+__all__ = ["DaskProviders", "ProviderActor", "ProviderLayout"]
 
 
 # ------------------------------------------------------------------ worker side --
-class ProviderActor:
+class ProviderActor(GroupActor):
     """Providers ``start .. stop - 1`` on their worker: their rows, read here."""
 
-    def __init__(self, config: Config, data_dir, start: int, stop: int,
-                 blas_threads: int | None):
-        from .registry import get_solver
-        from .runner import _load_config_dataset, _prepare
-        from .settings import prepare
+    units = "providers"
 
-        if blas_threads is not None:
-            from threadpoolctl import threadpool_limits
-
-            threadpool_limits(blas_threads, user_api="blas")
-        dataset, note = _load_config_dataset(config, data_dir)  # read here, never from a cache
-        # the providers' rows are drawn from the pool by each repeat's split (the paper's
-        # simulation of providers, Sec. VI): with several repeats the pool stays here to
-        # draw the later ones; with one, only this group's rows are kept
-        setting = prepare(config, dataset, get_solver(config.solver.name))
-        self.config, self.start_, self.stop = config, int(start), int(stop)
-        data = _prepare(setting, config, 0).data
-        _, m, d = data.A.shape
-        self.fingerprint = {"providers": self.stop - self.start_, "samples": int(m),
-                            "columns": int(d), "sha256": dataset.checksums, "fallback": note}
-        rows = slice(self.start_, self.stop)
-        self.first = (data.A[rows].copy(), data.b[rows].copy())  # repeat 0's rows
-        self.setting = setting if config.run.repeats > 1 else None
-        del dataset, setting, data
+    def __init__(self, *args):
+        super().__init__(*args)
         self.group = None
         self.rng = None
         self._before = None
-
-    def describe(self) -> dict:
-        return self.fingerprint
 
     def start(self, spec: ProviderSpec, repeat: int, total: int) -> int:
         """The group for one repeat: its rows of the repeat's split, checked (``||a|| <= 1``
         enforced in a private run), zero state, the run's noise stream; returns the rows
         scaled onto the unit ball."""
-        from .runner import _prepare, _streams
+        from .runner import _streams
 
-        if repeat == 0:
-            A, b = self.first
-        else:
-            data = _prepare(self.setting, self.config, repeat).data
-            A, b = data.A[self.start_:self.stop], data.b[self.start_:self.stop]
-            del data
+        A, b = self.rows(repeat)
         A, b, clipped = check_provider_rows(A, b, name=spec.name, private=spec.private,
                                             row_bound=spec.row_bound)
         self.group = ProviderGroup(A, b, start=self.start_, rho=spec.rho,
@@ -168,27 +123,11 @@ def _rng_state(rng):
 
 
 # ------------------------------------------------------------------ client side --
-class ProviderLayout(Layout):
+class ProviderLayout(GroupLayout):
     """Horizontal: contiguous groups of providers, one group per free worker."""
 
-    units = "providers"
+    units, word = "providers", "provider"
     actor = ProviderActor
-
-    def local_workers(self, first) -> int:
-        return max(1, min(len(first.data.A), os.cpu_count() or 1))
-
-    def place(self, first, workers, address):
-        N = len(first.data.A)
-        if not workers:
-            raise ConfigError(too_few(address, workers, N, "providers",
-                                      "the providers need at least one worker"))
-        self.ranges = groups(N, len(workers))
-        return [(_label(a, b), (a, b)) for a, b in self.ranges]
-
-    def expected(self, first, k):
-        a, b = self.ranges[k]
-        _, m, d = first.data.A.shape
-        return {"providers": b - a, "samples": int(m), "columns": int(d)}
 
     def data(self, backend, prepared, repeat):
         return HorizontalData(None, None, public=prepared.data.public,
@@ -205,7 +144,7 @@ class _Factory:
         return DaskProviders(self.backend, spec, record, self.repeat, self.shape)
 
 
-class DaskProviders(DaskUnits, Providers):
+class DaskProviders(DaskGroups, Providers):
     """The :class:`~vfl.admm.providers.Providers` seam over one actor per group of providers.
 
     ``record(units=, scale=, sensitivity=, size=)`` records an iteration's release event
@@ -213,10 +152,9 @@ class DaskProviders(DaskUnits, Providers):
     """
 
     def __init__(self, backend: DaskBackend, spec: ProviderSpec, record, repeat: int, shape):
-        DaskUnits.__init__(self, backend, repeat)
+        DaskGroups.__init__(self, backend, repeat)
         self.spec, self.record = spec, record
         self.n_providers, self.m, self.d = shape
-        self.ranges = [(int(a), int(b)) for a, b in backend.layout.ranges]
         clipped = [f.result() for f in
                    [s.actor.start(spec, repeat, self.n_providers) for s in self.slots]]
         self.rows_clipped = int(sum(clipped))
@@ -256,12 +194,6 @@ class DaskProviders(DaskUnits, Providers):
     # -- faults ---------------------------------------------------------------------------
     def _done(self, k):
         return self.rounds
-
-    def _args(self, k):
-        return self.ranges[k]
-
-    def _plural(self, k):
-        return self.ranges[k][1] - self.ranges[k][0] > 1
 
     def _rebuild(self, k: int, worker: str) -> None:
         a, b = self.ranges[k]

@@ -190,27 +190,55 @@ def test_exact_step_solves_the_subproblem():
     data, obj = problem()
     s = make("random_penalty_admm", data, obj)
     run(s, 3)
-    X0, lam0 = s.X.copy(), s.lam.copy()
-    s._random = np.random.default_rng(9)
-    pen, q = s._quadratic()
-    X1, _ = s._newton(lam0 + pen, q, X0)
-    resid = s.grad(X1) - lam0 - pen + q[:, None] * X1
+    g = s.agents.group  # the agents' side, in this process
+    nsum = g.received()  # x^3 from the neighbours, and the dual step it completes
+    X0, lam0 = g.X.copy(), g.lam.copy()
+    g._random = np.random.default_rng(9)
+    pen, q = g.quadratic(nsum, {})
+    X1, _ = g.newton(lam0 + pen, q, X0)
+    resid = g.grad(X1) - lam0 - pen + q[:, None] * X1
     assert np.max(np.abs(resid)) < 1e-12
+
+
+def test_each_agents_newton_solve_is_its_own():
+    """An agent's exact step does not depend on the agents batched with it (each stops at its
+    own tolerance): solved alone, every agent gets the batch's numbers to the bit."""
+    data, obj = problem()
+    s = make("random_penalty_admm", data, obj)
+    run(s, 2)
+    g = s.agents.group
+    nsum = g.received()
+    g._random = np.random.default_rng(5)
+    pen, q = g.quadratic(nsum, {})
+    X, _ = g.newton(g.lam + pen, q, g.X)
+    steps = []
+    for i in range(g.n):  # each agent alone: a batch of one
+        one = slice(i, i + 1)
+        g.A, g.b, A, b = g.A[one], g.b[one], g.A, g.b
+        Xi, its = g.newton((g.lam + pen)[one], q[one], g.X[one])
+        g.A, g.b = A, b
+        np.testing.assert_array_equal(Xi, X[one])
+        steps.append(its)
+    assert len(set(steps)) > 1  # they did stop at different steps
 
 
 def test_linearized_step_is_eq_6():
     data, obj = problem(kind="complete", N=5)
     s = make("ldp_admm", data, obj, privacy={"noise": False})
     run(s, 2)
-    X, lam = s.X.copy(), s.lam.copy()
-    w = np.random.default_rng(0).uniform(size=X.shape)
-    s._random = np.random.default_rng(0)
-    s.step()
+    g = s.agents.group
     N = 5
+    X = s.X.copy()
+    # the dual step of iteration 2, which each agent takes once x^2 has reached it
+    lam = s.lam - 0.5 * (N * X - X.sum(axis=0))
+    w = np.random.default_rng(0).uniform(size=X.shape)
+    g._random = np.random.default_rng(0)
+    s.step()
     others = (X.sum(axis=0) - X) / (N - 1)
-    expected = w * X + (1 - w) * others - s.grad(X) / 10 + lam / 10
+    expected = w * X + (1 - w) * others - g.grad(X) / 10 + lam / 10
     assert np.allclose(s.X, expected, atol=1e-14)
-    # corrected dual: lambda - zeta sum_{j != i} (x_i - x_j)
+    # corrected dual: lambda - zeta sum_{j != i} (x_i - x_j), once x^3 has reached the agents
+    g.received()
     assert np.allclose(s.lam, lam - 0.5 * (N * expected - expected.sum(axis=0)), atol=1e-13)
 
 
@@ -223,19 +251,20 @@ def test_algorithm_2_on_a_complete_graph_is_eq_7():
     D = np.abs(X[:, None] - X[None]).sum(-1)
     a, b = np.unravel_index(D.argmax(), D.shape)
     w = np.random.default_rng(1).uniform(size=X.shape)
-    s._random = np.random.default_rng(1)
+    g = s.agents.group
+    g._random = np.random.default_rng(1)
     eta = 0.95**4
     xbar = np.repeat(X.mean(axis=0)[None], 6, axis=0)
     rest = (X.sum(axis=0) - X[a] - X[b]) / 6
-    expected = 2 * w / 6 * X[a] + 2 * (1 - w) / 6 * X[b] + rest - eta * s.grad(xbar)
+    expected = 2 * w / 6 * X[a] + 2 * (1 - w) / 6 * X[b] + rest - eta * g.grad(xbar)
     s.step()
     # the pair is unordered: w may weigh either end
-    alt = 2 * w / 6 * X[b] + 2 * (1 - w) / 6 * X[a] + rest - eta * s.grad(xbar)
+    alt = 2 * w / 6 * X[b] + 2 * (1 - w) / 6 * X[a] + rest - eta * g.grad(xbar)
     assert np.allclose(s.X, expected, atol=1e-13) or np.allclose(s.X, alt, atol=1e-13)
     # the general-graph search agrees with the complete-graph shortcut
     t = make("ldp_gd", data, obj, privacy={"noise": False}, seed=2)
     u = make("ldp_gd", data, obj, privacy={"noise": False}, seed=2)
-    u._complete = False
+    u.agents.group.complete = False
     assert np.allclose(run(t, 10).X, run(u, 10).X, atol=1e-13)
 
 
@@ -244,7 +273,7 @@ def test_minmax_aggregation_stays_in_the_neighbourhood_hull():
     s = make("ldp_gd_minmax", data, obj, privacy={"noise": False})
     X = s.X.copy()
     s.step()
-    g = 0.93 * s.grad(X)
+    g = 0.93 * s.agents.group.grad(X)
     A = data.adjacency.toarray() + np.eye(8)
     for i in range(8):
         nb = X[A[i] > 0]

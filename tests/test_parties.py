@@ -265,7 +265,7 @@ backend = "dask"
 
 @pytest.mark.parametrize("overrides, message", [
     (['solver.name="fdml_sgd"'], "fdml_sgd runs in-process only (the dask backend runs "
-                                  "admm_sharing, dp_admm)"),
+                                  "admm_sharing, dgd, dp_admm, dvp_admm"),
     (['run.backend="ray"'], "run.backend"),
     # the exact local solves of Algorithms 1-2 are batched over all providers: in-process only
     (['solver.name="consensus_admm"', 'partition={agents=2, samples_per_agent=10}',

@@ -276,18 +276,21 @@ def test_providers_whose_worker_does_not_come_back_stop_the_run_naming_them(exte
                                  "4 and no worker could take over their data within 1 s")
 
 
-def test_a_cluster_without_workers_for_the_providers_is_a_one_line_error(tmp_path):
+@pytest.mark.parametrize("units", ["providers", "agents"])
+def test_a_cluster_without_workers_for_the_groups_is_a_one_line_error(tmp_path, units):
     from cli_helpers import assert_one_line_error
+    from test_agents_dask import LDP_TOML
 
     cluster = External(tmp_path, 0, nanny=False)
-    path = tmp_path / "dp.toml"
-    path.write_text(PROVIDERS_TOML + '[run]\nbackend = "dask"\n')
+    path = tmp_path / "units.toml"
+    path.write_text({"providers": PROVIDERS_TOML, "agents": LDP_TOML}[units]
+                    + '[run]\nbackend = "dask"\n')
     try:
         out = tmp_path / "run"
         assert_one_line_error(vfl("run", "--config", path, "--out", out, "--cluster",
                                   cluster.address),
                               f"the Dask cluster at {cluster.address} has 0 workers for 5 "
-                              "providers: the providers need at least one worker")
+                              f"{units}: the {units} need at least one worker")
         assert not out.exists()
     finally:
         cluster.close()
@@ -329,3 +332,57 @@ def test_the_readme_recipe_runs_as_written(tmp_path, data_dir):
     finally:
         os.killpg(cluster.pid, signal.SIGKILL)
         cluster.wait()
+
+
+# ---------------------------------------------------------------- the LDP agents --
+@pytest.mark.data
+@pytest.mark.parametrize("name", ["ldp-admm-n10", "ldp-gd-n10"])
+def test_a_paper_config_on_three_worker_processes_gives_the_in_process_numbers(tmp_path,
+                                                                               data_dir, name):
+    """Xiao et al.'s Fig. 2 / D-1 configs, all 10 runs, on worker processes: every CSV column
+    (privacy columns included) to the bit, the agents in groups 1-4, 5-7, 8-10."""
+    config = REPO / "papers" / "ldp" / "configs" / f"{name}.toml"
+    args = ["--config", config, "--data-dir", data_dir, "-q"]
+    assert vfl("run", *args, "--out", tmp_path / "local").returncode == 0
+    with _cluster(3) as cluster:
+        proc = vfl("run", *args, "--out", tmp_path / "dask", "--set", "run.backend=dask",
+                   "--cluster", cluster.scheduler_address)
+    assert proc.returncode == 0, proc.stderr
+    for csv in ("metrics.csv", "metrics_repeats.csv", "communication.csv"):
+        local = pd.read_csv(tmp_path / "local" / csv)
+        remote = pd.read_csv(tmp_path / "dask" / csv)
+        timing = [c for c in local.columns if "time_s" in c]
+        pd.testing.assert_frame_equal(remote.drop(columns=timing), local.drop(columns=timing),
+                                      check_exact=True)
+    backend = json.loads((tmp_path / "dask" / "manifest.json").read_text())["backend"]
+    assert list(backend["agents"]) == ["agents 1-4", "agents 5-7", "agents 8-10"]
+
+
+def _ldp(*overrides):
+    import tomllib
+
+    from test_agents_dask import LDP_TOML
+    from vfl.experiments.config import apply_overrides, config_from_dict
+
+    raw = tomllib.loads(LDP_TOML)
+    raw["solver"]["epochs"] = 10
+    raw["privacy"] = {"delta": 1e-5, "replayable_noise": True}
+    return config_from_dict(apply_overrides(raw, list(overrides)))
+
+
+def test_agents_whose_worker_is_lost_stop_the_run_naming_them(external_cluster):
+    config = _ldp("run.backend=dask")
+    with dask_backend(config, external_cluster, None) as backend:
+        plan = plan_run(config, None, backend)
+        worker = backend.slots[1].worker
+
+        def kill_agents_4_5(row):
+            if row["epoch"] == 3:
+                _kill_party(backend, 1)
+
+        with pytest.raises(PartyLostError) as caught:
+            run_experiment(config, plan=plan, with_baselines=False, on_epoch=kill_agents_4_5)
+    assert str(caught.value) == (
+        f"agents 4-5: their worker {worker} was lost at iteration 4; an agent's state (its "
+        "dual, its streams, its realized privacy loss) is not rebuilt elsewhere, so the run "
+        "stops")

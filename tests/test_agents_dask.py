@@ -1,0 +1,115 @@
+"""``run.backend = "dask"`` for the LDP solvers (Xiao et al.): groups of agents on Dask workers.
+
+One small in-process (threaded, TCP) cluster of two workers serves every test here, on
+a synthetic network of 5 agents (groups 1-3 and 4-5); the paper configs on worker
+processes and a killed worker are in ``test_parties_slow.py``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+
+import pandas as pd
+import pytest
+
+from cli_helpers import assert_one_line_error, vfl
+from test_parties import cluster  # noqa: F401 (the same small threaded cluster, per module)
+from vfl.experiments.config import config_from_dict
+from vfl.experiments.parties import dask_backend
+from vfl.experiments.runner import plan_run, run_experiment
+
+distributed = pytest.importorskip("dask.distributed")
+
+#: 5 agents on a G(5, 6) graph, 10 samples each (unit rows, {0,1} labels: B_inf enforced)
+LDP_TOML = """
+[data]
+dataset = "synthetic"
+options = { n_train = 150, n_test = 40, n_features = 5, seed = 3 }
+[preprocessing]
+normalize_rows = true
+[partition]
+samples_per_agent = 10
+pool = "train+test"
+test = 20
+[network]
+graph = "gnm"
+nodes = 5
+edges = 6
+[objective]
+lam = 5.0
+reduction = "unit_mean"
+regularizer = "half_l2sq"
+[solver]
+name = "ldp_admm"
+epochs = 6
+"""
+
+
+NETWORK = {k: v for k, v in tomllib.loads(LDP_TOML).items() if k != "solver"}
+
+
+def _raw(name, epochs=6, privacy=None, run=None, **solver):
+    return {**NETWORK, "solver": {"name": name, "epochs": epochs, **solver},
+            **({"privacy": privacy} if privacy else {}), "run": {**(run or {})}}
+
+
+def _both(raw, cluster):
+    local = run_experiment(config_from_dict(raw), with_baselines=False)
+    config = config_from_dict({**raw, "run": {**raw["run"], "backend": "dask"}})
+    with dask_backend(config, cluster, None) as backend:
+        plan = plan_run(config, None, backend)
+        assert type(plan.solver.agents).__name__ == "DaskAgents"
+        assert not hasattr(plan.solver.agents, "group")  # the solver holds no agent's samples
+        remote = run_experiment(config, plan=plan, with_baselines=False)
+    return local, remote
+
+
+def _same(local, remote):
+    timing = [c for c in local.metrics.columns if c.endswith("_time_s")]
+    pd.testing.assert_frame_equal(remote.metrics.drop(columns=timing),
+                                  local.metrics.drop(columns=timing), check_exact=True)
+    if local.repeats is not None:
+        pd.testing.assert_frame_equal(remote.repeats.drop(columns=timing),
+                                      local.repeats.drop(columns=timing), check_exact=True)
+    pd.testing.assert_frame_equal(remote.communication, local.communication)
+
+
+@pytest.mark.parametrize("raw", [
+    # Algorithm 1: random weights and Laplace noise drawn on the workers, the releases
+    # accounted by the solver (privacy.delta); two repeats (graphs, splits)
+    _raw("ldp_admm", privacy={"delta": 1e-5, "replayable_noise": True}, run={"repeats": 2}),
+    # the exact step (12): per-agent Newton on each worker
+    _raw("random_penalty_admm"),
+    # Algorithm 2 (farthest pairs across the groups' boundary) and [43]'s l2 perturbation
+    _raw("ldp_gd", privacy={"replayable_noise": True}),
+    _raw("pp_admm", privacy={"mechanism": "native", "replayable_noise": True}),
+], ids=["ldp_admm", "random_penalty_admm", "ldp_gd", "pp_admm"])
+def test_ldp_agents_on_dask_give_the_in_process_numbers_to_the_bit(cluster, raw):
+    local, remote = _both(raw, cluster)
+    _same(local, remote)
+    assert list(remote.manifest["backend"]["agents"]) == ["agents 1-3", "agents 4-5"]
+    # every agent sends x_i (5 values) to each neighbour: 2 |E| = 12 messages per exchange,
+    # x^0's and the 6 iterations'; the transport carried the groups' share of them and more
+    assert remote.metrics["bytes"].iloc[-1] == 7 * 12 * 5 * 8
+    t = remote.manifest["communication"]["transport"]
+    assert t["protocol_bytes"] == 7 * 480 * remote.config.run.repeats
+    assert t["bytes"] > 0
+    assert remote.manifest["result"]["inference_bytes"] == 0  # each agent scores alone
+
+
+def test_bad_inputs_are_one_line_errors_and_nothing_is_written(tmp_path, cluster):
+    path = tmp_path / "ldp.toml"
+    path.write_text(LDP_TOML)
+    out = tmp_path / "run"
+    dask = ["--set", "run.backend=dask"]
+    assert_one_line_error(vfl("run", "--config", path, "--out", out, *dask,
+                              "--cluster", "tcp://127.0.0.1:9"),
+                          "cannot reach the Dask scheduler at tcp://127.0.0.1:9")
+    # Algorithm 3's rounds through the coordinator are not built: refused, not run plainly
+    complete = tmp_path / "complete.toml"
+    complete.write_text(LDP_TOML.replace('graph = "gnm"', 'graph = "complete"').replace(
+        "edges = 6\n", 'exchange = "secret_sharing"\n'))
+    assert_one_line_error(vfl("run", "--config", complete, "--out", out, *dask,
+                              "--cluster", cluster),
+                          "ldp_admm: exchange = 'secret_sharing' runs in-process only")
+    assert not out.exists()
