@@ -60,7 +60,7 @@ class Settings:
     sgd: dict = field(default_factory=lambda: {"batch_size": 100, "lr": 0.3, "lr_schedule": "inv_sqrt"})
     # the variants of issue 13 (benchmarks.variants)
     variant_cap: int = 400  # epochs, per a9a variant
-    gisette_cap: int = 400
+    gisette_cap: int = 800
     noise_sigmas: tuple = (0.1, 1.0)
     noise_seeds: int = 3
     noise_epochs: int = 100

@@ -95,6 +95,9 @@ GISETTE_VARIANTS = (
             {"rho": 0.001, "acceleration": "anderson"}),
     Variant("anderson_gs", "Anderson(5), Gauss-Seidel, rho 0.001",
             {"rho": 0.001, "order": "gauss_seidel", "acceleration": "anderson"}),
+    # a longer memory spans the slow mode the plateau near 9e-4 is made of
+    Variant("anderson30_hu", "Anderson(30), Hu, rho 0.001",
+            {"rho": 0.001, "acceleration": "anderson", "anderson_memory": 30}),
 )
 
 #: under noise: the variants that converge without noise
@@ -320,10 +323,14 @@ def variants_gisette(cfg: Settings, data: Data) -> dict:
                             SKLEARN_TOLS["lbfgs"], targets, 1)
     rows = [_summary(v, [run_variant(problem, v, f_star, cfg.gisette_cap, targets=targets)],
                      targets=targets) for v in GISETTE_VARIANTS]
+    key = f"seconds_to_{min(targets):g}"
+    reached = [r for r in rows if r[key] is not None]
+    best = min(reached, key=lambda r: r[key]) if reached else None
     return {"dataset": problem.name, "f_star": f_star, "central_method": central.method,
             "epoch_cap": cfg.gisette_cap, "variants": rows,
             "references": {"central trust-ncg": trust, "sklearn lbfgs": lbfgs},
-            "targets": [f"{t:g}" for t in targets]}
+            "targets": [f"{t:g}" for t in targets],
+            "best_to_1e-4": None if best is None else best["key"]}
 
 
 # -- case: under noise ---------------------------------------------------------------
