@@ -27,19 +27,27 @@ to the bit), or, in a deployment run, by each group's own exact sampler.
 x* of the error metric is the runner's reference, computed from the data the
 coordinator read, as the baselines are.
 
-With Algorithm 3's secret sharing each iteration would be three rounds
-through the coordinator (shares, partial sums, their broadcast); that
-exchange runs in-process only here. A lost worker stops the run with one
-line naming its agents: an agent's state is its own (its dual, its streams'
-positions, its realized loss), and is not rebuilt from what the coordinator
-saw.
+Algorithm 3's secret sharing (complete graph) goes through the coordinator,
+which only routes: each group's agents send their shares with their
+iteration's reply (those to agents of the same group stay on its worker);
+the coordinator delivers to each group the shares the other groups' agents
+sent its agents, receives its agents' partial sums, and delivers all N of
+them to every group with the next iteration's public values, from which
+each agent decodes the network sum. The agents' iterates still reach the
+coordinator, as the research run's diagnostics (the error, the divergence
+check). In a deployment the shares would be encrypted end to end between
+the agents (the coordinator relays ciphertexts).
+
+A lost worker stops the run with one line naming its agents: an agent's
+state is its own (its dual, its streams' positions, its realized loss), and
+is not rebuilt from what the coordinator saw.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from vfl.core.errors import ConfigError, PartyLostError
+from vfl.core.errors import PartyLostError
 from vfl.core.solver import NetworkData
 from vfl.decentralized.agents import Agents, AgentSpec, draw_rows
 from vfl.decentralized.problem import merge_domains
@@ -60,9 +68,10 @@ class AgentActor(GroupActor):
         super().__init__(*args)
         self.group = None
 
-    def start(self, spec: AgentSpec, repeat: int, adjacency, x0) -> dict:
+    def start(self, spec: AgentSpec, repeat: int, adjacency, x0):
         """The group for one repeat: its samples of the repeat's split, ``x^0``, the run's
-        streams; returns what the sensitivity check reads of its samples."""
+        streams; returns what the sensitivity check reads of its samples and, with secret
+        sharing, the shares of ``x^0`` its agents send to the other groups' agents."""
         from .runner import _streams
 
         A, b = self.rows(repeat)
@@ -71,15 +80,39 @@ class AgentActor(GroupActor):
                                 start=self.start_, adjacency=adjacency, spec=spec,
                                 streams=streams)
         self.rng = streams.noise()
-        return self.group.domain()
+        # the agents outside the group: whom the shares sent off the worker go to
+        self.outside = np.r_[0:self.start_, self.stop:self.group.N]
+        return self.group.domain(), self._outgoing()
 
     def update(self, message, public: dict, noise):
-        """One iteration of the group's agents, from what reached them (:class:`AgentGroup`)."""
+        """One iteration of the group's agents, from what reached them (:class:`AgentGroup`);
+        returns their releases, the statistics and, with secret sharing, the shares they
+        send."""
         g = self.group
         g.receive(message)
         publish = None if noise is None else (
             lambda mean: draw_rows(noise[0], mean, noise[1], self.rng, g.rows, g.N))
-        return g.update(public, publish)
+        X_new, stats = g.update(public, publish)
+        return X_new, stats, self._outgoing()
+
+    def _outgoing(self):
+        """Algorithm 3, step 1 (secret sharing; else None): the shares of the agents' iterates;
+        those to agents of the group stay here, the others' ``(n, N - n, d)`` are returned."""
+        g = self.group
+        if g.spec.sharing is None:
+            return None
+        shares = g.shares()
+        self.kept = shares[:, g.rows]
+        return shares[:, self.outside]
+
+    def partial_sums(self, received) -> np.ndarray:
+        """Algorithm 3, step 2: the agents' partial sums ``(n, d)``, from the shares the other
+        groups' agents sent them (``received``, ``(N - n, n, d)``) and those kept here."""
+        g = self.group
+        inbox = np.empty((g.N,) + self.kept.shape[1:], dtype=self.kept.dtype)
+        inbox[self.outside] = received
+        inbox[g.rows] = self.kept
+        return g.partial_sums(inbox)
 
     def losses(self):
         return self.group.loss, self.group.worst
@@ -112,9 +145,6 @@ class _Factory:
         self.shape = tuple(int(v) for v in shape)
 
     def __call__(self, spec: AgentSpec, adjacency, x0, record) -> "DaskAgents":
-        if spec.sharing is not None:
-            raise ConfigError(f"{spec.name}: exchange = 'secret_sharing' runs in-process only "
-                              "(run.backend = 'dask' sends plain messages)")
         return DaskAgents(self.backend, spec, adjacency, x0, record, self.repeat, self.shape)
 
 
@@ -132,28 +162,61 @@ class DaskAgents(DaskGroups, Agents):
         self.spec, self.record = spec, record
         self.shape = shape
         self.n_agents, self.m, _ = shape
+        N = self.n_agents
+        self.sharing = spec.sharing is not None
         # the rows each group needs: its agents' neighbours held by other groups
         self.need = [np.setdiff1d(adjacency[a:b].indices, np.arange(a, b))
                      for a, b in self.ranges]
-        self.facts = merge_domains([f.result() for f in [
+        # secret sharing: the agents outside each group (who send it shares, and receive its)
+        self.outside = [np.r_[0:a, b:N] for a, b in self.ranges]
+        started = [f.result() for f in [
             s.actor.start(spec, repeat, adjacency, x0[a:b])
-            for s, (a, b) in zip(self.slots, self.ranges)]])
+            for s, (a, b) in zip(self.slots, self.ranges)]]
+        self.facts = merge_domains([facts for facts, _ in started])
         self.X = np.array(x0, dtype=float)  # the last releases: delivered with the next update
+        self.P = None  # secret sharing: the last partial sums, delivered with the next update
+        self._sent([shares for _, shares in started])
         self.rounds = 0
 
     def update(self, public, noise):
         if noise is not None:
             mechanism = noise.get("mechanism", "laplace")
             noise = (mechanism, self.record(**noise))
+        inbound = self.P if self.sharing else self.X
         replies = self._round("update", {
-            k: ((idx, self.X[idx]), public, noise) for k, idx in enumerate(self.need)})
-        X_new = np.concatenate([replies[k][0] for k in range(len(self.slots))])
-        stats = {key: max(replies[k][1][key] for k in replies) for key in replies[0][1]}
+            k: (self._message(k, inbound), public, noise)
+            for k in range(len(self.slots))})
+        replies = [replies[k] for k in range(len(self.slots))]
+        X_new = np.concatenate([r[0] for r in replies])
+        stats = {key: max(r[1][key] for r in replies) for key in replies[0][1]}
+        self._sent([r[2] for r in replies])
         self.X, self.rounds = X_new, self.rounds + 1
         return X_new, stats
 
-    def exchange(self):  # pragma: no cover (secret sharing is refused above)
-        raise NotImplementedError
+    def _message(self, k: int, inbound):
+        """What reaches group k's agents: their neighbours' rows of ``x^k`` held by other
+        groups, or (secret sharing) every agent's partial sum."""
+        return inbound if self.sharing else (self.need[k], inbound[self.need[k]])
+
+    def _sent(self, outgoing: list) -> None:
+        """Keep the shares the groups' agents sent to other groups' agents for routing, as
+        ``(N, N, d)``: row i's shares from agent i, column j's to agent j (the blocks within
+        a group stay on its worker: zero here)."""
+        if not self.sharing:
+            return
+        N = self.n_agents
+        self.shares = np.zeros((N, N) + outgoing[0].shape[2:], dtype=outgoing[0].dtype)
+        for (a, b), out, shares in zip(self.ranges, self.outside, outgoing):
+            self.shares[a:b, out] = shares
+
+    def exchange(self):
+        """Algorithm 3's rounds through the coordinator, which only routes: each group gets
+        the shares the other groups' agents sent its agents, and returns their partial sums;
+        all N reach every group with the next update."""
+        replies = self._round("partial_sums", {
+            k: (self.shares[out, a:b],)
+            for k, ((a, b), out) in enumerate(zip(self.ranges, self.outside))})
+        self.P = np.concatenate([replies[k] for k in range(len(self.slots))])
 
     def losses(self):
         parts = self._ask("losses")

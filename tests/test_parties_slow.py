@@ -336,12 +336,18 @@ def test_the_readme_recipe_runs_as_written(tmp_path, data_dir):
 
 # ---------------------------------------------------------------- the LDP agents --
 @pytest.mark.data
-@pytest.mark.parametrize("name", ["ldp-admm-n10", "ldp-gd-n10"])
+@pytest.mark.parametrize("name", ["ldp-admm-n10", "ldp-gd-n10", "ldp-admm-n10 secret sharing"])
 def test_a_paper_config_on_three_worker_processes_gives_the_in_process_numbers(tmp_path,
                                                                                data_dir, name):
     """Xiao et al.'s Fig. 2 / D-1 configs, all 10 runs, on worker processes: every CSV column
-    (privacy columns included) to the bit, the agents in groups 1-4, 5-7, 8-10."""
-    config = REPO / "papers" / "ldp" / "configs" / f"{name}.toml"
+    (privacy columns included) to the bit, the agents in groups 1-4, 5-7, 8-10; Algorithm 1's
+    also on a complete graph with Algorithm 3's secret sharing routed by the coordinator."""
+    config = REPO / "papers" / "ldp" / "configs" / f"{name.split()[0]}.toml"
+    if name.endswith("secret sharing"):
+        text = config.read_text().replace('graph = "gnm"', 'graph = "complete"\nexchange = '
+                                          '"secret_sharing"  #').replace("edges = 20", "")
+        config = tmp_path / "secret-sharing.toml"
+        config.write_text(text)
     args = ["--config", config, "--data-dir", data_dir, "-q"]
     assert vfl("run", *args, "--out", tmp_path / "local").returncode == 0
     with _cluster(3) as cluster:
