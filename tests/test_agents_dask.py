@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tomllib
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -139,3 +140,36 @@ def test_bad_inputs_are_one_line_errors_and_nothing_is_written(tmp_path, cluster
                           "cannot reach the Dask scheduler at tcp://127.0.0.1:9")
     assert not out.exists()
 
+
+@pytest.mark.parametrize("network", [NETWORK["network"], SHARING["network"]],
+                         ids=["plain", "secret_sharing"])
+def test_a_group_rebuilt_mid_run_by_replay_gives_the_same_numbers(cluster, network):
+    """Agents 1-3 are rebuilt on a new actor after iteration 3, as after a lost worker (a
+    killed worker process is in test_parties_slow.py): the completed iterations run again
+    from what the coordinator delivered, and the run ends with the in-process numbers. A
+    replay whose release differs from the one received by a bit stops the run."""
+    from vfl.core.errors import PartyLostError
+
+    raw = {**_raw("ldp_admm", privacy={"delta": 1e-5, "replayable_noise": True}),
+           "network": network}
+    local = run_experiment(config_from_dict(raw), with_baselines=False)
+    config = config_from_dict({**raw, "run": {"backend": "dask"}})
+    with dask_backend(config, cluster, None) as backend:
+        plan = plan_run(config, None, backend)
+        agents, slot = plan.solver.agents, backend.slots[0]
+        first = slot.actor
+
+        def rebuild(row):
+            if row["epoch"] == 3:
+                slot.actor = backend._actor(slot.label, slot.worker, backend._submit(
+                    slot.label, agents._args(0), slot.worker))
+                agents._rebuild(0, slot.worker)
+
+        remote = run_experiment(config, plan=plan, with_baselines=False, on_epoch=rebuild)
+        assert slot.actor is not first and agents.rounds == 6
+        _same(local, remote)
+        released = agents.log[1][3]
+        released[0, 0] = np.nextafter(released[0, 0], np.inf)  # one bit of one release
+        with pytest.raises(PartyLostError, match="agents 1-3: rebuilt on worker .*, their "
+                                                 "release of iteration 2 differs"):
+            agents._rebuild(0, slot.worker)

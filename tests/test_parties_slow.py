@@ -364,7 +364,7 @@ def test_a_paper_config_on_three_worker_processes_gives_the_in_process_numbers(t
     assert list(backend["agents"]) == ["agents 1-4", "agents 5-7", "agents 8-10"]
 
 
-def _ldp(*overrides):
+def _ldp(*overrides, network=None):
     import tomllib
 
     from test_agents_dask import LDP_TOML
@@ -373,11 +373,50 @@ def _ldp(*overrides):
     raw = tomllib.loads(LDP_TOML)
     raw["solver"]["epochs"] = 10
     raw["privacy"] = {"delta": 1e-5, "replayable_noise": True}
+    if network is not None:
+        raw["network"] = network
     return config_from_dict(apply_overrides(raw, list(overrides)))
 
 
-def test_agents_whose_worker_is_lost_stop_the_run_naming_them(external_cluster):
-    config = _ldp("run.backend=dask")
+@pytest.mark.parametrize("exchange", ["plain", "secret_sharing"])
+def test_a_killed_workers_agents_are_rebuilt_by_replay_to_the_same_numbers(exchange):
+    """Agents 1-3's worker is killed mid-run; its nanny starts a new worker, the group is
+    rebuilt there (its samples read again, the completed iterations run again from what the
+    coordinator delivered, each release checked against the one received) and the run ends
+    as an uninterrupted in-process one, to the bit: the errors, the realized privacy losses,
+    the accounted epsilon and communication.csv."""
+    network = None if exchange == "plain" else {"graph": "complete", "nodes": 5,
+                                                "exchange": "secret_sharing"}
+    config = _ldp("run.backend=dask", "run.party_wait=60", network=network)
+    with _cluster(2) as cluster, dask_backend(config, cluster.scheduler_address, None) as backend:
+        plan = plan_run(config, None, backend)
+        first = dict(backend.describe()["agents"])
+        killed = []
+
+        def kill_at_iteration_5(row):
+            if row["epoch"] == 5 and not killed:
+                killed.append(_kill_party(backend, 0))
+
+        remote = run_experiment(config, plan=plan, with_baselines=False,
+                                on_epoch=kill_at_iteration_5)
+        moved = backend.describe()["agents"]
+        faults = backend.recoveries
+    assert killed and moved["agents 1-3"] != first["agents 1-3"]
+    assert moved["agents 4-5"] == first["agents 4-5"]
+    assert [(f["unit"], f["iteration"]) for f in faults] == [("agents 1-3", 6)]
+    local = run_experiment(_ldp(network=network), with_baselines=False)
+    timing = [c for c in local.metrics.columns if c.endswith("_time_s")]
+    pd.testing.assert_frame_equal(remote.metrics.drop(columns=timing),
+                                  local.metrics.drop(columns=timing), check_exact=True)
+    pd.testing.assert_frame_equal(remote.communication, local.communication)
+
+
+@pytest.mark.parametrize("noise", ["deployment", "replayable"])
+def test_agents_whose_worker_is_lost_stop_the_run_naming_them(external_cluster, noise):
+    """A deployment run's noise cannot be drawn again: its agents are not rebuilt. A
+    replayable run's are, if a worker comes back within run.party_wait."""
+    config = _ldp("run.backend=dask", "run.party_wait=1",
+                  f"privacy.replayable_noise={str(noise == 'replayable').lower()}")
     with dask_backend(config, external_cluster, None) as backend:
         plan = plan_run(config, None, backend)
         worker = backend.slots[1].worker
@@ -388,7 +427,10 @@ def test_agents_whose_worker_is_lost_stop_the_run_naming_them(external_cluster):
 
         with pytest.raises(PartyLostError) as caught:
             run_experiment(config, plan=plan, with_baselines=False, on_epoch=kill_agents_4_5)
-    assert str(caught.value) == (
-        f"agents 4-5: their worker {worker} was lost at iteration 4; an agent's state (its "
-        "dual, its streams, its realized privacy loss) is not rebuilt elsewhere, so the run "
-        "stops")
+    assert str(caught.value) == {
+        "deployment": f"agents 4-5: their worker {worker} was lost at iteration 4; their noise "
+                      "came from OS entropy (privacy.replayable_noise = false) and cannot be "
+                      "drawn again, so their state (duals, streams, realized privacy loss) is "
+                      "not rebuilt and the run stops",
+        "replayable": f"agents 4-5: their worker {worker} was lost at iteration 4 and no "
+                      "worker could take over their data within 1 s"}[noise]
