@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tomllib
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -97,6 +98,38 @@ def test_ldp_agents_on_dask_give_the_in_process_numbers_to_the_bit(cluster, raw)
     assert remote.manifest["result"]["inference_bytes"] == 0  # each agent scores alone
 
 
+#: Algorithm 3's exchange: the same 5 agents on a complete graph, the sums secret-shared
+SHARING = {**NETWORK, "network": {"graph": "complete", "nodes": 5,
+                                  "exchange": "secret_sharing"}}
+
+
+@pytest.mark.parametrize("raw", [
+    # Algorithm 1 with Laplace noise, accounted; two repeats
+    {**_raw("ldp_admm", privacy={"delta": 1e-5, "replayable_noise": True},
+            run={"repeats": 2}), "network": SHARING["network"]},
+    # DGD, and [43]'s exact step with the l2 perturbation, in a 32-bit ring
+    {**_raw("dgd"), "network": SHARING["network"]},
+    {**_raw("pp_admm", privacy={"mechanism": "native", "replayable_noise": True},
+            ss_bits=32, ss_fractional_bits=20), "network": SHARING["network"]},
+], ids=["ldp_admm", "dgd", "pp_admm"])
+def test_secret_sharing_through_the_coordinator_gives_the_in_process_numbers(cluster, raw):
+    """Algorithm 3's rounds routed by the coordinator between the groups (agents 1-3, 4-5):
+    the metrics and every count of communication.csv to the bit."""
+    local, remote = _both(raw, cluster)
+    _same(local, remote)
+    repeats = remote.config.run.repeats
+    # each exchange: every agent sends a share (5 ring elements of 8 bytes) to each of the
+    # 4 others, then its partial sum to each of them: 2 * 20 messages of 40 bytes; x^0's
+    # and the 6 iterations' exchanges
+    assert remote.metrics["messages"].iloc[-1] == 7 * 2 * 20
+    assert remote.metrics["bytes"].iloc[-1] == 7 * 2 * 20 * 5 * 8
+    t = remote.manifest["communication"]["transport"]
+    assert t["protocol_bytes"] == 7 * 1600 * repeats
+    # what crossed TCP: the shares between the groups (2 * 3 * 2 of 5 values each way), the
+    # partial sums, the releases and the headers
+    assert t["bytes"] > 7 * 2 * 12 * 40 * repeats
+
+
 def test_bad_inputs_are_one_line_errors_and_nothing_is_written(tmp_path, cluster):
     path = tmp_path / "ldp.toml"
     path.write_text(LDP_TOML)
@@ -105,11 +138,38 @@ def test_bad_inputs_are_one_line_errors_and_nothing_is_written(tmp_path, cluster
     assert_one_line_error(vfl("run", "--config", path, "--out", out, *dask,
                               "--cluster", "tcp://127.0.0.1:9"),
                           "cannot reach the Dask scheduler at tcp://127.0.0.1:9")
-    # Algorithm 3's rounds through the coordinator are not built: refused, not run plainly
-    complete = tmp_path / "complete.toml"
-    complete.write_text(LDP_TOML.replace('graph = "gnm"', 'graph = "complete"').replace(
-        "edges = 6\n", 'exchange = "secret_sharing"\n'))
-    assert_one_line_error(vfl("run", "--config", complete, "--out", out, *dask,
-                              "--cluster", cluster),
-                          "ldp_admm: exchange = 'secret_sharing' runs in-process only")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("network", [NETWORK["network"], SHARING["network"]],
+                         ids=["plain", "secret_sharing"])
+def test_a_group_rebuilt_mid_run_by_replay_gives_the_same_numbers(cluster, network):
+    """Agents 1-3 are rebuilt on a new actor after iteration 3, as after a lost worker (a
+    killed worker process is in test_parties_slow.py): the completed iterations run again
+    from what the coordinator delivered, and the run ends with the in-process numbers. A
+    replay whose release differs from the one received by a bit stops the run."""
+    from vfl.core.errors import PartyLostError
+
+    raw = {**_raw("ldp_admm", privacy={"delta": 1e-5, "replayable_noise": True}),
+           "network": network}
+    local = run_experiment(config_from_dict(raw), with_baselines=False)
+    config = config_from_dict({**raw, "run": {"backend": "dask"}})
+    with dask_backend(config, cluster, None) as backend:
+        plan = plan_run(config, None, backend)
+        agents, slot = plan.solver.agents, backend.slots[0]
+        first = slot.actor
+
+        def rebuild(row):
+            if row["epoch"] == 3:
+                slot.actor = backend._actor(slot.label, slot.worker, backend._submit(
+                    slot.label, agents._args(0), slot.worker))
+                agents._rebuild(0, slot.worker)
+
+        remote = run_experiment(config, plan=plan, with_baselines=False, on_epoch=rebuild)
+        assert slot.actor is not first and agents.rounds == 6
+        _same(local, remote)
+        released = agents.log[1][3]
+        released[0, 0] = np.nextafter(released[0, 0], np.inf)  # one bit of one release
+        with pytest.raises(PartyLostError, match="agents 1-3: rebuilt on worker .*, their "
+                                                 "release of iteration 2 differs"):
+            agents._rebuild(0, slot.worker)

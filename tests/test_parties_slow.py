@@ -236,10 +236,19 @@ def test_a_killed_workers_providers_resume_from_the_checkpoint_to_the_same_numbe
     rebuilt there (its rows read again, its releases and duals from the trainer's checkpoint,
     the noise stream replayed) and the run ends as an uninterrupted in-process one, to the
     bit, privacy accounting included."""
-    config = _providers("run.backend=dask", "run.party_wait=60")
+    remote = _first_group_killed_after_iteration_5(
+        _providers("run.backend=dask", "run.party_wait=60"), "providers")
+    local = _same_metrics(remote, _providers())
+    np.testing.assert_array_equal(remote.coef, local.coef)
+
+
+def _first_group_killed_after_iteration_5(config, units: str):
+    """``config`` on two worker processes, the first group's worker killed after iteration 5
+    (its nanny starts a new one); checks that this group alone moved, rebuilt once, at
+    iteration 6. Returns the result."""
     with _cluster(2) as cluster, dask_backend(config, cluster.scheduler_address, None) as backend:
         plan = plan_run(config, None, backend)
-        first = dict(backend.describe()["providers"])
+        first = dict(backend.describe()[units])
         killed = []
 
         def kill_at_iteration_5(row):
@@ -248,16 +257,22 @@ def test_a_killed_workers_providers_resume_from_the_checkpoint_to_the_same_numbe
 
         remote = run_experiment(config, plan=plan, with_baselines=False,
                                 on_epoch=kill_at_iteration_5)
-        moved = backend.describe()["providers"]
+        moved = backend.describe()[units]
         faults = backend.recoveries
-    assert killed and moved["providers 1-3"] != first["providers 1-3"]
-    assert moved["providers 4-5"] == first["providers 4-5"]
-    assert [(f["unit"], f["iteration"]) for f in faults] == [("providers 1-3", 6)]
-    local = run_experiment(_providers(), with_baselines=False)
+    one, other = first
+    assert killed and moved[one] != first[one] and moved[other] == first[other]
+    assert [(f["unit"], f["iteration"]) for f in faults] == [(one, 6)]
+    return remote
+
+
+def _same_metrics(remote, config):
+    """Checks ``remote``'s metrics against an in-process run of ``config``, to the bit (but
+    the timings); returns that run."""
+    local = run_experiment(config, with_baselines=False)
     timing = [c for c in local.metrics.columns if c.endswith("_time_s")]
     pd.testing.assert_frame_equal(remote.metrics.drop(columns=timing),
                                   local.metrics.drop(columns=timing), check_exact=True)
-    np.testing.assert_array_equal(remote.coef, local.coef)
+    return local
 
 
 def test_providers_whose_worker_does_not_come_back_stop_the_run_naming_them(external_cluster):
@@ -336,12 +351,18 @@ def test_the_readme_recipe_runs_as_written(tmp_path, data_dir):
 
 # ---------------------------------------------------------------- the LDP agents --
 @pytest.mark.data
-@pytest.mark.parametrize("name", ["ldp-admm-n10", "ldp-gd-n10"])
+@pytest.mark.parametrize("name", ["ldp-admm-n10", "ldp-gd-n10", "ldp-admm-n10 secret sharing"])
 def test_a_paper_config_on_three_worker_processes_gives_the_in_process_numbers(tmp_path,
                                                                                data_dir, name):
     """Xiao et al.'s Fig. 2 / D-1 configs, all 10 runs, on worker processes: every CSV column
-    (privacy columns included) to the bit, the agents in groups 1-4, 5-7, 8-10."""
-    config = REPO / "papers" / "ldp" / "configs" / f"{name}.toml"
+    (privacy columns included) to the bit, the agents in groups 1-4, 5-7, 8-10; Algorithm 1's
+    also on a complete graph with Algorithm 3's secret sharing routed by the coordinator."""
+    config = REPO / "papers" / "ldp" / "configs" / f"{name.split()[0]}.toml"
+    if name.endswith("secret sharing"):
+        text = config.read_text().replace('graph = "gnm"', 'graph = "complete"\nexchange = '
+                                          '"secret_sharing"  #').replace("edges = 20", "")
+        config = tmp_path / "secret-sharing.toml"
+        config.write_text(text)
     args = ["--config", config, "--data-dir", data_dir, "-q"]
     assert vfl("run", *args, "--out", tmp_path / "local").returncode == 0
     with _cluster(3) as cluster:
@@ -358,7 +379,7 @@ def test_a_paper_config_on_three_worker_processes_gives_the_in_process_numbers(t
     assert list(backend["agents"]) == ["agents 1-4", "agents 5-7", "agents 8-10"]
 
 
-def _ldp(*overrides):
+def _ldp(*overrides, network=None):
     import tomllib
 
     from test_agents_dask import LDP_TOML
@@ -367,11 +388,34 @@ def _ldp(*overrides):
     raw = tomllib.loads(LDP_TOML)
     raw["solver"]["epochs"] = 10
     raw["privacy"] = {"delta": 1e-5, "replayable_noise": True}
+    if network is not None:
+        raw["network"] = network
     return config_from_dict(apply_overrides(raw, list(overrides)))
 
 
-def test_agents_whose_worker_is_lost_stop_the_run_naming_them(external_cluster):
-    config = _ldp("run.backend=dask")
+@pytest.mark.parametrize("exchange", ["plain", "secret_sharing"])
+def test_a_killed_workers_agents_are_rebuilt_by_replay_to_the_same_numbers(exchange):
+    """Agents 1-3's worker is killed mid-run; its nanny starts a new worker, the group is
+    rebuilt there (its samples read again, the completed iterations run again from what the
+    coordinator delivered, each release checked against the one received) and the run ends
+    as an uninterrupted in-process one, to the bit: the errors, the realized privacy losses,
+    the accounted epsilon and communication.csv."""
+    network = None if exchange == "plain" else {"graph": "complete", "nodes": 5,
+                                                "exchange": "secret_sharing"}
+    remote = _first_group_killed_after_iteration_5(
+        _ldp("run.backend=dask", "run.party_wait=60", network=network), "agents")
+    assert list(remote.manifest["backend"]["agents"]) == ["agents 1-3", "agents 4-5"]
+    local = _same_metrics(remote, _ldp(network=network))
+    assert {"privacy_loss_max", "epsilon_tight"} <= set(local.metrics.columns)
+    pd.testing.assert_frame_equal(remote.communication, local.communication)
+
+
+@pytest.mark.parametrize("noise", ["deployment", "replayable"])
+def test_agents_whose_worker_is_lost_stop_the_run_naming_them(external_cluster, noise):
+    """A deployment run's noise cannot be drawn again: its agents are not rebuilt. A
+    replayable run's are, if a worker comes back within run.party_wait."""
+    config = _ldp("run.backend=dask", "run.party_wait=1",
+                  f"privacy.replayable_noise={str(noise == 'replayable').lower()}")
     with dask_backend(config, external_cluster, None) as backend:
         plan = plan_run(config, None, backend)
         worker = backend.slots[1].worker
@@ -382,7 +426,10 @@ def test_agents_whose_worker_is_lost_stop_the_run_naming_them(external_cluster):
 
         with pytest.raises(PartyLostError) as caught:
             run_experiment(config, plan=plan, with_baselines=False, on_epoch=kill_agents_4_5)
-    assert str(caught.value) == (
-        f"agents 4-5: their worker {worker} was lost at iteration 4; an agent's state (its "
-        "dual, its streams, its realized privacy loss) is not rebuilt elsewhere, so the run "
-        "stops")
+    assert str(caught.value) == {
+        "deployment": f"agents 4-5: their worker {worker} was lost at iteration 4; their noise "
+                      "came from OS entropy (privacy.replayable_noise = false) and cannot be "
+                      "drawn again, so their state (duals, streams, realized privacy loss) is "
+                      "not rebuilt and the run stops",
+        "replayable": f"agents 4-5: their worker {worker} was lost at iteration 4 and no "
+                      "worker could take over their data within 1 s"}[noise]
