@@ -141,7 +141,11 @@ MEASUREMENTS = {
                                  _wall(lambda s: f"{s:.0f} s")),
     "reproduce-private-utility": Measurement("vfl reproduce private-utility --out {tmp}/figures",
                                              _wall(_minutes)),
-    "benchmarks": Measurement("python -m benchmarks --out {tmp}/bench", _bench_wall),
+    # every default case, and the start-up case (one of issue 23's targets, about 30 s)
+    "benchmarks": Measurement("python -m benchmarks --only epoch_vs_floor,prototype,"
+                              "time_to_suboptimality,variants_a9a,z_update,variants_gisette,"
+                              "under_noise,epsilon_to_target,scaling,startup --out {tmp}/bench",
+                              _bench_wall),
     "sampler-vector": Measurement("python -m benchmarks --only sampler --out {tmp}/bench",
                                   _sampler("vector")),
     "sampler-numpy": Measurement("python -m benchmarks --only sampler --out {tmp}/bench",

@@ -84,3 +84,14 @@ def test_the_benchmarks_tables_come_from_its_bench_json(measure, tmp_path, monke
                                         pd.read_csv(out / "references.csv"))
     assert "| Boyd | 15 | 0.050 | 0.20 | 42 | 0.100 |" in md
     assert "sklearn lbfgs: 0.25 s / 0.80 s" in md
+
+
+def test_the_benchmarks_measurement_runs_every_default_case_and_startup(measure):
+    """README's targets table is rendered from one run: every case of ``python -m benchmarks``
+    and the start-up case (issue 23's `vfl --help` and cached-load targets)."""
+    sys.path.insert(0, str(REPO))
+    from benchmarks.runner import CASES
+
+    command = measure.MEASUREMENTS["benchmarks"].command
+    only = command.split("--only ")[1].split()[0].split(",")
+    assert only == [*CASES, "startup"]
