@@ -125,17 +125,24 @@ def targets(bench: dict) -> dict:
         g = bench["variants_gisette"]
         lb = g["references"]["sklearn lbfgs"]["targets"].get("0.0001")
         best = next((r for r in g["variants"] if r["key"] == g.get("best_to_1e-4")), None)
-        sec = None if best is None else best["seconds_to_0.0001"]
-        ratio = (sec / lb["seconds"]) if best and lb else float("nan")
+        lower_bound = best is None  # none reached 1e-4: the closest one's time at the cap
+        if lower_bound:
+            best = min(g["variants"], key=lambda r: r["final_suboptimality"])
+            sec = best["setup_seconds"] + best["epochs_run"] * best["epoch_ms"] / 1e3
+        else:
+            sec = best["seconds_to_0.0001"]
+        ratio = sec / lb["seconds"] if lb else float("nan")
+        reached = (f"{best['epochs_to_0.0001']} epochs" if not lower_bound else
+                   f"{best['epochs_run']} epochs (cap, 1e-4 NOT reached: ratio is a lower bound)")
         out["gisette_time_to_1e-4_vs_lbfgs"] = {
             "description": f"the fastest variant's time to 1e-4 / sklearn lbfgs's, "
                            f"{g['dataset']} (< 1)",
-            "ratio": ratio, "threshold": 1.0, "pass": bool(ratio < 1.0),
-            "why": (f"{best['label']}: {best['epochs_to_0.0001']} epochs, "
-                    f"{sec:.2f} s with setup ({best['setup_seconds']:.2f} s); "
-                    f"lbfgs tol={lb['tol']:g}: {lb['n_iter']} iterations, {lb['seconds']:.2f} s"
-                    if best and lb else
-                    "no variant reached 1e-4" if not best else "lbfgs did not reach 1e-4"),
+            "ratio": ratio, "threshold": 1.0, "pass": bool(not lower_bound and ratio < 1.0),
+            "why": (f"{best['label']}: {reached}, {sec:.2f} s with setup "
+                    f"({best['setup_seconds']:.2f} s); " +
+                    (f"lbfgs tol={lb['tol']:g}: {lb['n_iter']} iterations, {lb['seconds']:.2f} s"
+                     if lb else "lbfgs did not reach 1e-4")),
+            "lower_bound": lower_bound,
         }
     for name in ("dp_admm", "ldp", "startup"):  # the external benchmarks that set targets
         extra = bench.get(name)

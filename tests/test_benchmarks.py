@@ -44,7 +44,7 @@ def test_quick_run_writes_results(tmp_path):
     assert len(m["load_before"]) == 3 and len(m["load_after"]) == 3
     assert set(bench["targets"]) == {"epoch_vs_two_pass_floor", "speedup_vs_prototype",
                                      "time_to_1e-4_vs_sklearn", "a9a_fast_epochs_to_1e-4",
-                                     "a9a_fast_time_vs_lbfgs"}
+                                     "a9a_fast_time_vs_lbfgs", "gisette_time_to_1e-4_vs_lbfgs"}
     for t in bench["targets"].values():
         assert _finite_positive(t["ratio"]), t
         assert isinstance(t["pass"], bool)
