@@ -158,6 +158,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.rows < 100 or not 1 <= args.parties <= 123:
         p.error("--rows must be >= 100 and --parties in 1..123")
+    from vfl.experiments.process import keep_freed_memory
+
+    keep_freed_memory()  # as `vfl run` has it
     out = measure(args.rows, args.parties, epochs=args.epochs, rho=args.rho,
                   with_lbfgs=not args.no_lbfgs, data=args.data, data_dir=args.data_dir)
     if args.json:

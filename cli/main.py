@@ -760,6 +760,9 @@ def main(argv=None) -> int:
     Warnings raised by libraries are held back and shown only when the
     command succeeds: a run that ends in a clean error prints that line alone.
     """
+    from vfl.experiments.process import keep_freed_memory
+
+    keep_freed_memory()  # large freed blocks reused, not unmapped (see its module)
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")

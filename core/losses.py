@@ -34,7 +34,7 @@ class NewtonWork:
 
     A caller that solves (7) every epoch (ADMM sharing's z-update) passes one:
     the label terms ``-w b`` and ``w b^2`` are computed once per ``w``, and the
-    solve's N-vectors are ``buffer(0..5)`` (arrays the caller owns and does not
+    solve's N-vectors are ``buffer(0..3)`` (arrays the caller owns and does not
     read meanwhile) instead of fresh arrays. The same operations in the same
     order, so the same numbers to the bit; the point is speed at scale, where
     a fresh N-vector is a fresh mapping of pages to fault in and zero (above
@@ -46,13 +46,23 @@ class NewtonWork:
         self.buffer = buffer
         self._terms: dict = {}
 
-    def terms(self, w: float) -> tuple[np.ndarray, np.ndarray]:
-        """``(-w b, w b^2)``."""
+    def terms(self, w: float) -> tuple[np.ndarray, np.ndarray | float]:
+        """``(-w b, w b^2)`` (see :func:`label_terms`)."""
         found = self._terms.get(w)
         if found is None:
-            b = np.asarray(self.b, dtype=float)
-            found = self._terms[w] = (-w * b, w * (b * b))
+            found = self._terms[w] = label_terms(self.b, w)
         return found
+
+
+def label_terms(b, w: float) -> tuple[np.ndarray, np.ndarray | float]:
+    """``(-w b, w b^2)``; ``w b^2`` is one number when every ``b_i^2`` is the same (+-1
+    labels): the value of every entry, so a product with it gives the same numbers, and a
+    Newton step reads one N-vector less from memory."""
+    b = np.asarray(b, dtype=float)
+    b2 = b * b
+    if b2.size and np.all(b2 == b2[0]):
+        return -w * b, w * b2[0]
+    return -w * b, w * b2
 
 
 class Loss:
@@ -185,11 +195,11 @@ class LogisticLoss(Loss):
         c = np.divide(y, rho, out=new(0))
         np.add(s, c, out=c)              # c = s + y / rho
         z = c.copy() if z0 is None else np.array(z0, dtype=float)  # a copy: updated in place
-        u, e, d = new(1), new(2), new(3)
+        u = new(1)
         bracket = None
         half = w * b_max / rho  # |l'| <= max |b|: the root is within c +- half
         if not rho > w * b2_max / 4.0:
-            bracket = (np.subtract(c, half, out=new(4)), np.add(c, half, out=new(5)))
+            bracket = (np.subtract(c, half, out=new(2)), np.add(c, half, out=new(3)))
             np.clip(z, *bracket, out=z)
         # exp(-b z) overflows beyond 709; cap -b z at 700 (sigma(700) = 1 in float64)
         # unless no iterate can get there: bracketed iterates stay in c +- half,
@@ -200,14 +210,19 @@ class LogisticLoss(Loss):
         cap = b_max * reach > 700.0
         rc = np.multiply(c, rho, out=c)  # rho c (c itself is not needed any more)
         # l' = -b q, times w; and w b^2
-        nbw, wb2 = (-w * b, w * (b * b)) if work is None else work.terms(w)
+        nbw, wb2 = label_terms(b, w) if work is None else work.terms(w)
         # every step is elementwise: it runs a chunk of samples at a time, all its operations
         # while the chunk is in cache (one pass over memory per step instead of one per
-        # operation); the same operations on every sample, so the same numbers
+        # operation); the same operations on every sample, so the same numbers. e and d hold
+        # a chunk's values only: chunk-sized, they never leave the cache
         lo, hi = bracket if bracket is not None else (None, None)
-        chunks = [tuple(None if v is None else v[a:a + NEWTON_CHUNK]
-                        for v in (b, z, u, e, d, wb2, nbw, rc, lo, hi))
-                  for a in range(0, len(z), NEWTON_CHUNK)]
+        e, d = np.empty(min(NEWTON_CHUNK, len(z))), np.empty(min(NEWTON_CHUNK, len(z)))
+        chunks = []
+        for a in range(0, len(z), NEWTON_CHUNK):
+            k = min(NEWTON_CHUNK, len(z) - a)
+            chunks.append((b[a:a + k], z[a:a + k], u[a:a + k], e[:k], d[:k],
+                           *(v if v is None or np.ndim(v) == 0 else v[a:a + k]
+                             for v in (wb2, nbw, rc, lo, hi))))
         for _ in range(max_iter):
             for b_, z_, u_, e_, d_, wb2_, nbw_, rc_, lo_, hi_ in chunks:
                 np.multiply(b_, z_, out=u_)

@@ -441,7 +441,7 @@ acceleration, anderson_memory, z_update, blas_threads
 
         The intermediate N-vectors are the slots of ``self._scratch``: the pulls ``0..M-1``
         and the coupled sum ``M`` until the parties reply; then the relaxed sum in ``0``
-        (until the end), the z-update's work in ``2..7``, the dual step's difference and
+        (until the end), the z-update's work in ``2..5``, the dual step's difference and
         after it the form's own bookkeeping in ``1..3``. What the epoch keeps (the shares,
         their sum, ``z``, ``y``, ``zeta``) is new arrays.
         """
