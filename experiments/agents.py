@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vfl.core.errors import ConfigError, PartyLostError
+from vfl.core.errors import ConfigError
 from vfl.core.solver import NetworkData
 from vfl.decentralized.agents import Agents, AgentSpec, draw_rows
 from vfl.decentralized.problem import merge_domains
@@ -163,17 +163,8 @@ class DaskAgents(DaskGroups, Agents):
         return np.concatenate(self._ask("margins", x))
 
     # -- faults ---------------------------------------------------------------------------
+    not_rebuilt = ("an agent's state (its dual, its streams, its realized privacy loss) is not "
+                   "rebuilt elsewhere")
+
     def _done(self, k):
         return self.rounds
-
-    def _recover(self, exc: Exception) -> None:
-        """An agent's state is its own: a lost worker stops the run, naming its agents."""
-        lost = [k for k, s in enumerate(self.slots) if not self._alive(s)]
-        if not lost:
-            raise exc  # not a lost worker: the agents' own error
-        slot = self.slots[lost[0]]
-        its = "their" if self._plural(lost[0]) else "its"
-        raise PartyLostError(f"{slot.label}: {its} worker {slot.worker} was lost at iteration "
-                             f"{self.rounds + 1}; an agent's state (its dual, its streams, its "
-                             "realized privacy loss) is not rebuilt elsewhere, so the run "
-                             "stops") from None

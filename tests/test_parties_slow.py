@@ -195,6 +195,51 @@ def test_a_party_whose_worker_does_not_come_back_stops_the_run_naming_it(tmp_pat
                                  "worker could take over its data within 1 s")
 
 
+# ---------------------------------------------------------------- FDML SGD --
+@pytest.mark.data
+def test_fdml_on_a9a_on_two_worker_processes_gives_the_in_process_numbers(data_dir):
+    """Hu et al.'s Fig. 1 SGD baseline (batch 100, lr 0.3 / sqrt(t)), 3 epochs: each party's
+    block and model on its own worker process, 326 mini-batch round trips per epoch; every
+    column but the timings, the model and communication.csv to the bit."""
+    config = load_config(REPO / "papers" / "hu" / "configs" / "fig1-a9a-sgd.toml",
+                         ["solver.epochs=3"])
+    local = run_experiment(config, data_dir=data_dir, with_baselines=False)
+    config = load_config(REPO / "papers" / "hu" / "configs" / "fig1-a9a-sgd.toml",
+                         ["solver.epochs=3", "run.backend=dask"])
+    with _cluster(2) as cluster, dask_backend(config, cluster.scheduler_address,
+                                              data_dir) as backend:
+        plan = plan_run(config, data_dir, backend)
+        remote = run_experiment(config, data_dir=data_dir, plan=plan, with_baselines=False)
+    timing = ["wall_time_s", "x_time_s", "z_time_s", "y_time_s"]
+    pd.testing.assert_frame_equal(remote.metrics.drop(columns=timing),
+                                  local.metrics.drop(columns=timing), check_exact=True)
+    np.testing.assert_array_equal(remote.coef, local.coef)
+    pd.testing.assert_frame_equal(remote.communication, local.communication)
+    # per epoch each party sends N = 32,561 outputs and receives as many derivatives
+    transport = remote.manifest["communication"]["transport"]
+    assert transport["protocol_bytes_per_epoch"] == 2 * 2 * 32_561 * 8
+    assert transport["protocol_bytes"] < transport["bytes"] < 2 * transport["protocol_bytes"]
+
+
+def test_an_fdml_party_whose_worker_is_lost_stops_the_run_naming_it(tmp_path, external_cluster):
+    path = tmp_path / "fdml.toml"
+    path.write_text(SMALL.format(epochs=10) + 'name = "fdml_sgd"\nbatch_size = 50\n')
+    config = load_config(path, ["run.backend=dask"])
+    with dask_backend(config, external_cluster, None) as backend:
+        plan = plan_run(config, None, backend)
+        worker = backend.slots[1].worker
+
+        def kill_party_2(row):
+            if row["epoch"] == 3:
+                _kill_party(backend, 1)
+
+        with pytest.raises(PartyLostError) as caught:
+            run_experiment(config, plan=plan, with_baselines=False, on_epoch=kill_party_2)
+    assert str(caught.value) == (f"party 2: its worker {worker} was lost at epoch 4; a party's "
+                                 "model (the sum of every step it took) is not rebuilt "
+                                 "elsewhere, so the run stops")
+
+
 # ---------------------------------------------------------------- DP-ADMM's providers --
 #: 5 providers of 30 rows (and 40 public ones), Theorem 1's noise, accounting on
 PROVIDERS_TOML = """

@@ -278,10 +278,6 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         return out
 
     # -- the runner protocol ------------------------------------------------
-    def decision_function(self, test) -> np.ndarray:
-        """Margins on held-out rows: the sum of each party's ``B_m x_m`` (Hu et al., eq. (1))."""
-        return np.sum(self.parties.test_products(test), axis=0)
-
     def step(self, diagnostics: bool = False) -> dict:
         if self._plan is not None:
             self._plan["calibrator"].before_epoch(self)
