@@ -95,6 +95,8 @@ class DaskSGDParties(DaskPartyUnits, SGDParties):
         DaskPartyUnits.__init__(self, backend, spec, repeat)
         self.n_parties = len(self.slots)
         self.n_features = self.opened
+
+    def _reset(self):
         self.epochs = 0  # epochs begun
         self._step = None  # the last batch's (g, eta), sent with the next request
 

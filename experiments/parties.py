@@ -60,10 +60,10 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from vfl.admm.sharing.party import Parties, Party, PartySpec
 from vfl.core.errors import ConfigError, PartyLostError
+from vfl.core.preprocessing import row_norms
 from vfl.core.solver import VerticalData, add_noise
 
 from .config import Config
@@ -113,11 +113,10 @@ class PartyActor:
         self.D, self.test = prepared.data.blocks[m], prepared.test[m]
         # what the coordinator checks it against: the same file, no fallback, the same block;
         # and the largest row norm, which accounting mode needs at most 1 (unit rows)
-        D = self.D
-        squares = np.asarray(D.multiply(D).sum(axis=1) if sp.issparse(D) else (D * D).sum(axis=1))
-        self.fingerprint = {"rows": int(D.shape[0]), "columns": int(D.shape[1]),
+        rows, columns = self.D.shape
+        self.fingerprint = {"rows": int(rows), "columns": int(columns),
                             "sha256": dataset.checksums, "fallback": note,
-                            "max_row_norm": float(np.sqrt(np.max(squares, initial=0.0)))}
+                            "max_row_norm": float(row_norms(self.D).max(initial=0.0))}
         del dataset, setting, prepared  # keep party m's columns only (the labels stay behind)
         self.config = config
         self.side: Side | None = None
@@ -135,7 +134,7 @@ class PartyActor:
         return getattr(self.side, method)(*args)
 
     def sync(self, rounds: int) -> int:
-        return self.side.sync(rounds)
+        return 0 if self.side is None else self.side.sync(rounds)
 
     def ping(self) -> int:
         return 0 if self.side is None else self.side.rounds
@@ -575,17 +574,20 @@ class _Factory:
 def _seams() -> dict:
     """Each vertical protocol's seam over the parties' actors, by its spec's type."""
     from vfl.baselines.sgd import SGDSpec
+    from vfl.stacking.party import PassiveSpec
 
     from .fdml import DaskSGDParties
+    from .passives import DaskPassives
 
-    return {PartySpec: DaskParties, SGDSpec: DaskSGDParties}
+    return {PartySpec: DaskParties, SGDSpec: DaskSGDParties, PassiveSpec: DaskPassives}
 
 
 class DaskPartyUnits(DaskUnits):
     """:class:`DaskUnits` over one actor per party, each playing the protocol's :attr:`side`
     (opened with the solver's spec for the repeat): the base of every vertical seam.
 
-    ``opened`` is what each side reported when it opened.
+    ``opened`` is what each side reported when it opened (a lost worker is recovered from
+    there on: a subclass's :meth:`_reset` is its empty checkpoint).
     """
 
     iteration_word = "epoch"
@@ -596,7 +598,11 @@ class DaskPartyUnits(DaskUnits):
         DaskUnits.__init__(self, backend, repeat)
         self.spec = spec
         self.party_index = list(backend.layout.parties)  # slot k holds party party_index[k]
-        self.opened = [f.result() for f in [self._open(s) for s in self.slots]]
+        self._reset()
+        self.opened = self._ask("open", self.side, spec, repeat)
+
+    def _reset(self) -> None:
+        """The coordinator's checkpoint before the repeat's first round."""
 
     def _open(self, slot: _Slot):
         return slot.actor.open(self.side, self.spec, self.repeat)
@@ -635,6 +641,8 @@ class DaskParties(DaskPartyUnits, Parties):
         DaskPartyUnits.__init__(self, backend, spec, repeat)
         self.n_parties = len(self.slots)
         self.n_features = self.opened
+
+    def _reset(self):
         for s in self.slots:
             s.pull, s.sigmas = None, []
         self._rho = None

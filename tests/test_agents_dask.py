@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import tomllib
 
-import pandas as pd
 import pytest
 
 from cli_helpers import assert_one_line_error, vfl
+from test_parties import assert_same_numbers
 from test_parties import cluster  # noqa: F401 (the same small threaded cluster, per module)
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.parties import dask_backend
@@ -64,16 +64,6 @@ def _both(raw, cluster):
     return local, remote
 
 
-def _same(local, remote):
-    timing = [c for c in local.metrics.columns if c.endswith("_time_s")]
-    pd.testing.assert_frame_equal(remote.metrics.drop(columns=timing),
-                                  local.metrics.drop(columns=timing), check_exact=True)
-    if local.repeats is not None:
-        pd.testing.assert_frame_equal(remote.repeats.drop(columns=timing),
-                                      local.repeats.drop(columns=timing), check_exact=True)
-    pd.testing.assert_frame_equal(remote.communication, local.communication)
-
-
 @pytest.mark.parametrize("raw", [
     # Algorithm 1: random weights and Laplace noise drawn on the workers, the releases
     # accounted by the solver (privacy.delta); two repeats (graphs, splits)
@@ -86,7 +76,7 @@ def _same(local, remote):
 ], ids=["ldp_admm", "random_penalty_admm", "ldp_gd", "pp_admm"])
 def test_ldp_agents_on_dask_give_the_in_process_numbers_to_the_bit(cluster, raw):
     local, remote = _both(raw, cluster)
-    _same(local, remote)
+    assert_same_numbers(remote, local)
     assert list(remote.manifest["backend"]["agents"]) == ["agents 1-3", "agents 4-5"]
     # every agent sends x_i (5 values) to each neighbour: 2 |E| = 12 messages per exchange,
     # x^0's and the 6 iterations'; the transport carried the groups' share of them and more
