@@ -452,15 +452,26 @@ class DaskUnits:
     def __init__(self, backend: DaskBackend, repeat: int):
         self.backend, self.repeat = backend, repeat
         self.slots = backend.slots
+        self.received: dict = {}  # the final replies of the round in flight
 
-    def _round(self, method: str, args: dict) -> dict:
+    def _round(self, method: str, args: dict, *, final: bool = False) -> dict:
         """``method(*args[k])`` on every unit k of ``args`` at once: one protocol round, its
-        bytes counted; a lost worker's unit is rebuilt and the round run again."""
+        bytes counted; a lost worker's unit is rebuilt and the round run again.
+
+        ``final``: a reply stands once received (a release, drawn once): the round runs again
+        only on the units without one, and :attr:`received` holds them meanwhile.
+        """
+        self.received = {}
         while True:
             before = self.backend.transport_bytes()
             try:
-                futures = {k: getattr(self.slots[k].actor, method)(*a) for k, a in args.items()}
-                replies = {k: f.result() for k, f in futures.items()}
+                futures = {k: getattr(self.slots[k].actor, method)(*a) for k, a in args.items()
+                           if k not in self.received}
+                replies = dict(self.received)
+                for k, f in futures.items():
+                    replies[k] = f.result()
+                    if final:
+                        self.received[k] = replies[k]
             except Exception as exc:  # noqa: BLE001 (a lost worker shows as many types)
                 self._recover(exc)
                 continue
@@ -607,9 +618,10 @@ class DaskPartyUnits(DaskUnits):
     def _open(self, slot: _Slot):
         return slot.actor.open(self.side, self.spec, self.repeat)
 
-    def _each(self, method: str, args: dict) -> dict:
-        """One protocol round: ``method(*args[k])`` on the side of every party k of ``args``."""
-        return self._round("call", {k: (method, *a) for k, a in args.items()})
+    def _each(self, method: str, args: dict, *, final: bool = False) -> dict:
+        """One protocol round: ``method(*args[k])`` on the side of every party k of ``args``
+        (``final``: see :meth:`DaskUnits._round`)."""
+        return self._round("call", {k: (method, *a) for k, a in args.items()}, final=final)
 
     def _all(self, method: str, *args, each=None) -> list:
         """A diagnostic (not counted) on every party's side."""

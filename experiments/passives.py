@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from vfl.core.solver import add_noise, add_noise_to_rows
-from vfl.stacking.party import Noise, Passive, Passives, PassiveSpec, Round, share_moments
+from vfl.stacking.party import Passive, Passives, PassiveSpec, Round, share_moments
 
 from .parties import DaskBackend, DaskPartyUnits, PartyActor, Side
 
@@ -73,15 +73,22 @@ class PassiveSide(Side):
         if sent["model"] is not None:
             x = add_noise("gaussian", x, sent["model"], self.rng)
         reply = {"model": p.keep(x)}
-        s = p.share()[None]  # its row of the (K, N) shares
-        means = {"shares": s, "moments": share_moments(s) if "moments" in sent else None}
-        for kind in ("shares", "moments"):
-            if kind in sent:
-                reply[kind] = (means[kind] if sent[kind] is None else add_noise_to_rows(
-                    "gaussian", means[kind], np.array([sent[kind]]), self.shared,
-                    slice(self.j, self.j + 1), self.K))[0]
+        if "shares" in sent:  # (the moments are released only with the shares)
+            s = p.share()[None]  # its row of the (K, N) clipped shares
+            reply["shares"] = self._row(s, sent["shares"])
+            if "moments" in sent:
+                reply["moments"] = self._row(share_moments(s), sent["moments"])
         self.reply, self.rounds = reply, 1
         return reply
+
+    def _row(self, mean, scale):
+        """Its row of a release of all K passive parties at once (``mean``: its row): the
+        run's replayable draw for all K, its row kept, or its exact sampler's draw for it
+        alone (None: the exact value, unperturbed)."""
+        if scale is None:
+            return mean[0]
+        return add_noise_to_rows("gaussian", mean, np.array([scale]), self.shared,
+                                 slice(self.j, self.j + 1), self.K)[0]
 
     def restore(self, x) -> None:
         """Take back the released model from the checkpoint (a party rebuilt after the round)."""
@@ -125,7 +132,7 @@ class DaskPassives(DaskPartyUnits, Passives):
         scales = self._record(sent, len(labels))
         replies = self._each("release", {j: (labels, float(lam[j]), {
             kind: None if s is None else float(s[j]) for kind, s in scales.items()})
-            for j in range(self.n_passive)})
+            for j in range(self.n_passive)}, final=True)
         got = [replies[j] for j in range(self.n_passive)]
         self.models = [r["model"] for r in got]
         rows = {kind: np.vstack([r[kind] for r in got]) if kind in sent else None
@@ -136,10 +143,9 @@ class DaskPassives(DaskPartyUnits, Passives):
         """Record the round's release events in the order the in-process round makes them
         (each party's model, then the shares of all, then their moments); returns each
         kind's scales to draw with (None: the exact value)."""
-        scales = {kind: None for kind, noise in sent.items() if noise is None}
-        if "model" in scales:
-            return scales  # a non-private round: nothing is recorded
-        model: Noise = sent["model"]
+        if sent["model"] is None:  # a non-private round: exact values, nothing recorded
+            return dict.fromkeys(sent)
+        scales, model = {}, sent["model"]
         scales["model"] = np.concatenate([self.record(
             units=int(m), scale=model.scale[j], sensitivity=model.sensitivity[j],
             rng=self.rngs[j], size=self.widths[j]).scale for j, m in enumerate(self.units)])
@@ -164,5 +170,8 @@ class DaskPassives(DaskPartyUnits, Passives):
     def _rebuild(self, k: int, worker: str) -> None:
         slot = self.slots[k]
         self._open(slot).result()
-        if self.models is not None:
-            slot.actor.call("restore", self.models[k]).result()
+        # its release, if it reached the coordinator (in the round or after it), stands
+        released = self.models[k] if self.models is not None else \
+            self.received.get(k, {}).get("model")
+        if released is not None:
+            slot.actor.call("restore", released).result()

@@ -207,6 +207,45 @@ def test_private_stacking_on_dask_draws_exact_noise_on_the_workers(tmp_path, clu
     assert 1.99 < remote.metrics["epsilon_tight"].iloc[-1] <= 2.0  # the target
 
 
+@pytest.mark.parametrize("final", [True, False])
+def test_a_final_round_runs_again_only_where_no_reply_arrived(final):
+    """A release, once received, stands (private stacking's round): after a lost worker the
+    round runs again only on the units without a reply; an ordinary round (ADMM sharing's,
+    whose survivors are rolled back) runs again on all."""
+    from types import SimpleNamespace
+
+    from vfl.experiments.parties import DaskUnits
+
+    asked = []
+
+    class Actor:
+        def __init__(self, k, lost):
+            self.k, self.lost = k, lost
+
+        def release(self, x):
+            asked.append(self.k)
+            reply, self.lost = (OSError("lost") if self.lost else x + self.k), False
+            return SimpleNamespace(result=lambda: _raise_or(reply))
+
+    backend = SimpleNamespace(slots=[SimpleNamespace(actor=Actor(k, k == 1)) for k in range(3)],
+                              transport_bytes=dict, count_transport=lambda before: None)
+
+    class Units(DaskUnits):
+        def _recover(self, exc):  # the lost unit rebuilt (here: answering next time)
+            assert isinstance(exc, OSError)
+
+    replies = Units(backend, 0)._round("release", {k: (10,) for k in range(3)}, final=final)
+    assert replies == {0: 10, 1: 11, 2: 12}
+    # units 0 to 2 asked, unit 1's worker lost (unit 2's reply not collected): asked again
+    assert asked == [0, 1, 2] + ([1, 2] if final else [0, 1, 2])
+
+
+def _raise_or(value):
+    if isinstance(value, Exception):
+        raise value
+    return value
+
+
 def test_inference_is_counted_from_the_declaration():
     """a9a's 16,281 test rows scored once: 2 parties x 16,281 shares of 8 bytes (Hu et al.'s
     eq. (1)); a trainer's or an agent's own model sends nothing; private stacking's party 1
