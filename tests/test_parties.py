@@ -1,4 +1,5 @@
-"""``run.backend = "dask"``: ADMM sharing's parties as actors on their own Dask workers.
+"""``run.backend = "dask"``: the parties of ADMM sharing and FDML SGD, private stacking's
+passive parties and DP-ADMM's providers as actors on their own Dask workers.
 
 One small in-process (threaded, TCP) cluster serves every test here; the
 process clusters, a9a and the killed workers are in ``test_parties_slow.py``.
