@@ -14,6 +14,13 @@ derivative ``l'(u_i; b_i)`` per sample and sends it back, and every party
 takes a gradient step on its own weights only. Features and weights never
 leave their party; only the outputs and the derivatives are exchanged.
 
+:class:`SGDParty` is party m's side of that exchange (its block, its model
+and its output noise); :class:`SGDParties` is what the iteration talks to,
+one mini-batch at a time: :class:`LocalSGDParties` keeps the parties in this
+process, and another backend (the experiments layer's Dask actors, one per
+party on its own worker) runs the same :class:`SGDParty` code there, so the
+iteration has no branch on where the parties run.
+
 This module is pure computation: no files, no printing, no global state;
 every random draw comes from a ``numpy.random.Generator`` passed in.
 """
@@ -22,6 +29,8 @@ from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
+from functools import partial
 from time import perf_counter
 
 import numpy as np
@@ -30,7 +39,8 @@ import scipy.sparse as sp
 from vfl.core.objective import Objective
 from vfl.core.metrics import EpochStats
 
-__all__ = ["FDMLSGD", "LR_SCHEDULES"]
+__all__ = ["FDMLSGD", "LR_SCHEDULES", "LocalSGDParties", "SGDParties", "SGDParty", "SGDSpec",
+           "initial_models", "output_noise"]
 
 LR_SCHEDULES = ("constant", "inv_sqrt", "step")
 
@@ -99,6 +109,143 @@ class _DenseBlock:
         return self.D @ x
 
 
+@dataclass(frozen=True)
+class SGDSpec:
+    """What every party needs besides its block: public options of the run.
+
+    ``reg`` is the coefficient ``2 lam / (w N)`` of the l2 term of ``g_m``
+    (see :class:`FDMLSGD`); ``widths`` every party's ``d_m``, because party
+    m's initial model is the m-th draw of the run's init stream.
+    """
+
+    batch_size: int
+    reg: float
+    init_scale: float
+    output_sigma: float
+    widths: tuple[int, ...]
+
+
+def initial_models(rng: np.random.Generator, widths, scale: float) -> list[np.ndarray]:
+    """The parties' initial models, in party order: ``N(0, scale^2)`` draws from ``rng`` (the
+    run's init stream), or zeros without drawing when ``scale = 0``."""
+    if scale > 0:
+        return [rng.normal(0.0, scale, size=d) for d in widths]
+    return [np.zeros(d) for d in widths]
+
+
+def output_noise(outputs: np.ndarray, sigma: float, rng) -> np.ndarray:
+    """FDML's DP variant: ``N(0, sigma^2)`` on every output a party sends, from its own
+    Generator (``sigma = 0``: the outputs, and no draw)."""
+    if sigma > 0:
+        return outputs + rng.normal(0.0, sigma, size=outputs.shape)
+    return outputs
+
+
+class SGDParty:
+    """Party m: its block ``D_m``, its local model ``x_m`` and its side of every mini-batch.
+
+    ``publish(rows, outputs)`` returns what party m sends for the samples
+    ``rows`` given its exact outputs (:func:`output_noise` from its own
+    Generator; in this process, the iteration's :meth:`FDMLSGD.publish`).
+    """
+
+    def __init__(self, D, x0: np.ndarray, spec: SGDSpec, publish):
+        self.block = _SparseBlock(D) if sp.issparse(D) else _DenseBlock(D, spec.batch_size)
+        self.x = x0
+        self.reg = spec.reg
+        self.publish = publish
+        self._batch = None
+
+    @property
+    def n_features(self) -> int:
+        return self.block.n_features
+
+    def begin_epoch(self, perm: np.ndarray) -> None:
+        """The epoch's sample order (public: every party draws the same one)."""
+        self.perm = perm
+        self.block.begin_epoch(perm)
+
+    def outputs(self, start: int, stop: int) -> np.ndarray:
+        """What party m sends for the batch ``perm[start:stop]``: ``D_m[batch] x_m`` (+ noise)."""
+        self._batch = self.block.batch(start, stop)
+        return self.publish(self.perm[start:stop], self.block.matvec(self._batch, self.x))
+
+    def step(self, g: np.ndarray, eta: float) -> None:
+        """``x_m <- x_m - eta g_m`` for the batch's derivatives ``g`` (already divided by B)
+        that the active party returned; a new array, so no model a caller kept is changed."""
+        self.x = self.x - eta * (self.block.rmatvec(self._batch, g) + self.reg * self.x)
+
+    def margins(self) -> np.ndarray:
+        """``D_m x_m`` on every training row (a diagnostic: no party sends it)."""
+        return self.block.full_matvec(self.x)
+
+
+class SGDParties:
+    """The M parties as the iteration sees them, one mini-batch at a time.
+
+    Per batch every party sends its outputs (:meth:`outputs`, one message
+    each) and receives the derivatives (:meth:`step`, one message each);
+    the rest is diagnostics and scoring, which no party does in training.
+    """
+
+    n_parties: int
+    #: each party's number of columns d_m
+    n_features: list[int]
+
+    def begin_epoch(self, perm: np.ndarray) -> None:
+        """Start an epoch with the sample order ``perm`` (public randomness)."""
+        raise NotImplementedError
+
+    def outputs(self, start: int, stop: int) -> list[np.ndarray]:
+        """Every party's message for the batch ``perm[start:stop]``, in party order."""
+        raise NotImplementedError
+
+    def step(self, g: np.ndarray, eta: float) -> None:
+        """Every party steps on the derivatives ``g`` of the last batch."""
+        raise NotImplementedError
+
+    def models(self) -> list[np.ndarray]:
+        """The local models ``x_m`` (diagnostics: no party sends its model)."""
+        raise NotImplementedError
+
+    def margins(self) -> list[np.ndarray]:
+        """``D_m x_m`` on every training row, per party (diagnostics)."""
+        raise NotImplementedError
+
+    def test_products(self, test) -> list[np.ndarray]:
+        """``B_m x_m`` on each party's held-out columns ``B_m`` (``test``, when held here)."""
+        raise NotImplementedError
+
+
+class LocalSGDParties(SGDParties):
+    """The M parties in this process, in order (the in-process backend)."""
+
+    def __init__(self, parties: list[SGDParty]):
+        self.parties = parties
+        self.n_parties = len(parties)
+        self.n_features = [p.n_features for p in parties]
+
+    def begin_epoch(self, perm):
+        for p in self.parties:
+            p.begin_epoch(perm)
+
+    def outputs(self, start, stop):
+        return [p.outputs(start, stop) for p in self.parties]
+
+    def step(self, g, eta):
+        for p in self.parties:
+            p.step(g, eta)
+
+    def models(self):
+        return [p.x for p in self.parties]
+
+    def margins(self):
+        return [p.margins() for p in self.parties]
+
+    def test_products(self, test):
+        return [B @ p.x for B, p in zip(test, self.parties)]
+
+
 def _check_generator(rng, name: str) -> None:
     if not isinstance(rng, np.random.Generator):
         raise ValueError(
@@ -150,9 +297,10 @@ class FDMLSGD:
 
     Parameters
     ----------
-    blocks : list of (N, d_m) arrays or sparse matrices
-        The parties' feature blocks ``D_1, ..., D_M`` (same rows); party 1 is
-        the active party holding the labels.
+    blocks : list of (N, d_m) arrays or sparse matrices, or None
+        The parties' feature blocks ``D_1, ..., D_M`` (same rows), held in
+        this process (:class:`LocalSGDParties`); None with ``parties``. The
+        active party (the coordinator here) holds the labels.
     b : (N,) array of labels (+-1 for the logistic loss).
     objective : Objective
         Loss, reduction and ``lam`` of problem (1).
@@ -182,10 +330,18 @@ class FDMLSGD:
     noise_rngs : list of M numpy.random.Generator, optional
         One per party, in party order; required when ``output_sigma > 0`` and
         never drawn from otherwise.
+    parties : callable with an ``n_parties`` and a ``widths`` attribute, optional
+        ``parties(spec)`` returns the :class:`SGDParties` that run each
+        party's side of every mini-batch, given the :class:`SGDSpec` (another
+        backend: the blocks are not in this process; each party draws its
+        initial model, its copy of the sample order and its noise from the
+        same streams there). Default: the blocks' :class:`SGDParty` objects,
+        here.
 
     Attributes
     ----------
-    x : list of (d_m,) arrays, the local models.
+    x : list of (d_m,) arrays, the local models (held by the parties).
+    parties : :class:`SGDParties`, where each party's side of a batch runs.
     epoch : int, number of completed epochs.
     messages : (M,) int array, cumulative number of scalar values each party
         has sent (its outputs: one per sample per epoch). The derivatives the
@@ -209,18 +365,20 @@ class FDMLSGD:
         init_rng: np.random.Generator,
         batch_rng: np.random.Generator,
         noise_rngs=None,
+        parties=None,
     ):
-        if not blocks:
+        if parties is None and not blocks:
             raise ValueError("at least one feature block is required")
         b = np.asarray(b, dtype=float)
         if b.ndim != 1 or b.size == 0:
             raise ValueError(f"b must be a non-empty 1-d array of labels, got shape {b.shape}")
         n = b.size
-        for m, D in enumerate(blocks, start=1):
+        for m, D in enumerate(blocks if parties is None else (), start=1):
             if D.ndim != 2 or D.shape[0] != n:
                 raise ValueError(f"party {m}: block of shape {D.shape} does not have {n} rows")
             if D.shape[1] == 0:
                 raise ValueError(f"party {m}: block has no columns")
+        M = len(blocks) if parties is None else parties.n_parties
         if not isinstance(objective, Objective):
             raise ValueError(f"objective must be a vfl.admm.Objective, got {type(objective).__name__}")
         self.batch_size = _check_int(batch_size, "batch_size")
@@ -243,10 +401,10 @@ class FDMLSGD:
                 )
         else:
             noise_rngs = list(noise_rngs)
-            if len(noise_rngs) != len(blocks):
+            if len(noise_rngs) != M:
                 raise ValueError(
                     f"noise_rngs must hold one Generator per party: got {len(noise_rngs)} "
-                    f"for {len(blocks)} parties"
+                    f"for {M} parties"
                 )
             for m, r in enumerate(noise_rngs, start=1):
                 _check_generator(r, f"noise_rngs[{m - 1}] (party {m})")
@@ -258,20 +416,27 @@ class FDMLSGD:
         self._loss = objective.loss_fn
         # The l2 term of g_m: grad of lam ||x_m||^2, divided by w N (see class docstring).
         self._reg = 2.0 * objective.lam / (objective.weight(n) * n)
-        self._blocks = [
-            _SparseBlock(D) if sp.issparse(D) else _DenseBlock(D, self.batch_size) for D in blocks
-        ]
-        if self.init_scale > 0:
-            self.x = [init_rng.normal(0.0, self.init_scale, size=B.n_features) for B in self._blocks]
+        widths = [D.shape[1] for D in blocks] if parties is None else parties.widths
+        spec = SGDSpec(self.batch_size, self._reg, self.init_scale, self.output_sigma,
+                       tuple(int(d) for d in widths))
+        if parties is None:
+            x0 = initial_models(init_rng, widths, self.init_scale)
+            self.parties = LocalSGDParties([SGDParty(D, x, spec, partial(self.publish, m))
+                                            for m, (D, x) in enumerate(zip(blocks, x0))])
         else:
-            self.x = [np.zeros(B.n_features) for B in self._blocks]
+            self.parties = parties(spec)
         self.epoch = 0
-        self.messages = np.zeros(len(blocks), dtype=np.int64)
+        self.messages = np.zeros(M, dtype=np.int64)
         self._margins = None
 
     @property
     def n_parties(self) -> int:
-        return len(self._blocks)
+        return self.parties.n_parties
+
+    @property
+    def x(self) -> list[np.ndarray]:
+        """The parties' local models ``x_m`` (a diagnostic: no party sends its model)."""
+        return self.parties.models()
 
     @property
     def n_samples(self) -> int:
@@ -288,15 +453,15 @@ class FDMLSGD:
 
     # -- the protocol ----------------------------------------------------------
     def publish(self, m: int, rows: np.ndarray, outputs: np.ndarray) -> np.ndarray:
-        """The values party ``m`` (0-based) sends for the batch of samples ``rows``.
+        """The values party ``m`` (0-based, in this process) sends for the batch ``rows``.
 
         ``outputs`` are its exact local outputs ``D_m[rows] x_m``. FDML's DP
         variant adds ``N(0, output_sigma^2)`` noise from the party's own
-        Generator; subclasses may override this to record or alter messages.
+        Generator (:func:`output_noise`); subclasses may override this to
+        record or alter messages.
         """
-        if self.output_sigma > 0:
-            return outputs + self.noise_rngs[m].normal(0.0, self.output_sigma, size=outputs.shape)
-        return outputs
+        return output_noise(outputs, self.output_sigma,
+                            None if self.noise_rngs is None else self.noise_rngs[m])
 
     def step(self, diagnostics: bool = True) -> EpochStats:
         """Run one epoch (one shuffled pass over the N samples) and return its statistics.
@@ -311,26 +476,17 @@ class FDMLSGD:
         eta = self.learning_rate(self.epoch + 1)
         perm = self.batch_rng.permutation(n)
         b_perm = self.b[perm]
-        for blk in self._blocks:
-            blk.begin_epoch(perm)
+        self.parties.begin_epoch(perm)
         for start in range(0, n, bs):
             stop = min(start + bs, n)
-            rows = perm[start:stop]
-            batches = [blk.batch(start, stop) for blk in self._blocks]
             # Every party sends its outputs of the current models ...
             u = 0.0
-            for m, (blk, batch) in enumerate(zip(self._blocks, batches)):
-                sent = self.publish(m, rows, blk.matvec(batch, self.x[m]))
+            for m, sent in enumerate(self.parties.outputs(start, stop)):
                 self.messages[m] += sent.size
                 u = u + sent
-            # ... the active party returns dl/du per sample, scaled by 1/B ...
-            g_u = self._loss.grad(u, b_perm[start:stop]) / (stop - start)
-            # ... and each party steps on its own weights (new arrays: no aliasing
-            # with models a caller kept from an earlier batch or epoch).
-            self.x = [
-                xm - eta * (blk.rmatvec(batch, g_u) + self._reg * xm)
-                for blk, batch, xm in zip(self._blocks, batches, self.x)
-            ]
+            # ... the active party returns dl/du per sample, scaled by 1/B, and each party
+            # steps on its own weights
+            self.parties.step(self._loss.grad(u, b_perm[start:stop]) / (stop - start), eta)
         t1 = perf_counter()
         self.epoch += 1
         nan = float("nan")
@@ -349,8 +505,7 @@ class FDMLSGD:
     def margins(self) -> np.ndarray:
         """``sum_m D_m x_m`` on the training rows (exact, unperturbed)."""
         if self._margins is None:
-            self._margins = np.sum([blk.full_matvec(xm) for blk, xm in zip(self._blocks, self.x)],
-                                   axis=0)
+            self._margins = np.sum(self.parties.margins(), axis=0)
         return self._margins
 
     def objective_value(self) -> float:
@@ -385,6 +540,7 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
     title = "FDML SGD"
     setting = Setting.VERTICAL
     iteration_name = "epoch"
+    backends = ("inprocess", "dask")
     reference = Reference("Hu, Niu, Yang, Zhou: FDML, feature-distributed machine learning (2019); "
                           "the SGD baseline of Hu et al., Section 5", "synchronous mini-batch SGD")
     regularizers = ("l2sq",)
@@ -409,10 +565,10 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
 
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
-        M = len(data.blocks)
+        M = len(data.blocks) if data.parties is None else data.parties.n_parties
         solver = cls(data.blocks, data.y, objective, **params, output_sigma=privacy["sigma"],
                      init_rng=streams.get("init"), batch_rng=streams.get("batch"),
-                     noise_rngs=[streams.noise(m) for m in range(M)])
+                     noise_rngs=[streams.noise(m) for m in range(M)], parties=data.parties)
         solver.wire = Wire(M)
         return solver
 

@@ -277,7 +277,8 @@ class VerticalData:
 
     ``parties``, when the parties run outside this process (another backend),
     starts them where their blocks are; a solver that supports it then reads
-    no block here (``blocks`` is None).
+    no block here (``blocks`` is None), except the hub's own when party 1 is
+    the hub (private stacking's active party: ``blocks`` is ``[D_1]``).
     """
 
     blocks: list | None
@@ -288,7 +289,8 @@ class VerticalData:
 class PartyBlocks:
     """The runner's hooks for a vertical solver whose party m holds the block ``x[m]`` of the
     model and which counts ``epoch``s (ADMM sharing, FDML SGD): a margin is the sum over
-    parties of ``D_m x_m`` (Hu et al. 2019, eq. (1))."""
+    parties of ``D_m x_m`` (Hu et al. 2019, eq. (1)). The solver's ``parties`` (its seam to
+    wherever the parties run) score the test rows: each sends ``B_m x_m``."""
 
     #: to score a test row, every party sends its share ``B_m x_m`` (one value)
     inference = Inference(1, "each party holds its columns of a test row and its block x_m of "
@@ -303,7 +305,9 @@ class PartyBlocks:
         return self.margins()
 
     def decision_function(self, test) -> np.ndarray:
-        return np.sum([B @ xm for B, xm in zip(test, self.x)], axis=0)
+        """Margins on held-out rows: the sum of the parties' ``B_m x_m`` (``test``: the
+        held-out blocks, where this process holds them)."""
+        return np.sum(self.parties.test_products(test), axis=0)
 
 
 @dataclass

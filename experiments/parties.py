@@ -3,11 +3,18 @@
 Party m is a Dask actor (:class:`PartyActor`) pinned to one worker. The
 actor reads the dataset file itself, runs the config's preprocessing and
 partition, and keeps only party m's columns (training and held-out); the
-labels stay with the coordinator. The coordinator is the solver in the
-client process: it sends each party the N-vector it pulls and receives the
-N-vector share the protocol sends back (Hu et al. 2019, Algorithm 1), and
-nothing else, except the diagnostics a research run asks for (the models,
-exact margins and residual terms, :class:`vfl.admm.sharing.party.Parties`).
+labels stay with the coordinator. For each repeat the solver's seam opens
+on every actor the party's side of its protocol (a :class:`Side`, holding
+the algorithm layer's party object): ADMM sharing's here
+(:class:`SharingSide`: each epoch the coordinator sends each party the
+N-vector it pulls and receives the N-vector share the protocol sends back,
+Hu et al. 2019, Algorithm 1), FDML's (:mod:`.fdml`) and private stacking's
+passive parties' (:mod:`.passives`). The coordinator is the solver in the
+client process, and it receives the messages of the protocol and nothing
+else, except the diagnostics a research run asks for (the models, exact
+margins and residual terms, :class:`vfl.admm.sharing.party.Parties`).
+Where party 1 is the hub itself (private stacking's active party), its
+block stays with the coordinator and parties 2..M go to the workers.
 
 The actor runs the very :class:`~vfl.admm.sharing.party.Party` code of the
 in-process backend on the same arrays, with the same per-party noise
@@ -24,20 +31,24 @@ for (``run.party_wait`` seconds), the party is rebuilt there from its data
 and the checkpoint (its model is a function of the last pull, its noise
 stream is replayed), and the round is run again; the numbers are those of
 an uninterrupted run. Otherwise the run stops with one line naming the
-party, and nothing is written.
+party, and nothing is written. A seam whose parties' state is not a
+function of the checkpoint (FDML's models) stops at once
+(:attr:`DaskUnits.not_rebuilt`).
 
 The transport's own count of the bytes is read from the TCP stack: the
 ``TCP_INFO`` counters of the coordinator's connections to the parties'
 workers, around every protocol round (:meth:`DaskBackend.transport_bytes`),
 and around the scoring of the test rows (the inference messages).
 
-The machinery is shared with DP-ADMM's providers on Dask
-(:mod:`.providers`): :class:`DaskBackend` (the client, the local cluster,
-the workers, the transport counters) places the units of the run's setting
-by a :class:`Layout` (one actor per party here; contiguous groups of
-providers there), and :class:`DaskUnits` runs a protocol round on all the
-actors, counts its bytes, and on a lost worker rolls the round back on the
-others and rebuilds the lost unit from the coordinator's checkpoint.
+The machinery is shared with DP-ADMM's providers and the LDP agents on Dask
+(:mod:`.providers`, :mod:`.agents`): :class:`DaskBackend` (the client, the
+local cluster, the workers, the transport counters) places the units of the
+run's setting by a :class:`Layout` (one actor per party here; contiguous
+groups of providers or agents there), and :class:`DaskUnits` runs a
+protocol round on all the actors, counts its bytes, and on a lost worker
+rolls the round back on the others and rebuilds the lost unit from the
+coordinator's checkpoint (:class:`DaskPartyUnits`: its base for the
+vertical seams).
 """
 
 from __future__ import annotations
@@ -49,16 +60,16 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from vfl.admm.sharing.party import Parties, Party, PartySpec
 from vfl.core.errors import ConfigError, PartyLostError
+from vfl.core.preprocessing import row_norms
 from vfl.core.solver import VerticalData, add_noise
 
 from .config import Config
 
-__all__ = ["DaskBackend", "DaskParties", "DaskUnits", "Layout", "PartyActor",
-           "check_cluster_option", "dask_backend"]
+__all__ = ["DaskBackend", "DaskParties", "DaskPartyUnits", "DaskUnits", "Layout", "PartyActor",
+           "SharingSide", "Side", "check_cluster_option", "dask_backend"]
 
 #: what the transport count is, for the manifest and the summary
 TRANSPORT_SOURCE = ("the TCP stack's own counters (TCP_INFO bytes_acked + bytes_received) of "
@@ -83,7 +94,8 @@ def check_cluster_option(config: Config, cluster: str | None) -> None:
 
 # ------------------------------------------------------------------ worker side --
 class PartyActor:
-    """Party m on its worker: its columns, read here, and its :class:`Party`."""
+    """Party m on its worker: its columns, read here, and the side it plays of the run's
+    protocol (a :class:`Side`, opened by the coordinator's seam for each repeat)."""
 
     def __init__(self, config: Config, data_dir, m: int, blas_threads: int | None):
         from .runner import _load_config_dataset, _prepare
@@ -101,27 +113,65 @@ class PartyActor:
         self.D, self.test = prepared.data.blocks[m], prepared.test[m]
         # what the coordinator checks it against: the same file, no fallback, the same block;
         # and the largest row norm, which accounting mode needs at most 1 (unit rows)
-        D = self.D
-        squares = np.asarray(D.multiply(D).sum(axis=1) if sp.issparse(D) else (D * D).sum(axis=1))
-        self.fingerprint = {"rows": int(D.shape[0]), "columns": int(D.shape[1]),
+        rows, columns = self.D.shape
+        self.fingerprint = {"rows": int(rows), "columns": int(columns),
                             "sha256": dataset.checksums, "fallback": note,
-                            "max_row_norm": float(np.sqrt(np.max(squares, initial=0.0)))}
-        del dataset, setting, prepared  # keep party m's columns only
+                            "max_row_norm": float(row_norms(self.D).max(initial=0.0))}
+        del dataset, setting, prepared  # keep party m's columns only (the labels stay behind)
         self.config = config
-        self.party = None
-        self.rounds = 0
-        self._before = None  # the noise stream's position before the last round
+        self.side: Side | None = None
 
     def describe(self) -> dict:
         return self.fingerprint
 
-    def start(self, spec: PartySpec, repeat: int) -> int:
-        """A fresh party for one repeat (x = 0, the repeat's noise stream); returns d_m."""
+    def open(self, side: type, *args):
+        """Party m's side of the solver's protocol for one repeat; returns what it reports."""
+        self.side = side(self, *args)
+        return self.side.opened()
+
+    def call(self, method: str, *args):
+        """A message of the protocol (or a diagnostic) to the open side."""
+        return getattr(self.side, method)(*args)
+
+    def sync(self, rounds: int) -> int:
+        return 0 if self.side is None else self.side.sync(rounds)
+
+    def ping(self) -> int:
+        return 0 if self.side is None else self.side.rounds
+
+
+class Side:
+    """Party m's side of one protocol on its worker, for one repeat (:meth:`PartyActor.open`).
+
+    A subclass holds the algorithm layer's party object (ADMM sharing's
+    :class:`~vfl.admm.sharing.party.Party`, FDML's, a passive party's) on the actor's
+    block, with party m's streams; its methods are the messages the coordinator sends.
+    """
+
+    #: protocol rounds completed (the coordinator's checkpoint counts the same)
+    rounds = 0
+
+    def opened(self):
+        """What the coordinator learns when the side opens (default: nothing)."""
+        return None
+
+    def sync(self, rounds: int) -> int:
+        """Roll back a round the coordinator did not complete; returns the rounds done."""
+        return self.rounds
+
+
+class SharingSide(Side):
+    """Party m of ADMM sharing (Hu et al. 2019, Algorithm 1) on its worker."""
+
+    def __init__(self, actor: PartyActor, spec: PartySpec, repeat: int):
         from .runner import _streams
 
-        rng = _streams(self.config, repeat).noise(self.m)
-        self.party = Party(self.D, spec, rng, _release)
-        self.rounds = 0
+        rng = _streams(actor.config, repeat).noise(actor.m)
+        self.party = Party(actor.D, spec, rng, _release)
+        self.test = actor.test
+        self._before = None  # the noise stream's position before the last round
+
+    def opened(self) -> int:
         return self.party.n_features
 
     def update(self, r, rho, sigma):
@@ -131,7 +181,6 @@ class PartyActor:
         return reply
 
     def sync(self, rounds: int) -> int:
-        """Roll back a round the coordinator did not complete; returns the rounds done."""
         if self.rounds == rounds + 1 and self._before is not None:
             self.party.rng.bit_generator.state = self._before
             self.rounds = rounds
@@ -140,7 +189,7 @@ class PartyActor:
     def resume(self, sigmas, r, rho) -> None:
         """Catch up with the checkpoint: replay the noise draws of the completed rounds, then
         recompute the model from the last pull (it depends on nothing else)."""
-        zero = np.zeros(self.D.shape[0])
+        zero = np.zeros(self.party.block.D.shape[0])
         for sigma in sigmas:
             self.party.publish(self.party.x, zero, sigma)
         if r is not None:
@@ -155,9 +204,6 @@ class PartyActor:
 
     def test_product(self):
         return self.test @ self.party.x
-
-    def ping(self) -> int:
-        return self.rounds
 
 
 def _release(mean, *, scale, rng):
@@ -205,27 +251,39 @@ class Layout:
 
 
 class _PartyLayout(Layout):
-    """Vertical: one actor per party, each on its own worker (Hu et al. 2019, Algorithm 1)."""
+    """Vertical: one actor per party, each on its own worker (Hu et al. 2019, Algorithm 1).
+
+    Where party 1 is the hub itself (private stacking's active party, which holds the labels
+    and scores its own columns: the solver's :class:`~vfl.core.wire.Inference` says so), its
+    block stays with the coordinator and parties 2..M go to the workers.
+    """
 
     units = "parties"
     actor = None  # PartyActor, set below
 
+    def __init__(self, hub_party: bool = False):
+        self.first = int(hub_party)  # the first party placed on a worker (0-based)
+
     def local_workers(self, first) -> int:
-        return len(first.data.blocks)
+        return len(first.data.blocks) - self.first
 
     def place(self, first, workers, address):
         M = len(first.data.blocks)
-        if len(workers) < M:
-            raise ConfigError(too_few(address, workers, M, "parties",
-                                      "each party needs its own worker"))
-        return [(f"party {m + 1}", (m,)) for m in range(M)]
+        self.parties = list(range(self.first, M))
+        if len(workers) < len(self.parties):
+            raise ConfigError(too_few(address, workers, len(self.parties), *(
+                ("passive parties", "each passive party needs its own worker (party 1 is the "
+                                    "coordinator)") if self.first else
+                ("parties", "each party needs its own worker"))))
+        return [(f"party {m + 1}", (m,)) for m in self.parties]
 
     def expected(self, first, k):
-        rows, cols = first.data.blocks[k].shape
+        rows, cols = first.data.blocks[self.parties[k]].shape
         return {"rows": int(rows), "columns": int(cols)}
 
     def data(self, backend, prepared, repeat):
-        return VerticalData(None, prepared.data.y, parties=_Factory(backend, repeat))
+        held = prepared.data.blocks[:self.first] or None  # the hub's own block, if it is a party
+        return VerticalData(held, prepared.data.y, parties=_Factory(backend, repeat))
 
 
 def too_few(address: str, workers, units: int, what: str, why: str) -> str:
@@ -234,15 +292,16 @@ def too_few(address: str, workers, units: int, what: str, why: str) -> str:
             f"worker{'s' if len(workers) != 1 else ''} for {units} {what}: {why}")
 
 
-def _layout(setting):
+def _layout(solver) -> Layout:
     """The :class:`Layout` of a solver's setting (the settings a backend can place)."""
     from vfl.core.solver import Setting
 
     from .agents import AgentLayout
     from .providers import ProviderLayout
 
-    return {Setting.VERTICAL: _PartyLayout, Setting.HORIZONTAL: ProviderLayout,
-            Setting.NETWORK: AgentLayout}[setting]()
+    if solver.setting is Setting.VERTICAL:
+        return _PartyLayout(hub_party=solver.inference.hub_holds_first)
+    return {Setting.HORIZONTAL: ProviderLayout, Setting.NETWORK: AgentLayout}[solver.setting]()
 
 
 class DaskBackend:
@@ -265,7 +324,7 @@ class DaskBackend:
         (the dataset's files)."""
         from .registry import get_solver
 
-        self.layout = _layout(get_solver(self.config.solver.name).setting)
+        self.layout = _layout(get_solver(self.config.solver.name))
         if self.client is None:  # no --cluster: a local one, one worker per unit
             self.cluster, self.client = _local_cluster(self.layout.local_workers(first))
             self.address = self.cluster.scheduler_address
@@ -381,23 +440,38 @@ class DaskUnits:
 
     A subclass says how many rounds a unit has completed (:meth:`_done`), how to rebuild a
     lost unit on a new worker from the coordinator's checkpoint (:meth:`_rebuild`), and
-    what the run's iterations are called (:attr:`iteration_word`).
+    what the run's iterations are called (:attr:`iteration_word`); or, where a unit's state
+    is its own and the checkpoint cannot rebuild it, why (:attr:`not_rebuilt`): a lost
+    worker then stops the run with one line naming its units.
     """
 
     iteration_word = "iteration"
+    #: why a lost unit is not rebuilt from the checkpoint (None: it is)
+    not_rebuilt: str | None = None
 
     def __init__(self, backend: DaskBackend, repeat: int):
         self.backend, self.repeat = backend, repeat
         self.slots = backend.slots
+        self.received: dict = {}  # the final replies of the round in flight
 
-    def _round(self, method: str, args: dict) -> dict:
+    def _round(self, method: str, args: dict, *, final: bool = False) -> dict:
         """``method(*args[k])`` on every unit k of ``args`` at once: one protocol round, its
-        bytes counted; a lost worker's unit is rebuilt and the round run again."""
+        bytes counted; a lost worker's unit is rebuilt and the round run again.
+
+        ``final``: a reply stands once received (a release, drawn once): the round runs again
+        only on the units without one, and :attr:`received` holds them meanwhile.
+        """
+        self.received = {}
         while True:
             before = self.backend.transport_bytes()
             try:
-                futures = {k: getattr(self.slots[k].actor, method)(*a) for k, a in args.items()}
-                replies = {k: f.result() for k, f in futures.items()}
+                futures = {k: getattr(self.slots[k].actor, method)(*a) for k, a in args.items()
+                           if k not in self.received}
+                replies = dict(self.received)
+                for k, f in futures.items():
+                    replies[k] = f.result()
+                    if final:
+                        self.received[k] = replies[k]
             except Exception as exc:  # noqa: BLE001 (a lost worker shows as many types)
                 self._recover(exc)
                 continue
@@ -448,6 +522,12 @@ class DaskUnits:
         lost = [k for k, s in enumerate(self.slots) if not self._alive(s)]
         if not lost:
             raise exc  # not a lost worker: the unit's own error
+        if self.not_rebuilt is not None:
+            k = lost[0]
+            its = "their" if self._plural(k) else "its"
+            raise PartyLostError(f"{self.slots[k].label}: {its} worker {self.slots[k].worker} "
+                                 f"was lost at {self.iteration_word} {self._done(k) + 1}; "
+                                 f"{self.not_rebuilt}, so the run stops") from None
         wait = self.backend.config.run.party_wait
         gone = {self.slots[k].worker for k in lost}
         for k in lost:
@@ -475,41 +555,106 @@ class DaskUnits:
 
 
 class _Factory:
-    """``parties(spec)`` for :class:`~vfl.admm.sharing.solver.ADMMSharing`: start the actors."""
+    """``parties(spec)`` for a vertical solver: open the protocol's side on every party's
+    actor. The spec says which protocol (ADMM sharing's :class:`PartySpec`, FDML's, a
+    passive party's of private stacking), hence which seam the solver gets."""
 
     def __init__(self, backend: DaskBackend, repeat: int):
         self.backend, self.repeat = backend, repeat
-        self.n_parties = len(backend.slots)
+        #: every party of the run, the hub's own included when it is one (private stacking)
+        self.n_parties = backend.layout.first + len(backend.slots)
 
     @property
     def widths(self) -> list[int]:
-        """Each party's column count d_m, as its worker read it."""
+        """The column count d_m of each party on a worker, as its worker read it."""
         return [f["columns"] for f in self._fingerprints()]
 
     @property
     def max_row_norms(self) -> list[float]:
-        """Each party's largest row norm, measured on its worker (accounting mode's check)."""
+        """The largest row norm of each party on a worker, measured there (the unit rows a
+        guarantee needs)."""
         return [f["max_row_norm"] for f in self._fingerprints()]
 
     def _fingerprints(self) -> list[dict]:
         return [f.result() for f in [s.actor.describe() for s in self.backend.slots]]
 
-    def __call__(self, spec: PartySpec) -> "DaskParties":
-        return DaskParties(self.backend, spec, self.repeat)
+    def __call__(self, spec, *args) -> "DaskPartyUnits":
+        return _seams()[type(spec)](self.backend, spec, self.repeat, *args)
 
 
-class DaskParties(DaskUnits, Parties):
-    """The :class:`~vfl.admm.sharing.party.Parties` seam over one actor per party."""
+def _seams() -> dict:
+    """Each vertical protocol's seam over the parties' actors, by its spec's type."""
+    from vfl.baselines.sgd import SGDSpec
+    from vfl.stacking.party import PassiveSpec
+
+    from .fdml import DaskSGDParties
+    from .passives import DaskPassives
+
+    return {PartySpec: DaskParties, SGDSpec: DaskSGDParties, PassiveSpec: DaskPassives}
+
+
+class DaskPartyUnits(DaskUnits):
+    """:class:`DaskUnits` over one actor per party, each playing the protocol's :attr:`side`
+    (opened with the solver's spec for the repeat): the base of every vertical seam.
+
+    ``opened`` is what each side reported when it opened (a lost worker is recovered from
+    there on: a subclass's :meth:`_reset` is its empty checkpoint).
+    """
 
     iteration_word = "epoch"
+    #: the worker side of the protocol (a :class:`Side`)
+    side: type
+
+    def __init__(self, backend: DaskBackend, spec, repeat: int):
+        DaskUnits.__init__(self, backend, repeat)
+        self.spec = spec
+        self.party_index = list(backend.layout.parties)  # slot k holds party party_index[k]
+        self._reset()
+        self.opened = self._ask("open", self.side, spec, repeat)
+
+    def _reset(self) -> None:
+        """The coordinator's checkpoint before the repeat's first round."""
+
+    def _open(self, slot: _Slot):
+        return slot.actor.open(self.side, self.spec, self.repeat)
+
+    def _each(self, method: str, args: dict, *, final: bool = False) -> dict:
+        """One protocol round: ``method(*args[k])`` on the side of every party k of ``args``
+        (``final``: see :meth:`DaskUnits._round`)."""
+        return self._round("call", {k: (method, *a) for k, a in args.items()}, final=final)
+
+    def _all(self, method: str, *args, each=None) -> list:
+        """A diagnostic (not counted) on every party's side."""
+        return self._ask("call", method, *args) if each is None else \
+            self._ask("call", each=lambda k: (method, *each(k)))
+
+    def _args(self, k):
+        return (self.party_index[k],)
+
+    def _scored(self, method: str, *args) -> list:
+        """The parties' messages that score the test rows (``method`` on every side), their
+        transport bytes kept as the last scoring's."""
+        before = self.backend.transport_bytes()
+        shares = self._all(method, *args)
+        self.backend.inference_transport = self.backend.carried(before)
+        return shares
+
+    def _fault(self, k):
+        return {"party": self.party_index[k] + 1, **super()._fault(k)}
+
+
+class DaskParties(DaskPartyUnits, Parties):
+    """The :class:`~vfl.admm.sharing.party.Parties` seam over one actor per party."""
+
+    side = SharingSide
     records_releases = False  # each party draws its noise on its worker
 
     def __init__(self, backend: DaskBackend, spec: PartySpec, repeat: int):
-        DaskUnits.__init__(self, backend, repeat)
-        self.spec = spec
+        DaskPartyUnits.__init__(self, backend, spec, repeat)
         self.n_parties = len(self.slots)
-        self.n_features = [f.result() for f in
-                           [s.actor.start(spec, repeat) for s in self.slots]]
+        self.n_features = self.opened
+
+    def _reset(self):
         for s in self.slots:
             s.pull, s.sigmas = None, []
         self._rho = None
@@ -524,8 +669,7 @@ class DaskParties(DaskUnits, Parties):
         return [out[m] for m in range(len(pulls))]
 
     def _pulls(self, pulls: dict, rho: float, sigmas: dict) -> dict:
-        replies = self._round("update", {m: (r, rho, float(sigmas[m]))
-                                         for m, r in pulls.items()})
+        replies = self._each("update", {m: (r, rho, float(sigmas[m])) for m, r in pulls.items()})
         for m, r in pulls.items():
             self.slots[m].pull = np.array(r, copy=True)  # the checkpoint's own (r may be reused)
             self.slots[m].sigmas.append(float(sigmas[m]))
@@ -536,39 +680,30 @@ class DaskParties(DaskUnits, Parties):
     # -- diagnostics --------------------------------------------------------------------
     def models(self):
         if self._state is None:
-            self._state = self._ask("state")
+            self._state = self._all("state")
         return [x for x, _ in self._state]
 
     def exact_shares(self):
         if self._state is None:
-            self._state = self._ask("state")
+            self._state = self._all("state")
         return [e for _, e in self._state]
 
     def rmatvecs(self, y):
-        return self._ask("rmatvec", y)
+        return self._all("rmatvec", y)
 
     def test_products(self, test):
         """Each party's share of the test rows (its held-out columns are on its worker): the
         inference messages, whose transport bytes are kept (the last scoring's)."""
-        before = self.backend.transport_bytes()
-        shares = self._ask("test_product")
-        self.backend.inference_transport = self.backend.carried(before)
-        return shares
+        return self._scored("test_product")
 
     # -- faults ---------------------------------------------------------------------------
     def _done(self, m):
         return len(self.slots[m].sigmas)
 
-    def _args(self, m):
-        return (m,)
-
-    def _fault(self, m):
-        return {"party": m + 1, **super()._fault(m)}
-
     def _rebuild(self, m: int, worker: str) -> None:
         slot = self.slots[m]
-        slot.actor.start(self.spec, self.repeat).result()
-        slot.actor.resume(slot.sigmas, slot.pull, self._rho).result()
+        self._open(slot).result()
+        slot.actor.call("resume", slot.sigmas, slot.pull, self._rho).result()
 
 
 def dask_backend(config: Config, cluster: str | None, data_dir) -> DaskBackend:

@@ -2,8 +2,10 @@
 
 - :mod:`.mechanism`: local fits, enforced sensitivities, calibration of the
   noise to a target (epsilon, delta), and party 1's fusion of the noisy shares;
+- :mod:`.party`: each passive party's side of the round (:class:`Passive`)
+  behind the :class:`Passives` seam (in this process, or where the blocks are);
 - :mod:`.solver`: the registered solver ``private_stacking``
-  (:class:`PrivateStacking`), its neighbouring relation and its audit pairs.
+  (:class:`PrivateStacking`, party 1), its neighbouring relation and its audit pairs.
 
 Pure computation (numpy/scipy): no files, no printing, no global state.
 """
@@ -21,12 +23,17 @@ from .mechanism import (
     share_sensitivity,
     sure_ridge,
 )
+from .party import LocalPassives, Passive, Passives, PassiveSpec
 from .solver import NEIGHBOURS, PrivateStacking
 
 __all__ = [
     "GTOL",
     "NEIGHBOURS",
     "FusionModel",
+    "LocalPassives",
+    "Passive",
+    "PassiveSpec",
+    "Passives",
     "PrivateStacking",
     "base_rate_logit",
     "fit_logistic",

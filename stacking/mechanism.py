@@ -1,7 +1,9 @@
 """The numerical pieces of private stacking: local fits, sensitivities, calibration, fusion.
 
-Pure numpy/scipy: no files, no printing, no global state; every random draw
-happens in the solver, through :meth:`vfl.core.solver.Solver.release`.
+Pure numpy/scipy: no files, no printing, no global state; no random draw
+happens here (the releases are drawn through the solver's
+:meth:`vfl.core.solver.Solver.release`, or where the passive parties run, at
+the scales of the events the solver records: :mod:`.party`).
 
 Notation (one passive party m, N training rows, row i of its block ``D_m``
 written ``a_i`` with ``||a_i|| <= 1``; labels ``y_i`` in {-1, +1};

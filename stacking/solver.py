@@ -4,10 +4,11 @@ The registered solver ``private_stacking`` (:class:`PrivateStacking`). Party 1
 (the active party) holds the labels and its block ``D_1``; passive parties
 m = 2..M hold ``D_m``. In one round:
 
-1. every passive party fits a local logistic model on its own block with the
-   labels (eq. L of :mod:`vfl.stacking.mechanism`; it learns the labels, as it
-   does in ADMM sharing, where ``y`` and ``z`` reveal them) and publishes it
-   by output perturbation (eq. O): ``x~_m = x_m + N(0, sigma_x^2 I)``.
+1. party 1 sends the labels to every passive party (N values, one byte each);
+   each fits a local logistic model on its own block with them (eq. L of
+   :mod:`vfl.stacking.mechanism`; it learns the labels, as it does in ADMM
+   sharing, where ``y`` and ``z`` reveal them) and publishes it by output
+   perturbation (eq. O): ``x~_m = x_m + N(0, sigma_x^2 I)``.
    ``x~_m`` is treated as released to everyone, although in deployment only
    what it computes leaves the party: the analysis does not rely on it
    staying secret;
@@ -20,6 +21,9 @@ m = 2..M hold ``D_m``. In one round:
    uses the product of experts ``u_1 + sum_m s_m``. Party 1's features never
    leave it. Predictions use each passive party's exact clipped share
    ``clip(D_m x~_m)`` of the new row.
+
+The passive parties' side of the round is :mod:`.party` (:class:`~.party.Passives`,
+in this process or on their own workers); party 1 is the solver.
 
 Privacy (``privacy.delta`` set). Neighbouring relation: one sample's feature
 vector in one passive party's block replaced by any other vector of norm
@@ -64,6 +68,7 @@ from vfl.core.solver import Reference, Release, Setting, Solver, VerticalData
 from vfl.core.wire import Inference, Wire
 
 from . import mechanism as mech
+from .party import LocalPassives, Noise, PassiveSpec, share_moments
 
 __all__ = ["PrivateStacking", "NEIGHBOURS"]
 
@@ -72,16 +77,11 @@ NEIGHBOURS = ("datasets differing in one sample's feature vector in one passive 
               "D_m (m >= 2), replaced by any vector of l2 norm <= 1 (rows are unit-normalized); "
               "labels and party 1's block are not protected by this relation")
 
-_LABELS_NOTE = ("labels are not protected: every passive party uses them to fit its local model "
-                "(ADMM sharing reveals them too: y and z reach every party each epoch)")
+_LABELS_NOTE = ("labels are not protected: party 1 sends them to every passive party, which fits "
+                "its local model with them (ADMM sharing reveals them too: y and z reach every "
+                "party each epoch)")
 
 _SPLIT_KEYS = ("model", "shares", "moments")
-
-
-def _max_row_norm(D) -> float:
-    norms = np.sqrt(np.asarray(D.multiply(D).sum(axis=1)).ravel()) if sp.issparse(D) \
-        else np.linalg.norm(D, axis=1)
-    return float(norms.max()) if norms.size else 0.0
 
 
 class PrivateStacking(Solver):
@@ -98,6 +98,8 @@ class PrivateStacking(Solver):
     title = "private stacking"
     setting = Setting.VERTICAL
     iteration_name = "round"
+    backends = ("inprocess", "dask")
+    accounted_backends = ("inprocess", "dask")
     reference = Reference(
         "vfl's one-release DP stacking for vertical FL (README \"Privacy\"); output perturbation of "
         "Chaudhuri, Monteleoni and Sarwate (JMLR 2011), regression calibration (Carroll et al., "
@@ -184,19 +186,23 @@ class PrivateStacking(Solver):
 
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
+        M = len(data.blocks) if data.parties is None else data.parties.n_parties
         return cls(data.blocks, data.y, lam_local=params["lam_local"], lam1=params["lam1"],
                    prior_sd=params["prior_sd"], epsilon=privacy["epsilon"],
                    delta=privacy["delta"], clip=privacy["clip"], split=privacy["split"],
                    model_noise=privacy["model_noise"], accountant=privacy["accountant"],
-                   noise_rngs=[streams.noise(m) for m in range(len(data.blocks))],
-                   shared_rng=streams.noise())
+                   noise_rngs=[streams.noise(m) for m in range(M)],
+                   shared_rng=streams.noise(), parties=data.parties)
 
     def __init__(self, blocks, y, *, lam_local=1.0, lam1=1.0, prior_sd=0.5, epsilon=None,
                  delta=None, clip=2.0, split=(0.5, 0.48, 0.02), model_noise=None,
-                 accountant="pld", noise_rngs=None, shared_rng=None):
-        if len(blocks) < 2:
+                 accountant="pld", noise_rngs=None, shared_rng=None, parties=None):
+        """``blocks``: every party's block, or with ``parties`` (the passive parties run
+        elsewhere: ``parties(spec)`` gives their :class:`~.party.Passives`) party 1's only."""
+        M = len(blocks) if parties is None else parties.n_parties
+        if M < 2:
             raise ValueError("private stacking needs party 1 and at least one passive party "
-                             f"(got {len(blocks)} block)")
+                             f"(got {M} block)")
         y = np.asarray(y, dtype=float)
         if not np.all(np.isin(y, (-1.0, 1.0))):
             raise ValueError("private stacking needs labels in {-1, +1}")
@@ -212,11 +218,18 @@ class PrivateStacking(Solver):
         if split.shape != (3,) or np.any(split < 0) or abs(split.sum() - 1) > 1e-9 or split[0] <= 0:
             raise ValueError(f"split must be 3 fractions >= 0 summing to 1 with split[0] > 0, "
                              f"got {split.tolist()}")
-        self.blocks = [D.tocsr() if sp.issparse(D) else np.ascontiguousarray(D, dtype=float)
-                       for D in blocks]
+        D1 = blocks[0]
+        self.D1 = D1.tocsr() if sp.issparse(D1) else np.ascontiguousarray(D1, dtype=float)
         self.y = y
-        self.n_parties = len(blocks)
-        self.passive = np.arange(1, self.n_parties)
+        self.n_parties = M
+        self.passive = np.arange(1, M)
+        # the passive parties release through self.release here; elsewhere they draw their
+        # noise themselves, at the scales of the events self.record_release records
+        spec = PassiveSpec(float(clip), M - 1)
+        rngs = [None] * (M - 1) if noise_rngs is None else list(noise_rngs)[1:]
+        self.passives = (LocalPassives(blocks[1:], spec, self.release, rngs, shared_rng)
+                         if parties is None else
+                         parties(spec, self.record_release, rngs, shared_rng))
         self.lam1, self.prior_sd, self.clip = float(lam1), float(prior_sd), float(clip)
         self.split = split
         self.m0 = mech.base_rate_logit(y)
@@ -227,8 +240,7 @@ class PrivateStacking(Solver):
         if self.private:
             if epsilon is None:
                 raise ValueError("a private run needs epsilon and delta")
-            for m, D in enumerate(self.blocks[1:], start=2):
-                worst = _max_row_norm(D)
+            for m, worst in enumerate(self.passives.max_row_norms, start=2):
                 if worst > 1.0 + 1e-9:
                     raise ValueError(f"party {m}: a row has norm {worst:.4g} > 1; the sensitivity "
                                      "bounds need unit rows (preprocessing.normalize_rows = true)")
@@ -250,7 +262,6 @@ class PrivateStacking(Solver):
             self.mu = np.inf
             self.lam = np.full(K, float(lam_local))
             self.sens = self.sigma = None
-        self.noise_rngs, self.shared_rng = noise_rngs, shared_rng
         self.round = 0
         self.wire = Wire(self.n_parties)
         self.x_released: list[np.ndarray] | None = None
@@ -265,47 +276,41 @@ class PrivateStacking(Solver):
 
     def _release_round(self) -> None:
         """Steps 1-2: the passive parties' local fits and releases (all that leaves them)."""
-        y, K, c = self.y, len(self.passive), self.clip
-        released = []
-        for j, m in enumerate(self.passive):  # parties hold blocks of different widths
-            x, _ = mech.fit_logistic(self.blocks[m], y, self.lam[j], offset=self.m0)
-            if self.private:
-                x = self.release(x, units=int(m), scale=self.sigma["model"][j],
-                                 sensitivity=self.sens["model"][j], rng=self.noise_rngs[m])
-            released.append(np.asarray(x, dtype=float))
-        self.x_released = released  # the exact local models are not kept
-        # clipped shares on the training rows, one row per passive party
-        S = np.vstack([np.clip(self.blocks[m] @ x, -c, c) for m, x in zip(self.passive, released)])
-        self._S = S
-        Q = np.column_stack([S.mean(axis=1), (S * S).mean(axis=1)])  # (mean s, mean s^2), eq. Q
-        self._count_round()
-        if not self.private:
-            self._shares, self._tau, self._moments = S.T, np.zeros(K), Q
+        sent = self._sent()
+        got = self.passives.round(self.y.astype(np.int8), self.lam, sent)
+        self.x_released = got.models  # the exact local models are not kept
+        self._count_round(sent)
+        if not self.private:  # the exact shares: party 1 computes their moments itself
+            self._shares, self._tau = got.shares.T, np.zeros(len(self.passive))
+            self._moments = share_moments(got.shares)
             return
-        if self.split[1] > 0:
-            T = self.release(S, units=self.passive, scale=self.sigma["shares"],
-                             sensitivity=self.sens["shares"], rng=self.shared_rng)
-            self._shares, self._tau = np.asarray(T).reshape(K, -1).T, self.sigma["shares"].copy()
-        if self.split[2] > 0:
-            self._moments = np.asarray(self.release(Q, units=self.passive,
-                                                    scale=self.sigma["moments"],
-                                                    sensitivity=self.sens["moments"],
-                                                    rng=self.shared_rng)).reshape(K, 2)
+        if got.shares is not None:
+            self._shares, self._tau = got.shares.T, self.sigma["shares"].copy()
+        self._moments = got.moments
 
-    def _count_round(self) -> None:
-        """The round's messages to party 1: each passive party's model, then its shares on the
-        training rows and its two moments when the run uses them (one message each)."""
+    def _sent(self) -> dict:
+        """What each passive party sends in the round: per release (eqs. O, S, Q) its noise,
+        or None for the exact value of a non-private run; a release the run does not use (a
+        zero share of the budget) is not sent."""
+        if not self.private:
+            return {"model": None, "shares": None}
+        return {k: Noise(self.sigma[k], self.sens[k])
+                for k, f in zip(_SPLIT_KEYS, self.split) if f > 0}
+
+    def _count_round(self, sent: dict) -> None:
+        """The round's messages: party 1 sends the labels to every passive party (N values,
+        +-1 in one byte each); each sends back its model, then its shares on the training
+        rows and its two moments when the run uses them (one message each)."""
         n = len(self.y)
-        widths = np.array([self.blocks[m].shape[1] for m in self.passive])
-        parts = [widths, np.full(len(widths), n if not self.private or self.split[1] > 0 else 0),
-                 np.full(len(widths), 2 if self.private and self.split[2] > 0 else 0)]
-        for values in parts:
-            self.wire.gather(values, units=self.passive)
+        self.wire.scatter(n, units=self.passive, dtype=np.int8)
+        values = {"model": np.array(self.passives.widths), "shares": n, "moments": 2}
+        for kind in sent:
+            self.wire.gather(values[kind], units=self.passive)
 
     def _fuse(self) -> None:
         """Step 3: party 1's post-processing (no release)."""
         t0 = perf_counter()
-        self.model = mech.fuse(self.blocks[0], self.y, self._shares, self._tau, self._moments,
+        self.model = mech.fuse(self.D1, self.y, self._shares, self._tau, self._moments,
                                lam1=self.lam1, prior_sd=self.prior_sd,
                                n_passive=len(self.passive))
         self._stats["fusion_time_s"] = perf_counter() - t0
@@ -348,20 +353,21 @@ class PrivateStacking(Solver):
     def initial_metrics(self) -> dict:
         return {}
 
-    def _margins(self, blocks) -> np.ndarray:
-        n = blocks[0].shape[0]
-        if not self.round:
-            return np.zeros(n)  # before the round: the zero model, like every other solver
+    def _margins(self, D1, shares) -> np.ndarray:
+        """Party 1's margins from its own columns ``D1`` and each passive party's clipped share
+        under its released model (eq. F)."""
         self._ensure_model()
-        S = np.column_stack([np.clip(np.asarray(blocks[m] @ x).ravel(), -self.clip, self.clip)
-                             for m, x in zip(self.passive, self.x_released)])
-        return self.model.margins(blocks[0], S)
+        return self.model.margins(D1, np.column_stack(shares))
 
     def train_margins(self) -> np.ndarray:
-        return self._margins(self.blocks)
+        if not self.round:
+            return np.zeros(len(self.y))  # before the round: the zero model, like every solver
+        return self._margins(self.D1, self.passives.shares())
 
     def decision_function(self, test) -> np.ndarray:
-        return self._margins(test)
+        if not self.round:
+            return np.zeros(test[0].shape[0])
+        return self._margins(test[0], self.passives.test_shares(test))
 
     def coef(self) -> np.ndarray | None:
         """Party 1's fusion coefficients, then each passive party's weight times its model."""
@@ -374,7 +380,7 @@ class PrivateStacking(Solver):
         if not self.private or self.round:
             return []
         out = [Release("gaussian", np.array([m]), self.sens["model"][[j]],
-                       self.sigma["model"][[j]], self.blocks[m].shape[1])
+                       self.sigma["model"][[j]], self.passives.widths[j])
                for j, m in enumerate(self.passive)]
         if self.split[1] > 0:
             out.append(Release("gaussian", self.passive, self.sens["shares"], self.sigma["shares"],
@@ -471,8 +477,8 @@ class PrivateStacking(Solver):
                        "logistic fit on [D_1, s^] with prior N(1, prior_sd^2) on the weights"),
             "lam_local": self.lam.tolist(),
             "base_rate_logit": self.m0,
-            "messages_per_passive_party": {"model": [int(self.blocks[m].shape[1])
-                                                     for m in self.passive],
+            "messages_per_passive_party": {"labels_received": len(self.y),
+                                           "model": [int(d) for d in self.passives.widths],
                                            "shares": len(self.y) if (not self.private or
                                                                      self.split[1] > 0) else 0},
         }

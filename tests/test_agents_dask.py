@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from cli_helpers import assert_one_line_error, vfl
+from test_parties import assert_same_numbers
 from test_parties import cluster  # noqa: F401 (the same small threaded cluster, per module)
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.parties import dask_backend
@@ -65,16 +66,6 @@ def _both(raw, cluster):
     return local, remote
 
 
-def _same(local, remote):
-    timing = [c for c in local.metrics.columns if c.endswith("_time_s")]
-    pd.testing.assert_frame_equal(remote.metrics.drop(columns=timing),
-                                  local.metrics.drop(columns=timing), check_exact=True)
-    if local.repeats is not None:
-        pd.testing.assert_frame_equal(remote.repeats.drop(columns=timing),
-                                      local.repeats.drop(columns=timing), check_exact=True)
-    pd.testing.assert_frame_equal(remote.communication, local.communication)
-
-
 @pytest.mark.parametrize("raw", [
     # Algorithm 1: random weights and Laplace noise drawn on the workers, the releases
     # accounted by the solver (privacy.delta); two repeats (graphs, splits)
@@ -87,7 +78,7 @@ def _same(local, remote):
 ], ids=["ldp_admm", "random_penalty_admm", "ldp_gd", "pp_admm"])
 def test_ldp_agents_on_dask_give_the_in_process_numbers_to_the_bit(cluster, raw):
     local, remote = _both(raw, cluster)
-    _same(local, remote)
+    assert_same_numbers(remote, local)
     assert list(remote.manifest["backend"]["agents"]) == ["agents 1-3", "agents 4-5"]
     # every agent sends x_i (5 values) to each neighbour: 2 |E| = 12 messages per exchange,
     # x^0's and the 6 iterations'; the transport carried the groups' share of them and more
@@ -116,7 +107,7 @@ def test_secret_sharing_through_the_coordinator_gives_the_in_process_numbers(clu
     """Algorithm 3's rounds routed by the coordinator between the groups (agents 1-3, 4-5):
     the metrics and every count of communication.csv to the bit."""
     local, remote = _both(raw, cluster)
-    _same(local, remote)
+    assert_same_numbers(remote, local)
     repeats = remote.config.run.repeats
     # each exchange: every agent sends a share (5 ring elements of 8 bytes) to each of the
     # 4 others, then its partial sum to each of them: 2 * 20 messages of 40 bytes; x^0's
@@ -167,7 +158,7 @@ def test_a_group_rebuilt_mid_run_by_replay_gives_the_same_numbers(cluster, netwo
 
         remote = run_experiment(config, plan=plan, with_baselines=False, on_epoch=rebuild)
         assert slot.actor is not first and agents.rounds == 6
-        _same(local, remote)
+        assert_same_numbers(remote, local)
         released = agents.log[1][3]
         released[0, 0] = np.nextafter(released[0, 0], np.inf)  # one bit of one release
         with pytest.raises(PartyLostError, match="agents 1-3: rebuilt on worker .*, their "

@@ -1,4 +1,5 @@
-"""``run.backend = "dask"``: ADMM sharing's parties as actors on their own Dask workers.
+"""``run.backend = "dask"``: the parties of ADMM sharing and FDML SGD, private stacking's
+passive parties and DP-ADMM's providers as actors on their own Dask workers.
 
 One small in-process (threaded, TCP) cluster serves every test here; the
 process clusters, a9a and the killed workers are in ``test_parties_slow.py``.
@@ -18,8 +19,6 @@ from vfl.experiments.runner import plan_run, run_experiment
 
 distributed = pytest.importorskip("dask.distributed")
 
-TIMING = ["wall_time_s", "x_time_s", "z_time_s", "y_time_s"]
-
 
 @pytest.fixture(scope="module")
 def cluster():
@@ -36,11 +35,25 @@ def _config(tmp_path, epochs=8, extra=""):
 
 
 def _run(config, cluster=None):
+    """The run's records, and its plan when it ran on the Dask ``cluster``."""
     if cluster is None:
         return run_experiment(config, with_baselines=False), None
     with dask_backend(config, cluster, None) as backend:
         plan = plan_run(config, None, backend)
-        return run_experiment(config, plan=plan, with_baselines=False), backend
+        return run_experiment(config, plan=plan, with_baselines=False), plan
+
+
+def assert_same_numbers(remote, local) -> None:
+    """Every metrics column but the timings (each repeat's too), the model and
+    communication.csv, to the bit."""
+    timing = [c for c in local.metrics.columns if c.endswith("time_s")]
+    pd.testing.assert_frame_equal(remote.metrics.drop(columns=timing),
+                                  local.metrics.drop(columns=timing), check_exact=True)
+    if local.repeats is not None:
+        pd.testing.assert_frame_equal(remote.repeats.drop(columns=timing),
+                                      local.repeats.drop(columns=timing), check_exact=True)
+    np.testing.assert_array_equal(remote.coef, local.coef)
+    pd.testing.assert_frame_equal(remote.communication, local.communication)
 
 
 #: ADMM sharing's accounting mode (row relation, sigma calibrated for epsilon 4)
@@ -62,11 +75,8 @@ ACCOUNTED = ["preprocessing.normalize_rows=true", "privacy.delta=1e-5", "privacy
 def test_the_dask_backend_gives_the_in_process_numbers_to_the_bit(tmp_path, cluster, overrides):
     path = _config(tmp_path)
     local, _ = _run(load_config(path, overrides))
-    remote, backend = _run(load_config(path, [*overrides, "run.backend=dask"]), cluster)
-    pd.testing.assert_frame_equal(remote.metrics.drop(columns=TIMING),
-                                  local.metrics.drop(columns=TIMING), check_exact=True)
-    np.testing.assert_array_equal(remote.coef, local.coef)
-    pd.testing.assert_frame_equal(remote.communication, local.communication)
+    remote, _ = _run(load_config(path, [*overrides, "run.backend=dask"]), cluster)
+    assert_same_numbers(remote, local)
     # the parties were on two workers; the transport carried the protocol's bytes plus headers
     assert len(set(remote.manifest["backend"]["parties"].values())) == 2
     t = remote.manifest["communication"]["transport"]
@@ -78,6 +88,163 @@ def test_the_dask_backend_gives_the_in_process_numbers_to_the_bit(tmp_path, clus
         remote.config.run.repeats
     assert remote.manifest["result"]["inference_bytes"] == t["protocol_inference_bytes"] == 1600
     assert 1600 <= t["inference_bytes"] <= 1600 + 2 * 1200  # plus Dask's headers
+
+
+#: FDML SGD (Hu et al.'s baseline, Section 5): 300 rows in 6 mini-batches of 50 per epoch
+FDML = 'name = "fdml_sgd"\nbatch_size = 50\n'
+
+
+def _fdml(tmp_path, overrides=(), epochs=5):
+    path = tmp_path / "fdml.toml"
+    path.write_text(SMALL.format(epochs=epochs) + FDML)
+    return load_config(path, list(overrides))
+
+
+@pytest.mark.parametrize("overrides", [
+    [],  # FDML on 2 parties, lr / sqrt(t)
+    # FDML's DP variant: each party's output noise drawn on its worker; step decay; the last
+    # batch's derivatives delivered with a diagnostic every 2 epochs, or with the next epoch
+    ["privacy.sigma=0.2", 'solver.lr_schedule="step"', "solver.lr_step_epochs=2",
+     "run.eval_every=2", "run.repeats=2", "solver.init_scale=0.3"],
+    # a batch that does not divide N (300 = 4 x 70 + 20), no initial draw, constant lr
+    ["solver.batch_size=70", "solver.init_scale=0.0", 'solver.lr_schedule="constant"'],
+])
+def test_fdml_on_dask_gives_the_in_process_numbers_to_the_bit(tmp_path, cluster, overrides):
+    """Each party's block, model and noise on its worker, the labels with the coordinator:
+    per mini-batch B outputs up and B derivatives down, as in-process, to the bit."""
+    from vfl.experiments.fdml import DaskSGDParties
+
+    local, _ = _run(_fdml(tmp_path, overrides))
+    remote, plan = _run(_fdml(tmp_path, [*overrides, "run.backend=dask"]), cluster)
+    assert isinstance(plan.solver.parties, DaskSGDParties)
+    assert_same_numbers(remote, local)
+    assert len(set(remote.manifest["backend"]["parties"].values())) == 2
+    # per epoch each party sends N = 300 outputs and receives 300 derivatives (float64)
+    t = remote.manifest["communication"]["transport"]
+    assert t["protocol_bytes_per_epoch"] == 2 * 2 * 300 * 8
+    # TCP carries them and, per message, Dask's headers (a mini-batch is only 400 bytes)
+    assert t["protocol_bytes"] < t["bytes"] < 4 * t["protocol_bytes"]
+    assert remote.manifest["result"]["inference_bytes"] == t["protocol_inference_bytes"] \
+        == 2 * 100 * 8
+
+
+#: private stacking on 3 parties: party 1 (4 columns and the labels) is the coordinator,
+#: parties 2 and 3 go to the two workers
+STACKING = """name = "stacking"
+[data]
+dataset = "synthetic"
+options = { n_train = 300, n_test = 100, n_features = 12, seed = 3 }
+[preprocessing]
+normalize_rows = true
+[partition]
+columns = [4, 4, 4]
+[solver]
+name = "private_stacking"
+epochs = 1
+"""
+#: its private mechanism, replayable (a simulation: the numbers can be compared)
+STACKING_PRIVATE = ["privacy.delta=1e-5", "privacy.epsilon=2.0", "privacy.replayable_noise=true"]
+
+
+def _stacking(tmp_path, overrides=()):
+    path = tmp_path / "stacking.toml"
+    path.write_text(STACKING)
+    return load_config(path, list(overrides))
+
+
+@pytest.mark.parametrize("overrides", [
+    [],  # non-private stacking: the exact shares
+    # the model, the shares and the moments released; two repeats
+    [*STACKING_PRIVATE, "run.repeats=2"],
+    # the model alone (the product of experts), its noise from the l2 weight's rule
+    [*STACKING_PRIVATE, "privacy.split=[1.0, 0.0, 0.0]", "privacy.model_noise=0.3"],
+    # two parties: one passive party on one of the two workers
+    [*STACKING_PRIVATE, "partition.columns=[5, 7]", "privacy.split=[0.3, 0.6, 0.1]"],
+])
+def test_private_stacking_on_dask_gives_the_in_process_numbers_to_the_bit(tmp_path, cluster,
+                                                                          overrides):
+    """Each passive party's local fit and releases on its worker, its noise drawn there from
+    the streams the in-process run draws it from; party 1 (the coordinator: the labels and
+    its own block) records the release events and fits the fusion: to the bit."""
+    from vfl.experiments.passives import DaskPassives
+
+    local, _ = _run(_stacking(tmp_path, overrides))
+    remote, plan = _run(_stacking(tmp_path, [*overrides, "run.backend=dask"]), cluster)
+    assert isinstance(plan.solver.passives, DaskPassives)
+    M = len(plan.config.partition.columns)
+    assert plan.solver.D1.shape == plan.first.data.blocks[0].shape  # party 1's block only
+    assert_same_numbers(remote, local)
+    assert list(remote.manifest["backend"]["parties"]) == [f"party {m}" for m in range(2, M + 1)]
+    assert len(set(remote.manifest["backend"]["parties"].values())) == M - 1
+    # the round: N = 300 labels down (one byte each), the model and the releases up
+    t = remote.manifest["communication"]["transport"]
+    assert t["protocol_bytes"] == remote.metrics["bytes"].iloc[-1] * remote.config.run.repeats
+    passive = remote.communication.query("phase == 'training' and epoch == 1 and unit > 1")
+    assert passive["received_bytes"].tolist() == [300] * (M - 1) * remote.config.run.repeats
+    assert t["protocol_bytes"] < t["bytes"] < t["protocol_bytes"] + 8000 * (M - 1)
+    # scoring: each passive party sends its 100 clipped shares of the test rows
+    assert remote.manifest["result"]["inference_bytes"] == t["protocol_inference_bytes"] \
+        == (M - 1) * 100 * 8
+
+
+def test_private_stacking_on_dask_draws_exact_noise_on_the_workers(tmp_path, cluster):
+    """A deployment run (no replayable noise): the coordinator records every release, each
+    passive party draws exact discrete Gaussians on its worker at the event's scale (grown
+    for the grid); epsilon is the in-process one to the bit."""
+    deploy = ["privacy.delta=1e-5", "privacy.epsilon=2.0"]
+    local, _ = _run(_stacking(tmp_path, deploy))
+    remote, plan = _run(_stacking(tmp_path, [*deploy, "run.backend=dask"]), cluster)
+    assert "exact discrete" in remote.manifest["privacy"]["noise"]
+    events = plan.solver.releases()
+    assert [e.units.tolist() for e in events] == [[1], [2], [1, 2], [1, 2]]  # models, S, Q
+    assert all(e.exact for e in events)
+    # the shares on the grid of step scale / 2^20 of their event
+    for share, scale in zip(plan.solver._shares.T, events[2].scale):
+        steps = share / (scale / 2**20)
+        np.testing.assert_allclose(steps, np.rint(steps), rtol=0, atol=1e-6)
+    accounted = ["epsilon_tight", "delta_tight", "sigma_model_party2", "sigma_share_party3"]
+    pd.testing.assert_frame_equal(remote.metrics[accounted], local.metrics[accounted],
+                                  check_exact=True)
+    assert 1.99 < remote.metrics["epsilon_tight"].iloc[-1] <= 2.0  # the target
+
+
+@pytest.mark.parametrize("final", [True, False])
+def test_a_final_round_runs_again_only_where_no_reply_arrived(final):
+    """A release, once received, stands (private stacking's round): after a lost worker the
+    round runs again only on the units without a reply; an ordinary round (ADMM sharing's,
+    whose survivors are rolled back) runs again on all."""
+    from types import SimpleNamespace
+
+    from vfl.experiments.parties import DaskUnits
+
+    asked = []
+
+    class Actor:
+        def __init__(self, k, lost):
+            self.k, self.lost = k, lost
+
+        def release(self, x):
+            asked.append(self.k)
+            reply, self.lost = (OSError("lost") if self.lost else x + self.k), False
+            return SimpleNamespace(result=lambda: _raise_or(reply))
+
+    backend = SimpleNamespace(slots=[SimpleNamespace(actor=Actor(k, k == 1)) for k in range(3)],
+                              transport_bytes=dict, count_transport=lambda before: None)
+
+    class Units(DaskUnits):
+        def _recover(self, exc):  # the lost unit rebuilt (here: answering next time)
+            assert isinstance(exc, OSError)
+
+    replies = Units(backend, 0)._round("release", {k: (10,) for k in range(3)}, final=final)
+    assert replies == {0: 10, 1: 11, 2: 12}
+    # units 0 to 2 asked, unit 1's worker lost (unit 2's reply not collected): asked again
+    assert asked == [0, 1, 2] + ([1, 2] if final else [0, 1, 2])
+
+
+def _raise_or(value):
+    if isinstance(value, Exception):
+        raise value
+    return value
 
 
 def test_inference_is_counted_from_the_declaration():
@@ -127,11 +294,7 @@ def test_dp_admm_providers_on_dask_give_the_in_process_numbers_to_the_bit(cluste
         with pytest.raises(AttributeError):
             plan.solver.A  # noqa: B018 (the trainer holds no provider's rows)
         remote = run_experiment(config, plan=plan, with_baselines=False)
-    timing = [c for c in local.metrics.columns if c.endswith("_time_s")]
-    pd.testing.assert_frame_equal(remote.metrics.drop(columns=timing),
-                                  local.metrics.drop(columns=timing), check_exact=True)
-    np.testing.assert_array_equal(remote.coef, local.coef)
-    pd.testing.assert_frame_equal(remote.communication, local.communication)
+    assert_same_numbers(remote, local)
     assert list(remote.manifest["backend"]["providers"]) == ["providers 1-3", "providers 4-5"]
     # Algorithm 3: each provider sends d = 7 values and receives w (7 values) per iteration
     t = remote.manifest["communication"]["transport"]
@@ -191,10 +354,18 @@ def test_bad_clusters_are_one_line_errors_and_nothing_is_written(tmp_path, clust
                           "cannot reach the Dask scheduler at tcp://127.0.0.1:9")
     assert_one_line_error(vfl("run", "--config", path, "--out", out, "--cluster", cluster),
                           '--cluster needs run.backend = "dask"')
-    # three parties, two workers
-    assert_one_line_error(vfl("run", "--config", path, "--out", out, *dask, "--cluster", cluster,
-                              "--set", "partition.columns=[4,4,4]"),
-                          "has 2 workers for 3 parties")
+    # three parties, two workers (ADMM sharing, FDML)
+    for solver in ([], ["--set", 'solver={name="fdml_sgd", epochs=2}']):
+        assert_one_line_error(vfl("run", "--config", path, "--out", out, *dask, "--cluster",
+                                  cluster, "--set", "partition.columns=[4,4,4]", *solver),
+                              "has 2 workers for 3 parties: each party needs its own worker")
+    # private stacking: three passive parties, two workers (party 1 is the coordinator)
+    stacking = tmp_path / "stacking.toml"
+    stacking.write_text(STACKING)
+    assert_one_line_error(vfl("run", "--config", stacking, "--out", out, *dask, "--cluster",
+                              cluster, "--set", "partition.columns=[3,3,3,3]"),
+                          "has 2 workers for 3 passive parties: each passive party needs its "
+                          "own worker (party 1 is the coordinator)")
     assert not out.exists()
     # a sweep runs in-process: it refuses the backend instead of ignoring it
     assert_one_line_error(vfl("sweep", "--config", path, "--out", out, "--grid",
@@ -228,6 +399,15 @@ epochs = 2
 epsilon_per_iteration = 0.5
 noise = false
 """, "provider 1"),
+    # private stacking: party 1 is the coordinator, party 2 the first on a worker
+    "passive parties": ("""[preprocessing]
+normalize_rows = true
+[partition]
+columns = [3, 3]
+[solver]
+name = "private_stacking"
+epochs = 1
+""", "party 2"),
 }
 
 
@@ -264,8 +444,6 @@ backend = "dask"
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (['solver.name="fdml_sgd"'], "fdml_sgd runs in-process only (the dask backend runs "
-                                  "admm_sharing, dgd, dp_admm, dvp_admm"),
     (['run.backend="ray"'], "run.backend"),
     # the exact local solves of Algorithms 1-2 are batched over all providers: in-process only
     (['solver.name="consensus_admm"', 'partition={agents=2, samples_per_agent=10}',

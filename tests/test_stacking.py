@@ -121,7 +121,7 @@ def test_shares_are_clipped_before_the_noise_and_at_prediction():
     assert np.isclose(np.abs(share_mean).max(), 0.3)  # the clip is active for this small lam
     # prediction uses the same clip on the released model
     x_rel = s.x_released[0]
-    np.testing.assert_allclose(np.clip(blocks[1] @ x_rel, -0.3, 0.3), s._S[0])
+    np.testing.assert_allclose(np.clip(blocks[1] @ x_rel, -0.3, 0.3), s.passives.shares()[0])
 
 
 def test_rows_longer_than_one_are_refused():

@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from vfl.core.params import Param
+from vfl.core.preprocessing import row_norms
 from vfl.core.solver import Neighbour, PartyBlocks, Reference, Release, Setting, VerticalData
 from vfl.core.wire import Wire
 
@@ -278,10 +279,6 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         return out
 
     # -- the runner protocol ------------------------------------------------
-    def decision_function(self, test) -> np.ndarray:
-        """Margins on held-out rows: the sum of each party's ``B_m x_m`` (Hu et al., eq. (1))."""
-        return np.sum(self.parties.test_products(test), axis=0)
-
     def step(self, diagnostics: bool = False) -> dict:
         if self._plan is not None:
             self._plan["calibrator"].before_epoch(self)
@@ -413,6 +410,5 @@ def _block_facts(data) -> tuple[list[int], list[float]]:
     widths, norms = [], []
     for D in data.blocks:
         widths.append(int(D.shape[1]))
-        norms.append(float(np.sqrt(np.asarray(D.multiply(D).sum(axis=1)).ravel().max(initial=0.0))
-                           if sp.issparse(D) else np.linalg.norm(D, axis=1).max(initial=0.0)))
+        norms.append(float(row_norms(D).max(initial=0.0)))
     return widths, norms
