@@ -464,16 +464,22 @@ class DaskUnits:
         self.received = {}
         while True:
             before = self.backend.transport_bytes()
+            replies, failure = dict(self.received), None
             try:
                 futures = {k: getattr(self.slots[k].actor, method)(*a) for k, a in args.items()
                            if k not in self.received}
-                replies = dict(self.received)
-                for k, f in futures.items():
-                    replies[k] = f.result()
-                    if final:
-                        self.received[k] = replies[k]
             except Exception as exc:  # noqa: BLE001 (a lost worker shows as many types)
-                self._recover(exc)
+                futures, failure = {}, exc
+            for k, f in futures.items():  # every reply that arrives is collected
+                try:
+                    replies[k] = f.result()
+                except Exception as exc:  # noqa: BLE001
+                    failure = failure or exc
+                    continue
+                if final:
+                    self.received[k] = replies[k]
+            if failure is not None:
+                self._recover(failure)
                 continue
             self.backend.count_transport(before)
             return replies
@@ -546,8 +552,8 @@ class DaskUnits:
                                             self.iteration_word: self._done(k) + 1,
                                             "lost": old, "resumed_on": workers[0]})
         for k, s in enumerate(self.slots):
-            if k not in lost:
-                s.actor.sync(self._done(k)).result()
+            if k not in lost:  # (a unit whose final reply arrived has done the round in flight)
+                s.actor.sync(self._done(k) + (k in self.received)).result()
 
     def _args(self, k: int) -> tuple:
         """The actor's arguments of unit k (as :meth:`Layout.place` gave them)."""
@@ -658,6 +664,7 @@ class DaskParties(DaskPartyUnits, Parties):
         for s in self.slots:
             s.pull, s.sigmas = None, []
         self._rho = None
+        self._inflight = None  # (pulls, rho, sigmas) of the round in flight
         self._state = None  # (models, exact shares) of the current round, once asked
 
     # -- the protocol: one round of pulls and shares --------------------------------
@@ -669,7 +676,11 @@ class DaskParties(DaskPartyUnits, Parties):
         return [out[m] for m in range(len(pulls))]
 
     def _pulls(self, pulls: dict, rho: float, sigmas: dict) -> dict:
-        replies = self._each("update", {m: (r, rho, float(sigmas[m])) for m, r in pulls.items()})
+        # a share, once received, stands: a deployment run's noise cannot be drawn again,
+        # so a party that answered is neither asked again nor rolled back after a fault
+        self._inflight = (pulls, rho, sigmas)
+        replies = self._each("update", {m: (r, rho, float(sigmas[m])) for m, r in pulls.items()},
+                             final=True)
         for m, r in pulls.items():
             self.slots[m].pull = np.array(r, copy=True)  # the checkpoint's own (r may be reused)
             self.slots[m].sigmas.append(float(sigmas[m]))
@@ -703,7 +714,11 @@ class DaskParties(DaskPartyUnits, Parties):
     def _rebuild(self, m: int, worker: str) -> None:
         slot = self.slots[m]
         self._open(slot).result()
-        slot.actor.call("resume", slot.sigmas, slot.pull, self._rho).result()
+        sigmas, pull, rho = slot.sigmas, slot.pull, self._rho
+        if m in self.received:  # its share of the round in flight arrived: resume after it
+            pulls, rho, now = self._inflight
+            sigmas, pull = [*sigmas, float(now[m])], pulls[m]
+        slot.actor.call("resume", sigmas, pull, rho).result()
 
 
 def dask_backend(config: Config, cluster: str | None, data_dir) -> DaskBackend:
