@@ -291,6 +291,30 @@ def test_h_exact_local_solves_meet_kkt(reg, solver):
     np.testing.assert_allclose(s.W[i], num.x, atol=1e-5)
 
 
+@pytest.mark.parametrize("reg", REGS)
+@pytest.mark.parametrize("solver", ["newton", "fista"])
+def test_each_provider_solved_alone_gives_its_batched_result_to_the_bit(reg, solver):
+    """Line 4 is each provider's own argmin: a batched solve freezes a converged provider, so
+    every provider alone (a batch of one, as on a worker of its own) gets the same point,
+    residual and step count to the bit, whatever the others in its batch do."""
+    data = planted(N=6, m=30, d=5, seed=4)
+    rng = np.random.default_rng(5)
+    # far-apart centres and warm starts: the providers need different numbers of steps
+    c = rng.standard_normal((6, 5)) * np.array([0.1, 1.0, 3.0, 10.0, 30.0, 100.0])[:, None]
+    w0 = np.where(np.arange(6)[:, None] % 2, c + 1e-3, 0.0)
+    a1, a2 = (0.05, 0.0) if reg == "l1" else (0.0, 0.05)
+    solve = newton if solver == "newton" else fista
+    kw = dict(alpha1=a1, alpha2=a2, rho=1.0, tol=1e-10, max_iter=400)
+    batched = solve(data.A, data.b, c, w0=w0, **kw)
+    assert batched.converged.all() and len(set(batched.steps.tolist())) > 1
+    assert batched.iterations == batched.steps.max()
+    for i in range(6):
+        alone = solve(data.A[i:i + 1], data.b[i:i + 1], c[i:i + 1], w0=w0[i:i + 1], **kw)
+        np.testing.assert_array_equal(alone.w[0], batched.w[i])
+        assert alone.residual[0] == batched.residual[i]
+        assert alone.steps[0] == batched.steps[i] == alone.iterations
+
+
 def test_kkt_residual_is_the_minimum_norm_subgradient():
     g = np.array([[0.3, -0.05, 0.2, -0.4]])
     w = np.array([[1.0, 0.0, 0.0, -2.0]])
