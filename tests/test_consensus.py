@@ -271,13 +271,14 @@ def test_h_exact_local_solves_meet_kkt(reg, solver):
     data = planted()
     s = make(ConsensusADMM, data, reg, params={"local_solver": solver, "inner_tol": 1e-10})
     for _ in range(4):
+        centres = s.w + s.gamma / s.rho  # line 4's c_i = w^k + gamma_i^k / rho
         stats = s.step()
         assert stats["inner_unconverged"] == 0
         res = s.kkt_residuals()
         assert res.max() <= 1e-10
         assert s.evaluate()["kkt_residual"] == res.max()
     # and the point is the argmin found by an independent method
-    i, c = 2, s._centre[2]
+    i, c = 2, centres[2]
     lam_n = s.lam_per_provider
     reg_fn = (lambda x: lam_n * np.abs(x).sum()) if reg == "l1" else (lambda x: lam_n / 2 * x @ x)
 
@@ -313,6 +314,29 @@ def test_each_provider_solved_alone_gives_its_batched_result_to_the_bit(reg, sol
         np.testing.assert_array_equal(alone.w[0], batched.w[i])
         assert alone.residual[0] == batched.residual[i]
         assert alone.steps[0] == batched.steps[i] == alone.iterations
+
+
+def test_a_rebuilt_exact_group_replays_its_warm_start_to_the_bit():
+    """The trainer never sees a provider's clean solution, the warm start of its next solve
+    (Algorithm 2 releases it noisy): a group rebuilt from the trainer's checkpoint solves its
+    completed iterations again from their (w^k, gamma_i^k) and goes on as the lost one would."""
+    from vfl.admm.consensus.exact import ExactGroup
+
+    s = make(ConsensusADMMPerturbed, planted(), "l1", params={"local_solver": "fista"},
+             privacy={"epsilon_per_iteration": 0.3, "delta": 1e-4})
+    history = []
+    for _ in range(4):
+        history.append((s.w, s.gamma))  # what the trainer sends, and the duals it computes
+        s.step()
+    group = s.providers.group
+    fresh = ExactGroup(group.A, group.b, start=0, spec=s.spec)
+    fresh.restore(group.shared, group.gamma, group.rounds, history)
+    np.testing.assert_array_equal(fresh.W, group.W)
+    np.testing.assert_array_equal(fresh.residuals(), group.residuals())
+    for g in (group, fresh):
+        g.update(s.w, {}, lambda W: W)
+    np.testing.assert_array_equal(fresh.W, group.W)
+    np.testing.assert_array_equal(fresh.shared, group.shared)
 
 
 def test_kkt_residual_is_the_minimum_norm_subgradient():

@@ -187,9 +187,9 @@ CASES = [
      "set preprocessing.stats"),
     ("run-dask-in-process-solver", ["run", "--config", PRIVATE, "--set", "run.backend=dask",
                                     "--out", "o"],
-     "private_stacking runs in-process only (the dask backend runs admm_sharing, dgd, dp_admm, "
-     "dvp_admm, fixed_admm, ldp_admm, ldp_gd, ldp_gd_minmax, noisy_consensus_gd, op_admm, "
-     "pp_admm, random_penalty_admm)"),
+     "private_stacking runs in-process only (the dask backend runs admm_sharing, consensus_admm, "
+     "consensus_admm_perturbed, dgd, dp_admm, dvp_admm, fixed_admm, ldp_admm, ldp_gd, "
+     "ldp_gd_minmax, noisy_consensus_gd, op_admm, pp_admm, random_penalty_admm)"),
     ("sweep-grid-key-twice", ["sweep", "--config", A9A, "--grid", "solver.rho=1,2", "--grid",
                               "solver.rho=3", "--out", "o"], "--grid solver.rho is given twice"),
     ("sweep-grid-value-twice", ["sweep", "--config", A9A, "--grid", "solver.rho=1,1", "--out", "o"],

@@ -105,6 +105,24 @@ HORIZONTAL = {
     "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
     "solver": {"name": "dp_admm", "epochs": 8},
 }
+#: Huang et al.'s Algorithm 2 at its paper's sigma: its releases are accounted
+ALGORITHM2 = {"solver": {"name": "consensus_admm_perturbed", "epochs": 6},
+              "privacy": {"epsilon_per_iteration": 0.5, "delta": 1e-3}}
+
+
+def _providers_both(raw, cluster):
+    """``raw`` run in-process and with its providers on the two workers."""
+    from vfl.experiments.providers import DaskProviders
+
+    local = run_experiment(config_from_dict(raw), with_baselines=False)
+    config = config_from_dict({**raw, "run": {**raw.get("run", {}), "backend": "dask"}})
+    with dask_backend(config, cluster, None) as backend:
+        plan = plan_run(config, None, backend)
+        assert isinstance(plan.solver.providers, DaskProviders)
+        with pytest.raises(AttributeError):
+            plan.solver.A  # noqa: B018 (the trainer holds no provider's rows)
+        remote = run_experiment(config, plan=plan, with_baselines=False)
+    return local, remote, plan
 
 
 @pytest.mark.parametrize("extra", [
@@ -114,30 +132,43 @@ HORIZONTAL = {
     # Theorem 3's l1 schedule without noise
     {"privacy": {"noise": False, "epsilon_per_iteration": 0.5},
      "objective": {**HORIZONTAL["objective"], "regularizer": "l1"}},
+    # Algorithm 1, l1: FISTA (the paper configs' local solver), each provider stopping at
+    # its own tolerance in its group
+    {"solver": {"name": "consensus_admm", "epochs": 6, "local_solver": "fista",
+                "inner_tol": 1e-8},
+     "objective": {**HORIZONTAL["objective"], "regularizer": "l1"}},
+    # Algorithm 2, l2 (Newton): its noise drawn on the workers, accounted by the trainer
+    {**ALGORITHM2, "privacy": {**ALGORITHM2["privacy"], "replayable_noise": True}},
 ])
-def test_dp_admm_providers_on_dask_give_the_in_process_numbers_to_the_bit(cluster, extra):
-    from vfl.experiments.providers import DaskProviders
-
-    raw = {**HORIZONTAL, **extra}
-    local = run_experiment(config_from_dict(raw), with_baselines=False)
-    config = config_from_dict({**raw, "run": {**raw.get("run", {}), "backend": "dask"}})
-    with dask_backend(config, cluster, None) as backend:
-        plan = plan_run(config, None, backend)
-        assert isinstance(plan.solver.providers, DaskProviders)
-        with pytest.raises(AttributeError):
-            plan.solver.A  # noqa: B018 (the trainer holds no provider's rows)
-        remote = run_experiment(config, plan=plan, with_baselines=False)
+def test_huang_providers_on_dask_give_the_in_process_numbers_to_the_bit(cluster, extra):
+    local, remote, _ = _providers_both({**HORIZONTAL, **extra}, cluster)
     timing = [c for c in local.metrics.columns if c.endswith("_time_s")]
     pd.testing.assert_frame_equal(remote.metrics.drop(columns=timing),
                                   local.metrics.drop(columns=timing), check_exact=True)
     np.testing.assert_array_equal(remote.coef, local.coef)
     pd.testing.assert_frame_equal(remote.communication, local.communication)
     assert list(remote.manifest["backend"]["providers"]) == ["providers 1-3", "providers 4-5"]
-    # Algorithm 3: each provider sends d = 7 values and receives w (7 values) per iteration
+    # each provider sends d = 7 values and receives w (7 values) per iteration
     t = remote.manifest["communication"]["transport"]
     assert t["protocol_bytes_per_epoch"] == 2 * 5 * 7 * 8 == 560
     assert t["bytes"] > 0  # (w reaches a group in one message: TCP may carry less payload)
     assert remote.manifest["result"]["inference_bytes"] == 0  # the trainer holds the model
+
+
+def test_algorithm2_deployment_noise_is_drawn_by_each_groups_exact_sampler(cluster):
+    """Without replayable noise, Algorithm 2's providers draw exact discrete Gaussian noise
+    on their workers, at the (grid-grown) scale of the trainer's release events: the same
+    scales and sensitivities as in-process, so the same epsilon to the bit."""
+    local, remote, plan = _providers_both({**HORIZONTAL, **ALGORITHM2}, cluster)
+    assert "exact discrete" in remote.manifest["privacy"]["noise"]
+    (event,) = plan.solver.releases()  # the last iteration's, recorded by the trainer
+    assert event.exact and event.units.tolist() == list(range(5))
+    steps = plan.solver.W_shared / (event.scale[:, None] / 2**20)  # on each provider's grid
+    np.testing.assert_allclose(steps, np.rint(steps), rtol=0, atol=1e-6)
+    accounted = ["epsilon_tight", "delta_tight", "epsilon_paper", "sigma"]
+    pd.testing.assert_frame_equal(remote.metrics[accounted], local.metrics[accounted],
+                                  check_exact=True)
+    assert np.isfinite(remote.metrics["epsilon_tight"].iloc[-1])
 
 
 def test_accounting_on_dask_sees_the_parties_rows_and_draws_exact_noise_there(tmp_path, cluster):
@@ -265,12 +296,8 @@ backend = "dask"
 
 @pytest.mark.parametrize("overrides, message", [
     (['solver.name="fdml_sgd"'], "fdml_sgd runs in-process only (the dask backend runs "
-                                  "admm_sharing, dgd, dp_admm, dvp_admm"),
+                                  "admm_sharing, consensus_admm, consensus_admm_perturbed, dgd"),
     (['run.backend="ray"'], "run.backend"),
-    # the exact local solves of Algorithms 1-2 are batched over all providers: in-process only
-    (['solver.name="consensus_admm"', 'partition={agents=2, samples_per_agent=10}',
-      'objective={reduction="unit_mean", regularizer="half_l2sq"}'],
-     "consensus_admm runs in-process only"),
 ])
 def test_the_backend_is_validated_with_the_config(overrides, message):
     raw = {"data": {"dataset": "synthetic"}, "partition": {"columns": [5, 7]},
