@@ -195,7 +195,7 @@ def test_a_party_whose_worker_does_not_come_back_stops_the_run_naming_it(tmp_pat
                                  "worker could take over its data within 1 s")
 
 
-# ---------------------------------------------------------------- DP-ADMM's providers --
+# ------------------------------------------------------------- Huang et al.'s providers --
 #: 5 providers of 30 rows (and 40 public ones), Theorem 1's noise, accounting on
 PROVIDERS_TOML = """
 [data]
