@@ -23,11 +23,15 @@ Two solvers, both vectorized over the batch (no Python loop over providers):
   ``||a|| <= 1`` and ``rho = 1`` the condition number is at most
   ``(1/4 + rho) / rho = 1.25``, so it converges in a few tens of steps.
 
-Both stop only when every problem's KKT residual (the norm of the minimum-norm
-subgradient of ``phi_i``, or a certified upper bound of it) is at most
-``tol``. Because ``phi_i`` is ``mu``-strongly convex, a point with a
-subgradient of norm ``g`` is within ``g / mu`` of the exact minimizer; this is
-what makes the inexact solve's error boundable in a sensitivity (see
+Each problem stops on its own: once its KKT residual (the norm of the
+minimum-norm subgradient of ``phi_i``, or a certified upper bound of it) is
+at most ``tol`` it is frozen (a vectorized mask) while the others go on, so
+problem i's result is the one a batch of problem i alone gives, to the bit,
+whichever problems share its batch (Huang et al. 2019, Algorithm 1, line 4
+is each provider's own argmin: a provider cannot see the others' solves).
+Because ``phi_i`` is ``mu``-strongly convex, a point with a subgradient of
+norm ``g`` is within ``g / mu`` of the exact minimizer; this is what makes
+the inexact solve's error boundable in a sensitivity (see
 :func:`vfl.admm.consensus.algorithm2_enforced_sensitivity`).
 
 Pure numpy: no files, no printing, no global state, no randomness.
@@ -55,14 +59,15 @@ class SolveResult:
 
     ``residual[i]`` is the KKT residual of ``w[i]`` (exact for :func:`newton`,
     a certified upper bound for :func:`fista`); ``converged[i]`` is
-    ``residual[i] <= tol``; ``iterations`` counts outer iterations (the batch
-    moves together: the count is that of the slowest problem).
+    ``residual[i] <= tol``; ``steps[i]`` counts problem i's outer iterations
+    (it is frozen after them); ``iterations`` is the largest of them.
     """
 
     w: np.ndarray
     residual: np.ndarray
     converged: np.ndarray
     iterations: int
+    steps: np.ndarray
 
 
 def _margins(A: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -202,19 +207,21 @@ def _model_value(g, H, p, alpha1, z):
     return np.einsum("bd,bd->b", g + 0.5 * Hp, p) + alpha1 * np.abs(z).sum(axis=1)
 
 
-def _l1_model(g, H, w, alpha1, max_iter, tol):
+def _l1_model(g, H, w, alpha1, max_iter, tol, skip):
     """Minimize ``q(z) = g^T (z - w) + 1/2 (z - w)^T H (z - w) + alpha1 ||z||_1`` over z.
 
     Accelerated proximal gradient on the quadratic model, vectorized over the
     batch, from ``z = w``: step ``1/L`` and momentum ``(1 - sqrt(mu/L)) /
     (1 + sqrt(mu/L))`` with ``mu``, ``L`` the extreme eigenvalues of each
-    ``H`` (the FISTA sequence where ``mu = 0``). It stops when every
-    problem's certified model residual ``L ||z+ - y||`` (a bound on a
-    subgradient of ``q`` at ``z+``, as in :func:`fista`) is at most ``tol``
-    or at the rounding level of ``z``, or after ``max_iter`` iterations. The
-    iterates are not monotone, so a problem whose ``z`` does not decrease the
-    model below ``q(w)`` gets the (monotone) proximal gradient step from ``w``
-    instead: the Newton direction ``z - w`` is then always one of descent.
+    ``H`` (the FISTA sequence where ``mu = 0``). A problem is frozen once its
+    certified model residual ``L ||z+ - y||`` (a bound on a subgradient of
+    ``q`` at ``z+``, as in :func:`fista`) is at most its own ``tol[i]`` or at
+    the rounding level of ``z``; the problems in ``skip`` (the outer loop's
+    converged ones) stay at ``z = w``. It stops when all are frozen, or after
+    ``max_iter`` iterations. The iterates are not monotone, so a problem
+    whose ``z`` does not decrease the model below ``q(w)`` gets the
+    (monotone) proximal gradient step from ``w`` instead: the Newton
+    direction ``z - w`` is then always one of descent.
     """
     ev = np.linalg.eigvalsh(H)
     L = np.maximum(ev[:, -1], np.finfo(float).tiny)
@@ -225,9 +232,12 @@ def _l1_model(g, H, w, alpha1, max_iter, tol):
     floor = 64.0 * np.finfo(float).eps * L
     z = w.copy()
     z_prev = z
+    done = skip.copy()
     t_k = 1.0
     first = None
     for _ in range(max_iter):
+        if done.all():
+            break
         t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k))
         beta = np.where(strong, beta_strong, (t_k - 1.0) / t_next)[:, None]
         t_k = t_next
@@ -237,10 +247,11 @@ def _l1_model(g, H, w, alpha1, max_iter, tol):
         if first is None:
             first = z_new  # y = w here: the proximal gradient step from w
         step = np.sqrt(np.einsum("bd,bd->b", z_new - y, z_new - y))
-        z_prev, z = z, z_new
-        if np.all(L * step <= np.maximum(tol, floor * (1.0 + np.abs(z).max(axis=1)))):
-            break
-    worse = _model_value(g, H, z - w, alpha1, z) >= alpha1 * np.abs(w).sum(axis=1)
+        reached = L * step <= np.maximum(tol, floor * (1.0 + np.abs(z_new).max(axis=1)))
+        frozen = done[:, None]
+        z_prev, z = np.where(frozen, z_prev, z), np.where(frozen, z, z_new)
+        done |= reached
+    worse = (_model_value(g, H, z - w, alpha1, z) >= alpha1 * np.abs(w).sum(axis=1)) & ~skip
     if worse.any():
         z[worse] = first[worse]
     return z
@@ -255,8 +266,9 @@ def newton(A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10,
     batched linear solve, or accelerated proximal gradient on the l1 model,
     at most ``model_iter`` iterations, see :func:`_l1_model`); Armijo
     backtracking on ``phi`` with fraction 1/4. Problems whose exact KKT
-    residual is already ``<= tol`` are frozen (their direction is zero), so
-    the returned ``w[i]`` has exactly the residual reported. Stops when all are
+    residual is already ``<= tol`` are frozen (they keep their point), so the
+    returned ``w[i]`` has exactly the residual reported, and each problem's
+    steps, model tolerance and step halvings are its own. Stops when all are
     frozen or after ``max_iter`` iterations.
     """
     A = np.asarray(A, dtype=float)
@@ -267,6 +279,7 @@ def newton(A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10,
     kw = dict(alpha2=alpha2, rho=rho)
     eye = np.eye(d)
     it = 0
+    steps = np.zeros(B, dtype=int)
     u = _margins(A, w)
     while True:
         g, h = _grad_at(A, b, u, w, c, with_curvature=True, **kw)
@@ -275,15 +288,15 @@ def newton(A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10,
         if not active.any() or it >= max_iter:
             break
         it += 1
+        steps += active
         H = np.matmul(A.transpose(0, 2, 1), A * (h / m)[:, :, None]) + (alpha2 + rho) * eye
         if alpha1:
             # Inexact proximal Newton: far from the minimizer the model needs
-            # solving only to a fraction of the current KKT residual (squared,
-            # which keeps the local rate superlinear); the stopping test of the
-            # outer loop stays the exact residual <= tol.
-            worst = float(res[active].max())
-            z = _l1_model(g, H, w, alpha1, model_iter,
-                          max(1e-3 * tol, MODEL_FRACTION * min(worst, 1.0) * worst))
+            # solving only to a fraction of the problem's own KKT residual
+            # (squared, which keeps the local rate superlinear); the stopping
+            # test of the outer loop stays the exact residual <= tol.
+            model_tol = np.maximum(1e-3 * tol, MODEL_FRACTION * np.minimum(res, 1.0) * res)
+            z = _l1_model(g, H, w, alpha1, model_iter, model_tol, ~active)
             p = z - w
             decrease = np.einsum("bd,bd->b", g, p) + alpha1 * (np.abs(z).sum(1) - np.abs(w).sum(1))
         else:
@@ -308,11 +321,11 @@ def newton(A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10,
             t = np.where(todo, 0.5 * t, t)
         # A direction that cannot decrease phi at all (rounding floor): stay put.
         t[todo] = 0.0
-        w = w + t[:, None] * p
+        w = np.where(active[:, None], w + t[:, None] * p, w)
         # Recomputed, not updated along the ray, so the residual reported is
         # that of the returned w exactly.
         u = _margins(A, w)
-    return SolveResult(w, res, ~active, it)
+    return SolveResult(w, res, ~active, it, steps)
 
 
 def fista(A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10,
@@ -326,9 +339,9 @@ def fista(A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10,
     Stopping uses a certified bound: with ``w+ = prox(y - grad s(y) / L)``,
     the vector ``grad s(w+) - grad s(y) - L (w+ - y)`` is a subgradient of
     ``phi`` at ``w+`` (optimality of the prox step) and, since
-    ``0 <= Hess s <= L``, its norm is at most ``L ||w+ - y||``. The solve stops
-    when that bound is ``<= tol`` for every problem, and reports it as the
-    residual.
+    ``0 <= Hess s <= L``, its norm is at most ``L ||w+ - y||``. A problem is
+    frozen at the first ``w+`` whose bound is ``<= tol`` (reported as its
+    residual); the solve stops when all are frozen.
     """
     A = np.asarray(A, dtype=float)
     b = np.asarray(b, dtype=float)
@@ -341,9 +354,12 @@ def fista(A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10,
     kw = dict(alpha2=alpha2, rho=rho)
     t_k = 1.0
     bound = np.full(B, np.inf)
+    active = np.ones(B, dtype=bool)
+    steps = np.zeros(B, dtype=int)
     it = 0
-    while it < max_iter:
+    while it < max_iter and active.any():
         it += 1
+        steps += active
         if mu > 0:
             beta = ((1.0 - np.sqrt(mu / L)) / (1.0 + np.sqrt(mu / L)))[:, None]
         else:
@@ -353,8 +369,9 @@ def fista(A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10,
         g = smooth_grad(A, b, y, c, **kw)
         step = y - g / L[:, None]
         w_new = soft_threshold(step, (alpha1 / L)[:, None]) if alpha1 else step
-        bound = L * np.sqrt(np.einsum("bd,bd->b", w_new - y, w_new - y))
-        w_prev, w = w, w_new
-        if np.all(bound <= tol):
-            break
-    return SolveResult(w, bound, bound <= tol, it)
+        # a converged problem keeps its point and bound (its momentum state is moot)
+        frozen = ~active[:, None]
+        w_prev, w = np.where(frozen, w_prev, w), np.where(frozen, w, w_new)
+        bound = np.where(active, L * np.sqrt(np.einsum("bd,bd->b", w_new - y, w_new - y)), bound)
+        active &= ~(bound <= tol)
+    return SolveResult(w, bound, bound <= tol, it, steps)

@@ -1,33 +1,42 @@
-"""DP-ADMM's providers (Huang et al. 2019, Algorithm 3), and the seam to wherever they run.
+"""Huang et al.'s providers (2019, Algorithms 1-3), and the seam to wherever they run.
 
 Provider i holds its rows ``A_i`` ``(m, d)`` and labels ``b_i``. In
-iteration k (Algorithm 3, lines 3-10) it receives the trainer's global
-``w^k`` (d values), takes its own dual step (3d)
-``gamma_i^k = gamma_i^{k-1} - rho (w~_i^k - w^k)`` (the trainer takes the
-same one, on the same values, for its update (3c)), computes the closed
-form (3a) of the approximate augmented Lagrangian (2) linearized at its own
-last release ``w~_i^k``, and releases
-``w~_i^{k+1} = w_i^{k+1} + N(0, sigma_{k+1}^2 I_d)`` (3b): d values back.
+iteration k it receives the trainer's global ``w^k`` (d values), takes its
+own dual step ``gamma_i^k = gamma_i^{k-1} - rho (s_i^k - w^k)`` on its last
+release ``s_i^k`` (Algorithms 1-2, line 8; Algorithm 3, (3d): the trainer
+takes the same one, on the same values, for its average), computes its
+local step and releases ``d`` values back (the only message it sends):
+
+- Algorithms 1 and 2 (line 4): the exact argmin of
+  ``f_i(w) - <gamma_i, w - w^k> + rho/2 ||w - w^k||^2``, released as it is
+  (Algorithm 1) or as ``w_i + N(0, sigma^2 I)`` (Algorithm 2, line 5);
+- Algorithm 3: the closed form (3a) of the approximate augmented Lagrangian
+  (2) linearized at its own last release ``w~_i^k``, released as
+  ``w~_i^{k+1} = w_i^{k+1} + N(0, sigma_{k+1}^2 I_d)`` (3b).
 
 :class:`ProviderGroup` is that side for a contiguous group of providers,
 vectorized over them (arrays ``(n, m, d)``: no loop over providers or
-samples). :class:`LocalProviders` keeps all N providers in this process as
-one group; the experiments layer's Dask backend puts one group on each of its
-workers (:mod:`vfl.experiments.providers`). Every batched operation works
-provider by provider, so the same rows give the same numbers to the bit
-however the providers are grouped, and the iteration
-(:class:`~vfl.admm.consensus.DPADMM`) has no branch on where they run.
+samples); each solver subclasses it with its local step
+(:mod:`.consensus.exact`, :mod:`.consensus.dp_admm`). :class:`LocalProviders`
+keeps all N providers in this process as one group; the experiments layer's
+Dask backend puts one group on each of its workers
+(:mod:`vfl.experiments.providers`). Every batched operation works provider
+by provider (batched products, eigenvalues and solves; the exact local solves
+freeze each provider once it has converged, :mod:`.local_solvers`), so the
+same rows give the same numbers to the bit however the providers are
+grouped, and the iterations (:mod:`.consensus`) have no branch on where they
+run.
 
 Beyond the protocol, the runner's diagnostics ask the providers for values
-no provider sends in Algorithm 3 (:meth:`Providers.diagnose`,
-:meth:`Providers.models`): training margins and losses at ``w^k``, the
+no provider sends (:meth:`Providers.diagnose`, :meth:`Providers.models`,
+:meth:`Providers.residuals`): training margins and losses at ``w^k``, the
 local objectives at the ergodic averages (Sec. VI's metrics), the clean
-local models.
+local models, the exact local solves' KKT residuals.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -39,6 +48,8 @@ __all__ = ["LocalProviders", "ProviderGroup", "ProviderSpec", "Providers",
 class ProviderSpec:
     """What every provider group needs besides its rows: public options of the run."""
 
+    #: the solver's :class:`ProviderGroup` subclass (its local step)
+    group: type
     rho: float
     lam_per_provider: float
     regularizer: str
@@ -47,6 +58,8 @@ class ProviderSpec:
     row_bound: str | None
     #: the solver's name, for error messages
     name: str
+    #: the local step's own public options (the exact solves' method and tolerance)
+    settings: dict = field(default_factory=dict)
 
 
 def check_provider_rows(A, b, *, name: str, private: bool, row_bound: str | None):
@@ -77,37 +90,56 @@ def check_provider_rows(A, b, *, name: str, private: bool, row_bound: str | None
 
 
 class ProviderGroup:
-    """Providers ``start .. start + n - 1`` of N: their rows, duals and last releases.
+    """Providers ``start .. start + n - 1`` of N: their rows, duals, releases and models.
 
-    ``publish(W)`` turns the group's clean closed forms ``(n, d)`` into what
-    it releases (noise drawn where the rows are; the identity without noise).
+    ``update(w, public, publish)`` is one iteration of the group's providers:
+    the dual step with the ``w^k`` just received, the local step (a subclass
+    per solver, :meth:`local_step`, with the iteration's ``public`` values),
+    then ``publish(W)``, which turns the clean local models ``(n, d)`` into what
+    they release (noise drawn where the rows are; the identity without noise).
     """
 
-    def __init__(self, A, b, *, start: int, rho: float, lam_per_provider: float,
-                 regularizer: str):
+    #: whether a group rebuilt elsewhere must replay its local steps to take the state
+    #: the trainer's checkpoint lacks (a warm start): then :meth:`restore` gets the
+    #: history of every iteration's ``(w^k, gamma_i^k)``
+    replays = False
+
+    def __init__(self, A, b, *, start: int, spec: ProviderSpec):
         self.A, self.b = A, b
         self.start = int(start)
         n, _, d = A.shape
         self.rows = slice(self.start, self.start + n)
-        self.rho, self.lam_per_provider, self.regularizer = rho, lam_per_provider, regularizer
+        self.spec = spec
+        self.rho, self.lam_per_provider, self.regularizer = (spec.rho, spec.lam_per_provider,
+                                                             spec.regularizer)
         self.gamma = np.zeros((n, d))  # gamma_i^k
-        self.shared = np.zeros((n, d))  # the last release w~_i^k
+        self.shared = np.zeros((n, d))  # the last release
         self.W = np.zeros((n, d))  # the clean w_i^k (never sent)
         self.rounds = 0
 
-    def update(self, w: np.ndarray, eta: float, publish) -> np.ndarray:
-        """One iteration for the group, given the trainer's ``w^k``: (3d), (3a), (3b)."""
-        from .consensus import dp_admm_closed_form
+    def local_step(self, w: np.ndarray, public: dict) -> tuple[np.ndarray, dict]:
+        """The providers' clean ``w_i^{k+1}`` ``(n, d)`` from ``w^k`` and their state, and
+        the step's statistics (per-provider arrays ``(n,)``)."""
+        raise NotImplementedError
 
-        if self.rounds:  # (3d) of the last iteration, with the w it has just received
+    def update(self, w: np.ndarray, public: dict, publish) -> tuple[np.ndarray, dict]:
+        """One iteration for the group, given the trainer's ``w^k``: the dual step, the local
+        step, the release; returns the releases ``(n, d)`` and the step's statistics."""
+        if self.rounds:  # the dual step of the last iteration, with the w it has just received
             self.gamma = self.gamma - self.rho * (self.shared - w)
-        W = dp_admm_closed_form(self.A, self.b, self.shared, w, self.gamma, eta=eta,
-                                rho=self.rho, lam_per_provider=self.lam_per_provider,
-                                regularizer=self.regularizer)
+        W, stats = self.local_step(w, public)
         self.W = W
         self.shared = publish(W)
         self.rounds += 1
-        return self.shared
+        return self.shared, stats
+
+    def snapshot(self) -> dict:
+        """The group's state, to roll an iteration back: an iteration assigns new arrays to
+        the group's attributes and never writes into them, so a shallow copy is enough."""
+        return dict(vars(self))
+
+    def rollback(self, state: dict) -> None:
+        vars(self).update(state)
 
     def diagnose(self, w: np.ndarray, W_bar: np.ndarray | None):
         """Training margins ``A_i w`` ``(n, m)``, losses ``(1/m) sum_j l`` ``(n,)`` and, after
@@ -122,9 +154,14 @@ class ProviderGroup:
             regularizer=self.regularizer)
         return margins, losses, f
 
-    def restore(self, shared: np.ndarray, gamma: np.ndarray, rounds: int) -> None:
+    def residuals(self) -> np.ndarray:
+        """The KKT residuals of the last exact local solves ``(n,)`` (Algorithms 1-2)."""
+        raise NotImplementedError
+
+    def restore(self, shared: np.ndarray, gamma: np.ndarray, rounds: int, history) -> None:
         """The state after ``rounds`` iterations, from the trainer's checkpoint: the releases
-        the trainer received and the duals it computed (both the group's own, too)."""
+        the trainer received and the duals it computed (both the group's own, too), and,
+        for a group that :attr:`replays`, every iteration's ``(w^k, gamma_i^k)``."""
         self.shared, self.gamma, self.rounds = shared.copy(), gamma.copy(), int(rounds)
         self.W = np.zeros_like(shared)  # the clean models are diagnostics: not checkpointed
 
@@ -139,11 +176,13 @@ class Providers:
     #: rows scaled onto the unit ball (a private run's ``row_bound``), over all providers
     rows_clipped: int = 0
 
-    def update(self, w: np.ndarray, eta: float, noise) -> np.ndarray:
-        """Every provider's iteration from ``w^k``; returns the releases ``(N, d)``.
+    def update(self, w: np.ndarray, public: dict, noise) -> tuple[np.ndarray, dict]:
+        """Every provider's iteration from ``w^k`` (:meth:`ProviderGroup.update`); returns
+        the releases ``(N, d)`` and the local steps' statistics, per-provider arrays ``(N,)``.
 
-        ``noise`` is None (no noise) or ``(units, scale, sensitivity)`` of the
-        Gaussian release (3b): the iteration's :class:`~vfl.core.solver.Release`.
+        ``public`` holds the iteration's public values of the local step (Algorithm 3's
+        ``eta``); ``noise`` is None (no noise) or ``(units, scale, sensitivity)`` of the
+        Gaussian release: the iteration's :class:`~vfl.core.solver.Release`.
         """
         raise NotImplementedError
 
@@ -153,6 +192,10 @@ class Providers:
 
     def models(self) -> np.ndarray:
         """The clean local models ``w_i^k`` ``(N, d)`` (diagnostics)."""
+        raise NotImplementedError
+
+    def residuals(self) -> np.ndarray:
+        """:meth:`ProviderGroup.residuals` over all providers (Algorithms 1-2's diagnostic)."""
         raise NotImplementedError
 
 
@@ -176,15 +219,18 @@ class LocalProviders(Providers):
     def b(self) -> np.ndarray:
         return self.group.b
 
-    def update(self, w, eta, noise):
+    def update(self, w, public, noise):
         if noise is None:
-            return self.group.update(w, eta, lambda W: W)
+            return self.group.update(w, public, lambda W: W)
         units, scale, sens = noise
-        return self.group.update(w, eta, lambda W: self.release(W, units=units, scale=scale,
-                                                                sensitivity=sens))
+        return self.group.update(w, public, lambda W: self.release(W, units=units, scale=scale,
+                                                                   sensitivity=sens))
 
     def diagnose(self, w, W_bar):
         return self.group.diagnose(w, W_bar)
 
     def models(self):
         return self.group.W
+
+    def residuals(self):
+        return self.group.residuals()

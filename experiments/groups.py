@@ -1,4 +1,4 @@
-"""Contiguous groups of units on their own Dask workers: what DP-ADMM's providers
+"""Contiguous groups of units on their own Dask workers: what Huang et al.'s providers
 (:mod:`.providers`) and the LDP agents (:mod:`.agents`) share.
 
 ``N`` units go to ``G = min(N, workers)`` free workers, in contiguous groups

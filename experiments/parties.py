@@ -40,7 +40,7 @@ The transport's own count of the bytes is read from the TCP stack: the
 workers, around every protocol round (:meth:`DaskBackend.transport_bytes`),
 and around the scoring of the test rows (the inference messages).
 
-The machinery is shared with DP-ADMM's providers and the LDP agents on Dask
+The machinery is shared with Huang et al.'s providers and the LDP agents on Dask
 (:mod:`.providers`, :mod:`.agents`): :class:`DaskBackend` (the client, the
 local cluster, the workers, the transport counters) places the units of the
 run's setting by a :class:`Layout` (one actor per party here; contiguous

@@ -1,34 +1,42 @@
-"""``run.backend = "dask"`` for DP-ADMM: groups of providers on their own Dask workers.
+"""``run.backend = "dask"`` for Huang et al.'s solvers: groups of providers on their own
+Dask workers.
 
-Huang et al. (2019), Algorithm 3: provider i holds its rows and labels; a
+Huang et al. (2019), Algorithms 1-3: provider i holds its rows and labels; a
 trainer holds no data. Each worker gets one actor (:class:`ProviderActor`)
 holding a contiguous group of providers (:mod:`.groups`: ``N`` providers on
 ``G = min(N, workers)`` workers, groups of ``ceil(N / G)`` or
 ``floor(N / G)``). The actor reads the dataset file itself, runs the
 config's preprocessing and the repeat's split, and keeps only its providers'
-rows; the group's iteration is vectorized over its providers
-(:class:`~vfl.admm.providers.ProviderGroup`).
+rows; the group's iteration is the solver's own
+:class:`~vfl.admm.providers.ProviderGroup`, vectorized over its providers:
+Algorithm 3's closed form (3a), or the exact local argmin of Algorithms 1-2
+(line 4), each provider's solve stopping at its own tolerance, so a group
+gets what the in-process batch of all N gets.
 
 The trainer is the solver in the client process. Each iteration it sends
 every group the global ``w^k`` (and the public step size and noise scale),
-and receives each provider's release ``w~_i^{k+1}`` (3b), ``d`` values per
-provider: the messages of Algorithm 3, nothing else, except the diagnostics
-a research run asks for (training margins, losses and local objectives, the
-clean local models: :class:`~vfl.admm.providers.Providers`). It records
-each iteration's :class:`~vfl.core.solver.Release` event (public schedules:
-Theorem 1's sigma and Lemma 1's sensitivity), so a run that claims a
-guarantee is accounted as in-process, while the noise is drawn on the
-workers: from the run's replayable stream (each group draws the whole
-``(N, d)`` draw and keeps its rows, so the numbers are those of the
+and receives each provider's release, ``d`` values per provider (and, from
+the exact solves, each provider's step count and whether it converged): the
+messages of the algorithms, nothing else, except the diagnostics a research
+run asks for (training margins, losses and local objectives, the clean
+local models, the exact solves' KKT residuals:
+:class:`~vfl.admm.providers.Providers`). It records each iteration's
+:class:`~vfl.core.solver.Release` event (public: Theorem 1's sigma and
+Lemma 1's sensitivity; Algorithm 2's constant sigma and enforced bound), so
+a run that claims a guarantee is accounted as in-process, while the noise is
+drawn on the workers: from the run's replayable stream (each group draws the
+whole ``(N, d)`` draw and keeps its rows, so the numbers are those of the
 in-process backend to the bit; a replayable run's noise is public to whoever
 holds the seed anyway), or, in a deployment run, by each group's own exact
 sampler.
 
 Faults (the mechanism of :class:`~.parties.DaskUnits`): the trainer's
 checkpoint of a group is what it has from the protocol (the group's last
-releases, the duals ``gamma_i`` it computes for (3c), the noise scales of the
-completed iterations); a group rebuilt on a new worker reads its rows again,
-takes that state, and replays its noise stream.
+releases, the duals ``gamma_i`` it computes for its average, the noise
+scales of the completed iterations and, for the exact solves, whose warm
+start it never sees, every iteration's ``w^k`` and ``gamma_i^k``); a group
+rebuilt on a new worker reads its rows again, takes that state (replaying
+its exact solves), and replays its noise stream.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ import copy
 
 import numpy as np
 
-from vfl.admm.providers import ProviderGroup, Providers, ProviderSpec, check_provider_rows
+from vfl.admm.providers import Providers, ProviderSpec, check_provider_rows
 from vfl.core.solver import HorizontalData, add_noise_to_rows
 
 from .groups import DaskGroups, GroupActor, GroupLayout
@@ -67,9 +75,7 @@ class ProviderActor(GroupActor):
         A, b = self.rows(repeat)
         A, b, clipped = check_provider_rows(A, b, name=spec.name, private=spec.private,
                                             row_bound=spec.row_bound)
-        self.group = ProviderGroup(A, b, start=self.start_, rho=spec.rho,
-                                   lam_per_provider=spec.lam_per_provider,
-                                   regularizer=spec.regularizer)
+        self.group = spec.group(A, b, start=self.start_, spec=spec)
         self.total = int(total)
         self.rng = _streams(self.config, repeat).noise()
         return clipped
@@ -81,35 +87,38 @@ class ProviderActor(GroupActor):
         return lambda W: add_noise_to_rows(mechanism, W, scale, self.rng, self.group.rows,
                                            self.total)
 
-    def update(self, w, eta, noise):
+    def update(self, w, public, noise):
         """One iteration of the group's providers (:meth:`ProviderGroup.update`)."""
-        g = self.group
-        self._before = (_rng_state(self.rng), g.gamma, g.shared, g.W, g.rounds)
-        return g.update(w, eta, self._publish(noise))
+        self._before = (_rng_state(self.rng), self.group.snapshot())
+        return self.group.update(w, public, self._publish(noise))
 
     def sync(self, rounds: int) -> int:
         """Roll back an iteration the trainer did not complete; returns the rounds done."""
         g = self.group
         if g.rounds == rounds + 1 and self._before is not None:
-            state, g.gamma, g.shared, g.W, g.rounds = self._before
+            state, snapshot = self._before
+            g.rollback(snapshot)
             if state is not None:
                 self.rng.bit_generator.state = state
         return g.rounds
 
-    def resume(self, shared, gamma, rounds: int, noises) -> None:
+    def resume(self, shared, gamma, rounds: int, noises, history) -> None:
         """Catch up with the trainer's checkpoint: replay the noise draws of the completed
         iterations, then take the state the trainer has from the protocol."""
         zero = np.zeros((self.stop - self.start_, self.group.A.shape[2]))
         for noise in noises:
             if noise is not None:
                 self._publish(noise)(zero)
-        self.group.restore(shared, gamma, rounds)
+        self.group.restore(shared, gamma, rounds, history)
 
     def diagnose(self, w, W_bar):
         return self.group.diagnose(w, W_bar)
 
     def models(self):
         return self.group.W
+
+    def residuals(self):
+        return self.group.residuals()
 
     def ping(self) -> int:
         return self.group.rounds if self.group is not None else 0
@@ -135,7 +144,8 @@ class ProviderLayout(GroupLayout):
 
 
 class _Factory:
-    """``providers(spec, record)`` for :class:`~vfl.admm.consensus.DPADMM`: start the groups."""
+    """``providers(spec, record)`` for Huang et al.'s solvers (:mod:`vfl.admm.consensus`):
+    start the groups."""
 
     def __init__(self, backend: DaskBackend, repeat: int, shape):
         self.backend, self.repeat, self.shape = backend, repeat, tuple(int(v) for v in shape)
@@ -163,22 +173,33 @@ class DaskProviders(DaskGroups, Providers):
         self.shared = np.zeros((self.n_providers, self.d))  # the last releases w~_i^k
         self.gamma = np.zeros((self.n_providers, self.d))  # the groups' duals gamma_i^k
         self.noises: list = []  # per completed iteration: None or (mechanism, scales (N,))
+        self._inflight = None  # (w^k, noise) of the iteration in flight
+        # per completed iteration, (w^k, gamma^k): the inputs of the exact solves, whose warm
+        # start a rebuilt group replays (kept only for a group that needs them)
+        self.history: list | None = [] if spec.group.replays else None
 
-    def update(self, w, eta, noise):
+    def update(self, w, public, noise):
         if noise is not None:
             units, scale, sens = noise
             event = self.record(units=units, scale=scale, sensitivity=sens, size=self.d)
             noise = (event.mechanism, event.scale)
+        # a release, once received, stands (a deployment run's noise cannot be drawn again):
+        # after a fault only the groups without a reply run the iteration again
+        self._inflight = (w, noise)
         replies = self._round("update", {
-            k: (w, eta, None if noise is None else (noise[0], noise[1][a:b]))
-            for k, (a, b) in enumerate(self.ranges)})
-        shared = np.concatenate([replies[k] for k in range(len(self.slots))])
-        # the groups' (3d) of this iteration, as they took it (the same values, the same ops)
+            k: (w, public, None if noise is None else (noise[0], noise[1][a:b]))
+            for k, (a, b) in enumerate(self.ranges)}, final=True)
+        parts = [replies[k] for k in range(len(self.slots))]
+        shared = np.concatenate([p[0] for p in parts])
+        stats = {key: np.concatenate([p[1][key] for p in parts]) for key in parts[0][1]}
+        # the groups' dual step of this iteration, as they took it (the same values and ops)
         if self.rounds:
             self.gamma = self.gamma - self.spec.rho * (self.shared - w)
         self.shared, self.rounds = shared, self.rounds + 1
         self.noises.append(noise)
-        return shared
+        if self.history is not None:
+            self.history.append((w, self.gamma))
+        return shared, stats
 
     def diagnose(self, w, W_bar):
         parts = self._ask("diagnose", each=lambda k: (
@@ -191,6 +212,9 @@ class DaskProviders(DaskGroups, Providers):
     def models(self):
         return np.concatenate(self._ask("models"))
 
+    def residuals(self):
+        return np.concatenate(self._ask("residuals"))
+
     # -- faults ---------------------------------------------------------------------------
     def _done(self, k):
         return self.rounds
@@ -199,6 +223,15 @@ class DaskProviders(DaskGroups, Providers):
         a, b = self.ranges[k]
         actor = self.slots[k].actor
         actor.start(self.spec, self.repeat, self.n_providers).result()
-        actor.resume(self.shared[a:b], self.gamma[a:b], self.rounds,
-                     [None if n is None else (n[0], n[1][a:b]) for n in self.noises]).result()
+        shared, gamma, rounds, noises = self.shared[a:b], self.gamma[a:b], self.rounds, self.noises
+        history = None if self.history is None else [(w, g[a:b]) for w, g in self.history]
+        if k in self.received:  # its release of the iteration in flight arrived: resume after it
+            w, noise = self._inflight  # (update's bookkeeping, for this group's rows)
+            if rounds:
+                gamma = gamma - self.spec.rho * (shared - w)
+            shared, rounds, noises = self.received[k][0], rounds + 1, [*noises, noise]
+            history = None if history is None else [*history, (w, gamma)]
+        actor.resume(shared, gamma, rounds,
+                     [None if n is None else (n[0], n[1][a:b]) for n in noises],
+                     history).result()
 

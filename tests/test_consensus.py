@@ -271,13 +271,14 @@ def test_h_exact_local_solves_meet_kkt(reg, solver):
     data = planted()
     s = make(ConsensusADMM, data, reg, params={"local_solver": solver, "inner_tol": 1e-10})
     for _ in range(4):
+        centres = s.w + s.gamma / s.rho  # line 4's c_i = w^k + gamma_i^k / rho
         stats = s.step()
         assert stats["inner_unconverged"] == 0
         res = s.kkt_residuals()
         assert res.max() <= 1e-10
         assert s.evaluate()["kkt_residual"] == res.max()
     # and the point is the argmin found by an independent method
-    i, c = 2, s._centre[2]
+    i, c = 2, centres[2]
     lam_n = s.lam_per_provider
     reg_fn = (lambda x: lam_n * np.abs(x).sum()) if reg == "l1" else (lambda x: lam_n / 2 * x @ x)
 
@@ -289,6 +290,53 @@ def test_h_exact_local_solves_meet_kkt(reg, solver):
                                   options={"xatol": 1e-10, "fatol": 1e-14, "maxiter": 40000})
     assert phi(s.W[i]) <= phi(num.x) + 1e-12
     np.testing.assert_allclose(s.W[i], num.x, atol=1e-5)
+
+
+@pytest.mark.parametrize("reg", REGS)
+@pytest.mark.parametrize("solver", ["newton", "fista"])
+def test_each_provider_solved_alone_gives_its_batched_result_to_the_bit(reg, solver):
+    """Line 4 is each provider's own argmin: a batched solve freezes a converged provider, so
+    every provider alone (a batch of one, as on a worker of its own) gets the same point,
+    residual and step count to the bit, whatever the others in its batch do."""
+    data = planted(N=6, m=30, d=5, seed=4)
+    rng = np.random.default_rng(5)
+    # far-apart centres and warm starts: the providers need different numbers of steps
+    c = rng.standard_normal((6, 5)) * np.array([0.1, 1.0, 3.0, 10.0, 30.0, 100.0])[:, None]
+    w0 = np.where(np.arange(6)[:, None] % 2, c + 1e-3, 0.0)
+    a1, a2 = (0.05, 0.0) if reg == "l1" else (0.0, 0.05)
+    solve = newton if solver == "newton" else fista
+    kw = dict(alpha1=a1, alpha2=a2, rho=1.0, tol=1e-10, max_iter=400)
+    batched = solve(data.A, data.b, c, w0=w0, **kw)
+    assert batched.converged.all() and len(set(batched.steps.tolist())) > 1
+    assert batched.iterations == batched.steps.max()
+    for i in range(6):
+        alone = solve(data.A[i:i + 1], data.b[i:i + 1], c[i:i + 1], w0=w0[i:i + 1], **kw)
+        np.testing.assert_array_equal(alone.w[0], batched.w[i])
+        assert alone.residual[0] == batched.residual[i]
+        assert alone.steps[0] == batched.steps[i] == alone.iterations
+
+
+def test_a_rebuilt_exact_group_replays_its_warm_start_to_the_bit():
+    """The trainer never sees a provider's clean solution, the warm start of its next solve
+    (Algorithm 2 releases it noisy): a group rebuilt from the trainer's checkpoint solves its
+    completed iterations again from their (w^k, gamma_i^k) and goes on as the lost one would."""
+    from vfl.admm.consensus.exact import ExactGroup
+
+    s = make(ConsensusADMMPerturbed, planted(), "l1", params={"local_solver": "fista"},
+             privacy={"epsilon_per_iteration": 0.3, "delta": 1e-4})
+    history = []
+    for _ in range(4):
+        history.append((s.w, s.gamma))  # what the trainer sends, and the duals it computes
+        s.step()
+    group = s.providers.group
+    fresh = ExactGroup(group.A, group.b, start=0, spec=s.spec)
+    fresh.restore(group.shared, group.gamma, group.rounds, history)
+    np.testing.assert_array_equal(fresh.W, group.W)
+    np.testing.assert_array_equal(fresh.residuals(), group.residuals())
+    for g in (group, fresh):
+        g.update(s.w, {}, lambda W: W)
+    np.testing.assert_array_equal(fresh.W, group.W)
+    np.testing.assert_array_equal(fresh.shared, group.shared)
 
 
 def test_kkt_residual_is_the_minimum_norm_subgradient():

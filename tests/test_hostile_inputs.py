@@ -185,11 +185,8 @@ CASES = [
     ("run-private-fitted-scaling", ["run", "--config", "priv.toml", "--set",
                                     "preprocessing.scaling=standard", "--out", "o"],
      "set preprocessing.stats"),
-    ("run-dask-in-process-solver", ["run", "--config", str(shipped("dp-admm-alg1")), "--set",
-                                    "run.backend=dask", "--out", "o"],
-     "consensus_admm runs in-process only (the dask backend runs admm_sharing, dgd, dp_admm, "
-     "dvp_admm, fdml_sgd, fixed_admm, ldp_admm, ldp_gd, ldp_gd_minmax, noisy_consensus_gd, "
-     "op_admm, pp_admm, private_stacking, random_penalty_admm)"),
+    ("audit-dask-backend", ["audit", "--config", "priv.toml", "--set", "run.backend=dask",
+                            "--out", "o"], "runs through `vfl run`"),
     ("sweep-grid-key-twice", ["sweep", "--config", A9A, "--grid", "solver.rho=1,2", "--grid",
                               "solver.rho=3", "--out", "o"], "--grid solver.rho is given twice"),
     ("sweep-grid-value-twice", ["sweep", "--config", A9A, "--grid", "solver.rho=1,1", "--out", "o"],

@@ -307,6 +307,45 @@ def test_an_admm_share_once_received_is_never_drawn_again():
     assert resume[2] == [0.5, 0.7, 0.9]
 
 
+def test_a_group_whose_release_arrived_resumes_after_the_iteration_in_flight():
+    """Huang et al.'s providers: a lost group whose releases of the iteration in flight had
+    arrived is not asked for them again; it resumes after that iteration (its dual step
+    (3d) taken, its releases the ones received, its noise stream one draw further)."""
+    from types import SimpleNamespace
+
+    from vfl.experiments.providers import DaskProviders
+
+    resumed = []
+
+    class Actor:
+        def start(self, *args):
+            return SimpleNamespace(result=lambda: None)
+
+        def resume(self, *args):
+            resumed.append(args)
+            return SimpleNamespace(result=lambda: None)
+
+    providers = object.__new__(DaskProviders)
+    providers.slots = [SimpleNamespace(actor=Actor()), SimpleNamespace(actor=Actor())]
+    providers.ranges, providers.repeat, providers.n_providers = [(0, 2), (2, 3)], 0, 3
+    providers.spec = SimpleNamespace(rho=0.5)
+    providers.rounds, providers.history = 1, None
+    providers.shared, providers.gamma = np.ones((3, 2)), np.zeros((3, 2))
+    providers.noises = [("gaussian", np.full(3, 2.0))]
+    w, noise = np.full(2, 3.0), ("gaussian", np.full(3, 4.0))
+    providers._inflight = (w, noise)
+    providers.received = {1: (np.full((1, 2), 7.0), {})}
+    providers._rebuild(1, "w9")
+    shared, gamma, rounds, noises, history = resumed[-1]
+    np.testing.assert_array_equal(shared, np.full((1, 2), 7.0))
+    np.testing.assert_array_equal(gamma, -0.5 * (np.ones((1, 2)) - w))  # (3d), this iteration
+    assert rounds == 2 and [n[1].tolist() for n in noises] == [[2.0], [4.0]]
+    providers.received = {}  # no release arrived: resume at the checkpoint, then run again
+    providers._rebuild(1, "w9")
+    shared, gamma, rounds, noises, history = resumed[-1]
+    assert rounds == 1 and len(noises) == 1 and np.array_equal(shared, np.ones((1, 2)))
+
+
 def _raise_or(value):
     if isinstance(value, Exception):
         raise value
@@ -338,6 +377,24 @@ HORIZONTAL = {
     "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
     "solver": {"name": "dp_admm", "epochs": 8},
 }
+#: Huang et al.'s Algorithm 2 at its paper's sigma: its releases are accounted
+ALGORITHM2 = {"solver": {"name": "consensus_admm_perturbed", "epochs": 6},
+              "privacy": {"epsilon_per_iteration": 0.5, "delta": 1e-3}}
+
+
+def _providers_both(raw, cluster):
+    """``raw`` run in-process and with its providers on the two workers."""
+    from vfl.experiments.providers import DaskProviders
+
+    local = run_experiment(config_from_dict(raw), with_baselines=False)
+    config = config_from_dict({**raw, "run": {**raw.get("run", {}), "backend": "dask"}})
+    with dask_backend(config, cluster, None) as backend:
+        plan = plan_run(config, None, backend)
+        assert isinstance(plan.solver.providers, DaskProviders)
+        with pytest.raises(AttributeError):
+            plan.solver.A  # noqa: B018 (the trainer holds no provider's rows)
+        remote = run_experiment(config, plan=plan, with_baselines=False)
+    return local, remote, plan
 
 
 @pytest.mark.parametrize("extra", [
@@ -347,6 +404,13 @@ HORIZONTAL = {
     # Theorem 3's l1 schedule without noise
     {"privacy": {"noise": False, "epsilon_per_iteration": 0.5},
      "objective": {**HORIZONTAL["objective"], "regularizer": "l1"}},
+    # Algorithm 1, l1: FISTA (the paper configs' local solver), each provider stopping at
+    # its own tolerance in its group
+    {"solver": {"name": "consensus_admm", "epochs": 6, "local_solver": "fista",
+                "inner_tol": 1e-8},
+     "objective": {**HORIZONTAL["objective"], "regularizer": "l1"}},
+    # Algorithm 2, l2 (Newton): its noise drawn on the workers, accounted by the trainer
+    {**ALGORITHM2, "privacy": {**ALGORITHM2["privacy"], "replayable_noise": True}},
 ])
 def test_dp_admm_providers_on_dask_give_the_in_process_numbers_to_the_bit(cluster, extra):
     from vfl.experiments.providers import DaskProviders
@@ -362,11 +426,27 @@ def test_dp_admm_providers_on_dask_give_the_in_process_numbers_to_the_bit(cluste
         remote = run_experiment(config, plan=plan, with_baselines=False)
     assert_same_numbers(remote, local)
     assert list(remote.manifest["backend"]["providers"]) == ["providers 1-3", "providers 4-5"]
-    # Algorithm 3: each provider sends d = 7 values and receives w (7 values) per iteration
+    # each provider sends d = 7 values and receives w (7 values) per iteration
     t = remote.manifest["communication"]["transport"]
     assert t["protocol_bytes_per_epoch"] == 2 * 5 * 7 * 8 == 560
     assert t["bytes"] > 0  # (w reaches a group in one message: TCP may carry less payload)
     assert remote.manifest["result"]["inference_bytes"] == 0  # the trainer holds the model
+
+
+def test_algorithm2_deployment_noise_is_drawn_by_each_groups_exact_sampler(cluster):
+    """Without replayable noise, Algorithm 2's providers draw exact discrete Gaussian noise
+    on their workers, at the (grid-grown) scale of the trainer's release events: the same
+    scales and sensitivities as in-process, so the same epsilon to the bit."""
+    local, remote, plan = _providers_both({**HORIZONTAL, **ALGORITHM2}, cluster)
+    assert "exact discrete" in remote.manifest["privacy"]["noise"]
+    (event,) = plan.solver.releases()  # the last iteration's, recorded by the trainer
+    assert event.exact and event.units.tolist() == list(range(5))
+    steps = plan.solver.W_shared / (event.scale[:, None] / 2**20)  # on each provider's grid
+    np.testing.assert_allclose(steps, np.rint(steps), rtol=0, atol=1e-6)
+    accounted = ["epsilon_tight", "delta_tight", "epsilon_paper", "sigma"]
+    pd.testing.assert_frame_equal(remote.metrics[accounted], local.metrics[accounted],
+                                  check_exact=True)
+    assert np.isfinite(remote.metrics["epsilon_tight"].iloc[-1])
 
 
 def test_accounting_on_dask_sees_the_parties_rows_and_draws_exact_noise_there(tmp_path, cluster):
@@ -509,12 +589,21 @@ backend = "dask"
     assert not out.exists()
 
 
+def test_a_solver_that_runs_in_process_only_is_refused_on_dask(monkeypatch):
+    """Every shipped solver runs on Dask; a solver that declares only this process (a new
+    paper's, say) is refused with the config, naming those that run there."""
+    from vfl.admm.sharing import ADMMSharingSolver
+
+    monkeypatch.setattr(ADMMSharingSolver, "backends", ("inprocess",))
+    raw = {"data": {"dataset": "synthetic"}, "partition": {"columns": [5, 7]},
+           "solver": {"name": "admm_sharing"}, "run": {"backend": "dask"}}
+    with pytest.raises(ConfigError, match=r"admm_sharing runs in-process only \(the dask "
+                                          r"backend runs consensus_admm, .*fdml_sgd"):
+        config_from_dict(raw)
+
+
 @pytest.mark.parametrize("overrides, message", [
     (['run.backend="ray"'], "run.backend"),
-    # the exact local solves of Algorithms 1-2 are batched over all providers: in-process only
-    (['solver.name="consensus_admm"', 'partition={agents=2, samples_per_agent=10}',
-      'objective={reduction="unit_mean", regularizer="half_l2sq"}'],
-     "consensus_admm runs in-process only"),
 ])
 def test_the_backend_is_validated_with_the_config(overrides, message):
     raw = {"data": {"dataset": "synthetic"}, "partition": {"columns": [5, 7]},

@@ -289,7 +289,7 @@ def test_a_passive_party_lost_after_the_round_takes_back_its_released_model(tmp_
         np.testing.assert_array_equal(a, b)
 
 
-# ---------------------------------------------------------------- DP-ADMM's providers --
+# ------------------------------------------------------------- Huang et al.'s providers --
 #: 5 providers of 30 rows (and 40 public ones), Theorem 1's noise, accounting on
 PROVIDERS_TOML = """
 [data]
@@ -325,14 +325,19 @@ def _providers(*overrides, epochs=12):
     return config_from_dict(apply_overrides(raw, list(overrides)))
 
 
-def test_a_killed_workers_providers_resume_from_the_checkpoint_to_the_same_numbers():
+@pytest.mark.parametrize("solver", [
+    [],  # DP-ADMM (Algorithm 3)
+    # Algorithm 2: the rebuilt group also solves its completed iterations again (warm start)
+    ['solver.name="consensus_admm_perturbed"'],
+])
+def test_a_killed_workers_providers_resume_from_the_checkpoint_to_the_same_numbers(solver):
     """Providers 1-3's worker is killed mid-run; its nanny starts a new worker, the group is
     rebuilt there (its rows read again, its releases and duals from the trainer's checkpoint,
     the noise stream replayed) and the run ends as an uninterrupted in-process one, to the
     bit, privacy accounting included."""
     remote = _first_group_killed_after_iteration_5(
-        _providers("run.backend=dask", "run.party_wait=60"), "providers")
-    local = _same_metrics(remote, _providers())
+        _providers(*solver, "run.backend=dask", "run.party_wait=60"), "providers")
+    local = _same_metrics(remote, _providers(*solver))
     np.testing.assert_array_equal(remote.coef, local.coef)
 
 
@@ -434,21 +439,37 @@ def test_the_readme_recipe_runs_as_written(tmp_path, data_dir):
         cluster.wait()
 
 
-# ---------------------------------------------------------------- the LDP agents --
+# ------------------------------------------------- paper configs on worker processes --
+#: config, overrides and the groups on three workers
+PAPER_CONFIGS = {
+    # Xiao et al.'s Fig. 2 / D-1 (LDP agents, 10 runs each)
+    "ldp-admm-n10": ("ldp", [], ["agents 1-4", "agents 5-7", "agents 8-10"]),
+    "ldp-gd-n10": ("ldp", [], ["agents 1-4", "agents 5-7", "agents 8-10"]),
+    "ldp-admm-n10 secret sharing": ("ldp", [], ["agents 1-4", "agents 5-7", "agents 8-10"]),
+    # Huang et al.'s Algorithms 1 (l1: FISTA, as Figs. 1-2 run it) and 2 (accounted), 10 runs
+    "dp-admm-alg1": ("dp_admm", ["objective.regularizer=l1"], ["providers 1-34",
+                                                               "providers 35-67",
+                                                               "providers 68-100"]),
+    "dp-admm-alg2": ("dp_admm", [], ["providers 1-34", "providers 35-67", "providers 68-100"]),
+}
+
+
 @pytest.mark.data
-@pytest.mark.parametrize("name", ["ldp-admm-n10", "ldp-gd-n10", "ldp-admm-n10 secret sharing"])
+@pytest.mark.parametrize("name", sorted(PAPER_CONFIGS))
 def test_a_paper_config_on_three_worker_processes_gives_the_in_process_numbers(tmp_path,
                                                                                data_dir, name):
-    """Xiao et al.'s Fig. 2 / D-1 configs, all 10 runs, on worker processes: every CSV column
-    (privacy columns included) to the bit, the agents in groups 1-4, 5-7, 8-10; Algorithm 1's
+    """A paper's config, all 10 runs, on worker processes: every CSV column (privacy columns
+    included) to the bit, the units in three contiguous groups; Xiao et al.'s Algorithm 1
     also on a complete graph with Algorithm 3's secret sharing routed by the coordinator."""
-    config = REPO / "papers" / "ldp" / "configs" / f"{name.split()[0]}.toml"
+    paper, overrides, groups = PAPER_CONFIGS[name]
+    config = REPO / "papers" / paper / "configs" / f"{name.split()[0]}.toml"
     if name.endswith("secret sharing"):
         text = config.read_text().replace('graph = "gnm"', 'graph = "complete"\nexchange = '
                                           '"secret_sharing"  #').replace("edges = 20", "")
         config = tmp_path / "secret-sharing.toml"
         config.write_text(text)
-    args = ["--config", config, "--data-dir", data_dir, "-q"]
+    args = ["--config", config, "--data-dir", data_dir, "-q",
+            *[a for o in overrides for a in ("--set", o)]]
     assert vfl("run", *args, "--out", tmp_path / "local").returncode == 0
     with _cluster(3) as cluster:
         proc = vfl("run", *args, "--out", tmp_path / "dask", "--set", "run.backend=dask",
@@ -461,7 +482,7 @@ def test_a_paper_config_on_three_worker_processes_gives_the_in_process_numbers(t
         pd.testing.assert_frame_equal(remote.drop(columns=timing), local.drop(columns=timing),
                                       check_exact=True)
     backend = json.loads((tmp_path / "dask" / "manifest.json").read_text())["backend"]
-    assert list(backend["agents"]) == ["agents 1-4", "agents 5-7", "agents 8-10"]
+    assert list(backend["agents" if paper == "ldp" else "providers"]) == groups
 
 
 def _ldp(*overrides, network=None):

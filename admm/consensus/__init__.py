@@ -49,7 +49,10 @@ comes from the given :class:`~vfl.core.solver.Streams`.
 Modules: ``schedules`` (constants, step sizes, sensitivities and sigmas),
 ``batched`` (the closed form (3a) and the objectives), ``data`` (the providers'
 split and the row bound), ``base`` (what the three solvers share), ``exact``
-(Algorithms 1 and 2) and ``dp_admm`` (Algorithm 3).
+(Algorithms 1 and 2, with their providers' exact local step) and ``dp_admm``
+(Algorithm 3, with its providers' closed form); the providers' side of each
+is a :class:`~vfl.admm.providers.ProviderGroup` subclass, so it runs wherever
+the providers are.
 """
 
 from .batched import (augmented_objective, dp_admm_closed_form, empirical_loss,

@@ -11,7 +11,7 @@ from vfl.core.params import Param
 from vfl.core.solver import HorizontalData, Setting, Solver, Streams
 from vfl.core.wire import Inference, Wire
 
-from ..providers import LocalProviders, ProviderGroup, ProviderSpec, check_provider_rows
+from ..providers import LocalProviders, ProviderSpec, check_provider_rows
 from .batched import _reg_value
 from .data import enforce_row_bound
 from .schedules import REGULARIZERS, _log_term
@@ -107,9 +107,21 @@ class _Consensus(Solver):
     #: the classifier is the trainer's global w (Sec. VI): scoring a test row sends nothing
     inference = Inference(0, "the trainer holds the deployable model, its global w^k, and "
                              "scores test rows alone: no message")
+    #: the providers' side of an iteration (a :class:`~vfl.admm.providers.ProviderGroup`
+    #: subclass: the solver's local step): on Dask, groups of providers on their own workers
+    #: (:mod:`vfl.experiments.providers`); the release events are recorded by the trainer,
+    #: so accounting runs there too
+    provider_group: type
+    backends = ("inprocess", "dask")
+    accounted_backends = ("inprocess", "dask")
     #: what the ergodic average of the providers' iterates averages
     _shared_name = "w_i"
     _private = False
+
+    @classmethod
+    def group_settings(cls, params: dict, regularizer: str) -> dict:
+        """The local step's own public options, sent to every group (:class:`ProviderSpec`)."""
+        return {}
 
     @classmethod
     def check_config(cls, params, privacy, iterations):
@@ -228,15 +240,15 @@ class _Consensus(Solver):
         self._diagnosed = (None, None)      # (w^k, the providers' diagnostics at w^k)
         self._releases = []
         self.wire = Wire(N)
-        spec = ProviderSpec(rho=self.rho, lam_per_provider=self.lam_per_provider,
-                            regularizer=self.regularizer, private=self._private,
-                            row_bound=privacy.get("row_bound"), name=self.name)
+        self.spec = spec = ProviderSpec(
+            group=self.provider_group, rho=self.rho, lam_per_provider=self.lam_per_provider,
+            regularizer=self.regularizer, private=self._private,
+            row_bound=privacy.get("row_bound"), name=self.name,
+            settings=self.group_settings(self.params, self.regularizer))
         if data.providers is None:
             if self._private:
                 A, self.rows_clipped = enforce_row_bound(A, privacy["row_bound"])
-            group = ProviderGroup(np.ascontiguousarray(A), b, start=0, rho=spec.rho,
-                                  lam_per_provider=spec.lam_per_provider,
-                                  regularizer=spec.regularizer)
+            group = spec.group(np.ascontiguousarray(A), b, start=0, spec=spec)
             # the noise stream is the subclass's (set after this constructor)
             self.providers = LocalProviders(
                 group, lambda mean, **kw: self.release(mean, rng=self._rng, **kw))
@@ -257,6 +269,12 @@ class _Consensus(Solver):
     def b(self) -> np.ndarray:
         """The providers' labels ``(N, m)``, when they are in this process."""
         return self.providers.b
+
+    @property
+    def W(self) -> np.ndarray:
+        """The providers' clean ``w_i^k`` ``(N, d)`` (a diagnostic, unless Algorithm 1 sends
+        it)."""
+        return self.providers.models()
 
     # -- one iteration: the trainer's (3c) and the providers' (3d) ----------
     def _trainer_and_duals(self, shared: np.ndarray) -> None:

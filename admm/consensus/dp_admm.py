@@ -11,11 +11,28 @@ from vfl.core.params import Param
 from vfl.core.solver import Reference, Release
 
 from ..pretrain import pretrain_dw
+from ..providers import ProviderGroup
 from .base import (_ACCOUNTANT, _COMMON_PARAMS, _DELTA, _EPSILON, _EPSILON_PER_ITERATION,
                    _NEIGHBOURS, _ROW_BOUND, _assumptions, _Consensus,
                    per_iteration_epsilon)
+from .batched import dp_admm_closed_form
 from .schedules import (HUANG_PAPER, S1, S3, S4, lemma1_sensitivity, theorem1_sigma, theorem3_eta,
                         theorem4_eta)
+
+
+class LinearizedGroup(ProviderGroup):
+    """Algorithm 3's local step for a group of providers: the closed form (3a).
+
+    Each provider minimizes the approximate augmented Lagrangian (2),
+    linearized at its own last release ``w~_i^k`` (Huang et al. 2019, Sec.
+    III-B), with the iteration's public step size ``eta^{k+1}`` (``public["eta"]``,
+    Theorem 3 or 4).
+    """
+
+    def local_step(self, w, public):
+        return dp_admm_closed_form(self.A, self.b, self.shared, w, self.gamma, eta=public["eta"],
+                                   rho=self.rho, lam_per_provider=self.lam_per_provider,
+                                   regularizer=self.regularizer), {}
 
 
 class DPADMM(_Consensus):
@@ -55,11 +72,7 @@ class DPADMM(_Consensus):
     )
     columns = ("augmented_objective", "empirical_loss", "consensus_violation", "eta", "sigma",
                "local_time_s", "trainer_time_s")
-    #: the providers' side of an iteration is a :class:`~.providers.ProviderGroup`: on Dask,
-    #: groups of providers on their own workers (:mod:`vfl.experiments.providers`); the
-    #: release events are recorded by the trainer, so accounting runs there too
-    backends = ("inprocess", "dask")
-    accounted_backends = ("inprocess", "dask")
+    provider_group = LinearizedGroup
     _shared_name = "noisy w~_i"
     _private = True
 
@@ -119,23 +132,18 @@ class DPADMM(_Consensus):
         eta = float(self.eta_schedule(k))
         # each provider: (3d) with the w^k it receives, the closed form (3a) at its own
         # w~_i^k, its release (3b) (wherever the providers run: :mod:`.providers`)
+        noise, sigma = None, 0.0
         if self.noise:
             sigma = float(theorem1_sigma(eta, m=self.m, rho=self.rho, epsilon=self.epsilon,
                                          delta=self.delta))
-            sens = float(lemma1_sensitivity(eta, m=self.m, rho=self.rho))
-            shared = self.providers.update(self.w, eta, (np.arange(self.N), sigma, sens))
-        else:
-            sigma, shared = 0.0, self.providers.update(self.w, eta, None)
+            noise = (np.arange(self.N), sigma,
+                     float(lemma1_sensitivity(eta, m=self.m, rho=self.rho)))
+        shared, _ = self.providers.update(self.w, {"eta": eta}, noise)
         t1 = perf_counter()
         self._trainer_and_duals(shared)
         self.eta, self.sigma = eta, sigma
         return {"eta": eta, "sigma": sigma, "local_time_s": t1 - t0,
                 "trainer_time_s": perf_counter() - t1}
-
-    @property
-    def W(self) -> np.ndarray:
-        """The providers' clean ``w_i^k`` (a diagnostic: no provider sends it)."""
-        return self.providers.models()
 
     def evaluate(self) -> dict:
         return {**self._metrics(), "eta": self.eta, "sigma": self.sigma}

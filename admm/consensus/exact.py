@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from time import perf_counter
 
 import numpy as np
@@ -10,60 +11,110 @@ from vfl.core.params import Param
 from vfl.core.solver import Reference, Release
 
 from ..local_solvers import fista, kkt_residual, lipschitz, newton, smooth_grad
+from ..providers import ProviderGroup
 from .base import (_ACCOUNTANT, _COMMON_PARAMS, _DELTA, _EPSILON, _EPSILON_PER_ITERATION,
-                   _EXACT_PARAMS, _NEIGHBOURS, _ROW_BOUND, _assumptions, _Consensus, per_iteration_epsilon)
+                   _EXACT_PARAMS, _NEIGHBOURS, _ROW_BOUND, _assumptions, _Consensus,
+                   per_iteration_epsilon)
 from .schedules import (HUANG_PAPER, algorithm2_enforced_sensitivity, algorithm2_paper_sensitivity,
                         gaussian_sigma)
 
 
+def _penalties(regularizer: str, lam_per_provider: float) -> tuple[float, float]:
+    """``(alpha1, alpha2)`` of :mod:`~vfl.admm.local_solvers`: ``(lambda/N) R`` as an l1 or a
+    squared-l2 term."""
+    return (lam_per_provider, 0.0) if regularizer == "l1" else (0.0, lam_per_provider)
+
+
+class ExactGroup(ProviderGroup):
+    """Line 4 of Algorithms 1 and 2 for a group of providers: each one's exact local argmin.
+
+    Provider i minimizes ``f_i(w) - <gamma_i^k, w - w^k> + rho/2 ||w - w^k||^2``,
+    equal up to a constant to ``f_i(w) + rho/2 ||w - c_i||^2`` with
+    ``c_i = w^k + gamma_i^k / rho`` (complete the square), warm-started from its
+    previous clean solution ``w_i^k`` (Huang et al. 2019, Sec. VI-B, say only
+    "searching by gradients"), until its own KKT residual is at most
+    ``inner_tol`` (:mod:`~vfl.admm.local_solvers`: a converged provider is
+    frozen, so its solve is its own). The warm start is state the trainer
+    never sees, so a group rebuilt elsewhere :attr:`replays` its solves.
+    """
+
+    replays = True
+
+    def __init__(self, A, b, *, start, spec):
+        super().__init__(A, b, start=start, spec=spec)
+        options = spec.settings
+        self.method = options["local_solver"]
+        self.tol, self.max_inner = float(options["inner_tol"]), int(options["max_inner"])
+        self.alpha1, self.alpha2 = _penalties(self.regularizer, self.lam_per_provider)
+        # FISTA's step: each provider's Lipschitz constant, from its own rows
+        self.L = (lipschitz(A, alpha2=self.alpha2, rho=self.rho) if self.method == "fista"
+                  else None)
+        self.centre = np.zeros_like(self.W)
+
+    def _solve(self, centre, w0):
+        kw = dict(alpha1=self.alpha1, alpha2=self.alpha2, rho=self.rho, w0=w0, tol=self.tol,
+                  max_iter=self.max_inner)
+        if self.method == "newton":
+            return newton(self.A, self.b, centre, **kw)
+        return fista(self.A, self.b, centre, L=self.L, **kw)
+
+    def local_step(self, w, public):
+        self.centre = w[None, :] + self.gamma / self.rho
+        res = self._solve(self.centre, self.W)
+        return res.w, {"inner_iterations": res.steps, "converged": res.converged}
+
+    def residuals(self):
+        g = smooth_grad(self.A, self.b, self.W, self.centre, alpha2=self.alpha2, rho=self.rho)
+        return kkt_residual(g, self.W, self.alpha1)
+
+    def restore(self, shared, gamma, rounds, history):
+        """The trainer's checkpoint, and the warm start it lacks: the local solves of the
+        completed iterations again, from their ``(w^k, gamma_i^k)`` (each solve is a
+        deterministic function of its centre and warm start, so the same numbers)."""
+        super().restore(shared, gamma, rounds, history)
+        W = np.zeros_like(self.W)
+        for w, g in history:
+            self.centre = w[None, :] + g / self.rho
+            W = self._solve(self.centre, W).w
+        self.W = W
+
+
 class _ExactLocal(_Consensus):
-    """Algorithms 1 and 2: the exact local argmin of line 4, batched over providers."""
+    """Algorithms 1 and 2: the exact local argmin of line 4, in each provider's group."""
 
     params = _COMMON_PARAMS + _EXACT_PARAMS
+    provider_group = ExactGroup
+
+    @classmethod
+    def group_settings(cls, params, regularizer):
+        choice = params["local_solver"]
+        if choice == "auto":
+            choice = "fista" if regularizer == "l1" else "newton"
+        return {"local_solver": choice, "inner_tol": float(params["inner_tol"]),
+                "max_inner": int(params["max_inner"])}
 
     def __init__(self, data, *, objective, params, privacy, streams, iterations):
         super().__init__(data, objective=objective, params=params, privacy=privacy,
                          streams=streams, iterations=iterations)
-        choice = params["local_solver"]
-        if choice == "auto":
-            choice = "fista" if self.regularizer == "l1" else "newton"
-        self.local_solver = choice
-        self.inner_tol = float(params["inner_tol"])
-        self.max_inner = int(params["max_inner"])
-        l1 = self.regularizer == "l1"
-        self._alpha1 = self.lam_per_provider if l1 else 0.0
-        self._alpha2 = 0.0 if l1 else self.lam_per_provider
+        options = self.spec.settings
+        self.local_solver = options["local_solver"]
+        self.inner_tol, self.max_inner = options["inner_tol"], options["max_inner"]
+        self._alpha1, alpha2 = _penalties(self.regularizer, self.lam_per_provider)
         #: strong convexity of every local objective, rho + (lam/N) R''
-        self.mu = self.rho + self._alpha2
-        self._L = (lipschitz(self.A, alpha2=self._alpha2, rho=self.rho) if choice == "fista"
-                   else None)
-        self._centre = np.zeros((self.N, self.d))
-        self.W = np.zeros((self.N, self.d))  # clean local w_i^k, the solves' warm start
-        self._inner = (0, np.zeros(self.N, dtype=bool))
+        self.mu = self.rho + alpha2
 
-    def _local_solve(self) -> tuple[np.ndarray, dict]:
-        """Line 4 for every provider: ``argmin f_i(w) - <gamma_i, w - w^k> + rho/2 ||w - w^k||^2``.
-
-        Equal, up to a constant, to ``f_i(w) + rho/2 ||w - c_i||^2`` with
-        ``c_i = w^k + gamma_i^k / rho``; warm-started from the provider's
-        previous clean solution ``w_i^k`` (Sec. VI says only "searching by gradients").
-        """
-        self._centre = self.w[None, :] + self.gamma / self.rho
-        kw = dict(alpha1=self._alpha1, alpha2=self._alpha2, rho=self.rho, w0=self.W,
-                  tol=self.inner_tol, max_iter=self.max_inner)
-        if self.local_solver == "newton":
-            res = newton(self.A, self.b, self._centre, **kw)
-        else:
-            res = fista(self.A, self.b, self._centre, L=self._L, **kw)
-        self.W = res.w
-        self._inner = (res.iterations, res.converged)
-        return res.w, {"inner_iterations": res.iterations,
-                       "inner_unconverged": int((~res.converged).sum())}
+    def _local_iteration(self, noise) -> tuple[np.ndarray, dict, np.ndarray]:
+        """Lines 3-5 at every provider (wherever they run): the dual step with ``w^k``, the
+        local argmin, the release; returns the releases, the solves' statistics and which
+        providers' solves converged."""
+        shared, stats = self.providers.update(self.w, {}, noise)
+        converged = stats["converged"]
+        return shared, {"inner_iterations": int(stats["inner_iterations"].max()),
+                        "inner_unconverged": int((~converged).sum())}, converged
 
     def kkt_residuals(self) -> np.ndarray:
         """Exact KKT residual of every provider's last local solve, ``(N,)``."""
-        g = smooth_grad(self.A, self.b, self.W, self._centre, alpha2=self._alpha2, rho=self.rho)
-        return kkt_residual(g, self.W, self._alpha1)
+        return self.providers.residuals()
 
     def evaluate(self) -> dict:
         out = self._metrics()
@@ -76,7 +127,8 @@ class _ExactLocal(_Consensus):
                           "backtracking"),
                "fista": "batched accelerated proximal gradient (constant strongly-convex momentum)"}
         return {"local_solve": {"method": how[self.local_solver],
-                                "stop": f"KKT residual <= {self.inner_tol:g} for every provider",
+                                "stop": f"each provider at its own KKT residual <= "
+                                        f"{self.inner_tol:g} (frozen while the others go on)",
                                 "max_inner": self.max_inner,
                                 "warm_start": "previous clean local solution",
                                 "strong_convexity_mu": self.mu}}
@@ -95,7 +147,7 @@ class ConsensusADMM(_ExactLocal):
     def step(self) -> dict:
         self.begin_releases()
         t0 = perf_counter()
-        W, stats = self._local_solve()
+        W, stats, _ = self._local_iteration(None)  # released as it is
         t1 = perf_counter()
         self._trainer_and_duals(W)
         return {**stats, "local_time_s": t1 - t0, "trainer_time_s": perf_counter() - t1}
@@ -162,11 +214,13 @@ class ConsensusADMMPerturbed(_ExactLocal):
     def step(self) -> dict:
         self.begin_releases()
         t0 = perf_counter()
-        W, stats = self._local_solve()
-        # A provider whose solve hit max_inner has no enforced bound: NaN.
-        sens = np.where(self._inner[1], self.enforced_sensitivity, np.nan)
-        shared = self.release(W, units=np.arange(self.N), scale=self.sigma, sensitivity=sens,
-                              rng=self._rng)
+        shared, stats, converged = self._local_iteration(
+            (np.arange(self.N), self.sigma, self.enforced_sensitivity))
+        # A provider whose solve hit max_inner has no enforced bound: NaN. (It drew its noise
+        # at the scale of the others: the scale does not depend on how its solve went.)
+        (event,) = self._releases
+        self._releases = [replace(event, sensitivity=np.where(converged, event.sensitivity,
+                                                              np.nan))]
         t1 = perf_counter()
         self._trainer_and_duals(shared)
         return {**stats, "sigma": self.sigma, "local_time_s": t1 - t0,

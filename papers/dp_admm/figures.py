@@ -482,8 +482,9 @@ def _table3_markdown(table: pd.DataFrame) -> str:
     inner = table[table["algorithm"] != "DP-ADMM"]
     reps = int(table["repetitions"].min())
     lines += ["", f"Median of {reps} repetitions, one process, BLAS limited to 1 thread; only "
-              "the T calls to step() are timed. Local-solver iterations over the T iterations "
-              "(all providers move together): "
+              "the T calls to step() are timed. Local-solver iterations summed over the T "
+              "iterations (each counts its slowest provider's; each provider stops at its own "
+              "tolerance): "
               + ", ".join(f"{a}{'' if np.isnan(e) else f' eps {e:g}'}: {int(n)}"
                           for a, e, n in zip(inner["algorithm"], inner["epsilon"],
                                              inner["inner_iterations"])) + ".",
