@@ -412,18 +412,8 @@ def _providers_both(raw, cluster):
     # Algorithm 2, l2 (Newton): its noise drawn on the workers, accounted by the trainer
     {**ALGORITHM2, "privacy": {**ALGORITHM2["privacy"], "replayable_noise": True}},
 ])
-def test_dp_admm_providers_on_dask_give_the_in_process_numbers_to_the_bit(cluster, extra):
-    from vfl.experiments.providers import DaskProviders
-
-    raw = {**HORIZONTAL, **extra}
-    local = run_experiment(config_from_dict(raw), with_baselines=False)
-    config = config_from_dict({**raw, "run": {**raw.get("run", {}), "backend": "dask"}})
-    with dask_backend(config, cluster, None) as backend:
-        plan = plan_run(config, None, backend)
-        assert isinstance(plan.solver.providers, DaskProviders)
-        with pytest.raises(AttributeError):
-            plan.solver.A  # noqa: B018 (the trainer holds no provider's rows)
-        remote = run_experiment(config, plan=plan, with_baselines=False)
+def test_huang_providers_on_dask_give_the_in_process_numbers_to_the_bit(cluster, extra):
+    local, remote, _ = _providers_both({**HORIZONTAL, **extra}, cluster)
     assert_same_numbers(remote, local)
     assert list(remote.manifest["backend"]["providers"]) == ["providers 1-3", "providers 4-5"]
     # each provider sends d = 7 values and receives w (7 values) per iteration

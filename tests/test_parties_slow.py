@@ -522,17 +522,8 @@ def test_agents_whose_worker_is_lost_stop_the_run_naming_them(external_cluster, 
     replayable run's are, if a worker comes back within run.party_wait."""
     config = _ldp("run.backend=dask", "run.party_wait=1",
                   f"privacy.replayable_noise={str(noise == 'replayable').lower()}")
-    with dask_backend(config, external_cluster, None) as backend:
-        plan = plan_run(config, None, backend)
-        worker = backend.slots[1].worker
-
-        def kill_agents_4_5(row):
-            if row["epoch"] == 3:
-                _kill_party(backend, 1)
-
-        with pytest.raises(PartyLostError) as caught:
-            run_experiment(config, plan=plan, with_baselines=False, on_epoch=kill_agents_4_5)
-    assert str(caught.value) == {
+    worker, line = _stopped(config, external_cluster)
+    assert line == {
         "deployment": f"agents 4-5: their worker {worker} was lost at iteration 4; their noise "
                       "came from OS entropy (privacy.replayable_noise = false) and cannot be "
                       "drawn again, so their state (duals, streams, realized privacy loss) is "
