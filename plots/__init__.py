@@ -8,6 +8,7 @@ party 1's features only) drawn horizontally.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -497,8 +498,11 @@ def plot_audit_table(table):
 
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        lo, hi = ax.get_xlim()
+        # the 2s and 5s between decades are labelled only where they do not crowd the axis
+        sparse = math.log10(hi / lo) <= 4
         ax.xaxis.set_minor_formatter(FuncFormatter(
-            lambda v, _: f"{v:g}" if f"{v:.0e}"[0] in "25" else ""))
+            lambda v, _: f"{v:g}" if sparse and f"{v:.0e}"[0] in "25" else ""))
         ax.tick_params(axis="x", which="minor", labelsize=6)
         ax.set_xlabel("epsilon at the claimed delta (log scale; a lower bound of 0 sits at "
                       "the left edge)")
