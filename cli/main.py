@@ -540,13 +540,15 @@ def _plot_privacy(run_dir: Path, out, overwrite: bool):
                    "claims stay the accountant's, so with S = 0.33 a sound audit must refute; "
                    "the guarantee is void for these runs).")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
-@click.option("--bound", type=click.Choice(["auto", "kl", "clopper-pearson"]), default="auto",
-              show_default=True,
+@click.option("--bound", type=click.Choice(["auto", "kl", "clopper-pearson", "truncated-kl"]),
+              default="auto", show_default=True,
               help="One-sided bound on delta(eps): kl = Chernoff (relative entropy), "
                    "deterministic in the losses; clopper-pearson = exact binomial after "
-                   "randomized rounding (Hoeffding 1963; Clopper and Pearson 1934); auto = per "
-                   "claim, whichever refutes at the smaller divergence for --runs and the "
-                   "claim's delta, decided before any run.")
+                   "randomized rounding (Hoeffding 1963; Clopper and Pearson 1934); "
+                   "truncated-kl = kl of the samples capped where the claimed profile, with "
+                   "the noise off by 2x, puts almost none (claims with a profile; else kl); "
+                   "auto = per claim, whichever refutes at the smallest divergence for --runs "
+                   "and the claim's delta, decided before any run.")
 def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data_dir, noise_scale,
           overwrite, bound):
     """Audit a run's privacy claims (white-box): PASS or REFUTED.

@@ -4,6 +4,8 @@
     python docs/measure.py test-fast main-job # measure these, rewrite their rows and README
     python docs/measure.py scale              # the scale table (docs/figures/scale/scale.csv)
     python docs/measure.py dask [--from BENCH_JSON]  # the Dask table (docs/figures/dask/)
+    python docs/measure.py audits [--jobs J]  # the audit table (docs/figures/audits/)
+    python docs/measure.py ceiling            # the bounds beside it that no audit can refute
 
 Every number README marks with ``<!-- measured: KEY -->`` comes from the row
 KEY of docs/measured.md, and every row is written here: the command it ran,
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,6 +36,30 @@ README = REPO / "README.md"
 SCALE_CSV = REPO / "docs" / "figures" / "scale" / "scale.csv"
 DASK_DIR = REPO / "docs" / "figures" / "dask"
 BENCH_DIR = REPO / "docs" / "figures" / "bench"
+AUDITS_PNG = REPO / "docs" / "figures" / "audits" / "audits.png"
+#: every shipped config that claims a guarantee, audited as run and at AUDIT_LOW_SCALE:
+#: (config, extra --set, K). K is the config's own audit.runs where it sets one (DP-ADMM),
+#: else the draws at which a third of the noise is refuted, the same K at both scales
+AUDITED = (
+    ("papers/dp_admm/configs/dp-admm-alg2.toml", (), None),
+    ("papers/dp_admm/configs/dp-admm-alg2.toml",
+     ("name=dp-admm-alg2-corrected", "privacy.sensitivity=corrected"), 400),
+    ("papers/dp_admm/configs/dp-admm-l1.toml", (), None),
+    ("papers/dp_admm/configs/dp-admm-l2.toml", (), None),
+    ("configs/own-data/admm-sharing.toml", (), 100),
+    ("configs/own-data/dp-admm.toml", (), None),
+    ("configs/own-data/stacking.toml", (), 100),
+    ("papers/hu/configs/privacy-a9a.toml", (), 30),
+    ("papers/hu/configs/privacy-a9a-column.toml", (), 30),
+    ("papers/hu/configs/privacy-a9a-row.toml", (), 30),
+    ("papers/private_utility/configs/private-stacking-a9a.toml", (), 100),
+    ("papers/private_utility/configs/private-utility-admm-a9a.toml", (), 30),
+    ("papers/private_utility/configs/private-utility-admm-adult.toml", (), 30),
+    ("papers/private_utility/configs/private-utility-stacking-adult.toml", (), 100),
+)
+AUDIT_LOW_SCALE = 0.33
+CEILING_CSV = REPO / "docs" / "figures" / "audits" / "ceiling.csv"
+TV_CSV = REPO / "docs" / "figures" / "audits" / "tv.csv"
 #: the scale table's sizes: (rows, parties)
 SCALE_POINTS = ((32561, 2), (325610, 2), (3256100, 2), (10_000_000, 2), (32561, 16),
                 (3256100, 16))
@@ -245,6 +272,180 @@ def measure_dask(bench_json: Path | None = None) -> Path:
     return DASK_DIR / "dask.csv"
 
 
+def measure_audits(jobs: int = 2, root: Path | None = None) -> Path:
+    """Every AUDITED config with ``vfl audit``, as run and at AUDIT_LOW_SCALE (``jobs`` at a
+    time, one BLAS thread each, longest first), into ROOT (default results/audits-table),
+    then ``vfl audits ROOT`` into AUDITS_PNG and the CSV beside it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sklearn.datasets import load_breast_cancer
+
+    root = REPO / "results" / "audits-table" if root is None else root
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "MKL_NUM_THREADS": "1"}
+    # the own-data configs read breast_cancer.csv from the working directory (README's lines)
+    work = Path(tempfile.mkdtemp(prefix="vfl-audits-"))
+    load_breast_cancer(as_frame=True).frame.rename(columns={"target": "label"}).to_csv(
+        work / "breast_cancer.csv", index=False)
+    runs = []
+    for config, sets, K in AUDITED:
+        name = next((s[5:] for s in sets if s.startswith("name=")), Path(config).stem)
+        for scale in (1.0, AUDIT_LOW_SCALE):
+            out = root / (name if scale == 1.0 else f"{name}-{scale:g}")
+            runs.append(["vfl", "audit", "--config", str(REPO / config),
+                         "--noise-scale", f"{scale:g}",
+                         "--out", str(out), "--overwrite"]
+                        + [a for s in sets for a in ("--set", s)]
+                        + ([] if K is None else ["--runs", str(K)]))
+    # the slow ones first: K draws of a mechanism, the stacking and a9a ones the slowest
+    runs.sort(key=lambda a: -int(a[a.index("--runs") + 1]) if "--runs" in a else -400)
+
+    def one(args):
+        proc = subprocess.run(args, cwd=work, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)} failed:\n{proc.stderr[-2000:]}")
+        return proc.stdout
+
+    before = load()
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for args, out in zip(runs, pool.map(one, runs)):
+            print(f"{' '.join(args[3:])}: done", flush=True)
+    shutil.rmtree(work)
+    subprocess.run(["vfl", "audits", str(root), "--out", str(AUDITS_PNG)], cwd=REPO, check=True)
+    print(f"load {before[0]} before, {load()[0]} after")
+    return AUDITS_PNG.with_suffix(".csv")
+
+
+def measure_ceiling(seeds=(0, 1, 2)) -> Path:
+    """How much of the column bound ANY neighbouring pair can exercise along the histories of
+    papers/hu/configs/privacy-a9a.toml, as run and at AUDIT_LOW_SCALE, into CEILING_CSV.
+
+    Party m's share is ``clip(D_m x_m)`` with ``D_m x_m = t A r``, ``0 <= t <= 1`` (the ball)
+    and ``0 <= A <= I / rho`` (the x-update of (6)); every such point lies in the ball of
+    diameter ``[0, r / rho]`` (Thales), and the clip is 1-Lipschitz, so under any change of
+    ``D_m`` the teacher-forced release means differ by at most ``||r|| / rho``, whatever the
+    pair. Over the epochs the pair's GDP mu is at most ``rms_t ||r_t|| / rho / sigma``: the
+    rows give that ceiling over the charged ``2 min(c, b1) sqrt(N)``, on the run's own data
+    and on the audit's canary bases, with the largest and the rms entry of ``r`` (what a clip
+    of the pulled values to ``[-R, R]``, which would bound ``||r||``, would cut).
+    """
+    import math
+
+    import numpy as np
+    import pandas as pd
+
+    from vfl.admm.sharing.solver import ADMMSharing
+    from vfl.core.solver import Streams
+    from vfl.experiments.audit import _Recorder
+    from vfl.experiments.config import load_config
+    from vfl.experiments.runner import _build, plan_run
+    from vfl.experiments.settings import Prepared
+    from vfl.privacy.sharing import column_sensitivity
+
+    config = load_config(REPO / "papers" / "hu" / "configs" / "privacy-a9a.toml")
+    plan = plan_run(config, None)
+    cls, data, objective = plan.solver_cls, plan.first.data, plan.first.objective
+    privacy = dict(config.privacy.values)
+    pulled = []
+    original = ADMMSharing._pull
+
+    def watch(self, m, *args, **kwargs):
+        r = original(self, m, *args, **kwargs)
+        pulled.append((m, float(np.linalg.norm(r)) / self.x_rho, float(np.abs(r).max()),
+                       float(np.mean(r * r))))
+        return r
+
+    bases = [("the run's data", data, s) for s in seeds]
+    for pair in cls.neighbours(data, privacy, np.random.default_rng(0)):
+        if pair.base is not None and pair.unit not in {b[0] for b in bases}:
+            bases.append((pair.unit, pair.base, seeds[0]))
+    rows = []
+    ADMMSharing._pull = watch
+    try:
+        for base, D, seed in bases:
+            for scale in (1.0, AUDIT_LOW_SCALE):
+                pulled.clear()
+                solver = _build(cls, config, Prepared(data=D, test=None, y_test=None,
+                                                      y_train=None, distribution={},
+                                                      objective=objective),
+                                Streams(config.run.seed, replayable_noise=True))
+                solver.observer = _Recorder(np.random.default_rng(seed), scale)
+                for _ in range(config.solver.epochs):
+                    solver.step()
+                charged = column_sensitivity(len(solver.b), privacy["clip"], privacy["b1"])
+                for m in sorted({p[0] for p in pulled}):
+                    norm, top, square = np.array([p[1:] for p in pulled if p[0] == m]).T
+                    rows.append({"config": config.name,
+                                 "base": base if isinstance(base, str) else
+                                 f"canary of party {base + 1}",
+                                 "noise_scale": scale, "seed": seed, "party": m + 1,
+                                 "rms_over_charged": math.sqrt(np.mean(norm ** 2)) / charged,
+                                 "max_over_charged": norm.max() / charged,
+                                 # the pulled entries |r_i|: what a clip [-R, R] would cut
+                                 "pulled_entry_max": top.max(),
+                                 "pulled_entry_rms": math.sqrt(np.mean(square))})
+    finally:
+        ADMMSharing._pull = original
+    tmp = CEILING_CSV.with_name(f".{CEILING_CSV.name}.partial")
+    pd.DataFrame(rows).to_csv(tmp, index=False, float_format="%.6g")
+    os.replace(tmp, CEILING_CSV)
+    return CEILING_CSV
+
+
+def measure_tv() -> Path:
+    """papers/dp_admm/configs/dp-admm-alg2.toml: the total variation its ledger claims and the
+    one its audited pair reaches, as run and at AUDIT_LOW_SCALE, into TV_CSV.
+
+    The ledger is mu-GDP; the pair exercises the fraction ``exercised_over_charged`` of it
+    (audits.csv), so at scale S its transcripts are ``(exercised mu / S)``-GDP, whose total
+    variation ``2 Phi(mu / 2) - 1`` is the largest delta at any epsilon >= 0. ``runs_needed``:
+    the draws per direction at which a Chernoff (relative entropy) bound at the audit's level
+    could separate the two, ``log(1 / alpha) / KL(claimed || reached)``.
+    """
+    import math
+
+    import numpy as np
+    import pandas as pd
+    from scipy.stats import norm
+
+    from vfl.core.solver import Streams
+    from vfl.experiments.audit import _Probe
+    from vfl.experiments.config import load_config
+    from vfl.experiments.runner import _build, _ledger, plan_run
+
+    config = load_config(REPO / "papers" / "dp_admm" / "configs" / "dp-admm-alg2.toml")
+    plan = plan_run(config, None)
+    solver = _build(plan.solver_cls, config, plan.first,
+                    Streams(config.run.seed, replayable_noise=True))
+    solver.observer = _Probe(None)  # noiseless: the ledger's charges do not depend on the noise
+    ledger = _ledger(config)
+    for _ in range(config.solver.epochs):
+        solver.step()
+        ledger.add(solver.releases())
+    audits = pd.read_csv(AUDITS_PNG.with_suffix(".csv"))
+    rows = audits[audits["config"] == config.name]
+    exercised = float(rows.loc[rows["noise_scale"] == 1, "exercised_over_charged"].iloc[0])
+    level = float(rows["level"].iloc[0])
+    mu = ledger.gaussian_mu()
+    claimed = 2.0 * norm.cdf(mu / 2.0) - 1.0
+
+    def kl(q, p):
+        return q * math.log(q / p) + (1 - q) * math.log((1 - q) / (1 - p))
+
+    out = []
+    for scale in (1.0, AUDIT_LOW_SCALE):
+        reached = 2.0 * norm.cdf(exercised * mu / scale / 2.0) - 1.0
+        out.append({"config": config.name, "noise_scale": scale, "epsilon": ledger.epsilon(),
+                    "delta": ledger.delta, "gaussian_mu": mu, "exercised_over_charged": exercised,
+                    "claimed_tv": claimed, "reached_tv": reached,
+                    "runs_needed": math.ceil(math.log(1.0 / (1.0 - level)) / kl(claimed, reached))
+                    if reached > claimed else np.nan})
+    tmp = TV_CSV.with_name(f".{TV_CSV.name}.partial")
+    pd.DataFrame(out).to_csv(tmp, index=False, float_format="%.6g")
+    os.replace(tmp, TV_CSV)
+    return TV_CSV
+
+
 def _write(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.partial")
     tmp.write_text(text)
@@ -257,6 +458,16 @@ def main(argv: list[str]) -> int:
             print(f"{key:28} {m.command}")
         print(f"{'scale':28} python -m benchmarks scale at {SCALE_POINTS} -> {SCALE_CSV}")
         print(f"{'dask':28} python -m benchmarks --only dask_parties -> {DASK_DIR}")
+        print(f"{'audits':28} vfl audit of every config that claims a guarantee -> {AUDITS_PNG}")
+        print(f"{'ceiling':28} what any pair can exercise on privacy-a9a, and dp-admm-alg2's "
+              f"total variation -> {CEILING_CSV}, {TV_CSV} (after audits)")
+        return 0
+    if argv[0] == "ceiling":
+        print(f"wrote {measure_ceiling()} and {measure_tv()}; then: python docs/readme_tables.py")
+        return 0
+    if argv[0] == "audits":
+        jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else 2
+        print(f"wrote {measure_audits(jobs)}; then: python docs/readme_tables.py")
         return 0
     if argv[0] == "dask":
         source = Path(argv[argv.index("--from") + 1]) if "--from" in argv else None

@@ -6,9 +6,10 @@
 Each table sits between ``<!-- table: NAME -->`` and ``<!-- /table -->``;
 NAME says which CSV and which renderer:
 
-- ``audits``: ``docs/figures/audits/audits.csv``, written by
-  ``vfl audits DIR --out docs/figures/audits/audits.png``
-  (:func:`vfl.experiments.audit.audit_markdown`);
+- ``audits``: ``docs/figures/audits/audits.csv``, written by ``python docs/measure.py
+  audits`` (every config that claims a guarantee, through ``vfl audit`` and ``vfl audits``;
+  :func:`vfl.experiments.audit.audit_markdown`); the prose's facts also read ``ceiling.csv``
+  and ``tv.csv`` beside it, written by ``python docs/measure.py ceiling``;
 - ``utility-a9a``, ``utility-adult``: ``docs/figures/private/utility-*.csv``,
   written by ``vfl reproduce private-utility``
   (:func:`vfl.papers.private_utility.figures.utility_markdown`);
@@ -261,6 +262,8 @@ def count(csv: str, fmt="d", **where) -> Fact:
 
 
 _AUDITS = "audits/audits.csv"
+_CEILING = "audits/ceiling.csv"
+_TV = "audits/tv.csv"
 _A9A, _ADULT = "private/utility-a9a.csv", "private/utility-adult.csv"
 _BYTES = "hu/bytes.csv"
 _SCALE = "scale/scale.csv"
@@ -359,6 +362,27 @@ FACTS: dict[str, Fact] = {
     "audit-dp-admm-alg2-corrected-low": Fact(
         _AUDITS, lambda t: _one(_low(t), _AUDITS, {"config": "dp-admm-alg2-corrected"})["verdict"],
         "s"),
+    # privacy-a9a: the most any pair can exercise along its histories (docs/measure.py ceiling)
+    "audit-privacy-a9a-ceiling": Fact(
+        _CEILING, lambda t: t.loc[t["noise_scale"] == 1, "rms_over_charged"].max(), ".2f"),
+    "audit-privacy-a9a-ceiling-low": Fact(
+        _CEILING, lambda t: t.loc[t["noise_scale"] != 1, "rms_over_charged"].max(), ".2f"),
+    "audit-privacy-a9a-ceiling-low-mu": Fact(
+        _CEILING, lambda t: (t.loc[t["noise_scale"] != 1, "rms_over_charged"].max()
+                             / _unique(t.loc[t["noise_scale"] != 1, "noise_scale"],
+                                       "the ceiling's noise scale")), ".2f"),
+    "audit-privacy-a9a-pulled-max": Fact(
+        _CEILING, lambda t: t.loc[(t["noise_scale"] == 1) & (t["base"] == "the run's data"),
+                                  "pulled_entry_max"].max(), ".0f"),
+    "audit-privacy-a9a-pulled-rms": Fact(
+        _CEILING, lambda t: t.loc[(t["noise_scale"] == 1) & (t["base"] == "the run's data"),
+                                  "pulled_entry_rms"].max(), ".1f"),
+    # dp-admm-alg2: the total variation claimed and reached (docs/measure.py ceiling)
+    "audit-dp-admm-alg2-claimed-tv": cell(_TV, "claimed_tv", _exp(1), noise_scale=1),
+    "audit-dp-admm-alg2-tv-low": Fact(_TV, lambda t: _low(t)["reached_tv"].item(), _exp(1)),
+    "audit-dp-admm-alg2-runs-needed": Fact(_TV, lambda t: _low(t)["runs_needed"].item(), _exp(0)),
+    "audit-dp-admm-alg2-clip": Fact(
+        _AUDITS, lambda t: _one(_low(t), _AUDITS, {"config": "dp-admm-alg2"})["clip"], _exp(2)),
     # Private utility: test log loss per method and epsilon
     "utility-draws": Fact((_A9A, _ADULT), lambda t: _unique(
         t.loc[t["kind"].notna(), "n_seeds"], "the private methods' n_seeds"), "d"),

@@ -82,6 +82,7 @@ class AuditReport:
                 "verdicts": {c: self.verdict(c) for c in self.claims},
                 "labels": self.labels,
                 "bounds": {c: top(c).method for c in self.claims},
+                "clips": {c: top(c).clip for c in self.claims},
                 "levels": {c: top(c).confidence for c in self.claims},
                 "epsilon_refuted": {c: self.epsilon_refuted(c) for c in self.claims},
                 "exercised_over_charged": max((p.exercised for p in self.pairs
@@ -117,6 +118,7 @@ class AuditReport:
                             "exercised_over_charged": p.exercised,
                             "noise_scale": self.noise_scale,
                             "verdict": r.verdict, "K": self.K, "bound": r.method,
+                            "clip": r.clip,
                             "confidence": r.confidence})
         return out
 
@@ -287,11 +289,13 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
 
     ``bound`` is the one-sided confidence bound on ``delta(eps)``: ``"kl"``
     (Chernoff, deterministic in the losses), ``"clopper-pearson"`` (exact
-    binomial after randomized rounding, from the audit's own stream; see
-    :func:`vfl.privacy.audit.estimate_delta`), or ``"auto"``: per claim, the
-    one that refutes at the smaller divergence for this ``K`` and the
-    claim's delta (:func:`vfl.privacy.audit.choose_bound`, decided before
-    any run).
+    binomial after randomized rounding, from the audit's own stream),
+    ``"truncated-kl"`` (Chernoff on the samples capped at
+    :func:`vfl.privacy.audit.truncation_level` of the claim's profile; for a
+    claim without one, ``"kl"``; see :func:`vfl.privacy.audit.estimate_delta`),
+    or ``"auto"``: per claim, the one that refutes at the smallest divergence
+    for this ``K`` and the claim's delta (:func:`vfl.privacy.audit.choose_bound`,
+    decided before any run).
 
     Claims: the guarantee (the ledger's ``(epsilon, delta)``), the paper's
     claim and the solver's other claims; and, for a Gaussian ledger, the
@@ -305,7 +309,7 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
     import math
 
     from vfl.privacy.audit import (AUDIT_METHODS, audit_verdict, choose_bound, gaussian_delta,
-                                   powerful_epsilon)
+                                   powerful_epsilon, truncation_level)
 
     started = perf_counter()
     if bound != "auto" and bound not in AUDIT_METHODS:
@@ -344,6 +348,7 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
         raise ConfigError(f"{cls.name}: no neighbouring pair of the requested kinds")
 
     results, claims, mu = [], {}, {}
+    alt = {}  # claim -> the mu (Gaussian, or a Laplace ledger's equivalent) its alternative scales
     for n, pair in enumerate(pairs):
         rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed, spawn_key=(8, n)).spawn(2 * K)]
         LP, LQ = np.empty(K), np.empty(K)
@@ -357,7 +362,7 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
             if ledger is not None and np.isfinite(ledger.epsilon()):
                 claims["guarantee"] = (ledger.epsilon(), ledger.delta)
                 if ledger.gaussian_only:
-                    mu["guarantee"] = ledger.gaussian_mu()
+                    mu["guarantee"] = alt["guarantee"] = ledger.gaussian_mu()
             paper = solver.paper_epsilon()
             if paper is not None and np.isfinite(paper[0]):
                 claims["paper"] = (float(paper[0]), float(paper[1]))
@@ -373,7 +378,7 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
                 e_star = powerful_epsilon(mu["guarantee"], K, top,
                                           1.0 - (1.0 - confidence) / 4.0)
                 claims["profile"] = (e_star, gaussian_delta(e_star, 1.0 / mu["guarantee"]))
-                mu["profile"] = mu["guarantee"]
+                mu["profile"] = alt["profile"] = mu["guarantee"]
             elif "guarantee" in claims and _l2_laplace(ledger):
                 # Laplace charged in l2: its losses are close to those of a Gaussian of the
                 # zCDP-equivalent mu, against which power is judged; the claim is the ledger's
@@ -382,12 +387,22 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
                 e_star = powerful_epsilon(mu_eq, K, top, 1.0 - (1.0 - confidence) / 4.0,
                                           claimed=ledger.delta_at)
                 claims["profile"] = (e_star, float(ledger.delta_at(e_star)[0]))
+                alt["guarantee"] = alt["profile"] = mu_eq
+            # a claim with a profile may cap its samples where that profile, with the noise
+            # off by 2x, puts almost none (truncated-kl); chosen from mu and K alone
+            clips = {name: truncation_level(alt[name], K, claims[name][0]) for name in alt}
             methods = {name: (bound if bound != "auto" else
-                              choose_bound(K, d, 1.0 - (1.0 - _level(name, claims, confidence)) / 2.0))
+                              choose_bound(K, d, 1.0 - (1.0 - _level(name, claims, confidence)) / 2.0,
+                                           clip=clips.get(name)))
                        for name, (_, d) in claims.items()}
+            # without a profile there is nothing to cap at: truncated-kl is kl
+            methods = {name: "kl" if m == "truncated-kl" and name not in clips else m
+                       for name, m in methods.items()}
         bound_rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(9, n)))
         verdicts = {name: audit_verdict(LP, LQ, eps, delta, _level(name, claims, confidence),
-                                        method=methods[name], rng=bound_rng)
+                                        method=methods[name], rng=bound_rng,
+                                        clip=clips[name] if methods[name] == "truncated-kl"
+                                        else None)
                     for name, (eps, delta) in claims.items()}
         exercised = float("nan")
         if ledger is not None and ledger.gaussian_only and ledger.gaussian_mu() > 0:
@@ -429,7 +444,8 @@ def audit_table(root) -> "pd.DataFrame":
     (1: as run; else a calibration), K and the wall time, the claimed
     ``(epsilon, delta)``, the verdict, the empirical lower bound on epsilon
     (the largest epsilon the audit refutes at the claimed delta, at the
-    stated one-sided level) with its bound, the verdict of the guarantee's
+    stated one-sided level) with its bound and the bound's cap on the samples
+    (``clip``, 1 for none), the verdict of the guarantee's
     profile point, and the best pair's exercised / charged sensitivity.
     Sorted by config, then noise scale.
     """
@@ -452,7 +468,7 @@ def audit_table(root) -> "pd.DataFrame":
             raise DataError(f"{path}: an audit without its {exc} field (written by another "
                             "vfl version? rerun vfl audit)") from None
     columns = ["config", "mechanism", "relation", "noise_scale", "K", "pairs", "seconds",
-               "epsilon", "delta", "verdict", "epsilon_lower", "level", "bound",
+               "epsilon", "delta", "verdict", "epsilon_lower", "level", "bound", "clip",
                "profile_verdict", "exercised_over_charged", "directory"]
     table = pd.DataFrame(rows, columns=columns)
     return table.sort_values(["config", "noise_scale"], ascending=[True, False],
@@ -469,6 +485,8 @@ def _table_row(a: dict, path: Path) -> dict:
             "verdict": a["verdicts"]["guarantee"],
             "epsilon_lower": a["epsilon_refuted"]["guarantee"],
             "level": a["levels"]["guarantee"], "bound": a["bounds"]["guarantee"],
+            # truncated-kl's cap (1: none; audits before it had no cap)
+            "clip": (a.get("clips") or {}).get("guarantee", 1.0),
             "profile_verdict": profile,
             "exercised_over_charged": a.get("exercised_over_charged"),
             "directory": str(path.parent)}
@@ -483,8 +501,10 @@ def audit_markdown(table) -> str:
              "verdict | epsilon lower bound (level, bound) | exercised / charged |",
              "|---|---|---|---:|---:|---:|---|---:|---:|"]
     for _, r in table.iterrows():
-        bound = {"kl": "Chernoff-KL", "clopper-pearson": "Clopper-Pearson"}.get(r["bound"], r["bound"])
+        bound = _BOUND_NAMES.get(r["bound"], r["bound"])
         verdict = f"**{r['verdict']}**" if r["verdict"] == "REFUTED" else r["verdict"]
+        if r["verdict"] == "REFUTED" and not r["epsilon_lower"] > r["epsilon"]:
+            verdict += " (its profile)"  # the printed point holds; the claimed curve does not
         lines.append(
             f"| `{r['config']}` | {r['mechanism']} | ({num(r['epsilon'], '.3g')}, "
             f"{num(r['delta'], '.0e')}) | {'as run' if r['noise_scale'] == 1 else 'x ' + format(r['noise_scale'], 'g')} | "
@@ -495,7 +515,8 @@ def audit_markdown(table) -> str:
     return "\n".join(lines) + "\n"
 
 
-_BOUND_NAMES = {"kl": "Chernoff-KL", "clopper-pearson": "Clopper-Pearson"}
+_BOUND_NAMES = {"kl": "Chernoff-KL", "clopper-pearson": "Clopper-Pearson",
+                "truncated-kl": "truncated Chernoff-KL"}
 
 
 def write_audit(report: AuditReport, out_dir, header: dict, figure=None) -> list[Path]:
@@ -534,9 +555,11 @@ def audit_lines(report: AuditReport) -> list[str]:
     rows = report.rows()
     for claim, (eps, delta) in report.claims.items():
         lows = [r["delta_lower"] for r in rows if r["claim"] == claim]
-        method = report.pairs[0].verdicts[claim].method
+        first = report.pairs[0].verdicts[claim]
+        named = _BOUND_NAMES[first.method] + \
+            (f", samples capped at {first.clip:.3g}" if first.clip < 1 else "")
         lines.append(f"  {report.verdict(claim):8} {report.labels.get(claim, claim)}: "
                      f"({eps:.4g}, {delta:.2g})-DP; largest lower bound on delta(eps): "
-                     f"{max(lows):.3g} ({_BOUND_NAMES[method]}); "
+                     f"{max(lows):.3g} ({named}); "
                      f"epsilon refuted up to {report.epsilon_refuted(claim):.3g}")
     return lines

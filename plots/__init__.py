@@ -490,7 +490,10 @@ def plot_audit_table(table):
                        marker="o" if as_run else "^", color="C0" if as_run else "C3", s=18,
                        zorder=4, label=label)
             for _, r in part.iterrows():
-                ax.annotate(r["verdict"], (max(r["epsilon_lower"], floor),
+                # refuted by its profile while the printed point holds (README, "The audit")
+                profile = r["verdict"] == "REFUTED" and not r["epsilon_lower"] > r["epsilon"]
+                ax.annotate(r["verdict"] + (" (its profile)" if profile else ""),
+                            (max(r["epsilon_lower"], floor),
                                            y[r["config"]] + (0.0 if as_run else 0.18)),
                             xytext=(4, -2), textcoords="offset points", fontsize=5.5,
                             color="C0" if as_run else "C3")

@@ -460,3 +460,90 @@ def test_powerful_epsilon_finds_more_power_than_the_printed_point():
     at_point = A.audit_verdict(LP, LQ, eps, delta)
     at_profile = A.audit_verdict(LP, LQ, e_star, A.gaussian_delta(e_star, 1 / mu))
     assert at_point.verdict == "PASS" and at_profile.verdict == "REFUTED"
+
+
+# ------------------------------------------- truncated Chernoff-KL --
+def test_truncation_level_is_the_alternatives_quantile():
+    mu, K, eps = 1e-3, 500, 0.0
+    m = 2 * mu
+    top = m * m / 2 + stats.norm.isf(1 / (4 * K)) * m
+    assert A.truncation_level(mu, K, eps) == pytest.approx(-math.expm1(eps - top), rel=1e-12)
+    # above the quantile there is nothing to cap: no truncation
+    assert A.truncation_level(mu, K, 1.0) == 1.0
+    # a large mu caps nothing: tau within rounding of 1
+    assert A.truncation_level(3.0, 30, 8.0) > 1 - 1e-6
+
+
+def test_truncated_kl_at_no_cap_is_kl_and_its_lower_bound_is_valid():
+    rng = np.random.default_rng(11)
+    L = rng.normal(0.5, 1.0, 300)
+    eps = np.array([0.0, 0.5, 2.0])
+    kl = A.estimate_delta(L, eps)
+    same = A.estimate_delta(L, eps, method="truncated-kl", clip=1.0)
+    np.testing.assert_array_equal(kl.lower, same.lower)
+    np.testing.assert_array_equal(kl.upper, same.upper)
+    # capped: below the mean of the capped samples, monotone in epsilon
+    capped = A.estimate_delta(L, eps, method="truncated-kl", clip=0.1)
+    Y = A.hockey_stick_samples(L, eps)
+    assert np.all(capped.lower <= np.minimum(Y, 0.1).mean(axis=1))
+    assert np.all(np.diff(capped.lower) <= 0)
+    np.testing.assert_array_equal(capped.upper, kl.upper)  # truncation bounds from below only
+
+
+def test_truncated_kl_covers_the_true_delta_even_when_the_cap_is_too_low():
+    """Valid whatever tau: a cap chosen for a 2x error still covers a 6x one (it loses power,
+    not coverage)."""
+    K, R = 400, 300
+    mu_claim = 1e-3
+    rng = np.random.default_rng(12)
+    for factor in (1.0, 6.0):
+        mu = factor * mu_claim
+        tau = A.truncation_level(mu_claim, K, 0.0)
+        truth = float(A.gaussian_delta(0.0, 1 / mu))
+        miss = 0
+        for _ in range(R):
+            e = A.estimate_delta(rng.normal(mu**2 / 2, mu, K), 0.0, method="truncated-kl",
+                                 clip=tau)
+            miss += e.lower > truth
+        assert miss / R <= 0.05
+
+
+def test_truncated_kl_refutes_a_tiny_profile_that_kl_cannot():
+    """A claimed mu of 2.2e-4 (Algorithm 2 with the paper's sigma), the truth 1.8 times that
+    (noise at a third, 0.59 of the bound exercised): the curve's delta(0) is 9.0e-5 against
+    1.6e-4. At K = 1000 Chernoff-KL on [0, 1] needs about 2e5 runs; capped at tau it refutes."""
+    mu_c, K = 2.2474e-4, 1000
+    mu = 0.59 / 0.33 * mu_c
+    delta = float(A.gaussian_delta(0.0, 1 / mu_c))
+    rng = np.random.default_rng(13)
+    LP, LQ = (rng.normal(mu**2 / 2, mu, K) for _ in range(2))
+    tau = A.truncation_level(mu_c, K, 0.0)
+    assert A.choose_bound(K, delta, 0.9875, clip=tau) == "truncated-kl"
+    assert A.choose_bound(K, delta, 0.9875) in ("kl", "clopper-pearson")
+    capped = A.audit_verdict(LP, LQ, 0.0, delta, 0.975, method="truncated-kl", clip=tau)
+    assert capped.verdict == "REFUTED" and capped.clip == tau
+    assert A.audit_verdict(LP, LQ, 0.0, delta, 0.975).verdict == "PASS"
+    # the mechanism as claimed (0.59 of mu_c) is not refuted
+    calm = 0.59 * mu_c
+    LP, LQ = (rng.normal(calm**2 / 2, calm, K) for _ in range(2))
+    assert A.audit_verdict(LP, LQ, 0.0, delta, 0.975, method="truncated-kl",
+                           clip=tau).verdict == "PASS"
+    # its epsilon lower bound agrees with the verdict, as the other bounds' do
+    LP, LQ = (rng.normal(0.02, 0.2, 2000) for _ in range(2))
+    tau = 0.5
+    e_hat = A.epsilon_lower_bound(LP, LQ, 1e-3, method="truncated-kl", clip=tau)
+    assert e_hat > 0
+    for f, want in ((0.999, "REFUTED"), (1.001, "PASS")):
+        assert A.audit_verdict(LP, LQ, e_hat * f, 1e-3, method="truncated-kl",
+                               clip=tau).verdict == want
+    # a cap at or below the claimed delta can refute nothing
+    assert A.refutation_threshold(K, 0.2, method="truncated-kl", clip=0.1) == np.inf
+    assert A.epsilon_lower_bound(LP, LQ, 0.2, method="truncated-kl", clip=0.1) == 0.0
+
+
+def test_truncated_kl_argument_checks():
+    with pytest.raises(ValueError, match="truncated-kl"):
+        A.estimate_delta([0.0], 1.0, clip=0.5)
+    for bad in (0.0, 1.5, np.nan):
+        with pytest.raises(ValueError, match="clip"):
+            A.estimate_delta([0.0], 1.0, method="truncated-kl", clip=bad)

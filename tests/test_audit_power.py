@@ -88,6 +88,7 @@ def test_audits_collects_one_table_and_one_figure(tmp_path):
     assert list(table["noise_scale"]) == [1.0, 0.33]
     assert set(table["config"]) == {"sharing-row"}
     assert table["exercised_over_charged"].between(0.4, 1.0).all()
+    assert table["clip"].between(0.0, 1.0, inclusive="right").all()  # truncated-kl's cap, or 1
     assert (root / "audits.png").is_file()
     assert "sharing-row" in r.stdout and "exercised/charged" in r.stdout
 

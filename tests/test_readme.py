@@ -81,17 +81,22 @@ def test_numbers_marked_as_measured_are_the_recorded_ones():
         assert value in measured[key], f"README says {value} for {key}; measured: {measured[key]}"
 
 
-def _readme_tables():
+def _docs_module(name: str):
+    """docs/NAME.py, a script of the clone (not installed), loaded as a module."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("readme_tables", REPO / "docs" / "readme_tables.py")
-    tables = importlib.util.module_from_spec(spec)
-    sys.modules["readme_tables"] = tables  # its dataclasses look themselves up
+    spec = importlib.util.spec_from_file_location(name, REPO / "docs" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # its dataclasses look themselves up
     try:
-        spec.loader.exec_module(tables)
+        spec.loader.exec_module(module)
     finally:
-        del sys.modules["readme_tables"]
-    return tables
+        del sys.modules[name]
+    return module
+
+
+def _readme_tables():
+    return _docs_module("readme_tables")
 
 
 def test_measured_tables_are_the_ones_the_script_writes():
@@ -218,3 +223,21 @@ def test_no_internal_ids_in_user_facing_text():
                  for n, line in enumerate(p.read_text().splitlines(), 1)
                  if INTERNAL_ID.search(line)]
     assert not offending, "internal ids a user cannot resolve:\n" + "\n".join(offending)
+
+
+def test_the_audit_table_covers_every_config_that_claims_a_guarantee():
+    """`python docs/measure.py audits` audits every shipped config whose run claims a
+    guarantee, and the committed table holds exactly those, as run and at the reduced scale."""
+    import pandas as pd
+
+    from vfl.experiments.config import load_config
+
+    measure = _docs_module("measure")
+    shipped = sorted(REPO.glob("papers/*/configs/*.toml")) + sorted(REPO.glob("configs/**/*.toml"))
+    claiming = {str(p.relative_to(REPO)) for p in shipped if load_config(p).privacy.claims_guarantee}
+    assert claiming == {config for config, _, _ in measure.AUDITED}
+    names = {next((s[5:] for s in sets if s.startswith("name=")), load_config(REPO / config).name)
+             for config, sets, _ in measure.AUDITED}
+    table = pd.read_csv(REPO / "docs" / "figures" / "audits" / "audits.csv")
+    assert sorted(zip(table["config"], table["noise_scale"])) == sorted(
+        (n, s) for n in names for s in (1.0, measure.AUDIT_LOW_SCALE))

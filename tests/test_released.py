@@ -100,7 +100,7 @@ def test_admm_sharing_test_metrics_are_diagnostic():
     assert np.isscalar(cls.diagnostic_note)
 
 
-@pytest.mark.parametrize("bound", ["kl", "clopper-pearson"])
+@pytest.mark.parametrize("bound", ["kl", "clopper-pearson", "truncated-kl"])
 def test_audit_names_its_bound_and_calibrates_its_power(tmp_path, bound):
     """`vfl audit --bound B --noise-scale S`: the report names the bound, records S, and every
     pair carries its exercised / charged sensitivity."""
@@ -113,11 +113,15 @@ def test_audit_names_its_bound_and_calibrates_its_power(tmp_path, bound):
     result = invoke("audit", "--config", cfg, "--runs", 10, "--bound", bound, "--noise-scale",
                     0.33, "--out", tmp_path / "au")
     assert result.returncode == 0, result.stderr
-    name = {"kl": "Chernoff-KL", "clopper-pearson": "Clopper-Pearson"}[bound]
-    assert f"({name})" in result.stdout  # named on every claim's line
+    name = {"kl": "Chernoff-KL", "clopper-pearson": "Clopper-Pearson",
+            "truncated-kl": "truncated Chernoff-KL"}[bound]
+    assert f"({name}" in result.stdout  # named on every claim's line
     assert "noise scaled by 0.33" in result.stdout and "exercised / charged" in result.stdout
     report = json.loads((tmp_path / "au" / "audit.json").read_text())
     assert report["bound"] == bound and report["noise_scale"] == 0.33
+    # the guarantee and its profile are Gaussian (a profile to cap at); there is no other claim
     assert set(report["bounds"].values()) == {bound}
+    clips = set(report["clips"].values())
+    assert clips == {1.0} if bound != "truncated-kl" else all(0 < c <= 1 for c in clips)
     rows = (tmp_path / "au" / "audit.csv").read_text().splitlines()
     assert "exercised_over_charged" in rows[0]
