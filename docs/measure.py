@@ -412,6 +412,7 @@ def measure_tv() -> Path:
     from vfl.experiments.audit import _Probe
     from vfl.experiments.config import load_config
     from vfl.experiments.runner import _build, _ledger, plan_run
+    from vfl.privacy.audit.bounds import _kl as bernoulli_kl
 
     config = load_config(REPO / "papers" / "dp_admm" / "configs" / "dp-admm-alg2.toml")
     plan = plan_run(config, None)
@@ -429,16 +430,14 @@ def measure_tv() -> Path:
     mu = ledger.gaussian_mu()
     claimed = 2.0 * norm.cdf(mu / 2.0) - 1.0
 
-    def kl(q, p):
-        return q * math.log(q / p) + (1 - q) * math.log((1 - q) / (1 - p))
-
     out = []
     for scale in (1.0, AUDIT_LOW_SCALE):
         reached = 2.0 * norm.cdf(exercised * mu / scale / 2.0) - 1.0
         out.append({"config": config.name, "noise_scale": scale, "epsilon": ledger.epsilon(),
                     "delta": ledger.delta, "gaussian_mu": mu, "exercised_over_charged": exercised,
                     "claimed_tv": claimed, "reached_tv": reached,
-                    "runs_needed": math.ceil(math.log(1.0 / (1.0 - level)) / kl(claimed, reached))
+                    "runs_needed": math.ceil(math.log(1.0 / (1.0 - level))
+                                             / float(bernoulli_kl(claimed, reached)))
                     if reached > claimed else np.nan})
     tmp = TV_CSV.with_name(f".{TV_CSV.name}.partial")
     pd.DataFrame(out).to_csv(tmp, index=False, float_format="%.6g")

@@ -38,7 +38,7 @@ from .config import AUDIT_RUNS, Config
 from .runner import _build, _ledger, plan_run
 
 __all__ = ["AuditReport", "PairAudit", "audit_config", "audit_lines", "audit_markdown", "audit_table",
-           "write_audit"]
+           "refuted_by_profile", "write_audit"]
 
 
 @dataclass
@@ -492,6 +492,12 @@ def _table_row(a: dict, path: Path) -> dict:
             "directory": str(path.parent)}
 
 
+def refuted_by_profile(row) -> bool:
+    """A row of :func:`audit_table` refuted through its profile only: the claimed curve is
+    refuted, while no epsilon above the printed one is (the printed point holds)."""
+    return row["verdict"] == "REFUTED" and not row["epsilon_lower"] > row["epsilon"]
+
+
 def audit_markdown(table) -> str:
     """The table of :func:`audit_table` as the Markdown README shows (one line per audit)."""
     def num(v, fmt):
@@ -503,8 +509,8 @@ def audit_markdown(table) -> str:
     for _, r in table.iterrows():
         bound = _BOUND_NAMES.get(r["bound"], r["bound"])
         verdict = f"**{r['verdict']}**" if r["verdict"] == "REFUTED" else r["verdict"]
-        if r["verdict"] == "REFUTED" and not r["epsilon_lower"] > r["epsilon"]:
-            verdict += " (its profile)"  # the printed point holds; the claimed curve does not
+        if refuted_by_profile(r):
+            verdict += " (its profile)"
         lines.append(
             f"| `{r['config']}` | {r['mechanism']} | ({num(r['epsilon'], '.3g')}, "
             f"{num(r['delta'], '.0e')}) | {'as run' if r['noise_scale'] == 1 else 'x ' + format(r['noise_scale'], 'g')} | "

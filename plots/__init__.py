@@ -467,6 +467,8 @@ def plot_audit_table(table):
     """
     import numpy as np
 
+    from vfl.experiments.audit import refuted_by_profile
+
     configs = list(dict.fromkeys(table["config"]))
     y = {c: i for i, c in enumerate(configs)}
     positive = table.loc[table["epsilon"] > 0, "epsilon"].tolist() + \
@@ -490,9 +492,7 @@ def plot_audit_table(table):
                        marker="o" if as_run else "^", color="C0" if as_run else "C3", s=18,
                        zorder=4, label=label)
             for _, r in part.iterrows():
-                # refuted by its profile while the printed point holds (README, "The audit")
-                profile = r["verdict"] == "REFUTED" and not r["epsilon_lower"] > r["epsilon"]
-                ax.annotate(r["verdict"] + (" (its profile)" if profile else ""),
+                ax.annotate(r["verdict"] + (" (its profile)" if refuted_by_profile(r) else ""),
                             (max(r["epsilon_lower"], floor),
                                            y[r["config"]] + (0.0 if as_run else 0.18)),
                             xytext=(4, -2), textcoords="offset points", fontsize=5.5,
