@@ -36,7 +36,9 @@ sensitivity (:mod:`vfl.stacking.mechanism`):
   ``||grad|| <= gtol``, checked);
 - ``t_m`` given ``x~_m``: ``2 c`` (one entry, clipped);
 - the moments: the largest ``||(u - v, u^2 - v^2)|| / N`` over ``u, v`` in
-  ``[-c, c]`` (``2 c / N`` for ``c <= sqrt 2``).
+  ``[-c, c]``: ``2 c / N`` up to ``c = 1.665``; above it
+  ``sqrt((2c - r)^2 (1 + r^2)) / N`` with ``r = (c + sqrt(c^2 - 2)) / 2``
+  (``4.54 / N`` at ``c = 2``; :func:`~vfl.stacking.mechanism.moments_sensitivity`).
 
 They compose adaptively per party, exactly as one Gaussian of
 ``mu^2 = sum_k (Delta_k / sigma_k)^2`` (Dong, Roth and Su 2022, GDP); the
@@ -51,9 +53,10 @@ Hyper-parameters. ``lam_m`` follows a rule from public quantities when
 (model_noise sqrt(f_model) mu))``, i.e. the released model carries noise of
 standard deviation ``model_noise`` per coordinate. Everything else
 (``clip``, ``split``, ``model_noise``, ``prior_sd``) is a config value:
-``vfl reproduce private-utility`` picks it per epsilon on a validation
-split of the training rows (never the test set) and says so. That choice
-looks at the training data and is not itself covered by the guarantee.
+``vfl reproduce private-utility`` picks it per epsilon on rows of the test
+file declared public (``partition.public``), which the relation does not
+protect, so the choice costs no privacy. A choice made on the private rows
+would not be covered.
 """
 
 from __future__ import annotations
@@ -502,7 +505,10 @@ class PrivateStacking(Solver):
                          "share_clip_c": self.clip, "strong_convexity": "2 lam_m (sum form)"},
             "sensitivity": {"model": "(1 + gtol) / lam_m", "shares": "2 c",
                             "moments": "max over u, v in [-c, c] of ||(u - v, u^2 - v^2)|| / N "
-                                       "(2 c / N for c <= sqrt 2)"},
+                                       "(2 c / N up to c = 1.665; sqrt((2c - r)^2 (1 + r^2)) "
+                                       "/ N above, r = (c + sqrt(c^2 - 2)) / 2)",
+                            "moments_value": float(mech.moments_sensitivity(self.clip,
+                                                                            len(self.y)))},
             "epsilon_target": self.epsilon, "delta": self.delta, "accountant": self.accountant,
             "gdp_mu": self.mu,
             "split": dict(zip(_SPLIT_KEYS, self.split.tolist())),
@@ -516,6 +522,7 @@ class PrivateStacking(Solver):
                               for k in _SPLIT_KEYS}}
                           for j, m in enumerate(self.passive)],
             "tuning": ("hyper-parameters come from the config; `vfl reproduce private-utility` "
-                       "chooses them on a validation split of the training rows, a choice the "
-                       "guarantee does not cover"),
+                       "chooses them on rows of the test file declared public "
+                       "(partition.public), which the relation does not protect: the choice "
+                       "costs no privacy"),
         }

@@ -89,6 +89,12 @@ def test_sensitivity_formulas_and_checks():
         U, V = np.meshgrid(g, g)
         grid_max = np.sqrt((U - V) ** 2 + (U**2 - V**2) ** 2).max() / 50
         assert grid_max <= moments_sensitivity(c, 50) <= grid_max * (1 + 1e-5)
+    # the closed forms the docs state: 2c / N up to c = 1.665, then the interior maximum
+    # sqrt((2c - r)^2 (1 + r^2)) / N, r = (c + sqrt(c^2 - 2)) / 2 (4.536 / N at c = 2)
+    assert moments_sensitivity(1.66, 1) == pytest.approx(3.32)
+    r = (2 + np.sqrt(2)) / 2
+    assert moments_sensitivity(2.0, 10) == pytest.approx(np.sqrt((4 - r) ** 2 * (1 + r**2)) / 10)
+    assert moments_sensitivity(2.0, 1) == pytest.approx(4.5363, abs=1e-4)
     for bad in (0.0, -1.0, np.inf):
         with pytest.raises(ValueError):
             share_sensitivity(bad)
