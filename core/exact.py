@@ -184,7 +184,7 @@ class Blocks:
             raise AssertionError("block probabilities exceed one")
         Q[0] += left
         self.Q = Q + [1]
-        self.size_bits = max(1, (K + 1 - 1).bit_length())
+        self.size_bits = max(1, K.bit_length())  # 2^size_bits >= K + 1 columns
         self.thr, self.alias = _alias(self.Q, self.size_bits)
         self.r = np.array([floor_scaled(*self.r_const(B), 64) for B in range(K)] + [0],
                           dtype=np.uint64)

@@ -170,7 +170,8 @@ class ExactSampler:
             raise ValueError("bernoulli_exp needs 0 <= n < 2^62 and 0 <= e <= 62")
         factors: ExpFactors = exp_factors(e, 62)
         flat = n.ravel()
-        words = self._words(len(factors.groups) * flat.size).reshape(-1, flat.size)
+        words = self._words(len(factors.groups) * flat.size).reshape(len(factors.groups),
+                                                                     flat.size)
         ok, tie = factors.fast(flat, words)
         ties = np.flatnonzero(tie)
         tied = words[:, ties].copy()  # before _word() reuses the buffer
