@@ -1,4 +1,5 @@
-"""Exact noise for deployment: discrete Gaussian and Laplace on a grid, from OS entropy.
+"""Exact noise for deployment: discrete Gaussian and Laplace on a grid, in time that does not
+track the value drawn.
 
 Floating-point samplers leak through their low-order bits: the set of
 values ``x + noise`` can take depends on ``x`` (Mironov 2012), so a
@@ -9,36 +10,60 @@ run therefore releases only *integers*, drawn exactly:
   ``q = rint(x / gamma)`` (a deterministic function of the data, so rounding
   is part of the query: it moves ``q`` by at most 1/2 per coordinate, which
   :func:`grid_slack` adds to the sensitivity);
-- integer noise is drawn exactly, with integer arithmetic only, by the
-  rejection samplers of Canonne, Kamath & Steinke (NeurIPS 2020),
-  Algorithms 1-3: ``Bernoulli(exp(-g))`` for rational ``g``, the discrete
-  Laplace ``DLap(t)`` and the discrete Gaussian ``N_Z(0, sigma^2)``, here with
-  ``sigma = t = 2^k`` so every probability is a ratio of 64-bit integers;
+- integer noise ``Z`` is drawn exactly from the discrete Gaussian
+  ``N_Z(0, T^2)`` or the discrete Laplace ``DLap(T)``, ``T = 2^k``
+  (Canonne, Kamath & Steinke, NeurIPS 2020, Def. 1), by the rejection
+  sampler of :mod:`vfl.core.exact` with integer arithmetic and lazily
+  compared exact constants only: no probability is ever a float;
 - the release is ``gamma * (q + Z)``: an injective, data-independent map of
   the integer ``q + Z`` (exact for ``|q + Z| < 2^53``).
 
+**Time.** Since ``q + Z`` is released, a draw whose time tracks ``|Z|``
+tells an observer who times a small release about ``q`` (Jin et al. 2022).
+The sampler of Canonne et al. does: its geometric loop, its ``floor(g)``
+loop and its von Neumann chains run longer for larger ``|Z|``. Here every
+candidate of a round costs the same fixed, vectorized work whatever its
+value (:class:`vfl.core.exact.Blocks`), and a round's size depends on the
+number of values asked for alone. The number of rounds, and which
+candidates are accepted, are independent of the accepted values (a property
+of rejection sampling), so the time of a draw depends on its values only
+through events of probability at most ``6 * 2^-64`` per value (about
+``2^-61.4``): in the candidate that gives the value, a 64-bit word equal to
+a constant's 64-bit expansion (then more words of both are compared) or a
+proposal beyond ``10 T`` (Gaussian) or ``48 T`` (Laplace), which take a
+slower exact path. The same events in the other candidates of a round are
+independent of the values kept.
+
+**Randomness** is a ChaCha20 keystream (the construction of the kernel's
+``getrandom``) keyed with 32 bytes of ``os.urandom`` per sampler and
+re-keyed every 2^30 bytes; ``source="urandom"`` reads ``os.urandom`` in
+large blocks instead. Nothing is recorded and nothing can be replayed.
+
 Privacy of what is released: the discrete Gaussian's Renyi divergences equal
-the continuous Gaussian's, ``alpha ||Delta||^2 / (2 sigma^2)`` (Canonne et al.,
-Prop. 5 and Sec. 4), so the releases are composed by RDP with the grid's
-sensitivity; the discrete Laplace is ``Delta_1 / b``-DP like the continuous
-one. Randomness is ``os.urandom``; uniform integers are drawn by rejection,
-without modulo bias. Everything is vectorized over the entries.
+the continuous Gaussian's, ``alpha ||Delta||^2 / (2 sigma^2)`` for integer
+shifts (Canonne et al., Prop. 5 and Sec. 4), so the releases
+are composed by RDP with the grid's sensitivity; the discrete Laplace is
+``Delta_1 / b``-DP like the continuous one.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import threading
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from .exact import Blocks, ExpFactors, blocks, exp_factors
 
 __all__ = ["ExactSampler", "GRID_BITS", "grid_slack"]
 
 #: the grid step is the noise scale / 2^GRID_BITS: fine enough that rounding adds
 #: about 1e-6 sigma per coordinate to the sensitivity, coarse enough that every
-#: probability of the samplers is a ratio of int64s
+#: integer the sampler handles fits an int64
 GRID_BITS = 20
-_T = 1 << GRID_BITS
 _EXACT = 2.0**53
 
 
@@ -53,122 +78,144 @@ def grid_slack(mechanism: str, scale, size: int, bits: int = GRID_BITS) -> np.nd
     return gamma * (math.sqrt(size) if mechanism == "gaussian" else float(size))
 
 
+class KeyStream:
+    """Uniform 64-bit words: a ChaCha20 keystream keyed from ``os.urandom`` (``"chacha20"``)
+    or ``os.urandom`` itself (``"urandom"``). A call's words live in a buffer that the next
+    call overwrites (no fresh memory per release)."""
+
+    REKEY_BYTES = 1 << 30
+
+    def __init__(self, source: str = "chacha20"):
+        if source not in ("chacha20", "urandom"):
+            raise ValueError(f"source must be 'chacha20' or 'urandom', got {source!r}")
+        self.source = source
+        self._out = np.empty(0, dtype=np.uint64)
+        self._zeros = b""
+        self._cipher = None
+        self._used = 0
+
+    def _rekey(self) -> None:
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+        # a fresh key; the 4-byte block counter from 0 (RFC 7539), a random 12-byte nonce
+        nonce = bytes(4) + os.urandom(12)
+        self._cipher = Cipher(algorithms.ChaCha20(os.urandom(32), nonce), mode=None).encryptor()
+        self._used = 0
+
+    def __call__(self, n: int) -> np.ndarray:
+        if self._out.size < n:
+            self._out = np.empty(max(n, 1024), dtype=np.uint64)
+        buf = memoryview(self._out).cast("B")[:8 * n]
+        if self.source == "urandom":
+            buf[:] = os.urandom(8 * n)
+        else:
+            if self._cipher is None or self._used + 8 * n > self.REKEY_BYTES:
+                self._rekey()
+            if len(self._zeros) < 8 * n:
+                self._zeros = bytes(8 * n)
+            self._cipher.update_into(memoryview(self._zeros)[:8 * n], buf)
+            self._used += 8 * n
+        return self._out[:n]
+
+
 class ExactSampler:
-    """Exact discrete noise from ``os.urandom`` (never replayable, never recorded).
+    """Exact discrete noise in value-independent time (never replayable, never recorded).
 
     Stands in for a numpy Generator as a solver's noise stream in deployment
     runs: :func:`vfl.core.solver.add_noise` routes Gaussian and Laplace
     releases here; any other draw a solver makes from its stream (none does
     for a release that claims a guarantee) goes to a numpy Generator seeded
-    from the same OS entropy.
+    from OS entropy.
+
+    ``bits``: ``T = 2^bits`` is the discrete Gaussian's sigma and the discrete
+    Laplace's scale in grid units (smaller ``bits`` for tests). ``words``: a
+    callable ``n -> n uint64 words`` replacing the keystream (tests inject
+    chosen words). ``pool``: draw each release's noise again, in a background
+    thread, for the next release of the same mechanism and size (the noise is
+    independent of the data, so a party can draw it while it waits); each
+    pooled vector is used once.
     """
 
     exact = True
 
-    def __init__(self, bits: int = GRID_BITS):
+    def __init__(self, bits: int = GRID_BITS, *, source: str = "chacha20", words=None,
+                 pool: bool = False):
         if not 0 <= bits <= GRID_BITS:
             raise ValueError(f"bits must be in [0, {GRID_BITS}], got {bits}")
+        self.bits = bits
         self.T = 1 << bits  # sigma of the discrete Gaussian, scale of the discrete Laplace
+        self._words = KeyStream(source) if words is None else words
         self._fallback = np.random.default_rng(np.random.SeedSequence())
+        self._pool = _Pool(bits, source) if pool else None
 
     def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
         return getattr(self._fallback, name)
 
-    # -- uniform integers ----------------------------------------------------
-    @staticmethod
-    def _words(n: int) -> np.ndarray:
-        return np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
+    def __reduce__(self):
+        # a copy (another process) gets a fresh sampler: key material never travels
+        return (ExactSampler, (self.bits,), {"_pool_wanted": self._pool is not None})
 
-    def uniform(self, bound) -> np.ndarray:
-        """Uniform integers in ``[0, bound)`` (``bound`` an int64 array, each < 2^62), exactly."""
-        bound = np.asarray(bound, dtype=np.uint64)
-        out = np.empty(bound.shape, dtype=np.uint64)
-        todo = np.arange(bound.size)
-        flat = bound.ravel()
-        # accept a 64-bit word below the largest multiple of bound: no modulo bias
-        limit = (np.uint64(2**64 - 1) // flat) * flat
-        while todo.size:
-            w = self._words(todo.size)
-            ok = w < limit[todo]
-            out.ravel()[todo[ok]] = w[ok] % flat[todo[ok]]
-            todo = todo[~ok]
-        return out.astype(np.int64)
+    def __setstate__(self, state):
+        if state.get("_pool_wanted"):
+            self._pool = _Pool(self.bits, "chacha20")
 
-    def bernoulli(self, num, den) -> np.ndarray:
-        """``Bernoulli(num / den)`` for integer arrays ``0 <= num <= den``."""
-        return self.uniform(den) < np.asarray(num, dtype=np.int64)
+    # -- the building block ----------------------------------------------------
+    def bernoulli_exp(self, n, e: int = 0) -> np.ndarray:
+        """``Bernoulli(exp(-n / 2^e))`` for integers ``0 <= n < 2^62``, ``0 <= e <= 62``, in
+        fixed work per entry: one 64-bit word per 11 bits of ``n`` (:class:`ExpFactors`)."""
+        n = np.asarray(n, dtype=np.int64)
+        if not 0 <= e <= 62 or np.any(n < 0) or np.any(n >= 1 << 62):
+            raise ValueError("bernoulli_exp needs 0 <= n < 2^62 and 0 <= e <= 62")
+        factors: ExpFactors = exp_factors(e, 62)
+        flat = n.ravel()
+        words = self._words(len(factors.groups) * flat.size).reshape(len(factors.groups),
+                                                                     flat.size)
+        ok, tie = factors.fast(flat, words)
+        ties = np.flatnonzero(tie)
+        tied = words[:, ties].copy()  # before _word() reuses the buffer
+        for j, i in enumerate(ties):
+            ok[i] = factors.exact(int(flat[i]), [int(w) for w in tied[:, j]], self._word)
+        return ok.reshape(n.shape)
 
-    def bernoulli_exp(self, num, den) -> np.ndarray:
-        """``Bernoulli(exp(-num/den))`` for integer arrays (Canonne et al., Algorithm 1)."""
-        num = np.asarray(num, dtype=np.int64)
-        den = np.broadcast_to(np.asarray(den, dtype=np.int64), num.shape)
-        whole, frac = num // den, num % den
-        out = np.ones(num.shape, dtype=bool)
-        # exp(-g) = exp(-1)^floor(g) * exp(-(g - floor g)): every factor must come up 1
-        for r in range(int(whole.max(initial=0))):
-            live = out & (whole > r)
-            if live.any():
-                out[live] = self._exp_le_one(np.ones(int(live.sum()), np.int64),
-                                             np.ones(int(live.sum()), np.int64))
-        live = np.flatnonzero(out)
-        if live.size:
-            out[live] = self._exp_le_one(frac[live], den[live])
-        return out
+    def _word(self) -> int:
+        return int(self._words(1)[0])
 
-    def _exp_le_one(self, num, den) -> np.ndarray:
-        """``Bernoulli(exp(-g))``, ``g = num/den`` in [0, 1]: the smallest K with A_K = 0, where
-        ``A_K ~ Bernoulli(g / K)``, is odd with probability exp(-g)."""
-        K = np.ones(num.shape, dtype=np.int64)
-        running = np.ones(num.shape, dtype=bool)
-        while running.any():
-            i = np.flatnonzero(running)
-            a = self.bernoulli(num[i], den[i] * K[i])
-            K[i[a]] += 1
-            running[i[~a]] = False
-        return K % 2 == 1
-
-    # -- discrete Laplace and Gaussian -----------------------------------------
-    def discrete_laplace(self, n: int, t: int | None = None) -> np.ndarray:
-        """``n`` draws of ``DLap(t)``: P(x) proportional to ``exp(-|x| / t)`` (Algorithm 2)."""
-        t = self.T if t is None else int(t)
+    # -- discrete Gaussian and Laplace -------------------------------------------
+    def _draw(self, table: Blocks, n: int) -> np.ndarray:
         out = np.empty(n, dtype=np.int64)
-        todo = np.arange(n)
-        while todo.size:
-            m = todo.size
-            U = self.uniform(np.full(m, t, np.int64))
-            keep = self.bernoulli_exp(U, np.full(m, t, np.int64))
-            V = np.zeros(m, dtype=np.int64)
-            counting = keep.copy()
-            while counting.any():  # V ~ Geometric: count exp(-1) successes until a failure
-                i = np.flatnonzero(counting)
-                more = self.bernoulli_exp(np.ones(i.size, np.int64), np.ones(i.size, np.int64))
-                V[i[more]] += 1
-                counting[i[~more]] = False
-            X = U + t * V
-            B = self.uniform(np.full(m, 2, np.int64)) == 1
-            keep &= ~(B & (X == 0))
-            out[todo[keep]] = np.where(B[keep], -X[keep], X[keep])
-            todo = todo[~keep]
+        have = 0
+        while have < n:  # a second round is rare, and independent of the values drawn
+            c = table.batch(n - have)
+            words = self._words(table.words * c).reshape(table.words, c)
+            values, ok = table.candidates(words, self._word)
+            kept = values[ok][:n - have]
+            out[have:have + kept.size] = kept
+            have += kept.size
         return out
 
     def discrete_gaussian(self, n: int) -> np.ndarray:
-        """``n`` draws of ``N_Z(0, sigma^2)`` with ``sigma = T`` (Algorithm 3 with ``t = sigma``:
-        a DLap(sigma) proposal kept with probability ``exp(-(|Y| - sigma)^2 / (2 sigma^2))``)."""
-        T = self.T
-        out = np.empty(n, dtype=np.int64)
-        todo = np.arange(n)
-        den = 2 * T * T
-        while todo.size:
-            Y = self.discrete_laplace(todo.size, T)
-            num = (np.abs(Y) - T) ** 2
-            keep = self.bernoulli_exp(num, np.full(todo.size, den, np.int64))
-            out[todo[keep]] = Y[keep]
-            todo = todo[~keep]
-        return out
+        """``n`` draws of ``N_Z(0, T^2)``: P(x) proportional to ``exp(-x^2 / (2 T^2))``."""
+        return self._draw(blocks("gaussian", self.bits), int(n))
+
+    def discrete_laplace(self, n: int) -> np.ndarray:
+        """``n`` draws of ``DLap(T)``: P(x) proportional to ``exp(-|x| / T)``."""
+        return self._draw(blocks("laplace", self.bits), int(n))
+
+    def noise(self, mechanism: str, n: int) -> np.ndarray:
+        """``n`` integer draws for ``mechanism`` (from the pool when there is one)."""
+        if mechanism not in ("gaussian", "laplace"):
+            raise ValueError(f"the exact sampler has no mechanism {mechanism!r}")
+        if self._pool is not None:
+            return self._pool.take(mechanism, int(n))
+        return self._draw(blocks(mechanism, self.bits), int(n))
 
     # -- releases ----------------------------------------------------------------
     def add(self, mechanism: str, mean: np.ndarray, scale) -> np.ndarray:
         """``mean`` on the grid plus exact noise of per-unit ``scale`` (rows of ``mean``)."""
+        if mechanism not in ("gaussian", "laplace"):
+            raise ValueError(f"the exact sampler has no mechanism {mechanism!r}")
         mean = np.asarray(mean, dtype=float)
         s = np.asarray(scale, dtype=float)
         s = s.reshape((-1,) + (1,) * (mean.ndim - 1)) if mean.ndim > 1 and s.ndim else s
@@ -178,10 +225,41 @@ class ExactSampler:
             raise ValueError("a released value is too large for the exact sampler's grid "
                              f"(|value| / (scale / 2^{GRID_BITS}) must stay below 2^51)")
         q = np.rint(q).astype(np.int64)
-        if mechanism == "gaussian":
-            z = self.discrete_gaussian(mean.size)
-        elif mechanism == "laplace":
-            z = self.discrete_laplace(mean.size)
-        else:
-            raise ValueError(f"the exact sampler has no mechanism {mechanism!r}")
+        z = self.noise(mechanism, mean.size)
         return (q + z.reshape(mean.shape)).astype(float) * gamma
+
+    def close(self) -> None:
+        """Stop the pool's thread and drop its pre-drawn noise (no-op without a pool)."""
+        if self._pool is not None:
+            self._pool.close()
+
+
+class _Pool:
+    """Pre-drawn noise, one vector per (mechanism, size), drawn by a worker thread with its
+    own sampler and keystream; a vector is handed out once, then the next is drawn."""
+
+    def __init__(self, bits: int, source: str):
+        self._sampler = ExactSampler(bits, source=source)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vfl-noise")
+        self._pending: dict = {}
+        self._lock = threading.Lock()
+        weakref.finalize(self, self._executor.shutdown, wait=False, cancel_futures=True)
+
+    def _draw(self, mechanism: str, n: int) -> np.ndarray:
+        return self._sampler._draw(blocks(mechanism, self._sampler.bits), n)
+
+    def take(self, mechanism: str, n: int) -> np.ndarray:
+        with self._lock:
+            # every draw runs on the one worker thread: its sampler's words are never shared
+            future = self._pending.pop((mechanism, n), None) or \
+                self._executor.submit(self._draw, mechanism, n)
+            z = future.result()
+            self._pending[(mechanism, n)] = self._executor.submit(self._draw, mechanism, n)
+        return z
+
+    def close(self) -> None:
+        with self._lock:
+            for future in self._pending.values():
+                future.cancel()
+            self._pending.clear()
+        self._executor.shutdown(wait=True)

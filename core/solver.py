@@ -246,9 +246,11 @@ class Streams:
             return {"noise": "exact discrete Gaussian / Laplace on a grid of step scale / 2^20 "
                              "(each scale grown by about 1e-4 or less so that the rounding is "
                              "charged at the calibrated epsilon), "
-                             "integer arithmetic on os.urandom (Canonne, Kamath & Steinke 2020): "
-                             "it cannot be replayed, and it is safe against floating-point "
-                             "attacks (Mironov 2012)"}
+                             "exact rejection sampling in integer arithmetic on a ChaCha20 "
+                             "keystream keyed from os.urandom, fixed work per candidate so "
+                             "that the time does not track the values (vfl.core.sampling): it "
+                             "cannot be replayed, and it is safe against floating-point "
+                             "attacks (Mironov 2012) and timing attacks (Jin et al. 2022)"}
         return {"noise": "OS entropy (numpy SeedSequence() with no seed), not recorded: the noise "
                          "cannot be replayed from this run directory"}
 

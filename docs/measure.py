@@ -143,15 +143,33 @@ def _sampler(which: str):
                     f"median numpy `standard_normal` vector of {found['values']} values, the "
                     f"reference of `sampler-vector`")
         if which == "vector":
-            return (f"{1e3 * found['exact_seconds']:.0f} ms",
-                    f"median exact discrete Gaussian vector of {found['values']} values, against "
+            return (f"{1e3 * found['exact_seconds']:.1f} ms",
+                    f"median exact discrete Gaussian vector of {found['values']} values "
+                    f"(`ExactSampler.add`, ChaCha20 keystream), against "
                     f"{1e3 * found['numpy_seconds']:.2f} ms for numpy "
-                    f"({found['exact_over_numpy']:.0f}x)")
+                    f"({found['exact_over_numpy']:.0f}x) and "
+                    f"{1e3 * found['cks2020_seconds']:.0f} ms for Canonne et al.'s Algorithms "
+                    f"1-3, the sampler it replaced")
+        if which in ("timing", "timing-previous"):
+            name = "exact replay 3 sigma" if which == "timing" else "cks2020 natural"
+            t = found["timing"][name]
+            size = f"{t['per_class']} and {t['per_class']}" if "per_class" in t else \
+                f"{t['small']} and {t['large']}"
+            cut = "3" if which == "timing" else "2"
+            who = ("the exact sampler" if which == "timing"
+                   else "Canonne et al.'s Algorithms 1-3, the sampler it replaced")
+            return (f"{t['auc']:.2f}",
+                    f"AUC of a single draw's time as a classifier of a noise value beyond "
+                    f"{cut} sigma against one within 0.5 sigma, {who}, {size} timed draws: "
+                    f"KS p {t['ks_p']:.2g}, "
+                    f"medians {t['median_us_small']:.0f} and {t['median_us_large']:.0f} us")
         per_epoch = found["admm_sharing_row_a9a_seconds_per_epoch"]
         return (f"{found['epoch_ratio']:.1f}x",
-                "solver seconds per epoch of papers/hu/configs/privacy-a9a-row.toml, deployment "
-                f"(exact noise) {1e3 * per_epoch['deployment (exact)']:.1f} ms over simulation "
-                f"(numpy) {1e3 * per_epoch['simulation (numpy)']:.1f} ms")
+                "solver seconds per epoch of papers/hu/configs/privacy-a9a-row.toml, median of "
+                "3 alternated runs: deployment (exact noise) "
+                f"{1e3 * per_epoch['deployment (exact)']:.1f} ms over simulation (numpy) "
+                f"{1e3 * per_epoch['simulation (numpy)']:.1f} ms; with each party's noise "
+                f"pre-drawn (`ExactSampler(pool=True)`) {found['pool_epoch_ratio']:.1f}x")
     return read
 
 
@@ -179,6 +197,10 @@ MEASUREMENTS = {
                                  _sampler("numpy")),
     "sampler-epoch": Measurement("python -m benchmarks --only sampler --out {tmp}/bench",
                                  _sampler("epoch")),
+    "sampler-timing": Measurement("python -m benchmarks --only sampler --out {tmp}/bench",
+                                  _sampler("timing")),
+    "sampler-timing-previous": Measurement("python -m benchmarks --only sampler "
+                                           "--out {tmp}/bench", _sampler("timing-previous")),
 }
 
 
