@@ -4,7 +4,8 @@
 - preprocessing of raw records (:mod:`.preprocessing`) and exact noise
   (:mod:`.sampling`);
 - the solver contract (:mod:`.solver`), typed parameters (:mod:`.params`),
-  user-facing errors (:mod:`.errors`) and the privacy ledger (:mod:`.ledger`).
+  user-facing errors (:mod:`.errors`) and the privacy ledger (:mod:`.ledger`);
+- which records a neighbouring relation is stated on (:mod:`.relations`).
 
 Nothing here imports from another ``vfl`` part except :mod:`vfl.privacy`'s
 accountant, which the ledger calls, so algorithms, datasets, experiments and

@@ -411,7 +411,7 @@ def clip_rows(X, c: float):
     if not (c > 0 and math.isfinite(c)):
         raise ValueError(f"row_clip must be a finite number > 0, got {c!r}")
     norms = row_norms(X)
-    over = norms > c
+    over = ~(norms <= c)  # a NaN norm is over too: its row stays NaN and fails every bound
     factor = np.ones_like(norms)
     factor[over] = c * (1.0 - 4.0 * np.finfo(float).eps) / norms[over]
     return _scale_rows(X, factor)

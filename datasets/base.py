@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 from vfl.core.errors import DataError
 from vfl.core.preprocessing import RawTable, Schema
+from vfl.core.relations import Cleaning
 
 __all__ = ["Dataset", "RawDataset"]
 
@@ -105,7 +106,9 @@ class RawDataset:
     declared ranges), ``defaults`` the preprocessing keys a config inherits
     from the registry entry. ``fitted`` names any step the *loader* fitted on
     the records themselves (gisette's LIBSVM scaling): a private run refuses
-    such data, since no relation on the raw file covers it.
+    such data, since no relation on the raw file covers it. ``provenance``
+    holds what the loader read; what depends on the records (how many fields
+    took a default, records dropped) only under ``provenance["diagnostic"]``.
     """
 
     name: str
@@ -124,6 +127,10 @@ class RawDataset:
     #: the training part: the whole training file before a test_fraction split, so the
     #: width does not depend on split_seed
     vocabulary_rows: RawTable | None = None
+    #: the public rule that removed records before the mechanism (``missing = "drop"``), or
+    #: None: every record of the file is a row. A private run's relation is then stated on
+    #: the cleaned file.
+    cleaning: Cleaning | None = None
 
     def __post_init__(self):
         for part in ("train", "test"):

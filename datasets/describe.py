@@ -145,8 +145,8 @@ def describe_file(info: dict, counts: list[int], label: str | None, parties: int
     emit("test_fraction = 0.2")
     emit("stratify = false   # the split depends on no record's label (a private run needs it)")
     raw = [c["raw"] for c in info["labels"]]
-    if raw not in ([0.0, 1.0], [-1.0, 1.0]):  # say which label became +1, and how to change it
-        emit(f"# label_positive = {_toml(raw[1])}   (the default: the larger label is +1)")
+    declared = [int(v) if isinstance(v, float) and v.is_integer() else v for v in raw]
+    emit(f"labels = {_toml(declared)}   # -1, +1: declared (a private run needs them)")
     emit("")
     text += _preprocessing_lines(info)
     emit("")

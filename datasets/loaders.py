@@ -1,7 +1,10 @@
 """Reading the datasets' records: :func:`load_raw`, and :func:`load_dataset` on top of it.
 
 Every loader reads each file once, checks its sha256 against the registry,
-parses it and records that in the provenance. The parsed arrays of a9a and
+parses it and records that in the provenance. A run that claims a guarantee
+(``strict=False``) reads every record as one row instead of stopping at a bad
+one (:mod:`vfl.datasets.records`), and records a checksum mismatch under
+``provenance["diagnostic"]`` rather than stopping. The parsed arrays of a9a and
 gisette are cached, keyed by the stored file's sha256: a second load reads
 them instead of decompressing and parsing again. It returns the records as
 read (:class:`~vfl.datasets.base.RawDataset`): encoding and scaling belong
@@ -21,7 +24,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
 
 from vfl.core.preprocessing import RawTable
@@ -30,7 +32,9 @@ from vfl.datasets.base import Dataset, RawDataset
 from vfl.datasets.files import (find_file, read_file, require_files, resolve_data_dir,
                                 user_cache_dir)
 from vfl.datasets.preprocessing import apply_minmax, fit_minmax
-from vfl.datasets.schemas import ADULT_SCHEMA, SCHEMA_DEFAULTS
+from vfl.datasets.adult import ADULT_OPTIONS, load_adult
+from vfl.datasets.records import LibsvmRules, parse_libsvm, record_lines
+from vfl.datasets.schemas import FILE_RECORDS
 from vfl.datasets.registry import SYNTHETIC_NAME, DatasetSpec, FileSpec, get_spec
 from vfl.datasets.synthetic import SYNTHETIC_OPTIONS, synthetic_from_options
 from vfl.datasets.userfiles import USER_FILE_LOADERS, USER_FILE_OPTIONS
@@ -50,10 +54,14 @@ def _file(spec: DatasetSpec, name: str) -> FileSpec:
 class _Reader:
     """Reads a dataset's files and remembers what was read, for provenance."""
 
-    def __init__(self, spec: DatasetSpec, data_dir, verify: bool):
+    def __init__(self, spec: DatasetSpec, data_dir, verify: bool, strict: bool = True):
         self.spec = spec
         self.data_dir = resolve_data_dir(data_dir)
         self.verify = verify
+        # A run that claims a guarantee does not stop on a changed file: that would tell a
+        # changed record apart. The mismatch is recorded (diagnostic) instead.
+        self.strict = strict
+        self.mismatched: list[str] = []
         self.paths: dict[str, str] = {}
         self.checksums: dict[str, str] = {}
         # Report every missing file at once, before spending time on any.
@@ -61,11 +69,17 @@ class _Reader:
 
     def read(self, file_name: str) -> tuple[str, bytes]:
         """Return (path actually read, decompressed content) of one file."""
-        path, content, sha = read_file(self.spec.name, _file(self.spec, file_name),
-                                       self.data_dir, verify=self.verify)
+        spec = _file(self.spec, file_name)
+        path, content, sha = read_file(self.spec.name, spec, self.data_dir,
+                                       verify=self.verify and self.strict)
+        self._checked(file_name, sha)
         self.paths[file_name] = str(path)
         self.checksums[file_name] = sha
         return str(path), content
+
+    def _checked(self, file_name: str, sha: str) -> None:
+        if self.verify and not self.strict and sha != _file(self.spec, file_name).sha256:
+            self.mismatched.append(file_name)
 
     def parsed(self, file_name: str, parse, *args) -> tuple:
         """``parse(path, content, *args)`` of one file, from the parsed-array cache when the
@@ -83,10 +97,11 @@ class _Reader:
         if hit is not None:
             content_sha, arrays = hit
             spec = _file(self.spec, file_name)
-            if self.verify and content_sha != spec.sha256:
+            if self.verify and self.strict and content_sha != spec.sha256:
                 raise DataError(f"{spec.name}: sha256 mismatch in {path}: expected "
                                 f"{spec.sha256}, got {content_sha} (re-download with "
                                 f"`vfl datasets fetch {self.spec.name} --force`)")
+            self._checked(file_name, content_sha)
             self.paths[file_name], self.checksums[file_name] = str(path), content_sha
             return arrays
         source, content = self.read(file_name)
@@ -95,12 +110,16 @@ class _Reader:
         return arrays
 
     def provenance(self, **extra) -> dict:
+        """What was read; ``diagnostic`` (always present) holds what depends on the records."""
+        diagnostic = {**extra.pop("diagnostic", {})}
+        if self.verify and not self.strict:
+            diagnostic["sha256_mismatch"] = list(self.mismatched)
         return {"source": "files", "data_dir": str(self.data_dir), "files": dict(self.paths),
-                "verified": self.verify, **extra}
+                "verified": self.verify, **extra, "diagnostic": diagnostic}
 
 
 #: bump when a parser's output changes: every cached parse is then redone
-PARSER_VERSION = 1
+PARSER_VERSION = 2
 
 
 def _stored_sha256(path: Path) -> str:
@@ -116,11 +135,12 @@ def _load_parsed(entry: Path):
     try:
         with np.load(entry, allow_pickle=False) as z:
             sha = str(z["content_sha256"])
+            n = int(z["n"])
             if "csr_data" in z:
                 X = sp.csr_matrix((z["csr_data"], z["csr_indices"], z["csr_indptr"]),
                                   shape=tuple(z["csr_shape"]))
-                return sha, (X, z["y"]) if "y" in z else (X,)
-            return sha, tuple(z[f"a{i}"] for i in range(int(z["n"])))
+                return sha, (X, *(z[f"a{i}"] for i in range(1, n)))
+            return sha, tuple(z[f"a{i}"] for i in range(n))
     except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
         return None
 
@@ -128,12 +148,12 @@ def _load_parsed(entry: Path):
 def _save_parsed(entry: Path, content_sha: str, arrays) -> None:
     """Write a cache entry atomically; a cache that cannot be written is only slower."""
     arrays = arrays if isinstance(arrays, tuple) else (arrays,)
+    payload = {"n": np.array(len(arrays)), **{f"a{i}": a for i, a in enumerate(arrays)}}
     if sp.issparse(arrays[0]):
         X = arrays[0].tocsr()
-        payload = {"csr_data": X.data, "csr_indices": X.indices, "csr_indptr": X.indptr,
-                   "csr_shape": np.array(X.shape), **({"y": arrays[1]} if len(arrays) > 1 else {})}
-    else:
-        payload = {"n": np.array(len(arrays)), **{f"a{i}": a for i, a in enumerate(arrays)}}
+        del payload["a0"]
+        payload.update(csr_data=X.data, csr_indices=X.indices, csr_indptr=X.indptr,
+                       csr_shape=np.array(X.shape))
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         tmp = entry.with_name(f".{entry.stem}.{os.getpid()}.partial.npz")
@@ -160,22 +180,57 @@ def _parse_svmlight(source: str, content: bytes, n_features: int):
     bad = np.setdiff1d(np.unique(y), [-1.0, 1.0])
     if bad.size:
         raise DataError(f"{source}: labels must be -1 or +1, found {bad[:5].tolist()}")
-    return X.tocsr(), np.asarray(y, dtype=np.float64)
+    X = X.tocsr()
+    if not np.all(np.isfinite(X.data)):
+        raise DataError(f"{source}: malformed svmlight file (a value is not a finite number; "
+                        "NaN and inf are not allowed)")
+    return X, np.asarray(y, dtype=np.float64)
 
 
-def _load_a9a(reader: _Reader, options: Mapping[str, Any]) -> Dataset:
+_A9A_RULES = dict(one_based=True, labels={-1.0: -1.0, 1.0: 1.0}, default_label=-1.0,
+                  binary=True)
+_REPAIR_KEYS = ("records_incomplete", "labels_missing", "entries_left_out", "records_malformed")
+
+
+def _parse_a9a_records(source: str, content: bytes, n_features: int, header: int, count: int):
+    """The documented records of an a9a file, each parsed alone (a per-record function,
+    :func:`vfl.datasets.records.parse_libsvm`): an entry outside the 123 binary features
+    is left out, a label other than -1 / +1 is -1, a blank or comment line is an empty
+    row. Returns (X, y, repair counts)."""
+    try:
+        lines = record_lines(content, header=header, count=count)
+    except ValueError as exc:
+        raise DataError(f"{source}: {exc}") from None
+    X, y, repairs = parse_libsvm(lines, LibsvmRules(n_features, **_A9A_RULES))
+    counts = (repairs.records, repairs.labels, repairs.fields.get("entries", 0),
+              repairs.malformed_records)
+    return X, y, np.array(counts, dtype=np.int64)
+
+
+def _a9a_file(reader: _Reader, name: str, n: int, strict: bool, repairs: dict):
+    if strict:
+        return reader.parsed(name, _parse_svmlight, n)
+    layout = FILE_RECORDS[name]
+    X, y, counts = reader.parsed(name, _parse_a9a_records, n, layout.header, layout.count)
+    repairs[name] = dict(zip(_REPAIR_KEYS, map(int, counts)))
+    return X, y
+
+
+def _load_a9a(reader: _Reader, options: Mapping[str, Any], strict: bool = True) -> Dataset:
     """a9a / a9a.t from LIBSVM, kept sparse (CSR, 123 binary features).
 
     ``a9a.t`` never uses feature 123, so both files are parsed with
     ``n_features=123``. Option ``tile = k`` repeats the training records k
     times, in file order (a9a's problem at k times its rows, for scaling
     measurements: with ``lam`` times k it has a9a's optimum); the test file
-    is unchanged.
+    is unchanged. ``strict=False`` (a run that claims a guarantee): every
+    documented line is a record, parsed alone (:func:`_parse_a9a_records`).
     """
     n = reader.spec.n_features
     tile = integer("a9a", "tile", options.get("tile", 1), 1)
-    X_train, y_train = reader.parsed("a9a", _parse_svmlight, n)
-    X_test, y_test = reader.parsed("a9a.t", _parse_svmlight, n)
+    repairs: dict = {}
+    X_train, y_train = _a9a_file(reader, "a9a", n, strict, repairs)
+    X_test, y_test = _a9a_file(reader, "a9a.t", n, strict, repairs)
     if tile > 1:
         X_train, y_train = sp.vstack([X_train] * tile, format="csr"), np.tile(y_train, tile)
     names = tuple(f"f{j + 1}" for j in range(n))  # LIBSVM's one-based feature numbers
@@ -188,6 +243,10 @@ def _load_a9a(reader: _Reader, options: Mapping[str, Any]) -> Dataset:
         provenance=reader.provenance(
             parsing="LIBSVM's binary features as distributed (width 123 from the registry), "
                     "labels +1/-1"
+                    + ("" if strict else "; record by record: one record per documented "
+                       "line, parsed alone, an entry outside the 123 binary features left out, "
+                       "another label -1, a blank or comment line an empty row"),
+            **({} if strict else {"diagnostic": {"repairs": repairs}}),
         ),
     )
 
@@ -202,6 +261,9 @@ def _parse_dense(source: str, content: bytes, n_features: int) -> np.ndarray:
         raise DataError(f"{source}: malformed data file ({_one_line(exc)})") from exc
     if X.shape[1] != n_features:
         raise DataError(f"{source}: expected {n_features} values per row, got {X.shape[1]}")
+    if not np.all(np.isfinite(X)):
+        raise DataError(f"{source}: a value is not a finite number (NaN and inf are not "
+                        "allowed)")
     return X
 
 
@@ -221,7 +283,14 @@ def _parse_labels(source: str, content: bytes, n_rows: int) -> np.ndarray:
     return y
 
 
-def _load_gisette(reader: _Reader, options: Mapping[str, Any]) -> Dataset:
+#: (what, key) of gisette's loader fit, as fit_stage reads it
+_GISETTE_FITTED = (("the loader's min/max scaling to [-1, 1] (LIBSVM's gisette_scale) is fitted "
+                    "on the training records",
+                    "data.dataset to a dataset without a loader fit (gisette is read only as "
+                    "LIBSVM's gisette_scale)"),)
+
+
+def _load_gisette(reader: _Reader, options: Mapping[str, Any], strict: bool = True) -> Dataset:
     """UCI gisette, scaled as LIBSVM's ``gisette_scale``.
 
     Train = ``gisette_train.*`` (6000 rows), test = ``gisette_valid.*``
@@ -243,11 +312,7 @@ def _load_gisette(reader: _Reader, options: Mapping[str, Any]) -> Dataset:
         test=RawTable.from_matrix(X_test), y_test=y_test,
         description="gisette (UCI; train/valid files, features scaled to [-1, 1])",
         checksums=reader.checksums,
-        # (what, key) pairs, as fit_stage reads them
-        fitted=(("the loader's min/max scaling to [-1, 1] (LIBSVM's gisette_scale) is fitted "
-                 "on the training records",
-                 "data.dataset to a dataset without a loader fit (gisette is read only as "
-                 "LIBSVM's gisette_scale)"),),
+        fitted=_GISETTE_FITTED,
         provenance=reader.provenance(
             preprocessing=(
                 "as LIBSVM gisette_scale: each feature linearly scaled to [-1, 1] with "
@@ -259,96 +324,15 @@ def _load_gisette(reader: _Reader, options: Mapping[str, Any]) -> Dataset:
     )
 
 
-# --------------------------------------------------------------------------- adult
-
-_ADULT_COLUMNS = (
-    "age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
-    "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
-    "hours-per-week", "native-country", "income",
-)
-_ADULT_CONTINUOUS = ("age", "fnlwgt", "education-num", "capital-gain", "capital-loss",
-                     "hours-per-week")
-_ADULT_LABELS = {"<=50K": -1.0, ">50K": 1.0}
-
-
-def _parse_adult(source: str, content: bytes) -> tuple[pd.DataFrame, int]:
-    """Parse raw adult.data / adult.test; return complete records and the record count."""
-    # adult.test starts with the comment line "|1x3 Cross validator".
-    skip = 1 if content.startswith(b"|") else 0
-    try:
-        # Everything as text first: only '?' means missing, and numeric
-        # columns are converted below with an error that names the column.
-        frame = pd.read_csv(
-            io.BytesIO(content), header=None, names=list(_ADULT_COLUMNS), skiprows=skip,
-            skipinitialspace=True, na_values=["?"], keep_default_na=False, dtype=str,
-        )
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise DataError(f"{source}: malformed adult file ({_one_line(exc)})") from exc
-    # Short records are padded with empty strings, which '?' never is.
-    empty = frame.eq("").to_numpy()
-    if empty.any():
-        row, col = np.argwhere(empty)[0]
-        what = (f"has fewer than {len(_ADULT_COLUMNS)} fields" if empty[row, -1]
-                else f"has an empty {_ADULT_COLUMNS[col]} field")
-        raise DataError(f"{source}: record {row + 1} {what}")
-    for column in _ADULT_CONTINUOUS:
-        try:
-            frame[column] = pd.to_numeric(frame[column]).astype(np.float64)
-        except (ValueError, TypeError) as exc:
-            raise DataError(
-                f"{source}: malformed adult file, column {column} is not numeric "
-                f"({_one_line(exc)})"
-            ) from exc
-    frame["income"] = frame["income"].str.rstrip(".")  # adult.test writes ">50K."
-    unknown = sorted(set(frame["income"].dropna()) - set(_ADULT_LABELS))
-    if unknown:
-        raise DataError(f"{source}: unexpected income label(s) {unknown[:3]}; "
-                        f"expected <=50K or >50K")
-    return frame.dropna().reset_index(drop=True), len(frame)
-
-
-def _load_adult(reader: _Reader, options: Mapping[str, Any]) -> RawDataset:
-    """UCI adult.data / adult.test as raw records, with Adult's published schema.
-
-    Every record with a missing value (``?``) is dropped: 30162 train / 15060
-    test records remain (the 30162 of Huang et al. 2019, Section VI). Label
-    +1 for ``>50K``, -1 for ``<=50K``. Encoding and scaling are the
-    preprocessing stage's (:mod:`vfl.datasets.stage`), with the vocabularies
-    and declared ranges of :data:`vfl.datasets.schemas.ADULT_SCHEMA`.
-    """
-    train, n_train_raw = _parse_adult(*reader.read("adult.data"))
-    test, n_test_raw = _parse_adult(*reader.read("adult.test"))
-
-    def table(frame: pd.DataFrame) -> RawTable:
-        kinds = tuple("numeric" if c in _ADULT_CONTINUOUS else "categorical"
-                      for c in _ADULT_COLUMNS[:-1])
-        numeric = frame[[c for c in _ADULT_COLUMNS[:-1] if c in _ADULT_CONTINUOUS]]
-        categorical = frame[[c for c in _ADULT_COLUMNS[:-1] if c not in _ADULT_CONTINUOUS]]
-        return RawTable(names=tuple(_ADULT_COLUMNS[:-1]), kinds=kinds,
-                        numeric=numeric.to_numpy(dtype=np.float64),
-                        categorical=categorical.to_numpy(dtype=object))
-
-    y_train = train["income"].map(_ADULT_LABELS).to_numpy(dtype=np.float64)
-    y_test = test["income"].map(_ADULT_LABELS).to_numpy(dtype=np.float64)
-    return RawDataset(
-        name="adult", train=table(train), y_train=y_train, test=table(test), y_test=y_test,
-        description="adult (UCI; complete records)",
-        checksums=reader.checksums,
-        provenance=reader.provenance(
-            parsing="rows with '?' dropped; label +1 = '>50K'",
-            rows_dropped={"train": n_train_raw - len(train), "test": n_test_raw - len(test)},
-        ),
-        schema=ADULT_SCHEMA, defaults=SCHEMA_DEFAULTS["adult"],
-    )
-
-
 # -------------------------------------------------------------------- entry point
 
-_LOADERS = {"a9a": _load_a9a, "gisette": _load_gisette, "adult": _load_adult}
+_LOADERS = {"a9a": _load_a9a, "gisette": _load_gisette, "adult": load_adult}
+#: what a run that claims a guarantee refuses before reading a file: a loader fit
+_REFUSED_PRIVATE = {"gisette": _GISETTE_FITTED}
 
 #: Dataset-specific ``options`` keys accepted by :func:`load_raw`.
 LOADER_OPTIONS: dict[str, tuple[str, ...]] = {
-    "a9a": ("tile",), "gisette": (), "adult": (),
+    "a9a": ("tile",), "gisette": (), "adult": ADULT_OPTIONS,
     SYNTHETIC_NAME: SYNTHETIC_OPTIONS, **USER_FILE_OPTIONS,
 }
 
@@ -377,6 +361,7 @@ def load_raw(
     *,
     options: Mapping[str, Any] | None = None,
     verify: bool = True,
+    strict: bool = True,
 ) -> RawDataset:
     """Read a dataset's records, before the preprocessing stage.
 
@@ -397,11 +382,23 @@ def load_raw(
     verify : bool
         Check each file's sha256 before parsing (default). With False the
         digests are still computed and recorded, but not compared.
+    strict : bool
+        True (a run that claims no guarantee): a malformed record is an error
+        naming it. False (a run that claims one): every record of the file is
+        one row, whatever its bytes: a missing or malformed field takes a
+        public default, each record is parsed alone and N is fixed by the
+        file's line structure (:mod:`vfl.datasets.records`); a checksum
+        mismatch is recorded under ``provenance["diagnostic"]`` instead of
+        stopping the run, and options a private run cannot use are refused
+        before any file is read.
 
     Raises
     ------
     DataError
         Unknown dataset or option, missing / corrupt / malformed files.
+    ConfigError
+        ``strict=False`` on a dataset a private run cannot read (a loader fit:
+        gisette), or on a user file without the public options it needs.
     """
     options = dict(options or {})
     base = name.split(":", 1)[0] if isinstance(name, str) else name
@@ -423,11 +420,16 @@ def load_raw(
             if options.setdefault("preset", preset) != preset:
                 raise DataError(f"{name}: conflicting option preset={options['preset']!r}")
         return _as_raw(synthetic_from_options(options))
+    if not strict and name in _REFUSED_PRIVATE:  # before any record is read
+        from vfl.datasets.stage import refuse_private
+
+        what, key = _REFUSED_PRIVATE[name][0]
+        raise refuse_private(f"{name}: {what}", key)
     if name in USER_FILE_LOADERS:  # the user's own files, named by the options
-        data = USER_FILE_LOADERS[name](options)
+        data = USER_FILE_LOADERS[name](options, strict=strict)
         data.provenance["options"] = dict(options)
         return data
-    data = _LOADERS[name](_Reader(get_spec(name), data_dir, verify), options)
+    data = _LOADERS[name](_Reader(get_spec(name), data_dir, verify, strict), options, strict)
     data.provenance["options"] = dict(options)
     return data
 

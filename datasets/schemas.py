@@ -12,9 +12,11 @@ range is clipped to it by the stage, so no record moves a bound.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from vfl.core.preprocessing import ColumnSpec, Schema
 
-__all__ = ["ADULT_SCHEMA", "SCHEMAS", "SCHEMA_DEFAULTS"]
+__all__ = ["ADULT_SCHEMA", "SCHEMAS", "SCHEMA_DEFAULTS", "FILE_RECORDS", "FileRecords"]
 
 _ADULT_VALUES = {
     "workclass": ("Private", "Self-emp-not-inc", "Self-emp-inc", "Federal-gov", "Local-gov",
@@ -83,3 +85,23 @@ SCHEMAS = {"adult": ADULT_SCHEMA}
 
 #: ``[preprocessing]`` keys a config on the dataset inherits unless it sets them
 SCHEMA_DEFAULTS = {"adult": {"scaling": "minmax", "range": [0.0, 1.0]}}
+
+
+@dataclass(frozen=True)
+class FileRecords:
+    """A distribution file's line structure, as published: ``header`` lines before the first
+    record, then ``count`` records, one per line. A run that claims a guarantee reads exactly
+    these records (:func:`vfl.datasets.records.record_lines`), so N never depends on what a
+    record holds."""
+
+    header: int
+    count: int
+
+
+#: adult.names: "train=32561, test=16281" (adult.test opens with the line "|1x3 Cross
+#: validator"; both files end with an empty line, which is no record); a9a / a9a.t: the
+#: same records binarised (LIBSVM's page: 32,561 / 16,281)
+FILE_RECORDS = {
+    "adult.data": FileRecords(0, 32_561), "adult.test": FileRecords(1, 16_281),
+    "a9a": FileRecords(0, 32_561), "a9a.t": FileRecords(0, 16_281),
+}

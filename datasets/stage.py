@@ -38,7 +38,8 @@ from vfl.core.errors import ConfigError
 from vfl.core.preprocessing import (ENCODINGS, SCALINGS, Encoder, RawTable, RowSteps, Scaler,
                                     check_bounds, check_vocabulary)
 
-__all__ = ["PREPROCESSING_KEYS", "check_spec", "Stage", "fit_stage", "preprocess"]
+__all__ = ["PREPROCESSING_KEYS", "check_spec", "Stage", "fit_stage", "preprocess",
+           "refuse_private"]
 
 PREPROCESSING_KEYS = ("encoding", "categories", "other", "scaling", "range", "bounds", "stats",
                       "row_clip", "normalize_rows", "intercept")
@@ -316,7 +317,7 @@ def _make_scaler(plan: dict, encoder: Encoder, X_fit) -> Scaler:
     return Scaler(kind, cols, lo=lo, hi=hi, lower=plan["lower"], upper=plan["upper"])
 
 
-def _refuse_private(what: str, key: str) -> ConfigError:
+def refuse_private(what: str, key: str) -> ConfigError:
     return ConfigError(f"preprocessing: {what}, so one record would change what every other "
                        f"record becomes and no epsilon covers it; this run claims a guarantee: "
                        f"set {key}")
@@ -334,7 +335,7 @@ def fit_stage(raw, spec: Mapping[str, Any], *, private: bool, intercept_default:
     spec = check_spec(spec, raw.defaults)
     if private and raw.fitted:
         what, key = raw.fitted[0]
-        raise _refuse_private(f"{raw.name}: {what}", key)
+        raise refuse_private(f"{raw.name}: {what}", key)
     names = raw.train.names
     layout = raw.schema.layout(spec["encoding"]) if raw.schema is not None else names
     kinds = dict(zip(names, raw.train.kinds))
@@ -342,7 +343,7 @@ def fit_stage(raw, spec: Mapping[str, Any], *, private: bool, intercept_default:
     if private:
         fitted = sorted(n for n, s in cat_sources.items() if s == "training_rows")
         if fitted:
-            raise _refuse_private(
+            raise refuse_private(
                 f"the categories of {fitted[0]!r} would be read off the training rows",
                 f"preprocessing.categories.{fitted[0]} = [...] (the published values)")
     encoder = Encoder(layout=tuple(layout), kinds=kinds, vocabularies=vocab,
@@ -350,7 +351,7 @@ def fit_stage(raw, spec: Mapping[str, Any], *, private: bool, intercept_default:
     plan, scale_source = _scaling_plan(raw, spec, encoder, cat_sources)
     if private and "training_rows" in plan.get("sources", ()):
         key = "stats" if spec["scaling"] == "standard" else "bounds"
-        raise _refuse_private(
+        raise refuse_private(
             f"scaling = {spec['scaling']!r} would fit its {key} on the training rows",
             f"preprocessing.{key} (public constants: "
             + ("{column = [mean, scale]}" if key == "stats" else "[lo, hi] or {column = [lo, hi]}")

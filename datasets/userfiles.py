@@ -73,11 +73,11 @@ __all__ = [
 
 #: ``options`` accepted by ``load_raw("libsvm", ...)``.
 LIBSVM_OPTIONS = ("path", "test_path", "test_fraction", "split_seed", "stratify", "n_features",
-                  "zero_based", "label_positive")
+                  "zero_based", "label_positive", "labels")
 #: ``options`` accepted by ``load_raw("csv", ...)``.
 CSV_OPTIONS = ("path", "label", "features", "categorical_columns",
                "test_path", "test_fraction", "split_seed", "stratify", "label_positive",
-               "delimiter")
+               "delimiter", "labels", "fill")
 USER_FILE_OPTIONS: dict[str, tuple[str, ...]] = {"libsvm": LIBSVM_OPTIONS, "csv": CSV_OPTIONS}
 
 _MAX_SEED = 2**32 - 1  # what sklearn's random_state accepts
@@ -160,12 +160,14 @@ class UserFile:
         return rec
 
 
-def read_user_file(path: str | os.PathLike) -> UserFile:
+def read_user_file(path: str | os.PathLike, *, strict: bool = True) -> UserFile:
     """Read, check and decompress one data file.
 
     Relative paths are resolved against the current directory. The whole
     file is read once: the bytes that are hashed are the bytes that are
-    decompressed and parsed.
+    decompressed and parsed. ``strict=False`` (a run that claims a guarantee):
+    the extension alone decides the decompression and the text is not checked
+    (a record's bytes never stop the run; :mod:`vfl.datasets.records`).
 
     Raises
     ------
@@ -192,7 +194,8 @@ def read_user_file(path: str | os.PathLike) -> UserFile:
         raise DataError(f"{resolved}: empty file (0 bytes)")
 
     expected = _EXTENSIONS.get(resolved.suffix.lower())
-    actual = _sniff(raw)
+    # a plain file's first bytes are a record (LIBSVM): sniffed only in a strict reading
+    actual = _sniff(raw) if strict or expected else None
     if expected and actual != expected:
         what = f"{actual}-compressed" if actual else f"not {expected}-compressed"
         raise DataError(f"{resolved}: the name ends in {resolved.suffix} but the content is "
@@ -210,6 +213,10 @@ def read_user_file(path: str | os.PathLike) -> UserFile:
                 raise DataError(f"{resolved}: truncated {expected} file (the compressed data "
                                 "ends before its end-of-stream marker)") from exc
             raise DataError(f"{resolved}: corrupt {expected} file ({reason})") from exc
+    if not strict:
+        return UserFile(given=given, path=resolved, size=len(raw),
+                        sha256=hashlib.sha256(raw).hexdigest(), compression=expected,
+                        content=content)
     _refuse_binary(resolved, content, f" (decompressed from {expected})" if expected else "")
     if not content.strip():
         raise DataError(f"{resolved}: empty file (no data"
@@ -296,6 +303,27 @@ def _label_positive(fmt: str, options: Mapping):
     return value
 
 
+def declared_labels(fmt: str, options: Mapping) -> list | None:
+    """``labels = [negative, positive]``: the two raw label values (numbers or strings),
+    the first read as -1, the second as +1; None when not given."""
+    value = options.get("labels")
+    if value is None:
+        return None
+    if options.get("label_positive") is not None:
+        raise DataError(f"{fmt}: give labels or label_positive, not both")
+
+    def ok(v):
+        if isinstance(v, str):
+            return bool(v.strip())
+        return isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(v)
+
+    if (not isinstance(value, (list, tuple)) or len(value) != 2 or not all(map(ok, value))
+            or value[0] == value[1]):
+        raise DataError(f"{fmt}: labels must be [negative, positive], two different label "
+                        f"values (numbers or strings), got {value!r}")
+    return list(value)
+
+
 def _name_list(fmt: str, options: Mapping, key: str) -> list[str] | None:
     value = options.get(key)
     if value is None:
@@ -314,13 +342,17 @@ def _name_list(fmt: str, options: Mapping, key: str) -> list[str] | None:
 # ----------------------------------------------------------------------- labels
 
 def _binary_labels(train: UserFile, y_raw: np.ndarray, label_positive,
-                   test: UserFile | None = None, y_test_raw: np.ndarray | None = None):
+                   test: UserFile | None = None, y_test_raw: np.ndarray | None = None,
+                   declared: list | None = None):
     """Map the two raw label values to -1 / +1.
 
     ``y_raw`` is float64, or an object array of str (CSV labels that are not
     all numbers); ``y_test_raw`` has the same kind. Returns ``(y, y_test,
-    mapping)`` with ``mapping`` JSON-ready.
+    mapping)`` with ``mapping`` JSON-ready. ``declared`` (``labels``): the two
+    values, negative first; any other label is an error.
     """
+    if declared is not None:
+        return _declared_labels(train, y_raw, declared, test, y_test_raw)
     classes = np.unique(y_raw)
     if classes.size == 1:
         raise DataError(f"{train.path}: constant label: every row has label "
@@ -354,6 +386,27 @@ def _binary_labels(train: UserFile, y_raw: np.ndarray, label_positive,
                             f"{_show(classes[0])}, {_show(classes[1])})")
         y_test = np.where(y_test_raw == positive, 1.0, -1.0)
     return np.where(y_raw == positive, 1.0, -1.0), y_test, mapping
+
+
+def _declared_labels(train, y_raw, declared, test, y_test_raw):
+    numeric = y_raw.dtype.kind == "f"
+    try:
+        values = [float(v) if numeric else str(v) for v in declared]
+    except ValueError:
+        raise DataError(f"{train.path}: labels = {declared!r} are not numbers, but every label "
+                        "in the file is") from None
+    out = []
+    for f, raw in ((train, y_raw), (test, y_test_raw)):
+        if raw is None:
+            out.append(None)
+            continue
+        unknown = np.setdiff1d(np.unique(raw), values)
+        if unknown.size:
+            raise DataError(f"{f.path}: label(s) {_preview(list(unknown), 5)} are not among "
+                            f"labels = [{_show(values[0])}, {_show(values[1])}]")
+        out.append(np.where(raw == values[1], 1.0, -1.0))
+    mapping = {"-1": _jsonable(values[0]), "+1": _jsonable(values[1]), "rule": "data.labels"}
+    return out[0], out[1], mapping
 
 
 def _split(train: UserFile, y: np.ndarray, fraction: float, seed: int, mapping: dict,
@@ -481,7 +534,7 @@ def _libsvm_options(options: Mapping) -> tuple[int | None, Any]:
     return n_features, zero_based if zero_based == "auto" else bool(zero_based)
 
 
-def load_libsvm(options: Mapping[str, Any]) -> RawDataset:
+def load_libsvm(options: Mapping[str, Any], *, strict: bool = True) -> RawDataset:
     """A LIBSVM (svmlight) file, kept sparse (CSR, float64).
 
     Options
@@ -500,12 +553,23 @@ def load_libsvm(options: Mapping[str, Any]) -> RawDataset:
         unless an index 0 occurs in either of them.
     label_positive : number, optional
         The raw label that becomes +1 (default: the larger of the two).
+    labels : [negative, positive], optional
+        The two raw labels, declared (a private run needs them): any other is an
+        error here, and the negative label in a private run.
+
+    ``strict=False`` (a run that claims a guarantee): every line is a record,
+    read alone (:func:`vfl.datasets.userrecords.load_libsvm_records`).
     """
+    if not strict:
+        from vfl.datasets.userrecords import load_libsvm_records
+
+        return load_libsvm_records(options)
     train_path = _path_option("libsvm", options, "path", required=True)
     test_path, fraction, seed = _test_options("libsvm", options)
     stratify = _stratify("libsvm", options)
     n_features, zero_based = _libsvm_options(options)
     label_positive = _label_positive("libsvm", options)
+    declared = declared_labels("libsvm", options)
 
     train = read_user_file(train_path)
     test = read_user_file(test_path) if test_path is not None else None
@@ -526,7 +590,7 @@ def load_libsvm(options: Mapping[str, Any]) -> RawDataset:
         X_t = _pad(X_t, n)
     X = _pad(X, n)
 
-    y, y_t, mapping = _binary_labels(train, y_raw, label_positive, test, y_t_raw)
+    y, y_t, mapping = _binary_labels(train, y_raw, label_positive, test, y_t_raw, declared)
     if test is None:
         tr, te = _split(train, y, fraction, seed, mapping, stratify)
         X, X_t, y, y_t = X[tr], X[te], y[tr], y[te]
@@ -719,7 +783,7 @@ def _csv_options(options: Mapping) -> dict:
             "declared": set(_name_list("csv", options, "categorical_columns") or ())}
 
 
-def load_csv(options: Mapping[str, Any]) -> RawDataset:
+def load_csv(options: Mapping[str, Any], *, strict: bool = True) -> RawDataset:
     """A CSV file with a header line, as raw records (numeric columns and categorical strings).
 
     Encoding (one-hot or ordinal over a declared or fitted vocabulary) and
@@ -754,11 +818,27 @@ def load_csv(options: Mapping[str, Any]) -> RawDataset:
     stratify : bool
         Stratify the ``test_fraction`` split by label (default true; a
         private run needs false, see :func:`_split`).
+    labels : [negative, positive], optional
+        The two raw labels, declared (a private run needs them).
+    fill : {column = number}, optional
+        A private run's value for a missing or malformed number (default 0).
+
+    ``strict=False`` (a run that claims a guarantee): every line after the
+    header is a record, read alone, and no cell stops the run
+    (:func:`vfl.datasets.userrecords.load_csv_records`).
     """
+    if not strict:
+        from vfl.datasets.userrecords import load_csv_records
+
+        return load_csv_records(options)
     opts = _csv_options(options)
     train_path = _path_option("csv", options, "path", required=True)
     test_path, fraction, seed = _test_options("csv", options)
     label_positive = _label_positive("csv", options)
+    labels = declared_labels("csv", options)
+    from vfl.datasets.userrecords import fill_option
+
+    fill_option("csv", options)  # checked here too; a strict reading has nothing to fill
     label, declared = opts["label"], opts["declared"]
 
     train = read_user_file(train_path)
@@ -780,7 +860,7 @@ def load_csv(options: Mapping[str, Any]) -> RawDataset:
         test_columns, y_t_raw = _parse_csv(test, frame_t, label, features, categorical, False,
                                            y_raw.dtype.kind == "f")
 
-    y, y_t, mapping = _binary_labels(train, y_raw, label_positive, test, y_t_raw)
+    y, y_t, mapping = _binary_labels(train, y_raw, label_positive, test, y_t_raw, labels)
     if test is None:
         train_rows, test_rows = _split(train, y, fraction, seed, mapping, opts["stratify"])
         y, y_t, test_columns = y[train_rows], y[test_rows], columns

@@ -230,10 +230,12 @@ def domain(A, b) -> dict:
 def merge_domains(parts) -> dict:
     """The :func:`domain` of the union of groups of samples (all, min, max and sums: exact)."""
     parts = list(parts)
+    # numpy's min / max keep a NaN (the builtins drop it when it is not first)
     return {"labels01": all(p["labels01"] for p in parts),
             "labels_pm": all(p["labels_pm"] for p in parts),
-            "zmin": min(p["zmin"] for p in parts), "zmax": max(p["zmax"] for p in parts),
-            "rmax": max(p["rmax"] for p in parts),
+            "zmin": float(np.min([p["zmin"] for p in parts])),
+            "zmax": float(np.max([p["zmax"] for p in parts])),
+            "rmax": float(np.max([p["rmax"] for p in parts])),
             "samples": sum(p["samples"] for p in parts), "d": parts[0]["d"]}
 
 
@@ -249,7 +251,7 @@ def sensitivity_of(facts: dict, objective: Objective) -> Sensitivity:
     labels01, labels_pm = facts["labels01"], facts["labels_pm"]
     zmin, zmax, rmax = facts["zmin"], facts["zmax"], facts["rmax"]
     box01 = zmin >= 0.0 and zmax <= 1.0
-    box = max(-zmin, zmax) <= 1.0
+    box = -zmin <= 1.0 and zmax <= 1.0  # each fails on NaN
     unit_rows = rmax <= 1.0 + 1e-9
     if not (labels01 or labels_pm) or not box:
         return Sensitivity(nan, nan, nan, "none",

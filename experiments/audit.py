@@ -32,6 +32,7 @@ from typing import Callable
 import numpy as np
 
 from vfl.core.errors import ConfigError
+from vfl.core.relations import stated_on
 from vfl.core.solver import Streams, add_noise
 
 from .config import AUDIT_RUNS, Config
@@ -433,7 +434,8 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
     info = solver.privacy_info() or {}
     return AuditReport(config=config, K=K, confidence=confidence, claims=claims, pairs=results,
                        gaussian_mu=mu, labels=labels, noise_scale=noise_scale,
-                       mechanism=cls.title, relation=str(info.get("neighbouring", "")),
+                       mechanism=cls.title,
+                       relation=stated_on(str(info.get("neighbouring", "")), plan.cleaning),
                        seconds=perf_counter() - started)
 
 

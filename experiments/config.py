@@ -92,7 +92,7 @@ REGULARIZERS = ("l2sq", "half_l2sq", "l1")
 FILE_DATASETS = ("libsvm", "csv")
 FILE_DATA_KEYS = ("path", "test_path", "test_fraction", "split_seed", "stratify", "n_features",
                   "zero_based", "label", "features", "categorical_columns", "label_positive",
-                  "delimiter")
+                  "delimiter", "labels", "fill")
 VERTICAL_PARTITION_KEYS = ("columns", "ranges", "indices", "allow_unused", "public")
 #: keys that moved to [preprocessing], with where they went
 MOVED_KEYS = {"partition.normalize_rows": "preprocessing.normalize_rows",

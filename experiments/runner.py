@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from vfl.core.metrics import accuracy, log_loss
+from vfl.core.relations import Cleaning, stated_on
 from vfl.core.errors import ConfigError, DivergedError
 from vfl.core.solver import DIAGNOSTIC, RELEASED, Solver, Streams, column_kinds
 from vfl.datasets import REGISTRY, dataset_status, resolve_data_dir
@@ -76,8 +77,8 @@ def load_config_dataset(config: Config, data_dir=None, *,
     import json
 
     key = json.dumps([config.data.dataset, config.data.options, config.data.fallback,
-                      str(resolve_data_dir(data_dir)), _split_seed(config)], sort_keys=True,
-                     default=str)
+                      str(resolve_data_dir(data_dir)), _split_seed(config), _strict(config)],
+                     sort_keys=True, default=str)
     stamp = _file_stamp(config, data_dir)
     hit = _DATASETS.pop(key, None) if not keep else _DATASETS.get(key)
     if hit is not None and hit[0] == stamp:
@@ -124,6 +125,13 @@ def _stat(path):
         return {}
 
 
+def _strict(config: Config) -> bool:
+    """Whether the files are read strictly: a malformed record stops a run that claims no
+    guarantee with one line naming it; in a run that claims one, every record is a row and
+    nothing a record holds stops the run (:func:`vfl.datasets.loaders.load_raw`)."""
+    return not config.privacy.claims_guarantee
+
+
 def _load_config_dataset(config: Config, data_dir=None) -> tuple[RawDataset, str | None]:
     d = config.data
     if d.fallback and d.dataset in REGISTRY:
@@ -134,7 +142,7 @@ def _load_config_dataset(config: Config, data_dir=None) -> tuple[RawDataset, str
     options = dict(d.options)
     if _split_seed(config) is not None:
         options["split_seed"] = config.run.seed
-    return load_raw(d.dataset, data_dir, options=options), None
+    return load_raw(d.dataset, data_dir, options=options, strict=_strict(config)), None
 
 
 @dataclass
@@ -154,6 +162,9 @@ class RunPlan:
     backend: Any = None
     #: the manifest's ``dataset`` section (what the records were: name, sizes, checksums)
     dataset_info: dict | None = None
+    #: the public rule that removed records before the mechanism (the relation is then on
+    #: the cleaned file), or None
+    cleaning: Cleaning | None = None
 
 
 def _streams(config: Config, repeat: int) -> Streams:
@@ -218,13 +229,14 @@ def plan_run(config: Config, data_dir=None, backend=None, *,
     setting = prepare(config, dataset, cls)
     info = _dataset_info(dataset, note, setting)
     checksums = dataset.checksums  # the workers check their reads against these
-    if not keep_records:
-        dataset = None  # the setting holds what the run needs (a vertical one: the blocks)
     first = _prepare(setting, config, 0)
     if backend is not None:
         backend.start(first, checksums)
+    cleaning = dataset.cleaning
+    if not keep_records:
+        dataset = None  # the setting holds what the run needs (a vertical one: the blocks)
     solver = _build(cls, config, first, _streams(config, 0), backend)
-    return RunPlan(config, cls, dataset, note, setting, first, solver, backend, info)
+    return RunPlan(config, cls, dataset, note, setting, first, solver, backend, info, cleaning)
 
 
 def _dataset_info(dataset: RawDataset, note: str | None, setting) -> dict:
@@ -499,6 +511,8 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
     privacy = solver.privacy_info()
     if config.privacy.claims_guarantee or privacy:
         privacy = dict(privacy or {})
+        if privacy.get("neighbouring"):  # on the cleaned file when records were removed
+            privacy["neighbouring"] = stated_on(privacy["neighbouring"], plan.cleaning)
         privacy["noise"] = streams.describe()["noise"]
         ledger = ledgers[-1]
         if ledger is not None:

@@ -250,7 +250,7 @@ class PrivateStacking(Solver):
             if epsilon is None:
                 raise ValueError("a private run needs epsilon and delta")
             for m, worst in enumerate(self.passives.max_row_norms, start=2):
-                if worst > 1.0 + 1e-9:
+                if not worst <= 1.0 + 1e-9:  # NaN fails too
                     raise ValueError(f"party {m}: a row has norm {worst:.4g} > 1; the sensitivity "
                                      "bounds need unit rows (preprocessing.normalize_rows = true)")
             if noise_rngs is None or shared_rng is None:

@@ -52,7 +52,8 @@ def test_inspect_libsvm(tmp_path):
     ]
     config = config_part(result.stdout)
     assert config == {"data": {"dataset": "libsvm", "path": str(path), "n_features": 4,
-                               "zero_based": False, "test_fraction": 0.2, "stratify": False},
+                               "zero_based": False, "test_fraction": 0.2, "stratify": False,
+                              "labels": [0, 1]},
                       "preprocessing": {"scaling": "minmax", "range": [0.0, 1.0],
                                         "normalize_rows": True},
                       "partition": {"columns": [2, 2]}}
@@ -79,14 +80,15 @@ def test_inspect_compressed_csv_three_parties(tmp_path):
     config = config_part(out)
     assert config["data"] == {"dataset": "csv", "path": str(tmp_path / "t.csv.gz"),
                               "label": "y", "categorical_columns": ["city"],
-                              "test_fraction": 0.2, "stratify": False}
+                              "test_fraction": 0.2, "stratify": False, "labels": ["no", "yes"]}
     # the vocabulary and the ranges are marked to fill, with what the file shows as comments
     assert "[preprocessing.categories]   # FILL: every value each column can take" in out
     assert '# "city" = [...]   # observed: Oslo, Paris, Rome' in out
     assert '# "age" = [lo, hi]   # observed: [20, 70]' in out
     assert config["partition"]["columns"] == [1, 3, 1]  # the one-hot block stays whole
     assert "# party 2: city (1 file column, 3 features)" in out
-    assert '# label_positive = "yes"   (the default: the larger label is +1)' in out
+    # the labels are declared, negative first: what a private run needs
+    assert 'labels = ["no", "yes"]   # -1, +1: declared (a private run needs them)' in out
     data = load_dataset("csv", options={k: v for k, v in config["data"].items()
                                         if k != "dataset"} | {"test_fraction": 0.5})
     assert data.n_features == 5

@@ -184,7 +184,7 @@ def test_private_run_with_fitted_scaling_stops_before_writing(tmp_path):
     csv.write_text("\n".join(rows) + "\n")
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'[data]\ndataset = "csv"\npath = "{csv}"\nlabel = "label"\n'
-                   "test_fraction = 0.25\nstratify = false\n"
+                   "labels = [0, 1]\ntest_fraction = 0.25\nstratify = false\n"
                    '[preprocessing]\nscaling = "standard"\nnormalize_rows = true\n'
                    "[partition]\ncolumns = [2, 2]\n[solver]\nname = \"private_stacking\"\n"
                    "epochs = 1\n[privacy]\nepsilon = 1.0\ndelta = 1e-5\n")

@@ -51,7 +51,8 @@ def test_shipped_configs_validate_and_carry_the_papers_constants():
         nodes, edges = GRAPHS[graph]
         assert c.name == path.stem
         assert c.data.dataset == "adult"
-        assert c.data.options == {}
+        # App. E's cleaned file (the 45,222 complete records), stated as such
+        assert c.data.options == {"missing": "drop", "cleaned_by": "Xiao et al."}
         # App. E with public parameters: ordinal codes, min/max to [0, 1] within Adult's
         # declared ranges (every value lands in [0, 1]), unit rows
         assert c.preprocessing.values == {"encoding": "ordinal", "scaling": "minmax",

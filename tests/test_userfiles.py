@@ -446,7 +446,7 @@ CASES = [
      "csv: features lists the label column 'y'"),
     ("unknown-option", {"n.svm": SVM}, "libsvm", {"path": "n.svm", "label": "y"},
      "libsvm: unknown option(s) label; valid options: path, test_path, test_fraction, "
-     "split_seed, stratify, n_features, zero_based, label_positive"),
+     "split_seed, stratify, n_features, zero_based, label_positive, labels"),
 ]
 
 # Content for the cases whose file depends on a compressor.

@@ -66,8 +66,11 @@ def enforce_row_bound(A: np.ndarray, mode: str) -> tuple[np.ndarray, int]:
     if mode not in ("check", "clip"):
         raise ValueError(f"row_bound must be 'check' or 'clip', got {mode!r}")
     norms = np.sqrt(np.einsum("...d,...d->...", A, A))
+    if not np.all(np.isfinite(norms)):  # NaN passes no bound (NaN > 1 is False)
+        raise ValueError("a provider row holds a value that is not a finite number (NaN or "
+                         "inf); the sensitivity needs ||a|| <= 1")
     worst = float(norms.max(initial=0.0))
-    if mode == "check" and worst > 1.0 + ROW_TOLERANCE:
+    if mode == "check" and not worst <= 1.0 + ROW_TOLERANCE:
         raise ValueError(f"a provider row has l2 norm {worst:.6g} > 1; the sensitivity needs "
                          "||a|| <= 1: normalize the rows (adult: row_norm = 'unit' or 'max') "
                          "or clip them: preprocessing.row_clip = 1.0")

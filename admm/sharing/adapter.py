@@ -236,7 +236,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
             return solver
         widths, norms = _block_facts(data)
         for m, norm in enumerate(norms, start=1):
-            if norm > 1.0 + 1e-9:
+            if not norm <= 1.0 + 1e-9:  # NaN fails too
                 raise ValueError(f"party {m}: a row has norm {norm:.4g} > 1; accounting "
                                  "mode needs unit rows (preprocessing.normalize_rows = true)")
         if blocks is None and not CALIBRATION[p["calibration"]].guarantee:
