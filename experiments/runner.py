@@ -536,7 +536,9 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
         result["inference_messages"] = inference.messages
         result["inference_bytes"] = inference.bytes
     private = bool(config.privacy.claims_guarantee)
-    kinds = column_kinds(cls, list(metrics.columns), private)
+    # metrics scored on test rows the relation protects are diagnostic (Prepared.test_private)
+    kinds = column_kinds(cls, list(metrics.columns), private,
+                         test_rows_private=bool(prepared.test_private))
     result_kinds = {k: (RELEASED if not private or k in ("epochs_run", "messages", "bytes",
                                                          "inference_messages",
                                                          "inference_bytes") or
@@ -553,8 +555,7 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
                   "communication.csv": RELEASED,
                   "baselines.json": DIAGNOSTIC if private else RELEASED,
                   "loss.png": "per curve (diagnostic curves are labelled)"},
-        "test_metrics_note": (cls.diagnostic_note if private and kinds.get("test_logloss")
-                              == DIAGNOSTIC else ""),
+        "test_metrics_note": _test_note(cls, prepared, private),
         "release_only": False,
     }
     return {
@@ -605,6 +606,15 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
         "released": released,
         "result": result,
     }
+
+
+def _test_note(cls, prepared, private: bool) -> str:
+    """Why a private run's test metrics are diagnostic ("" when they are released)."""
+    if not private:
+        return ""
+    own = column_kinds(cls, ["test_logloss"], True)["test_logloss"] == DIAGNOSTIC
+    return "; and ".join(n for n in (cls.diagnostic_note if own else "", prepared.test_private)
+                         if n)
 
 
 def _inference_manifest(cls, inference, prepared) -> dict:

@@ -40,9 +40,9 @@ def test_shipped_configs_carry_the_papers_constants(name):
     assert c.preprocessing.values == {"encoding": "ordinal", "scaling": "minmax",
                                       "range": [-1.0, 1.0], "bounds": "schema",
                                       "normalize_rows": True}
-    p = c.partition  # Table II: 162 / 100 x 210 / 9000 of 30162
-    assert (p.agents, p.samples_per_agent, p.public, p.test, p.pool) == \
-        (100, 210, 162, 9000, "train")
+    p = c.partition  # Table II: 100 x 210 of 30162; 162 public and 9000 test rows of adult.test
+    assert (p.agents, p.samples_per_agent, p.public, p.test, p.pool, p.held_out) == \
+        (100, 210, 162, 9000, "train", "test_part")
     o = c.objective
     assert (o.loss, o.reduction, o.lam) == ("logistic", "unit_mean", 0.17)
     assert c.objective.regularizer == ("l1" if name.endswith("l1") else "half_l2sq")
@@ -104,8 +104,9 @@ def dump_toml(d: dict) -> str:
 
 
 TINY_DATA = {"dataset": "synthetic",
-             "options": {"n_train": 400, "n_test": 50, "n_features": 5, "seed": 3}}
-TINY_PARTITION = {"agents": 4, "samples_per_agent": 25, "public": 40, "test": 100}
+             "options": {"n_train": 400, "n_test": 150, "n_features": 5, "seed": 3}}
+TINY_PARTITION = {"agents": 4, "samples_per_agent": 25, "public": 40, "test": 100,
+                  "held_out": "test_part"}
 
 
 def tiny_config(name: str, **changes) -> dict:
