@@ -45,7 +45,8 @@ distribute the data::
 
     [run]
     seed = 0
-    repeats = 1                  # independent replications into one run directory
+    repeats = 1                  # repeats into one run directory (a deployment's releases all
+                                 # composed in one ledger; a simulation's are replications)
     eval_every = 1               # metrics every k iterations (and at the last)
     backend = "inprocess"        # or "dask": each party on its own Dask worker (vfl run --cluster)
     party_wait = 60.0            # dask: seconds to wait for a worker to take over a lost party

@@ -269,6 +269,8 @@ class VerticalSetting:
     """Parties hold columns (``[partition]`` columns / ranges / indices)."""
 
     repeats_share_baselines = True
+    #: party m holds the same records in every repeat (a deployment's repeats add per party)
+    same_units_every_repeat = True
 
     def __init__(self, config: Config, raw: RawDataset, stage: Stage):
         k = config.partition.public
@@ -386,6 +388,8 @@ class HorizontalSetting:
     partition = None  # rows, not columns, are distributed: no column partition
 
     repeats_share_baselines = False
+    #: rows are dealt afresh per repeat: a record may sit at any unit of each
+    same_units_every_repeat = False
 
     def __init__(self, config: Config, raw: RawDataset, stage: Stage):
         self.config, self.raw, self.stage = config, raw, stage
@@ -532,6 +536,8 @@ class NetworkSetting:
     partition = None  # rows, not columns, are distributed: no column partition
 
     repeats_share_baselines = False
+    #: rows are dealt afresh per repeat: a record may sit at any unit of each
+    same_units_every_repeat = False
 
     def __init__(self, config: Config, raw: RawDataset, stage: Stage):
         from vfl.decentralized.problem import encode_labels
