@@ -158,6 +158,7 @@ def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, tiny_gr
     written = rep.reproduce("all", out, configs, jobs=1, echo=log.append)
     figures = [f"fig{i}" for i in range(1, 7)]
     expected = {f"{f}.{ext}" for f in figures for ext in ("png", "pdf", "csv")} | \
+        {f"fig{i}-final.csv" for i in (1, 3, 4, 5)} | \
         {"table3.md", "table3.csv", "table3-timings.csv"}
     assert {p.name for p in written} == expected
     assert all(p.is_file() and p.stat().st_size > 0 for p in written)
@@ -179,6 +180,15 @@ def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, tiny_gr
     assert (f["augmented_objective_min"] <= f["augmented_objective_mean"] + 1e-12).all()
     assert {"Algorithm 1 (non-private)", "DP-ADMM (Alg. 3), no noise"} <= \
         set(fig1["algorithm"])
+    # README's numbers: each curve's last iteration, one row per curve, then F*
+    final = _csv(out / "fig1-final.csv")
+    last = f[f["epoch"] == 6]
+    assert len(final) == len(last) + 1 and (final["epoch"].dropna() == 6).all()
+    merged = final.merge(last, on=["algorithm", "epsilon", "delta"], suffixes=("", "_curve"))
+    np.testing.assert_array_equal(merged["augmented_objective_mean"],
+                                  merged["augmented_objective_mean_curve"])
+    assert final["algorithm"].iloc[-1] == "optimum F* (pooled rows)"
+    assert final["objective"].iloc[-1] > 0 and final["objective"].notna().sum() == 1
 
     fig6 = _csv(out / "fig6.csv")
     dp6 = fig6[fig6["algorithm"] == "DP-ADMM (Alg. 3)"]
