@@ -229,7 +229,8 @@ def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, rele
     per_repeat = -(-config.solver.epochs // config.run.eval_every)
     from vfl.core.solver import column_kinds
 
-    test_kind = column_kinds(plan.solver_cls, ["test_logloss"], config.privacy.claims_guarantee)
+    test_kind = column_kinds(plan.solver_cls, ["test_logloss"], config.privacy.claims_guarantee,
+                             test_rows_private=bool(plan.first.test_private))
     hide = release_only and test_kind["test_logloss"] != "released"
     progress = _Progress(per_repeat * config.run.repeats, config.name, quiet,
                          show=lambda row: f"repeat {row['repeat'] + 1}, {row['epoch']}"

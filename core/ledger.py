@@ -33,7 +33,7 @@ import numpy as np
 
 from vfl.core.solver import Release
 
-__all__ = ["PrivacyLedger"]
+__all__ = ["PrivacyLedger", "compose"]
 
 
 class PrivacyLedger:
@@ -166,6 +166,47 @@ class PrivacyLedger:
         if self.unsound or np.any(self._gauss > 0):
             return float("nan")
         return float(self._lap_pure.max()) if self._lap_pure.size else 0.0
+
+
+def compose(ledgers: list[PrivacyLedger], *, same_units: bool) -> PrivacyLedger:
+    """One ledger for independent runs on the same records, in sequence (a run's repeats).
+
+    ``same_units``: unit ``u`` holds the same records in every run (a vertical
+    run's parties), so the runs' charges add per unit. Otherwise the rows are
+    dealt afresh in each run (providers, agents), so a record may sit at any
+    unit of each: every run adds its worst unit's charge, accumulator by
+    accumulator (the Gaussian sum, the Laplace RDP per order, the pure and l2
+    sums), into one unit. That bounds every record's composed RDP (each
+    unit's curve lies under the per-order maxima), and is exact for Gaussian
+    releases of equal weight.
+    """
+    if not ledgers:
+        raise ValueError("compose needs at least one ledger")
+    first = ledgers[0]
+    if any(x.delta != first.delta or x.accountant != first.accountant for x in ledgers):
+        raise ValueError("ledgers of different delta or accountant do not compose into one")
+    out = PrivacyLedger(first.delta, first.accountant)
+    n = max(x._gauss.size for x in ledgers) if same_units else min(
+        1, max(x._gauss.size for x in ledgers))
+    out._grow(n)
+    for x in ledgers:
+        out.unsound |= x.unsound
+        out.laplace |= x.laplace
+        out.exact |= x.exact
+        if x._gauss.size == 0:
+            continue
+        if same_units:
+            k = x._gauss.size
+            out._gauss[:k] += x._gauss
+            out._lap_pure[:k] += x._lap_pure
+            out._lap_l2[:k] += x._lap_l2
+            out._lap_rdp[:k] += x._lap_rdp
+        else:
+            out._gauss += x._gauss.max()
+            out._lap_pure += x._lap_pure.max()
+            out._lap_l2 += x._lap_l2.max()
+            out._lap_rdp += x._lap_rdp.max(axis=0)
+    return out
 
 
 def _laplace_rdp(eps: np.ndarray, a: np.ndarray) -> np.ndarray:

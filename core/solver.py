@@ -44,6 +44,7 @@ __all__ = [
     "RELEASED",
     "DIAGNOSTIC",
     "ALWAYS_RELEASED",
+    "TEST_COLUMNS",
     "column_kinds",
     "Setting",
     "Reference",
@@ -168,9 +169,11 @@ RELEASED, DIAGNOSTIC = "released", "diagnostic"
 #: the communication (a function of the protocol and the public sizes N, M, d and the graph)
 ALWAYS_RELEASED = ("epoch", "epsilon_tight", "delta_tight", "epsilon_paper", "delta_paper",
                    "messages", "bytes")
+#: columns scored on the test rows (``fnmatch`` patterns)
+TEST_COLUMNS = ("test_*",)
 
 
-def column_kinds(cls, columns, private: bool) -> dict[str, str]:
+def column_kinds(cls, columns, private: bool, *, test_rows_private: bool = False) -> dict[str, str]:
     """``released`` or ``diagnostic`` for each of ``columns`` of a run of ``cls``.
 
     In a run without privacy everything is exact and nothing is protected:
@@ -178,14 +181,18 @@ def column_kinds(cls, columns, private: bool) -> dict[str, str]:
     when it is computed from public quantities (:data:`ALWAYS_RELEASED`,
     further claimed epsilons) or the solver declares it in
     ``released_columns``; training losses, objectives, residuals, timings and
-    the rest use exact private values and are ``diagnostic``.
+    the rest use exact private values and are ``diagnostic``. A column scored
+    on the test rows (:data:`TEST_COLUMNS`) is released only when those rows are
+    not records the relation protects (``test_rows_private`` False: the
+    published test file, a separate test file).
     """
     from fnmatch import fnmatchcase
 
     if not private:
         return {c: RELEASED for c in columns}
     patterns = (*ALWAYS_RELEASED, "epsilon_*", *cls.released_columns)
-    return {c: RELEASED if any(fnmatchcase(c, p) for p in patterns) else DIAGNOSTIC
+    return {c: RELEASED if any(fnmatchcase(c, p) for p in patterns) and not (
+        test_rows_private and any(fnmatchcase(c, p) for p in TEST_COLUMNS)) else DIAGNOSTIC
             for c in columns}
 
 

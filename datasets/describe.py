@@ -137,7 +137,9 @@ def describe_file(info: dict, counts: list[int], label: str | None, parties: int
     emit(f"# Suggested config for {parties} "
          f"part{'y' if parties == 1 else 'ies'}; party 1 is active (holds the labels).")
     emit("# The test set: test_fraction holds out that share of the rows by a seeded "
-         "permutation, or test_path = \"...\" names a separate test file.")
+         "permutation (records of this file: a private run's test metrics are then "
+         "diagnostic), or test_path = \"...\" names a separate test file whose rows need no "
+         "protection (a private run's test metrics are then released).")
     emit("[data]")
     emit(f"dataset = {_toml(info['format'])}")
     for key, value in info["options"].items():

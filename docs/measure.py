@@ -301,14 +301,18 @@ def measure_audits(jobs: int = 2, root: Path | None = None) -> Path:
     from concurrent.futures import ThreadPoolExecutor
 
     from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import train_test_split
 
     root = REPO / "results" / "audits-table" if root is None else root
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
            "MKL_NUM_THREADS": "1"}
-    # the own-data configs read breast_cancer.csv from the working directory (README's lines)
+    # the own-data configs read breast_cancer.csv and breast_cancer_test.csv from the working
+    # directory, written as README's lines write them
     work = Path(tempfile.mkdtemp(prefix="vfl-audits-"))
-    load_breast_cancer(as_frame=True).frame.rename(columns={"target": "label"}).to_csv(
-        work / "breast_cancer.csv", index=False)
+    frame = load_breast_cancer(as_frame=True).frame.rename(columns={"target": "label"})
+    train, test = train_test_split(frame, test_size=0.25, random_state=0)
+    train.to_csv(work / "breast_cancer.csv", index=False)
+    test.to_csv(work / "breast_cancer_test.csv", index=False)
     runs = []
     for config, sets, K in AUDITED:
         name = next((s[5:] for s in sets if s.startswith("name=")), Path(config).stem)

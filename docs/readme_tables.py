@@ -192,7 +192,8 @@ class FactError(ValueError):
 def _csv(name: str) -> pd.DataFrame:
     """A committed CSV under docs/figures (``audits/audits.csv``), as the tables read it (the
     utility CSVs may carry ``#`` comment lines)."""
-    return pd.read_csv(FIGURES / name, comment="#" if name.startswith("private/") else None)
+    return pd.read_csv(FIGURES / name,
+                       comment="#" if name.startswith(("private/", "dp-admm/")) else None)
 
 
 def _where(table: pd.DataFrame, csv: str, where: dict) -> pd.DataFrame:
@@ -267,6 +268,38 @@ _TV = "audits/tv.csv"
 _A9A, _ADULT = "private/utility-a9a.csv", "private/utility-adult.csv"
 _BYTES = "hu/bytes.csv"
 _SCALE = "scale/scale.csv"
+#: ``vfl reproduce dp-admm``'s tables: the accuracy tables of Figs. 2 (l1) and 6 (l2), and
+#: the last iteration of every curve of Figs. 1 (l1), 3 and 4 (l2)
+_DP1, _DP2, _DP3 = "dp-admm/fig1-final.csv", "dp-admm/fig2.csv", "dp-admm/fig3-final.csv"
+_DP4, _DP6 = "dp-admm/fig4-final.csv", "dp-admm/fig6.csv"
+_DP, _ALG1, _ALG2 = "DP-ADMM (Alg. 3)", "Algorithm 1 (non-private)", "Algorithm 2 (paper's sigma)"
+
+
+def _dp(csv: str, column: str, fmt: str = ".2f", algorithm: str = _DP, **where) -> Fact:
+    return cell(csv, column, fmt, algorithm=algorithm, **where)
+
+
+def _accuracies(csv: str, algorithm: str, low: bool, min_epsilon: float = 0.0):
+    """The lowest (or highest) mean test accuracy of ``algorithm`` at epsilon >= min_epsilon."""
+    def value(t):
+        rows = t[(t["algorithm"] == algorithm) & (t["epsilon"] >= min_epsilon)]
+        if rows.empty:
+            raise FactError(f"{csv} has no {algorithm} row at epsilon >= {min_epsilon}")
+        return (rows["test_accuracy_mean"].min() if low else rows["test_accuracy_mean"].max())
+    return value
+
+
+def _fig2_gap(t: pd.DataFrame) -> float:
+    """How far below Algorithm 1 DP-ADMM's accuracy can be at epsilon-bar >= 0.5."""
+    alg1 = _one(t, _DP2, {"algorithm": _ALG1})["test_accuracy_mean"]
+    return alg1 - _accuracies(_DP2, _DP, True, 0.05)(t)
+
+
+def _up3(v: float) -> str:
+    """``v`` rounded up to 3 decimals: a bound README states ("within 0.005")."""
+    import math
+
+    return f"{math.ceil(v * 1000 * (1 - 1e-12)) / 1000:.3f}"
 
 
 def _low_scale(t: pd.DataFrame) -> float:
@@ -402,6 +435,46 @@ FACTS: dict[str, Fact] = {
                                   method="ADMM sharing (row-level DP)", epsilon=8),
     "utility-admm-epochs": Fact((_A9A, _ADULT), _admm_epochs(top=False), "d"),
     "utility-admm-epochs-top": Fact((_A9A, _ADULT), _admm_epochs(top=True), "d"),
+    # DP-ADMM (Huang et al.): the numbers of Figs. 1-6 (vfl reproduce dp-admm)
+    **{f"dp-admm-fig1-eps{e:g}": _dp(_DP1, "augmented_objective_mean", epsilon=e, delta=1e-3)
+       for e in (0.01, 0.02, 0.05, 0.07, 0.1, 0.2)},
+    "dp-admm-fig1-eps0.01-delta1e-6": _dp(_DP1, "augmented_objective_mean", epsilon=0.01,
+                                          delta=1e-6),
+    "dp-admm-fig1-alg1": _dp(_DP1, "augmented_objective_mean", algorithm=_ALG1),
+    "dp-admm-fig1-noiseless": _dp(_DP1, "augmented_objective_mean",
+                                  algorithm=f"{_DP}, no noise"),
+    "dp-admm-fig1-optimum": _dp(_DP1, "objective", algorithm="optimum F* (pooled rows)"),
+    "dp-admm-fig2-low": Fact(_DP2, _accuracies(_DP2, _DP, True, 0.05), ".4f"),
+    "dp-admm-fig2-high": Fact(_DP2, _accuracies(_DP2, _DP, False, 0.05), ".4f"),
+    "dp-admm-fig2-gap": Fact(_DP2, _fig2_gap, _up3),
+    "dp-admm-fig2-alg1": _dp(_DP2, "test_accuracy_mean", ".4f", algorithm=_ALG1),
+    "dp-admm-fig2-eps0.01-delta1e-6": _dp(_DP2, "test_accuracy_mean", ".4f", epsilon=0.01,
+                                          delta=1e-6),
+    "dp-admm-fig2-eps0.01-delta1e-3": _dp(_DP2, "test_accuracy_mean", ".4f", epsilon=0.01,
+                                          delta=1e-3),
+    "dp-admm-fig2-noiseless": _dp(_DP1, "test_accuracy_mean", ".4f",
+                                  algorithm=f"{_DP}, no noise"),
+    "dp-admm-fig2-noiseless-std": _dp(_DP1, "test_accuracy_std", ".4f",
+                                      algorithm=f"{_DP}, no noise"),
+    "dp-admm-fig2-majority": _dp(_DP2, "test_accuracy_mean", ".4f", algorithm="majority class"),
+    "dp-admm-fig2-optimum": _dp(_DP2, "test_accuracy_mean", ".4f",
+                                algorithm="optimum of the same objective (pooled rows)"),
+    "dp-admm-fig3-eps0.01": _dp(_DP3, "augmented_objective_mean", epsilon=0.01, delta=1e-3),
+    "dp-admm-fig3-eps0.2": _dp(_DP3, "augmented_objective_mean", epsilon=0.2, delta=1e-3),
+    "dp-admm-fig3-alg1": _dp(_DP3, "augmented_objective_mean", algorithm=_ALG1),
+    "dp-admm-fig3-optimum": _dp(_DP3, "objective", algorithm="optimum F* (pooled rows)"),
+    **{f"dp-admm-fig4-alg2-eps{e:g}": _dp(_DP4, "augmented_objective_mean", _exp(1),
+                                          algorithm=_ALG2, epsilon=e, delta=1e-3)
+       for e in (0.05, 0.1)},
+    **{f"dp-admm-fig4-eps{e:g}": _dp(_DP4, "augmented_objective_mean", epsilon=e, delta=1e-3)
+       for e in (0.05, 0.1)},
+    "dp-admm-fig6-low": _dp(_DP6, "test_accuracy_mean", ".4f", epsilon=0.01, delta=1e-6),
+    "dp-admm-fig6-high": _dp(_DP6, "test_accuracy_mean", ".4f", epsilon=0.2, delta=1e-3),
+    "dp-admm-fig6-alg1": _dp(_DP6, "test_accuracy_mean", ".4f", algorithm=_ALG1),
+    "dp-admm-fig6-alg2-low": Fact(_DP6, _accuracies(_DP6, _ALG2, True), ".3f"),
+    "dp-admm-fig6-alg2-high": Fact(_DP6, _accuracies(_DP6, _ALG2, False), ".3f"),
+    "dp-admm-fig6-alg2-std": Fact(_DP6, lambda t: t.loc[t["algorithm"] == _ALG2,
+                                                        "test_accuracy_std"].max(), ".2f"),
     # Hu et al.: the bytes to a common test loss (and what one a9a epoch sends)
     "hu-a9a-messages-per-epoch": Fact(_BYTES, _a9a_messages_per_epoch, "d"),
     "hu-a9a-values-per-message": Fact(_BYTES, _a9a_values_per_message, ",d"),

@@ -22,7 +22,8 @@ distribute the data::
     allow_unused = false         # columns used by no party are an error
     public = 0                   # rows of the test part declared public (tuning, public fits)
     # horizontal / network solvers: agents = 100, samples_per_agent = 210,
-    # public = 162, test = 9000, pool = "train" | "train+test"
+    # public = 162, test = 9000, pool = "train" | "train+test",
+    # held_out = "pool" | "test_part" (where the public and test rows are drawn from)
 
     [network]                    # network solvers only
     # graph = "gnm", nodes = 10, edges = 20, exchange = "plain"
@@ -44,7 +45,8 @@ distribute the data::
 
     [run]
     seed = 0
-    repeats = 1                  # independent replications into one run directory
+    repeats = 1                  # repeats into one run directory (a deployment's releases all
+                                 # composed in one ledger; a simulation's are replications)
     eval_every = 1               # metrics every k iterations (and at the last)
     backend = "inprocess"        # or "dask": each party on its own Dask worker (vfl run --cluster)
     party_wait = 60.0            # dask: seconds to wait for a worker to take over a lost party
@@ -99,8 +101,13 @@ MOVED_KEYS = {"partition.normalize_rows": "preprocessing.normalize_rows",
               "partition.intercept": "preprocessing.intercept",
               "data.normalize_rows": "preprocessing.normalize_rows",
               "data.categorical": "preprocessing.encoding"}
-ROW_PARTITION_KEYS = ("agents", "samples_per_agent", "public", "test", "pool")
+ROW_PARTITION_KEYS = ("agents", "samples_per_agent", "public", "test", "pool", "held_out")
 POOLS = ("train", "train+test")
+#: ``partition.held_out``: where a row setting's public and test rows come from: drawn from
+#: the pool by the seed (records the units' rows come from too), or from the dataset's test
+#: part, which the pool then leaves out (a published test file: rows the relation does not
+#: protect)
+HELD_OUT = ("pool", "test_part")
 GRAPHS = ("gnm", "complete", "ring", "erdos_renyi", "file")
 EXCHANGES = ("plain", "secret_sharing")
 LABEL_READINGS = ("paper01", "pm1")
@@ -130,11 +137,14 @@ class PartitionConfig:
     public: int = 0
     test: int = 0
     pool: str = "train"
+    held_out: str = "pool"
 
     def to_dict(self, setting: Setting) -> dict:
         keys = VERTICAL_PARTITION_KEYS if setting is Setting.VERTICAL else ROW_PARTITION_KEYS
-        # unset optional keys are left out, so the dict reads back as the same config
-        return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
+        # unset optional keys are left out, so the dict reads back as the same config (and
+        # held_out at its default, so that runs recorded before it existed stay current)
+        return {k: getattr(self, k) for k in keys if getattr(self, k) is not None
+                and not (k == "held_out" and self.held_out == "pool")}
 
 
 @dataclass(frozen=True)
@@ -415,13 +425,19 @@ def _partition(p: dict, setting: Setting) -> PartitionConfig:
         raise ConfigError("partition.agents is required for a horizontal solver (providers)")
     if "samples_per_agent" not in p:
         raise ConfigError(f"partition.samples_per_agent is required for a {setting.value} solver")
-    return PartitionConfig(
+    part = PartitionConfig(
         agents=_integer("partition.agents", p["agents"], minimum=1) if "agents" in p else None,
         samples_per_agent=_integer("partition.samples_per_agent", p["samples_per_agent"], minimum=1),
         public=_integer("partition.public", p.get("public", 0), minimum=0),
         test=_integer("partition.test", p.get("test", 0), minimum=0),
         pool=_choice("partition.pool", p.get("pool", "train"), POOLS),
+        held_out=_choice("partition.held_out", p.get("held_out", "pool"), HELD_OUT),
     )
+    if part.held_out == "test_part" and part.pool != "train":
+        raise ConfigError("partition.held_out = 'test_part' draws the public and test rows from "
+                          "the test part, so the pool cannot hold it too: set partition.pool = "
+                          "'train'")
+    return part
 
 
 def _network(n: dict) -> NetworkConfig:

@@ -64,7 +64,8 @@ def check_released(config, data_dir=None, seed: int = 0) -> dict:
                 solver.step()
             runs.append({**_evaluate(solver, prep), **{k: v for k, v in solver.evaluate().items()
                                                           if np.isscalar(v)}})
-    kinds = column_kinds(cls, runs[0], config.privacy.claims_guarantee)
+    kinds = column_kinds(cls, runs[0], config.privacy.claims_guarantee,
+                         test_rows_private=bool(prepared.test_private))
     return {c: (kinds[c], runs[0][c], runs[1].get(c)) for c in runs[0]}
 
 

@@ -31,6 +31,7 @@ from vfl.datasets.loaders import load_raw
 from .config import Config
 from .provenance import environment_info
 from .registry import get_solver
+from .repeats import Repeats
 from .settings import prepare
 
 __all__ = ["RunResult", "RunPlan", "plan_run", "run_experiment", "load_config_dataset",
@@ -310,10 +311,12 @@ def _traffic_rows(traffic, repeat: int, epoch: int, phase: int = 0) -> np.ndarra
 
 
 def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat: int,
-             on_epoch, stop_at_budget: bool) -> tuple[list[dict], dict | None, float, Any, list]:
-    """Iterate one solver; returns its rows, the budget stop (if any), solver seconds, ledger,
-    and its communication per iteration and unit."""
-    ledger = _ledger(config)
+             on_epoch, stop_at_budget: bool,
+             repeats: Repeats) -> tuple[list[dict], dict | None, float, list]:
+    """Iterate one solver; returns its rows, the budget stop (if any), solver seconds and its
+    communication per iteration and unit. Its ledger and releases go to ``repeats`` (which
+    also says what the earlier repeats spent, when a deployment composes them)."""
+    ledger, history = _ledger(config), []
     budget = config.privacy.budget_epsilon
     rows = []
     # what was exchanged while the solver was built (a setup round) is iteration 0's
@@ -359,11 +362,12 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for i in range(T):
             if stop_at_budget and budget is not None:
-                ahead = ledger.with_releases(solver.planned_releases()).epsilon()
+                ahead = repeats.ahead(ledger, solver.planned_releases())
                 if ahead > budget:  # the next iteration would publish beyond the budget
                     stopped = {"after_epoch": solver.iteration, "budget_epsilon": budget,
-                               "epsilon_spent": ledger.epsilon(), "epsilon_next_epoch": ahead,
-                               "accountant": ledger.method}
+                               "epsilon_spent": repeats.epsilon(ledger),
+                               "epsilon_next_epoch": ahead, "accountant": ledger.method,
+                               **({"repeat": repeat} if config.run.repeats > 1 else {})}
                     if rows[-1]["epoch"] != solver.iteration:
                         evaluate_and_record(stats)
                     break
@@ -375,11 +379,14 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
                     "bytes": sent["bytes"] + step.bytes}
             traffic.append(_traffic_rows(step, repeat, solver.iteration))
             if ledger is not None:
-                ledger.add(solver.releases())
+                released = solver.releases()
+                ledger.add(released)
+                history.append(released)
             # diagnostics every `eval_every` iterations and at the end: never in solver time
             if solver.iteration % every == 0 or i == T - 1:
                 evaluate_and_record(stats)
-    return rows, stopped, elapsed, ledger, traffic
+    repeats.finish(ledger, history)
+    return rows, stopped, elapsed, traffic
 
 
 def _columns(rows: list[dict], solver_cls) -> list[str]:
@@ -439,7 +446,8 @@ def run_experiment(
             raise ConfigError(f"--stop-at-budget: {cls.name} cannot say in advance what its next "
                               "iteration releases with this config")
 
-    frames, baselines_all, stops, seconds, ledgers, traffic = [], [], [], [], [], []
+    frames, baselines_all, stops, seconds, traffic = [], [], [], [], []
+    repeats = Repeats(config, setting.same_units_every_repeat)
     baselines, baseline_seconds = {}, 0.0
     for r in range(config.run.repeats):
         if r == 0:
@@ -453,9 +461,9 @@ def run_experiment(
             baseline_seconds += perf_counter() - tb
         baselines_all.append(baselines)
         f_star = baselines.get("central", {}).get("objective", float("nan")) if baselines else np.nan
-        rows, stopped, elapsed, ledger, sent = _run_one(
+        rows, stopped, elapsed, sent = _run_one(
             config, solver, prepared, f_star, repeat=r, on_epoch=on_epoch,
-            stop_at_budget=stop_at_budget)
+            stop_at_budget=stop_at_budget, repeats=repeats)
         traffic += sent
         inference = _inference(solver, prepared)
         if inference is not None:
@@ -463,15 +471,15 @@ def run_experiment(
         frames.append(pd.DataFrame(rows, columns=_columns(rows, cls)))
         stops.append(stopped)
         seconds.append(elapsed)
-        ledgers.append(ledger)
 
+    frames = repeats.recompose(frames)  # a deployment's epsilon: all its repeats composed
     if len(frames) == 1:
         metrics, per_repeat = frames[0], None
     else:
         metrics, per_repeat = _aggregate(frames)
     finished = datetime.now(timezone.utc)
     manifest = _manifest(config, plan, solver, prepared, baselines, metrics, started, finished,
-                         seconds, stops, ledgers, inference)
+                         seconds, stops, repeats, inference)
     manifest["timing"] = {"baselines_seconds": baseline_seconds,
                           "baselines": config.run.baselines if with_baselines else "none"}
     if len(baselines_all) > 1 and not setting.repeats_share_baselines:
@@ -502,7 +510,7 @@ def _inference(solver: Solver, prepared):
 
 
 def _manifest(config, plan, solver, prepared, baselines, metrics, started, finished, seconds,
-              stops, ledgers, inference=None) -> dict:
+              stops, repeats, inference=None) -> dict:
     cls = plan.solver_cls
     final = metrics.iloc[-1]
     objective = prepared.objective
@@ -514,7 +522,7 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
         if privacy.get("neighbouring"):  # on the cleaned file when records were removed
             privacy["neighbouring"] = stated_on(privacy["neighbouring"], plan.cleaning)
         privacy["noise"] = streams.describe()["noise"]
-        ledger = ledgers[-1]
+        ledger, how = repeats.ledger(), repeats.describe()
         if ledger is not None:
             privacy["spent"] = {
                 "epochs": epochs_run,
@@ -526,11 +534,13 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
                 "delta_paper": _num(final.get("delta_paper")),
                 "other_claims": {name: {"epsilon": eps, "delta": delta}
                                  for name, (eps, delta) in solver.other_claims().items()},
+                **({"repeats": how} if how else {}),  # composed, or replications
             }
             if config.privacy.budget_epsilon is not None:
                 over = np.flatnonzero(metrics["epsilon_tight"].to_numpy() > config.privacy.budget_epsilon)
                 privacy["budget"] = {"epsilon": config.privacy.budget_epsilon,
-                                     "accountant": ledger.method, "stopped": stops[0],
+                                     "accountant": ledger.method,
+                                     "stopped": next((s for s in stops if s), None),
                                      "first_epoch_over_budget": int(metrics["epoch"].iloc[over[0]])
                                      if over.size else None}
     result = {
@@ -550,7 +560,9 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
         result["inference_messages"] = inference.messages
         result["inference_bytes"] = inference.bytes
     private = bool(config.privacy.claims_guarantee)
-    kinds = column_kinds(cls, list(metrics.columns), private)
+    # metrics scored on test rows the relation protects are diagnostic (Prepared.test_private)
+    kinds = column_kinds(cls, list(metrics.columns), private,
+                         test_rows_private=bool(prepared.test_private))
     result_kinds = {k: (RELEASED if not private or k in ("epochs_run", "messages", "bytes",
                                                          "inference_messages",
                                                          "inference_bytes") or
@@ -567,8 +579,7 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
                   "communication.csv": RELEASED,
                   "baselines.json": DIAGNOSTIC if private else RELEASED,
                   "loss.png": "per curve (diagnostic curves are labelled)"},
-        "test_metrics_note": (cls.diagnostic_note if private and kinds.get("test_logloss")
-                              == DIAGNOSTIC else ""),
+        "test_metrics_note": _test_note(cls, prepared, private),
         "release_only": False,
     }
     return {
@@ -619,6 +630,15 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
         "released": released,
         "result": result,
     }
+
+
+def _test_note(cls, prepared, private: bool) -> str:
+    """Why a private run's test metrics are diagnostic ("" when they are released)."""
+    if not private:
+        return ""
+    own = column_kinds(cls, ["test_logloss"], True)["test_logloss"] == DIAGNOSTIC
+    return "; and ".join(n for n in (cls.diagnostic_note if own else "", prepared.test_private)
+                         if n)
 
 
 def _inference_manifest(cls, inference, prepared) -> dict:

@@ -32,6 +32,8 @@ from vfl.datasets.base import RawDataset
 from vfl.datasets.stage import Stage, fit_stage
 
 from .config import Config
+from .heldout import (FROM_POOL, HELD_OUT_FILE, held_out_rows, refuse_private_public,
+                      rows_needed, test_part, test_part_private, test_source)
 from .partition import Partition, make_partition
 
 __all__ = ["Prepared", "SplitRecords", "prepare", "fit_config_stage", "make_objective",
@@ -56,6 +58,10 @@ class Prepared:
     preprocessing: list = field(default_factory=list)  # the stage's steps, with their sources
     # rows declared public, disjoint from the private ones, in the solver's layout with labels
     public: Any = None
+    #: why the test rows are records the relation protects ("" when they come from a source
+    #: it does not protect: the published test file, a separate test file): a private run's
+    #: metrics scored on them are then diagnostic
+    test_private: str = ""
 
 
 def fit_config_stage(config: Config, raw: RawDataset, cls) -> Stage:
@@ -263,10 +269,14 @@ class VerticalSetting:
     """Parties hold columns (``[partition]`` columns / ranges / indices)."""
 
     repeats_share_baselines = True
+    #: party m holds the same records in every repeat (a deployment's repeats add per party)
+    same_units_every_repeat = True
 
     def __init__(self, config: Config, raw: RawDataset, stage: Stage):
         k = config.partition.public
         test_table, y_test, public = raw.test, raw.y_test, None
+        self.test_private = test_part_private(raw)
+        refuse_private_public(config, HELD_OUT_FILE if self.test_private else None)
         if k:  # rows of the test part declared public: out of the test set, for tuning and fits
             if k >= raw.test.n_rows:
                 raise ConfigError(f"partition.public = {k}: the test part has {raw.test.n_rows} "
@@ -301,8 +311,10 @@ class VerticalSetting:
         return Prepared(data=VerticalData(self._train, self.dataset.y_train), test=self._test,
                         y_test=self.dataset.y_test, y_train=self.dataset.y_train,
                         distribution={"setting": "vertical", "parties": self.partition.describe(),
-                                      "public": self.config.partition.public},
-                        objective=self.objective, preprocessing=self.steps, public=self._public)
+                                      "public": self.config.partition.public,
+                                      **test_source("the dataset's test part", self.test_private)},
+                        objective=self.objective, preprocessing=self.steps, public=self._public,
+                        test_private=self.test_private)
 
     def baselines(self, prepared: Prepared, *, use_cache: bool, which: str = "all") -> dict:
         return vertical_baselines(self.dataset, self.partition, self.objective, use_cache=use_cache,
@@ -342,16 +354,6 @@ def _pool(config: Config, raw: RawDataset, stage: Stage) -> tuple[np.ndarray, np
     return _dense(X), np.asarray(y, dtype=float)
 
 
-def _rows_needed(config: Config, agents: int, n: int) -> None:
-    p = config.partition
-    need = p.public + agents * p.samples_per_agent + p.test
-    if need > n:
-        raise ConfigError(
-            f"partition: {p.public} public + {agents} agents x {p.samples_per_agent} samples"
-            + (f" + {p.test} test" if p.test else "") + f" = {need} rows, but the pool "
-            f"({p.pool}) has {n}")
-
-
 def _majority(y_train, y_test) -> dict:
     """Predict the training majority class with the training base rate (a reference line)."""
     rate = float(np.mean(y_train > 0))
@@ -364,31 +366,58 @@ def _majority(y_train, y_test) -> dict:
 
 
 class HorizontalSetting:
-    """Providers hold rows: ``[partition] agents``, ``samples_per_agent``, ``public``, ``test``.
+    """Providers hold rows: ``[partition] agents``, ``samples_per_agent``, ``public``, ``test``,
+    ``held_out``.
 
-    Each repeat permutes the pool with the repeat's ``split`` stream: the first
-    ``public`` rows are public (e.g. DP-ADMM's pre-training rows), the next
-    ``agents x samples_per_agent`` go to the providers in contiguous blocks, and
-    ``test`` rows after them are the test set (``test = 0``: the dataset's own
-    test part, or with ``pool = "train+test"`` every row no provider holds).
+    Each repeat permutes the pool with the repeat's ``split`` stream. With
+    ``held_out = "pool"``, the first ``public`` rows are public (e.g. DP-ADMM's
+    pre-training rows), the next ``agents x samples_per_agent`` go to the
+    providers in contiguous blocks, and ``test`` rows after them are the test
+    set (``test = 0``: the dataset's own test part, or with ``pool =
+    "train+test"`` every row no provider holds). With ``held_out =
+    "test_part"`` the providers' rows are the permuted pool's first ones, and
+    the public and test rows come from the dataset's test part, permuted by
+    the repeat's second ``split`` stream: ``public`` rows, then ``test`` (all
+    the rest when 0).
+
+    In a run that claims a guarantee the public rows must be rows the relation
+    does not protect (refused otherwise), and test rows drawn from the pool
+    make the metrics scored on them diagnostic (:attr:`Prepared.test_private`).
     """
 
     partition = None  # rows, not columns, are distributed: no column partition
 
     repeats_share_baselines = False
+    #: rows are dealt afresh per repeat: a record may sit at any unit of each
+    same_units_every_repeat = False
 
     def __init__(self, config: Config, raw: RawDataset, stage: Stage):
         self.config, self.raw, self.stage = config, raw, stage
+        p = config.partition
+        self.from_test_part = p.held_out == "test_part"
+        # the test rows: from the test part (private only if held out of the training file),
+        # else drawn from the pool, whose records the guarantee protects
+        own_test = self.from_test_part or (p.test == 0 and p.pool == "train")
+        self.test_private = test_part_private(raw) if own_test else (
+            f"scored on rows drawn by the seed from the pool ({p.pool}) that the providers' rows "
+            "come from, records the guarantee protects: set partition.held_out = \"test_part\" "
+            "to score the dataset's test file")
+        refuse_private_public(config, FROM_POOL if not self.from_test_part else
+                              HELD_OUT_FILE if test_part_private(raw) else None)
         self.X, self.y = _pool(config, raw, stage)
         if not stage.needs_public_rows:  # per-record steps now; else after each split's fit
             self.X = stage.rows.apply(self.X)
-        elif config.partition.public == 0:
+        elif p.public == 0:
             raise ConfigError("preprocessing: source 'public' needs rows declared public: set "
                               "partition.public > 0")
         self.n_features = int(self.X.shape[1])
         self.identity = _raw_identity(raw, stage)
         self.objective = make_objective(config)
-        _rows_needed(config, config.partition.agents, len(self.y))
+        rows_needed(config, p.agents, len(self.y), raw.test.n_rows)
+        # the test part as the pool's rows are before a split (the public and test rows come
+        # from it with held_out = "test_part", the test rows with test = 0 and the train pool)
+        self.held = (test_part(raw, stage), np.asarray(raw.y_test, dtype=float)) \
+            if own_test else None
 
     def prepare(self, streams: Streams) -> Prepared:
         from vfl.admm.consensus import split_providers
@@ -396,14 +425,21 @@ class HorizontalSetting:
         p = self.config.partition
         own_test = p.test == 0 and p.pool == "train"
         split = {"seed": streams.seed, "repeat": streams.repeat}
-        data, (X_test, y_test) = split_providers(
-            self.X, self.y, providers=p.agents, samples_per_provider=p.samples_per_agent,
-            public=p.public, test=None if p.test == 0 else p.test, rng=streams.get("split"))
         stage, scaler = self.stage, self.stage.scaler
-        if own_test:
-            X_test = _dense(self.stage.encode(self.raw.test) if stage.needs_public_rows
-                            else self.stage.rows.apply(stage.columns(self.raw.test)))
-            y_test = self.raw.y_test
+        if self.from_test_part:
+            data, _ = split_providers(self.X, self.y, providers=p.agents,
+                                      samples_per_provider=p.samples_per_agent, test=0,
+                                      rng=streams.get("split"))
+            (X_pub, y_pub), (X_test, y_test) = held_out_rows(*self.held, p.public, p.test,
+                                                             streams.get("split", 1))
+            if p.public:
+                data = replace(data, public=(X_pub, y_pub))
+        else:
+            data, (X_test, y_test) = split_providers(
+                self.X, self.y, providers=p.agents, samples_per_provider=p.samples_per_agent,
+                public=p.public, test=None if p.test == 0 else p.test, rng=streams.get("split"))
+            if own_test:
+                X_test, y_test = self.held
         if stage.needs_public_rows:
             # the scaling is fitted on this split's public rows, then every part gets it
             scaler = stage.fit_public(data.public[0])
@@ -420,19 +456,24 @@ class HorizontalSetting:
                         distribution={"setting": "horizontal", "providers": p.agents,
                                       "samples_per_provider": p.samples_per_agent,
                                       "public": p.public, "test": int(len(y_test)),
-                                      "test_source": "the dataset's test part" if own_test
-                                      else f"held out from the pool ({p.pool})",
+                                      **test_source(
+                                          "drawn from the dataset's test part" if
+                                          self.from_test_part else "the dataset's test part"
+                                          if own_test else f"held out from the pool ({p.pool})",
+                                          self.test_private),
+                                      "held_out": p.held_out,
                                       "pool": p.pool, "split": "one permutation per repeat, "
-                                      "SeedSequence(seed, spawn_key=(3, ...))"},
+                                      "SeedSequence(seed, spawn_key=(3, ...))" + (
+                                          "; the test part's by spawn_key=(3, 1, ...)"
+                                          if self.from_test_part else "")},
                         objective=self.objective, split=split,
-                        preprocessing=stage.describe("row", scaler))
+                        preprocessing=stage.describe("row", scaler),
+                        test_private=self.test_private)
 
     def records(self):
         """The pool after the whole stage, in record order, and the dataset's own test part
         (encoded only, before a scaling fitted on each split's public rows)."""
-        test = self.stage.encode(self.raw.test) if self.stage.needs_public_rows \
-            else self.stage.rows.apply(self.stage.columns(self.raw.test))
-        return self.X, _dense(test)
+        return self.X, test_part(self.raw, self.stage)
 
     def baselines(self, prepared: Prepared, *, use_cache: bool, which: str = "all") -> dict:
         """The pooled optimum of the same objective on this repeat's split and the base rate,
@@ -486,12 +527,17 @@ class NetworkSetting:
     ``x^0 ~ N(0, I)`` from ``x0``: the same for every solver in the repeat
     (common random numbers). ``x*`` is the central optimum of the same
     objective on the union of the agents' samples. The test set is
-    ``partition.test`` rows not held by any agent (all of them when 0).
+    ``partition.test`` rows not held by any agent (all of them when 0): records of
+    the pool, which the guarantee protects, so a private run's metrics scored on
+    them are diagnostic; with ``partition.held_out = "test_part"`` it is
+    ``partition.test`` rows (all when 0) of the dataset's test part instead.
     """
 
     partition = None  # rows, not columns, are distributed: no column partition
 
     repeats_share_baselines = False
+    #: rows are dealt afresh per repeat: a record may sit at any unit of each
+    same_units_every_repeat = False
 
     def __init__(self, config: Config, raw: RawDataset, stage: Stage):
         from vfl.decentralized.problem import encode_labels
@@ -500,16 +546,31 @@ class NetworkSetting:
             raise ConfigError("preprocessing: source 'public' needs rows declared public; the "
                               "network setting has none (give constants instead)")
         self.config, self.stage = config, stage
+        p = config.partition
+        self.from_test_part = p.held_out == "test_part"
+        self.test_private = test_part_private(raw) if self.from_test_part else (
+            f"scored on rows of the pool ({p.pool}) that no agent holds in this repeat, records "
+            "the guarantee protects: set partition.held_out = \"test_part\" to score the "
+            "dataset's test file")
+        refuse_private_public(config, FROM_POOL if not self.from_test_part else
+                              HELD_OUT_FILE if test_part_private(raw) else None)
         self.X, self.y = _pool(config, raw, stage)
         self.X = stage.rows.apply(self.X)
         self.n_features = int(self.X.shape[1])
-        self.y_coded = encode_labels(self.y, config.network.labels)
-        # margins are scored against the labels as the loss reads them: with the literal
-        # {0, 1} reading a positive margin predicts coded label 1 (Adult's "<=50K"); that
-        # accuracy says little (label-0 samples carry no loss), and README says so
-        self.y_eval = 2.0 * self.y_coded - 1.0 if config.network.labels == "paper01" else self.y
+        labels = config.network.labels
+
+        def coded(y):
+            # margins are scored against the labels as the loss reads them: with the literal
+            # {0, 1} reading a positive margin predicts coded label 1 (Adult's "<=50K"); that
+            # accuracy says little (label-0 samples carry no loss), and README says so
+            return 2.0 * encode_labels(y, labels) - 1.0 if labels == "paper01" else y
+
+        self.y_coded = encode_labels(self.y, labels)
+        self.y_eval = coded(self.y)
+        self.held = (test_part(raw, stage), coded(np.asarray(raw.y_test, dtype=float))) \
+            if self.from_test_part else None
         self.objective = make_objective(config)
-        _rows_needed(config, config.network.nodes, len(self.y))
+        rows_needed(config, config.network.nodes, len(self.y), raw.test.n_rows)
 
     def prepare(self, streams: Streams) -> Prepared:
         from vfl.decentralized.graphs import make_graph
@@ -521,24 +582,34 @@ class NetworkSetting:
         data, idx = build_network_data(self.X, self.y_coded, adjacency,
                                        per_agent=p.samples_per_agent, objective=self.objective,
                                        split_rng=streams.get("split"), x0_rng=streams.get("x0"))
-        rest = np.setdiff1d(np.arange(len(self.y)), idx.ravel())
-        if p.test:
-            rest = rest[streams.get("split", 1).permutation(rest.size)[:p.test]]
+        if self.from_test_part:
+            _, (X_test, y_test) = held_out_rows(*self.held, 0, p.test, streams.get("split", 1))
+        else:
+            rest = np.setdiff1d(np.arange(len(self.y)), idx.ravel())
+            if p.test:
+                rest = rest[streams.get("split", 1).permutation(rest.size)[:p.test]]
+            X_test, y_test = self.X[rest], self.y_eval[rest]
         edges = int(adjacency.nnz // 2)
-        return Prepared(data=data, test=self.X[rest], y_test=self.y_eval[rest],
+        return Prepared(data=data, test=X_test, y_test=y_test,
                         y_train=self.y_eval[idx].reshape(-1),
                         distribution={"setting": "network", "graph": net.graph, "nodes": net.nodes,
                                       "edges": edges, "exchange": net.exchange,
                                       "labels": net.labels,
                                       "samples_per_agent": p.samples_per_agent,
-                                      "test": int(rest.size), "pool": p.pool,
+                                      "test": int(len(y_test)), "pool": p.pool,
+                                      **test_source("drawn from the dataset's test part"
+                                                     if self.from_test_part else
+                                                     "the pool's rows no agent holds",
+                                                     self.test_private),
                                       "degrees": {"min": int(np.diff(adjacency.indptr).min()),
                                                   "max": int(np.diff(adjacency.indptr).max())}},
-                        objective=self.objective, preprocessing=self.stage.describe("row"))
+                        objective=self.objective, preprocessing=self.stage.describe("row"),
+                        test_private=self.test_private)
 
     def records(self):
-        """The pool after the whole stage, in record order (its test rows come from it)."""
-        return self.X, self.X[:0]
+        """The pool after the whole stage, in record order, and the test part when the test rows
+        come from it (else none: they come from the pool)."""
+        return self.X, self.held[0] if self.held is not None else self.X[:0]
 
     def baselines(self, prepared: Prepared, *, use_cache: bool, which: str = "all") -> dict:
         """x* (which the iteration's error is measured against, computed with the data) scored,

@@ -59,6 +59,7 @@ def _privacy_lines(result) -> list[str]:
                          f" ({spent['tight_accountant']}); neighbours: {p['neighbouring']}")
         else:
             lines.append(f"WARNING: no differential-privacy guarantee: {p.get('warning', p.get('note', ''))}")
+        lines += _repeats_lines(spent, p.get("dp_guarantee") and eps is not None)
         if "epsilon_paper" in m.index and spent.get("paper_claim"):
             paper = spent.get("epsilon_paper")
             claim = ("n/a (the paper's analysis does not cover this noise level)" if paper is None
@@ -75,10 +76,29 @@ def _privacy_lines(result) -> list[str]:
         lines.append(f"noise: {p['noise']}")
     stopped = (p.get("budget") or {}).get("stopped")
     if stopped:
-        lines.append(f"stopped at the privacy budget after {stopped['after_epoch']} iterations "
-                     f"(the next would spend {stopped['epsilon_next_epoch']:.4g} > "
+        where = f" in repeat {stopped['repeat'] + 1}" if "repeat" in stopped else ""
+        lines.append(f"stopped at the privacy budget{where} after {stopped['after_epoch']} "
+                     "iterations "
+                     f"(the next would spend {_up(stopped['epsilon_next_epoch'])} > "
                      f"{stopped['budget_epsilon']:g})")
     return lines
+
+
+def _repeats_lines(spent: dict, guarantee: bool) -> list[str]:
+    """What the printed epsilon covers when the run has several repeats."""
+    r = spent.get("repeats")
+    if not r or not guarantee:
+        return []
+    n, eps, delta = r["count"], spent["epsilon_tight"], spent["delta_tight"]
+    if r["composed"]:
+        alone = max(r["per_repeat_epsilon_tight"])
+        claims = spent.get("paper_claim") or spent.get("other_claims")
+        return [f"repeats: the {n} repeats released {n} models of the same records; the "
+                f"guarantee is all of them composed in one ledger (one repeat alone: epsilon "
+                f"{_up(alone)})" + ("; the claims below are one repeat's" if claims else "")]
+    return [f"repeats: the {n} repeats are independent replications of a simulation "
+            f"(replayable noise), each ({_up(eps)}, {delta:.2g})-DP on its own; the {n} "
+            f"together are not covered by that epsilon"]
 
 
 def _utility_lines(result, m, b) -> list[str]:

@@ -20,3 +20,16 @@ def shipped(name: str) -> Path:
     if len(found) != 1:
         raise LookupError(f"{len(found)} shipped configs named {name!r}")
     return found[0]
+
+
+def write_breast_cancer(directory: Path) -> None:
+    """The files of README's own-data example in ``directory``, written as its snippet writes
+    them: scikit-learn's breast-cancer data, a quarter of the rows (a seeded split) in
+    ``breast_cancer_test.csv``, the rest in ``breast_cancer.csv``."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import train_test_split
+
+    frame = load_breast_cancer(as_frame=True).frame.rename(columns={"target": "label"})
+    train, test = train_test_split(frame, test_size=0.25, random_state=0)
+    train.to_csv(Path(directory) / "breast_cancer.csv", index=False)
+    test.to_csv(Path(directory) / "breast_cancer_test.csv", index=False)

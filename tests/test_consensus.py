@@ -704,6 +704,7 @@ options = { n_train = 200, n_test = 100, n_features = 5, seed = 2 }
 agents = 5
 samples_per_agent = 30
 public = 40
+held_out = "test_part"
 [objective]
 lam = 0.17
 reduction = "unit_mean"
@@ -733,7 +734,8 @@ def test_privacy_epsilon_is_the_whole_runs_target(replayable):
     raw = {"data": {"dataset": "synthetic", "options": {"n_train": 400, "n_test": 100,
                                                         "n_features": 5, "seed": 2}},
            "preprocessing": {"normalize_rows": True},
-           "partition": {"agents": 5, "samples_per_agent": 60, "public": 40},
+           "partition": {"agents": 5, "samples_per_agent": 60, "public": 40,
+                         "held_out": "test_part"},
            "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
            "solver": {"name": "dp_admm", "epochs": 50},
            "privacy": {"epsilon": 1.0, "delta": 1e-3, "replayable_noise": replayable}}

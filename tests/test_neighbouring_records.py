@@ -24,7 +24,7 @@ from vfl.datasets.loaders import load_raw
 from vfl.experiments.config import load_config
 from vfl.experiments.registry import get_solver
 from vfl.experiments.settings import prepare
-from shipped import ALL, paper_configs, shipped
+from shipped import ALL, paper_configs, shipped, write_breast_cancer
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ALL
@@ -110,10 +110,8 @@ def data_dirs(tmp_path_factory, data_dir):
     adult = (orig / "adult.data").read_text().splitlines()
     (host / "adult.data").write_text("\n".join(_replace(
         adult, REPLACED, _hostile_adult(adult), lambda l: not l.strip() or "?" in l)) + "\n")
-    from sklearn.datasets import load_breast_cancer
-
-    frame = load_breast_cancer(as_frame=True).frame.rename(columns={"target": "label"})
-    frame.to_csv(orig / "breast_cancer.csv", index=False)
+    write_breast_cancer(orig)  # the training file and the test file of README's example
+    shutil.copy(orig / "breast_cancer_test.csv", host / "breast_cancer_test.csv")
     csv = (orig / "breast_cancer.csv").read_text().splitlines()
     # the CSV's records are its lines after the header
     body = _replace(csv[1:], REPLACED, _hostile_csv(csv), lambda l: False)

@@ -373,7 +373,7 @@ HORIZONTAL = {
     "data": {"dataset": "synthetic",
              "options": {"n_train": 400, "n_test": 60, "n_features": 7, "seed": 2}},
     "preprocessing": {"row_clip": 1.0},
-    "partition": {"agents": 5, "samples_per_agent": 30, "public": 40},
+    "partition": {"agents": 5, "samples_per_agent": 30, "public": 40, "held_out": "test_part"},
     "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
     "solver": {"name": "dp_admm", "epochs": 8},
 }

@@ -290,7 +290,7 @@ def test_a_passive_party_lost_after_the_round_takes_back_its_released_model(tmp_
 
 
 # ------------------------------------------------------------- Huang et al.'s providers --
-#: 5 providers of 30 rows (and 40 public ones), Theorem 1's noise, accounting on
+#: 5 providers of 30 rows (and 40 public ones of the test part), Theorem 1's noise, accounting on
 PROVIDERS_TOML = """
 [data]
 dataset = "synthetic"
@@ -301,6 +301,7 @@ row_clip = 1.0
 agents = 5
 samples_per_agent = 30
 public = 40
+held_out = "test_part"
 [objective]
 lam = 0.17
 reduction = "unit_mean"

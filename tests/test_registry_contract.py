@@ -32,7 +32,8 @@ SETTINGS = {
         "data": {"dataset": "synthetic",
                  "options": {"n_train": 200, "n_test": 60, "n_features": 5, "seed": 2}},
         "preprocessing": {"row_clip": 1.0},
-        "partition": {"agents": 4, "samples_per_agent": 30, "public": 40},
+        "partition": {"agents": 4, "samples_per_agent": 30, "public": 40,
+                      "held_out": "test_part"},
         "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
     },
     Setting.NETWORK: {

@@ -25,7 +25,8 @@ STACKING = {"name": "s", "data": _SYN, "preprocessing": {"normalize_rows": True}
             "solver": {"name": "private_stacking", "epochs": 1},
             "privacy": {"epsilon": 2.0, "delta": 1e-5}}
 _HORIZONTAL = {"data": _SYN, "preprocessing": {"normalize_rows": True},
-               "partition": {"agents": 5, "samples_per_agent": 100, "public": 50},
+               "partition": {"agents": 5, "samples_per_agent": 100, "public": 50,
+                             "held_out": "test_part"},
                "objective": {"lam": 0.1, "reduction": "unit_mean", "regularizer": "half_l2sq"}}
 DP_ADMM = {"name": "d", **_HORIZONTAL, "solver": {"name": "dp_admm", "epochs": 10},
            "privacy": {"epsilon": 1.0, "delta": 1e-3}}

@@ -41,9 +41,9 @@ def test_shipped_configs_carry_the_papers_constants(name):
     assert c.preprocessing.values == {"encoding": "ordinal", "scaling": "minmax",
                                       "range": [-1.0, 1.0], "bounds": "schema",
                                       "normalize_rows": True}
-    p = c.partition  # Table II: 162 / 100 x 210 / 9000 of 30162
-    assert (p.agents, p.samples_per_agent, p.public, p.test, p.pool) == \
-        (100, 210, 162, 9000, "train")
+    p = c.partition  # Table II: 100 x 210 of 30162; 162 public and 9000 test rows of adult.test
+    assert (p.agents, p.samples_per_agent, p.public, p.test, p.pool, p.held_out) == \
+        (100, 210, 162, 9000, "train", "test_part")
     o = c.objective
     assert (o.loss, o.reduction, o.lam) == ("logistic", "unit_mean", 0.17)
     assert c.objective.regularizer == ("l1" if name.endswith("l1") else "half_l2sq")
@@ -105,8 +105,9 @@ def dump_toml(d: dict) -> str:
 
 
 TINY_DATA = {"dataset": "synthetic",
-             "options": {"n_train": 400, "n_test": 50, "n_features": 5, "seed": 3}}
-TINY_PARTITION = {"agents": 4, "samples_per_agent": 25, "public": 40, "test": 100}
+             "options": {"n_train": 400, "n_test": 150, "n_features": 5, "seed": 3}}
+TINY_PARTITION = {"agents": 4, "samples_per_agent": 25, "public": 40, "test": 100,
+                  "held_out": "test_part"}
 
 
 def tiny_config(name: str, **changes) -> dict:
@@ -158,6 +159,7 @@ def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, tiny_gr
     written = rep.reproduce("all", out, configs, jobs=1, echo=log.append)
     figures = [f"fig{i}" for i in range(1, 7)]
     expected = {f"{f}.{ext}" for f in figures for ext in ("png", "pdf", "csv")} | \
+        {f"fig{i}-final.csv" for i in (1, 3, 4, 5)} | \
         {"table3.md", "table3.csv", "table3-timings.csv"}
     assert {p.name for p in written} == expected
     assert all(p.is_file() and p.stat().st_size > 0 for p in written)
@@ -179,6 +181,15 @@ def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, tiny_gr
     assert (f["augmented_objective_min"] <= f["augmented_objective_mean"] + 1e-12).all()
     assert {"Algorithm 1 (non-private)", "DP-ADMM (Alg. 3), no noise"} <= \
         set(fig1["algorithm"])
+    # README's numbers: each curve's last iteration, one row per curve, then F*
+    final = _csv(out / "fig1-final.csv")
+    last = f[f["epoch"] == 6]
+    assert len(final) == len(last) + 1 and (final["epoch"].dropna() == 6).all()
+    merged = final.merge(last, on=["algorithm", "epsilon", "delta"], suffixes=("", "_curve"))
+    np.testing.assert_array_equal(merged["augmented_objective_mean"],
+                                  merged["augmented_objective_mean_curve"])
+    assert final["algorithm"].iloc[-1] == "optimum F* (pooled rows)"
+    assert final["objective"].iloc[-1] > 0 and final["objective"].notna().sum() == 1
 
     fig6 = _csv(out / "fig6.csv")
     dp6 = fig6[fig6["algorithm"] == "DP-ADMM (Alg. 3)"]
