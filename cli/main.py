@@ -225,7 +225,8 @@ def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, rele
     from vfl.experiments.runner import plan_run, run_experiment
 
     # one run: the records as read are not kept once distributed (the parties' blocks are)
-    plan = plan_run(config, data_dir, backend, keep_records=False)
+    # release-only: no cache outside the run directory (no parsed data; it computes no baseline)
+    plan = plan_run(config, data_dir, backend, keep_records=False, use_cache=not release_only)
     per_repeat = -(-config.solver.epochs // config.run.eval_every)
     from vfl.core.solver import column_kinds
 

@@ -177,15 +177,17 @@ def column_kinds(cls, columns, private: bool) -> dict[str, str]:
     every column is ``released``. In a private run a column is released only
     when it is computed from public quantities (:data:`ALWAYS_RELEASED`,
     further claimed epsilons) or the solver declares it in
-    ``released_columns``; training losses, objectives, residuals, timings and
-    the rest use exact private values and are ``diagnostic``.
+    ``released_columns``, and not in its ``diagnostic_columns``; training
+    losses, objectives, residuals, timings and the rest use exact private
+    values and are ``diagnostic``.
     """
     from fnmatch import fnmatchcase
 
     if not private:
         return {c: RELEASED for c in columns}
     patterns = (*ALWAYS_RELEASED, "epsilon_*", *cls.released_columns)
-    return {c: RELEASED if any(fnmatchcase(c, p) for p in patterns) else DIAGNOSTIC
+    return {c: RELEASED if any(fnmatchcase(c, p) for p in patterns)
+            and not any(fnmatchcase(c, p) for p in cls.diagnostic_columns) else DIAGNOSTIC
             for c in columns}
 
 
@@ -374,6 +376,13 @@ class Solver:
     released_columns: ClassVar[tuple[str, ...]] = ()
     #: why the test metrics are diagnostic when they are (summaries, figures)
     diagnostic_note: ClassVar[str] = ""
+    #: columns that would be released by default (:data:`ALWAYS_RELEASED`, ``epsilon_*``)
+    #: but that this solver computes from exact private values: a realized, data-dependent
+    #: privacy loss as the paper's claim
+    diagnostic_columns: ClassVar[tuple[str, ...]] = ()
+    #: keys of :meth:`describe` computed from exact private values (a count of clipped rows,
+    #: the central optimum's norm): the manifest writes them in its ``diagnostic`` section
+    diagnostic_keys: ClassVar[tuple[str, ...]] = ()
     #: where the solver's units can run (``run.backend``): this process, or also "dask"
     #: (one Dask worker per unit, :mod:`vfl.experiments.parties`)
     backends: ClassVar[tuple[str, ...]] = ("inprocess",)
