@@ -121,6 +121,8 @@ def _references(runs, metric: str) -> list[tuple[float, str, str]]:
             if metric == "objective" and key != "central":
                 continue  # other references minimize other objectives
             label = entry.get("label", key)
+            if _private(run) and not label.endswith("(diagnostic)"):
+                label += " (diagnostic)"  # fitted on the private rows (a run before the label)
             if (label, round(float(entry[metric]), 12)) in seen:
                 continue
             seen.add((label, round(float(entry[metric]), 12)))
@@ -186,6 +188,10 @@ def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False, x: str = "e
         for ax in axes:
             ax.legend(loc="best")
     return fig
+
+
+def _private(run: RunRecord) -> bool:
+    return bool(run.manifest.get("released", {}).get("private"))
 
 
 def _diagnostic(runs: list[RunRecord], metric: str) -> bool:

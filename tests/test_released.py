@@ -25,6 +25,18 @@ from vfl.experiments.released import (UNDECLARED, check_released, compare_runs, 
 
 _SYN = {"dataset": "synthetic", "options": {"n_train": 600, "n_test": 120, "n_features": 8,
                                              "seed": 3}}
+_STACKING_TOML = ('name = "s"\n[data]\ndataset = "synthetic"\n'
+                  "options = { n_train = 300, n_test = 60, n_features = 6, seed = 3 }\n"
+                  "[preprocessing]\nnormalize_rows = true\n[partition]\ncolumns = [3, 3]\n"
+                  '[objective]\nlam = 1.0\n[solver]\nname = "private_stacking"\nepochs = 1\n'
+                  "[privacy]\nepsilon = 1.0\ndelta = 1e-5\n")
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
 STACKING = {"name": "s", "data": _SYN, "preprocessing": {"normalize_rows": True},
             "partition": {"columns": [4, 4]}, "objective": {"lam": 1.0},
             "solver": {"name": "private_stacking", "epochs": 1},
@@ -93,14 +105,11 @@ def test_manifest_structure_private_or_not(tmp_path):
     """One structure for every run: the exact, data-dependent values in the ``diagnostic``
     section (diagnostic in a private run, released in another), each file, column and field
     with a declared kind; the references of a private run say so in their labels."""
-    text = ('name = "s"\n[data]\ndataset = "synthetic"\n'
-            "options = { n_train = 300, n_test = 60, n_features = 6, seed = 3 }\n"
-            "[preprocessing]\nnormalize_rows = true\n[partition]\ncolumns = [3, 3]\n"
-            "[objective]\nlam = 1.0\n[solver]\nname = \"private_stacking\"\nepochs = 1\n")
     for private in (True, False):
-        cfg, out = tmp_path / f"s-{private}.toml", tmp_path / f"run-{private}"
-        cfg.write_text(text + ("[privacy]\nepsilon = 1.0\ndelta = 1e-5\n" if private else ""))
-        result = invoke("run", "--config", cfg, "--out", out, "-q")
+        text = _STACKING_TOML if private else _STACKING_TOML.split("[privacy]")[0]
+        out = tmp_path / f"run-{private}"
+        result = invoke("run", "--config", _write(tmp_path / f"s-{private}.toml", text),
+                        "--out", out, "-q")
         assert result.returncode == 0, result.stderr
         man = json.loads((out / "manifest.json").read_text())
         exact = man["diagnostic"]
@@ -149,6 +158,24 @@ def test_private_file_hashes_are_diagnostic(tmp_path):
     assert dropped["rows_dropped"] == {"test": 1}
     public, exact = exact_data(Registry, {"verified": False})
     assert public == {} and exact["sha256"] == Registry.checksums
+
+
+def test_private_figures_and_summary_mark_what_is_diagnostic(tmp_path):
+    """loss.png of a private run (and `vfl plot` of it): every reference line says
+    "(diagnostic)"; the summary stars the diagnostic numbers, timings included."""
+    from vfl.experiments.records import load_run
+    from vfl.plots import plot_runs
+
+    result = invoke("run", "--config", _write(tmp_path / "s.toml", _STACKING_TOML),
+                    "--out", tmp_path / "r")
+    assert result.returncode == 0, result.stderr
+    timing = next(line for line in result.stdout.splitlines() if "in the solver" in line)
+    assert "s* in the solver" in timing and "s* in all" in timing
+    assert "central optimum F* (diagnostic)" in result.stdout
+    fig = plot_runs([load_run(tmp_path / "r")])
+    for ax in fig.axes:
+        refs = [line.get_label() for line in ax.get_lines()[1:]]  # after the run's own curve
+        assert refs and all(label.endswith("(diagnostic)") for label in refs), refs
 
 
 def test_release_only_needs_a_guarantee(tmp_path):
