@@ -537,11 +537,12 @@ class Solver:
         """``data`` with every value the relation protects replaced by other values it allows.
 
         A run on it, teacher-forced to release what the run on ``data``
-        released, must give the same :attr:`released_columns`: the check that
-        they depend on the releases alone. Solvers without released columns
-        need not implement it.
+        released, must write every value not marked diagnostic bit for bit:
+        the check that they depend on the releases alone
+        (:mod:`vfl.experiments.released`). Every solver that can claim a
+        guarantee implements it.
         """
-        raise NotImplementedError(f"{cls.name} declares no released columns to check")
+        raise NotImplementedError(f"{cls.name} states no protected values to replace")
 
     def other_claims(self) -> dict[str, tuple[float, float]]:
         """Further epsilons from the paper's analysis (``name -> (epsilon, delta)``), claims only.

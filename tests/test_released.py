@@ -17,7 +17,7 @@ import pytest
 
 from cli_helpers import assert_one_line_error, invoke
 from shipped import ALL, private_overrides
-from vfl.core.solver import DIAGNOSTIC, RELEASED, column_kinds
+from vfl.core.solver import DIAGNOSTIC, RELEASED, Solver, column_kinds
 from vfl.experiments.config import config_from_dict, load_config
 from vfl.experiments.registry import get_solver, solver_names
 from vfl.experiments.released import (UNDECLARED, check_released, compare_runs, field_kind,
@@ -72,6 +72,8 @@ def test_every_registered_solver_declares_its_kinds():
             # a private method whose test metrics are not released says why
             assert cls.diagnostic_note or not any(p.name == "delta" for p in cls.privacy_params), name
         assert all(v == RELEASED for v in column_kinds(cls, kinds, False).values())
+        if any(p.name == "delta" for p in cls.privacy_params):  # it can claim a guarantee
+            assert cls.protected_replaced.__func__ is not Solver.protected_replaced.__func__, name
 
 
 def test_manifest_labels_and_release_only(tmp_path):
