@@ -172,9 +172,10 @@ def run_summary(result, out: Path, seconds: float) -> str:
     timing = ("" if solver_s is None else
               f"{solver_s:.2f} s{t} in the solver ({1e3 * solver_s / max(it, 1):.1f} ms{t} "
               "each), ")
+    if not man.get("released", {}).get("release_only"):  # which prints no time either
+        timing += f"{seconds:.1f} s{t} in all; "
     lines.append(
-        f"{_plural(it, solver.get('iteration_name', 'iteration'))}: {timing}{seconds:.1f} s{t} "
-        f"in all; baselines "
+        f"{_plural(it, solver.get('iteration_name', 'iteration'))}: {timing}baselines "
         f"{'from cache' if b.get('cached') else 'computed' if c else 'skipped'}")
     if "messages" in m.index:
         comm = man.get("communication", {})

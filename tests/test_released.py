@@ -93,6 +93,7 @@ def test_manifest_labels_and_release_only(tmp_path):
     assert "* diagnostic" in full.stdout and "0." in full.stdout
     only = invoke("run", "--config", cfg, "--out", tmp_path / "only", "--release-only")
     assert only.returncode == 0, only.stderr
+    assert " s in" not in only.stdout and " s* in" not in only.stdout  # no time printed
     header = (tmp_path / "only" / "metrics.csv").read_text().splitlines()[0].split(",")
     assert "test_logloss" in header and "train_logloss" not in header
     assert "wall_time_s" not in header and "objective" not in header
