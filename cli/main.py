@@ -221,20 +221,20 @@ def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, rele
          backend, t0):
     from time import perf_counter
 
+    from vfl.core.solver import column_kinds
     from vfl.experiments.records import write_run
     from vfl.experiments.runner import plan_run, run_experiment
 
-    # one run: the records as read are not kept once distributed (the parties' blocks are)
-    plan = plan_run(config, data_dir, backend, keep_records=False)
+    # one run: the records are let go once distributed; release-only: nothing cached outside
+    plan = plan_run(config, data_dir, backend, keep_records=False, use_cache=not release_only)
     per_repeat = -(-config.solver.epochs // config.run.eval_every)
-    from vfl.core.solver import column_kinds
-
-    test_kind = column_kinds(plan.solver_cls, ["test_logloss"], config.privacy.claims_guarantee,
-                             test_rows_private=bool(plan.first.test_private))
-    hide = release_only and test_kind["test_logloss"] != "released"
+    star = "*" if column_kinds(plan.solver_cls, ["test_logloss"], config.privacy.claims_guarantee,
+                               test_rows_private=bool(plan.first.test_private)
+                               )["test_logloss"] != "released" else ""  # diagnostic: starred
     progress = _Progress(per_repeat * config.run.repeats, config.name, quiet,
-                         show=lambda row: f"repeat {row['repeat'] + 1}, {row['epoch']}"
-                                          + ("" if hide else f": test loss {row['test_logloss']:.4f}"))
+                         show=lambda row: f"repeat {row['repeat'] + 1}, {row['epoch']}" + (
+                             "" if release_only and star else
+                             f": test loss {row['test_logloss']:.4f}{star}"))
     try:
         result = run_experiment(config, data_dir=data_dir, plan=plan, use_cache=not no_cache,
                                 stop_at_budget=stop_at_budget, release_only=release_only,

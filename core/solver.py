@@ -180,20 +180,25 @@ def column_kinds(cls, columns, private: bool, *, test_rows_private: bool = False
     every column is ``released``. In a private run a column is released only
     when it is computed from public quantities (:data:`ALWAYS_RELEASED`,
     further claimed epsilons) or the solver declares it in
-    ``released_columns``; training losses, objectives, residuals, timings and
-    the rest use exact private values and are ``diagnostic``. A column scored
-    on the test rows (:data:`TEST_COLUMNS`) is released only when those rows are
-    not records the relation protects (``test_rows_private`` False: the
-    published test file, a separate test file).
+    ``released_columns``, and not in its ``diagnostic_columns``; training
+    losses, objectives, residuals, timings and the rest use exact private
+    values and are ``diagnostic``. A column scored on the test rows
+    (:data:`TEST_COLUMNS`) is released only when those rows are not records
+    the relation protects (``test_rows_private`` False: the published test
+    file, a separate test file).
     """
     from fnmatch import fnmatchcase
 
     if not private:
         return {c: RELEASED for c in columns}
     patterns = (*ALWAYS_RELEASED, "epsilon_*", *cls.released_columns)
-    return {c: RELEASED if any(fnmatchcase(c, p) for p in patterns) and not (
-        test_rows_private and any(fnmatchcase(c, p) for p in TEST_COLUMNS)) else DIAGNOSTIC
-            for c in columns}
+
+    def released(c: str) -> bool:
+        return (any(fnmatchcase(c, p) for p in patterns)
+                and not any(fnmatchcase(c, p) for p in cls.diagnostic_columns)
+                and not (test_rows_private and any(fnmatchcase(c, p) for p in TEST_COLUMNS)))
+
+    return {c: RELEASED if released(c) else DIAGNOSTIC for c in columns}
 
 
 #: Integer stream keys (numpy ``SeedSequence`` spawn keys) per purpose. They
@@ -383,6 +388,13 @@ class Solver:
     released_columns: ClassVar[tuple[str, ...]] = ()
     #: why the test metrics are diagnostic when they are (summaries, figures)
     diagnostic_note: ClassVar[str] = ""
+    #: columns that would be released by default (:data:`ALWAYS_RELEASED`, ``epsilon_*``)
+    #: but that this solver computes from exact private values: a realized, data-dependent
+    #: privacy loss as the paper's claim
+    diagnostic_columns: ClassVar[tuple[str, ...]] = ()
+    #: keys of :meth:`describe` computed from exact private values (a count of clipped rows,
+    #: the central optimum's norm): the manifest writes them in its ``diagnostic`` section
+    diagnostic_keys: ClassVar[tuple[str, ...]] = ()
     #: where the solver's units can run (``run.backend``): this process, or also "dask"
     #: (one Dask worker per unit, :mod:`vfl.experiments.parties`)
     backends: ClassVar[tuple[str, ...]] = ("inprocess",)
@@ -537,11 +549,12 @@ class Solver:
         """``data`` with every value the relation protects replaced by other values it allows.
 
         A run on it, teacher-forced to release what the run on ``data``
-        released, must give the same :attr:`released_columns`: the check that
-        they depend on the releases alone. Solvers without released columns
-        need not implement it.
+        released, must write every value not marked diagnostic bit for bit:
+        the check that they depend on the releases alone
+        (:mod:`vfl.experiments.released`). Every solver that can claim a
+        guarantee implements it.
         """
-        raise NotImplementedError(f"{cls.name} declares no released columns to check")
+        raise NotImplementedError(f"{cls.name} states no protected values to replace")
 
     def other_claims(self) -> dict[str, tuple[float, float]]:
         """Further epsilons from the paper's analysis (``name -> (epsilon, delta)``), claims only.

@@ -54,7 +54,8 @@ def _file(spec: DatasetSpec, name: str) -> FileSpec:
 class _Reader:
     """Reads a dataset's files and remembers what was read, for provenance."""
 
-    def __init__(self, spec: DatasetSpec, data_dir, verify: bool, strict: bool = True):
+    def __init__(self, spec: DatasetSpec, data_dir, verify: bool, strict: bool = True,
+                 use_cache: bool = True):
         self.spec = spec
         self.data_dir = resolve_data_dir(data_dir)
         self.verify = verify
@@ -62,6 +63,7 @@ class _Reader:
         # changed record apart. The mismatch is recorded (diagnostic) instead.
         self.strict = strict
         self.mismatched: list[str] = []
+        self.use_cache = use_cache
         self.paths: dict[str, str] = {}
         self.checksums: dict[str, str] = {}
         # Report every missing file at once, before spending time on any.
@@ -88,8 +90,11 @@ class _Reader:
         The cache (``user_cache_dir()/parsed``) is keyed by the sha256 of the file as stored
         (no decompression needed to look it up) and :data:`PARSER_VERSION`; each entry keeps
         the content sha256 verified when it was parsed, which is checked against the registry
-        as a fresh read would be. A damaged entry is parsed again and replaced.
+        as a fresh read would be. A damaged entry is parsed again and replaced. Without
+        ``use_cache`` the file is parsed, and nothing is read from or written to the cache.
         """
+        if not self.use_cache:
+            return parse(*self.read(file_name), *args)
         path = find_file(_file(self.spec, file_name), self.data_dir)
         key = f"{_stored_sha256(path)}-{PARSER_VERSION}-{'-'.join(map(str, args))}"
         entry = user_cache_dir() / "parsed" / f"{key}.npz"
@@ -362,6 +367,7 @@ def load_raw(
     options: Mapping[str, Any] | None = None,
     verify: bool = True,
     strict: bool = True,
+    use_cache: bool = True,
 ) -> RawDataset:
     """Read a dataset's records, before the preprocessing stage.
 
@@ -391,6 +397,9 @@ def load_raw(
         mismatch is recorded under ``provenance["diagnostic"]`` instead of
         stopping the run, and options a private run cannot use are refused
         before any file is read.
+    use_cache : bool
+        Read and write the parsed-array cache (default). False (a release-only
+        run): nothing is left in the user cache directory.
 
     Raises
     ------
@@ -429,7 +438,8 @@ def load_raw(
         data = USER_FILE_LOADERS[name](options, strict=strict)
         data.provenance["options"] = dict(options)
         return data
-    data = _LOADERS[name](_Reader(get_spec(name), data_dir, verify, strict), options, strict)
+    data = _LOADERS[name](_Reader(get_spec(name), data_dir, verify, strict, use_cache), options,
+                          strict)
     data.provenance["options"] = dict(options)
     return data
 

@@ -123,6 +123,7 @@ class NetworkSolver(Solver):
     agent_group: ClassVar[type]
     backends = ("inprocess", "dask")
     accounted_backends = ("inprocess", "dask")
+    diagnostic_keys = ("x_star_norm",)  # the central optimum's, fitted on every agent's samples
     #: whether the agents' releases are noisy (the private solvers: privacy.noise)
     noise: bool = False
     #: the solver's release of the agents' noisy iterates, ``publish(mean, scale=,
@@ -291,6 +292,8 @@ class PrivateNetworkSolver(NetworkSolver):
 
     diagnostic_note = ("scored with the average of the agents' exact models, which no agent "
                        "releases (its test metrics are diagnostic)")
+    #: Theorem 2.2's realized loss is ex post: it depends on the agents' exact iterates
+    diagnostic_columns = ("epsilon_paper", "delta_paper")
 
     columns = ("log10_error", "privacy_loss", "privacy_loss_max", "privacy_loss_worst")
     privacy_params = LAPLACE_PRIVACY
@@ -366,6 +369,16 @@ class PrivateNetworkSolver(NetworkSolver):
         return {**out, "privacy_loss": float(np.mean(loss)),
                 "privacy_loss_max": float(np.max(loss)),
                 "privacy_loss_worst": float(np.max(worst))}
+
+    @classmethod
+    def protected_replaced(cls, data, privacy: dict, rng: np.random.Generator):
+        """Every sample ``(z, L)`` of every agent replaced by another one of the data (a random
+        permutation over all agents' samples): each stays in the domain."""
+        A = np.asarray(data.A, dtype=float)
+        b = np.asarray(data.b, dtype=float)
+        order = rng.permutation(b.size)
+        return NetworkData(data.adjacency, A.reshape(b.size, -1)[order].reshape(A.shape),
+                           b.reshape(-1)[order].reshape(b.shape), data.x0, data.x_star)
 
     @classmethod
     def neighbours(cls, data, privacy: dict, rng: np.random.Generator) -> list:

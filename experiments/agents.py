@@ -72,8 +72,8 @@ class AgentActor(GroupActor):
 
     units = "agents"
 
-    def __init__(self, *args):
-        super().__init__(*args)
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
         self.group = None
 
     def start(self, spec: AgentSpec, repeat: int, adjacency, x0):

@@ -48,7 +48,7 @@ class GroupActor:
     units = ""
 
     def __init__(self, config: Config, data_dir, start: int, stop: int,
-                 blas_threads: int | None):
+                 blas_threads: int | None, use_cache: bool = True):
         from .registry import get_solver
         from .runner import _load_config_dataset, _prepare
         from .settings import prepare
@@ -57,7 +57,8 @@ class GroupActor:
             from threadpoolctl import threadpool_limits
 
             threadpool_limits(blas_threads, user_api="blas")
-        dataset, note = _load_config_dataset(config, data_dir)  # read here, never from a cache
+        # read here, never from a cache in memory (nor from the parsed-array one without use_cache)
+        dataset, note = _load_config_dataset(config, data_dir, use_cache)
         # the units' rows are drawn from the pool by each repeat's split: with several
         # repeats the pool stays here to draw the later ones; with one, only this group's
         # rows are kept

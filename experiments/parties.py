@@ -97,7 +97,8 @@ class PartyActor:
     """Party m on its worker: its columns, read here, and the side it plays of the run's
     protocol (a :class:`Side`, opened by the coordinator's seam for each repeat)."""
 
-    def __init__(self, config: Config, data_dir, m: int, blas_threads: int | None):
+    def __init__(self, config: Config, data_dir, m: int, blas_threads: int | None,
+                 use_cache: bool = True):
         from .runner import _load_config_dataset, _prepare
         from .settings import prepare
         from .registry import get_solver
@@ -106,7 +107,8 @@ class PartyActor:
             from threadpoolctl import threadpool_limits
 
             threadpool_limits(blas_threads, user_api="blas")  # the whole process: one party
-        dataset, note = _load_config_dataset(config, data_dir)  # read here, never from a cache
+        # read here, never from a cache in memory (nor from the parsed-array one without use_cache)
+        dataset, note = _load_config_dataset(config, data_dir, use_cache)
         setting = prepare(config, dataset, get_solver(config.solver.name))
         prepared = _prepare(setting, config, 0)  # a vertical split is the same every repeat
         self.m = m
@@ -316,6 +318,7 @@ class DaskBackend:
         self.transport = 0  # bytes over all protocol rounds of the run
         self.inference_transport = None  # bytes of the last scoring of the test rows
         self.recoveries: list[dict] = []  # units rebuilt after their worker was lost
+        self.use_cache = True  # False: the actors leave nothing in their user cache (plan_run)
 
     # -- setup ------------------------------------------------------------------------
     def start(self, first, checksums) -> None:
@@ -339,6 +342,7 @@ class DaskBackend:
     def _submit(self, label: str, args: tuple, worker: str):
         return self.client.submit(self.layout.actor, self.config, self.data_dir, *args,
                                   self.config.solver.values.get("blas_threads"),
+                                  use_cache=self.use_cache,
                                   workers=[worker], allow_other_workers=False, actor=True,
                                   pure=False, key=f"{label.replace(' ', '-')}-"
                                                   f"{time.monotonic_ns()}")

@@ -60,8 +60,8 @@ class ProviderActor(GroupActor):
 
     units = "providers"
 
-    def __init__(self, *args):
-        super().__init__(*args)
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
         self.group = None
         self.rng = None
         self._before = None

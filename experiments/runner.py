@@ -11,6 +11,7 @@ by name: everything comes from the solver class's declarations
 
 from __future__ import annotations
 
+import copy
 import warnings
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -29,6 +30,7 @@ from vfl.datasets.base import RawDataset
 from vfl.datasets.loaders import load_raw
 
 from .config import Config
+from .diagnostic import drop_diagnostic, exact_data, labelled_diagnostic
 from .provenance import environment_info
 from .registry import get_solver
 from .repeats import Repeats
@@ -67,14 +69,15 @@ class RunResult:
 _DATASETS: dict = {}  # (dataset, options, data dir) -> loaded, within one process
 
 
-def load_config_dataset(config: Config, data_dir=None, *,
-                        keep: bool = True) -> tuple[RawDataset, str | None]:
+def load_config_dataset(config: Config, data_dir=None, *, keep: bool = True,
+                        use_cache: bool = True) -> tuple[RawDataset, str | None]:
     """Read ``config.data`` (raw records, before the preprocessing stage); returns them and,
     if the fallback was used, a sentence saying why. Loaded datasets are kept for the life of
     the process (figure reproductions run many configs on the same data); files are re-hashed
     on every load, so a changed file is never served from memory. ``keep=False`` (one run
     that needs its memory for the parties' blocks): the records are not kept, and a kept copy
-    of them is let go once served."""
+    of them is let go once served. ``use_cache=False``: the files are parsed without the
+    parsed-array cache of the user cache directory (nothing read from it or left there)."""
     import json
 
     key = json.dumps([config.data.dataset, config.data.options, config.data.fallback,
@@ -85,7 +88,7 @@ def load_config_dataset(config: Config, data_dir=None, *,
     if hit is not None and hit[0] == stamp:
         return hit[1]
     _DATASETS.clear()  # one dataset at a time: they can be large
-    loaded = _load_config_dataset(config, data_dir)
+    loaded = _load_config_dataset(config, data_dir, use_cache)
     if keep:
         _DATASETS[key] = (stamp, loaded)
     return loaded
@@ -133,7 +136,8 @@ def _strict(config: Config) -> bool:
     return not config.privacy.claims_guarantee
 
 
-def _load_config_dataset(config: Config, data_dir=None) -> tuple[RawDataset, str | None]:
+def _load_config_dataset(config: Config, data_dir=None,
+                         use_cache: bool = True) -> tuple[RawDataset, str | None]:
     d = config.data
     if d.fallback and d.dataset in REGISTRY:
         if not any(f["present"] for f in dataset_status(d.dataset, data_dir)):
@@ -143,7 +147,8 @@ def _load_config_dataset(config: Config, data_dir=None) -> tuple[RawDataset, str
     options = dict(d.options)
     if _split_seed(config) is not None:
         options["split_seed"] = config.run.seed
-    return load_raw(d.dataset, data_dir, options=options, strict=_strict(config)), None
+    return load_raw(d.dataset, data_dir, options=options, strict=_strict(config),
+                    use_cache=use_cache), None
 
 
 @dataclass
@@ -175,24 +180,38 @@ def _streams(config: Config, repeat: int) -> Streams:
                    exact_noise=exact)
 
 
+#: the record / replay hook of :mod:`vfl.experiments.released` (None in every ordinary run):
+#: its ``prepared(cls, prepared, privacy)`` gives each repeat's data, and its ``observer``
+#: releases for every solver built
+_TAP = None
+
+
 def _build(cls, config: Config, prepared, streams: Streams, backend=None) -> Solver:
     data = prepared.data if backend is None else backend.data(prepared, streams.repeat)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)  # overflow in setup is a user error
-            return cls.build(data, objective=prepared.objective,
-                             params=dict(config.solver.values), privacy=dict(config.privacy.values),
-                             streams=streams, iterations=config.solver.epochs)
+            solver = cls.build(data, objective=prepared.objective,
+                               params=dict(config.solver.values),
+                               privacy=dict(config.privacy.values),
+                               streams=streams, iterations=config.solver.epochs)
     except (ValueError, RuntimeWarning, np.linalg.LinAlgError, OverflowError) as exc:
         raise ConfigError(f"{config.solver.name}: {exc}") from None
+    if _TAP is not None:
+        solver.observer = _TAP.observer
+    return solver
 
 
 def _prepare(setting, config: Config, repeat: int):
     """One repeat's distribution of the data; an impossible one is a user error."""
     try:
-        return setting.prepare(_streams(config, repeat))
+        prepared = setting.prepare(_streams(config, repeat))
     except ValueError as exc:
         raise ConfigError(f"{config.setting.value} setting: {' '.join(str(exc).split())}") from None
+    if _TAP is not None:
+        prepared = _TAP.prepared(get_solver(config.solver.name), prepared,
+                                 dict(config.privacy.values))
+    return prepared
 
 
 def check_run_options(config: Config, *, stop_at_budget: bool, release_only: bool,
@@ -204,13 +223,16 @@ def check_run_options(config: Config, *, stop_at_budget: bool, release_only: boo
     if release_only and not config.privacy.claims_guarantee:
         raise ConfigError(f"--release-only applies to a run that claims a privacy guarantee "
                           f"({config.solver.name}: set privacy.delta)")
+    if not use_cache and release_only:
+        raise ConfigError("--no-cache has no effect with --release-only (it computes no "
+                          "baseline and leaves no cache)")
     if not use_cache and config.run.baselines == "none":
         raise ConfigError("--no-cache has no effect with run.baselines = 'none' (no baseline "
                           "is computed, cached or not)")
 
 
-def plan_run(config: Config, data_dir=None, backend=None, *,
-             keep_records: bool = True) -> RunPlan:
+def plan_run(config: Config, data_dir=None, backend=None, *, keep_records: bool = True,
+             use_cache: bool = True) -> RunPlan:
     """Load and distribute the data and construct the solver: every user error surfaces here.
 
     With a ``backend`` (``run.backend = "dask"``: a connected
@@ -220,18 +242,21 @@ def plan_run(config: Config, data_dir=None, backend=None, *,
     ``keep_records=False`` (one run, as ``vfl run`` and the scale benchmark do): the records
     as read are let go once the setting has distributed them (neither the plan nor the
     process's dataset cache keeps them), so a vertical run holds the parties' blocks only.
+    ``use_cache=False`` (a release-only run): the data are parsed without the user cache's
+    parsed arrays, so the run leaves nothing outside its run directory.
     """
     if config.run.backend != "inprocess" and backend is None:  # never run in-process silently
         raise ConfigError(f"run.backend = {config.run.backend!r} runs through `vfl run` (with "
                           "--cluster, or a local cluster it starts); sweeps, audits and figure "
                           "runs are in-process: leave run.backend unset")
     cls = get_solver(config.solver.name)
-    dataset, note = load_config_dataset(config, data_dir, keep=keep_records)
+    dataset, note = load_config_dataset(config, data_dir, keep=keep_records, use_cache=use_cache)
     setting = prepare(config, dataset, cls)
     info = _dataset_info(dataset, note, setting)
     checksums = dataset.checksums  # the workers check their reads against these
     first = _prepare(setting, config, 0)
     if backend is not None:
+        backend.use_cache = use_cache
         backend.start(first, checksums)
     cleaning = dataset.cleaning
     if not keep_records:
@@ -241,7 +266,12 @@ def plan_run(config: Config, data_dir=None, backend=None, *,
 
 
 def _dataset_info(dataset: RawDataset, note: str | None, setting) -> dict:
-    """The manifest's ``dataset`` section."""
+    """The manifest's ``dataset`` section. Its ``diagnostic`` entry (the manifest moves it to
+    its ``diagnostic`` section) holds what depends on the private records themselves: the
+    private files' sha256 and sizes and the loader's data-dependent counts (see
+    :func:`~vfl.experiments.diagnostic.exact_data`)."""
+    provenance = copy.deepcopy(dataset.provenance)
+    public, exact = exact_data(dataset, provenance)
     return {
         "name": dataset.name,
         "description": dataset.description,
@@ -250,8 +280,9 @@ def _dataset_info(dataset: RawDataset, note: str | None, setting) -> dict:
         "n_train": int(dataset.train.n_rows),
         "n_test": int(dataset.test.n_rows),
         "n_features": int(setting.n_features),
-        "sha256": dataset.checksums,
-        "provenance": dataset.provenance,
+        "sha256": public,
+        "provenance": provenance,
+        "diagnostic": exact,
     }
 
 
@@ -437,7 +468,7 @@ def run_experiment(
     if release_only:
         with_baselines = False
     started = datetime.now(timezone.utc)
-    plan = plan or plan_run(config, data_dir)
+    plan = plan or plan_run(config, data_dir, use_cache=not release_only)
     cls, setting = plan.solver_cls, plan.setting
     if stop_at_budget:
         if config.privacy.budget_epsilon is None:
@@ -478,20 +509,27 @@ def run_experiment(
     else:
         metrics, per_repeat = _aggregate(frames)
     finished = datetime.now(timezone.utc)
-    manifest = _manifest(config, plan, solver, prepared, baselines, metrics, started, finished,
-                         seconds, stops, repeats, inference)
-    manifest["timing"] = {"baselines_seconds": baseline_seconds,
-                          "baselines": config.run.baselines if with_baselines else "none"}
+    manifest = _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops,
+                         repeats, inference)
+    manifest["diagnostic"].update({
+        "started_at": started.isoformat(timespec="seconds"),
+        "finished_at": finished.isoformat(timespec="seconds"),
+        "timing": {"baselines_seconds": baseline_seconds,
+                   "baselines": config.run.baselines if with_baselines else "none"}})
     if len(baselines_all) > 1 and not setting.repeats_share_baselines:
         baselines = {"per_repeat": baselines_all}
+    if config.privacy.claims_guarantee:
+        baselines = labelled_diagnostic(baselines)
     if release_only:
         kinds = manifest["released"]["columns"]
         keep = [c for c in metrics.columns if kinds.get(c) == RELEASED]
         metrics = metrics[keep]
         per_repeat = None if per_repeat is None else per_repeat[["repeat", *keep]]
-        manifest["result"] = {k: v for k, v in manifest["result"].items()
-                              if manifest["released"]["result"].get(k) == RELEASED}
+        drop_diagnostic(manifest)  # the diagnostic section, result and privacy.spent fields
         manifest["released"]["release_only"] = True
+        # what is left is released: a figure of released metrics, a note for the references
+        manifest["released"]["files"].update({"baselines.json": RELEASED, "loss.png": RELEASED,
+                                              "loss.pdf": RELEASED})
         baselines = {"note": "release-only run: the references use the exact private data "
                              "(diagnostic) and are not written"}
     communication = pd.DataFrame(np.concatenate(traffic), columns=COMMUNICATION_FILE_COLUMNS)
@@ -509,8 +547,8 @@ def _inference(solver: Solver, prepared):
     return declared.traffic(solver.wire.units, len(prepared.y_test), solver.wire.dtype)
 
 
-def _manifest(config, plan, solver, prepared, baselines, metrics, started, finished, seconds,
-              stops, repeats, inference=None) -> dict:
+def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops, repeats,
+              inference=None) -> dict:
     cls = plan.solver_cls
     final = metrics.iloc[-1]
     objective = prepared.objective
@@ -568,29 +606,54 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
                                                          "inference_bytes") or
                         (k.startswith("final_test") and kinds.get(k[len("final_"):]) == RELEASED)
                         else DIAGNOSTIC) for k in result}
+    dataset = dict(plan.dataset_info or _dataset_info(plan.dataset, plan.fallback_note,
+                                                      plan.setting))
+    described = solver.describe()
+    exact = {"dataset": dataset.pop("diagnostic"),
+             "solver": {k: described.pop(k) for k in cls.diagnostic_keys if k in described}}
+    if private:
+        dataset["sizes"] = ("N (n_train) and n_test are fixed by the relation (a neighbouring "
+                            "dataset has as many records), so public, as are the message "
+                            "counts and bytes that follow from them")
+    transport = _transport(plan.backend, metrics, seconds, config.run.repeats, inference)
     released = {
         "private": private,
         "meaning": {RELEASED: "a function of what the mechanism releases plus data it does not "
                               "protect: covered by the guarantee",
-                    DIAGNOSTIC: "computed from exact private values, for research: not covered"},
+                    DIAGNOSTIC: "computed from exact private values (or timed), for research: "
+                                "not covered"},
         "columns": kinds,
         "result": result_kinds,
-        "files": {"metrics.csv": "per column (see columns)",
+        # manifest.json: a field has the kind of its longest prefix listed here, else released
+        "fields": {"diagnostic": DIAGNOSTIC if private else RELEASED,
+                   **{f"result.{k}": v for k, v in result_kinds.items()},
+                   # privacy.spent repeats the final row of the epsilon columns
+                   **{f"privacy.spent.{c}": DIAGNOSTIC for c in PRIVACY_COLUMNS
+                      if kinds.get(c) == DIAGNOSTIC and "spent" in (privacy or {})},
+                   **{f"privacy.spent.other_claims.{name}": DIAGNOSTIC
+                      for name in (privacy or {}).get("spent", {}).get("other_claims", {})
+                      if kinds.get(f"epsilon_{name}") == DIAGNOSTIC},
+                   **({"communication.transport": DIAGNOSTIC if private else RELEASED}
+                      if transport else {})},
+        "files": {"config.json": RELEASED,
+                  "manifest.json": "per field (see fields)",
+                  "metrics.csv": "per column (see columns)",
+                  **({"metrics_repeats.csv": "per column (see columns; repeat released)",
+                      "metrics_stats.csv": "per column (<column>_mean, _std, _min, _max: the "
+                                           "column's kind; n_repeats released)"}
+                     if config.run.repeats > 1 else {}),
                   "communication.csv": RELEASED,
                   "baselines.json": DIAGNOSTIC if private else RELEASED,
-                  "loss.png": "per curve (diagnostic curves are labelled)"},
+                  **{f"loss.{ext}": DIAGNOSTIC if private else RELEASED for ext in ("png", "pdf")}},
         "test_metrics_note": _test_note(cls, prepared, private),
         "release_only": False,
     }
     return {
         "name": config.name,
         **environment_info(),
-        "started_at": started.isoformat(timespec="seconds"),
-        "finished_at": finished.isoformat(timespec="seconds"),
         "seed": config.run.seed,
         "repeats": config.run.repeats,
-        "dataset": plan.dataset_info or _dataset_info(plan.dataset, plan.fallback_note,
-                                                      plan.setting),
+        "dataset": dataset,
         "preprocessing": {
             "steps": prepared.preprocessing,
             "private": bool(config.privacy.claims_guarantee),
@@ -616,7 +679,7 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
             "reference": {"paper": cls.reference.paper, "algorithm": cls.reference.algorithm,
                           "equations": cls.reference.equations, "note": cls.reference.note},
             **config.solver.params(),
-            **solver.describe(),
+            **described,
         },
         **({"privacy": privacy} if privacy else {}),
         "communication": {**solver.wire.describe(), "units": solver.wire.units,
@@ -624,11 +687,13 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, started, finis
                                       "trainer or active party; absent in a network; phase "
                                       "training or inference)",
                           **_inference_manifest(cls, inference, prepared),
-                          **_transport(plan.backend, metrics, seconds, config.run.repeats,
-                                       inference)},
+                          **transport},
         **({"backend": plan.backend.describe()} if plan.backend is not None else {}),
         "released": released,
         "result": result,
+        # exact values that depend on the data (or on time): diagnostic in a private run; the
+        # runner adds the timestamps and timings; a release-only run writes none of it
+        "diagnostic": exact,
     }
 
 

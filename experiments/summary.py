@@ -62,8 +62,9 @@ def _privacy_lines(result) -> list[str]:
         lines += _repeats_lines(spent, p.get("dp_guarantee") and eps is not None)
         if "epsilon_paper" in m.index and spent.get("paper_claim"):
             paper = spent.get("epsilon_paper")
+            star = "*" if _diagnostic(result.manifest, "epsilon_paper") else ""
             claim = ("n/a (the paper's analysis does not cover this noise level)" if paper is None
-                     else f"{paper:.4g} at delta {_fmt(spent.get('delta_paper'), '.2g')}")
+                     else f"{paper:.4g}{star} at delta {_fmt(spent.get('delta_paper'), '.2g')}")
             lines.append(f"the paper's own claim (not a guarantee): epsilon {claim} "
                          f"({spent['paper_claim']})")
         meaning = p.get("other_claims_meaning", {})
@@ -101,6 +102,13 @@ def _repeats_lines(spent: dict, guarantee: bool) -> list[str]:
             f"together are not covered by that epsilon"]
 
 
+def _diagnostic(manifest: dict, column: str) -> bool:
+    """Whether ``column`` of a private run is diagnostic (printed with a ``*``)."""
+    released = manifest.get("released", {})
+    return bool(released.get("private")) and \
+        released.get("columns", {}).get(column, "diagnostic") == "diagnostic"
+
+
 def _utility_lines(result, m, b) -> list[str]:
     """One line when a private model does worse than what a party can do alone."""
     if not result.config.privacy.claims_guarantee:
@@ -114,8 +122,11 @@ def _utility_lines(result, m, b) -> list[str]:
         return []
     eps = (result.manifest.get("privacy", {}).get("spent") or {}).get("epsilon_tight")
     at = f"at epsilon {eps:.4g}" if eps is not None else "at this noise"
-    return [f"note: {at} the private model (test log loss {m['test_logloss']:.4f}) is worse "
-            f"than {best['label']} ({best['test_logloss']:.4f}): no party gains from joining"]
+    star = "*" if _diagnostic(result.manifest, "test_logloss") else ""
+    # the references are fitted on the private rows: diagnostic
+    return [f"note: {at} the private model (test log loss {m['test_logloss']:.4f}{star}) is "
+            f"worse than {best['label']} ({best['test_logloss']:.4f}*): no party gains from "
+            "joining"]
 
 
 def run_summary(result, out: Path, seconds: float) -> str:
@@ -162,8 +173,10 @@ def run_summary(result, out: Path, seconds: float) -> str:
         obj = entry.get("objective")
         gap = 0.0 if key == "central" else (
             (obj - c["objective"]) / abs(c["objective"]) if obj is not None and c else None)
-        rows.append((entry.get("label", key) + (" *" if private else ""), obj, gap,
-                     entry.get("train_logloss"), entry["test_logloss"], entry.get("test_accuracy")))
+        label = entry.get("label", key)  # a private run's say "(diagnostic)"
+        rows.append((label + (" *" if private and not label.endswith("(diagnostic)") else ""),
+                     obj, gap, entry.get("train_logloss"), entry["test_logloss"],
+                     entry.get("test_accuracy")))
     width = max(38, max(len(r[0]) for r in rows) + 1)
     lines = [f"{'':{width}} {'objective':>12} {'rel. gap':>9} {'train ll':>9} {'test ll':>9} "
              f"{'test acc':>9}"]
@@ -175,11 +188,15 @@ def run_summary(result, out: Path, seconds: float) -> str:
         lines.append(f"{label:{width}} " + " ".join(
             f"{cell:>{12 if j == 0 else 9}}" for j, cell in enumerate(cells)))
     solver_s = man["result"].get("solver_seconds")  # a release-only run leaves timings out
+    t = "*" if private else ""  # times depend on the data (fits, iterations): diagnostic
     timing = ("" if solver_s is None else
-              f"{solver_s:.2f} s in the solver ({1e3 * solver_s / max(it, 1):.1f} ms each), ")
+              f"{solver_s:.2f} s{t} in the solver ({1e3 * solver_s / max(it, 1):.1f} ms{t} "
+              "each), ")
+    if not man.get("released", {}).get("release_only"):  # which prints no time either
+        timing += f"{seconds:.1f} s{t} in all; "
     lines.append(
-        f"{_plural(it, solver.get('iteration_name', 'iteration'))}: {timing}{seconds:.1f} s in "
-        f"all; baselines {'from cache' if b.get('cached') else 'computed' if c else 'skipped'}")
+        f"{_plural(it, solver.get('iteration_name', 'iteration'))}: {timing}baselines "
+        f"{'from cache' if b.get('cached') else 'computed' if c else 'skipped'}")
     if "messages" in m.index:
         comm = man.get("communication", {})
         lines.append(f"communication: {int(m['messages']):,} messages, {_bytes(m['bytes'])} of "
@@ -196,14 +213,14 @@ def run_summary(result, out: Path, seconds: float) -> str:
         transport = comm.get("transport")
         if transport and transport["ratio"]:  # what the transport carried (run.backend = "dask")
             lines.append(f"transport ({man['backend']['backend']}): "
-                         f"{transport['bytes_per_epoch']:,.0f} bytes per "
+                         f"{transport['bytes_per_epoch']:,.0f}{t} bytes per "
                          f"{solver.get('iteration_name', 'iteration')} on the coordinator's TCP "
                          f"connections to the workers; the protocol counts "
                          f"{transport['protocol_bytes_per_epoch']:,.0f} "
-                         f"(x{transport['ratio']:.4f})")
+                         f"(x{transport['ratio']:.4f}{t})")
             if transport.get("inference_bytes") is not None:
                 lines.append(f"transport ({man['backend']['backend']}): scoring the test rows "
-                             f"carried {transport['inference_bytes']:,} bytes; the protocol "
+                             f"carried {transport['inference_bytes']:,}{t} bytes; the protocol "
                              f"counts {transport['protocol_inference_bytes']:,}")
         for fault in man.get("backend", {}).get("recoveries", []):
             word = "epoch" if "epoch" in fault else "iteration"

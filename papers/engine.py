@@ -13,7 +13,7 @@ computation.
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +93,15 @@ def reference_value(runs: dict, ref: Reference) -> float:
     b = points(runs, ref.config, ref.where)[0].record.baselines
     vals = [rep[ref.key][ref.metric] for rep in b.get("per_repeat", [b]) if ref.key in rep]
     return float(np.mean(vals)) if vals else float("nan")
+
+
+def _marked(ref: Reference, view: dict, panel) -> Reference:
+    """``ref`` with "(diagnostic)" in its label when it comes from a private run or its panel
+    draws one: the line is fitted on the training rows such a run protects."""
+    configs = {ref.config, *(c.config for c in panel.curves)}
+    private = any(getattr(p.record, "manifest", {}).get("released", {}).get("private")
+                  for c in configs for p in view.get(c, ()))
+    return replace(ref, label=f"{ref.label} (diagnostic)") if private else ref
 
 
 def _colors(curve: Curve, runs: dict) -> dict:
@@ -181,7 +190,8 @@ def _layout(layout: Layout, runs: dict, hooks, out: Path, figure_fields: dict, d
             for s in series:
                 s.facet = value if layout.facet in s.point.values else None
             fields["curves"] = [fields_of(s.point) for s in series]
-            refs = [(r, reference_value(view, r)) for r in panel.references]
+            refs = [(_marked(r, view, panel), reference_value(view, r))
+                    for r in panel.references]
             figure_fields.update({f"{r.key}_{r.metric}": v for r, v in refs})
             d = DrawnPanel(panel, fields, series, refs, _hook(hooks, panel.draw),
                            View(view, fields))

@@ -121,6 +121,8 @@ def _references(runs, metric: str) -> list[tuple[float, str, str]]:
             if metric == "objective" and key != "central":
                 continue  # other references minimize other objectives
             label = entry.get("label", key)
+            if _private(run) and not label.endswith("(diagnostic)"):
+                label += " (diagnostic)"  # fitted on the private rows (a run before the label)
             if (label, round(float(entry[metric]), 12)) in seen:
                 continue
             seen.add((label, round(float(entry[metric]), 12)))
@@ -188,6 +190,10 @@ def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False, x: str = "e
     return fig
 
 
+def _private(run: RunRecord) -> bool:
+    return bool(run.manifest.get("released", {}).get("private"))
+
+
 def _diagnostic(runs: list[RunRecord], metric: str) -> bool:
     """Whether any run computed ``metric`` from exact private values (not covered by its
     epsilon; manifest ``released.columns``)."""
@@ -213,6 +219,12 @@ def _curve_label(run: RunRecord) -> str:
 VECTOR_SUFFIX: str | None = ".pdf"
 
 
+#: no timestamp in a figure file: the same figure is the same bytes (a release-only run's
+#: figure is a released value, compared bit for bit)
+_NO_DATE = {".pdf": {"CreationDate": None}, ".svg": {"Date": None}, ".ps": {"CreationDate": None},
+            ".eps": {"CreationDate": None}}
+
+
 def save_figure(fig, path: Path) -> list[Path]:
     """Save ``fig`` as ``path`` and, for a PNG, also as a PDF (``VECTOR_SUFFIX``) next to it."""
     path = Path(path)
@@ -223,7 +235,7 @@ def save_figure(fig, path: Path) -> list[Path]:
         for p in paths:
             # Write beside the target, then rename: no half-written figure.
             tmp = p.with_name(f".{p.stem}.partial{p.suffix}")
-            fig.savefig(tmp)
+            fig.savefig(tmp, metadata=_NO_DATE.get(p.suffix.lower()))
             os.replace(tmp, p)
     plt.close(fig)
     return paths
@@ -279,9 +291,9 @@ def _level_colors(levels):
 
 def _reference_lines(ax, baselines):
     for name, label, ls in _REFERENCE:
-        if name in baselines:
+        if name in baselines:  # a private run's label says "(diagnostic)"
             ax.axhline(baselines[name]["test_logloss"], color="black" if ls == "--" else "0.45",
-                       lw=0.9, ls=ls, label=label)
+                       lw=0.9, ls=ls, label=baselines[name].get("label", label))
 
 
 def _loss_scale(ax, values, baselines):

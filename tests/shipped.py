@@ -33,3 +33,26 @@ def write_breast_cancer(directory: Path) -> None:
     train, test = train_test_split(frame, test_size=0.25, random_state=0)
     train.to_csv(Path(directory) / "breast_cancer.csv", index=False)
     test.to_csv(Path(directory) / "breast_cancer_test.csv", index=False)
+
+
+#: the override that makes an LDP config (a simulation of the paper) claim a guarantee
+LDP_PRIVATE = ("privacy.delta=1e-5",)
+
+
+def private_overrides(path: Path) -> tuple[str, ...] | None:
+    """The overrides that make shipped config ``path`` a private run: none for a config that
+    claims a guarantee, :data:`LDP_PRIVATE` for a network (LDP) one that then accounts; None
+    when it is not a private method."""
+    from vfl.core.errors import ConfigError
+    from vfl.experiments.config import load_config
+
+    config = load_config(path)
+    if config.privacy.claims_guarantee:
+        return ()
+    if config.setting.value != "network":
+        return None
+    try:
+        config = load_config(path, list(LDP_PRIVATE))
+    except ConfigError:
+        return None
+    return LDP_PRIVATE if config.privacy.claims_guarantee else None

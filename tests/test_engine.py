@@ -116,6 +116,19 @@ def test_a_facet_copies_the_panels_per_value_and_shares_the_runs_without_it(tmp_
         ["shared", "at 1"], ["shared", "at 2"]]
 
 
+def test_a_reference_beside_a_private_run_says_it_is_diagnostic(tmp_path):
+    """A reference line drawn in a panel with a private run (or taken from one) is fitted on
+    the rows that run protects: its label says "(diagnostic)"."""
+    runs = _runs()
+    runs["b"][0].record.manifest["released"] = {"private": True}
+    figs = []
+    engine.draw(_figure(), runs, tmp_path, _hooks(), echo=lambda m: None,
+                save=lambda fig, path: figs.append(fig) or [path])
+    left = figs[0].axes[0]
+    assert [t.get_text() for t in left.get_legend().get_texts()][-1] == \
+        "optimum 0.20 (diagnostic)"
+
+
 @pytest.mark.parametrize("change, message", [
     (dict(configs=("a",)), "config 'b' is not one the figure lists"),
     (dict(tables=(Table("x.csv", rows="metrics", configs=("c",)),)),

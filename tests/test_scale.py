@@ -75,8 +75,8 @@ def test_central_baselines_are_the_one_exact_solve_and_the_base_rate():
     pd.testing.assert_series_equal(central.metrics["suboptimality"],
                                    everything.metrics["suboptimality"])
     assert none.baselines == {} and none.metrics["suboptimality"].isna().all()
-    assert central.manifest["timing"]["baselines"] == "central"
-    assert none.manifest["timing"]["baselines_seconds"] < 0.01  # nothing solved
+    assert central.manifest["diagnostic"]["timing"]["baselines"] == "central"
+    assert none.manifest["diagnostic"]["timing"]["baselines_seconds"] < 0.01  # nothing solved
 
 
 def test_the_central_solve_is_cached_once_for_every_run_on_the_same_design(tmp_path, monkeypatch):

@@ -146,7 +146,7 @@ def test_a_sweep_over_seeds_loads_the_dataset_once(config, monkeypatch, tmp_path
     loads = []
     real = runner._load_config_dataset
     monkeypatch.setattr(runner, "_load_config_dataset",
-                        lambda c, d=None: loads.append(c.run.seed) or real(c, d))
+                        lambda c, d=None, *a: loads.append(c.run.seed) or real(c, d, *a))
     runner._DATASETS.clear()
     for seed in (0, 1, 2):
         runner.load_config_dataset(config.with_overrides([f"run.seed={seed}"]))

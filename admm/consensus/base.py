@@ -114,6 +114,7 @@ class _Consensus(Solver):
     provider_group: type
     backends = ("inprocess", "dask")
     accounted_backends = ("inprocess", "dask")
+    diagnostic_keys = ("rows_clipped",)  # how many private rows were above norm 1
     #: what the ergodic average of the providers' iterates averages
     _shared_name = "w_i"
     _private = False
@@ -385,8 +386,8 @@ class _Consensus(Solver):
 def _assumptions(solver) -> dict:
     how = ("checked at construction: rows above norm 1 + 1e-9 are refused, rows within that "
            "rounding slack scaled onto the unit ball" if solver.privacy["row_bound"] == "check"
-           else f"clipped at construction: rows above norm 1 scaled onto the unit ball "
-                f"({solver.rows_clipped} rows)")
+           else "clipped at construction: rows above norm 1 scaled onto the unit ball (how "
+                "many: the manifest's diagnostic.solver.rows_clipped)")
     return {"||a|| <= 1": f"enforced ({how})",
             "|b| = 1": "enforced (labels checked to be -1 or +1)",
             "S1 = 1": "enforced: logistic loss only, so ||l'|| = |b| sigmoid(.) ||a|| <= 1"}

@@ -254,6 +254,17 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         return solver
 
     @classmethod
+    def protected_replaced(cls, data, privacy, rng):
+        """Every party's rows replaced by random unit rows (inside both relations); the labels,
+        which the relation does not protect, kept."""
+        blocks = []
+        for B in data.blocks:
+            R = rng.standard_normal(B.shape)
+            R /= np.linalg.norm(R, axis=1, keepdims=True)
+            blocks.append(sp.csr_matrix(R) if sp.issparse(B) else R)
+        return VerticalData(blocks, data.y)
+
+    @classmethod
     def neighbours(cls, data, privacy, rng):
         """Neighbouring pairs under ``privacy.neighbours``, per party (README, "The audit").
 

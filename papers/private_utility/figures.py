@@ -405,8 +405,9 @@ def utility_panel(ax, panel, view) -> None:
                             xytext=(0, -4 if worse_up else 4), textcoords="offset points")
     for method, (color, ls) in _LINES.items():
         t = table[table["method"] == method]
-        if len(t):
-            ax.axhline(float(t[f"{metric}_mean"].iloc[0]), color=color, ls=ls, lw=1.0, label=method)
+        if len(t):  # fitted without noise on the private training rows
+            ax.axhline(float(t[f"{metric}_mean"].iloc[0]), color=color, ls=ls, lw=1.0,
+                       label=f"{method} (diagnostic)")
     levels = sorted(table.loc[np.isfinite(table["epsilon"]), "epsilon"].unique())
     ax.set_xticks(levels, [f"{e:g}" for e in levels])
     ax.minorticks_off()
