@@ -26,9 +26,11 @@ def exact_data(dataset: RawDataset, provenance: dict) -> tuple[dict, dict]:
     """(the sha256 that do not depend on private records, the values that do), taking the
     latter out of ``provenance``.
 
-    A file verified against the registry's published sha256 has that constant as its hash,
-    and a separate test file is not protected: both stay. The training file of the user's own
-    data (``provenance["files"]["train"]``) and any file not verified are private: their
+    A registry dataset read with verification records the registry's published sha256 (a
+    constant: what the run checked against), and the sha256 of the files as read go to the
+    diagnostic values (a private run that does not stop on a mismatch reads a changed file).
+    A separate test file is not protected: its sha256 stays. The training file of the user's
+    own data (``provenance["files"]["train"]``) and any file not verified are private: their
     hashes and sizes go, with the loader's ``provenance["diagnostic"]`` counts and the
     training records dropped (``rows_dropped.train``)."""
     exact: dict = {}
@@ -44,7 +46,9 @@ def exact_data(dataset: RawDataset, provenance: dict) -> tuple[dict, dict]:
         exact["files"] = {"train": {k: train.pop(k) for k in _FILE_BYTES if k in train}}
         private = {train.get("path")}
     elif dataset.name in REGISTRY and provenance.get("verified"):
-        private = set()  # every file is the registry's, its sha256 the published one
+        published = {f.name: f.sha256 for f in REGISTRY[dataset.name].files}
+        exact["sha256"] = dict(dataset.checksums)
+        return {k: published[k] for k in dataset.checksums}, exact
     else:
         private = set(dataset.checksums)
     public = {k: v for k, v in dataset.checksums.items() if k not in private}

@@ -135,6 +135,7 @@ def test_manifest_structure_private_or_not(tmp_path):
 def test_private_file_hashes_are_diagnostic(tmp_path):
     """The sha256 and size of the user's training file depend on its records: diagnostic; a
     separate test file's are not (the relation does not protect it)."""
+    from vfl.datasets import REGISTRY
     from vfl.experiments.diagnostic import exact_data
 
     class Raw:
@@ -157,7 +158,8 @@ def test_private_file_hashes_are_diagnostic(tmp_path):
 
     dropped = {"verified": True, "rows_dropped": {"train": 3, "test": 1}}
     public, exact = exact_data(Registry, dropped)
-    assert public == Registry.checksums and "sha256" not in exact
+    assert public == {f.name: f.sha256 for f in REGISTRY["a9a"].files}
+    assert exact["sha256"] == Registry.checksums  # as read: a changed file shows here only
     assert exact["provenance"]["rows_dropped"] == {"train": 3}
     assert dropped["rows_dropped"] == {"test": 1}
     public, exact = exact_data(Registry, {"verified": False})
