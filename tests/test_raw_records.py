@@ -36,7 +36,7 @@ from vfl.datasets.stage import fit_stage
 from vfl.experiments.config import load_config
 from vfl.experiments.registry import get_solver
 from vfl.experiments.settings import fit_config_stage, prepare
-from shipped import paper_configs
+from shipped import paper_configs, write_breast_cancer
 
 ROOT = Path(__file__).resolve().parents[1]
 REPLACED = 100  # the record (0-based line of the file, after a CSV's header) replaced
@@ -526,10 +526,7 @@ def real_files(tmp_path_factory, data_dir):
     base = tmp_path_factory.mktemp("originals")
     for name in ("a9a", "a9a.t", "adult.data", "adult.test"):
         (base / name).write_bytes(bz2.open(data_dir / f"{name}.bz2").read())
-    from sklearn.datasets import load_breast_cancer
-
-    load_breast_cancer(as_frame=True).frame.rename(columns={"target": "label"}).to_csv(
-        base / "breast_cancer.csv", index=False)
+    write_breast_cancer(base)  # README's two files: the private rows and the test rows
     return base
 
 
@@ -537,7 +534,8 @@ def _write_family(family: str, originals: Path, target: Path, hostile: dict[int,
     """A copy of the family's files in ``target`` with records ``hostile`` replaced."""
     target.mkdir(parents=True, exist_ok=True)
     names = {"a9a": ("a9a", "a9a.t"), "libsvm": ("a9a", "a9a.t"),
-             "adult": ("adult.data", "adult.test"), "csv": ("breast_cancer.csv",)}[family]
+             "adult": ("adult.data", "adult.test"),
+             "csv": ("breast_cancer.csv", "breast_cancer_test.csv")}[family]
     header = 1 if family == "csv" else 0
     for name in names:
         shutil.copy(originals / name, target / name)
@@ -550,10 +548,7 @@ def _write_family(family: str, originals: Path, target: Path, hostile: dict[int,
 def _config(family: str, name: str, directory: Path):
     path = _config_path(name)
     if family != "libsvm":
-        # DP-ADMM's split takes exactly the paper's 30162 records; the cleaned file of many
-        # hostile records holds fewer, so fewer test rows here (the records are what is
-        # checked, not the split)
-        return load_config(path, ["partition.test=8000"] if "dp-admm-l2" in name else [])
+        return load_config(path)
     # the user's own LIBSVM file: a9a under another name, read with the public options
     text = path.read_text().replace('dataset = "a9a"', "\n".join([
         'dataset = "libsvm"', f'path = "{directory / "a9a"}"',
