@@ -701,8 +701,10 @@ def test_the_runs_state_their_records(real_files):
     assert relation in run_summary(result, real_files / "out", 1.0)
     provenance = result.manifest["dataset"]["provenance"]
     assert provenance["missing"] == "drop" and provenance["cleaning"]["by"] == "Huang et al."
-    assert provenance["diagnostic"]["repairs"]["train"]["records_dropped"] == 2399
-    assert "rows_dropped" not in provenance
+    # how many records the cleaning removed depends on the file: the diagnostic section's
+    exact = result.manifest["diagnostic"]["dataset"]["provenance"]
+    assert exact["repairs"]["train"]["records_dropped"] == 2399
+    assert "rows_dropped" not in provenance and "diagnostic" not in provenance
 
     # through the runner's one call site: a private run reads record by record
     config = load_config(paper_configs("private_utility") / "private-utility-admm-adult.toml")
