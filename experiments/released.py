@@ -105,10 +105,12 @@ def _tapped(tap: _Tap):
         runner._TAP = previous
 
 
-def record_replay(run_original: Callable[[], Any], run_other: Callable[[], Any], *,
-                  other: Callable | None = protected, seed: int = 0) -> int:
-    """Run ``run_original()`` recording every release, then ``run_other()`` forced to release
-    the recorded values; returns how many releases there were.
+def record_replay(run_original: Callable[[], Any], run_other: Callable[[], Any],
+                  *more_others: Callable[[], Any], other: Callable | None = protected,
+                  seed: int = 0) -> int:
+    """Run ``run_original()`` recording every release, then ``run_other()`` (and each of
+    ``more_others``) forced to release the recorded values; returns how many releases there
+    were.
 
     Each callable runs the experiment in this process by any path that builds its solvers
     in :mod:`vfl.experiments.runner` (``vfl run`` in-process, ``run_experiment``) and writes
@@ -122,12 +124,13 @@ def record_replay(run_original: Callable[[], Any], run_other: Callable[[], Any],
     record = _Record(np.random.default_rng(seed + 1))
     with _tapped(_Tap(record)):
         run_original()
-    replay = _Replay(record.log)
-    with _tapped(_Tap(replay, other, np.random.default_rng(seed))):
-        run_other()
-    if replay.i != len(record.log):
-        raise RuntimeError(f"the replayed run released {replay.i} values, the recorded one "
-                           f"{len(record.log)}")
+    for run in (run_other, *more_others):
+        replay = _Replay(record.log)
+        with _tapped(_Tap(replay, other, np.random.default_rng(seed))):
+            run()
+        if replay.i != len(record.log):
+            raise RuntimeError(f"the replayed run released {replay.i} values, the recorded "
+                               f"one {len(record.log)}")
     return len(record.log)
 
 

@@ -36,6 +36,7 @@ from vfl.datasets.stage import fit_stage
 from vfl.experiments.config import load_config
 from vfl.experiments.registry import get_solver
 from vfl.experiments.settings import fit_config_stage, prepare
+from hostile import a9a_kinds as _a9a_kinds, adult_kinds as _adult_kinds, csv_kinds as _csv_kinds
 from shipped import paper_configs, write_breast_cancer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -453,54 +454,6 @@ def test_the_relation_is_stated_on_the_cleaned_file():
 def _lines_of(path: Path) -> list[bytes]:
     return bz2.open(path).read().split(b"\n") if path.suffix == ".bz2" else \
         path.read_bytes().split(b"\n")
-
-
-def _a9a_kinds(line: bytes) -> dict:
-    label, *entries = line.split()
-    first = entries[0].split(b":")[0]
-    rest = b" ".join(entries[1:])
-    return {
-        "missing value": b" ".join([label, first + b":", rest]),
-        "malformed value": b" ".join([label, first + b":abc", rest]),
-        "nan": b" ".join([label, first + b":nan", rest]),
-        "inf": b" ".join([label, first + b":inf", rest]),
-        "non-binary value": b" ".join([label, first + b":1000000", rest]),
-        "blank line": b"",
-        "comment line": b"# " + line,
-        "unknown label": b" ".join([b"3", *entries]),
-        "label 0": b" ".join([b"0", *entries]),
-        "label only": label,
-        "index 0": b" ".join([label, b"0:1", *entries]),
-        "index 124": b" ".join([label, *entries, b"124:1"]),
-        "unsorted indices": b" ".join([label, *reversed(entries)]),
-        "duplicate index": b" ".join([label, entries[0], *entries]),
-    }
-
-
-def _adult_kinds(line: bytes) -> dict:
-    f = line.split(b", ")
-    put = lambda j, v: b", ".join([*f[:j], v, *f[j + 1:]])  # noqa: E731
-    return {
-        "question mark": put(6, b"?"), "empty field": put(1, b""),
-        "malformed number": put(0, b"old"), "nan": put(10, b"nan"), "inf": put(12, b"inf"),
-        "blank line": b"", "unknown label": put(14, b"maybe"), "13 fields": b", ".join(f[:13]),
-        "16 fields": b", ".join([*f, b"x"]),
-        "unseen and huge": (b"90000000, Atlantis-gov, 1500000000000, Moon-school, 16000000, "
-                            b"Space-married, Star-pilot, Alien, Martian, Male, 99999000000, "
-                            b"5000000000, 99000000, Atlantis, >50K"),
-    }
-
-
-def _csv_kinds(line: bytes) -> dict:
-    f = line.split(b",")
-    put = lambda j, v: b",".join([*f[:j], v, *f[j + 1:]])  # noqa: E731
-    return {
-        "empty cell": put(3, b""), "malformed": put(3, b"abc"), "nan": put(3, b"nan"),
-        "inf": put(3, b"inf"), "question mark": put(3, b"?"), "huge": put(3, b"1e300"),
-        "blank line": b"", "third label": put(len(f) - 1, b"2"),
-        "missing label": put(len(f) - 1, b""), "too few fields": b",".join(f[:-2]),
-        "too many fields": line + b",1", "unbalanced quote": put(2, b'"3'),
-    }
 
 
 #: family -> (the shipped private configs whose stage reads it, its hostile kinds)
