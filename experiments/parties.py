@@ -728,6 +728,12 @@ class DaskParties(DaskPartyUnits, Parties):
 def dask_backend(config: Config, cluster: str | None, data_dir) -> DaskBackend:
     """Connect to the scheduler at ``cluster`` now (an unreachable one is refused at once), or
     prepare a local cluster, started with one worker per party when the parties are known."""
+    from .registry import get_solver
+
+    if get_solver(config.solver.name).protocol is not None:  # the one unit transport
+        from .dask_units import dask_backend as units_backend
+
+        return units_backend(config, cluster, data_dir)
     try:
         from dask.distributed import Client
     except ImportError:
