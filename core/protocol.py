@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
@@ -140,6 +141,12 @@ def values(*, optional: bool = False, finite: bool = True):
     return _field(Values(optional, finite), optional)
 
 
+def _finite(a: np.ndarray) -> bool:
+    # one reduction: a NaN or an infinity makes it non-finite; a finite array whose reduction
+    # overflows is told apart by the exact check
+    return math.isfinite(a @ a if a.ndim == 1 else a.sum()) or bool(np.isfinite(a).all())
+
+
 def message(cls):
     """Declare ``cls`` a message: a frozen, slotted, keyword-only dataclass whose fields are
     all :func:`array`, :func:`scalar` or :func:`values`."""
@@ -156,7 +163,64 @@ def message(cls):
                             "values)")
         fields.append((f.name, f.metadata["vfl"]))
     cls.FIELDS = tuple(fields)
+    cls._accepts, cls._payload = _compiled(cls)
     return cls
+
+
+def _compiled(cls):
+    """Straight-line code for a message type (the cost of a round in this process is mostly
+    Python's): ``accepts(msg, dims, finite)``, True when every field passes the common checks
+    (anything else, including a refusal, goes through :func:`validate`'s detailed path), and
+    ``payload(msg)``, :func:`nbytes`."""
+    env = {"ndarray": np.ndarray, "_finite": _finite, "isfinite": math.isfinite,
+           "FLOATS": (float, int, np.floating, np.integer)}
+    symbols = sorted({d for _, spec in cls.FIELDS if type(spec) is Array for d in spec.shape
+                      if isinstance(d, str)})
+    ok = ["def accepts(msg, dims, finite):"]
+    ok += [f"    s_{i} = dims.get({d!r})" for i, d in enumerate(symbols)]
+    size = ["def payload(msg):", "    total = 0"]
+    for j, (name, spec) in enumerate(cls.FIELDS):
+        ok.append(f"    v = msg.{name}")
+        none = "pass" if spec.optional else "return False"
+        size.append(f"    v = msg.{name}")
+        if type(spec) is Array:
+            env[f"dtype_{j}"] = spec.dtype
+            ok += [f"    if v is None: {none}",
+                   "    else:",
+                   f"        if v.__class__ is not ndarray or v.dtype != dtype_{j} "
+                   f"or v.ndim != {len(spec.shape)}: return False"]
+            for axis, dim in enumerate(spec.shape):
+                if isinstance(dim, str):
+                    i = symbols.index(dim)
+                    ok += [f"        if s_{i} is None: s_{i} = v.shape[{axis}]",
+                           f"        elif v.shape[{axis}] != s_{i}: return False"]
+                else:
+                    ok.append(f"        if v.shape[{axis}] != {int(dim)}: return False")
+            if spec.finite and spec.dtype.kind == "f":
+                ok.append("        if finite and not _finite(v): return False")
+            size.append("    if v is not None: total += v.nbytes")
+        elif type(spec) is Scalar and spec.choices is None and spec.type is not str:
+            t = spec.type.__name__
+            check = (f"v.__class__ is not {t} and (v.__class__ is bool or not isinstance(v, "
+                     f"FLOATS))" if t == "float" else f"v.__class__ is not {t}")
+            ok += [f"    if v is None: {none}",
+                   f"    elif {check}: return False"]
+            if t == "float" and spec.finite:
+                ok.append("    elif finite and not isfinite(v): return False")
+            size.append(f"    if v is not None: total += {1 if t == 'bool' else 8}")
+        else:  # strings with choices, named values: the detailed path
+            ok.append("    return False")
+            return _exec(ok, env, "accepts"), None
+    ok.append("    return True")
+    size.append("    return total")
+    return _exec(ok, env, "accepts"), _exec(size, env, "payload")
+
+
+def _exec(lines: list, env: dict, name: str):
+    code = "\n".join(lines)
+    scope = dict(env)
+    exec(compile(code, f"<vfl message {name}>", "exec"), scope)  # noqa: S102 (our own code)
+    return staticmethod(scope[name])
 
 
 @message
@@ -221,6 +285,13 @@ def _check_values(where: str, v, spec: Values, finite: bool) -> None:
             _refuse(f"{at} holds non-finite values", True)
 
 
+_FLOATS = (float, int, np.floating, np.integer)
+
+
+def _w(where) -> str:
+    return where if where.__class__ is str else "".join(where)
+
+
 def validate(msg, expected: type, dims: dict | None = None, *, finite: bool = True,
              where: str = "") -> None:
     """Refuse ``msg`` unless it is an ``expected`` message whose fields have their declared
@@ -228,37 +299,59 @@ def validate(msg, expected: type, dims: dict | None = None, *, finite: bool = Tr
     other symbols must agree across the message) and, with ``finite``, finite floats.
 
     Raises :class:`ProtocolError` (:class:`NonFiniteError` for NaN or infinity) naming
-    the message and field; ``where`` prefixes the message (the call, the unit).
+    the message and field; ``where`` prefixes the message (the call, the unit): a string, or parts joined only
+    when a message is refused.
     """
     if type(msg) is not expected:
-        raise ProtocolError(f"{where}expected a {expected.__name__} message, got "
+        raise ProtocolError(f"{_w(where)}expected a {expected.__name__} message, got "
                             f"{type(msg).__name__}")
-    bound = dict(dims or {})
+    if expected._accepts(msg, dims or _NO_DIMS, finite):
+        return
+    bound = dict(dims) if dims else {}
     for name, spec in expected.FIELDS:
         v = getattr(msg, name)
-        at = f"{where}{expected.__name__}.{name}"
+        kind = type(spec)
         if v is None:
             if not spec.optional:
-                raise ProtocolError(f"{at} is required")
-            continue
-        if type(spec) is Array:
-            _check_array(at, v, spec, bound, finite)
-        elif type(spec) is Scalar:
-            _check_scalar(at, v, spec, finite)
+                raise ProtocolError(f"{_w(where)}{expected.__name__}.{name} is required")
+        elif kind is Array:  # the common case checked inline; the detail only on a refusal
+            if type(v) is not np.ndarray or v.dtype != spec.dtype or \
+                    v.ndim != len(spec.shape) or \
+                    (finite and spec.finite and spec.dtype.kind == "f" and not _finite(v)):
+                _check_array(f"{_w(where)}{expected.__name__}.{name}", v, spec, bound, finite)
+            for size, dim in zip(v.shape, spec.shape):
+                if size != (bound.setdefault(dim, size) if dim.__class__ is str else dim):
+                    _check_array(f"{_w(where)}{expected.__name__}.{name}", v, spec, bound, finite)
+        elif kind is Scalar:
+            t = spec.type
+            if not (v.__class__ is t or (t is float and v.__class__ is not bool
+                                         and isinstance(v, _FLOATS))) \
+                    or spec.choices is not None or (finite and spec.finite and t is float
+                                                    and not math.isfinite(v)):
+                _check_scalar(f"{_w(where)}{expected.__name__}.{name}", v, spec, finite)
         else:
-            _check_values(at, v, spec, finite)
+            _check_values(f"{_w(where)}{expected.__name__}.{name}", v, spec, finite)
+
+
+_NO_DIMS: dict = {}
 
 
 def nbytes(msg) -> int:
     """The payload of ``msg``: its values times their item sizes (arrays' bytes, 8 per number,
     1 per bool, a string's UTF-8 bytes); what the codec writes besides is framing."""
+    if msg._payload is not None:
+        return msg._payload(msg)
     total = 0
     for name, spec in msg.FIELDS:
         v = getattr(msg, name)
         if v is None:
             continue
-        total += _value_bytes(v) if type(spec) is not Values else \
-            sum(_value_bytes(item) for item in v.values() if item is not None)
+        if v.__class__ is np.ndarray:
+            total += v.nbytes
+        elif type(spec) is Values:
+            total += sum(_value_bytes(item) for item in v.values() if item is not None)
+        else:
+            total += _value_bytes(v)
     return total
 
 
@@ -453,9 +546,11 @@ class Env:
         raise NotImplementedError
 
     def release(self, mean, *, units, scale, sensitivity, rng, mechanism: str = "gaussian",
-                size=None, l2_sensitivity=None, rows: slice | None = None, total=None):
+                size=None, l2_sensitivity=None, rows: slice | None = None, total=None,
+                **context):
         """``mean`` plus noise of ``scale`` (``rows`` of a ``total``-row release drawn whole
-        from a seeded stream, as :func:`~vfl.core.solver.add_noise_to_rows`)."""
+        from a seeded stream, as :func:`~vfl.core.solver.add_noise_to_rows`); ``context``:
+        what the host may record beside it (FDML's batch rows)."""
         raise NotImplementedError
 
 

@@ -85,19 +85,31 @@ class Host:
             raise ProtocolError(f"protocol {self.protocol.name}: a call before open")
         return index, calls[index]
 
-    def handle(self, index, request, seq: int | None = None):
-        """The side's reply to ``request`` of the call ``index`` (its number, or the Call)."""
-        i, call = self._call(index)
+    def handle(self, index, request, seq: int | None = None, checked=None):
+        """The side's reply to ``request`` of the call ``index`` (its number, or the Call).
+
+        ``checked``: the sizes this very request was validated against (a request sent to
+        several units in this process is validated once for the units whose sizes agree).
+        """
+        calls = self.protocol.calls
+        if index.__class__ is int and 0 <= index < len(calls) and self.side is not None:
+            i, call = index, calls[index]  # (the common case, in this process, first)
+        else:
+            i, call = self._call(index)
         if seq is not None and self._last is not None and self._last[0] == seq:
             return self._last[1]  # sent again after a fault: handled once
-        reply = self._handle(i, call, request)
+        if checked is None or checked != self.side.dims:
+            validate(request, call.request, self.side.dims, finite=call.kind is PROTOCOL,
+                     where=(call.name, ": "))
+        reply = self.protocol.handlers[i](self.side, request)
         if seq is not None:
             self._last = (seq, reply)
         return reply
 
-    def _handle(self, i: int, call: Call, request):
-        validate(request, call.request, self.side.dims, finite=call.kind is PROTOCOL,
-                 where=f"{call.name}: ")
+    def _handle(self, i: int, call: Call, request, checked=None):
+        if checked is None or checked != self.side.dims:
+            validate(request, call.request, self.side.dims, finite=call.kind is PROTOCOL,
+                     where=(call.name, ": "))
         return self.protocol.handlers[i](self.side, request)
 
     def adopt(self, index, request, reply) -> None:
@@ -124,7 +136,9 @@ class StreamEnv(Env):
         return self.streams.get(purpose, *sub)
 
     def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None,
-                l2_sensitivity=None, rows=None, total=None):
+                l2_sensitivity=None, rows=None, total=None, **context):
+        if np.ndim(scale) == 0 and scale == 0:
+            return mean  # no noise, no draw
         if rows is None:
             return add_noise(mechanism, mean, scale, rng)
         return add_noise_to_rows(mechanism, mean, scale, rng, rows, total)
@@ -151,9 +165,10 @@ class LocalEnv(Env):
         return copy.deepcopy(self._streams[purpose])
 
     def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None,
-                l2_sensitivity=None, rows=None, total=None):
+                l2_sensitivity=None, rows=None, total=None, **context):
         return self._release(mean, units=units, scale=scale, sensitivity=sensitivity, rng=rng,
-                             mechanism=mechanism, size=size, l2_sensitivity=l2_sensitivity)
+                             mechanism=mechanism, size=size, l2_sensitivity=l2_sensitivity,
+                             **context)
 
 
 # ---------------------------------------------------------------- client side --
@@ -174,6 +189,11 @@ class Units:
     def open(self, protocol: Protocol, spec, repeat: int = 0) -> "Session":
         """Open ``protocol`` with the public options ``spec`` on every unit, for one repeat."""
         return Session(self, protocol, spec, repeat)
+
+    def at(self, repeat: int) -> "Units":
+        """These units, their sessions opened for ``repeat`` (what a solver of that repeat is
+        given: it opens its protocol without knowing the repeat)."""
+        return _AtRepeat(self, repeat)
 
     # -- primitives ------------------------------------------------------------------
     def hosts(self, protocol: Protocol) -> list[tuple[int, int]]:
@@ -210,6 +230,19 @@ class Units:
         """Note a host rebuilt (the backend's record of faults)."""
 
 
+class _AtRepeat:
+    """:meth:`Units.at`: every attribute the units', ``open`` for the repeat."""
+
+    def __init__(self, units: Units, repeat: int):
+        self._units, self._repeat = units, int(repeat)
+
+    def open(self, protocol: Protocol, spec, repeat: int | None = None) -> "Session":
+        return self._units.open(protocol, spec, self._repeat if repeat is None else repeat)
+
+    def __getattr__(self, name):
+        return getattr(self._units, name)
+
+
 class Session:
     """One protocol open on the run's units for one repeat (see the module docstring)."""
 
@@ -221,13 +254,16 @@ class Session:
         #: per host, the sizes its replies are checked against (the seam binds them)
         self.dims: list[dict] = [{} for _ in range(n)]
         #: payload bytes per phase and host (requests and replies)
-        self.payload = {kind: np.zeros(n, dtype=np.int64) for kind in Kind}
+        self.payload = {kind: [0] * n for kind in Kind}
         #: per host: completed rounds of the protocol's iteration call (or the client's own
         #: count, :meth:`tick`)
         self.done = [0] * n
         self.journal: list[list[Entry]] | None = [[] for _ in range(n)] if units.journals \
             else None
         self._seq = [0] * n
+        self._calls: dict = {}  # name -> its declared Call, once checked
+        #: each declared call's number in the protocol's table
+        self.numbers = {c: i for i, c in enumerate(protocol.calls)}
         #: the backend's own state of this session (its hosts)
         self.transport = None
         self._flight: tuple | None = None  # (call, requests, replies) of the round in flight
@@ -257,11 +293,17 @@ class Session:
     def round(self, call, requests: dict) -> dict:
         """One round of the protocol: ``requests[k]`` to host k; returns ``{k: reply}``."""
         call = self._declared(call, (PROTOCOL,))
-        replies = self._exchange(call, dict(requests))
+        replies = self._exchange(call, requests)
+        payload, done = self.payload[PROTOCOL], self.done
+        counts = call.name == self.protocol.iteration
+        sizes: dict = {}  # a request sent to several units is measured once
         for k, request in requests.items():
-            self.payload[PROTOCOL][k] += nbytes(request) + nbytes(replies[k])
-            if call.name == self.protocol.iteration:
-                self.done[k] += 1
+            size = sizes.get(id(request))
+            if size is None:
+                size = sizes[id(request)] = nbytes(request)
+            payload[k] += size + nbytes(replies[k])
+            if counts:
+                done[k] += 1
             if self.journal is not None:
                 self._keep(k, Entry(call, _frozen(request),
                                     replies[k] if call.releases else None))
@@ -286,20 +328,25 @@ class Session:
         return [replies[k] for k in range(self.n)]
 
     def _declared(self, call, kinds) -> Call:
-        call = self.protocol.call(call)
-        if call.kind not in kinds:
-            raise ProtocolError(f"protocol {self.protocol.name}: {call.name} is a "
-                                f"{call.kind.name} call")
-        return call
+        declared = self._calls.get((call, kinds))
+        if declared is None:
+            declared = self.protocol.call(call)
+            if declared.kind not in kinds:
+                raise ProtocolError(f"protocol {self.protocol.name}: {declared.name} is a "
+                                    f"{declared.kind.name} call")
+            self._calls[call, kinds] = declared
+        return declared
 
     def _exchange(self, call: Call, requests: dict) -> dict:
-        seqs = {}
-        for k in requests:
-            self._seq[k] += 1
-            seqs[k] = self._seq[k]
+        seqs = None
+        if self.units.journals:  # numbered, so that a unit handles a message sent again once
+            seqs = {}
+            for k in requests:
+                self._seq[k] += 1
+                seqs[k] = self._seq[k]
         replies: dict = {}
         pending = dict(requests)
-        self._flight = (call, requests, replies)
+        outer, self._flight = self._flight, (call, requests, replies)
         try:
             while pending:
                 got, failure = self.units._send(self, call, pending, seqs)
@@ -309,13 +356,13 @@ class Session:
                     del pending[k]
                 if failure is not None:
                     self._recover(failure)
-        finally:
-            self._flight = None  # a round's replies stand for that round only
+        finally:  # a round's replies stand for that round only (a diagnostic asked within
+            self._flight = outer  # a round in this process is a round of its own)
         return replies
 
     def _check(self, k: int, call: Call, reply) -> None:
         validate(reply, call.reply, self.dims[k], finite=call.kind is PROTOCOL,
-                 where=f"{self.labels[k]}: {call.name} reply: ")
+                 where=(self.labels[k], ": ", call.name, " reply: "))
 
     def _keep(self, k: int, entry: Entry) -> None:
         journal = self.journal[k]
@@ -439,8 +486,12 @@ class InProcessUnits(Units):
         return session.transport[k].open(self.cut(*session.hosts[k]), session.spec, self.env)
 
     def _send(self, session, call, requests, seqs):
-        hosts = session.transport
-        return {k: hosts[k].handle(call, request) for k, request in requests.items()}, None
+        hosts, out, checked = session.transport, {}, {}
+        index = session.numbers[call]
+        for k, request in requests.items():
+            out[k] = hosts[k].handle(index, request, checked=checked.get(id(request)))
+            checked[id(request)] = hosts[k].side.dims
+        return out, None
 
     def _adopt(self, session, k, call, request, reply):
         session.transport[k].adopt(call, request, reply)

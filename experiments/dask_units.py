@@ -194,7 +194,7 @@ class DaskUnits(Units):
     def data(self, prepared, repeat: int):
         """The run's data for one repeat as the coordinator holds it, the units on the
         workers (their sessions open on this backend)."""
-        return prepared.data.elsewhere(self, self.protocol.placement.first)
+        return prepared.data.elsewhere(self.at(repeat), self.protocol.placement.first)
 
     # -- what the units measured where they are ------------------------------------------
     @property

@@ -594,13 +594,11 @@ class _Factory:
 
 def _seams() -> dict:
     """Each vertical protocol's seam over the parties' actors, by its spec's type."""
-    from vfl.baselines.sgd import SGDSpec
     from vfl.stacking.party import PassiveSpec
 
-    from .fdml import DaskSGDParties
     from .passives import DaskPassives
 
-    return {PartySpec: DaskParties, SGDSpec: DaskSGDParties, PassiveSpec: DaskPassives}
+    return {PassiveSpec: DaskPassives}
 
 
 class DaskPartyUnits(DaskUnits):

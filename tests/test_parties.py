@@ -112,11 +112,9 @@ def _fdml(tmp_path, overrides=(), epochs=5):
 def test_fdml_on_dask_gives_the_in_process_numbers_to_the_bit(tmp_path, cluster, overrides):
     """Each party's block, model and noise on its worker, the labels with the coordinator:
     per mini-batch B outputs up and B derivatives down, as in-process, to the bit."""
-    from vfl.experiments.fdml import DaskSGDParties
-
     local, _ = _run(_fdml(tmp_path, overrides))
     remote, plan = _run(_fdml(tmp_path, [*overrides, "run.backend=dask"]), cluster)
-    assert isinstance(plan.solver.parties, DaskSGDParties)
+    assert type(plan.solver.parties.session.units).__name__ == "DaskUnits"
     assert_same_numbers(remote, local)
     assert len(set(remote.manifest["backend"]["parties"].values())) == 2
     # per epoch each party sends N = 300 outputs and receives 300 derivatives (float64)
@@ -452,7 +450,7 @@ def test_accounting_on_dask_sees_the_parties_rows_and_draws_exact_noise_there(tm
         remote = run_experiment(config, plan=plan, with_baselines=False)
         (event,) = plan.solver.releases()  # the last epoch's, recorded by the coordinator
         # the unit rows accounting needs, measured by each party on its worker
-        norms = backend.data(plan.first, 0).parties.max_row_norms
+        norms = backend.data(plan.first, 0).units.max_row_norms
         assert len(norms) == 2 and all(0.99 < n <= 1 + 1e-12 for n in norms)
     assert "exact discrete" in remote.manifest["privacy"]["noise"]
     assert event.exact and event.units.tolist() == [0, 1]
@@ -475,7 +473,7 @@ def test_the_coordinator_holds_no_block(tmp_path, cluster):
     with dask_backend(config, cluster, None) as backend:
         plan = plan_run(config, None, backend)
         solver = plan.solver
-        assert type(solver.parties).__name__ == "DaskParties"
+        assert type(solver.parties.session.units).__name__ == "DaskUnits"
         with pytest.raises(AttributeError):
             solver.solvers  # noqa: B018 (no BlockSolver in the coordinator)
         assert solver.parties.n_features == [6, 7]  # party 1 holds the intercept
@@ -565,13 +563,14 @@ options = {{ path = "{tmp_path / 'tr.svm'}", test_fraction = 0.25 }}
 [run]
 backend = "dask"
 """)
-    start = DaskBackend.start
+    from vfl.experiments.dask_units import DaskUnits
 
-    def hide_the_file(self, *args):  # the coordinator has read it; the workers cannot
-        (tmp_path / "tr.svm").rename(tmp_path / "elsewhere.svm")
-        return start(self, *args)
+    for backend in (DaskBackend, DaskUnits):
+        def hide_the_file(self, *args, start=backend.start):  # the coordinator has read it;
+            (tmp_path / "tr.svm").rename(tmp_path / "elsewhere.svm")  # the workers cannot
+            return start(self, *args)
 
-    monkeypatch.setattr(DaskBackend, "start", hide_the_file)
+        monkeypatch.setattr(backend, "start", hide_the_file)
     out = tmp_path / "run"
     proc = vfl("run", "--config", config, "--out", out, "--cluster", cluster)
     assert_one_line_error(proc, f"{first} on worker tcp://127.0.0.1:", "cannot read its data",

@@ -486,7 +486,7 @@ def test_a_diagnostic_that_meets_a_lost_unit_never_replays_a_completed_round():
     for got, model in zip(models, calm_models):
         np.testing.assert_array_equal(got.x, model)
     np.testing.assert_array_equal(_step(session, g), want)
-    assert session.payload[DIAGNOSTIC].tolist() == [16, 16, 16]  # three models of 2 values
+    assert session.payload[DIAGNOSTIC] == [16, 16, 16]  # three models of 2 values
 
 
 def test_a_replay_that_releases_other_values_stops_the_run_naming_the_unit():
