@@ -416,9 +416,10 @@ class Placement:
     """Where a protocol's units run and what they are called.
 
     ``grouped``: one side holds a contiguous range of units (vectorized over them): in
-    this process one side holds them all, on a cluster each worker a group; otherwise
-    each unit has its own side (and its own worker). ``first``: units before it stay
-    with the coordinator (private stacking's party 1, which holds the labels).
+    this process one side holds them all; otherwise each unit has its own side.
+    ``own_worker``: on a cluster each unit has its own worker (the parties of a vertical
+    run); otherwise contiguous groups share the free workers. ``first``: units before it
+    stay with the coordinator (private stacking's party 1, which holds the labels).
     """
 
     word: str = "party"
@@ -426,6 +427,7 @@ class Placement:
     #: what the units are to the coordinator, in errors ("passive": private stacking's)
     role: str = ""
     grouped: bool = False
+    own_worker: bool = True
     first: int = 0
     #: what a unit's protocol rounds are counted as, in errors ("epoch", "iteration")
     iteration: str = "epoch"

@@ -125,13 +125,13 @@ class DaskUnits(Units):
         self.vertical = isinstance(first.data, VerticalData)
         self.total = len(first.data.blocks if self.vertical else first.data.A)
         units = self.total - place.first
-        wanted = max(1, min(units, _cpus())) if place.grouped else units
+        wanted = units if place.own_worker else max(1, min(units, _cpus()))
         if self.client is None:  # no --cluster: a local one, one worker per unit or group
             self.cluster, self.client = _local_cluster(wanted)
             self.address = self.cluster.scheduler_address
         workers = self._free_workers(wanted, wait=2.0)
         what = f"{place.role} {place.plural}".strip()
-        if place.grouped:
+        if not place.own_worker:
             if not workers:
                 raise ConfigError(too_few(self.address, workers, units, what,
                                           f"the {what} need at least one worker"))
@@ -301,7 +301,7 @@ class DaskUnits(Units):
 
     def _recovered(self, session, record):
         first = record.pop("first")
-        if not self.protocol.placement.grouped:
+        if self.protocol.placement.own_worker:
             record = {"party": first + 1, **record}
         self.recoveries.append(record)
 

@@ -594,11 +594,7 @@ class _Factory:
 
 def _seams() -> dict:
     """Each vertical protocol's seam over the parties' actors, by its spec's type."""
-    from vfl.stacking.party import PassiveSpec
-
-    from .passives import DaskPassives
-
-    return {PassiveSpec: DaskPassives}
+    return {}
 
 
 class DaskPartyUnits(DaskUnits):

@@ -113,7 +113,7 @@ class ADMMSharing(Solver):
     ----------
     blocks : list of (N, d_m) arrays or sparse matrices, or None
         The parties' feature blocks ``D_1, ..., D_M`` (same rows), held in
-        this process (:class:`~.party.LocalParties`); None with ``parties``.
+        this process; None with ``parties``.
     b : (N,) array of labels (+-1 for the logistic loss).
     objective : Objective
         Loss, reduction and ``lam`` of problem (1).
