@@ -299,11 +299,10 @@ def _layout(solver) -> Layout:
     from vfl.core.solver import Setting
 
     from .agents import AgentLayout
-    from .providers import ProviderLayout
 
     if solver.setting is Setting.VERTICAL:
         return _PartyLayout(hub_party=solver.inference.hub_holds_first)
-    return {Setting.HORIZONTAL: ProviderLayout, Setting.NETWORK: AgentLayout}[solver.setting]()
+    return {Setting.NETWORK: AgentLayout}[solver.setting]()
 
 
 class DaskBackend:

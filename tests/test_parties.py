@@ -303,45 +303,6 @@ def test_an_admm_share_once_received_is_never_drawn_again():
     assert resume[2] == [0.5, 0.7, 0.9]
 
 
-def test_a_group_whose_release_arrived_resumes_after_the_iteration_in_flight():
-    """Huang et al.'s providers: a lost group whose releases of the iteration in flight had
-    arrived is not asked for them again; it resumes after that iteration (its dual step
-    (3d) taken, its releases the ones received, its noise stream one draw further)."""
-    from types import SimpleNamespace
-
-    from vfl.experiments.providers import DaskProviders
-
-    resumed = []
-
-    class Actor:
-        def start(self, *args):
-            return SimpleNamespace(result=lambda: None)
-
-        def resume(self, *args):
-            resumed.append(args)
-            return SimpleNamespace(result=lambda: None)
-
-    providers = object.__new__(DaskProviders)
-    providers.slots = [SimpleNamespace(actor=Actor()), SimpleNamespace(actor=Actor())]
-    providers.ranges, providers.repeat, providers.n_providers = [(0, 2), (2, 3)], 0, 3
-    providers.spec = SimpleNamespace(rho=0.5)
-    providers.rounds, providers.history = 1, None
-    providers.shared, providers.gamma = np.ones((3, 2)), np.zeros((3, 2))
-    providers.noises = [("gaussian", np.full(3, 2.0))]
-    w, noise = np.full(2, 3.0), ("gaussian", np.full(3, 4.0))
-    providers._inflight = (w, noise)
-    providers.received = {1: (np.full((1, 2), 7.0), {})}
-    providers._rebuild(1, "w9")
-    shared, gamma, rounds, noises, history = resumed[-1]
-    np.testing.assert_array_equal(shared, np.full((1, 2), 7.0))
-    np.testing.assert_array_equal(gamma, -0.5 * (np.ones((1, 2)) - w))  # (3d), this iteration
-    assert rounds == 2 and [n[1].tolist() for n in noises] == [[2.0], [4.0]]
-    providers.received = {}  # no release arrived: resume at the checkpoint, then run again
-    providers._rebuild(1, "w9")
-    shared, gamma, rounds, noises, history = resumed[-1]
-    assert rounds == 1 and len(noises) == 1 and np.array_equal(shared, np.ones((1, 2)))
-
-
 def _raise_or(value):
     if isinstance(value, Exception):
         raise value
@@ -380,13 +341,11 @@ ALGORITHM2 = {"solver": {"name": "consensus_admm_perturbed", "epochs": 6},
 
 def _providers_both(raw, cluster):
     """``raw`` run in-process and with its providers on the two workers."""
-    from vfl.experiments.providers import DaskProviders
-
     local = run_experiment(config_from_dict(raw), with_baselines=False)
     config = config_from_dict({**raw, "run": {**raw.get("run", {}), "backend": "dask"}})
     with dask_backend(config, cluster, None) as backend:
         plan = plan_run(config, None, backend)
-        assert isinstance(plan.solver.providers, DaskProviders)
+        assert type(plan.solver.providers.session.units).__name__ == "DaskUnits"
         with pytest.raises(AttributeError):
             plan.solver.A  # noqa: B018 (the trainer holds no provider's rows)
         remote = run_experiment(config, plan=plan, with_baselines=False)
