@@ -448,15 +448,16 @@ class Recovery:
     ``compact(entries)`` bounds the journal: it returns the entries a replay needs (e.g.
     ADMM sharing: the noise draws of every round, the last pull alone). ``not_rebuilt``:
     why a unit cannot be rebuilt, or a function of whether the run's noise is replayable
-    giving that reason or None (a ``{its}`` in it reads "its" or "their").
+    and of the unit's journal giving that reason or None (a ``{its}`` in it reads "its"
+    or "their").
     """
 
     compact: Callable | None = None
     not_rebuilt: Any = None
 
-    def reason(self, replayable: bool) -> str | None:
+    def reason(self, replayable: bool, entries=()) -> str | None:
         why = self.not_rebuilt
-        return why(replayable) if callable(why) else why
+        return why(replayable, entries) if callable(why) else why
 
 
 class Protocol:

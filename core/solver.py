@@ -298,15 +298,15 @@ class Neighbour:
 class VerticalData:
     """Parties hold columns ``D_m`` of the same N rows; party 1 holds the labels.
 
-    ``parties``, when the parties run outside this process (another backend),
-    starts them where their blocks are; a solver that supports it then reads
-    no block here (``blocks`` is None), except the hub's own when party 1 is
-    the hub (private stacking's active party: ``blocks`` is ``[D_1]``).
+    ``units``, when the parties run outside this process (another backend), is
+    where they are (:class:`~vfl.core.units.Units`: the solver opens its
+    protocol there); the solver then reads no block here (``blocks`` is None),
+    except the hub's own when party 1 is the hub (private stacking's active
+    party: ``blocks`` is ``[D_1]``).
     """
 
     blocks: list | None
     y: np.ndarray
-    parties: Any = None
     #: the run's :class:`~vfl.core.units.Units` when the parties are elsewhere (None: here)
     units: Any = None
 
@@ -350,15 +350,14 @@ class HorizontalData:
     """Providers hold rows: ``A[i]`` is provider i's ``(m, d)`` sample matrix, ``b[i]`` its labels.
 
     ``public`` is an optional held-out ``(A0, b0)`` treated as public (e.g.
-    DP-ADMM's pre-training samples). ``providers``, when the providers run
-    outside this process (another backend), starts them where their rows are;
-    ``A`` and ``b`` are then None here.
+    DP-ADMM's pre-training samples). ``units``, when the providers run
+    outside this process (another backend), is where they are; ``A`` and ``b``
+    are then None here.
     """
 
     A: np.ndarray | None
     b: np.ndarray | None
     public: tuple[np.ndarray, np.ndarray] | None = None
-    providers: Any = None
     #: the run's :class:`~vfl.core.units.Units` when the providers are elsewhere
     units: Any = None
 
@@ -378,8 +377,8 @@ class NetworkData:
     ``adjacency`` is the symmetric 0/1 ``scipy.sparse`` CSR matrix of the
     graph; ``A[i]``/``b[i]`` agent i's samples; ``x0`` the common start
     ``(N, d)``; ``x_star`` the central optimum of the same objective.
-    ``agents``, when the agents run outside this process (another backend),
-    starts them where their samples are; ``A`` and ``b`` are then None here.
+    ``units``, when the agents run outside this process (another backend), is
+    where they are; ``A`` and ``b`` are then None here.
     """
 
     adjacency: Any
@@ -387,7 +386,6 @@ class NetworkData:
     b: np.ndarray | None
     x0: np.ndarray
     x_star: np.ndarray | None = None
-    agents: Any = None
     #: the run's :class:`~vfl.core.units.Units` when the agents are elsewhere
     units: Any = None
 
@@ -437,7 +435,7 @@ class Solver:
     #: the central optimum's norm): the manifest writes them in its ``diagnostic`` section
     diagnostic_keys: ClassVar[tuple[str, ...]] = ()
     #: where the solver's units can run (``run.backend``): this process, or also "dask"
-    #: (one Dask worker per unit, :mod:`vfl.experiments.parties`)
+    #: (Dask workers, :mod:`vfl.experiments.dask_units`)
     backends: ClassVar[tuple[str, ...]] = ("inprocess",)
     #: the protocol its units speak (:class:`~vfl.core.protocol.Protocol`): any backend places
     #: them by its placement and runs its sides (None: the solver holds all its data here)

@@ -33,6 +33,7 @@ each on a worker, and a party's own service is the same interface.
 
 from __future__ import annotations
 
+import copy
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -146,22 +147,24 @@ class StreamEnv(Env):
 
 class LocalEnv(Env):
     """The units in the solver's process: ``release`` is the solver's (it records the event
-    and draws, or lets the audit's observer release), ``noise(*unit)`` and
-    ``stream(purpose)`` the solver's generators (a public stream is copied for each unit,
-    as each unit elsewhere draws its own copy)."""
+    and draws, or lets the audit's observer release), ``noise(*unit)`` the solver's noise
+    generators, and a public stream either ``stream(purpose, *sub)`` (a fresh seeded one)
+    or a copy of the solver's generator ``streams[purpose]`` (as each unit elsewhere draws
+    from its own copy)."""
 
     records = True
 
     def __init__(self, release: Callable | None = None, noise: Callable | None = None,
-                 streams: dict | None = None):
+                 streams: dict | None = None, stream: Callable | None = None):
         self._release, self._noise, self._streams = release, noise, dict(streams or {})
+        self._stream = stream
 
     def noise(self, *unit):
         return None if self._noise is None else self._noise(*unit)
 
     def stream(self, purpose, *sub):
-        import copy  # (rarely: a unit's copy of a public stream)
-
+        if self._stream is not None:
+            return self._stream(purpose, *sub)
         return copy.deepcopy(self._streams[purpose])
 
     def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None,
@@ -394,7 +397,7 @@ class Session:
         word = self.protocol.placement.iteration
         for k in lost:
             its, at = self._its(k), f"{word} {self.done[k] + 1}"
-            why = self.protocol.recovery.reason(self.units.replayable)
+            why = self.protocol.recovery.reason(self.units.replayable, self._entries(k))
             if why is not None:
                 raise PartyLostError(f"{self.labels[k]}: {its} worker "
                                      f"{self.units.where(self, k)} was lost at {at}; "
@@ -408,12 +411,17 @@ class Session:
                                          word: self.done[k] + 1, "lost": old, "resumed_on": new,
                                          "first": self.hosts[k][0]})
 
-    def _replay(self, k: int, worker: str) -> None:
-        """Bring a re-opened host k back: its journal, then its reply of the round in flight."""
+    def _entries(self, k: int) -> list[Entry]:
+        """Host k's journal, and its round in flight if its reply arrived."""
         entries = list(self.journal[k]) if self.journal is not None else []
         if self._flight is not None and k in self._flight[2]:
             call, requests, replies = self._flight
             entries.append(Entry(call, requests[k], replies[k] if call.releases else None))
+        return entries
+
+    def _replay(self, k: int, worker: str) -> None:
+        """Bring a re-opened host k back: its journal, then its reply of the round in flight."""
+        entries = self._entries(k)
         count = 0
         for entry in entries:
             count += entry.call.name == self.protocol.iteration

@@ -165,7 +165,7 @@ class RunPlan:
     setting: Any
     first: Any  # the Prepared data of repeat 0
     solver: Solver  # repeat 0's solver, constructed (its construction validates)
-    #: where the units run when not in this process (:mod:`vfl.experiments.parties`)
+    #: where the units run when not in this process (:mod:`vfl.experiments.dask_units`)
     backend: Any = None
     #: the manifest's ``dataset`` section (what the records were: name, sizes, checksums)
     dataset_info: dict | None = None
@@ -237,7 +237,7 @@ def plan_run(config: Config, data_dir=None, backend=None, *, keep_records: bool 
     """Load and distribute the data and construct the solver: every user error surfaces here.
 
     With a ``backend`` (``run.backend = "dask"``: a connected
-    :class:`~vfl.experiments.parties.DaskBackend`), each unit's actor (a party, a group of
+    :class:`~vfl.experiments.dask_units.DaskUnits`), each unit's actor (a party, a group of
     providers) reads its own data on its worker, checked against what was read here.
 
     ``keep_records=False`` (one run, as ``vfl run`` and the scale benchmark do): the records

@@ -14,7 +14,7 @@ import pytest
 from cli_helpers import SMALL, assert_one_line_error, vfl
 from vfl.core.errors import ConfigError
 from vfl.experiments.config import config_from_dict, load_config
-from vfl.experiments.parties import DaskBackend, dask_backend
+from vfl.experiments.dask_units import DaskUnits, dask_backend
 from vfl.experiments.runner import plan_run, run_experiment
 
 distributed = pytest.importorskip("dask.distributed")
@@ -202,111 +202,6 @@ def test_private_stacking_on_dask_draws_exact_noise_on_the_workers(tmp_path, clu
     pd.testing.assert_frame_equal(remote.metrics[accounted], local.metrics[accounted],
                                   check_exact=True)
     assert 1.99 < remote.metrics["epsilon_tight"].iloc[-1] <= 2.0  # the target
-
-
-@pytest.mark.parametrize("final", [True, False])
-def test_a_final_round_runs_again_only_where_no_reply_arrived(final):
-    """A release, once received, stands (the rounds of private stacking and ADMM sharing):
-    after a lost worker the round runs again only on the units without a reply; an ordinary
-    round (whose survivors are rolled back) runs again on all."""
-    from types import SimpleNamespace
-
-    from vfl.experiments.parties import DaskUnits
-
-    asked = []
-
-    class Actor:
-        def __init__(self, k, lost):
-            self.k, self.lost = k, lost
-
-        def release(self, x):
-            asked.append(self.k)
-            reply, self.lost = (OSError("lost") if self.lost else x + self.k), False
-            return SimpleNamespace(result=lambda: _raise_or(reply))
-
-    backend = SimpleNamespace(slots=[SimpleNamespace(actor=Actor(k, k == 1)) for k in range(3)],
-                              transport_bytes=dict, count_transport=lambda before: None)
-
-    class Units(DaskUnits):
-        def _recover(self, exc):  # the lost unit rebuilt (here: answering next time)
-            assert isinstance(exc, OSError)
-
-    replies = Units(backend, 0)._round("release", {k: (10,) for k in range(3)}, final=final)
-    assert replies == {0: 10, 1: 11, 2: 12}
-    # units 0 to 2 asked, unit 1's worker lost (unit 2's reply collected all the same)
-    assert asked == [0, 1, 2] + ([1] if final else [0, 1, 2])
-
-
-def test_an_admm_share_once_received_is_never_drawn_again():
-    """A deployment run's share cannot be drawn again, so it must not be: after a fault in
-    the round, a party whose share arrived is neither asked again nor rolled back (its sync
-    counts the round as done), a lost party whose share arrived resumes after the round
-    (its pull and sigma included), and only the others run the round again."""
-    from types import SimpleNamespace
-
-    from vfl.experiments.parties import DaskParties, _Slot
-
-    calls = []
-
-    class Future:
-        def __init__(self, value):
-            self.value = value
-
-        def result(self, timeout=None):
-            if isinstance(self.value, Exception):
-                raise self.value
-            return self.value
-
-    class Actor:
-        def __init__(self, m, fail_first):
-            self.m, self.fail = m, fail_first
-
-        def call(self, method, *args):
-            calls.append((self.m, method, *args[:1]))
-            if method == "update":
-                if self.fail:
-                    self.fail = False
-                    return Future(OSError("worker lost"))
-                return Future((np.full(2, float(self.m)), 0))
-            return Future(None)
-
-        def sync(self, rounds):
-            calls.append((self.m, "sync", rounds))
-            return Future(rounds)
-
-    # parties 0 and 2 answer; party 1's worker is lost before answering
-    slots = [_Slot(Actor(m, fail_first=m == 1), f"w{m}", f"party {m + 1}", np.zeros(2), [0.5])
-             for m in range(3)]
-    backend = SimpleNamespace(slots=slots, transport_bytes=dict, count_transport=lambda b: None,
-                              config=SimpleNamespace(run=SimpleNamespace(party_wait=1.0)),
-                              recoveries=[], _free_workers=lambda n, wait, exclude: ["w9"],
-                              _submit=lambda label, args, worker: None,
-                              _actor=lambda label, worker, future: slots[1].actor)
-    parties = object.__new__(DaskParties)
-    parties.backend, parties.slots, parties.repeat, parties.spec = backend, slots, 0, None
-    parties.party_index, parties._rho, parties._state = [0, 1, 2], 1.0, None
-    parties._alive = lambda slot: slot is not slots[1]
-    parties._open = lambda slot: Future(None)
-    pulls = {m: np.full(2, 10.0 + m) for m in range(3)}
-    replies = parties._pulls(pulls, 1.0, {m: 0.7 for m in range(3)})
-    assert sorted(replies) == [0, 1, 2]
-    updates = [c[0] for c in calls if c[1] == "update"]
-    assert updates == [0, 1, 2, 1]  # parties 0 and 2 once; party 1 again after its rebuild
-    assert (0, "sync", 2) in calls and (2, "sync", 2) in calls  # both have done the round
-    assert [s.sigmas for s in slots] == [[0.5, 0.7]] * 3
-    # a lost party whose share had arrived resumes after the round in flight
-    parties.received = {1: replies[1]}
-    parties._inflight = (pulls, 1.0, {m: 0.9 for m in range(3)})
-    calls.clear()
-    parties._rebuild(1, "w9")
-    (resume,) = [c for c in calls if c[1] == "resume"]
-    assert resume[2] == [0.5, 0.7, 0.9]
-
-
-def _raise_or(value):
-    if isinstance(value, Exception):
-        raise value
-    return value
 
 
 def test_inference_is_counted_from_the_declaration():
@@ -520,14 +415,13 @@ options = {{ path = "{tmp_path / 'tr.svm'}", test_fraction = 0.25 }}
 [run]
 backend = "dask"
 """)
-    from vfl.experiments.dask_units import DaskUnits
+    start = DaskUnits.start
 
-    for backend in (DaskBackend, DaskUnits):
-        def hide_the_file(self, *args, start=backend.start):  # the coordinator has read it;
-            (tmp_path / "tr.svm").rename(tmp_path / "elsewhere.svm")  # the workers cannot
-            return start(self, *args)
+    def hide_the_file(self, *args):  # the coordinator has read it; the workers cannot
+        (tmp_path / "tr.svm").rename(tmp_path / "elsewhere.svm")
+        return start(self, *args)
 
-        monkeypatch.setattr(backend, "start", hide_the_file)
+    monkeypatch.setattr(DaskUnits, "start", hide_the_file)
     out = tmp_path / "run"
     proc = vfl("run", "--config", config, "--out", out, "--cluster", cluster)
     assert_one_line_error(proc, f"{first} on worker tcp://127.0.0.1:", "cannot read its data",

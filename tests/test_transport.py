@@ -509,7 +509,7 @@ def test_a_protocol_that_cannot_rebuild_stops_the_run_in_one_line():
 
     never = Protocol("toy", 1, spec=ToySpec, side=ToySide, opened=Width, calls=TOY.calls,
                      iteration="step", recovery=Recovery(
-                         not_rebuilt=lambda replayable: None if replayable else
+                         not_rebuilt=lambda replayable, entries: None if replayable else
                          "{its} noise cannot be drawn again, so the run stops"))
     units = _toy_units(replayable=False)
     session = units.open(never, ToySpec(eta=0.1))
