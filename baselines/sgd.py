@@ -35,7 +35,8 @@ import numpy as np
 
 from vfl.core.metrics import EpochStats
 from vfl.core.objective import Objective
-from vfl.core.units import InProcessUnits, LocalEnv
+from vfl.core.host import LocalEnv
+from vfl.core.units import InProcessUnits
 
 from .fdml_party import (FDML_PROTOCOL, SGDParties, SGDParty, SGDSpec, initial_models,
                          output_noise)

@@ -5,16 +5,16 @@ A frame is a 15-byte header, ``<4sBHQ``: the magic ``b"VFL1"``, the frame's kind
 (:class:`Frame`), the call's number in the protocol's table and a sequence
 number, then the message's fields in their declared order. Each field is a
 presence byte, then: an array's dtype code (its position in
-:data:`~.protocol.DTYPES`), its number of dimensions, each dimension (uint64)
+:data:`~.messages.DTYPES`), its number of dimensions, each dimension (uint64)
 and its raw little-endian bytes; a float or an int as 8 bytes; a bool as 1; a
 string as its length (uint32) and UTF-8 bytes; named values as their count,
 then per value its name (length byte, UTF-8), a tag and the value. Nothing is
 pickled, nothing names code: the receiver decodes into the message type its
 protocol declares for that call number and validates it
-(:func:`~.protocol.validate`).
+(:func:`~.messages.validate`).
 
 The payload of a frame is its messages' values times their item sizes
-(:func:`~.protocol.nbytes`, the protocol's count); the rest is framing.
+(:func:`~.messages.nbytes`, the protocol's count); the rest is framing.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import struct
 
 import numpy as np
 
-from .protocol import (DTYPES, Array, Protocol, ProtocolError, ReplayMismatch, Scalar,
-                       NonFiniteError)
+from .messages import DTYPES, Array, NonFiniteError, ProtocolError, ReplayMismatch, Scalar
+from .protocol import Protocol
 
 __all__ = ["Frame", "HEADER", "decode", "encode", "read", "serve"]
 

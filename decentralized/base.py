@@ -21,7 +21,8 @@ from vfl.core.objective import Objective
 from vfl.core.errors import ConfigError, DivergedError
 from vfl.core.params import Param
 from vfl.core.solver import NetworkData, Release, Setting, Solver, Streams
-from vfl.core.units import InProcessUnits, LocalEnv
+from vfl.core.host import LocalEnv
+from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 
 try:  # the audit's neighbouring datasets (newer vfl.core)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from vfl.core.codec import serve
 from vfl.core.preprocessing import row_norms
 from vfl.core.solver import VerticalData
-from vfl.core.units import Host, StreamEnv
+from vfl.core.host import Host, StreamEnv
 
 from .config import Config
 from .registry import get_solver

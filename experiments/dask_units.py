@@ -28,6 +28,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import socket
+import struct
 import time
 from dataclasses import dataclass
 
@@ -39,10 +42,12 @@ from vfl.core.errors import ConfigError, PartyLostError
 from vfl.core.protocol import CONTROL, INFERENCE, PROTOCOL, Kind, nbytes
 from vfl.core.solver import VerticalData
 from vfl.core.units import Units
+from vfl.datasets import resolve_data_dir
 
 from .config import Config
 from .dask_actor import UnitActor, facts
 from .registry import get_solver
+from .sweep import _dask_client
 
 __all__ = ["DaskUnits", "check_cluster_option", "dask_backend", "groups"]
 
@@ -331,9 +336,6 @@ class DaskUnits(Units):
     def transport_bytes(self) -> dict:
         """Per open connection of the coordinator to a unit's worker: the bytes TCP carried
         both ways so far (see :data:`TRANSPORT_SOURCE`)."""
-        import socket
-        import struct
-
         pool = self.client.rpc
         workers = {s.worker for s in self.slots}
         out = {}
@@ -382,8 +384,6 @@ class DaskUnits(Units):
 
 
 def _cpus() -> int:
-    import os
-
     return os.cpu_count() or 1
 
 
@@ -397,8 +397,6 @@ def dask_backend(config: Config, cluster: str | None, data_dir) -> DaskUnits:
                           "pip install 'vfl[dask]'") from None
     if cluster is None:
         return DaskUnits(None, None, config, _data_dir(data_dir), None)
-    from .sweep import _dask_client
-
     # the coordinator talks to the units' workers directly, not through the scheduler
     client: Client = _dask_client(cluster, option="--cluster", direct_to_workers=True)
     return DaskUnits(client, None, config, _data_dir(data_dir), cluster)
@@ -421,6 +419,4 @@ def _local_cluster(n_workers: int):
 
 def _data_dir(data_dir) -> str:
     """The data directory as the workers must see it (they read the files themselves)."""
-    from vfl.datasets import resolve_data_dir
-
     return str(resolve_data_dir(data_dir))

@@ -742,6 +742,8 @@ def _transport(backend, metrics, seconds, repeats: int, inference=None) -> dict:
                           "protocol_bytes_per_epoch": protocol / max(epochs, 1),
                           "ratio": backend.transport / protocol if protocol else None,
                           **scored,
+                          # every phase: what TCP carried, and the codec's payload and framing
+                          "phases": backend.phases(),
                           "source": backend.describe()["transport_source"]}}
 
 

@@ -73,7 +73,8 @@ import scipy.sparse as sp
 
 from vfl.core.params import Param
 from vfl.core.solver import Reference, Release, Setting, Solver, VerticalData
-from vfl.core.units import InProcessUnits, LocalEnv
+from vfl.core.host import LocalEnv
+from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 
 from . import mechanism as mech

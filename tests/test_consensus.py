@@ -323,7 +323,7 @@ def test_a_rebuilt_exact_group_replays_its_warm_start_to_the_bit():
     again and goes on as the lost one would."""
     from vfl.admm.providers import PROVIDERS_PROTOCOL
     from vfl.core.protocol import UnitData
-    from vfl.core.units import Host, LocalEnv
+    from vfl.core.host import Host, LocalEnv
 
     s = make(ConsensusADMMPerturbed, planted(), "l1", params={"local_solver": "fista"},
              privacy={"epsilon_per_iteration": 0.3, "delta": 1e-4})

@@ -24,7 +24,8 @@ from vfl.core.params import Param
 from vfl.core.protocol import (CONTROL, DIAGNOSTIC, INFERENCE, PROTOCOL, Call, Empty, Protocol, ProtocolError, Side, array, handles,
                                message, nbytes, same, scalar, validate, values)
 from vfl.core.solver import PartyBlocks, Reference, Setting, Solver
-from vfl.core.units import Host, InProcessUnits, LocalEnv
+from vfl.core.host import Host, LocalEnv
+from vfl.core.units import InProcessUnits
 from vfl.core.wire import Wire
 
 
@@ -331,6 +332,8 @@ def test_the_toy_runs_on_dask_with_the_in_process_numbers(tmp_path, toy, cluster
     assert phases["inference"]["payload_bytes"] == 7 * 2 * 100 * 8 * repeats
     assert phases["training"]["tcp_bytes"] > phases["training"]["payload_bytes"]
     assert all(p["framing_bytes"] > 0 for p in phases.values())
+    written = remote.manifest["communication"]["transport"]["phases"]
+    assert written["training"] == phases["training"]  # (the model was asked for after it)
 
 
 def _kill(cluster, address: str) -> None:

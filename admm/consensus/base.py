@@ -9,12 +9,12 @@ import numpy as np
 from vfl.core.objective import Objective
 from vfl.core.params import Param
 from vfl.core.solver import HorizontalData, Setting, Solver, Streams
-from vfl.core.units import InProcessUnits, LocalEnv
+from vfl.core.host import LocalEnv
+from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 
 from ..providers import PROVIDERS_PROTOCOL, Providers, ProviderSpec, check_provider_rows
 from .batched import _reg_value
-from .data import enforce_row_bound
 from .schedules import REGULARIZERS, _log_term
 
 _COMMON_PARAMS = (

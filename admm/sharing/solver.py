@@ -19,7 +19,8 @@ from vfl.core.losses import NewtonWork
 from vfl.core.metrics import EpochStats
 from vfl.core.objective import Objective
 from vfl.core.solver import Solver
-from vfl.core.units import InProcessUnits, LocalEnv
+from vfl.core.host import LocalEnv
+from vfl.core.units import InProcessUnits
 
 from .acceleration import ACCELERATION, over_relaxation
 from .forms import BALL, ORDER, SHARING, Z_UPDATE, Scratch, summed
