@@ -3,10 +3,10 @@
 # under OUT/<label>/<case>; with two labels, every CSV compared to the bit (timing columns aside).
 #
 #   benchmarks/compare_runs.sh VFL OUT LABEL      # run every case with the `vfl` executable VFL
-#   benchmarks/compare_runs.sh --compare OUT A B  # compare OUT/A with OUT/B
+#   benchmarks/compare_runs.sh --compare OUT A B  # compare OUT/A with OUT/B (PYTHON: one with pandas)
 set -euo pipefail
 if [[ "${1:-}" == "--compare" ]]; then
-  python3 - "$2/$3" "$2/$4" <<'EOF'
+  "${PYTHON:-python3}" - "$2/$3" "$2/$4" <<'EOF'
 import sys
 from pathlib import Path
 

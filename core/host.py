@@ -20,7 +20,8 @@ from typing import Callable
 
 import numpy as np
 
-from .protocol import PROTOCOL, Call, Env, Protocol, ProtocolError, UnitData, validate
+from .protocol import (DIAGNOSTIC, PROTOCOL, Call, Env, Protocol, ProtocolError, UnitData,
+                       validate)
 from .solver import add_noise, add_noise_to_rows
 
 __all__ = ["Host", "LocalEnv", "StreamEnv"]
@@ -29,10 +30,14 @@ __all__ = ["Host", "LocalEnv", "StreamEnv"]
 class Host:
     """A unit's end of a session: its open side, the validation of every request, the
     dispatch through the protocol's closed table, and at-most-once handling (a request
-    sent again with the same sequence number gets the reply already made)."""
+    sent again with the same sequence number gets the reply already made).
 
-    def __init__(self, protocol: Protocol):
-        self.protocol = protocol
+    ``simulation`` False: a deployment's unit, which answers no diagnostic (exact values
+    never leave it).
+    """
+
+    def __init__(self, protocol: Protocol, *, simulation: bool = True):
+        self.protocol, self.simulation = protocol, simulation
         self.side = None
         self._last: tuple[int, object] | None = None
 
@@ -70,15 +75,15 @@ class Host:
             i, call = self._call(index)
         if seq is not None and self._last is not None and self._last[0] == seq:
             return self._last[1]  # sent again after a fault: handled once
-        if checked is None or checked != self.side.dims:
-            validate(request, call.request, self.side.dims, finite=call.kind is PROTOCOL,
-                     where=(call.name, ": "))
-        reply = self.protocol.handlers[i](self.side, request)
+        reply = self._handle(i, call, request, checked)
         if seq is not None:
             self._last = (seq, reply)
         return reply
 
     def _handle(self, i: int, call: Call, request, checked=None):
+        if call.kind is DIAGNOSTIC and not self.simulation:
+            raise ProtocolError(f"{call.name}: a deployment's unit answers no diagnostic "
+                                "(exact values never leave it)")
         if checked is None or checked != self.side.dims:
             validate(request, call.request, self.side.dims, finite=call.kind is PROTOCOL,
                      where=(call.name, ": "))

@@ -112,8 +112,9 @@ class DaskUnits(Units):
         self.protocol = None
         self.recoveries: list[dict] = []  # units rebuilt after their worker was lost
         self.use_cache = True  # False: the actors leave nothing in their user cache (plan_run)
-        #: TCP bytes per phase over the run (inference: the last scoring of the test rows)
+        #: TCP bytes per phase over the run, and of the last scoring of the test rows
         self.carried_bytes = {kind: 0 for kind in Kind}
+        self.last_scoring: int | None = None
         #: the codec's payload and framing per phase, over every session
         self.payload = {kind: 0 for kind in Kind}
         self.framing = {kind: 0 for kind in Kind}
@@ -318,10 +319,9 @@ class DaskUnits(Units):
 
     def _carried(self, kind, before: dict) -> None:
         carried = self.carried(before)
-        if kind is INFERENCE:  # the last scoring's
-            self.carried_bytes[kind] = carried
-        else:
-            self.carried_bytes[kind] += carried
+        self.carried_bytes[kind] += carried
+        if kind is INFERENCE:
+            self.last_scoring = carried
 
     @property
     def transport(self) -> int:
@@ -331,7 +331,7 @@ class DaskUnits(Units):
     @property
     def inference_transport(self) -> int | None:
         """TCP bytes of the last scoring of the test rows (None before any)."""
-        return self.carried_bytes[INFERENCE] or None
+        return self.last_scoring
 
     def transport_bytes(self) -> dict:
         """Per open connection of the coordinator to a unit's worker: the bytes TCP carried

@@ -242,6 +242,15 @@ def test_an_undeclared_call_or_a_pickled_object_is_refused():
     assert not side.x.any()
 
 
+def test_a_deployments_unit_answers_no_diagnostic():
+    host = Host(TOY, simulation=False)
+    host.open(UnitDataFor([np.ones((3, 2))], 0, 1), ToySpec(eta=0.1),
+              LocalEnv(noise=lambda m: None))
+    with pytest.raises(ProtocolError, match="model: a deployment's unit answers no diagnostic"):
+        host.handle(TOY.index("model"), Empty())
+    assert host.handle(TOY.index("score"), Empty()).u.shape == (2,)  # scoring is released
+
+
 def test_frames_round_trip_and_count_payload_apart_from_framing():
     rng = np.random.default_rng(0)
 
