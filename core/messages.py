@@ -108,7 +108,11 @@ def values(*, optional: bool = False, finite: bool = True):
 def _finite(a: np.ndarray) -> bool:
     # one reduction: a NaN or an infinity makes it non-finite; a finite array whose reduction
     # overflows is told apart by the exact check
-    return math.isfinite(a @ a if a.ndim == 1 else a.sum()) or bool(np.isfinite(a).all())
+    # (a sum, not a dot product: BLAS may start threads for it)
+    return math.isfinite(_add(a, axis=None)) or bool(np.isfinite(a).all())
+
+
+_add = np.add.reduce
 
 
 def message(cls):
