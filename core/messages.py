@@ -267,8 +267,8 @@ def validate(msg, expected: type, dims: dict | None = None, *, finite: bool = Tr
     other symbols must agree across the message) and, with ``finite``, finite floats.
 
     Raises :class:`ProtocolError` (:class:`NonFiniteError` for NaN or infinity) naming
-    the message and field; ``where`` prefixes the message (the call, the unit): a string, or parts joined only
-    when a message is refused.
+    the message and field; ``where`` prefixes the message (the call, the unit): a string,
+    or parts joined only when a message is refused.
     """
     if type(msg) is not expected:
         raise ProtocolError(f"{_w(where)}expected a {expected.__name__} message, got "

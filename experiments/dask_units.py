@@ -255,7 +255,7 @@ class DaskUnits(Units):
         try:
             for k, request in requests.items():
                 frames[k] = codec.encode(Frame.REQUEST, index, seqs[k], request)
-                futures[k] = self.slots[k].actor.serve(frames[k])
+                futures[k] = self.slots[k].actor.serve(frames[k])  # every unit at once
         except Exception as exc:  # noqa: BLE001 (a lost worker shows as many types)
             failure = exc
         got = {}

@@ -452,3 +452,54 @@ def test_the_backend_is_validated_with_the_config(overrides, message):
 
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         config_from_dict(apply_overrides(raw, overrides))
+
+
+#: a family's config, noise on and eval_every = 1 (issue 39's reproducer), and the row after
+#: which its first unit is lost, before the next diagnostic
+LOST_IN_A_DIAGNOSTIC = {
+    # ADMM sharing: its journal keeps every round's sigma and the last pull alone
+    "sharing": (lambda tmp_path: load_config(_config(tmp_path, epochs=6), [
+        "privacy.sigma=0.3", 'privacy.form="output"', "run.eval_every=1", "run.repeats=2"]), 1),
+    # DP-ADMM: its groups solve their journal's iterations again
+    "providers": (lambda tmp_path: config_from_dict({
+        **HORIZONTAL, "privacy": {"epsilon_per_iteration": 0.5, "delta": 1e-3,
+                                  "replayable_noise": True},
+        "run": {"eval_every": 1}}), 1),
+    # private stacking: a passive party takes back its released model (its training shares,
+    # a diagnostic, are asked for once the round is done)
+    "stacking": (lambda tmp_path: _stacking(tmp_path, STACKING_PRIVATE), 0),
+}
+
+
+def _killed(cluster) -> bool:
+    return any(w.status.name in ("closed", "closing", "closing_gracefully")
+               for w in cluster.workers.values())
+
+
+@pytest.mark.parametrize("family", sorted(LOST_IN_A_DIAGNOSTIC))
+def test_a_unit_lost_before_a_diagnostic_is_rebuilt_to_the_in_process_numbers(tmp_path, family):
+    """Issue 39: a worker lost during the diagnostics used to replay a completed round from
+    overwritten buffers and draw one noise vector too many; now its unit is rebuilt from its
+    journal, and every number is the in-process one, to the bit."""
+    from dataclasses import replace
+
+    from test_transport import _kill_during, _on_dask
+    from vfl.core.protocol import DIAGNOSTIC
+
+    make, after = LOST_IN_A_DIAGNOSTIC[family]
+    config = make(tmp_path)
+    local = run_experiment(config, with_baselines=False)
+    dask = replace(config, run=replace(config.run, backend="dask", party_wait=30.0))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  protocol="tcp://", host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        on_epoch, kill = _kill_during(cluster, DIAGNOSTIC, after)
+
+        def during(backend, kind):  # the worker that takes over comes after the loss
+            kill(backend, kind)
+            if _killed(cluster) and len(cluster.worker_spec) == 2:
+                cluster.scale(3)
+
+        remote, backend = _on_dask(dask, cluster, on_epoch=on_epoch, during=during)
+    assert_same_numbers(remote, local)
+    assert len(backend.recoveries) == 1
