@@ -192,7 +192,7 @@ def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides
         if value is not None:
             overrides.append(f"{key}={value}")
     config = load_config(config_path, overrides)
-    from vfl.experiments.parties import check_cluster_option
+    from vfl.experiments.dask_units import check_cluster_option
     from vfl.experiments.runner import check_run_options
 
     check_cluster_option(config, cluster)
@@ -212,7 +212,7 @@ def _backend(config, cluster, data_dir):
 
     if config.run.backend != "dask":
         return contextlib.nullcontext()
-    from vfl.experiments.parties import dask_backend
+    from vfl.experiments.dask_units import dask_backend
 
     return dask_backend(config, cluster, data_dir)
 

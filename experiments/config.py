@@ -245,7 +245,7 @@ class RunConfig:
     # cost more than the run, and "central" is F* alone
     baselines: str = "all"
     # where the parties run: "inprocess", or "dask" (each party on its own Dask worker,
-    # vfl.experiments.parties; `vfl run --cluster` names the scheduler)
+    # vfl.experiments.dask_units; `vfl run --cluster` names the scheduler)
     backend: str = "inprocess"
     # dask: seconds to wait for a worker that can take over a lost party's data
     party_wait: float = 60.0

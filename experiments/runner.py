@@ -24,6 +24,7 @@ import pandas as pd
 from vfl.core.metrics import accuracy, log_loss
 from vfl.core.relations import Cleaning, stated_on
 from vfl.core.errors import ConfigError, DivergedError
+from vfl.core.protocol import NonFiniteError
 from vfl.core.solver import DIAGNOSTIC, RELEASED, Solver, Streams, column_kinds
 from vfl.datasets import REGISTRY, dataset_status, resolve_data_dir
 from vfl.datasets.base import RawDataset
@@ -164,7 +165,7 @@ class RunPlan:
     setting: Any
     first: Any  # the Prepared data of repeat 0
     solver: Solver  # repeat 0's solver, constructed (its construction validates)
-    #: where the units run when not in this process (:mod:`vfl.experiments.parties`)
+    #: where the units run when not in this process (:mod:`vfl.experiments.dask_units`)
     backend: Any = None
     #: the manifest's ``dataset`` section (what the records were: name, sizes, checksums)
     dataset_info: dict | None = None
@@ -236,7 +237,7 @@ def plan_run(config: Config, data_dir=None, backend=None, *, keep_records: bool 
     """Load and distribute the data and construct the solver: every user error surfaces here.
 
     With a ``backend`` (``run.backend = "dask"``: a connected
-    :class:`~vfl.experiments.parties.DaskBackend`), each unit's actor (a party, a group of
+    :class:`~vfl.experiments.dask_units.DaskUnits`), each unit's actor (a party, a group of
     providers) reads its own data on its worker, checked against what was read here.
 
     ``keep_records=False`` (one run, as ``vfl run`` and the scale benchmark do): the records
@@ -321,9 +322,14 @@ def _privacy_row(solver: Solver, ledger) -> dict:
     }
 
 
-def _divergence(config: Config, solver: Solver, value) -> DivergedError:
-    msg = f"{config.solver.name} diverged at {solver.iteration_name} {solver.iteration} " \
-          f"(objective {value})"
+def _divergence(config: Config, solver: Solver, value, message: str | None = None
+                ) -> DivergedError:
+    if message is not None:  # a non-finite message of the iteration in progress, refused
+        msg = f"{config.solver.name} diverged at {solver.iteration_name} " \
+              f"{solver.iteration + 1} ({message})"
+    else:
+        msg = f"{config.solver.name} diverged at {solver.iteration_name} {solver.iteration} " \
+              f"(objective {value})"
     hint = solver.divergence_hint()
     return DivergedError(msg + (f"; {hint}" if hint else ""))
 
@@ -403,7 +409,10 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
                         evaluate_and_record(stats)
                     break
             t0 = perf_counter()
-            stats = solver.step()
+            try:
+                stats = solver.step()
+            except NonFiniteError as exc:  # the transport refused a NaN or an infinity
+                raise _divergence(config, solver, None, str(exc)) from None
             elapsed += perf_counter() - t0  # solver time only; evaluation is not charged
             step = solver.wire.take()
             sent = {"messages": sent["messages"] + step.messages,
@@ -733,6 +742,8 @@ def _transport(backend, metrics, seconds, repeats: int, inference=None) -> dict:
                           "protocol_bytes_per_epoch": protocol / max(epochs, 1),
                           "ratio": backend.transport / protocol if protocol else None,
                           **scored,
+                          # every phase: what TCP carried, and the codec's payload and framing
+                          "phases": backend.phases(),
                           "source": backend.describe()["transport_source"]}}
 
 

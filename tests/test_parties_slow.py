@@ -18,7 +18,7 @@ from cli_helpers import SMALL, vfl
 from test_parties import STACKING, STACKING_PRIVATE, assert_same_numbers
 from vfl.core.errors import PartyLostError
 from vfl.experiments.config import load_config
-from vfl.experiments.parties import dask_backend
+from vfl.experiments.dask_units import dask_backend
 from vfl.experiments.runner import plan_run, run_experiment
 
 distributed = pytest.importorskip("dask.distributed")
