@@ -369,6 +369,8 @@ def _data(d: dict) -> DataConfig:
         raise ConfigError("data.dataset is required (e.g. dataset = \"a9a\")")
     if not isinstance(d["dataset"], str):
         raise ConfigError(f"data.dataset must be a string, got {d['dataset']!r}")
+    if d["dataset"] == "parties":
+        return _party_data(d)
     file_keys = FILE_DATA_KEYS if d["dataset"] in FILE_DATASETS else ()
     _check_keys("data", d, ("dataset", "options", "fallback", *file_keys))
     options = d.get("options", {})
@@ -384,6 +386,22 @@ def _data(d: dict) -> DataConfig:
     if fallback is not None:
         _check_fallback(d["dataset"], fallback)
     return DataConfig(dataset=d["dataset"], options=options, fallback=fallback)
+
+
+def _party_data(d: dict) -> DataConfig:
+    """``dataset = "parties"``: one ``[[data.party]]`` table per party, checked now (every
+    party's keys, a test source), read when the run starts (:mod:`vfl.datasets.parties`)."""
+    from vfl.datasets.parties.spec import DATA_KEYS, check_parties
+
+    _check_keys("data", d, ("dataset", "options", "fallback", *DATA_KEYS))
+    if d.get("fallback") is not None:
+        raise ConfigError("data.fallback applies to a registry dataset, not to party files")
+    given = d.get("options", {})  # config.json holds the keys under options
+    if not isinstance(given, dict):
+        raise ConfigError(f"data.options must be a table, got {_typename(given)}")
+    options = {**given, **{k: v for k, v in d.items() if k in DATA_KEYS}}
+    check_parties(options)
+    return DataConfig(dataset="parties", options=options)
 
 
 def _check_fallback(dataset: str, fallback) -> None:
@@ -404,10 +422,20 @@ def _check_fallback(dataset: str, fallback) -> None:
                           f"{', '.join(generated)}")
 
 
-def _partition(p: dict, setting: Setting) -> PartitionConfig:
+def _partition(p: dict, setting: Setting, party_files: bool = False) -> PartitionConfig:
+    if party_files and setting is not Setting.VERTICAL:
+        raise ConfigError(f"data.dataset = \"parties\" (one file per party, aligned rows) is "
+                          f"for vertical solvers; this solver is {setting.value}")
     if setting is Setting.VERTICAL:
         _check_keys("partition", p, VERTICAL_PARTITION_KEYS, " for a vertical solver")
         given = [k for k in ("columns", "ranges", "indices") if k in p]
+        if party_files:  # each party holds its own file's columns
+            if given:
+                raise ConfigError(f"partition.{given[0]}: with party files each party holds "
+                                  "the columns of its own file; leave it out")
+            return PartitionConfig(
+                allow_unused=_boolean("partition.allow_unused", p.get("allow_unused", False)),
+                public=_integer("partition.public", p.get("public", 0), minimum=0))
         if len(given) != 1:
             raise ConfigError(
                 "partition needs exactly one of columns, ranges, indices"
@@ -561,7 +589,7 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
     preprocessing = _preprocessing(tables["preprocessing"])
     cls, solver = _solver(tables["solver"])
     setting = cls.setting
-    partition = _partition(tables["partition"], setting)
+    partition = _partition(tables["partition"], setting, data.dataset == "parties")
     if setting is Setting.NETWORK:
         network = _network(tables["network"])
         # one place for how agents exchange: [network], passed to solvers that declare it

@@ -51,7 +51,7 @@ COMMUNICATION_COLUMNS = ["messages", "bytes"]
 #: final model (the solver's :class:`~vfl.core.wire.Inference`, at the last iteration)
 COMMUNICATION_FILE_COLUMNS = ["repeat", "phase", "epoch", "unit", "sent_messages", "sent_bytes",
                               "received_messages", "received_bytes"]
-PHASES = ("training", "inference")
+PHASES = ("training", "inference", "alignment")
 
 
 @dataclass
@@ -81,7 +81,8 @@ def load_config_dataset(config: Config, data_dir=None, *, keep: bool = True,
     import json
 
     key = json.dumps([config.data.dataset, config.data.options, config.data.fallback,
-                      str(resolve_data_dir(data_dir)), _split_seed(config), _strict(config)],
+                      str(resolve_data_dir(data_dir)), _split_seed(config), _strict(config),
+                      _alignment_options(config) if config.data.dataset == "parties" else None],
                      sort_keys=True, default=str)
     stamp = _file_stamp(config, data_dir)
     hit = _DATASETS.pop(key, None) if not keep else _DATASETS.get(key)
@@ -98,7 +99,7 @@ def _split_seed(config: Config):
     """The seed the loaded records depend on: run.seed only for a user file split at random
     without its own ``split_seed`` (a sweep over seeds then loads every other dataset once)."""
     d = config.data
-    if d.dataset in ("libsvm", "csv") and "test_fraction" in d.options \
+    if d.dataset in ("libsvm", "csv", "parties") and "test_fraction" in d.options \
             and "split_seed" not in d.options:
         return config.run.seed
     return None
@@ -112,7 +113,8 @@ def _file_stamp(config: Config, data_dir):
     import os
 
     if config.data.dataset not in REGISTRY:
-        paths = [config.data.options.get(k) for k in ("path", "test_path")]
+        tables = config.data.options.get("party") or [config.data.options]
+        paths = [t.get(k) for t in tables if isinstance(t, dict) for k in ("path", "test_path")]
         return tuple((os.path.abspath(p), *_stat(p).values()) for p in paths
                      if isinstance(p, str)) or None
     return tuple((f.get("path"), f.get("size"), f.get("mtime")) for f in
@@ -147,8 +149,34 @@ def _load_config_dataset(config: Config, data_dir=None,
     options = dict(d.options)
     if _split_seed(config) is not None:
         options["split_seed"] = config.run.seed
+    if d.dataset == "parties":
+        options["alignment"] = _alignment_options(config)
     return load_raw(d.dataset, data_dir, options=options, strict=_strict(config),
                     use_cache=use_cache), None
+
+
+def _alignment_options(config: Config) -> dict:
+    """Party files: the agreed row order's key comes from the run's seed in a replayable
+    run (a simulation replays bit for bit), from OS entropy in a deployment."""
+    given = dict(config.data.options.get("alignment", {}))
+    if config.privacy.replayable_noise and "seed" not in given:
+        given["seed"] = config.run.seed
+    return given
+
+
+def _alignment_traffic(info: dict | None) -> list:
+    """communication.csv rows of phase ``alignment`` (repeat 0, iteration 0): what the
+    parties' PSI and agreement sent, per party (unit m is party m; the hub sends nothing)."""
+    from vfl.core.wire import Traffic
+
+    aligned = ((info or {}).get("provenance") or {}).get("alignment") or {}
+    rows = []
+    for part in aligned.values():
+        t = {k: np.asarray(v, dtype=np.int64) for k, v in part["traffic"].items()}
+        rows.append(_traffic_rows(Traffic(t["sent_messages"], t["sent_bytes"],
+                                          t["received_messages"], t["received_bytes"],
+                                          0, 0, 0, 0), 0, 0, phase=PHASES.index("alignment")))
+    return rows
 
 
 @dataclass
@@ -503,6 +531,7 @@ def run_experiment(
         stops.append(stopped)
         seconds.append(elapsed)
 
+    traffic += _alignment_traffic(plan.dataset_info)
     frames = repeats.recompose(frames)  # a deployment's epsilon: all its repeats composed
     if len(frames) == 1:
         metrics, per_repeat = frames[0], None
@@ -687,6 +716,7 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops
                                       "trainer or active party; absent in a network; phase "
                                       "training or inference)",
                           **_inference_manifest(cls, inference, prepared),
+                          **_alignment_manifest(plan.dataset_info),
                           **transport},
         **({"backend": plan.backend.describe()} if plan.backend is not None else {}),
         "released": released,
@@ -716,6 +746,19 @@ def _inference_manifest(cls, inference, prepared) -> dict:
                           "what": cls.inference.note,
                           "counted": "once per repeat: the whole test set scored with the final "
                                      "model; not in metrics.csv's messages and bytes (training)"}}
+
+
+def _alignment_manifest(info: dict | None) -> dict:
+    """The manifest's ``communication.alignment``: what aligning the party files sent."""
+    aligned = ((info or {}).get("provenance") or {}).get("alignment")
+    if not aligned:
+        return {}
+    return {"alignment": {"messages": sum(a["messages"] for a in aligned.values()),
+                          "bytes": sum(a["bytes"] for a in aligned.values()),
+                          "protocol": next(iter(aligned.values()))["protocol"],
+                          "intersection": {part: a["intersection"] for part, a in aligned.items()},
+                          "counted": "once, before training (communication.csv phase "
+                                     "alignment); not in metrics.csv's messages and bytes"}}
 
 
 def _transport(backend, metrics, seconds, repeats: int, inference=None) -> dict:
