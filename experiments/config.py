@@ -277,6 +277,44 @@ class AuditConfig:
     runs: int = 100
 
 
+@dataclass(frozen=True)
+class TuningConfig:
+    """``[tuning]``: what ``vfl tune`` chose and how (written by it, read by the run).
+
+    ``method = "public"``: chosen on rows declared public, nothing spent. ``"private"``:
+    random search with a random number of trials on the private rows (Papernot and Steinke
+    2022), each trial ``trial_mu``-GDP; the run charges the tuning's RDP
+    (:func:`vfl.privacy.tuning.tuning_rdp`) to every record before its own releases.
+    """
+
+    method: str
+    values: dict = field(default_factory=dict)
+
+    @property
+    def private(self) -> bool:
+        return self.method == "private"
+
+
+TUNING_METHODS = ("public", "private")
+
+
+def _tuning(t: dict) -> TuningConfig | None:
+    if not t:
+        return None
+    method = _choice("tuning.method", t.get("method"), TUNING_METHODS)
+    values = {k: v for k, v in t.items() if k != "method"}
+    if method == "private":
+        for key in ("trial_mu", "eta", "gamma", "trials"):
+            if key not in values:
+                raise ConfigError(f"tuning.{key} is required with tuning.method = 'private' "
+                                  "(vfl tune --private writes it)")
+        as_number("tuning.trial_mu", values["trial_mu"], low=0)
+        as_number("tuning.eta", values["eta"], low=0)
+        as_number("tuning.gamma", values["gamma"], low=0, high=1, low_open=True, high_open=True)
+        as_integer("tuning.trials", values["trials"], low=1)
+    return TuningConfig(method=method, values=values)
+
+
 #: ``audit.runs`` bounds: fewer than 10 draws bound nothing; 1e6 is hours of replays
 AUDIT_RUNS = (10, 1_000_000)
 
@@ -295,6 +333,7 @@ class Config:
     setting: Setting = Setting.VERTICAL
     preprocessing: PreprocessingConfig = field(default_factory=PreprocessingConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
+    tuning: TuningConfig | None = None
 
     def to_dict(self) -> dict:
         """The fully resolved config (every default filled in), JSON-ready."""
@@ -316,6 +355,8 @@ class Config:
             d["network"] = {k: v for k, v in asdict(self.network).items() if v is not None}
         if self.audit != AuditConfig():  # recorded when set: older runs' configs stay current
             d["audit"] = asdict(self.audit)
+        if self.tuning is not None:
+            d["tuning"] = {"method": self.tuning.method, **self.tuning.values}
         return d
 
     def with_overrides(self, overrides: list[str]) -> "Config":
@@ -326,7 +367,7 @@ class Config:
 # -- validation helpers ---------------------------------------------------------
 
 _TOP = ("name", "data", "preprocessing", "partition", "network", "objective", "solver", "privacy",
-        "run", "sweep", "audit")
+        "run", "sweep", "audit", "tuning")
 
 
 def _typename(value) -> str:
@@ -651,9 +692,13 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
     _check_keys("audit", a, tuple(AuditConfig.__dataclass_fields__))
     audit = AuditConfig(runs=as_integer("audit.runs", a.get("runs", 100), low=AUDIT_RUNS[0],
                                         high=AUDIT_RUNS[1]))
+    tuning = _tuning(tables["tuning"])
+    if tuning is not None and tuning.private and not privacy.claims_guarantee:
+        raise ConfigError("tuning.method = 'private' was charged to a run that claims a "
+                          "guarantee; this config claims none (privacy.delta unset)")
     return Config(name=config_name, data=data, partition=partition, objective=objective,
                   solver=solver, privacy=privacy, run=run, sweep=sweep, network=network,
-                  setting=setting, preprocessing=preprocessing, audit=audit)
+                  setting=setting, preprocessing=preprocessing, audit=audit, tuning=tuning)
 
 
 def _dask_solvers() -> list[str]:

@@ -64,6 +64,8 @@ class RunResult:
     repeats: pd.DataFrame | None = None  # per-repeat rows, when run.repeats > 1
     #: per repeat, iteration and unit: what the protocol sent and received (communication.csv)
     communication: pd.DataFrame | None = None
+    #: the privacy ledger of the run (every repeat composed), or None
+    ledger: Any = None
 
 
 _DATASETS: dict = {}  # (dataset, options, data dir) -> loaded, within one process
@@ -333,7 +335,13 @@ def _ledger(config: Config):
     from vfl.core.ledger import PrivacyLedger
 
     delta = config.privacy.values.get("delta")
-    return PrivacyLedger(delta, config.privacy.values.get("accountant", "pld"))
+    ledger = PrivacyLedger(delta, config.privacy.values.get("accountant", "pld"))
+    if config.tuning is not None and config.tuning.private:  # spent before the run
+        from vfl.privacy.tuning import tuning_rdp
+
+        t = config.tuning.values
+        ledger.add_rdp(tuning_rdp(ledger.orders, t["trial_mu"], t["eta"], t["gamma"]))
+    return ledger
 
 
 def _privacy_row(solver: Solver, ledger) -> dict:
@@ -564,7 +572,8 @@ def run_experiment(
     communication = pd.DataFrame(np.concatenate(traffic), columns=COMMUNICATION_FILE_COLUMNS)
     communication["phase"] = np.asarray(PHASES, dtype=object)[communication["phase"].to_numpy()]
     return RunResult(config=config, manifest=manifest, metrics=metrics, baselines=baselines,
-                     coef=solver.coef(), repeats=per_repeat, communication=communication)
+                     coef=solver.coef(), repeats=per_repeat, communication=communication,
+                     ledger=repeats.ledger())
 
 
 def _inference(solver: Solver, prepared):
@@ -589,6 +598,13 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops
         if privacy.get("neighbouring"):  # on the cleaned file when records were removed
             privacy["neighbouring"] = stated_on(privacy["neighbouring"], plan.cleaning)
         privacy["noise"] = streams.describe()["noise"]
+        if config.tuning is not None:  # how the hyper-parameters were chosen
+            privacy["tuning"] = {"method": config.tuning.method, **config.tuning.values,
+                                 "charged": "the tuning's RDP (Papernot and Steinke 2022, Thm. "
+                                            "2) composed before the run's releases: every "
+                                            "epsilon of this run includes it"
+                                 if config.tuning.private else
+                                 "nothing: chosen on rows declared public"}
         ledger, how = repeats.ledger(), repeats.describe()
         if ledger is not None:
             privacy["spent"] = {
