@@ -262,7 +262,7 @@ def check_run_options(config: Config, *, stop_at_budget: bool, release_only: boo
 
 
 def plan_run(config: Config, data_dir=None, backend=None, *, keep_records: bool = True,
-             use_cache: bool = True) -> RunPlan:
+             use_cache: bool = True, raw: RawDataset | None = None) -> RunPlan:
     """Load and distribute the data and construct the solver: every user error surfaces here.
 
     With a ``backend`` (``run.backend = "dask"``: a connected
@@ -280,7 +280,9 @@ def plan_run(config: Config, data_dir=None, backend=None, *, keep_records: bool 
                           "--cluster, or a local cluster it starts); sweeps, audits and figure "
                           "runs are in-process: leave run.backend unset")
     cls = get_solver(config.solver.name)
-    dataset, note = load_config_dataset(config, data_dir, keep=keep_records, use_cache=use_cache)
+    # ``raw``: records read already (vfl tune's rows declared public), else the config's data
+    dataset, note = (raw, None) if raw is not None else \
+        load_config_dataset(config, data_dir, keep=keep_records, use_cache=use_cache)
     setting = prepare(config, dataset, cls)
     info = _dataset_info(dataset, note, setting)
     checksums = dataset.checksums  # the workers check their reads against these

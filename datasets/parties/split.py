@@ -46,6 +46,19 @@ def deal(n: int, parties: int, overlap: float, rng: np.random.Generator):
     return ids, rows
 
 
+def _raw_labels(raw) -> tuple:
+    """The two labels as the source wrote them (negative, positive): its label mapping's,
+    else -1 and +1. A LIBSVM party file's labels are numbers."""
+    mapping = raw.provenance.get("label_mapping") or {}
+    values = [mapping.get("-1", -1), mapping.get("+1", 1)]
+    out = []
+    for v in values:
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        out.append(v)
+    return tuple(out)
+
+
 def _libsvm_ok(table: RawTable, names) -> bool:
     return sp.issparse(table.numeric) and all(_F.fullmatch(n) for n in names)
 
@@ -55,7 +68,7 @@ def _write_libsvm(path: Path, ids, y, X: sp.csr_matrix, first: int) -> None:
     for r in range(X.shape[0]):
         a, b = X.indptr[r], X.indptr[r + 1]
         entries = " ".join(f"{j + first}:{float(v)!r}" for j, v in zip(X.indices[a:b], X.data[a:b]))
-        head = f"{ids[r]}" if y is None else f"{ids[r]} {int(y[r])}"
+        head = f"{ids[r]}" if y is None else f"{ids[r]} {y[r]}"
         out.append(f"{head} {entries}".rstrip())
     path.write_text("\n".join(out) + "\n")
 
@@ -76,7 +89,7 @@ def _columns(table: RawTable, names, rows) -> dict:
 def _write_csv(path: Path, ids, y, table: RawTable, names, rows) -> None:
     frame = {ID: ids}
     if y is not None:
-        frame[LABEL] = y.astype(int)
+        frame[LABEL] = y
     frame.update(_columns(table, names, rows))
     pd.DataFrame(frame).to_csv(path, index=False)
 
@@ -84,7 +97,7 @@ def _write_csv(path: Path, ids, y, table: RawTable, names, rows) -> None:
 def _schema(raw, names, label: bool) -> dict:
     fields = [{"name": ID, "type": "integer"}]
     if label:
-        fields.append({"name": LABEL, "type": "integer", "constraints": {"enum": [-1, 1]}})
+        fields.append({"name": LABEL, "type": "string"})
     for name in names:
         spec = raw.schema.column(name)
         kind = raw.train.kinds[raw.train.names.index(name)]
@@ -111,11 +124,12 @@ def write_parties(raw, groups: list[list[str]], *, overlap: float, seed: int, ou
     if test:
         parts["test"] = (raw.test, raw.y_test, 1.0)
     tables = [{"name": f"party{m + 1}"} for m in range(len(groups))]
+    raw_labels = _raw_labels(raw)
     for part, (table, y, share) in parts.items():
         ids, rows = deal(table.n_rows, len(groups), share, rng)
         for m, names in enumerate(groups):
             r = rows[m]
-            label = y[r] if m == 0 else None
+            label = np.where(y[r] > 0, raw_labels[1], raw_labels[0]) if m == 0 else None
             stem = f"party{m + 1}" + ("" if part == "train" else "-test")
             key = "path" if part == "train" else "test_path"
             if _libsvm_ok(table, names):
@@ -137,7 +151,7 @@ def write_parties(raw, groups: list[list[str]], *, overlap: float, seed: int, ou
         if m == 0:
             if "id" in tables[0]:
                 tables[0]["label"] = LABEL
-            tables[0]["labels"] = [-1, 1]
+            tables[0]["labels"] = list(raw_labels)
         if raw.schema is not None:
             path = out / f"party{m + 1}.schema.json"
             path.write_text(json.dumps(_schema(raw, names, m == 0), indent=1) + "\n")
