@@ -205,52 +205,33 @@ def inspect_cmd(path: Path, fmt: str | None, label: str | None, parties: int):
 @datasets.command(name="split")
 @click.argument("path", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
-              default=None, help="Split this config's data by its [partition] instead of a file "
-                                 "(every vertical config, shipped or yours).")
+              default=None, help="Split this config's data by its [partition] instead of a FILE.")
 @click.option("--label", metavar="COL", default=None, help="Label column of a CSV file.")
 @click.option("--parties", type=click.IntRange(min=2), default=2, show_default=True,
-              help="Number of parties (a file's columns in near-equal groups).")
+              help="Number of parties (FILE's columns in near-equal groups).")
 @click.option("--overlap", type=click.FloatRange(0, 1, min_open=True), default=0.8,
-              show_default=True, help="Share of the rows every party holds; each other row "
-                                      "is one party's, drawn by the seed.")
+              show_default=True, help="Share of the rows every party holds.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the synthetic IDs, the overlap and each file's row order.")
+              help="Seed of the IDs, the overlap and each file's row order.")
 @click.option("--test", "test_path", default=None, metavar="FILE",
-              help="A separate test file: every party gets its rows (else 20 %% of FILE's rows "
-                   "are held out again by the written config).")
+              help="A test file: every party gets its rows [default: 20 %% of FILE held out].")
 @click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="Directory for the party files and config.toml.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="With --config: override a config key first (repeatable).")
+              help="With --config: override a config key first.")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 @_data_dir_option
 def split_cmd(path, config_path, label, parties, overlap, seed, test_path, out, overrides,
               overwrite, data_dir):
-    """Write one file per party, with synthetic IDs in shuffled order, and OUT/config.toml.
-
-    Each party's file holds its own columns and an ID column (a LIBSVM party file: the ID
-    first on each line); the label holder's also the labels. `vfl run --config
-    OUT/config.toml` aligns the rows by a private set intersection and trains on them.
+    """Write one file per party (synthetic IDs, shuffled rows) and OUT/config.toml.
 
     \b
-    vfl datasets split bank.csv --label y --parties 2 --overlap 0.8 --seed 0 --out bank-parties
-    vfl datasets split --config configs/a9a.toml --overlap 0.8 --out a9a-parties
+    vfl datasets split bank.csv --label y --parties 2 --overlap 0.8 --out bank-parties
+    vfl datasets split --config configs/a9a.toml --out a9a-parties
     """
-    from vfl.core.errors import ConfigError
-    from vfl.experiments.partyfiles import split_config, split_file
+    from vfl.experiments.partyfiles import split
 
-    if (path is None) == (config_path is None):
-        raise ConfigError("give a FILE to split or --config CONFIG, one of them")
-    if config_path is not None:
-        if label or test_path or parties != 2:
-            raise ConfigError("--label, --test and --parties describe a FILE; with --config the "
-                              "config's [data] and [partition] say them")
-        written = split_config(config_path, overlap=overlap, seed=seed, out=out,
-                               data_dir=data_dir, overrides=overrides, overwrite=overwrite)
-    else:
-        if overrides:
-            raise ConfigError("--set applies with --config")
-        written = split_file(path, label=label, parties=parties, overlap=overlap, seed=seed,
-                             out=out, test=test_path, overwrite=overwrite)
-    click.echo(f"wrote the party files and {written}")
-    click.echo(f"run them: vfl run --config {written}")
+    written = split(path, config_path, label=label, parties=parties, overlap=overlap, seed=seed,
+                    test=test_path, out=out, overrides=overrides, overwrite=overwrite,
+                    data_dir=data_dir)
+    click.echo(f"wrote the party files and {written}; run them: vfl run --config {written}")

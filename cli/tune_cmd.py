@@ -42,11 +42,4 @@ def tune(config_path, grid, public, seeds, trials, out, overrides, data_dir, ove
                       seeds=seeds, trials=trials, data_dir=data_dir, overwrite=overwrite,
                       on_trial=lambda row: click.echo(
                           f"  {' '.join(row['point'])}: {row['score']:.4f}", err=True))
-    click.echo(f"chosen: {', '.join(f'{k} = {v}' for k, v in result['chosen'].items())} "
-               f"(log loss {min(r['score'] for r in result['table']):.4f} on the public rows)")
-    if mode == "private":
-        rec = result["record"]
-        click.echo(f"{rec['trials']} trials (random, expected {rec['expected_trials']:g}); the "
-                   f"tuning alone is ({result['epsilon']:.3g}, delta)-DP, and the run's epsilon "
-                   "includes it")
-    click.echo(f"wrote {out}; run it: vfl run --config {out}")
+    click.echo(result["summary"])

@@ -23,7 +23,7 @@ from vfl.datasets.parties.tomlw import dumps
 
 from .config import Config, config_from_dict, load_config, read_toml
 
-__all__ = ["split_config", "split_file"]
+__all__ = ["split", "split_config", "split_file"]
 
 
 def _groups(config: Config, raw, cls) -> list[list[str]]:
@@ -167,3 +167,20 @@ def split_file(path, *, label: str | None, parties: int, overlap: float, seed: i
     return _finish(out, written, header, overwrite,
                    lambda tmp: write_parties(raw, groups, overlap=overlap, seed=seed, out=tmp,
                                              test=bool(test)))
+
+
+def split(path, config_path, *, label, parties: int, overlap: float, seed: int, test, out: Path,
+          overrides=(), overwrite: bool = False, data_dir=None) -> Path:
+    """``vfl datasets split``: FILE or ``--config``, the options each one takes."""
+    if (path is None) == (config_path is None):
+        raise ConfigError("give a FILE to split or --config CONFIG, one of them")
+    if config_path is not None:
+        if label or test or parties != 2:
+            raise ConfigError("--label, --test and --parties describe a FILE; with --config the "
+                              "config's [data] and [partition] say them")
+        return split_config(config_path, overlap=overlap, seed=seed, out=out, data_dir=data_dir,
+                            overrides=overrides, overwrite=overwrite)
+    if overrides:
+        raise ConfigError("--set applies with --config")
+    return split_file(path, label=label, parties=parties, overlap=overlap, seed=seed, out=out,
+                      test=test, overwrite=overwrite)

@@ -191,8 +191,15 @@ def tune(config_path, grid_items, *, mode: str, out: Path, overrides=(), seeds: 
     tmp.write_text(text)
     os.replace(tmp, out)
     result = {"chosen": chosen, "table": table, "record": raw["tuning"], "out": out}
+    lines = [f"chosen: {', '.join(f'{k} = {v}' for k, v in chosen.items())} (log loss "
+             f"{best['score']:.4f} on the public rows)"]
     if mode == "private":
         result["epsilon"] = tuning_epsilon(record, float(config.privacy.values["delta"]))
+        lines.append(f"{record['trials']} trials (random, expected {trials:g}); the tuning alone "
+                     f"is ({result['epsilon']:.3g}, {config.privacy.values['delta']:g})-DP, and "
+                     "the run's epsilon includes it")
+    lines.append(f"wrote {out}; run it: vfl run --config {out}")
+    result["summary"] = "\n".join(lines)
     return result
 
 

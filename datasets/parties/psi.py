@@ -143,16 +143,26 @@ class PsiClient:
     def request(self) -> bytes:
         return pack("request", POINT, blind(self._key, self._points, self.workers))
 
-    def intersect(self, setup: bytes, response: bytes) -> np.ndarray:
-        """Boolean mask over the client's IDs: held by the server too."""
+    def absorb(self, setup: bytes) -> None:
+        """Blind the server's points (``X(a, W_j)``): the work a client does while the server
+        answers its request."""
         n_server, W = unpack(setup, "setup", POINT)
         t = tag_width(self.n, n_server)
+        mine = blind(self._key, W, self.workers)
+        self._server = {mine[k:k + t] for k in range(0, len(mine), POINT)}
+        self._server.discard(bytes(t))
+        self._width = t
+
+    def intersect(self, setup: bytes | None, response: bytes) -> np.ndarray:
+        """Boolean mask over the client's IDs: held by the server too (``setup`` None: it was
+        absorbed already)."""
+        if setup is not None:
+            self.absorb(setup)
+        t = self._width
         count, V = unpack(response, "response", t)
         if count != self.n:
             raise ValueError(f"response: {count} tags for {self.n} requested IDs")
-        mine = blind(self._key, W, self.workers)
-        server = {mine[k:k + t] for k in range(0, len(mine), POINT)}
-        server.discard(bytes(t))
+        server = self._server
         return np.fromiter((V[k:k + t] in server for k in range(0, len(V), t)), dtype=bool,
                            count=self.n)
 
