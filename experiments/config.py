@@ -672,6 +672,10 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
                     backend=as_choice("run.backend", r.get("backend", "inprocess"), BACKENDS),
                     party_wait=as_number("run.party_wait", r.get("party_wait", 60.0), low=0,
                                          high=86400))
+    if run.backend != "inprocess" and data.dataset == "parties":
+        raise ConfigError("run.backend = 'dask' with party files: not yet (each worker would "
+                          "read every party's file; a party reads only its own in the party "
+                          "services to come); leave run.backend unset")
     if run.backend not in cls.backends:
         raise ConfigError(f"run.backend = {run.backend!r}: {cls.name} runs in-process only "
                           f"(the dask backend runs {', '.join(_dask_solvers())})")

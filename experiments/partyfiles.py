@@ -21,7 +21,7 @@ from vfl.core.solver import Setting
 from vfl.datasets.parties.split import write_parties
 from vfl.datasets.parties.tomlw import dumps
 
-from .config import Config, config_from_dict, load_config, read_toml
+from .config import Config, apply_overrides, config_from_dict, load_config, read_toml
 
 __all__ = ["split", "split_config", "split_file"]
 
@@ -117,7 +117,7 @@ def split_config(config_path, *, overlap: float, seed: int, out: Path, data_dir=
 
         raw = replace(raw, train=raw.train.stack(raw.test),
                       y_train=np.concatenate([raw.y_train, raw.y_test]))
-    written = _written(read_toml(config_path), [], fraction)
+    written = _written(apply_overrides(read_toml(config_path), list(overrides)), [], fraction)
     header = (f"{written['name']}: {Path(config_path).name} from {len(groups)} party files "
               f"(vfl datasets split --config, overlap {overlap:g}, seed {seed}).\n"
               "Each party's file holds its own columns and a synthetic ID; the rows are "

@@ -190,6 +190,8 @@ def test_config_refusals(tmp_path):
         (base.replace("test_fraction = 0.25\n", ""), "party 1 (p1.csv): needs test_path"),
         (base.replace('path = "p2.csv"\nid = "cid"\n', 'path = "p2.libsvm"\nid = "cid"\n'),
          "id applies to a CSV party file, not to libsvm"),
+        (base.replace("[run]\n", '[run]\nbackend = "dask"\n'),
+         "run.backend = 'dask' with party files: not yet"),
     ]
     for text, fragment in cases:
         path = tmp_path / "bad.toml"
@@ -400,3 +402,38 @@ def test_public_parameters_from_a_table_schema_and_one_error_for_every_missing_o
                       "[solver]\nepochs = 2\n")
     assert_one_line_error(invoke("run", "--config", listed, "--out", tmp_path / "p"),
                           "preprocessing.categories.job misses 'services'")
+
+
+def _vertical_shipped():
+    from shipped import ALL
+
+    from vfl.core.solver import Setting
+    from vfl.experiments.config import load_config
+
+    out = []
+    for path in ALL:
+        config = load_config(path)
+        # gisette's 5000 dense columns (its stand-in's too) make party files of 30M cells
+        if config.setting is Setting.VERTICAL and "gisette" not in config.data.dataset \
+                and "gisette" not in str(config.data.options.get("preset", "")):
+            out.append(path)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.data
+@pytest.mark.parametrize("config", _vertical_shipped(), ids=lambda p: p.stem)
+def test_every_shipped_vertical_config_runs_from_party_files(config, tmp_path, monkeypatch,
+                                                             data_dir):
+    """`vfl datasets split --config` then `vfl run`: the same config from party files (two
+    iterations; the own-data configs read README's breast-cancer files)."""
+    from shipped import write_breast_cancer
+
+    monkeypatch.chdir(tmp_path)
+    write_breast_cancer(tmp_path)
+    split = invoke("datasets", "split", "--config", config, "--set", "solver.epochs=2",
+                   "--out", "parts")
+    assert split.returncode == 0, split.stderr
+    run = invoke("run", "--config", "parts/config.toml", "--out", "run", "--baselines", "none")
+    assert run.returncode == 0, run.stderr
+    assert "alignment:" in run.stdout
