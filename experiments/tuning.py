@@ -158,6 +158,9 @@ def tune(config_path, grid_items, *, mode: str, out: Path, overrides=(), seeds: 
         raise ConfigError(f"--out {out}: the chosen config is a TOML file (name it *.toml)")
     if out.exists() and not overwrite:
         raise ConfigError(f"{out} exists; pass --overwrite to replace it")
+    if config.tuning is not None and config.tuning.private:  # its spend would be dropped
+        raise ConfigError(f"{Path(config_path).name} was tuned privately already (its [tuning] "
+                          "is charged to its runs); tune the config it came from")
     if config.setting is not Setting.VERTICAL:
         raise ConfigError(f"vfl tune scores on rows declared public of a vertical run; "
                           f"{config.solver.name} is {config.setting.value}")
