@@ -15,7 +15,7 @@ intersection's tags. Measured in the same run, so every target is a ratio or a s
   ``protocol_bytes``: the protocol's own count (32 bytes a point for U and W, the tag
   width for V; 32 for the key and 16 per common ID for the agreement): ``bytes_ratio``.
 
-Targets (issue 36): 1M IDs per party in at most 60 s on 2 cores; bytes within 1.5x of
+Targets: 1M IDs per party in at most 60 s on 2 cores; bytes within 1.5x of
 the protocol's count; 10M reported.
 """
 

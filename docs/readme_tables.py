@@ -85,7 +85,7 @@ def _render(name: str) -> str:
 
 def alignment_markdown(table: pd.DataFrame) -> str:
     """Aligning two party files by PSI: time against the protocol's own work, bytes against
-    its own count (issue 36's targets: 1M IDs in at most 60 s on 2 cores, bytes within
+    its own count (the targets: 1M IDs in at most 60 s on 2 cores, bytes within
     1.5x)."""
     rows = ["| IDs per party | common | seconds | X25519 (us) | the protocol's work (s) | "
             "seconds / work | bytes per ID | bytes / protocol's | target |",

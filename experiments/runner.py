@@ -601,7 +601,7 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops
             privacy["neighbouring"] = stated_on(privacy["neighbouring"], plan.cleaning)
         privacy["noise"] = streams.describe()["noise"]
         if config.tuning is not None:  # how the hyper-parameters were chosen
-            privacy["tuning"] = {"method": config.tuning.method, **config.tuning.values,
+            privacy["hyperparameter_tuning"] = {"method": config.tuning.method, **config.tuning.values,
                                  "charged": "the tuning's RDP (Papernot and Steinke 2022, Thm. "
                                             "2) composed before the run's releases: every "
                                             "epsilon of this run includes it"

@@ -60,7 +60,7 @@ def _privacy_lines(result) -> list[str]:
         else:
             lines.append(f"WARNING: no differential-privacy guarantee: {p.get('warning', p.get('note', ''))}")
         lines += _repeats_lines(spent, p.get("dp_guarantee") and eps is not None)
-        tuning = p.get("tuning")
+        tuning = p.get("hyperparameter_tuning")
         if tuning:
             lines.append(f"tuning ({tuning['method']}): {tuning['charged']}")
         if "epsilon_paper" in m.index and spent.get("paper_claim"):

@@ -117,7 +117,7 @@ def test_public_tuning_writes_the_chosen_config_and_spends_nothing(tmp_path, mon
     assert run.returncode == 0, run.stderr
     assert "privacy guarantee: (8, 1e-05)-DP" in run.stdout
     man = json.loads((tmp_path / "run" / "manifest.json").read_text())
-    assert man["privacy"]["tuning"]["method"] == "public"
+    assert man["privacy"]["hyperparameter_tuning"]["method"] == "public"
 
 
 def test_private_tuning_is_in_the_runs_epsilon(tmp_path, monkeypatch):
@@ -223,4 +223,4 @@ def test_tune_then_run_beats_party_1_alone_at_epsilon_8(tmp_path, monkeypatch, d
     assert metrics["test_logloss"].iloc[-1] < local["test_logloss"]
     man = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert man["released"]["columns"]["test_logloss"] == "released"
-    assert man["privacy"]["tuning"]["method"] == "public"
+    assert man["privacy"]["hyperparameter_tuning"]["method"] == "public"

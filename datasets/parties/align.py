@@ -17,7 +17,7 @@ Who learns what (semi-honest parties; README "Your own data"):
 - nobody learns an ID the others hold outside the intersection.
 
 Each call works on messages (bytes) only, so that the same steps run in each party's
-own process once the parties are services (issue 34).
+own process once the parties are services.
 """
 
 from __future__ import annotations

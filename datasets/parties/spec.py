@@ -28,7 +28,7 @@
 
 Each party's table holds everything that party needs to read its own file and
 nothing about another's, so that the same table is a party service's own
-config (issue 34: ``load_party(spec)`` runs in the party's own process).
+config (``load_party(spec)`` runs in the party's own process once parties are services).
 """
 
 from __future__ import annotations
