@@ -20,13 +20,14 @@ import click
 from vfl.core.errors import ConfigError, VFLError
 
 from .datasets_cmd import datasets
+from .tune_cmd import tune
 
 __all__ = ["cli", "main"]
 
 #: `vfl --help` lists the commands in these groups, in this order
 SECTIONS = [
     ("Run one experiment and look at it", ["run", "plot", "audit", "privacy"]),
-    ("Sweeps", ["sweep", "sweep-noise"]),
+    ("Sweeps and tuning", ["sweep", "sweep-noise", "tune"]),
     ("Reproduce the papers (Hu et al.; Huang et al.; Xiao et al.; private stacking)",
      ["reproduce", "references"]),
     ("Data and algorithms", ["datasets", "solvers"]),
@@ -79,6 +80,7 @@ def cli(ctx, debug):
 
 
 cli.add_command(datasets)
+cli.add_command(tune)
 
 
 def _stamp() -> str:

@@ -213,7 +213,7 @@ def column_kinds(cls, columns, private: bool, *, test_rows_private: bool = False
 #: Integer stream keys (numpy ``SeedSequence`` spawn keys) per purpose. They
 #: are part of the records' meaning: changing them changes every replayed run.
 STREAM_KEYS = {"noise": 0, "init": 1, "batch": 2, "split": 3, "graph": 4, "x0": 5, "random": 6,
-               "audit": 7}
+               "audit": 7, "tuning": 8}
 
 
 @dataclass

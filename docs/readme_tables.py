@@ -19,6 +19,8 @@ NAME says which CSV and which renderer:
   (:func:`scale_markdown`, with issue 23's targets);
 - ``dask``: ``docs/figures/dask/dask.csv`` and ``dask-nanny.csv``, written by
   ``python docs/measure.py dask`` (:func:`dask_markdown`);
+- ``alignment``: ``docs/figures/alignment/alignment.csv``, written by ``python -m
+  benchmarks.alignment --ids 100000 1000000 10000000 --csv ...`` (:func:`alignment_markdown`);
 - ``bench-targets``, ``bench-variants``: ``docs/figures/bench/targets.csv``,
   ``variants.csv`` and ``references.csv``, written by ``python docs/measure.py
   benchmarks`` from the run's bench.json (:func:`bench_targets_markdown`,
@@ -73,10 +75,30 @@ def _render(name: str) -> str:
                              pd.read_csv(FIGURES / "dask" / "dask-nanny.csv"))
     if name == "bench-targets":
         return bench_targets_markdown(pd.read_csv(FIGURES / "bench" / "targets.csv"))
+    if name == "alignment":
+        return alignment_markdown(pd.read_csv(FIGURES / "alignment" / "alignment.csv"))
     if name == "bench-variants":
         return bench_variants_markdown(pd.read_csv(FIGURES / "bench" / "variants.csv"),
                                        pd.read_csv(FIGURES / "bench" / "references.csv"))
     raise KeyError(f"README names an unknown table {name!r}")
+
+
+def alignment_markdown(table: pd.DataFrame) -> str:
+    """Aligning two party files by PSI: time against the protocol's own work, bytes against
+    its own count (the targets: 1M IDs in at most 60 s on 2 cores, bytes within
+    1.5x)."""
+    rows = ["| IDs per party | common | seconds | X25519 (us) | the protocol's work (s) | "
+            "seconds / work | bytes per ID | bytes / protocol's | target |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in table.itertuples():
+        target = []
+        if r.ids_per_party == 1_000_000:
+            target.append(f"<= 60 s: {'met' if r.seconds <= 60 else 'not met'}")
+        target.append(f"bytes <= 1.5x: {'met' if r.bytes_ratio <= 1.5 else 'not met'}")
+        rows.append(f"| {r.ids_per_party:,} | {r.intersection:,} | {r.seconds:.1f} | "
+                    f"{r.op_us:.1f} | {r.floor_seconds:.1f} | {r.over_floor:.2f} | "
+                    f"{r.bytes_per_id:.1f} | {r.bytes_ratio:.4f} | {'; '.join(target)} |")
+    return "\n".join(rows) + "\n"
 
 
 def bench_targets_markdown(table: pd.DataFrame) -> str:

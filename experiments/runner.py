@@ -52,7 +52,7 @@ COMMUNICATION_COLUMNS = ["messages", "bytes"]
 #: final model (the solver's :class:`~vfl.core.wire.Inference`, at the last iteration)
 COMMUNICATION_FILE_COLUMNS = ["repeat", "phase", "epoch", "unit", "sent_messages", "sent_bytes",
                               "received_messages", "received_bytes"]
-PHASES = ("training", "inference")
+PHASES = ("training", "inference", "alignment")
 
 
 @dataclass
@@ -65,6 +65,8 @@ class RunResult:
     repeats: pd.DataFrame | None = None  # per-repeat rows, when run.repeats > 1
     #: per repeat, iteration and unit: what the protocol sent and received (communication.csv)
     communication: pd.DataFrame | None = None
+    #: the privacy ledger of the run (every repeat composed), or None
+    ledger: Any = None
 
 
 _DATASETS: dict = {}  # (dataset, options, data dir) -> loaded, within one process
@@ -82,7 +84,8 @@ def load_config_dataset(config: Config, data_dir=None, *, keep: bool = True,
     import json
 
     key = json.dumps([config.data.dataset, config.data.options, config.data.fallback,
-                      str(resolve_data_dir(data_dir)), _split_seed(config), _strict(config)],
+                      str(resolve_data_dir(data_dir)), _split_seed(config), _strict(config),
+                      _alignment_options(config) if config.data.dataset == "parties" else None],
                      sort_keys=True, default=str)
     stamp = _file_stamp(config, data_dir)
     hit = _DATASETS.pop(key, None) if not keep else _DATASETS.get(key)
@@ -99,7 +102,7 @@ def _split_seed(config: Config):
     """The seed the loaded records depend on: run.seed only for a user file split at random
     without its own ``split_seed`` (a sweep over seeds then loads every other dataset once)."""
     d = config.data
-    if d.dataset in ("libsvm", "csv") and "test_fraction" in d.options \
+    if d.dataset in ("libsvm", "csv", "parties") and "test_fraction" in d.options \
             and "split_seed" not in d.options:
         return config.run.seed
     return None
@@ -113,7 +116,8 @@ def _file_stamp(config: Config, data_dir):
     import os
 
     if config.data.dataset not in REGISTRY:
-        paths = [config.data.options.get(k) for k in ("path", "test_path")]
+        tables = config.data.options.get("party") or [config.data.options]
+        paths = [t.get(k) for t in tables if isinstance(t, dict) for k in ("path", "test_path")]
         return tuple((os.path.abspath(p), *_stat(p).values()) for p in paths
                      if isinstance(p, str)) or None
     return tuple((f.get("path"), f.get("size"), f.get("mtime")) for f in
@@ -148,8 +152,34 @@ def _load_config_dataset(config: Config, data_dir=None,
     options = dict(d.options)
     if _split_seed(config) is not None:
         options["split_seed"] = config.run.seed
+    if d.dataset == "parties":
+        options["alignment"] = _alignment_options(config)
     return load_raw(d.dataset, data_dir, options=options, strict=_strict(config),
                     use_cache=use_cache), None
+
+
+def _alignment_options(config: Config) -> dict:
+    """Party files: the agreed row order's key comes from the run's seed in a replayable
+    run (a simulation replays bit for bit), from OS entropy in a deployment."""
+    given = dict(config.data.options.get("alignment", {}))
+    if config.privacy.replayable_noise and "seed" not in given:
+        given["seed"] = config.run.seed
+    return given
+
+
+def _alignment_traffic(info: dict | None) -> list:
+    """communication.csv rows of phase ``alignment`` (repeat 0, iteration 0): what the
+    parties' PSI and agreement sent, per party (unit m is party m; the hub sends nothing)."""
+    from vfl.core.wire import Traffic
+
+    aligned = ((info or {}).get("provenance") or {}).get("alignment") or {}
+    rows = []
+    for part in aligned.values():
+        t = {k: np.asarray(v, dtype=np.int64) for k, v in part["traffic"].items()}
+        rows.append(_traffic_rows(Traffic(t["sent_messages"], t["sent_bytes"],
+                                          t["received_messages"], t["received_bytes"],
+                                          0, 0, 0, 0), 0, 0, phase=PHASES.index("alignment")))
+    return rows
 
 
 @dataclass
@@ -233,7 +263,7 @@ def check_run_options(config: Config, *, stop_at_budget: bool, release_only: boo
 
 
 def plan_run(config: Config, data_dir=None, backend=None, *, keep_records: bool = True,
-             use_cache: bool = True) -> RunPlan:
+             use_cache: bool = True, raw: RawDataset | None = None) -> RunPlan:
     """Load and distribute the data and construct the solver: every user error surfaces here.
 
     With a ``backend`` (``run.backend = "dask"``: a connected
@@ -251,7 +281,9 @@ def plan_run(config: Config, data_dir=None, backend=None, *, keep_records: bool 
                           "--cluster, or a local cluster it starts); sweeps, audits and figure "
                           "runs are in-process: leave run.backend unset")
     cls = get_solver(config.solver.name)
-    dataset, note = load_config_dataset(config, data_dir, keep=keep_records, use_cache=use_cache)
+    # ``raw``: records read already (vfl tune's rows declared public), else the config's data
+    dataset, note = (raw, None) if raw is not None else \
+        load_config_dataset(config, data_dir, keep=keep_records, use_cache=use_cache)
     setting = prepare(config, dataset, cls)
     info = _dataset_info(dataset, note, setting)
     checksums = dataset.checksums  # the workers check their reads against these
@@ -306,7 +338,13 @@ def _ledger(config: Config):
     from vfl.core.ledger import PrivacyLedger
 
     delta = config.privacy.values.get("delta")
-    return PrivacyLedger(delta, config.privacy.values.get("accountant", "pld"))
+    ledger = PrivacyLedger(delta, config.privacy.values.get("accountant", "pld"))
+    if config.tuning is not None and config.tuning.private:  # spent before the run
+        from vfl.privacy.tuning import tuning_rdp
+
+        t = config.tuning.values
+        ledger.add_rdp(tuning_rdp(ledger.orders, t["trial_mu"], t["eta"], t["gamma"]))
+    return ledger
 
 
 def _privacy_row(solver: Solver, ledger) -> dict:
@@ -512,6 +550,7 @@ def run_experiment(
         stops.append(stopped)
         seconds.append(elapsed)
 
+    traffic += _alignment_traffic(plan.dataset_info)
     frames = repeats.recompose(frames)  # a deployment's epsilon: all its repeats composed
     if len(frames) == 1:
         metrics, per_repeat = frames[0], None
@@ -544,7 +583,8 @@ def run_experiment(
     communication = pd.DataFrame(np.concatenate(traffic), columns=COMMUNICATION_FILE_COLUMNS)
     communication["phase"] = np.asarray(PHASES, dtype=object)[communication["phase"].to_numpy()]
     return RunResult(config=config, manifest=manifest, metrics=metrics, baselines=baselines,
-                     coef=solver.coef(), repeats=per_repeat, communication=communication)
+                     coef=solver.coef(), repeats=per_repeat, communication=communication,
+                     ledger=repeats.ledger())
 
 
 def _inference(solver: Solver, prepared):
@@ -569,6 +609,13 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops
         if privacy.get("neighbouring"):  # on the cleaned file when records were removed
             privacy["neighbouring"] = stated_on(privacy["neighbouring"], plan.cleaning)
         privacy["noise"] = streams.describe()["noise"]
+        if config.tuning is not None:  # how the hyper-parameters were chosen
+            privacy["hyperparameter_tuning"] = {"method": config.tuning.method, **config.tuning.values,
+                                 "charged": "the tuning's RDP (Papernot and Steinke 2022, Thm. "
+                                            "2) composed before the run's releases: every "
+                                            "epsilon of this run includes it"
+                                 if config.tuning.private else
+                                 "nothing: chosen on rows declared public"}
         ledger, how = repeats.ledger(), repeats.describe()
         if ledger is not None:
             privacy["spent"] = {
@@ -696,6 +743,7 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops
                                       "trainer or active party; absent in a network; phase "
                                       "training or inference)",
                           **_inference_manifest(cls, inference, prepared),
+                          **_alignment_manifest(plan.dataset_info),
                           **transport},
         **({"backend": plan.backend.describe()} if plan.backend is not None else {}),
         "released": released,
@@ -725,6 +773,19 @@ def _inference_manifest(cls, inference, prepared) -> dict:
                           "what": cls.inference.note,
                           "counted": "once per repeat: the whole test set scored with the final "
                                      "model; not in metrics.csv's messages and bytes (training)"}}
+
+
+def _alignment_manifest(info: dict | None) -> dict:
+    """The manifest's ``communication.alignment``: what aligning the party files sent."""
+    aligned = ((info or {}).get("provenance") or {}).get("alignment")
+    if not aligned:
+        return {}
+    return {"alignment": {"messages": sum(a["messages"] for a in aligned.values()),
+                          "bytes": sum(a["bytes"] for a in aligned.values()),
+                          "protocol": next(iter(aligned.values()))["protocol"],
+                          "intersection": {part: a["intersection"] for part, a in aligned.items()},
+                          "counted": "once, before training (communication.csv phase "
+                                     "alignment); not in metrics.csv's messages and bytes"}}
 
 
 def _transport(backend, metrics, seconds, repeats: int, inference=None) -> dict:

@@ -265,6 +265,14 @@ def vertical_baselines(dataset: SplitRecords, partition: Partition, objective: O
     return _cached(key_src, compute, use_cache)
 
 
+def _party_columns(config: Config, raw: RawDataset, stage: Stage):
+    """``[partition]``, or with party files each party's own columns after encoding."""
+    if raw.parties is None:
+        return config.partition
+    widths = [sum(stage.encoder._width(n) for n in names) for names in raw.parties]
+    return replace(config.partition, columns=widths)
+
+
 class VerticalSetting:
     """Parties hold columns (``[partition]`` columns / ranges / indices)."""
 
@@ -293,7 +301,8 @@ class VerticalSetting:
         dataset = _encoded(raw, stage, stage.columns(raw.train, scaler, copy=False),
                            stage.columns(test_table, scaler, copy=False), y_test)
         # the per-record steps act on each party's block (Assumption 2.3 of Hu et al.)
-        partition = make_partition(config.partition, dataset.n_features, rows=stage.rows)
+        partition = make_partition(_party_columns(config, raw, stage), dataset.n_features,
+                                   rows=stage.rows)
         self.config, self.partition, self.stage = config, partition, stage
         self.n_features = dataset.n_features
         self.steps = stage.describe("party block", scaler)

@@ -60,6 +60,9 @@ def _privacy_lines(result) -> list[str]:
         else:
             lines.append(f"WARNING: no differential-privacy guarantee: {p.get('warning', p.get('note', ''))}")
         lines += _repeats_lines(spent, p.get("dp_guarantee") and eps is not None)
+        tuning = p.get("hyperparameter_tuning")
+        if tuning:
+            lines.append(f"tuning ({tuning['method']}): {tuning['charged']}")
         if "epsilon_paper" in m.index and spent.get("paper_claim"):
             paper = spent.get("epsilon_paper")
             star = "*" if _diagnostic(result.manifest, "epsilon_paper") else ""
@@ -210,6 +213,12 @@ def run_summary(result, out: Path, seconds: float) -> str:
                          f"{inference['test_rows']:,} test rows once"
                          + ("" if inference["messages"] else
                             " (the model is held by one endpoint)"))
+        aligned = comm.get("alignment")
+        if aligned:  # party files: the PSI and the agreement, once before training
+            rows = ", ".join(f"{n:,} {part}" for part, n in aligned["intersection"].items())
+            lines.append(f"alignment: {aligned['messages']:,} messages, "
+                         f"{_bytes(aligned['bytes'])} (private set intersection: {rows} rows "
+                         "held by every party)")
         transport = comm.get("transport")
         if transport and transport["ratio"]:  # what the transport carried (run.backend = "dask")
             lines.append(f"transport ({man['backend']['backend']}): "

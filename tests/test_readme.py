@@ -180,6 +180,19 @@ def test_the_own_data_example_runs_as_written(tmp_path):
     assert all("privacy guarantee" in out for out in outputs.values())
 
 
+def test_the_party_files_example_runs_as_written(tmp_path):
+    """README's party-file example: split a shipped config's data into party files, tune on
+    the public rows, run the chosen config on the aligned rows."""
+    import tomllib
+
+    shutil.copytree(REPO / "configs" / "own-data", tmp_path / "configs" / "own-data")
+    outputs = dict(_run_bash(_block_after("example: party files"), tmp_path))
+    run = next(out for line, out in outputs.items() if line.startswith("vfl run"))
+    assert "privacy guarantee: (8, 1e-05)-DP" in run and "alignment:" in run
+    tuned = tomllib.loads((tmp_path / "parties" / "tuned.toml").read_text())
+    assert tuned["tuning"]["method"] == "public" and tuned["data"]["dataset"] == "parties"
+
+
 def test_readme_commands_parse():
     """Every `vfl ...` line in a bash block names a command the CLI has."""
     from vfl.cli.main import cli
