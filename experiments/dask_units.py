@@ -344,7 +344,10 @@ class DaskUnits(Units):
                 sock = getattr(getattr(comm, "stream", None), "socket", None)
                 if sock is None:
                     continue
-                info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+                try:
+                    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+                except OSError:  # closed under us by a lost worker: its bytes stop counting here
+                    continue
                 out[id(comm)] = sum(struct.unpack_from("QQ", info, _TCP_INFO_BYTES))
         return out
 
