@@ -172,8 +172,10 @@ def _value_list(text: str, option: str, kind=float) -> list:
               help="With run.backend = \"dask\": the Dask scheduler whose workers hold the "
                    "parties, e.g. tcp://HOST:8786 [default: a local cluster, one worker per "
                    "party].")
+@click.option("--no-figure", is_flag=True,
+              help="Write no loss.png (scripted runs; `vfl plot RUN_DIR --out F` draws one later).")
 def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides, overwrite, quiet,
-        no_cache, baselines, stop_at_budget, release_only, cluster):
+        no_cache, baselines, stop_at_budget, release_only, cluster, no_figure):
     """Run one experiment and write its run directory.
 
     Everything is checked (config, output directory, data, distribution,
@@ -205,7 +207,7 @@ def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides
 
     with _backend(config, cluster, data_dir) as backend:
         _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, release_only,
-             backend, t0)
+             backend, t0, figure=not no_figure)
 
 
 def _backend(config, cluster, data_dir):
@@ -220,7 +222,7 @@ def _backend(config, cluster, data_dir):
 
 
 def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, release_only,
-         backend, t0):
+         backend, t0, figure=True):
     from time import perf_counter
 
     from vfl.core.solver import column_kinds
@@ -244,12 +246,12 @@ def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, rele
     finally:
         progress.close()
 
-    def figure(tmp: Path):
+    def draw(tmp: Path):
         from vfl.plots import draw_run
 
         draw_run(result, tmp / "loss.png", release_only=release_only)
 
-    path = write_run(result, out, overwrite=overwrite, extra=[figure])
+    path = write_run(result, out, overwrite=overwrite, extra=[draw] if figure else [])
     if not quiet:
         from vfl.experiments.summary import run_summary
 

@@ -336,7 +336,7 @@ def test_every_shipped_private_config_by_replay(path, overrides, release_only, w
     replaced and the releases are the same; and the check has power."""
     if path not in OWN_DATA:
         request.getfixturevalue("data_dir")
-    diffs, counts = _replayed(path, overrides, workdir, tmp_path)
+    diffs, counts = _replayed(path, overrides, workdir, tmp_path, "--no-figure")
     assert UNDECLARED not in counts, [d for d in diffs if d.kind == UNDECLARED]
     assert counts[RELEASED] > 100
     leaked = [d for d in diffs if d.kind != DIAGNOSTIC]
