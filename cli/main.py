@@ -603,7 +603,7 @@ def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data
                 required=False)
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Figure path [default: ROOT/audits.png]; the table goes beside it as CSV.")
-@click.option("--markdown", is_flag=True, help="Print the table as README shows it.")
+@click.option("--markdown", is_flag=True, help="Print the table as the manual shows it (docs/audit.md).")
 def audits(root, out, markdown):
     """Collect every audit under ROOT into one table and one figure.
 

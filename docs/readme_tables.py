@@ -1,7 +1,8 @@
-"""Write README's measured tables from the CSVs committed beside its figures.
+"""Write the measured tables of README and the manual (docs/*.md) from the CSVs committed
+beside their figures.
 
-    python docs/readme_tables.py          # rewrite README.md in place
-    python docs/readme_tables.py --check  # exit 1 if README differs (tests/test_readme.py)
+    python docs/readme_tables.py          # rewrite README.md and docs/*.md in place
+    python docs/readme_tables.py --check  # exit 1 if any differs (tests/test_readme.py)
 
 Each table sits between ``<!-- table: NAME -->`` and ``<!-- /table -->``;
 NAME says which CSV and which renderer:
@@ -52,6 +53,8 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 FIGURES = REPO / "docs" / "figures"
+#: the documents whose marked tables and facts are generated: README and the manual's pages
+DOCUMENTS = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
 _BLOCK = re.compile(r"(<!-- table: ([\w-]+) -->\n)(.*?)(<!-- /table -->)", re.S)
 
 
@@ -556,16 +559,22 @@ def render(readme: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    path = REPO / "README.md"
-    text = path.read_text()
-    try:
-        new = render(text)
-    except FactError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    changed = {}
+    for path in DOCUMENTS:
+        text = path.read_text()
+        try:
+            new = render(text)
+        except FactError as e:
+            print(f"error: {path.relative_to(REPO)}: {e}", file=sys.stderr)
+            return 2
+        if new != text:
+            changed[path] = new
     if "--check" in argv:
-        return int(new != text)
-    path.write_text(new)
+        for path in changed:
+            print(f"{path.relative_to(REPO)} differs", file=sys.stderr)
+        return int(bool(changed))
+    for path, new in changed.items():
+        path.write_text(new)
     return 0
 
 

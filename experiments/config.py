@@ -11,7 +11,7 @@ distribute the data::
     dataset = "a9a"              # a9a | gisette | adult | synthetic | libsvm | csv
     options = {}                 # dataset options (synthetic sizes, ...)
     # fallback = "synthetic:gisette-shaped"   # only if no file of dataset is present
-    # libsvm / csv: path = "...", test_path = "..." or test_fraction = 0.2, ... (see README)
+    # libsvm / csv: path = "...", test_path = "..." or test_fraction = 0.2, ... (see docs/own-data.md)
 
     [preprocessing]              # one stage for every setting (vfl.datasets.stage)
     # encoding = "onehot", scaling = "minmax", range = [0, 1], bounds = "schema",
@@ -273,7 +273,7 @@ class AuditConfig:
     """Defaults of ``vfl audit`` for this config (``--runs`` overrides)."""
 
     # noise draws per neighbouring pair and direction: a mechanism whose claim is hard to
-    # refute sets more, so that a noise scale off by 3x is caught (README, "The audit")
+    # refute sets more, so that a noise scale off by 3x is caught (docs/audit.md)
     runs: int = 100
 
 

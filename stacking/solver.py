@@ -112,7 +112,7 @@ class PrivateStacking(Solver):
     accounted_backends = ("inprocess", "dask")
     protocol = PASSIVES_PROTOCOL
     reference = Reference(
-        "vfl's one-release DP stacking for vertical FL (README \"Privacy\"); output perturbation of "
+        "vfl's one-release DP stacking for vertical FL (docs/privacy.md); output perturbation of "
         "Chaudhuri, Monteleoni and Sarwate (JMLR 2011), regression calibration (Carroll et al., "
         "Measurement Error in Nonlinear Models, ch. 4), Stein's unbiased risk estimate",
         "one round: local fits, releases, fusion at party 1",

@@ -1,6 +1,6 @@
 """The audit has power: with the noise at a third of what the accountant charges, it refutes.
 
-Small synthetic versions of the shipped mechanisms (README, "The audit"): the
+Small synthetic versions of the shipped mechanisms (docs/audit.md): the
 worst-case neighbours (canary rows and columns) exercise enough of the
 charged sensitivity that a threefold error in the noise scale is caught, and
 the mechanism as configured still passes.
@@ -66,7 +66,7 @@ def test_sharing_audit_refutes_a_third_of_the_noise_and_passes_the_real_one(tmp_
 def test_column_canary_exercises_much_more_than_a_real_column(tmp_path):
     """Zeroing a real column moves the shares by ~1e-3 of the charged 2 min(c, b1) sqrt(N);
     the canary block (one column holding the labels, its sign flipped on 45% of the rows)
-    by 0.4 here and 0.48 on a9a (README, "The audit")."""
+    by 0.4 here and 0.48 on a9a (docs/audit.md)."""
     config = load_config(_config(tmp_path, "column"))
     report = audit_config(config, K=10, seed=0, max_pairs=2)
     natural, adversarial = report.pairs

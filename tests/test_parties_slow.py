@@ -404,12 +404,13 @@ def test_a_cluster_without_workers_for_the_groups_is_a_one_line_error(tmp_path, 
 
 @pytest.mark.data
 def test_the_readme_recipe_runs_as_written(tmp_path, data_dir):
-    """README's two lines (on a free port): a scheduler and two workers, then a9a on them."""
+    """The manual's two lines (docs/dask.md, on a free port): a scheduler and two workers,
+    then a9a on them."""
     import re
     import shlex
     import shutil
 
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "dask.md").read_text()
     block = re.search(r"<!-- dask recipe -->\s*```bash\n(.*?)```", readme, re.S).group(1)
     start, run = block.strip().splitlines()
     with __import__("socket").socket() as sock:

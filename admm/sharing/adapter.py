@@ -268,7 +268,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
 
     @classmethod
     def neighbours(cls, data, privacy, rng):
-        """Neighbouring pairs under ``privacy.neighbours``, per party (README, "The audit").
+        """Neighbouring pairs under ``privacy.neighbours``, per party (docs/audit.md).
 
         Each relation makes its own natural pair and the candidates for the
         worst case (:meth:`ColumnRelation.neighbours`, :meth:`RowRelation.neighbours`).

@@ -8,7 +8,7 @@ tags ``HMAC-SHA256(k, id)[:16]`` of ``I``; each party keeps the rows whose ID's 
 listed, in the tags' order. That order is a fresh pseudo-random permutation: it follows
 neither the IDs' values nor any party's file order.
 
-Who learns what (semi-honest parties; README "Your own data"):
+Who learns what (semi-honest parties; docs/own-data.md):
 
 - the label holder: for every party m, which of its own IDs party m holds (``I_m``),
   and the size of party m's file;

@@ -25,7 +25,7 @@ choosing, as in every DH-PSI.
 Why not ``openmined-psi`` (ECDH on P-256 with a compressed Golomb set, pip
 ``openmined.psi``)? It installs and works here, but one P-256 operation costs about
 100 us against X25519's 35 us, so aligning 1M IDs per party takes minutes on 2 cores
-(README, "Performance"); X25519 is the curve FATE and SecretFlow use for the same
+(docs/performance.md); X25519 is the curve FATE and SecretFlow use for the same
 protocol, and pyca/cryptography is already a dependency.
 """
 
