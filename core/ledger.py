@@ -31,6 +31,7 @@ import copy
 
 import numpy as np
 
+from vfl.core import gaussian
 from vfl.core.solver import Release
 
 __all__ = ["PrivacyLedger", "compose"]
@@ -142,10 +143,10 @@ class PrivacyLedger:
         if self._gauss.size == 0 and not self._extra.any():
             return 0.0
         if self._exact_gaussian():
-            from vfl.privacy import composed_gaussian_epsilon
-
-            worst = float(self._gauss.max())
-            return 0.0 if worst == 0 else composed_gaussian_epsilon([worst**-0.5], self.delta)
+            worst = float(self._gauss.max())  # the worst unit's sum of z_k^-2
+            # (z_eff as the accountants compute it, so the numbers are theirs to the bit)
+            z = float(np.sum(np.array([worst**-0.5]) ** -2.0)) ** -0.5
+            return 0.0 if worst == 0 else gaussian.epsilon(z, self.delta)
         from dp_accounting.rdp import rdp_privacy_accountant
 
         self._grow(1)
@@ -175,10 +176,11 @@ class PrivacyLedger:
         if self._gauss.size == 0 and not self._extra.any():
             return np.zeros(eps.shape)
         if self._exact_gaussian():
-            from vfl.privacy import gaussian_delta
-
             worst = float(self._gauss.max())
-            return np.zeros(eps.shape) if worst == 0 else gaussian_delta(eps, worst**-0.5)
+            if worst == 0:
+                return np.zeros(eps.shape)
+            z = 1.0 / float(np.sqrt(np.sum(np.array([worst**-0.5]) ** -2.0)))  # 1 / mu
+            return np.exp([gaussian.log_delta(float(e), z) for e in eps])
         from dp_accounting.rdp import rdp_privacy_accountant
 
         self._grow(1)
