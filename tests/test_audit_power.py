@@ -74,6 +74,7 @@ def test_column_canary_exercises_much_more_than_a_real_column(tmp_path):
     assert "canary" in adversarial.name and adversarial.exercised > 0.35
 
 
+@pytest.mark.slow
 def test_audits_collects_one_table_and_one_figure(tmp_path):
     path = _config(tmp_path, "row")
     root = tmp_path / "audits"

@@ -331,6 +331,7 @@ def test_the_coordinator_holds_no_block(tmp_path, cluster):
         assert solver.parties.n_features == [6, 7]  # party 1 holds the intercept
 
 
+@pytest.mark.slow
 def test_bad_clusters_are_one_line_errors_and_nothing_is_written(tmp_path, cluster):
     path = _config(tmp_path)
     out = tmp_path / "run"

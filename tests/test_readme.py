@@ -223,6 +223,7 @@ def test_the_own_data_example_runs_as_written(tmp_path):
     assert all("privacy guarantee" in out for out in outputs.values())
 
 
+@pytest.mark.slow
 def test_the_party_files_example_runs_as_written(tmp_path):
     """README's party-file example: split a shipped config's data into party files, tune on
     the public rows, run the chosen config on the aligned rows."""

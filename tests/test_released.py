@@ -201,6 +201,7 @@ def test_admm_sharing_test_metrics_are_diagnostic():
     assert np.isscalar(cls.diagnostic_note)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bound", ["kl", "clopper-pearson", "truncated-kl"])
 def test_audit_names_its_bound_and_calibrates_its_power(tmp_path, bound):
     """`vfl audit --bound B --noise-scale S`: the report names the bound, records S, and every
