@@ -386,11 +386,18 @@ def _traffic_rows(traffic, repeat: int, epoch: int, phase: int = 0) -> np.ndarra
 
 
 def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat: int,
-             on_epoch, stop_at_budget: bool,
-             repeats: Repeats) -> tuple[list[dict], dict | None, float, list]:
+             on_epoch, stop_at_budget: bool, repeats: Repeats, resume=None,
+             checkpoint=None) -> tuple[list[dict], dict | None, float, list]:
     """Iterate one solver; returns its rows, the budget stop (if any), solver seconds and its
     communication per iteration and unit. Its ledger and releases go to ``repeats`` (which
-    also says what the earlier repeats spent, when a deployment composes them)."""
+    also says what the earlier repeats spent, when a deployment composes them).
+
+    ``resume`` (a :class:`~.checkpoint.RepeatState`): replay to its iteration without the
+    diagnostics (its rows are the checkpoint's), check the model there, and go on.
+    ``checkpoint(repeat, state, ledger_info)`` is called every ``run.checkpoint_every``
+    iterations and at the end."""
+    from .checkpoint import RepeatState, digest
+
     ledger, history = _ledger(config), []
     budget = config.privacy.budget_epsilon
     rows = []
@@ -415,15 +422,38 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
         if on_epoch is not None:
             on_epoch({**row, "repeat": repeat})
 
+    def arrived():  # the replay reached the checkpoint: its model must be the recorded one
+        nonlocal rows, elapsed, replaying
+        if digest(solver.coef()) != resume.digest or \
+                int(sent["bytes"]) != int(resume.rows[-1].get("bytes", sent["bytes"])):
+            raise ConfigError(f"--resume: the replay of repeat {repeat + 1} reached iteration "
+                              f"{resume.epoch} with another model than the checkpoint's (the "
+                              "data, the code or the environment changed): start a new run")
+        rows, elapsed, replaying = [dict(r) for r in resume.rows], resume.elapsed, False
+
+    def save(done: bool):
+        if checkpoint is not None:
+            spent = {"events": sum(len(h) for h in history)}
+            if ledger is not None:
+                spent["epsilon"] = float(repeats.epsilon(ledger))
+            checkpoint(repeat, RepeatState(epoch=int(solver.iteration), rows=list(rows),
+                                           elapsed=float(elapsed), digest=digest(solver.coef()),
+                                           done=done), spent)
+
+    replaying, elapsed = resume is not None, 0.0
     # row 0: the common starting point, nothing spent, no time charged
-    record({c: 0.0 for c in type(solver).columns if c.endswith("_time_s")}, 0.0,
-           solver.initial_metrics())
-    start = rows[0].get("objective")
+    if not replaying:
+        record({c: 0.0 for c in type(solver).columns if c.endswith("_time_s")}, 0.0,
+               solver.initial_metrics())
+    start = (resume.rows if replaying else rows)[0].get("objective")
     # a finite objective a million times its starting value has diverged too (SGD with a huge
     # learning rate reaches 1e10 without ever overflowing)
     limit = None if start is None or not np.isfinite(start) else 1e6 * max(1.0, abs(start))
-    elapsed, stopped = 0.0, None
+    stopped = None
     every, T = config.run.eval_every, config.solver.epochs
+    K = config.run.checkpoint_every
+    if replaying and resume.epoch == 0:
+        arrived()
 
     def evaluate_and_record(stats):
         metrics = solver.evaluate()
@@ -460,9 +490,19 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
                 released = solver.releases()
                 ledger.add(released)
                 history.append(released)
+            if replaying:  # the checkpoint holds these rows: no diagnostics until it
+                if solver.iteration == resume.epoch:
+                    arrived()
+                continue
             # diagnostics every `eval_every` iterations and at the end: never in solver time
             if solver.iteration % every == 0 or i == T - 1:
                 evaluate_and_record(stats)
+            if K and solver.iteration % K == 0 and i < T - 1:
+                save(done=False)
+    if replaying:  # (a budget stop came before the checkpoint's iteration: cannot be)
+        raise ConfigError(f"--resume: repeat {repeat + 1} ended at iteration {solver.iteration}, "
+                          f"before its checkpoint's {resume.epoch}: start a new run")
+    save(done=True)
     repeats.finish(ledger, history)
     return rows, stopped, elapsed, traffic
 
@@ -498,6 +538,8 @@ def run_experiment(
     stop_at_budget: bool = False,
     plan: RunPlan | None = None,
     release_only: bool = False,
+    resume=None,
+    checkpoint: Callable | None = None,
 ) -> RunResult:
     """Run ``config`` end to end and return its records (nothing is written).
 
@@ -508,6 +550,9 @@ def run_experiment(
     ``release_only`` (a run that claims a guarantee) keeps only the released
     values: the diagnostic columns, the references (all computed from the
     exact private data) and the diagnostic result numbers are left out.
+    ``resume`` (a :class:`~.checkpoint.Checkpoint`) replays the run to it and goes on;
+    ``checkpoint(repeat, state, released)`` receives each repeat's state every
+    ``run.checkpoint_every`` iterations (:mod:`.checkpoint`).
     """
     if release_only and not config.privacy.claims_guarantee:
         raise ConfigError("--release-only applies to a run that claims a privacy guarantee "
@@ -541,7 +586,8 @@ def run_experiment(
         f_star = baselines.get("central", {}).get("objective", float("nan")) if baselines else np.nan
         rows, stopped, elapsed, sent = _run_one(
             config, solver, prepared, f_star, repeat=r, on_epoch=on_epoch,
-            stop_at_budget=stop_at_budget, repeats=repeats)
+            stop_at_budget=stop_at_budget, repeats=repeats,
+            resume=None if resume is None else resume.at(r), checkpoint=checkpoint)
         traffic += sent
         inference = _inference(solver, prepared)
         if inference is not None:
