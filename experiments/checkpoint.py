@@ -47,6 +47,8 @@ class RepeatState:
     elapsed: float
     digest: str
     done: bool = False
+    #: per session: the diagnostics' counts so far (communication.csv's diagnostics rows)
+    diagnostics: list = field(default_factory=list)
 
 
 @dataclass

@@ -52,7 +52,7 @@ COMMUNICATION_COLUMNS = ["messages", "bytes"]
 #: final model (the solver's :class:`~vfl.core.wire.Inference`, at the last iteration)
 COMMUNICATION_FILE_COLUMNS = ["repeat", "phase", "epoch", "unit", "sent_messages", "sent_bytes",
                               "received_messages", "received_bytes"]
-PHASES = ("training", "inference", "alignment")
+PHASES = ("training", "inference", "alignment", "diagnostics")
 
 
 @dataclass
@@ -372,6 +372,32 @@ def _divergence(config: Config, solver: Solver, value, message: str | None = Non
     return DivergedError(msg + (f"; {hint}" if hint else ""))
 
 
+def _sessions(solver) -> list:
+    """The unit sessions a solver's seams hold (``solver.parties.session``, ...)."""
+    from vfl.core.units import Session
+
+    return [v.session for v in vars(solver).values()
+            if isinstance(getattr(v, "session", None), Session)]
+
+
+def _diagnostic_rows(solver, repeat: int) -> list[np.ndarray]:
+    """A repeat's diagnostics as communication.csv rows: the hub, then each host (as its
+    first unit; a group of providers or agents answers in one message)."""
+    out = []
+    for session in _sessions(solver):
+        d = session.diagnostics
+        if not d.any():
+            continue
+        table = np.empty((session.n + 1, len(COMMUNICATION_FILE_COLUMNS)), dtype=np.int64)
+        table[:, 0], table[:, 1], table[:, 2] = repeat, PHASES.index("diagnostics"), \
+            solver.iteration
+        table[0, 3], table[1:, 3] = 0, [a + 1 for a, _ in session.hosts]
+        table[0, 4:] = d.sum(axis=0)  # the hub sends the requests and receives the replies
+        table[1:, 4:] = d[:, [2, 3, 0, 1]]
+        out.append(table)
+    return out
+
+
 def _traffic_rows(traffic, repeat: int, epoch: int, phase: int = 0) -> np.ndarray:
     """One iteration's :class:`~vfl.core.wire.Traffic` as communication.csv rows (hub first);
     ``phase`` indexes :data:`PHASES`."""
@@ -422,9 +448,24 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
         if on_epoch is not None:
             on_epoch({**row, "repeat": repeat})
 
+    def counts() -> list:
+        return [[s.diagnostics.tolist(), s._last_scoring.tolist()] for s in _sessions(solver)]
+
+    def restore(saved) -> None:
+        for s, (d, last) in zip(_sessions(solver), saved):
+            s.diagnostics[:] = np.asarray(d, dtype=np.int64).reshape(s.diagnostics.shape)
+            s._last_scoring = np.asarray(last, dtype=np.int64).reshape(s.diagnostics.shape)
+
+    def model_digest() -> str:  # (asking for the model is no diagnostic of the run)
+        saved = counts()
+        value = digest(solver.coef())
+        restore(saved)
+        return value
+
     def arrived():  # the replay reached the checkpoint: its model must be the recorded one
         nonlocal rows, elapsed, replaying
-        if digest(solver.coef()) != resume.digest or \
+        restore(resume.diagnostics)  # the unbroken run's counts there
+        if model_digest() != resume.digest or \
                 int(sent["bytes"]) != int(resume.rows[-1].get("bytes", sent["bytes"])):
             raise ConfigError(f"--resume: the replay of repeat {repeat + 1} reached iteration "
                               f"{resume.epoch} with another model than the checkpoint's (the "
@@ -436,9 +477,10 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
             spent = {"events": sum(len(h) for h in history)}
             if ledger is not None:
                 spent["epsilon"] = float(repeats.epsilon(ledger))
-            checkpoint(repeat, RepeatState(epoch=int(solver.iteration), rows=list(rows),
-                                           elapsed=float(elapsed), digest=digest(solver.coef()),
-                                           done=done), spent)
+            checkpoint(repeat, RepeatState(
+                epoch=int(solver.iteration), rows=list(rows), elapsed=float(elapsed),
+                digest=model_digest(), done=done,
+                diagnostics=counts()), spent)
 
     replaying, elapsed = resume is not None, 0.0
     # row 0: the common starting point, nothing spent, no time charged
@@ -592,6 +634,7 @@ def run_experiment(
         inference = _inference(solver, prepared)
         if inference is not None:
             traffic.append(_traffic_rows(inference, r, solver.iteration, phase=1))
+        traffic += _diagnostic_rows(solver, r)
         frames.append(pd.DataFrame(rows, columns=_columns(rows, cls)))
         stops.append(stopped)
         seconds.append(elapsed)

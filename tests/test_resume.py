@@ -108,8 +108,6 @@ def test_resume_refuses_other_options_and_a_deployment(tmp_path):
                           "--resume takes the config and options from the checkpoint: leave "
                           "out --set")
     assert_one_line_error(vfl("run", "--resume", tmp_path / "none"), "no such run directory")
-    path = tmp_path / "d.toml"
-    path.write_text(CONFIG % 4 + "[privacy]\n")  # (a duplicate table: rewritten below)
     raw = load_config(_deployment(tmp_path)).to_dict()
     write_checkpoint(tmp_path / "dep", Checkpoint(
         config=raw, options={}, released={"events": 6, "epsilon": 1.25},
