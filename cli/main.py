@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from vfl.core.errors import ConfigError, PartyLostError, VFLError
+from vfl.core.errors import ConfigError, VFLError
 
 from .datasets_cmd import datasets
 from .tune_cmd import tune
@@ -148,8 +148,7 @@ def _value_list(text: str, option: str, kind=float) -> list:
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Run directory to create [default: results/runs/NAME-TIMESTAMP].")
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False), default=None,
-              help="Finish the run whose directory holds a checkpoint.json (its config and "
-                   "options are the checkpoint's; README: Resuming).")
+              help="Finish the killed run of this directory (its checkpoint's config).")
 @click.option("--epochs", type=click.IntRange(min=1), default=None,
               help="Override solver.epochs (the number of iterations).")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override run.seed.")
@@ -193,21 +192,11 @@ def run(config_path, out, resume_dir, epochs, seed, repeats, eval_every, data_di
     from vfl.experiments.records import check_output_dir
 
     t0 = perf_counter()
-    if resume_dir is not None:
-        given = [o for o, v in (("--config", config_path), ("--out", out), ("--set", overrides),
-                                ("--epochs", epochs), ("--seed", seed), ("--repeats", repeats),
-                                ("--eval-every", eval_every), ("--baselines", baselines),
-                                ("--overwrite", overwrite), ("--no-cache", no_cache),
-                                ("--stop-at-budget", stop_at_budget),
-                                ("--release-only", release_only), ("--no-figure", no_figure))
-                 if v]
-        if given:
-            raise ConfigError(f"--resume takes the config and options from the checkpoint: "
-                              f"leave out {', '.join(given)}")
+    if resume_dir is not None:  # (the other options are refused: the checkpoint's own)
         from vfl.experiments.checkpoint import resume_run
-
-        return resume_run(Path(resume_dir), cluster, data_dir, quiet, t0, _backend, _run)
-    if config_path is None:
+        return resume_run(Path(resume_dir), cluster, data_dir, quiet, t0, _backend, _run,
+                          given=click.get_current_context().params)
+    if config_path is None:  # (--resume needs none)
         raise click.UsageError("Missing option '--config' (or --resume RUN_DIR).")
     overrides = list(overrides)
     for key, value in (("solver.epochs", epochs), ("run.seed", seed), ("run.repeats", repeats),
@@ -245,7 +234,7 @@ def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, rele
     from time import perf_counter
 
     from vfl.core.solver import column_kinds
-    from vfl.experiments.checkpoint import CHECKPOINT, checkpoints
+    from vfl.experiments.checkpoint import checkpoints, finished, keep_or_drop
     from vfl.experiments.records import write_run
     from vfl.experiments.runner import plan_run, run_experiment
 
@@ -259,24 +248,19 @@ def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, rele
                          show=lambda row: f"repeat {row['repeat'] + 1}, {row['epoch']}" + (
                              "" if release_only and star else
                              f": test loss {row['test_logloss']:.4f}{star}"))
-    # every run.checkpoint_every iterations: checkpoint.json in the run directory
-    save = checkpoints(out, config, resume, cluster=getattr(backend, "address", None),
-                       options={"no_cache": no_cache, "stop_at_budget": stop_at_budget,
-                                "release_only": release_only, "figure": figure})
+    save, existed = checkpoints(out, config, resume, {  # every run.checkpoint_every iterations
+        "no_cache": no_cache, "stop_at_budget": stop_at_budget, "release_only": release_only,
+        "figure": figure}), out.exists()
     try:
         result = run_experiment(config, data_dir=data_dir, plan=plan, use_cache=not no_cache,
                                 stop_at_budget=stop_at_budget, release_only=release_only,
                                 on_epoch=lambda row: progress.step(row) if row["epoch"] > 0 else None,
                                 resume=resume, checkpoint=save)
-    except PartyLostError as exc:  # the run directory says how to resume (a lost scheduler)
-        if (out / CHECKPOINT).is_file() and "resume" not in str(exc):
-            raise type(exc)(f"{exc}; checkpoint in {out}: vfl run --resume {out}") from None
-        raise
+    except VFLError as exc:  # a lost unit or scheduler: the run directory says how to resume
+        raise type(exc)(f"{exc}{keep_or_drop(out, exc, fresh=not existed)}") from None
     finally:
         progress.close()
-    overwrite = overwrite or (out / CHECKPOINT).is_file()  # the finished run replaces it
-    if resume is not None:  # (the replayed part's rows and timings are the checkpoint's)
-        result.manifest.setdefault("diagnostic", {})["resumed_from"] = resume.where()
+    overwrite = finished(result, out, resume) or overwrite  # (replaces the checkpoint)
 
     def draw(tmp: Path):
         from vfl.plots import draw_run

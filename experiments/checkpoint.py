@@ -142,8 +142,15 @@ def refuse_deployment(run_dir, checkpoint: Checkpoint) -> None:
                       "run (its epsilon adds to these)")
 
 
-def checkpoints(out: Path, config, resume: Checkpoint | None, *, cluster: str | None,
-                options: dict):
+def finished(result, out: Path, resume: Checkpoint | None) -> bool:
+    """A run done: a resumed one's manifest says from where; whether a checkpoint is there
+    (the run directory replaces it)."""
+    if resume is not None:  # (the replayed part's rows and timings are the checkpoint's)
+        result.manifest.setdefault("diagnostic", {})["resumed_from"] = resume.where()
+    return (Path(out) / CHECKPOINT).is_file()
+
+
+def checkpoints(out: Path, config, resume: Checkpoint | None, options: dict):
     """``vfl run``'s writer: ``save(repeat, state, released)`` keeps ``out/checkpoint.json``
     current (None when ``run.checkpoint_every = 0``)."""
     if not config.run.checkpoint_every:
@@ -165,14 +172,42 @@ def checkpoints(out: Path, config, resume: Checkpoint | None, *, cluster: str | 
     return save
 
 
-def resume_run(run_dir: Path, cluster, data_dir, quiet: bool, t0: float, backend, run) -> None:
+def keep_or_drop(out: Path, exc: Exception, *, fresh: bool) -> str:
+    """After a run stopped on ``exc``: a lost unit or scheduler keeps the checkpoint (what
+    to add to the error: how to resume); any other error leaves nothing (``fresh``: the
+    run made ``out``)."""
+    import shutil
+
+    from vfl.core.errors import PartyLostError
+
+    path = Path(out) / CHECKPOINT
+    if not path.is_file():
+        return ""
+    if isinstance(exc, PartyLostError):
+        return f"; checkpoint in {out}: vfl run --resume {out}"
+    if fresh:
+        shutil.rmtree(out, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+    return ""
+
+
+def resume_run(run_dir: Path, cluster, data_dir, quiet: bool, t0: float, backend, run,
+               given: dict) -> None:
     """``vfl run --resume RUN_DIR``: the checkpoint's run, replayed to it and finished
-    (``backend`` and ``run`` are the CLI's own ``vfl run`` steps)."""
+    (``backend`` and ``run`` are the CLI's own ``vfl run`` steps; ``given``: the other
+    options, refused when set)."""
     import contextlib
 
     from .config import config_from_dict
     from .dask_units import check_cluster_option
 
+    set_ = [("--" + k.replace("_", "-")).replace("--config-path", "--config").replace(
+        "--overrides", "--set") for k, v in given.items()
+        if v and k not in ("resume_dir", "cluster", "data_dir", "quiet")]
+    if set_:
+        raise ConfigError("--resume takes the config and options from the checkpoint: "
+                          f"leave out {', '.join(set_)}")
     run_dir = Path(run_dir).absolute()
     checkpoint = read_checkpoint(run_dir)
     config = config_from_dict(checkpoint.config)
