@@ -143,10 +143,12 @@ def _value_list(text: str, option: str, kind=float) -> list:
 
 
 @cli.command()
-@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--config", "config_path", default=None, type=click.Path(dir_okay=False),
               help="TOML experiment config (see configs/).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Run directory to create [default: results/runs/NAME-TIMESTAMP].")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False), default=None,
+              help="Finish the killed run of this directory (its checkpoint's config).")
 @click.option("--epochs", type=click.IntRange(min=1), default=None,
               help="Override solver.epochs (the number of iterations).")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override run.seed.")
@@ -174,8 +176,8 @@ def _value_list(text: str, option: str, kind=float) -> list:
                    "party].")
 @click.option("--no-figure", is_flag=True,
               help="Write no loss.png (scripted runs; `vfl plot RUN_DIR --out F` draws one later).")
-def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides, overwrite, quiet,
-        no_cache, baselines, stop_at_budget, release_only, cluster, no_figure):
+def run(config_path, out, resume_dir, epochs, seed, repeats, eval_every, data_dir, overrides,
+        overwrite, quiet, no_cache, baselines, stop_at_budget, release_only, cluster, no_figure):
     """Run one experiment and write its run directory.
 
     Everything is checked (config, output directory, data, distribution,
@@ -190,6 +192,12 @@ def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides
     from vfl.experiments.records import check_output_dir
 
     t0 = perf_counter()
+    if resume_dir is not None:  # (the other options are refused: the checkpoint's own)
+        from vfl.experiments.checkpoint import resume_run
+        return resume_run(Path(resume_dir), cluster, data_dir, quiet, t0, _backend, _run,
+                          given=click.get_current_context().params)
+    if config_path is None:  # (--resume needs none)
+        raise click.UsageError("Missing option '--config' (or --resume RUN_DIR).")
     overrides = list(overrides)
     for key, value in (("solver.epochs", epochs), ("run.seed", seed), ("run.repeats", repeats),
                        ("run.eval_every", eval_every), ("run.baselines", baselines)):
@@ -222,10 +230,11 @@ def _backend(config, cluster, data_dir):
 
 
 def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, release_only,
-         backend, t0, figure=True):
+         backend, t0, figure=True, resume=None):
     from time import perf_counter
 
     from vfl.core.solver import column_kinds
+    from vfl.experiments.checkpoint import checkpoints, finished, keep_or_drop
     from vfl.experiments.records import write_run
     from vfl.experiments.runner import plan_run, run_experiment
 
@@ -239,12 +248,19 @@ def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, rele
                          show=lambda row: f"repeat {row['repeat'] + 1}, {row['epoch']}" + (
                              "" if release_only and star else
                              f": test loss {row['test_logloss']:.4f}{star}"))
+    save, existed = checkpoints(out, config, resume, {  # every run.checkpoint_every iterations
+        "no_cache": no_cache, "stop_at_budget": stop_at_budget, "release_only": release_only,
+        "figure": figure}), out.exists()
     try:
         result = run_experiment(config, data_dir=data_dir, plan=plan, use_cache=not no_cache,
                                 stop_at_budget=stop_at_budget, release_only=release_only,
-                                on_epoch=lambda row: progress.step(row) if row["epoch"] > 0 else None)
+                                on_epoch=lambda row: progress.step(row) if row["epoch"] > 0 else None,
+                                resume=resume, checkpoint=save)
+    except VFLError as exc:  # a lost unit or scheduler: the run directory says how to resume
+        raise type(exc)(f"{exc}{keep_or_drop(out, exc, fresh=not existed)}") from None
     finally:
         progress.close()
+    overwrite = finished(result, out, resume) or overwrite  # (replaces the checkpoint)
 
     def draw(tmp: Path):
         from vfl.plots import draw_run

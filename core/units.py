@@ -139,6 +139,11 @@ class Session:
         self.dims: list[dict] = [{} for _ in range(n)]
         #: payload bytes per phase and host (requests and replies)
         self.payload = {kind: [0] * n for kind in Kind}
+        #: per host: requests, their bytes, replies, their bytes of the diagnostics and of
+        #: every scoring of the test rows but the last (metrics.csv's test columns; the last
+        #: is the run's inference): communication.csv's "diagnostics" rows
+        self.diagnostics = np.zeros((n, 4), dtype=np.int64)
+        self._last_scoring = np.zeros((n, 4), dtype=np.int64)
         #: per host: completed rounds of the protocol's iteration call (or the client's own
         #: count, :meth:`tick`)
         self.done = [0] * n
@@ -208,7 +213,14 @@ class Session:
                         request if request is not None else Empty()) for k in range(self.n)}
         replies = self._exchange(call, requests)
         for k in range(self.n):
-            self.payload[call.kind][k] += nbytes(requests[k]) + nbytes(replies[k])
+            up, down = nbytes(requests[k]), nbytes(replies[k])
+            self.payload[call.kind][k] += up + down
+            if call.kind is DIAGNOSTIC:
+                self.diagnostics[k] += (1, up, 1, down)
+        if call.kind is INFERENCE:  # the scoring before this one was a diagnostic
+            self.diagnostics += self._last_scoring
+            self._last_scoring = np.array([(1, nbytes(requests[k]), 1, nbytes(replies[k]))
+                                           for k in range(self.n)], dtype=np.int64)
         return [replies[k] for k in range(self.n)]
 
     def _declared(self, call, kinds) -> Call:

@@ -50,6 +50,7 @@ distribute the data::
     eval_every = 1               # metrics every k iterations (and at the last)
     backend = "inprocess"        # or "dask": each party on its own Dask worker (vfl run --cluster)
     party_wait = 60.0            # dask: seconds to wait for a worker to take over a lost party
+    checkpoint_every = 10        # vfl run: checkpoint.json every k iterations (0: none)
 
     [audit]                      # defaults of `vfl audit` for this config
     runs = 100                   # noise draws per neighbouring pair and direction (--runs)
@@ -249,13 +250,16 @@ class RunConfig:
     backend: str = "inprocess"
     # dask: seconds to wait for a worker that can take over a lost party's data
     party_wait: float = 60.0
+    # `vfl run` writes checkpoint.json every k iterations (0: never); `vfl run --resume`
+    checkpoint_every: int = 10
 
 
 #: ``run.backend`` values; the solver class lists those it supports (``Solver.backends``)
 BACKENDS = ("inprocess", "dask")
 #: run keys that config.json records only when they differ from the default (runs
 #: recorded before the key existed stay current)
-_RUN_KEYS_IF_SET = {"baselines": "all", "backend": "inprocess", "party_wait": 60.0}
+_RUN_KEYS_IF_SET = {"baselines": "all", "backend": "inprocess", "party_wait": 60.0,
+                    "checkpoint_every": 10}
 
 
 @dataclass(frozen=True)
@@ -671,7 +675,9 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
                     baselines=_choice("run.baselines", r.get("baselines", "all"), BASELINE_SETS),
                     backend=as_choice("run.backend", r.get("backend", "inprocess"), BACKENDS),
                     party_wait=as_number("run.party_wait", r.get("party_wait", 60.0), low=0,
-                                         high=86400))
+                                         high=86400),
+                    checkpoint_every=_integer("run.checkpoint_every",
+                                              r.get("checkpoint_every", 10), minimum=0))
     if run.backend != "inprocess" and data.dataset == "parties":
         raise ConfigError("run.backend = 'dask' with party files: not yet (each worker would "
                           "read every party's file; a party reads only its own in the party "

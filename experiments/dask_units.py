@@ -277,10 +277,26 @@ class DaskUnits(Units):
         self._carried(CONTROL, before)
 
     def _lost(self, session, failure):
+        if not self._scheduler_alive():  # not a party's worker: say so, not after party_wait
+            word = session.protocol.placement.iteration
+            raise PartyLostError(f"the Dask scheduler {self.address} was lost at {word} "
+                                 f"{max(session.done, default=0) + 1} (the parties' workers "
+                                 "cannot be reached through it)") from None
         lost = [k for k, s in enumerate(self.slots) if not self._alive(s)]
         if not lost:
             raise failure  # not a lost worker: the unit's own error
         return lost
+
+    def _scheduler_alive(self) -> bool:
+        """Whether the scheduler answers (an external one; a local cluster's lives here)."""
+        if self.client is None or self.address is None:
+            return True
+        try:  # a client reconnecting gets run.party_wait (at most 10 s) to find it again
+            wait = min(10.0, max(1.0, self.config.run.party_wait))
+            self.client.sync(self.client.scheduler.identity, callback_timeout=wait)
+            return True
+        except Exception:  # noqa: BLE001 (a closed comm shows as many types)
+            return False
 
     def _alive(self, slot: _Slot) -> bool:
         try:

@@ -52,7 +52,7 @@ COMMUNICATION_COLUMNS = ["messages", "bytes"]
 #: final model (the solver's :class:`~vfl.core.wire.Inference`, at the last iteration)
 COMMUNICATION_FILE_COLUMNS = ["repeat", "phase", "epoch", "unit", "sent_messages", "sent_bytes",
                               "received_messages", "received_bytes"]
-PHASES = ("training", "inference", "alignment")
+PHASES = ("training", "inference", "alignment", "diagnostics")
 
 
 @dataclass
@@ -372,6 +372,32 @@ def _divergence(config: Config, solver: Solver, value, message: str | None = Non
     return DivergedError(msg + (f"; {hint}" if hint else ""))
 
 
+def _sessions(solver) -> list:
+    """The unit sessions a solver's seams hold (``solver.parties.session``, ...)."""
+    from vfl.core.units import Session
+
+    return [v.session for v in vars(solver).values()
+            if isinstance(getattr(v, "session", None), Session)]
+
+
+def _diagnostic_rows(solver, repeat: int) -> list[np.ndarray]:
+    """A repeat's diagnostics as communication.csv rows: the hub, then each host (as its
+    first unit; a group of providers or agents answers in one message)."""
+    out = []
+    for session in _sessions(solver):
+        d = session.diagnostics
+        if not d.any():
+            continue
+        table = np.empty((session.n + 1, len(COMMUNICATION_FILE_COLUMNS)), dtype=np.int64)
+        table[:, 0], table[:, 1], table[:, 2] = repeat, PHASES.index("diagnostics"), \
+            solver.iteration
+        table[0, 3], table[1:, 3] = 0, [a + 1 for a, _ in session.hosts]
+        table[0, 4:] = d.sum(axis=0)  # the hub sends the requests and receives the replies
+        table[1:, 4:] = d[:, [2, 3, 0, 1]]
+        out.append(table)
+    return out
+
+
 def _traffic_rows(traffic, repeat: int, epoch: int, phase: int = 0) -> np.ndarray:
     """One iteration's :class:`~vfl.core.wire.Traffic` as communication.csv rows (hub first);
     ``phase`` indexes :data:`PHASES`."""
@@ -386,11 +412,18 @@ def _traffic_rows(traffic, repeat: int, epoch: int, phase: int = 0) -> np.ndarra
 
 
 def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat: int,
-             on_epoch, stop_at_budget: bool,
-             repeats: Repeats) -> tuple[list[dict], dict | None, float, list]:
+             on_epoch, stop_at_budget: bool, repeats: Repeats, resume=None,
+             checkpoint=None) -> tuple[list[dict], dict | None, float, list]:
     """Iterate one solver; returns its rows, the budget stop (if any), solver seconds and its
     communication per iteration and unit. Its ledger and releases go to ``repeats`` (which
-    also says what the earlier repeats spent, when a deployment composes them)."""
+    also says what the earlier repeats spent, when a deployment composes them).
+
+    ``resume`` (a :class:`~.checkpoint.RepeatState`): replay to its iteration without the
+    diagnostics (its rows are the checkpoint's), check the model there, and go on.
+    ``checkpoint(repeat, state, ledger_info)`` is called every ``run.checkpoint_every``
+    iterations and at the end."""
+    from .checkpoint import RepeatState, digest
+
     ledger, history = _ledger(config), []
     budget = config.privacy.budget_epsilon
     rows = []
@@ -415,15 +448,54 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
         if on_epoch is not None:
             on_epoch({**row, "repeat": repeat})
 
+    def counts() -> list:
+        return [[s.diagnostics.tolist(), s._last_scoring.tolist()] for s in _sessions(solver)]
+
+    def restore(saved) -> None:
+        for s, (d, last) in zip(_sessions(solver), saved):
+            s.diagnostics[:] = np.asarray(d, dtype=np.int64).reshape(s.diagnostics.shape)
+            s._last_scoring = np.asarray(last, dtype=np.int64).reshape(s.diagnostics.shape)
+
+    def model_digest() -> str:  # (asking for the model is no diagnostic of the run)
+        saved = counts()
+        value = digest(solver.coef())
+        restore(saved)
+        return value
+
+    def arrived():  # the replay reached the checkpoint: its model must be the recorded one
+        nonlocal rows, elapsed, replaying
+        restore(resume.diagnostics)  # the unbroken run's counts there
+        if model_digest() != resume.digest or \
+                int(sent["bytes"]) != int(resume.rows[-1].get("bytes", sent["bytes"])):
+            raise ConfigError(f"--resume: the replay of repeat {repeat + 1} reached iteration "
+                              f"{resume.epoch} with another model than the checkpoint's (the "
+                              "data, the code or the environment changed): start a new run")
+        rows, elapsed, replaying = [dict(r) for r in resume.rows], resume.elapsed, False
+
+    def save(done: bool):
+        if checkpoint is not None:
+            spent = {"events": sum(len(h) for h in history)}
+            if ledger is not None:
+                spent["epsilon"] = float(repeats.epsilon(ledger))
+            checkpoint(repeat, RepeatState(
+                epoch=int(solver.iteration), rows=list(rows), elapsed=float(elapsed),
+                digest=model_digest(), done=done,
+                diagnostics=counts()), spent)
+
+    replaying, elapsed = resume is not None, 0.0
     # row 0: the common starting point, nothing spent, no time charged
-    record({c: 0.0 for c in type(solver).columns if c.endswith("_time_s")}, 0.0,
-           solver.initial_metrics())
-    start = rows[0].get("objective")
+    if not replaying:
+        record({c: 0.0 for c in type(solver).columns if c.endswith("_time_s")}, 0.0,
+               solver.initial_metrics())
+    start = (resume.rows if replaying else rows)[0].get("objective")
     # a finite objective a million times its starting value has diverged too (SGD with a huge
     # learning rate reaches 1e10 without ever overflowing)
     limit = None if start is None or not np.isfinite(start) else 1e6 * max(1.0, abs(start))
-    elapsed, stopped = 0.0, None
+    stopped = None
     every, T = config.run.eval_every, config.solver.epochs
+    K = config.run.checkpoint_every
+    if replaying and resume.epoch == 0:
+        arrived()
 
     def evaluate_and_record(stats):
         metrics = solver.evaluate()
@@ -460,9 +532,19 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
                 released = solver.releases()
                 ledger.add(released)
                 history.append(released)
+            if replaying:  # the checkpoint holds these rows: no diagnostics until it
+                if solver.iteration == resume.epoch:
+                    arrived()
+                continue
             # diagnostics every `eval_every` iterations and at the end: never in solver time
             if solver.iteration % every == 0 or i == T - 1:
                 evaluate_and_record(stats)
+            if K and solver.iteration % K == 0 and i < T - 1:
+                save(done=False)
+    if replaying:  # (a budget stop came before the checkpoint's iteration: cannot be)
+        raise ConfigError(f"--resume: repeat {repeat + 1} ended at iteration {solver.iteration}, "
+                          f"before its checkpoint's {resume.epoch}: start a new run")
+    save(done=True)
     repeats.finish(ledger, history)
     return rows, stopped, elapsed, traffic
 
@@ -498,6 +580,8 @@ def run_experiment(
     stop_at_budget: bool = False,
     plan: RunPlan | None = None,
     release_only: bool = False,
+    resume=None,
+    checkpoint: Callable | None = None,
 ) -> RunResult:
     """Run ``config`` end to end and return its records (nothing is written).
 
@@ -508,6 +592,9 @@ def run_experiment(
     ``release_only`` (a run that claims a guarantee) keeps only the released
     values: the diagnostic columns, the references (all computed from the
     exact private data) and the diagnostic result numbers are left out.
+    ``resume`` (a :class:`~.checkpoint.Checkpoint`) replays the run to it and goes on;
+    ``checkpoint(repeat, state, released)`` receives each repeat's state every
+    ``run.checkpoint_every`` iterations (:mod:`.checkpoint`).
     """
     if release_only and not config.privacy.claims_guarantee:
         raise ConfigError("--release-only applies to a run that claims a privacy guarantee "
@@ -541,11 +628,13 @@ def run_experiment(
         f_star = baselines.get("central", {}).get("objective", float("nan")) if baselines else np.nan
         rows, stopped, elapsed, sent = _run_one(
             config, solver, prepared, f_star, repeat=r, on_epoch=on_epoch,
-            stop_at_budget=stop_at_budget, repeats=repeats)
+            stop_at_budget=stop_at_budget, repeats=repeats,
+            resume=None if resume is None else resume.at(r), checkpoint=checkpoint)
         traffic += sent
         inference = _inference(solver, prepared)
         if inference is not None:
             traffic.append(_traffic_rows(inference, r, solver.iteration, phase=1))
+        traffic += _diagnostic_rows(solver, r)
         frames.append(pd.DataFrame(rows, columns=_columns(rows, cls)))
         stops.append(stopped)
         seconds.append(elapsed)

@@ -133,6 +133,12 @@ FIXTURES = {
     "own-no-label.toml": _own(CSV, label=""),
     "own-label-missing.toml": _own(CSV, label='label = "zz"\n'),
     "own-parties.toml": _own(CSV, columns="[2, 2]"),
+    # a private run, one value of b left out of its list: the width error points at the list
+    "own-list.toml": _own(CSV, label='label = "y"\nlabels = [0, 1]\ncategorical_columns = '
+                          '["b"]\nstratify = false\n', columns='[3, 3]\n[preprocessing]\n'
+                          'scaling = "none"\nnormalize_rows = true\n[preprocessing.categories]'
+                          '\nb = ["0", "1"]\n[privacy]\nepsilon = 8.0\ndelta = 1e-5\nform = '
+                          '"output"\nneighbours = "row"\nb1 = 1.0\nclip = 1.0\ninput_clip = 2.0'),
     "own-good.toml": _own(CSV),
 }
 
@@ -171,6 +177,10 @@ CASES = [
      "run.repeats must be <= 10000"),
     ("run-epsilon-tiny", ["run", "--config", PRIVATE, "--set", "privacy.epsilon=1e-9", "--out", "o"],
      "privacy.epsilon = 1e-09: must be >= 1e-06"),
+    ("run-resume-nothing-there", ["run", "--resume", "nothere"],
+     "nothere: no such run directory"),
+    ("run-resume-with-config", ["run", "--resume", "nothere", "--config", A9A],
+     "--resume takes the config and options from the checkpoint: leave out --config"),
     ("run-release-only-without-guarantee", ["run", "--config", A9A, "--release-only", "--out", "o"],
      "--release-only applies to a run that claims a privacy guarantee"),
     ("run-moved-partition-key", ["run", "--config", A9A, "--set", "partition.normalize_rows=true",
@@ -335,7 +345,10 @@ CASES += [
     ("own-empty-file", ["run", "--config", "own-empty.toml", "--out", "o"], "own-empty.csv: empty file (0 bytes)"),
     ("own-header-only", ["run", "--config", "own-header.toml", "--out", "o"],
      "empty file (a header line but no data rows)"),
-    ("own-short-row", ["run", "--config", "own-ragged.toml", "--out", "o"], "line 22, column 'y': missing label"),
+    ("own-short-row", ["run", "--config", "own-ragged.toml", "--out", "o"], "line 22: a short row: 2 fields where the header has 4"),
+    ("own-list-leaves-a-value-out", ["run", "--config", "own-list.toml", "--out", "o"],
+     "partition.columns [3, 3] sum to 6 but the dataset has 4 features (one-hot columns: 'b' 2 "
+     "from preprocessing.categories.b; a value left out of a list has no column of its own)"),
     ("own-long-row", ["run", "--config", "own-ragged-long.toml", "--out", "o"],
      "malformed CSV file (Error tokenizing data. C error: Expected 4 fields in line 22, saw 5)"),
     ("own-text-cell", ["run", "--config", "own-text.toml", "--out", "o"],

@@ -328,6 +328,9 @@ def _labels(spec: PartySpec, y_raw, labels, strict: bool):
                             "classification needs exactly two (declare labels = [negative, "
                             "positive])")
         neg, pos, rule = classes[0], classes[1], "larger label is +1"
+        if not numeric or {float(neg), float(pos)} not in ({0.0, 1.0}, {-1.0, 1.0}):
+            raise DataError(f"{spec.who}: labels {neg!r} and {pos!r} are neither {{0, 1}} nor "
+                            "{-1, +1}: declare labels = [negative, positive]")
         values = [neg, pos]
     y = np.where(y_raw == values[1], 1.0, -1.0)
     as_json = (lambda v: float(v) if isinstance(v, (int, float, np.floating)) else str(v))
