@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import bz2
 import hashlib
+import io
 import os
+from collections import OrderedDict
 from pathlib import Path
 from typing import Sequence
 
@@ -69,6 +71,32 @@ def find_file(spec: FileSpec, data_dir: str | os.PathLike) -> Path | None:
 def _open_content(path: Path):
     """Open ``path`` for binary reading, transparently decompressing ``.bz2``."""
     return bz2.open(path, "rb") if path.suffix == ".bz2" else open(path, "rb")
+
+
+#: decompressed content of the ``.bz2`` files read in this process, by the sha256 of the
+#: file as stored: decompressing was most of a dataset load, repeated by every run of a
+#: process (``vfl reproduce``, the tests). A changed file has another key; bytes are immutable.
+_DECOMPRESSED: OrderedDict[str, bytes] = OrderedDict()
+_DECOMPRESSED_KEEP = 8
+
+
+def _read_content(path: Path) -> bytes:
+    """The decompressed content of ``path`` (OSError, EOFError as :func:`_open_content`)."""
+    with open(path, "rb") as fh:
+        stored = fh.read()
+    if path.suffix != ".bz2":
+        return stored
+    key = hashlib.sha256(stored).hexdigest()
+    content = _DECOMPRESSED.get(key)
+    if content is None:
+        with bz2.open(io.BytesIO(stored), "rb") as fh:
+            content = fh.read()
+        _DECOMPRESSED[key] = content
+        while len(_DECOMPRESSED) > _DECOMPRESSED_KEEP:
+            _DECOMPRESSED.popitem(last=False)
+    else:
+        _DECOMPRESSED.move_to_end(key)
+    return content
 
 
 def _io_error(path: Path, exc: BaseException) -> DataError:
@@ -145,8 +173,7 @@ def read_file(
     if path is None:
         raise missing_file_error(dataset, [spec], data_dir)
     try:
-        with _open_content(path) as fh:
-            content = fh.read()
+        content = _read_content(path)
     except (OSError, EOFError) as exc:
         raise _io_error(path, exc) from exc
     actual = hashlib.sha256(content).hexdigest()

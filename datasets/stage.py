@@ -188,7 +188,9 @@ class Stage:
         nothing (numeric records, no scaling) the result is ``table``'s own matrix, for a
         caller that only reads it (no second copy of the records)."""
         scaler = scaler or self.scaler
-        return scaler.transform(self.encode(table, copy=copy), copy=copy)
+        # one copy at most: the scaler's result is a new matrix whenever it scales, and its own
+        # copy (``copy``) when it does not
+        return scaler.transform(self.encode(table, copy=False), copy=copy)
 
     def describe(self, unit: str, scaler: Scaler | None = None) -> list[dict]:
         names = self.feature_names
@@ -207,7 +209,8 @@ class Stage:
 def _vocabularies(raw, spec: dict, layout) -> tuple[dict, dict]:
     vocab, sources, unpublished = {}, {}, []
     table = spec["categories"] if isinstance(spec["categories"], dict) else {}
-    cats = [n for n in layout if raw.train.kinds[raw.train.names.index(n)] == "categorical"]
+    kinds = dict(zip(raw.train.names, raw.train.kinds))  # (a list's .index is quadratic)
+    cats = [n for n in layout if kinds[n] == "categorical"]
     stray = sorted(set(table) - set(cats))
     if stray:
         raise ConfigError(f"preprocessing.categories.{stray[0]}: not a categorical column of "
@@ -296,10 +299,11 @@ def _scaling_plan(raw, spec: dict, encoder: Encoder, cat_sources: dict) -> tuple
     # columns a table leaves out follow "auto" (the schema, else the training rows)
     mode = given if isinstance(given, str) else ("standard" if kind == "standard" else "auto")
     sources, fitted, unpublished = set(), [], []
+    kinds = dict(zip(raw.train.names, raw.train.kinds))
     for j in plan["columns"]:
         name = owner[j]
         col = raw.schema.column(name) if raw.schema is not None else None
-        is_code = raw.train.kinds[raw.train.names.index(name)] == "categorical"
+        is_code = kinds[name] == "categorical"
         if isinstance(given, tuple):
             value, src = given, "config"
         elif name in table:

@@ -21,6 +21,7 @@ SGD behave on it.
 
 from __future__ import annotations
 
+import copy
 import numbers
 from dataclasses import replace
 from typing import Any, Mapping
@@ -259,6 +260,28 @@ def make_synthetic(
     )
 
 
+#: presets whose last generated data a process keeps, by their parameters: the gisette-shaped
+#: stand-in (6000 x 5000 dense) takes seconds to build, and a reproduction (or a test module)
+#: builds it for every run. Each use gets its own copies.
+_KEPT = ("gisette-shaped",)
+_GENERATED: dict[tuple, Dataset] = {}
+
+
+def _kept(preset: str, params: dict) -> Dataset:
+    key = (preset, tuple(sorted(params.items())))
+    data = _GENERATED.get(key)
+    if data is None:
+        _GENERATED.clear()  # one at a time: it is large
+        data = _GENERATED[key] = PRESET_GENERATORS[preset](**params)
+
+    def fresh(X):
+        return X.copy() if sp.issparse(X) else X.copy(order="K")
+
+    return replace(data, X_train=fresh(data.X_train), X_test=fresh(data.X_test),
+                   y_train=data.y_train.copy(), y_test=data.y_test.copy(),
+                   checksums=dict(data.checksums), provenance=copy.deepcopy(data.provenance))
+
+
 def synthetic_from_options(options: Mapping[str, Any]) -> Dataset:
     """Build synthetic data from ``load_dataset("synthetic", options=...)``.
 
@@ -294,8 +317,11 @@ def synthetic_from_options(options: Mapping[str, Any]) -> Dataset:
             f"synthetic: preset {preset!r} fixes {', '.join(fixed)}; "
             f"only {', '.join(free)} may be combined with it"
         )
-    generate = PRESET_GENERATORS.get(preset, make_synthetic)
-    data = generate(**{**SYNTHETIC_PRESETS[preset], **options})
+    params = {**SYNTHETIC_PRESETS[preset], **options}
+    if preset in _KEPT:
+        data = _kept(preset, params)
+    else:
+        data = PRESET_GENERATORS.get(preset, make_synthetic)(**params)
     stand_in_for = STAND_IN_FOR.get(preset)
     description = _PRESET_DESCRIPTIONS.get(preset, data.description)
     provenance = {**data.provenance, "preset": preset, "stand_in_for": stand_in_for}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import platform
 import subprocess
 import sys
@@ -26,12 +27,24 @@ def git_info(path: Path) -> dict | None:
         return subprocess.run(["git", "-C", str(path), *args], capture_output=True,
                               text=True, timeout=10, check=True).stdout.strip()
     try:
-        commit = git("rev-parse", "HEAD")
+        commit, root = git("rev-parse", "HEAD", "--show-toplevel").split("\n")  # one process
         dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
-        root = git("rev-parse", "--show-toplevel")
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError, ValueError):
         return None
     return {"commit": commit, "dirty": dirty, "work_tree": root}
+
+
+@functools.cache
+def _library_versions() -> tuple:
+    """The libraries' versions, read once per process (the code a process runs does not change
+    when a library is reinstalled under it; reading the metadata cost ~10 ms a run)."""
+    versions = []
+    for lib in _LIBRARIES:
+        try:
+            versions.append((lib, metadata.version(lib)))
+        except metadata.PackageNotFoundError:
+            versions.append((lib, None))
+    return tuple(versions)
 
 
 def environment_info() -> dict:
@@ -46,12 +59,7 @@ def environment_info() -> dict:
     source = "package"
     if git is None:
         git, source = git_info(Path.cwd()), "cwd"
-    versions = {}
-    for lib in _LIBRARIES:
-        try:
-            versions[lib] = metadata.version(lib)
-        except metadata.PackageNotFoundError:
-            versions[lib] = None
+    versions = dict(_library_versions())
     return {
         "vfl_version": vfl_version(),
         "git": None if git is None else {**git, "found_from": source},
