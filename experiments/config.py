@@ -247,15 +247,25 @@ class RunConfig:
     # where the parties run: "inprocess", or "dask" (each party on its own Dask worker,
     # vfl.experiments.dask_units; `vfl run --cluster` names the scheduler)
     backend: str = "inprocess"
-    # dask: seconds to wait for a worker that can take over a lost party's data
+    # dask: seconds to wait for a worker that can take over a lost party's data;
+    # services: for a lost party to answer again at its address
     party_wait: float = 60.0
+    # services: each party's address, party 1 first ("127.0.0.1:50051")
+    parties: tuple = ()
+    # services: the coordinator's certificate, key and the deployment's CA (PEM paths)
+    tls: dict | None = None
+    # services: plaintext, allowed on loopback addresses only (tests, a first try)
+    insecure: bool = False
 
 
 #: ``run.backend`` values; the solver class lists those it supports (``Solver.backends``)
-BACKENDS = ("inprocess", "dask")
+BACKENDS = ("inprocess", "dask", "services")
 #: run keys that config.json records only when they differ from the default (runs
 #: recorded before the key existed stay current)
-_RUN_KEYS_IF_SET = {"baselines": "all", "backend": "inprocess", "party_wait": 60.0}
+_RUN_KEYS_IF_SET = {"baselines": "all", "backend": "inprocess", "party_wait": 60.0,
+                    "parties": (), "tls": None, "insecure": False}
+#: ``[run.tls]`` keys
+TLS_KEYS = ("certificate", "key", "ca")
 
 
 @dataclass(frozen=True)
@@ -671,11 +681,28 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
                     baselines=_choice("run.baselines", r.get("baselines", "all"), BASELINE_SETS),
                     backend=as_choice("run.backend", r.get("backend", "inprocess"), BACKENDS),
                     party_wait=as_number("run.party_wait", r.get("party_wait", 60.0), low=0,
-                                         high=86400))
-    if run.backend != "inprocess" and data.dataset == "parties":
+                                         high=86400),
+                    **_services(r))
+    if run.backend == "dask" and data.dataset == "parties":
         raise ConfigError("run.backend = 'dask' with party files: not yet (each worker would "
                           "read every party's file; a party reads only its own in the party "
                           "services to come); leave run.backend unset")
+    if run.backend == "services" and data.dataset == "parties":
+        raise ConfigError("run.backend = 'services' with party files: not yet (a party service "
+                          "reads a registry dataset's file; the PSI over the party channel is "
+                          "to come); use run.backend = 'dask' or leave it unset")
+    if run.backend != "services" and (run.parties or run.tls or run.insecure):
+        raise ConfigError("run.parties, run.tls and run.insecure apply to run.backend = "
+                          "'services'")
+    if run.backend == "services":
+        n = len(partition.columns or partition.ranges or partition.indices or ())
+        if len(run.parties) != n:
+            raise ConfigError(f"run.parties lists {len(run.parties)} address(es) for {n} "
+                              "parties (the partition)")
+        if run.tls is None and not run.insecure:
+            raise ConfigError("run.backend = 'services' needs [run.tls] (certificate, key, ca: "
+                              "`vfl party certs` makes them), or run.insecure = true on "
+                              "loopback")
     if run.backend not in cls.backends:
         raise ConfigError(f"run.backend = {run.backend!r}: {cls.name} runs in-process only "
                           f"(the dask backend runs {', '.join(_dask_solvers())})")
@@ -703,6 +730,28 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
     return Config(name=config_name, data=data, partition=partition, objective=objective,
                   solver=solver, privacy=privacy, run=run, sweep=sweep, network=network,
                   setting=setting, preprocessing=preprocessing, audit=audit, tuning=tuning)
+
+
+def _services(r: dict) -> dict:
+    """``run.parties``, ``run.tls`` and ``run.insecure``, checked."""
+    parties = r.get("parties", [])
+    if not isinstance(parties, list) or not all(
+            isinstance(a, str) and a.rpartition(":")[2].isdigit() for a in parties):
+        raise ConfigError("run.parties must be a list of addresses HOST:PORT, party 1 first, "
+                          f"got {parties!r}")
+    tls = r.get("tls")
+    if tls is not None:
+        if not isinstance(tls, dict):
+            raise ConfigError("run.tls must be a table: certificate, key, ca")
+        _check_keys("run.tls", tls, TLS_KEYS)
+        missing = [k for k in TLS_KEYS if k not in tls]
+        if missing:
+            raise ConfigError(f"run.tls needs {', '.join(missing)}")
+        tls = {k: str(tls[k]) for k in TLS_KEYS}
+    insecure = r.get("insecure", False)
+    if not isinstance(insecure, bool):
+        raise ConfigError(f"run.insecure must be true or false, got {insecure!r}")
+    return {"parties": tuple(parties), "tls": tls, "insecure": insecure}
 
 
 def _dask_solvers() -> list[str]:
