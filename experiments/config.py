@@ -735,7 +735,7 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
 def _services(r: dict) -> dict:
     """``run.parties``, ``run.tls`` and ``run.insecure``, checked."""
     parties = r.get("parties", [])
-    if not isinstance(parties, list) or not all(
+    if not isinstance(parties, (list, tuple)) or not all(
             isinstance(a, str) and a.rpartition(":")[2].isdigit() for a in parties):
         raise ConfigError("run.parties must be a list of addresses HOST:PORT, party 1 first, "
                           f"got {parties!r}")

@@ -55,6 +55,8 @@ METHODS = ("Health", "Open", "Call", "Close")
 #: the public config sections a party and the coordinator must agree on
 PUBLIC = ("data", "preprocessing", "partition", "objective", "solver", "privacy")
 _PARTY_KEYS = ("index", "listen", "directory", "tls", "insecure", "limits")
+#: the [privacy] keys the coordinator chooses (the party's limits bound them)
+_COORDINATORS = ("epsilon", "sigma", "budget_epsilon")
 _LIMIT_KEYS = ("neighbours", "min_sigma", "max_epsilon", "budget_epsilon")
 log = logging.getLogger("vfl.party")
 
@@ -120,6 +122,9 @@ def read_party_config(path, overrides=()) -> tuple[PartyConfig, Config]:
 def public_digest(config: Config) -> dict:
     """Per public section, a digest of its resolved values (what both ends must share)."""
     d = config.to_dict()
+    # the noise the coordinator asks for is its own choice, which the party's floor and
+    # budget bound; everything else of [privacy] (the relation, the clips) it must share
+    d["privacy"] = {k: v for k, v in d["privacy"].items() if k not in _COORDINATORS}
     return {k: hashlib.sha256(json.dumps(d.get(k), sort_keys=True, default=str).encode())
             .hexdigest()[:16] for k in PUBLIC}
 

@@ -132,8 +132,7 @@ class ServiceUnits(Units):
         import grpc
 
         try:
-            raw = self.calls[k]["Health"](b"", timeout=wait, wait_for_ready=True,
-                                          metadata=self._md())
+            raw = self.calls[k]["Health"](b"", timeout=wait, metadata=self._md())
         except grpc.RpcError as exc:
             raise ConfigError(self._why(k, exc)) from None
         return json.loads(raw)
@@ -147,7 +146,8 @@ class ServiceUnits(Units):
         low = details.lower()
         if code is grpc.StatusCode.PERMISSION_DENIED:
             return f"{label} refused the coordinator's certificate: {details}"
-        if any(w in low for w in ("ssl", "handshake", "certificate", "peer name", "tls")):
+        if any(w in low for w in ("ssl", "handshake", "certificate", "peer name", "tls",
+                                  "verification")):
             return (f"{label}: the TLS handshake failed (a certificate that is not "
                     f"{party_name(k + self.first_unit + 1)}'s, expired, or not from the "
                     f"deployment's CA, on either side): {details[:200]}")
@@ -162,11 +162,6 @@ class ServiceUnits(Units):
         if (facts.get("protocol"), facts.get("version")) != (proto.name, proto.version):
             raise ConfigError(f"{label} was started for protocol {facts.get('protocol')} version "
                               f"{facts.get('version')}, not {proto.name} version {proto.version}")
-        theirs = facts.get("digest", {})
-        differ = [s for s in digest if theirs.get(s) != digest[s]]
-        if differ:
-            raise ConfigError(f"{label} was started for another schema: its [{differ[0]}] "
-                              "differs from the coordinator's")
         N, d = len(first.data.y), first.data.blocks[m].shape[1]
         if facts.get("rows") != N:
             raise ConfigError(f"{label} holds {facts.get('rows')} rows, the coordinator "
@@ -174,6 +169,11 @@ class ServiceUnits(Units):
         if facts.get("width") != d:
             raise ConfigError(f"{label} holds {facts.get('width')} columns, the partition "
                               f"gives it {d}")
+        theirs = facts.get("digest", {})
+        differ = [s for s in digest if theirs.get(s) != digest[s]]
+        if differ:
+            raise ConfigError(f"{label} was started for another schema: its [{differ[0]}] "
+                              "differs from the coordinator's")
         if bool(facts.get("deployment")) != self.deployment:
             raise ConfigError(f"{label} is a {'deployment' if facts.get('deployment') else 'simulation'}"
                               " party; the coordinator's run is not")
