@@ -116,8 +116,8 @@ class Guard:
         self.records += 1
 
     def _refuse(self, why: str):
-        line = f"party {self.m}: refused: {why}; nothing released"
-        log.warning(line)
+        line = f"refused: {why}; nothing released"
+        log.warning("party %d: %s", self.m, line)
         raise PrivacyRefused(line)
 
 

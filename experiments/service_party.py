@@ -27,12 +27,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import struct
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from vfl.core import codec
+from vfl.core.codec import Frame
+from vfl.core.protocol import CONTROL
 from vfl.core.errors import ConfigError
 from vfl.core.host import Host, StreamEnv
 from vfl.core.preprocessing import row_norms
@@ -42,7 +43,7 @@ from vfl.core.solver import VerticalData
 from .config import Config, config_from_dict, read_toml
 from .registry import get_solver
 from .runner import _load_config_dataset, _prepare, _streams
-from .service_guard import Guard
+from .service_guard import Guard, PrivacyRefused
 from .service_tls import COORDINATOR, Credentials, loopback
 from .settings import prepare
 
@@ -139,7 +140,11 @@ class _PartyEnv(StreamEnv):
     def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None,
                 l2_sensitivity=None, rows=None, total=None, **context):
         guard = self.service.guard
-        if guard is not None and not (scale == 0 if _scalar(scale) else False):
+        if self.service.replaying:  # a seeded stream drawn again: the values already released
+            if not self.replayable:
+                raise PrivacyRefused("refused: a release drawn again in a replay; a "
+                                     "deployment release is never drawn again")
+        elif guard is not None and not (scale == 0 if _scalar(scale) else False):
             run, repeat, seq = self.service.current
             guard.admit(run=run, repeat=repeat, seq=seq, scale=float(scale),
                         sensitivity=float(sensitivity), size=int(mean.size),
@@ -189,6 +194,7 @@ class PartyService:
         del dataset, prepared, blocks, setting
         self.host = Host(protocol, simulation=not self.deployment)
         self.current: tuple = ("", 0, None)  # (run, repeat, seq) of the request in hand
+        self.replaying = False
         self.repeat = 0
         self.digest = public_digest(config)
 
@@ -244,9 +250,18 @@ class PartyService:
         return self.host.open(self.data, spec, _PartyEnv(_streams(self.config, repeat), self))
 
     def call(self, frame: bytes, run: str) -> bytes:
-        seq = struct.unpack_from("<Q", frame, 7)[0] if len(frame) >= codec.HEADER.size else None
+        seq, self.replaying = None, False
+        if len(frame) >= codec.HEADER.size:
+            _, kind, number, seq = codec.HEADER.unpack_from(frame)
+            calls = self.protocol.calls
+            # an adopted round, or the journal's bookkeeping: the coordinator's replay
+            self.replaying = kind == Frame.ADOPT or (
+                number < len(calls) and calls[number].kind is CONTROL)
         self.current = (run, self.current[1], seq)
-        return codec.serve(self.host, frame, self._open)
+        try:
+            return codec.serve(self.host, frame, self._open)
+        finally:
+            self.replaying = False
 
 
 # ------------------------------------------------------------------------ gRPC --

@@ -360,3 +360,73 @@ def test_certs_writes_a_ca_and_a_certificate_per_party_and_never_overwrites(tmp_
                            for e in ("pem", "key"))
     proc = vfl("party", "certs", "--out", tmp_path / "c", "--parties", "2")
     assert_one_line_error(proc, "exists", "never overwritten")
+
+
+# ------------------------------------------------------------------------ faults --
+def _kill_before(p, kind: str, epoch: int, m: int = 2, restart: bool = True):
+    """Stop party m's process before its first ``kind`` call after ``epoch`` updates (and
+    start it again at its address a moment later, as its operator would)."""
+    import threading
+
+    state = {"updates": 0, "done": False}
+
+    def during(units):
+        send = units._send
+
+        def watched(session, call, requests, seqs):
+            if call.name == "update":
+                state["updates"] += 1
+            due = state["updates"] >= epoch + (call.name == "update")
+            if not state["done"] and call.name == kind and due:
+                state["done"] = True
+                p.stop(m)
+                if restart:
+                    threading.Timer(0.2, p.start, (m,)).start()
+            return send(session, call, requests, seqs)
+        units._send = watched
+    return during
+
+
+@pytest.mark.parametrize("kind", ["update", "state", "rmatvec", "test_product"])
+def test_a_party_killed_before_each_kind_of_call_comes_back_to_the_same_numbers(
+        tmp_path, parties, kind):
+    config = load_config(_base(tmp_path))
+    p = parties(config)
+    undisturbed = run_experiment(config, with_baselines=False)
+    remote = _remote(p.coordinator(config, "run.party_wait=10"), during=_kill_before(p, kind, 2))
+    assert _numbers(remote.metrics).equals(_numbers(undisturbed.metrics))
+    assert [r["party"] for r in remote.manifest["backend"]["recoveries"]] == [2]
+
+
+def test_a_deployment_party_killed_and_restarted_never_draws_a_release_again(tmp_path, parties):
+    config = load_config(_base(tmp_path, replayable=False))
+    p = parties(config)
+    remote = _remote(p.coordinator(config, "run.party_wait=10"),
+                     during=_kill_before(p, "update", 2))
+    recs = p.records(2)
+    assert [r["release"] for r in recs] == [1, 2, 1]  # its second process drew epoch 3 alone
+    assert len({(r["run"], r["seq"]) for r in recs}) == 3
+    assert np.isfinite(remote.metrics["test_logloss"].iloc[-1])
+
+
+def test_a_party_that_does_not_come_back_stops_the_run_in_one_line(tmp_path, parties):
+    config = load_config(_base(tmp_path))
+    p = parties(config)
+    with pytest.raises(Exception) as err:
+        _remote(p.coordinator(config, "run.party_wait=0.5"),
+                during=_kill_before(p, "update", 1, restart=False))
+    assert f"party 2 at {p.addresses()[1]} was lost at epoch 2" in str(err.value)
+    assert "did not answer again within 0.5 s" in str(err.value)
+
+
+def test_a_release_on_the_partys_ledger_is_never_drawn_again_by_a_restarted_party(tmp_path):
+    from vfl.experiments.service_guard import Guard, PrivacyRefused
+
+    kw = dict(floor=1.0, sensitivity=1.0, delta=1e-5, accountant="pld", budget=None,
+              deployment=True)
+    Guard(tmp_path, 2, **kw).admit(run="r", repeat=0, seq=3, scale=2.0, sensitivity=1.0,
+                                   size=10, exact=True)
+    again = Guard(tmp_path, 2, **kw)  # the party's process, restarted: its ledger read back
+    with pytest.raises(PrivacyRefused, match="drawn already"):
+        again.admit(run="r", repeat=0, seq=3, scale=2.0, sensitivity=1.0, size=10, exact=True)
+    assert again.records == 1
