@@ -137,6 +137,12 @@ class _PartyEnv(StreamEnv):
         super().__init__(streams)
         self.service = service
 
+    def noise(self, *unit):
+        if self.streams.exact_noise and not self.streams.replayable_noise:
+            # the next release's noise is drawn while the party waits for its request
+            return ExactSampler(pool=True)
+        return super().noise(*unit)
+
     def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None,
                 l2_sensitivity=None, rows=None, total=None, **context):
         guard = self.service.guard
