@@ -25,33 +25,9 @@ def serve(config_path, data_dir, overrides):
     \b
     vfl party serve --config party2.toml
     """
-    import logging
-    import signal
-    import threading
-    from pathlib import Path
+    from vfl.experiments.service_party import run_party
 
-    from vfl.experiments.service_party import PartyService, read_party_config, serve as start
-
-    pc, config = read_party_config(config_path, overrides)
-    service = PartyService(pc, config, data_dir)
-    Path(pc.directory).mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(Path(pc.directory) / "party.log")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
-    log = logging.getLogger("vfl.party")
-    log.addHandler(handler)
-    log.addHandler(logging.StreamHandler())
-    log.setLevel(logging.INFO)
-    server = start(service)
-    floor = "" if service.guard is None else f", noise floor {service.guard.floor:.6g} x sensitivity"
-    click.echo(f"party {pc.index} serving {service.protocol.name} on {pc.listen} "
-               f"({'plaintext' if pc.insecure else 'mutual TLS'}; {service.rows} rows, "
-               f"{service.width} columns{floor}); its record: "
-               f"{Path(pc.directory) / 'releases.jsonl'}", err=True)
-    done = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: done.set())
-    done.wait()
-    server.stop(grace=1.0).wait()
+    run_party(config_path, data_dir, overrides, lambda line: click.echo(line, err=True))
 
 
 @party.command()

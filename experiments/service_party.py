@@ -48,7 +48,7 @@ from .service_tls import COORDINATOR, Credentials, loopback
 from .settings import prepare
 
 __all__ = ["PartyConfig", "PartyService", "SERVICE", "public_digest", "read_party_config",
-           "serve"]
+           "run_party", "serve"]
 
 #: the gRPC service's name; its methods are ``/vfl.Party/<Method>``
 SERVICE = "vfl.Party"
@@ -328,3 +328,31 @@ def serve(service: PartyService, *, ready=None):
         raise ConfigError(f"party {service.m}: cannot listen on {pc.listen} (in use?)")
     server.start()
     return server
+
+
+def run_party(config_path, data_dir, overrides, echo) -> None:
+    """``vfl party serve``: the party's service until SIGINT or SIGTERM; its refusals go to
+    ``party.log`` in its directory (and to stderr)."""
+    import signal
+    import threading
+
+    pc, config = read_party_config(config_path, overrides)
+    service = PartyService(pc, config, data_dir)
+    Path(pc.directory).mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(Path(pc.directory) / "party.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    log.addHandler(handler)
+    log.addHandler(logging.StreamHandler())
+    log.setLevel(logging.INFO)
+    server = serve(service)
+    floor = "" if service.guard is None else \
+        f", noise floor {service.guard.floor:.6g} x sensitivity"
+    echo(f"party {pc.index} serving {service.protocol.name} on {pc.listen} "
+         f"({'plaintext' if pc.insecure else 'mutual TLS'}; {service.rows} rows, "
+         f"{service.width} columns{floor}); its record: {Path(pc.directory) / 'releases.jsonl'}")
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    while not done.wait(0.5):  # (a timed wait: the handler runs between waits)
+        pass
+    server.stop(grace=1.0).wait()
