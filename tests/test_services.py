@@ -430,3 +430,18 @@ def test_a_release_on_the_partys_ledger_is_never_drawn_again_by_a_restarted_part
     with pytest.raises(PrivacyRefused, match="drawn already"):
         again.admit(run="r", repeat=0, seq=3, scale=2.0, sensitivity=1.0, size=10, exact=True)
     assert again.records == 1
+
+
+def test_dask_takes_tls_only_when_configured(tmp_path, monkeypatch):
+    from vfl.experiments import dask_units
+
+    config = load_config(_base(tmp_path)).with_overrides(["run.backend=dask"])
+    with pytest.raises(Exception, match="configure Dask's TLS first"):
+        dask_units.check_cluster_option(config, "tls://10.0.0.1:8786")
+    import dask
+
+    with dask.config.set({"distributed.comm.tls.ca-file": "ca.pem",
+                          "distributed.comm.tls.client.cert": "c.pem",
+                          "distributed.comm.tls.client.key": "c.key"}):
+        dask_units.check_cluster_option(config, "tls://10.0.0.1:8786")
+        assert dask_units.security().require_encryption

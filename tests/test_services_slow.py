@@ -79,3 +79,17 @@ def test_the_deploying_parties_recipe_runs_end_to_end_on_localhost(tmp_path):
         assert len(recs) == 10 and all(r["exact"] for r in recs)
         assert abs(recs[-1]["epsilon_run"] - metrics["epsilon_tight"].iloc[-1]) < 1e-9
         assert recs[-1]["epsilon_run"] <= 8.0
+
+
+@pytest.mark.slow
+def test_the_local_dask_cluster_listens_on_loopback_only():
+    from vfl.experiments.dask_units import _local_cluster
+
+    cluster, client = _local_cluster(1)
+    try:
+        client.wait_for_workers(1, timeout=60)
+        addresses = [cluster.scheduler_address, *client.scheduler_info()["workers"]]
+        assert all(a.startswith("tcp://127.0.0.1:") for a in addresses), addresses
+    finally:
+        client.close()
+        cluster.close()
