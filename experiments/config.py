@@ -695,10 +695,9 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
         raise ConfigError("run.parties, run.tls and run.insecure apply to run.backend = "
                           "'services'")
     if run.backend == "services":
-        n = len(partition.columns or partition.ranges or partition.indices or ())
-        if len(run.parties) != n:
-            raise ConfigError(f"run.parties lists {len(run.parties)} address(es) for {n} "
-                              "parties (the partition)")
+        if not run.parties:
+            raise ConfigError("run.backend = 'services' needs run.parties: the parties' "
+                              "addresses HOST:PORT")
         if run.tls is None and not run.insecure:
             raise ConfigError("run.backend = 'services' needs [run.tls] (certificate, key, ca: "
                               "`vfl party certs` makes them), or run.insecure = true on "

@@ -175,7 +175,7 @@ class PartyService:
         protocol = cls.protocol
         if protocol is None or "services" not in cls.backends:
             raise ConfigError(f"party {self.m}: {cls.name} does not run as party services")
-        if not protocol.placement.own_worker or protocol.placement.grouped:
+        if not protocol.placement.own_worker:
             raise ConfigError(f"party {self.m}: {cls.name}'s {protocol.placement.plural} are "
                               "not parties with data of their own; it cannot run as party "
                               "services")
@@ -185,8 +185,10 @@ class PartyService:
         if not isinstance(prepared.data, VerticalData):
             raise ConfigError(f"party {self.m}: party services hold vertical parties only")
         blocks = prepared.data.blocks
-        if not 1 <= self.m <= len(blocks):
-            raise ConfigError(f"party {self.m}: the partition has {len(blocks)} parties")
+        if not protocol.placement.first < self.m <= len(blocks):
+            raise ConfigError(f"party {self.m}: the partition has {len(blocks)} parties" if
+                              self.m > len(blocks) else f"party {self.m} is {cls.name}'s "
+                              "coordinator, not a party service")
         k = self.m - 1
         self.data = prepared.data.cut(k, self.m, prepared.test)
         self.rows, self.width = int(blocks[k].shape[0]), int(blocks[k].shape[1])

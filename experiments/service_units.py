@@ -88,13 +88,16 @@ class ServiceUnits(Units):
         cls = get_solver(self.config.solver.name)
         self.protocol = cls.protocol
         place = self.protocol.placement
-        if not isinstance(first.data, VerticalData) or place.grouped or not place.own_worker:
+        if not isinstance(first.data, VerticalData) or not place.own_worker:
             raise ConfigError(f"run.backend = 'services': {cls.name}'s {place.plural} are not "
                               "parties of a vertical run")
         self.total, self.first_unit = len(first.data.blocks), place.first
-        if len(self.addresses) != self.total:
+        served = self.total - place.first
+        if len(self.addresses) != served:
+            coordinator = f" (party {place.first} is the coordinator)" if place.first else ""
             raise ConfigError(f"run.parties lists {len(self.addresses)} address(es) for "
-                              f"{self.total} parties")
+                              f"{served} {place.role + ' ' if place.role else ''}parties"
+                              f"{coordinator}")
         digest = public_digest(self.config)
         for m in range(place.first, self.total):
             self._connect(m)
@@ -105,7 +108,7 @@ class ServiceUnits(Units):
     def _connect(self, m: int) -> None:
         import grpc
 
-        address = self.addresses[m]
+        address = self.addresses[m - self.first_unit]
         if self.insecure:
             channel = grpc.insecure_channel(address, options=_OPTIONS)
         else:
@@ -125,8 +128,7 @@ class ServiceUnits(Units):
             self.calls.append(calls)
 
     def _label(self, k: int) -> str:
-        m = k + self.first_unit
-        return f"party {m + 1} at {self.addresses[m]}"
+        return f"party {k + self.first_unit + 1} at {self.addresses[k]}"
 
     def _health(self, k: int, wait: float) -> dict:
         import grpc
@@ -205,7 +207,7 @@ class ServiceUnits(Units):
         return [(m, m + 1) for m in range(self.first_unit, self.total)]
 
     def where(self, session, k):
-        return self.addresses[k + self.first_unit]
+        return self.addresses[k]
 
     def _invoke(self, k: int, method: str, frame: bytes, kind) -> bytes:
         before = tcp_bytes.carried(self.ports)
@@ -284,7 +286,7 @@ class ServiceUnits(Units):
             if facts.get("width") != self.facts[k]["width"] or \
                     facts.get("rows") != self.facts[k]["rows"]:
                 raise PartyLostError(f"{self._label(k)} came back with other data")
-            return self.addresses[m]
+            return self.addresses[k]
 
     def _recovered(self, session, record):
         first = record.pop("first")
@@ -315,8 +317,8 @@ class ServiceUnits(Units):
         return {"backend": "services",
                 "channel": "plaintext on loopback (run.insecure)" if self.insecure else
                            "gRPC over mutual TLS (client certificates from the deployment's CA)",
-                "parties": {f"party {m + 1}": self.addresses[m]
-                            for m in range(self.first_unit, self.total)},
+                "parties": {f"party {k + self.first_unit + 1}": a
+                            for k, a in enumerate(self.addresses)},
                 "deployment": self.deployment, "recoveries": self.recoveries,
                 "transport_source": TRANSPORT_SOURCE}
 

@@ -387,6 +387,7 @@ def _kill_before(p, kind: str, epoch: int, m: int = 2, restart: bool = True):
     return during
 
 
+@pytest.mark.slow  # (the fault matrix runs in the slow tier)
 @pytest.mark.parametrize("kind", ["update", "state", "rmatvec", "test_product"])
 def test_a_party_killed_before_each_kind_of_call_comes_back_to_the_same_numbers(
         tmp_path, parties, kind):
@@ -398,6 +399,7 @@ def test_a_party_killed_before_each_kind_of_call_comes_back_to_the_same_numbers(
     assert [r["party"] for r in remote.manifest["backend"]["recoveries"]] == [2]
 
 
+@pytest.mark.slow
 def test_a_deployment_party_killed_and_restarted_never_draws_a_release_again(tmp_path, parties):
     config = load_config(_base(tmp_path, replayable=False))
     p = parties(config)
@@ -409,6 +411,7 @@ def test_a_deployment_party_killed_and_restarted_never_draws_a_release_again(tmp
     assert np.isfinite(remote.metrics["test_logloss"].iloc[-1])
 
 
+@pytest.mark.slow
 def test_a_party_that_does_not_come_back_stops_the_run_in_one_line(tmp_path, parties):
     config = load_config(_base(tmp_path))
     p = parties(config)
@@ -445,3 +448,46 @@ def test_dask_takes_tls_only_when_configured(tmp_path, monkeypatch):
                           "distributed.comm.tls.client.key": "c.key"}):
         dask_units.check_cluster_option(config, "tls://10.0.0.1:8786")
         assert dask_units.security().require_encryption
+
+
+PLAIN = """
+name = "plain"
+[data]
+dataset = "synthetic"
+options = {{ n_train = 300, n_test = 100, n_features = 12, seed = 3 }}
+[partition]
+columns = [6, 6]
+[objective]
+lam = 0.01
+[solver]
+name = "{solver}"
+epochs = {epochs}
+"""
+
+
+@pytest.mark.parametrize("solver", ["fdml_sgd", "private_stacking"])
+def test_fdml_sgd_and_private_stacking_run_as_party_services_to_the_same_numbers(
+        tmp_path, certs, solver):
+    from vfl.experiments.registry import get_solver
+
+    path = tmp_path / "plain.toml"
+    path.write_text(PLAIN.format(solver=solver, epochs=1 if solver == "private_stacking" else 2)
+                    + ("batch_size = 100\n" if solver == "fdml_sgd" else ""))
+    config = load_config(path)
+    first = get_solver(solver).protocol.placement.first  # stacking: party 1 is the coordinator
+    ports = _free_ports(2 - first)
+    servers = [serve(PartyService(PartyConfig(
+        index=m, listen=f"127.0.0.1:{port}", directory=str(tmp_path / f"p{m}"),
+        tls=_tls(certs, f"party-{m}")), config)) for m, port in zip(range(first + 1, 3), ports)]
+    try:
+        tls = _tls(certs, "coordinator")
+        coord = config.with_overrides([
+            "run.backend=services",
+            "run.parties=[" + ",".join(f"'127.0.0.1:{p}'" for p in ports) + "]",
+            "run.tls={" + ", ".join(f"{k}='{v}'" for k, v in tls.items()) + "}"])
+        remote = _remote(coord)
+    finally:
+        for s in servers:
+            s.stop(None).wait()
+    local = run_experiment(config, with_baselines=False)
+    assert _numbers(remote.metrics).equals(_numbers(local.metrics))
