@@ -702,9 +702,16 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
             raise ConfigError("run.backend = 'services' needs [run.tls] (certificate, key, ca: "
                               "`vfl party certs` makes them), or run.insecure = true on "
                               "loopback")
+    if run.backend == "services" and "services" not in cls.backends:
+        raise ConfigError(f"run.backend = 'services': {cls.name} does not run as party "
+                          f"services yet (these do: {', '.join(_dask_solvers('services'))})")
     if run.backend not in cls.backends:
         raise ConfigError(f"run.backend = {run.backend!r}: {cls.name} runs in-process only "
                           f"(the dask backend runs {', '.join(_dask_solvers())})")
+    if run.backend == "services" and privacy.claims_guarantee and \
+            "services" not in cls.accounted_backends:
+        raise ConfigError(f"run.backend = 'services' runs {cls.name} without privacy "
+                          "accounting at the parties yet: leave privacy.delta unset")
     if run.backend == "dask" and privacy.claims_guarantee and "dask" not in cls.accounted_backends:
         raise ConfigError(f"run.backend = 'dask' runs {cls.name} without privacy accounting: "
                           "leave privacy.delta unset (accounting mode runs in-process)")
@@ -753,10 +760,10 @@ def _services(r: dict) -> dict:
     return {"parties": tuple(parties), "tls": tls, "insecure": insecure}
 
 
-def _dask_solvers() -> list[str]:
+def _dask_solvers(backend: str = "dask") -> list[str]:
     from .registry import SOLVERS, get_solver
 
-    return sorted(name for name in SOLVERS if "dask" in get_solver(name).backends)
+    return sorted(name for name in SOLVERS if backend in get_solver(name).backends)
 
 
 def _preprocessing(table: dict) -> PreprocessingConfig:

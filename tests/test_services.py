@@ -491,3 +491,22 @@ def test_fdml_sgd_and_private_stacking_run_as_party_services_to_the_same_numbers
             s.stop(None).wait()
     local = run_experiment(config, with_baselines=False)
     assert _numbers(remote.metrics).equals(_numbers(local.metrics))
+
+
+@pytest.mark.parametrize("config, sets, says", [
+    ("papers/ldp/configs/ldp-dvp-admm-n10.toml", [],
+     "run.backend = 'services': dvp_admm does not run as party services yet (these do: "
+     "admm_sharing, fdml_sgd, private_stacking)"),
+    ("configs/own-data/stacking.toml", [],
+     "run.backend = 'services' runs private_stacking without privacy accounting at the "
+     "parties yet"),
+])
+def test_what_does_not_run_as_party_services_is_refused_in_one_line(tmp_path, config, sets,
+                                                                    says):
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    proc = vfl("run", "--config", repo / config, "--set", "run.backend=services",
+               "--set", "run.parties=['127.0.0.1:1']", "--set", "run.insecure=true",
+               "--out", tmp_path / "run")
+    assert_one_line_error(proc, says)
