@@ -340,7 +340,7 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
     title = "FDML SGD"
     setting = Setting.VERTICAL
     iteration_name = "epoch"
-    backends = ("inprocess", "dask")
+    backends = ("inprocess", "dask", "services")
     protocol = FDML_PROTOCOL
     reference = Reference("Hu, Niu, Yang, Zhou: FDML, feature-distributed machine learning (2019); "
                           "the SGD baseline of Hu et al., Section 5", "synchronous mini-batch SGD")

@@ -72,7 +72,8 @@ CASES = {
 #: the targets table. A missing module is skipped; an error in one is
 #: recorded, not fatal.
 EXTERNAL = {"dp_admm": "dp_admm_benchmark", "ldp": "ldp_benchmark", "sampler": "sampler_benchmark",
-            "startup": "startup_benchmark", "dask_parties": "dask_benchmark"}
+            "startup": "startup_benchmark", "dask_parties": "dask_benchmark",
+            "party_services": "services_benchmark"}
 
 
 def _external(name: str, fn_name: str, cfg) -> dict | None:

@@ -20,6 +20,7 @@ import click
 from vfl.core.errors import ConfigError, VFLError
 
 from .datasets_cmd import datasets
+from .party_cmd import party
 from .tune_cmd import tune
 
 __all__ = ["cli", "main"]
@@ -31,6 +32,7 @@ SECTIONS = [
     ("Reproduce the papers (Hu et al.; Huang et al.; Xiao et al.; private stacking)",
      ["reproduce", "references"]),
     ("Data and algorithms", ["datasets", "solvers"]),
+    ("Deployment: each party its own service", ["party"]),
 ]
 
 
@@ -81,6 +83,7 @@ def cli(ctx, debug):
 
 cli.add_command(datasets)
 cli.add_command(tune)
+cli.add_command(party)
 
 
 def _stamp() -> str:
@@ -222,6 +225,10 @@ def _backend(config, cluster, data_dir):
     """Where the parties run: this process, or Dask workers (connected before any work)."""
     import contextlib
 
+    if config.run.backend == "services":
+        from vfl.experiments.service_units import ServiceUnits
+
+        return ServiceUnits(config)
     if config.run.backend != "dask":
         return contextlib.nullcontext()
     from vfl.experiments.dask_units import dask_backend
@@ -247,7 +254,7 @@ def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, rele
     progress = _Progress(per_repeat * config.run.repeats, config.name, quiet,
                          show=lambda row: f"repeat {row['repeat'] + 1}, {row['epoch']}" + (
                              "" if release_only and star else
-                             f": test loss {row['test_logloss']:.4f}{star}"))
+                             f": test loss {row.get('test_logloss', float('nan')):.4f}{star}"))
     save, existed = checkpoints(out, config, resume, {  # every run.checkpoint_every iterations
         "no_cache": no_cache, "stop_at_budget": stop_at_budget, "release_only": release_only,
         "figure": figure}), out.exists()

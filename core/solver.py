@@ -468,6 +468,18 @@ class Solver:
         return cls(data, objective=objective, params=params, privacy=privacy, streams=streams,
                    iterations=iterations)
 
+    @classmethod
+    def unit_noise(cls, widths, N, objective, params: dict, privacy: dict, iterations: int):
+        """Each unit's calibrated noise scale and enforced sensitivity of one release, as the
+        run's plan calibrates them (a party service checks its requests against these, from
+        its own config); default: not declared."""
+        raise NotImplementedError(f"{cls.name} declares no calibration a party can check")
+
+    def released_metrics(self) -> dict:
+        """What the coordinator computes from released values alone (a deployment run, where
+        no unit sends an exact value); default: nothing."""
+        return {}
+
     def initial_metrics(self) -> dict:
         """:meth:`evaluate` at the starting point, row 0 (default: the same)."""
         return self.evaluate()

@@ -37,6 +37,7 @@ README = REPO / "README.md"
 DOCUMENTS = (README, *sorted((REPO / "docs").glob("*.md")))
 SCALE_CSV = REPO / "docs" / "figures" / "scale" / "scale.csv"
 DASK_DIR = REPO / "docs" / "figures" / "dask"
+SERVICES_DIR = REPO / "docs" / "figures" / "services"
 BENCH_DIR = REPO / "docs" / "figures" / "bench"
 AUDITS_PNG = REPO / "docs" / "figures" / "audits" / "audits.png"
 #: every shipped config that claims a guarantee, audited as run and at AUDIT_LOW_SCALE:
@@ -298,6 +299,27 @@ def measure_dask(bench_json: Path | None = None) -> Path:
     return DASK_DIR / "dask.csv"
 
 
+def measure_services() -> Path:
+    """``python -m benchmarks --only party_services`` into SERVICES_DIR/services.csv (one row:
+    in-process, the party services, simulation and deployment epochs), with the load."""
+    import pandas as pd
+
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, "-m", "benchmarks", "--only", "party_services", "--out",
+                        f"{tmp}/bench"], cwd=REPO, check=True, capture_output=True)
+        bench = json.loads((Path(tmp) / "bench" / "bench.json").read_text())
+    found, machine = bench["party_services"], bench["machine"]
+    if found.get("error") or not found.get("cases"):
+        raise RuntimeError(f"the party services benchmark failed: {found}")
+    load = {"load_before": machine["load_before"][0], "load_after": machine["load_after"][0]}
+    SERVICES_DIR.mkdir(parents=True, exist_ok=True)
+    tmp = SERVICES_DIR / ".services.csv.partial"
+    pd.DataFrame([{**row, **load} for row in found["cases"]]).to_csv(tmp, index=False,
+                                                                    float_format="%.12g")
+    os.replace(tmp, SERVICES_DIR / "services.csv")
+    return SERVICES_DIR / "services.csv"
+
+
 def measure_audits(jobs: int = 2, root: Path | None = None) -> Path:
     """Every AUDITED config with ``vfl audit``, as run and at AUDIT_LOW_SCALE (``jobs`` at a
     time, one BLAS thread each, longest first), into ROOT (default results/audits-table),
@@ -487,6 +509,7 @@ def main(argv: list[str]) -> int:
             print(f"{key:28} {m.command}")
         print(f"{'scale':28} python -m benchmarks scale at {SCALE_POINTS} -> {SCALE_CSV}")
         print(f"{'dask':28} python -m benchmarks --only dask_parties -> {DASK_DIR}")
+        print(f"{'services':28} python -m benchmarks --only party_services -> {SERVICES_DIR}")
         print(f"{'audits':28} vfl audit of every config that claims a guarantee -> {AUDITS_PNG}")
         print(f"{'ceiling':28} what any pair can exercise on privacy-a9a, and dp-admm-alg2's "
               f"total variation -> {CEILING_CSV}, {TV_CSV} (after audits)")
@@ -497,6 +520,9 @@ def main(argv: list[str]) -> int:
     if argv[0] == "audits":
         jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else 2
         print(f"wrote {measure_audits(jobs)}; then: python docs/readme_tables.py")
+        return 0
+    if argv[0] == "services":
+        print(f"wrote {measure_services()}; then: python docs/readme_tables.py")
         return 0
     if argv[0] == "dask":
         source = Path(argv[argv.index("--from") + 1]) if "--from" in argv else None

@@ -18,6 +18,8 @@ NAME says which CSV and which renderer:
   (:func:`vfl.papers.hu.figures.bytes_markdown`);
 - ``scale``: ``docs/figures/scale/scale.csv``, written by ``python docs/measure.py scale``
   (:func:`scale_markdown`, with issue 23's targets);
+- ``services``: ``docs/figures/services/services.csv``, written by
+  ``python docs/measure.py services`` (:func:`services_markdown`);
 - ``dask``: ``docs/figures/dask/dask.csv`` and ``dask-nanny.csv``, written by
   ``python docs/measure.py dask`` (:func:`dask_markdown`);
 - ``alignment``: ``docs/figures/alignment/alignment.csv``, written by ``python -m
@@ -76,6 +78,8 @@ def _render(name: str) -> str:
     if name == "dask":
         return dask_markdown(pd.read_csv(FIGURES / "dask" / "dask.csv"),
                              pd.read_csv(FIGURES / "dask" / "dask-nanny.csv"))
+    if name == "services":
+        return services_markdown(pd.read_csv(FIGURES / "services" / "services.csv"))
     if name == "bench-targets":
         return bench_targets_markdown(pd.read_csv(FIGURES / "bench" / "targets.csv"))
     if name == "alignment":
@@ -199,6 +203,32 @@ def dask_markdown(cases: pd.DataFrame, nanny: pd.DataFrame) -> str:
                   f"nanny's default `MALLOC_TRIM_THRESHOLD_`, the 3.2M-row epoch with 2 parties "
                   f"took {n['nanny_default_seconds_per_epoch']:.3f} s against "
                   f"{n['dropped_seconds_per_epoch']:.3f} s without it ({n['ratio']:.2f}x)."]
+    return "\n".join(lines) + "\n"
+
+
+def services_markdown(table: pd.DataFrame) -> str:
+    """The party services against in-process, and a deployment epoch against a simulation
+    epoch (python -m benchmarks --only party_services)."""
+    r = table.iloc[0]
+    ok = lambda v, t: "met" if v <= t else "not met"  # noqa: E731
+    lines = ["| a9a, 2 parties, one BLAS thread | s/epoch | ratio | target |",
+             "|---|---:|---:|---|",
+             f"| in-process | {r['inprocess_seconds_per_epoch']:.4f} | 1 | |",
+             f"| party services (gRPC, mutual TLS, localhost) | "
+             f"{r['services_seconds_per_epoch']:.4f} | {r['ratio']:.2f} | "
+             f"<= 3: {ok(r['ratio'], 3)} |",
+             f"| epsilon 8 on the services, simulation (numpy noise) | "
+             f"{r['simulation_seconds_per_epoch']:.4f} | 1 | |",
+             f"| epsilon 8 on the services, deployment (exact noise) | "
+             f"{r['deployment_seconds_per_epoch']:.4f} | {r['deployment_ratio']:.2f} | "
+             f"<= 2: {ok(r['deployment_ratio'], 2)} |",
+             "",
+             f"{int(r['epochs'])} epochs each; the same numbers as in-process: "
+             f"{'yes' if r['same_numbers'] else 'NO'}; TCP carried "
+             f"{_mb(r['tcp_bytes_per_epoch'])} MB per epoch for the protocol's "
+             f"{_mb(r['protocol_bytes_per_epoch'])} MB; a no-op call (Health) over the open "
+             f"mutual-TLS channel: {r['noop_round_trip_ms']:.2f} ms (median). Load average "
+             f"{r['load_before']:g} before and {r['load_after']:g} after."]
     return "\n".join(lines) + "\n"
 
 

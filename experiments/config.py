@@ -248,18 +248,27 @@ class RunConfig:
     # where the parties run: "inprocess", or "dask" (each party on its own Dask worker,
     # vfl.experiments.dask_units; `vfl run --cluster` names the scheduler)
     backend: str = "inprocess"
-    # dask: seconds to wait for a worker that can take over a lost party's data
+    # dask: seconds to wait for a worker that can take over a lost party's data;
+    # services: for a lost party to answer again at its address
     party_wait: float = 60.0
     # `vfl run` writes checkpoint.json every k iterations (0: never); `vfl run --resume`
     checkpoint_every: int = 10
+    # services: each party's address, party 1 first ("127.0.0.1:50051")
+    parties: tuple = ()
+    # services: the coordinator's certificate, key and the deployment's CA (PEM paths)
+    tls: dict | None = None
+    # services: plaintext, allowed on loopback addresses only (tests, a first try)
+    insecure: bool = False
 
 
 #: ``run.backend`` values; the solver class lists those it supports (``Solver.backends``)
-BACKENDS = ("inprocess", "dask")
+BACKENDS = ("inprocess", "dask", "services")
 #: run keys that config.json records only when they differ from the default (runs
 #: recorded before the key existed stay current)
 _RUN_KEYS_IF_SET = {"baselines": "all", "backend": "inprocess", "party_wait": 60.0,
-                    "checkpoint_every": 10}
+                    "checkpoint_every": 10, "parties": (), "tls": None, "insecure": False}
+#: ``[run.tls]`` keys
+TLS_KEYS = ("certificate", "key", "ca")
 
 
 @dataclass(frozen=True)
@@ -677,14 +686,37 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
                     party_wait=as_number("run.party_wait", r.get("party_wait", 60.0), low=0,
                                          high=86400),
                     checkpoint_every=_integer("run.checkpoint_every",
-                                              r.get("checkpoint_every", 10), minimum=0))
-    if run.backend != "inprocess" and data.dataset == "parties":
+                                              r.get("checkpoint_every", 10), minimum=0),
+                    **_services(r))
+    if run.backend == "dask" and data.dataset == "parties":
         raise ConfigError("run.backend = 'dask' with party files: not yet (each worker would "
                           "read every party's file; a party reads only its own in the party "
                           "services to come); leave run.backend unset")
+    if run.backend == "services" and data.dataset == "parties":
+        raise ConfigError("run.backend = 'services' with party files: not yet (a party service "
+                          "reads a registry dataset's file; the PSI over the party channel is "
+                          "to come); use run.backend = 'dask' or leave it unset")
+    if run.backend != "services" and (run.parties or run.tls or run.insecure):
+        raise ConfigError("run.parties, run.tls and run.insecure apply to run.backend = "
+                          "'services'")
+    if run.backend == "services":
+        if not run.parties:
+            raise ConfigError("run.backend = 'services' needs run.parties: the parties' "
+                              "addresses HOST:PORT")
+        if run.tls is None and not run.insecure:
+            raise ConfigError("run.backend = 'services' needs [run.tls] (certificate, key, ca: "
+                              "`vfl party certs` makes them), or run.insecure = true on "
+                              "loopback")
+    if run.backend == "services" and "services" not in cls.backends:
+        raise ConfigError(f"run.backend = 'services': {cls.name} does not run as party "
+                          f"services yet (these do: {', '.join(_dask_solvers('services'))})")
     if run.backend not in cls.backends:
         raise ConfigError(f"run.backend = {run.backend!r}: {cls.name} runs in-process only "
                           f"(the dask backend runs {', '.join(_dask_solvers())})")
+    if run.backend == "services" and privacy.claims_guarantee and \
+            "services" not in cls.accounted_backends:
+        raise ConfigError(f"run.backend = 'services' runs {cls.name} without privacy "
+                          "accounting at the parties yet: leave privacy.delta unset")
     if run.backend == "dask" and privacy.claims_guarantee and "dask" not in cls.accounted_backends:
         raise ConfigError(f"run.backend = 'dask' runs {cls.name} without privacy accounting: "
                           "leave privacy.delta unset (accounting mode runs in-process)")
@@ -711,10 +743,32 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
                   setting=setting, preprocessing=preprocessing, audit=audit, tuning=tuning)
 
 
-def _dask_solvers() -> list[str]:
+def _services(r: dict) -> dict:
+    """``run.parties``, ``run.tls`` and ``run.insecure``, checked."""
+    parties = r.get("parties", [])
+    if not isinstance(parties, (list, tuple)) or not all(
+            isinstance(a, str) and a.rpartition(":")[2].isdigit() for a in parties):
+        raise ConfigError("run.parties must be a list of addresses HOST:PORT, party 1 first, "
+                          f"got {parties!r}")
+    tls = r.get("tls")
+    if tls is not None:
+        if not isinstance(tls, dict):
+            raise ConfigError("run.tls must be a table: certificate, key, ca")
+        _check_keys("run.tls", tls, TLS_KEYS)
+        missing = [k for k in TLS_KEYS if k not in tls]
+        if missing:
+            raise ConfigError(f"run.tls needs {', '.join(missing)}")
+        tls = {k: str(tls[k]) for k in TLS_KEYS}
+    insecure = r.get("insecure", False)
+    if not isinstance(insecure, bool):
+        raise ConfigError(f"run.insecure must be true or false, got {insecure!r}")
+    return {"parties": tuple(parties), "tls": tls, "insecure": insecure}
+
+
+def _dask_solvers(backend: str = "dask") -> list[str]:
     from .registry import SOLVERS, get_solver
 
-    return sorted(name for name in SOLVERS if "dask" in get_solver(name).backends)
+    return sorted(name for name in SOLVERS if backend in get_solver(name).backends)
 
 
 def _preprocessing(table: dict) -> PreprocessingConfig:

@@ -67,9 +67,30 @@ def check_cluster_option(config: Config, cluster: str | None) -> None:
         return
     if config.run.backend != "dask":
         raise ConfigError("--cluster needs run.backend = \"dask\" (--set run.backend=dask)")
+    if cluster.startswith("tls://"):
+        security()  # refused now when Dask's TLS is not configured
+        return
     if not cluster.startswith("tcp://") or ":" not in cluster[len("tcp://"):]:
         raise ConfigError(f"--cluster {cluster!r} is not a Dask scheduler address such as "
                           "tcp://HOST:8786")
+
+
+def security():
+    """The ``distributed.security.Security`` of a ``tls://`` scheduler, from Dask's own config
+    (``distributed.comm.tls.ca-file`` and ``.client.cert``/``.key``, or the environment's
+    ``DASK_DISTRIBUTED__COMM__TLS__...``), or refused when none is configured. TLS protects
+    the wire; the cluster is still one trusted domain (any client may run code on the
+    workers): a simulation, not a boundary between parties (the party services are)."""
+    from distributed.security import Security
+
+    found = Security()
+    if not (found.tls_ca_file and found.tls_client_cert):
+        raise ConfigError("--cluster tls://...: configure Dask's TLS first "
+                          "(distributed.comm.tls.ca-file, .client.cert and .client.key in the "
+                          "Dask config, or DASK_DISTRIBUTED__COMM__TLS__CA_FILE and "
+                          "__CLIENT__CERT / __CLIENT__KEY)")
+    return Security(require_encryption=True, tls_ca_file=found.tls_ca_file,
+                    tls_client_cert=found.tls_client_cert, tls_client_key=found.tls_client_key)
 
 
 def groups(N: int, workers: int) -> list[tuple[int, int]]:
@@ -417,7 +438,8 @@ def dask_backend(config: Config, cluster: str | None, data_dir) -> DaskUnits:
     if cluster is None:
         return DaskUnits(None, None, config, _data_dir(data_dir), None)
     # the coordinator talks to the units' workers directly, not through the scheduler
-    client: Client = _dask_client(cluster, option="--cluster", direct_to_workers=True)
+    extra = {"security": security()} if cluster.startswith("tls://") else {}
+    client: Client = _dask_client(cluster, option="--cluster", direct_to_workers=True, **extra)
     return DaskUnits(client, None, config, _data_dir(data_dir), cluster)
 
 
@@ -431,8 +453,10 @@ def _local_cluster(n_workers: int):
     # N-vector of an epoch is then mapped and unmapped, and the solver runs 5x slower
     environ.pop("MALLOC_TRIM_THRESHOLD_", None)
     with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+        # loopback only: nothing of the local cluster listens on another interface
         local = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                             dashboard_address=None, silence_logs=logging.CRITICAL)
+                             host="127.0.0.1", dashboard_address=None,
+                             silence_logs=logging.CRITICAL)
     return local, Client(local, direct_to_workers=True)
 
 

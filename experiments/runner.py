@@ -332,6 +332,28 @@ def _evaluate(solver: Solver, prepared) -> dict:
             "test_accuracy": accuracy(u_test, prepared.y_test)}
 
 
+def deployment(config: Config) -> bool:
+    """A deployment run: every party its own service, drawing exact noise that is never
+    replayed; no exact value leaves a party, so the run records what the coordinator
+    computes from the released values alone (:meth:`~vfl.core.solver.Solver.released_metrics`)
+    and scores the test rows once, with the final model."""
+    return (config.run.backend == "services" and config.privacy.claims_guarantee
+            and not config.privacy.replayable_noise)
+
+
+#: what a deployment run cannot record: the diagnostics that need exact values
+UNAVAILABLE_IN_DEPLOYMENT = ("objective", "suboptimality", "dual_residual", "train_logloss",
+                             "train_accuracy", "the test metrics before the last epoch",
+                             "the model's coefficients (coef.npy)", "the references")
+
+
+def _score(solver: Solver, prepared) -> dict:
+    """The test metrics of the current model: one scoring of the test rows (inference)."""
+    u_test = solver.decision_function(prepared.test)
+    return {"test_logloss": log_loss(u_test, prepared.y_test),
+            "test_accuracy": accuracy(u_test, prepared.y_test)}
+
+
 def _ledger(config: Config):
     if not config.privacy.claims_guarantee:
         return None
@@ -426,19 +448,23 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
 
     ledger, history = _ledger(config), []
     budget = config.privacy.budget_epsilon
+    deployed = deployment(config)
     rows = []
     # what was exchanged while the solver was built (a setup round) is iteration 0's
     setup = solver.wire.take()
     sent = {"messages": setup.messages, "bytes": setup.bytes}
     traffic = [_traffic_rows(setup, repeat, 0)]
 
-    def record(stats: dict, elapsed: float, metrics: dict):
+    def record(stats: dict, elapsed: float, metrics: dict, last: bool = False):
         obj = metrics.get("objective")
         row = {"epoch": solver.iteration}
         if obj is not None:
             row["objective"] = obj
             row["suboptimality"] = (obj - f_star) / abs(f_star) if np.isfinite(f_star) else np.nan
-        row.update(_evaluate(solver, prepared))
+        if not deployed:
+            row.update(_evaluate(solver, prepared))
+        elif last:  # a deployment scores the test rows once, with the final model
+            row.update(_score(solver, prepared))
         row.update({k: v for k, v in metrics.items() if k != "objective"})
         row["wall_time_s"] = elapsed
         row.update(stats)
@@ -479,14 +505,15 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
                 spent["epsilon"] = float(repeats.epsilon(ledger))
             checkpoint(repeat, RepeatState(
                 epoch=int(solver.iteration), rows=list(rows), elapsed=float(elapsed),
-                digest=model_digest(), done=done,
+                # (a deployment is never resumed, and its parties answer no request for the model)
+                digest="" if deployed else model_digest(), done=done,
                 diagnostics=counts()), spent)
 
     replaying, elapsed = resume is not None, 0.0
     # row 0: the common starting point, nothing spent, no time charged
     if not replaying:
         record({c: 0.0 for c in type(solver).columns if c.endswith("_time_s")}, 0.0,
-               solver.initial_metrics())
+               solver.released_metrics() if deployed else solver.initial_metrics())
     start = (resume.rows if replaying else rows)[0].get("objective")
     # a finite objective a million times its starting value has diverged too (SGD with a huge
     # learning rate reaches 1e10 without ever overflowing)
@@ -497,12 +524,12 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
     if replaying and resume.epoch == 0:
         arrived()
 
-    def evaluate_and_record(stats):
-        metrics = solver.evaluate()
+    def evaluate_and_record(stats, last: bool = False):
+        metrics = solver.released_metrics() if deployed else solver.evaluate()
         obj = metrics.get("objective")
         if obj is not None and (not np.isfinite(obj) or (limit is not None and obj > limit)):
             raise _divergence(config, solver, obj)
-        record(stats, elapsed, metrics)
+        record(stats, elapsed, metrics, last)
 
     stats = {}
     # Overflow in a diverging run is reported once, below, not as warnings.
@@ -516,7 +543,9 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
                                "epsilon_next_epoch": ahead, "accountant": ledger.method,
                                **({"repeat": repeat} if config.run.repeats > 1 else {})}
                     if rows[-1]["epoch"] != solver.iteration:
-                        evaluate_and_record(stats)
+                        evaluate_and_record(stats, last=True)
+                    elif deployed:
+                        rows[-1].update(_score(solver, prepared))
                     break
             t0 = perf_counter()
             try:
@@ -538,7 +567,7 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
                 continue
             # diagnostics every `eval_every` iterations and at the end: never in solver time
             if solver.iteration % every == 0 or i == T - 1:
-                evaluate_and_record(stats)
+                evaluate_and_record(stats, last=i == T - 1)
             if K and solver.iteration % K == 0 and i < T - 1:
                 save(done=False)
     if replaying:  # (a budget stop came before the checkpoint's iteration: cannot be)
@@ -599,8 +628,8 @@ def run_experiment(
     if release_only and not config.privacy.claims_guarantee:
         raise ConfigError("--release-only applies to a run that claims a privacy guarantee "
                           f"({config.solver.name}: set privacy.delta)")
-    if release_only:
-        with_baselines = False
+    if release_only or deployment(config):
+        with_baselines = False  # the references need every party's exact data
     started = datetime.now(timezone.utc)
     plan = plan or plan_run(config, data_dir, use_cache=not release_only)
     cls, setting = plan.solver_cls, plan.setting
@@ -669,10 +698,18 @@ def run_experiment(
                                               "loss.pdf": RELEASED})
         baselines = {"note": "release-only run: the references use the exact private data "
                              "(diagnostic) and are not written"}
+    if deployment(config):
+        manifest["deployment"] = {
+            "parties": "each party its own service (vfl party serve): its data, its noise "
+                       "(exact, from its own OS entropy), its limits and its own record",
+            "recorded": "the released values' functions the coordinator computes (the "
+                        "primal residual, the loss and accuracy of the released shares' sum), "
+                        "and one scoring of the test rows with the final model",
+            "unavailable": list(UNAVAILABLE_IN_DEPLOYMENT)}
     communication = pd.DataFrame(np.concatenate(traffic), columns=COMMUNICATION_FILE_COLUMNS)
     communication["phase"] = np.asarray(PHASES, dtype=object)[communication["phase"].to_numpy()]
     return RunResult(config=config, manifest=manifest, metrics=metrics, baselines=baselines,
-                     coef=solver.coef(), repeats=per_repeat, communication=communication,
+                     coef=None if deployment(config) else solver.coef(), repeats=per_repeat, communication=communication,
                      ledger=repeats.ledger())
 
 

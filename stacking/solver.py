@@ -108,7 +108,7 @@ class PrivateStacking(Solver):
     title = "private stacking"
     setting = Setting.VERTICAL
     iteration_name = "round"
-    backends = ("inprocess", "dask")
+    backends = ("inprocess", "dask", "services")
     accounted_backends = ("inprocess", "dask")
     protocol = PASSIVES_PROTOCOL
     reference = Reference(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from vfl.core.metrics import accuracy, log_loss
 from vfl.core.params import Param
 from vfl.core.preprocessing import row_norms
 from vfl.core.solver import Neighbour, PartyBlocks, Reference, Release, Setting, VerticalData
@@ -96,8 +97,8 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         "Hu, Liu, Kong, Niu: Learning Privately over Distributed Features, an ADMM Sharing "
         "Approach (2019)", "Algorithm 1", "(6)-(8); perturbed shares (10)")
     regularizers = ("l2sq",)
-    backends = ("inprocess", "dask")
-    accounted_backends = ("inprocess", "dask")
+    backends = ("inprocess", "dask", "services")
+    accounted_backends = ("inprocess", "dask", "services")
     protocol = SHARING_PROTOCOL
     params = (
         Param("rho", float, 1.0, "penalty of the augmented Lagrangian (5)", low=0, low_open=True),
@@ -256,6 +257,16 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         return solver
 
     @classmethod
+    def unit_noise(cls, widths, N, objective, params, privacy, iterations):
+        """Each party's calibrated sigma and enforced sensitivity, by the plan :meth:`build`
+        makes (:func:`.accounting.plan_privacy`): what a party service checks requests
+        against, from its own config."""
+        params = {**params, "rho": scaled_rho(params["rho"], len(widths), params["rho_parties"])}
+        plan = plan_privacy(widths, N, objective, params, privacy, iterations)
+        return np.asarray(plan["sigmas"], dtype=float), \
+            np.asarray(plan["release_sensitivity"], dtype=float)
+
+    @classmethod
     def protected_replaced(cls, data, privacy, rng):
         """Every party's rows replaced by random unit rows (inside both relations); the labels,
         which the relation does not protect, kept."""
@@ -320,6 +331,15 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
             for m, sig in enumerate(self.sigma):
                 out[f"sigma_party{m + 1}"] = float(sig) if self.epoch else 0.0
         return out
+
+    def released_metrics(self) -> dict:
+        """From released values alone (a deployment): the primal residual on the shares the
+        parties published, and the loss and accuracy of their sum, the noisy margins the
+        central node holds (Hu et al. 2019, Algorithm 1, line 5)."""
+        u = self.share_sum
+        return {"primal_residual": self.primal_residual(),
+                "released_train_logloss": log_loss(u, self.b),
+                "released_train_accuracy": accuracy(u, self.b)}
 
     def initial_metrics(self) -> dict:
         """Row 0 (x = y = z = 0): residuals are exactly 0."""

@@ -1,0 +1,138 @@
+"""A party service's own privacy: its limits, its ledger on disk, its refusals.
+
+A party is started with limits of its own (``[party.limits]`` of its PARTY.toml): the
+neighbouring relations it accepts, the least noise (``min_sigma``) or the largest epsilon
+of a run (``max_epsilon``) it accepts, and its total budget (``budget_epsilon``, over every
+run it ever serves from its directory). Its noise floor is calibrated from its own config
+by the solver family's own calibration (the function the coordinator calls,
+``Solver.unit_noise``), never taken from the coordinator.
+
+Every release request goes through :meth:`Guard.admit` before any noise is drawn: a scale
+below the floor, a sensitivity other than the party's own, or a release that would take its
+ledger beyond its budget is refused (:class:`PrivacyRefused`, a typed error the coordinator
+receives; one line in the party's log) and nothing is released. An admitted release is
+written to ``releases.jsonl`` in the party's directory (fsync'ed) *before* the noise is
+drawn, with the run, repeat and sequence number of the request: a request for a release
+already on disk is refused, so a deployment release is never drawn twice, not even by a
+restarted party.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from vfl.core.ledger import PrivacyLedger
+from vfl.core.protocol import ProtocolError
+from vfl.core.solver import Release
+
+__all__ = ["Guard", "PrivacyRefused", "RECORD"]
+
+#: the party's record of its releases, in its own directory
+RECORD = "releases.jsonl"
+log = logging.getLogger("vfl.party")
+
+
+class PrivacyRefused(ProtocolError):
+    """A release the party's own limits refuse (nothing is released)."""
+
+
+class Guard:
+    """Party ``m``'s (1-based) limits, floor and ledger (see the module docstring).
+
+    ``floor``: the least noise multiplier ``scale / sensitivity`` it accepts;
+    ``sensitivity``: its own enforced sensitivity of one release; ``budget``: its total
+    epsilon at ``delta`` (None: no budget beyond the floor).
+    """
+
+    def __init__(self, directory, m: int, *, floor: float, sensitivity: float, delta: float,
+                 accountant: str, budget: float | None, deployment: bool):
+        self.dir, self.m = Path(directory), int(m)
+        self.floor, self.sensitivity = float(floor), float(sensitivity)
+        self.delta, self.budget, self.deployment = float(delta), budget, bool(deployment)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / RECORD
+        self.total = PrivacyLedger(self.delta, accountant)  # every run from this directory
+        self.accountant = accountant
+        self.drawn: set = set()  # (run, repeat, seq) of every deployment release on disk
+        self.records = 0
+        if self.path.exists():
+            for line in self.path.read_text().splitlines():
+                if not line.strip():
+                    continue
+                rec = json.loads(line)
+                self.total.add([_event(rec)])
+                self.drawn.add((rec["run"], rec["repeat"], rec["seq"]))
+                self.records += 1
+        self.runs: dict = {}  # run -> its own ledger
+        self.counts: dict = {}  # run -> its releases
+
+    def epsilon(self, run: str | None = None) -> float:
+        ledger = self.total if run is None else self.runs.get(run)
+        return 0.0 if ledger is None else ledger.epsilon()
+
+    def admit(self, *, run: str, repeat: int, seq: int | None, scale: float, sensitivity: float,
+              size: int, exact: bool, mechanism: str = "gaussian") -> None:
+        """Check one release and write it down, or refuse it (nothing drawn)."""
+        key = (run, int(repeat), seq)
+        if self.deployment and key in self.drawn:
+            self._refuse(f"the release of request {seq} of run {run} was drawn already; a "
+                         "deployment release is never drawn again")
+        if mechanism != "gaussian":
+            self._refuse(f"a {mechanism} release: this party accepts Gaussian releases only")
+        if not np.isclose(sensitivity, self.sensitivity, rtol=1e-12, atol=0.0):
+            self._refuse(f"the request states sensitivity {sensitivity:.6g}, the party's own "
+                         f"is {self.sensitivity:.6g}")
+        event = _release(scale, self.sensitivity, size, exact)
+        z = float(event.scale[0] / event.sensitivity[0])
+        if not z >= self.floor * (1 - 1e-9):
+            self._refuse(f"noise multiplier {z:.6g} is below the party's floor "
+                         f"{self.floor:.6g} (sigma {scale:.6g})")
+        run_ledger = self.runs.setdefault(run, PrivacyLedger(self.delta, self.accountant))
+        after = self.total.with_releases([event])
+        spent = after.epsilon()
+        if self.budget is not None and not spent <= self.budget:
+            self._refuse(f"the release would spend epsilon {spent:.4g} of its budget "
+                         f"{self.budget:g} (delta {self.delta:g})")
+        run_ledger.add([event])
+        self.total = after
+        rec = {"time": round(time.time(), 3), "party": self.m, "run": run, "repeat": int(repeat),
+               "seq": seq, "release": self.counts.get(run, 0) + 1, "mechanism": mechanism,
+               "scale": float(event.scale[0]), "sensitivity": float(event.sensitivity[0]),
+               "size": int(size), "exact": bool(exact),
+               "epsilon_run": run_ledger.epsilon(), "epsilon_total": spent,
+               "delta": self.delta}
+        with open(self.path, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self.drawn.add(key)
+        self.counts[run] = self.counts.get(run, 0) + 1
+        self.records += 1
+
+    def _refuse(self, why: str):
+        line = f"refused: {why}; nothing released"
+        log.warning("party %d: %s", self.m, line)
+        raise PrivacyRefused(line)
+
+
+def _release(scale: float, sensitivity: float, size: int, exact: bool) -> Release:
+    """The party's own event, as :meth:`~vfl.core.solver.Solver.record_release` makes it:
+    an exact sampler's grid rounding added to the sensitivity."""
+    sens = float(sensitivity)
+    if exact:
+        from vfl.core.sampling import grid_slack
+
+        sens = sens + float(grid_slack("gaussian", 1.0, size)) * float(scale)
+    return Release("gaussian", np.zeros(1, dtype=int), np.array([sens]), np.array([float(scale)]),
+                   int(size), bool(exact))
+
+
+def _event(rec: dict) -> Release:
+    return Release(rec["mechanism"], np.zeros(1, dtype=int), np.array([rec["sensitivity"]]),
+                   np.array([rec["scale"]]), int(rec["size"]), bool(rec["exact"]))

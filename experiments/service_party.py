@@ -1,0 +1,360 @@
+"""``vfl party serve``: one party as its own service, behind mutual TLS.
+
+The party runs on its own machine from its own PARTY.toml: the run's public config (data,
+partition, preprocessing, objective, solver, privacy: what the coordinator's config says
+too) and a ``[party]`` table of its own (its number, its address, its directory, its
+certificate, key and CA, its privacy limits; :func:`read_party_config`). It reads its data
+itself and keeps its own block (and its held-out columns) only, calibrates its noise
+floor from its own config (:mod:`.service_guard`), and serves one protocol, its solver's,
+on a gRPC server with four methods of bytes (no codegen, no pickle):
+
+- ``Health``: the party's public facts (JSON of numbers and names: its number, protocol and
+  version, rows, columns, the digest of each public config section) that the coordinator
+  checks before anything is opened;
+- ``Open`` and ``Call``: frames of :mod:`vfl.core.codec` for its protocol and no other,
+  answered by its :class:`~vfl.core.host.Host` (validation, the protocol's closed table of
+  handlers by call number, at-most-once handling); a deployment party's host refuses
+  every diagnostic;
+- ``Close``: the coordinator is done.
+
+Every method first checks that the client's certificate names the coordinator (the TLS
+layer has checked it against the deployment's CA); plaintext only with ``insecure`` on a
+loopback address. Nothing binds 0.0.0.0 unless the config says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from concurrent import futures
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vfl.core import codec
+from vfl.core.codec import Frame
+from vfl.core.protocol import CONTROL
+from vfl.core.errors import ConfigError
+from vfl.core.host import Host, StreamEnv
+from vfl.core.preprocessing import row_norms
+from vfl.core.sampling import ExactSampler
+from vfl.core.solver import VerticalData
+
+from .config import Config, config_from_dict, read_toml
+from .registry import get_solver
+from .runner import _load_config_dataset, _prepare, _streams
+from .service_guard import Guard, PrivacyRefused
+from .service_tls import COORDINATOR, Credentials, loopback
+from .settings import prepare
+
+__all__ = ["PartyConfig", "PartyService", "SERVICE", "public_digest", "read_party_config",
+           "run_party", "serve"]
+
+#: the gRPC service's name; its methods are ``/vfl.Party/<Method>``
+SERVICE = "vfl.Party"
+METHODS = ("Health", "Open", "Call", "Close")
+#: the public config sections a party and the coordinator must agree on
+PUBLIC = ("data", "preprocessing", "partition", "objective", "solver", "privacy")
+_PARTY_KEYS = ("index", "listen", "directory", "tls", "insecure", "limits")
+#: the [privacy] keys the coordinator chooses (the party's limits bound them)
+_COORDINATORS = ("epsilon", "sigma", "budget_epsilon")
+_LIMIT_KEYS = ("neighbours", "min_sigma", "max_epsilon", "budget_epsilon")
+log = logging.getLogger("vfl.party")
+
+
+@dataclass(frozen=True)
+class PartyConfig:
+    """The ``[party]`` table of a PARTY.toml."""
+
+    index: int
+    listen: str = "127.0.0.1:50051"
+    directory: str = "."
+    tls: dict | None = None
+    insecure: bool = False
+    limits: dict = field(default_factory=dict)
+
+    @property
+    def host(self) -> str:
+        return self.listen.rpartition(":")[0].strip("[]")
+
+
+def read_party_config(path, overrides=()) -> tuple[PartyConfig, Config]:
+    """A PARTY.toml: its ``[party]`` table, and the run's public config (checked)."""
+    from .config import apply_overrides
+
+    raw = apply_overrides(read_toml(path), list(overrides))
+    party = raw.pop("party", None)
+    if not isinstance(party, dict):
+        raise ConfigError(f"{path}: a party's config needs a [party] table (index, listen, "
+                          "directory, tls, limits)")
+    unknown = sorted(set(party) - set(_PARTY_KEYS))
+    if unknown:
+        raise ConfigError(f"party.{unknown[0]} is not a key of [party] "
+                          f"(keys: {', '.join(_PARTY_KEYS)})")
+    index = party.get("index")
+    if type(index) is not int or index < 1:
+        raise ConfigError(f"party.index must be the party's number (1, 2, ...), got {index!r}")
+    limits = dict(party.get("limits", {}))
+    unknown = sorted(set(limits) - set(_LIMIT_KEYS))
+    if unknown:
+        raise ConfigError(f"party.limits.{unknown[0]} is not a limit "
+                          f"(limits: {', '.join(_LIMIT_KEYS)})")
+    for key in ("min_sigma", "max_epsilon", "budget_epsilon"):
+        v = limits.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
+                              or not v > 0):
+            raise ConfigError(f"party.limits.{key} must be a positive number, got {v!r}")
+    run = raw.setdefault("run", {})
+    for key in ("backend", "parties", "tls", "insecure"):  # the coordinator's, not the party's
+        run.pop(key, None)
+    config = config_from_dict(raw, default_name=Path(path).stem)
+    pc = PartyConfig(index=index, listen=str(party.get("listen", "127.0.0.1:50051")),
+                     directory=str(party.get("directory", ".")), tls=party.get("tls"),
+                     insecure=bool(party.get("insecure", False)), limits=limits)
+    if pc.insecure and not loopback(pc.host):
+        raise ConfigError(f"party {index}: party.insecure (plaintext) is allowed on a loopback "
+                          f"address only, not {pc.listen}")
+    if pc.tls is None and not pc.insecure:
+        raise ConfigError(f"party {index}: [party.tls] (certificate, key, ca) is required, or "
+                          "party.insecure = true on loopback")
+    return pc, config
+
+
+def public_digest(config: Config) -> dict:
+    """Per public section, a digest of its resolved values (what both ends must share)."""
+    d = config.to_dict()
+    # the noise the coordinator asks for is its own choice, which the party's floor and
+    # budget bound; everything else of [privacy] (the relation, the clips) it must share
+    d["privacy"] = {k: v for k, v in d["privacy"].items() if k not in _COORDINATORS}
+    return {k: hashlib.sha256(json.dumps(d.get(k), sort_keys=True, default=str).encode())
+            .hexdigest()[:16] for k in PUBLIC}
+
+
+class _PartyEnv(StreamEnv):
+    """The party's own streams, every release admitted by its guard first."""
+
+    def __init__(self, streams, service: "PartyService"):
+        super().__init__(streams)
+        self.service = service
+
+    def noise(self, *unit):
+        if self.streams.exact_noise and not self.streams.replayable_noise:
+            # the next release's noise is drawn while the party waits for its request
+            return ExactSampler(pool=True)
+        return super().noise(*unit)
+
+    def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None,
+                l2_sensitivity=None, rows=None, total=None, **context):
+        guard = self.service.guard
+        if self.service.replaying:  # a seeded stream drawn again: the values already released
+            if not self.replayable:
+                raise PrivacyRefused("refused: a release drawn again in a replay; a "
+                                     "deployment release is never drawn again")
+        elif guard is not None and not (scale == 0 if _scalar(scale) else False):
+            run, repeat, seq = self.service.current
+            guard.admit(run=run, repeat=repeat, seq=seq, scale=float(scale),
+                        sensitivity=float(sensitivity), size=int(mean.size),
+                        exact=isinstance(rng, ExactSampler), mechanism=mechanism)
+        return super().release(mean, units=units, scale=scale, sensitivity=sensitivity, rng=rng,
+                               mechanism=mechanism, size=size, l2_sensitivity=l2_sensitivity,
+                               rows=rows, total=total, **context)
+
+
+def _scalar(v) -> bool:
+    import numpy as np
+
+    return np.ndim(v) == 0
+
+
+class PartyService:
+    """Party ``pc.index``: its data, its limits and its host (see the module docstring)."""
+
+    def __init__(self, pc: PartyConfig, config: Config, data_dir=None):
+        self.pc, self.config, self.m = pc, config, pc.index
+        cls = get_solver(config.solver.name)
+        protocol = cls.protocol
+        if protocol is None or "services" not in cls.backends:
+            raise ConfigError(f"party {self.m}: {cls.name} does not run as party services")
+        if not protocol.placement.own_worker:
+            raise ConfigError(f"party {self.m}: {cls.name}'s {protocol.placement.plural} are "
+                              "not parties with data of their own; it cannot run as party "
+                              "services")
+        dataset, _ = _load_config_dataset(config, data_dir, True)
+        setting = prepare(config, dataset, cls)
+        prepared = _prepare(setting, config, 0)
+        if not isinstance(prepared.data, VerticalData):
+            raise ConfigError(f"party {self.m}: party services hold vertical parties only")
+        blocks = prepared.data.blocks
+        if not protocol.placement.first < self.m <= len(blocks):
+            raise ConfigError(f"party {self.m}: the partition has {len(blocks)} parties" if
+                              self.m > len(blocks) else f"party {self.m} is {cls.name}'s "
+                              "coordinator, not a party service")
+        k = self.m - 1
+        self.data = prepared.data.cut(k, self.m, prepared.test)
+        self.rows, self.width = int(blocks[k].shape[0]), int(blocks[k].shape[1])
+        self.test_rows = int(prepared.test[k].shape[0]) if prepared.test is not None else 0
+        self.max_row_norm = float(row_norms(blocks[k]).max(initial=0.0))
+        self.protocol = protocol
+        p = config.privacy
+        self.deployment = bool(p.claims_guarantee and not p.replayable_noise)
+        self.guard = self._guard(cls, [int(B.shape[1]) for B in blocks], self.rows,
+                                 prepared.objective) if p.claims_guarantee else None
+        del dataset, prepared, blocks, setting
+        self.host = Host(protocol, simulation=not self.deployment)
+        self.current: tuple = ("", 0, None)  # (run, repeat, seq) of the request in hand
+        self.replaying = False
+        self.repeat = 0
+        self.digest = public_digest(config)
+
+    def _guard(self, cls, widths, N, objective) -> Guard:
+        """The floor and sensitivity from the party's own config and limits."""
+        limits, values = self.pc.limits, dict(self.config.privacy.values)
+        accepted = limits.get("neighbours")
+        if accepted is not None:
+            accepted = [accepted] if isinstance(accepted, str) else list(accepted)
+            if values.get("neighbours") not in accepted:
+                raise ConfigError(f"party {self.m}: the run's relation privacy.neighbours = "
+                                  f"{values.get('neighbours')!r} is not one it accepts "
+                                  f"({', '.join(accepted)})")
+        if limits.get("max_epsilon") is None and limits.get("min_sigma") is None:
+            raise ConfigError(f"party {self.m}: give party.limits.max_epsilon or "
+                              "party.limits.min_sigma (the least noise it accepts)")
+        params, T, k = dict(self.config.solver.values), self.config.solver.epochs, self.m - 1
+        try:
+            _, sens = cls.unit_noise(widths, N, objective, params, values, T)
+            floors = []
+            if limits.get("max_epsilon") is not None:  # its own calibration at its own epsilon
+                sigmas, _ = cls.unit_noise(widths, N, objective, params, {
+                    **values, "epsilon": float(limits["max_epsilon"]), "sigma": 0.0}, T)
+                floors.append(float(sigmas[k] / sens[k]))
+        except NotImplementedError as exc:
+            raise ConfigError(f"party {self.m}: {exc}") from None
+        if limits.get("min_sigma") is not None:
+            floors.append(float(limits["min_sigma"]) / float(sens[k]))
+        floor = max(floors)
+        budget = limits.get("budget_epsilon")
+        return Guard(Path(self.pc.directory), self.m, floor=floor, sensitivity=float(sens[k]),
+                     delta=float(values["delta"]), accountant=values.get("accountant", "pld"),
+                     budget=None if budget is None else float(budget),
+                     deployment=self.deployment)
+
+    # -- the methods -------------------------------------------------------------------
+    def health(self) -> bytes:
+        return json.dumps({"party": self.m, "protocol": self.protocol.name,
+                           "version": self.protocol.version, "rows": self.rows,
+                           "width": self.width, "test_rows": self.test_rows,
+                           "max_row_norm": self.max_row_norm,
+                           "deployment": self.deployment, "digest": self.digest,
+                           "floor": None if self.guard is None else self.guard.floor}).encode()
+
+    def open(self, frame: bytes, run: str) -> bytes:
+        self.current = (run, 0, None)
+        return codec.serve(self.host, frame, self._open)
+
+    def _open(self, repeat: int, spec):
+        if repeat != 0:
+            raise ConfigError(f"party {self.m}: one repeat per run in the party services")
+        self.current = (self.current[0], repeat, None)
+        return self.host.open(self.data, spec, _PartyEnv(_streams(self.config, repeat), self))
+
+    def call(self, frame: bytes, run: str) -> bytes:
+        seq, self.replaying = None, False
+        if len(frame) >= codec.HEADER.size:
+            _, kind, number, seq = codec.HEADER.unpack_from(frame)
+            calls = self.protocol.calls
+            # an adopted round, or the journal's bookkeeping: the coordinator's replay
+            self.replaying = kind == Frame.ADOPT or (
+                number < len(calls) and calls[number].kind is CONTROL)
+        self.current = (run, self.current[1], seq)
+        try:
+            return codec.serve(self.host, frame, self._open)
+        finally:
+            self.replaying = False
+
+
+# ------------------------------------------------------------------------ gRPC --
+def _peer_ok(context, insecure: bool) -> bool:
+    if insecure:
+        return True
+    names = context.auth_context().get("x509_common_name", [])
+    return [n.decode() if isinstance(n, bytes) else n for n in names] == [COORDINATOR]
+
+
+def _rpc(service: PartyService, method: str, insecure: bool):
+    import grpc
+
+    def handle(request: bytes, context):
+        if not _peer_ok(context, insecure):
+            log.warning("party %d: refused a client whose certificate does not name the "
+                        "coordinator", service.m)
+            context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                          f"party {service.m} answers the coordinator only")
+        run = dict(context.invocation_metadata()).get("vfl-run", "")
+        try:
+            if method == "Health":
+                return service.health()
+            if method == "Open":
+                return service.open(request, run)
+            if method == "Call":
+                return service.call(request, run)
+            return b""
+        except ConfigError as exc:
+            log.warning("%s", exc)
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        except Exception as exc:  # noqa: BLE001 (the party's own failure: one line back)
+            log.exception("party %d: %s failed", service.m, method)
+            context.abort(grpc.StatusCode.INTERNAL,
+                          f"party {service.m}: {type(exc).__name__}: {exc}")
+    return grpc.unary_unary_rpc_method_handler(handle)
+
+
+def serve(service: PartyService, *, ready=None):
+    """Start the party's gRPC server on ``service.pc.listen``; returns the server (started)."""
+    import grpc
+
+    pc = service.pc
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1),
+                         options=[("grpc.max_receive_message_length", -1),
+                                  ("grpc.max_send_message_length", -1),
+                                  ("grpc.so_reuseport", 0)])
+    server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
+        SERVICE, {m: _rpc(service, m, pc.insecure) for m in METHODS})])
+    if pc.insecure:
+        port = server.add_insecure_port(pc.listen)
+    else:
+        cred = Credentials.read(pc.tls.get("certificate"), pc.tls.get("key"), pc.tls.get("ca"),
+                                f"party {service.m}")
+        port = server.add_secure_port(pc.listen, grpc.ssl_server_credentials(
+            [(cred.key, cred.cert)], root_certificates=cred.ca, require_client_auth=True))
+    if not port:
+        raise ConfigError(f"party {service.m}: cannot listen on {pc.listen} (in use?)")
+    server.start()
+    return server
+
+
+def run_party(config_path, data_dir, overrides, echo) -> None:
+    """``vfl party serve``: the party's service until SIGINT or SIGTERM; its refusals go to
+    ``party.log`` in its directory (and to stderr)."""
+    import signal
+    import threading
+
+    pc, config = read_party_config(config_path, overrides)
+    service = PartyService(pc, config, data_dir)
+    Path(pc.directory).mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(Path(pc.directory) / "party.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    log.addHandler(handler)
+    log.addHandler(logging.StreamHandler())
+    log.setLevel(logging.INFO)
+    server = serve(service)
+    floor = "" if service.guard is None else \
+        f", noise floor {service.guard.floor:.6g} x sensitivity"
+    echo(f"party {pc.index} serving {service.protocol.name} on {pc.listen} "
+         f"({'plaintext' if pc.insecure else 'mutual TLS'}; {service.rows} rows, "
+         f"{service.width} columns{floor}); its record: {Path(pc.directory) / 'releases.jsonl'}")
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    while not done.wait(0.5):  # (a timed wait: the handler runs between waits)
+        pass
+    server.stop(grace=1.0).wait()

@@ -1,0 +1,343 @@
+"""``run.backend = "services"``: every party its own service, the coordinator their client.
+
+:class:`ServiceUnits` is the third :class:`~vfl.core.units.Units` (after the in-process one
+and Dask's), with no code per solver family: each party runs ``vfl party serve`` on its
+own machine (:mod:`.service_party`) and the coordinator, ``vfl run`` with the label
+holder's config, connects to the addresses of ``run.parties`` over mutual TLS (its own
+certificate, the deployment's CA, and for party m the name ``party-<m>`` in the party's
+certificate: :mod:`.service_tls`). Before anything is opened it checks each party's
+public facts (protocol, rows, columns, the digest of every public config section): a
+party started for another protocol or schema, or holding another row count, is refused
+in one line naming it. Frames are :mod:`vfl.core.codec`'s, the calls gRPC unary calls of
+bytes.
+
+Faults: a party that stops answering is waited for at its address (``run.party_wait``
+seconds; its operator restarts it) and rebuilt by :class:`~vfl.core.units.Session` from
+its data and its journal (a replayable run replays to the bit; a deployment adopts the
+released rounds, never drawing them again), or the run stops with one line naming it.
+
+Bytes are counted twice: the protocol's payload (and the codec's framing) per phase, and
+what TCP carried on the coordinator's connections to the parties, from the kernel's
+counters (:mod:`.tcp_bytes`): TLS, HTTP/2 and gRPC included.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+from vfl.core import codec
+from vfl.core.codec import Frame
+from vfl.core.errors import ConfigError, PartyLostError
+from vfl.core.protocol import CONTROL, INFERENCE, PROTOCOL, Kind, nbytes
+from vfl.core.solver import VerticalData
+from vfl.core.units import Units
+
+from . import tcp_bytes
+from .config import Config
+from .registry import get_solver
+from .service_party import SERVICE, public_digest
+from .service_tls import Credentials, loopback, party_name
+
+__all__ = ["ServiceUnits"]
+
+TRANSPORT_SOURCE = ("the kernel's TCP counters (tcp_info bytes_acked + bytes_received, read "
+                    "over netlink sock_diag) of the coordinator's connections to the party "
+                    "services, per phase: TLS records, HTTP/2 frames and gRPC headers included")
+_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
+            ("grpc.enable_retries", 0)]
+
+
+class ServiceUnits(Units):
+    """The coordinator's connections to the party services (see the module docstring)."""
+
+    journals = True
+
+    def __init__(self, config: Config):
+        run = config.run
+        self.config, self.addresses = config, list(run.parties)
+        self.insecure = run.insecure
+        if run.repeats != 1:
+            raise ConfigError("run.backend = 'services' runs one repeat (run.repeats = 1)")
+        for k, address in enumerate(self.addresses):
+            if self.insecure and not loopback(address.rpartition(":")[0].strip("[]")):
+                raise ConfigError(f"party {k + 1} at {address}: run.insecure (plaintext) is "
+                                  "allowed on loopback addresses only")
+        self.cred = None if self.insecure else Credentials.read(
+            run.tls["certificate"], run.tls["key"], run.tls["ca"], "the coordinator")
+        self.replayable = bool(config.privacy.replayable_noise)
+        self.deployment = bool(config.privacy.claims_guarantee and not self.replayable)
+        self.run_id = uuid.uuid4().hex
+        self.use_cache = True
+        self.protocol = None
+        self.first_unit = 0
+        self.channels: list = []
+        self.calls: list = []  # per host: {method: callable}
+        self.facts: list[dict] = []
+        self.recoveries: list[dict] = []
+        self.carried_bytes = {kind: 0 for kind in Kind}
+        self.payload = {kind: 0 for kind in Kind}
+        self.framing = {kind: 0 for kind in Kind}
+        self.last_scoring: int | None = None
+        self.ports = {int(a.rpartition(":")[2]) for a in self.addresses}
+        self.total = 0
+
+    # -- connecting ----------------------------------------------------------------------
+    def start(self, first, checksums) -> None:
+        cls = get_solver(self.config.solver.name)
+        self.protocol = cls.protocol
+        place = self.protocol.placement
+        if not isinstance(first.data, VerticalData) or not place.own_worker:
+            raise ConfigError(f"run.backend = 'services': {cls.name}'s {place.plural} are not "
+                              "parties of a vertical run")
+        self.total, self.first_unit = len(first.data.blocks), place.first
+        served = self.total - place.first
+        if len(self.addresses) != served:
+            coordinator = f" (party {place.first} is the coordinator)" if place.first else ""
+            raise ConfigError(f"run.parties lists {len(self.addresses)} address(es) for "
+                              f"{served} {place.role + ' ' if place.role else ''}parties"
+                              f"{coordinator}")
+        digest = public_digest(self.config)
+        for m in range(place.first, self.total):
+            self._connect(m)
+            facts = self._health(m - place.first, wait=5.0)
+            self._check(m, facts, first, digest)
+            self.facts.append(facts)
+
+    def _connect(self, m: int) -> None:
+        import grpc
+
+        address = self.addresses[m - self.first_unit]
+        if self.insecure:
+            channel = grpc.insecure_channel(address, options=_OPTIONS)
+        else:
+            creds = grpc.ssl_channel_credentials(root_certificates=self.cred.ca,
+                                                 private_key=self.cred.key,
+                                                 certificate_chain=self.cred.cert)
+            channel = grpc.secure_channel(address, creds, options=_OPTIONS + [
+                ("grpc.ssl_target_name_override", party_name(m + 1))])
+        k = m - self.first_unit
+        calls = {name: channel.unary_unary(f"/{SERVICE}/{name}") for name in
+                 ("Health", "Open", "Call", "Close")}
+        if k < len(self.channels):
+            self.channels[k].close()
+            self.channels[k], self.calls[k] = channel, calls
+        else:
+            self.channels.append(channel)
+            self.calls.append(calls)
+
+    def _label(self, k: int) -> str:
+        return f"party {k + self.first_unit + 1} at {self.addresses[k]}"
+
+    def _health(self, k: int, wait: float) -> dict:
+        import grpc
+
+        try:
+            raw = self.calls[k]["Health"](b"", timeout=wait, metadata=self._md())
+        except grpc.RpcError as exc:
+            raise ConfigError(self._why(k, exc)) from None
+        return json.loads(raw)
+
+    def _why(self, k: int, exc) -> str:
+        """One line for a failed call: who, and what went wrong."""
+        import grpc
+
+        code, details = exc.code(), " ".join(str(exc.details() or "").split())
+        label = self._label(k)
+        low = details.lower()
+        if code is grpc.StatusCode.PERMISSION_DENIED:
+            return f"{label} refused the coordinator's certificate: {details}"
+        if any(w in low for w in ("ssl", "handshake", "certificate", "peer name", "tls",
+                                  "verification")):
+            return (f"{label}: the TLS handshake failed (a certificate that is not "
+                    f"{party_name(k + self.first_unit + 1)}'s, expired, or not from the "
+                    f"deployment's CA, on either side): {details[:200]}")
+        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            return f"{label} is unreachable ({details[:160] or code.name})"
+        return f"{label}: {details or code.name}"
+
+    def _check(self, m: int, facts: dict, first, digest: dict) -> None:
+        label, proto = self._label(m - self.first_unit), self.protocol
+        if facts.get("party") != m + 1:
+            raise ConfigError(f"{label} is party {facts.get('party')}, not party {m + 1}")
+        if (facts.get("protocol"), facts.get("version")) != (proto.name, proto.version):
+            raise ConfigError(f"{label} was started for protocol {facts.get('protocol')} version "
+                              f"{facts.get('version')}, not {proto.name} version {proto.version}")
+        N, d = len(first.data.y), first.data.blocks[m].shape[1]
+        if facts.get("rows") != N:
+            raise ConfigError(f"{label} holds {facts.get('rows')} rows, the coordinator "
+                              f"{N}")
+        if facts.get("width") != d:
+            raise ConfigError(f"{label} holds {facts.get('width')} columns, the partition "
+                              f"gives it {d}")
+        theirs = facts.get("digest", {})
+        differ = [s for s in digest if theirs.get(s) != digest[s]]
+        if differ:
+            raise ConfigError(f"{label} was started for another schema: its [{differ[0]}] "
+                              "differs from the coordinator's")
+        if bool(facts.get("deployment")) != self.deployment:
+            raise ConfigError(f"{label} is a {'deployment' if facts.get('deployment') else 'simulation'}"
+                              " party; the coordinator's run is not")
+
+    def _md(self):
+        return (("vfl-run", self.run_id),)
+
+    # -- what the runner reads -----------------------------------------------------------
+    def data(self, prepared, repeat: int):
+        return prepared.data.elsewhere(self.at(repeat), self.first_unit)
+
+    @property
+    def n_parties(self) -> int:
+        return self.total
+
+    @property
+    def widths(self) -> list[int]:
+        return [f["width"] for f in self.facts]
+
+    @property
+    def max_row_norms(self) -> list[float]:
+        return [f["max_row_norm"] for f in self.facts]
+
+    # -- the transport ---------------------------------------------------------------------
+    def hosts(self, protocol):
+        if protocol is not self.protocol:
+            raise ConfigError(f"the parties serve protocol {self.protocol.name}, not "
+                              f"{protocol.name}")
+        return [(m, m + 1) for m in range(self.first_unit, self.total)]
+
+    def where(self, session, k):
+        return self.addresses[k]
+
+    def _invoke(self, k: int, method: str, frame: bytes, kind) -> bytes:
+        before = tcp_bytes.carried(self.ports)
+        try:
+            return self.calls[k][method](frame, metadata=self._md())
+        finally:
+            self._carried(kind, before)
+
+    def _open(self, session, k):
+        frame = codec.open_frame(session.protocol, session.repeat, session.spec)
+        reply = self._invoke(k, "Open", frame, CONTROL)
+        opened = self._read(session, k, reply)
+        self._framed(CONTROL, frame, session.spec, reply, opened)
+        return opened
+
+    def _read(self, session, k: int, frame: bytes, call: int | None = None):
+        try:
+            return codec.read(session.protocol, frame, call)
+        except codec.ERRORS as exc:
+            raise type(exc)(f"{session.labels[k]}: {exc}") from None
+
+    def _send(self, session, call, requests, seqs):
+        index = session.numbers[call]
+        frames, futures, failure, got = {}, {}, None, {}
+        before = tcp_bytes.carried(self.ports)
+        for k, request in requests.items():
+            frames[k] = codec.encode(Frame.REQUEST, index, seqs[k], request)
+            futures[k] = self.calls[k]["Call"].future(frames[k], metadata=self._md())
+        for k, future in futures.items():  # every reply that arrives is collected
+            try:
+                raw = future.result()
+            except Exception as exc:  # noqa: BLE001 (grpc.RpcError: a lost party)
+                failure = failure or exc
+                continue
+            got[k] = self._read(session, k, raw, index)
+            self._framed(call.kind, frames[k], requests[k], raw, got[k])
+        self._carried(call.kind, before)
+        return got, failure
+
+    def _adopt(self, session, k, call, request, reply):
+        frame = codec.encode(Frame.ADOPT, session.numbers[call], 0, request, reply)
+        self._read(session, k, self._invoke(k, "Call", frame, CONTROL))
+
+    def _lost(self, session, failure):
+        import grpc
+
+        if isinstance(failure, grpc.RpcError) and failure.code() not in (
+                grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+            k = next((k for k in range(len(self.calls))), 0)
+            raise PartyLostError(self._why(k, failure)) from None
+        lost = [k for k in range(len(self.calls)) if not self._alive(k)]
+        if not lost:
+            raise failure
+        return lost
+
+    def _alive(self, k: int) -> bool:
+        try:
+            self.calls[k]["Health"](b"", timeout=2.0, metadata=self._md())
+            return True
+        except Exception:  # noqa: BLE001
+            return False
+
+    def _replace(self, session, k, lost_at):
+        """Wait for the party to answer again at its address (its operator restarts it)."""
+        wait, m = self.config.run.party_wait, k + self.first_unit
+        deadline = time.monotonic() + wait
+        while True:
+            self._connect(m)
+            try:
+                facts = self._health(k, wait=min(2.0, max(0.1, deadline - time.monotonic())))
+            except ConfigError:
+                if time.monotonic() >= deadline:
+                    raise PartyLostError(f"{self._label(k)} was lost at {lost_at} and did not "
+                                         f"answer again within {wait:g} s") from None
+                continue
+            if facts.get("width") != self.facts[k]["width"] or \
+                    facts.get("rows") != self.facts[k]["rows"]:
+                raise PartyLostError(f"{self._label(k)} came back with other data")
+            return self.addresses[k]
+
+    def _recovered(self, session, record):
+        first = record.pop("first")
+        self.recoveries.append({"party": first + 1, **record})
+
+    # -- counting --------------------------------------------------------------------------
+    def _framed(self, kind, frame: bytes, request, raw: bytes, reply) -> None:
+        payload = nbytes(request) + (0 if reply is None else nbytes(reply))
+        self.payload[kind] += payload
+        self.framing[kind] += len(frame) + len(raw) - payload
+
+    def _carried(self, kind, before: dict) -> None:
+        after = tcp_bytes.carried(self.ports)
+        carried = sum(v - before.get(s, 0) for s, v in after.items())
+        self.carried_bytes[kind] += carried
+        if kind is INFERENCE:
+            self.last_scoring = carried
+
+    @property
+    def transport(self) -> int:
+        return self.carried_bytes[PROTOCOL]
+
+    @property
+    def inference_transport(self) -> int | None:
+        return self.last_scoring
+
+    def describe(self) -> dict:
+        return {"backend": "services",
+                "channel": "plaintext on loopback (run.insecure)" if self.insecure else
+                           "gRPC over mutual TLS (client certificates from the deployment's CA)",
+                "parties": {f"party {k + self.first_unit + 1}": a
+                            for k, a in enumerate(self.addresses)},
+                "deployment": self.deployment, "recoveries": self.recoveries,
+                "transport_source": TRANSPORT_SOURCE}
+
+    def phases(self) -> dict:
+        return {kind.value: {"tcp_bytes": self.carried_bytes[kind],
+                             "payload_bytes": self.payload[kind],
+                             "framing_bytes": self.framing[kind]} for kind in Kind}
+
+    def close(self) -> None:
+        for k, calls in enumerate(self.calls):
+            try:
+                calls["Close"](b"", timeout=2.0, metadata=self._md())
+            except Exception:  # noqa: BLE001 (a party already gone)
+                pass
+            self.channels[k].close()
+        self.calls, self.channels = [], []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,512 @@
+"""The party services (issue 34): every party its own gRPC service over mutual TLS, the
+coordinator their client through the one unit transport.
+
+Each test starts the parties' servers in this process (threads of gRPC's own), on
+loopback, with a deployment's certificates made by ``vfl party certs``' code; the
+coordinator is ``run_experiment`` (or ``vfl run``) with ``run.backend = "services"``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import pickle
+import socket
+
+import numpy as np
+import pytest
+
+from cli_helpers import assert_one_line_error, vfl
+
+grpc = pytest.importorskip("grpc")
+
+from vfl.core import codec  # noqa: E402
+from vfl.core.codec import Frame  # noqa: E402
+from vfl.admm.sharing.party import SHARING_PROTOCOL, Pull  # noqa: E402
+from vfl.experiments.config import load_config  # noqa: E402
+from vfl.experiments.runner import plan_run, run_experiment  # noqa: E402
+from vfl.experiments.service_party import PartyConfig, PartyService, serve  # noqa: E402
+from vfl.experiments.service_tls import issue, make_ca, write_deployment, _pem  # noqa: E402
+from vfl.experiments.service_units import ServiceUnits  # noqa: E402
+
+BASE = """
+name = "small"
+[data]
+dataset = "synthetic"
+options = {{ n_train = 300, n_test = 100, n_features = 12, seed = 3 }}
+[preprocessing]
+normalize_rows = true
+[partition]
+columns = [5, 7]
+[objective]
+lam = {lam}
+[solver]
+name = "admm_sharing"
+rho = 0.4
+epochs = {epochs}
+blas_threads = 1
+[privacy]
+form = "output"
+delta = 1e-5
+epsilon = {epsilon}
+calibration = "sound"
+neighbours = "row"
+b1 = 1.0
+clip = 1.0
+input_clip = 2.0
+replayable_noise = {replayable}
+"""
+
+
+def _free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("certs")
+    write_deployment(out, 2)
+    return out
+
+
+def _base(tmp_path, *, epochs=3, epsilon=8.0, replayable=True, lam=0.01):
+    path = tmp_path / "base.toml"
+    path.write_text(BASE.format(epochs=epochs, epsilon=epsilon,
+                                replayable=str(replayable).lower(), lam=lam))
+    return path
+
+
+def _tls(certs, name: str) -> dict:
+    return {"certificate": str(certs / f"{name}.pem"), "key": str(certs / f"{name}.key"),
+            "ca": str(certs / "ca.pem")}
+
+
+class Parties:
+    """Both parties' servers in this process; ``stop(m)``/``start(m)`` as an operator would."""
+
+    def __init__(self, tmp_path, certs, config, limits=None, cert_of=None):
+        self.tmp, self.certs, self.config = tmp_path, certs, config
+        self.ports = _free_ports(2)
+        self.limits = limits or {"max_epsilon": 8.0, "budget_epsilon": 100.0}
+        self.cert_of = cert_of or {}
+        self.servers = {}
+        for m in (1, 2):
+            self.start(m)
+
+    def pc(self, m):
+        return PartyConfig(index=m, listen=f"127.0.0.1:{self.ports[m - 1]}",
+                           directory=str(self.tmp / f"party{m}"),
+                           tls=_tls(self.certs, self.cert_of.get(m, f"party-{m}")),
+                           limits=self.limits)
+
+    def start(self, m, config=None):
+        self.servers[m] = serve(PartyService(self.pc(m), config or self.config))
+
+    def stop(self, m):
+        self.servers.pop(m).stop(None).wait()
+
+    def addresses(self):
+        return [f"127.0.0.1:{p}" for p in self.ports]
+
+    def coordinator(self, config, *extra):
+        parties = ",".join(f"'{a}'" for a in self.addresses())
+        tls = _tls(self.certs, "coordinator")
+        return config.with_overrides([
+            "run.backend=services", f"run.parties=[{parties}]",
+            "run.tls={" + ", ".join(f"{k}='{v}'" for k, v in tls.items()) + "}", *extra])
+
+    def records(self, m):
+        path = self.tmp / f"party{m}" / "releases.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()] \
+            if path.exists() else []
+
+    def close(self):
+        for m in list(self.servers):
+            self.stop(m)
+
+
+@pytest.fixture
+def parties(tmp_path, certs):
+    made = []
+
+    def start(config, **kw):
+        p = Parties(tmp_path, certs, config, **kw)
+        made.append(p)
+        return p
+    yield start
+    for p in made:
+        p.close()
+
+
+def _remote(coord, during=None):
+    with ServiceUnits(coord) as units:
+        if during is not None:
+            during(units)
+        plan = plan_run(coord, None, units)
+        return run_experiment(coord, plan=plan, with_baselines=False)
+
+
+def _numbers(frame):
+    return frame[[c for c in frame.columns if not c.endswith("_time_s")
+                  and c != "wall_time_s"]]
+
+
+# ------------------------------------------------------------------ same numbers --
+def test_the_services_give_the_in_process_numbers_to_the_bit_and_count_bytes_twice(
+        tmp_path, parties):
+    config = load_config(_base(tmp_path))
+    p = parties(config)
+    remote = _remote(p.coordinator(config))
+    local = run_experiment(config, with_baselines=False)
+    assert _numbers(remote.metrics).equals(_numbers(local.metrics))
+    transport = remote.manifest["communication"]["transport"]
+    phases = transport["phases"]
+    # the protocol's payload, and what TLS carried on the sockets (more: records, HTTP/2)
+    assert phases["training"]["payload_bytes"] > 0
+    assert phases["training"]["tcp_bytes"] > phases["training"]["payload_bytes"]
+    assert phases["diagnostics"]["tcp_bytes"] > 0  # a simulation party answers diagnostics
+    assert remote.manifest["backend"]["channel"].startswith("gRPC over mutual TLS")
+
+
+def test_a_deployment_releases_exact_noise_only_and_each_partys_record_agrees(
+        tmp_path, parties, caplog):
+    config = load_config(_base(tmp_path, replayable=False))
+    p = parties(config)
+    remote = _remote(p.coordinator(config))
+    m = remote.metrics
+    assert "objective" not in m and "dual_residual" not in m and "train_logloss" not in m
+    assert np.isnan(m["test_logloss"].iloc[:-1]).all() and np.isfinite(m["test_logloss"].iloc[-1])
+    phases = remote.manifest["communication"]["transport"]["phases"]
+    assert phases["diagnostics"] == {"tcp_bytes": 0, "payload_bytes": 0, "framing_bytes": 0}
+    assert "objective" in remote.manifest["deployment"]["unavailable"]
+    for party in (1, 2):
+        recs = p.records(party)
+        assert [r["release"] for r in recs] == [1, 2, 3] and all(r["exact"] for r in recs)
+        # the party's own ledger and the coordinator's: the same epsilon after every epoch
+        np.testing.assert_allclose([r["epsilon_run"] for r in recs],
+                                   m["epsilon_tight"].iloc[1:], rtol=1e-12)
+
+
+# ---------------------------------------------------------------------- attacks --
+def _raw(address, certs, name="coordinator", target="party-1", creds=None):
+    creds = creds or grpc.ssl_channel_credentials(
+        (certs / "ca.pem").read_bytes(), (certs / f"{name}.key").read_bytes(),
+        (certs / f"{name}.pem").read_bytes())
+    channel = grpc.secure_channel(address, creds,
+                                  options=[("grpc.ssl_target_name_override", target)])
+    return channel
+
+
+def test_a_client_without_a_certificate_of_the_deployments_ca_is_refused(
+        tmp_path, parties, certs):
+    p = parties(load_config(_base(tmp_path)))
+    ca = make_ca()
+    key, cert = issue(ca, "coordinator")  # the right name, from another CA
+    foreign = grpc.ssl_channel_credentials((certs / "ca.pem").read_bytes(), _pem(key=key),
+                                           _pem(cert=cert))
+    bare = grpc.ssl_channel_credentials((certs / "ca.pem").read_bytes())  # no client cert
+    for creds in (foreign, bare):
+        with _raw(p.addresses()[0], certs, creds=creds) as ch:
+            with pytest.raises(grpc.RpcError) as err:
+                ch.unary_unary("/vfl.Party/Health")(b"", timeout=5)
+            assert err.value.code() is grpc.StatusCode.UNAVAILABLE
+    # a certificate of the deployment that does not name the coordinator: refused too
+    with _raw(p.addresses()[0], certs, name="party-2") as ch:
+        with pytest.raises(grpc.RpcError) as err:
+            ch.unary_unary("/vfl.Party/Health")(b"", timeout=5)
+        assert err.value.code() is grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_party_2s_certificate_cannot_act_as_party_1(tmp_path, parties):
+    config = load_config(_base(tmp_path))
+    p = parties(config, cert_of={1: "party-2"})
+    out = tmp_path / "run"
+    coord = p.coordinator(config)
+    path = tmp_path / "coord.toml"
+    _write_config(coord, path)
+    proc = vfl("run", "--config", path, "--out", out, "--quiet")
+    assert_one_line_error(proc, f"party 1 at {p.addresses()[0]}", "TLS handshake failed")
+    assert not out.exists()
+
+
+def _write_config(config, path):
+    from vfl.datasets.parties.tomlw import dumps
+
+    def drop(d):
+        return {k: drop(v) if isinstance(v, dict) else v for k, v in d.items() if v is not None}
+    path.write_text(dumps(drop(config.to_dict())))
+
+
+@pytest.mark.parametrize("frame, says", [
+    (codec.encode(Frame.REQUEST, 17, 1, Pull(r=np.zeros(300), rho=0.4, sigma=30.0,
+                                             sensitivity=1.0)), "declares no call number 17"),
+    (pickle.dumps({"call": "__getattribute__", "args": ("party",)}), "bad magic"),
+    (codec.encode(Frame.REQUEST, 0, 1, Pull(r=np.zeros(299), rho=0.4, sigma=30.0,
+                                            sensitivity=1.0)), "must have shape"),
+    (codec.encode(Frame.REQUEST, 0, 1, Pull(r=np.zeros(300, dtype=np.int64), rho=0.4,
+                                            sigma=30.0, sensitivity=1.0)), "dtype"),
+    (codec.encode(Frame.REQUEST, 0, 1, Pull(r=np.full(300, np.nan), rho=0.4, sigma=30.0,
+                                            sensitivity=1.0)), "non-finite"),
+])
+def test_a_message_the_protocol_does_not_declare_is_refused(tmp_path, parties, certs, frame,
+                                                            says):
+    from vfl.admm.sharing.party import PartySpec
+
+    p = parties(load_config(_base(tmp_path)))
+    with _raw(p.addresses()[0], certs) as ch:
+        spec = PartySpec(lam=0.01, rho=0.4, factor=True, x_radius=1.0, ball="project",
+                         noise_form="output", share_clip=1.0, blas_threads=1)
+        codec.read(SHARING_PROTOCOL, ch.unary_unary("/vfl.Party/Open")(
+            codec.open_frame(SHARING_PROTOCOL, 0, spec), timeout=5))
+        with pytest.raises(codec.ERRORS) as err:
+            codec.read(SHARING_PROTOCOL, ch.unary_unary("/vfl.Party/Call")(frame, timeout=5))
+        assert says in str(err.value)
+        with pytest.raises(grpc.RpcError) as err:  # a method the service does not declare
+            ch.unary_unary("/vfl.Party/__getattribute__")(b"party", timeout=5)
+        assert err.value.code() is grpc.StatusCode.UNIMPLEMENTED
+    assert p.records(1) == []  # nothing released
+
+
+@pytest.mark.parametrize("case, says", [
+    ("floor", "below the party's floor"), ("budget", "of its budget 5")])
+def test_a_request_below_the_floor_or_beyond_the_budget_is_refused_and_nothing_released(
+        tmp_path, parties, caplog, case, says):
+    party_config = load_config(_base(tmp_path))
+    if case == "floor":  # the coordinator asks for epsilon 16, the parties accept 8 at most
+        p = parties(party_config)
+        coord = p.coordinator(load_config(_base(tmp_path, epsilon=16.0)))
+    else:
+        p = parties(party_config, limits={"max_epsilon": 8.0, "budget_epsilon": 5.0})
+        coord = p.coordinator(party_config)
+    path = tmp_path / "coord.toml"
+    _write_config(coord, path)
+    with caplog.at_level(logging.WARNING, logger="vfl.party"):
+        proc = vfl("run", "--config", path, "--out", tmp_path / "run", "--quiet")
+    assert_one_line_error(proc, "party 1", "refused", says, "nothing released")
+    assert not (tmp_path / "run").exists()
+    refusals = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert refusals and all(len(r.getMessage().splitlines()) == 1 for r in refusals)
+    if case == "floor":
+        assert p.records(1) == [] and p.records(2) == []
+    else:  # the releases within the budget stand, on record; the one beyond it was not drawn
+        recs = p.records(1)
+        assert recs and all(r["epsilon_total"] <= 5.0 for r in recs)
+
+
+def test_nothing_binds_every_interface_unless_configured_to(tmp_path):
+    assert PartyConfig(index=1).host == "127.0.0.1"
+    base = _base(tmp_path)
+    party = tmp_path / "party.toml"
+    party.write_text(base.read_text() + '[party]\nindex = 1\nlisten = "0.0.0.0:50051"\n'
+                     'insecure = true\n')
+    proc = vfl("party", "serve", "--config", party)
+    assert_one_line_error(proc, "party 1", "loopback address only")
+
+
+# -------------------------------------------------------------------- bad input --
+@pytest.mark.parametrize("case, says", [
+    ("unreachable", "is unreachable"),
+    ("expired", "its certificate expired"),
+    ("foreign", "not issued by the deployment's CA"),
+    ("schema", "another schema: its [objective] differs"),
+    ("rows", "holds 250 rows, the coordinator 300"),
+])
+def test_bad_input_gives_one_line_naming_the_party_and_writes_nothing(
+        tmp_path, parties, certs, case, says):
+    config = load_config(_base(tmp_path))
+    p = parties(config)
+    coord = p.coordinator(config)
+    if case == "unreachable":
+        p.stop(2)
+    elif case in ("expired", "foreign"):
+        ca = make_ca() if case == "foreign" else None
+        if ca is None:
+            from cryptography import x509
+            from cryptography.hazmat.primitives import serialization
+
+            ca = (serialization.load_pem_private_key((certs / "ca.key").read_bytes(), None),
+                  x509.load_pem_x509_certificate((certs / "ca.pem").read_bytes()))
+        key, cert = issue(ca, "coordinator", expired=case == "expired")
+        (tmp_path / "c.key").write_bytes(_pem(key=key))
+        (tmp_path / "c.pem").write_bytes(_pem(cert=cert))
+        coord = coord.with_overrides([f"run.tls.certificate='{tmp_path / 'c.pem'}'",
+                                      f"run.tls.key='{tmp_path / 'c.key'}'"])
+    elif case == "schema":
+        p.stop(2)
+        p.start(2, load_config(_base(tmp_path, lam=0.1)))
+    elif case == "rows":
+        p.stop(2)
+        p.start(2, config.with_overrides(["data.options.n_train=250"]))
+    path = tmp_path / "coord.toml"
+    _write_config(coord, path)
+    proc = vfl("run", "--config", path, "--out", tmp_path / "run", "--quiet")
+    who = "the coordinator" if case in ("expired", "foreign") else \
+        f"party 2 at {p.addresses()[1]}"
+    assert_one_line_error(proc, who, says)
+    assert not (tmp_path / "run").exists()
+
+
+def test_certs_writes_a_ca_and_a_certificate_per_party_and_never_overwrites(tmp_path):
+    proc = vfl("party", "certs", "--out", tmp_path / "c", "--parties", "2")
+    assert proc.returncode == 0, proc.stderr
+    names = sorted(f.name for f in (tmp_path / "c").iterdir())
+    assert names == sorted(f"{n}.{e}" for n in ("ca", "party-1", "party-2", "coordinator")
+                           for e in ("pem", "key"))
+    proc = vfl("party", "certs", "--out", tmp_path / "c", "--parties", "2")
+    assert_one_line_error(proc, "exists", "never overwritten")
+
+
+# ------------------------------------------------------------------------ faults --
+def _kill_before(p, kind: str, epoch: int, m: int = 2, restart: bool = True):
+    """Stop party m's process before its first ``kind`` call after ``epoch`` updates (and
+    start it again at its address a moment later, as its operator would)."""
+    import threading
+
+    state = {"updates": 0, "done": False}
+
+    def during(units):
+        send = units._send
+
+        def watched(session, call, requests, seqs):
+            if call.name == "update":
+                state["updates"] += 1
+            due = state["updates"] >= epoch + (call.name == "update")
+            if not state["done"] and call.name == kind and due:
+                state["done"] = True
+                p.stop(m)
+                if restart:
+                    threading.Timer(0.2, p.start, (m,)).start()
+            return send(session, call, requests, seqs)
+        units._send = watched
+    return during
+
+
+@pytest.mark.slow  # (the fault matrix runs in the slow tier)
+@pytest.mark.parametrize("kind", ["update", "state", "rmatvec", "test_product"])
+def test_a_party_killed_before_each_kind_of_call_comes_back_to_the_same_numbers(
+        tmp_path, parties, kind):
+    config = load_config(_base(tmp_path))
+    p = parties(config)
+    undisturbed = run_experiment(config, with_baselines=False)
+    remote = _remote(p.coordinator(config, "run.party_wait=10"), during=_kill_before(p, kind, 2))
+    assert _numbers(remote.metrics).equals(_numbers(undisturbed.metrics))
+    assert [r["party"] for r in remote.manifest["backend"]["recoveries"]] == [2]
+
+
+@pytest.mark.slow
+def test_a_deployment_party_killed_and_restarted_never_draws_a_release_again(tmp_path, parties):
+    config = load_config(_base(tmp_path, replayable=False))
+    p = parties(config)
+    remote = _remote(p.coordinator(config, "run.party_wait=10"),
+                     during=_kill_before(p, "update", 2))
+    recs = p.records(2)
+    assert [r["release"] for r in recs] == [1, 2, 1]  # its second process drew epoch 3 alone
+    assert len({(r["run"], r["seq"]) for r in recs}) == 3
+    assert np.isfinite(remote.metrics["test_logloss"].iloc[-1])
+
+
+@pytest.mark.slow
+def test_a_party_that_does_not_come_back_stops_the_run_in_one_line(tmp_path, parties):
+    config = load_config(_base(tmp_path))
+    p = parties(config)
+    with pytest.raises(Exception) as err:
+        _remote(p.coordinator(config, "run.party_wait=0.5"),
+                during=_kill_before(p, "update", 1, restart=False))
+    assert f"party 2 at {p.addresses()[1]} was lost at epoch 2" in str(err.value)
+    assert "did not answer again within 0.5 s" in str(err.value)
+
+
+def test_a_release_on_the_partys_ledger_is_never_drawn_again_by_a_restarted_party(tmp_path):
+    from vfl.experiments.service_guard import Guard, PrivacyRefused
+
+    kw = dict(floor=1.0, sensitivity=1.0, delta=1e-5, accountant="pld", budget=None,
+              deployment=True)
+    Guard(tmp_path, 2, **kw).admit(run="r", repeat=0, seq=3, scale=2.0, sensitivity=1.0,
+                                   size=10, exact=True)
+    again = Guard(tmp_path, 2, **kw)  # the party's process, restarted: its ledger read back
+    with pytest.raises(PrivacyRefused, match="drawn already"):
+        again.admit(run="r", repeat=0, seq=3, scale=2.0, sensitivity=1.0, size=10, exact=True)
+    assert again.records == 1
+
+
+def test_dask_takes_tls_only_when_configured(tmp_path, monkeypatch):
+    from vfl.experiments import dask_units
+
+    config = load_config(_base(tmp_path)).with_overrides(["run.backend=dask"])
+    with pytest.raises(Exception, match="configure Dask's TLS first"):
+        dask_units.check_cluster_option(config, "tls://10.0.0.1:8786")
+    import dask
+
+    with dask.config.set({"distributed.comm.tls.ca-file": "ca.pem",
+                          "distributed.comm.tls.client.cert": "c.pem",
+                          "distributed.comm.tls.client.key": "c.key"}):
+        dask_units.check_cluster_option(config, "tls://10.0.0.1:8786")
+        assert dask_units.security().require_encryption
+
+
+PLAIN = """
+name = "plain"
+[data]
+dataset = "synthetic"
+options = {{ n_train = 300, n_test = 100, n_features = 12, seed = 3 }}
+[partition]
+columns = [6, 6]
+[objective]
+lam = 0.01
+[solver]
+name = "{solver}"
+epochs = {epochs}
+"""
+
+
+@pytest.mark.parametrize("solver", ["fdml_sgd", "private_stacking"])
+def test_fdml_sgd_and_private_stacking_run_as_party_services_to_the_same_numbers(
+        tmp_path, certs, solver):
+    from vfl.experiments.registry import get_solver
+
+    path = tmp_path / "plain.toml"
+    path.write_text(PLAIN.format(solver=solver, epochs=1 if solver == "private_stacking" else 2)
+                    + ("batch_size = 100\n" if solver == "fdml_sgd" else ""))
+    config = load_config(path)
+    first = get_solver(solver).protocol.placement.first  # stacking: party 1 is the coordinator
+    ports = _free_ports(2 - first)
+    servers = [serve(PartyService(PartyConfig(
+        index=m, listen=f"127.0.0.1:{port}", directory=str(tmp_path / f"p{m}"),
+        tls=_tls(certs, f"party-{m}")), config)) for m, port in zip(range(first + 1, 3), ports)]
+    try:
+        tls = _tls(certs, "coordinator")
+        coord = config.with_overrides([
+            "run.backend=services",
+            "run.parties=[" + ",".join(f"'127.0.0.1:{p}'" for p in ports) + "]",
+            "run.tls={" + ", ".join(f"{k}='{v}'" for k, v in tls.items()) + "}"])
+        remote = _remote(coord)
+    finally:
+        for s in servers:
+            s.stop(None).wait()
+    local = run_experiment(config, with_baselines=False)
+    assert _numbers(remote.metrics).equals(_numbers(local.metrics))
+
+
+@pytest.mark.parametrize("config, sets, says", [
+    ("papers/ldp/configs/ldp-dvp-admm-n10.toml", [],
+     "run.backend = 'services': dvp_admm does not run as party services yet (these do: "
+     "admm_sharing, fdml_sgd, private_stacking)"),
+    ("configs/own-data/stacking.toml", [],
+     "run.backend = 'services' runs private_stacking without privacy accounting at the "
+     "parties yet"),
+])
+def test_what_does_not_run_as_party_services_is_refused_in_one_line(tmp_path, config, sets,
+                                                                    says):
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    proc = vfl("run", "--config", repo / config, "--set", "run.backend=services",
+               "--set", "run.parties=['127.0.0.1:1']", "--set", "run.insecure=true",
+               "--out", tmp_path / "run")
+    assert_one_line_error(proc, says)
