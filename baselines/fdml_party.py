@@ -253,10 +253,11 @@ class SGDSide(Side):
 
 FDML_PROTOCOL = Protocol(
     "fdml_sgd", 1, spec=SGDSpec, side=SGDSide, opened=Width,
-    calls=(Call("exchange", Exchange, Outputs, releases=True),
-           Call("model", Empty, Model, DIAGNOSTIC),
-           Call("margins", Empty, Margins, DIAGNOSTIC),
-           Call("test_product", Empty, Scores, INFERENCE)),
+    calls=(Call("exchange", Exchange, Outputs, releases=True,
+                labels=("request", "reply")),
+           Call("model", Empty, Model, DIAGNOSTIC, labels=("reply",)),
+           Call("margins", Empty, Margins, DIAGNOSTIC, labels=("reply",)),
+           Call("test_product", Empty, Scores, INFERENCE, labels=("reply",))),
     placement=Placement("party", "parties", iteration="epoch"),
     recovery=Recovery(not_rebuilt="a party's model (the sum of every step it took) is not "
                                   "rebuilt elsewhere, so the run stops"))

@@ -226,9 +226,9 @@ class PassivesSide(Side):
 PASSIVES_PROTOCOL = Protocol(
     "private_stacking", 1, spec=PassiveSpec, side=PassivesSide, opened=Blocks,
     iteration="release",
-    calls=(Call("release", Labels, Released, releases=True),
-           Call("shares", Empty, Shares, DIAGNOSTIC),
-           Call("test_shares", Empty, Shares, INFERENCE)),
+    calls=(Call("release", Labels, Released, releases=True, labels=("request", "reply")),
+           Call("shares", Empty, Shares, DIAGNOSTIC, labels=("reply",)),
+           Call("test_shares", Empty, Shares, INFERENCE, labels=("reply",))),
     placement=Placement("party", "parties", role="passive", grouped=True, first=1,
                         iteration="round"))
 

@@ -239,10 +239,11 @@ def _compact(entries: list) -> list:
 
 SHARING_PROTOCOL = Protocol(
     "admm_sharing", 1, spec=PartySpec, side=SharingSide, opened=Width, iteration="update",
-    calls=(Call("update", Pull, Share, releases=True),
-           Call("state", Empty, State, DIAGNOSTIC),
-           Call("rmatvec", Residual, Coefficients, DIAGNOSTIC),
-           Call("test_product", Empty, Scores, INFERENCE),
+    calls=(Call("update", Pull, Share, releases=True, labels=("request", "reply")),
+           Call("state", Empty, State, DIAGNOSTIC, labels=("reply",)),
+           Call("rmatvec", Residual, Coefficients, DIAGNOSTIC,
+                labels=("request", "reply")),
+           Call("test_product", Empty, Scores, INFERENCE, labels=("reply",)),
            Call("skip", Skip, Empty, CONTROL)),
     placement=Placement("party", "parties", iteration="epoch"),
     recovery=Recovery(compact=_compact))
