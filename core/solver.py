@@ -117,6 +117,11 @@ class Release:
     #: ||shift||_2^2 / (2 b^2)``-RDP (Bun and Steinke 2016, Prop. 3.3, summed over the
     #: coordinates), far below the l1 bound's when the shift spreads over coordinates
     l2_sensitivity: np.ndarray | None = None
+    #: the relation whose ledger composes it: ``"features"`` (the solver's stated relation,
+    #: unit = the party whose block changes) or ``"labels"`` (:data:`~vfl.core.relations.LABELS`,
+    #: unit 0 = the label holder); ``"randomized_response"`` releases have sensitivity 1 (one
+    #: label flipped) and scale ``1 / epsilon``
+    relation: str = "features"
 
     @property
     def noise_multiplier(self) -> np.ndarray:
@@ -177,7 +182,7 @@ RELEASED, DIAGNOSTIC = "released", "diagnostic"
 #: columns computed from public quantities only: the iteration, the accountant's numbers, and
 #: the communication (a function of the protocol and the public sizes N, M, d and the graph)
 ALWAYS_RELEASED = ("epoch", "epsilon_tight", "delta_tight", "epsilon_paper", "delta_paper",
-                   "messages", "bytes")
+                   "delta_labels", "messages", "bytes")
 #: columns scored on the test rows (``fnmatch`` patterns)
 TEST_COLUMNS = ("test_*",)
 
@@ -458,6 +463,12 @@ class Solver:
         return privacy.get("delta") is not None
 
     @classmethod
+    def claims_label_guarantee(cls, privacy: dict) -> bool:
+        """Whether a run with these ``[privacy]`` values claims label DP (the label relation,
+        towards the passive parties): ``privacy.label_epsilon`` set, where declared."""
+        return privacy.get("label_epsilon") is not None
+
+    @classmethod
     def unit_rows(cls, privacy: dict) -> bool:
         """Whether the data must have rows of unit l2 norm (a sensitivity needs it); default no."""
         return False
@@ -535,7 +546,8 @@ class Solver:
         return add_noise(mechanism, mean, event.scale[0] if single else event.scale, rng)
 
     def record_release(self, *, units, scale, sensitivity, rng, size: int,
-                       mechanism="gaussian", l2_sensitivity=None) -> Release:
+                       mechanism="gaussian", l2_sensitivity=None,
+                       relation: str = "features") -> Release:
         """Record the :class:`Release` event of a release whose noise is drawn elsewhere (by
         the units on their own workers), and return it: its ``scale`` is the one to draw
         with (grown for an exact sampler's grid). :meth:`release` is this plus the draw."""
@@ -545,7 +557,7 @@ class Solver:
         l2_arr = None if l2_sensitivity is None else \
             np.broadcast_to(np.asarray(l2_sensitivity, dtype=float), units_arr.shape).copy()
         exact = isinstance(rng, ExactSampler) and self.observer is None
-        if exact:
+        if exact and mechanism != "randomized_response":  # (RR flips: no grid)
             # Rounding to the grid (step scale / 2^k) is part of the query and adds
             # c * scale to the sensitivity; the scale grows by 1 / (1 - c scale / Delta)
             # so that sensitivity / scale, hence epsilon, stays what was calibrated.
@@ -558,7 +570,8 @@ class Solver:
             sens_arr = sens_arr + c * scale_arr
             if l2_arr is not None:  # the same rounding, measured in l2
                 l2_arr = l2_arr + grid_slack("gaussian", 1.0, size) * scale_arr
-        event = Release(mechanism, units_arr, sens_arr, scale_arr, int(size), exact, l2_arr)
+        event = Release(mechanism, units_arr, sens_arr, scale_arr, int(size), exact, l2_arr,
+                        relation)
         if self._releases is None:
             self._releases = []
         self._releases.append(event)

@@ -36,6 +36,7 @@ from vfl.core.preprocessing import row_norms
 from vfl.core.protocol import (DIAGNOSTIC, INFERENCE, Call, Empty, Placement, Protocol, Side,
                                array, handles, message, scalar)
 
+from . import labels as lab
 from . import mechanism as mech
 
 __all__ = ["Noise", "PASSIVES_PROTOCOL", "Passive", "Passives", "PassiveSpec", "PassivesSide",
@@ -53,6 +54,9 @@ class PassiveSpec:
 
     clip = scalar(float)
     n_passive = scalar(int)
+    #: the labels' randomized-response flip rate q (None: the labels as they are); each
+    #: passive party then fits with the debiased loss (:mod:`.labels`)
+    label_flip = scalar(float, optional=True)
 
 
 @message
@@ -132,6 +136,7 @@ class Passive:
     def __init__(self, D, spec: PassiveSpec):
         self.D = D.tocsr() if sp.issparse(D) else np.ascontiguousarray(D, dtype=float)
         self.clip = spec.clip
+        self.q = spec.label_flip or 0.0
         self.x: np.ndarray | None = None
 
     @property
@@ -144,8 +149,13 @@ class Passive:
 
     def fit(self, labels, lam: float) -> np.ndarray:
         """Eq. L: the local logistic model on ``D_m`` with party 1's labels (offset: their
-        base-rate logit ``m0``), stopped at ``||grad|| <= GTOL`` (checked)."""
+        base-rate logit ``m0``), stopped at ``||grad|| <= GTOL`` (checked); with
+        randomized-response labels, the debiased loss of :mod:`.labels`."""
         y = np.asarray(labels, dtype=float)
+        if self.q:  # randomized-response labels: Natarajan et al.'s debiased loss
+            x, _ = mech.fit_logistic(self.D, y, lam, offset=lab.base_rate_logit(y, self.q),
+                                     tilt=lab.tilt(self.D, y, self.q))
+            return x
         x, _ = mech.fit_logistic(self.D, y, lam, offset=mech.base_rate_logit(y))
         return x
 

@@ -65,3 +65,75 @@ def test_declared_label_dependence_is_what_moves(solver):
 def test_label_relation_is_typed():
     assert LABELS.name == "labels" and "flipped" in str(LABELS)
     assert LABELS.describe()["towards"].startswith("the passive parties")
+
+
+# ------------------------------------------------------------------ label DP: stacking --
+def test_debiased_loss_is_unbiased_and_its_gradient_bounded():
+    """Natarajan et al.'s estimator: (1 - q) l~(t, y) + q l~(t, -y) = l(t, y) for the
+    logistic loss, and |d l~ / dt| <= 1 + c."""
+    import numpy as np
+
+    from vfl.stacking import labels as lab
+
+    q = lab.flip_rate(1.0)
+    c = lab.debias(q)
+    t = np.linspace(-6, 6, 25)
+
+    def loss(t, y):
+        return np.logaddexp(0, -y * t) - c * y * t
+
+    for y in (-1.0, 1.0):
+        np.testing.assert_allclose((1 - q) * loss(t, y) + q * loss(t, -y),
+                                   np.logaddexp(0, -y * t), atol=1e-12)
+    grad = -(1 / (1 + np.exp(t))) - c  # y = +1
+    assert np.all(np.abs(grad) <= lab.gradient_bound(q))
+
+
+def test_exact_randomized_response_flips_at_its_rate():
+    import numpy as np
+
+    from vfl.core.sampling import ExactSampler, randomized_response
+
+    y = np.ones(40000, dtype=np.int8)
+    flips = np.mean(randomized_response(y, 1.0, ExactSampler()) < 0)
+    q = 1 / (1 + np.e)
+    assert abs(flips - q) < 4 * np.sqrt(q * (1 - q) / y.size)
+
+
+def test_stacking_label_dp_is_accounted_and_printed(tmp_path):
+    from cli_helpers import vfl
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(TINY.format(solver="private_stacking", epochs=1, extra="")
+                   + "\n[preprocessing]\nnormalize_rows = true\n"
+                   + "[privacy]\nepsilon = 1.0\ndelta = 1e-5\nlabel_epsilon = 0.5\n"
+                   + "replayable_noise = true\n[run]\nbaselines = \"none\"\n")
+    out = vfl("run", "--config", cfg, "--out", tmp_path / "run")
+    assert out.returncode == 0, out.stderr
+    assert "(0.5, 0)-label-DP towards the passive parties" in out.stdout
+    import json
+
+    import pandas as pd
+
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    label = manifest["privacy"]["label_guarantee"]
+    assert label["relation"] == "labels" and abs(label["spent"]["epsilon"] - 0.5) < 1e-9
+    metrics = pd.read_csv(tmp_path / "run" / "metrics.csv")
+    assert abs(metrics["epsilon_labels"].iloc[-1] - 0.5) < 1e-9
+    assert abs(metrics["epsilon_tight"].iloc[-1] - 1.0) < 1e-6  # the features' ledger apart
+
+
+def test_label_epsilon_without_a_mechanism_is_one_line(tmp_path):
+    from cli_helpers import vfl
+
+    cfg = tmp_path / "c.toml"
+    from pathlib import Path
+
+    shipped = Path(__file__).parents[1] / "papers/dp_admm/configs/dp-admm-l2.toml"
+    cfg.write_text(shipped.read_text().replace("[privacy]\n", "[privacy]\nlabel_epsilon = 1.0\n"))
+    out = vfl("run", "--config", cfg, "--out", tmp_path / "run")
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "error: c.toml: privacy.label_epsilon: dp_admm has no label-DP mechanism (label DP: "
+        "private_stacking, admm_sharing, fdml_sgd)"]
+    assert not (tmp_path / "run").exists()
