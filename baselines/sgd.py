@@ -325,6 +325,8 @@ from vfl.core.params import Param  # noqa: E402
 from vfl.core.solver import PartyBlocks, Reference, Setting, Solver  # noqa: E402
 from vfl.core.wire import Wire  # noqa: E402
 
+from . import fdml_party  # noqa: E402
+
 
 class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
     """FDML-style SGD as a registered solver (``solver.name = "fdml_sgd"``).
@@ -342,6 +344,9 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
     iteration_name = "epoch"
     backends = ("inprocess", "dask")
     protocol = FDML_PROTOCOL
+    attacks = ("label-norm", "label-direction", "model-completion", "feature-reconstruction")
+    label_view = staticmethod(fdml_party.derivatives)
+    share_view = staticmethod(fdml_party.outputs)
     reference = Reference("Hu, Niu, Yang, Zhou: FDML, feature-distributed machine learning (2019); "
                           "the SGD baseline of Hu et al., Section 5", "synchronous mini-batch SGD")
     regularizers = ("l2sq",)

@@ -19,6 +19,7 @@ import click
 
 from vfl.core.errors import ConfigError, VFLError
 
+from .attack_cmd import attack
 from .datasets_cmd import datasets
 from .tune_cmd import tune
 
@@ -26,7 +27,7 @@ __all__ = ["cli", "main"]
 
 #: `vfl --help` lists the commands in these groups, in this order
 SECTIONS = [
-    ("Run one experiment and look at it", ["run", "plot", "audit", "privacy"]),
+    ("Run one experiment and look at it", ["run", "plot", "audit", "attack", "privacy"]),
     ("Sweeps and tuning", ["sweep", "sweep-noise", "tune"]),
     ("Reproduce the papers (Hu et al.; Huang et al.; Xiao et al.; private stacking)",
      ["reproduce", "references"]),
@@ -79,8 +80,7 @@ def cli(ctx, debug):
     ctx.obj = {"debug": debug}
 
 
-cli.add_command(datasets)
-cli.add_command(tune)
+for _command in (datasets, tune, attack): cli.add_command(_command)
 
 
 def _stamp() -> str:

@@ -462,6 +462,15 @@ class Solver:
         """
         return privacy.get("delta") is not None
 
+    #: the attacks ``vfl attack`` runs on this solver's messages (:data:`vfl.attacks.ATTACKS`)
+    attacks: ClassVar[tuple[str, ...]] = ()
+    #: ``view(exchanges, party, N, streams) -> (N, T) array or None``: what passive party
+    #: ``party`` (0-based) received that depends on the labels (``label_view``), and what
+    #: party 1 received from it (``share_view``), one row per training sample, from a run's
+    #: transcript (:mod:`vfl.experiments.transcript`); None: the solver declares none
+    label_view: ClassVar[Any] = None
+    share_view: ClassVar[Any] = None
+
     @classmethod
     def claims_label_guarantee(cls, privacy: dict) -> bool:
         """Whether a run with these ``[privacy]`` values claims label DP (the label relation,

@@ -40,6 +40,8 @@ class Transcript:
     """A run's exchanges in order, the run's prepared data and its solver."""
 
     exchanges: list = field(default_factory=list)
+    #: the run's guarantees, ``"features"`` and ``"labels"``: (epsilon, delta) or None
+    guarantees: dict = field(default_factory=dict)
     solver: object = None
     prepared: object = None
     protocol: object = None
@@ -72,7 +74,7 @@ def record(config, *, flip: int | None = None, data_dir=None, plan=None,
     """Run ``config`` (a vertical one) in this process, every exchange tapped; ``flip``: the
     training label of that sample flipped first; ``evaluate``: then the diagnostics and the
     scoring of the test rows (their calls tapped too)."""
-    from .runner import _build, _streams, plan_run
+    from .runner import _build, _label_ledger, _ledger, _streams, plan_run
 
     if config.setting is not Setting.VERTICAL:
         raise ConfigError(f"{config.solver.name} is not a vertical solver: its units hold "
@@ -80,14 +82,21 @@ def record(config, *, flip: int | None = None, data_dir=None, plan=None,
     plan = plan or plan_run(config, data_dir)
     prepared = plan.first if flip is None else flipped(plan.first, flip)
     out = Transcript(prepared=prepared)
+    books = {"features": _ledger(config), "labels": _label_ledger(config, plan.solver_cls)}
     with tapped(_listener(out)):
         solver = _build(plan.solver_cls, config, prepared, _streams(config, 0))
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             for _ in range(config.solver.epochs):
                 solver.step()
+                for book in books.values():
+                    if book is not None:
+                        book.add(solver.releases())
             if evaluate:
                 solver.evaluate()
                 solver.train_margins()
                 solver.decision_function(prepared.test)
     out.solver = solver
+    for key, book in books.items():
+        eps = None if book is None else book.epsilon()
+        out.guarantees[key] = (eps, book.delta) if eps is not None and np.isfinite(eps) else None
     return out

@@ -324,3 +324,20 @@ class Passives:
         """Each passive party's clipped share of the test rows (``test``: the held-out
         blocks of every party, where this process holds them)."""
         return [row for r in self.session.score("test_shares", test=test) for row in r.s]
+
+
+# -------------------------------------------------------------- what a party saw --
+def labels_sent(exchanges, party: int, n: int, streams=None) -> np.ndarray | None:
+    """The labels passive party ``party`` (0-based) received, ``(N, 1)``: as they are, or
+    after randomized response; the attacks' view (simulation)."""
+    got = [e.request.labels for e in exchanges if e.call == "release" and e.first <= party < e.stop]
+    return np.asarray(got[0], dtype=float)[:, None] if got else None
+
+
+def shares_sent(exchanges, party: int, n: int, streams=None) -> np.ndarray | None:
+    """The share party 1 received from passive party ``party`` on the training rows, ``(N, 1)``
+    (None when the run releases no shares)."""
+    for e in exchanges:
+        if e.call == "release" and e.first <= party < e.stop and e.reply.shares is not None:
+            return np.asarray(e.reply.shares[party - e.first], dtype=float)[:, None]
+    return None

@@ -82,6 +82,7 @@ from vfl.core.sampling import randomized_response, rr_epsilon
 
 from . import labels as lab
 from . import mechanism as mech
+from . import party as party_views
 from .party import PASSIVES_PROTOCOL, Noise, Passives, PassiveSpec, share_moments
 
 __all__ = ["PrivateStacking", "NEIGHBOURS"]
@@ -115,6 +116,10 @@ class PrivateStacking(Solver):
     backends = ("inprocess", "dask")
     accounted_backends = ("inprocess", "dask")
     protocol = PASSIVES_PROTOCOL
+    #: the labels a passive party receives are +-1 each: no norm to score
+    attacks = ("label-direction", "model-completion", "feature-reconstruction")
+    label_view = staticmethod(party_views.labels_sent)
+    share_view = staticmethod(party_views.shares_sent)
     reference = Reference(
         "vfl's one-release DP stacking for vertical FL (docs/privacy.md); output perturbation of "
         "Chaudhuri, Monteleoni and Sarwate (JMLR 2011), regression calibration (Carroll et al., "

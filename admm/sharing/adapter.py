@@ -19,6 +19,7 @@ from vfl.core.wire import Wire
 from .accounting import (CALIBRATION, CALIBRATIONS, LABELS_NOTE, corollary1_claim,
                          describe_plan, plan_privacy)
 from .noise import NOISE, NOISE_FORMS
+from . import party as party_views
 from .party import SHARING_PROTOCOL
 from .penalty import RHO_SCHEDULE
 from .relations import RELATIONS
@@ -99,6 +100,9 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
     backends = ("inprocess", "dask")
     accounted_backends = ("inprocess", "dask")
     protocol = SHARING_PROTOCOL
+    attacks = ("label-norm", "label-direction", "model-completion", "feature-reconstruction")
+    label_view = staticmethod(party_views.pulled)
+    share_view = staticmethod(party_views.shared)
     params = (
         Param("rho", float, 1.0, "penalty of the augmented Lagrangian (5)", low=0, low_open=True),
         Param("rho_parties", str, "fixed", "fixed = rho as given; scaled = rho (2/M)^0.6 for M "
