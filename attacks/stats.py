@@ -113,6 +113,18 @@ class Outcome:
     ceiling: float | None
     epsilon_lower: float
 
+    def as_text(self) -> str:
+        ceiling = "none (no guarantee covers it)" if self.ceiling is None else \
+            f"{self.ceiling:.4f}"
+        return (f"{self.attack}: AUC {self.auc:.4f} (95 % CI {self.auc_ci[0]:.4f}-"
+                f"{self.auc_ci[1]:.4f}); ceiling {ceiling}; empirical epsilon >= "
+                f"{self.epsilon_lower:.3g}")
+
+    def show(self, as_json: bool = False) -> str:
+        import json
+
+        return json.dumps(self.as_json()) if as_json else self.as_text()
+
     def as_json(self) -> dict:
         return {"attack": self.attack, "auc": self.auc, "auc_ci": list(self.auc_ci),
                 "ceiling": self.ceiling, "epsilon_lower": self.epsilon_lower}

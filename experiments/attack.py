@@ -59,9 +59,12 @@ def run_attack(config, name: str, *, known: int = 40, party: int = 2, data_dir=N
                transcript=None) -> Outcome:
     """Attack ``name`` on a run of ``config``; ``party``: the passive party (1-based) that
     attacks the labels or whose features party 1 attacks."""
+    from .config import load_config
     from .runner import _streams
     from .transcript import record
 
+    if not hasattr(config, "solver"):  # a path
+        config = load_config(config)
     check_attack(config, name, known, party)
     cls = get_solver(config.solver.name)
     tr = transcript or record(config, data_dir=data_dir, evaluate=False)
