@@ -7,12 +7,10 @@ import click
               help="TOML config of a vertical run (run here, its messages tapped).")
 @click.option("--attack", "name", required=True, type=click.Choice(
     ("label-norm", "label-direction", "model-completion", "feature-reconstruction")))
-@click.option("--known", type=int, default=40, show_default=True,
-              help="Labels the passive party knows (rows of party 1's auxiliary set).")
+@click.option("--known", type=int, default=40, help="Labels known (party 1's auxiliary rows).")
 @click.option("--party", type=int, default=2, show_default=True, help="The passive party.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def attack(config_path, name, known, party, as_json):
-    """Attack a run's messages: AUC and its 95 % CI, the ceiling under the run's guarantee,
-    the epsilon the attack shows (a simulation, scored with the truth)."""
+    """Attack a run's messages: AUC (95 % CI), its ceiling under DP, an empirical epsilon."""
     from vfl.experiments.attack import run_attack
     click.echo(run_attack(config_path, name, known=known, party=party).show(as_json))
