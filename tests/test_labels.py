@@ -137,3 +137,40 @@ def test_label_epsilon_without_a_mechanism_is_one_line(tmp_path):
         "error: c.toml: privacy.label_epsilon: dp_admm has no label-DP mechanism (label DP: "
         "private_stacking, admm_sharing, fdml_sgd)"]
     assert not (tmp_path / "run").exists()
+
+
+# --------------------------------------------------------- label DP: ADMM sharing, FDML --
+@pytest.mark.parametrize("solver, privacy", [
+    ("admm_sharing", "label_epsilon = 1.0\nlabel_clip = 1.0"),
+    ("fdml_sgd", "label_epsilon = 1.0"),
+])
+def test_gaussian_label_dp_composes_to_its_target(tmp_path, solver, privacy):
+    """The pulls (derivatives) are calibrated over the run's releases: the labels' ledger
+    composes them back to the target, and the features' guarantee is not claimed."""
+    import pandas as pd
+
+    from cli_helpers import vfl
+
+    epochs, more = SOLVERS[solver]
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(TINY.format(solver=solver, epochs=epochs, extra=more)
+                   + f"[privacy]\n{privacy}\nreplayable_noise = true\n[run]\nbaselines = \"none\"\n")
+    out = vfl("run", "--config", cfg, "--out", tmp_path / "run")
+    assert out.returncode == 0, out.stderr
+    assert "(1, 1e-05)-label-DP towards the passive parties" in out.stdout
+    metrics = pd.read_csv(tmp_path / "run" / "metrics.csv")
+    assert metrics["epsilon_labels"].iloc[-1] == pytest.approx(1.0, abs=1e-4)
+    assert "epsilon_tight" not in metrics
+
+
+def test_admm_label_dp_needs_its_clip(tmp_path):
+    from cli_helpers import vfl
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(TINY.format(solver="admm_sharing", epochs=2, extra="")
+                   + "[privacy]\nlabel_epsilon = 1.0\n")
+    out = vfl("run", "--config", cfg, "--out", tmp_path / "run")
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "error: c.toml: privacy.label_epsilon needs privacy.label_clip (L): label DP bounds the "
+        "pulled values to [-L, L]"]
