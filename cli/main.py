@@ -667,8 +667,8 @@ class _ReproduceCommand(click.Command):
 def reproduce(paper, figure, out, configs, jobs, data_dir):
     """Redraw a paper's figures: vfl reproduce [PAPER [FIGURE]].
 
-    PAPER: hu (ADMM sharing), dp-admm (Huang et al.), ldp (Xiao et al.),
-    private-utility (private stacking vs the rest), or all (the default).
+    PAPER: hu (ADMM sharing), dp-admm (Huang et al.), ldp (Xiao et al.), private-utility
+    (private stacking vs the rest), attacks (what each party learns), or all (default).
     FIGURE: one of the paper's figures (listed below) or all. Finished
     runs are kept, so a second call only redraws.
 
