@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import replace
 from time import perf_counter
 
 import numpy as np
@@ -328,7 +329,8 @@ class FDMLSGD:
 # ---------------------------------------------------------------------------
 
 from vfl.core.params import Param  # noqa: E402
-from vfl.core.solver import PartyBlocks, Reference, Setting, Solver, add_noise  # noqa: E402
+from vfl.core.solver import (PartyBlocks, Reference, Setting, Solver, add_noise,  # noqa: E402
+                             label_neighbours)
 from vfl.core.wire import Wire  # noqa: E402
 
 from . import fdml_party  # noqa: E402
@@ -408,12 +410,15 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
         in one batch per epoch, so the epoch's batches are one release of sensitivity 2 L)."""
         if self.label_sigma is None:
             return d
-        if start == 0:
-            self._scale = self.record_release(
+        if start == 0:  # the epoch's charge, recorded once
+            self._label_event = self.record_release(
                 units=0, scale=self.label_sigma, sensitivity=2.0 * self.label_clip,
-                rng=self.label_rng, size=self.n_samples, relation="labels").scale[0]
+                rng=self.label_rng, size=self.n_samples, relation="labels")
         d = np.clip(d, -self.label_clip, self.label_clip)
-        return add_noise("gaussian", d, self._scale, self.label_rng)
+        if self.observer is not None:  # the audit watches each batch's part of the release
+            return self.observer(self, replace(self._label_event, size=d.size), d,
+                                 self.label_rng)
+        return add_noise("gaussian", d, self._label_event.scale[0], self.label_rng)
 
     def step(self, diagnostics: bool = False) -> dict:
         self.begin_releases()
@@ -424,6 +429,14 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
         self.wire.scatter(self.n_samples, messages=batches)
         return {"x_time_s": stats.x_seconds, "z_time_s": 0.0, "y_time_s": 0.0,
                 "learning_rate": stats.extra["learning_rate"]}
+
+    @classmethod
+    def neighbours(cls, data, privacy, rng):
+        """Label DP only: one label flipped (:func:`~vfl.core.solver.label_neighbours`)."""
+        if privacy.get("label_epsilon") is None:
+            raise NotImplementedError(f"{cls.name} states no neighbouring relation to audit "
+                                      "(set privacy.label_epsilon for its label relation)")
+        return label_neighbours(data, rng)
 
     def evaluate(self) -> dict:
         nan = float("nan")  # residuals are ADMM's; SGD has none

@@ -52,6 +52,7 @@ __all__ = [
     "Release",
     "Streams",
     "Neighbour",
+    "label_neighbours",
     "add_noise",
     "add_noise_to_rows",
     "PartyBlocks",
@@ -134,6 +135,11 @@ def add_noise(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng: np.rando
     With an exact sampler as ``rng`` (deployment runs), the noise is exact
     discrete noise on a grid (:class:`vfl.core.sampling.ExactSampler`).
     """
+    if mechanism == "randomized_response":  # labels +-1, scale 1 / epsilon (one unit)
+        from .sampling import randomized_response
+
+        return randomized_response(np.asarray(mean, dtype=float),
+                                   1.0 / float(np.ravel(scale)[0]), rng)
     if isinstance(rng, ExactSampler):
         return rng.add(mechanism, mean, scale)
     mean = np.asarray(mean, dtype=float)
@@ -297,6 +303,26 @@ class Neighbour:
     data: Any
     change: str  # what was changed, in words
     base: Any = None
+    #: the relation the pair is a neighbour under, whose ledger's claim it audits
+    #: (``"features"``: the solver's own; ``"labels"``: one label flipped)
+    relation: str = "features"
+
+
+def label_neighbours(data, rng: np.random.Generator, candidates: int = 4) -> list[Neighbour]:
+    """Neighbours under :data:`~vfl.core.relations.LABELS`: a random sample's label flipped
+    (natural), and ``candidates`` more of which the audit keeps the one whose releases move
+    most (adversarial). Unit 0: the label holder."""
+    y = np.asarray(data.y, dtype=float)
+    picks = rng.choice(y.size, size=min(y.size, candidates + 1), replace=False)
+    out = []
+    for n, i in enumerate(picks):
+        flipped = y.copy()
+        flipped[i] = -flipped[i]
+        kind = "natural" if n == 0 else "candidate"
+        out.append(Neighbour(f"label {i} flipped ({kind})", kind, 0,
+                             VerticalData(data.blocks, flipped), f"sample {i}'s label flipped",
+                             relation="labels"))
+    return out
 
 
 @dataclass
@@ -534,7 +560,7 @@ class Solver:
     observer = None
 
     def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None,
-                l2_sensitivity=None):
+                l2_sensitivity=None, relation: str = "features"):
         """Publish ``mean`` plus noise, and record the :class:`Release` event.
 
         Every noisy value a solver publishes goes through here, so the white-box
@@ -549,7 +575,8 @@ class Solver:
         mean = np.asarray(mean, dtype=float)
         size = int(size if size is not None else (mean.size if single else mean[0].size))
         event = self.record_release(units=units, scale=scale, sensitivity=sensitivity, rng=rng,
-                                    mechanism=mechanism, size=size, l2_sensitivity=l2_sensitivity)
+                                    mechanism=mechanism, size=size, l2_sensitivity=l2_sensitivity,
+                                    relation=relation)
         if self.observer is not None:
             return self.observer(self, event, mean, rng)
         return add_noise(mechanism, mean, event.scale[0] if single else event.scale, rng)

@@ -72,13 +72,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from vfl.core.params import Param
-from vfl.core.solver import Reference, Release, Setting, Solver, VerticalData
+from vfl.core.solver import (Reference, Release, Setting, Solver, VerticalData,
+                             label_neighbours)
 from vfl.core.host import LocalEnv
 from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 
 from vfl.core.relations import LABELS
-from vfl.core.sampling import randomized_response, rr_epsilon
+from vfl.core.sampling import rr_epsilon
 
 from . import labels as lab
 from . import mechanism as mech
@@ -317,10 +318,9 @@ class PrivateStacking(Solver):
         labels = self.y.astype(np.int8)
         if self.label_epsilon is not None:  # randomized response: one release to all of them
             eps = rr_epsilon(self.label_epsilon)[1]
-            self.record_release(units=0, scale=1.0 / eps, sensitivity=1.0, rng=self.label_rng,
-                                size=len(labels), mechanism="randomized_response",
-                                relation="labels")
-            labels = randomized_response(labels, self.label_epsilon, self.label_rng)
+            labels = self.release(labels.astype(float), units=0, scale=1.0 / eps, sensitivity=1.0,
+                                  rng=self.label_rng, mechanism="randomized_response",
+                                  relation="labels").astype(np.int8)
         got = self.passives.round(labels, self.lam, sent)
         self.x_released = got.models  # the exact local models are not kept
         self._count_round(sent)
@@ -513,6 +513,8 @@ class PrivateStacking(Solver):
                     "candidate", m, with_row(k, -xh), f"row {k} of party {m + 1}'s block set "
                     "to x*/||x*|| (x* a reference local fit), replaced by -x*/||x*||",
                     with_row(k, xh)))
+        if privacy.get("label_epsilon") is not None:  # and the label relation's
+            out += label_neighbours(data, rng)
         return out
 
     # -- what the manifest says ---------------------------------------------------

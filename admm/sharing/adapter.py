@@ -13,7 +13,8 @@ import scipy.sparse as sp
 
 from vfl.core.params import Param
 from vfl.core.preprocessing import row_norms
-from vfl.core.solver import Neighbour, PartyBlocks, Reference, Release, Setting, VerticalData
+from vfl.core.solver import (Neighbour, PartyBlocks, Reference, Release, Setting, VerticalData,
+                             label_neighbours)
 from vfl.core.wire import Wire
 
 from .accounting import (CALIBRATION, CALIBRATIONS, LABELS_NOTE, corollary1_claim,
@@ -198,7 +199,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
             raise ValueError("solver.rho_parties = 'scaled' needs form = 'boyd' (in Hu's form a "
                              "smaller rho at M = 16 diverges on a9a)")
         p = privacy
-        if p["label_epsilon"] is not None and p["label_clip"] is None:
+        if p.get("label_epsilon") is not None and p.get("label_clip") is None:
             raise ValueError("privacy.label_epsilon needs privacy.label_clip (L): label DP "
                              "bounds the pulled values to [-L, L]")
         relation = RELATIONS[p["neighbours"]]()
@@ -320,6 +321,8 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
                                  None if base is None else with_block(base))
 
             out.extend(relation.neighbours(D, y, rng, pair))
+        if privacy.get("label_epsilon") is not None:  # and the label relation's
+            out += label_neighbours(data, rng)
         return out
 
     # -- the runner protocol ------------------------------------------------

@@ -18,7 +18,7 @@ import numpy as np
 from vfl.core.losses import NewtonWork
 from vfl.core.metrics import EpochStats
 from vfl.core.objective import Objective
-from vfl.core.solver import Solver, add_noise
+from vfl.core.solver import Solver
 from vfl.core.host import LocalEnv
 from vfl.core.units import InProcessUnits
 
@@ -384,10 +384,10 @@ acceleration, anderson_memory, z_update, blas_threads
         the released values (the z- and dual updates are separable per sample, and every
         share is a function of noisy pulls), so clipped it moves by at most 2 L."""
         np.clip(r, -self.label_clip, self.label_clip, out=r)
-        event = self.record_release(units=0, scale=self.label_sigma,
-                                    sensitivity=2.0 * self.label_clip, rng=self.label_rng,
-                                    size=r.size, relation="labels")
-        r[...] = add_noise("gaussian", r, event.scale[0], self.label_rng)
+        # (a copy: r is an epoch's scratch slot, and the audit keeps the mean it is shown)
+        r[...] = self.release(r.copy(), units=0, scale=self.label_sigma,
+                              sensitivity=2.0 * self.label_clip, rng=self.label_rng,
+                              relation="labels")
         return r
 
     def z_update(self, share_sum: np.ndarray, y=None, z0=None, work=None) -> np.ndarray:
