@@ -391,9 +391,12 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
         M = len(data.blocks) if data.units is None else data.units.n_parties
+        # (the outputs' noise streams only where there is output noise: a run that claims
+        # label DP alone draws its label noise exactly, from the label holder's stream)
         solver = cls(data.blocks, data.y, objective, **params, output_sigma=privacy["sigma"],
                      init_rng=streams.get("init"), batch_rng=streams.get("batch"),
-                     noise_rngs=[streams.noise(m) for m in range(M)], parties=data.units)
+                     noise_rngs=[streams.noise(m) for m in range(M)] if privacy["sigma"] > 0
+                     else None, parties=data.units)
         solver.wire = Wire(M)
         solver.label_sigma = None
         if privacy.get("label_epsilon") is not None:
@@ -401,8 +404,10 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
 
             solver.label_epsilon, solver.label_delta = privacy["label_epsilon"], privacy["label_delta"]
             solver.label_clip, solver.label_rng = privacy["label_clip"], streams.noise(0, 1)
+            # exact noise (a deployment) is accounted by RDP: calibrated by it too
             solver.label_sigma = label_sigma(solver.label_epsilon, solver.label_delta,
-                                             iterations, solver.label_clip)
+                                             iterations, solver.label_clip,
+                                             "rdp" if streams.exact_noise else "pld")
         return solver
 
     def derivatives(self, d, start):

@@ -592,7 +592,7 @@ def audit_lines(report: AuditReport) -> list[str]:
     rows = report.rows()
     for claim, (eps, delta) in report.claims.items():
         lows = [r["delta_lower"] for r in rows if r["claim"] == claim]
-        first = report.pairs[0].verdicts[claim]
+        first = next(p.verdicts[claim] for p in report.pairs if claim in p.verdicts)
         named = _BOUND_NAMES[first.method] + \
             (f", samples capped at {first.clip:.3g}" if first.clip < 1 else "")
         lines.append(f"  {report.verdict(claim):8} {report.labels.get(claim, claim)}: "

@@ -249,8 +249,11 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
 
         solver.label_epsilon, solver.label_delta = privacy["label_epsilon"], privacy["label_delta"]
         solver.label_clip, solver.label_rng = privacy["label_clip"], streams.noise(0, 1)
+        # exact noise (a deployment) is accounted by RDP: calibrated by it too
         solver.label_sigma = label_sigma(solver.label_epsilon, solver.label_delta,
-                                         iterations * M, solver.label_clip)
+                                         iterations * M, solver.label_clip,
+                                         "rdp" if streams.exact_noise else
+                                         privacy.get("accountant", "pld"))
         return solver
 
     @classmethod
