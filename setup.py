@@ -8,7 +8,7 @@ Each paper's configs (``papers/<paper>/configs/*.toml``) ship with it.
 
 from setuptools import find_packages, setup
 
-PARTS = ("admm", "baselines", "cli", "core", "datasets", "decentralized", "experiments", "papers",
+PARTS = ("admm", "attacks", "baselines", "cli", "core", "datasets", "decentralized", "experiments", "papers",
          "plots", "privacy", "stacking")
 
 setup(

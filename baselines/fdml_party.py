@@ -253,10 +253,11 @@ class SGDSide(Side):
 
 FDML_PROTOCOL = Protocol(
     "fdml_sgd", 1, spec=SGDSpec, side=SGDSide, opened=Width,
-    calls=(Call("exchange", Exchange, Outputs, releases=True),
-           Call("model", Empty, Model, DIAGNOSTIC),
-           Call("margins", Empty, Margins, DIAGNOSTIC),
-           Call("test_product", Empty, Scores, INFERENCE)),
+    calls=(Call("exchange", Exchange, Outputs, releases=True,
+                labels=("request", "reply")),
+           Call("model", Empty, Model, DIAGNOSTIC, labels=("reply",)),
+           Call("margins", Empty, Margins, DIAGNOSTIC, labels=("reply",)),
+           Call("test_product", Empty, Scores, INFERENCE, labels=("reply",))),
     placement=Placement("party", "parties", iteration="epoch"),
     recovery=Recovery(not_rebuilt="a party's model (the sum of every step it took) is not "
                                   "rebuilt elsewhere, so the run stops"))
@@ -327,3 +328,39 @@ class SGDParties:
         """``B_m x_m`` on each party's held-out columns (``test``, where held here)."""
         self._deliver()
         return [r.u for r in self.session.score("test_product", test=test)]
+
+
+# -------------------------------------------------------------- what a party saw --
+def _per_batch(exchanges, party: int, n: int, streams, field: str) -> np.ndarray | None:
+    """Each epoch's values per sample, ``(N, epochs)``: the derivatives ``g`` party ``party``
+    received (``field = "g"``) or the outputs it sent (``"u"``), placed by the epochs'
+    sample orders (public: each party draws them from the batch stream)."""
+    batch, perm, epoch, last, cols = streams.get("batch"), None, -1, None, []
+    for e in exchanges:
+        if e.call != "exchange" or not e.first <= party < e.stop:
+            continue
+        req = e.request
+        if field == "g" and req.g is not None and last is not None:
+            cols[last[1]][last[0]] = req.g
+        if req.start is None:
+            continue
+        if req.start == 0:
+            perm, epoch = batch.permutation(n), epoch + 1
+            cols.append(np.full(n, np.nan))
+        rows = perm[req.start:req.stop]
+        if field == "u":
+            cols[epoch][rows] = e.reply.u
+        last = (rows, epoch)
+    full = [c for c in cols if np.all(np.isfinite(c))]
+    return np.column_stack(full) if full else None
+
+
+def derivatives(exchanges, party: int, n: int, streams) -> np.ndarray | None:
+    """The loss derivatives party ``party`` received per sample and epoch (they carry the
+    labels); the attacks' view (simulation)."""
+    return _per_batch(exchanges, party, n, streams, "g")
+
+
+def outputs(exchanges, party: int, n: int, streams) -> np.ndarray | None:
+    """The outputs party 1 received from party ``party`` per sample and epoch."""
+    return _per_batch(exchanges, party, n, streams, "u")

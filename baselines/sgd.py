@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import replace
 from time import perf_counter
 
 import numpy as np
@@ -263,6 +264,11 @@ class FDMLSGD:
         return output_noise(outputs, self.output_sigma,
                             None if self.noise_rngs is None else self.noise_rngs[m])
 
+    def derivatives(self, d: np.ndarray, start: int) -> np.ndarray:
+        """What the active party sends for a batch's loss derivatives ``d`` (before the 1/B):
+        ``d`` itself here (label DP: :class:`FDMLSGDSolver`)."""
+        return d
+
     def step(self, diagnostics: bool = True) -> EpochStats:
         """Run one epoch (one shuffled pass over the N samples) and return its statistics.
 
@@ -286,7 +292,8 @@ class FDMLSGD:
                 u = u + sent
             # ... the active party returns dl/du per sample, scaled by 1/B, and each party
             # steps on its own weights
-            self.parties.step(self._loss.grad(u, b_perm[start:stop]) / (stop - start), eta)
+            d = self.derivatives(self._loss.grad(u, b_perm[start:stop]), start)
+            self.parties.step(d / (stop - start), eta)
         t1 = perf_counter()
         self.epoch += 1
         nan = float("nan")
@@ -322,8 +329,11 @@ class FDMLSGD:
 # ---------------------------------------------------------------------------
 
 from vfl.core.params import Param  # noqa: E402
-from vfl.core.solver import PartyBlocks, Reference, Setting, Solver  # noqa: E402
+from vfl.core.solver import (PartyBlocks, Reference, Setting, Solver, add_noise,  # noqa: E402
+                             label_neighbours)
 from vfl.core.wire import Wire  # noqa: E402
+
+from . import fdml_party  # noqa: E402
 
 
 class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
@@ -342,6 +352,9 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
     iteration_name = "epoch"
     backends = ("inprocess", "dask", "services")
     protocol = FDML_PROTOCOL
+    attacks = ("label-norm", "label-direction", "model-completion", "feature-reconstruction")
+    label_view = staticmethod(fdml_party.derivatives)
+    share_view = staticmethod(fdml_party.outputs)
     reference = Reference("Hu, Niu, Yang, Zhou: FDML, feature-distributed machine learning (2019); "
                           "the SGD baseline of Hu et al., Section 5", "synchronous mini-batch SGD")
     regularizers = ("l2sq",)
@@ -360,20 +373,60 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
               "(simulation: no accounting)", low=0),
         Param("form", str, "output", "noise on the local outputs (FDML's DP variant)",
               choices=("output",)),
+        Param("label_epsilon", float, None, "label DP towards the passive parties: Gaussian "
+              "noise on the clipped loss derivatives, calibrated over the epochs",
+              low=0, low_open=True),
+        Param("label_delta", float, 1e-5, "delta of the label guarantee", low=0, high=1,
+              low_open=True, high_open=True),
+        Param("label_clip", float, 1.0, "L: each loss derivative clipped to [-L, L] before "
+              "the noise (the logistic loss's are already)", low=0, low_open=True),
     )
+
+    @classmethod
+    def claims_guarantee(cls, privacy) -> bool:
+        return privacy.get("label_epsilon") is not None
     columns = ("objective", "primal_residual", "dual_residual", "x_time_s", "z_time_s",
                "y_time_s", "learning_rate")
 
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
         M = len(data.blocks) if data.units is None else data.units.n_parties
+        # (the outputs' noise streams only where there is output noise: a run that claims
+        # label DP alone draws its label noise exactly, from the label holder's stream)
         solver = cls(data.blocks, data.y, objective, **params, output_sigma=privacy["sigma"],
                      init_rng=streams.get("init"), batch_rng=streams.get("batch"),
-                     noise_rngs=[streams.noise(m) for m in range(M)], parties=data.units)
+                     noise_rngs=[streams.noise(m) for m in range(M)] if privacy["sigma"] > 0
+                     else None, parties=data.units)
         solver.wire = Wire(M)
+        solver.label_sigma = None
+        if privacy.get("label_epsilon") is not None:
+            from vfl.privacy.labels import label_sigma
+
+            solver.label_epsilon, solver.label_delta = privacy["label_epsilon"], privacy["label_delta"]
+            solver.label_clip, solver.label_rng = privacy["label_clip"], streams.noise(0, 1)
+            # exact noise (a deployment) is accounted by RDP: calibrated by it too
+            solver.label_sigma = label_sigma(solver.label_epsilon, solver.label_delta,
+                                             iterations, solver.label_clip,
+                                             "rdp" if streams.exact_noise else "pld")
         return solver
 
+    def derivatives(self, d, start):
+        """Label DP: each epoch, one Gaussian release of the clipped derivatives (a sample is
+        in one batch per epoch, so the epoch's batches are one release of sensitivity 2 L)."""
+        if self.label_sigma is None:
+            return d
+        if start == 0:  # the epoch's charge, recorded once
+            self._label_event = self.record_release(
+                units=0, scale=self.label_sigma, sensitivity=2.0 * self.label_clip,
+                rng=self.label_rng, size=self.n_samples, relation="labels")
+        d = np.clip(d, -self.label_clip, self.label_clip)
+        if self.observer is not None:  # the audit watches each batch's part of the release
+            return self.observer(self, replace(self._label_event, size=d.size), d,
+                                 self.label_rng)
+        return add_noise("gaussian", d, self._label_event.scale[0], self.label_rng)
+
     def step(self, diagnostics: bool = False) -> dict:
+        self.begin_releases()
         stats = FDMLSGD.step(self, diagnostics=False)
         # per mini-batch, every party sends its B outputs and receives the B loss derivatives
         batches = -(-self.n_samples // self.batch_size)
@@ -381,6 +434,14 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
         self.wire.scatter(self.n_samples, messages=batches)
         return {"x_time_s": stats.x_seconds, "z_time_s": 0.0, "y_time_s": 0.0,
                 "learning_rate": stats.extra["learning_rate"]}
+
+    @classmethod
+    def neighbours(cls, data, privacy, rng):
+        """Label DP only: one label flipped (:func:`~vfl.core.solver.label_neighbours`)."""
+        if privacy.get("label_epsilon") is None:
+            raise NotImplementedError(f"{cls.name} states no neighbouring relation to audit "
+                                      "(set privacy.label_epsilon for its label relation)")
+        return label_neighbours(data, rng)
 
     def evaluate(self) -> dict:
         nan = float("nan")  # residuals are ADMM's; SGD has none
@@ -400,8 +461,21 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
         }
 
     def privacy_info(self) -> dict | None:
-        if self.output_sigma == 0:
+        label = None
+        if self.label_sigma is not None:
+            from vfl.privacy.labels import label_guarantee
+
+            label = label_guarantee(self.label_epsilon, self.label_delta, (
+                f"Gaussian noise N(0, {self.label_sigma:.4g}^2) on every loss derivative the "
+                "parties receive, each clipped to [-L, L]; a sample is in one batch per epoch "
+                "(sensitivity 2 L per epoch), composed over the epochs"),
+                {"derivative_clip_L": self.label_clip, "one_batch_per_epoch": True})
+        if self.output_sigma == 0 and label is None:
             return None
-        return {"mode": "simulation", "dp_guarantee": False, "form": "output",
-                "sigma": self.output_sigma,
-                "note": "noise on every output with no accounting: sigma alone is no guarantee"}
+        out = {"mode": "simulation", "dp_guarantee": False, "form": "output",
+               "sigma": self.output_sigma,
+               "note": "noise on every output with no accounting: sigma alone is no guarantee"
+               if self.output_sigma else "no noise on the outputs: the features are not "
+               "protected"}
+        return {**out, **({"label_guarantee": label, "labels": "label DP: see label_guarantee"}
+                          if label else {})}

@@ -19,6 +19,7 @@ import click
 
 from vfl.core.errors import ConfigError, VFLError
 
+from .attack_cmd import attack
 from .datasets_cmd import datasets
 from .party_cmd import party
 from .tune_cmd import tune
@@ -27,7 +28,7 @@ __all__ = ["cli", "main"]
 
 #: `vfl --help` lists the commands in these groups, in this order
 SECTIONS = [
-    ("Run one experiment and look at it", ["run", "plot", "audit", "privacy"]),
+    ("Run one experiment and look at it", ["run", "plot", "audit", "attack", "privacy"]),
     ("Sweeps and tuning", ["sweep", "sweep-noise", "tune"]),
     ("Reproduce the papers (Hu et al.; Huang et al.; Xiao et al.; private stacking)",
      ["reproduce", "references"]),
@@ -81,9 +82,8 @@ def cli(ctx, debug):
     ctx.obj = {"debug": debug}
 
 
-cli.add_command(datasets)
-cli.add_command(tune)
-cli.add_command(party)
+for _command in (datasets, tune, party, attack):
+    cli.add_command(_command)
 
 
 def _stamp() -> str:
@@ -690,8 +690,8 @@ class _ReproduceCommand(click.Command):
 def reproduce(paper, figure, out, configs, jobs, data_dir):
     """Redraw a paper's figures: vfl reproduce [PAPER [FIGURE]].
 
-    PAPER: hu (ADMM sharing), dp-admm (Huang et al.), ldp (Xiao et al.),
-    private-utility (private stacking vs the rest), or all (the default).
+    PAPER: hu (ADMM sharing), dp-admm (Huang et al.), ldp (Xiao et al.), private-utility
+    (private stacking vs the rest), attacks (what each party learns), or all (default).
     FIGURE: one of the paper's figures (listed below) or all. Finished
     runs are kept, so a second call only redraws.
 

@@ -38,9 +38,14 @@ __all__ = ["PrivacyLedger", "compose"]
 
 
 class PrivacyLedger:
-    def __init__(self, delta: float, accountant: str = "pld"):
+    """``relation``: the ledger composes the releases of that relation only (``"features"``,
+    ``"labels"``: :attr:`~vfl.core.solver.Release.relation`); randomized response (pure
+    epsilon-DP, ``sensitivity / scale = epsilon``) is composed as a pure-DP release."""
+
+    def __init__(self, delta: float, accountant: str = "pld", relation: str = "features"):
         from dp_accounting.rdp import rdp_privacy_accountant
 
+        self.relation = relation
         self.delta = float(delta)
         self.accountant = accountant
         self._orders = np.asarray(rdp_privacy_accountant.DEFAULT_RDP_ORDERS, dtype=float)
@@ -82,7 +87,7 @@ class PrivacyLedger:
 
     def add(self, releases: list[Release]) -> None:
         for r in releases:
-            if r.units.size == 0:
+            if r.units.size == 0 or r.relation != self.relation:
                 continue
             if not np.all(np.isfinite(r.sensitivity)) or np.any(r.sensitivity <= 0):
                 self.unsound = True
@@ -106,6 +111,13 @@ class PrivacyLedger:
                 rdp = np.minimum(rdp, orders * l2[:, None] ** 2 / 2)
                 np.add.at(self._lap_l2, r.units, l2**2)
                 np.add.at(self._lap_rdp, r.units, rdp)
+            elif r.mechanism == "randomized_response":
+                # pure epsilon-DP (Warner 1965): every eps-DP mechanism's min(eps, a eps^2 / 2)
+                self.laplace = True
+                np.add.at(self._lap_pure, r.units, ratio)
+                np.add.at(self._lap_l2, r.units, np.inf)
+                np.add.at(self._lap_rdp, r.units, np.minimum(
+                    ratio[:, None], self._orders[None, :] * ratio[:, None] ** 2 / 2))
             else:
                 self.unsound = True  # a mechanism this ledger cannot compose
 
@@ -142,6 +154,8 @@ class PrivacyLedger:
             return float("nan")
         if self._gauss.size == 0 and not self._extra.any():
             return 0.0
+        if self.delta == 0 and not np.any(self._gauss > 0) and not self._extra.any():
+            return self.pure_epsilon()  # pure releases alone, at delta 0
         if self._exact_gaussian():
             worst = float(self._gauss.max())  # the worst unit's sum of z_k^-2
             # (z_eff as the accountants compute it, so the numbers are theirs to the bit)

@@ -10,7 +10,8 @@ declared once per family, as data:
 - a :class:`Call` is one declared exchange: its name, request and reply types,
   its :class:`Kind` (the protocol's rounds, diagnostics for research, scoring
   test rows, bookkeeping) and whether its reply carries released noisy values
-  (``releases``: once received, such a reply stands and is never drawn again);
+  (``releases``: once received, such a reply stands and is never drawn again)
+  and which of its payloads depend on the labels (``labels``: who receives them);
 - a :class:`Protocol` binds a name and version, the spec (public options
   sent when a unit opens), the unit's :class:`Side`, its calls, where its units
   may run (:class:`Placement`) and how a lost unit is brought back
@@ -72,6 +73,21 @@ class Call:
     kind: Kind = PROTOCOL
     #: the reply carries released noisy values: once received it stands (never drawn again)
     releases: bool = False
+    #: which payloads depend on party 1's labels (:data:`~vfl.core.relations.LABELS`):
+    #: ``"request"`` (received by the unit), ``"reply"`` (received by the coordinator, which
+    #: holds the labels); checked by perturbing one label in tests/test_labels.py
+    labels: tuple = ()
+
+    def __post_init__(self):
+        bad = set(self.labels) - {"request", "reply"}
+        if bad:
+            raise TypeError(f"call {self.name}: labels names payloads 'request' or 'reply', "
+                            f"not {sorted(bad)}")
+
+    @property
+    def labels_to_unit(self) -> bool:
+        """The unit (a passive party) receives a value that depends on the labels."""
+        return "request" in self.labels
 
 
 def handles(name: str) -> Callable:

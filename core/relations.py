@@ -8,13 +8,21 @@ mechanism, as the paper did (Huang et al. 2019 drop Adult's records with a
 relation has to say so: :meth:`Cleaning.state` turns a solver's relation into
 the one the run actually has. Which records were removed depends on the file,
 so their number is diagnostic; the rule itself is public.
+
+A vertical run has two relations, each a :class:`Relation`: the *feature*
+relation (one sample's row of one passive party's block replaced; its
+guarantee is towards party 1, which receives the passive parties' releases)
+and the *label* relation :data:`LABELS` (one sample's label flipped; its
+guarantee is towards the passive parties, which receive what party 1 derives
+from the labels). Which messages depend on the labels, and who receives them,
+each protocol declares per call (:attr:`vfl.core.protocol.Call.labels`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Cleaning", "stated_on"]
+__all__ = ["Cleaning", "FEATURES", "LABELS", "Relation", "stated_on"]
 
 
 @dataclass(frozen=True)
@@ -41,3 +49,33 @@ class Cleaning:
 def stated_on(relation: str, cleaning: Cleaning | None) -> str:
     """The relation a run has: ``relation`` itself, or restated on the cleaned file."""
     return relation if cleaning is None or not relation else cleaning.state(relation)
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A neighbouring relation as a typed object: its ``name`` (the ledger it is accounted
+    in: ``"features"``, ``"labels"``), whose records it protects (``holder``), towards whom
+    the guarantee is stated (``towards``: who receives the values it covers) and the
+    relation in words (``statement``)."""
+
+    name: str
+    holder: str
+    towards: str
+    statement: str
+
+    def __str__(self) -> str:
+        return self.statement
+
+    def describe(self) -> dict:
+        return {"relation": self.name, "protects": self.holder, "towards": self.towards,
+                "neighbouring": self.statement}
+
+
+#: the label relation of every vertical solver (Ghazi et al. 2021, label DP)
+LABELS = Relation(
+    "labels", "party 1's labels (the label holder)", "the passive parties (parties 2..M, "
+    "together)", "datasets differing in one sample's label, flipped (y_i -> -y_i); every "
+    "party's features and the other labels fixed")
+
+#: the name of the feature relation's ledger (each solver states that relation in words)
+FEATURES = "features"

@@ -58,13 +58,41 @@ import numpy as np
 
 from .exact import Blocks, ExpFactors, blocks, exp_factors
 
-__all__ = ["ExactSampler", "GRID_BITS", "grid_slack"]
+__all__ = ["ExactSampler", "GRID_BITS", "RR_BITS", "grid_slack", "randomized_response",
+           "rr_epsilon"]
 
 #: the grid step is the noise scale / 2^GRID_BITS: fine enough that rounding adds
 #: about 1e-6 sigma per coordinate to the sensitivity, coarse enough that every
 #: integer the sampler handles fits an int64
 GRID_BITS = 20
 _EXACT = 2.0**53
+
+
+#: randomized response runs at ``epsilon`` rounded down to the grid ``2^-RR_BITS`` (an exact
+#: Bernoulli needs a dyadic exponent); the ledger charges the rounded value
+RR_BITS = 40
+
+
+def rr_epsilon(epsilon: float) -> tuple[int, float]:
+    """``(n, n / 2^RR_BITS)``, ``n = floor(epsilon 2^RR_BITS)``: the epsilon RR runs at."""
+    if not (np.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"a label epsilon must be a finite number > 0, got {epsilon!r}")
+    n = math.floor(float(epsilon) * 2.0**RR_BITS)
+    return n, n / 2.0**RR_BITS
+
+
+def randomized_response(labels, epsilon: float, rng) -> np.ndarray:
+    """Warner's randomized response on labels in {-1, +1}: each kept with probability
+    ``e^eps / (1 + e^eps)``, flipped otherwise (epsilon-label-DP, one release of all of
+    them; ``eps`` on the grid of :func:`rr_epsilon`). An exact sampler (deployment) draws
+    the flips exactly (:meth:`ExactSampler.rr_flips`), a Generator by floats (simulation)."""
+    y = np.asarray(labels)
+    n, eps = rr_epsilon(epsilon)
+    if isinstance(rng, ExactSampler):
+        flips = rng.rr_flips(y.size, n, RR_BITS).reshape(y.shape)
+    else:
+        flips = rng.random(y.shape) < 1.0 / (1.0 + math.exp(eps))
+    return np.where(flips, -y, y).astype(y.dtype)
 
 
 def grid_slack(mechanism: str, scale, size: int, bits: int = GRID_BITS) -> np.ndarray:
@@ -181,6 +209,21 @@ class ExactSampler:
 
     def _word(self) -> int:
         return int(self._words(1)[0])
+
+    def rr_flips(self, size: int, n: int, e: int = 0) -> np.ndarray:
+        """``size`` exact draws of ``Bernoulli(a / (1 + a))``, ``a = exp(-n / 2^e)``: a fair
+        coin proposes flip or keep, a flip is accepted with probability ``a`` (one
+        :meth:`bernoulli_exp` per candidate, drawn whatever the coin), a keep always; so
+        ``P(flip) = (a/2) / (a/2 + 1/2)``. The rounds depend on the coins alone."""
+        out = np.zeros(int(size), dtype=bool)
+        pending = np.arange(int(size))
+        while pending.size:
+            coin = (self._words(pending.size) & np.uint64(1)).astype(bool)
+            accept = self.bernoulli_exp(np.full(pending.size, int(n)), e)
+            decided = ~coin | accept
+            out[pending[decided]] = coin[decided]
+            pending = pending[~decided]
+        return out
 
     # -- discrete Gaussian and Laplace -------------------------------------------
     def _draw(self, table: Blocks, n: int) -> np.ndarray:

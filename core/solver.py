@@ -52,6 +52,7 @@ __all__ = [
     "Release",
     "Streams",
     "Neighbour",
+    "label_neighbours",
     "add_noise",
     "add_noise_to_rows",
     "PartyBlocks",
@@ -117,6 +118,11 @@ class Release:
     #: ||shift||_2^2 / (2 b^2)``-RDP (Bun and Steinke 2016, Prop. 3.3, summed over the
     #: coordinates), far below the l1 bound's when the shift spreads over coordinates
     l2_sensitivity: np.ndarray | None = None
+    #: the relation whose ledger composes it: ``"features"`` (the solver's stated relation,
+    #: unit = the party whose block changes) or ``"labels"`` (:data:`~vfl.core.relations.LABELS`,
+    #: unit 0 = the label holder); ``"randomized_response"`` releases have sensitivity 1 (one
+    #: label flipped) and scale ``1 / epsilon``
+    relation: str = "features"
 
     @property
     def noise_multiplier(self) -> np.ndarray:
@@ -129,6 +135,11 @@ def add_noise(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng: np.rando
     With an exact sampler as ``rng`` (deployment runs), the noise is exact
     discrete noise on a grid (:class:`vfl.core.sampling.ExactSampler`).
     """
+    if mechanism == "randomized_response":  # labels +-1, scale 1 / epsilon (one unit)
+        from .sampling import randomized_response
+
+        return randomized_response(np.asarray(mean, dtype=float),
+                                   1.0 / float(np.ravel(scale)[0]), rng)
     if isinstance(rng, ExactSampler):
         return rng.add(mechanism, mean, scale)
     mean = np.asarray(mean, dtype=float)
@@ -177,7 +188,7 @@ RELEASED, DIAGNOSTIC = "released", "diagnostic"
 #: columns computed from public quantities only: the iteration, the accountant's numbers, and
 #: the communication (a function of the protocol and the public sizes N, M, d and the graph)
 ALWAYS_RELEASED = ("epoch", "epsilon_tight", "delta_tight", "epsilon_paper", "delta_paper",
-                   "messages", "bytes")
+                   "delta_labels", "messages", "bytes")
 #: columns scored on the test rows (``fnmatch`` patterns)
 TEST_COLUMNS = ("test_*",)
 
@@ -292,6 +303,26 @@ class Neighbour:
     data: Any
     change: str  # what was changed, in words
     base: Any = None
+    #: the relation the pair is a neighbour under, whose ledger's claim it audits
+    #: (``"features"``: the solver's own; ``"labels"``: one label flipped)
+    relation: str = "features"
+
+
+def label_neighbours(data, rng: np.random.Generator, candidates: int = 4) -> list[Neighbour]:
+    """Neighbours under :data:`~vfl.core.relations.LABELS`: a random sample's label flipped
+    (natural), and ``candidates`` more of which the audit keeps the one whose releases move
+    most (adversarial). Unit 0: the label holder."""
+    y = np.asarray(data.y, dtype=float)
+    picks = rng.choice(y.size, size=min(y.size, candidates + 1), replace=False)
+    out = []
+    for n, i in enumerate(picks):
+        flipped = y.copy()
+        flipped[i] = -flipped[i]
+        kind = "natural" if n == 0 else "candidate"
+        out.append(Neighbour(f"label {i} flipped ({kind})", kind, 0,
+                             VerticalData(data.blocks, flipped), f"sample {i}'s label flipped",
+                             relation="labels"))
+    return out
 
 
 @dataclass
@@ -457,6 +488,21 @@ class Solver:
         """
         return privacy.get("delta") is not None
 
+    #: the attacks ``vfl attack`` runs on this solver's messages (:data:`vfl.attacks.ATTACKS`)
+    attacks: ClassVar[tuple[str, ...]] = ()
+    #: ``view(exchanges, party, N, streams) -> (N, T) array or None``: what passive party
+    #: ``party`` (0-based) received that depends on the labels (``label_view``), and what
+    #: party 1 received from it (``share_view``), one row per training sample, from a run's
+    #: transcript (:mod:`vfl.experiments.transcript`); None: the solver declares none
+    label_view: ClassVar[Any] = None
+    share_view: ClassVar[Any] = None
+
+    @classmethod
+    def claims_label_guarantee(cls, privacy: dict) -> bool:
+        """Whether a run with these ``[privacy]`` values claims label DP (the label relation,
+        towards the passive parties): ``privacy.label_epsilon`` set, where declared."""
+        return privacy.get("label_epsilon") is not None
+
     @classmethod
     def unit_rows(cls, privacy: dict) -> bool:
         """Whether the data must have rows of unit l2 norm (a sensitivity needs it); default no."""
@@ -526,7 +572,7 @@ class Solver:
     observer = None
 
     def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None,
-                l2_sensitivity=None):
+                l2_sensitivity=None, relation: str = "features"):
         """Publish ``mean`` plus noise, and record the :class:`Release` event.
 
         Every noisy value a solver publishes goes through here, so the white-box
@@ -541,13 +587,15 @@ class Solver:
         mean = np.asarray(mean, dtype=float)
         size = int(size if size is not None else (mean.size if single else mean[0].size))
         event = self.record_release(units=units, scale=scale, sensitivity=sensitivity, rng=rng,
-                                    mechanism=mechanism, size=size, l2_sensitivity=l2_sensitivity)
+                                    mechanism=mechanism, size=size, l2_sensitivity=l2_sensitivity,
+                                    relation=relation)
         if self.observer is not None:
             return self.observer(self, event, mean, rng)
         return add_noise(mechanism, mean, event.scale[0] if single else event.scale, rng)
 
     def record_release(self, *, units, scale, sensitivity, rng, size: int,
-                       mechanism="gaussian", l2_sensitivity=None) -> Release:
+                       mechanism="gaussian", l2_sensitivity=None,
+                       relation: str = "features") -> Release:
         """Record the :class:`Release` event of a release whose noise is drawn elsewhere (by
         the units on their own workers), and return it: its ``scale`` is the one to draw
         with (grown for an exact sampler's grid). :meth:`release` is this plus the draw."""
@@ -557,7 +605,7 @@ class Solver:
         l2_arr = None if l2_sensitivity is None else \
             np.broadcast_to(np.asarray(l2_sensitivity, dtype=float), units_arr.shape).copy()
         exact = isinstance(rng, ExactSampler) and self.observer is None
-        if exact:
+        if exact and mechanism != "randomized_response":  # (RR flips: no grid)
             # Rounding to the grid (step scale / 2^k) is part of the query and adds
             # c * scale to the sensitivity; the scale grows by 1 / (1 - c scale / Delta)
             # so that sensitivity / scale, hence epsilon, stays what was calibrated.
@@ -570,7 +618,8 @@ class Solver:
             sens_arr = sens_arr + c * scale_arr
             if l2_arr is not None:  # the same rounding, measured in l2
                 l2_arr = l2_arr + grid_slack("gaussian", 1.0, size) * scale_arr
-        event = Release(mechanism, units_arr, sens_arr, scale_arr, int(size), exact, l2_arr)
+        event = Release(mechanism, units_arr, sens_arr, scale_arr, int(size), exact, l2_arr,
+                        relation)
         if self._releases is None:
             self._releases = []
         self._releases.append(event)

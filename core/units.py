@@ -35,6 +35,8 @@ same interface.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -44,7 +46,22 @@ from .host import Host
 from .protocol import (CONTROL, DIAGNOSTIC, INFERENCE, PROTOCOL, Call, Empty, Env, Kind,
                        Protocol, ProtocolError, ReplayMismatch, UnitData, nbytes, validate)
 
-__all__ = ["Entry", "InProcessUnits", "Session", "Units"]
+__all__ = ["Entry", "InProcessUnits", "Session", "Units", "tapped"]
+
+#: who listens to every exchange of every session (:func:`tapped`), or None
+_TAP: ContextVar = ContextVar("vfl_units_tap", default=None)
+
+
+@contextmanager
+def tapped(listener: Callable):
+    """Within the block, every completed exchange of every session is reported as
+    ``listener(session, call, requests, replies)`` (``{host k: message}``): what a party
+    receives, for the label attacks and the label-dependence test (simulation only)."""
+    token = _TAP.set(listener)
+    try:
+        yield listener
+    finally:
+        _TAP.reset(token)
 
 
 class Entry(NamedTuple):
@@ -254,6 +271,9 @@ class Session:
                     self._recover(failure)
         finally:  # a round's replies stand for that round only (a diagnostic asked within
             self._flight = outer  # a round in this process is a round of its own)
+        tap = _TAP.get()
+        if tap is not None:
+            tap(self, call, requests, replies)
         return replies
 
     def _check(self, k: int, call: Call, reply) -> None:

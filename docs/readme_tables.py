@@ -14,6 +14,8 @@ NAME says which CSV and which renderer:
 - ``utility-a9a``, ``utility-adult``: ``docs/figures/private/utility-*.csv``,
   written by ``vfl reproduce private-utility``
   (:func:`vfl.papers.private_utility.figures.utility_markdown`);
+- ``attacks``: ``docs/figures/attacks/attacks.csv``, written by ``vfl reproduce attacks``
+  (:func:`vfl.papers.attacks.figures.attacks_markdown`);
 - ``hu-bytes``: ``docs/figures/hu/bytes.csv``, written by ``vfl reproduce hu bytes``
   (:func:`vfl.papers.hu.figures.bytes_markdown`);
 - ``scale``: ``docs/figures/scale/scale.csv``, written by ``python docs/measure.py scale``
@@ -69,6 +71,10 @@ def _render(name: str) -> str:
         from vfl.papers.private_utility.figures import utility_markdown
 
         return utility_markdown(pd.read_csv(FIGURES / "private" / f"{name}.csv", comment="#"))
+    if name == "attacks":
+        from vfl.papers.attacks.figures import attacks_markdown
+
+        return attacks_markdown(pd.read_csv(FIGURES / "attacks" / "attacks.csv"))
     if name == "hu-bytes":
         from vfl.papers.hu.figures import bytes_markdown
 
@@ -423,7 +429,14 @@ def _a9a_values_per_message(t: pd.DataFrame) -> int:
 _GISETTE = "gisette stand-in (synthetic)"
 
 #: every fact README's prose may mark, by name
+_ATTACKS = "attacks/attacks.csv"
+
 FACTS: dict[str, Fact] = {
+    # vfl reproduce attacks: private stacking at label epsilon 1 (and feature epsilon 1)
+    "attacks-stacking-both-1": cell(_ATTACKS, "test_logloss", ".4f", method="private_stacking",
+                                    direction="labels", epsilon=1.0, attack="label-direction"),
+    "attacks-party1": Fact(_ATTACKS, lambda t: _unique(
+        t.loc[t["method"] == "private_stacking", "party1_logloss"], "party 1 alone"), ".4f"),
     # The audit: every shipped guarantee as run and at a reduced noise scale S
     "audits-configs": Fact(_AUDITS, lambda t: t["config"].nunique(), "d"),
     "audits-pass-as-run": count(_AUDITS, noise_scale=1, verdict="PASS"),

@@ -36,7 +36,7 @@ from vfl.core.relations import stated_on
 from vfl.core.solver import Streams, add_noise
 
 from .config import AUDIT_RUNS, Config
-from .runner import _build, _ledger, plan_run
+from .runner import _build, _label_ledger, _ledger, plan_run
 
 __all__ = ["AuditReport", "PairAudit", "audit_config", "audit_lines", "audit_markdown", "audit_table",
            "refuted_by_profile", "write_audit"]
@@ -74,7 +74,7 @@ class AuditReport:
     def summary(self) -> dict:
         """What ``audit.json`` records and :func:`audit_table` reads back, JSON-ready."""
         def top(claim):
-            return self.pairs[0].verdicts[claim]
+            return next(p.verdicts[claim] for p in self.pairs if claim in p.verdicts)
 
         return {"name": self.config.name, "mechanism": self.mechanism, "relation": self.relation,
                 "K": self.K, "confidence": self.confidence, "noise_scale": self.noise_scale,
@@ -90,8 +90,8 @@ class AuditReport:
                                                if np.isfinite(p.exercised)), default=None)}
 
     def verdict(self, claim: str) -> str:
-        """PASS or REFUTED over every pair; the guarantee includes its profile point."""
-        names = (claim, "profile") if claim == "guarantee" else (claim,)
+        """PASS or REFUTED over every pair; a guarantee includes its profile point."""
+        names = (claim, _PROFILE[claim]) if claim in _PROFILE else (claim,)
         results = [p.verdicts[c] for p in self.pairs for c in names if c in p.verdicts]
         if not results:
             return "n/a"
@@ -184,7 +184,7 @@ def _transcript_loss(log, other_means) -> float:
 
 
 def _one_direction(cls, config, data_own, data_other, objective, rng, iterations,
-                   noise_scale: float = 1.0) -> tuple[float, object]:
+                   noise_scale: float = 1.0, relation: str = "features") -> tuple[float, object]:
     """One run on ``data_own`` with fresh noise, and its teacher-forced neighbour: the loss."""
     from .settings import Prepared
 
@@ -199,7 +199,7 @@ def _one_direction(cls, config, data_own, data_other, objective, rng, iterations
     recorder = _Recorder(rng, noise_scale)
     follower = _Follower(recorder.log)
     own.observer, other.observer = recorder, follower
-    ledger = _ledger(config)
+    ledger = _ledger(config) if relation == "features" else _label_ledger(config, cls)
     with np.errstate(over="ignore", invalid="ignore"):
         for _ in range(iterations):
             own.step()
@@ -244,9 +244,13 @@ def _l2_laplace(ledger) -> bool:
     return ledger.laplace and ledger.gaussian_mu() == 0 and 0 < ledger.laplace_mu() < np.inf
 
 
+#: each guarantee's profile point: the features' ("guarantee") and the labels'
+_PROFILE = {"guarantee": "profile", "labels": "labels_profile"}
+
+
 def _level(name, claims, confidence):
-    """Each claim's level: the guarantee's two points share ``1 - confidence`` (Bonferroni)."""
-    split = name in ("guarantee", "profile") and {"guarantee", "profile"} <= set(claims)
+    """Each claim's level: a guarantee's two points share ``1 - confidence`` (Bonferroni)."""
+    split = any(name in pair and set(pair) <= set(claims) for pair in _PROFILE.items())
     return 1.0 - (1.0 - confidence) / 2.0 if split else confidence
 
 
@@ -266,15 +270,17 @@ def _adversarial(cls, config, data, candidates, objective, iterations, shifts: d
     best = {}
     for pair in candidates:
         score, squares = _shift(cls, config, _base(pair, data), pair.data, objective, iterations)
-        if pair.unit not in best or score > best[pair.unit][0]:
-            best[pair.unit] = (score, pair, squares)
+        key = (pair.relation, pair.unit)  # per relation and unit
+        if key not in best or score > best[key][0]:
+            best[key] = (score, pair, squares)
     chosen = [replace(pair, kind="adversarial",
                       name=pair.name.replace("(candidate)", "(adversarial: largest probe shift)"),
                       change=f"{pair.change}; the largest noiseless shift among "
-                             f"{sum(c.unit == u for c in candidates)} candidates "
+                             f"{sum((c.relation, c.unit) == u for c in candidates)} candidates "
                              f"(sum ||mu - mu'||^2 / 2 sigma^2 = {score:.3g})")
-              for u, (score, pair, _) in sorted(best.items())]
-    shifts.update({p.name: (best[p.unit][0], best[p.unit][2]) for p in chosen})
+              for u, (score, pair, _) in sorted(best.items(), key=lambda kv: kv[0])]
+    shifts.update({p.name: (best[p.relation, p.unit][0], best[p.relation, p.unit][2])
+                   for p in chosen})
     return chosen
 
 
@@ -343,43 +349,48 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
     if candidates and "adversarial" in kinds:
         pairs = [p for p in pairs if p.kind != "candidate"]
         pairs += _adversarial(cls, config, data, candidates, objective, T, shifts)
-        pairs.sort(key=lambda p: (p.unit, p.kind != "natural"))
-    pairs = [p for p in pairs if p.kind in kinds][:max_pairs]
+        pairs.sort(key=lambda p: (p.relation, p.unit, p.kind != "natural"))
+    accounted = {"features": _ledger(config) is not None,
+                 "labels": _label_ledger(config, cls) is not None}
+    pairs = [p for p in pairs if p.kind in kinds and accounted.get(p.relation)][:max_pairs]
     if not pairs:
         raise ConfigError(f"{cls.name}: no neighbouring pair of the requested kinds")
 
-    results, claims, mu = [], {}, {}
+    results, by_relation, mu = [], {}, {}
     alt = {}  # claim -> the mu (Gaussian, or a Laplace ledger's equivalent) its alternative scales
+    clips, methods = {}, {}
     for n, pair in enumerate(pairs):
         rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed, spawn_key=(8, n)).spawn(2 * K)]
         LP, LQ = np.empty(K), np.empty(K)
         D = _base(pair, data)
         for k in range(K):
             LP[k], (solver, ledger) = _one_direction(cls, config, D, pair.data, objective,
-                                                     rngs[2 * k], T, noise_scale)
+                                                     rngs[2 * k], T, noise_scale, pair.relation)
             LQ[k], _ = _one_direction(cls, config, pair.data, D, objective, rngs[2 * k + 1], T,
-                                      noise_scale)
-        if not claims:
+                                      noise_scale, pair.relation)
+        if pair.relation not in by_relation:  # its claims, from its first pair's ledger
+            claims, mu_r, alt = {}, {}, {}
             if ledger is not None and np.isfinite(ledger.epsilon()):
                 claims["guarantee"] = (ledger.epsilon(), ledger.delta)
                 if ledger.gaussian_only:
-                    mu["guarantee"] = alt["guarantee"] = ledger.gaussian_mu()
-            paper = solver.paper_epsilon()
+                    mu_r["guarantee"] = alt["guarantee"] = ledger.gaussian_mu()
+            paper = solver.paper_epsilon() if pair.relation == "features" else None
             if paper is not None and np.isfinite(paper[0]):
                 claims["paper"] = (float(paper[0]), float(paper[1]))
-            for name, (eps, delta) in solver.other_claims().items():
+            for name, (eps, delta) in (solver.other_claims().items()
+                                       if pair.relation == "features" else ()):
                 if np.isfinite(eps):
                     claims[name] = (float(eps), float(delta))
             # the same accountant claims its whole curve: also test it where K runs have
             # most power (chosen from the ledger and K alone), Bonferroni-split with the
             # point. A printed epsilon of 0 (noise far above the sensitivity) still claims a
             # profile: search up to where a mu-GDP curve has most of its mass
-            if "guarantee" in claims and "guarantee" in mu:
-                top = max(claims["guarantee"][0], 4.0 * mu["guarantee"])
-                e_star = powerful_epsilon(mu["guarantee"], K, top,
+            if "guarantee" in claims and "guarantee" in mu_r:
+                top = max(claims["guarantee"][0], 4.0 * mu_r["guarantee"])
+                e_star = powerful_epsilon(mu_r["guarantee"], K, top,
                                           1.0 - (1.0 - confidence) / 4.0)
-                claims["profile"] = (e_star, gaussian_delta(e_star, 1.0 / mu["guarantee"]))
-                mu["profile"] = alt["profile"] = mu["guarantee"]
+                claims["profile"] = (e_star, gaussian_delta(e_star, 1.0 / mu_r["guarantee"]))
+                mu_r["profile"] = alt["profile"] = mu_r["guarantee"]
             elif "guarantee" in claims and _l2_laplace(ledger):
                 # Laplace charged in l2: its losses are close to those of a Gaussian of the
                 # zCDP-equivalent mu, against which power is judged; the claim is the ledger's
@@ -399,6 +410,15 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
             # without a profile there is nothing to cap at: truncated-kl is kl
             methods = {name: "kl" if m == "truncated-kl" and name not in clips else m
                        for name, m in methods.items()}
+            if pair.relation == "labels":  # the label ledger's claims, named apart
+                name_of = {"guarantee": "labels", "profile": "labels_profile"}
+                claims = {name_of[k]: v for k, v in claims.items()}
+                clips = {name_of[k]: v for k, v in clips.items()}
+                methods = {name_of[k]: v for k, v in methods.items()}
+                mu_r = {name_of[k]: v for k, v in mu_r.items()}
+            mu.update(mu_r)
+            by_relation[pair.relation] = (claims, clips, methods)
+        claims, clips, methods = by_relation[pair.relation]
         bound_rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(9, n)))
         verdicts = {name: audit_verdict(LP, LQ, eps, delta, _level(name, claims, confidence),
                                         method=methods[name], rng=bound_rng,
@@ -422,15 +442,18 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
                 f"; exercised/charged sensitivity {exercised:.3g}"
             on_progress(f"[{n + 1}/{len(pairs)}] {pair.name}: mean loss {LP.mean():.4g}{ratio}; "
                         f"{summary}")
+    claims = {k: v for c, _, _ in by_relation.values() for k, v in c.items()}
     if not claims:
         raise ConfigError(f"{config.name}: no finite epsilon is claimed for this run")
     meaning = (solver.privacy_info() or {}).get("other_claims_meaning", {})
     labels = {"guarantee": "the guarantee (enforced sensitivity)",
               "profile": "the guarantee's profile where the audit has most power (same ledger)",
               "paper": f"the paper's claim ({cls.paper_claim or 'its own analysis'})",
+              "labels": "the label guarantee (one label flipped; enforced sensitivity)",
+              "labels_profile": "the label guarantee's profile where the audit has most power",
               # the other claims' own words, up to their first colon (the short name)
               **{name: meaning.get(name, name).split(":")[0] for name in claims
-                 if name not in ("guarantee", "paper", "profile")}}
+                 if name not in ("guarantee", "paper", "profile", "labels", "labels_profile")}}
     info = solver.privacy_info() or {}
     return AuditReport(config=config, K=K, confidence=confidence, claims=claims, pairs=results,
                        gaussian_mu=mu, labels=labels, noise_scale=noise_scale,
@@ -462,10 +485,10 @@ def audit_table(root) -> "pd.DataFrame":
         except (OSError, ValueError) as exc:
             raise DataError(f"{path}: not a readable audit ({' '.join(str(exc).split())})") \
                 from None
-        if not isinstance(a, dict) or "guarantee" not in (a.get("claims") or {}):
+        if not isinstance(a, dict) or not set(_PROFILE) & set(a.get("claims") or {}):
             continue  # audits no guarantee: nothing to tabulate
         try:
-            rows.append(_table_row(a, path))
+            rows += [_table_row(a, path, claim) for claim in _PROFILE if claim in a["claims"]]
         except (KeyError, TypeError, IndexError) as exc:
             raise DataError(f"{path}: an audit without its {exc} field (written by another "
                             "vfl version? rerun vfl audit)") from None
@@ -477,18 +500,24 @@ def audit_table(root) -> "pd.DataFrame":
                              ignore_index=True)
 
 
-def _table_row(a: dict, path: Path) -> dict:
-    claim = a["claims"]["guarantee"]
-    profile = a["verdicts"].get("profile")
-    return {"config": a["name"], "mechanism": a.get("mechanism", ""),
-            "relation": a.get("relation", ""), "noise_scale": a["noise_scale"],
+def _table_row(a: dict, path: Path, name: str = "guarantee") -> dict:
+    """One guarantee of an audit: the features' (``"guarantee"``) or the labels'."""
+    from vfl.core.relations import LABELS
+
+    claim = a["claims"][name]
+    profile = a["verdicts"].get(_PROFILE[name])
+    labels = name == "labels"
+    return {"config": a["name"],
+            "mechanism": a.get("mechanism", "") + (" (labels)" if labels else ""),
+            "relation": str(LABELS) if labels else a.get("relation", ""),
+            "noise_scale": a["noise_scale"],
             "K": a["K"], "pairs": a.get("pairs"), "seconds": a.get("seconds"),
             "epsilon": claim[0], "delta": claim[1],
-            "verdict": a["verdicts"]["guarantee"],
-            "epsilon_lower": a["epsilon_refuted"]["guarantee"],
-            "level": a["levels"]["guarantee"], "bound": a["bounds"]["guarantee"],
+            "verdict": a["verdicts"][name],
+            "epsilon_lower": a["epsilon_refuted"][name],
+            "level": a["levels"][name], "bound": a["bounds"][name],
             # truncated-kl's cap (1: none; audits before it had no cap)
-            "clip": (a.get("clips") or {}).get("guarantee", 1.0),
+            "clip": (a.get("clips") or {}).get(name, 1.0),
             "profile_verdict": profile,
             "exercised_over_charged": a.get("exercised_over_charged"),
             "directory": str(path.parent)}
@@ -563,7 +592,7 @@ def audit_lines(report: AuditReport) -> list[str]:
     rows = report.rows()
     for claim, (eps, delta) in report.claims.items():
         lows = [r["delta_lower"] for r in rows if r["claim"] == claim]
-        first = report.pairs[0].verdicts[claim]
+        first = next(p.verdicts[claim] for p in report.pairs if claim in p.verdicts)
         named = _BOUND_NAMES[first.method] + \
             (f", samples capped at {first.clip:.3g}" if first.clip < 1 else "")
         lines.append(f"  {report.verdict(claim):8} {report.labels.get(claim, claim)}: "

@@ -589,6 +589,9 @@ def _privacy(pv: dict, cls, solver: SolverConfig) -> PrivacyConfig:
     generic = {p.name for p in _GENERIC_PRIVACY}
     declared = [p.name for p in cls.privacy_params]
     for key in pv:
+        if key == "label_epsilon" and key not in declared:
+            raise ConfigError(f"privacy.label_epsilon: {cls.name} has no label-DP mechanism "
+                              "(label DP: private_stacking, admm_sharing, fdml_sgd)")
         if key not in declared and key not in generic:
             raise ConfigError(f"unknown key 'privacy.{key}'; valid keys in [privacy] for "
                               f"{cls.name}: {', '.join([*declared, *sorted(generic)])}")
@@ -596,7 +599,7 @@ def _privacy(pv: dict, cls, solver: SolverConfig) -> PrivacyConfig:
                             cls.privacy_params, owner=cls.name)
     g = validate_table("privacy", {k: v for k, v in pv.items() if k in generic},
                        _GENERIC_PRIVACY, owner=cls.name)
-    for key in ("epsilon", "budget_epsilon"):
+    for key in ("epsilon", "budget_epsilon", "label_epsilon"):
         value = values.get(key, g.get(key))
         if isinstance(value, float):
             check_epsilon(f"privacy.{key}", value)

@@ -44,7 +44,8 @@ __all__ = ["RunResult", "RunPlan", "plan_run", "run_experiment", "load_config_da
 #: ``suboptimality`` only when the solver reports an objective)
 BASE_COLUMNS = ["epoch", "objective", "suboptimality", "train_logloss", "test_logloss",
                 "train_accuracy", "test_accuracy"]
-PRIVACY_COLUMNS = ["epsilon_paper", "epsilon_tight", "delta_paper", "delta_tight"]
+PRIVACY_COLUMNS = ["epsilon_paper", "epsilon_tight", "delta_paper", "delta_tight", "epsilon_labels",
+                   "delta_labels"]
 #: cumulative communication, every message counted once (:mod:`vfl.core.wire`)
 COMMUNICATION_COLUMNS = ["messages", "bytes"]
 #: communication.csv: per repeat, phase, iteration and unit (unit 0 is the hub); phase
@@ -355,8 +356,8 @@ def _score(solver: Solver, prepared) -> dict:
 
 
 def _ledger(config: Config):
-    if not config.privacy.claims_guarantee:
-        return None
+    if not config.privacy.claims_guarantee or config.privacy.values.get("delta") is None:
+        return None  # (a run may claim label DP alone)
     from vfl.core.ledger import PrivacyLedger
 
     delta = config.privacy.values.get("delta")
@@ -369,9 +370,22 @@ def _ledger(config: Config):
     return ledger
 
 
-def _privacy_row(solver: Solver, ledger) -> dict:
+def _label_ledger(config: Config, cls):
+    """The label relation's ledger (:data:`~vfl.core.relations.LABELS`), or None."""
+    values = config.privacy.values
+    if not cls.claims_label_guarantee(values):
+        return None
+    from vfl.core.ledger import PrivacyLedger
+
+    return PrivacyLedger(values.get("label_delta") or 0.0, values.get("accountant", "pld")
+                         if values.get("label_delta") else "rdp", relation="labels")
+
+
+def _privacy_row(solver: Solver, ledger, labels=None) -> dict:
+    label = {} if labels is None else {"epsilon_labels": labels.epsilon(),
+                                       "delta_labels": labels.delta}
     if ledger is None:
-        return {}
+        return label
     paper = solver.paper_epsilon()
     return {
         "epsilon_paper": float("nan") if paper is None else paper[0],
@@ -379,6 +393,7 @@ def _privacy_row(solver: Solver, ledger) -> dict:
         "delta_paper": float("nan") if paper is None else paper[1],
         "delta_tight": ledger.delta,
         **{f"epsilon_{name}": eps for name, (eps, _) in solver.other_claims().items()},
+        **label,
     }
 
 
@@ -447,6 +462,7 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
     from .checkpoint import RepeatState, digest
 
     ledger, history = _ledger(config), []
+    labels = _label_ledger(config, type(solver))
     budget = config.privacy.budget_epsilon
     deployed = deployment(config)
     rows = []
@@ -468,7 +484,7 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
         row.update({k: v for k, v in metrics.items() if k != "objective"})
         row["wall_time_s"] = elapsed
         row.update(stats)
-        row.update(_privacy_row(solver, ledger))
+        row.update(_privacy_row(solver, ledger, labels))
         row.update(sent)
         rows.append(row)
         if on_epoch is not None:
@@ -557,9 +573,11 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
             sent = {"messages": sent["messages"] + step.messages,
                     "bytes": sent["bytes"] + step.bytes}
             traffic.append(_traffic_rows(step, repeat, solver.iteration))
-            if ledger is not None:
+            if ledger is not None or labels is not None:
                 released = solver.releases()
-                ledger.add(released)
+                for book in (ledger, labels):
+                    if book is not None:
+                        book.add(released)
                 history.append(released)
             if replaying:  # the checkpoint holds these rows: no diagnostics until it
                 if solver.iteration == resume.epoch:
@@ -742,6 +760,10 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops
                                             "epsilon of this run includes it"
                                  if config.tuning.private else
                                  "nothing: chosen on rows declared public"}
+        if "label_guarantee" in privacy and "epsilon_labels" in final.index:
+            privacy["label_guarantee"] = {**privacy["label_guarantee"], "spent": {
+                "epsilon": _num(final["epsilon_labels"]), "delta": _num(final["delta_labels"]),
+                "epochs": epochs_run}}
         ledger, how = repeats.ledger(), repeats.describe()
         if ledger is not None:
             privacy["spent"] = {

@@ -79,7 +79,12 @@ def _privacy_lines(result) -> list[str]:
         for name, c in spent.get("other_claims", {}).items():
             lines.append(f"{name}: epsilon {c['epsilon']:.4g} at delta {c['delta']:.2g} "
                          f"({meaning.get(name, 'the paper analysis; not a guarantee')})")
-    if "labels" in p:
+    label = (p.get("label_guarantee") or {}).get("spent")
+    if label is not None and label.get("epsilon") is not None:
+        g = p["label_guarantee"]
+        lines.append(f"label privacy guarantee: ({_up(label['epsilon'])}, {label['delta']:.2g})"
+                     f"-label-DP towards {g['towards']}; neighbours: {g['neighbouring']}")
+    elif "labels" in p:
         lines.append(f"labels: {p['labels']}")
     if "noise" in p:
         lines.append(f"noise: {p['noise']}")

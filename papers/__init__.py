@@ -32,6 +32,7 @@ PAPERS = {
     "private-utility": "vfl.papers.private_utility",
     "dp-admm": "vfl.papers.dp_admm",
     "ldp": "vfl.papers.ldp",
+    "attacks": "vfl.papers.attacks",
 }
 
 

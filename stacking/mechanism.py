@@ -57,7 +57,7 @@ _THETA_RIDGE = 1e-3
 
 
 # ------------------------------------------------------------ sensitivities --
-def model_sensitivity(lam: float, gtol: float = GTOL) -> float:
+def model_sensitivity(lam: float, gtol: float = GTOL, grad_bound: float = 1.0) -> float:
     """l2 sensitivity ``(1 + gtol) / lam`` of the local model (eq. L), one row replaced.
 
     Chaudhuri, Monteleoni and Sarwate (2011), Cor. 8 in the sum form. With
@@ -71,7 +71,9 @@ def model_sensitivity(lam: float, gtol: float = GTOL) -> float:
     """
     if not (np.isfinite(lam) and lam > 0):
         raise ValueError(f"the local l2 weight lam_m must be a finite number > 0, got {lam!r}")
-    return (1.0 + gtol) / lam
+    # grad_bound: the per-sample gradient bound over ||a||; 1 + c with the debiased loss of
+    # randomized-response labels (:func:`vfl.stacking.labels.gradient_bound`)
+    return (grad_bound + gtol) / lam
 
 
 def share_sensitivity(clip: float) -> float:
@@ -158,13 +160,15 @@ def base_rate_logit(y: np.ndarray) -> float:
     return math.log(p / (1.0 - p))
 
 
-def _objective(Z, y, lam, center, offset):
+def _objective(Z, y, lam, center, offset, tilt=None):
     def fun(w):
         u = offset + Z @ w
         r = w - center
         loss = float(np.sum(np.logaddexp(0.0, -y * u))) + float(np.sum(lam * r * r))
         q = expit(-y * u)  # sigma(-y u): minus the derivative of the loss in u, times y
         g = np.asarray(Z.T @ (-y * q)).ravel() + 2.0 * lam * r
+        if tilt is not None:  # a linear term - tilt . w (the debiased loss, .labels)
+            loss, g = loss - float(tilt @ w), g - tilt
         return loss, g
 
     def weights(w):
@@ -175,8 +179,9 @@ def _objective(Z, y, lam, center, offset):
 
 
 def fit_logistic(Z, y, lam, *, offset=0.0, center=None, gtol: float = GTOL,
-                 x0=None, max_iter: int = 100) -> tuple[np.ndarray, float]:
-    """``argmin_w sum_i log(1 + exp(-y_i (offset_i + Z_i w))) + sum_j lam_j (w_j - center_j)^2``.
+                 x0=None, max_iter: int = 100, tilt=None) -> tuple[np.ndarray, float]:
+    """``argmin_w sum_i log(1 + exp(-y_i (offset_i + Z_i w))) + sum_j lam_j (w_j - center_j)^2``
+    (``- tilt . w`` added when ``tilt`` is given: a linear term leaves the Hessian as is).
 
     ``lam`` (scalar or one per column, all > 0) makes the problem strongly
     convex, so Newton's method with a backtracking (Armijo) line search
@@ -198,7 +203,7 @@ def fit_logistic(Z, y, lam, *, offset=0.0, center=None, gtol: float = GTOL,
     narrow = d <= _DENSE_MAX
     if narrow and sp.issparse(Z) and n * d <= 5e7:
         Z = Z.toarray()  # dense BLAS beats sparse products for a few hundred columns
-    fun, weights = _objective(Z, y, lam, center, offset)
+    fun, weights = _objective(Z, y, lam, center, offset, tilt)
     w = center.copy() if x0 is None else np.asarray(x0, dtype=float).copy()
     f, g = fun(w)
     for _ in range(max_iter):

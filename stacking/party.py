@@ -36,6 +36,7 @@ from vfl.core.preprocessing import row_norms
 from vfl.core.protocol import (DIAGNOSTIC, INFERENCE, Call, Empty, Placement, Protocol, Side,
                                array, handles, message, scalar)
 
+from . import labels as lab
 from . import mechanism as mech
 
 __all__ = ["Noise", "PASSIVES_PROTOCOL", "Passive", "Passives", "PassiveSpec", "PassivesSide",
@@ -53,6 +54,9 @@ class PassiveSpec:
 
     clip = scalar(float)
     n_passive = scalar(int)
+    #: the labels' randomized-response flip rate q (None: the labels as they are); each
+    #: passive party then fits with the debiased loss (:mod:`.labels`)
+    label_flip = scalar(float, optional=True)
 
 
 @message
@@ -132,6 +136,7 @@ class Passive:
     def __init__(self, D, spec: PassiveSpec):
         self.D = D.tocsr() if sp.issparse(D) else np.ascontiguousarray(D, dtype=float)
         self.clip = spec.clip
+        self.q = spec.label_flip or 0.0
         self.x: np.ndarray | None = None
 
     @property
@@ -144,8 +149,13 @@ class Passive:
 
     def fit(self, labels, lam: float) -> np.ndarray:
         """Eq. L: the local logistic model on ``D_m`` with party 1's labels (offset: their
-        base-rate logit ``m0``), stopped at ``||grad|| <= GTOL`` (checked)."""
+        base-rate logit ``m0``), stopped at ``||grad|| <= GTOL`` (checked); with
+        randomized-response labels, the debiased loss of :mod:`.labels`."""
         y = np.asarray(labels, dtype=float)
+        if self.q:  # randomized-response labels: Natarajan et al.'s debiased loss
+            x, _ = mech.fit_logistic(self.D, y, lam, offset=lab.base_rate_logit(y, self.q),
+                                     tilt=lab.tilt(self.D, y, self.q))
+            return x
         x, _ = mech.fit_logistic(self.D, y, lam, offset=mech.base_rate_logit(y))
         return x
 
@@ -226,9 +236,9 @@ class PassivesSide(Side):
 PASSIVES_PROTOCOL = Protocol(
     "private_stacking", 1, spec=PassiveSpec, side=PassivesSide, opened=Blocks,
     iteration="release",
-    calls=(Call("release", Labels, Released, releases=True),
-           Call("shares", Empty, Shares, DIAGNOSTIC),
-           Call("test_shares", Empty, Shares, INFERENCE)),
+    calls=(Call("release", Labels, Released, releases=True, labels=("request", "reply")),
+           Call("shares", Empty, Shares, DIAGNOSTIC, labels=("reply",)),
+           Call("test_shares", Empty, Shares, INFERENCE, labels=("reply",))),
     placement=Placement("party", "parties", role="passive", grouped=True, first=1,
                         iteration="round"))
 
@@ -314,3 +324,20 @@ class Passives:
         """Each passive party's clipped share of the test rows (``test``: the held-out
         blocks of every party, where this process holds them)."""
         return [row for r in self.session.score("test_shares", test=test) for row in r.s]
+
+
+# -------------------------------------------------------------- what a party saw --
+def labels_sent(exchanges, party: int, n: int, streams=None) -> np.ndarray | None:
+    """The labels passive party ``party`` (0-based) received, ``(N, 1)``: as they are, or
+    after randomized response; the attacks' view (simulation)."""
+    got = [e.request.labels for e in exchanges if e.call == "release" and e.first <= party < e.stop]
+    return np.asarray(got[0], dtype=float)[:, None] if got else None
+
+
+def shares_sent(exchanges, party: int, n: int, streams=None) -> np.ndarray | None:
+    """The share party 1 received from passive party ``party`` on the training rows, ``(N, 1)``
+    (None when the run releases no shares)."""
+    for e in exchanges:
+        if e.call == "release" and e.first <= party < e.stop and e.reply.shares is not None:
+            return np.asarray(e.reply.shares[party - e.first], dtype=float)[:, None]
+    return None

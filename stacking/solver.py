@@ -72,12 +72,18 @@ import numpy as np
 import scipy.sparse as sp
 
 from vfl.core.params import Param
-from vfl.core.solver import Reference, Release, Setting, Solver, VerticalData
+from vfl.core.solver import (Reference, Release, Setting, Solver, VerticalData,
+                             label_neighbours)
 from vfl.core.host import LocalEnv
 from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 
+from vfl.core.relations import LABELS
+from vfl.core.sampling import rr_epsilon
+
+from . import labels as lab
 from . import mechanism as mech
+from . import party as party_views
 from .party import PASSIVES_PROTOCOL, Noise, Passives, PassiveSpec, share_moments
 
 __all__ = ["PrivateStacking", "NEIGHBOURS"]
@@ -111,6 +117,10 @@ class PrivateStacking(Solver):
     backends = ("inprocess", "dask", "services")
     accounted_backends = ("inprocess", "dask")
     protocol = PASSIVES_PROTOCOL
+    #: the labels a passive party receives are +-1 each: no norm to score
+    attacks = ("label-direction", "model-completion", "feature-reconstruction")
+    label_view = staticmethod(party_views.labels_sent)
+    share_view = staticmethod(party_views.shares_sent)
     reference = Reference(
         "vfl's one-release DP stacking for vertical FL (docs/privacy.md); output perturbation of "
         "Chaudhuri, Monteleoni and Sarwate (JMLR 2011), regression calibration (Carroll et al., "
@@ -141,6 +151,9 @@ class PrivateStacking(Solver):
         Param("accountant", str, "pld", "dp-accounting accountant of the calibration and the "
               "ledger (a deployment run, exact discrete noise, uses and requires rdp)",
               choices=("pld", "rdp")),
+        Param("label_epsilon", float, None, "label DP towards the passive parties: the labels "
+              "reach them through randomized response at this epsilon (pure, delta 0), and "
+              "they fit with the debiased loss", low=0, low_open=True),
     )
     columns = ("release_time_s", "fusion_time_s", "weight_party*", "lam_party*",
                "sigma_model_party*", "sigma_share_party*", "kappa")
@@ -197,6 +210,10 @@ class PrivateStacking(Solver):
         return privacy.get("delta") is not None
 
     @classmethod
+    def claims_guarantee(cls, privacy) -> bool:
+        return privacy.get("delta") is not None or privacy.get("label_epsilon") is not None
+
+    @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
         M = len(data.blocks) if data.units is None else data.units.n_parties
         return cls(data.blocks, data.y, lam_local=params["lam_local"], lam1=params["lam1"],
@@ -204,11 +221,13 @@ class PrivateStacking(Solver):
                    delta=privacy["delta"], clip=privacy["clip"], split=privacy["split"],
                    model_noise=privacy["model_noise"], accountant=privacy["accountant"],
                    noise_rngs=[streams.noise(m) for m in range(M)],
-                   shared_rng=streams.noise(), parties=data.units)
+                   shared_rng=streams.noise(), parties=data.units,
+                   label_epsilon=privacy.get("label_epsilon"), label_rng=streams.noise(0, 1))
 
     def __init__(self, blocks, y, *, lam_local=1.0, lam1=1.0, prior_sd=0.5, epsilon=None,
                  delta=None, clip=2.0, split=(0.5, 0.48, 0.02), model_noise=None,
-                 accountant="pld", noise_rngs=None, shared_rng=None, parties=None):
+                 accountant="pld", noise_rngs=None, shared_rng=None, parties=None,
+                 label_epsilon=None, label_rng=None):
         """``blocks``: every party's block, or with ``parties`` (the
         :class:`~vfl.core.units.Units` where the passive parties run) party 1's only."""
         M = len(blocks) if parties is None else parties.n_parties
@@ -237,7 +256,11 @@ class PrivateStacking(Solver):
         self.passive = np.arange(1, M)
         # the passive parties release through self.release here; elsewhere they draw their
         # noise themselves, at the scales of the events self.record_release records
-        spec = PassiveSpec(clip=float(clip), n_passive=M - 1)
+        if label_epsilon is not None and label_rng is None:
+            raise ValueError("label DP needs a noise generator for the labels")
+        self.label_epsilon, self.label_rng = label_epsilon, label_rng
+        self.q = lab.flip_rate(label_epsilon)  # 0: the labels as they are
+        spec = PassiveSpec(clip=float(clip), n_passive=M - 1, label_flip=self.q or None)
         streams = [None] * M if noise_rngs is None else list(noise_rngs)
         if parties is None:
             parties = InProcessUnits.blocks(blocks, LocalEnv(
@@ -266,7 +289,8 @@ class PrivateStacking(Solver):
                 rule = (1.0 + mech.GTOL) / (model_noise * np.sqrt(split[0]) * self.mu)
                 lam = np.maximum(lam, rule)
             self.lam = lam
-            self.sens = {"model": np.array([mech.model_sensitivity(v) for v in lam]),
+            self.sens = {"model": np.array([mech.model_sensitivity(
+                             v, grad_bound=lab.gradient_bound(self.q)) for v in lam]),
                          "shares": np.full(K, mech.share_sensitivity(self.clip)),
                          "moments": np.full(K, mech.moments_sensitivity(self.clip, n))}
             # step k spends the fraction f_k of mu^2: sigma_k = Delta_k / (sqrt(f_k) mu)
@@ -291,7 +315,13 @@ class PrivateStacking(Solver):
     def _release_round(self) -> None:
         """Steps 1-2: the passive parties' local fits and releases (all that leaves them)."""
         sent = self._sent()
-        got = self.passives.round(self.y.astype(np.int8), self.lam, sent)
+        labels = self.y.astype(np.int8)
+        if self.label_epsilon is not None:  # randomized response: one release to all of them
+            eps = rr_epsilon(self.label_epsilon)[1]
+            labels = self.release(labels.astype(float), units=0, scale=1.0 / eps, sensitivity=1.0,
+                                  rng=self.label_rng, mechanism="randomized_response",
+                                  relation="labels").astype(np.int8)
+        got = self.passives.round(labels, self.lam, sent)
         self.x_released = got.models  # the exact local models are not kept
         self._count_round(sent)
         if not self.private:  # the exact shares: party 1 computes their moments itself
@@ -391,9 +421,14 @@ class PrivateStacking(Solver):
                                                     zip(self.model.a, self.x_released)])
 
     def planned_releases(self) -> list[Release] | None:
-        if not self.private or self.round:
+        if self.round:
             return []
-        out = [Release("gaussian", np.array([m]), self.sens["model"][[j]],
+        rr = [] if self.label_epsilon is None else [Release(
+            "randomized_response", np.array([0]), np.array([1.0]),
+            np.array([1.0 / rr_epsilon(self.label_epsilon)[1]]), len(self.y), relation="labels")]
+        if not self.private:
+            return rr
+        out = rr + [Release("gaussian", np.array([m]), self.sens["model"][[j]],
                        self.sigma["model"][[j]], self.passives.widths[j])
                for j, m in enumerate(self.passive)]
         if self.split[1] > 0:
@@ -478,6 +513,8 @@ class PrivateStacking(Solver):
                     "candidate", m, with_row(k, -xh), f"row {k} of party {m + 1}'s block set "
                     "to x*/||x*|| (x* a reference local fit), replaced by -x*/||x*||",
                     with_row(k, xh)))
+        if privacy.get("label_epsilon") is not None:  # and the label relation's
+            out += label_neighbours(data, rng)
         return out
 
     # -- what the manifest says ---------------------------------------------------
@@ -497,16 +534,36 @@ class PrivateStacking(Solver):
                                                                      self.split[1] > 0) else 0},
         }
 
+    def label_guarantee(self) -> dict | None:
+        """The label guarantee (towards the passive parties), or None without one."""
+        if self.label_epsilon is None:
+            return None
+        eps = rr_epsilon(self.label_epsilon)[1]
+        return {**LABELS.describe(), "epsilon": eps, "delta": 0.0,
+                "mechanism": f"randomized response (Warner 1965): each label flipped with "
+                             f"probability q = 1 / (1 + e^eps) = {self.q:.6g}, one draw sent "
+                             "to every passive party (exact Bernoulli in deployment); the "
+                             "passive parties fit with the debiased loss of Natarajan et al. "
+                             "(2013), whose gradient bound 1 + q / (1 - 2q) enters the "
+                             "models' feature sensitivity",
+                "enforced": {"labels_in": [-1, 1], "one_release": True}}
+
     def privacy_info(self) -> dict | None:
+        label = self.label_guarantee()
+        note = (f"labels: {label['epsilon']:.6g}-label-DP towards the passive parties "
+                "(randomized response)" if label else _LABELS_NOTE)
         if not self.private:
             return {"mode": "non-private", "dp_guarantee": False,
-                    "note": "no noise: non-private stacking (set privacy.delta and "
-                            "privacy.epsilon for the private mechanism)", "labels": _LABELS_NOTE}
+                    "note": "no noise on the features: non-private stacking (set privacy.delta "
+                            "and privacy.epsilon for the private mechanism)", "labels": note,
+                    **({"label_guarantee": label} if label else {})}
         return {
             "mode": "accounting",
             "dp_guarantee": True,
             "neighbouring": NEIGHBOURS,
-            "labels": _LABELS_NOTE,
+            "towards": "party 1 (it receives the passive parties' releases)",
+            "labels": note,
+            **({"label_guarantee": label} if label else {}),
             "protected_units": "each passive party m >= 2 (party 1 releases nothing)",
             "mechanism": ("Gaussian, per passive party: x~_m = x_m + N(0, s_x^2 I) (output "
                           "perturbation; treated as public), t_m = clip(D_m x~_m, [-c, c]) + "
@@ -514,7 +571,8 @@ class PrivateStacking(Solver):
                           "composed adaptively as one Gaussian (GDP)"),
             "enforced": {"rows_unit_norm": True, "local_fit_gradient_tol": mech.GTOL,
                          "share_clip_c": self.clip, "strong_convexity": "2 lam_m (sum form)"},
-            "sensitivity": {"model": "(1 + gtol) / lam_m", "shares": "2 c",
+            "sensitivity": {"model": "(1 + gtol) / lam_m" if not self.q else
+                            "(1 + q / (1 - 2q) + gtol) / lam_m (debiased loss)", "shares": "2 c",
                             "moments": "max over u, v in [-c, c] of ||(u - v, u^2 - v^2)|| / N "
                                        "(2 c / N up to c = 1.665; sqrt((2c - r)^2 (1 + r^2)) "
                                        "/ N above, r = (c + sqrt(c^2 - 2)) / 2)",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-FAMILIES = ("admm", "baselines", "decentralized", "stacking")
+FAMILIES = ("admm", "attacks", "baselines", "decentralized", "stacking")
 #: what each part may import from vfl
 ALLOWED = {
     "core": {"core"},

@@ -56,6 +56,7 @@ def test_defaults_are_filled_in():
     assert d["privacy"] == {"sigma": 0.0, "form": "output", "delta": None, "epsilon": None,
                             "neighbours": "column", "clip": None, "b1": 10.0, "input_clip": None,
                             "calibration": "sound", "accountant": "pld",
+                            "label_epsilon": None, "label_delta": 1e-5, "label_clip": None,
                             "replayable_noise": True, "budget_epsilon": None}
     assert d["run"] == {"seed": 0, "repeats": 1, "eval_every": 1}
     sgd = config_from_dict({**BASE, "solver": {"name": "fdml_sgd"}}).to_dict()

@@ -684,6 +684,17 @@ CASES += [
      "the config claims no guarantee"),
     ("tune-data-dir-is-a-file", ["tune", "--config", "small.toml", "--grid", "solver.rho=1",
                                  "--data-dir", "afile"], "'afile' is a file"),
+    # vfl attack
+    ("attack-config-missing", ["attack", "--config", "nope.toml", "--attack", "label-norm"],
+     "config file not found: nope.toml"),
+    ("attack-unknown", ["attack", "--config", "small.toml", "--attack", "bogus"],
+     "'bogus' is not one of"),
+    ("attack-too-few-known", ["attack", "--config", "small.toml", "--attack", "model-completion",
+                              "--known", "3"], "model-completion needs at least 10 known labels"),
+    ("attack-party-one", ["attack", "--config", "small.toml", "--attack", "label-norm",
+                          "--party", "1"], "--party 1: the passive parties are 2..M"),
+    ("attack-not-defined", ["attack", "--config", DP_ADMM, "--attack", "label-norm"],
+     "attack label-norm is not defined for dp_admm (defined: none)"),
 ]
 
 def _tree(root: Path) -> list[str]:

@@ -14,12 +14,14 @@ import scipy.sparse as sp
 from vfl.core.metrics import accuracy, log_loss
 from vfl.core.params import Param
 from vfl.core.preprocessing import row_norms
-from vfl.core.solver import Neighbour, PartyBlocks, Reference, Release, Setting, VerticalData
+from vfl.core.solver import (Neighbour, PartyBlocks, Reference, Release, Setting, VerticalData,
+                             label_neighbours)
 from vfl.core.wire import Wire
 
 from .accounting import (CALIBRATION, CALIBRATIONS, LABELS_NOTE, corollary1_claim,
                          describe_plan, plan_privacy)
 from .noise import NOISE, NOISE_FORMS
+from . import party as party_views
 from .party import SHARING_PROTOCOL
 from .penalty import RHO_SCHEDULE
 from .relations import RELATIONS
@@ -100,6 +102,9 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
     backends = ("inprocess", "dask", "services")
     accounted_backends = ("inprocess", "dask", "services")
     protocol = SHARING_PROTOCOL
+    attacks = ("label-norm", "label-direction", "model-completion", "feature-reconstruction")
+    label_view = staticmethod(party_views.pulled)
+    share_view = staticmethod(party_views.shared)
     params = (
         Param("rho", float, 1.0, "penalty of the augmented Lagrangian (5)", low=0, low_open=True),
         Param("rho_parties", str, "fixed", "fixed = rho as given; scaled = rho (2/M)^0.6 for M "
@@ -167,6 +172,13 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
               choices=CALIBRATIONS),
         Param("accountant", str, "pld", "dp-accounting accountant composing the epochs",
               choices=("pld", "rdp")),
+        Param("label_epsilon", float, None, "label DP towards the passive parties: every "
+              "pulled value clipped to [-label_clip, label_clip] and Gaussian noise added, "
+              "calibrated over the epochs' M pulls", low=0, low_open=True),
+        Param("label_delta", float, 1e-5, "delta of the label guarantee", low=0, high=1,
+              low_open=True, high_open=True),
+        Param("label_clip", float, None, "L: the pulled values' bound for label DP (required "
+              "with label_epsilon)", low=0, low_open=True),
     )
     columns = ("objective", "primal_residual", "dual_residual", "x_time_s", "z_time_s", "y_time_s",
                "rho", "restarted", "anderson_accepted",
@@ -188,6 +200,9 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
             raise ValueError("solver.rho_parties = 'scaled' needs form = 'boyd' (in Hu's form a "
                              "smaller rho at M = 16 diverges on a9a)")
         p = privacy
+        if p.get("label_epsilon") is not None and p.get("label_clip") is None:
+            raise ValueError("privacy.label_epsilon needs privacy.label_clip (L): label DP "
+                             "bounds the pulled values to [-L, L]")
         relation = RELATIONS[p["neighbours"]]()
         if p["delta"] is not None and RHO_SCHEDULE[params["rho_schedule"]].adaptive:
             if params["rho_min"] is None:
@@ -223,6 +238,26 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         return privacy.get("delta") is not None  # Assumption 2.3, which every bound uses
 
     @classmethod
+    def claims_guarantee(cls, privacy) -> bool:
+        return privacy.get("delta") is not None or privacy.get("label_epsilon") is not None
+
+    @staticmethod
+    def _with_label_dp(solver, privacy, streams, iterations, M):
+        """Label DP on every pull (:meth:`ADMMSharing._label_noise`): T epochs of M pulls."""
+        if privacy.get("label_epsilon") is None:
+            return solver
+        from vfl.privacy.labels import label_sigma
+
+        solver.label_epsilon, solver.label_delta = privacy["label_epsilon"], privacy["label_delta"]
+        solver.label_clip, solver.label_rng = privacy["label_clip"], streams.noise(0, 1)
+        # exact noise (a deployment) is accounted by RDP: calibrated by it too
+        solver.label_sigma = label_sigma(solver.label_epsilon, solver.label_delta,
+                                         iterations * M, solver.label_clip,
+                                         "rdp" if streams.exact_noise else
+                                         privacy.get("accountant", "pld"))
+        return solver
+
+    @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
         blocks, y = data.blocks, data.y
         M, N = (len(blocks) if data.units is None else data.units.n_parties), len(y)
@@ -236,7 +271,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         if not accounting:
             solver = cls(blocks, y, objective, sigma=p["sigma"], parties=data.units, **self_kw)
             solver.wire = Wire(M)
-            return solver
+            return cls._with_label_dp(solver, p, streams, iterations, M)
         widths, norms = _block_facts(data)
         for m, norm in enumerate(norms, start=1):
             if not norm <= 1.0 + 1e-9:  # NaN fails too
@@ -254,7 +289,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
                      **self_kw)
         solver._plan = plan
         solver.wire = Wire(M)
-        return solver
+        return cls._with_label_dp(solver, p, streams, iterations, M)
 
     @classmethod
     def unit_noise(cls, widths, N, objective, params, privacy, iterations):
@@ -300,6 +335,8 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
                                  None if base is None else with_block(base))
 
             out.extend(relation.neighbours(D, y, rng, pair))
+        if privacy.get("label_epsilon") is not None:  # and the label relation's
+            out += label_neighbours(data, rng)
         return out
 
     # -- the runner protocol ------------------------------------------------
@@ -423,6 +460,21 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         }
 
     def privacy_info(self) -> dict | None:
+        out = self._feature_info()
+        if self.label_sigma is None:
+            return out
+        from vfl.privacy.labels import label_guarantee
+
+        label = label_guarantee(self.label_epsilon, self.label_delta, (
+            f"every pulled value clipped to [-L, L] entry by entry and N(0, "
+            f"{self.label_sigma:.4g}^2) added (the label holder's own pull too: every share is "
+            "then a function of noisy pulls); M pulls per epoch, each of sensitivity 2 L, "
+            "composed over the epochs"), {"pull_clip_L": self.label_clip})
+        out = dict(out or {"mode": "simulation", "dp_guarantee": False,
+                           "note": "no noise on the shares: the features are not protected"})
+        return {**out, "label_guarantee": label, "labels": "label DP: see label_guarantee"}
+
+    def _feature_info(self) -> dict | None:
         plan = self._plan
         if plan is None:
             if not np.any(self.sigma > 0):

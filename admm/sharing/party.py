@@ -239,10 +239,11 @@ def _compact(entries: list) -> list:
 
 SHARING_PROTOCOL = Protocol(
     "admm_sharing", 1, spec=PartySpec, side=SharingSide, opened=Width, iteration="update",
-    calls=(Call("update", Pull, Share, releases=True),
-           Call("state", Empty, State, DIAGNOSTIC),
-           Call("rmatvec", Residual, Coefficients, DIAGNOSTIC),
-           Call("test_product", Empty, Scores, INFERENCE),
+    calls=(Call("update", Pull, Share, releases=True, labels=("request", "reply")),
+           Call("state", Empty, State, DIAGNOSTIC, labels=("reply",)),
+           Call("rmatvec", Residual, Coefficients, DIAGNOSTIC,
+                labels=("request", "reply")),
+           Call("test_product", Empty, Scores, INFERENCE, labels=("reply",)),
            Call("skip", Skip, Empty, CONTROL)),
     placement=Placement("party", "parties", iteration="epoch"),
     recovery=Recovery(compact=_compact))
@@ -318,3 +319,17 @@ class Parties:
         """``B_m x_m`` on each party's held-out columns ``B_m`` (``test``, where held here;
         elsewhere each party holds its own): the inference messages."""
         return [s.u for s in self.session.score("test_product", test=test)]
+
+
+# -------------------------------------------------------------- what a party saw --
+def pulled(exchanges, party: int, n: int, streams=None) -> np.ndarray | None:
+    """What party ``party`` (0-based) pulled, ``(N, epochs)``: the values that carry the
+    labels to it (the z- and dual updates read them); the attacks' view (simulation)."""
+    cols = [e.request.r for e in exchanges if e.call == "update" and e.first <= party < e.stop]
+    return np.column_stack(cols) if cols else None
+
+
+def shared(exchanges, party: int, n: int, streams=None) -> np.ndarray | None:
+    """What the central node (party 1) received from party ``party``: its shares per epoch."""
+    cols = [e.reply.s for e in exchanges if e.call == "update" and e.first <= party < e.stop]
+    return np.column_stack(cols) if cols else None

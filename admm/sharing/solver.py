@@ -369,8 +369,25 @@ acceleration, anderson_memory, z_update, blas_threads
         (into ``scratch(m)`` when given)."""
         r = self.sharing.pulled(m, P, z, y, S, self.rho,
                                 out=None if scratch is None else scratch(m))
+        if self.label_sigma is not None:
+            r = self._label_noise(r)
         if self.input_clip is not None:
             np.clip(r, -self.input_clip, self.input_clip, out=r)
+        return r
+
+    #: label DP (privacy.label_epsilon): each pull clipped to [-L, L] entry by entry and
+    #: perturbed by N(0, label_sigma^2); None: the pulls as they are
+    label_sigma = None
+
+    def _label_noise(self, r: np.ndarray) -> np.ndarray:
+        """One label release: entry i of a pull is the only one that depends on label i given
+        the released values (the z- and dual updates are separable per sample, and every
+        share is a function of noisy pulls), so clipped it moves by at most 2 L."""
+        np.clip(r, -self.label_clip, self.label_clip, out=r)
+        # (a copy: r is an epoch's scratch slot, and the audit keeps the mean it is shown)
+        r[...] = self.release(r.copy(), units=0, scale=self.label_sigma,
+                              sensitivity=2.0 * self.label_clip, rng=self.label_rng,
+                              relation="labels")
         return r
 
     def z_update(self, share_sum: np.ndarray, y=None, z0=None, work=None) -> np.ndarray:

@@ -107,6 +107,9 @@ def release_log_ratio(release, o, mean, mean_other) -> np.ndarray:
         return gaussian_log_ratio(o, mu, mu2, release.scale)
     if release.mechanism == "laplace":
         return laplace_log_ratio(o, mu, mu2, release.scale)
+    if release.mechanism == "randomized_response":  # labels +-1: eps where the means differ
+        eps = 1.0 / np.asarray(release.scale, dtype=float)[:, None]
+        return np.sum(np.where(mu == mu2, 0.0, np.where(o == mu, eps, -eps)), axis=-1)
     raise ValueError(f"unknown mechanism {release.mechanism!r}")
 
 

@@ -1,0 +1,96 @@
+"""``vfl attack``: run a config in this process, tap its messages, attack them.
+
+A passive party (party 2 by default) attacks the labels with what it
+received that depends on them (the solver's ``label_view``); party 1 attacks
+a passive party's features with the shares it received (``share_view``) and a
+public auxiliary set of rows whose features it knows. Each attack's outcome
+(:class:`vfl.attacks.Outcome`): its AUC with DeLong's interval, the ceiling
+of the guarantee that covers what it attacks (the label ledger's for label
+attacks, the feature ledger's for feature reconstruction; None without one)
+and the epsilon the attack shows. A simulation: the scores use the true
+labels and features, which no party of a deployment holds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from vfl.attacks import ATTACKS, MIN_KNOWN, Outcome, outcome
+from vfl.attacks import label as attack_fns
+from vfl.core.errors import ConfigError
+
+from .registry import get_solver
+
+__all__ = ["check_attack", "run_attack"]
+
+_FUNCTIONS = {"label-norm": attack_fns.label_norm, "label-direction": attack_fns.label_direction,
+              "model-completion": attack_fns.model_completion}
+#: known labels each attack needs (feature reconstruction: rows of the auxiliary set)
+NEED = {"label-norm": 1, "label-direction": 1, "model-completion": MIN_KNOWN,
+        "feature-reconstruction": MIN_KNOWN}
+
+
+def check_attack(config, name: str, known: int, party: int) -> None:
+    """Everything about the request that needs no data (one line each, before any work)."""
+    cls = get_solver(config.solver.name)
+    if name not in ATTACKS:
+        raise ConfigError(f"unknown attack {name!r}; attacks: {', '.join(ATTACKS)}")
+    if name not in cls.attacks:
+        defined = ", ".join(cls.attacks) or "none"
+        raise ConfigError(f"attack {name} is not defined for {cls.name} (defined: {defined})")
+    if known < NEED[name]:
+        what = "rows of the auxiliary set" if name == "feature-reconstruction" else "known labels"
+        raise ConfigError(f"{name} needs at least {NEED[name]} {what}; --known is {known}")
+    if party < 2:
+        raise ConfigError(f"--party {party}: the passive parties are 2..M (party 1 holds the "
+                          "labels)")
+
+
+def _binary_target(D) -> np.ndarray:
+    """The passive party's most balanced binary feature (``column > its median``)."""
+    D = D.toarray() if sp.issparse(D) else np.asarray(D, dtype=float)
+    B = D > np.median(D, axis=0, keepdims=True)
+    p = B.mean(axis=0)
+    return B[:, int(np.argmax(np.minimum(p, 1 - p)))]
+
+
+def run_attack(config, name: str, *, known: int = 40, party: int = 2, data_dir=None,
+               transcript=None) -> Outcome:
+    """Attack ``name`` on a run of ``config``; ``party``: the passive party (1-based) that
+    attacks the labels or whose features party 1 attacks."""
+    from .config import load_config
+    from .runner import _streams
+    from .transcript import record
+
+    if not hasattr(config, "solver"):  # a path
+        config = load_config(config)
+    check_attack(config, name, known, party)
+    cls = get_solver(config.solver.name)
+    tr = transcript or record(config, data_dir=data_dir, evaluate=False)
+    y = np.asarray(tr.prepared.data.y, dtype=float)
+    n, m = y.size, party - 1
+    if m >= len(tr.prepared.data.blocks):
+        raise ConfigError(f"--party {party}: the run has {len(tr.prepared.data.blocks)} parties")
+    streams = _streams(config, 0)
+    rng = streams.get("audit", 1)
+    pick = rng.permutation(n)
+    seen, rest = pick[:known], pick[known:]
+    if ATTACKS[name] == "passive":
+        V = cls.label_view(tr.exchanges, m, n, streams)
+        if V is None:
+            raise ConfigError(f"the run has no message that {name} reads: party {party} "
+                              "received nothing that depends on the labels")
+        scores = _FUNCTIONS[name](V, seen, y[seen])
+        truth, guarantee = y > 0, tr.guarantees.get("labels")
+    else:
+        S = cls.share_view(tr.exchanges, m, n, streams)
+        if S is None:
+            raise ConfigError(f"the run has no message that {name} reads: party {party} sent "
+                              "party 1 no shares of the training rows")
+        truth = _binary_target(tr.prepared.data.blocks[m])
+        scores = attack_fns.feature_reconstruction(S, truth, seen)
+        guarantee = tr.guarantees.get("features")
+    if np.unique(truth[rest]).size < 2:
+        raise ConfigError(f"{name}: the attacked samples have one class only")
+    return outcome(name, scores[rest], truth[rest], rng, guarantee)
