@@ -74,11 +74,11 @@ def test_the_core_holds_the_shared_problem_library():
 
 
 def test_the_cli_only_parses_calls_and_prints():
-    """cli/ stays under 1,150 lines: the logic lives in the layers below it (1,000 until
-    `vfl tune` and `vfl datasets split`, 1,100 until `vfl party serve` and `vfl party certs`,
-    thin commands over experiments/)."""
+    """cli/ stays under 1,200 lines: the logic lives in the layers below it (1,000 until
+    `vfl tune` and `vfl datasets split`, 1,100 until `vfl party` and `vfl attack`: thin
+    commands over experiments/)."""
     lines = sum(len(path.read_text().splitlines()) for path in (REPO / "cli").glob("*.py"))
-    assert lines < 1150, f"cli/ has {lines} lines"
+    assert lines < 1200, f"cli/ has {lines} lines"
 
 
 def test_import_linter_contracts_hold(tmp_path):
