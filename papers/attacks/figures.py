@@ -112,15 +112,17 @@ def _party1(config) -> float:
                  ["test_logloss"])
 
 
-def runs(configs: Path, echo=click.echo, epsilons=EPSILONS, methods=None) -> pd.DataFrame:
-    """Every point of the figure, as :data:`COLUMNS` rows."""
+def runs(configs: Path, echo=click.echo, epsilons=EPSILONS, methods=None,
+         directions=("labels", "features")) -> pd.DataFrame:
+    """Every point of the figure, as :data:`COLUMNS` rows (``methods``, ``directions``:
+    a part of it, for tests)."""
     rows = []
     for method, name in METHODS.items():
         if methods is not None and method not in methods:
             continue
         raw = tomllib.loads((Path(configs) / f"{name}.toml").read_text())
         party1 = _party1(config_from_dict(_variant(raw, method, "features", None)))
-        for direction in ("labels", "features"):
+        for direction in directions:
             defended = direction == "labels" or method in FEATURE_PRIVACY
             for eps in (None,) + (tuple(epsilons) if defended else ()):
                 t0 = perf_counter()
@@ -201,13 +203,14 @@ def _write_csv(table: pd.DataFrame, path: Path) -> Path:
 
 
 def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2,
-              echo=click.echo, epsilons=EPSILONS, methods=None) -> list[Path]:
+              echo=click.echo, epsilons=EPSILONS, methods=None,
+              directions=("labels", "features")) -> list[Path]:
     """Run every point and draw the figures (``which``: attacks | all)."""
     PAPER.chosen(which)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = perf_counter()
-    table = runs(configs, echo, epsilons, methods)
+    table = runs(configs, echo, epsilons, methods, directions)
     written = [_write_csv(table, out / "attacks.csv")] + draw(table, out)
     echo(f"  done in {perf_counter() - t0:.0f} s")
     return written
