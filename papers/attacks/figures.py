@@ -135,7 +135,11 @@ def runs(configs: Path, echo=click.echo, epsilons=EPSILONS, methods=None,
 
 def _panel(ax, t: pd.DataFrame, xlabel: str, title: str) -> None:
     """Each attack's AUC against epsilon (the undefended run apart, at the right edge), the
-    ceiling, and the test log loss on a twin axis."""
+    ceiling, and the test log loss on a twin axis (nothing where the direction was not
+    run)."""
+    if t.empty:
+        ax.set_axis_off()
+        return
     t = t.sort_values("epsilon")
     finite = sorted(e for e in t["epsilon"].unique() if np.isfinite(e))
     right = (max(finite) * 2.5) if finite else 1.0
