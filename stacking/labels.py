@@ -28,9 +28,10 @@ import math
 
 import numpy as np
 
+from vfl.core.relations import LABELS
 from vfl.core.sampling import rr_epsilon
 
-__all__ = ["base_rate_logit", "debias", "flip_rate", "gradient_bound", "tilt"]
+__all__ = ["base_rate_logit", "debias", "flip_rate", "gradient_bound", "guarantee", "tilt"]
 
 
 def flip_rate(label_epsilon: float | None) -> float:
@@ -65,3 +66,15 @@ def base_rate_logit(y_noisy, q: float) -> float:
     p = (float(np.mean(np.asarray(y_noisy) > 0)) - q) / (1.0 - 2.0 * q)
     p = min(max(p, 1e-6), 1 - 1e-6)
     return math.log(p / (1.0 - p))
+
+
+def guarantee(label_epsilon: float) -> dict:
+    """The manifest's ``label_guarantee`` of randomized response at ``label_epsilon``."""
+    eps, q = rr_epsilon(label_epsilon)[1], flip_rate(label_epsilon)
+    return {**LABELS.describe(), "epsilon": eps, "delta": 0.0,
+            "mechanism": f"randomized response (Warner 1965): each label flipped with "
+                         f"probability q = 1 / (1 + e^eps) = {q:.6g}, one draw sent to every "
+                         "passive party (exact Bernoulli in deployment); the passive parties "
+                         "fit with the debiased loss of Natarajan et al. (2013), whose gradient "
+                         "bound 1 + q / (1 - 2q) enters the models' feature sensitivity",
+            "enforced": {"labels_in": [-1, 1], "one_release": True}}

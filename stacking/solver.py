@@ -78,7 +78,6 @@ from vfl.core.host import LocalEnv
 from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 
-from vfl.core.relations import LABELS
 from vfl.core.sampling import rr_epsilon
 
 from . import labels as lab
@@ -536,17 +535,7 @@ class PrivateStacking(Solver):
 
     def label_guarantee(self) -> dict | None:
         """The label guarantee (towards the passive parties), or None without one."""
-        if self.label_epsilon is None:
-            return None
-        eps = rr_epsilon(self.label_epsilon)[1]
-        return {**LABELS.describe(), "epsilon": eps, "delta": 0.0,
-                "mechanism": f"randomized response (Warner 1965): each label flipped with "
-                             f"probability q = 1 / (1 + e^eps) = {self.q:.6g}, one draw sent "
-                             "to every passive party (exact Bernoulli in deployment); the "
-                             "passive parties fit with the debiased loss of Natarajan et al. "
-                             "(2013), whose gradient bound 1 + q / (1 - 2q) enters the "
-                             "models' feature sensitivity",
-                "enforced": {"labels_in": [-1, 1], "one_release": True}}
+        return None if self.label_epsilon is None else lab.guarantee(self.label_epsilon)
 
     def privacy_info(self) -> dict | None:
         label = self.label_guarantee()

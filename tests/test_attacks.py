@@ -105,7 +105,8 @@ def test_reproduce_attacks_meets_the_stacking_target(tmp_path):
     from vfl.papers.attacks.figures import reproduce
 
     reproduce("attacks", tmp_path, paper("attacks").config_dir, epsilons=(1.0,),
-              methods=("private_stacking",), echo=lambda *a, **k: None)
+              methods=("private_stacking",), directions=("labels",),
+              echo=lambda *a, **k: None)
     t = pd.read_csv(tmp_path / "attacks.csv")
     labels = t[t["direction"] == "labels"]
     at1, free = labels[labels["epsilon"] == 1.0], labels[~np.isfinite(labels["epsilon"])]

@@ -112,15 +112,17 @@ def _party1(config) -> float:
                  ["test_logloss"])
 
 
-def runs(configs: Path, echo=click.echo, epsilons=EPSILONS, methods=None) -> pd.DataFrame:
-    """Every point of the figure, as :data:`COLUMNS` rows."""
+def runs(configs: Path, echo=click.echo, epsilons=EPSILONS, methods=None,
+         directions=("labels", "features")) -> pd.DataFrame:
+    """Every point of the figure, as :data:`COLUMNS` rows (``methods``, ``directions``:
+    a part of it, for tests)."""
     rows = []
     for method, name in METHODS.items():
         if methods is not None and method not in methods:
             continue
         raw = tomllib.loads((Path(configs) / f"{name}.toml").read_text())
         party1 = _party1(config_from_dict(_variant(raw, method, "features", None)))
-        for direction in ("labels", "features"):
+        for direction in directions:
             defended = direction == "labels" or method in FEATURE_PRIVACY
             for eps in (None,) + (tuple(epsilons) if defended else ()):
                 t0 = perf_counter()
@@ -133,7 +135,11 @@ def runs(configs: Path, echo=click.echo, epsilons=EPSILONS, methods=None) -> pd.
 
 def _panel(ax, t: pd.DataFrame, xlabel: str, title: str) -> None:
     """Each attack's AUC against epsilon (the undefended run apart, at the right edge), the
-    ceiling, and the test log loss on a twin axis."""
+    ceiling, and the test log loss on a twin axis (nothing where the direction was not
+    run)."""
+    if t.empty:
+        ax.set_axis_off()
+        return
     t = t.sort_values("epsilon")
     finite = sorted(e for e in t["epsilon"].unique() if np.isfinite(e))
     right = (max(finite) * 2.5) if finite else 1.0
@@ -201,13 +207,14 @@ def _write_csv(table: pd.DataFrame, path: Path) -> Path:
 
 
 def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2,
-              echo=click.echo, epsilons=EPSILONS, methods=None) -> list[Path]:
+              echo=click.echo, epsilons=EPSILONS, methods=None,
+              directions=("labels", "features")) -> list[Path]:
     """Run every point and draw the figures (``which``: attacks | all)."""
     PAPER.chosen(which)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = perf_counter()
-    table = runs(configs, echo, epsilons, methods)
+    table = runs(configs, echo, epsilons, methods, directions)
     written = [_write_csv(table, out / "attacks.csv")] + draw(table, out)
     echo(f"  done in {perf_counter() - t0:.0f} s")
     return written
