@@ -188,6 +188,21 @@ def _sampler(which: str):
     return read
 
 
+def _services_noop(output, wall, tmp):
+    found = json.loads((tmp / "bench" / "bench.json").read_text())["party_services"]["cases"][0]
+    return (f"{found['noop_round_trip_ms']:.2f} ms",
+            "median of 200 no-op `Health` calls over the coordinator's open mutual-TLS gRPC "
+            "channel to a party service on localhost")
+
+
+def _flower_noop(output, wall, tmp):
+    found = json.loads(output.strip().splitlines()[-1])
+    return (f"{found['median_s']:.1f} s",
+            f"a no-op Message ServerApp -> local SuperLink -> SuperNode -> ClientApp and back, "
+            f"flwr 1.20 (VFL_FLWR_PYTHON, a scratch venv), plaintext, median of {found['n']}: "
+            f"{found['median_s']:.2f} s (min {found['min_s']:.2f} s)")
+
+
 MEASUREMENTS = {
     "test-suite": Measurement("pytest -q", lambda out, wall, tmp: _pytest(out, _minutes)),
     "test-fast": Measurement('pytest -q -m "not slow"',
@@ -216,6 +231,9 @@ MEASUREMENTS = {
                                   _sampler("timing")),
     "sampler-timing-previous": Measurement("python -m benchmarks --only sampler "
                                            "--out {tmp}/bench", _sampler("timing-previous")),
+    "services-noop": Measurement("python -m benchmarks --only party_services --out {tmp}/bench",
+                                 _services_noop),
+    "flower-noop": Measurement("python -m benchmarks.flower_noop", _flower_noop),
 }
 
 

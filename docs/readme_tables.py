@@ -232,9 +232,8 @@ def services_markdown(table: pd.DataFrame) -> str:
              f"{int(r['epochs'])} epochs each; the same numbers as in-process: "
              f"{'yes' if r['same_numbers'] else 'NO'}; TCP carried "
              f"{_mb(r['tcp_bytes_per_epoch'])} MB per epoch for the protocol's "
-             f"{_mb(r['protocol_bytes_per_epoch'])} MB; a no-op call (Health) over the open "
-             f"mutual-TLS channel: {r['noop_round_trip_ms']:.2f} ms (median). Load average "
-             f"{r['load_before']:g} before and {r['load_after']:g} after."]
+             f"{_mb(r['protocol_bytes_per_epoch'])} MB. Load average "
+             f"{r['load_before']:g} before and {r['load_after']:g} after (2 shared cores)."]
     return "\n".join(lines) + "\n"
 
 

@@ -81,6 +81,7 @@ class ServiceUnits(Units):
         self.framing = {kind: 0 for kind in Kind}
         self.last_scoring: int | None = None
         self.ports = {int(a.rpartition(":")[2]) for a in self.addresses}
+        self._failed = 0  # the host whose call failed first in the last exchange
         self.total = 0
 
     # -- connecting ----------------------------------------------------------------------
@@ -240,7 +241,8 @@ class ServiceUnits(Units):
             try:
                 raw = future.result()
             except Exception as exc:  # noqa: BLE001 (grpc.RpcError: a lost party)
-                failure = failure or exc
+                if failure is None:
+                    failure, self._failed = exc, k
                 continue
             got[k] = self._read(session, k, raw, index)
             self._framed(call.kind, frames[k], requests[k], raw, got[k])
@@ -256,8 +258,7 @@ class ServiceUnits(Units):
 
         if isinstance(failure, grpc.RpcError) and failure.code() not in (
                 grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
-            k = next((k for k in range(len(self.calls))), 0)
-            raise PartyLostError(self._why(k, failure)) from None
+            raise PartyLostError(self._why(self._failed, failure)) from None
         lost = [k for k in range(len(self.calls)) if not self._alive(k)]
         if not lost:
             raise failure

@@ -118,7 +118,8 @@ def test_external_benchmarks_plug_in(monkeypatch):
 
     assert runner.EXTERNAL == {"dp_admm": "dp_admm_benchmark", "ldp": "ldp_benchmark",
                                "sampler": "sampler_benchmark", "startup": "startup_benchmark",
-                               "dask_parties": "dask_benchmark"}
+                               "dask_parties": "dask_benchmark",
+                               "party_services": "services_benchmark"}
     monkeypatch.setitem(runner.EXTERNAL, "does_not_exist", "bench")
     assert runner._external("does_not_exist", "bench", None) is None
     md = report.markdown({"quick": True, "total_seconds": 1.0, "targets": {},

@@ -695,6 +695,21 @@ CASES += [
                           "--party", "1"], "--party 1: the passive parties are 2..M"),
     ("attack-not-defined", ["attack", "--config", DP_ADMM, "--attack", "label-norm"],
      "attack label-norm is not defined for dp_admm (defined: none)"),
+    # vfl party
+    ("party-serve-no-party-table", ["party", "serve", "--config", "small.toml"],
+     "needs a [party] table"),
+    ("party-serve-bad-index", ["party", "serve", "--config", "small.toml", "--set",
+                               "party.index=0"], "party.index must be the party's number"),
+    ("party-serve-plaintext-off-loopback", [
+        "party", "serve", "--config", "small.toml", "--set", "party.index=1", "--set",
+        "party.insecure=true", "--set", 'party.listen="10.1.1.1:5"'],
+     "allowed on a loopback address only"),
+    ("party-serve-data-dir-is-a-file", ["party", "serve", "--config", "small.toml",
+                                        "--data-dir", "afile"], "'afile' is a file"),
+    ("party-certs-no-parties", ["party", "certs", "--out", "o", "--parties", "0"],
+     "'--parties': 0 is not in the range"),
+    ("party-certs-zero-days", ["party", "certs", "--out", "o", "--parties", "1", "--days", "0"],
+     "'--days': 0 is not in the range"),
 ]
 
 def _tree(root: Path) -> list[str]:

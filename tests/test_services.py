@@ -510,3 +510,19 @@ def test_what_does_not_run_as_party_services_is_refused_in_one_line(tmp_path, co
                "--set", "run.parties=['127.0.0.1:1']", "--set", "run.insecure=true",
                "--out", tmp_path / "run")
     assert_one_line_error(proc, says)
+
+
+def test_a_deployment_party_refuses_every_diagnostic_call(tmp_path, parties, certs):
+    from vfl.admm.sharing.party import PartySpec, Residual
+    from vfl.core.protocol import Empty
+
+    p = parties(load_config(_base(tmp_path, replayable=False)))
+    with _raw(p.addresses()[0], certs) as ch:
+        spec = PartySpec(lam=0.01, rho=0.4, factor=True, x_radius=1.0, ball="project",
+                         noise_form="output", share_clip=1.0, blas_threads=1)
+        codec.read(SHARING_PROTOCOL, ch.unary_unary("/vfl.Party/Open")(
+            codec.open_frame(SHARING_PROTOCOL, 0, spec), timeout=5))
+        for name, request in (("state", Empty()), ("rmatvec", Residual(y=np.zeros(300)))):
+            frame = codec.encode(Frame.REQUEST, SHARING_PROTOCOL.index(name), 1, request)
+            with pytest.raises(codec.ERRORS, match="answers no diagnostic"):
+                codec.read(SHARING_PROTOCOL, ch.unary_unary("/vfl.Party/Call")(frame, timeout=5))
