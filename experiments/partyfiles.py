@@ -127,6 +127,27 @@ def split_config(config_path, *, overlap: float, seed: int, out: Path, data_dir=
                                              test=not held_out))
 
 
+def _label_positive(path, label: str) -> dict:
+    """``{"label_positive": larger}`` when the file's two labels are not read as such."""
+    import pandas as pd
+
+    try:
+        values = pd.read_csv(path, usecols=[label], dtype=str, keep_default_na=False)[label]
+    except (ValueError, OSError):  # the loader names the problem
+        return {}
+    classes = sorted(set(v.strip() for v in values if v.strip()))
+    if len(classes) != 2:
+        return {}
+    try:
+        numbers = {float(c) for c in classes}
+    except ValueError:
+        numbers = None
+    if numbers in ({0.0, 1.0}, {-1.0, 1.0}):
+        return {}
+    larger = max(classes, key=float) if numbers is not None else classes[1]
+    return {"label_positive": float(larger) if numbers is not None else larger}
+
+
 def split_file(path, *, label: str | None, parties: int, overlap: float, seed: int, out: Path,
                test: str | None = None, overwrite: bool = False) -> Path:
     """Party files of one CSV or LIBSVM file (its columns in ``parties`` near-equal groups)
@@ -143,6 +164,9 @@ def split_file(path, *, label: str | None, parties: int, overlap: float, seed: i
     options = {"path": str(path), **({"label": label} if label else {})}
     options.update({"test_path": test} if test else {"test_fraction": 0.2, "split_seed": seed,
                                                      "stratify": False})
+    if fmt == "csv":  # two labels other than {0, 1} / {-1, +1}: the larger is +1, and the
+        # written config declares both (labels = [negative, positive]) for the user to see
+        options.update(_label_positive(path, label))
     raw = (load_csv if fmt == "csv" else load_libsvm)(options)
     names = list(raw.train.names)
     if parties > len(names):
