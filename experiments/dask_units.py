@@ -39,13 +39,14 @@ import numpy as np
 from vfl.core import codec
 from vfl.core.codec import Frame
 from vfl.core.errors import ConfigError, PartyLostError
-from vfl.core.protocol import CONTROL, INFERENCE, PROTOCOL, Kind, nbytes
+from vfl.core.protocol import CONTROL
 from vfl.core.solver import VerticalData
 from vfl.core.units import Units
 from vfl.datasets import resolve_data_dir
 
 from .config import Config
 from .dask_actor import UnitActor, facts
+from .phase_counts import PhaseCounts
 from .registry import get_solver
 from .sweep import _dask_client
 
@@ -119,7 +120,7 @@ class _Slot:
     stop: int
 
 
-class DaskUnits(Units):
+class DaskUnits(PhaseCounts, Units):
     """A Dask client (and the local cluster it started, if any) with one actor per unit or
     group of units (see the module docstring)."""
 
@@ -133,12 +134,7 @@ class DaskUnits(Units):
         self.protocol = None
         self.recoveries: list[dict] = []  # units rebuilt after their worker was lost
         self.use_cache = True  # False: the actors leave nothing in their user cache (plan_run)
-        #: TCP bytes per phase over the run, and of the last scoring of the test rows
-        self.carried_bytes = {kind: 0 for kind in Kind}
-        self.last_scoring: int | None = None
-        #: the codec's payload and framing per phase, over every session
-        self.payload = {kind: 0 for kind in Kind}
-        self.framing = {kind: 0 for kind in Kind}
+        self._init_counts()  # per phase: TCP bytes, the codec's payload and framing
         self.total = 0  # the data's units (parties, providers, agents)
         self._facts: list[dict] = []  # what each actor read (its fingerprint)
 
@@ -349,26 +345,8 @@ class DaskUnits(Units):
         self.recoveries.append(record)
 
     # -- counting -------------------------------------------------------------------------
-    def _framed(self, kind, frame: bytes, request, raw: bytes, reply) -> None:
-        payload = nbytes(request) + (0 if reply is None else nbytes(reply))
-        self.payload[kind] += payload
-        self.framing[kind] += len(frame) + len(raw) - payload
-
     def _carried(self, kind, before: dict) -> None:
-        carried = self.carried(before)
-        self.carried_bytes[kind] += carried
-        if kind is INFERENCE:
-            self.last_scoring = carried
-
-    @property
-    def transport(self) -> int:
-        """TCP bytes of the protocol's rounds over the run."""
-        return self.carried_bytes[PROTOCOL]
-
-    @property
-    def inference_transport(self) -> int | None:
-        """TCP bytes of the last scoring of the test rows (None before any)."""
-        return self.last_scoring
+        self._count_carried(kind, self.carried(before))
 
     def transport_bytes(self) -> dict:
         """Per open connection of the coordinator to a unit's worker: the bytes TCP carried
@@ -400,12 +378,6 @@ class DaskUnits(Units):
                 plural: {s.label: s.worker for s in self.slots},
                 "recoveries": self.recoveries,
                 "transport_source": TRANSPORT_SOURCE}
-
-    def phases(self) -> dict:
-        """Per phase: what TCP carried, and the codec's payload and framing (the manifest)."""
-        return {kind.value: {"tcp_bytes": self.carried_bytes[kind],
-                             "payload_bytes": self.payload[kind],
-                             "framing_bytes": self.framing[kind]} for kind in Kind}
 
     def close(self) -> None:
         if self.client is None:

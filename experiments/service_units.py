@@ -30,12 +30,13 @@ import uuid
 from vfl.core import codec
 from vfl.core.codec import Frame
 from vfl.core.errors import ConfigError, PartyLostError
-from vfl.core.protocol import CONTROL, INFERENCE, PROTOCOL, Kind, nbytes
+from vfl.core.protocol import CONTROL
 from vfl.core.solver import VerticalData
 from vfl.core.units import Units
 
 from . import tcp_bytes
 from .config import Config
+from .phase_counts import PhaseCounts
 from .registry import get_solver
 from .service_party import SERVICE, public_digest
 from .service_tls import Credentials, loopback, party_name
@@ -49,7 +50,7 @@ _OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_len
             ("grpc.enable_retries", 0)]
 
 
-class ServiceUnits(Units):
+class ServiceUnits(PhaseCounts, Units):
     """The coordinator's connections to the party services (see the module docstring)."""
 
     journals = True
@@ -76,10 +77,7 @@ class ServiceUnits(Units):
         self.calls: list = []  # per host: {method: callable}
         self.facts: list[dict] = []
         self.recoveries: list[dict] = []
-        self.carried_bytes = {kind: 0 for kind in Kind}
-        self.payload = {kind: 0 for kind in Kind}
-        self.framing = {kind: 0 for kind in Kind}
-        self.last_scoring: int | None = None
+        self._init_counts()  # per phase: TCP bytes, the codec's payload and framing
         self.ports = {int(a.rpartition(":")[2]) for a in self.addresses}
         self._failed = 0  # the host whose call failed first in the last exchange
         self.total = 0
@@ -294,25 +292,9 @@ class ServiceUnits(Units):
         self.recoveries.append({"party": first + 1, **record})
 
     # -- counting --------------------------------------------------------------------------
-    def _framed(self, kind, frame: bytes, request, raw: bytes, reply) -> None:
-        payload = nbytes(request) + (0 if reply is None else nbytes(reply))
-        self.payload[kind] += payload
-        self.framing[kind] += len(frame) + len(raw) - payload
-
     def _carried(self, kind, before: dict) -> None:
         after = tcp_bytes.carried(self.ports)
-        carried = sum(v - before.get(s, 0) for s, v in after.items())
-        self.carried_bytes[kind] += carried
-        if kind is INFERENCE:
-            self.last_scoring = carried
-
-    @property
-    def transport(self) -> int:
-        return self.carried_bytes[PROTOCOL]
-
-    @property
-    def inference_transport(self) -> int | None:
-        return self.last_scoring
+        self._count_carried(kind, sum(v - before.get(s, 0) for s, v in after.items()))
 
     def describe(self) -> dict:
         return {"backend": "services",
@@ -322,11 +304,6 @@ class ServiceUnits(Units):
                             for k, a in enumerate(self.addresses)},
                 "deployment": self.deployment, "recoveries": self.recoveries,
                 "transport_source": TRANSPORT_SOURCE}
-
-    def phases(self) -> dict:
-        return {kind.value: {"tcp_bytes": self.carried_bytes[kind],
-                             "payload_bytes": self.payload[kind],
-                             "framing_bytes": self.framing[kind]} for kind in Kind}
 
     def close(self) -> None:
         for k, calls in enumerate(self.calls):
