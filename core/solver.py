@@ -470,6 +470,10 @@ class Solver:
 
     #: the audit's hook (see :meth:`release`); None in ordinary runs
     observer = None
+    #: whether the solver's state can carry the audit's runs as a leading axis: its numeric
+    #: kernels broadcast over leading axes, so when the observer returns a release with one
+    #: (``(R, ...)``, :mod:`vfl.experiments.audit`), ``R`` runs go through each step together
+    audit_batch = False
 
     def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None,
                 l2_sensitivity=None):
@@ -485,7 +489,9 @@ class Solver:
         """
         single = np.isscalar(units)
         mean = np.asarray(mean, dtype=float)
-        size = int(size if size is not None else (mean.size if single else mean[0].size))
+        # a unit's values lie along the last axis; leading axes beyond the units' are the
+        # audit's runs (the observer returns them batched: :mod:`vfl.experiments.audit`)
+        size = int(size if size is not None else mean.shape[-1])
         event = self.record_release(units=units, scale=scale, sensitivity=sensitivity, rng=rng,
                                     mechanism=mechanism, size=size, l2_sensitivity=l2_sensitivity)
         if self.observer is not None:

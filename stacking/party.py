@@ -68,8 +68,9 @@ class Round:
 
 
 def share_moments(S: np.ndarray) -> np.ndarray:
-    """``(mean s, mean s^2)`` of each row of the clipped shares ``S`` (eq. Q's mean), ``(k, 2)``."""
-    return np.column_stack([S.mean(axis=1), (S * S).mean(axis=1)])
+    """``(mean s, mean s^2)`` of each row of the clipped shares ``S`` (eq. Q's mean), ``(k, 2)``
+    (leading axes of ``S``, the audit's runs, are kept)."""
+    return np.stack([S.mean(axis=-1), (S * S).mean(axis=-1)], axis=-1)
 
 
 class Passive:
@@ -102,9 +103,12 @@ class Passive:
 
     def share(self, B=None) -> np.ndarray:
         """``clip(B x~_m, [-c, c])`` on the rows of ``B`` (default: the training block): eq.
-        S's mean, and what party m sends to score a test row (eq. F)."""
+        S's mean, and what party m sends to score a test row (eq. F). Models with leading
+        axes (the audit's runs, ``(R, d)``) give shares ``(R, N)``: one product, the runs as
+        columns."""
         B = self.D if B is None else B
-        return np.clip(np.asarray(B @ self.x).ravel(), -self.clip, self.clip)
+        share = np.asarray(B @ self.x.T).T.reshape(self.x.shape[:-1] + (B.shape[0],))
+        return np.clip(share, -self.clip, self.clip)
 
 
 class Passives:
@@ -152,18 +156,17 @@ class LocalPassives(Passives):
                             sensitivity=noise.sensitivity[j], rng=rng)
 
     def round(self, labels, lam, sent):
-        K = self.n_passive
         models = [p.keep(self._released(sent["model"], p.fit(labels, lam[j]), int(self.units[j]),
                                         self.rngs[j], j))
                   for j, p in enumerate(self.passives)]
-        S = np.vstack([p.share() for p in self.passives])
+        # (K, N); with the audit's runs ahead of the parties, (R, K, N)
+        S = np.stack([p.share() for p in self.passives], axis=-2)
         shares = moments = None
         if "shares" in sent:
-            shares = np.asarray(self._released(sent["shares"], S, self.units,
-                                               self.shared)).reshape(K, -1)
+            shares = np.asarray(self._released(sent["shares"], S, self.units, self.shared))
         if "moments" in sent:
             moments = np.asarray(self._released(sent["moments"], share_moments(S), self.units,
-                                                self.shared)).reshape(K, 2)
+                                                self.shared))
         return Round(models, shares, moments)
 
     def shares(self):

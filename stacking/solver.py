@@ -106,6 +106,7 @@ class PrivateStacking(Solver):
     title = "private stacking"
     setting = Setting.VERTICAL
     iteration_name = "round"
+    audit_batch = True  # its kernels broadcast over the audit's runs
     backends = ("inprocess", "dask")
     accounted_backends = ("inprocess", "dask")
     reference = Reference(

@@ -96,6 +96,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         "Approach (2019)", "Algorithm 1", "(6)-(8); perturbed shares (10)")
     regularizers = ("l2sq",)
     backends = ("inprocess", "dask")
+    audit_batch = True  # its epoch broadcasts over the audit's runs (output noise)
     accounted_backends = ("inprocess", "dask")
     params = (
         Param("rho", float, 1.0, "penalty of the augmented Lagrangian (5)", low=0, low_open=True),

@@ -449,6 +449,8 @@ acceleration, anderson_memory, z_update, blas_threads
         self.begin_releases()
         P, z_in, y_in = self._state_in()
         scratch = self._scratch
+        # (the audit's runs, when the releases came back with them, lead every N-vector)
+        scratch.fit(np.broadcast_shapes(np.shape(z_in), *(np.shape(p) for p in P)))
         pull = partial(self._pull, P=P, z=z_in, y=y_in, scratch=scratch)
         replies = self.sweep.round(self.parties, pull, self.sharing.coupled_sum(P, scratch), P,
                                    self.x_rho, self._draw_scales())
@@ -457,6 +459,7 @@ acceleration, anderson_memory, z_update, blas_threads
         self._margins = None
         self.shares = published
         self.share_sum = summed(published)
+        scratch.fit(np.broadcast_shapes(self.share_sum.shape, np.shape(z_in)))
         S_hat = self.relax(self.share_sum, z_in, out=scratch(0), tmp=scratch(1))
         t1 = perf_counter()
         rho = self.rho
