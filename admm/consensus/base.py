@@ -145,7 +145,7 @@ class _Consensus(Solver):
 
         Natural: a random record of a random provider replaced by another
         provider's record with the other label. Candidates (the audit keeps
-        the one whose noiseless releases move most): the same record with its
+        the one whose runs exercise most): the same record with its
         label flipped, its features negated, or both; each keeps ``||a|| <=
         1`` and ``b`` in {-1, +1}, so every pair is inside the relation. The
         public pre-training rows are the same in both datasets.

@@ -375,8 +375,14 @@ acceleration, anderson_memory, z_update, blas_threads
         ``work``: the epoch's buffers, none of which ``share_sum``, ``y`` or ``z0`` may be)."""
         y = self.y if y is None else y
         z0 = self.z if z0 is None else z0
-        return self.z_solver(self._loss, share_sum, y, self.b, self.rho, self._w,
-                             tol=self.z_tol, z0=z0, work=work)
+
+        def solve():
+            return self.z_solver(self._loss, share_sum, y, self.b, self.rho, self._w,
+                                 tol=self.z_tol, z0=z0, work=work)
+
+        if self.public_memo is not None:  # (7) reads public values only
+            return self.public_memo("z", (share_sum, y, z0, self.rho), solve)
+        return solve()
 
     def publish(self, m: int, x_m: np.ndarray, share: np.ndarray) -> np.ndarray:
         """The value party ``m`` (in this process) pushes for ``share`` at its current sigma

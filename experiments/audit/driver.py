@@ -123,7 +123,7 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
     ``batch``: runs per chunk (default: as many as a memory budget holds).
     """
     from vfl.core.sampling import GRID_BITS, ExactSampler
-    from vfl.privacy.audit import (AUDIT_METHODS, audit_verdict, choose_bound, gaussian_delta,
+    from vfl.privacy.audit import (audit_verdict, choose_bound, family_level, gaussian_delta,
                                    gdp_bound, gdp_profile_verdict, gdp_verdict,
                                    powerful_epsilon, truncation_level)
 
@@ -182,20 +182,19 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
         mu["guarantee"] = alt["guarantee"] = ledger.gaussian_mu()
     elif "guarantee" in claims and _l2_laplace(ledger):
         alt["guarantee"] = ledger.laplace_mu()
-    alpha = 1.0 - confidence
     if use_gdp:
         n_tests = 2 * n_pairs  # one bound (*) per pair and direction covers every claim
         if gaussian and "guarantee" in claims:
             claims["profile"] = claims["guarantee"]  # (its point is set by the runs)
             mu["profile"] = mu["guarantee"]
+        level = family_level(confidence, n_pairs)
         family = {"pairs": n_pairs, "directions": 2, "claims": 1, "tests": n_tests,
-                  "level": 1.0 - alpha / n_tests,
+                  "level": level,
                   "words": f"{n_pairs} pairs x 2 directions, one bound per direction "
-                           f"covering every claim, each at {1.0 - alpha / n_tests:.4%}"}
+                           f"covering every claim, each at {level:.4%}"}
     else:
         if "guarantee" in claims and "guarantee" in alt:
-            n_claims = len(claims) + 1
-            level = 1.0 - alpha / (n_pairs * n_claims * 2)
+            level = family_level(confidence, n_pairs, len(claims) + 1)
             top = max(claims["guarantee"][0], 4.0 * alt["guarantee"])
             e_star = powerful_epsilon(alt["guarantee"], K, top, level,
                                       claimed=None if gaussian else ledger.delta_at)
@@ -203,10 +202,11 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
                                  if gaussian else float(ledger.delta_at(e_star)[0]))
             alt["profile"] = alt["guarantee"]
         n_tests = n_pairs * len(claims) * 2
+        level = family_level(confidence, n_pairs, len(claims))
         family = {"pairs": n_pairs, "directions": 2, "claims": len(claims), "tests": n_tests,
-                  "level": 1.0 - alpha / n_tests,
+                  "level": level,
                   "words": f"{n_pairs} pairs x 2 directions x {len(claims)} claims, each test "
-                           f"at {1.0 - alpha / n_tests:.4%}"}
+                           f"at {level:.4%}"}
     _check_power(config, K, noise_scale, use_gdp, family, claims, alt, gaussian)
     sizes = chunks(K, bytes_per_run(probed.per_iteration), batch, config.name,
                    cls.audit_batch)
@@ -219,7 +219,7 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
     if not use_gdp:
         clips = {name: truncation_level(alt[name], K, claims[name][0]) for name in alt}
         for name, (_, d) in claims.items():
-            m = bound if bound != "auto" else choose_bound(K, d, 1.0 - alpha / n_tests,
+            m = bound if bound != "auto" else choose_bound(K, d, family["level"],
                                                            clip=clips.get(name))
             methods[name] = "kl" if m == "truncated-kl" and name not in clips else m
     results = []
@@ -243,7 +243,8 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
         else:
             bound_rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(9, n)))
             audit.verdicts = {
-                name: audit_verdict(P.loss, Q.loss, eps, d, 1.0 - alpha / (n_tests / 2),
+                # (audit_verdict splits its level over the two directions)
+                name: audit_verdict(P.loss, Q.loss, eps, d, 1.0 - 2.0 * (1.0 - family["level"]),
                                     method=methods[name], rng=bound_rng,
                                     clip=clips[name] if methods[name] == "truncated-kl"
                                     else None)

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .report import BOUND_NAMES, ratio
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["audit_markdown", "audit_table", "refuted_by_profile"]
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vfl.core.errors import ConfigError
-from vfl.core.solver import Streams
+from vfl.core.solver import PublicMemo, Streams
 
 #: copies of one run's largest iteration of releases the chunk may hold at once (the means,
 #: the draws, the follower's means, the solvers' state): a conservative factor
@@ -254,18 +254,20 @@ class DirectionRuns:
 
 def run_direction(direction: Direction, own_data, other_data, iterations: int, rngs,
                   sizes: list[int], *, noise_scale: float = 1.0, sampler=None,
-                  grid_bits: int | None = None, ledger=None) -> DirectionRuns:
+                  grid_bits: int | None = None, ledger=None,
+                  batched: bool | None = None) -> DirectionRuns:
     """The runs of one direction, in chunks of ``sizes`` runs (``rngs``: one stream per run,
-    or None with ``sampler``). ``ledger`` (fresh) records the first chunk's releases."""
-    from time import perf_counter
-
+    or None with ``sampler``). ``ledger`` (fresh) records the first chunk's releases.
+    ``batched`` False runs chunks of one run without the leading axis (default: batched
+    when the solver declares ``audit_batch``)."""
+    batched = direction.cls.audit_batch if batched is None else batched
     loss, squares, laplace, solver = [], [], False, None
     start = 0
     for B in sizes:
-        t0 = perf_counter()
         own, other = direction.build(own_data), direction.build(other_data)
+        own.public_memo = other.public_memo = PublicMemo()  # the public values are equal
         rec = Recorder(B, None if rngs is None else rngs[start:start + B], noise_scale,
-                       sampler, batched=direction.cls.audit_batch)
+                       sampler, batched=batched)
         fol = Follower(rec, grid_bits)
         own.observer, other.observer = rec, fol
         with np.errstate(over="ignore", invalid="ignore"):

@@ -58,7 +58,8 @@ from .bounds import (AUDIT_METHODS, AuditResult, DeltaEstimate, LossSummary, aud
 from .gdp import (GDPBound, gdp_bound, gdp_delta, gdp_epsilon, gdp_profile_verdict, gdp_verdict,
                   realised_mu, standardized_losses)
 from .one_run import one_run_epsilon, one_run_p_value
-from .power import choose_bound, powerful_epsilon, refutation_threshold, truncation_level
+from .power import (choose_bound, family_level, powerful_epsilon, refutation_threshold,
+                    truncation_level)
 from .ratios import (gaussian_log_ratio, laplace_log_ratio, release_log_ratio,
                      uniform_laplace_log_ratio, uniform_laplace_logpdf)
 
@@ -85,6 +86,7 @@ __all__ = [
     "choose_bound",
     "powerful_epsilon",
     "truncation_level",
+    "family_level",
     "GDPBound",
     "gdp_bound",
     "gdp_delta",

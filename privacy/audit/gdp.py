@@ -48,6 +48,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import stats
@@ -55,6 +57,9 @@ from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 from .. import _checks
+
+if TYPE_CHECKING:
+    from .bounds import AuditResult
 
 __all__ = ["EPS_TOP_DELTA", "GDPBound", "gdp_bound", "gdp_delta", "gdp_epsilon",
            "gdp_profile_verdict", "gdp_verdict", "realised_mu", "standardized_losses"]
@@ -173,6 +178,16 @@ def ranks(K: int) -> np.ndarray:
     return np.array(sorted(out))
 
 
+@lru_cache(maxsize=256)
+def _factors(K: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """The ranks ``J`` and ``1 - beta_j``: ``beta_j`` the level-``alpha / |J|`` Clopper-Pearson
+    upper limit of ``F(mu_(j)-)``, for ``j - 1`` of ``K`` runs below ``mu_(j)``."""
+    J = ranks(K)
+    alpha = (1.0 - confidence) / J.size
+    beta = stats.beta.ppf(1.0 - alpha, J, K - J + 1)
+    return J, np.maximum(1.0 - beta, 0.0)
+
+
 def gdp_bound(mus, confidence: float = 0.95, losses=None) -> GDPBound:
     """(*) from the realised ``mus`` of ``K`` independent runs, at level ``confidence``.
 
@@ -185,11 +200,7 @@ def gdp_bound(mus, confidence: float = 0.95, losses=None) -> GDPBound:
     if not 0.0 < c < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     K = mu.size
-    J = ranks(K)
-    alpha = (1.0 - c) / J.size
-    # F(mu_(j)-) <= beta_j: the Clopper-Pearson upper limit for j - 1 of K below
-    beta = np.where(J < K + 1, stats.beta.ppf(1.0 - alpha, J, K - J + 1), 1.0)
-    factors = np.maximum(1.0 - beta, 0.0)
+    J, factors = _factors(K, c)
     check = math.nan
     if losses is not None:
         z = standardized_losses(losses, mus)
@@ -228,8 +239,6 @@ def gdp_profile_verdict(forward: GDPBound, reverse: GDPBound | None, mu: float) 
     when either direction's bound exceeds the curve at some epsilon up to where the curve
     falls to :data:`EPS_TOP_DELTA`. Reported at the smallest epsilon refuted (or, when none
     is, where the bound comes closest to the curve), with the curve's delta there."""
-    from .bounds import AuditResult, DeltaEstimate
-
     mu = _checks.positive("mu", mu)
     top = gdp_epsilon(EPS_TOP_DELTA, mu)
     grid = np.linspace(0.0, top, 801)
