@@ -544,26 +544,15 @@ def _plot_privacy(run_dir: Path, out, overwrite: bool):
 @click.option("--bound", type=click.Choice(["auto", "gdp", "kl", "clopper-pearson",
                                             "truncated-kl"]),
               default="auto", show_default=True,
-              help="The estimator: gdp = each run's realised mu (Gaussian releases: the "
-                   "privacy loss is Gaussian given the history; Nasr et al. 2023), a lower "
-                   "bound on the whole profile under a stated, tested assumption; or a "
-                   "one-sided bound on delta(eps): kl = Chernoff (relative entropy), "
-                   "deterministic in the losses; clopper-pearson = exact binomial after "
-                   "randomized rounding (Hoeffding 1963; Clopper and Pearson 1934); "
-                   "truncated-kl = kl of the samples capped where the claimed profile, with "
-                   "the noise off by 2x, puts almost none (claims with a profile; else kl); "
-                   "auto = gdp for Gaussian releases, else per claim the bound that refutes "
-                   "at the smallest divergence for --runs and the claim's delta, decided "
-                   "before any run.")
-@click.option("--sampler", type=click.Choice(["numpy", "exact"]), default="numpy",
-              show_default=True,
-              help="The noise of the audited runs: numpy's (seeded: the audit repeats), or "
-                   "exact = the deployed sampler (each mean on the grid of step "
-                   "scale / 2^20, exact discrete noise; OS entropy, so it never repeats; "
-                   "about 100 times slower).")
-@click.option("--batch", type=click.IntRange(min=2), default=None,
-              help="Runs pushed through the mechanism together [default: as many as 1 GB "
-                   "holds]; refused with the memory it needs when it cannot fit.")
+              help="gdp = each run's realised mu (Gaussian releases; Nasr et al. 2023); "
+                   "one-sided bounds on delta(eps): kl = Chernoff, clopper-pearson = exact "
+                   "binomial after randomized rounding, truncated-kl = kl of samples capped "
+                   "where the claimed profile puts almost none; auto = gdp for Gaussian "
+                   "releases, else per claim the bound with most power (README, \"The "
+                   "audit\").")
+@click.option("--sampler", type=click.Choice(["numpy", "exact"]), default="numpy", help="exact"
+              " = the deployed sampler (exact discrete noise on its grid; ~100x slower).")
+@click.option("--batch", type=click.IntRange(min=2), help="Runs pushed through together.")
 def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data_dir, noise_scale,
           overwrite, bound, sampler, batch):
     """Audit a run's privacy claims (white-box): PASS or REFUTED.
@@ -624,7 +613,7 @@ def audits(root, out, markdown):
 
     \b
     vfl audit --config papers/hu/configs/privacy-a9a-row.toml --out results/audits/row
-    vfl audit --config papers/hu/configs/privacy-a9a-row.toml --noise-scale 0.33 --out results/audits/row-0.33
+    vfl audit --config papers/hu/configs/privacy-a9a-row.toml --noise-scale 0.5 --out results/audits/row-0.5
     vfl audits results/audits
     """
     from vfl.experiments.audit import audit_table
@@ -643,14 +632,9 @@ def audits(root, out, markdown):
         from vfl.experiments.audit import audit_markdown
 
         click.echo(audit_markdown(table), nl=False)
-    for _, r in table.iterrows():
-        ratio, tight = r["exercised_over_charged"], r["epsilon_ratio"]
-        click.echo(f"{r['config']:34} S={r['noise_scale']:<5g} K={r['K']:<4} "
-                   f"({r['epsilon']:.3g}, {r['delta']:.0e}) {r['verdict']:8} epsilon >= "
-                   f"{r['epsilon_lower']:.3g} at {r['level']:.1%} ("
-                   + ("n/a" if tight != tight else f"{tight:.2f}") + " of it); "
-                   "exercised/charged "
-                   + ("n/a" if ratio is None or ratio != ratio else f"{ratio:.2f}"))
+    from vfl.experiments.audit import table_lines
+
+    click.echo("\n".join(table_lines(table)))
     click.echo(f"wrote {target.with_suffix('.csv')}, " + ", ".join(str(p) for p in written))
 
 

@@ -68,14 +68,18 @@ def test_sharing_audit_refutes_half_the_noise_and_passes_the_real_one(tmp_path):
 
 
 def test_column_canary_exercises_much_more_than_a_real_column(tmp_path):
-    """Zeroing a real column moves the shares by ~1e-3 of the charged 2 min(c, b1) sqrt(N);
-    the canary block (one column holding the labels, its sign flipped on 45% of the rows)
-    by 0.4 here (README, "The audit")."""
-    config = load_config(_config(tmp_path, "column"))
-    report = audit_config(config, K=10, seed=0, max_pairs=2)
+    """Zeroing a real column moves the shares by a few percent of the charged
+    2 min(c, b1) sqrt(N); the canary block (one column holding the labels, its sign flipped
+    on 40-45% of the rows) by about sqrt(0.45) of it, on noisy runs, when nothing clips what a
+    party pulls and the regularizer is small (as in privacy-a9a-column.toml): x_m then sits
+    at the ball's edge along the one column the block spans, whatever the noise."""
+    path = _config(tmp_path, "column")
+    path.write_text(path.read_text().replace("input_clip = 2.0\n", "")
+                    .replace("lam = 1.0", "lam = 0.001"))
+    report = audit_config(load_config(path), K=10, seed=0, max_pairs=2)
     natural, adversarial = report.pairs
-    assert natural.kind == "natural" and natural.exercised < 0.05
-    assert "canary" in adversarial.name and adversarial.exercised > 0.35
+    assert natural.kind == "natural" and natural.exercised < 0.1
+    assert "canary" in adversarial.name and adversarial.exercised > 0.5
 
 
 def test_audits_collects_one_table_and_one_figure(tmp_path):

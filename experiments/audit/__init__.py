@@ -32,9 +32,9 @@ from __future__ import annotations
 
 from .driver import BOUNDS, MAX_AUDIT_RUNS, SAMPLERS, audit_config
 from .report import AuditReport, PairAudit, audit_lines, write_audit
-from .table import audit_markdown, audit_table, refuted_by_profile
+from .table import audit_markdown, audit_table, refuted_by_profile, table_lines
 from .transcripts import Probe, Recorder
 
 __all__ = ["AuditReport", "BOUNDS", "MAX_AUDIT_RUNS", "PairAudit", "Probe", "Recorder",
            "SAMPLERS", "audit_config", "audit_lines", "audit_markdown", "audit_table",
-           "refuted_by_profile", "write_audit"]
+           "refuted_by_profile", "table_lines", "write_audit"]

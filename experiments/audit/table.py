@@ -11,7 +11,7 @@ from .report import BOUND_NAMES, ratio
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["audit_markdown", "audit_table", "refuted_by_profile"]
+__all__ = ["audit_markdown", "audit_table", "refuted_by_profile", "table_lines"]
 
 COLUMNS = ["config", "mechanism", "relation", "noise_scale", "K", "pairs", "seconds",
            "epsilon", "delta", "verdict", "epsilon_lower", "epsilon_ratio", "level", "bound",
@@ -104,3 +104,15 @@ def audit_markdown(table) -> str:
             f"{num(r['epsilon_lower'], '.3g')} ({r['level']:.2%}, {bound}) | "
             f"{num(r['epsilon_ratio'], '.2f')} | {num(r['exercised_over_charged'], '.2f')} |")
     return "\n".join(lines) + "\n"
+
+
+def table_lines(table) -> list[str]:
+    """What ``vfl audits`` prints: one line per audit."""
+    def num(v, fmt):
+        return "n/a" if v is None or v != v else format(v, fmt)
+
+    return [f"{r['config']:34} S={r['noise_scale']:<5g} K={r['K']:<4} "
+            f"({r['epsilon']:.3g}, {r['delta']:.0e}) {r['verdict']:8} epsilon >= "
+            f"{r['epsilon_lower']:.3g} at {r['level']:.1%} ({num(r['epsilon_ratio'], '.2f')} of "
+            f"it); exercised/charged {num(r['exercised_over_charged'], '.2f')}"
+            for _, r in table.iterrows()]
