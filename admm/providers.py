@@ -1,4 +1,4 @@
-"""Huang et al.'s providers (2019, Algorithms 1-3), and the seam to wherever they run.
+"""Huang et al.'s providers (2019, Algorithms 1-3), their protocol, and the trainer's seam.
 
 Provider i holds its rows ``A_i`` ``(m, d)`` and labels ``b_i``. In
 iteration k it receives the trainer's global ``w^k`` (d values), takes its
@@ -17,15 +17,20 @@ local step and releases ``d`` values back (the only message it sends):
 :class:`ProviderGroup` is that side for a contiguous group of providers,
 vectorized over them (arrays ``(n, m, d)``: no loop over providers or
 samples); each solver subclasses it with its local step
-(:mod:`.consensus.exact`, :mod:`.consensus.dp_admm`). :class:`LocalProviders`
-keeps all N providers in this process as one group; the experiments layer's
-Dask backend puts one group on each of its workers
-(:mod:`vfl.experiments.providers`). Every batched operation works provider
-by provider (batched products, eigenvalues and solves; the exact local solves
-freeze each provider once it has converged, :mod:`.local_solvers`), so the
-same rows give the same numbers to the bit however the providers are
+(:mod:`.consensus.exact`, :mod:`.consensus.dp_admm`). :data:`PROVIDERS_PROTOCOL`
+declares the iteration once (:mod:`vfl.core.protocol`), its side
+:class:`ProvidersSide` holding a group: all N providers in the trainer's
+process, or a group per worker elsewhere. Every batched operation works
+provider by provider (batched products, eigenvalues and solves; the exact
+local solves freeze each provider once it has converged, :mod:`.local_solvers`;
+a seeded stream's whole ``(N, d)`` draw of which a group keeps its rows), so
+the same rows give the same numbers to the bit however the providers are
 grouped, and the iterations (:mod:`.consensus`) have no branch on where they
-run.
+run: :class:`Providers` is their seam.
+
+A lost group is rebuilt by its journal: every completed iteration handled
+again (its exact solves' warm starts with them), its releases checked equal
+(replayable noise) or taken as recorded (a deployment's, never drawn again).
 
 Beyond the protocol, the runner's diagnostics ask the providers for values
 no provider sends (:meth:`Providers.diagnose`, :meth:`Providers.models`,
@@ -36,30 +41,85 @@ local models, the exact local solves' KKT residuals.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
-__all__ = ["LocalProviders", "ProviderGroup", "ProviderSpec", "Providers",
+from vfl.core.protocol import (DIAGNOSTIC, Call, Empty, Placement, Protocol, ProtocolError,
+                               Side, array, handles, message, scalar, values)
+
+__all__ = ["PROVIDERS_PROTOCOL", "ProviderGroup", "ProviderSpec", "Providers", "ProvidersSide",
            "check_provider_rows"]
 
 
-@dataclass(frozen=True)
+@message
 class ProviderSpec:
-    """What every provider group needs besides its rows: public options of the run."""
+    """What every provider group needs besides its rows: public options of the run.
 
-    #: the solver's :class:`ProviderGroup` subclass (its local step)
-    group: type
-    rho: float
-    lam_per_provider: float
-    regularizer: str
-    #: a private run enforces ``||a|| <= 1`` on the rows (``row_bound``: check or clip)
-    private: bool
-    row_bound: str | None
-    #: the solver's name, for error messages
-    name: str
-    #: the local step's own public options (the exact solves' method and tolerance)
-    settings: dict = field(default_factory=dict)
+    ``group``: the solver's :class:`ProviderGroup` subclass (its local step), by its name in
+    :attr:`ProviderGroup.KINDS`; a private run enforces ``||a|| <= 1`` on the rows
+    (``row_bound``: check or clip); ``name``: the solver's, for error messages;
+    ``settings``: the local step's own public options (the exact solves' method and
+    tolerance).
+    """
+
+    group = scalar(str)
+    rho = scalar(float)
+    lam_per_provider = scalar(float)
+    regularizer = scalar(str)
+    private = scalar(bool)
+    row_bound = scalar(str, optional=True)
+    name = scalar(str)
+    settings = values()
+
+
+@message
+class Iterate:
+    """What the trainer sends a group in iteration k: ``w^k``, the iteration's public values
+    of the local step (Algorithm 3's ``eta``) and the release's noise (its mechanism and each
+    provider's scale and enforced sensitivity), or none."""
+
+    w = array("f8", "d")
+    public = values()
+    mechanism = scalar(str, optional=True)
+    scale = array("f8", "n", optional=True)
+    sensitivity = array("f8", "n", optional=True, finite=False)
+
+
+@message
+class Released:
+    """The group's releases ``(n, d)`` and its local steps' statistics (per-provider arrays)."""
+
+    shared = array("f8", "n", "d")
+    stats = values()
+
+
+@message
+class Average:
+    w = array("f8", "d")
+    W_bar = array("f8", "n", "d", optional=True)
+
+
+@message
+class Diagnosis:
+    margins = array("f8", "n", "m", finite=False)
+    losses = array("f8", "n", finite=False)
+    f = array("f8", "n", optional=True, finite=False)
+
+
+@message
+class Models:
+    W = array("f8", "n", "d", finite=False)
+
+
+@message
+class Residuals:
+    r = array("f8", "n", finite=False)
+
+
+@message
+class Clipped:
+    """Rows the group scaled onto the unit ball (a private run's ``row_bound``)."""
+
+    rows = scalar(int)
 
 
 def check_provider_rows(A, b, *, name: str, private: bool, row_bound: str | None):
@@ -99,10 +159,17 @@ class ProviderGroup:
     they release (noise drawn where the rows are; the identity without noise).
     """
 
-    #: whether a group rebuilt elsewhere must replay its local steps to take the state
-    #: the trainer's checkpoint lacks (a warm start): then :meth:`restore` gets the
-    #: history of every iteration's ``(w^k, gamma_i^k)``
-    replays = False
+    #: every subclass by name: the spec names the group its side builds (a closed table)
+    KINDS: dict[str, type] = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        ProviderGroup.KINDS[f"{cls.__module__}.{cls.__qualname__}"] = cls
+
+    @classmethod
+    def kind(cls) -> str:
+        """This group's name in :attr:`KINDS` (what the spec sends)."""
+        return f"{cls.__module__}.{cls.__qualname__}"
 
     def __init__(self, A, b, *, start: int, spec: ProviderSpec):
         self.A, self.b = A, b
@@ -133,14 +200,6 @@ class ProviderGroup:
         self.rounds += 1
         return self.shared, stats
 
-    def snapshot(self) -> dict:
-        """The group's state, to roll an iteration back: an iteration assigns new arrays to
-        the group's attributes and never writes into them, so a shallow copy is enough."""
-        return dict(vars(self))
-
-    def rollback(self, state: dict) -> None:
-        vars(self).update(state)
-
     def diagnose(self, w: np.ndarray, W_bar: np.ndarray | None):
         """Training margins ``A_i w`` ``(n, m)``, losses ``(1/m) sum_j l`` ``(n,)`` and, after
         an iteration, the local objectives ``f_i(W_bar_i)`` ``(n,)`` (Sec. VI's metrics)."""
@@ -158,58 +217,94 @@ class ProviderGroup:
         """The KKT residuals of the last exact local solves ``(n,)`` (Algorithms 1-2)."""
         raise NotImplementedError
 
-    def restore(self, shared: np.ndarray, gamma: np.ndarray, rounds: int, history) -> None:
-        """The state after ``rounds`` iterations, from the trainer's checkpoint: the releases
-        the trainer received and the duals it computed (both the group's own, too), and,
-        for a group that :attr:`replays`, every iteration's ``(w^k, gamma_i^k)``."""
-        self.shared, self.gamma, self.rounds = shared.copy(), gamma.copy(), int(rounds)
-        self.W = np.zeros_like(shared)  # the clean models are diagnostics: not checkpointed
+
+class ProvidersSide(Side):
+    """Providers ``first .. stop - 1`` wherever they are: their checked rows, their group."""
+
+    def __init__(self, data, spec: ProviderSpec, env):
+        super().__init__(data, spec, env)
+        kind = ProviderGroup.KINDS.get(spec.group)
+        if kind is None:
+            raise ProtocolError(f"no provider group {spec.group!r}")
+        A, b = data.blocks
+        A, b, self.clipped = check_provider_rows(A, b, name=spec.name, private=spec.private,
+                                                 row_bound=spec.row_bound)
+        self.group = kind(A, b, start=data.first, spec=spec)
+        self.rng = env.noise()  # the run's stream of the releases of all N at once
+        n, m, d = A.shape
+        self.dims = {"n": n, "m": m, "d": d}
+
+    def opened(self) -> Clipped:
+        return Clipped(rows=int(self.clipped))
+
+    def _publish(self, req: Iterate):
+        if req.scale is None:
+            return lambda W: W
+        data = self.data
+        return lambda W: self.env.release(
+            W, units=np.arange(data.first, data.stop), scale=req.scale,
+            sensitivity=req.sensitivity, rng=self.rng, mechanism=req.mechanism,
+            size=W.shape[-1], rows=data.rows, total=data.total)
+
+    @handles("update")
+    def update(self, req: Iterate) -> Released:
+        """One iteration of the group's providers (:meth:`ProviderGroup.update`)."""
+        shared, stats = self.group.update(req.w, req.public, self._publish(req))
+        return Released(shared=shared, stats=stats)
+
+    def install(self, call, req: Iterate, reply: Released) -> None:
+        """A deployment's iteration, whose releases the trainer holds: the same step, its
+        release the recorded one (never drawn again)."""
+        self.group.update(req.w, req.public, lambda W: np.array(reply.shared, copy=True))
+
+    @handles("diagnose")
+    def diagnose(self, req: Average) -> Diagnosis:
+        margins, losses, f = self.group.diagnose(req.w, req.W_bar)
+        return Diagnosis(margins=margins, losses=losses, f=f)
+
+    @handles("models")
+    def models(self, _: Empty) -> Models:
+        return Models(W=self.group.W)
+
+    @handles("residuals")
+    def residuals(self, _: Empty) -> Residuals:
+        return Residuals(r=self.group.residuals())
+
+
+PROVIDERS_PROTOCOL = Protocol(
+    "huang_providers", 1, spec=ProviderSpec, side=ProvidersSide, opened=Clipped,
+    iteration="update",
+    calls=(Call("update", Iterate, Released, releases=True),
+           Call("diagnose", Average, Diagnosis, DIAGNOSTIC),
+           Call("models", Empty, Models, DIAGNOSTIC),
+           Call("residuals", Empty, Residuals, DIAGNOSTIC)),
+    placement=Placement("provider", "providers", grouped=True, own_worker=False,
+                        iteration="iteration"))
 
 
 class Providers:
-    """The N providers as the trainer sees them (see the module docstring)."""
+    """The N providers as the trainer sees them, over a session of
+    :data:`PROVIDERS_PROTOCOL`.
 
-    n_providers: int
-    #: samples per provider and features
-    m: int
-    d: int
-    #: rows scaled onto the unit ball (a private run's ``row_bound``), over all providers
-    rows_clipped: int = 0
-
-    def update(self, w: np.ndarray, public: dict, noise) -> tuple[np.ndarray, dict]:
-        """Every provider's iteration from ``w^k`` (:meth:`ProviderGroup.update`); returns
-        the releases ``(N, d)`` and the local steps' statistics, per-provider arrays ``(N,)``.
-
-        ``public`` holds the iteration's public values of the local step (Algorithm 3's
-        ``eta``); ``noise`` is None (no noise) or ``(units, scale, sensitivity)`` of the
-        Gaussian release: the iteration's :class:`~vfl.core.solver.Release`.
-        """
-        raise NotImplementedError
-
-    def diagnose(self, w: np.ndarray, W_bar: np.ndarray | None):
-        """:meth:`ProviderGroup.diagnose` over all providers (diagnostics: nothing is sent)."""
-        raise NotImplementedError
-
-    def models(self) -> np.ndarray:
-        """The clean local models ``w_i^k`` ``(N, d)`` (diagnostics)."""
-        raise NotImplementedError
-
-    def residuals(self) -> np.ndarray:
-        """:meth:`ProviderGroup.residuals` over all providers (Algorithms 1-2's diagnostic)."""
-        raise NotImplementedError
-
-
-class LocalProviders(Providers):
-    """All N providers in this process, one group (the in-process backend).
-
-    ``release(mean, units=, scale=, sensitivity=)`` is the solver's
-    :meth:`~vfl.core.solver.Solver.release` with its noise stream: it records
-    the event and draws (the audit watches it there).
+    ``record(units=, scale=, sensitivity=, size=)`` records an iteration's release event in
+    the trainer (:meth:`~vfl.core.solver.Solver.record_release`) and returns it, where the
+    providers draw their own noise; ``shape``: ``(N, m, d)``.
     """
 
-    def __init__(self, group: ProviderGroup, release):
-        self.group, self.release = group, release
-        self.n_providers, self.m, self.d = group.A.shape
+    def __init__(self, session, record, shape):
+        self.session, self.record = session, record
+        self.n_providers, self.m, self.d = (int(v) for v in shape)
+        #: rows scaled onto the unit ball (a private run's ``row_bound``), over all providers
+        self.rows_clipped = int(sum(o.rows for o in session.opened))
+        self.ranges = [(a, b) for a, b in session.hosts]
+        for k, (a, b) in enumerate(self.ranges):
+            session.bind(k, n=b - a, m=self.m, d=self.d)
+
+    @property
+    def group(self) -> ProviderGroup:
+        """All N providers' group, where it is in this process."""
+        (side,) = self.session.sides
+        return side.group
 
     @property
     def A(self) -> np.ndarray:
@@ -219,18 +314,47 @@ class LocalProviders(Providers):
     def b(self) -> np.ndarray:
         return self.group.b
 
-    def update(self, w, public, noise):
-        if noise is None:
-            return self.group.update(w, public, lambda W: W)
-        units, scale, sens = noise
-        return self.group.update(w, public, lambda W: self.release(W, units=units, scale=scale,
-                                                                   sensitivity=sens))
+    def update(self, w: np.ndarray, public: dict, noise) -> tuple[np.ndarray, dict]:
+        """Every provider's iteration from ``w^k`` (:meth:`ProviderGroup.update`); returns
+        the releases ``(N, d)`` and the local steps' statistics, per-provider arrays ``(N,)``.
 
-    def diagnose(self, w, W_bar):
-        return self.group.diagnose(w, W_bar)
+        ``public`` holds the iteration's public values of the local step (Algorithm 3's
+        ``eta``); ``noise`` is None (no noise) or ``(units, scale, sensitivity)`` of the
+        Gaussian release: the iteration's :class:`~vfl.core.solver.Release`.
+        """
+        N = self.n_providers
+        mechanism = scale = sens = None
+        if noise is not None:
+            units, scale, sens = noise
+            mechanism = "gaussian"
+            scale = np.broadcast_to(np.asarray(scale, dtype=float), (N,)).copy()
+            sens = np.broadcast_to(np.asarray(sens, dtype=float), (N,)).copy()
+            if not self.session.records:  # they draw where they are: the event recorded here
+                event = self.record(units=units, scale=scale, sensitivity=sens, size=self.d)
+                mechanism, scale = event.mechanism, event.scale
+        replies = self.session.round("update", {
+            k: Iterate(w=w, public=dict(public), mechanism=mechanism,
+                       scale=None if scale is None else scale[a:b],
+                       sensitivity=None if sens is None else sens[a:b])
+            for k, (a, b) in enumerate(self.ranges)})
+        parts = [replies[k] for k in range(len(self.ranges))]
+        shared = np.concatenate([p.shared for p in parts])
+        stats = {key: np.concatenate([p.stats[key] for p in parts]) for key in parts[0].stats}
+        return shared, stats
 
-    def models(self):
-        return self.group.W
+    def diagnose(self, w: np.ndarray, W_bar: np.ndarray | None):
+        """:meth:`ProviderGroup.diagnose` over all providers (diagnostics: nothing is sent)."""
+        parts = self.session.ask("diagnose", each=lambda k: Average(
+            w=w, W_bar=None if W_bar is None else W_bar[self.ranges[k][0]:self.ranges[k][1]]))
+        margins = np.concatenate([p.margins for p in parts])
+        losses = np.concatenate([p.losses for p in parts])
+        f = None if W_bar is None else np.concatenate([p.f for p in parts])
+        return margins, losses, f
 
-    def residuals(self):
-        return self.group.residuals()
+    def models(self) -> np.ndarray:
+        """The clean local models ``w_i^k`` ``(N, d)`` (diagnostics)."""
+        return np.concatenate([p.W for p in self.session.ask("models")])
+
+    def residuals(self) -> np.ndarray:
+        """:meth:`ProviderGroup.residuals` over all providers (Algorithms 1-2's diagnostic)."""
+        return np.concatenate([p.r for p in self.session.ask("residuals")])

@@ -14,11 +14,11 @@ derivative ``l'(u_i; b_i)`` per sample and sends it back, and every party
 takes a gradient step on its own weights only. Features and weights never
 leave their party; only the outputs and the derivatives are exchanged.
 
-:class:`SGDParty` is party m's side of that exchange (its block, its model
-and its output noise); :class:`SGDParties` is what the iteration talks to,
-one mini-batch at a time: :class:`LocalSGDParties` keeps the parties in this
-process, and another backend (the experiments layer's Dask actors, one per
-party on its own worker) runs the same :class:`SGDParty` code there, so the
+:class:`~.fdml_party.SGDParty` is party m's side of that exchange (its block,
+its model and its output noise), declared once as a protocol
+(:data:`~.fdml_party.FDML_PROTOCOL`); :class:`~.fdml_party.SGDParties` is
+what the iteration talks to, one mini-batch at a time, over the one unit
+transport wherever the parties run (this process, Dask workers), so the
 iteration has no branch on where the parties run.
 
 This module is pure computation: no files, no printing, no global state;
@@ -29,221 +29,22 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
-from functools import partial
 from time import perf_counter
 
 import numpy as np
-import scipy.sparse as sp
 
-from vfl.core.objective import Objective
 from vfl.core.metrics import EpochStats
+from vfl.core.objective import Objective
+from vfl.core.host import LocalEnv
+from vfl.core.units import InProcessUnits
 
-__all__ = ["FDMLSGD", "LR_SCHEDULES", "LocalSGDParties", "SGDParties", "SGDParty", "SGDSpec",
-           "initial_models", "output_noise"]
+from .fdml_party import (FDML_PROTOCOL, SGDParties, SGDParty, SGDSpec, initial_models,
+                         output_noise)
+
+__all__ = ["FDMLSGD", "LR_SCHEDULES", "SGDParties", "SGDParty", "SGDSpec", "initial_models",
+           "output_noise"]
 
 LR_SCHEDULES = ("constant", "inv_sqrt", "step")
-
-
-class _SparseBlock:
-    """One party's CSR block, row-permuted once per epoch for contiguous batches.
-
-    Batch products run on the raw CSR arrays with ``np.bincount``: a batch of
-    ~100 rows of a9a is a few hundred non-zeros, where the fixed cost of
-    building a scipy matrix per batch would dominate the epoch.
-    """
-
-    def __init__(self, D):
-        self.D = D.tocsr().astype(float, copy=False)
-        self.n_features = self.D.shape[1]
-
-    def begin_epoch(self, perm: np.ndarray) -> None:
-        P = self.D[perm]  # scipy's C row gather, once per epoch
-        self._indptr, self._indices, self._data = P.indptr, P.indices, P.data
-        self._rowid = np.repeat(np.arange(len(perm)), np.diff(P.indptr))
-
-    def batch(self, start: int, stop: int):
-        lo, hi = self._indptr[start], self._indptr[stop]
-        return (self._rowid[lo:hi] - start, self._indices[lo:hi], self._data[lo:hi], stop - start)
-
-    def matvec(self, batch, x: np.ndarray) -> np.ndarray:
-        rows, cols, vals, k = batch
-        return np.bincount(rows, weights=vals * x[cols], minlength=k)
-
-    def rmatvec(self, batch, g: np.ndarray) -> np.ndarray:
-        rows, cols, vals, _ = batch
-        return np.bincount(cols, weights=vals * g[rows], minlength=self.n_features)
-
-    def full_matvec(self, x: np.ndarray) -> np.ndarray:
-        return self.D @ x
-
-
-class _DenseBlock:
-    """One party's dense block; each batch's rows are gathered into a reused buffer.
-
-    Gathering per batch (rather than permuting the whole block each epoch)
-    keeps the copy small enough to stay in cache for the two products that
-    follow, and allocates nothing per epoch.
-    """
-
-    def __init__(self, D, batch_size: int):
-        self.D = np.ascontiguousarray(D, dtype=float)
-        self.n_features = self.D.shape[1]
-        self._buf = np.empty((min(batch_size, self.D.shape[0]), self.n_features))
-
-    def begin_epoch(self, perm: np.ndarray) -> None:
-        self._perm = perm
-
-    def batch(self, start: int, stop: int):
-        out = self._buf[: stop - start]
-        np.take(self.D, self._perm[start:stop], axis=0, out=out)
-        return out
-
-    def matvec(self, batch, x: np.ndarray) -> np.ndarray:
-        return batch @ x
-
-    def rmatvec(self, batch, g: np.ndarray) -> np.ndarray:
-        return g @ batch
-
-    def full_matvec(self, x: np.ndarray) -> np.ndarray:
-        return self.D @ x
-
-
-@dataclass(frozen=True)
-class SGDSpec:
-    """What every party needs besides its block: public options of the run.
-
-    ``reg`` is the coefficient ``2 lam / (w N)`` of the l2 term of ``g_m``
-    (see :class:`FDMLSGD`); ``widths`` every party's ``d_m``, because party
-    m's initial model is the m-th draw of the run's init stream.
-    """
-
-    batch_size: int
-    reg: float
-    init_scale: float
-    output_sigma: float
-    widths: tuple[int, ...]
-
-
-def initial_models(rng: np.random.Generator, widths, scale: float) -> list[np.ndarray]:
-    """The parties' initial models, in party order: ``N(0, scale^2)`` draws from ``rng`` (the
-    run's init stream), or zeros without drawing when ``scale = 0``."""
-    if scale > 0:
-        return [rng.normal(0.0, scale, size=d) for d in widths]
-    return [np.zeros(d) for d in widths]
-
-
-def output_noise(outputs: np.ndarray, sigma: float, rng) -> np.ndarray:
-    """FDML's DP variant: ``N(0, sigma^2)`` on every output a party sends, from its own
-    Generator (``sigma = 0``: the outputs, and no draw)."""
-    if sigma > 0:
-        return outputs + rng.normal(0.0, sigma, size=outputs.shape)
-    return outputs
-
-
-class SGDParty:
-    """Party m: its block ``D_m``, its local model ``x_m`` and its side of every mini-batch.
-
-    ``publish(rows, outputs)`` returns what party m sends for the samples
-    ``rows`` given its exact outputs (:func:`output_noise` from its own
-    Generator; in this process, the iteration's :meth:`FDMLSGD.publish`).
-    """
-
-    def __init__(self, D, x0: np.ndarray, spec: SGDSpec, publish):
-        self.block = _SparseBlock(D) if sp.issparse(D) else _DenseBlock(D, spec.batch_size)
-        self.x = x0
-        self.reg = spec.reg
-        self.publish = publish
-        self._batch = None
-
-    @property
-    def n_features(self) -> int:
-        return self.block.n_features
-
-    def begin_epoch(self, perm: np.ndarray) -> None:
-        """The epoch's sample order (public: every party draws the same one)."""
-        self.perm = perm
-        self.block.begin_epoch(perm)
-
-    def outputs(self, start: int, stop: int) -> np.ndarray:
-        """What party m sends for the batch ``perm[start:stop]``: ``D_m[batch] x_m`` (+ noise)."""
-        self._batch = self.block.batch(start, stop)
-        return self.publish(self.perm[start:stop], self.block.matvec(self._batch, self.x))
-
-    def step(self, g: np.ndarray, eta: float) -> None:
-        """``x_m <- x_m - eta g_m`` for the batch's derivatives ``g`` (already divided by B)
-        that the active party returned; a new array, so no model a caller kept is changed."""
-        self.x = self.x - eta * (self.block.rmatvec(self._batch, g) + self.reg * self.x)
-
-    def margins(self) -> np.ndarray:
-        """``D_m x_m`` on every training row (a diagnostic: no party sends it)."""
-        return self.block.full_matvec(self.x)
-
-
-class SGDParties:
-    """The M parties as the iteration sees them, one mini-batch at a time.
-
-    Per batch every party sends its outputs (:meth:`outputs`, one message
-    each) and receives the derivatives (:meth:`step`, one message each);
-    the rest is diagnostics and scoring, which no party does in training.
-    """
-
-    n_parties: int
-    #: each party's number of columns d_m
-    n_features: list[int]
-
-    def begin_epoch(self, perm: np.ndarray) -> None:
-        """Start an epoch with the sample order ``perm`` (public randomness)."""
-        raise NotImplementedError
-
-    def outputs(self, start: int, stop: int) -> list[np.ndarray]:
-        """Every party's message for the batch ``perm[start:stop]``, in party order."""
-        raise NotImplementedError
-
-    def step(self, g: np.ndarray, eta: float) -> None:
-        """Every party steps on the derivatives ``g`` of the last batch."""
-        raise NotImplementedError
-
-    def models(self) -> list[np.ndarray]:
-        """The local models ``x_m`` (diagnostics: no party sends its model)."""
-        raise NotImplementedError
-
-    def margins(self) -> list[np.ndarray]:
-        """``D_m x_m`` on every training row, per party (diagnostics)."""
-        raise NotImplementedError
-
-    def test_products(self, test) -> list[np.ndarray]:
-        """``B_m x_m`` on each party's held-out columns ``B_m`` (``test``, when held here)."""
-        raise NotImplementedError
-
-
-class LocalSGDParties(SGDParties):
-    """The M parties in this process, in order (the in-process backend)."""
-
-    def __init__(self, parties: list[SGDParty]):
-        self.parties = parties
-        self.n_parties = len(parties)
-        self.n_features = [p.n_features for p in parties]
-
-    def begin_epoch(self, perm):
-        for p in self.parties:
-            p.begin_epoch(perm)
-
-    def outputs(self, start, stop):
-        return [p.outputs(start, stop) for p in self.parties]
-
-    def step(self, g, eta):
-        for p in self.parties:
-            p.step(g, eta)
-
-    def models(self):
-        return [p.x for p in self.parties]
-
-    def margins(self):
-        return [p.margins() for p in self.parties]
-
-    def test_products(self, test):
-        return [B @ p.x for B, p in zip(test, self.parties)]
 
 
 def _check_generator(rng, name: str) -> None:
@@ -299,7 +100,7 @@ class FDMLSGD:
     ----------
     blocks : list of (N, d_m) arrays or sparse matrices, or None
         The parties' feature blocks ``D_1, ..., D_M`` (same rows), held in
-        this process (:class:`LocalSGDParties`); None with ``parties``. The
+        this process; None with ``parties``. The
         active party (the coordinator here) holds the labels.
     b : (N,) array of labels (+-1 for the logistic loss).
     objective : Objective
@@ -330,13 +131,11 @@ class FDMLSGD:
     noise_rngs : list of M numpy.random.Generator, optional
         One per party, in party order; required when ``output_sigma > 0`` and
         never drawn from otherwise.
-    parties : callable with an ``n_parties`` and a ``widths`` attribute, optional
-        ``parties(spec)`` returns the :class:`SGDParties` that run each
-        party's side of every mini-batch, given the :class:`SGDSpec` (another
-        backend: the blocks are not in this process; each party draws its
-        initial model, its copy of the sample order and its noise from the
-        same streams there). Default: the blocks' :class:`SGDParty` objects,
-        here.
+    parties : :class:`~vfl.core.units.Units` with ``n_parties`` and ``widths``, optional
+        Where the parties run when not in this process (another backend: the
+        blocks are not here; each party draws its initial model, its copy of
+        the sample order and its noise from the same streams there). Default:
+        the blocks, here.
 
     Attributes
     ----------
@@ -417,14 +216,15 @@ class FDMLSGD:
         # The l2 term of g_m: grad of lam ||x_m||^2, divided by w N (see class docstring).
         self._reg = 2.0 * objective.lam / (objective.weight(n) * n)
         widths = [D.shape[1] for D in blocks] if parties is None else parties.widths
-        spec = SGDSpec(self.batch_size, self._reg, self.init_scale, self.output_sigma,
-                       tuple(int(d) for d in widths))
-        if parties is None:
-            x0 = initial_models(init_rng, widths, self.init_scale)
-            self.parties = LocalSGDParties([SGDParty(D, x, spec, partial(self.publish, m))
-                                            for m, (D, x) in enumerate(zip(blocks, x0))])
-        else:
-            self.parties = parties(spec)
+        spec = SGDSpec(batch_size=self.batch_size, reg=float(self._reg),
+                       init_scale=self.init_scale, output_sigma=self.output_sigma,
+                       widths=np.asarray(widths, dtype=np.int64))
+        if parties is None:  # each party draws its initial model and its order as elsewhere,
+            # from its copy of the public streams; its outputs go through self.publish
+            parties = InProcessUnits.blocks(blocks, LocalEnv(
+                release=lambda mean, *, units, batch, **_: self.publish(units, batch, mean),
+                streams={"init": init_rng, "batch": batch_rng}))
+        self.parties = SGDParties(parties.open(FDML_PROTOCOL, spec), n)
         self.epoch = 0
         self.messages = np.zeros(M, dtype=np.int64)
         self._margins = None
@@ -541,6 +341,7 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
     setting = Setting.VERTICAL
     iteration_name = "epoch"
     backends = ("inprocess", "dask")
+    protocol = FDML_PROTOCOL
     reference = Reference("Hu, Niu, Yang, Zhou: FDML, feature-distributed machine learning (2019); "
                           "the SGD baseline of Hu et al., Section 5", "synchronous mini-batch SGD")
     regularizers = ("l2sq",)
@@ -565,10 +366,10 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
 
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
-        M = len(data.blocks) if data.parties is None else data.parties.n_parties
+        M = len(data.blocks) if data.units is None else data.units.n_parties
         solver = cls(data.blocks, data.y, objective, **params, output_sigma=privacy["sigma"],
                      init_rng=streams.get("init"), batch_rng=streams.get("batch"),
-                     noise_rngs=[streams.noise(m) for m in range(M)], parties=data.parties)
+                     noise_rngs=[streams.noise(m) for m in range(M)], parties=data.units)
         solver.wire = Wire(M)
         return solver
 

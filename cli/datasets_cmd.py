@@ -200,3 +200,38 @@ def inspect_cmd(path: Path, fmt: str | None, label: str | None, parties: int):
     counts = suggest_partition([c["width"] for c in info["columns"]] if info["columns"]
                                else [1] * info["n_features"], parties)
     click.echo("\n".join(describe_file(info, counts, label, parties)))
+
+
+@datasets.command(name="split")
+@click.argument("path", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, help="Split this config's data by its [partition] instead of a FILE.")
+@click.option("--label", metavar="COL", default=None, help="Label column of a CSV file.")
+@click.option("--parties", type=click.IntRange(min=2), default=2, show_default=True,
+              help="Number of parties (FILE's columns in near-equal groups).")
+@click.option("--overlap", type=click.FloatRange(0, 1, min_open=True), default=0.8,
+              show_default=True, help="Share of the rows every party holds.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the IDs, the overlap and each file's row order.")
+@click.option("--test", "test_path", default=None, metavar="FILE",
+              help="A test file: every party gets its rows [default: 20 %% of FILE held out].")
+@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Directory for the party files and config.toml.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="With --config: override a config key first.")
+@click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
+@_data_dir_option
+def split_cmd(path, config_path, label, parties, overlap, seed, test_path, out, overrides,
+              overwrite, data_dir):
+    """Write one file per party (synthetic IDs, shuffled rows) and OUT/config.toml.
+
+    \b
+    vfl datasets split bank.csv --label y --parties 2 --overlap 0.8 --out bank-parties
+    vfl datasets split --config configs/a9a.toml --out a9a-parties
+    """
+    from vfl.experiments.partyfiles import split
+
+    written = split(path, config_path, label=label, parties=parties, overlap=overlap, seed=seed,
+                    test=test_path, out=out, overrides=overrides, overwrite=overwrite,
+                    data_dir=data_dir)
+    click.echo(f"wrote the party files and {written}; run them: vfl run --config {written}")

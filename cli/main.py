@@ -20,13 +20,14 @@ import click
 from vfl.core.errors import ConfigError, VFLError
 
 from .datasets_cmd import datasets
+from .tune_cmd import tune
 
 __all__ = ["cli", "main"]
 
 #: `vfl --help` lists the commands in these groups, in this order
 SECTIONS = [
     ("Run one experiment and look at it", ["run", "plot", "audit", "privacy"]),
-    ("Sweeps", ["sweep", "sweep-noise"]),
+    ("Sweeps and tuning", ["sweep", "sweep-noise", "tune"]),
     ("Reproduce the papers (Hu et al.; Huang et al.; Xiao et al.; private stacking)",
      ["reproduce", "references"]),
     ("Data and algorithms", ["datasets", "solvers"]),
@@ -79,6 +80,7 @@ def cli(ctx, debug):
 
 
 cli.add_command(datasets)
+cli.add_command(tune)
 
 
 def _stamp() -> str:
@@ -141,10 +143,12 @@ def _value_list(text: str, option: str, kind=float) -> list:
 
 
 @cli.command()
-@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--config", "config_path", default=None, type=click.Path(dir_okay=False),
               help="TOML experiment config (see configs/).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Run directory to create [default: results/runs/NAME-TIMESTAMP].")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False), default=None,
+              help="Finish the killed run of this directory (its checkpoint's config).")
 @click.option("--epochs", type=click.IntRange(min=1), default=None,
               help="Override solver.epochs (the number of iterations).")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override run.seed.")
@@ -170,8 +174,10 @@ def _value_list(text: str, option: str, kind=float) -> list:
               help="With run.backend = \"dask\": the Dask scheduler whose workers hold the "
                    "parties, e.g. tcp://HOST:8786 [default: a local cluster, one worker per "
                    "party].")
-def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides, overwrite, quiet,
-        no_cache, baselines, stop_at_budget, release_only, cluster):
+@click.option("--no-figure", is_flag=True,
+              help="Write no loss.png (scripted runs; `vfl plot RUN_DIR --out F` draws one later).")
+def run(config_path, out, resume_dir, epochs, seed, repeats, eval_every, data_dir, overrides,
+        overwrite, quiet, no_cache, baselines, stop_at_budget, release_only, cluster, no_figure):
     """Run one experiment and write its run directory.
 
     Everything is checked (config, output directory, data, distribution,
@@ -186,13 +192,19 @@ def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides
     from vfl.experiments.records import check_output_dir
 
     t0 = perf_counter()
+    if resume_dir is not None:  # (the other options are refused: the checkpoint's own)
+        from vfl.experiments.checkpoint import resume_run
+        return resume_run(Path(resume_dir), cluster, data_dir, quiet, t0, _backend, _run,
+                          given=click.get_current_context().params)
+    if config_path is None:  # (--resume needs none)
+        raise click.UsageError("Missing option '--config' (or --resume RUN_DIR).")
     overrides = list(overrides)
     for key, value in (("solver.epochs", epochs), ("run.seed", seed), ("run.repeats", repeats),
                        ("run.eval_every", eval_every), ("run.baselines", baselines)):
         if value is not None:
             overrides.append(f"{key}={value}")
     config = load_config(config_path, overrides)
-    from vfl.experiments.parties import check_cluster_option
+    from vfl.experiments.dask_units import check_cluster_option
     from vfl.experiments.runner import check_run_options
 
     check_cluster_option(config, cluster)
@@ -203,7 +215,7 @@ def run(config_path, out, epochs, seed, repeats, eval_every, data_dir, overrides
 
     with _backend(config, cluster, data_dir) as backend:
         _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, release_only,
-             backend, t0)
+             backend, t0, figure=not no_figure)
 
 
 def _backend(config, cluster, data_dir):
@@ -212,16 +224,17 @@ def _backend(config, cluster, data_dir):
 
     if config.run.backend != "dask":
         return contextlib.nullcontext()
-    from vfl.experiments.parties import dask_backend
+    from vfl.experiments.dask_units import dask_backend
 
     return dask_backend(config, cluster, data_dir)
 
 
 def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, release_only,
-         backend, t0):
+         backend, t0, figure=True, resume=None):
     from time import perf_counter
 
     from vfl.core.solver import column_kinds
+    from vfl.experiments.checkpoint import checkpoints, finished, keep_or_drop
     from vfl.experiments.records import write_run
     from vfl.experiments.runner import plan_run, run_experiment
 
@@ -235,19 +248,26 @@ def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, rele
                          show=lambda row: f"repeat {row['repeat'] + 1}, {row['epoch']}" + (
                              "" if release_only and star else
                              f": test loss {row['test_logloss']:.4f}{star}"))
+    save, existed = checkpoints(out, config, resume, {  # every run.checkpoint_every iterations
+        "no_cache": no_cache, "stop_at_budget": stop_at_budget, "release_only": release_only,
+        "figure": figure}), out.exists()
     try:
         result = run_experiment(config, data_dir=data_dir, plan=plan, use_cache=not no_cache,
                                 stop_at_budget=stop_at_budget, release_only=release_only,
-                                on_epoch=lambda row: progress.step(row) if row["epoch"] > 0 else None)
+                                on_epoch=lambda row: progress.step(row) if row["epoch"] > 0 else None,
+                                resume=resume, checkpoint=save)
+    except VFLError as exc:  # a lost unit or scheduler: the run directory says how to resume
+        raise type(exc)(f"{exc}{keep_or_drop(out, exc, fresh=not existed)}") from None
     finally:
         progress.close()
+    overwrite = finished(result, out, resume) or overwrite  # (replaces the checkpoint)
 
-    def figure(tmp: Path):
+    def draw(tmp: Path):
         from vfl.plots import draw_run
 
         draw_run(result, tmp / "loss.png", release_only=release_only)
 
-    path = write_run(result, out, overwrite=overwrite, extra=[figure])
+    path = write_run(result, out, overwrite=overwrite, extra=[draw] if figure else [])
     if not quiet:
         from vfl.experiments.summary import run_summary
 
@@ -602,7 +622,7 @@ def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data
                 required=False)
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Figure path [default: ROOT/audits.png]; the table goes beside it as CSV.")
-@click.option("--markdown", is_flag=True, help="Print the table as README shows it.")
+@click.option("--markdown", is_flag=True, help="Print the table as the manual shows it (docs/audit.md).")
 def audits(root, out, markdown):
     """Collect every audit under ROOT into one table and one figure.
 

@@ -31,6 +31,7 @@ import copy
 
 import numpy as np
 
+from vfl.core import gaussian
 from vfl.core.solver import Release
 
 __all__ = ["PrivacyLedger", "compose"]
@@ -50,6 +51,26 @@ class PrivacyLedger:
         self.unsound = False
         self.laplace = False
         self.exact = False  # some release drawn by the exact discrete sampler
+        #: RDP spent before the run on every record, per order: private tuning's
+        #: (:meth:`add_rdp`); composed by RDP
+        self._extra = np.zeros(self._orders.size)
+
+    def add_rdp(self, curve) -> None:
+        """Charge every unit an RDP curve (at dp-accounting's default orders) spent outside
+        the releases, e.g. private hyper-parameter tuning before the run."""
+        curve = np.asarray(curve, dtype=float)
+        if curve.shape != self._orders.shape or not np.all(np.isfinite(curve)):
+            raise ValueError("an RDP curve needs one finite value per default order")
+        self._extra = self._extra + curve
+
+    @property
+    def orders(self) -> np.ndarray:
+        return self._orders
+
+    def _rdp(self) -> np.ndarray:
+        """Each unit's RDP per order: its releases and what was spent before the run."""
+        return self._lap_rdp + self._gauss[:, None] * self._orders[None, :] / 2.0 \
+            + self._extra[None, :]
 
     def _grow(self, n: int) -> None:
         if n > self._gauss.size:
@@ -104,30 +125,37 @@ class PrivacyLedger:
 
     @property
     def method(self) -> str:
+        tuned = " with the tuning's RDP" if self._extra.any() else ""
         if self.exact:
-            return "rdp (exact discrete noise)"
-        if self.laplace or self.accountant == "rdp":
-            return "rdp"
+            return f"rdp (exact discrete noise){tuned}"
+        if self.laplace or self.accountant == "rdp" or tuned:
+            return f"rdp{tuned}"
         return "exact Gaussian composition (= the PLD limit)"
+
+    def _exact_gaussian(self) -> bool:
+        return not self.laplace and self.accountant != "rdp" and not self.exact \
+            and not self._extra.any()
 
     def epsilon(self) -> float:
         """The worst unit's epsilon at :attr:`delta` (NaN if unsound, 0 before any release)."""
         if self.unsound:
             return float("nan")
-        if self._gauss.size == 0:
+        if self._gauss.size == 0 and not self._extra.any():
             return 0.0
-        if not self.laplace and self.accountant != "rdp" and not self.exact:
-            from vfl.privacy import composed_gaussian_epsilon
-
-            worst = float(self._gauss.max())
-            return 0.0 if worst == 0 else composed_gaussian_epsilon([worst**-0.5], self.delta)
+        if self._exact_gaussian():
+            worst = float(self._gauss.max())  # the worst unit's sum of z_k^-2
+            # (z_eff as the accountants compute it, so the numbers are theirs to the bit)
+            z = float(np.sum(np.array([worst**-0.5]) ** -2.0)) ** -0.5
+            return 0.0 if worst == 0 else gaussian.epsilon(z, self.delta)
         from dp_accounting.rdp import rdp_privacy_accountant
 
-        rdp = self._lap_rdp + self._gauss[:, None] * self._orders[None, :] / 2.0
+        self._grow(1)
+        rdp = self._rdp()
         eps = float(max(rdp_privacy_accountant.compute_epsilon(self._orders, row, self.delta)[0]
                         for row in rdp))
         # Laplace only: basic composition is (eps, 0)-DP too, and sometimes smaller
-        return min(eps, self.pure_epsilon()) if not np.any(self._gauss > 0) else eps
+        return min(eps, self.pure_epsilon()) if not np.any(self._gauss > 0) \
+            and not self._extra.any() else eps
 
     def laplace_mu(self) -> float:
         """The worst unit's ``sqrt(sum (Delta_2 / b)^2)`` over its Laplace releases: the
@@ -145,19 +173,21 @@ class PrivacyLedger:
         eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
         if self.unsound:
             return np.full(eps.shape, np.nan)
-        if self._gauss.size == 0:
+        if self._gauss.size == 0 and not self._extra.any():
             return np.zeros(eps.shape)
-        if not self.laplace and self.accountant != "rdp" and not self.exact:
-            from vfl.privacy import gaussian_delta
-
+        if self._exact_gaussian():
             worst = float(self._gauss.max())
-            return np.zeros(eps.shape) if worst == 0 else gaussian_delta(eps, worst**-0.5)
+            if worst == 0:
+                return np.zeros(eps.shape)
+            z = 1.0 / float(np.sqrt(np.sum(np.array([worst**-0.5]) ** -2.0)))  # 1 / mu
+            return np.exp([gaussian.log_delta(float(e), z) for e in eps])
         from dp_accounting.rdp import rdp_privacy_accountant
 
-        rdp = self._lap_rdp + self._gauss[:, None] * self._orders[None, :] / 2.0
+        self._grow(1)
+        rdp = self._rdp()
         out = np.array([max(rdp_privacy_accountant.compute_delta(self._orders, row, float(e))[0]
                             for row in rdp) for e in eps])
-        if not np.any(self._gauss > 0):
+        if not np.any(self._gauss > 0) and not self._extra.any():
             out = np.where(eps >= self.pure_epsilon(), 0.0, out)
         return out
 
@@ -193,6 +223,7 @@ def compose(ledgers: list[PrivacyLedger], *, same_units: bool) -> PrivacyLedger:
         out.unsound |= x.unsound
         out.laplace |= x.laplace
         out.exact |= x.exact
+        out._extra = np.maximum(out._extra, x._extra)  # spent once before the runs
         if x._gauss.size == 0:
             continue
         if same_units:

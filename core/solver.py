@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .params import Param
+from .protocol import UnitData
 from .sampling import ExactSampler
 from .wire import Inference, Wire
 
@@ -151,10 +152,18 @@ def add_noise_to_rows(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng, 
     a replayable run is public to whoever holds the seed anyway); an exact sampler draws the
     rows' noise alone (its noise is never replayed).
     """
-    if isinstance(rng, ExactSampler):
-        return rng.add(mechanism, mean, scale)
     mean = np.asarray(mean, dtype=float)
     shape = (int(total),) + mean.shape[1:]
+    if mechanism == "l2_laplace":
+        # density ~ exp(-||y||_2 / scale) per row: a Gamma(d, scale) radius times a uniform
+        # direction, drawn whole (numpy's gamma is scale times a standard gamma draw, so the
+        # rows' radii do not depend on the other rows' scales)
+        direction = rng.standard_normal(shape)
+        direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+        radius = rng.gamma(shape=mean.shape[1], scale=1.0, size=int(total))
+        return mean + (np.asarray(scale, dtype=float) * radius[rows])[:, None] * direction[rows]
+    if isinstance(rng, ExactSampler):
+        return rng.add(mechanism, mean, scale)
     s = np.asarray(scale, dtype=float).reshape((-1,) + (1,) * (mean.ndim - 1))
     if mechanism == "gaussian":
         return mean + s * rng.standard_normal(shape)[rows]
@@ -205,7 +214,7 @@ def column_kinds(cls, columns, private: bool, *, test_rows_private: bool = False
 #: Integer stream keys (numpy ``SeedSequence`` spawn keys) per purpose. They
 #: are part of the records' meaning: changing them changes every replayed run.
 STREAM_KEYS = {"noise": 0, "init": 1, "batch": 2, "split": 3, "graph": 4, "x0": 5, "random": 6,
-               "audit": 7}
+               "audit": 7, "tuning": 8}
 
 
 @dataclass
@@ -290,15 +299,27 @@ class Neighbour:
 class VerticalData:
     """Parties hold columns ``D_m`` of the same N rows; party 1 holds the labels.
 
-    ``parties``, when the parties run outside this process (another backend),
-    starts them where their blocks are; a solver that supports it then reads
-    no block here (``blocks`` is None), except the hub's own when party 1 is
-    the hub (private stacking's active party: ``blocks`` is ``[D_1]``).
+    ``units``, when the parties run outside this process (another backend), is
+    where they are (:class:`~vfl.core.units.Units`: the solver opens its
+    protocol there); the solver then reads no block here (``blocks`` is None),
+    except the hub's own when party 1 is the hub (private stacking's active
+    party: ``blocks`` is ``[D_1]``).
     """
 
     blocks: list | None
     y: np.ndarray
-    parties: Any = None
+    #: the run's :class:`~vfl.core.units.Units` when the parties are elsewhere (None: here)
+    units: Any = None
+
+    def cut(self, first: int, stop: int, test=None) -> UnitData:
+        """Parties ``first .. stop - 1``: their blocks (and held-out blocks ``test[m]``)."""
+        return UnitData(first, stop, len(self.blocks), tuple(self.blocks[first:stop]),
+                        None if test is None else tuple(test[first:stop]))
+
+    def elsewhere(self, units, first: int = 0) -> "VerticalData":
+        """The data as the coordinator holds it with the parties ``first ..`` on ``units``:
+        the labels, and the blocks of the parties before ``first`` (a hub that is a party)."""
+        return VerticalData(self.blocks[:first] or None, self.y, units=units)
 
 
 class PartyBlocks:
@@ -330,15 +351,24 @@ class HorizontalData:
     """Providers hold rows: ``A[i]`` is provider i's ``(m, d)`` sample matrix, ``b[i]`` its labels.
 
     ``public`` is an optional held-out ``(A0, b0)`` treated as public (e.g.
-    DP-ADMM's pre-training samples). ``providers``, when the providers run
-    outside this process (another backend), starts them where their rows are;
-    ``A`` and ``b`` are then None here.
+    DP-ADMM's pre-training samples). ``units``, when the providers run
+    outside this process (another backend), is where they are; ``A`` and ``b``
+    are then None here.
     """
 
     A: np.ndarray | None
     b: np.ndarray | None
     public: tuple[np.ndarray, np.ndarray] | None = None
-    providers: Any = None
+    #: the run's :class:`~vfl.core.units.Units` when the providers are elsewhere
+    units: Any = None
+
+    def cut(self, first: int, stop: int, test=None) -> UnitData:
+        """Providers ``first .. stop - 1``: their rows and labels."""
+        return UnitData(first, stop, len(self.A), (self.A[first:stop], self.b[first:stop]))
+
+    def elsewhere(self, units, first: int = 0) -> "HorizontalData":
+        """The trainer's data with the providers on ``units``: the public rows alone."""
+        return HorizontalData(None, None, public=self.public, units=units)
 
 
 @dataclass
@@ -348,8 +378,8 @@ class NetworkData:
     ``adjacency`` is the symmetric 0/1 ``scipy.sparse`` CSR matrix of the
     graph; ``A[i]``/``b[i]`` agent i's samples; ``x0`` the common start
     ``(N, d)``; ``x_star`` the central optimum of the same objective.
-    ``agents``, when the agents run outside this process (another backend),
-    starts them where their samples are; ``A`` and ``b`` are then None here.
+    ``units``, when the agents run outside this process (another backend), is
+    where they are; ``A`` and ``b`` are then None here.
     """
 
     adjacency: Any
@@ -357,7 +387,16 @@ class NetworkData:
     b: np.ndarray | None
     x0: np.ndarray
     x_star: np.ndarray | None = None
-    agents: Any = None
+    #: the run's :class:`~vfl.core.units.Units` when the agents are elsewhere
+    units: Any = None
+
+    def cut(self, first: int, stop: int, test=None) -> UnitData:
+        """Agents ``first .. stop - 1``: their samples and labels."""
+        return UnitData(first, stop, len(self.A), (self.A[first:stop], self.b[first:stop]))
+
+    def elsewhere(self, units, first: int = 0) -> "NetworkData":
+        """The solver's data with the agents on ``units``: the graph, ``x^0`` and ``x*``."""
+        return NetworkData(self.adjacency, None, None, self.x0, self.x_star, units=units)
 
 
 class PublicMemo:
@@ -428,8 +467,11 @@ class Solver:
     #: the central optimum's norm): the manifest writes them in its ``diagnostic`` section
     diagnostic_keys: ClassVar[tuple[str, ...]] = ()
     #: where the solver's units can run (``run.backend``): this process, or also "dask"
-    #: (one Dask worker per unit, :mod:`vfl.experiments.parties`)
+    #: (Dask workers, :mod:`vfl.experiments.dask_units`)
     backends: ClassVar[tuple[str, ...]] = ("inprocess",)
+    #: the protocol its units speak (:class:`~vfl.core.protocol.Protocol`): any backend places
+    #: them by its placement and runs its sides (None: the solver holds all its data here)
+    protocol: ClassVar[Any] = None
     #: the backends where a run that claims a guarantee can run: its release events are
     #: recorded where the accounting is, and its noise drawn by the units themselves
     accounted_backends: ClassVar[tuple[str, ...]] = ("inprocess",)
@@ -509,6 +551,12 @@ class Solver:
     #: a :class:`PublicMemo` the audit shares between a run and its teacher-forced neighbour
     #: (None in ordinary runs)
     public_memo = None
+
+    def audit_runs(self) -> int | None:
+        """How many runs the audit's observer returns ahead of each release (its ``runs``;
+        None: one run, as always outside the audit). The solver's in-process units let
+        their messages carry that axis (:data:`~vfl.core.messages.RUNS`)."""
+        return getattr(self.observer, "runs", None)
 
     def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None,
                 l2_sensitivity=None):

@@ -131,6 +131,9 @@ class RawDataset:
     #: None: every record of the file is a row. A private run's relation is then stated on
     #: the cleaned file.
     cleaning: Cleaning | None = None
+    #: the raw columns each party holds, party 1 first, when the parties brought their own
+    #: files (:mod:`vfl.datasets.parties`): the vertical setting gives each party its own
+    parties: tuple | None = None
 
     def __post_init__(self):
         for part in ("train", "test"):

@@ -38,6 +38,7 @@ from vfl.datasets.schemas import FILE_RECORDS
 from vfl.datasets.registry import SYNTHETIC_NAME, DatasetSpec, FileSpec, get_spec
 from vfl.datasets.synthetic import SYNTHETIC_OPTIONS, synthetic_from_options
 from vfl.datasets.userfiles import USER_FILE_LOADERS, USER_FILE_OPTIONS
+from vfl.datasets.parties.spec import DATA_KEYS as PARTY_DATA_KEYS
 from vfl.core.errors import DataError
 
 __all__ = ["load_dataset", "load_raw", "LOADER_OPTIONS", "MOVED_OPTIONS"]
@@ -338,7 +339,7 @@ _REFUSED_PRIVATE = {"gisette": _GISETTE_FITTED}
 #: Dataset-specific ``options`` keys accepted by :func:`load_raw`.
 LOADER_OPTIONS: dict[str, tuple[str, ...]] = {
     "a9a": ("tile",), "gisette": (), "adult": ADULT_OPTIONS,
-    SYNTHETIC_NAME: SYNTHETIC_OPTIONS, **USER_FILE_OPTIONS,
+    SYNTHETIC_NAME: SYNTHETIC_OPTIONS, **USER_FILE_OPTIONS, "parties": PARTY_DATA_KEYS,
 }
 
 #: options that moved to the ``[preprocessing]`` section, with their new key
@@ -377,7 +378,8 @@ def load_raw(
         ``"a9a"``, ``"gisette"``, ``"adult"`` (read from ``data_dir``), or
         ``"synthetic"`` / ``"synthetic:<preset>"`` (generated; ``data_dir``
         and ``verify`` are then unused), or ``"libsvm"`` / ``"csv"`` (the
-        user's own files, named by options; see :mod:`vfl.datasets.userfiles`).
+        user's own files, named by options; see :mod:`vfl.datasets.userfiles`), or
+        ``"parties"`` (one file per party, aligned; :mod:`vfl.datasets.parties`).
     data_dir : path, optional
         Directory holding the files; see :func:`resolve_data_dir`.
     options : dict, optional
@@ -411,7 +413,7 @@ def load_raw(
     """
     options = dict(options or {})
     base = name.split(":", 1)[0] if isinstance(name, str) else name
-    if base != SYNTHETIC_NAME and name not in USER_FILE_LOADERS:
+    if base != SYNTHETIC_NAME and name not in USER_FILE_LOADERS and name != "parties":
         get_spec(name)  # unknown names fail first, listing the known ones
     valid = LOADER_OPTIONS[base]
     unknown = sorted(set(options) - set(valid))
@@ -434,6 +436,12 @@ def load_raw(
 
         what, key = _REFUSED_PRIVATE[name][0]
         raise refuse_private(f"{name}: {what}", key)
+    if name == "parties":  # one file per party, rows aligned by PSI
+        from vfl.datasets.parties.join import load_parties
+
+        data = load_parties(options, strict=strict)
+        data.provenance["options"] = dict(options)
+        return data
     if name in USER_FILE_LOADERS:  # the user's own files, named by the options
         data = USER_FILE_LOADERS[name](options, strict=strict)
         data.provenance["options"] = dict(options)

@@ -198,15 +198,15 @@ class Columns:
     ``n_fields``: fields per record. ``numeric`` / ``categorical``: (field
     position, column name) in output order; ``fill``: column name -> the
     value a missing or malformed numeric field takes (default 0). ``label``:
-    the label's position and ``label_of``, raw text -> -1.0 / +1.0 or None
-    (missing or undeclared: ``default_label``). ``missing``: tokens that mean
+    the label's position (None: the file holds no labels) and ``label_of``, raw text ->
+    -1.0 / +1.0 or None (missing or undeclared: ``default_label``). ``missing``: tokens that mean
     "no value" besides the empty field (Adult's ``?``).
     """
 
     n_fields: int
     numeric: tuple[tuple[int, str], ...]
     categorical: tuple[tuple[int, str], ...]
-    label: int
+    label: int | None  # None: a file without labels (a passive party's)
     label_of: Callable[[str], float | None]
     default_label: float = -1.0
     fill: dict = field(default_factory=dict)
@@ -270,6 +270,8 @@ def parse_delimited(lines: Sequence[bytes], split: Callable[[str], list[str]], c
                 repairs.add(name)
             else:
                 cat[i, k] = fields[pos]
+        if cols.label is None:
+            continue
         label = None if fields[cols.label] in missing else cols.label_of(fields[cols.label])
         if label is None:
             ok[i] = False

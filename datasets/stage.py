@@ -205,7 +205,7 @@ class Stage:
 
 
 def _vocabularies(raw, spec: dict, layout) -> tuple[dict, dict]:
-    vocab, sources = {}, {}
+    vocab, sources, unpublished = {}, {}, []
     table = spec["categories"] if isinstance(spec["categories"], dict) else {}
     cats = [n for n in layout if raw.train.kinds[raw.train.names.index(n)] == "categorical"]
     stray = sorted(set(table) - set(cats))
@@ -219,14 +219,48 @@ def _vocabularies(raw, spec: dict, layout) -> tuple[dict, dict]:
         elif spec["categories"] in ("auto", "schema") and spec_col is not None and spec_col.values:
             vocab[name], sources[name] = spec_col.values, "schema"
         elif spec["categories"] == "schema":
-            raise ConfigError(f"preprocessing.categories = 'schema': {raw.name} publishes no "
-                              f"values for column {name!r}; list them in "
-                              f"preprocessing.categories.{name}")
+            unpublished.append(name)
         else:
             rows = raw.vocabulary_rows if raw.vocabulary_rows is not None else raw.train
             values = rows.column(name).astype(str)
             vocab[name], sources[name] = tuple(sorted(set(values.tolist()))), "training_rows"
+    if unpublished:
+        raise ConfigError(f"preprocessing.categories = 'schema': {raw.name} publishes no "
+                          f"values for {_names(unpublished)}; list them in "
+                          + ", ".join(f"preprocessing.categories.{n}" for n in unpublished))
     return vocab, sources
+
+
+def _names(names) -> str:
+    return f"column{'s' if len(names) > 1 else ''} " + ", ".join(map(repr, names))
+
+
+def _user_listed(raw, name: str, source: str) -> str | None:
+    """Where a vocabulary the user declared is written (a config list, or a Table Schema of
+    the user's), or None for a dataset's published schema."""
+    if source == "config":
+        return f"preprocessing.categories.{name}"
+    cited = raw.schema.citation if raw.schema is not None else ""
+    if source == "schema" and cited.startswith("schema "):
+        return f"the enum of field {name!r} in the {cited}"
+    return None
+
+
+def _check_listed(raw, vocab: dict, sources: dict) -> None:
+    """A run that claims no guarantee: a value the file holds outside a list the user
+    declared is a mistake in the list (a private run sends it to the other bucket)."""
+    for name, values in vocab.items():
+        where = _user_listed(raw, name, sources[name])
+        if where is None:
+            continue
+        known = set(values) | {""}
+        for part, table in (("training", raw.train), ("test", raw.test)):
+            seen = set(table.column(name).astype(str).tolist()) - known
+            if seen:
+                shown = ", ".join(map(repr, sorted(seen)[:5]))
+                raise ConfigError(f"{where} misses {shown}{' ...' if len(seen) > 5 else ''}, "
+                                  f"which the {part} rows of column {name!r} hold: add "
+                                  f"{'them' if len(seen) > 1 else 'it'} to the list")
 
 
 def _scaled_columns(encoder: Encoder) -> np.ndarray:
@@ -261,7 +295,7 @@ def _scaling_plan(raw, spec: dict, encoder: Encoder, cat_sources: dict) -> tuple
                           f"(scaled: {', '.join(sorted(names)[:8])}{' ...' if len(names) > 8 else ''})")
     # columns a table leaves out follow "auto" (the schema, else the training rows)
     mode = given if isinstance(given, str) else ("standard" if kind == "standard" else "auto")
-    sources = set()
+    sources, fitted, unpublished = set(), [], []
     for j in plan["columns"]:
         name = owner[j]
         col = raw.schema.column(name) if raw.schema is not None else None
@@ -278,15 +312,23 @@ def _scaling_plan(raw, spec: dict, encoder: Encoder, cat_sources: dict) -> tuple
                 and col.bounds is not None:
             value, src = col.bounds, "schema"
         elif mode == "schema":
-            raise ConfigError(f"preprocessing.bounds = 'schema': {raw.name} declares no range for "
-                              f"column {name!r}; give preprocessing.bounds.{name} = [lo, hi]")
+            value, src = None, "unpublished"
+            if name not in unpublished:
+                unpublished.append(name)
         elif mode == "public":
             value, src = None, "public_rows"
         else:
             value, src = None, "training_rows"
+            if name not in fitted:
+                fitted.append(name)
         plan["per_column"][int(j)] = value
         sources.add(src)
+    if unpublished:
+        raise ConfigError(f"preprocessing.bounds = 'schema': {raw.name} declares no range for "
+                          f"{_names(unpublished)}; give "
+                          + ", ".join(f"preprocessing.bounds.{n} = [lo, hi]" for n in unpublished))
     plan["sources"] = sources
+    plan["fitted"] = fitted
     return plan, "+".join(sorted(sources)) if sources else "none"
 
 
@@ -317,6 +359,32 @@ def _make_scaler(plan: dict, encoder: Encoder, X_fit) -> Scaler:
     return Scaler(kind, cols, lo=lo, hi=hi, lower=plan["lower"], upper=plan["upper"])
 
 
+def _refuse_missing(spec: dict, categories: list, scaled: list) -> None:
+    """A private run: ONE error naming every column whose public parameter is missing."""
+    if not categories and not scaled:
+        return
+    key = "stats" if spec["scaling"] == "standard" else "bounds"
+    what = []
+    if categories:
+        what.append(f"the categories of {', '.join(map(repr, categories))}")
+    if scaled:
+        what.append(f"the {key} of {', '.join(map(repr, scaled))} (scaling = "
+                    f"{spec['scaling']!r})")
+    fix = []
+    if categories:
+        fix.append(f"preprocessing.categories.{categories[0]} = [...] (the published values; "
+                   "likewise every column named)")
+    if scaled:
+        fix.append(f"preprocessing.{key} (public constants: "
+                   + ("{column = [mean, scale]}" if key == "stats" else
+                      "[lo, hi] or {column = [lo, hi]}")
+                   + f") or preprocessing.{key} = 'public' (rows declared public)")
+    raise refuse_private(f"{len(categories) + len(scaled)} column(s) have no public parameter: "
+                         f"{' and '.join(what)} would be read off the training rows",
+                         " and ".join(fix) + ", or declare them in a schema (a Frictionless "
+                         "Table Schema: enum, minimum, maximum)")
+
+
 def refuse_private(what: str, key: str) -> ConfigError:
     return ConfigError(f"preprocessing: {what}, so one record would change what every other "
                        f"record becomes and no epsilon covers it; this run claims a guarantee: "
@@ -340,22 +408,14 @@ def fit_stage(raw, spec: Mapping[str, Any], *, private: bool, intercept_default:
     layout = raw.schema.layout(spec["encoding"]) if raw.schema is not None else names
     kinds = dict(zip(names, raw.train.kinds))
     vocab, cat_sources = _vocabularies(raw, spec, layout)
-    if private:
-        fitted = sorted(n for n, s in cat_sources.items() if s == "training_rows")
-        if fitted:
-            raise refuse_private(
-                f"the categories of {fitted[0]!r} would be read off the training rows",
-                f"preprocessing.categories.{fitted[0]} = [...] (the published values)")
+    if not private:
+        _check_listed(raw, vocab, cat_sources)
     encoder = Encoder(layout=tuple(layout), kinds=kinds, vocabularies=vocab,
                       encoding=spec["encoding"], other=spec["other"])
     plan, scale_source = _scaling_plan(raw, spec, encoder, cat_sources)
-    if private and "training_rows" in plan.get("sources", ()):
-        key = "stats" if spec["scaling"] == "standard" else "bounds"
-        raise refuse_private(
-            f"scaling = {spec['scaling']!r} would fit its {key} on the training rows",
-            f"preprocessing.{key} (public constants: "
-            + ("{column = [mean, scale]}" if key == "stats" else "[lo, hi] or {column = [lo, hi]}")
-            + f") or preprocessing.{key} = 'public' (rows declared public)")
+    if private:
+        _refuse_missing(spec, [n for n in layout if cat_sources.get(n) == "training_rows"],
+                        plan.get("fitted", []))
     scaler = None
     if "public_rows" not in plan.get("sources", ()):
         X_fit = encoder.transform(raw.train) if "training_rows" in plan.get("sources", ()) else None

@@ -364,7 +364,12 @@ def _binary_labels(train: UserFile, y_raw: np.ndarray, label_positive,
     numeric = y_raw.dtype.kind == "f"
     if label_positive is None:
         negative, positive = classes
-        rule = "larger label is +1" if numeric else "larger label (string order) is +1"
+        if not numeric or {float(negative), float(positive)} not in ({0.0, 1.0}, {-1.0, 1.0}):
+            # README: {0, 1} and {-1, +1} are read as such; two other values are named
+            raise DataError(f"{train.path}: labels {_show(negative)} and {_show(positive)} are "
+                            "neither {0, 1} nor {-1, +1}: say which is +1 with label_positive "
+                            f"= {_show(positive)} (or labels = [negative, positive])")
+        rule = "larger label is +1"
     else:
         try:
             wanted = float(label_positive) if numeric else str(label_positive)
@@ -723,6 +728,7 @@ def _read_csv(f: UserFile, delimiter: str, text_columns) -> pd.DataFrame:
         raise DataError(f"{f.path}: column name(s) {_preview(repeated)} appear more than once "
                         "in the header line")
     frame.columns = [str(c) for c in frame.columns]
+    frame.attrs["delimiter"] = delimiter  # to word a short row's error
     return frame
 
 
@@ -764,9 +770,44 @@ def _parse_csv(f: UserFile, frame: pd.DataFrame, label: str, features: list[str]
         problems.append((problem[0], 0, label, problem[1]))
     if problems:
         row, _, name, message = min(problems, key=lambda p: (p[0], p[1]))
-        line = _data_line_numbers(f.content, comments=False)[row + 1]  # after the header
+        lines = _data_line_numbers(f.content, comments=False)
+        line = lines[row + 1]  # after the header
+        fields = _fields(f, frame, line)
+        if fields is not None and fields < frame.shape[1]:
+            raise DataError(f"{f.path} line {line}: a short row: {fields} fields where the "
+                            f"header has {frame.shape[1]}")
+        if message in (_MISSING, "missing label"):
+            message += _missing_rows(frame, [*features, label], lines)
         raise DataError(f"{f.path} line {line}, column {name!r}: {message}")
     return columns, y_raw
+
+
+def _fields(f: UserFile, frame: pd.DataFrame, line: int) -> int | None:
+    """How many fields file line ``line`` has (None where it cannot be told)."""
+    import csv
+
+    delimiter = frame.attrs.get("delimiter")
+    if delimiter is None:
+        return None
+    text = f.content.split(b"\n")[line - 1].decode("utf-8", "replace").rstrip("\r")
+    try:
+        return len(next(csv.reader([text], delimiter=delimiter)))
+    except (csv.Error, StopIteration):
+        return None
+
+
+def _missing_rows(frame: pd.DataFrame, names: list[str], lines: np.ndarray) -> str:
+    """How many rows have an empty cell, and their first lines (one error says it all)."""
+    empty = np.zeros(frame.shape[0], dtype=bool)
+    for name in names:
+        series = frame[name]
+        if not (pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)):
+            empty |= (_text(series) == "").to_numpy()
+    rows = np.flatnonzero(empty)
+    if rows.size <= 1:
+        return ""
+    shown = ", ".join(str(int(lines[r + 1])) for r in rows[:5])
+    return f"; {rows.size} rows have a missing value (lines {shown}{' ...' if rows.size > 5 else ''})"
 
 
 def _csv_options(options: Mapping) -> dict:
@@ -1069,7 +1110,15 @@ def inspect_file(path: str | os.PathLike, fmt: str | None = None, *, label: str 
                 entry["range"] = [float(c.values.min()), float(c.values.max())]
             columns.append(entry)
         extra = {"categorical": {c: len(stage.encoder.vocabularies[c]) for c in detected}}
-    y, _, mapping = _binary_labels(f, y_raw, None)
+    classes = np.unique(y_raw)
+    chosen = None  # two values other than {0, 1} / {-1, +1}: shown as larger = +1, to be set
+    if classes.size == 2 and (y_raw.dtype.kind != "f" or set(classes.tolist()) not in
+                              ({0.0, 1.0}, {-1.0, 1.0})):
+        chosen = classes[1]
+    y, _, mapping = _binary_labels(f, y_raw, chosen)
+    if chosen is not None:
+        mapping["rule"] = (f"not read as such: set label_positive = {_show(chosen)} or "
+                           "labels = [negative, positive]")
     labels = [{"raw": mapping[key], "value": int(key), "count": int(np.sum(y == int(key)))}
               for key in ("-1", "+1")]
     return {"file": f.record(), "format": fmt, "options": options, "labels": labels,

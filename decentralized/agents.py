@@ -1,4 +1,4 @@
-"""The agents of Xiao et al.'s network, and the seam to wherever they run.
+"""The agents of Xiao et al.'s network: a group of them, vectorized.
 
 Agent i holds its samples ``A_i`` ``(m, d)`` and labels ``b_i``, its iterate
 ``x_i``, its dual ``lambda_i`` (the ADMM solvers) and its private randomness
@@ -11,22 +11,19 @@ partial sum, from which the network sum), computes its update and releases
 :class:`AgentGroup` is that side for a contiguous group of agents,
 vectorized over them (arrays ``(n, m, d)``, ``(n, d)``: no loop over agents
 or edges); each solver subclasses it with its update (:mod:`.admm`,
-:mod:`.gd`). :class:`LocalAgents` keeps all N agents in this process as one
-group; the experiments layer's Dask backend puts one group on each of its
-workers (:mod:`vfl.experiments.agents`). Every batched operation works agent
-by agent (batched products and solves, row slices of the graph's sparse
-rows, whole-network draws of which a group keeps its rows), so the same
-samples give the same numbers to the bit however the agents are grouped,
-and the solvers' iteration has no branch on where the agents run.
-
-Beyond the protocol, the runner's diagnostics ask the agents for values no
-agent sends: training margins of the agents' average model, and each
-agent's realized privacy loss (Theorem 2.2 evaluated on its own interval).
+:mod:`.gd`). Its protocol and the solvers' seam are :mod:`.agent_side`: all
+N agents in the solver's process as one group, or a group per worker
+elsewhere. Every batched operation works agent by agent (batched products
+and solves, row slices of the graph's sparse rows, whole-network draws of
+which a group keeps its rows), so the same samples give the same numbers to
+the bit however the agents are grouped, and the solvers' iteration has no
+branch on where the agents run.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 
 from vfl.core.errors import DivergedError
@@ -38,12 +35,13 @@ from .graphs import check_adjacency, degrees
 from .problem import loss_derivatives
 from .secret_sharing import AdditiveSecretSharing
 
-__all__ = ["AgentGroup", "AgentSpec", "Agents", "LocalAgents", "draw_rows"]
+__all__ = ["AgentGroup", "AgentOptions", "draw_rows"]
 
 
 @dataclass(frozen=True)
-class AgentSpec:
-    """What every group of agents needs besides its samples: public options of the run."""
+class AgentOptions:
+    """What every group of agents needs besides its samples: the public options of the run,
+    resolved where the agents are (from :class:`~.agent_side.AgentSpec`)."""
 
     #: the solver's :class:`AgentGroup` subclass (its update)
     group: type
@@ -68,13 +66,7 @@ def draw_rows(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng, rows: sl
     the bit).
     """
     scale = np.asarray(scale, dtype=float)
-    if mechanism != "l2_laplace":
-        return add_noise_to_rows(mechanism, mean, scale[rows], rng, rows, total)
-    shape = (int(total),) + mean.shape[1:]
-    direction = rng.standard_normal(shape)
-    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
-    radius = rng.gamma(shape=mean.shape[1], scale=scale)
-    return mean + radius[rows, None] * direction[rows]
+    return add_noise_to_rows(mechanism, mean, scale[rows], rng, rows, total)
 
 
 class AgentGroup:
@@ -87,7 +79,19 @@ class AgentGroup:
     releases ``(n, d)`` and the iteration's statistics.
     """
 
-    def __init__(self, A, b, x0, *, start: int, adjacency, spec: AgentSpec, streams):
+    #: every subclass by name: the spec names the group its side builds (a closed table)
+    KINDS: dict[str, type] = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        AgentGroup.KINDS[cls.kind()] = cls
+
+    @classmethod
+    def kind(cls) -> str:
+        """This group's name in :attr:`KINDS` (what the spec sends)."""
+        return f"{cls.__module__}.{cls.__qualname__}"
+
+    def __init__(self, A, b, x0, *, start: int, adjacency, spec: AgentOptions, streams):
         self.A, self.b = A, b
         n, m, d = A.shape
         adj = check_adjacency(adjacency)
@@ -210,63 +214,3 @@ class AgentGroup:
 
     def update(self, public: dict, publish):
         raise NotImplementedError
-
-
-class Agents:
-    """The N agents as the solver sees them: what they release, and diagnostics."""
-
-    n_agents: int
-    #: samples per agent
-    m: int
-    #: what the sensitivity check reads of the agents' samples (:func:`.problem.domain`)
-    facts: dict
-
-    def update(self, public: dict, noise: dict | None):
-        """Every agent's iteration; returns the releases ``x^{k+1}`` ``(N, d)`` and statistics.
-
-        ``noise`` is None or the release's public parameters, ``mechanism``,
-        ``scale`` and ``sensitivity`` (one per agent): recorded as the iteration's
-        :class:`~vfl.core.solver.Release` and drawn where the agents are.
-        """
-        raise NotImplementedError
-
-    def exchange(self) -> None:
-        """Algorithm 3's rounds on the agents' current iterates (secret sharing only)."""
-        raise NotImplementedError
-
-    def losses(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every agent's realized and worst-case cumulative loss ``(N,)`` (diagnostics)."""
-        raise NotImplementedError
-
-    def margins(self, x) -> np.ndarray:
-        """Margins of ``x`` on every agent's samples, agent-major ``(N m,)`` (diagnostics)."""
-        raise NotImplementedError
-
-
-class LocalAgents(Agents):
-    """All N agents in this process, one group (the in-process backend).
-
-    ``publish(mean, scale=, sensitivity=, mechanism=)`` is the solver's
-    :meth:`~.base.PrivateNetworkSolver.publish`: it records the event and
-    draws (the audit watches it there).
-    """
-
-    def __init__(self, group: AgentGroup, publish):
-        self.group, self.publish = group, publish
-        self.n_agents, self.m = group.n, group.m
-        self.facts = group.domain()
-
-    def update(self, public, noise):
-        publish = None if noise is None else (lambda mean: self.publish(mean, **noise))
-        return self.group.update(public, publish)
-
-    def exchange(self):
-        g = self.group
-        g.receive(g.partial_sums(g.shares()))
-
-    def losses(self):
-        return self.group.loss, self.group.worst
-
-    def margins(self, x):
-        return self.group.margins(x)
-

@@ -21,6 +21,8 @@ from vfl.core.objective import Objective
 from vfl.core.errors import ConfigError, DivergedError
 from vfl.core.params import Param
 from vfl.core.solver import NetworkData, Release, Setting, Solver, Streams
+from vfl.core.host import LocalEnv
+from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 
 try:  # the audit's neighbouring datasets (newer vfl.core)
@@ -28,7 +30,8 @@ try:  # the audit's neighbouring datasets (newer vfl.core)
 except ImportError:  # pragma: no cover
     Neighbour = None
 
-from .agents import AgentSpec, LocalAgents, draw_rows
+from .agent_side import AGENTS_PROTOCOL, Agents, AgentSpec
+from .agents import draw_rows
 from .graphs import check_adjacency, degrees, is_complete
 from .problem import central_optimum, check_objective, sensitivity_of
 from .secret_sharing import AdditiveSecretSharing
@@ -123,6 +126,7 @@ class NetworkSolver(Solver):
     agent_group: ClassVar[type]
     backends = ("inprocess", "dask")
     accounted_backends = ("inprocess", "dask")
+    protocol = AGENTS_PROTOCOL
     diagnostic_keys = ("x_star_norm",)  # the central optimum's, fitted on every agent's samples
     #: whether the agents' releases are noisy (the private solvers: privacy.noise)
     noise: bool = False
@@ -151,12 +155,12 @@ class NetworkSolver(Solver):
 
         self.adj = check_adjacency(data.adjacency)
         N = self.adj.shape[0]
-        if data.agents is None:  # the agents' samples are in this process
+        if data.units is None:  # the agents' samples are in this process
             A, b = _samples(data, N)
             _, m, d = A.shape
         else:
             A = b = None
-            _, m, d = data.agents.shape
+            _, m, d = data.units.shape
         x0 = np.asarray(data.x0, dtype=float)
         if x0.shape != (N, d):
             raise ValueError(f"NetworkData.x0 must be (agents, d) = {(N, d)}, got {x0.shape}")
@@ -178,13 +182,24 @@ class NetworkSolver(Solver):
             self._sharing = AdditiveSecretSharing(
                 N, bits=self.settings["ss_bits"],
                 fractional_bits=self.settings["ss_fractional_bits"])
-        spec = AgentSpec(type(self).agent_group, objective, self.settings, self._sharing,
-                         self.name)
-        if data.agents is None:
-            group = spec.group(A, b, x0, start=0, adjacency=self.adj, spec=spec, streams=streams)
-            self.agents = LocalAgents(group, self.publish)
-        else:  # started where their samples are, by the experiments layer
-            self.agents = data.agents(spec, self.adj, x0, self.record_noise)
+        sharing = self._sharing
+        spec = AgentSpec(
+            group=type(self).agent_group.kind(), name=self.name, loss=objective.loss,
+            lam=float(objective.lam), reduction=objective.reduction,
+            regularizer=objective.regularizer, unit_size=objective.unit_size,
+            settings=dict(self.settings), ss_bits=None if sharing is None else sharing.bits,
+            ss_fractional_bits=None if sharing is None else sharing.fractional_bits,
+            indptr=self.adj.indptr.astype(np.int64), indices=self.adj.indices.astype(np.int64),
+            x0=x0)
+        units = data.units
+        if units is None:  # one group of all N here: its releases through self.publish
+            units = InProcessUnits.rows(A, b, LocalEnv(
+                release=lambda mean, *, scale, sensitivity, mechanism, l2_sensitivity, **_:
+                self.publish(mean, scale=scale, sensitivity=sensitivity, mechanism=mechanism,
+                             l2_sensitivity=l2_sensitivity),
+                stream=streams.get))
+        self.agents = Agents(units.open(AGENTS_PROTOCOL, spec), self.adj, x0, (N, m, d),
+                             self.record_noise)
         self.sensitivity = sensitivity_of(self.agents.facts, objective)
         if data.x_star is None and A is None:
             raise ValueError("agents elsewhere need the runner's x* (NetworkData.x_star)")

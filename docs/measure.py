@@ -33,6 +33,8 @@ from typing import Callable
 REPO = Path(__file__).resolve().parents[1]
 MEASURED = REPO / "docs" / "measured.md"
 README = REPO / "README.md"
+#: where a number may be marked: README and the manual's pages
+DOCUMENTS = (README, *sorted((REPO / "docs").glob("*.md")))
 SCALE_CSV = REPO / "docs" / "figures" / "scale" / "scale.csv"
 DASK_DIR = REPO / "docs" / "figures" / "dask"
 BENCH_DIR = REPO / "docs" / "figures" / "bench"
@@ -233,16 +235,18 @@ def _row(key: str, value: str, how: str) -> str:
 
 
 def record(key: str, value: str, how: str) -> None:
-    """Rewrite KEY's row of docs/measured.md (or add it) and README's marked number."""
+    """Rewrite KEY's row of docs/measured.md (or add it) and every document's marked number."""
     text = MEASURED.read_text()
     row = re.compile(rf"^\| `{re.escape(key)}` \|.*$", re.M)
     text = row.sub(_row(key, value, how), text) if row.search(text) else \
         text.rstrip("\n") + "\n" + _row(key, value, how) + "\n"
     _write(MEASURED, text)
-    readme = README.read_text()
     # "about 66 s<!-- measured: test-fast -->": the value is the words before the mark
     mark = re.compile(rf"[\w.,]+(\s(?:s|ms|min|x))?<!-- measured: {re.escape(key)} -->")
-    _write(README, mark.sub(f"{value}<!-- measured: {key} -->", readme))
+    for path in DOCUMENTS:
+        text = path.read_text()
+        if mark.search(text):
+            _write(path, mark.sub(f"{value}<!-- measured: {key} -->", text))
 
 
 def measure_scale(points=SCALE_POINTS) -> Path:

@@ -1,7 +1,8 @@
-"""Write README's measured tables from the CSVs committed beside its figures.
+"""Write the measured tables of README and the manual (docs/*.md) from the CSVs committed
+beside their figures.
 
-    python docs/readme_tables.py          # rewrite README.md in place
-    python docs/readme_tables.py --check  # exit 1 if README differs (tests/test_readme.py)
+    python docs/readme_tables.py          # rewrite README.md and docs/*.md in place
+    python docs/readme_tables.py --check  # exit 1 if any differs (tests/test_readme.py)
 
 Each table sits between ``<!-- table: NAME -->`` and ``<!-- /table -->``;
 NAME says which CSV and which renderer:
@@ -19,6 +20,8 @@ NAME says which CSV and which renderer:
   (:func:`scale_markdown`, with issue 23's targets);
 - ``dask``: ``docs/figures/dask/dask.csv`` and ``dask-nanny.csv``, written by
   ``python docs/measure.py dask`` (:func:`dask_markdown`);
+- ``alignment``: ``docs/figures/alignment/alignment.csv``, written by ``python -m
+  benchmarks.alignment --ids 100000 1000000 10000000 --csv ...`` (:func:`alignment_markdown`);
 - ``bench-targets``, ``bench-variants``: ``docs/figures/bench/targets.csv``,
   ``variants.csv`` and ``references.csv``, written by ``python docs/measure.py
   benchmarks`` from the run's bench.json (:func:`bench_targets_markdown`,
@@ -50,6 +53,8 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 FIGURES = REPO / "docs" / "figures"
+#: the documents whose marked tables and facts are generated: README and the manual's pages
+DOCUMENTS = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
 _BLOCK = re.compile(r"(<!-- table: ([\w-]+) -->\n)(.*?)(<!-- /table -->)", re.S)
 
 
@@ -73,10 +78,30 @@ def _render(name: str) -> str:
                              pd.read_csv(FIGURES / "dask" / "dask-nanny.csv"))
     if name == "bench-targets":
         return bench_targets_markdown(pd.read_csv(FIGURES / "bench" / "targets.csv"))
+    if name == "alignment":
+        return alignment_markdown(pd.read_csv(FIGURES / "alignment" / "alignment.csv"))
     if name == "bench-variants":
         return bench_variants_markdown(pd.read_csv(FIGURES / "bench" / "variants.csv"),
                                        pd.read_csv(FIGURES / "bench" / "references.csv"))
     raise KeyError(f"README names an unknown table {name!r}")
+
+
+def alignment_markdown(table: pd.DataFrame) -> str:
+    """Aligning two party files by PSI: time against the protocol's own work, bytes against
+    its own count (the targets: 1M IDs in at most 60 s on 2 cores, bytes within
+    1.5x)."""
+    rows = ["| IDs per party | common | seconds | X25519 (us) | the protocol's work (s) | "
+            "seconds / work | bytes per ID | bytes / protocol's | target |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in table.itertuples():
+        target = []
+        if r.ids_per_party == 1_000_000:
+            target.append(f"<= 60 s: {'met' if r.seconds <= 60 else 'not met'}")
+        target.append(f"bytes <= 1.5x: {'met' if r.bytes_ratio <= 1.5 else 'not met'}")
+        rows.append(f"| {r.ids_per_party:,} | {r.intersection:,} | {r.seconds:.1f} | "
+                    f"{r.op_us:.1f} | {r.floor_seconds:.1f} | {r.over_floor:.2f} | "
+                    f"{r.bytes_per_id:.1f} | {r.bytes_ratio:.4f} | {'; '.join(target)} |")
+    return "\n".join(rows) + "\n"
 
 
 def bench_targets_markdown(table: pd.DataFrame) -> str:
@@ -567,16 +592,22 @@ def render(readme: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    path = REPO / "README.md"
-    text = path.read_text()
-    try:
-        new = render(text)
-    except FactError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    changed = {}
+    for path in DOCUMENTS:
+        text = path.read_text()
+        try:
+            new = render(text)
+        except FactError as e:
+            print(f"error: {path.relative_to(REPO)}: {e}", file=sys.stderr)
+            return 2
+        if new != text:
+            changed[path] = new
     if "--check" in argv:
-        return int(new != text)
-    path.write_text(new)
+        for path in changed:
+            print(f"{path.relative_to(REPO)} differs", file=sys.stderr)
+        return int(bool(changed))
+    for path, new in changed.items():
+        path.write_text(new)
     return 0
 
 

@@ -11,7 +11,7 @@ distribute the data::
     dataset = "a9a"              # a9a | gisette | adult | synthetic | libsvm | csv
     options = {}                 # dataset options (synthetic sizes, ...)
     # fallback = "synthetic:gisette-shaped"   # only if no file of dataset is present
-    # libsvm / csv: path = "...", test_path = "..." or test_fraction = 0.2, ... (see README)
+    # libsvm / csv: path = "...", test_path = "..." or test_fraction = 0.2, ... (see docs/own-data.md)
 
     [preprocessing]              # one stage for every setting (vfl.datasets.stage)
     # encoding = "onehot", scaling = "minmax", range = [0, 1], bounds = "schema",
@@ -50,6 +50,7 @@ distribute the data::
     eval_every = 1               # metrics every k iterations (and at the last)
     backend = "inprocess"        # or "dask": each party on its own Dask worker (vfl run --cluster)
     party_wait = 60.0            # dask: seconds to wait for a worker to take over a lost party
+    checkpoint_every = 10        # vfl run: checkpoint.json every k iterations (0: none)
 
     [audit]                      # defaults of `vfl audit` for this config
     runs = 100                   # noise draws per neighbouring pair and direction (--runs)
@@ -245,17 +246,20 @@ class RunConfig:
     # cost more than the run, and "central" is F* alone
     baselines: str = "all"
     # where the parties run: "inprocess", or "dask" (each party on its own Dask worker,
-    # vfl.experiments.parties; `vfl run --cluster` names the scheduler)
+    # vfl.experiments.dask_units; `vfl run --cluster` names the scheduler)
     backend: str = "inprocess"
     # dask: seconds to wait for a worker that can take over a lost party's data
     party_wait: float = 60.0
+    # `vfl run` writes checkpoint.json every k iterations (0: never); `vfl run --resume`
+    checkpoint_every: int = 10
 
 
 #: ``run.backend`` values; the solver class lists those it supports (``Solver.backends``)
 BACKENDS = ("inprocess", "dask")
 #: run keys that config.json records only when they differ from the default (runs
 #: recorded before the key existed stay current)
-_RUN_KEYS_IF_SET = {"baselines": "all", "backend": "inprocess", "party_wait": 60.0}
+_RUN_KEYS_IF_SET = {"baselines": "all", "backend": "inprocess", "party_wait": 60.0,
+                    "checkpoint_every": 10}
 
 
 @dataclass(frozen=True)
@@ -273,8 +277,46 @@ class AuditConfig:
     """Defaults of ``vfl audit`` for this config (``--runs`` overrides)."""
 
     # noise draws per neighbouring pair and direction: a mechanism whose claim is hard to
-    # refute sets more, so that a noise scale off by 3x is caught (README, "The audit")
+    # refute sets more, so that a noise scale off by 3x is caught (docs/audit.md)
     runs: int = 100
+
+
+@dataclass(frozen=True)
+class TuningConfig:
+    """``[tuning]``: what ``vfl tune`` chose and how (written by it, read by the run).
+
+    ``method = "public"``: chosen on rows declared public, nothing spent. ``"private"``:
+    random search with a random number of trials on the private rows (Papernot and Steinke
+    2022), each trial ``trial_mu``-GDP; the run charges the tuning's RDP
+    (:func:`vfl.privacy.tuning.tuning_rdp`) to every record before its own releases.
+    """
+
+    method: str
+    values: dict = field(default_factory=dict)
+
+    @property
+    def private(self) -> bool:
+        return self.method == "private"
+
+
+TUNING_METHODS = ("public", "private")
+
+
+def _tuning(t: dict) -> TuningConfig | None:
+    if not t:
+        return None
+    method = _choice("tuning.method", t.get("method"), TUNING_METHODS)
+    values = {k: v for k, v in t.items() if k != "method"}
+    if method == "private":
+        for key in ("trial_mu", "eta", "gamma", "trials"):
+            if key not in values:
+                raise ConfigError(f"tuning.{key} is required with tuning.method = 'private' "
+                                  "(vfl tune --private writes it)")
+        as_number("tuning.trial_mu", values["trial_mu"], low=0)
+        as_number("tuning.eta", values["eta"], low=0)
+        as_number("tuning.gamma", values["gamma"], low=0, high=1, low_open=True, high_open=True)
+        as_integer("tuning.trials", values["trials"], low=1)
+    return TuningConfig(method=method, values=values)
 
 
 #: ``audit.runs`` bounds: fewer than 10 draws bound nothing; 1e6 is hours of replays
@@ -295,6 +337,7 @@ class Config:
     setting: Setting = Setting.VERTICAL
     preprocessing: PreprocessingConfig = field(default_factory=PreprocessingConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
+    tuning: TuningConfig | None = None
 
     def to_dict(self) -> dict:
         """The fully resolved config (every default filled in), JSON-ready."""
@@ -316,6 +359,8 @@ class Config:
             d["network"] = {k: v for k, v in asdict(self.network).items() if v is not None}
         if self.audit != AuditConfig():  # recorded when set: older runs' configs stay current
             d["audit"] = asdict(self.audit)
+        if self.tuning is not None:
+            d["tuning"] = {"method": self.tuning.method, **self.tuning.values}
         return d
 
     def with_overrides(self, overrides: list[str]) -> "Config":
@@ -326,7 +371,7 @@ class Config:
 # -- validation helpers ---------------------------------------------------------
 
 _TOP = ("name", "data", "preprocessing", "partition", "network", "objective", "solver", "privacy",
-        "run", "sweep", "audit")
+        "run", "sweep", "audit", "tuning")
 
 
 def _typename(value) -> str:
@@ -369,6 +414,8 @@ def _data(d: dict) -> DataConfig:
         raise ConfigError("data.dataset is required (e.g. dataset = \"a9a\")")
     if not isinstance(d["dataset"], str):
         raise ConfigError(f"data.dataset must be a string, got {d['dataset']!r}")
+    if d["dataset"] == "parties":
+        return _party_data(d)
     file_keys = FILE_DATA_KEYS if d["dataset"] in FILE_DATASETS else ()
     _check_keys("data", d, ("dataset", "options", "fallback", *file_keys))
     options = d.get("options", {})
@@ -384,6 +431,22 @@ def _data(d: dict) -> DataConfig:
     if fallback is not None:
         _check_fallback(d["dataset"], fallback)
     return DataConfig(dataset=d["dataset"], options=options, fallback=fallback)
+
+
+def _party_data(d: dict) -> DataConfig:
+    """``dataset = "parties"``: one ``[[data.party]]`` table per party, checked now (every
+    party's keys, a test source), read when the run starts (:mod:`vfl.datasets.parties`)."""
+    from vfl.datasets.parties.spec import DATA_KEYS, check_parties
+
+    _check_keys("data", d, ("dataset", "options", "fallback", *DATA_KEYS))
+    if d.get("fallback") is not None:
+        raise ConfigError("data.fallback applies to a registry dataset, not to party files")
+    given = d.get("options", {})  # config.json holds the keys under options
+    if not isinstance(given, dict):
+        raise ConfigError(f"data.options must be a table, got {_typename(given)}")
+    options = {**given, **{k: v for k, v in d.items() if k in DATA_KEYS}}
+    check_parties(options)
+    return DataConfig(dataset="parties", options=options)
 
 
 def _check_fallback(dataset: str, fallback) -> None:
@@ -404,10 +467,20 @@ def _check_fallback(dataset: str, fallback) -> None:
                           f"{', '.join(generated)}")
 
 
-def _partition(p: dict, setting: Setting) -> PartitionConfig:
+def _partition(p: dict, setting: Setting, party_files: bool = False) -> PartitionConfig:
+    if party_files and setting is not Setting.VERTICAL:
+        raise ConfigError(f"data.dataset = \"parties\" (one file per party, aligned rows) is "
+                          f"for vertical solvers; this solver is {setting.value}")
     if setting is Setting.VERTICAL:
         _check_keys("partition", p, VERTICAL_PARTITION_KEYS, " for a vertical solver")
         given = [k for k in ("columns", "ranges", "indices") if k in p]
+        if party_files:  # each party holds its own file's columns
+            if given:
+                raise ConfigError(f"partition.{given[0]}: with party files each party holds "
+                                  "the columns of its own file; leave it out")
+            return PartitionConfig(
+                allow_unused=_boolean("partition.allow_unused", p.get("allow_unused", False)),
+                public=_integer("partition.public", p.get("public", 0), minimum=0))
         if len(given) != 1:
             raise ConfigError(
                 "partition needs exactly one of columns, ranges, indices"
@@ -561,7 +634,7 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
     preprocessing = _preprocessing(tables["preprocessing"])
     cls, solver = _solver(tables["solver"])
     setting = cls.setting
-    partition = _partition(tables["partition"], setting)
+    partition = _partition(tables["partition"], setting, data.dataset == "parties")
     if setting is Setting.NETWORK:
         network = _network(tables["network"])
         # one place for how agents exchange: [network], passed to solvers that declare it
@@ -602,7 +675,13 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
                     baselines=_choice("run.baselines", r.get("baselines", "all"), BASELINE_SETS),
                     backend=as_choice("run.backend", r.get("backend", "inprocess"), BACKENDS),
                     party_wait=as_number("run.party_wait", r.get("party_wait", 60.0), low=0,
-                                         high=86400))
+                                         high=86400),
+                    checkpoint_every=_integer("run.checkpoint_every",
+                                              r.get("checkpoint_every", 10), minimum=0))
+    if run.backend != "inprocess" and data.dataset == "parties":
+        raise ConfigError("run.backend = 'dask' with party files: not yet (each worker would "
+                          "read every party's file; a party reads only its own in the party "
+                          "services to come); leave run.backend unset")
     if run.backend not in cls.backends:
         raise ConfigError(f"run.backend = {run.backend!r}: {cls.name} runs in-process only "
                           f"(the dask backend runs {', '.join(_dask_solvers())})")
@@ -623,9 +702,13 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
     _check_keys("audit", a, tuple(AuditConfig.__dataclass_fields__))
     audit = AuditConfig(runs=as_integer("audit.runs", a.get("runs", 100), low=AUDIT_RUNS[0],
                                         high=AUDIT_RUNS[1]))
+    tuning = _tuning(tables["tuning"])
+    if tuning is not None and tuning.private and not privacy.claims_guarantee:
+        raise ConfigError("tuning.method = 'private' was charged to a run that claims a "
+                          "guarantee; this config claims none (privacy.delta unset)")
     return Config(name=config_name, data=data, partition=partition, objective=objective,
                   solver=solver, privacy=privacy, run=run, sweep=sweep, network=network,
-                  setting=setting, preprocessing=preprocessing, audit=audit)
+                  setting=setting, preprocessing=preprocessing, audit=audit, tuning=tuning)
 
 
 def _dask_solvers() -> list[str]:

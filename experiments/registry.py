@@ -10,7 +10,9 @@ class's declarations.
 
 from __future__ import annotations
 
+import functools
 import importlib
+from importlib.metadata import entry_points
 
 from vfl.core.errors import ConfigError
 from vfl.core.solver import Solver
@@ -44,17 +46,33 @@ SOLVERS: dict[str, str] = {
 _loaded: dict[str, type[Solver]] = {}  # "module:Class" -> the class
 
 
+#: the entry-point group through which packages above this layer declare solvers (vfl's own
+#: papers do, in pyproject.toml; so may a third-party package): each entry is a function
+#: returning ``name -> "module:Class"``
+ENTRY_POINTS = "vfl.solvers"
+
+
 def registered() -> dict[str, str]:
     """Every solver, ``name -> "module:Class"``: the families' (:data:`SOLVERS`) and the ones
-    that paper packages declare. Only the light declarations are read, no solver module."""
-    from vfl.papers import declared_solvers  # the declarations: data that import only the core
-
+    declared through :data:`ENTRY_POINTS` (the papers' packages). Only the light declarations
+    are read, no solver module; the layer above is reached by its entry point, not an
+    import."""
     table = dict(SOLVERS)
-    for name, target in declared_solvers().items():
-        if name in table:  # a declaration clash, not a user error
-            raise RuntimeError(f"a paper declares solver {name!r}, which a family registers")
-        table[name] = target
+    for source, declared in _declarers():
+        for name, target in declared().items():
+            if name in table:  # a declaration clash, not a user error
+                raise RuntimeError(f"{source} declares solver {name!r}, which is registered "
+                                   "already")
+            table[name] = target
     return table
+
+
+@functools.cache
+def _declarers() -> tuple:
+    """``(entry point, function)`` of every declaration (the installed metadata, read once;
+    each function is called afresh, so what it declares may change)."""
+    entries = sorted(entry_points(group=ENTRY_POINTS), key=lambda e: e.name)
+    return tuple((e.value, e.load()) for e in entries)
 
 
 def solver_names() -> list[str]:

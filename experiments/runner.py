@@ -24,6 +24,7 @@ import pandas as pd
 from vfl.core.metrics import accuracy, log_loss
 from vfl.core.relations import Cleaning, stated_on
 from vfl.core.errors import ConfigError, DivergedError
+from vfl.core.protocol import NonFiniteError
 from vfl.core.solver import DIAGNOSTIC, RELEASED, Solver, Streams, column_kinds
 from vfl.datasets import REGISTRY, dataset_status, resolve_data_dir
 from vfl.datasets.base import RawDataset
@@ -51,7 +52,7 @@ COMMUNICATION_COLUMNS = ["messages", "bytes"]
 #: final model (the solver's :class:`~vfl.core.wire.Inference`, at the last iteration)
 COMMUNICATION_FILE_COLUMNS = ["repeat", "phase", "epoch", "unit", "sent_messages", "sent_bytes",
                               "received_messages", "received_bytes"]
-PHASES = ("training", "inference")
+PHASES = ("training", "inference", "alignment", "diagnostics")
 
 
 @dataclass
@@ -64,6 +65,8 @@ class RunResult:
     repeats: pd.DataFrame | None = None  # per-repeat rows, when run.repeats > 1
     #: per repeat, iteration and unit: what the protocol sent and received (communication.csv)
     communication: pd.DataFrame | None = None
+    #: the privacy ledger of the run (every repeat composed), or None
+    ledger: Any = None
 
 
 _DATASETS: dict = {}  # (dataset, options, data dir) -> loaded, within one process
@@ -81,7 +84,8 @@ def load_config_dataset(config: Config, data_dir=None, *, keep: bool = True,
     import json
 
     key = json.dumps([config.data.dataset, config.data.options, config.data.fallback,
-                      str(resolve_data_dir(data_dir)), _split_seed(config), _strict(config)],
+                      str(resolve_data_dir(data_dir)), _split_seed(config), _strict(config),
+                      _alignment_options(config) if config.data.dataset == "parties" else None],
                      sort_keys=True, default=str)
     stamp = _file_stamp(config, data_dir)
     hit = _DATASETS.pop(key, None) if not keep else _DATASETS.get(key)
@@ -98,7 +102,7 @@ def _split_seed(config: Config):
     """The seed the loaded records depend on: run.seed only for a user file split at random
     without its own ``split_seed`` (a sweep over seeds then loads every other dataset once)."""
     d = config.data
-    if d.dataset in ("libsvm", "csv") and "test_fraction" in d.options \
+    if d.dataset in ("libsvm", "csv", "parties") and "test_fraction" in d.options \
             and "split_seed" not in d.options:
         return config.run.seed
     return None
@@ -112,7 +116,8 @@ def _file_stamp(config: Config, data_dir):
     import os
 
     if config.data.dataset not in REGISTRY:
-        paths = [config.data.options.get(k) for k in ("path", "test_path")]
+        tables = config.data.options.get("party") or [config.data.options]
+        paths = [t.get(k) for t in tables if isinstance(t, dict) for k in ("path", "test_path")]
         return tuple((os.path.abspath(p), *_stat(p).values()) for p in paths
                      if isinstance(p, str)) or None
     return tuple((f.get("path"), f.get("size"), f.get("mtime")) for f in
@@ -147,8 +152,34 @@ def _load_config_dataset(config: Config, data_dir=None,
     options = dict(d.options)
     if _split_seed(config) is not None:
         options["split_seed"] = config.run.seed
+    if d.dataset == "parties":
+        options["alignment"] = _alignment_options(config)
     return load_raw(d.dataset, data_dir, options=options, strict=_strict(config),
                     use_cache=use_cache), None
+
+
+def _alignment_options(config: Config) -> dict:
+    """Party files: the agreed row order's key comes from the run's seed in a replayable
+    run (a simulation replays bit for bit), from OS entropy in a deployment."""
+    given = dict(config.data.options.get("alignment", {}))
+    if config.privacy.replayable_noise and "seed" not in given:
+        given["seed"] = config.run.seed
+    return given
+
+
+def _alignment_traffic(info: dict | None) -> list:
+    """communication.csv rows of phase ``alignment`` (repeat 0, iteration 0): what the
+    parties' PSI and agreement sent, per party (unit m is party m; the hub sends nothing)."""
+    from vfl.core.wire import Traffic
+
+    aligned = ((info or {}).get("provenance") or {}).get("alignment") or {}
+    rows = []
+    for part in aligned.values():
+        t = {k: np.asarray(v, dtype=np.int64) for k, v in part["traffic"].items()}
+        rows.append(_traffic_rows(Traffic(t["sent_messages"], t["sent_bytes"],
+                                          t["received_messages"], t["received_bytes"],
+                                          0, 0, 0, 0), 0, 0, phase=PHASES.index("alignment")))
+    return rows
 
 
 @dataclass
@@ -164,7 +195,7 @@ class RunPlan:
     setting: Any
     first: Any  # the Prepared data of repeat 0
     solver: Solver  # repeat 0's solver, constructed (its construction validates)
-    #: where the units run when not in this process (:mod:`vfl.experiments.parties`)
+    #: where the units run when not in this process (:mod:`vfl.experiments.dask_units`)
     backend: Any = None
     #: the manifest's ``dataset`` section (what the records were: name, sizes, checksums)
     dataset_info: dict | None = None
@@ -232,11 +263,11 @@ def check_run_options(config: Config, *, stop_at_budget: bool, release_only: boo
 
 
 def plan_run(config: Config, data_dir=None, backend=None, *, keep_records: bool = True,
-             use_cache: bool = True) -> RunPlan:
+             use_cache: bool = True, raw: RawDataset | None = None) -> RunPlan:
     """Load and distribute the data and construct the solver: every user error surfaces here.
 
     With a ``backend`` (``run.backend = "dask"``: a connected
-    :class:`~vfl.experiments.parties.DaskBackend`), each unit's actor (a party, a group of
+    :class:`~vfl.experiments.dask_units.DaskUnits`), each unit's actor (a party, a group of
     providers) reads its own data on its worker, checked against what was read here.
 
     ``keep_records=False`` (one run, as ``vfl run`` and the scale benchmark do): the records
@@ -250,7 +281,9 @@ def plan_run(config: Config, data_dir=None, backend=None, *, keep_records: bool 
                           "--cluster, or a local cluster it starts); sweeps, audits and figure "
                           "runs are in-process: leave run.backend unset")
     cls = get_solver(config.solver.name)
-    dataset, note = load_config_dataset(config, data_dir, keep=keep_records, use_cache=use_cache)
+    # ``raw``: records read already (vfl tune's rows declared public), else the config's data
+    dataset, note = (raw, None) if raw is not None else \
+        load_config_dataset(config, data_dir, keep=keep_records, use_cache=use_cache)
     setting = prepare(config, dataset, cls)
     info = _dataset_info(dataset, note, setting)
     checksums = dataset.checksums  # the workers check their reads against these
@@ -305,7 +338,13 @@ def _ledger(config: Config):
     from vfl.core.ledger import PrivacyLedger
 
     delta = config.privacy.values.get("delta")
-    return PrivacyLedger(delta, config.privacy.values.get("accountant", "pld"))
+    ledger = PrivacyLedger(delta, config.privacy.values.get("accountant", "pld"))
+    if config.tuning is not None and config.tuning.private:  # spent before the run
+        from vfl.privacy.tuning import tuning_rdp
+
+        t = config.tuning.values
+        ledger.add_rdp(tuning_rdp(ledger.orders, t["trial_mu"], t["eta"], t["gamma"]))
+    return ledger
 
 
 def _privacy_row(solver: Solver, ledger) -> dict:
@@ -321,11 +360,42 @@ def _privacy_row(solver: Solver, ledger) -> dict:
     }
 
 
-def _divergence(config: Config, solver: Solver, value) -> DivergedError:
-    msg = f"{config.solver.name} diverged at {solver.iteration_name} {solver.iteration} " \
-          f"(objective {value})"
+def _divergence(config: Config, solver: Solver, value, message: str | None = None
+                ) -> DivergedError:
+    if message is not None:  # a non-finite message of the iteration in progress, refused
+        msg = f"{config.solver.name} diverged at {solver.iteration_name} " \
+              f"{solver.iteration + 1} ({message})"
+    else:
+        msg = f"{config.solver.name} diverged at {solver.iteration_name} {solver.iteration} " \
+              f"(objective {value})"
     hint = solver.divergence_hint()
     return DivergedError(msg + (f"; {hint}" if hint else ""))
+
+
+def _sessions(solver) -> list:
+    """The unit sessions a solver's seams hold (``solver.parties.session``, ...)."""
+    from vfl.core.units import Session
+
+    return [v.session for v in vars(solver).values()
+            if isinstance(getattr(v, "session", None), Session)]
+
+
+def _diagnostic_rows(solver, repeat: int) -> list[np.ndarray]:
+    """A repeat's diagnostics as communication.csv rows: the hub, then each host (as its
+    first unit; a group of providers or agents answers in one message)."""
+    out = []
+    for session in _sessions(solver):
+        d = session.diagnostics
+        if not d.any():
+            continue
+        table = np.empty((session.n + 1, len(COMMUNICATION_FILE_COLUMNS)), dtype=np.int64)
+        table[:, 0], table[:, 1], table[:, 2] = repeat, PHASES.index("diagnostics"), \
+            solver.iteration
+        table[0, 3], table[1:, 3] = 0, [a + 1 for a, _ in session.hosts]
+        table[0, 4:] = d.sum(axis=0)  # the hub sends the requests and receives the replies
+        table[1:, 4:] = d[:, [2, 3, 0, 1]]
+        out.append(table)
+    return out
 
 
 def _traffic_rows(traffic, repeat: int, epoch: int, phase: int = 0) -> np.ndarray:
@@ -342,11 +412,18 @@ def _traffic_rows(traffic, repeat: int, epoch: int, phase: int = 0) -> np.ndarra
 
 
 def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat: int,
-             on_epoch, stop_at_budget: bool,
-             repeats: Repeats) -> tuple[list[dict], dict | None, float, list]:
+             on_epoch, stop_at_budget: bool, repeats: Repeats, resume=None,
+             checkpoint=None) -> tuple[list[dict], dict | None, float, list]:
     """Iterate one solver; returns its rows, the budget stop (if any), solver seconds and its
     communication per iteration and unit. Its ledger and releases go to ``repeats`` (which
-    also says what the earlier repeats spent, when a deployment composes them)."""
+    also says what the earlier repeats spent, when a deployment composes them).
+
+    ``resume`` (a :class:`~.checkpoint.RepeatState`): replay to its iteration without the
+    diagnostics (its rows are the checkpoint's), check the model there, and go on.
+    ``checkpoint(repeat, state, ledger_info)`` is called every ``run.checkpoint_every``
+    iterations and at the end."""
+    from .checkpoint import RepeatState, digest
+
     ledger, history = _ledger(config), []
     budget = config.privacy.budget_epsilon
     rows = []
@@ -371,15 +448,54 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
         if on_epoch is not None:
             on_epoch({**row, "repeat": repeat})
 
+    def counts() -> list:
+        return [[s.diagnostics.tolist(), s._last_scoring.tolist()] for s in _sessions(solver)]
+
+    def restore(saved) -> None:
+        for s, (d, last) in zip(_sessions(solver), saved):
+            s.diagnostics[:] = np.asarray(d, dtype=np.int64).reshape(s.diagnostics.shape)
+            s._last_scoring = np.asarray(last, dtype=np.int64).reshape(s.diagnostics.shape)
+
+    def model_digest() -> str:  # (asking for the model is no diagnostic of the run)
+        saved = counts()
+        value = digest(solver.coef())
+        restore(saved)
+        return value
+
+    def arrived():  # the replay reached the checkpoint: its model must be the recorded one
+        nonlocal rows, elapsed, replaying
+        restore(resume.diagnostics)  # the unbroken run's counts there
+        if model_digest() != resume.digest or \
+                int(sent["bytes"]) != int(resume.rows[-1].get("bytes", sent["bytes"])):
+            raise ConfigError(f"--resume: the replay of repeat {repeat + 1} reached iteration "
+                              f"{resume.epoch} with another model than the checkpoint's (the "
+                              "data, the code or the environment changed): start a new run")
+        rows, elapsed, replaying = [dict(r) for r in resume.rows], resume.elapsed, False
+
+    def save(done: bool):
+        if checkpoint is not None:
+            spent = {"events": sum(len(h) for h in history)}
+            if ledger is not None:
+                spent["epsilon"] = float(repeats.epsilon(ledger))
+            checkpoint(repeat, RepeatState(
+                epoch=int(solver.iteration), rows=list(rows), elapsed=float(elapsed),
+                digest=model_digest(), done=done,
+                diagnostics=counts()), spent)
+
+    replaying, elapsed = resume is not None, 0.0
     # row 0: the common starting point, nothing spent, no time charged
-    record({c: 0.0 for c in type(solver).columns if c.endswith("_time_s")}, 0.0,
-           solver.initial_metrics())
-    start = rows[0].get("objective")
+    if not replaying:
+        record({c: 0.0 for c in type(solver).columns if c.endswith("_time_s")}, 0.0,
+               solver.initial_metrics())
+    start = (resume.rows if replaying else rows)[0].get("objective")
     # a finite objective a million times its starting value has diverged too (SGD with a huge
     # learning rate reaches 1e10 without ever overflowing)
     limit = None if start is None or not np.isfinite(start) else 1e6 * max(1.0, abs(start))
-    elapsed, stopped = 0.0, None
+    stopped = None
     every, T = config.run.eval_every, config.solver.epochs
+    K = config.run.checkpoint_every
+    if replaying and resume.epoch == 0:
+        arrived()
 
     def evaluate_and_record(stats):
         metrics = solver.evaluate()
@@ -403,7 +519,10 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
                         evaluate_and_record(stats)
                     break
             t0 = perf_counter()
-            stats = solver.step()
+            try:
+                stats = solver.step()
+            except NonFiniteError as exc:  # the transport refused a NaN or an infinity
+                raise _divergence(config, solver, None, str(exc)) from None
             elapsed += perf_counter() - t0  # solver time only; evaluation is not charged
             step = solver.wire.take()
             sent = {"messages": sent["messages"] + step.messages,
@@ -413,9 +532,19 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
                 released = solver.releases()
                 ledger.add(released)
                 history.append(released)
+            if replaying:  # the checkpoint holds these rows: no diagnostics until it
+                if solver.iteration == resume.epoch:
+                    arrived()
+                continue
             # diagnostics every `eval_every` iterations and at the end: never in solver time
             if solver.iteration % every == 0 or i == T - 1:
                 evaluate_and_record(stats)
+            if K and solver.iteration % K == 0 and i < T - 1:
+                save(done=False)
+    if replaying:  # (a budget stop came before the checkpoint's iteration: cannot be)
+        raise ConfigError(f"--resume: repeat {repeat + 1} ended at iteration {solver.iteration}, "
+                          f"before its checkpoint's {resume.epoch}: start a new run")
+    save(done=True)
     repeats.finish(ledger, history)
     return rows, stopped, elapsed, traffic
 
@@ -451,6 +580,8 @@ def run_experiment(
     stop_at_budget: bool = False,
     plan: RunPlan | None = None,
     release_only: bool = False,
+    resume=None,
+    checkpoint: Callable | None = None,
 ) -> RunResult:
     """Run ``config`` end to end and return its records (nothing is written).
 
@@ -461,6 +592,9 @@ def run_experiment(
     ``release_only`` (a run that claims a guarantee) keeps only the released
     values: the diagnostic columns, the references (all computed from the
     exact private data) and the diagnostic result numbers are left out.
+    ``resume`` (a :class:`~.checkpoint.Checkpoint`) replays the run to it and goes on;
+    ``checkpoint(repeat, state, released)`` receives each repeat's state every
+    ``run.checkpoint_every`` iterations (:mod:`.checkpoint`).
     """
     if release_only and not config.privacy.claims_guarantee:
         raise ConfigError("--release-only applies to a run that claims a privacy guarantee "
@@ -494,15 +628,18 @@ def run_experiment(
         f_star = baselines.get("central", {}).get("objective", float("nan")) if baselines else np.nan
         rows, stopped, elapsed, sent = _run_one(
             config, solver, prepared, f_star, repeat=r, on_epoch=on_epoch,
-            stop_at_budget=stop_at_budget, repeats=repeats)
+            stop_at_budget=stop_at_budget, repeats=repeats,
+            resume=None if resume is None else resume.at(r), checkpoint=checkpoint)
         traffic += sent
         inference = _inference(solver, prepared)
         if inference is not None:
             traffic.append(_traffic_rows(inference, r, solver.iteration, phase=1))
+        traffic += _diagnostic_rows(solver, r)
         frames.append(pd.DataFrame(rows, columns=_columns(rows, cls)))
         stops.append(stopped)
         seconds.append(elapsed)
 
+    traffic += _alignment_traffic(plan.dataset_info)
     frames = repeats.recompose(frames)  # a deployment's epsilon: all its repeats composed
     if len(frames) == 1:
         metrics, per_repeat = frames[0], None
@@ -535,7 +672,8 @@ def run_experiment(
     communication = pd.DataFrame(np.concatenate(traffic), columns=COMMUNICATION_FILE_COLUMNS)
     communication["phase"] = np.asarray(PHASES, dtype=object)[communication["phase"].to_numpy()]
     return RunResult(config=config, manifest=manifest, metrics=metrics, baselines=baselines,
-                     coef=solver.coef(), repeats=per_repeat, communication=communication)
+                     coef=solver.coef(), repeats=per_repeat, communication=communication,
+                     ledger=repeats.ledger())
 
 
 def _inference(solver: Solver, prepared):
@@ -560,6 +698,13 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops
         if privacy.get("neighbouring"):  # on the cleaned file when records were removed
             privacy["neighbouring"] = stated_on(privacy["neighbouring"], plan.cleaning)
         privacy["noise"] = streams.describe()["noise"]
+        if config.tuning is not None:  # how the hyper-parameters were chosen
+            privacy["hyperparameter_tuning"] = {"method": config.tuning.method, **config.tuning.values,
+                                 "charged": "the tuning's RDP (Papernot and Steinke 2022, Thm. "
+                                            "2) composed before the run's releases: every "
+                                            "epsilon of this run includes it"
+                                 if config.tuning.private else
+                                 "nothing: chosen on rows declared public"}
         ledger, how = repeats.ledger(), repeats.describe()
         if ledger is not None:
             privacy["spent"] = {
@@ -687,6 +832,7 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops
                                       "trainer or active party; absent in a network; phase "
                                       "training or inference)",
                           **_inference_manifest(cls, inference, prepared),
+                          **_alignment_manifest(plan.dataset_info),
                           **transport},
         **({"backend": plan.backend.describe()} if plan.backend is not None else {}),
         "released": released,
@@ -718,6 +864,19 @@ def _inference_manifest(cls, inference, prepared) -> dict:
                                      "model; not in metrics.csv's messages and bytes (training)"}}
 
 
+def _alignment_manifest(info: dict | None) -> dict:
+    """The manifest's ``communication.alignment``: what aligning the party files sent."""
+    aligned = ((info or {}).get("provenance") or {}).get("alignment")
+    if not aligned:
+        return {}
+    return {"alignment": {"messages": sum(a["messages"] for a in aligned.values()),
+                          "bytes": sum(a["bytes"] for a in aligned.values()),
+                          "protocol": next(iter(aligned.values()))["protocol"],
+                          "intersection": {part: a["intersection"] for part, a in aligned.items()},
+                          "counted": "once, before training (communication.csv phase "
+                                     "alignment); not in metrics.csv's messages and bytes"}}
+
+
 def _transport(backend, metrics, seconds, repeats: int, inference=None) -> dict:
     """What the transport itself carried (a backend that has one), beside the protocol's count;
     for inference, what the last scoring of the test rows carried."""
@@ -733,6 +892,8 @@ def _transport(backend, metrics, seconds, repeats: int, inference=None) -> dict:
                           "protocol_bytes_per_epoch": protocol / max(epochs, 1),
                           "ratio": backend.transport / protocol if protocol else None,
                           **scored,
+                          # every phase: what TCP carried, and the codec's payload and framing
+                          "phases": backend.phases(),
                           "source": backend.describe()["transport_source"]}}
 
 

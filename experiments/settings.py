@@ -34,7 +34,7 @@ from vfl.datasets.stage import Stage, fit_stage
 from .config import Config
 from .heldout import (FROM_POOL, HELD_OUT_FILE, held_out_rows, refuse_private_public,
                       rows_needed, test_part, test_part_private, test_source)
-from .partition import Partition, make_partition
+from .partition import Partition, PartitionError, make_partition
 
 __all__ = ["Prepared", "SplitRecords", "prepare", "fit_config_stage", "make_objective",
            "BASELINE_VERSION"]
@@ -265,6 +265,30 @@ def vertical_baselines(dataset: SplitRecords, partition: Partition, objective: O
     return _cached(key_src, compute, use_cache)
 
 
+def _party_columns(config: Config, raw: RawDataset, stage: Stage):
+    """``[partition]``, or with party files each party's own columns after encoding."""
+    if raw.parties is None:
+        return config.partition
+    widths = [sum(stage.encoder._width(n) for n in names) for names in raw.parties]
+    return replace(config.partition, columns=widths)
+
+
+def _listed_widths(raw: RawDataset, stage: Stage) -> str:
+    """Where a width mismatch may come from: the categorical columns whose values a list the
+    user wrote sets (a value of the file left out of it adds no column)."""
+    from vfl.datasets.stage import _user_listed
+
+    listed = []
+    for name, source in stage.sources.get("categories", {}).items():
+        where = _user_listed(raw, name, source)
+        if where is not None:
+            listed.append(f"{name!r} {stage.encoder._width(name)} from {where}")
+    if not listed:
+        return ""
+    return (f" (one-hot columns: {', '.join(listed)}; a value left out of a list has no "
+            "column of its own)")
+
+
 class VerticalSetting:
     """Parties hold columns (``[partition]`` columns / ranges / indices)."""
 
@@ -293,7 +317,11 @@ class VerticalSetting:
         dataset = _encoded(raw, stage, stage.columns(raw.train, scaler, copy=False),
                            stage.columns(test_table, scaler, copy=False), y_test)
         # the per-record steps act on each party's block (Assumption 2.3 of Hu et al.)
-        partition = make_partition(config.partition, dataset.n_features, rows=stage.rows)
+        try:
+            partition = make_partition(_party_columns(config, raw, stage), dataset.n_features,
+                                       rows=stage.rows)
+        except PartitionError as exc:
+            raise PartitionError(f"{exc}{_listed_widths(raw, stage)}") from None
         self.config, self.partition, self.stage = config, partition, stage
         self.n_features = dataset.n_features
         self.steps = stage.describe("party block", scaler)

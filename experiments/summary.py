@@ -41,6 +41,11 @@ def _plural(n, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+def _count(n: int, noun: str) -> str:
+    """``"1 message"``, ``"1,200 messages"``."""
+    return f"{int(n):,} {noun}{'' if n == 1 else 's'}"
+
+
 def _privacy_lines(result) -> list[str]:
     """What a run's privacy amounts to, in words a reader cannot mistake."""
     p = result.manifest.get("privacy")
@@ -60,6 +65,9 @@ def _privacy_lines(result) -> list[str]:
         else:
             lines.append(f"WARNING: no differential-privacy guarantee: {p.get('warning', p.get('note', ''))}")
         lines += _repeats_lines(spent, p.get("dp_guarantee") and eps is not None)
+        tuning = p.get("hyperparameter_tuning")
+        if tuning:
+            lines.append(f"tuning ({tuning['method']}): {tuning['charged']}")
         if "epsilon_paper" in m.index and spent.get("paper_claim"):
             paper = spent.get("epsilon_paper")
             star = "*" if _diagnostic(result.manifest, "epsilon_paper") else ""
@@ -187,6 +195,12 @@ def run_summary(result, out: Path, seconds: float) -> str:
             cells = [mark(col, cell) for col, cell in zip(cols, cells)]
         lines.append(f"{label:{width}} " + " ".join(
             f"{cell:>{12 if j == 0 else 9}}" for j, cell in enumerate(cells)))
+    lam = getattr(getattr(result.config, "objective", None), "lam", None)
+    if lam is not None and any(isinstance(e, dict) and e.get("role") in ("all", "local")
+                               for e in b.values()):
+        # the references minimize this config's objective: another lam, other numbers
+        lines.append(f"references: fitted with this config's lam = {lam:g} (another lam, "
+                     "other numbers on the same data)")
     solver_s = man["result"].get("solver_seconds")  # a release-only run leaves timings out
     t = "*" if private else ""  # times depend on the data (fits, iterations): diagnostic
     timing = ("" if solver_s is None else
@@ -199,17 +213,24 @@ def run_summary(result, out: Path, seconds: float) -> str:
         f"{'from cache' if b.get('cached') else 'computed' if c else 'skipped'}")
     if "messages" in m.index:
         comm = man.get("communication", {})
-        lines.append(f"communication: {int(m['messages']):,} messages, {_bytes(m['bytes'])} of "
+        lines.append(f"communication: {_count(int(m['messages']), 'message')}, "
+                     f"{_bytes(m['bytes'])} of "
                      f"payload over {_plural(comm.get('units', 0), 'unit')}"
                      + (f", mean of {repeats}" if repeats > 1 else "")
                      + "; per unit and iteration in communication.csv")
         inference = comm.get("inference", {})
         if "messages" in inference:  # one scoring of the test rows (the solver's declaration)
-            lines.append(f"inference: {inference['messages']:,} messages, "
+            lines.append(f"inference: {_count(inference['messages'], 'message')}, "
                          f"{_bytes(inference['bytes'])} of payload to score the "
                          f"{inference['test_rows']:,} test rows once"
                          + ("" if inference["messages"] else
                             " (the model is held by one endpoint)"))
+        aligned = comm.get("alignment")
+        if aligned:  # party files: the PSI and the agreement, once before training
+            rows = ", ".join(f"{n:,} {part}" for part, n in aligned["intersection"].items())
+            lines.append(f"alignment: {_count(aligned['messages'], 'message')}, "
+                         f"{_bytes(aligned['bytes'])} (private set intersection: {rows} rows "
+                         "held by every party)")
         transport = comm.get("transport")
         if transport and transport["ratio"]:  # what the transport carried (run.backend = "dask")
             lines.append(f"transport ({man['backend']['backend']}): "

@@ -48,7 +48,14 @@ _REFERENCE = [
 def dataset_title(manifest: dict) -> str:
     """The dataset's name for a title; a stand-in always says it is one."""
     d = manifest.get("dataset", {})
-    return "gisette stand-in (synthetic)" if d.get("stand_in") else d.get("name", "?")
+    if d.get("stand_in"):
+        return "gisette stand-in (synthetic)"
+    given = ((d.get("provenance") or {}).get("files") or {}).get("train", {}).get("given")
+    if given:  # the user's own file: its name (and the config's), not the format's
+        file = Path(str(given)).name
+        name = manifest.get("name")
+        return f"{name} ({file})" if name and name != Path(file).stem else file
+    return d.get("name", "?")
 
 
 _METRIC_LABEL = {
@@ -127,8 +134,23 @@ def _references(runs, metric: str) -> list[tuple[float, str, str]]:
                 continue
             seen.add((label, round(float(entry[metric]), 12)))
             style = "-." if key == "central" else entry.get("line", "--")
-            out.append((float(entry[metric]), label, style))
+            out.append((float(entry[metric]), label, _MAJORITY if key == "majority" else style))
     return out
+
+
+#: the majority class's line: neither party 1's grey dots nor the black dashes
+_MAJORITY = (0, (5, 1.5, 1, 1.5, 1, 1.5))
+
+
+def _reference_color(style) -> str:
+    return "tab:brown" if style == _MAJORITY else "black" if style in ("--", "-.") else "0.45"
+
+
+def _legend_below(ax, ncol: int = 1, **kw) -> None:
+    """The legend under the axes, never over a curve or a reference line."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, frameon=False,
+                  **kw)
 
 
 def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False, x: str = "epoch",
@@ -156,19 +178,22 @@ def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False, x: str = "e
     _check_options(runs, left, suboptimality=suboptimality, log=log, metrics=metrics)
     labels = labels or [_curve_label(r) if len(runs) == 1 else r.label for r in runs]
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 2, figsize=(7.0, 2.8), constrained_layout=True)
+        fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.4), constrained_layout=True)
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         for i, (run, label) in enumerate(zip(runs, labels)):
             c = colors[i % len(colors)]
             m = run.metrics
+            # a run of one or two rows (one-round stacking) is points, not a line between them
+            marker = "o" if len(m) <= 2 else None
             for ax, metric in zip(axes, (left, right)):
                 y = m[metric].clip(lower=1e-16) if metric == "suboptimality" else m[metric]
-                ax.plot(m[xcol], y, color=c, label=label)
+                ax.plot(m[xcol], y, color=c, label=label, marker=marker, ms=4)
                 _band(ax, run, xcol, metric, c)
         for ax, metric in zip(axes, (left, right)):
             for value, label, style in _references(runs, metric):
-                ax.axhline(value, color="black" if style in ("--", "-.") else "0.45", lw=0.9,
-                           ls=style, label=label)
+                ax.axhline(value, color=_reference_color(style), lw=0.9, ls=style, label=label)
+            if x == "epoch":  # iterations are whole numbers
+                ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
             ax.set_xlabel(xlabel)
             ax.set_ylabel(_METRIC_LABEL.get(metric, metric))
         if left == "suboptimality" or (log and left == "objective"):
@@ -178,15 +203,17 @@ def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False, x: str = "e
             ax.set_title(f"{title}: {_METRIC_LABEL.get(metric, metric).split(' (')[0]}"
                          + (" (diagnostic)" if _diagnostic(runs, metric) else ""))
         if right == "test_logloss":
-            # Zoom onto the interesting range: the loss at the start (log 2 at
-            # x = 0) would otherwise flatten every curve.
-            finals = [r.metrics["test_logloss"].iloc[-1] for r in runs]
+            # every curve (and band) and every reference inside the axes
+            values = [v for r in runs for v in r.metrics["test_logloss"].dropna()]
+            values += [v for r in runs if r.repeats is not None
+                       and "test_logloss" in r.repeats.columns
+                       for v in r.repeats["test_logloss"].dropna()]
             refs = [v for v, _, _ in _references(runs, "test_logloss")]
-            lo, hi = min(finals + refs), max(finals + refs)
-            pad = max(0.02, 0.6 * (hi - lo))
-            axes[1].set_ylim(lo - 0.3 * pad, hi + pad)
+            lo, hi = min(values + refs), max(values + refs)
+            pad = max(0.01, 0.08 * (hi - lo))
+            axes[1].set_ylim(lo - pad, hi + pad)
         for ax in axes:
-            ax.legend(loc="best")
+            _legend_below(ax)
     return fig
 
 
@@ -279,10 +306,18 @@ def _level_param(frame) -> str:
     return "epsilon" if "epsilon" in frame.columns else "sigma"
 
 
+#: distinct colours for up to 8 levels, in order (a sequential map made neighbours, e.g.
+#: epsilon 4 and 8, nearly the same colour); none is black ("no noise")
+_LEVEL_COLORS = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C9")
+
+
 def _level_colors(levels):
-    cmap = plt.get_cmap("viridis")
     positive = sorted(s for s in levels if s > 0)
     colors = {0.0: "black"}
+    if len(positive) <= len(_LEVEL_COLORS):
+        colors.update(zip(positive, _LEVEL_COLORS))
+        return colors
+    cmap = plt.get_cmap("viridis")
     for i, s in enumerate(positive):
         # from 0.25: viridis' darkest end is indistinguishable from "no noise" in black
         colors[s] = cmap(0.25 + 0.65 * i / max(1, len(positive) - 1))
@@ -292,19 +327,27 @@ def _level_colors(levels):
 def _reference_lines(ax, baselines):
     for name, label, ls in _REFERENCE:
         if name in baselines:  # a private run's label says "(diagnostic)"
-            ax.axhline(baselines[name]["test_logloss"], color="black" if ls == "--" else "0.45",
+            ax.axhline(baselines[name]["test_logloss"], color=_reference_color(ls),
                        lw=0.9, ls=ls, label=baselines[name].get("label", label))
 
 
-def _loss_scale(ax, values, baselines):
+def _loss_scale(ax, values, baselines, spread=None):
     """Log y when large noise blows the loss up by orders of magnitude, so the
-    small-noise curves and the reference lines stay readable."""
+    small-noise curves and the reference lines stay readable; otherwise limits that hold
+    every value, its ``spread`` (the +-1 std of a band or error bar) and every reference."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    spread = np.zeros_like(values) if spread is None else np.nan_to_num(
+        np.asarray(spread, dtype=float))
     refs = [baselines[n]["test_logloss"] for n, _, _ in _REFERENCE if n in baselines]
-    lo, hi = min(values.min(), *refs), max(values.max(), *refs)
-    if hi > 5 * lo:
+    lo = min([float(np.nanmin(values - spread)), *refs])
+    hi = max([float(np.nanmax(values + spread)), *refs])
+    if lo > 0 and hi > 5 * lo:
         ax.set_yscale("log")
     else:
-        ax.set_ylim(lo - 0.05 * (hi - lo) - 0.005, hi + 0.3 * (hi - lo) + 0.01)
+        pad = 0.05 * (hi - lo) + 0.005
+        ax.set_ylim(lo - pad, hi + pad)
 
 
 def _level_axis(ax, levels):
@@ -333,11 +376,12 @@ def plot_sweep_curves(agg, baselines: dict, title: str, *, ax=None):
             ax.plot(g["epoch"], mean, color=colors[level], label=label)
             ax.fill_between(g["epoch"], mean - std, mean + std, color=colors[level], alpha=0.15, lw=0)
         _reference_lines(ax, baselines)
-        _loss_scale(ax, agg["test_logloss_mean"], baselines)
+        _loss_scale(ax, agg["test_logloss_mean"], baselines, agg["test_logloss_std"])
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_xlabel("epoch")
         ax.set_ylabel("test log loss (nats per sample)\nmean, band +- 1 std over seeds")
         ax.set_title(title)
-        ax.legend(loc="upper left", ncol=2, fontsize=6.5, framealpha=0.8)
+        _legend_below(ax, ncol=2, fontsize=6.5)
     return ax.figure
 
 
@@ -359,12 +403,12 @@ def plot_sweep_final(final, baselines: dict, title: str, *, method: str, ax=None
             ax.axhline(clean["test_logloss_mean"].iloc[0], color="C0", lw=0.9, ls="-.",
                        label=f"{method}, no noise")
         _reference_lines(ax, baselines)
-        _loss_scale(ax, final["test_logloss_mean"], baselines)
+        _loss_scale(ax, final["test_logloss_mean"], baselines, final["test_logloss_std"])
         _level_axis(ax, noisy[param])
         ax.set_xlabel(_LEVEL_LABEL[param])
         ax.set_ylabel("final test log loss\n(mean +- 1 std over seeds)")
         ax.set_title(title)
-        ax.legend(loc="upper left", fontsize=6.5, framealpha=0.8)
+        _legend_below(ax, fontsize=6.5)
     return ax.figure
 
 

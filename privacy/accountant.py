@@ -34,6 +34,9 @@ from dp_accounting import pld, rdp
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
+from vfl.core.gaussian import epsilon as _analytic_epsilon
+from vfl.core.gaussian import log_delta as _analytic_log_delta
+
 from . import _checks
 
 __all__ = [
@@ -280,23 +283,3 @@ def _gaussian_precision(event) -> float | None:
     return None
 
 
-def _analytic_log_delta(eps: float, z: float) -> float:
-    """``log delta(eps)`` of a Gaussian with std ``z`` and sensitivity 1."""
-    a = -eps * z + 0.5 / z
-    b = -eps * z - 0.5 / z
-    log_first = log_ndtr(a)
-    log_second = eps + log_ndtr(b)  # < log_first for every eps >= 0
-    if log_second >= log_first:  # only by rounding, far in the tail
-        return -math.inf
-    return float(log_first + math.log1p(-math.exp(log_second - log_first)))
-
-
-def _analytic_epsilon(z: float, delta: float) -> float:
-    log_delta = math.log(delta)
-    if _analytic_log_delta(0.0, z) <= log_delta:
-        return 0.0
-    lo, hi = 0.0, 1.0
-    while _analytic_log_delta(hi, z) > log_delta:
-        lo, hi = hi, 2.0 * hi
-    return float(brentq(lambda e: _analytic_log_delta(e, z) - log_delta, lo, hi,
-                        xtol=1e-14, rtol=1e-12))

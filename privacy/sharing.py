@@ -15,7 +15,7 @@ Why Lemma 1 of Hu et al. is not used as a guarantee: its proof uses
 ``trace(D_m^T D_m) = N`` and the normalized a9a blocks are rank deficient),
 drops factors ``||D_k||`` and assumes ``||y||, ||z|| <= b1``, which nothing
 enforces (on a9a ``||y||`` is about 100 and ``||z||`` about 1000). A white-box
-audit refutes the epsilons it gives (README, "Privacy"). :mod:`.paper` keeps
+audit refutes the epsilons it gives (docs/privacy.md). :mod:`.paper` keeps
 it as the paper's claim.
 """
 

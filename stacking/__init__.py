@@ -23,14 +23,14 @@ from .mechanism import (
     share_sensitivity,
     sure_ridge,
 )
-from .party import LocalPassives, Passive, Passives, PassiveSpec
+from .party import PASSIVES_PROTOCOL, Passive, Passives, PassiveSpec
 from .solver import NEIGHBOURS, PrivateStacking
 
 __all__ = [
     "GTOL",
     "NEIGHBOURS",
     "FusionModel",
-    "LocalPassives",
+    "PASSIVES_PROTOCOL",
     "Passive",
     "PassiveSpec",
     "Passives",

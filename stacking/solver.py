@@ -73,10 +73,12 @@ import scipy.sparse as sp
 
 from vfl.core.params import Param
 from vfl.core.solver import Reference, Release, Setting, Solver, VerticalData
+from vfl.core.host import LocalEnv
+from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 
 from . import mechanism as mech
-from .party import LocalPassives, Noise, PassiveSpec, share_moments
+from .party import PASSIVES_PROTOCOL, Noise, Passives, PassiveSpec, share_moments
 
 __all__ = ["PrivateStacking", "NEIGHBOURS"]
 
@@ -109,8 +111,9 @@ class PrivateStacking(Solver):
     audit_batch = True  # its kernels broadcast over the audit's runs
     backends = ("inprocess", "dask")
     accounted_backends = ("inprocess", "dask")
+    protocol = PASSIVES_PROTOCOL
     reference = Reference(
-        "vfl's one-release DP stacking for vertical FL (README \"Privacy\"); output perturbation of "
+        "vfl's one-release DP stacking for vertical FL (docs/privacy.md); output perturbation of "
         "Chaudhuri, Monteleoni and Sarwate (JMLR 2011), regression calibration (Carroll et al., "
         "Measurement Error in Nonlinear Models, ch. 4), Stein's unbiased risk estimate",
         "one round: local fits, releases, fusion at party 1",
@@ -196,19 +199,19 @@ class PrivateStacking(Solver):
 
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
-        M = len(data.blocks) if data.parties is None else data.parties.n_parties
+        M = len(data.blocks) if data.units is None else data.units.n_parties
         return cls(data.blocks, data.y, lam_local=params["lam_local"], lam1=params["lam1"],
                    prior_sd=params["prior_sd"], epsilon=privacy["epsilon"],
                    delta=privacy["delta"], clip=privacy["clip"], split=privacy["split"],
                    model_noise=privacy["model_noise"], accountant=privacy["accountant"],
                    noise_rngs=[streams.noise(m) for m in range(M)],
-                   shared_rng=streams.noise(), parties=data.parties)
+                   shared_rng=streams.noise(), parties=data.units)
 
     def __init__(self, blocks, y, *, lam_local=1.0, lam1=1.0, prior_sd=0.5, epsilon=None,
                  delta=None, clip=2.0, split=(0.5, 0.48, 0.02), model_noise=None,
                  accountant="pld", noise_rngs=None, shared_rng=None, parties=None):
-        """``blocks``: every party's block, or with ``parties`` (the passive parties run
-        elsewhere: ``parties(spec)`` gives their :class:`~.party.Passives`) party 1's only."""
+        """``blocks``: every party's block, or with ``parties`` (the
+        :class:`~vfl.core.units.Units` where the passive parties run) party 1's only."""
         M = len(blocks) if parties is None else parties.n_parties
         if M < 2:
             raise ValueError("private stacking needs party 1 and at least one passive party "
@@ -235,11 +238,14 @@ class PrivateStacking(Solver):
         self.passive = np.arange(1, M)
         # the passive parties release through self.release here; elsewhere they draw their
         # noise themselves, at the scales of the events self.record_release records
-        spec = PassiveSpec(float(clip), M - 1)
-        rngs = [None] * (M - 1) if noise_rngs is None else list(noise_rngs)[1:]
-        self.passives = (LocalPassives(blocks[1:], spec, self.release, rngs, shared_rng)
-                         if parties is None else
-                         parties(spec, self.record_release, rngs, shared_rng))
+        spec = PassiveSpec(clip=float(clip), n_passive=M - 1)
+        streams = [None] * M if noise_rngs is None else list(noise_rngs)
+        if parties is None:
+            parties = InProcessUnits.blocks(blocks, LocalEnv(
+                release=self.release, noise=lambda *m: streams[m[0]] if m else shared_rng,
+                runs=self.audit_runs))
+        self.passives = Passives(parties.open(PASSIVES_PROTOCOL, spec), n,
+                                 self.record_release, streams[1:], shared_rng)
         self.lam1, self.prior_sd, self.clip = float(lam1), float(prior_sd), float(clip)
         self.split = split
         self.m0 = mech.base_rate_logit(y)

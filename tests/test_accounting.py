@@ -271,6 +271,7 @@ def test_epsilon_sweep(tmp_path):
 
 
 # -- the audit -----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_audit_passes_the_guarantee_and_refutes_an_under_calibrated_claim():
     from vfl.experiments.audit import audit_config
 
@@ -297,6 +298,7 @@ def test_cli_privacy_both_directions():
     assert sig["paper"] > sig["moments"] > sig["rdp"] > sig["pld"] == pytest.approx(sig["exact"], rel=1e-3)
 
 
+@pytest.mark.slow
 def test_cli_run_with_budget_privacy_plot_and_audit(tmp_path):
     cfg = tmp_path / "dp.toml"
     cfg.write_text(

@@ -7,6 +7,7 @@ processes and a killed worker are in ``test_parties_slow.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 
 import numpy as np
@@ -17,7 +18,7 @@ from cli_helpers import assert_one_line_error, vfl
 from test_parties import assert_same_numbers
 from test_parties import cluster  # noqa: F401 (the same small threaded cluster, per module)
 from vfl.experiments.config import config_from_dict
-from vfl.experiments.parties import dask_backend
+from vfl.experiments.dask_units import dask_backend
 from vfl.experiments.runner import plan_run, run_experiment
 
 distributed = pytest.importorskip("dask.distributed")
@@ -60,8 +61,9 @@ def _both(raw, cluster):
     config = config_from_dict({**raw, "run": {**raw["run"], "backend": "dask"}})
     with dask_backend(config, cluster, None) as backend:
         plan = plan_run(config, None, backend)
-        assert type(plan.solver.agents).__name__ == "DaskAgents"
-        assert not hasattr(plan.solver.agents, "group")  # the solver holds no agent's samples
+        assert type(plan.solver.agents.session.units).__name__ == "DaskUnits"
+        with pytest.raises(AttributeError):  # the solver holds no agent's samples
+            plan.solver.agents.group  # noqa: B018
         remote = run_experiment(config, plan=plan, with_baselines=False)
     return local, remote
 
@@ -136,7 +138,7 @@ def test_bad_inputs_are_one_line_errors_and_nothing_is_written(tmp_path, cluster
                          ids=["plain", "secret_sharing"])
 def test_a_group_rebuilt_mid_run_by_replay_gives_the_same_numbers(cluster, network):
     """Agents 1-3 are rebuilt on a new actor after iteration 3, as after a lost worker (a
-    killed worker process is in test_parties_slow.py): the completed iterations run again
+    killed worker process is in test_parties_slow.py): its journal's iterations run again
     from what the coordinator delivered, and the run ends with the in-process numbers. A
     replay whose release differs from the one received by a bit stops the run."""
     from vfl.core.errors import PartyLostError
@@ -147,20 +149,27 @@ def test_a_group_rebuilt_mid_run_by_replay_gives_the_same_numbers(cluster, netwo
     config = config_from_dict({**raw, "run": {"backend": "dask"}})
     with dask_backend(config, cluster, None) as backend:
         plan = plan_run(config, None, backend)
-        agents, slot = plan.solver.agents, backend.slots[0]
+        session, slot = plan.solver.agents.session, backend.slots[0]
         first = slot.actor
 
         def rebuild(row):
-            if row["epoch"] == 3:
+            if row["epoch"] == 3:  # a new actor where the old one was, then its journal
                 slot.actor = backend._actor(slot.label, slot.worker, backend._submit(
-                    slot.label, agents._args(0), slot.worker))
-                agents._rebuild(0, slot.worker)
+                    slot.label, slot.first, slot.stop, slot.worker))
+                session.opened[0] = backend._open(session, 0)
+                session._replay(0, slot.worker)
 
         remote = run_experiment(config, plan=plan, with_baselines=False, on_epoch=rebuild)
-        assert slot.actor is not first and agents.rounds == 6
+        assert slot.actor is not first and session.done == [6, 6]
         assert_same_numbers(remote, local)
-        released = agents.log[1][3]
-        released[0, 0] = np.nextafter(released[0, 0], np.inf)  # one bit of one release
+        journal = session.journal[0]
+        at = [i for i, e in enumerate(journal) if e.call.name == "update"][1]
+        X = journal[at].reply.X.copy()
+        X[0, 0] = np.nextafter(X[0, 0], np.inf)  # one bit of one release
+        journal[at] = journal[at]._replace(reply=dataclasses.replace(journal[at].reply, X=X))
+        slot.actor = backend._actor(slot.label, slot.worker, backend._submit(
+            slot.label, slot.first, slot.stop, slot.worker))
+        session.opened[0] = backend._open(session, 0)
         with pytest.raises(PartyLostError, match="agents 1-3: rebuilt on worker .*, their "
                                                  "release of iteration 2 differs"):
-            agents._rebuild(0, slot.worker)
+            session._replay(0, slot.worker)

@@ -257,6 +257,7 @@ def test_kl_bounds_closed_forms_and_comparison_with_clopper_pearson():
         assert kl.upper - kl.lower < 2.5 * (cp_hi - cp_lo)
 
 
+@pytest.mark.slow
 def test_bounds_cover_the_true_delta_at_about_the_nominal_rate():
     mu, K, R = 1.0, 200, 400
     eps = np.array([0.5, 2.5])
@@ -491,6 +492,7 @@ def test_truncated_kl_at_no_cap_is_kl_and_its_lower_bound_is_valid():
     np.testing.assert_array_equal(capped.upper, kl.upper)  # truncation bounds from below only
 
 
+@pytest.mark.slow
 def test_truncated_kl_covers_the_true_delta_even_when_the_cap_is_too_low():
     """Valid whatever tau: a cap chosen for a 2x error still covers a 6x one (it loses power,
     not coverage)."""

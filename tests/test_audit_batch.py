@@ -178,3 +178,23 @@ def test_vfl_audit_runs_the_deployed_sampler(tmp_path):
     assert a["sampler"] == "exact" and a["verdicts"]["guarantee"] == "PASS"
     assert a["gdp_check"] > 1e-3
     assert 0 < a["epsilon_refuted"]["guarantee"] < a["claims"]["guarantee"][0]
+
+
+def test_only_the_audits_in_process_units_take_a_leading_axis_of_runs():
+    """The runs' axis is accepted where the audit declares it (in-process units whose solver's
+    observer returns R runs), never by a deployment's backend: the same message is refused."""
+    from vfl.core.messages import RUNS, ProtocolError, validate
+    from vfl.core.units import Units
+    from vfl.experiments.dask_units import DaskUnits
+    from vfl.stacking.party import Released
+
+    reply = Released(models=np.zeros((3, 4)), shares=np.zeros((3, 2, 7)),
+                     moments=np.zeros((3, 2, 2)))
+    validate(reply, Released, {"n": 2, "N": 7, RUNS: 3})
+    with pytest.raises(ProtocolError, match=r"Released.models must have 1 dimension"):
+        validate(reply, Released, {"n": 2, "N": 7})
+    with pytest.raises(ProtocolError, match=r"Released.shares must have shape"):
+        validate(reply, Released, {"n": 2, "N": 8, RUNS: 3})  # the rest still checked
+    with pytest.raises(ProtocolError, match=r"Released.models must have 1 dimension"):
+        validate(reply, Released, {"n": 2, "N": 7, RUNS: 4})  # another count of runs
+    assert Units.runs is None and DaskUnits.runs is None

@@ -1,6 +1,6 @@
 """The audit has power: with the noise at a third of what the accountant charges, it refutes.
 
-Small synthetic versions of the shipped mechanisms (README, "The audit"): the
+Small synthetic versions of the shipped mechanisms (docs/audit.md): the
 worst-case neighbours (canary rows and columns) exercise enough of the
 charged sensitivity that a threefold error in the noise scale is caught, and
 the mechanism as configured still passes.
@@ -82,6 +82,7 @@ def test_column_canary_exercises_much_more_than_a_real_column(tmp_path):
     assert "canary" in adversarial.name and adversarial.exercised > 0.5
 
 
+@pytest.mark.slow
 def test_audits_collects_one_table_and_one_figure(tmp_path):
     path = _config(tmp_path, "row")
     root = tmp_path / "audits"

@@ -69,7 +69,9 @@ def test_run_and_plot_write_every_file(tmp_path, small_config):
 def test_same_seed_same_numbers(tmp_path, small_config):
     a, b = tmp_path / "a", tmp_path / "b"
     assert vfl("run", "--config", small_config, "--out", a, "-q").returncode == 0
-    assert vfl("run", "--config", small_config, "--out", b, "-q", "--no-cache").returncode == 0
+    assert vfl("run", "--config", small_config, "--out", b, "-q", "--no-cache",
+               "--no-figure").returncode == 0
+    assert (a / "loss.png").is_file() and not list(b.glob("loss.*"))  # --no-figure
     timing = ["wall_time_s", "x_time_s", "z_time_s", "y_time_s"]
     ma = pd.read_csv(a / "metrics.csv").drop(columns=timing)
     mb = pd.read_csv(b / "metrics.csv").drop(columns=timing)

@@ -318,20 +318,36 @@ def test_each_provider_solved_alone_gives_its_batched_result_to_the_bit(reg, sol
 
 def test_a_rebuilt_exact_group_replays_its_warm_start_to_the_bit():
     """The trainer never sees a provider's clean solution, the warm start of its next solve
-    (Algorithm 2 releases it noisy): a group rebuilt from the trainer's checkpoint solves its
-    completed iterations again from their (w^k, gamma_i^k) and goes on as the lost one would."""
-    from vfl.admm.consensus.exact import ExactGroup
+    (Algorithm 2 releases it noisy): a group rebuilt from its journal (a deployment's, whose
+    recorded releases it takes without drawing them again) solves its completed iterations
+    again and goes on as the lost one would."""
+    from vfl.admm.providers import PROVIDERS_PROTOCOL
+    from vfl.core.protocol import UnitData
+    from vfl.core.host import Host, LocalEnv
 
     s = make(ConsensusADMMPerturbed, planted(), "l1", params={"local_solver": "fista"},
              privacy={"epsilon_per_iteration": 0.3, "delta": 1e-4})
-    history = []
+    session, journal = s.providers.session, []
+    round_ = session.round
+
+    def keep(call, requests):  # the journal a backend that can lose a unit keeps
+        replies = round_(call, requests)
+        journal.append((requests[0], replies[0]))
+        return replies
+
+    session.round = keep
     for _ in range(4):
-        history.append((s.w, s.gamma))  # what the trainer sends, and the duals it computes
         s.step()
     group = s.providers.group
-    fresh = ExactGroup(group.A, group.b, start=0, spec=s.spec)
-    fresh.restore(group.shared, group.gamma, group.rounds, history)
-    np.testing.assert_array_equal(fresh.W, group.W)
+    env = LocalEnv()
+    env.replayable = False  # a deployment's noise: never drawn again
+    host = Host(PROVIDERS_PROTOCOL)
+    host.open(UnitData(0, len(group.A), len(group.A), (group.A, group.b)), s.spec, env)
+    for request, reply in journal:
+        host.adopt(PROVIDERS_PROTOCOL.index("update"), request, reply)
+    fresh = host.side.group
+    for name in ("W", "shared", "gamma"):
+        np.testing.assert_array_equal(getattr(fresh, name), getattr(group, name))
     np.testing.assert_array_equal(fresh.residuals(), group.residuals())
     for g in (group, fresh):
         g.update(s.w, {}, lambda W: W)

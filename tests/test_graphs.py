@@ -41,6 +41,7 @@ def test_gnm_reproducible_by_seed():
     assert (a != c).nnz > 0
 
 
+@pytest.mark.slow
 def test_gnm_uniform_over_connected_graphs():
     # Connected graphs on 4 nodes with 3 edges are the 16 labelled spanning trees.
     rng = np.random.default_rng(0)

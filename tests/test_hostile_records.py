@@ -136,8 +136,8 @@ def _run(path, args, data: Path, out: Path, train: bytes | None = None, name: st
     def go():
         if train is not None:
             (data / name).write_bytes(train)
-        result = invoke("run", "--config", path, "--out", out, "-q", "--data-dir", data, *args,
-                        cwd=data)
+        result = invoke("run", "--config", path, "--out", out, "-q", "--data-dir", data,
+                        "--no-figure", "--baselines", "none", *args, cwd=data)
         assert result.returncode == 0, result.stderr
     return go
 
@@ -191,7 +191,12 @@ def test_a_paper_s_cleaned_file_drops_the_record(path, overrides, originals, tmp
             "hostile": _copy(source, family, tmp_path / "hostile", hostile)}
     dropped = {}
     for name, data in dirs.items():
-        _run(path, _quick(path, overrides, epochs=False), data, tmp_path / "runs" / name)()
+        try:
+            _run(path, _quick(path, overrides), data, tmp_path / "runs" / name)()
+        except AssertionError as exc:  # a target epsilon that 2 iterations cannot spread
+            if "iterations" not in str(exc):
+                raise
+            _run(path, _quick(path, overrides, epochs=False), data, tmp_path / "runs" / name)()
         man = json.loads((tmp_path / "runs" / name / "manifest.json").read_text())
         assert CLEANED in man["privacy"]["neighbouring"], man["privacy"]["neighbouring"]
         repairs = man["diagnostic"]["dataset"]["provenance"]["repairs"]["train"]

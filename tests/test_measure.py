@@ -20,6 +20,13 @@ def measure(tmp_path, monkeypatch):
         copy = tmp_path / Path(getattr(module, name)).name
         shutil.copy(getattr(module, name), copy)
         monkeypatch.setattr(module, name, copy)
+    pages = []
+    for page in module.DOCUMENTS:
+        if page.name not in ("README.md", "measured.md"):
+            pages.append(tmp_path / "pages" / page.name)
+            pages[-1].parent.mkdir(exist_ok=True)
+            shutil.copy(page, pages[-1])
+    monkeypatch.setattr(module, "DOCUMENTS", (module.README, *pages))
     return module
 
 
@@ -45,7 +52,8 @@ def test_pytest_output_is_read_or_refused(measure):
 def test_the_keys_are_the_ones_readme_marks(measure, capsys):
     import re
 
-    marked = set(re.findall(r"<!-- measured: ([\w.-]+) -->", measure.README.read_text()))
+    marked = {key for page in measure.DOCUMENTS
+              for key in re.findall(r"<!-- measured: ([\w.-]+) -->", page.read_text())}
     assert marked <= set(measure.MEASUREMENTS), marked - set(measure.MEASUREMENTS)
     assert measure.main(["--list"]) == 0 and "test-suite" in capsys.readouterr().out
     assert measure.main(["nosuchkey"]) == 2

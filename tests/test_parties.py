@@ -14,7 +14,7 @@ import pytest
 from cli_helpers import SMALL, assert_one_line_error, vfl
 from vfl.core.errors import ConfigError
 from vfl.experiments.config import config_from_dict, load_config
-from vfl.experiments.parties import DaskBackend, dask_backend
+from vfl.experiments.dask_units import DaskUnits, dask_backend
 from vfl.experiments.runner import plan_run, run_experiment
 
 distributed = pytest.importorskip("dask.distributed")
@@ -53,7 +53,21 @@ def assert_same_numbers(remote, local) -> None:
         pd.testing.assert_frame_equal(remote.repeats.drop(columns=timing),
                                       local.repeats.drop(columns=timing), check_exact=True)
     np.testing.assert_array_equal(remote.coef, local.coef)
-    pd.testing.assert_frame_equal(remote.communication, local.communication)
+    assert_same_communication(remote.communication, local.communication)
+
+
+def assert_same_communication(remote: pd.DataFrame, local: pd.DataFrame) -> None:
+    """communication.csv to the bit, but for the diagnostics' messages, which depend on the
+    placement (a group answers in one message, a request goes to each host): of those, the
+    bytes the units returned."""
+    def replies(c):
+        return c.query("phase == 'diagnostics' and unit == 0").groupby("repeat")[
+            "received_bytes"].sum().tolist()
+
+    assert replies(remote) == replies(local)
+    remote, local = (c[c["phase"] != "diagnostics"].reset_index(drop=True)
+                     for c in (remote, local))
+    pd.testing.assert_frame_equal(remote, local)
 
 
 #: ADMM sharing's accounting mode (row relation, sigma calibrated for epsilon 4)
@@ -88,6 +102,16 @@ def test_the_dask_backend_gives_the_in_process_numbers_to_the_bit(tmp_path, clus
         remote.config.run.repeats
     assert remote.manifest["result"]["inference_bytes"] == t["protocol_inference_bytes"] == 1600
     assert 1600 <= t["inference_bytes"] <= 1600 + 2 * 1200  # plus Dask's headers
+    # issue 39: communication.csv has the diagnostics too (the exact values asked for and
+    # every scoring but the last, for metrics.csv); with the inference rows they are what
+    # the transport's diagnostics and inference phases carried (payload)
+    hub = remote.communication.query("unit == 0")
+    carried = lambda phase: int((hub.query(f"phase == '{phase}'")[  # noqa: E731
+        ["sent_bytes", "received_bytes"]]).to_numpy().sum())
+    phases = t["phases"]
+    assert carried("diagnostics") > 0
+    assert carried("diagnostics") + carried("inference") == \
+        phases["diagnostics"]["payload_bytes"] + phases["inference"]["payload_bytes"]
 
 
 #: FDML SGD (Hu et al.'s baseline, Section 5): 300 rows in 6 mini-batches of 50 per epoch
@@ -112,11 +136,9 @@ def _fdml(tmp_path, overrides=(), epochs=5):
 def test_fdml_on_dask_gives_the_in_process_numbers_to_the_bit(tmp_path, cluster, overrides):
     """Each party's block, model and noise on its worker, the labels with the coordinator:
     per mini-batch B outputs up and B derivatives down, as in-process, to the bit."""
-    from vfl.experiments.fdml import DaskSGDParties
-
     local, _ = _run(_fdml(tmp_path, overrides))
     remote, plan = _run(_fdml(tmp_path, [*overrides, "run.backend=dask"]), cluster)
-    assert isinstance(plan.solver.parties, DaskSGDParties)
+    assert type(plan.solver.parties.session.units).__name__ == "DaskUnits"
     assert_same_numbers(remote, local)
     assert len(set(remote.manifest["backend"]["parties"].values())) == 2
     # per epoch each party sends N = 300 outputs and receives 300 derivatives (float64)
@@ -166,11 +188,9 @@ def test_private_stacking_on_dask_gives_the_in_process_numbers_to_the_bit(tmp_pa
     """Each passive party's local fit and releases on its worker, its noise drawn there from
     the streams the in-process run draws it from; party 1 (the coordinator: the labels and
     its own block) records the release events and fits the fusion: to the bit."""
-    from vfl.experiments.passives import DaskPassives
-
     local, _ = _run(_stacking(tmp_path, overrides))
     remote, plan = _run(_stacking(tmp_path, [*overrides, "run.backend=dask"]), cluster)
-    assert isinstance(plan.solver.passives, DaskPassives)
+    assert type(plan.solver.passives.session.units).__name__ == "DaskUnits"
     M = len(plan.config.partition.columns)
     assert plan.solver.D1.shape == plan.first.data.blocks[0].shape  # party 1's block only
     assert_same_numbers(remote, local)
@@ -208,150 +228,6 @@ def test_private_stacking_on_dask_draws_exact_noise_on_the_workers(tmp_path, clu
     assert 1.99 < remote.metrics["epsilon_tight"].iloc[-1] <= 2.0  # the target
 
 
-@pytest.mark.parametrize("final", [True, False])
-def test_a_final_round_runs_again_only_where_no_reply_arrived(final):
-    """A release, once received, stands (the rounds of private stacking and ADMM sharing):
-    after a lost worker the round runs again only on the units without a reply; an ordinary
-    round (whose survivors are rolled back) runs again on all."""
-    from types import SimpleNamespace
-
-    from vfl.experiments.parties import DaskUnits
-
-    asked = []
-
-    class Actor:
-        def __init__(self, k, lost):
-            self.k, self.lost = k, lost
-
-        def release(self, x):
-            asked.append(self.k)
-            reply, self.lost = (OSError("lost") if self.lost else x + self.k), False
-            return SimpleNamespace(result=lambda: _raise_or(reply))
-
-    backend = SimpleNamespace(slots=[SimpleNamespace(actor=Actor(k, k == 1)) for k in range(3)],
-                              transport_bytes=dict, count_transport=lambda before: None)
-
-    class Units(DaskUnits):
-        def _recover(self, exc):  # the lost unit rebuilt (here: answering next time)
-            assert isinstance(exc, OSError)
-
-    replies = Units(backend, 0)._round("release", {k: (10,) for k in range(3)}, final=final)
-    assert replies == {0: 10, 1: 11, 2: 12}
-    # units 0 to 2 asked, unit 1's worker lost (unit 2's reply collected all the same)
-    assert asked == [0, 1, 2] + ([1] if final else [0, 1, 2])
-
-
-def test_an_admm_share_once_received_is_never_drawn_again():
-    """A deployment run's share cannot be drawn again, so it must not be: after a fault in
-    the round, a party whose share arrived is neither asked again nor rolled back (its sync
-    counts the round as done), a lost party whose share arrived resumes after the round
-    (its pull and sigma included), and only the others run the round again."""
-    from types import SimpleNamespace
-
-    from vfl.experiments.parties import DaskParties, _Slot
-
-    calls = []
-
-    class Future:
-        def __init__(self, value):
-            self.value = value
-
-        def result(self, timeout=None):
-            if isinstance(self.value, Exception):
-                raise self.value
-            return self.value
-
-    class Actor:
-        def __init__(self, m, fail_first):
-            self.m, self.fail = m, fail_first
-
-        def call(self, method, *args):
-            calls.append((self.m, method, *args[:1]))
-            if method == "update":
-                if self.fail:
-                    self.fail = False
-                    return Future(OSError("worker lost"))
-                return Future((np.full(2, float(self.m)), 0))
-            return Future(None)
-
-        def sync(self, rounds):
-            calls.append((self.m, "sync", rounds))
-            return Future(rounds)
-
-    # parties 0 and 2 answer; party 1's worker is lost before answering
-    slots = [_Slot(Actor(m, fail_first=m == 1), f"w{m}", f"party {m + 1}", np.zeros(2), [0.5])
-             for m in range(3)]
-    backend = SimpleNamespace(slots=slots, transport_bytes=dict, count_transport=lambda b: None,
-                              config=SimpleNamespace(run=SimpleNamespace(party_wait=1.0)),
-                              recoveries=[], _free_workers=lambda n, wait, exclude: ["w9"],
-                              _submit=lambda label, args, worker: None,
-                              _actor=lambda label, worker, future: slots[1].actor)
-    parties = object.__new__(DaskParties)
-    parties.backend, parties.slots, parties.repeat, parties.spec = backend, slots, 0, None
-    parties.party_index, parties._rho, parties._state = [0, 1, 2], 1.0, None
-    parties._alive = lambda slot: slot is not slots[1]
-    parties._open = lambda slot: Future(None)
-    pulls = {m: np.full(2, 10.0 + m) for m in range(3)}
-    replies = parties._pulls(pulls, 1.0, {m: 0.7 for m in range(3)})
-    assert sorted(replies) == [0, 1, 2]
-    updates = [c[0] for c in calls if c[1] == "update"]
-    assert updates == [0, 1, 2, 1]  # parties 0 and 2 once; party 1 again after its rebuild
-    assert (0, "sync", 2) in calls and (2, "sync", 2) in calls  # both have done the round
-    assert [s.sigmas for s in slots] == [[0.5, 0.7]] * 3
-    # a lost party whose share had arrived resumes after the round in flight
-    parties.received = {1: replies[1]}
-    parties._inflight = (pulls, 1.0, {m: 0.9 for m in range(3)})
-    calls.clear()
-    parties._rebuild(1, "w9")
-    (resume,) = [c for c in calls if c[1] == "resume"]
-    assert resume[2] == [0.5, 0.7, 0.9]
-
-
-def test_a_group_whose_release_arrived_resumes_after_the_iteration_in_flight():
-    """Huang et al.'s providers: a lost group whose releases of the iteration in flight had
-    arrived is not asked for them again; it resumes after that iteration (its dual step
-    (3d) taken, its releases the ones received, its noise stream one draw further)."""
-    from types import SimpleNamespace
-
-    from vfl.experiments.providers import DaskProviders
-
-    resumed = []
-
-    class Actor:
-        def start(self, *args):
-            return SimpleNamespace(result=lambda: None)
-
-        def resume(self, *args):
-            resumed.append(args)
-            return SimpleNamespace(result=lambda: None)
-
-    providers = object.__new__(DaskProviders)
-    providers.slots = [SimpleNamespace(actor=Actor()), SimpleNamespace(actor=Actor())]
-    providers.ranges, providers.repeat, providers.n_providers = [(0, 2), (2, 3)], 0, 3
-    providers.spec = SimpleNamespace(rho=0.5)
-    providers.rounds, providers.history = 1, None
-    providers.shared, providers.gamma = np.ones((3, 2)), np.zeros((3, 2))
-    providers.noises = [("gaussian", np.full(3, 2.0))]
-    w, noise = np.full(2, 3.0), ("gaussian", np.full(3, 4.0))
-    providers._inflight = (w, noise)
-    providers.received = {1: (np.full((1, 2), 7.0), {})}
-    providers._rebuild(1, "w9")
-    shared, gamma, rounds, noises, history = resumed[-1]
-    np.testing.assert_array_equal(shared, np.full((1, 2), 7.0))
-    np.testing.assert_array_equal(gamma, -0.5 * (np.ones((1, 2)) - w))  # (3d), this iteration
-    assert rounds == 2 and [n[1].tolist() for n in noises] == [[2.0], [4.0]]
-    providers.received = {}  # no release arrived: resume at the checkpoint, then run again
-    providers._rebuild(1, "w9")
-    shared, gamma, rounds, noises, history = resumed[-1]
-    assert rounds == 1 and len(noises) == 1 and np.array_equal(shared, np.ones((1, 2)))
-
-
-def _raise_or(value):
-    if isinstance(value, Exception):
-        raise value
-    return value
-
-
 def test_inference_is_counted_from_the_declaration():
     """a9a's 16,281 test rows scored once: 2 parties x 16,281 shares of 8 bytes (Hu et al.'s
     eq. (1)); a trainer's or an agent's own model sends nothing; private stacking's party 1
@@ -384,13 +260,11 @@ ALGORITHM2 = {"solver": {"name": "consensus_admm_perturbed", "epochs": 6},
 
 def _providers_both(raw, cluster):
     """``raw`` run in-process and with its providers on the two workers."""
-    from vfl.experiments.providers import DaskProviders
-
     local = run_experiment(config_from_dict(raw), with_baselines=False)
     config = config_from_dict({**raw, "run": {**raw.get("run", {}), "backend": "dask"}})
     with dask_backend(config, cluster, None) as backend:
         plan = plan_run(config, None, backend)
-        assert isinstance(plan.solver.providers, DaskProviders)
+        assert type(plan.solver.providers.session.units).__name__ == "DaskUnits"
         with pytest.raises(AttributeError):
             plan.solver.A  # noqa: B018 (the trainer holds no provider's rows)
         remote = run_experiment(config, plan=plan, with_baselines=False)
@@ -452,7 +326,7 @@ def test_accounting_on_dask_sees_the_parties_rows_and_draws_exact_noise_there(tm
         remote = run_experiment(config, plan=plan, with_baselines=False)
         (event,) = plan.solver.releases()  # the last epoch's, recorded by the coordinator
         # the unit rows accounting needs, measured by each party on its worker
-        norms = backend.data(plan.first, 0).parties.max_row_norms
+        norms = backend.data(plan.first, 0).units.max_row_norms
         assert len(norms) == 2 and all(0.99 < n <= 1 + 1e-12 for n in norms)
     assert "exact discrete" in remote.manifest["privacy"]["noise"]
     assert event.exact and event.units.tolist() == [0, 1]
@@ -475,12 +349,13 @@ def test_the_coordinator_holds_no_block(tmp_path, cluster):
     with dask_backend(config, cluster, None) as backend:
         plan = plan_run(config, None, backend)
         solver = plan.solver
-        assert type(solver.parties).__name__ == "DaskParties"
+        assert type(solver.parties.session.units).__name__ == "DaskUnits"
         with pytest.raises(AttributeError):
             solver.solvers  # noqa: B018 (no BlockSolver in the coordinator)
         assert solver.parties.n_features == [6, 7]  # party 1 holds the intercept
 
 
+@pytest.mark.slow
 def test_bad_clusters_are_one_line_errors_and_nothing_is_written(tmp_path, cluster):
     path = _config(tmp_path)
     out = tmp_path / "run"
@@ -565,13 +440,13 @@ options = {{ path = "{tmp_path / 'tr.svm'}", test_fraction = 0.25 }}
 [run]
 backend = "dask"
 """)
-    start = DaskBackend.start
+    start = DaskUnits.start
 
     def hide_the_file(self, *args):  # the coordinator has read it; the workers cannot
         (tmp_path / "tr.svm").rename(tmp_path / "elsewhere.svm")
         return start(self, *args)
 
-    monkeypatch.setattr(DaskBackend, "start", hide_the_file)
+    monkeypatch.setattr(DaskUnits, "start", hide_the_file)
     out = tmp_path / "run"
     proc = vfl("run", "--config", config, "--out", out, "--cluster", cluster)
     assert_one_line_error(proc, f"{first} on worker tcp://127.0.0.1:", "cannot read its data",
@@ -602,3 +477,54 @@ def test_the_backend_is_validated_with_the_config(overrides, message):
 
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         config_from_dict(apply_overrides(raw, overrides))
+
+
+#: a family's config, noise on and eval_every = 1 (issue 39's reproducer), and the row after
+#: which its first unit is lost, before the next diagnostic
+LOST_IN_A_DIAGNOSTIC = {
+    # ADMM sharing: its journal keeps every round's sigma and the last pull alone
+    "sharing": (lambda tmp_path: load_config(_config(tmp_path, epochs=6), [
+        "privacy.sigma=0.3", 'privacy.form="output"', "run.eval_every=1", "run.repeats=2"]), 1),
+    # DP-ADMM: its groups solve their journal's iterations again
+    "providers": (lambda tmp_path: config_from_dict({
+        **HORIZONTAL, "privacy": {"epsilon_per_iteration": 0.5, "delta": 1e-3,
+                                  "replayable_noise": True},
+        "run": {"eval_every": 1}}), 1),
+    # private stacking: a passive party takes back its released model (its training shares,
+    # a diagnostic, are asked for once the round is done)
+    "stacking": (lambda tmp_path: _stacking(tmp_path, STACKING_PRIVATE), 0),
+}
+
+
+def _killed(cluster) -> bool:
+    return any(w.status.name in ("closed", "closing", "closing_gracefully")
+               for w in cluster.workers.values())
+
+
+@pytest.mark.parametrize("family", sorted(LOST_IN_A_DIAGNOSTIC))
+def test_a_unit_lost_before_a_diagnostic_is_rebuilt_to_the_in_process_numbers(tmp_path, family):
+    """Issue 39: a worker lost during the diagnostics used to replay a completed round from
+    overwritten buffers and draw one noise vector too many; now its unit is rebuilt from its
+    journal, and every number is the in-process one, to the bit."""
+    from dataclasses import replace
+
+    from test_transport import _kill_during, _on_dask
+    from vfl.core.protocol import DIAGNOSTIC
+
+    make, after = LOST_IN_A_DIAGNOSTIC[family]
+    config = make(tmp_path)
+    local = run_experiment(config, with_baselines=False)
+    dask = replace(config, run=replace(config.run, backend="dask", party_wait=30.0))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  protocol="tcp://", host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        on_epoch, kill = _kill_during(cluster, DIAGNOSTIC, after)
+
+        def during(backend, kind):  # the worker that takes over comes after the loss
+            kill(backend, kind)
+            if _killed(cluster) and len(cluster.worker_spec) == 2:
+                cluster.scale(3)
+
+        remote, backend = _on_dask(dask, cluster, on_epoch=on_epoch, during=during)
+    assert_same_numbers(remote, local)
+    assert len(backend.recoveries) == 1

@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 
 from cli_helpers import SMALL, vfl
-from test_parties import STACKING, STACKING_PRIVATE, assert_same_numbers
+from test_parties import STACKING, STACKING_PRIVATE, assert_same_communication, assert_same_numbers
 from vfl.core.errors import PartyLostError
 from vfl.experiments.config import load_config
-from vfl.experiments.parties import dask_backend
+from vfl.experiments.dask_units import dask_backend
 from vfl.experiments.runner import plan_run, run_experiment
 
 distributed = pytest.importorskip("dask.distributed")
@@ -404,12 +404,13 @@ def test_a_cluster_without_workers_for_the_groups_is_a_one_line_error(tmp_path, 
 
 @pytest.mark.data
 def test_the_readme_recipe_runs_as_written(tmp_path, data_dir):
-    """README's two lines (on a free port): a scheduler and two workers, then a9a on them."""
+    """The manual's two lines (docs/dask.md, on a free port): a scheduler and two workers,
+    then a9a on them."""
     import re
     import shlex
     import shutil
 
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "dask.md").read_text()
     block = re.search(r"<!-- dask recipe -->\s*```bash\n(.*?)```", readme, re.S).group(1)
     start, run = block.strip().splitlines()
     with __import__("socket").socket() as sock:
@@ -455,13 +456,20 @@ PAPER_CONFIGS = {
 }
 
 
+@pytest.fixture(scope="module")
+def three_workers():
+    with _cluster(3) as cluster:
+        yield cluster.scheduler_address
+
+
 @pytest.mark.data
 @pytest.mark.parametrize("name", sorted(PAPER_CONFIGS))
-def test_a_paper_config_on_three_worker_processes_gives_the_in_process_numbers(tmp_path,
-                                                                               data_dir, name):
-    """A paper's config, all 10 runs, on worker processes: every CSV column (privacy columns
-    included) to the bit, the units in three contiguous groups; Xiao et al.'s Algorithm 1
-    also on a complete graph with Algorithm 3's secret sharing routed by the coordinator."""
+def test_a_paper_config_on_three_worker_processes_gives_the_in_process_numbers(
+        tmp_path, data_dir, three_workers, name):
+    """A paper's config on worker processes (2 of its runs, 20 iterations: the transport
+    does the same at every iteration): every CSV column (privacy columns included) to the
+    bit, the units in three contiguous groups; Xiao et al.'s Algorithm 1 also on a complete
+    graph with Algorithm 3's secret sharing routed by the coordinator."""
     paper, overrides, groups = PAPER_CONFIGS[name]
     config = REPO / "papers" / paper / "configs" / f"{name.split()[0]}.toml"
     if name.endswith("secret sharing"):
@@ -469,16 +477,18 @@ def test_a_paper_config_on_three_worker_processes_gives_the_in_process_numbers(t
                                           '"secret_sharing"  #').replace("edges = 20", "")
         config = tmp_path / "secret-sharing.toml"
         config.write_text(text)
-    args = ["--config", config, "--data-dir", data_dir, "-q",
-            *[a for o in overrides for a in ("--set", o)]]
+    args = ["--config", config, "--data-dir", data_dir, "-q", "--epochs", "20",
+            *[a for o in [*overrides, "run.repeats=2"] for a in ("--set", o)]]
     assert vfl("run", *args, "--out", tmp_path / "local").returncode == 0
-    with _cluster(3) as cluster:
-        proc = vfl("run", *args, "--out", tmp_path / "dask", "--set", "run.backend=dask",
-                   "--cluster", cluster.scheduler_address)
+    proc = vfl("run", *args, "--out", tmp_path / "dask", "--set", "run.backend=dask",
+               "--cluster", three_workers)
     assert proc.returncode == 0, proc.stderr
     for csv in ("metrics.csv", "metrics_repeats.csv", "communication.csv"):
         local = pd.read_csv(tmp_path / "local" / csv)
         remote = pd.read_csv(tmp_path / "dask" / csv)
+        if csv == "communication.csv":
+            assert_same_communication(remote, local)
+            continue
         timing = [c for c in local.columns if "time_s" in c]
         pd.testing.assert_frame_equal(remote.drop(columns=timing), local.drop(columns=timing),
                                       check_exact=True)
@@ -514,7 +524,7 @@ def test_a_killed_workers_agents_are_rebuilt_by_replay_to_the_same_numbers(excha
     assert list(remote.manifest["backend"]["agents"]) == ["agents 1-3", "agents 4-5"]
     local = _same_metrics(remote, _ldp(network=network))
     assert {"privacy_loss_max", "epsilon_tight"} <= set(local.metrics.columns)
-    pd.testing.assert_frame_equal(remote.communication, local.communication)
+    assert_same_communication(remote.communication, local.communication)
 
 
 @pytest.mark.parametrize("noise", ["deployment", "replayable"])

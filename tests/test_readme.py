@@ -1,4 +1,5 @@
-"""README says what the code does: its commands, listings, examples and numbers are checked here."""
+"""README and the manual (docs/*.md, the mkdocs site) say what the code does: their commands,
+listings, examples and numbers are checked here."""
 
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
 MEASURED = REPO / "docs" / "measured.md"
+#: the manual's pages (the mkdocs site's sources), README first
+PAGES = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
+DOCS = "\n".join(p.read_text() for p in PAGES)
 
 
 def _block_after(marker: str) -> str:
-    """The fenced code block that follows ``<!-- marker -->`` in README."""
-    m = re.search(re.escape(f"<!-- {marker} -->") + r"\s*```[a-z]*\n(.*?)```", README, re.S)
-    assert m, f"README has no code block after <!-- {marker} -->"
+    """The fenced code block that follows ``<!-- marker -->`` in README or a page."""
+    m = re.search(re.escape(f"<!-- {marker} -->") + r"\s*```[a-z]*\n(.*?)```", DOCS, re.S)
+    assert m, f"no page has a code block after <!-- {marker} -->"
     return m.group(1)
 
 
@@ -39,18 +43,55 @@ def test_the_two_commands_are_what_ci_runs(marker):
 
 
 def test_config_listings_are_the_shipped_files():
-    listings = re.findall(r"<!-- file: (\S+) -->", README)
-    assert listings, "README lists no config"
+    listings = re.findall(r"<!-- file: (\S+) -->", DOCS)
+    assert listings, "no page lists a config"
     for name in listings:
         assert _block_after(f"file: {name}") == (REPO / name).read_text(), name
 
 
-def test_every_file_readme_names_exists():
-    names = set(re.findall(r"\((docs/[^)\s]+)\)", README))  # links and images
-    names |= set(re.findall(r"`(configs/[\w.-]+\.toml)`", README))
-    assert names
-    missing = sorted(n for n in names if not (REPO / n).exists())
+def test_every_file_the_docs_name_exists():
+    """Links and images resolve from the page that has them; configs from the clone."""
+    missing = []
+    for page in PAGES:
+        text = page.read_text()
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if not target.startswith(("http://", "https://")) and \
+                    not (page.parent / target).exists():
+                missing.append(f"{page.relative_to(REPO)}: {target}")
+        missing += [f"{page.relative_to(REPO)}: {n}"
+                    for n in re.findall(r"`(configs/[\w.-]+\.toml)`", text)
+                    if not (REPO / n).exists()]
     assert not missing, missing
+
+
+def test_readme_is_short_and_the_site_lists_every_page():
+    import yaml
+
+    assert len(README.splitlines()) <= 300
+    nav = yaml.safe_load((REPO / "mkdocs.yml").read_text().replace("!!python", "#"))["nav"]
+
+    def pages(node):
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, list):
+            for n in node:
+                yield from pages(n)
+        elif isinstance(node, dict):
+            for n in node.values():
+                yield from pages(n)
+
+    listed = set(pages(nav))
+    on_disk = {str(p.relative_to(REPO / "docs")) for p in (REPO / "docs").rglob("*.md")}
+    assert listed == on_disk, (on_disk - listed, listed - on_disk)
+
+
+def test_the_parts_table_is_the_tree():
+    """docs/parts.md has one row per package folder of the clone, and names only real ones."""
+    table = (REPO / "docs" / "parts.md").read_text()
+    rows = set(re.findall(r"^\| `([\w-]+)/` \|", table, re.M))
+    packages = {p.name for p in REPO.iterdir() if (p / "__init__.py").is_file()}
+    assert packages <= rows, packages - rows
+    assert all((REPO / r).is_dir() for r in rows), [r for r in rows if not (REPO / r).is_dir()]
 
 
 def test_every_command_in_the_table_exists():
@@ -58,7 +99,7 @@ def test_every_command_in_the_table_exists():
 
     from vfl.cli.main import cli
 
-    table = README.split("## Commands", 1)[1].split("###", 1)[0]
+    table = (REPO / "docs" / "commands.md").read_text().split("## A run directory", 1)[0]
     commands = set(re.findall(r"^\| `vfl ([a-z-]+)", table, re.M))
     assert {"run", "plot", "audit", "sweep", "sweep-noise", "reproduce"} <= commands
     for name in sorted(commands):
@@ -74,8 +115,8 @@ def _measured() -> dict[str, str]:
 
 def test_numbers_marked_as_measured_are_the_recorded_ones():
     measured = _measured()
-    marks = re.findall(r"([\w.,]+)(?:\s\w+)?<!-- measured: ([\w.-]+) -->", README)
-    assert marks, "README marks no measured number"
+    marks = re.findall(r"([\w.,]+)(?:\s\w+)?<!-- measured: ([\w.-]+) -->", DOCS)
+    assert marks, "no page marks a measured number"
     for value, key in marks:
         assert key in measured, f"README cites {key}, which docs/measured.md does not record"
         assert value in measured[key], f"README says {value} for {key}; measured: {measured[key]}"
@@ -100,15 +141,17 @@ def _readme_tables():
 
 
 def test_measured_tables_are_the_ones_the_script_writes():
-    """README's tables and the facts its prose quotes are `python docs/readme_tables.py` of the
-    committed CSVs."""
+    """The tables and the facts the prose quotes, in README and every page, are `python
+    docs/readme_tables.py` of the committed CSVs."""
     tables = _readme_tables()
-    names = re.findall(r"<!-- table: ([\w-]+) -->", README)
+    names = re.findall(r"<!-- table: ([\w-]+) -->", DOCS)
     assert {"audits", "utility-a9a", "utility-adult"} <= set(names)
-    facts = set(re.findall(r"<!-- fact: ([\w.-]+) -->", README))
-    assert facts == set(tables.FACTS), ("facts README does not quote",
+    facts = set(re.findall(r"<!-- fact: ([\w.-]+) -->", DOCS))
+    assert facts == set(tables.FACTS), ("facts no page quotes",
                                          sorted(set(tables.FACTS) - facts))
-    assert tables.render(README) == README, "run: python docs/readme_tables.py"
+    for page in PAGES:
+        text = page.read_text()
+        assert tables.render(text) == text, f"{page.name}: run python docs/readme_tables.py"
     assert (REPO / "docs" / "figures" / "audits" / "audits.png").is_file()
 
 
@@ -180,11 +223,25 @@ def test_the_own_data_example_runs_as_written(tmp_path):
     assert all("privacy guarantee" in out for out in outputs.values())
 
 
+@pytest.mark.slow
+def test_the_party_files_example_runs_as_written(tmp_path):
+    """README's party-file example: split a shipped config's data into party files, tune on
+    the public rows, run the chosen config on the aligned rows."""
+    import tomllib
+
+    shutil.copytree(REPO / "configs" / "own-data", tmp_path / "configs" / "own-data")
+    outputs = dict(_run_bash(_block_after("example: party files"), tmp_path))
+    run = next(out for line, out in outputs.items() if line.startswith("vfl run"))
+    assert "privacy guarantee: (8, 1e-05)-DP" in run and "alignment:" in run
+    tuned = tomllib.loads((tmp_path / "parties" / "tuned.toml").read_text())
+    assert tuned["tuning"]["method"] == "public" and tuned["data"]["dataset"] == "parties"
+
+
 def test_readme_commands_parse():
     """Every `vfl ...` line in a bash block names a command the CLI has."""
     from vfl.cli.main import cli
 
-    blocks = re.findall(r"```bash\n(.*?)```", README, re.S)
+    blocks = re.findall(r"```bash\n(.*?)```", DOCS, re.S)
     seen = 0
     for block in blocks:
         for line in block.splitlines():
@@ -196,7 +253,7 @@ def test_readme_commands_parse():
                 group = cli
                 for w in path:
                     group = getattr(group, "commands", {}).get(w, group)
-                assert group is not cli, f"unknown command in README: {part.strip()}"
+                assert group is not cli, f"unknown command in the docs: {part.strip()}"
                 seen += 1
     assert seen >= 5
 
@@ -208,7 +265,7 @@ USER_FACING = (
     "decentralized/problem.py", "decentralized/graphs.py", "decentralized/base.py",
     "decentralized/secret_sharing.py", "privacy/ldp.py", "privacy/paper.py",
     "privacy/moments.py", "papers/*.py", "papers/*/*.py", "plots/*.py", "datasets/*.py", "experiments/*.py",
-    "configs/*.toml", "README.md",
+    "configs/*.toml", "README.md", "docs/*.md",
 )
 INTERNAL_ID = re.compile(r"\b(spec [A-Z]\d|erratum [A-Z]?\d|issue \d|papers/0\d|00\d eq\.|of 00\d\b)",
                          re.I)

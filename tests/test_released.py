@@ -201,6 +201,7 @@ def test_admm_sharing_test_metrics_are_diagnostic():
     assert np.isscalar(cls.diagnostic_note)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bound", ["kl", "clopper-pearson", "truncated-kl"])
 def test_audit_names_its_bound_and_calibrates_its_power(tmp_path, bound):
     """`vfl audit --bound B --noise-scale S`: the report names the bound, records S, and every
@@ -338,7 +339,7 @@ def test_every_shipped_private_config_by_replay(path, overrides, release_only, w
     replaced and the releases are the same; and the check has power."""
     if path not in OWN_DATA:
         request.getfixturevalue("data_dir")
-    diffs, counts = _replayed(path, overrides, workdir, tmp_path)
+    diffs, counts = _replayed(path, overrides, workdir, tmp_path, "--no-figure")
     assert UNDECLARED not in counts, [d for d in diffs if d.kind == UNDECLARED]
     assert counts[RELEASED] > 100
     leaked = [d for d in diffs if d.kind != DIAGNOSTIC]

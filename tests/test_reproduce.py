@@ -48,6 +48,7 @@ def tiny_configs(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path, monkeypatch):
     import vfl.plots as plotting
 

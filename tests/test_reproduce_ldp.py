@@ -174,6 +174,7 @@ def _read(path: Path) -> tuple[str, pd.DataFrame]:
     return header, pd.read_csv(path, comment="#")
 
 
+@pytest.mark.slow
 def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, small_fig1,
                                                               joblib_in_process):
     configs = tiny_configs(tmp_path / "configs")

@@ -76,6 +76,7 @@ def test_registered_as_a_paper():
     assert resolve("private-utility", "utility") == [("private-utility", "utility")]
 
 
+@pytest.mark.slow
 def test_reproduce_writes_the_figure_and_tables_then_resumes(tiny, tmp_path):
     out = tmp_path / "out"
     log = []

@@ -117,6 +117,7 @@ def test_cli_sweep_writes_figures_and_resumes(tmp_path):
     assert bad.returncode == 2 and bad.stderr.strip() == "error: --sigmas[1] must be >= 0, got -1"
 
 
+@pytest.mark.slow
 def test_dask_scheduler_runs_the_same_sweep(tmp_path, config):
     distributed = pytest.importorskip("dask.distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1",

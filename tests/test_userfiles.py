@@ -172,7 +172,6 @@ def test_unstratified_split_depends_only_on_positions():
 @pytest.mark.parametrize("labels, positive, expected, rule", [
     ((0, 1), None, [-1, 1], "larger label is +1"),
     ((-1, 1), None, [-1, 1], "larger label is +1"),
-    ((2, 4), None, [-1, 1], "larger label is +1"),
     ((2, 4), 2, [1, -1], "label_positive = 2"),
     ((2, 4), "4", [-1, 1], "label_positive = '4'"),
 ])
@@ -211,7 +210,14 @@ def test_normalize_rows_applies_to_user_files():
 def test_csv_categorical_onehot_with_test_file():
     write("a.csv", CSV)
     write("b.csv", CSV_TEST)
-    data = load_dataset("csv", options={"path": "a.csv", "label": "y", "test_path": "b.csv"})
+    # README: two labels other than {0, 1} / {-1, +1} need label_positive (issue 39)
+    with pytest.raises(DataError, match=r"a.csv: labels 'no' and 'yes' are neither \{0, 1\} "
+                                        r"nor \{-1, \+1\}: say which is \+1 with "
+                                        r"label_positive = 'yes' \(or labels = \[negative, "
+                                        r"positive\]\)$"):
+        load_dataset("csv", options={"path": "a.csv", "label": "y", "test_path": "b.csv"})
+    data = load_dataset("csv", options={"path": "a.csv", "label": "y", "test_path": "b.csv",
+                                        "label_positive": "yes"})
     assert isinstance(data.X_train, np.ndarray) and data.X_train.dtype == np.float64
     assert data.provenance["feature_names"] == ["age", "city=Oslo", "city=Paris", "city=Rome",
                                                 "income"]
@@ -220,7 +226,7 @@ def test_csv_categorical_onehot_with_test_file():
     np.testing.assert_array_equal(data.X_test, [[30, 0, 1, 0, 1], [40, 0, 0, 0, 2]])
     np.testing.assert_array_equal(data.y_train, [1, -1, -1, 1, 1, -1])  # 'yes' > 'no'
     assert data.provenance["label_mapping"] == {
-        "-1": "no", "+1": "yes", "rule": "larger label (string order) is +1"}
+        "-1": "no", "+1": "yes", "rule": "label_positive = 'yes'"}
     assert data.provenance["parsing"]["categorical_columns"] == {"city": "detected"}
     # the vocabulary was read off the training rows (allowed outside a private run), and
     # the record says so
@@ -229,7 +235,8 @@ def test_csv_categorical_onehot_with_test_file():
                                               "source": "training_rows"}}
     json.dumps(data.provenance)
     # with the declared "other" bucket, Berlin gets the city=<other> column
-    other = load_dataset("csv", options={"path": "a.csv", "label": "y", "test_path": "b.csv"},
+    other = load_dataset("csv", options={"path": "a.csv", "label": "y", "test_path": "b.csv",
+                                         "label_positive": "yes"},
                          preprocessing={"other": True})
     assert other.provenance["feature_names"] == ["age", "city=Oslo", "city=Paris", "city=Rome",
                                                  "city=<other>", "income"]
@@ -307,6 +314,14 @@ CASES = [
      "{d}/n.csv line 3, column 'b': missing value (fill or drop the row; vfl does not impute)"),
     ("missing-label-csv", {"n.csv": b"a,y\n1,0\n3,\n"}, "csv", {"path": "n.csv"},
      "{d}/n.csv line 3, column 'y': missing label"),
+    # issue 39: a row one field short is a short row, not a missing label
+    ("short-row-csv", {"n.csv": b"a,b,y\n1,2,0\n3,4\n"}, "csv", {"path": "n.csv"},
+     "{d}/n.csv line 3: a short row: 2 fields where the header has 3"),
+    # issue 39: every row with a missing value counted, the first ones named
+    ("missing-cells-csv", {"n.csv": b"a,b,y\n1,2,0\n3,,1\n,1,1\n" + b"5,6,0\n" * 3
+                           + b"1,,0\n" * 5}, "csv", {"path": "n.csv"},
+     "{d}/n.csv line 3, column 'b': missing value (fill or drop the row; vfl does not "
+     "impute); 7 rows have a missing value (lines 3, 4, 8, 9, 10 ...)"),
     ("non-numeric-csv", {"n.csv": b"age,y\n31,0\nold,1\n"}, "csv", {"path": "n.csv"},
      "{d}/n.csv line 3, column 'age': non-numeric value 'old' in a numeric column (list the "
      "column in categorical_columns if it is categorical)"),
@@ -585,3 +600,18 @@ def test_a9a_round_trip_as_csv_and_libsvm(data_dir, tmp_path):
     assert sp.isspmatrix_csr(svm.X_train) and (svm.X_train != reg.X_train).nnz == 0
     assert csv.provenance["feature_names"] == names
     assert svm.provenance["files"]["train"]["compression"] == "xz"
+
+
+def test_inspect_counts_the_missing_values_and_names_string_labels_to_set():
+    """Issue 39: inspect reports how many rows miss a value (not only the first), and two
+    labels other than {0, 1} / {-1, +1} are shown with the option that declares them."""
+    write("m.csv", b"a,y\n1,three\n,eight\n2,three\n,eight\n")
+    with pytest.raises(DataError, match=r"line 3, column 'a': missing value .*; 2 rows have a "
+                                        r"missing value \(lines 3, 5\)$"):
+        inspect_file("m.csv", label="y")
+    write("s.csv", b"a,y\n1,three\n0,eight\n2,three\n")
+    info = inspect_file("s.csv", label="y")
+    assert info["label_rule"] == ("not read as such: set label_positive = 'three' or labels = "
+                                  "[negative, positive]")
+    with pytest.raises(DataError, match="labels 'eight' and 'three' are neither"):
+        load_dataset("csv", options={"path": "s.csv", "label": "y", "test_fraction": 0.3})

@@ -9,11 +9,12 @@ import numpy as np
 from vfl.core.objective import Objective
 from vfl.core.params import Param
 from vfl.core.solver import HorizontalData, Setting, Solver, Streams
+from vfl.core.host import LocalEnv
+from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 
-from ..providers import LocalProviders, ProviderSpec, check_provider_rows
+from ..providers import PROVIDERS_PROTOCOL, Providers, ProviderSpec, check_provider_rows
 from .batched import _reg_value
-from .data import enforce_row_bound
 from .schedules import REGULARIZERS, _log_term
 
 _COMMON_PARAMS = (
@@ -115,6 +116,7 @@ class _Consensus(Solver):
     audit_batch = True  # its kernels broadcast over the audit's runs
     backends = ("inprocess", "dask")
     accounted_backends = ("inprocess", "dask")
+    protocol = PROVIDERS_PROTOCOL
     diagnostic_keys = ("rows_clipped",)  # how many private rows were above norm 1
     #: what the ergodic average of the providers' iterates averages
     _shared_name = "w_i"
@@ -205,12 +207,12 @@ class _Consensus(Solver):
 
     def __init__(self, data: HorizontalData, *, objective: Objective, params: dict,
                  privacy: dict, streams: Streams, iterations: int):
-        if data.providers is None:  # the providers' rows are in this process
+        if data.units is None:  # the providers' rows are in this process
             A, b, _ = check_provider_rows(data.A, data.b, name=self.name, private=False,
                                           row_bound=None)
             N, m, d = A.shape
-        else:  # on their own workers: what the trainer knows are the sizes
-            N, m, d = data.providers.shape
+        else:  # elsewhere: what the trainer knows are the sizes
+            N, m, d = data.units.shape
         if objective.loss != "logistic":
             raise ValueError(f"{self.name} implements the logistic loss only, got "
                              f"objective.loss = {objective.loss!r}")
@@ -247,21 +249,20 @@ class _Consensus(Solver):
         self._releases = []
         self.wire = Wire(N)
         self.spec = spec = ProviderSpec(
-            group=self.provider_group, rho=self.rho, lam_per_provider=self.lam_per_provider,
-            regularizer=self.regularizer, private=self._private,
-            row_bound=privacy.get("row_bound"), name=self.name,
+            group=self.provider_group.kind(), rho=self.rho,
+            lam_per_provider=float(self.lam_per_provider), regularizer=self.regularizer,
+            private=bool(self._private), row_bound=privacy.get("row_bound"), name=self.name,
             settings=self.group_settings(self.params, self.regularizer))
-        if data.providers is None:
-            if self._private:
-                A, self.rows_clipped = enforce_row_bound(A, privacy["row_bound"])
-            group = spec.group(np.ascontiguousarray(A), b, start=0, spec=spec)
-            # the noise stream is the subclass's (set after this constructor)
-            self.providers = LocalProviders(
-                group, lambda mean, **kw: self.release(mean, rng=self._rng, **kw))
-        else:
-            self.providers = data.providers(
-                spec, lambda **kw: self.record_release(rng=self._rng, **kw))
-            self.rows_clipped = self.providers.rows_clipped
+        units = data.units
+        if units is None:  # the group of all N here releases through self.release, with the
+            # subclass's noise stream (set after this constructor)
+            units = InProcessUnits.rows(A, b, LocalEnv(
+                release=lambda mean, *, rng, **kw: self.release(mean, rng=self._rng, **kw),
+                runs=self.audit_runs))
+        self.providers = Providers(units.open(PROVIDERS_PROTOCOL, spec),
+                                   lambda **kw: self.record_release(rng=self._rng, **kw),
+                                   (N, m, d))
+        self.rows_clipped = self.providers.rows_clipped
 
     #: the noise stream of the releases (None: the solver releases nothing noisy)
     _rng = None

@@ -35,10 +35,8 @@ class ExactGroup(ProviderGroup):
     "searching by gradients"), until its own KKT residual is at most
     ``inner_tol`` (:mod:`~vfl.admm.local_solvers`: a converged provider is
     frozen, so its solve is its own). The warm start is state the trainer
-    never sees, so a group rebuilt elsewhere :attr:`replays` its solves.
+    never sees: a group rebuilt elsewhere solves its journal's iterations again.
     """
-
-    replays = True
 
     def __init__(self, A, b, *, start, spec):
         super().__init__(A, b, start=start, spec=spec)
@@ -67,16 +65,7 @@ class ExactGroup(ProviderGroup):
         g = smooth_grad(self.A, self.b, self.W, self.centre, alpha2=self.alpha2, rho=self.rho)
         return kkt_residual(g, self.W, self.alpha1)
 
-    def restore(self, shared, gamma, rounds, history):
-        """The trainer's checkpoint, and the warm start it lacks: the local solves of the
-        completed iterations again, from their ``(w^k, gamma_i^k)`` (each solve is a
-        deterministic function of its centre and warm start, so the same numbers)."""
-        super().restore(shared, gamma, rounds, history)
-        W = np.zeros_like(self.W)
-        for w, g in history:
-            self.centre = w[None, :] + g / self.rho
-            W = self._solve(self.centre, W).w
-        self.W = W
+
 
 
 class _ExactLocal(_Consensus):

@@ -28,8 +28,8 @@ __all__ = ["CALIBRATIONS", "CALIBRATION", "Calibration", "DataDependentCalibrati
            "describe_plan", "plan_privacy"]
 
 LABELS_NOTE = ("labels are not protected: y and z (functions of the labels) go to every party "
-               "each epoch, and after the first epoch -sign(y_i) equals b_i for every training "
-               "sample on a9a")
+               "each epoch, and after the first epoch -sign(y_i) can equal b_i for every "
+               "training sample (it does on a9a)")
 
 
 class Calibration:

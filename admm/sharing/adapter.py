@@ -19,6 +19,7 @@ from vfl.core.wire import Wire
 from .accounting import (CALIBRATION, CALIBRATIONS, LABELS_NOTE, corollary1_claim,
                          describe_plan, plan_privacy)
 from .noise import NOISE, NOISE_FORMS
+from .party import SHARING_PROTOCOL
 from .penalty import RHO_SCHEDULE
 from .relations import RELATIONS
 from .solver import (ACCELERATIONS, FORMS, ORDERS, RHO_SCHEDULES, Z_UPDATES, ADMMSharing,
@@ -98,6 +99,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
     backends = ("inprocess", "dask")
     audit_batch = True  # its epoch broadcasts over the audit's runs (output noise)
     accounted_backends = ("inprocess", "dask")
+    protocol = SHARING_PROTOCOL
     params = (
         Param("rho", float, 1.0, "penalty of the augmented Lagrangian (5)", low=0, low_open=True),
         Param("rho_parties", str, "fixed", "fixed = rho as given; scaled = rho (2/M)^0.6 for M "
@@ -223,7 +225,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
         blocks, y = data.blocks, data.y
-        M, N = (len(blocks) if data.parties is None else data.parties.n_parties), len(y)
+        M, N = (len(blocks) if data.units is None else data.units.n_parties), len(y)
         params = {**params, "rho": scaled_rho(params["rho"], M, params["rho_parties"]),
                   "blas_threads": blas_threads_for(blocks, params["blas_threads"])}
         p = privacy
@@ -232,7 +234,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
                        noise_rngs=[streams.noise(m) for m in range(M)],
                        **{k: params[k] for k in cls.VARIANT_KEYS})
         if not accounting:
-            solver = cls(blocks, y, objective, sigma=p["sigma"], parties=data.parties, **self_kw)
+            solver = cls(blocks, y, objective, sigma=p["sigma"], parties=data.units, **self_kw)
             solver.wire = Wire(M)
             return solver
         widths, norms = _block_facts(data)
@@ -248,7 +250,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         solver = cls(blocks, y, objective, sigma=plan["sigmas"], x_radius=p["b1"],
                      ball=plan["relation"].ball,
                      share_clip=p["clip"], input_clip=p["input_clip"],
-                     release_sensitivity=plan["release_sensitivity"], parties=data.parties,
+                     release_sensitivity=plan["release_sensitivity"], parties=data.units,
                      **self_kw)
         solver._plan = plan
         solver.wire = Wire(M)
@@ -267,7 +269,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
 
     @classmethod
     def neighbours(cls, data, privacy, rng):
-        """Neighbouring pairs under ``privacy.neighbours``, per party (README, "The audit").
+        """Neighbouring pairs under ``privacy.neighbours``, per party (docs/audit.md).
 
         Each relation makes its own natural pair and the candidates for the
         worst case (:meth:`ColumnRelation.neighbours`, :meth:`RowRelation.neighbours`).
@@ -416,9 +418,9 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
 
 def _block_facts(data) -> tuple[list[int], list[float]]:
     """Each party's column count ``d_m`` and largest row norm, from its block here, or as
-    the parties measured them on their own workers (``data.parties``, another backend)."""
+    the parties measured them where they are (``data.units``, another backend)."""
     if data.blocks is None:
-        return list(data.parties.widths), list(data.parties.max_row_norms)
+        return list(data.units.widths), list(data.units.max_row_norms)
     widths, norms = [], []
     for D in data.blocks:
         widths.append(int(D.shape[1]))

@@ -19,11 +19,13 @@ from vfl.core.losses import NewtonWork
 from vfl.core.metrics import EpochStats
 from vfl.core.objective import Objective
 from vfl.core.solver import Solver
+from vfl.core.host import LocalEnv
+from vfl.core.units import InProcessUnits
 
 from .acceleration import ACCELERATION, over_relaxation
 from .forms import BALL, ORDER, SHARING, Z_UPDATE, Scratch, summed
 from .noise import NOISE, NOISE_FORMS
-from .party import LocalParties, Party, PartySpec
+from .party import SHARING_PROTOCOL, Parties, PartySpec
 from .penalty import RHO_SCHEDULE
 
 __all__ = ["ACCELERATIONS", "ADMMSharing", "FORMS", "ORDERS", "RHO_SCHEDULES", "Z_UPDATES",
@@ -112,7 +114,7 @@ class ADMMSharing(Solver):
     ----------
     blocks : list of (N, d_m) arrays or sparse matrices, or None
         The parties' feature blocks ``D_1, ..., D_M`` (same rows), held in
-        this process (:class:`~.party.LocalParties`); None with ``parties``.
+        this process; None with ``parties``.
     b : (N,) array of labels (+-1 for the logistic loss).
     objective : Objective
         Loss, reduction and ``lam`` of problem (1).
@@ -157,13 +159,12 @@ acceleration, anderson_memory, z_update, blas_threads
         The variants of :mod:`vfl.admm.sharing`; defaults: Algorithm 1
         (``"hu"``, ``"jacobi"``, 1.0, ``"fixed"``, -, -, 2, 10.0, ``"none"``,
         5, ``"safeguarded"``, BLAS untouched). See :func:`check_variant`.
-    parties : callable with an ``n_parties`` attribute, optional
-        ``parties(spec)`` returns the :class:`~.party.Parties` that run
-        party m's side of every epoch, given the :class:`~.party.PartySpec`
-        (another backend: the parties' blocks are not in this process).
-        Default: the blocks' :class:`~.party.Party` objects, here, built
-        under ``blas_threads`` like the epochs (a worker process pins its
-        whole life to it, so both factor the blocks alike).
+    parties : :class:`~vfl.core.units.Units`, optional
+        Where the parties run when not in this process (another backend:
+        their blocks are not here); the iteration opens its protocol
+        (:data:`~.party.SHARING_PROTOCOL`) there. Default: the blocks, here,
+        their sides built under ``blas_threads`` like the epochs (a worker
+        process pins its whole life to it, so both factor the blocks alike).
 
     Attributes
     ----------
@@ -256,18 +257,21 @@ acceleration, anderson_memory, z_update, blas_threads
             from threadpoolctl import ThreadpoolController
 
             self._controller = ThreadpoolController()
-        spec = PartySpec(objective.lam, self.x_rho, factor=not self.penalty.adaptive,
-                         x_radius=x_radius, ball=ball, noise_form=noise_form,
-                         share_clip=share_clip, blas_threads=blas_threads)
+        spec = PartySpec(lam=float(objective.lam), rho=float(self.x_rho),
+                         factor=not self.penalty.adaptive,
+                         x_radius=None if x_radius is None else float(x_radius), ball=ball,
+                         noise_form=noise_form,
+                         share_clip=None if share_clip is None else float(share_clip),
+                         blas_threads=None if blas_threads is None else int(blas_threads))
         if parties is None:
-            with self._blas():
-                # (a missing stream is refused by the sigma setter, when a sigma needs it)
-                streams = list(noise_rngs or ())[:M] + [None] * M
-                parties = LocalParties([Party(D, spec, streams[m], partial(self._party_release, m))
-                                        for m, D in enumerate(blocks)])
-        else:
-            parties = parties(spec)
-        self.parties = parties
+            # (a missing stream is refused by the sigma setter, when a sigma needs it)
+            streams = list(noise_rngs or ())[:M] + [None] * M
+            parties = InProcessUnits.blocks(blocks, LocalEnv(release=self.release,
+                                                             noise=lambda m: streams[m],
+                                                             runs=self.audit_runs))
+        with self._blas():
+            session = parties.open(SHARING_PROTOCOL, spec)
+        self.parties = Parties(session, n, self.release_sensitivity)
         self.shares = [np.zeros(n) for _ in range(M)]
         self.share_sum = np.zeros(n)
         self._margins = None  # sum_m D_m x_m, computed when a diagnostic asks
@@ -388,11 +392,6 @@ acceleration, anderson_memory, z_update, blas_threads
         """The value party ``m`` (in this process) pushes for ``share`` at its current sigma
         (:meth:`.party.Party.publish`: Hu et al. 2019, updates (10))."""
         return self.parties.parties[m].publish(x_m, share, self.sigma[m])
-
-    def _party_release(self, m: int, mean, *, scale, rng):
-        """Party m's noisy release through :meth:`release` (the audit watches it there)."""
-        return self.release(mean, units=m, scale=scale, sensitivity=self.release_sensitivity[m],
-                            rng=rng)
 
     def _draw_scales(self) -> np.ndarray:
         """The noise scales the parties draw with this epoch.

@@ -84,6 +84,8 @@ class Recorder:
             raise ValueError("a solver that cannot carry the runs goes one run at a time")
         self.B, self.rngs, self.noise_scale, self.sampler = B, rngs, noise_scale, sampler
         self.batched = batched
+        #: the runs returned ahead of each release (the solver's ``audit_runs``)
+        self.runs = B if batched else None
         self.pending: list[_Pending] = []
         self.released = 0
 
@@ -116,6 +118,7 @@ class Follower:
     def __init__(self, recorder: Recorder, grid_bits: int | None = None):
         self.recorder = recorder
         self.B = recorder.B
+        self.runs = recorder.runs
         self.grid = None if grid_bits is None else float(1 << grid_bits)
         self.totals = Totals(np.zeros(self.B), np.zeros(self.B))
         self.consumed = 0

@@ -25,7 +25,7 @@ _NEIGHBOURS = ("Neighbours: one row of a passive party's block replaced. Hyper-p
 PAPER = Paper(
     key="private-utility",
     title="Private vertical FL: one-release stacking vs ADMM sharing, test loss vs epsilon",
-    source="vfl's own comparison (README, \"Privacy: what vfl guarantees\")",
+    source="vfl's own comparison (docs/privacy.md)",
     module="vfl.papers.private_utility.figures",
     figures=(
         Figure("utility", "test log loss and accuracy vs epsilon: private stacking, ADMM sharing "

@@ -1,0 +1,441 @@
+"""``run.backend = "dask"``: the run's units on Dask workers, behind the one unit transport.
+
+:class:`DaskUnits` is the :class:`~vfl.core.units.Units` of a run whose units
+are actors on Dask workers (:class:`~.dask_actor.UnitActor`, one generic
+actor that hosts any protocol's side). Where they go follows the solver's
+protocol (:class:`~vfl.core.protocol.Placement`): one unit per worker (the
+parties of a vertical run; private stacking's party 1 stays with the
+coordinator), or contiguous groups of units over the free workers (groups
+whose sizes differ by at most one: Huang et al.'s providers, the LDP
+agents). Each actor reads its data itself, and the coordinator checks what
+it read (the files' checksums, the shapes) against its own read.
+
+Every message is a frame of :mod:`vfl.core.codec` (bytes, no pickle of ours);
+the coordinator is the solver in the client process, and it receives the
+protocol's messages and nothing else, except the diagnostics a research run
+asks for. Faults are :class:`~vfl.core.units.Session`'s: a lost worker's units
+are rebuilt on another (``run.party_wait`` seconds for one to come) from their
+data and their journal, or the run stops with one line naming them.
+
+The transport's own count of the bytes is read from the TCP stack: the
+``TCP_INFO`` counters of the coordinator's connections to the units' workers,
+around every exchange, per phase (the protocol's rounds, the diagnostics,
+the scoring of the test rows, the bookkeeping); beside it, the codec's
+payload and framing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import struct
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from vfl.core import codec
+from vfl.core.codec import Frame
+from vfl.core.errors import ConfigError, PartyLostError
+from vfl.core.protocol import CONTROL, INFERENCE, PROTOCOL, Kind, nbytes
+from vfl.core.solver import VerticalData
+from vfl.core.units import Units
+from vfl.datasets import resolve_data_dir
+
+from .config import Config
+from .dask_actor import UnitActor, facts
+from .registry import get_solver
+from .sweep import _dask_client
+
+__all__ = ["DaskUnits", "check_cluster_option", "dask_backend", "groups"]
+
+#: what the transport count is, for the manifest and the summary
+TRANSPORT_SOURCE = ("the TCP stack's own counters (TCP_INFO bytes_acked + bytes_received) of "
+                    "the coordinator's connections to the units' workers, per phase: the "
+                    "protocol's rounds (bytes), the diagnostics, the last scoring of the test "
+                    "rows (inference_bytes) and the bookkeeping; Dask's message headers and "
+                    "framing included")
+#: offset of ``tcpi_bytes_acked`` (then ``tcpi_bytes_received``) in Linux's ``struct tcp_info``
+_TCP_INFO_BYTES = 120
+
+
+def check_cluster_option(config: Config, cluster: str | None) -> None:
+    """Refuse, before any work, ``--cluster`` without the dask backend or a bad address."""
+    if cluster is None:
+        return
+    if config.run.backend != "dask":
+        raise ConfigError("--cluster needs run.backend = \"dask\" (--set run.backend=dask)")
+    if not cluster.startswith("tcp://") or ":" not in cluster[len("tcp://"):]:
+        raise ConfigError(f"--cluster {cluster!r} is not a Dask scheduler address such as "
+                          "tcp://HOST:8786")
+
+
+def groups(N: int, workers: int) -> list[tuple[int, int]]:
+    """Contiguous unit ranges ``[start, stop)``: ``N`` units over ``min(N, workers)`` groups
+    whose sizes differ by at most one (the larger ones first)."""
+    G = min(N, workers)
+    size, extra = divmod(N, G)
+    cuts = np.cumsum([0] + [size + (g < extra) for g in range(G)])
+    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def too_few(address: str, workers, units: int, what: str, why: str) -> str:
+    """The one line that refuses a cluster with too few free workers for the units."""
+    return (f"the Dask cluster at {address} has {len(workers)} "
+            f"worker{'s' if len(workers) != 1 else ''} for {units} {what}: {why}")
+
+
+@dataclass
+class _Slot:
+    """One actor, its worker and the units it holds."""
+
+    actor: object
+    worker: str
+    label: str
+    first: int
+    stop: int
+
+
+class DaskUnits(Units):
+    """A Dask client (and the local cluster it started, if any) with one actor per unit or
+    group of units (see the module docstring)."""
+
+    journals = True
+
+    def __init__(self, client, cluster, config: Config, data_dir, address: str | None):
+        self.client, self.cluster, self.config = client, cluster, config
+        self.data_dir, self.address = data_dir, address
+        self.replayable = bool(config.privacy.replayable_noise)
+        self.slots: list[_Slot] = []
+        self.protocol = None
+        self.recoveries: list[dict] = []  # units rebuilt after their worker was lost
+        self.use_cache = True  # False: the actors leave nothing in their user cache (plan_run)
+        #: TCP bytes per phase over the run, and of the last scoring of the test rows
+        self.carried_bytes = {kind: 0 for kind in Kind}
+        self.last_scoring: int | None = None
+        #: the codec's payload and framing per phase, over every session
+        self.payload = {kind: 0 for kind in Kind}
+        self.framing = {kind: 0 for kind in Kind}
+        self.total = 0  # the data's units (parties, providers, agents)
+        self._facts: list[dict] = []  # what each actor read (its fingerprint)
+
+    # -- the run's placement ---------------------------------------------------------
+    def start(self, first, checksums) -> None:
+        """One actor per unit (or group) of the solver's protocol on its worker; each reads its
+        data and is checked against ``first`` (repeat 0's distribution, read here) and
+        ``checksums`` (the dataset's files)."""
+        self.protocol = get_solver(self.config.solver.name).protocol
+        place = self.protocol.placement
+        self.vertical = isinstance(first.data, VerticalData)
+        self.total = len(first.data.blocks if self.vertical else first.data.A)
+        units = self.total - place.first
+        wanted = units if place.own_worker else max(1, min(units, _cpus()))
+        if self.client is None:  # no --cluster: a local one, one worker per unit or group
+            self.cluster, self.client = _local_cluster(wanted)
+            self.address = self.cluster.scheduler_address
+        workers = self._free_workers(wanted, wait=2.0)
+        what = f"{place.role} {place.plural}".strip()
+        if not place.own_worker:
+            if not workers:
+                raise ConfigError(too_few(self.address, workers, units, what,
+                                          f"the {what} need at least one worker"))
+            ranges = [(a + place.first, b + place.first) for a, b in groups(units, len(workers))]
+        else:
+            if len(workers) < units:
+                one = f"{place.role} {place.word}".strip()
+                raise ConfigError(too_few(self.address, workers, units, what,
+                                          f"each {one} needs its own worker" +
+                                          (" (party 1 is the coordinator)" if place.first
+                                           else "")))
+            ranges = [(m, m + 1) for m in range(place.first, self.total)]
+        futures = [self._submit(place.label(a, b), a, b, w) for (a, b), w in zip(ranges, workers)]
+        for (a, b), future, worker in zip(ranges, futures, workers):
+            label = place.label(a, b)
+            actor = self._actor(label, worker, future)
+            self._check(label, worker, actor, facts(first.data.cut(a, b), False), checksums)
+            self.slots.append(_Slot(actor, worker, label, a, b))
+
+    def _submit(self, label: str, first: int, stop: int, worker: str):
+        return self.client.submit(UnitActor, self.config, self.data_dir, first, stop,
+                                  self.config.solver.values.get("blas_threads"),
+                                  use_cache=self.use_cache, workers=[worker],
+                                  allow_other_workers=False, actor=True, pure=False,
+                                  key=f"{label.replace(' ', '-')}-{time.monotonic_ns()}")
+
+    def _actor(self, label: str, worker: str, future):
+        try:
+            return future.result()  # reading a large dataset may take minutes: no timeout
+        except Exception as exc:  # the worker's own error, e.g. its data path is missing
+            raise ConfigError(f"{label} on worker {worker} cannot read its data: "
+                              f"{' '.join(str(exc).split())}") from None
+
+    def _check(self, label, worker, actor, expected: dict, checksums) -> None:
+        got = actor.describe().result()
+        if got["fallback"] or got["shapes"] != expected["shapes"] or \
+                got["units"] != expected["units"] or got["sha256"] != checksums:
+            why = got["fallback"] or (
+                f"blocks of shapes {got['shapes']}, expected {expected['shapes']}"
+                if got["shapes"] != expected["shapes"] else "files with other checksums")
+            raise ConfigError(f"{label} on worker {worker} read other data than the "
+                              f"coordinator: {why}")
+        self._facts.append(got)
+
+    def _free_workers(self, count: int, wait: float, exclude=()) -> list[str]:
+        """Workers holding no unit (nor in ``exclude``), sorted; waits up to ``wait`` s for
+        ``count`` of them."""
+        deadline = time.monotonic() + wait
+        while True:
+            used = {s.worker for s in self.slots} | set(exclude)
+            try:
+                info = self.client.scheduler_info(n_workers=-1)
+            except (OSError, TimeoutError):
+                info = {"workers": {}}
+            free = sorted(w for w in info.get("workers", {}) if w not in used)
+            if len(free) >= count or time.monotonic() >= deadline:
+                return free
+            time.sleep(0.25)
+
+    def data(self, prepared, repeat: int):
+        """The run's data for one repeat as the coordinator holds it, the units on the
+        workers (their sessions open on this backend)."""
+        return prepared.data.elsewhere(self.at(repeat), self.protocol.placement.first)
+
+    # -- what the units measured where they are ------------------------------------------
+    @property
+    def n_parties(self) -> int:
+        """Every party of a vertical run, the coordinator's own included when it is one."""
+        return self.total
+
+    @property
+    def widths(self) -> list[int]:
+        """Each party's column count on a worker, as its worker read it."""
+        return [shape[1] for f in self._facts for shape in f["shapes"]]
+
+    @property
+    def max_row_norms(self) -> list[float]:
+        """Each party's largest row norm on a worker, measured there."""
+        return [v for f in self._facts for v in f["max_row_norms"]]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """``(N, m, d)``: the units and the shape of each one's rows (providers, agents)."""
+        return (self.total, *self._facts[0]["shapes"][0][1:])
+
+    # -- the transport (vfl.core.units.Units) ---------------------------------------------
+    def hosts(self, protocol):
+        if protocol is not self.protocol:
+            raise ConfigError(f"the workers were started for protocol {self.protocol.name}, "
+                              f"not {protocol.name}")
+        return [(s.first, s.stop) for s in self.slots]
+
+    def where(self, session, k):
+        return self.slots[k].worker
+
+    def _open(self, session, k):
+        frame = codec.open_frame(session.protocol, session.repeat, session.spec)
+        before = self.transport_bytes()
+        reply = self.slots[k].actor.serve(frame).result()
+        self._carried(CONTROL, before)
+        opened = self._read(session, k, reply)
+        self._framed(CONTROL, frame, session.spec, reply, opened)
+        return opened
+
+    def _read(self, session, k: int, frame: bytes, call: int | None = None):
+        try:
+            return codec.read(session.protocol, frame, call)
+        except codec.ERRORS as exc:
+            raise type(exc)(f"{session.labels[k]}: {exc}") from None
+
+    def _send(self, session, call, requests, seqs):
+        index = session.protocol.index(call)
+        frames, futures, failure = {}, {}, None
+        before = self.transport_bytes()
+        try:
+            for k, request in requests.items():
+                frames[k] = codec.encode(Frame.REQUEST, index, seqs[k], request)
+                futures[k] = self.slots[k].actor.serve(frames[k])  # every unit at once
+        except Exception as exc:  # noqa: BLE001 (a lost worker shows as many types)
+            failure = exc
+        got = {}
+        for k, future in futures.items():  # every reply that arrives is collected
+            try:
+                raw = future.result()
+            except Exception as exc:  # noqa: BLE001
+                failure = failure or exc
+                continue
+            got[k] = self._read(session, k, raw, index)
+            self._framed(call.kind, frames[k], requests[k], raw, got[k])
+        self._carried(call.kind, before)
+        return got, failure
+
+    def _adopt(self, session, k, call, request, reply):
+        frame = codec.encode(Frame.ADOPT, session.protocol.index(call), 0, request, reply)
+        before = self.transport_bytes()
+        self._read(session, k, self.slots[k].actor.serve(frame).result())
+        self._carried(CONTROL, before)
+
+    def _lost(self, session, failure):
+        if not self._scheduler_alive():  # not a party's worker: say so, not after party_wait
+            word = session.protocol.placement.iteration
+            raise PartyLostError(f"the Dask scheduler {self.address} was lost at {word} "
+                                 f"{max(session.done, default=0) + 1} (the parties' workers "
+                                 "cannot be reached through it)") from None
+        lost = [k for k, s in enumerate(self.slots) if not self._alive(s)]
+        if not lost:
+            raise failure  # not a lost worker: the unit's own error
+        return lost
+
+    def _scheduler_alive(self) -> bool:
+        """Whether the scheduler answers (an external one; a local cluster's lives here)."""
+        if self.client is None or self.address is None:
+            return True
+        try:  # a client reconnecting gets run.party_wait (at most 10 s) to find it again
+            wait = min(10.0, max(1.0, self.config.run.party_wait))
+            self.client.sync(self.client.scheduler.identity, callback_timeout=wait)
+            return True
+        except Exception:  # noqa: BLE001 (a closed comm shows as many types)
+            return False
+
+    def _alive(self, slot: _Slot) -> bool:
+        try:
+            slot.actor.ping().result(timeout=10)
+            return True
+        except Exception:  # noqa: BLE001
+            return False
+
+    def _replace(self, session, k, lost_at):
+        slot = self.slots[k]
+        wait = self.config.run.party_wait
+        old, slot.worker = slot.worker, ""
+        # the scheduler may list the dead worker for a while: never place the unit there
+        workers = self._free_workers(1, wait=wait, exclude={old})
+        if not workers:
+            its = "their" if slot.stop - slot.first > 1 else "its"
+            raise PartyLostError(f"{slot.label}: {its} worker {old} was lost at {lost_at} and "
+                                 f"no worker could take over {its} data within {wait:g} s") \
+                from None
+        slot.actor = self._actor(slot.label, workers[0],
+                                 self._submit(slot.label, slot.first, slot.stop, workers[0]))
+        slot.worker = workers[0]
+        return workers[0]
+
+    def _recovered(self, session, record):
+        first = record.pop("first")
+        if self.protocol.placement.own_worker:
+            record = {"party": first + 1, **record}
+        self.recoveries.append(record)
+
+    # -- counting -------------------------------------------------------------------------
+    def _framed(self, kind, frame: bytes, request, raw: bytes, reply) -> None:
+        payload = nbytes(request) + (0 if reply is None else nbytes(reply))
+        self.payload[kind] += payload
+        self.framing[kind] += len(frame) + len(raw) - payload
+
+    def _carried(self, kind, before: dict) -> None:
+        carried = self.carried(before)
+        self.carried_bytes[kind] += carried
+        if kind is INFERENCE:
+            self.last_scoring = carried
+
+    @property
+    def transport(self) -> int:
+        """TCP bytes of the protocol's rounds over the run."""
+        return self.carried_bytes[PROTOCOL]
+
+    @property
+    def inference_transport(self) -> int | None:
+        """TCP bytes of the last scoring of the test rows (None before any)."""
+        return self.last_scoring
+
+    def transport_bytes(self) -> dict:
+        """Per open connection of the coordinator to a unit's worker: the bytes TCP carried
+        both ways so far (see :data:`TRANSPORT_SOURCE`)."""
+        pool = self.client.rpc
+        workers = {s.worker for s in self.slots}
+        out = {}
+        for addr in workers:
+            for comm in (*pool.available.get(addr, ()), *pool.occupied.get(addr, ())):
+                sock = getattr(getattr(comm, "stream", None), "socket", None)
+                if sock is None:
+                    continue
+                try:
+                    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+                except OSError:  # closed under us by a lost worker: its bytes stop counting here
+                    continue
+                out[id(comm)] = sum(struct.unpack_from("QQ", info, _TCP_INFO_BYTES))
+        return out
+
+    def carried(self, before: dict) -> int:
+        """What the connections carried since ``before`` (new ones from zero)."""
+        after = self.transport_bytes()
+        return sum(v - before.get(k, 0) for k, v in after.items())
+
+    def describe(self) -> dict:
+        plural = self.protocol.placement.plural if self.protocol is not None else "parties"
+        return {"backend": "dask", "scheduler": self.address,
+                "local_cluster": self.cluster is not None,
+                plural: {s.label: s.worker for s in self.slots},
+                "recoveries": self.recoveries,
+                "transport_source": TRANSPORT_SOURCE}
+
+    def phases(self) -> dict:
+        """Per phase: what TCP carried, and the codec's payload and framing (the manifest)."""
+        return {kind.value: {"tcp_bytes": self.carried_bytes[kind],
+                             "payload_bytes": self.payload[kind],
+                             "framing_bytes": self.framing[kind]} for kind in Kind}
+
+    def close(self) -> None:
+        if self.client is None:
+            return
+        with contextlib.suppress(Exception):
+            self.client.close()
+        if self.cluster is not None:
+            with contextlib.suppress(Exception):
+                self.cluster.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _cpus() -> int:
+    return os.cpu_count() or 1
+
+
+def dask_backend(config: Config, cluster: str | None, data_dir) -> DaskUnits:
+    """Connect to the scheduler at ``cluster`` now (an unreachable one is refused at once), or
+    prepare a local cluster, started with one worker per unit when the units are known."""
+    try:
+        from dask.distributed import Client  # (an optional dependency: only with --cluster)
+    except ImportError:
+        raise ConfigError("run.backend = \"dask\" needs dask.distributed: "
+                          "pip install 'vfl[dask]'") from None
+    if cluster is None:
+        return DaskUnits(None, None, config, _data_dir(data_dir), None)
+    # the coordinator talks to the units' workers directly, not through the scheduler
+    client: Client = _dask_client(cluster, option="--cluster", direct_to_workers=True)
+    return DaskUnits(client, None, config, _data_dir(data_dir), cluster)
+
+
+def _local_cluster(n_workers: int):
+    """A local cluster of ``n_workers`` single-threaded worker processes, and its client."""
+    import dask  # (an optional dependency)
+    from dask.distributed import Client, LocalCluster
+
+    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ"))
+    # Dask's nanny sets MALLOC_TRIM_THRESHOLD_, which pins glibc's mmap threshold: every
+    # N-vector of an epoch is then mapped and unmapped, and the solver runs 5x slower
+    environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+        local = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                             dashboard_address=None, silence_logs=logging.CRITICAL)
+    return local, Client(local, direct_to_workers=True)
+
+
+def _data_dir(data_dir) -> str:
+    """The data directory as the workers must see it (they read the files themselves)."""
+    return str(resolve_data_dir(data_dir))
