@@ -117,6 +117,41 @@ def test_the_estimator_check_rejects_an_adaptive_mechanism_that_breaks_its_assum
     assert run(adaptive=True) < 1e-6
 
 
+def test_a_pair_whose_check_rejects_its_assumption_refutes_nothing():
+    """A pair whose losses are not Gaussian given mu (here +-mu around mu^2 / 2) fails the
+    check, and its GDP bound, which would refute a true claim, is dropped from the audit's
+    verdict and lower bound; an honest pair's stand."""
+    from vfl.experiments.audit.report import AuditReport, PairAudit, audit_lines
+
+    rng = np.random.default_rng(3)
+    mu_claim, K = 1.666, 200
+    eps = gdp_epsilon(1e-5, mu_claim)
+
+    def pair(name, factor, gaussian):
+        mus = np.full(K, factor * mu_claim)
+        bounds = []
+        for _ in range(2):
+            noise = rng.standard_normal(K) if gaussian else np.sign(rng.standard_normal(K))
+            bounds.append(A.gdp_bound(mus, 0.975, losses=mus * mus / 2 + mus * noise))
+        p = PairAudit(name, "adversarial", "", np.zeros(K), np.zeros(K), mus_P=mus, mus_Q=mus,
+                      checks=(bounds[0].check, bounds[1].check))
+        p.verdicts = {"guarantee": A.gdp_verdict(*bounds, eps, 1e-5)}
+        return p
+
+    honest, broken = pair("honest", 0.9, True), pair("broken", 1.3, False)
+    report = AuditReport(config=None, K=K, confidence=0.95, claims={"guarantee": (eps, 1e-5)},
+                         pairs=[honest, broken], gaussian_mu={})
+    assert broken.verdicts["guarantee"].refuted and not honest.verdicts["guarantee"].refuted
+    assert report.rejected(broken) and not report.rejected(honest)
+    assert report.verdict("guarantee") == "PASS"
+    assert report.epsilon_refuted("guarantee") == honest.verdicts["guarantee"].epsilon_refuted
+    assert [r["counted"] for r in report.rows()] == [True, False]
+    report.labels, report.family = {}, {}
+    report.config = type("C", (), {"name": "c"})
+    assert any("REJECTED at 1% for pair(s) 2: their bounds refute nothing" in line
+               for line in audit_lines(report))
+
+
 # ------------------------------------------------------- the family --
 @pytest.mark.parametrize("pairs, claims", [pytest.param(1, 2, marks=pytest.mark.slow), (4, 2),
                                            pytest.param(4, 4, marks=pytest.mark.slow)])
