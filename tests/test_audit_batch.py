@@ -129,6 +129,7 @@ def test_chunks_split_by_memory_and_refuse_what_cannot_fit():
         chunks(1000, 1 << 40, 1000, "x")
 
 
+@pytest.mark.slow
 def test_bad_audit_inputs_are_one_line_and_exit_2(tmp_path):
     """GDP on Laplace releases, a calibration with too few runs for its power, and a batch
     that cannot fit: one line each, exit 2, nothing written."""
@@ -152,6 +153,7 @@ def test_bad_audit_inputs_are_one_line_and_exit_2(tmp_path):
         assert not out.exists()
 
 
+@pytest.mark.slow
 def test_audit_json_records_the_sampler_batches_and_family(tmp_path):
     stacking = tmp_path / "s.toml"
     stacking.write_text(dump_toml(CONFIGS["stacking"]))
@@ -165,6 +167,7 @@ def test_audit_json_records_the_sampler_batches_and_family(tmp_path):
     assert "95% over the whole family" in r.stdout
 
 
+@pytest.mark.slow
 def test_vfl_audit_runs_the_deployed_sampler(tmp_path):
     """`--sampler exact`: the releases are the deployed mechanism's (means on the grid, exact
     discrete noise); the guarantee passes and the estimator's check holds on them."""
