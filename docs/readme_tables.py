@@ -472,8 +472,6 @@ FACTS: dict[str, Fact] = {
     "audit-dp-admm-alg2-claimed-tv": cell(_TV, "claimed_tv", _exp(1), noise_scale=1),
     "audit-dp-admm-alg2-tv-low": Fact(_TV, lambda t: _low(t)["reached_tv"].item(), _exp(1)),
     "audit-dp-admm-alg2-runs-needed": Fact(_TV, lambda t: _low(t)["runs_needed"].item(), _exp(0)),
-    "audit-dp-admm-alg2-clip": Fact(
-        _AUDITS, lambda t: _one(_low(t), _AUDITS, {"config": "dp-admm-alg2"})["clip"], _exp(2)),
     # Private utility: test log loss per method and epsilon
     "utility-draws": Fact((_A9A, _ADULT), lambda t: _unique(
         t.loc[t["kind"].notna(), "n_seeds"], "the private methods' n_seeds"), "d"),
