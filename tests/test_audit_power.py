@@ -48,7 +48,6 @@ def _config(tmp_path, relation):
     return path
 
 
-@pytest.mark.slow
 def test_sharing_audit_refutes_half_the_noise_and_passes_the_real_one(tmp_path):
     """The GDP estimator on ADMM sharing's row relation: a canary base refutes half the noise
     and, as run, bounds epsilon from below by a large part of the claim."""
@@ -68,7 +67,6 @@ def test_sharing_audit_refutes_half_the_noise_and_passes_the_real_one(tmp_path):
     assert np.isfinite(sound.pairs[0].checks).all()  # the estimator's assumption, tested
 
 
-@pytest.mark.slow
 def test_column_canary_exercises_much_more_than_a_real_column(tmp_path):
     """Zeroing a real column moves the shares by a few percent of the charged
     2 min(c, b1) sqrt(N); the canary block (one column holding the labels, its sign flipped
@@ -127,7 +125,6 @@ LDP = {
 }
 
 
-@pytest.mark.slow
 def test_ldp_audit_tests_the_rdp_profile_and_the_l2_charge():
     """Laplace releases charged in l2 (Bun and Steinke's zCDP of each coordinate): the audit
     compares the canary's l2 shift with that charge and also tests the ledger's own profile
