@@ -71,13 +71,25 @@ class SolveResult:
 
 
 def _margins(A: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``A_i w_i`` for every problem: ``(B, m)`` (batched BLAS, faster than einsum)."""
-    return np.matmul(A, w[:, :, None])[:, :, 0]
+    """``A_i w_i`` for every problem: ``(B, m)`` (batched BLAS, faster than einsum).
+
+    ``w`` may carry leading axes (the audit's runs, ``(R, B, d)``): then each problem's
+    rows meet all its runs in one matrix product, the runs as columns (BLAS-3).
+    """
+    if w.ndim == 2:
+        return np.matmul(A, w[:, :, None])[:, :, 0]
+    B, d = w.shape[-2:]
+    cols = np.moveaxis(w.reshape(-1, B, d), 0, -1)  # (B, d, R)
+    return np.moveaxis(np.matmul(A, cols), -1, 0).reshape(w.shape[:-1] + (A.shape[1],))
 
 
 def _rmatvec(A: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """``A_i^T s_i`` for every problem: ``(B, d)``."""
-    return np.matmul(s[:, None, :], A)[:, 0, :]
+    """``A_i^T s_i`` for every problem: ``(B, d)`` (leading axes of ``s`` as in :func:`_margins`)."""
+    if s.ndim == 2:
+        return np.matmul(s[:, None, :], A)[:, 0, :]
+    B, m = s.shape[-2:]
+    rows = np.moveaxis(s.reshape(-1, B, m), 0, 1)  # (B, R, m)
+    return np.moveaxis(np.matmul(rows, A), 1, 0).reshape(s.shape[:-1] + (A.shape[2],))
 
 
 #: ``exp`` arguments are clipped to +-this: beyond it the results are exact to
@@ -188,8 +200,9 @@ def _check(A, b, c, w0, alpha1, alpha2, rho, tol, max_iter):
         raise ValueError(f"A must be (B, m, d) and b (B, m); got {A.shape} and {b.shape}")
     B, _, d = A.shape
     for name, v in (("c", c), ("w0", w0)):
-        if v is not None and np.shape(v) != (B, d):
-            raise ValueError(f"{name} must have shape {(B, d)}, got {np.shape(v)}")
+        if v is not None and np.shape(v)[-2:] != (B, d):
+            raise ValueError(f"{name} must have shape {(B, d)} (after any leading axes of "
+                             f"runs), got {np.shape(v)}")
     for name, v in (("alpha1", alpha1), ("alpha2", alpha2), ("rho", rho)):
         if not (np.isfinite(v) and v >= 0):
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
@@ -275,6 +288,19 @@ def newton(A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10,
     b = np.asarray(b, dtype=float)
     _check(A, b, c, w0, alpha1, alpha2, rho, tol, max_iter)
     B, m, d = A.shape
+    shape = np.broadcast_shapes(*(np.shape(v) for v in (c, w0) if v is not None), (B, d))
+    if len(shape) > 2:  # leading axes (the audit's runs): one batch of problems per run
+        c_r = None if c is None else np.broadcast_to(c, shape).reshape(-1, B, d)
+        w_r = None if w0 is None else np.broadcast_to(w0, shape).reshape(-1, B, d)
+        runs = [newton(A, b, None if c is None else c_r[k], alpha1=alpha1, alpha2=alpha2,
+                       rho=rho, w0=None if w0 is None else w_r[k], tol=tol, max_iter=max_iter,
+                       model_iter=model_iter) for k in range(int(np.prod(shape[:-2])))]
+        lead = shape[:-2]
+        return SolveResult(np.stack([r.w for r in runs]).reshape(shape),
+                           np.stack([r.residual for r in runs]).reshape(lead + (B,)),
+                           np.stack([r.converged for r in runs]).reshape(lead + (B,)),
+                           max(r.iterations for r in runs),
+                           np.stack([r.steps for r in runs]).reshape(lead + (B,)))
     w = np.zeros((B, d)) if w0 is None else np.array(w0, dtype=float)
     kw = dict(alpha2=alpha2, rho=rho)
     eye = np.eye(d)
@@ -349,13 +375,15 @@ def fista(A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10,
     B, m, d = A.shape
     L = lipschitz(A, alpha2=alpha2, rho=rho) if L is None else np.broadcast_to(L, (B,))
     mu = alpha2 + rho
-    w = np.zeros((B, d)) if w0 is None else np.array(w0, dtype=float)
+    # leading axes of c or w0 (the audit's runs) are problems of their own
+    shape = np.broadcast_shapes(*(np.shape(v) for v in (c, w0) if v is not None), (B, d))
+    w = np.zeros(shape) if w0 is None else np.array(np.broadcast_to(w0, shape), dtype=float)
     w_prev = w
     kw = dict(alpha2=alpha2, rho=rho)
     t_k = 1.0
-    bound = np.full(B, np.inf)
-    active = np.ones(B, dtype=bool)
-    steps = np.zeros(B, dtype=int)
+    bound = np.full(shape[:-1], np.inf)
+    active = np.ones(shape[:-1], dtype=bool)
+    steps = np.zeros(shape[:-1], dtype=int)
     it = 0
     while it < max_iter and active.any():
         it += 1
@@ -370,8 +398,9 @@ def fista(A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10,
         step = y - g / L[:, None]
         w_new = soft_threshold(step, (alpha1 / L)[:, None]) if alpha1 else step
         # a converged problem keeps its point and bound (its momentum state is moot)
-        frozen = ~active[:, None]
+        frozen = ~active[..., None]
         w_prev, w = np.where(frozen, w_prev, w), np.where(frozen, w, w_new)
-        bound = np.where(active, L * np.sqrt(np.einsum("bd,bd->b", w_new - y, w_new - y)), bound)
+        bound = np.where(active, L * np.sqrt(np.einsum("...d,...d->...", w_new - y, w_new - y)),
+                         bound)
         active &= ~(bound <= tol)
     return SolveResult(w, bound, bound <= tol, it, steps)

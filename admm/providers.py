@@ -193,7 +193,7 @@ class ProviderGroup:
         """One iteration for the group, given the trainer's ``w^k``: the dual step, the local
         step, the release; returns the releases ``(n, d)`` and the step's statistics."""
         if self.rounds:  # the dual step of the last iteration, with the w it has just received
-            self.gamma = self.gamma - self.rho * (self.shared - w)
+            self.gamma = self.gamma - self.rho * (self.shared - w[..., None, :])
         W, stats = self.local_step(w, public)
         self.W = W
         self.shared = publish(W)
@@ -244,7 +244,7 @@ class ProvidersSide(Side):
         return lambda W: self.env.release(
             W, units=np.arange(data.first, data.stop), scale=req.scale,
             sensitivity=req.sensitivity, rng=self.rng, mechanism=req.mechanism,
-            size=W.shape[1], rows=data.rows, total=data.total)
+            size=W.shape[-1], rows=data.rows, total=data.total)
 
     @handles("update")
     def update(self, req: Iterate) -> Released:

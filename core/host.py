@@ -10,7 +10,8 @@ holds on its worker, and what a party's own service would hold.
 
 :class:`StreamEnv` is a unit's own streams (it draws; the coordinator records
 the release events); :class:`LocalEnv` is the solver's process (the solver's
-``release`` records and draws, where the audit watches).
+``release`` records and draws, where the audit watches; an audit that drives R
+runs at once gets them back ahead of each value, :attr:`LocalEnv.runs`).
 """
 
 from __future__ import annotations
@@ -131,9 +132,16 @@ class LocalEnv(Env):
     records = True
 
     def __init__(self, release: Callable | None = None, noise: Callable | None = None,
-                 streams: dict | None = None, stream: Callable | None = None):
+                 streams: dict | None = None, stream: Callable | None = None,
+                 runs: Callable | None = None):
         self._release, self._noise, self._streams = release, noise, dict(streams or {})
-        self._stream = stream
+        self._stream, self._runs = stream, runs
+
+    @property
+    def runs(self) -> int | None:
+        """The audit's runs that ``release`` returns ahead of each value (``runs()``: the
+        solver's :meth:`~vfl.core.solver.Solver.audit_runs`), or None: one run."""
+        return None if self._runs is None else self._runs()
 
     def noise(self, *unit):
         return None if self._noise is None else self._noise(*unit)

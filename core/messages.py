@@ -25,7 +25,7 @@ import numpy as np
 
 from .errors import VFLError
 
-__all__ = ["DTYPES", "Array", "Empty", "NonFiniteError", "ProtocolError", "ReplayMismatch",
+__all__ = ["DTYPES", "RUNS", "Array", "Empty", "NonFiniteError", "ProtocolError", "ReplayMismatch",
            "Scalar", "Values", "array", "message", "nbytes", "same", "scalar", "validate",
            "values"]
 
@@ -45,6 +45,12 @@ class ReplayMismatch(VFLError):
 
 
 # -------------------------------------------------------------------------- fields --
+#: the key of ``validate``'s ``dims`` under which the audit, driving a mechanism in the
+#: solver's own process, declares its ``R`` runs: an array field may then carry a leading
+#: axis of ``R`` before its declared shape. Only in-process units set it
+#: (:class:`~.units.InProcessUnits`); a deployment's messages never have it.
+RUNS = "(runs)"
+
 #: the dtypes an array field may declare (the codec's codes are their positions)
 DTYPES = tuple(np.dtype(t) for t in ("<f8", "<i8", "<i1", "<u8", "?"))
 
@@ -265,6 +271,8 @@ def validate(msg, expected: type, dims: dict | None = None, *, finite: bool = Tr
     """Refuse ``msg`` unless it is an ``expected`` message whose fields have their declared
     types, dtypes and shapes (``dims``: sizes the receiver knows, e.g. ``{"N": 300}``;
     other symbols must agree across the message) and, with ``finite``, finite floats.
+    ``dims[RUNS]``: the audit's runs (:data:`RUNS`), which an array may carry ahead of
+    its declared shape.
 
     Raises :class:`ProtocolError` (:class:`NonFiniteError` for NaN or infinity) naming
     the message and field; ``where`` prefixes the message (the call, the unit): a string,
@@ -276,12 +284,19 @@ def validate(msg, expected: type, dims: dict | None = None, *, finite: bool = Tr
     if expected._accepts(msg, dims or _NO_DIMS, finite):
         return
     bound = dict(dims) if dims else {}
+    runs = bound.pop(RUNS, None)
     for name, spec in expected.FIELDS:
         v = getattr(msg, name)
         kind = type(spec)
         if v is None:
             if not spec.optional:
                 raise ProtocolError(f"{_w(where)}{expected.__name__}.{name} is required")
+        elif kind is Array and runs is not None and type(v) is np.ndarray and \
+                v.ndim == len(spec.shape) + 1 and v.shape[0] == runs:  # the audit's runs
+            at = f"{_w(where)}{expected.__name__}.{name}"
+            _check_array(at, v[0], spec, bound, False)
+            if finite and spec.finite and spec.dtype.kind == "f" and not _finite(v):
+                _refuse(f"{at} holds non-finite values", True)
         elif kind is Array:  # the common case checked inline; the detail only on a refusal
             if type(v) is not np.ndarray or v.dtype != spec.dtype or \
                     v.ndim != len(spec.shape) or \

@@ -37,11 +37,11 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from .messages import (Empty, NonFiniteError, ProtocolError, ReplayMismatch, array, message,
-                       nbytes, same, scalar, validate, values)
+from .messages import (RUNS, Empty, NonFiniteError, ProtocolError, ReplayMismatch, array,
+                       message, nbytes, same, scalar, validate, values)
 
 __all__ = ["CONTROL", "DIAGNOSTIC", "Call", "Empty", "Env", "INFERENCE", "Kind",
-           "NonFiniteError", "PROTOCOL", "Placement", "Protocol", "ProtocolError", "Recovery",
+           "NonFiniteError", "PROTOCOL", "RUNS", "Placement", "Protocol", "ProtocolError", "Recovery",
            "ReplayMismatch", "Side", "UnitData", "array", "handles", "message",
            "nbytes", "same", "scalar", "validate", "values"]
 

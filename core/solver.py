@@ -42,6 +42,7 @@ from .sampling import ExactSampler
 from .wire import Inference, Wire
 
 __all__ = [
+    "PublicMemo",
     "RELEASED",
     "DIAGNOSTIC",
     "ALWAYS_RELEASED",
@@ -429,6 +430,37 @@ class NetworkData:
         return NetworkData(self.adjacency, None, None, self.x0, self.x_star, units=units)
 
 
+class PublicMemo:
+    """The last computation on public values, handed back when asked again with equal inputs.
+
+    The audit runs a mechanism on ``D`` and, teacher-forced, on ``D'``: every value both
+    compute from the released transcript alone (ADMM sharing's z-update) is the same in
+    both, so the audit gives the two solvers one memo (:attr:`Solver.public_memo`) and the
+    neighbour reuses the run's result. Inputs are compared exactly (``np.array_equal``), so
+    the numbers are the ones the neighbour would compute itself.
+    """
+
+    def __init__(self):
+        self._key = None
+        self._value = None
+
+    def __call__(self, name: str, inputs: tuple, compute):
+        if self._key is not None and self._key[0] == name and len(inputs) == len(self._key[1]) \
+                and all(_same(a, b) for a, b in zip(inputs, self._key[1])):
+            return self._value.copy()
+        value = compute()
+        self._key = (name, tuple(np.array(a) if isinstance(a, np.ndarray) else a
+                                 for a in inputs))
+        self._value = np.array(value)
+        return value
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
+    return a == b
+
+
 class Solver:
     """Base class of every registered algorithm (see the module docstring)."""
 
@@ -570,6 +602,19 @@ class Solver:
 
     #: the audit's hook (see :meth:`release`); None in ordinary runs
     observer = None
+    #: whether the solver's state can carry the audit's runs as a leading axis: its numeric
+    #: kernels broadcast over leading axes, so when the observer returns a release with one
+    #: (``(R, ...)``, :mod:`vfl.experiments.audit`), ``R`` runs go through each step together
+    audit_batch = False
+    #: a :class:`PublicMemo` the audit shares between a run and its teacher-forced neighbour
+    #: (None in ordinary runs)
+    public_memo = None
+
+    def audit_runs(self) -> int | None:
+        """How many runs the audit's observer returns ahead of each release (its ``runs``;
+        None: one run, as always outside the audit). The solver's in-process units let
+        their messages carry that axis (:data:`~vfl.core.messages.RUNS`)."""
+        return getattr(self.observer, "runs", None)
 
     def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None,
                 l2_sensitivity=None, relation: str = "features"):
@@ -585,7 +630,9 @@ class Solver:
         """
         single = np.isscalar(units)
         mean = np.asarray(mean, dtype=float)
-        size = int(size if size is not None else (mean.size if single else mean[0].size))
+        # a unit's values lie along the last axis; leading axes beyond the units' are the
+        # audit's runs (the observer returns them batched: :mod:`vfl.experiments.audit`)
+        size = int(size if size is not None else mean.shape[-1])
         event = self.record_release(units=units, scale=scale, sensitivity=sensitivity, rng=rng,
                                     mechanism=mechanism, size=size, l2_sensitivity=l2_sensitivity,
                                     relation=relation)

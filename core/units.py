@@ -43,7 +43,7 @@ import numpy as np
 
 from .errors import PartyLostError
 from .host import Host
-from .protocol import (CONTROL, DIAGNOSTIC, INFERENCE, PROTOCOL, Call, Empty, Env, Kind,
+from .protocol import (CONTROL, DIAGNOSTIC, INFERENCE, PROTOCOL, RUNS, Call, Empty, Env, Kind,
                        Protocol, ProtocolError, ReplayMismatch, UnitData, nbytes, validate)
 
 __all__ = ["Entry", "InProcessUnits", "Session", "Units", "tapped"]
@@ -86,6 +86,10 @@ class Units:
     journals = False
     #: whether the run's noise is seeded (a lost unit's releases can be drawn again)
     replayable = True
+    #: the audit's runs every message may carry ahead of its declared shape
+    #: (:data:`~.messages.RUNS`): only units in the solver's process, where the audit drives
+    #: the mechanism, ever have them; a deployment's backend keeps None
+    runs: int | None = None
 
     def open(self, protocol: Protocol, spec, repeat: int = 0) -> "Session":
         """Open ``protocol`` with the public options ``spec`` on every unit, for one repeat."""
@@ -277,7 +281,9 @@ class Session:
         return replies
 
     def _check(self, k: int, call: Call, reply) -> None:
-        validate(reply, call.reply, self.dims[k], finite=call.kind is PROTOCOL,
+        runs = self.units.runs
+        validate(reply, call.reply, self.dims[k] if runs is None else {**self.dims[k], RUNS: runs},
+                 finite=call.kind is PROTOCOL,
                  where=(self.labels[k], ": ", call.name, " reply: "))
 
     def _keep(self, k: int, entry: Entry) -> None:
@@ -398,6 +404,11 @@ class InProcessUnits(Units):
             return [(first, self.total)]
         return [(m, m + 1) for m in range(first, self.total)]
 
+    @property
+    def runs(self) -> int | None:
+        """The audit's runs, when it drives the mechanism here (:attr:`LocalEnv.runs`)."""
+        return getattr(self.env, "runs", None)
+
     def sides(self, session):
         return [h.side for h in session.transport]
 
@@ -409,6 +420,14 @@ class InProcessUnits(Units):
     def _send(self, session, call, requests, seqs):
         hosts, out, checked = session.transport, {}, {}
         index = session.numbers[call]
+        runs = self.runs
+        if runs is not None:  # the audit's runs, validated here (a Host has no notion of them)
+            for k, request in requests.items():
+                dims = hosts[k].side.dims
+                validate(request, call.request, {**dims, RUNS: runs},
+                         finite=call.kind is PROTOCOL, where=(call.name, ": "))
+                out[k] = hosts[k].handle(index, request, checked=dims)
+            return out, None
         for k, request in requests.items():
             out[k] = hosts[k].handle(index, request, checked=checked.get(id(request)))
             checked[id(request)] = hosts[k].side.dims

@@ -371,6 +371,21 @@ def _low(t: pd.DataFrame) -> pd.DataFrame:
     return t[t["noise_scale"] == _low_scale(t)]
 
 
+#: a claimed epsilon above this is vacuous (privacy-a9a's 1.0e7): no audit target applies
+_VACUOUS = 100.0
+
+
+def _claiming(t: pd.DataFrame) -> pd.DataFrame:
+    """The as-run rows whose claim is neither vacuous nor epsilon 0 (where a ratio applies)."""
+    return t[(t["noise_scale"] == 1) & (t["epsilon"] > 0) & (t["epsilon"] <= _VACUOUS)]
+
+
+def _dp_admm_rows(t: pd.DataFrame) -> pd.Series:
+    """The DP-ADMM mechanisms' (Algorithms 2 and 3) exercised ratios, as run."""
+    rows = t[(t["noise_scale"] == 1) & t["mechanism"].str.contains("Algorithm [23]")]
+    return rows["exercised_over_charged"]
+
+
 def _logloss(t: pd.DataFrame, csv: str, method: str, epsilon: float) -> float:
     return float(_one(t, csv, {"method": method, "epsilon": epsilon})["test_logloss_mean"])
 
@@ -447,17 +462,33 @@ FACTS: dict[str, Fact] = {
                                "d"),
     "audits-not-refuted-low": Fact(_AUDITS, lambda t: int((_low(t)["verdict"] != "REFUTED").sum()),
                                    _word),
-    # the level of a guarantee tested at two points (a pure one, randomized response, at one)
-    "audits-level": Fact(_AUDITS, lambda t: _unique(t.loc[t["profile_verdict"].notna(), "level"],
-                                                    "the audits' level"), ".1%"),
+    "audits-level": Fact(_AUDITS, lambda t: _unique(t["level"], "the audits' level"), ".0%"),
     "audit-privacy-a9a-epsilon": cell(_AUDITS, "epsilon", _exp(1), config="privacy-a9a",
                                       noise_scale=1),
     "audit-privacy-a9a-delta": cell(_AUDITS, "delta", _exp(0), config="privacy-a9a",
                                     noise_scale=1),
     "audit-privacy-a9a-exercised": cell(_AUDITS, "exercised_over_charged", ".2f",
                                         config="privacy-a9a", noise_scale=1),
-    "audit-privacy-a9a-column-exercised": cell(_AUDITS, "exercised_over_charged", ".0%",
+    "audit-privacy-a9a-column-exercised": cell(_AUDITS, "exercised_over_charged", ".2f",
                                                config="privacy-a9a-column", noise_scale=1),
+    "audit-privacy-a9a-row-exercised": cell(_AUDITS, "exercised_over_charged", ".2f",
+                                            config="privacy-a9a-row", noise_scale=1),
+    "audit-own-data-admm-sharing-exercised": cell(_AUDITS, "exercised_over_charged", ".2f",
+                                                  config="own-data-admm-sharing", noise_scale=1),
+    "audit-own-data-admm-sharing-ratio": cell(_AUDITS, "epsilon_ratio", ".2f",
+                                              config="own-data-admm-sharing", noise_scale=1),
+    "audit-dp-admm-exercised-min": Fact(_AUDITS, lambda t: _dp_admm_rows(t).min(), ".2f"),
+    "audit-dp-admm-exercised-max": Fact(_AUDITS, lambda t: _dp_admm_rows(t).max(), ".2f"),
+    "audit-adult-stacking-exercised": cell(_AUDITS, "exercised_over_charged", ".2f",
+                                           config="private-utility-stacking-adult",
+                                           noise_scale=1),
+    # the targets of issue 37, as run: a lower bound of at least half the claim (rows whose
+    # claim is neither vacuous nor epsilon 0), and at least 0.8 of the charge exercised
+    "audits-ratio-met": Fact(_AUDITS, lambda t: int((_claiming(t)["epsilon_ratio"] >= 0.5).sum()),
+                             "d"),
+    "audits-ratio-rows": Fact(_AUDITS, lambda t: len(_claiming(t)), "d"),
+    "audits-exercised-met": Fact(_AUDITS, lambda t: int(
+        (t.loc[t["noise_scale"] == 1, "exercised_over_charged"] >= 0.8).sum()), "d"),
     "audit-own-data-stacking-exercised": cell(_AUDITS, "exercised_over_charged", ".2f",
                                               config="own-data-stacking", noise_scale=1),
     "audit-dp-admm-alg2-epsilon": cell(_AUDITS, "epsilon", "g", config="dp-admm-alg2",
@@ -486,8 +517,6 @@ FACTS: dict[str, Fact] = {
     "audit-dp-admm-alg2-claimed-tv": cell(_TV, "claimed_tv", _exp(1), noise_scale=1),
     "audit-dp-admm-alg2-tv-low": Fact(_TV, lambda t: _low(t)["reached_tv"].item(), _exp(1)),
     "audit-dp-admm-alg2-runs-needed": Fact(_TV, lambda t: _low(t)["runs_needed"].item(), _exp(0)),
-    "audit-dp-admm-alg2-clip": Fact(
-        _AUDITS, lambda t: _one(_low(t), _AUDITS, {"config": "dp-admm-alg2"})["clip"], _exp(2)),
     # Private utility: test log loss per method and epsilon
     "utility-draws": Fact((_A9A, _ADULT), lambda t: _unique(
         t.loc[t["kind"].notna(), "n_seeds"], "the private methods' n_seeds"), "d"),

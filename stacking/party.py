@@ -126,8 +126,9 @@ class Round:
 
 
 def share_moments(S: np.ndarray) -> np.ndarray:
-    """``(mean s, mean s^2)`` of each row of the clipped shares ``S`` (eq. Q's mean), ``(k, 2)``."""
-    return np.column_stack([S.mean(axis=1), (S * S).mean(axis=1)])
+    """``(mean s, mean s^2)`` of each row of the clipped shares ``S`` (eq. Q's mean), ``(k, 2)``
+    (leading axes of ``S``, the audit's runs, are kept)."""
+    return np.stack([S.mean(axis=-1), (S * S).mean(axis=-1)], axis=-1)
 
 
 class Passive:
@@ -166,9 +167,12 @@ class Passive:
 
     def share(self, B=None) -> np.ndarray:
         """``clip(B x~_m, [-c, c])`` on the rows of ``B`` (default: the training block): eq.
-        S's mean, and what party m sends to score a test row (eq. F)."""
+        S's mean, and what party m sends to score a test row (eq. F). Models with leading
+        axes (the audit's runs, ``(R, d)``) give shares ``(R, N)``: one product, the runs as
+        columns."""
         B = self.D if B is None else B
-        return np.clip(np.asarray(B @ self.x).ravel(), -self.clip, self.clip)
+        share = np.asarray(B @ self.x.T).T.reshape(self.x.shape[:-1] + (B.shape[0],))
+        return np.clip(share, -self.clip, self.clip)
 
 
 class PassivesSide(Side):
@@ -190,10 +194,12 @@ class PassivesSide(Side):
         """One kind of release of the group's rows (no scale: the exact value)."""
         if scale is None:
             return mean
-        return np.asarray(self.env.release(
+        out = np.asarray(self.env.release(
             mean, units=units, scale=scale, rng=self.shared, rows=self.rows,
             sensitivity=sensitivity if sensitivity is not None else np.full(len(scale), np.nan),
-            total=self.spec.n_passive)).reshape(mean.shape)
+            total=self.spec.n_passive))
+        # (the audit's runs, in this process only, come back ahead of the parties)
+        return out if out.ndim > mean.ndim else out.reshape(mean.shape)
 
     @handles("release")
     def release(self, req: Labels) -> Released:
@@ -208,14 +214,15 @@ class PassivesSide(Side):
                                      sensitivity=float(sens), rng=self.env.noise(first + i))
             models.append(p.keep(x))
         units = np.arange(first, self.data.stop)
-        S = np.vstack([p.share() for p in self.passives])
+        # (n, N); with the audit's runs ahead of the parties, (R, n, N)
+        S = np.stack([p.share() for p in self.passives], axis=-2)
         shares = moments = None
         if req.shares:
             shares = self._kind(S, req.shares_scale, req.shares_sensitivity, units)
             if req.moments:  # (the moments are released only with the shares)
                 moments = self._kind(share_moments(S), req.moments_scale,
                                      req.moments_sensitivity, units)
-        return Released(models=np.concatenate(models), shares=shares, moments=moments)
+        return Released(models=np.concatenate(models, axis=-1), shares=shares, moments=moments)
 
     def install(self, call, req: Labels, reply: Released) -> None:
         """A deployment's round, whose releases party 1 holds: take back the released models,
@@ -293,8 +300,9 @@ class Passives:
         models = []
         for reply, rows in zip(got, self.rows):
             at = np.cumsum([0] + self.widths[rows])
-            models += [reply.models[a:b] for a, b in zip(at[:-1], at[1:])]
-        stack = {kind: np.vstack([getattr(r, kind) for r in got]) if kind in sent else None
+            models += [reply.models[..., a:b] for a, b in zip(at[:-1], at[1:])]
+        stack = {kind: np.concatenate([getattr(r, kind) for r in got], axis=-2) if kind in sent
+                 else None
                  for kind in ("shares", "moments")}
         return Round(models, stack["shares"], stack["moments"])
 

@@ -113,6 +113,7 @@ class PrivateStacking(Solver):
     title = "private stacking"
     setting = Setting.VERTICAL
     iteration_name = "round"
+    audit_batch = True  # its kernels broadcast over the audit's runs
     backends = ("inprocess", "dask", "services")
     accounted_backends = ("inprocess", "dask")
     protocol = PASSIVES_PROTOCOL
@@ -263,7 +264,8 @@ class PrivateStacking(Solver):
         streams = [None] * M if noise_rngs is None else list(noise_rngs)
         if parties is None:
             parties = InProcessUnits.blocks(blocks, LocalEnv(
-                release=self.release, noise=lambda *m: streams[m[0]] if m else shared_rng))
+                release=self.release, noise=lambda *m: streams[m[0]] if m else shared_rng,
+                runs=self.audit_runs))
         self.passives = Passives(parties.open(PASSIVES_PROTOCOL, spec), n,
                                  self.record_release, streams[1:], shared_rng)
         self.lam1, self.prior_sd, self.clip = float(lam1), float(prior_sd), float(clip)

@@ -8,6 +8,7 @@ the mechanism as configured still passes.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -47,31 +48,38 @@ def _config(tmp_path, relation):
     return path
 
 
-def test_sharing_audit_refutes_a_third_of_the_noise_and_passes_the_real_one(tmp_path):
+def test_sharing_audit_refutes_half_the_noise_and_passes_the_real_one(tmp_path):
+    """The GDP estimator on ADMM sharing's row relation: a canary base refutes half the noise
+    and, as run, bounds epsilon from below by a large part of the claim."""
     config = load_config(_config(tmp_path, "row"))
     weak = audit_config(config, K=20, seed=0, kinds=("adversarial",), max_pairs=1,
-                        noise_scale=0.33)
+                        noise_scale=0.5)
     assert weak.verdict("guarantee") == "REFUTED"
-    assert weak.pairs[0].exercised > 0.6  # a canary row, not a random one
+    assert weak.pairs[0].exercised > 0.55  # a canary, not a random row
     assert "canary" in weak.pairs[0].name
     sound = audit_config(config, K=20, seed=0, kinds=("adversarial",), max_pairs=1)
     assert sound.verdict("guarantee") == "PASS"
-    assert sound.epsilon_refuted("guarantee") < sound.claims["guarantee"][0]
-    # the guarantee's two tests share the confidence (Bonferroni)
-    assert sound.pairs[0].verdicts["guarantee"].confidence == pytest.approx(0.975)
-    assert sound.pairs[0].verdicts["profile"].confidence == pytest.approx(0.975)
-    assert 0 < sound.claims["profile"][0] <= sound.claims["guarantee"][0]
+    eps = sound.claims["guarantee"][0]
+    assert 0.4 * eps < sound.epsilon_refuted("guarantee") < eps
+    # one bound per direction covers every claim: the family is 1 pair x 2 directions
+    assert sound.family["level"] == pytest.approx(0.975)
+    assert {r.method for r in sound.pairs[0].verdicts.values()} == {"gdp"}
+    assert np.isfinite(sound.pairs[0].checks).all()  # the estimator's assumption, tested
 
 
 def test_column_canary_exercises_much_more_than_a_real_column(tmp_path):
-    """Zeroing a real column moves the shares by ~1e-3 of the charged 2 min(c, b1) sqrt(N);
-    the canary block (one column holding the labels, its sign flipped on 45% of the rows)
-    by 0.4 here and 0.48 on a9a (docs/audit.md)."""
-    config = load_config(_config(tmp_path, "column"))
-    report = audit_config(config, K=10, seed=0, max_pairs=2)
+    """Zeroing a real column moves the shares by a few percent of the charged
+    2 min(c, b1) sqrt(N); the canary block (one column holding the labels, its sign flipped
+    on 40-45% of the rows) by about sqrt(0.45) of it, on noisy runs, when nothing clips what a
+    party pulls and the regularizer is small (as in privacy-a9a-column.toml): x_m then sits
+    at the ball's edge along the one column the block spans, whatever the noise."""
+    path = _config(tmp_path, "column")
+    path.write_text(path.read_text().replace("input_clip = 2.0\n", "")
+                    .replace("lam = 1.0", "lam = 0.001"))
+    report = audit_config(load_config(path), K=10, seed=0, max_pairs=2)
     natural, adversarial = report.pairs
-    assert natural.kind == "natural" and natural.exercised < 0.05
-    assert "canary" in adversarial.name and adversarial.exercised > 0.35
+    assert natural.kind == "natural" and natural.exercised < 0.1
+    assert "canary" in adversarial.name and adversarial.exercised > 0.5
 
 
 @pytest.mark.slow
@@ -82,7 +90,7 @@ def test_audits_collects_one_table_and_one_figure(tmp_path):
         r = invoke("audit", "--config", path, "--runs", 10, "--kinds", "adversarial",
                    "--noise-scale", scale, "--out", root / f"row-{scale}")
         assert r.returncode == 0, r.stderr
-        assert "(Chernoff-KL)" in r.stdout  # the bound auto chose, named per claim
+        assert "(GDP, realised mu)" in r.stdout  # the estimator auto chose, named per claim
     r = invoke("audits", root)
     assert r.returncode == 0, r.stderr
     table = pd.read_csv(root / "audits.csv")
@@ -90,6 +98,8 @@ def test_audits_collects_one_table_and_one_figure(tmp_path):
     assert set(table["config"]) == {"sharing-row"}
     assert table["exercised_over_charged"].between(0.4, 1.0).all()
     assert table["clip"].between(0.0, 1.0, inclusive="right").all()  # truncated-kl's cap, or 1
+    # the lower bound over the claim: below 1 as run, above it with a third of the noise
+    assert table["epsilon_ratio"].iloc[0] < 1 < table["epsilon_ratio"].iloc[1]
     assert (root / "audits.png").is_file()
     assert "sharing-row" in r.stdout and "exercised/charged" in r.stdout
 

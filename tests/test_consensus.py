@@ -689,8 +689,9 @@ def test_same_seed_same_run_other_seed_other_noise():
 def test_neighbours_change_one_record_of_one_provider_within_the_relation(cls):
     data = planted(N=4, m=20, d=5, seed=8)
     pairs = cls.neighbours(data, {}, np.random.default_rng(0))
-    # natural, three changes of a real record, two canary pairs
-    assert {p.kind for p in pairs} == {"natural", "candidate"} and len(pairs) == 6
+    # natural, three changes of a real record, canary pairs: two model directions (a
+    # reference fit and sum b a) at three angles each
+    assert {p.kind for p in pairs} == {"natural", "candidate"} and len(pairs) == 10
     for p in pairs:
         base = data if p.base is None else p.base
         for D in (base, p.data):  # both datasets of the pair are inside the relation
@@ -700,7 +701,7 @@ def test_neighbours_change_one_record_of_one_provider_within_the_relation(cls):
         changed = np.argwhere(np.any(p.data.A != base.A, axis=-1) | (p.data.b != base.b))
         assert len(changed) == 1 and changed[0, 0] == p.unit
     canaries = [p for p in pairs if p.base is not None]
-    assert len(canaries) == 2
+    assert len(canaries) == 6
     for p in canaries:  # the canary itself is the only change from the run's data
         changed = np.argwhere(np.any(p.base.A != data.A, axis=-1))
         assert len(changed) == 1 and changed[0, 0] == p.unit

@@ -113,6 +113,7 @@ class _Consensus(Solver):
     #: (:mod:`vfl.experiments.providers`); the release events are recorded by the trainer,
     #: so accounting runs there too
     provider_group: type
+    audit_batch = True  # its kernels broadcast over the audit's runs
     backends = ("inprocess", "dask")
     accounted_backends = ("inprocess", "dask")
     protocol = PROVIDERS_PROTOCOL
@@ -146,7 +147,7 @@ class _Consensus(Solver):
 
         Natural: a random record of a random provider replaced by another
         provider's record with the other label. Candidates (the audit keeps
-        the one whose noiseless releases move most): the same record with its
+        the one whose runs exercise most): the same record with its
         label flipped, its features negated, or both; each keeps ``||a|| <=
         1`` and ``b`` in {-1, +1}, so every pair is inside the relation. The
         public pre-training rows are the same in both datasets.
@@ -178,25 +179,29 @@ class _Consensus(Solver):
                                    "candidate", unit, with_record(a_new, y_new),
                                    f"provider {unit + 1}'s record {j}: {what}"))
         # Canaries. A record enters through b a sigma(-b a.w); one pair flips the part
-        # orthogonal to the model direction e (estimated by sum b a) while both records are
-        # slightly misclassified (b a.e = -a0 < 0): the gradients differ by
-        # 2 sqrt(1 - a0^2) sigma(a0 ||w||) >= 1 once ||w|| is large, against Lemma 1's 2
-        # (a label flip gives exactly 1, since sigma(t) + sigma(-t) = 1).
-        e = np.einsum("nm,nmd->d", b, A)
-        e = e / np.linalg.norm(e) if np.any(e) else np.eye(A.shape[2])[0]
-        w = rng.standard_normal(A.shape[2])
-        w -= (w @ e) * e
-        if np.linalg.norm(w) > 0:
+        # orthogonal to the model direction e while both records are slightly misclassified
+        # (b a.e = -a0 < 0): the gradients differ by 2 sqrt(1 - a0^2) sigma(a0 ||w||), which
+        # approaches Lemma 1's 2 only as ||w|| grows (a label flip gives exactly 1, since
+        # sigma(t) + sigma(-t) = 1). e is the direction of a reference fit of every record
+        # (where the iterates go; sum b a, its first guess, is 0.8 off on adult) and a0 spans
+        # the best angle, cos(theta) maximizing sin(theta) sigma(||w|| cos(theta)) at the
+        # iterates' norms (about 2 on adult: a0 = 0.45).
+        z = rng.standard_normal(A.shape[2])
+        for e, what in ((_reference_direction(A, b), "a reference fit of every record"),
+                        (_unit(np.einsum("nm,nmd->d", b, A), A.shape[2]), "sum b a")):
+            w = z - (z @ e) * e
+            if not np.linalg.norm(w) > 0:
+                continue
             w /= np.linalg.norm(w)
-            for a0 in (0.3, 0.6):
+            for a0 in (0.3, 0.45, 0.6):
                 c = math.sqrt(1.0 - a0 * a0)
                 base = with_record(-a0 * e + c * w, 1.0)
                 pairs.append(Neighbour(
-                    f"provider {unit + 1}, canary record {j} (b a.e = -{a0}), its part orthogonal "
-                    f"to e negated (candidate)", "candidate", unit,
+                    f"provider {unit + 1}, canary record {j} (b a.e = -{a0}, e along {what}), "
+                    f"its part orthogonal to e negated (candidate)", "candidate", unit,
                     with_record(-a0 * e - c * w, 1.0),
                     f"provider {unit + 1}'s record {j} set to -{a0} e + {c:.2f} w (e the "
-                    "direction of sum b a, w orthogonal to it, label 1), its w part negated",
+                    f"direction of {what}, w orthogonal to it, label 1), its w part negated",
                     base))
         return pairs
 
@@ -252,7 +257,8 @@ class _Consensus(Solver):
         if units is None:  # the group of all N here releases through self.release, with the
             # subclass's noise stream (set after this constructor)
             units = InProcessUnits.rows(A, b, LocalEnv(
-                release=lambda mean, *, rng, **kw: self.release(mean, rng=self._rng, **kw)))
+                release=lambda mean, *, rng, **kw: self.release(mean, rng=self._rng, **kw),
+                runs=self.audit_runs))
         self.providers = Providers(units.open(PROVIDERS_PROTOCOL, spec),
                                    lambda **kw: self.record_release(rng=self._rng, **kw),
                                    (N, m, d))
@@ -286,12 +292,13 @@ class _Consensus(Solver):
         """
         self.wire.gather(self.d)
         self.wire.scatter(self.d)
-        w = shared.mean(axis=0) - self.gamma.mean(axis=0) / self.rho
-        self.gamma = self.gamma - self.rho * (shared - w)
+        # (leading axes of ``shared``, the audit's runs, are kept: providers are axis -2)
+        w = shared.mean(axis=-2) - self.gamma.mean(axis=-2) / self.rho
+        self.gamma = self.gamma - self.rho * (shared - w[..., None, :])
         self.w = w
         self.W_shared = shared
-        self._sum_w += w
-        self._sum_shared += shared
+        self._sum_w = self._sum_w + w
+        self._sum_shared = self._sum_shared + shared
         self.iteration += 1
 
     # -- metrics ------------------------------------------------------------
@@ -381,6 +388,20 @@ class _Consensus(Solver):
         }
 
 
+
+
+def _reference_direction(A, b) -> np.ndarray:
+    """The unit direction of a logistic fit of every provider's records (a small ridge: the
+    direction, not the scale, is what the canaries need); ``sum b a`` if that fit is 0."""
+    from ..local_solvers import newton
+
+    N, m, d = A.shape
+    fit = newton(A.reshape(1, N * m, d), b.reshape(1, N * m), alpha2=1e-3, tol=1e-8).w[0]
+    return _unit(fit if np.any(fit) else np.einsum("nm,nmd->d", b, A), d)
+
+
+def _unit(v, d) -> np.ndarray:
+    return v / np.linalg.norm(v) if np.any(v) else np.eye(d)[0]
 
 
 def _assumptions(solver) -> dict:

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..local_solvers import _sigmoid, _softplus
+from ..local_solvers import _margins as _each, _rmatvec, _sigmoid, _softplus
 
 
 def _margins(A, w):
-    """``A_i w`` (common ``w`` of shape (d,)) or ``A_i w_i`` (``(N, d)``): ``(N, m)``."""
+    """``A_i w`` (common ``w`` of shape (d,)) or ``A_i w_i`` (``(N, d)``): ``(N, m)``; with
+    leading axes (the audit's runs, ``(R, N, d)``), ``(R, N, m)``, the runs as columns."""
     if w.ndim == 1:
         return A @ w
-    return np.matmul(A, w[:, :, None])[:, :, 0]
+    return _each(A, w)
 
 
 def _loss_grad(A, b, W):
-    """``(1/m) sum_j l'(a_ij, b_ij, W_i)`` for every provider, ``(N, d)``."""
+    """``(1/m) sum_j l'(a_ij, b_ij, W_i)`` for every provider, ``(N, d)`` (leading axes kept)."""
     q = _sigmoid(-b * _margins(A, W))
-    return np.matmul((-b * q)[:, None, :], A)[:, 0, :] / A.shape[1]
+    return _rmatvec(A, -b * q) / A.shape[1]
 
 
 def _reg_value(W, regularizer):
@@ -40,7 +41,7 @@ def dp_admm_closed_form(A, b, W_tilde, w, gamma, *, eta, rho, lam_per_provider, 
     """
     inv_eta = 1.0 / np.asarray(eta, dtype=float).reshape(-1, 1) if np.ndim(eta) else 1.0 / eta
     grad = _loss_grad(A, b, W_tilde) + lam_per_provider * _reg_subgrad(W_tilde, regularizer)
-    return (rho * w[None, :] + gamma + W_tilde * inv_eta - grad) / (rho + inv_eta)
+    return (rho * w[..., None, :] + gamma + W_tilde * inv_eta - grad) / (rho + inv_eta)
 
 
 def local_objectives(A, b, W, *, lam_per_provider: float, regularizer: str) -> np.ndarray:

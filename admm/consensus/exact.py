@@ -57,7 +57,7 @@ class ExactGroup(ProviderGroup):
         return fista(self.A, self.b, centre, L=self.L, **kw)
 
     def local_step(self, w, public):
-        self.centre = w[None, :] + self.gamma / self.rho
+        self.centre = w[..., None, :] + self.gamma / self.rho
         res = self._solve(self.centre, self.W)
         return res.w, {"inner_iterations": res.steps, "converged": res.converged}
 
@@ -208,6 +208,8 @@ class ConsensusADMMPerturbed(_ExactLocal):
         # A provider whose solve hit max_inner has no enforced bound: NaN. (It drew its noise
         # at the scale of the others: the scale does not depend on how its solve went.)
         (event,) = self._releases
+        # (with the audit's runs ahead of the providers: unbound if unconverged in any run)
+        converged = np.all(converged, axis=tuple(range(np.ndim(converged) - 1)))
         self._releases = [replace(event, sensitivity=np.where(converged, event.sensitivity,
                                                               np.nan))]
         t1 = perf_counter()

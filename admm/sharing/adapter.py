@@ -100,6 +100,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         "Approach (2019)", "Algorithm 1", "(6)-(8); perturbed shares (10)")
     regularizers = ("l2sq",)
     backends = ("inprocess", "dask", "services")
+    audit_batch = True  # its epoch broadcasts over the audit's runs (output noise)
     accounted_backends = ("inprocess", "dask", "services")
     protocol = SHARING_PROTOCOL
     attacks = ("label-norm", "label-direction", "model-completion", "feature-reconstruction")

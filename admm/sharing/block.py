@@ -147,59 +147,88 @@ class BlockSolver:
         """
         rho = self._rho if rho is None else rho
         x = self.solve(r, rho)
-        norm = float(np.linalg.norm(x))
-        if norm <= radius:
+        out = _norms(x.T) > radius  # () for one r; (R,) for rows of r (the audit's runs)
+        if not np.any(out):
             return x, False
         s, V = self._range_basis()
         a = self._a
+        rc = r.T  # (N,) or (N, R): the runs as columns
+        sc = _column(s, rc)
         if self.wide:  # V holds U of D D^T = U diag(s) U^T; D^T r = V_x sqrt(s) U^T r
-            c = np.sqrt(s) * (V.T @ r)
+            c = np.sqrt(sc) * (V.T @ rc)
         else:
-            c = V.T @ (self.DT @ r)
-        nu = 0.0
+            c = V.T @ (self.DT @ rc)
+        nu = np.zeros(np.shape(out))
+        done = np.logical_not(out)  # the runs the ball does not bind stay at nu = 0
         for _ in range(100):
-            den = a + rho * s + nu
+            den = a + rho * sc + nu
             q = c / den
-            qn = float(np.linalg.norm(q))
+            qn = _norms(q)
             phi = 1.0 / qn - 1.0 / radius
-            if abs(phi) <= 1e-13 / radius:
+            done = done | (np.abs(phi) <= 1e-13 / radius)
+            if np.all(done):
                 break
             # d||q||/dnu = -(q . (q / den)) / ||q||
-            dphi = float(q @ (q / den)) / qn**3
-            nu -= phi / dphi
-        coef = c / (a + rho * s + nu)
+            dphi = _dots(q, q / den) / qn**3
+            nu = np.where(done, nu, nu - phi / np.where(done, 1.0, dphi))
+        coef = c / (a + rho * sc + nu)
         if self.wide:
-            x = self.DT @ (V @ (coef / np.sqrt(s)))
+            xb = self.DT @ (V @ (coef / np.sqrt(sc)))
         else:
-            x = V @ coef
+            xb = V @ coef
         # rounding can leave ||x|| a few ulps above the radius
-        return x * min(1.0, radius / float(np.linalg.norm(x))), True
+        xb = (xb * np.minimum(1.0, radius / _norms(xb))).T
+        if np.ndim(out) == 0:
+            return xb, True
+        return np.where(out[:, None], xb, x), out
 
     def solve(self, r: np.ndarray, rho: float | None = None) -> np.ndarray:
         """Return ``x = (a I + rho D^T D)^{-1} D^T r`` (``rho``: the factored one by default)."""
+        # rows of a 2-D r (the audit's runs) are right-hand sides: solved as columns (BLAS-3)
         if self._factor is None or (rho is not None and rho != self._rho):
             return self._solve_any(r, self._rho if rho is None else rho)
         if self._W is not None:
-            return self._W @ r
+            return (self._W @ r.T).T
         if self.wide:
-            return self.DT @ scipy.linalg.cho_solve(self._factor, r, check_finite=False)
-        return scipy.linalg.cho_solve(self._factor, self.DT @ r, check_finite=False)
+            return (self.DT @ scipy.linalg.cho_solve(self._factor, r.T, check_finite=False)).T
+        return scipy.linalg.cho_solve(self._factor, self.DT @ r.T, check_finite=False).T
 
     def _solve_any(self, r: np.ndarray, rho: float) -> np.ndarray:
         # D^T r lies in range(D^T), spanned by the kept eigenvectors, so the
         # dropped null space contributes nothing (and a > 0 there anyway).
         s, V = self._range_basis()
-        den = self._a + rho * s
+        rc = r.T
+        den = _column(self._a + rho * s, rc)
         if self.wide:  # D^T (a I + rho D D^T)^{-1} r
-            return self.DT @ (V @ ((V.T @ r) / den))
+            return (self.DT @ (V @ ((V.T @ rc) / den))).T
         if not sp.issparse(self.D):
             if self._VtDt is None:  # (D V)^T: one pass instead of D^T then V^T
                 self._VtDt = np.ascontiguousarray((self.D @ V).T)
-            return V @ ((self._VtDt @ r) / den)
-        return V @ ((V.T @ (self.DT @ r)) / den)
+            return (V @ ((self._VtDt @ rc) / den)).T
+        return (V @ ((V.T @ (self.DT @ rc)) / den)).T
 
     def matvec(self, x: np.ndarray) -> np.ndarray:
-        return self.D @ x
+        """``D x``; for rows of a 2-D ``x`` (the audit's runs), ``(R, N)``."""
+        return np.asarray(self.D @ x.T).T
 
     def rmatvec(self, r: np.ndarray) -> np.ndarray:
         return self.DT @ r
+
+
+def _column(v: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """``v`` as a column against the columns of a 2-D ``like`` (itself for a vector)."""
+    return v if np.ndim(like) == 1 else v[:, None]
+
+
+def _norms(v: np.ndarray):
+    """The l2 norm of a vector (as before: ``np.linalg.norm``), or of each column."""
+    if np.ndim(v) == 1:
+        return float(np.linalg.norm(v))
+    return np.sqrt(np.einsum("kr,kr->r", v, v))
+
+
+def _dots(u: np.ndarray, v: np.ndarray):
+    """``u . v`` of two vectors, or of each pair of columns."""
+    if np.ndim(u) == 1:
+        return float(u @ v)
+    return np.einsum("kr,kr->r", u, v)

@@ -45,11 +45,19 @@ class Scratch:
 
     def __init__(self, n: int):
         self.n = n
+        self.shape = (n,)
         self._buffers: list[np.ndarray] = []
+
+    def fit(self, shape) -> None:
+        """Buffers of ``shape`` from now on: ``(N,)``, or ``(R, N)`` when the epoch carries the
+        audit's runs ahead of the samples (the old buffers are dropped)."""
+        if tuple(shape) != self.shape:
+            self.shape = tuple(shape)
+            self._buffers = []
 
     def __call__(self, i: int) -> np.ndarray:
         while len(self._buffers) <= i:
-            self._buffers.append(np.empty(self.n))
+            self._buffers.append(np.empty(self.shape))
         return self._buffers[i]
 
 
@@ -331,6 +339,10 @@ class ProjectedBall(Unconstrained):
         self.radius = radius
 
     def project(self, x):
+        if x.ndim > 1:  # rows of x: the audit's runs, each projected
+            norm = np.linalg.norm(x, axis=-1, keepdims=True)
+            over = norm > self.radius
+            return np.where(over, x * (self.radius / norm), x), bool(np.any(over))
         norm = float(np.linalg.norm(x))
         if norm > self.radius:  # Euclidean projection onto the ball X_m
             return x * (self.radius / norm), True

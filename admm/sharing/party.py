@@ -147,7 +147,7 @@ class Party:
         e = self.block.matvec(x)
         s = self.publish(x, e, sigma)
         self.x, self.exact = x, e
-        return s, int(active) + int(moved)
+        return s, int(np.any(active)) + int(np.any(moved))
 
     def publish(self, x: np.ndarray, share: np.ndarray, sigma: float) -> np.ndarray:
         """The value pushed to the central node (Hu et al. 2019, updates (10)).

@@ -267,7 +267,8 @@ acceleration, anderson_memory, z_update, blas_threads
             # (a missing stream is refused by the sigma setter, when a sigma needs it)
             streams = list(noise_rngs or ())[:M] + [None] * M
             parties = InProcessUnits.blocks(blocks, LocalEnv(release=self.release,
-                                                             noise=lambda m: streams[m]))
+                                                             noise=lambda m: streams[m],
+                                                             runs=self.audit_runs))
         with self._blas():
             session = parties.open(SHARING_PROTOCOL, spec)
         self.parties = Parties(session, n, self.release_sensitivity)
@@ -395,8 +396,14 @@ acceleration, anderson_memory, z_update, blas_threads
         ``work``: the epoch's buffers, none of which ``share_sum``, ``y`` or ``z0`` may be)."""
         y = self.y if y is None else y
         z0 = self.z if z0 is None else z0
-        return self.z_solver(self._loss, share_sum, y, self.b, self.rho, self._w,
-                             tol=self.z_tol, z0=z0, work=work)
+
+        def solve():
+            return self.z_solver(self._loss, share_sum, y, self.b, self.rho, self._w,
+                                 tol=self.z_tol, z0=z0, work=work)
+
+        if self.public_memo is not None:  # (7) reads public values only
+            return self.public_memo("z", (share_sum, y, z0, self.rho), solve)
+        return solve()
 
     def publish(self, m: int, x_m: np.ndarray, share: np.ndarray) -> np.ndarray:
         """The value party ``m`` (in this process) pushes for ``share`` at its current sigma
@@ -464,6 +471,8 @@ acceleration, anderson_memory, z_update, blas_threads
         self.begin_releases()
         P, z_in, y_in = self._state_in()
         scratch = self._scratch
+        # (the audit's runs, when the releases came back with them, lead every N-vector)
+        scratch.fit(np.broadcast_shapes(np.shape(z_in), *(np.shape(p) for p in P)))
         pull = partial(self._pull, P=P, z=z_in, y=y_in, scratch=scratch)
         replies = self.sweep.round(self.parties, pull, self.sharing.coupled_sum(P, scratch), P,
                                    self.x_rho, self._draw_scales())
@@ -472,6 +481,7 @@ acceleration, anderson_memory, z_update, blas_threads
         self._margins = None
         self.shares = published
         self.share_sum = summed(published)
+        scratch.fit(np.broadcast_shapes(self.share_sum.shape, np.shape(z_in)))
         S_hat = self.relax(self.share_sum, z_in, out=scratch(0), tmp=scratch(1))
         t1 = perf_counter()
         rho = self.rho

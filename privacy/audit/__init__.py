@@ -27,6 +27,9 @@ What is built here:
 - the verdict at a claimed ``(eps, delta)`` (:func:`audit_verdict`) and the
   largest epsilon the samples refute at that delta
   (:func:`epsilon_lower_bound`);
+- the GDP estimator (Nasr et al. 2023): each run's realised mu, observed
+  exactly under teacher forcing, and a lower bound on the pair's whole
+  profile that holds under a stated, tested assumption (:mod:`.gdp`);
 - the one-run audit of Steinke, Nasr and Jagielski (NeurIPS 2023)
   (:func:`one_run_p_value`, :func:`one_run_epsilon`).
 
@@ -52,8 +55,11 @@ from __future__ import annotations
 from .bounds import (AUDIT_METHODS, AuditResult, DeltaEstimate, LossSummary, audit_verdict,
                      epsilon_lower_bound, estimate_delta, gaussian_delta, gaussian_loss_moments,
                      hockey_stick_samples, summarize_losses)
+from .gdp import (GDPBound, gdp_bound, gdp_delta, gdp_epsilon, gdp_profile_verdict, gdp_verdict,
+                  realised_mu, standardized_losses)
 from .one_run import one_run_epsilon, one_run_p_value
-from .power import choose_bound, powerful_epsilon, refutation_threshold, truncation_level
+from .power import (choose_bound, family_level, powerful_epsilon, refutation_threshold,
+                    truncation_level)
 from .ratios import (gaussian_log_ratio, laplace_log_ratio, release_log_ratio,
                      uniform_laplace_log_ratio, uniform_laplace_logpdf)
 
@@ -80,4 +86,13 @@ __all__ = [
     "choose_bound",
     "powerful_epsilon",
     "truncation_level",
+    "family_level",
+    "GDPBound",
+    "gdp_bound",
+    "gdp_delta",
+    "gdp_epsilon",
+    "gdp_verdict",
+    "gdp_profile_verdict",
+    "realised_mu",
+    "standardized_losses",
 ]

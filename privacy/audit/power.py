@@ -129,3 +129,13 @@ def powerful_epsilon(mu: float, K: int, epsilon_max: float, confidence: float = 
     return float(grid[int(np.argmax(score))])
 
 
+def family_level(confidence: float, pairs: int, claims: int = 1, directions: int = 2) -> float:
+    """The level of each one-sided test so that the whole family errs with probability at
+    most ``1 - confidence`` (Bonferroni): every pair, each of its directions and each claim
+    tested separately (``claims = 1`` for an estimator whose one event covers every claim,
+    :func:`vfl.privacy.audit.gdp_bound`). A verdict of REFUTED anywhere in the family, and
+    every lower bound it prints, then hold at ``confidence`` together."""
+    conf = _confidence(confidence)
+    n = _checks.count("pairs", pairs) * _checks.count("claims", claims) * \
+        _checks.count("directions", directions)
+    return 1.0 - (1.0 - conf) / n
