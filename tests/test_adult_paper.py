@@ -184,9 +184,8 @@ def test_paper_pipeline_on_adult(data_dir):
         assert F_star <= alg1.evaluate()["objective"] < F_star + 0.1 * 100 * math.log(2)
         acc1 = accuracy(alg1.decision_function(X_test), y_test)
         assert acc1 > majority
-        dp, seconds, _ = _run(DPADMM, data, reg, {"epsilon_per_iteration": 0.1, "delta": 1e-3})
+        dp, _, _ = _run(DPADMM, data, reg, {"epsilon_per_iteration": 0.1, "delta": 1e-3})
         assert dw_range[0] < dp.D_w < dw_range[1]  # spec D3 prototype: ~11 (l1), ~6.4 (l2)
-        assert seconds < 1.0  # ~0.06 s measured
         assert dp.paper_epsilon()[0] == pytest.approx(1.0193, abs=5e-5)
         acc_dp = accuracy(dp.decision_function(X_test), y_test)
         assert acc_dp > acc1 - 0.03

@@ -19,10 +19,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 
-def one_line(proc, *fragments, fast=True):
+def one_line(proc, *fragments):
     assert_one_line_error(proc, *fragments)
-    if fast:  # refused before any computation (a run of these configs takes far longer)
-        assert proc.seconds < 15, proc.seconds
 
 
 @pytest.fixture
@@ -121,7 +119,7 @@ def test_unreachable_scheduler_leaves_nothing(tmp_path, small):
     out = tmp_path / "sw"
     proc = vfl("sweep-noise", "--config", small, "--sigmas", "0,1", "--scheduler",
                "tcp://127.0.0.1:1", "--out", out)
-    one_line(proc, "cannot reach the Dask scheduler", fast=False)
+    one_line(proc, "cannot reach the Dask scheduler")
     assert not out.exists()
 
 
@@ -157,7 +155,7 @@ def test_sgd_divergence_is_caught(tmp_path):
     path.write_text(SMALL.format(epochs=50).replace("[solver]", '[solver]\nname = "fdml_sgd"\nlr = 1e6\n'
                                                     'lr_schedule = "constant"'))
     proc = vfl("run", "--config", path, "--out", tmp_path / "out")
-    one_line(proc, "fdml_sgd diverged", "lower solver.lr", fast=False)
+    one_line(proc, "fdml_sgd diverged", "lower solver.lr")
     assert not (tmp_path / "out").exists()
 
 
@@ -165,7 +163,7 @@ def test_noise_divergence_blames_the_noise_not_rho(tmp_path):
     path = tmp_path / "n.toml"
     path.write_text(SMALL.format(epochs=20) + "[privacy]\nsigma = 1e300\n")
     proc = vfl("run", "--config", path, "--out", tmp_path / "out")
-    one_line(proc, "diverged", "noise sigma = 1e+300", fast=False)
+    one_line(proc, "diverged", "noise sigma = 1e+300")
     assert "Assumption 1.2(c) of Hu et al. asks" not in proc.stderr
 
 

@@ -1,8 +1,6 @@
 """The network-setting solvers of Xiao et al. and their baselines (vfl.decentralized)."""
 
 import math
-import os
-import time
 
 import numpy as np
 import pytest
@@ -406,20 +404,7 @@ def test_bad_data_raise_value_error():
 
 
 # ---------------------------------------------------------------- speed --
-def _timed(name, N, E):
-    data, obj = problem(N=N, edges=E, m=100, d=14, seed=1)
-    s = make(name, data, obj)
-    t = time.perf_counter()
-    run(s, 100)
-    return time.perf_counter() - t
-
-
-@pytest.mark.parametrize("name", ["ldp_admm", "ldp_gd", "ldp_gd_minmax", "dgd",
-                                  "noisy_consensus_gd", "op_admm"])
-def test_first_order_speed_100_agents(name):
-    """100 iterations, 100 agents on 200 edges: well under a second (measured ~0.05-0.3 s)."""
-    limit = 1.0 if os.environ.get("CI") else 2.0
-    assert _timed(name, 100, 200) < limit
+# (the 100-agent iteration time is a benchmark, not a test: benchmarks/ldp.py)
 
 
 # ------------------------------------------------------- Adult (slow) --
