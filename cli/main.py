@@ -221,14 +221,15 @@ def run(config_path, out, resume_dir, epochs, seed, repeats, eval_every, data_di
              backend, t0, figure=not no_figure)
 
 
-def _backend(config, cluster, data_dir):
-    """Where the parties run: this process, or Dask workers (connected before any work)."""
+def _backend(config, cluster, data_dir, resume=None):
+    """Where the parties run: this process, Dask workers or the party services (connected
+    before any work); ``resume``: a killed services run's record (its checkpoint's)."""
     import contextlib
 
     if config.run.backend == "services":
         from vfl.experiments.service_units import ServiceUnits
 
-        return ServiceUnits(config)
+        return ServiceUnits(config, resume=resume)
     if config.run.backend != "dask":
         return contextlib.nullcontext()
     from vfl.experiments.dask_units import dask_backend
@@ -257,7 +258,7 @@ def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, rele
                              f": test loss {row.get('test_logloss', float('nan')):.4f}{star}"))
     save, existed = checkpoints(out, config, resume, {  # every run.checkpoint_every iterations
         "no_cache": no_cache, "stop_at_budget": stop_at_budget, "release_only": release_only,
-        "figure": figure}), out.exists()
+        "figure": figure}, units=backend), out.exists()
     try:
         result = run_experiment(config, data_dir=data_dir, plan=plan, use_cache=not no_cache,
                                 stop_at_budget=stop_at_budget, release_only=release_only,
@@ -275,6 +276,8 @@ def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, rele
         draw_run(result, tmp / "loss.png", release_only=release_only)
 
     path = write_run(result, out, overwrite=overwrite, extra=[draw] if figure else [])
+    if hasattr(backend, "finish"):  # the party services may let its kept replies go
+        backend.finish()
     if not quiet:
         from vfl.experiments.summary import run_summary
 
