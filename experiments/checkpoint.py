@@ -233,4 +233,5 @@ def resume_run(run_dir: Path, cluster, data_dir, quiet: bool, t0: float, backend
         with backend(config, cluster, data_dir, resume=checkpoint.services or None) as units:
             run(config, run_dir, data_dir, True, quiet, bool(o.get("no_cache")),
                 bool(o.get("stop_at_budget")), bool(o.get("release_only")), units, t0,
-                figure=bool(o.get("figure", True)), resume=checkpoint)
+                figure=bool(o.get("figure", True)), resume=checkpoint,
+                record=bool(o.get("record_received")))
