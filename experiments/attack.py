@@ -94,10 +94,8 @@ def attack_run(run_dir, name: str, *, known: int = 40, party: int = 2,
     _check_party(party, int(noted.get("parties", party)))
     if key not in views:
         return _attack(config, name, None, None, known, party, {})
-    local = config.with_overrides(['run.backend="inprocess"']) \
-        if config.run.backend != "inprocess" else config
-    dataset, _ = load_config_dataset(local, data_dir, keep=False)
-    prepared = _prepare(prepare(local, dataset, get_solver(config.solver.name)), local, 0)
+    dataset, _ = load_config_dataset(config, data_dir, keep=False)
+    prepared = _prepare(prepare(config, dataset, get_solver(config.solver.name)), config, 0)
     if views[key].shape[0] != len(prepared.data.y):
         raise ConfigError(f"{run_dir}: {key} has {views[key].shape[0]} rows, the run's data "
                           f"{len(prepared.data.y)} (the data changed since the run)")

@@ -69,7 +69,7 @@ def _kill_coordinator(tmp_path, monkeypatch, p, coord):
     _write_config(coord, path)
     held, go = _hold(monkeypatch, 2, KILL_AT)
     proc = subprocess.Popen([sys.executable, "-m", "vfl.cli.main", "run", "--config", str(path),
-                             "--out", str(out), "--quiet", "--no-figure"],
+                             "--out", str(out), "--quiet", "--no-figure", "--record-received"],
                             env={**os.environ, "OMP_NUM_THREADS": "1"},
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -122,6 +122,11 @@ def test_a_killed_coordinator_resumes_a_services_run_without_drawing_a_release_a
         unbroken = _remote(p.coordinator(config))
         assert m["epsilon_tight"].iloc[-1] == unbroken.metrics["epsilon_tight"].iloc[-1]
         assert np.isfinite(m["test_logloss"].iloc[-1])
+        # what party 2 received over the whole run (replayed rounds included): attacked
+        got = vfl("attack", out, "--attack", "label-direction", "--json")
+        assert got.returncode == 0, got.stderr
+        assert json.loads(got.stdout)["ceiling"] is None  # no label guarantee
+        assert resumed.manifest["received"]["arrays"]["labels_party2"] == [300, EPOCHS]
 
 
 def test_a_party_restarted_with_another_budget_is_refused_in_one_line(tmp_path, parties):
@@ -141,3 +146,51 @@ def test_a_party_restarted_with_another_budget_is_refused_in_one_line(tmp_path, 
                                 "config: its party.limits.budget_epsilon is 100.0, the run's "
                                 "checkpoint says 50.0")
     assert p.records(1) == [] and p.records(2) == []
+
+
+def test_a_party_keeps_each_released_reply_and_refuses_what_it_cannot_send_again(tmp_path):
+    """The guard's record: a kept reply comes back; one admitted but not kept (the party
+    stopped while drawing) is never drawn again; a finished run's replies are let go; a
+    restarted party's record of a run goes on where it was."""
+    from vfl.experiments.service_guard import Guard, PrivacyRefused
+
+    kw = dict(floor=1.0, sensitivity=1.0, delta=1e-5, accountant="pld", budget=None,
+              deployment=True)
+    g = Guard(tmp_path, 2, **kw)
+    for seq, request in ((1, "a1"), (2, "b2")):
+        g.admit(run="r", repeat=0, seq=seq, scale=2.0, sensitivity=1.0, size=10, exact=True,
+                request=request)
+    g.keep("r", 0, "a1", b"reply-1")
+    again = Guard(tmp_path, 2, **kw)  # restarted
+    assert again.recorded("r", 0, "a1") == b"reply-1" and again.recorded("r", 0, "zz") is None
+    assert again.summary("r") == {"releases": 2, "epsilon": g.epsilon("r"), "last_seq": 2}
+    with pytest.raises(PrivacyRefused, match="drawn already and its value was not kept"):
+        again.recorded("r", 0, "b2")
+    with pytest.raises(PrivacyRefused, match="drawn already"):  # under a new number too
+        again.admit(run="r", repeat=0, seq=9, scale=2.0, sensitivity=1.0, size=10,
+                    exact=True, request="b2")
+    again.forget("r")
+    assert not list((tmp_path / "replies").iterdir())
+
+
+def test_a_resumed_request_that_is_not_on_the_record_is_refused_and_nothing_drawn(
+        tmp_path, parties, certs):
+    """The coordinator marks the requests it replays; one the party has no release of (a
+    replay that differs from the run) is refused, never drawn."""
+    from test_services import _raw
+    from vfl.admm.sharing.party import SHARING_PROTOCOL, PartySpec, Pull
+    from vfl.core import codec
+
+    p = parties(load_config(_base(tmp_path, replayable=False)))
+    md = (("vfl-run", "r1"), ("vfl-replay", "1"))
+    with _raw(p.addresses()[0], certs) as ch:
+        spec = PartySpec(lam=0.01, rho=0.4, factor=True, x_radius=1.0, ball="project",
+                         noise_form="output", share_clip=1.0, blas_threads=1)
+        codec.read(SHARING_PROTOCOL, ch.unary_unary("/vfl.Party/Open")(
+            codec.open_frame(SHARING_PROTOCOL, 0, spec), timeout=5, metadata=md))
+        frame = codec.encode(Frame.REQUEST, 0, 1, Pull(r=np.zeros(300), rho=0.4, sigma=30.0,
+                                                       sensitivity=1.0))
+        with pytest.raises(codec.ERRORS, match="none of the releases on the party's record"):
+            codec.read(SHARING_PROTOCOL, ch.unary_unary("/vfl.Party/Call")(
+                frame, timeout=5, metadata=md))
+    assert p.records(1) == []
