@@ -16,26 +16,12 @@ import click
 def attack(run_dir, config_path, name, known, party, data_dir, as_json):
     """Attack a run's messages: AUC (95 % CI), its ceiling under DP, an empirical epsilon.
 
-    RUN_DIR: a finished run written with `vfl run --record-received` (its received.npz:
-    what each passive party received, and party 1 from it). --config instead: the
-    config is run here, every message tapped.
+    RUN_DIR: a finished run written with `vfl run --record-received`; or --config: run here.
 
     \b
-    vfl run --config C --out runs/c --record-received
     vfl attack runs/c --attack label-direction --json
-    vfl attack --config C --attack label-direction --json
     """
-    from vfl.core.errors import ConfigError
+    from vfl.experiments.attack import attack_either
 
-    if (run_dir is None) == (config_path is None):
-        raise ConfigError("give a finished run's directory (vfl attack RUN_DIR) or --config "
-                          "(run here)" + (", not both" if run_dir is not None else ""))
-    if run_dir is not None:
-        from vfl.experiments.attack import attack_run
-
-        outcome = attack_run(run_dir, name, known=known, party=party, data_dir=data_dir)
-    else:
-        from vfl.experiments.attack import run_attack
-
-        outcome = run_attack(config_path, name, known=known, party=party, data_dir=data_dir)
-    click.echo(outcome.show(as_json))
+    click.echo(attack_either(run_dir, config_path, name, known=known, party=party,
+                             data_dir=data_dir).show(as_json))

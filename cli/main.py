@@ -218,11 +218,7 @@ def run(config_path, out, resume_dir, epochs, seed, repeats, eval_every, data_di
     out = check_output_dir(Path(out) if out else _default_out(config.name), overwrite=overwrite,
                            what="run directory")
     check_run_options(config, stop_at_budget=stop_at_budget, release_only=release_only,
-                      use_cache=not no_cache)
-    if record_received:
-        from vfl.experiments.received import Received
-
-        Received(config)  # (a vertical solver, or one line now)
+                      use_cache=not no_cache, record_received=record_received)
 
     with _backend(config, cluster, data_dir) as backend:
         _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, release_only,
@@ -286,10 +282,8 @@ def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, rele
 
         draw_run(result, tmp / "loss.png", release_only=release_only)
 
-    extra = [draw] if figure else []
-    if tap is not None:
-        extra.append(tap.keep(result, len(plan.first.data.blocks), len(plan.first.data.y)))
-    path = write_run(result, out, overwrite=overwrite, extra=extra)
+    path = write_run(result, out, overwrite=overwrite, extra=([draw] if figure else []) + (
+        [] if tap is None else [tap.keep(result, plan.first.data)]))
     if hasattr(backend, "finish"):  # the party services may let its kept replies go
         backend.finish()
     if not quiet:

@@ -22,7 +22,7 @@ from vfl.core.errors import ConfigError
 
 from .registry import get_solver
 
-__all__ = ["attack_run", "check_attack", "run_attack"]
+__all__ = ["attack_either", "attack_run", "check_attack", "run_attack"]
 
 _FUNCTIONS = {"label-norm": attack_fns.label_norm, "label-direction": attack_fns.label_direction,
               "model-completion": attack_fns.model_completion}
@@ -103,6 +103,15 @@ def attack_run(run_dir, name: str, *, known: int = 40, party: int = 2,
                   (float(v["epsilon"]), float(v.get("delta") or 0.0))
                   for k, v in noted.get("guarantees", {}).items()}
     return _attack(config, name, views[key], prepared.data, known, party, guarantees)
+
+
+def attack_either(run_dir, config_path, name: str, **kw) -> Outcome:
+    """``vfl attack``: a finished run's directory, or a config run here (one of the two)."""
+    if (run_dir is None) == (config_path is None):
+        raise ConfigError("give a finished run's directory (vfl attack RUN_DIR) or --config "
+                          "(run here)" + (", not both" if run_dir is not None else ""))
+    return attack_run(run_dir, name, **kw) if run_dir is not None else \
+        run_attack(config_path, name, **kw)
 
 
 def _check_party(party: int, n_parties: int) -> None:

@@ -65,8 +65,10 @@ class Received:
                     out[f"{what}_party{m + 1}"] = np.asarray(V, dtype=np.float64)
         return out
 
-    def keep(self, result, n_parties: int, n: int):
-        """Note the views in ``result``'s manifest; returns the writer of ``received.npz``."""
+    def keep(self, result, data):
+        """Note the views in ``result``'s manifest; returns the writer of ``received.npz``
+        (``data``: the run's vertical data, as the coordinator holds it)."""
+        n_parties, n = len(data.blocks), len(data.y)
         views = self.views(n_parties, n)
         privacy = result.manifest.get("privacy", {})
         labels = (privacy.get("label_guarantee") or {}).get("spent")

@@ -247,9 +247,13 @@ def _prepare(setting, config: Config, repeat: int):
 
 
 def check_run_options(config: Config, *, stop_at_budget: bool, release_only: bool,
-                      use_cache: bool) -> None:
+                      use_cache: bool, record_received: bool = False) -> None:
     """`vfl run`'s flags against the config, before any work: one that would have no
     effect is refused, not silently ignored."""
+    if record_received:
+        from .received import Received
+
+        Received(config)  # (a vertical solver, or one line now)
     if stop_at_budget and config.privacy.budget_epsilon is None:
         raise ConfigError("--stop-at-budget needs privacy.budget_epsilon in the config")
     if release_only and not config.privacy.claims_guarantee:
