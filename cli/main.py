@@ -179,8 +179,12 @@ def _value_list(text: str, option: str, kind=float) -> list:
                    "party].")
 @click.option("--no-figure", is_flag=True,
               help="Write no loss.png (scripted runs; `vfl plot RUN_DIR --out F` draws one later).")
+@click.option("--record-received", is_flag=True,
+              help="Write received.npz: what each passive party received (and party 1 from it), "
+                   "for `vfl attack RUN_DIR`. A vertical run.")
 def run(config_path, out, resume_dir, epochs, seed, repeats, eval_every, data_dir, overrides,
-        overwrite, quiet, no_cache, baselines, stop_at_budget, release_only, cluster, no_figure):
+        overwrite, quiet, no_cache, baselines, stop_at_budget, release_only, cluster, no_figure,
+        record_received):
     """Run one experiment and write its run directory.
 
     Everything is checked (config, output directory, data, distribution,
@@ -214,21 +218,22 @@ def run(config_path, out, resume_dir, epochs, seed, repeats, eval_every, data_di
     out = check_output_dir(Path(out) if out else _default_out(config.name), overwrite=overwrite,
                            what="run directory")
     check_run_options(config, stop_at_budget=stop_at_budget, release_only=release_only,
-                      use_cache=not no_cache)
+                      use_cache=not no_cache, record_received=record_received)
 
     with _backend(config, cluster, data_dir) as backend:
         _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, release_only,
-             backend, t0, figure=not no_figure)
+             backend, t0, figure=not no_figure, record=record_received)
 
 
-def _backend(config, cluster, data_dir):
-    """Where the parties run: this process, or Dask workers (connected before any work)."""
+def _backend(config, cluster, data_dir, resume=None):
+    """Where the parties run: this process, Dask workers or the party services (connected
+    before any work); ``resume``: a killed services run's record (its checkpoint's)."""
     import contextlib
 
     if config.run.backend == "services":
         from vfl.experiments.service_units import ServiceUnits
 
-        return ServiceUnits(config)
+        return ServiceUnits(config, resume=resume)
     if config.run.backend != "dask":
         return contextlib.nullcontext()
     from vfl.experiments.dask_units import dask_backend
@@ -237,11 +242,12 @@ def _backend(config, cluster, data_dir):
 
 
 def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, release_only,
-         backend, t0, figure=True, resume=None):
+         backend, t0, figure=True, resume=None, record=False):
     from time import perf_counter
 
     from vfl.core.solver import column_kinds
     from vfl.experiments.checkpoint import checkpoints, finished, keep_or_drop
+    from vfl.experiments.received import recording
     from vfl.experiments.records import write_run
     from vfl.experiments.runner import plan_run, run_experiment
 
@@ -257,12 +263,14 @@ def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, rele
                              f": test loss {row.get('test_logloss', float('nan')):.4f}{star}"))
     save, existed = checkpoints(out, config, resume, {  # every run.checkpoint_every iterations
         "no_cache": no_cache, "stop_at_budget": stop_at_budget, "release_only": release_only,
-        "figure": figure}), out.exists()
+        "figure": figure, "record_received": record}, units=backend), out.exists()
     try:
-        result = run_experiment(config, data_dir=data_dir, plan=plan, use_cache=not no_cache,
-                                stop_at_budget=stop_at_budget, release_only=release_only,
-                                on_epoch=lambda row: progress.step(row) if row["epoch"] > 0 else None,
-                                resume=resume, checkpoint=save)
+        with recording(config, record) as tap:  # (--record-received: every message tapped)
+            result = run_experiment(
+                config, data_dir=data_dir, plan=plan, use_cache=not no_cache,
+                stop_at_budget=stop_at_budget, release_only=release_only,
+                on_epoch=lambda row: progress.step(row) if row["epoch"] > 0 else None,
+                resume=resume, checkpoint=save)
     except VFLError as exc:  # a lost unit or scheduler: the run directory says how to resume
         raise type(exc)(f"{exc}{keep_or_drop(out, exc, fresh=not existed)}") from None
     finally:
@@ -274,7 +282,10 @@ def _run(config, out, data_dir, overwrite, quiet, no_cache, stop_at_budget, rele
 
         draw_run(result, tmp / "loss.png", release_only=release_only)
 
-    path = write_run(result, out, overwrite=overwrite, extra=[draw] if figure else [])
+    path = write_run(result, out, overwrite=overwrite, extra=([draw] if figure else []) + (
+        [] if tap is None else [tap.keep(result, plan.first.data)]))
+    if hasattr(backend, "finish"):  # the party services may let its kept replies go
+        backend.finish()
     if not quiet:
         from vfl.experiments.summary import run_summary
 

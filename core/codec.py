@@ -27,7 +27,7 @@ import numpy as np
 from .messages import DTYPES, Array, NonFiniteError, ProtocolError, ReplayMismatch, Scalar
 from .protocol import Protocol
 
-__all__ = ["Frame", "HEADER", "decode", "encode", "read", "serve"]
+__all__ = ["Frame", "HEADER", "decode", "encode", "error_frame", "read", "serve"]
 
 MAGIC = b"VFL1"
 HEADER = struct.Struct("<4sBHQ")
@@ -272,8 +272,13 @@ def serve(host, frame: bytes, opener) -> bytes:
         reader.end()
         return encode(Frame.REPLY, call, seq, host.handle(call, request, seq))
     except ERRORS as exc:
-        code = next(i for i, cls in enumerate(ERRORS) if type(exc) is cls) \
-            if type(exc) in ERRORS else 0
-        raw = str(exc).encode()
-        return HEADER.pack(MAGIC, int(Frame.ERROR), 0, 0) + struct.pack(
-            f"<BI{len(raw)}s", code, len(raw), raw)
+        return error_frame(exc)
+
+
+def error_frame(exc: Exception) -> bytes:
+    """An ERROR frame carrying ``exc`` (one of :data:`ERRORS`) back to the client."""
+    code = next(i for i, cls in enumerate(ERRORS) if type(exc) is cls) \
+        if type(exc) in ERRORS else 0
+    raw = str(exc).encode()
+    return HEADER.pack(MAGIC, int(Frame.ERROR), 0, 0) + struct.pack(
+        f"<BI{len(raw)}s", code, len(raw), raw)

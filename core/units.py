@@ -128,6 +128,11 @@ class Units:
         """Where host k runs (its worker), for errors."""
         return "this process"
 
+    def first_seq(self, session: "Session", k: int) -> int:
+        """Where host k's sequence numbers start (after those its record holds already: a
+        resumed run's requests are new messages, whatever the killed run sent)."""
+        return 0
+
     def _provide_test(self, session: "Session", test) -> None:
         """Give the hosts their held-out blocks, where this process holds them."""
 
@@ -170,7 +175,7 @@ class Session:
         self.done = [0] * n
         self.journal: list[list[Entry]] | None = [[] for _ in range(n)] if units.journals \
             else None
-        self._seq = [0] * n
+        self._seq = [units.first_seq(self, k) for k in range(n)]
         self._calls: dict = {}  # name -> its declared Call, once checked
         #: each declared call's number in the protocol's table
         self.numbers = {c: i for i, c in enumerate(protocol.calls)}

@@ -22,7 +22,7 @@ from vfl.core.errors import ConfigError
 
 from .registry import get_solver
 
-__all__ = ["check_attack", "run_attack"]
+__all__ = ["attack_either", "attack_run", "check_attack", "run_attack"]
 
 _FUNCTIONS = {"label-norm": attack_fns.label_norm, "label-direction": attack_fns.label_direction,
               "model-completion": attack_fns.model_completion}
@@ -60,7 +60,6 @@ def run_attack(config, name: str, *, known: int = 40, party: int = 2, data_dir=N
     """Attack ``name`` on a run of ``config``; ``party``: the passive party (1-based) that
     attacks the labels or whose features party 1 attacks."""
     from .config import load_config
-    from .runner import _streams
     from .transcript import record
 
     if not hasattr(config, "solver"):  # a path
@@ -68,29 +67,84 @@ def run_attack(config, name: str, *, known: int = 40, party: int = 2, data_dir=N
     check_attack(config, name, known, party)
     cls = get_solver(config.solver.name)
     tr = transcript or record(config, data_dir=data_dir, evaluate=False)
-    y = np.asarray(tr.prepared.data.y, dtype=float)
-    n, m = y.size, party - 1
-    if m >= len(tr.prepared.data.blocks):
-        raise ConfigError(f"--party {party}: the run has {len(tr.prepared.data.blocks)} parties")
-    streams = _streams(config, 0)
-    rng = streams.get("audit", 1)
+    _check_party(party, len(tr.prepared.data.blocks))
+    streams = _streams_of(config)
+    n = len(tr.prepared.data.y)
+    view = (cls.label_view if ATTACKS[name] == "passive" else cls.share_view)(
+        tr.exchanges, party - 1, n, streams)
+    return _attack(config, name, view, tr.prepared.data, known, party, tr.guarantees)
+
+
+def attack_run(run_dir, name: str, *, known: int = 40, party: int = 2,
+               data_dir=None) -> Outcome:
+    """Attack ``name`` on what a finished run wrote (``received.npz``, :mod:`.received`): what
+    passive party ``party`` received, or what party 1 received from it. The scores are
+    judged against the run's own training rows, read again from its config (a simulation's
+    measure: no party of a deployment holds both)."""
+    from .config import config_from_dict
+    from .received import read_received
+    from .runner import _prepare, load_config_dataset
+    from .settings import prepare
+
+    raw, manifest, views = read_received(run_dir)
+    config = config_from_dict(raw)
+    check_attack(config, name, known, party)
+    key = f"{'labels' if ATTACKS[name] == 'passive' else 'shares'}_party{party}"
+    noted = manifest.get("received") or {}
+    _check_party(party, int(noted.get("parties", party)))
+    if key not in views:
+        return _attack(config, name, None, None, known, party, {})
+    dataset, _ = load_config_dataset(config, data_dir, keep=False)
+    prepared = _prepare(prepare(config, dataset, get_solver(config.solver.name)), config, 0)
+    if views[key].shape[0] != len(prepared.data.y):
+        raise ConfigError(f"{run_dir}: {key} has {views[key].shape[0]} rows, the run's data "
+                          f"{len(prepared.data.y)} (the data changed since the run)")
+    guarantees = {k: None if v is None or v.get("epsilon") is None else
+                  (float(v["epsilon"]), float(v.get("delta") or 0.0))
+                  for k, v in noted.get("guarantees", {}).items()}
+    return _attack(config, name, views[key], prepared.data, known, party, guarantees)
+
+
+def attack_either(run_dir, config_path, name: str, **kw) -> Outcome:
+    """``vfl attack``: a finished run's directory, or a config run here (one of the two)."""
+    if (run_dir is None) == (config_path is None):
+        raise ConfigError("give a finished run's directory (vfl attack RUN_DIR) or --config "
+                          "(run here)" + (", not both" if run_dir is not None else ""))
+    return attack_run(run_dir, name, **kw) if run_dir is not None else \
+        run_attack(config_path, name, **kw)
+
+
+def _check_party(party: int, n_parties: int) -> None:
+    if party - 1 >= n_parties:
+        raise ConfigError(f"--party {party}: the run has {n_parties} parties")
+
+
+def _streams_of(config):
+    from .runner import _streams
+
+    return _streams(config, 0)
+
+
+def _attack(config, name, view, data, known, party, guarantees) -> Outcome:
+    """Score ``view`` (what the attacker received; None: nothing) with the attack ``name``."""
+    if view is None:
+        raise ConfigError(
+            f"the run has no message that {name} reads: " +
+            (f"party {party} received nothing that depends on the labels"
+             if ATTACKS[name] == "passive" else
+             f"party {party} sent party 1 no shares of the training rows"))
+    y = np.asarray(data.y, dtype=float)
+    n = y.size
+    rng = _streams_of(config).get("audit", 1)
     pick = rng.permutation(n)
     seen, rest = pick[:known], pick[known:]
     if ATTACKS[name] == "passive":
-        V = cls.label_view(tr.exchanges, m, n, streams)
-        if V is None:
-            raise ConfigError(f"the run has no message that {name} reads: party {party} "
-                              "received nothing that depends on the labels")
-        scores = _FUNCTIONS[name](V, seen, y[seen])
-        truth, guarantee = y > 0, tr.guarantees.get("labels")
+        scores = _FUNCTIONS[name](view, seen, y[seen])
+        truth, guarantee = y > 0, guarantees.get("labels")
     else:
-        S = cls.share_view(tr.exchanges, m, n, streams)
-        if S is None:
-            raise ConfigError(f"the run has no message that {name} reads: party {party} sent "
-                              "party 1 no shares of the training rows")
-        truth = _binary_target(tr.prepared.data.blocks[m])
-        scores = attack_fns.feature_reconstruction(S, truth, seen)
-        guarantee = tr.guarantees.get("features")
+        truth = _binary_target(data.blocks[party - 1])
+        scores = attack_fns.feature_reconstruction(view, truth, seen)
+        guarantee = guarantees.get("features")
     if np.unique(truth[rest]).size < 2:
         raise ConfigError(f"{name}: the attacked samples have one class only")
     return outcome(name, scores[rest], truth[rest], rng, guarantee)

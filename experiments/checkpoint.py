@@ -11,9 +11,15 @@ without its diagnostics (they are most of a run's time, and their rows are in th
 checkpoint): the solver steps again from the seed's streams, every message counted
 again, and at the checkpoint the model's digest must be the recorded one, so the
 resumed run finishes with the numbers of an unbroken run, bit for bit. This needs the
-noise to be replayable; a deployment's noise is exact and never drawn again, so a
-deployment run does not replay: ``--resume`` refuses it, naming what its ledger says
-was released (a new run starts after it; nothing is drawn twice).
+noise to be replayable, or the released values kept where they were drawn: a deployment
+(``run.backend = "services"``, exact noise) resumes by the same replay, under the run's
+own id (the checkpoint's ``services``), each party sending every release its record holds
+for the run from that record (never drawn again, never charged again; a request that is
+not there is refused) and drawing fresh noise only for the epochs after them. Its epsilon
+is then the unbroken run's: the coordinator's ledger composes each release once. A party
+restarted with other limits or another noise floor than the run started with is refused in
+one line. Any other run with exact noise cannot resume: ``--resume`` refuses it, naming what
+its ledger says was released (a new run starts after it; nothing is drawn twice).
 
 The file is JSON of plain values (floats written exactly, by ``repr``); :class:`Checkpoint`
 is its typed form, checked when read.
@@ -61,6 +67,8 @@ class Checkpoint:
     released: dict = field(default_factory=dict)
     #: how to resume, for the person who finds the directory
     resume: str = ""
+    #: party services: the run's id on the parties' records and each party's facts
+    services: dict = field(default_factory=dict)
     version: int = VERSION
 
     def at(self, repeat: int) -> RepeatState | None:
@@ -150,9 +158,10 @@ def finished(result, out: Path, resume: Checkpoint | None) -> bool:
     return (Path(out) / CHECKPOINT).is_file()
 
 
-def checkpoints(out: Path, config, resume: Checkpoint | None, options: dict):
+def checkpoints(out: Path, config, resume: Checkpoint | None, options: dict, units=None):
     """``vfl run``'s writer: ``save(repeat, state, released)`` keeps ``out/checkpoint.json``
-    current (None when ``run.checkpoint_every = 0``)."""
+    current (None when ``run.checkpoint_every = 0``); ``units``: the party services, whose
+    run id and facts it keeps."""
     if not config.run.checkpoint_every:
         return None
     how = f"vfl run --resume {out}" + (" --cluster ADDRESS (a scheduler)" if
@@ -164,6 +173,8 @@ def checkpoints(out: Path, config, resume: Checkpoint | None, options: dict):
     state.resume = how
 
     def save(repeat: int, rs: RepeatState, released: dict) -> None:
+        if hasattr(units, "record"):
+            state.services = units.record()
         del state.repeats[repeat:]
         state.repeats.append(rs)
         state.released = released
@@ -211,13 +222,16 @@ def resume_run(run_dir: Path, cluster, data_dir, quiet: bool, t0: float, backend
     run_dir = Path(run_dir).absolute()
     checkpoint = read_checkpoint(run_dir)
     config = config_from_dict(checkpoint.config)
-    if not config.privacy.replayable_noise:
+    services = config.run.backend == "services"
+    if not config.privacy.replayable_noise and not (services and checkpoint.services):
         refuse_deployment(run_dir, checkpoint)
     check_cluster_option(config, cluster)
     o = checkpoint.options
     # the config's relative paths (the user's files) are where the run was started
     with contextlib.chdir(o.get("cwd") or os.getcwd()):
-        with backend(config, cluster, data_dir) as units:
+        # party services: the run's own id on the parties' records, and their facts then
+        with backend(config, cluster, data_dir, resume=checkpoint.services or None) as units:
             run(config, run_dir, data_dir, True, quiet, bool(o.get("no_cache")),
                 bool(o.get("stop_at_budget")), bool(o.get("release_only")), units, t0,
-                figure=bool(o.get("figure", True)), resume=checkpoint)
+                figure=bool(o.get("figure", True)), resume=checkpoint,
+                record=bool(o.get("record_received")))

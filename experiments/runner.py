@@ -247,9 +247,13 @@ def _prepare(setting, config: Config, repeat: int):
 
 
 def check_run_options(config: Config, *, stop_at_budget: bool, release_only: bool,
-                      use_cache: bool) -> None:
+                      use_cache: bool, record_received: bool = False) -> None:
     """`vfl run`'s flags against the config, before any work: one that would have no
     effect is refused, not silently ignored."""
+    if record_received:
+        from .received import Received
+
+        Received(config)  # (a vertical solver, or one line now)
     if stop_at_budget and config.privacy.budget_epsilon is None:
         raise ConfigError("--stop-at-budget needs privacy.budget_epsilon in the config")
     if release_only and not config.privacy.claims_guarantee:
@@ -397,6 +401,12 @@ def _privacy_row(solver: Solver, ledger, labels=None) -> dict:
     }
 
 
+def _same_epsilon(now: dict, then: dict) -> bool:
+    """The ledger replayed to a checkpoint spent what the checkpoint's row says, to the bit."""
+    return all(now[k] == then[k] or (np.isnan(now[k]) and np.isnan(then[k]))
+               for k in ("epsilon_tight", "epsilon_labels") if k in now and k in then)
+
+
 def _divergence(config: Config, solver: Solver, value, message: str | None = None
                 ) -> DivergedError:
     if message is not None:  # a non-finite message of the iteration in progress, refused
@@ -507,8 +517,11 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
     def arrived():  # the replay reached the checkpoint: its model must be the recorded one
         nonlocal rows, elapsed, replaying
         restore(resume.diagnostics)  # the unbroken run's counts there
-        if model_digest() != resume.digest or \
-                int(sent["bytes"]) != int(resume.rows[-1].get("bytes", sent["bytes"])):
+        # (a deployment's parties send no model: its epsilon and bytes there must agree)
+        if (not deployed and model_digest() != resume.digest) or \
+                int(sent["bytes"]) != int(resume.rows[-1].get("bytes", sent["bytes"])) or \
+                (resume.rows[-1].get("epoch") == resume.epoch and
+                 not _same_epsilon(_privacy_row(solver, ledger, labels), resume.rows[-1])):
             raise ConfigError(f"--resume: the replay of repeat {repeat + 1} reached iteration "
                               f"{resume.epoch} with another model than the checkpoint's (the "
                               "data, the code or the environment changed): start a new run")

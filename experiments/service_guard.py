@@ -12,9 +12,16 @@ below the floor, a sensitivity other than the party's own, or a release that wou
 ledger beyond its budget is refused (:class:`PrivacyRefused`, a typed error the coordinator
 receives; one line in the party's log) and nothing is released. An admitted release is
 written to ``releases.jsonl`` in the party's directory (fsync'ed) *before* the noise is
-drawn, with the run, repeat and sequence number of the request: a request for a release
-already on disk is refused, so a deployment release is never drawn twice, not even by a
-restarted party.
+drawn, with the run, repeat and sequence number of the request and a digest of the request
+itself: a request for a release already on disk is refused, so a deployment release is never
+drawn twice, not even by a restarted party.
+
+Once drawn, the release's reply (the released value, a codec frame: what the coordinator
+received, covered by the guarantee) is kept beside the record (``replies/``, fsync'ed), so
+that a coordinator resuming the run (``vfl run --resume``) is sent the value already
+released for a request it sends again (:meth:`Guard.recorded`), never a new draw; the
+party's ledger is not charged again. A finished run's replies are let go
+(:meth:`Guard.forget`); the record stays.
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ __all__ = ["Guard", "PrivacyRefused", "RECORD"]
 
 #: the party's record of its releases, in its own directory
 RECORD = "releases.jsonl"
+#: the released replies, one codec frame per release, beside the record
+REPLIES = "replies"
 log = logging.getLogger("vfl.party")
 
 
@@ -60,27 +69,77 @@ class Guard:
         self.total = PrivacyLedger(self.delta, accountant)  # every run from this directory
         self.accountant = accountant
         self.drawn: set = set()  # (run, repeat, seq) of every deployment release on disk
+        self.requested: set = set()  # (run, repeat, request digest) of every release on disk
         self.records = 0
+        self.runs: dict = {}  # run -> its own ledger
+        self.counts: dict = {}  # run -> its releases
+        self.last_seq: dict = {}  # run -> the largest sequence number on its record
         if self.path.exists():
             for line in self.path.read_text().splitlines():
                 if not line.strip():
                     continue
                 rec = json.loads(line)
                 self.total.add([_event(rec)])
-                self.drawn.add((rec["run"], rec["repeat"], rec["seq"]))
-                self.records += 1
-        self.runs: dict = {}  # run -> its own ledger
-        self.counts: dict = {}  # run -> its releases
+                self._note(rec)
+
+    def _note(self, rec: dict) -> None:
+        """One release on the record: its run's ledger, count and keys."""
+        run = rec["run"]
+        self.runs.setdefault(run, PrivacyLedger(self.delta, self.accountant)).add([_event(rec)])
+        self.counts[run] = self.counts.get(run, 0) + 1
+        self.drawn.add((run, rec["repeat"], rec["seq"]))
+        if rec.get("request"):
+            self.requested.add((run, rec["repeat"], rec["request"]))
+        if rec["seq"] is not None:
+            self.last_seq[run] = max(self.last_seq.get(run, 0), int(rec["seq"]))
+        self.records += 1
+
+    def summary(self, run: str) -> dict:
+        """What the record says of ``run``: its releases, its epsilon, its last sequence number."""
+        return {"releases": self.counts.get(run, 0), "epsilon": self.epsilon(run),
+                "last_seq": self.last_seq.get(run, 0)}
+
+    # -- the released replies ----------------------------------------------------------
+    def _reply_path(self, run: str, repeat: int, request: str) -> Path:
+        return self.dir / REPLIES / f"{run}-{int(repeat)}-{request}.frame"
+
+    def recorded(self, run: str, repeat: int, request: str) -> bytes | None:
+        """The reply already released for this request of ``run`` (its digest), or None."""
+        if (run, int(repeat), request) not in self.requested:
+            return None
+        path = self._reply_path(run, repeat, request)
+        if not path.is_file():  # admitted, but the party stopped before its reply was kept
+            self._refuse(f"the release of this request of run {run} was drawn already and its "
+                         "value was not kept; a deployment release is never drawn again")
+        return path.read_bytes()
+
+    def keep(self, run: str, repeat: int, request: str, frame: bytes) -> None:
+        """Keep a drawn release's reply (atomically, fsync'ed) for a resumed coordinator."""
+        path = self._reply_path(run, repeat, request)
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_suffix(".partial")
+        with open(tmp, "wb") as f:
+            f.write(frame)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    def forget(self, run: str) -> None:
+        """A finished run: its replies are let go (its record stays)."""
+        for path in (self.dir / REPLIES).glob(f"{run}-*.frame"):
+            path.unlink(missing_ok=True)
 
     def epsilon(self, run: str | None = None) -> float:
         ledger = self.total if run is None else self.runs.get(run)
         return 0.0 if ledger is None else ledger.epsilon()
 
     def admit(self, *, run: str, repeat: int, seq: int | None, scale: float, sensitivity: float,
-              size: int, exact: bool, mechanism: str = "gaussian") -> None:
-        """Check one release and write it down, or refuse it (nothing drawn)."""
+              size: int, exact: bool, mechanism: str = "gaussian", request: str = "") -> None:
+        """Check one release and write it down, or refuse it (nothing drawn); ``request``:
+        the request's digest (a request on the record is answered from it, never drawn)."""
         key = (run, int(repeat), seq)
-        if self.deployment and key in self.drawn:
+        if self.deployment and (key in self.drawn or
+                                (request and (run, int(repeat), request) in self.requested)):
             self._refuse(f"the release of request {seq} of run {run} was drawn already; a "
                          "deployment release is never drawn again")
         if mechanism != "gaussian":
@@ -99,21 +158,18 @@ class Guard:
         if self.budget is not None and not spent <= self.budget:
             self._refuse(f"the release would spend epsilon {spent:.4g} of its budget "
                          f"{self.budget:g} (delta {self.delta:g})")
-        run_ledger.add([event])
         self.total = after
         rec = {"time": round(time.time(), 3), "party": self.m, "run": run, "repeat": int(repeat),
                "seq": seq, "release": self.counts.get(run, 0) + 1, "mechanism": mechanism,
                "scale": float(event.scale[0]), "sensitivity": float(event.sensitivity[0]),
                "size": int(size), "exact": bool(exact),
-               "epsilon_run": run_ledger.epsilon(), "epsilon_total": spent,
-               "delta": self.delta}
+               "epsilon_run": run_ledger.with_releases([event]).epsilon(),
+               "epsilon_total": spent, "delta": self.delta, "request": request}
         with open(self.path, "a") as f:
             f.write(json.dumps(rec) + "\n")
             f.flush()
             os.fsync(f.fileno())
-        self.drawn.add(key)
-        self.counts[run] = self.counts.get(run, 0) + 1
-        self.records += 1
+        self._note(rec)
 
     def _refuse(self, why: str):
         line = f"refused: {why}; nothing released"

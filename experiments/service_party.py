@@ -151,10 +151,12 @@ class _PartyEnv(StreamEnv):
                 raise PrivacyRefused("refused: a release drawn again in a replay; a "
                                      "deployment release is never drawn again")
         elif guard is not None and not (scale == 0 if _scalar(scale) else False):
-            run, repeat, seq = self.service.current
+            run, repeat, seq, request = self.service.current
             guard.admit(run=run, repeat=repeat, seq=seq, scale=float(scale),
                         sensitivity=float(sensitivity), size=int(mean.size),
-                        exact=isinstance(rng, ExactSampler), mechanism=mechanism)
+                        exact=isinstance(rng, ExactSampler), mechanism=mechanism,
+                        request=request)
+            self.service.admitted = True
         return super().release(mean, units=units, scale=scale, sensitivity=sensitivity, rng=rng,
                                mechanism=mechanism, size=size, l2_sensitivity=l2_sensitivity,
                                rows=rows, total=total, **context)
@@ -201,8 +203,10 @@ class PartyService:
                                  prepared.objective) if p.claims_guarantee else None
         del dataset, prepared, blocks, setting
         self.host = Host(protocol, simulation=not self.deployment)
-        self.current: tuple = ("", 0, None)  # (run, repeat, seq) of the request in hand
+        #: (run, repeat, seq, the request's digest) of the request in hand
+        self.current: tuple = ("", 0, None, "")
         self.replaying = False
+        self.admitted = False  # a release was admitted while handling the request in hand
         self.repeat = 0
         self.digest = public_digest(config)
 
@@ -239,37 +243,80 @@ class PartyService:
                      deployment=self.deployment)
 
     # -- the methods -------------------------------------------------------------------
-    def health(self) -> bytes:
+    def close(self, request: bytes, run: str) -> bytes:
+        """The coordinator is done; ``finished``: the run is written, so its kept replies
+        are let go (a killed coordinator sends nothing: they stay for its resume)."""
+        if request == b"finished" and self.guard is not None and run:
+            self.guard.forget(run)
+        return b""
+
+    def health(self, run: str = "") -> bytes:
+        """The party's public facts; ``run``: what its record says of that run too."""
         return json.dumps({"party": self.m, "protocol": self.protocol.name,
                            "version": self.protocol.version, "rows": self.rows,
                            "width": self.width, "test_rows": self.test_rows,
                            "max_row_norm": self.max_row_norm,
                            "deployment": self.deployment, "digest": self.digest,
-                           "floor": None if self.guard is None else self.guard.floor}).encode()
+                           "floor": None if self.guard is None else self.guard.floor,
+                           "limits": self.pc.limits,
+                           "record": None if self.guard is None else
+                           self.guard.summary(run)}).encode()
 
     def open(self, frame: bytes, run: str) -> bytes:
-        self.current = (run, 0, None)
+        self.current = (run, 0, None, "")
         return codec.serve(self.host, frame, self._open)
 
     def _open(self, repeat: int, spec):
         if repeat != 0:
             raise ConfigError(f"party {self.m}: one repeat per run in the party services")
-        self.current = (self.current[0], repeat, None)
+        self.current = (self.current[0], repeat, None, "")
         return self.host.open(self.data, spec, _PartyEnv(_streams(self.config, repeat), self))
 
-    def call(self, frame: bytes, run: str) -> bytes:
-        seq, self.replaying = None, False
+    def call(self, frame: bytes, run: str, replay: bool = False) -> bytes:
+        """One frame of ``run``; ``replay``: the coordinator resumes the run and says this
+        request's release is on the party's record (it is then sent from there, never
+        drawn; a request that is not there is refused)."""
+        seq, self.replaying, self.admitted, request = None, False, False, ""
         if len(frame) >= codec.HEADER.size:
             _, kind, number, seq = codec.HEADER.unpack_from(frame)
             calls = self.protocol.calls
             # an adopted round, or the journal's bookkeeping: the coordinator's replay
             self.replaying = kind == Frame.ADOPT or (
                 number < len(calls) and calls[number].kind is CONTROL)
-        self.current = (run, self.current[1], seq)
+            if kind == Frame.REQUEST and number < len(calls) and calls[number].releases:
+                request = hashlib.sha256(frame[codec.HEADER.size:]).hexdigest()[:32]
+        self.current = (run, self.current[1], seq, request)
         try:
-            return codec.serve(self.host, frame, self._open)
+            if request and self.guard is not None and self.host.side is not None and \
+                    (self.host._last is None or self.host._last[0] != seq):
+                kept = self.guard.recorded(run, self.current[1], request)
+                if kept is not None:
+                    return self._resend(frame, kept, number, seq)
+                if replay:
+                    self.guard._refuse(f"the resumed coordinator's request {seq} of run {run} "
+                                       "is none of the releases on the party's record (its "
+                                       "replay differs from the run)")
+            reply = codec.serve(self.host, frame, self._open)
+            if self.admitted and request and reply[4] == Frame.REPLY:
+                self.guard.keep(run, self.current[1], request, reply)
+            return reply
+        except codec.ERRORS as exc:  # (refused before the host: one ERROR frame back)
+            return codec.error_frame(exc)
         finally:
-            self.replaying = False
+            self.replaying = self.admitted = False
+
+    def _resend(self, frame: bytes, kept: bytes, number: int, seq: int) -> bytes:
+        """A released reply sent again from the record: the side takes the round from it
+        (:meth:`~vfl.core.protocol.Side.adopt`: a deployment's model from the request, a
+        simulation's round handled again and checked to the bit), nothing drawn or charged."""
+        _, _, _, reader = codec.decode(frame)
+        request = reader.message(self.protocol.calls[number].request)
+        reply = codec.read(self.protocol, kept, number)
+        self.replaying = True
+        self.host.adopt(number, request, reply)
+        self.host._last = (seq, reply)  # (sent again with this number: the same reply)
+        return codec.HEADER.pack(codec.MAGIC, int(Frame.REPLY), number, seq) + \
+            kept[codec.HEADER.size:]
 
 
 # ------------------------------------------------------------------------ gRPC --
@@ -289,15 +336,16 @@ def _rpc(service: PartyService, method: str, insecure: bool):
                         "coordinator", service.m)
             context.abort(grpc.StatusCode.PERMISSION_DENIED,
                           f"party {service.m} answers the coordinator only")
-        run = dict(context.invocation_metadata()).get("vfl-run", "")
+        metadata = dict(context.invocation_metadata())
+        run = metadata.get("vfl-run", "")
         try:
             if method == "Health":
-                return service.health()
+                return service.health(run)
             if method == "Open":
                 return service.open(request, run)
             if method == "Call":
-                return service.call(request, run)
-            return b""
+                return service.call(request, run, replay=metadata.get("vfl-replay") == "1")
+            return service.close(request, run)
         except ConfigError as exc:
             log.warning("%s", exc)
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))

@@ -55,7 +55,9 @@ class ServiceUnits(PhaseCounts, Units):
 
     journals = True
 
-    def __init__(self, config: Config):
+    def __init__(self, config: Config, resume: dict | None = None):
+        """``resume``: a killed run's ``services`` record (its checkpoint's): the run id the
+        parties' records know it by, and each party's facts then (:meth:`record`)."""
         run = config.run
         self.config, self.addresses = config, list(run.parties)
         self.insecure = run.insecure
@@ -69,7 +71,13 @@ class ServiceUnits(PhaseCounts, Units):
             run.tls["certificate"], run.tls["key"], run.tls["ca"], "the coordinator")
         self.replayable = bool(config.privacy.replayable_noise)
         self.deployment = bool(config.privacy.claims_guarantee and not self.replayable)
-        self.run_id = uuid.uuid4().hex
+        self.resume = resume or None
+        self.run_id = resume["run"] if self.resume else uuid.uuid4().hex
+        #: per party: its releases of this run on its record (a resumed run asks for them
+        #: again, to be sent from the record), and its last sequence number there
+        self.owed: list[int] = []
+        self.seq_base: list[int] = []
+        self.finished = False
         self.use_cache = True
         self.protocol = None
         self.first_unit = 0
@@ -102,7 +110,33 @@ class ServiceUnits(PhaseCounts, Units):
             self._connect(m)
             facts = self._health(m - place.first, wait=5.0)
             self._check(m, facts, first, digest)
+            if self.resume:
+                self._same_party(m, facts, self.resume["parties"][m - place.first])
+            record = facts.get("record") or {}
+            self.owed.append(int(record.get("releases", 0)) if self.resume else 0)
+            self.seq_base.append(int(record.get("last_seq", 0)))
             self.facts.append(facts)
+
+    def _same_party(self, m: int, facts: dict, then: dict) -> None:
+        """A resumed run's party must be the one the run started with: its limits and its
+        noise floor (its public config is checked with the coordinator's already)."""
+        for key in ("floor", "limits", "deployment"):
+            if facts.get(key) != then.get(key):
+                now, was = facts.get(key), then.get(key)
+                if key == "limits":  # name the limit that changed
+                    key = next(f"limits.{k}" for k in sorted({*now, *was})
+                               if now.get(k) != was.get(k))
+                    now, was = now.get(key[7:]), was.get(key[7:])
+                raise ConfigError(f"{self._label(m - self.first_unit)} was restarted with "
+                                  f"another config: its party.{key} is {now!r}, the run's "
+                                  f"checkpoint says {was!r}; restart it with the run's config "
+                                  "to resume")
+
+    def record(self) -> dict:
+        """What a checkpoint keeps to resume this run: its id and each party's facts."""
+        keep = ("party", "floor", "limits", "deployment", "digest")
+        return {"run": self.run_id, "parties": [{k: f.get(k) for k in keep}
+                                                for f in self.facts]}
 
     def _connect(self, m: int) -> None:
         import grpc
@@ -208,6 +242,9 @@ class ServiceUnits(PhaseCounts, Units):
     def where(self, session, k):
         return self.addresses[k]
 
+    def first_seq(self, session, k):
+        return self.seq_base[k] if k < len(self.seq_base) else 0
+
     def _invoke(self, k: int, method: str, frame: bytes, kind) -> bytes:
         before = tcp_bytes.carried(self.ports)
         try:
@@ -234,7 +271,11 @@ class ServiceUnits(PhaseCounts, Units):
         before = tcp_bytes.carried(self.ports)
         for k, request in requests.items():
             frames[k] = codec.encode(Frame.REQUEST, index, seqs[k], request)
-            futures[k] = self.calls[k]["Call"].future(frames[k], metadata=self._md())
+            md = self._md()
+            if call.releases and self.owed and self.owed[k] > 0:  # on the party's record
+                self.owed[k] -= 1
+                md += (("vfl-replay", "1"),)
+            futures[k] = self.calls[k]["Call"].future(frames[k], metadata=md)
         for k, future in futures.items():  # every reply that arrives is collected
             try:
                 raw = future.result()
@@ -303,12 +344,20 @@ class ServiceUnits(PhaseCounts, Units):
                 "parties": {f"party {k + self.first_unit + 1}": a
                             for k, a in enumerate(self.addresses)},
                 "deployment": self.deployment, "recoveries": self.recoveries,
+                "run": self.run_id,
+                **({"resumed": {f"party {f['party']}": (f.get("record") or {}).get(
+                    "releases", 0) for f in self.facts}} if self.resume else {}),
                 "transport_source": TRANSPORT_SOURCE}
+
+    def finish(self) -> None:
+        """The run is written: closing lets the parties drop its kept replies."""
+        self.finished = True
 
     def close(self) -> None:
         for k, calls in enumerate(self.calls):
             try:
-                calls["Close"](b"", timeout=2.0, metadata=self._md())
+                calls["Close"](b"finished" if self.finished else b"", timeout=2.0,
+                               metadata=self._md())
             except Exception:  # noqa: BLE001 (a party already gone)
                 pass
             self.channels[k].close()

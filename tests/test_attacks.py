@@ -114,3 +114,83 @@ def test_reproduce_attacks_meets_the_stacking_target(tmp_path):
     assert (at1["test_logloss"] < at1["party1_logloss"]).all()
     assert (free["auc"] > 0.99).all()
     assert (tmp_path / "attacks-private_stacking.png").is_file()
+
+
+# ------------------------------------------------------------- a run's directory --
+def _recorded(tmp_path, solver="admm_sharing", privacy="", record=True, name="run"):
+    epochs = 1 if solver == "private_stacking" else 2
+    pre = "[preprocessing]\nnormalize_rows = true\n" if privacy else ""
+    path = _config(tmp_path, solver, epochs, pre, privacy)
+    out = tmp_path / name
+    proc = vfl("run", "--config", path, "--out", out, "--quiet", "--no-figure",
+               *(["--record-received"] if record else []))
+    assert proc.returncode == 0, proc.stderr
+    return path, out
+
+
+def test_attack_on_a_run_directory_reads_what_the_passive_party_received(tmp_path):
+    """`vfl attack RUN_DIR` on a run written with --record-received: what party 2 received
+    (ADMM sharing's pulls) is what `--config` taps, so the same JSON, to the bit."""
+    path, out = _recorded(tmp_path)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["released"]["files"]["received.npz"] == "released"
+    assert manifest["received"]["arrays"] == {"labels_party2": [300, 2],
+                                              "shares_party2": [300, 2]}
+    for name in ("label-direction", "feature-reconstruction"):
+        got = vfl("attack", out, "--attack", name, "--json")
+        assert got.returncode == 0, got.stderr
+        tapped = vfl("attack", "--config", path, "--attack", name, "--json")
+        assert json.loads(got.stdout) == json.loads(tapped.stdout)
+        assert list(json.loads(got.stdout)) == ["attack", "auc", "auc_ci", "ceiling",
+                                                "epsilon_lower"]
+
+
+@pytest.mark.parametrize("case, args, message", [
+    ("missing", ["--attack", "label-norm"], "error: {out}: no such run directory"),
+    ("not a run", ["--attack", "label-norm"],
+     "error: {out} is not a run directory (no manifest.json and config.json)"),
+    ("unfinished", ["--attack", "label-norm"],
+     "error: {out} is a run that did not finish (checkpoint.json only): vfl run --resume "
+     "{out} first"),
+    ("unrecorded", ["--attack", "label-norm"],
+     "error: {out} has no received.npz: the run did not record what its parties received "
+     "(vfl run --record-received)"),
+    ("stacking", ["--attack", "label-norm"],
+     "error: attack label-norm is not defined for private_stacking (defined: "
+     "label-direction, model-completion, feature-reconstruction)"),
+    ("stacking", ["--attack", "feature-reconstruction"],
+     "error: the run has no message that feature-reconstruction reads: party 2 sent party 1 "
+     "no shares of the training rows"),
+    ("both", ["--attack", "label-norm", "--config", "x.toml"],
+     "error: give a finished run's directory (vfl attack RUN_DIR) or --config (run here), "
+     "not both"),
+])
+def test_attack_on_a_run_directory_bad_input_is_one_line(tmp_path, case, args, message):
+    out = tmp_path / "run"
+    if case == "not a run":
+        out.mkdir()
+        (out / "notes.txt").write_text("x")
+    elif case == "unfinished":
+        out.mkdir()
+        (out / "checkpoint.json").write_text("{}")
+    elif case in ("unrecorded", "both"):
+        _recorded(tmp_path, record=False)
+    elif case == "stacking":
+        _recorded(tmp_path, "private_stacking", "epsilon = 1.0\ndelta = 1e-5\nsplit = [1.0, "
+                  "0.0, 0.0]\nreplayable_noise = true")
+    got = vfl("attack", out, *args)
+    assert got.returncode == 2
+    assert got.stderr.strip().splitlines() == [message.format(out=out)]
+
+
+def test_record_received_needs_a_vertical_run(tmp_path):
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    got = vfl("run", "--config", repo / "papers/ldp/configs/ldp-dvp-admm-n10.toml",
+              "--record-received", "--out", tmp_path / "run")
+    assert got.returncode == 2
+    assert got.stderr.strip().splitlines() == [
+        "error: --record-received: dvp_admm is not a vertical solver (its units hold rows; no "
+        "party receives the labels)"]
+    assert not (tmp_path / "run").exists()

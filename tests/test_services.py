@@ -406,8 +406,10 @@ def test_a_deployment_party_killed_and_restarted_never_draws_a_release_again(tmp
     remote = _remote(p.coordinator(config, "run.party_wait=10"),
                      during=_kill_before(p, "update", 2))
     recs = p.records(2)
-    assert [r["release"] for r in recs] == [1, 2, 1]  # its second process drew epoch 3 alone
+    # its second process drew epoch 3 alone, its record of the run read back: the third
+    assert [r["release"] for r in recs] == [1, 2, 3]
     assert len({(r["run"], r["seq"]) for r in recs}) == 3
+    assert recs[2]["epsilon_run"] == remote.metrics["epsilon_tight"].iloc[-1]
     assert np.isfinite(remote.metrics["test_logloss"].iloc[-1])
 
 
