@@ -34,13 +34,14 @@ from pathlib import Path
 from vfl.core import codec
 from vfl.core.codec import Frame
 from vfl.core.protocol import CONTROL
-from vfl.core.errors import ConfigError
+from vfl.core.errors import ConfigError, DataError
 from vfl.core.host import Host, StreamEnv
 from vfl.core.preprocessing import row_norms
 from vfl.core.sampling import ExactSampler
 from vfl.core.solver import VerticalData
 
 from .config import Config, config_from_dict, read_toml
+from .party_sides import OwnParty
 from .registry import get_solver
 from .runner import _load_config_dataset, _prepare, _streams
 from .service_guard import Guard, PrivacyRefused
@@ -52,13 +53,15 @@ __all__ = ["PartyConfig", "PartyService", "SERVICE", "public_digest", "read_part
 
 #: the gRPC service's name; its methods are ``/vfl.Party/<Method>``
 SERVICE = "vfl.Party"
-METHODS = ("Health", "Open", "Call", "Close")
+METHODS = ("Health", "Align", "Open", "Call", "Close")
 #: the public config sections a party and the coordinator must agree on
 PUBLIC = ("data", "preprocessing", "partition", "objective", "solver", "privacy")
 _PARTY_KEYS = ("index", "listen", "directory", "tls", "insecure", "limits")
 #: the [privacy] keys the coordinator chooses (the party's limits bound them)
 _COORDINATORS = ("epsilon", "sigma", "budget_epsilon")
 _LIMIT_KEYS = ("neighbours", "min_sigma", "max_epsilon", "budget_epsilon")
+#: a party file table's keys that name where its files lie on its own machine
+_LOCAL = ("path", "test_path", "schema")
 log = logging.getLogger("vfl.party")
 
 
@@ -126,6 +129,11 @@ def public_digest(config: Config) -> dict:
     # the noise the coordinator asks for is its own choice, which the party's floor and
     # budget bound; everything else of [privacy] (the relation, the clips) it must share
     d["privacy"] = {k: v for k, v in d["privacy"].items() if k not in _COORDINATORS}
+    if d["data"].get("dataset") == "parties":  # where each party's files lie is its own
+        options = dict(d["data"].get("options", {}))
+        options["party"] = [{k: v for k, v in t.items() if k not in _LOCAL}
+                            for t in options.get("party", [])]
+        d["data"] = {**d["data"], "options": options}
     return {k: hashlib.sha256(json.dumps(d.get(k), sort_keys=True, default=str).encode())
             .hexdigest()[:16] for k in PUBLIC}
 
@@ -179,6 +187,27 @@ class PartyService:
             raise ConfigError(f"party {self.m}: {cls.name}'s {protocol.placement.plural} are "
                               "not parties with data of their own; it cannot run as party "
                               "services")
+        self.cls, self.protocol = cls, protocol
+        p = config.privacy
+        self.deployment = bool(p.claims_guarantee and not p.replayable_noise)
+        self.guard, self.own, self.data = None, None, None
+        self.rows = self.width = self.test_rows = None
+        self.max_row_norm = None
+        if config.data.dataset == "parties":  # its own file; its block once aligned (Align)
+            if self.m == 1 and protocol.placement.first:
+                raise ConfigError(f"party 1 is {cls.name}'s coordinator, not a party service")
+            self.own = OwnParty(config, self.m, strict=not p.claims_guarantee)
+        else:
+            self._hold_registry(cls, data_dir)
+        self.host = Host(protocol, simulation=not self.deployment)
+        self.current: tuple = ("", 0, None)  # (run, repeat, seq) of the request in hand
+        self.replaying = False
+        self.repeat = 0
+        self.digest = public_digest(config)
+
+    def _hold_registry(self, cls, data_dir) -> None:
+        """A dataset of one file (every party reads it and keeps its own columns)."""
+        protocol, config = self.protocol, self.config
         dataset, _ = _load_config_dataset(config, data_dir, True)
         setting = prepare(config, dataset, cls)
         prepared = _prepare(setting, config, 0)
@@ -190,21 +219,33 @@ class PartyService:
                               self.m > len(blocks) else f"party {self.m} is {cls.name}'s "
                               "coordinator, not a party service")
         k = self.m - 1
-        self.data = prepared.data.cut(k, self.m, prepared.test)
-        self.rows, self.width = int(blocks[k].shape[0]), int(blocks[k].shape[1])
-        self.test_rows = int(prepared.test[k].shape[0]) if prepared.test is not None else 0
-        self.max_row_norm = float(row_norms(blocks[k]).max(initial=0.0))
-        self.protocol = protocol
-        p = config.privacy
-        self.deployment = bool(p.claims_guarantee and not p.replayable_noise)
-        self.guard = self._guard(cls, [int(B.shape[1]) for B in blocks], self.rows,
-                                 prepared.objective) if p.claims_guarantee else None
-        del dataset, prepared, blocks, setting
-        self.host = Host(protocol, simulation=not self.deployment)
-        self.current: tuple = ("", 0, None)  # (run, repeat, seq) of the request in hand
-        self.replaying = False
-        self.repeat = 0
-        self.digest = public_digest(config)
+        self._hold(prepared.data.cut(k, self.m, prepared.test))
+        if config.privacy.claims_guarantee:
+            self.guard = self._guard(cls, [int(B.shape[1]) for B in blocks], self.rows,
+                                     prepared.objective)
+
+    def _hold(self, data) -> None:
+        self.data = data
+        B = data.blocks[0]
+        self.rows, self.width = int(B.shape[0]), int(B.shape[1])
+        self.test_rows = int(data.test[0].shape[0]) if data.test is not None else 0
+        self.max_row_norm = float(row_norms(B).max(initial=0.0))
+
+    def align(self, frame: bytes) -> bytes:
+        """One alignment frame of the label holder's (party files): the PSI, the agreed
+        order (then its block), every party's widths (then its own calibration)."""
+        if self.own is None:
+            raise ConfigError(f"party {self.m} reads no party file: nothing to align")
+        try:
+            reply = self.own.serve(frame, self.cls)
+        except DataError as exc:
+            raise ConfigError(str(exc)) from None
+        if self.own.aligned and self.data is None:
+            self._hold(self.own.data)
+        widths = getattr(self.own, "widths", None)
+        if widths is not None and self.guard is None and self.config.privacy.claims_guarantee:
+            self.guard = self._guard(self.cls, widths, self.rows, self.own.objective)
+        return reply
 
     def _guard(self, cls, widths, N, objective) -> Guard:
         """The floor and sensitivity from the party's own config and limits."""
@@ -240,7 +281,8 @@ class PartyService:
 
     # -- the methods -------------------------------------------------------------------
     def health(self) -> bytes:
-        return json.dumps({"party": self.m, "protocol": self.protocol.name,
+        own = {} if self.own is None else self.own.facts()
+        return json.dumps({**own, "party": self.m, "protocol": self.protocol.name,
                            "version": self.protocol.version, "rows": self.rows,
                            "width": self.width, "test_rows": self.test_rows,
                            "max_row_norm": self.max_row_norm,
@@ -252,6 +294,10 @@ class PartyService:
         return codec.serve(self.host, frame, self._open)
 
     def _open(self, repeat: int, spec):
+        if self.data is None:
+            raise ConfigError(f"party {self.m}: its rows are not aligned yet")
+        if self.config.privacy.claims_guarantee and self.guard is None:
+            raise ConfigError(f"party {self.m}: it has not calibrated its noise (no widths)")
         if repeat != 0:
             raise ConfigError(f"party {self.m}: one repeat per run in the party services")
         self.current = (self.current[0], repeat, None)
@@ -293,6 +339,8 @@ def _rpc(service: PartyService, method: str, insecure: bool):
         try:
             if method == "Health":
                 return service.health()
+            if method == "Align":
+                return service.align(request)
             if method == "Open":
                 return service.open(request, run)
             if method == "Call":

@@ -80,6 +80,7 @@ class ServiceUnits(PhaseCounts, Units):
         self._init_counts()  # per phase: TCP bytes, the codec's payload and framing
         self.ports = {int(a.rpartition(":")[2]) for a in self.addresses}
         self._failed = 0  # the host whose call failed first in the last exchange
+        self.alignment_tcp = 0  # bytes TCP carried for the PSI (party files)
         self.total = 0
 
     # -- connecting ----------------------------------------------------------------------
@@ -98,11 +99,83 @@ class ServiceUnits(PhaseCounts, Units):
                               f"{served} {place.role + ' ' if place.role else ''}parties"
                               f"{coordinator}")
         digest = public_digest(self.config)
+        self.facts = []
         for m in range(place.first, self.total):
-            self._connect(m)
+            if m - place.first >= len(self.calls):
+                self._connect(m)
             facts = self._health(m - place.first, wait=5.0)
             self._check(m, facts, first, digest)
             self.facts.append(facts)
+
+    # -- party files: the PSI over the party channel -----------------------------------------
+    def align_parties(self, config: Config, cls):
+        """Connect to every party, align party 1's file (read here, the coordinator's only
+        file) with each party's own by the PSI over its channel, and return the label
+        holder's records in the agreed order (:mod:`.party_sides`)."""
+        from .party_sides import label_holder_records
+
+        self.protocol = cls.protocol
+        place = self.protocol.placement
+        if not place.own_worker:
+            raise ConfigError(f"run.backend = 'services': {cls.name}'s {place.plural} are not "
+                              "parties of a vertical run")
+        M = len(config.data.options.get("party", []))
+        self.total, self.first_unit = M, place.first
+        if len(self.addresses) != M - place.first:
+            coordinator = f" (party {place.first} is the coordinator)" if place.first else ""
+            raise ConfigError(f"run.parties lists {len(self.addresses)} address(es) for "
+                              f"{M - place.first} parties{coordinator}")
+        digest, remote, own = public_digest(config), [], None
+        for m in range(place.first, M):
+            self._connect(m)
+            k = m - place.first
+            facts = self._health(k, wait=5.0)
+            label = self._label(k)
+            if facts.get("party") != m + 1:
+                raise ConfigError(f"{label} is party {facts.get('party')}, not party {m + 1}")
+            if "id_type" not in facts:
+                raise ConfigError(f"{label} reads no party file (its [data] is not "
+                                  "dataset = 'parties')")
+            differ = [s for s in digest if facts.get("digest", {}).get(s) != digest[s]]
+            if differ:
+                raise ConfigError(f"{label} was started for another schema: its [{differ[0]}] "
+                                  "differs from the coordinator's")
+            call = self._aligner(k)
+            if m == 0:
+                own = call
+            else:
+                remote.append((f"party {m + 1} at {self.addresses[k]}", facts["id_type"],
+                               facts["parts"], call))
+        return label_holder_records(config, remote, own)
+
+    def _aligner(self, k: int):
+        import grpc
+
+        def call(frame: bytes) -> bytes:
+            before = tcp_bytes.carried(self.ports)
+            try:
+                return self.calls[k]["Align"](frame, metadata=self._md())
+            except grpc.RpcError as exc:
+                raise ConfigError(self._why(k, exc)) from None
+            finally:
+                after = tcp_bytes.carried(self.ports)
+                self.alignment_tcp += sum(v - before.get(s, 0) for s, v in after.items())
+        return call
+
+    def send_widths(self, own_width: int) -> list[int]:
+        """Every party's column count (party 1's, ``own_width``, computed here when party 1
+        is the coordinator), sent to every party for its own calibration."""
+        from .party_sides import send_widths
+
+        widths = [own_width] if self.first_unit else []
+        for k in range(len(self.calls)):
+            facts = self._health(k, wait=5.0)
+            if not facts.get("aligned"):
+                raise ConfigError(f"{self._label(k)} did not align its rows")
+            widths.append(int(facts["width"]))
+        for k in range(len(self.calls)):
+            send_widths(widths, self._aligner(k))
+        return widths
 
     def _connect(self, m: int) -> None:
         import grpc
@@ -118,7 +191,7 @@ class ServiceUnits(PhaseCounts, Units):
                 ("grpc.ssl_target_name_override", party_name(m + 1))])
         k = m - self.first_unit
         calls = {name: channel.unary_unary(f"/{SERVICE}/{name}") for name in
-                 ("Health", "Open", "Call", "Close")}
+                 ("Health", "Align", "Open", "Call", "Close")}
         if k < len(self.channels):
             self.channels[k].close()
             self.channels[k], self.calls[k] = channel, calls
@@ -304,6 +377,12 @@ class ServiceUnits(PhaseCounts, Units):
                             for k, a in enumerate(self.addresses)},
                 "deployment": self.deployment, "recoveries": self.recoveries,
                 "transport_source": TRANSPORT_SOURCE}
+
+    def phases(self) -> dict:
+        out = super().phases()
+        if self.alignment_tcp:  # party files: the PSI and the agreement over the channels
+            out["alignment"] = {"tcp_bytes": self.alignment_tcp}
+        return out
 
     def close(self) -> None:
         for k, calls in enumerate(self.calls):

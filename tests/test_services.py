@@ -68,11 +68,9 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("certs")
-    write_deployment(out, 2)
-    return out
+@pytest.fixture
+def certs(deployment_certs):
+    return deployment_certs
 
 
 def _base(tmp_path, *, epochs=3, epsilon=8.0, replayable=True, lam=0.01):

@@ -1,0 +1,179 @@
+"""Party files in the party services (issues 34 and 36): each party service reads its own
+file alone, the PSI crosses the authenticated party channel, and the coordinator (the label
+holder) reads party 1's file alone; the numbers are the in-process party-file run's.
+
+Each party's config names only its own file: the other parties' paths in it lead nowhere,
+so a read of another party's file would fail the test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cli_helpers import assert_one_line_error, vfl
+
+grpc = pytest.importorskip("grpc")
+
+from vfl.experiments.config import load_config  # noqa: E402
+from vfl.experiments.runner import plan_run, run_experiment  # noqa: E402
+from vfl.experiments.service_party import PartyConfig, PartyService, serve  # noqa: E402
+from vfl.experiments.service_units import ServiceUnits  # noqa: E402
+
+from test_services import _free_ports, _numbers, _tls, _write_config  # noqa: E402
+
+CONFIG = """
+name = "ps"
+[data]
+dataset = "parties"
+test_fraction = 0.25
+[data.alignment]
+min_rows = 20
+[[data.party]]
+path = "{p1}"
+id = "cid"
+label = "y"
+labels = [0, 1]
+[[data.party]]
+path = "{p2}"
+id = "cid"
+[preprocessing]
+scaling = "clip"
+bounds = [-4.0, 4.0]
+normalize_rows = true
+[objective]
+lam = 0.01
+[solver]
+name = "{solver}"
+epochs = {epochs}
+blas_threads = 1
+{solver_extra}
+[privacy]
+delta = 1e-5
+epsilon = 8.0
+calibration = "sound"
+neighbours = "row"
+b1 = 1.0
+clip = 1.0
+input_clip = 2.0
+{privacy_extra}
+replayable_noise = true
+[run]
+baselines = "none"
+"""
+SHARING = {"solver": "admm_sharing", "epochs": 3, "solver_extra": "rho = 0.4",
+           "privacy_extra": 'form = "output"'}
+
+
+def _files(d, n=160, seed=0):
+    """Two party files over ``n`` people (80 % of them in both), each in its own order."""
+    rng = np.random.default_rng(seed)
+    ids = rng.choice(10**6, size=n, replace=False)
+    X = rng.normal(size=(n, 5))
+    y = (X @ np.array([1.0, -1.0, 0.5, 0.5, -0.5]) > 0).astype(int)
+    for m, cols in ((1, [0, 1]), (2, [2, 3, 4])):
+        keep = rng.permutation(n)[:int(0.9 * n)]
+        frame = {"cid": ids[keep], **{f"x{j}": X[keep, j] for j in cols}}
+        if m == 1:
+            frame["y"] = y[keep]
+        pd.DataFrame(frame).to_csv(d / f"p{m}.csv", index=False)
+
+
+def _config(d, who: int | None, name: str, **kw):
+    """The config as party ``who`` holds it (None: every file, the in-process run): the
+    other parties' paths lead nowhere."""
+    paths = {m: str(d / f"p{m}.csv") if who in (None, m) else f"/nowhere/p{m}.csv"
+             for m in (1, 2)}
+    path = d / name
+    path.write_text(CONFIG.format(p1=paths[1], p2=paths[2], **{**SHARING, **kw}))
+    return load_config(path)
+
+
+def _serve(tmp_path, certs, kw, parties=(1, 2), config_of=None):
+    ports = _free_ports(len(parties))
+    servers = []
+    for m, port in zip(parties, ports):
+        config = (config_of or {}).get(m) or _config(tmp_path, m, f"party{m}.toml", **kw)
+        servers.append(serve(PartyService(PartyConfig(
+            index=m, listen=f"127.0.0.1:{port}", directory=str(tmp_path / f"party{m}"),
+            tls=_tls(certs, f"party-{m}"), limits={"max_epsilon": 8.0}), config)))
+    return servers, [f"127.0.0.1:{p}" for p in ports]
+
+
+def _coordinator(config, certs, addresses):
+    tls = _tls(certs, "coordinator")
+    return config.with_overrides([
+        "run.backend=services", "run.parties=[" + ",".join(f"'{a}'" for a in addresses) + "]",
+        "run.tls={" + ", ".join(f"{k}='{v}'" for k, v in tls.items()) + "}"])
+
+
+def test_party_files_in_the_services_give_the_in_process_numbers_and_the_psi_crosses(
+        tmp_path, deployment_certs):
+    _files(tmp_path)
+    servers, addresses = _serve(tmp_path, deployment_certs, {})
+    try:
+        coord = _coordinator(_config(tmp_path, 1, "coord.toml"), deployment_certs, addresses)
+        with ServiceUnits(coord) as units:
+            remote = run_experiment(coord, plan=plan_run(coord, None, units),
+                                    with_baselines=False)
+    finally:
+        for s in servers:
+            s.stop(None).wait()
+    local = run_experiment(_config(tmp_path, None, "local.toml"), with_baselines=False)
+    assert _numbers(remote.metrics).equals(_numbers(local.metrics))
+    # the PSI's messages are the protocol's, the same count as in-process, and TCP carried them
+    comm = [c[c["phase"] == "alignment"].reset_index(drop=True)
+            for c in (remote.communication, local.communication)]
+    assert comm[0].equals(comm[1]) and comm[0]["sent_messages"].sum() > 0
+    assert remote.manifest["communication"]["transport"]["phases"]["alignment"][
+        "tcp_bytes"] > int(comm[0]["sent_bytes"].sum())
+    # the coordinator read party 1's file alone
+    files = remote.manifest["dataset"]["provenance"]["parties"]
+    assert [f["party"] for f in files] == [1]
+    assert remote.manifest["dataset"]["n_train"] == local.manifest["dataset"]["n_train"]
+
+
+@pytest.mark.parametrize("case, says", [
+    ("schema", "another schema: its [data] differs"),
+    ("id", "party 2 (p2.csv)"),
+    ("rows", "share 10 ID(s), below data.alignment.min_rows = 20"),
+])
+def test_a_party_file_that_does_not_match_is_one_line_naming_the_party(
+        tmp_path, deployment_certs, case, says):
+    _files(tmp_path)
+    coord = _config(tmp_path, 1, "coord.toml")
+    if case == "schema":  # party 2 was started with other columns of its own
+        _config(tmp_path, 2, "party2.toml")
+        path = tmp_path / "party2.toml"
+        path.write_text(path.read_text().replace('p2.csv"\nid = "cid"',
+                                                 'p2.csv"\nid = "cid"\nfeatures = ["x2", "x3"]'))
+        servers, addresses = _serve(tmp_path, deployment_certs, {},
+                                    config_of={2: load_config(path)})
+    elif case == "rows":  # party 2 holds 10 of party 1's IDs
+        p1 = pd.read_csv(tmp_path / "p1.csv")
+        p2 = pd.read_csv(tmp_path / "p2.csv")
+        p2[~p2["cid"].isin(p1["cid"])].head(5).pipe(
+            lambda f: pd.concat([f, p2[p2["cid"].isin(p1["cid"])].head(10)])).to_csv(
+            tmp_path / "p2.csv", index=False)
+        servers, addresses = _serve(tmp_path, deployment_certs, {})
+    else:  # party 2's file has no column "cid": the service refuses to start
+        pd.read_csv(tmp_path / "p2.csv").rename(columns={"cid": "key"}).to_csv(
+            tmp_path / "p2.csv", index=False)
+        path = tmp_path / "party2.toml"
+        _config(tmp_path, 2, "party2.toml")
+        text = path.read_text() + ('\n[party]\nindex = 2\ninsecure = true\n'
+                                   'listen = "127.0.0.1:1"\n[party.limits]\nmax_epsilon = 8.0\n')
+        path.write_text(text)
+        proc = vfl("party", "serve", "--config", path)
+        assert_one_line_error(proc, says)
+        return
+    try:
+        path = tmp_path / "run.toml"
+        _write_config(_coordinator(coord, deployment_certs, addresses), path)
+        proc = vfl("run", "--config", path, "--out", tmp_path / "run", "--quiet")
+    finally:
+        for s in servers:
+            s.stop(None).wait()
+    assert_one_line_error(proc, f"party 2 at {addresses[1]}", says)
+    assert not (tmp_path / "run").exists()
