@@ -691,9 +691,6 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
                     checkpoint_every=_integer("run.checkpoint_every",
                                               r.get("checkpoint_every", 10), minimum=0),
                     **_services(r))
-    if run.backend == "dask" and data.dataset == "parties":
-        raise ConfigError("run.backend = 'dask' with party files: not yet (each worker would "
-                          "read every party's file); leave run.backend unset")
     if run.backend in ("dask", "services") and data.dataset == "parties" and \
             data.options.get("stratify"):
         raise ConfigError(f"run.backend = {run.backend!r} with party files: data.stratify = true "

@@ -34,7 +34,7 @@ from vfl.datasets.parties.psi import _HEADER, pack, unpack
 from .config import Config
 from .settings import VerticalSetting, fit_config_stage
 
-__all__ = ["OwnParty", "RemotePeer", "LabelHolderSetting", "frame", "messages",
+__all__ = ["OwnParty", "RemotePeer", "LabelHolderSetting", "frame", "messages", "recording",
            "label_holder_records", "party_options"]
 
 PARTS = ("train", "test")
@@ -72,6 +72,16 @@ def messages(data: bytes) -> list[bytes]:
         out.append(bytes(data[at:end]))
         at = end
     return out
+
+
+def recording(call, kept: list):
+    """``call``, keeping every frame past the PSI (the agreed order, the widths): a party
+    restarted mid-run is told them again (the same rows, in the same order; no PSI again)."""
+    def recorded(data: bytes) -> bytes:
+        if unpack(messages(data[:_HEADER.size + 2])[0], "step", 1)[1][0] != STEPS["psi"]:
+            kept.append(data)
+        return call(data)
+    return recorded
 
 
 class OwnParty:

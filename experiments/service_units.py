@@ -81,6 +81,7 @@ class ServiceUnits(PhaseCounts, Units):
         self.ports = {int(a.rpartition(":")[2]) for a in self.addresses}
         self._failed = 0  # the host whose call failed first in the last exchange
         self.alignment_tcp = 0  # bytes TCP carried for the PSI (party files)
+        self._agreed: dict = {}  # party files: per party, the alignment frames past the PSI
         self.total = 0
 
     # -- connecting ----------------------------------------------------------------------
@@ -112,7 +113,7 @@ class ServiceUnits(PhaseCounts, Units):
         """Connect to every party, align party 1's file (read here, the coordinator's only
         file) with each party's own by the PSI over its channel, and return the label
         holder's records in the agreed order (:mod:`.party_sides`)."""
-        from .party_sides import label_holder_records
+        from .party_sides import label_holder_records, recording
 
         self.protocol = cls.protocol
         place = self.protocol.placement
@@ -140,7 +141,7 @@ class ServiceUnits(PhaseCounts, Units):
             if differ:
                 raise ConfigError(f"{label} was started for another schema: its [{differ[0]}] "
                                   "differs from the coordinator's")
-            call = self._aligner(k)
+            call = recording(self._aligner(k), self._agreed.setdefault(k, []))
             if m == 0:
                 own = call
             else:
@@ -165,7 +166,7 @@ class ServiceUnits(PhaseCounts, Units):
     def send_widths(self, own_width: int) -> list[int]:
         """Every party's column count (party 1's, ``own_width``, computed here when party 1
         is the coordinator), sent to every party for its own calibration."""
-        from .party_sides import send_widths
+        from .party_sides import recording, send_widths
 
         widths = [own_width] if self.first_unit else []
         for k in range(len(self.calls)):
@@ -174,7 +175,7 @@ class ServiceUnits(PhaseCounts, Units):
                 raise ConfigError(f"{self._label(k)} did not align its rows")
             widths.append(int(facts["width"]))
         for k in range(len(self.calls)):
-            send_widths(widths, self._aligner(k))
+            send_widths(widths, recording(self._aligner(k), self._agreed[k]))
         return widths
 
     def _connect(self, m: int) -> None:
@@ -355,6 +356,10 @@ class ServiceUnits(PhaseCounts, Units):
                     raise PartyLostError(f"{self._label(k)} was lost at {lost_at} and did not "
                                          f"answer again within {wait:g} s") from None
                 continue
+            if facts.get("aligned") is False and self._agreed.get(k):  # a party file
+                for frame in self._agreed[k]:  # its agreed rows and the widths, told again
+                    self._aligner(k)(frame)
+                facts = self._health(k, wait=2.0)
             if facts.get("width") != self.facts[k]["width"] or \
                     facts.get("rows") != self.facts[k]["rows"]:
                 raise PartyLostError(f"{self._label(k)} came back with other data")

@@ -177,3 +177,70 @@ def test_a_party_file_that_does_not_match_is_one_line_naming_the_party(
             s.stop(None).wait()
     assert_one_line_error(proc, f"party 2 at {addresses[1]}", says)
     assert not (tmp_path / "run").exists()
+
+
+def test_party_files_on_dask_each_worker_reads_its_own_file_to_the_same_numbers(
+        tmp_path, monkeypatch):
+    distributed = pytest.importorskip("dask.distributed")
+    from vfl.datasets.parties import table
+    from vfl.experiments.dask_units import dask_backend
+
+    _files(tmp_path)
+    config = _config(tmp_path, None, "local.toml")
+    local = run_experiment(config, with_baselines=False)
+    read = []
+    real = table.load_party
+    monkeypatch.setattr(table, "load_party", lambda spec, **kw: read.append(spec.index)
+                        or real(spec, **kw))
+    dask = config.with_overrides(["run.backend=dask"])
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  protocol="tcp://", host="127.0.0.1",
+                                  dashboard_address=None) as c, \
+            dask_backend(dask, c.scheduler_address, None) as backend:
+        remote = run_experiment(dask, plan=plan_run(dask, None, backend), with_baselines=False)
+    assert _numbers(remote.metrics).equals(_numbers(local.metrics))
+    # party 1's file by the coordinator and by party 1's worker, party 2's by its worker
+    assert sorted(read) == [1, 1, 2]
+    comm = [c[c["phase"] == "alignment"].reset_index(drop=True)
+            for c in (remote.communication, local.communication)]
+    assert comm[0].equals(comm[1])
+
+
+@pytest.mark.slow
+def test_a_party_restarted_mid_run_is_told_its_agreed_rows_again_to_the_same_numbers(
+        tmp_path, deployment_certs):
+    import threading
+
+    _files(tmp_path)
+    servers, addresses = _serve(tmp_path, deployment_certs, {"epochs": 4})
+    port = int(addresses[1].rpartition(":")[2])
+
+    def restart():
+        servers[1] = serve(PartyService(PartyConfig(
+            index=2, listen=f"127.0.0.1:{port}", directory=str(tmp_path / "party2"),
+            tls=_tls(deployment_certs, "party-2"), limits={"max_epsilon": 8.0}),
+            _config(tmp_path, 2, "party2.toml", epochs=4)))
+
+    state = {"updates": 0, "done": False}
+    try:
+        coord = _coordinator(_config(tmp_path, 1, "coord.toml", epochs=4), deployment_certs,
+                             addresses).with_overrides(["run.party_wait=10"])
+        with ServiceUnits(coord) as units:
+            send = units._send
+
+            def watched(session, call, requests, seqs):
+                state["updates"] += call.name == "update"
+                if not state["done"] and call.name == "update" and state["updates"] == 3:
+                    state["done"] = True
+                    servers[1].stop(None).wait()
+                    threading.Timer(0.2, restart).start()
+                return send(session, call, requests, seqs)
+            units._send = watched
+            remote = run_experiment(coord, plan=plan_run(coord, None, units),
+                                    with_baselines=False)
+    finally:
+        for s in servers:
+            s.stop(None).wait()
+    local = run_experiment(_config(tmp_path, None, "local.toml", epochs=4), with_baselines=False)
+    assert state["done"] and [r["party"] for r in remote.manifest["backend"]["recoveries"]] == [2]
+    assert _numbers(remote.metrics).equals(_numbers(local.metrics))
