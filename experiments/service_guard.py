@@ -46,14 +46,20 @@ class Guard:
     """Party ``m``'s (1-based) limits, floor and ledger (see the module docstring).
 
     ``floor``: the least noise multiplier ``scale / sensitivity`` it accepts;
-    ``sensitivity``: its own enforced sensitivity of one release; ``budget``: its total
-    epsilon at ``delta`` (None: no budget beyond the floor).
+    ``sensitivity``: its own enforced sensitivity of one release (one per kind of release,
+    each with its own floor, when the party makes several: private stacking's model, shares
+    and moments); ``budget``: its total epsilon at ``delta`` (None: no budget beyond the
+    floor).
     """
 
-    def __init__(self, directory, m: int, *, floor: float, sensitivity: float, delta: float,
+    def __init__(self, directory, m: int, *, floor, sensitivity, delta: float,
                  accountant: str, budget: float | None, deployment: bool):
         self.dir, self.m = Path(directory), int(m)
-        self.floor, self.sensitivity = float(floor), float(sensitivity)
+        self.floors = np.atleast_1d(np.asarray(floor, dtype=float))
+        self.sensitivities = np.atleast_1d(np.asarray(sensitivity, dtype=float))
+        if self.floors.shape != self.sensitivities.shape:
+            raise ValueError("one floor per kind of release")
+        self.floor, self.sensitivity = float(self.floors.min()), float(self.sensitivities[0])
         self.delta, self.budget, self.deployment = float(delta), budget, bool(deployment)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / RECORD
@@ -85,14 +91,17 @@ class Guard:
                          "deployment release is never drawn again")
         if mechanism != "gaussian":
             self._refuse(f"a {mechanism} release: this party accepts Gaussian releases only")
-        if not np.isclose(sensitivity, self.sensitivity, rtol=1e-12, atol=0.0):
+        kind = np.flatnonzero(np.isclose(sensitivity, self.sensitivities, rtol=1e-12, atol=0.0))
+        if not kind.size:
+            own = ", ".join(f"{v:.6g}" for v in self.sensitivities)
             self._refuse(f"the request states sensitivity {sensitivity:.6g}, the party's own "
-                         f"is {self.sensitivity:.6g}")
-        event = _release(scale, self.sensitivity, size, exact)
+                         f"{'is' if self.sensitivities.size == 1 else 'are'} {own}")
+        floor = float(self.floors[kind[0]])
+        event = _release(scale, float(self.sensitivities[kind[0]]), size, exact)
         z = float(event.scale[0] / event.sensitivity[0])
-        if not z >= self.floor * (1 - 1e-9):
+        if not z >= floor * (1 - 1e-9):
             self._refuse(f"noise multiplier {z:.6g} is below the party's floor "
-                         f"{self.floor:.6g} (sigma {scale:.6g})")
+                         f"{floor:.6g} (sigma {scale:.6g})")
         run_ledger = self.runs.setdefault(run, PrivacyLedger(self.delta, self.accountant))
         after = self.total.with_releases([event])
         spent = after.epsilon()

@@ -27,6 +27,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+
+import numpy as np
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,8 +162,8 @@ class _PartyEnv(StreamEnv):
                                      "deployment release is never drawn again")
         elif guard is not None and not (scale == 0 if _scalar(scale) else False):
             run, repeat, seq = self.service.current
-            guard.admit(run=run, repeat=repeat, seq=seq, scale=float(scale),
-                        sensitivity=float(sensitivity), size=int(mean.size),
+            guard.admit(run=run, repeat=repeat, seq=seq, scale=_one(scale),
+                        sensitivity=_one(sensitivity), size=int(np.size(mean)),
                         exact=isinstance(rng, ExactSampler), mechanism=mechanism)
         return super().release(mean, units=units, scale=scale, sensitivity=sensitivity, rng=rng,
                                mechanism=mechanism, size=size, l2_sensitivity=l2_sensitivity,
@@ -169,9 +171,15 @@ class _PartyEnv(StreamEnv):
 
 
 def _scalar(v) -> bool:
-    import numpy as np
-
     return np.ndim(v) == 0
+
+
+def _one(v) -> float:
+    """The party's one value of a per-unit array (it is one unit), or the scalar."""
+    v = np.ravel(np.asarray(v, dtype=float))
+    if v.size != 1:
+        raise PrivacyRefused(f"refused: a release for {v.size} units; this party is one")
+    return float(v[0])
 
 
 class PartyService:
@@ -261,20 +269,21 @@ class PartyService:
             raise ConfigError(f"party {self.m}: give party.limits.max_epsilon or "
                               "party.limits.min_sigma (the least noise it accepts)")
         params, T, k = dict(self.config.solver.values), self.config.solver.epochs, self.m - 1
-        try:
+        try:  # (per unit: one value, or one per kind of release the unit makes)
             _, sens = cls.unit_noise(widths, N, objective, params, values, T)
+            sens = np.atleast_1d(np.asarray(sens[k], dtype=float))
             floors = []
             if limits.get("max_epsilon") is not None:  # its own calibration at its own epsilon
                 sigmas, _ = cls.unit_noise(widths, N, objective, params, {
                     **values, "epsilon": float(limits["max_epsilon"]), "sigma": 0.0}, T)
-                floors.append(float(sigmas[k] / sens[k]))
+                floors.append(np.atleast_1d(np.asarray(sigmas[k], dtype=float)) / sens)
         except NotImplementedError as exc:
             raise ConfigError(f"party {self.m}: {exc}") from None
         if limits.get("min_sigma") is not None:
-            floors.append(float(limits["min_sigma"]) / float(sens[k]))
-        floor = max(floors)
+            floors.append(float(limits["min_sigma"]) / sens)
+        floor = np.max(floors, axis=0)
         budget = limits.get("budget_epsilon")
-        return Guard(Path(self.pc.directory), self.m, floor=floor, sensitivity=float(sens[k]),
+        return Guard(Path(self.pc.directory), self.m, floor=floor, sensitivity=sens,
                      delta=float(values["delta"]), accountant=values.get("accountant", "pld"),
                      budget=None if budget is None else float(budget),
                      deployment=self.deployment)
@@ -287,7 +296,8 @@ class PartyService:
                            "width": self.width, "test_rows": self.test_rows,
                            "max_row_norm": self.max_row_norm,
                            "deployment": self.deployment, "digest": self.digest,
-                           "floor": None if self.guard is None else self.guard.floor}).encode()
+                           "floor": None if self.guard is None else
+                           self.guard.floors.tolist()}).encode()
 
     def open(self, frame: bytes, run: str) -> bytes:
         self.current = (run, 0, None)

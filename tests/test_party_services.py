@@ -47,23 +47,19 @@ lam = 0.01
 [solver]
 name = "{solver}"
 epochs = {epochs}
-blas_threads = 1
 {solver_extra}
 [privacy]
 delta = 1e-5
 epsilon = 8.0
-calibration = "sound"
-neighbours = "row"
-b1 = 1.0
-clip = 1.0
-input_clip = 2.0
 {privacy_extra}
 replayable_noise = true
 [run]
 baselines = "none"
 """
-SHARING = {"solver": "admm_sharing", "epochs": 3, "solver_extra": "rho = 0.4",
-           "privacy_extra": 'form = "output"'}
+SHARING = {"solver": "admm_sharing", "epochs": 3, "solver_extra": "rho = 0.4\nblas_threads = 1",
+           "privacy_extra": 'form = "output"\ncalibration = "sound"\nneighbours = "row"\n'
+                            'b1 = 1.0\nclip = 1.0\ninput_clip = 2.0'}
+STACKING = {"solver": "private_stacking", "epochs": 1, "solver_extra": "", "privacy_extra": ""}
 
 
 def _files(d, n=160, seed=0):
@@ -90,14 +86,14 @@ def _config(d, who: int | None, name: str, **kw):
     return load_config(path)
 
 
-def _serve(tmp_path, certs, kw, parties=(1, 2), config_of=None):
+def _serve(tmp_path, certs, kw, parties=(1, 2), config_of=None, limits=None):
     ports = _free_ports(len(parties))
     servers = []
     for m, port in zip(parties, ports):
         config = (config_of or {}).get(m) or _config(tmp_path, m, f"party{m}.toml", **kw)
         servers.append(serve(PartyService(PartyConfig(
             index=m, listen=f"127.0.0.1:{port}", directory=str(tmp_path / f"party{m}"),
-            tls=_tls(certs, f"party-{m}"), limits={"max_epsilon": 8.0}), config)))
+            tls=_tls(certs, f"party-{m}"), limits=limits or {"max_epsilon": 8.0}), config)))
     return servers, [f"127.0.0.1:{p}" for p in ports]
 
 
@@ -244,3 +240,33 @@ def test_a_party_restarted_mid_run_is_told_its_agreed_rows_again_to_the_same_num
     local = run_experiment(_config(tmp_path, None, "local.toml", epochs=4), with_baselines=False)
     assert state["done"] and [r["party"] for r in remote.manifest["backend"]["recoveries"]] == [2]
     assert _numbers(remote.metrics).equals(_numbers(local.metrics))
+
+
+def _records(tmp_path, m):
+    import json
+
+    path = tmp_path / f"party{m}" / "releases.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_private_stackings_passive_party_is_a_service_that_calibrates_and_records_its_own_noise(
+        tmp_path, deployment_certs):
+    _files(tmp_path)
+    servers, addresses = _serve(tmp_path, deployment_certs, STACKING, parties=(2,))
+    try:
+        coord = _coordinator(_config(tmp_path, 1, "coord.toml", **STACKING), deployment_certs,
+                             addresses)
+        with ServiceUnits(coord) as units:
+            remote = run_experiment(coord, plan=plan_run(coord, None, units),
+                                    with_baselines=False)
+    finally:
+        for s in servers:
+            s.stop(None).wait()
+    local = run_experiment(_config(tmp_path, None, "local.toml", **STACKING),
+                           with_baselines=False)
+    assert _numbers(remote.metrics).equals(_numbers(local.metrics))
+    recs = _records(tmp_path, 2)  # its model, its shares and their moments, each on record
+    assert len(recs) == 3 and len({r["sensitivity"] for r in recs}) == 3
+    # the party's own ledger and the coordinator's: the same epsilon after the round
+    np.testing.assert_allclose(recs[-1]["epsilon_run"], remote.metrics["epsilon_tight"].iloc[-1],
+                               rtol=1e-9)

@@ -495,9 +495,6 @@ def test_fdml_sgd_and_private_stacking_run_as_party_services_to_the_same_numbers
     ("papers/ldp/configs/ldp-dvp-admm-n10.toml", [],
      "run.backend = 'services': dvp_admm does not run as party services yet (these do: "
      "admm_sharing, fdml_sgd, private_stacking)"),
-    ("configs/own-data/stacking.toml", [],
-     "run.backend = 'services' runs private_stacking without privacy accounting at the "
-     "parties yet"),
 ])
 def test_what_does_not_run_as_party_services_is_refused_in_one_line(tmp_path, config, sets,
                                                                     says):
