@@ -73,19 +73,27 @@ class Guard:
                     continue
                 rec = json.loads(line)
                 self.total.add([_event(rec)])
-                self.drawn.add((rec["run"], rec["repeat"], rec["seq"]))
+                self.drawn.add((rec["run"], rec["repeat"], rec["seq"], rec.get("part", 0)))
                 self.records += 1
         self.runs: dict = {}  # run -> its own ledger
         self.counts: dict = {}  # run -> its releases
+
+    def recalibrate(self, floor, sensitivity) -> None:
+        """The floors and sensitivities of another repeat's data (its ledger stays)."""
+        self.floors = np.atleast_1d(np.asarray(floor, dtype=float))
+        self.sensitivities = np.atleast_1d(np.asarray(sensitivity, dtype=float))
+        self.floor, self.sensitivity = float(self.floors.min()), float(self.sensitivities[0])
 
     def epsilon(self, run: str | None = None) -> float:
         ledger = self.total if run is None else self.runs.get(run)
         return 0.0 if ledger is None else ledger.epsilon()
 
     def admit(self, *, run: str, repeat: int, seq: int | None, scale: float, sensitivity: float,
-              size: int, exact: bool, mechanism: str = "gaussian") -> None:
-        """Check one release and write it down, or refuse it (nothing drawn)."""
-        key = (run, int(repeat), seq)
+              size: int, exact: bool, mechanism: str = "gaussian", part: int = 0) -> None:
+        """Check one release and write it down, or refuse it (nothing drawn). ``part``: which
+        release of the request it is (a request may ask for several: private stacking's
+        model, shares and moments)."""
+        key = (run, int(repeat), seq, int(part))
         if self.deployment and key in self.drawn:
             self._refuse(f"the release of request {seq} of run {run} was drawn already; a "
                          "deployment release is never drawn again")
@@ -111,7 +119,8 @@ class Guard:
         run_ledger.add([event])
         self.total = after
         rec = {"time": round(time.time(), 3), "party": self.m, "run": run, "repeat": int(repeat),
-               "seq": seq, "release": self.counts.get(run, 0) + 1, "mechanism": mechanism,
+               "seq": seq, "part": int(part), "release": self.counts.get(run, 0) + 1,
+               "mechanism": mechanism,
                "scale": float(event.scale[0]), "sensitivity": float(event.sensitivity[0]),
                "size": int(size), "exact": bool(exact),
                "epsilon_run": run_ledger.epsilon(), "epsilon_total": spent,

@@ -162,7 +162,8 @@ class _PartyEnv(StreamEnv):
                                      "deployment release is never drawn again")
         elif guard is not None and not (scale == 0 if _scalar(scale) else False):
             run, repeat, seq = self.service.current
-            guard.admit(run=run, repeat=repeat, seq=seq, scale=_one(scale),
+            part, self.service.part = self.service.part, self.service.part + 1
+            guard.admit(run=run, repeat=repeat, seq=seq, part=part, scale=_one(scale),
                         sensitivity=_one(sensitivity), size=int(np.size(mean)),
                         exact=isinstance(rng, ExactSampler), mechanism=mechanism)
         return super().release(mean, units=units, scale=scale, sensitivity=sensitivity, rng=rng,
@@ -191,14 +192,10 @@ class PartyService:
         protocol = cls.protocol
         if protocol is None or "services" not in cls.backends:
             raise ConfigError(f"party {self.m}: {cls.name} does not run as party services")
-        if not protocol.placement.own_worker:
-            raise ConfigError(f"party {self.m}: {cls.name}'s {protocol.placement.plural} are "
-                              "not parties with data of their own; it cannot run as party "
-                              "services")
         self.cls, self.protocol = cls, protocol
         p = config.privacy
         self.deployment = bool(p.claims_guarantee and not p.replayable_noise)
-        self.guard, self.own, self.data = None, None, None
+        self.guard, self.own, self.data, self.setting = None, None, None, None
         self.rows = self.width = self.test_rows = None
         self.max_row_norm = None
         if config.data.dataset == "parties":  # its own file; its block once aligned (Align)
@@ -209,6 +206,7 @@ class PartyService:
             self._hold_registry(cls, data_dir)
         self.host = Host(protocol, simulation=not self.deployment)
         self.current: tuple = ("", 0, None)  # (run, repeat, seq) of the request in hand
+        self.part = 0  # which release of that request is next
         self.replaying = False
         self.repeat = 0
         self.digest = public_digest(config)
@@ -219,22 +217,25 @@ class PartyService:
         dataset, _ = _load_config_dataset(config, data_dir, True)
         setting = prepare(config, dataset, cls)
         prepared = _prepare(setting, config, 0)
-        if not isinstance(prepared.data, VerticalData):
-            raise ConfigError(f"party {self.m}: party services hold vertical parties only")
-        blocks = prepared.data.blocks
-        if not protocol.placement.first < self.m <= len(blocks):
-            raise ConfigError(f"party {self.m}: the partition has {len(blocks)} parties" if
-                              self.m > len(blocks) else f"party {self.m} is {cls.name}'s "
-                              "coordinator, not a party service")
+        vertical = isinstance(prepared.data, VerticalData)
+        place = protocol.placement
+        units = prepared.data.blocks if vertical else prepared.data.A
+        if not place.first < self.m <= len(units):
+            raise ConfigError(f"{place.word} {self.m}: the partition has {len(units)} "
+                              f"{place.plural}" if self.m > len(units) else
+                              f"party {self.m} is {cls.name}'s coordinator, not a party service")
         k = self.m - 1
-        self._hold(prepared.data.cut(k, self.m, prepared.test))
+        # rows dealt afresh per repeat (providers): the setting stays to deal the later ones
+        self.setting = None if setting.same_units_every_repeat else setting
+        self._hold(prepared.data.cut(k, self.m, prepared.test if vertical else None))
         if config.privacy.claims_guarantee:
-            self.guard = self._guard(cls, [int(B.shape[1]) for B in blocks], self.rows,
-                                     prepared.objective)
+            self.guard = self._guard(*self._calibrated(prepared))
 
-    def _hold(self, data) -> None:
-        self.data = data
+    def _hold(self, data, repeat: int = 0) -> None:
+        self.data, self.held = data, repeat
         B = data.blocks[0]
+        if B.ndim == 3:  # a provider's rows (1, m, d)
+            B = B[0]
         self.rows, self.width = int(B.shape[0]), int(B.shape[1])
         self.test_rows = int(data.test[0].shape[0]) if data.test is not None else 0
         self.max_row_norm = float(row_norms(B).max(initial=0.0))
@@ -252,10 +253,26 @@ class PartyService:
             self._hold(self.own.data)
         widths = getattr(self.own, "widths", None)
         if widths is not None and self.guard is None and self.config.privacy.claims_guarantee:
-            self.guard = self._guard(self.cls, widths, self.rows, self.own.objective)
+            self.guard = self._guard(*self._calibration(self.cls, widths, self.rows,
+                                                        self.own.objective))
         return reply
 
-    def _guard(self, cls, widths, N, objective) -> Guard:
+    def _calibrated(self, prepared):
+        """``(floor, sensitivity)`` of its releases on this repeat's data, from its own config
+        (a provider pre-trains its own D_w on the public rows, as the trainer does)."""
+        cls, data = self.cls, prepared.data
+        vertical = isinstance(data, VerticalData)
+        units = data.blocks if vertical else data.A
+        params = dict(self.config.solver.values)
+        if not vertical and hasattr(cls, "d_w"):
+            try:
+                params["D_w"] = cls.d_w(data.public, prepared.objective, params, len(units))[0]
+            except ValueError as exc:
+                raise ConfigError(f"party {self.m}: {exc}") from None
+        return self._calibration(cls, [int(B.shape[-1]) for B in units], self.rows,
+                                 prepared.objective, params)
+
+    def _calibration(self, cls, widths, N, objective, params=None):
         """The floor and sensitivity from the party's own config and limits."""
         limits, values = self.pc.limits, dict(self.config.privacy.values)
         accepted = limits.get("neighbours")
@@ -268,21 +285,26 @@ class PartyService:
         if limits.get("max_epsilon") is None and limits.get("min_sigma") is None:
             raise ConfigError(f"party {self.m}: give party.limits.max_epsilon or "
                               "party.limits.min_sigma (the least noise it accepts)")
-        params, T, k = dict(self.config.solver.values), self.config.solver.epochs, self.m - 1
+        T, k = self.config.solver.epochs, self.m - 1
+        params = dict(self.config.solver.values) if params is None else params
         try:  # (per unit: one value, or one per kind of release the unit makes)
             _, sens = cls.unit_noise(widths, N, objective, params, values, T)
             sens = np.atleast_1d(np.asarray(sens[k], dtype=float))
             floors = []
             if limits.get("max_epsilon") is not None:  # its own calibration at its own epsilon
                 sigmas, _ = cls.unit_noise(widths, N, objective, params, {
-                    **values, "epsilon": float(limits["max_epsilon"]), "sigma": 0.0}, T)
+                    **values, "epsilon": float(limits["max_epsilon"]), "sigma": 0.0,
+                    **({"epsilon_per_iteration": None} if "epsilon_per_iteration" in values
+                       else {})}, T)
                 floors.append(np.atleast_1d(np.asarray(sigmas[k], dtype=float)) / sens)
-        except NotImplementedError as exc:
+        except (NotImplementedError, ValueError) as exc:
             raise ConfigError(f"party {self.m}: {exc}") from None
         if limits.get("min_sigma") is not None:
             floors.append(float(limits["min_sigma"]) / sens)
-        floor = np.max(floors, axis=0)
-        budget = limits.get("budget_epsilon")
+        return np.max(floors, axis=0), sens
+
+    def _guard(self, floor, sens) -> Guard:
+        values, budget = self.config.privacy.values, self.pc.limits.get("budget_epsilon")
         return Guard(Path(self.pc.directory), self.m, floor=floor, sensitivity=sens,
                      delta=float(values["delta"]), accountant=values.get("accountant", "pld"),
                      budget=None if budget is None else float(budget),
@@ -308,8 +330,11 @@ class PartyService:
             raise ConfigError(f"party {self.m}: its rows are not aligned yet")
         if self.config.privacy.claims_guarantee and self.guard is None:
             raise ConfigError(f"party {self.m}: it has not calibrated its noise (no widths)")
-        if repeat != 0:
-            raise ConfigError(f"party {self.m}: one repeat per run in the party services")
+        if self.setting is not None and repeat != self.held:  # its rows of this repeat
+            prepared = _prepare(self.setting, self.config, repeat)
+            self._hold(prepared.data.cut(self.m - 1, self.m), repeat)
+            if self.guard is not None:  # this repeat's schedule (its own public rows' D_w)
+                self.guard.recalibrate(*self._calibrated(prepared))
         self.current = (self.current[0], repeat, None)
         return self.host.open(self.data, spec, _PartyEnv(_streams(self.config, repeat), self))
 
@@ -321,7 +346,7 @@ class PartyService:
             # an adopted round, or the journal's bookkeeping: the coordinator's replay
             self.replaying = kind == Frame.ADOPT or (
                 number < len(calls) and calls[number].kind is CONTROL)
-        self.current = (run, self.current[1], seq)
+        self.current, self.part = (run, self.current[1], seq), 0
         try:
             return codec.serve(self.host, frame, self._open)
         finally:

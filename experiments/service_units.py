@@ -59,8 +59,6 @@ class ServiceUnits(PhaseCounts, Units):
         run = config.run
         self.config, self.addresses = config, list(run.parties)
         self.insecure = run.insecure
-        if run.repeats != 1:
-            raise ConfigError("run.backend = 'services' runs one repeat (run.repeats = 1)")
         for k, address in enumerate(self.addresses):
             if self.insecure and not loopback(address.rpartition(":")[0].strip("[]")):
                 raise ConfigError(f"party {k + 1} at {address}: run.insecure (plaintext) is "
@@ -89,10 +87,9 @@ class ServiceUnits(PhaseCounts, Units):
         cls = get_solver(self.config.solver.name)
         self.protocol = cls.protocol
         place = self.protocol.placement
-        if not isinstance(first.data, VerticalData) or not place.own_worker:
-            raise ConfigError(f"run.backend = 'services': {cls.name}'s {place.plural} are not "
-                              "parties of a vertical run")
-        self.total, self.first_unit = len(first.data.blocks), place.first
+        self.vertical = isinstance(first.data, VerticalData)
+        self.total = len(first.data.blocks if self.vertical else first.data.A)
+        self.first_unit = place.first
         served = self.total - place.first
         if len(self.addresses) != served:
             coordinator = f" (party {place.first} is the coordinator)" if place.first else ""
@@ -201,7 +198,8 @@ class ServiceUnits(PhaseCounts, Units):
             self.calls.append(calls)
 
     def _label(self, k: int) -> str:
-        return f"party {k + self.first_unit + 1} at {self.addresses[k]}"
+        word = self.protocol.placement.word if self.protocol is not None else "party"
+        return f"{word} {k + self.first_unit + 1} at {self.addresses[k]}"
 
     def _health(self, k: int, wait: float) -> dict:
         import grpc
@@ -237,7 +235,10 @@ class ServiceUnits(PhaseCounts, Units):
         if (facts.get("protocol"), facts.get("version")) != (proto.name, proto.version):
             raise ConfigError(f"{label} was started for protocol {facts.get('protocol')} version "
                               f"{facts.get('version')}, not {proto.name} version {proto.version}")
-        N, d = len(first.data.y), first.data.blocks[m].shape[1]
+        if self.vertical:
+            N, d = len(first.data.y), first.data.blocks[m].shape[1]
+        else:  # a provider: its rows and their width
+            N, d = first.data.A.shape[1], first.data.A.shape[2]
         if facts.get("rows") != N:
             raise ConfigError(f"{label} holds {facts.get('rows')} rows, the coordinator "
                               f"{N}")
@@ -267,6 +268,11 @@ class ServiceUnits(PhaseCounts, Units):
     @property
     def widths(self) -> list[int]:
         return [f["width"] for f in self.facts]
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """``(N, m, d)``: the providers, each one's rows and their width (horizontal)."""
+        return (self.total, self.facts[0]["rows"], self.facts[0]["width"])
 
     @property
     def max_row_norms(self) -> list[float]:

@@ -270,3 +270,47 @@ def test_private_stackings_passive_party_is_a_service_that_calibrates_and_record
     # the party's own ledger and the coordinator's: the same epsilon after the round
     np.testing.assert_allclose(recs[-1]["epsilon_run"], remote.metrics["epsilon_tight"].iloc[-1],
                                rtol=1e-9)
+
+
+#: DP-ADMM (Huang et al. 2019, Algorithm 3) on 3 providers, two repeats (a fresh deal each)
+PROVIDERS = {
+    "name": "providers",
+    "data": {"dataset": "synthetic",
+             "options": {"n_train": 200, "n_test": 60, "n_features": 5, "seed": 2}},
+    "preprocessing": {"row_clip": 1.0},
+    "partition": {"agents": 3, "samples_per_agent": 30, "public": 40, "held_out": "test_part"},
+    "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
+    "solver": {"name": "dp_admm", "epochs": 4},
+    "privacy": {"epsilon": 1.0, "delta": 1e-3, "replayable_noise": True},
+    "run": {"repeats": 2, "baselines": "none"},
+}
+
+
+def test_dp_admms_providers_are_services_that_calibrate_their_own_noise_over_two_repeats(
+        tmp_path, deployment_certs):
+    from vfl.experiments.config import config_from_dict
+
+    config = config_from_dict(PROVIDERS)
+    ports = _free_ports(3)
+    servers = [serve(PartyService(PartyConfig(
+        index=m, listen=f"127.0.0.1:{port}", directory=str(tmp_path / f"party{m}"),
+        tls=_tls(deployment_certs, f"party-{m}"), limits={"max_epsilon": 1.0}), config))
+        for m, port in zip((1, 2, 3), ports)]
+    try:
+        coord = _coordinator(config, deployment_certs, [f"127.0.0.1:{p}" for p in ports])
+        with ServiceUnits(coord) as units:
+            remote = run_experiment(coord, plan=plan_run(coord, None, units),
+                                    with_baselines=False)
+    finally:
+        for s in servers:
+            s.stop(None).wait()
+    local = run_experiment(config, with_baselines=False)
+    assert _numbers(remote.metrics).equals(_numbers(local.metrics))
+    assert _numbers(remote.repeats).equals(_numbers(local.repeats))
+    for m in (1, 2, 3):  # every provider's releases, each on its own record: 4 per repeat
+        recs = _records(tmp_path, m)
+        assert [r["repeat"] for r in recs] == [0] * 4 + [1] * 4
+    from vfl.experiments.summary import run_summary
+
+    summary = run_summary(remote, tmp_path / "run", 1.0)
+    assert "TCP connections to the party services" in summary and "workers" not in summary

@@ -494,7 +494,7 @@ def test_fdml_sgd_and_private_stacking_run_as_party_services_to_the_same_numbers
 @pytest.mark.parametrize("config, sets, says", [
     ("papers/ldp/configs/ldp-dvp-admm-n10.toml", [],
      "run.backend = 'services': dvp_admm does not run as party services yet (these do: "
-     "admm_sharing, fdml_sgd, private_stacking)"),
+     "admm_sharing, dp_admm, fdml_sgd, private_stacking)"),
 ])
 def test_what_does_not_run_as_party_services_is_refused_in_one_line(tmp_path, config, sets,
                                                                     says):
