@@ -432,9 +432,11 @@ def run_party(config_path, data_dir, overrides, echo) -> None:
     server = serve(service)
     floor = "" if service.guard is None else \
         f", noise floor {service.guard.floor:.6g} x sensitivity"
+    held = (f"{service.rows} rows, {service.width} columns" if service.own is None else
+            f"{service.own.who}: {service.own.table.train.n_rows} rows before the alignment")
     echo(f"party {pc.index} serving {service.protocol.name} on {pc.listen} "
-         f"({'plaintext' if pc.insecure else 'mutual TLS'}; {service.rows} rows, "
-         f"{service.width} columns{floor}); its record: {Path(pc.directory) / 'releases.jsonl'}")
+         f"({'plaintext' if pc.insecure else 'mutual TLS'}; {held}{floor}); its record: "
+         f"{Path(pc.directory) / 'releases.jsonl'}")
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
