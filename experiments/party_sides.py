@@ -123,6 +123,9 @@ class OwnParty:
         if len(head) != 2 or head[0] not in STEPS.values() or head[1] >= len(PARTS):
             raise ValueError("alignment: an unknown step")
         step, part = head[0], PARTS[head[1]]
+        if step != STEPS["widths"] and self.aligned:  # its rows are fixed for the run
+            raise DataError(f"{self.who}: aligned already; its rows and their order are "
+                            "fixed for the run")
         if step != STEPS["widths"] and part not in self.parts:
             raise DataError(f"{self.who}: holds no {_WORD[part]} file")
         if step == STEPS["psi"] and len(got) == 2:

@@ -314,3 +314,25 @@ def test_dp_admms_providers_are_services_that_calibrate_their_own_noise_over_two
 
     summary = run_summary(remote, tmp_path / "run", 1.0)
     assert "TCP connections to the party services" in summary and "workers" not in summary
+
+
+def test_a_party_answers_the_psi_in_typed_frames_and_never_realigns(tmp_path):
+    from vfl.core.errors import DataError
+    from vfl.datasets.parties.align import align_with
+    from vfl.datasets.parties.psi import pack
+    from vfl.experiments.party_sides import OwnParty, RemotePeer, frame
+    from vfl.experiments.registry import get_solver
+
+    _files(tmp_path)
+    cls = get_solver("admm_sharing")
+    own = OwnParty(_config(tmp_path, 2, "party2.toml"), 2, strict=False)
+    one = OwnParty(_config(tmp_path, 1, "party1.toml"), 1, strict=False)
+    call = lambda data: own.serve(data, cls)  # noqa: E731
+    got = align_with((one.who, one.table.train.ids, one.table.id_type),
+                     [RemotePeer(own.who, own.table.id_type, "train", call)], seed=0)
+    # its block: the aligned rows, the test rows held out of them (test_fraction)
+    assert own.aligned and own.rows_n + own.test_rows == got.size
+    with pytest.raises(DataError, match="aligned already"):
+        call(frame("psi", "train", pack("request", 32, bytes(32))))
+    with pytest.raises(ValueError, match="unknown step"):
+        call(pack("step", 1, bytes([9, 0])))

@@ -26,7 +26,7 @@ from vfl.admm.sharing.party import SHARING_PROTOCOL, Pull  # noqa: E402
 from vfl.experiments.config import load_config  # noqa: E402
 from vfl.experiments.runner import plan_run, run_experiment  # noqa: E402
 from vfl.experiments.service_party import PartyConfig, PartyService, serve  # noqa: E402
-from vfl.experiments.service_tls import issue, make_ca, write_deployment, _pem  # noqa: E402
+from vfl.experiments.service_tls import issue, make_ca, _pem  # noqa: E402
 from vfl.experiments.service_units import ServiceUnits  # noqa: E402
 
 BASE = """
