@@ -55,7 +55,7 @@ def _label_holder(conn, n: int, seed: int, out):
 
 
 def _party(conn, n: int, shift: int, out):
-    from vfl.datasets.parties.align import _keep
+    from vfl.datasets.parties.align import keep as _keep
     from vfl.datasets.parties.psi import PsiServer
 
     ids = [str(i + shift) for i in range(n)]

@@ -691,14 +691,10 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
                     checkpoint_every=_integer("run.checkpoint_every",
                                               r.get("checkpoint_every", 10), minimum=0),
                     **_services(r))
-    if run.backend == "dask" and data.dataset == "parties":
-        raise ConfigError("run.backend = 'dask' with party files: not yet (each worker would "
-                          "read every party's file; a party reads only its own in the party "
-                          "services to come); leave run.backend unset")
-    if run.backend == "services" and data.dataset == "parties":
-        raise ConfigError("run.backend = 'services' with party files: not yet (a party service "
-                          "reads a registry dataset's file; the PSI over the party channel is "
-                          "to come); use run.backend = 'dask' or leave it unset")
+    if run.backend in ("dask", "services") and data.dataset == "parties" and \
+            data.options.get("stratify"):
+        raise ConfigError(f"run.backend = {run.backend!r} with party files: data.stratify = true "
+                          "would need every party's labels to split its rows; set it false")
     if run.backend != "services" and (run.parties or run.tls or run.insecure):
         raise ConfigError("run.parties, run.tls and run.insecure apply to run.backend = "
                           "'services'")

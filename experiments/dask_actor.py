@@ -41,12 +41,20 @@ class UnitActor:
             from threadpoolctl import threadpool_limits  # (only where the config pins BLAS)
 
             threadpool_limits(blas_threads, user_api="blas")  # the whole process: its units
+        cls = get_solver(config.solver.name)
+        self.config, self.first, self.stop = config, int(first), int(stop)
+        self.host, self.own, self.cls = Host(cls.protocol), None, cls
+        if config.data.dataset == "parties":  # its own party file: the path travelled here
+            from .party_sides import OwnParty
+            from .runner import _strict
+
+            self.own = OwnParty(config, self.first + 1, strict=_strict(config))
+            self.vertical, self.setting, self.fingerprint = True, None, None
+            return
         # read here, never from a cache in memory (nor from the parsed-array one without use_cache)
         dataset, note = _load_config_dataset(config, data_dir, use_cache)
-        cls = get_solver(config.solver.name)
         setting = prepare(config, dataset, cls)
         prepared = _prepare(setting, config, 0)
-        self.config, self.first, self.stop = config, int(first), int(stop)
         self.vertical = isinstance(prepared.data, VerticalData)
         self._data = {0: self._cut(prepared)}
         # rows dealt afresh per repeat: the pool stays here to deal the later ones
@@ -55,7 +63,19 @@ class UnitActor:
         self.fingerprint = {**facts(self._data[0], self.vertical), "sha256": dataset.checksums,
                             "fallback": note}
         del dataset, prepared  # keep the units' data only (the labels stay behind)
-        self.host = Host(cls.protocol)
+
+    def align(self, frame: bytes) -> bytes:
+        """One alignment frame of the label holder's (party files, :mod:`.party_sides`); once
+        its rows are aligned the party holds its block."""
+        reply = self.own.serve(frame, self.cls)
+        if self.own.aligned and self.fingerprint is None:
+            self._data = {0: self.own.data}
+            self.fingerprint = {**facts(self.own.data, True), "sha256": None, "fallback": None,
+                                "id_type": self.own.table.id_type}
+        return reply
+
+    def alignment_facts(self) -> dict:
+        return {"who": self.own.who, **self.own.facts()}
 
     def _cut(self, prepared):
         return prepared.data.cut(self.first, self.stop,

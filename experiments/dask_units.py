@@ -137,6 +137,7 @@ class DaskUnits(PhaseCounts, Units):
         self._init_counts()  # per phase: TCP bytes, the codec's payload and framing
         self.total = 0  # the data's units (parties, providers, agents)
         self._facts: list[dict] = []  # what each actor read (its fingerprint)
+        self._agreed: dict = {}  # party files: per slot, the alignment frames past the PSI
 
     # -- the run's placement ---------------------------------------------------------
     def start(self, first, checksums) -> None:
@@ -147,6 +148,12 @@ class DaskUnits(PhaseCounts, Units):
         place = self.protocol.placement
         self.vertical = isinstance(first.data, VerticalData)
         self.total = len(first.data.blocks if self.vertical else first.data.A)
+        if self.slots:  # party files: placed and aligned already (align_parties)
+            self._facts = []
+            for s in self.slots:
+                self._check(s.label, s.worker, s.actor, facts(first.data.cut(s.first, s.stop),
+                                                              False), None)
+            return
         units = self.total - place.first
         wanted = units if place.own_worker else max(1, min(units, _cpus()))
         if self.client is None:  # no --cluster: a local one, one worker per unit or group
@@ -174,6 +181,53 @@ class DaskUnits(PhaseCounts, Units):
             self._check(label, worker, actor, facts(first.data.cut(a, b), False), checksums)
             self.slots.append(_Slot(actor, worker, label, a, b))
 
+    def align_parties(self, config: Config, cls):
+        """Party files: one actor per party on its worker, each reading its own file (the
+        path travels, never the data), aligned with party 1's file, read here, by the PSI
+        through the actors (:mod:`.party_sides`); returns the label holder's records."""
+        from .party_sides import label_holder_records, recording
+
+        self.protocol = cls.protocol
+        place = self.protocol.placement
+        M = len(config.data.options.get("party", []))
+        units = M - place.first
+        if self.client is None:
+            self.cluster, self.client = _local_cluster(units)
+            self.address = self.cluster.scheduler_address
+        workers = self._free_workers(units, wait=2.0)
+        if len(workers) < units:
+            raise ConfigError(too_few(self.address, workers, units, "parties",
+                                      "each party needs its own worker"))
+        ranges = [(m, m + 1) for m in range(place.first, M)]
+        futures = [self._submit(place.label(a, b), a, b, w) for (a, b), w in zip(ranges, workers)]
+        remote, own = [], None
+        for (a, b), future, worker in zip(ranges, futures, workers):
+            label = place.label(a, b)
+            actor = self._actor(label, worker, future)
+            self.slots.append(_Slot(actor, worker, label, a, b))
+
+            def call(frame, slot=self.slots[-1]):
+                return slot.actor.align(frame).result()
+            call = recording(call, self._agreed.setdefault(len(self.slots) - 1, []))
+            if a == 0:
+                own = call
+            else:
+                got = actor.alignment_facts().result()
+                remote.append((f"{label} on worker {worker}", got["id_type"], got["parts"],
+                               call))
+        return label_holder_records(config, remote, own)
+
+    def send_widths(self, own_width: int) -> list[int]:
+        """Every party's column count (party 1's, ``own_width``, computed here when party 1
+        is the coordinator); Dask's parties calibrate nothing of their own."""
+        widths = [own_width] if self.protocol.placement.first else []
+        for s in self.slots:
+            got = s.actor.describe().result()
+            if got is None:
+                raise ConfigError(f"{s.label} on worker {s.worker} did not align its rows")
+            widths += [shape[1] for shape in got["shapes"]]
+        return widths
+
     def _submit(self, label: str, first: int, stop: int, worker: str):
         return self.client.submit(UnitActor, self.config, self.data_dir, first, stop,
                                   self.config.solver.values.get("blas_threads"),
@@ -191,7 +245,8 @@ class DaskUnits(PhaseCounts, Units):
     def _check(self, label, worker, actor, expected: dict, checksums) -> None:
         got = actor.describe().result()
         if got["fallback"] or got["shapes"] != expected["shapes"] or \
-                got["units"] != expected["units"] or got["sha256"] != checksums:
+                got["units"] != expected["units"] or \
+                (checksums is not None and got["sha256"] != checksums):
             why = got["fallback"] or (
                 f"blocks of shapes {got['shapes']}, expected {expected['shapes']}"
                 if got["shapes"] != expected["shapes"] else "files with other checksums")
@@ -335,6 +390,8 @@ class DaskUnits(PhaseCounts, Units):
                 from None
         slot.actor = self._actor(slot.label, workers[0],
                                  self._submit(slot.label, slot.first, slot.stop, workers[0]))
+        for frame in self._agreed.get(k, ()):  # party files: the agreed rows, told again
+            slot.actor.align(frame).result()
         slot.worker = workers[0]
         return workers[0]
 

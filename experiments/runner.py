@@ -287,9 +287,18 @@ def plan_run(config: Config, data_dir=None, backend=None, *, keep_records: bool 
                           "runs are in-process: leave run.backend unset")
     cls = get_solver(config.solver.name)
     # ``raw``: records read already (vfl tune's rows declared public), else the config's data
-    dataset, note = (raw, None) if raw is not None else \
-        load_config_dataset(config, data_dir, keep=keep_records, use_cache=use_cache)
-    setting = prepare(config, dataset, cls)
+    if backend is not None and config.data.dataset == "parties" and raw is None:
+        # party files elsewhere: the coordinator reads party 1's file alone, and the PSI runs
+        # with every party's own process over its channel (vfl.experiments.party_sides)
+        from .party_sides import LabelHolderSetting, own_setting
+
+        dataset, note = backend.align_parties(config, cls), None
+        setting = own_setting(config, dataset, cls, 1, LabelHolderSetting)
+        setting.widths = backend.send_widths(int(setting._train[0].shape[1]))
+    else:
+        dataset, note = (raw, None) if raw is not None else \
+            load_config_dataset(config, data_dir, keep=keep_records, use_cache=use_cache)
+        setting = prepare(config, dataset, cls)
     info = _dataset_info(dataset, note, setting)
     checksums = dataset.checksums  # the workers check their reads against these
     first = _prepare(setting, config, 0)

@@ -55,21 +55,28 @@ class Guard:
     """Party ``m``'s (1-based) limits, floor and ledger (see the module docstring).
 
     ``floor``: the least noise multiplier ``scale / sensitivity`` it accepts;
-    ``sensitivity``: its own enforced sensitivity of one release; ``budget``: its total
-    epsilon at ``delta`` (None: no budget beyond the floor).
+    ``sensitivity``: its own enforced sensitivity of one release (one per kind of release,
+    each with its own floor, when the party makes several: private stacking's model, shares
+    and moments); ``budget``: its total epsilon at ``delta`` (None: no budget beyond the
+    floor).
     """
 
-    def __init__(self, directory, m: int, *, floor: float, sensitivity: float, delta: float,
+    def __init__(self, directory, m: int, *, floor, sensitivity, delta: float,
                  accountant: str, budget: float | None, deployment: bool):
         self.dir, self.m = Path(directory), int(m)
-        self.floor, self.sensitivity = float(floor), float(sensitivity)
+        self.floors = np.atleast_1d(np.asarray(floor, dtype=float))
+        self.sensitivities = np.atleast_1d(np.asarray(sensitivity, dtype=float))
+        if self.floors.shape != self.sensitivities.shape:
+            raise ValueError("one floor per kind of release")
+        self.floor, self.sensitivity = float(self.floors.min()), float(self.sensitivities[0])
         self.delta, self.budget, self.deployment = float(delta), budget, bool(deployment)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / RECORD
         self.total = PrivacyLedger(self.delta, accountant)  # every run from this directory
         self.accountant = accountant
-        self.drawn: set = set()  # (run, repeat, seq) of every deployment release on disk
+        self.drawn: set = set()  # (run, repeat, seq, part) of every deployment release on disk
         self.requested: set = set()  # (run, repeat, request digest) of every release on disk
+        self.requested_parts: set = set()  # the same with each release's part
         self.records = 0
         self.runs: dict = {}  # run -> its own ledger
         self.counts: dict = {}  # run -> its releases
@@ -87,9 +94,11 @@ class Guard:
         run = rec["run"]
         self.runs.setdefault(run, PrivacyLedger(self.delta, self.accountant)).add([_event(rec)])
         self.counts[run] = self.counts.get(run, 0) + 1
-        self.drawn.add((run, rec["repeat"], rec["seq"]))
+        part = rec.get("part", 0)
+        self.drawn.add((run, rec["repeat"], rec["seq"], part))
         if rec.get("request"):
             self.requested.add((run, rec["repeat"], rec["request"]))
+            self.requested_parts.add((run, rec["repeat"], rec["request"], part))
         if rec["seq"] is not None:
             self.last_seq[run] = max(self.last_seq.get(run, 0), int(rec["seq"]))
         self.records += 1
@@ -129,29 +138,41 @@ class Guard:
         for path in (self.dir / REPLIES).glob(f"{run}-*.frame"):
             path.unlink(missing_ok=True)
 
+    def recalibrate(self, floor, sensitivity) -> None:
+        """The floors and sensitivities of another repeat's data (its ledger stays)."""
+        self.floors = np.atleast_1d(np.asarray(floor, dtype=float))
+        self.sensitivities = np.atleast_1d(np.asarray(sensitivity, dtype=float))
+        self.floor, self.sensitivity = float(self.floors.min()), float(self.sensitivities[0])
+
     def epsilon(self, run: str | None = None) -> float:
         ledger = self.total if run is None else self.runs.get(run)
         return 0.0 if ledger is None else ledger.epsilon()
 
     def admit(self, *, run: str, repeat: int, seq: int | None, scale: float, sensitivity: float,
-              size: int, exact: bool, mechanism: str = "gaussian", request: str = "") -> None:
-        """Check one release and write it down, or refuse it (nothing drawn); ``request``:
-        the request's digest (a request on the record is answered from it, never drawn)."""
-        key = (run, int(repeat), seq)
-        if self.deployment and (key in self.drawn or
-                                (request and (run, int(repeat), request) in self.requested)):
+              size: int, exact: bool, mechanism: str = "gaussian", request: str = "",
+              part: int = 0) -> None:
+        """Check one release and write it down, or refuse it (nothing drawn). ``request``:
+        the request's digest (a request on the record is answered from it, never drawn);
+        ``part``: which release of the request it is (a request may ask for several: private
+        stacking's model, shares and moments)."""
+        key = (run, int(repeat), seq, int(part))
+        if self.deployment and (key in self.drawn or (request and (
+                run, int(repeat), request, int(part)) in self.requested_parts)):
             self._refuse(f"the release of request {seq} of run {run} was drawn already; a "
                          "deployment release is never drawn again")
         if mechanism != "gaussian":
             self._refuse(f"a {mechanism} release: this party accepts Gaussian releases only")
-        if not np.isclose(sensitivity, self.sensitivity, rtol=1e-12, atol=0.0):
+        kind = np.flatnonzero(np.isclose(sensitivity, self.sensitivities, rtol=1e-12, atol=0.0))
+        if not kind.size:
+            own = ", ".join(f"{v:.6g}" for v in self.sensitivities)
             self._refuse(f"the request states sensitivity {sensitivity:.6g}, the party's own "
-                         f"is {self.sensitivity:.6g}")
-        event = _release(scale, self.sensitivity, size, exact)
+                         f"{'is' if self.sensitivities.size == 1 else 'are'} {own}")
+        floor = float(self.floors[kind[0]])
+        event = _release(scale, float(self.sensitivities[kind[0]]), size, exact)
         z = float(event.scale[0] / event.sensitivity[0])
-        if not z >= self.floor * (1 - 1e-9):
+        if not z >= floor * (1 - 1e-9):
             self._refuse(f"noise multiplier {z:.6g} is below the party's floor "
-                         f"{self.floor:.6g} (sigma {scale:.6g})")
+                         f"{floor:.6g} (sigma {scale:.6g})")
         run_ledger = self.runs.setdefault(run, PrivacyLedger(self.delta, self.accountant))
         after = self.total.with_releases([event])
         spent = after.epsilon()
@@ -160,7 +181,8 @@ class Guard:
                          f"{self.budget:g} (delta {self.delta:g})")
         self.total = after
         rec = {"time": round(time.time(), 3), "party": self.m, "run": run, "repeat": int(repeat),
-               "seq": seq, "release": self.counts.get(run, 0) + 1, "mechanism": mechanism,
+               "seq": seq, "part": int(part), "release": self.counts.get(run, 0) + 1,
+               "mechanism": mechanism,
                "scale": float(event.scale[0]), "sensitivity": float(event.sensitivity[0]),
                "size": int(size), "exact": bool(exact),
                "epsilon_run": run_ledger.with_releases([event]).epsilon(),

@@ -27,6 +27,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+
+import numpy as np
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,13 +36,14 @@ from pathlib import Path
 from vfl.core import codec
 from vfl.core.codec import Frame
 from vfl.core.protocol import CONTROL
-from vfl.core.errors import ConfigError
+from vfl.core.errors import ConfigError, DataError
 from vfl.core.host import Host, StreamEnv
 from vfl.core.preprocessing import row_norms
 from vfl.core.sampling import ExactSampler
 from vfl.core.solver import VerticalData
 
 from .config import Config, config_from_dict, read_toml
+from .party_sides import OwnParty
 from .registry import get_solver
 from .runner import _load_config_dataset, _prepare, _streams
 from .service_guard import Guard, PrivacyRefused
@@ -52,13 +55,15 @@ __all__ = ["PartyConfig", "PartyService", "SERVICE", "public_digest", "read_part
 
 #: the gRPC service's name; its methods are ``/vfl.Party/<Method>``
 SERVICE = "vfl.Party"
-METHODS = ("Health", "Open", "Call", "Close")
+METHODS = ("Health", "Align", "Open", "Call", "Close")
 #: the public config sections a party and the coordinator must agree on
 PUBLIC = ("data", "preprocessing", "partition", "objective", "solver", "privacy")
 _PARTY_KEYS = ("index", "listen", "directory", "tls", "insecure", "limits")
 #: the [privacy] keys the coordinator chooses (the party's limits bound them)
 _COORDINATORS = ("epsilon", "sigma", "budget_epsilon")
 _LIMIT_KEYS = ("neighbours", "min_sigma", "max_epsilon", "budget_epsilon")
+#: a party file table's keys that name where its files lie on its own machine
+_LOCAL = ("path", "test_path", "schema")
 log = logging.getLogger("vfl.party")
 
 
@@ -126,6 +131,11 @@ def public_digest(config: Config) -> dict:
     # the noise the coordinator asks for is its own choice, which the party's floor and
     # budget bound; everything else of [privacy] (the relation, the clips) it must share
     d["privacy"] = {k: v for k, v in d["privacy"].items() if k not in _COORDINATORS}
+    if d["data"].get("dataset") == "parties":  # where each party's files lie is its own
+        options = dict(d["data"].get("options", {}))
+        options["party"] = [{k: v for k, v in t.items() if k not in _LOCAL}
+                            for t in options.get("party", [])]
+        d["data"] = {**d["data"], "options": options}
     return {k: hashlib.sha256(json.dumps(d.get(k), sort_keys=True, default=str).encode())
             .hexdigest()[:16] for k in PUBLIC}
 
@@ -152,8 +162,9 @@ class _PartyEnv(StreamEnv):
                                      "deployment release is never drawn again")
         elif guard is not None and not (scale == 0 if _scalar(scale) else False):
             run, repeat, seq, request = self.service.current
-            guard.admit(run=run, repeat=repeat, seq=seq, scale=float(scale),
-                        sensitivity=float(sensitivity), size=int(mean.size),
+            part, self.service.part = self.service.part, self.service.part + 1
+            guard.admit(run=run, repeat=repeat, seq=seq, part=part, scale=_one(scale),
+                        sensitivity=_one(sensitivity), size=int(np.size(mean)),
                         exact=isinstance(rng, ExactSampler), mechanism=mechanism,
                         request=request)
             self.service.admitted = True
@@ -163,9 +174,15 @@ class _PartyEnv(StreamEnv):
 
 
 def _scalar(v) -> bool:
-    import numpy as np
-
     return np.ndim(v) == 0
+
+
+def _one(v) -> float:
+    """The party's one value of a per-unit array (it is one unit), or the scalar."""
+    v = np.ravel(np.asarray(v, dtype=float))
+    if v.size != 1:
+        raise PrivacyRefused(f"refused: a release for {v.size} units; this party is one")
+    return float(v[0])
 
 
 class PartyService:
@@ -177,40 +194,89 @@ class PartyService:
         protocol = cls.protocol
         if protocol is None or "services" not in cls.backends:
             raise ConfigError(f"party {self.m}: {cls.name} does not run as party services")
-        if not protocol.placement.own_worker:
-            raise ConfigError(f"party {self.m}: {cls.name}'s {protocol.placement.plural} are "
-                              "not parties with data of their own; it cannot run as party "
-                              "services")
-        dataset, _ = _load_config_dataset(config, data_dir, True)
-        setting = prepare(config, dataset, cls)
-        prepared = _prepare(setting, config, 0)
-        if not isinstance(prepared.data, VerticalData):
-            raise ConfigError(f"party {self.m}: party services hold vertical parties only")
-        blocks = prepared.data.blocks
-        if not protocol.placement.first < self.m <= len(blocks):
-            raise ConfigError(f"party {self.m}: the partition has {len(blocks)} parties" if
-                              self.m > len(blocks) else f"party {self.m} is {cls.name}'s "
-                              "coordinator, not a party service")
-        k = self.m - 1
-        self.data = prepared.data.cut(k, self.m, prepared.test)
-        self.rows, self.width = int(blocks[k].shape[0]), int(blocks[k].shape[1])
-        self.test_rows = int(prepared.test[k].shape[0]) if prepared.test is not None else 0
-        self.max_row_norm = float(row_norms(blocks[k]).max(initial=0.0))
-        self.protocol = protocol
+        self.cls, self.protocol = cls, protocol
         p = config.privacy
         self.deployment = bool(p.claims_guarantee and not p.replayable_noise)
-        self.guard = self._guard(cls, [int(B.shape[1]) for B in blocks], self.rows,
-                                 prepared.objective) if p.claims_guarantee else None
-        del dataset, prepared, blocks, setting
+        self.guard, self.own, self.data, self.setting = None, None, None, None
+        self.rows = self.width = self.test_rows = None
+        self.max_row_norm = None
+        if config.data.dataset == "parties":  # its own file; its block once aligned (Align)
+            if self.m == 1 and protocol.placement.first:
+                raise ConfigError(f"party 1 is {cls.name}'s coordinator, not a party service")
+            self.own = OwnParty(config, self.m, strict=not p.claims_guarantee)
+        else:
+            self._hold_registry(cls, data_dir)
         self.host = Host(protocol, simulation=not self.deployment)
         #: (run, repeat, seq, the request's digest) of the request in hand
         self.current: tuple = ("", 0, None, "")
+        self.part = 0  # which release of that request is next
         self.replaying = False
         self.admitted = False  # a release was admitted while handling the request in hand
         self.repeat = 0
         self.digest = public_digest(config)
 
-    def _guard(self, cls, widths, N, objective) -> Guard:
+    def _hold_registry(self, cls, data_dir) -> None:
+        """A dataset of one file (every party reads it and keeps its own columns)."""
+        protocol, config = self.protocol, self.config
+        dataset, _ = _load_config_dataset(config, data_dir, True)
+        setting = prepare(config, dataset, cls)
+        prepared = _prepare(setting, config, 0)
+        vertical = isinstance(prepared.data, VerticalData)
+        place = protocol.placement
+        units = prepared.data.blocks if vertical else prepared.data.A
+        if not place.first < self.m <= len(units):
+            raise ConfigError(f"{place.word} {self.m}: the partition has {len(units)} "
+                              f"{place.plural}" if self.m > len(units) else
+                              f"party {self.m} is {cls.name}'s coordinator, not a party service")
+        k = self.m - 1
+        # rows dealt afresh per repeat (providers): the setting stays to deal the later ones
+        self.setting = None if setting.same_units_every_repeat else setting
+        self._hold(prepared.data.cut(k, self.m, prepared.test if vertical else None))
+        if config.privacy.claims_guarantee:
+            self.guard = self._guard(*self._calibrated(prepared))
+
+    def _hold(self, data, repeat: int = 0) -> None:
+        self.data, self.held = data, repeat
+        B = data.blocks[0]
+        if B.ndim == 3:  # a provider's rows (1, m, d)
+            B = B[0]
+        self.rows, self.width = int(B.shape[0]), int(B.shape[1])
+        self.test_rows = int(data.test[0].shape[0]) if data.test is not None else 0
+        self.max_row_norm = float(row_norms(B).max(initial=0.0))
+
+    def align(self, frame: bytes) -> bytes:
+        """One alignment frame of the label holder's (party files): the PSI, the agreed
+        order (then its block), every party's widths (then its own calibration)."""
+        if self.own is None:
+            raise ConfigError(f"party {self.m} reads no party file: nothing to align")
+        try:
+            reply = self.own.serve(frame, self.cls)
+        except DataError as exc:
+            raise ConfigError(str(exc)) from None
+        if self.own.aligned and self.data is None:
+            self._hold(self.own.data)
+        widths = getattr(self.own, "widths", None)
+        if widths is not None and self.guard is None and self.config.privacy.claims_guarantee:
+            self.guard = self._guard(*self._calibration(self.cls, widths, self.rows,
+                                                        self.own.objective))
+        return reply
+
+    def _calibrated(self, prepared):
+        """``(floor, sensitivity)`` of its releases on this repeat's data, from its own config
+        (a provider pre-trains its own D_w on the public rows, as the trainer does)."""
+        cls, data = self.cls, prepared.data
+        vertical = isinstance(data, VerticalData)
+        units = data.blocks if vertical else data.A
+        params = dict(self.config.solver.values)
+        if not vertical and hasattr(cls, "d_w"):
+            try:
+                params["D_w"] = cls.d_w(data.public, prepared.objective, params, len(units))[0]
+            except ValueError as exc:
+                raise ConfigError(f"party {self.m}: {exc}") from None
+        return self._calibration(cls, [int(B.shape[-1]) for B in units], self.rows,
+                                 prepared.objective, params)
+
+    def _calibration(self, cls, widths, N, objective, params=None):
         """The floor and sensitivity from the party's own config and limits."""
         limits, values = self.pc.limits, dict(self.config.privacy.values)
         accepted = limits.get("neighbours")
@@ -223,21 +289,27 @@ class PartyService:
         if limits.get("max_epsilon") is None and limits.get("min_sigma") is None:
             raise ConfigError(f"party {self.m}: give party.limits.max_epsilon or "
                               "party.limits.min_sigma (the least noise it accepts)")
-        params, T, k = dict(self.config.solver.values), self.config.solver.epochs, self.m - 1
-        try:
+        T, k = self.config.solver.epochs, self.m - 1
+        params = dict(self.config.solver.values) if params is None else params
+        try:  # (per unit: one value, or one per kind of release the unit makes)
             _, sens = cls.unit_noise(widths, N, objective, params, values, T)
+            sens = np.atleast_1d(np.asarray(sens[k], dtype=float))
             floors = []
             if limits.get("max_epsilon") is not None:  # its own calibration at its own epsilon
                 sigmas, _ = cls.unit_noise(widths, N, objective, params, {
-                    **values, "epsilon": float(limits["max_epsilon"]), "sigma": 0.0}, T)
-                floors.append(float(sigmas[k] / sens[k]))
-        except NotImplementedError as exc:
+                    **values, "epsilon": float(limits["max_epsilon"]), "sigma": 0.0,
+                    **({"epsilon_per_iteration": None} if "epsilon_per_iteration" in values
+                       else {})}, T)
+                floors.append(np.atleast_1d(np.asarray(sigmas[k], dtype=float)) / sens)
+        except (NotImplementedError, ValueError) as exc:
             raise ConfigError(f"party {self.m}: {exc}") from None
         if limits.get("min_sigma") is not None:
-            floors.append(float(limits["min_sigma"]) / float(sens[k]))
-        floor = max(floors)
-        budget = limits.get("budget_epsilon")
-        return Guard(Path(self.pc.directory), self.m, floor=floor, sensitivity=float(sens[k]),
+            floors.append(float(limits["min_sigma"]) / sens)
+        return np.max(floors, axis=0), sens
+
+    def _guard(self, floor, sens) -> Guard:
+        values, budget = self.config.privacy.values, self.pc.limits.get("budget_epsilon")
+        return Guard(Path(self.pc.directory), self.m, floor=floor, sensitivity=sens,
                      delta=float(values["delta"]), accountant=values.get("accountant", "pld"),
                      budget=None if budget is None else float(budget),
                      deployment=self.deployment)
@@ -252,12 +324,14 @@ class PartyService:
 
     def health(self, run: str = "") -> bytes:
         """The party's public facts; ``run``: what its record says of that run too."""
-        return json.dumps({"party": self.m, "protocol": self.protocol.name,
+        own = {} if self.own is None else self.own.facts()
+        return json.dumps({**own, "party": self.m, "protocol": self.protocol.name,
                            "version": self.protocol.version, "rows": self.rows,
                            "width": self.width, "test_rows": self.test_rows,
                            "max_row_norm": self.max_row_norm,
                            "deployment": self.deployment, "digest": self.digest,
-                           "floor": None if self.guard is None else self.guard.floor,
+                           "floor": None if self.guard is None else
+                           self.guard.floors.tolist(),
                            "limits": self.pc.limits,
                            "record": None if self.guard is None else
                            self.guard.summary(run)}).encode()
@@ -267,8 +341,15 @@ class PartyService:
         return codec.serve(self.host, frame, self._open)
 
     def _open(self, repeat: int, spec):
-        if repeat != 0:
-            raise ConfigError(f"party {self.m}: one repeat per run in the party services")
+        if self.data is None:
+            raise ConfigError(f"party {self.m}: its rows are not aligned yet")
+        if self.config.privacy.claims_guarantee and self.guard is None:
+            raise ConfigError(f"party {self.m}: it has not calibrated its noise (no widths)")
+        if self.setting is not None and repeat != self.held:  # its rows of this repeat
+            prepared = _prepare(self.setting, self.config, repeat)
+            self._hold(prepared.data.cut(self.m - 1, self.m), repeat)
+            if self.guard is not None:  # this repeat's schedule (its own public rows' D_w)
+                self.guard.recalibrate(*self._calibrated(prepared))
         self.current = (self.current[0], repeat, None, "")
         return self.host.open(self.data, spec, _PartyEnv(_streams(self.config, repeat), self))
 
@@ -285,7 +366,7 @@ class PartyService:
                 number < len(calls) and calls[number].kind is CONTROL)
             if kind == Frame.REQUEST and number < len(calls) and calls[number].releases:
                 request = hashlib.sha256(frame[codec.HEADER.size:]).hexdigest()[:32]
-        self.current = (run, self.current[1], seq, request)
+        self.current, self.part = (run, self.current[1], seq, request), 0
         try:
             if request and self.guard is not None and self.host.side is not None and \
                     (self.host._last is None or self.host._last[0] != seq):
@@ -341,6 +422,8 @@ def _rpc(service: PartyService, method: str, insecure: bool):
         try:
             if method == "Health":
                 return service.health(run)
+            if method == "Align":
+                return service.align(request)
             if method == "Open":
                 return service.open(request, run)
             if method == "Call":
@@ -397,9 +480,11 @@ def run_party(config_path, data_dir, overrides, echo) -> None:
     server = serve(service)
     floor = "" if service.guard is None else \
         f", noise floor {service.guard.floor:.6g} x sensitivity"
+    held = (f"{service.rows} rows, {service.width} columns" if service.own is None else
+            f"{service.own.who}: {service.own.table.train.n_rows} rows before the alignment")
     echo(f"party {pc.index} serving {service.protocol.name} on {pc.listen} "
-         f"({'plaintext' if pc.insecure else 'mutual TLS'}; {service.rows} rows, "
-         f"{service.width} columns{floor}); its record: {Path(pc.directory) / 'releases.jsonl'}")
+         f"({'plaintext' if pc.insecure else 'mutual TLS'}; {held}{floor}); its record: "
+         f"{Path(pc.directory) / 'releases.jsonl'}")
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())

@@ -61,8 +61,6 @@ class ServiceUnits(PhaseCounts, Units):
         run = config.run
         self.config, self.addresses = config, list(run.parties)
         self.insecure = run.insecure
-        if run.repeats != 1:
-            raise ConfigError("run.backend = 'services' runs one repeat (run.repeats = 1)")
         for k, address in enumerate(self.addresses):
             if self.insecure and not loopback(address.rpartition(":")[0].strip("[]")):
                 raise ConfigError(f"party {k + 1} at {address}: run.insecure (plaintext) is "
@@ -88,6 +86,8 @@ class ServiceUnits(PhaseCounts, Units):
         self._init_counts()  # per phase: TCP bytes, the codec's payload and framing
         self.ports = {int(a.rpartition(":")[2]) for a in self.addresses}
         self._failed = 0  # the host whose call failed first in the last exchange
+        self.alignment_tcp = 0  # bytes TCP carried for the PSI (party files)
+        self._agreed: dict = {}  # party files: per party, the alignment frames past the PSI
         self.total = 0
 
     # -- connecting ----------------------------------------------------------------------
@@ -95,10 +95,9 @@ class ServiceUnits(PhaseCounts, Units):
         cls = get_solver(self.config.solver.name)
         self.protocol = cls.protocol
         place = self.protocol.placement
-        if not isinstance(first.data, VerticalData) or not place.own_worker:
-            raise ConfigError(f"run.backend = 'services': {cls.name}'s {place.plural} are not "
-                              "parties of a vertical run")
-        self.total, self.first_unit = len(first.data.blocks), place.first
+        self.vertical = isinstance(first.data, VerticalData)
+        self.total = len(first.data.blocks if self.vertical else first.data.A)
+        self.first_unit = place.first
         served = self.total - place.first
         if len(self.addresses) != served:
             coordinator = f" (party {place.first} is the coordinator)" if place.first else ""
@@ -106,8 +105,10 @@ class ServiceUnits(PhaseCounts, Units):
                               f"{served} {place.role + ' ' if place.role else ''}parties"
                               f"{coordinator}")
         digest = public_digest(self.config)
+        self.facts = []
         for m in range(place.first, self.total):
-            self._connect(m)
+            if m - place.first >= len(self.calls):
+                self._connect(m)
             facts = self._health(m - place.first, wait=5.0)
             self._check(m, facts, first, digest)
             if self.resume:
@@ -138,6 +139,76 @@ class ServiceUnits(PhaseCounts, Units):
         return {"run": self.run_id, "parties": [{k: f.get(k) for k in keep}
                                                 for f in self.facts]}
 
+    # -- party files: the PSI over the party channel -----------------------------------------
+    def align_parties(self, config: Config, cls):
+        """Connect to every party, align party 1's file (read here, the coordinator's only
+        file) with each party's own by the PSI over its channel, and return the label
+        holder's records in the agreed order (:mod:`.party_sides`)."""
+        from .party_sides import label_holder_records, recording
+
+        self.protocol = cls.protocol
+        place = self.protocol.placement
+        if not place.own_worker:
+            raise ConfigError(f"run.backend = 'services': {cls.name}'s {place.plural} are not "
+                              "parties of a vertical run")
+        M = len(config.data.options.get("party", []))
+        self.total, self.first_unit = M, place.first
+        if len(self.addresses) != M - place.first:
+            coordinator = f" (party {place.first} is the coordinator)" if place.first else ""
+            raise ConfigError(f"run.parties lists {len(self.addresses)} address(es) for "
+                              f"{M - place.first} parties{coordinator}")
+        digest, remote, own = public_digest(config), [], None
+        for m in range(place.first, M):
+            self._connect(m)
+            k = m - place.first
+            facts = self._health(k, wait=5.0)
+            label = self._label(k)
+            if facts.get("party") != m + 1:
+                raise ConfigError(f"{label} is party {facts.get('party')}, not party {m + 1}")
+            if "id_type" not in facts:
+                raise ConfigError(f"{label} reads no party file (its [data] is not "
+                                  "dataset = 'parties')")
+            differ = [s for s in digest if facts.get("digest", {}).get(s) != digest[s]]
+            if differ:
+                raise ConfigError(f"{label} was started for another schema: its [{differ[0]}] "
+                                  "differs from the coordinator's")
+            call = recording(self._aligner(k), self._agreed.setdefault(k, []))
+            if m == 0:
+                own = call
+            else:
+                remote.append((f"party {m + 1} at {self.addresses[k]}", facts["id_type"],
+                               facts["parts"], call))
+        return label_holder_records(config, remote, own)
+
+    def _aligner(self, k: int):
+        import grpc
+
+        def call(frame: bytes) -> bytes:
+            before = tcp_bytes.carried(self.ports)
+            try:
+                return self.calls[k]["Align"](frame, metadata=self._md())
+            except grpc.RpcError as exc:
+                raise ConfigError(self._why(k, exc)) from None
+            finally:
+                after = tcp_bytes.carried(self.ports)
+                self.alignment_tcp += sum(v - before.get(s, 0) for s, v in after.items())
+        return call
+
+    def send_widths(self, own_width: int) -> list[int]:
+        """Every party's column count (party 1's, ``own_width``, computed here when party 1
+        is the coordinator), sent to every party for its own calibration."""
+        from .party_sides import recording, send_widths
+
+        widths = [own_width] if self.first_unit else []
+        for k in range(len(self.calls)):
+            facts = self._health(k, wait=5.0)
+            if not facts.get("aligned"):
+                raise ConfigError(f"{self._label(k)} did not align its rows")
+            widths.append(int(facts["width"]))
+        for k in range(len(self.calls)):
+            send_widths(widths, recording(self._aligner(k), self._agreed[k]))
+        return widths
+
     def _connect(self, m: int) -> None:
         import grpc
 
@@ -152,7 +223,7 @@ class ServiceUnits(PhaseCounts, Units):
                 ("grpc.ssl_target_name_override", party_name(m + 1))])
         k = m - self.first_unit
         calls = {name: channel.unary_unary(f"/{SERVICE}/{name}") for name in
-                 ("Health", "Open", "Call", "Close")}
+                 ("Health", "Align", "Open", "Call", "Close")}
         if k < len(self.channels):
             self.channels[k].close()
             self.channels[k], self.calls[k] = channel, calls
@@ -161,7 +232,8 @@ class ServiceUnits(PhaseCounts, Units):
             self.calls.append(calls)
 
     def _label(self, k: int) -> str:
-        return f"party {k + self.first_unit + 1} at {self.addresses[k]}"
+        word = self.protocol.placement.word if self.protocol is not None else "party"
+        return f"{word} {k + self.first_unit + 1} at {self.addresses[k]}"
 
     def _health(self, k: int, wait: float) -> dict:
         import grpc
@@ -197,7 +269,10 @@ class ServiceUnits(PhaseCounts, Units):
         if (facts.get("protocol"), facts.get("version")) != (proto.name, proto.version):
             raise ConfigError(f"{label} was started for protocol {facts.get('protocol')} version "
                               f"{facts.get('version')}, not {proto.name} version {proto.version}")
-        N, d = len(first.data.y), first.data.blocks[m].shape[1]
+        if self.vertical:
+            N, d = len(first.data.y), first.data.blocks[m].shape[1]
+        else:  # a provider: its rows and their width
+            N, d = first.data.A.shape[1], first.data.A.shape[2]
         if facts.get("rows") != N:
             raise ConfigError(f"{label} holds {facts.get('rows')} rows, the coordinator "
                               f"{N}")
@@ -227,6 +302,11 @@ class ServiceUnits(PhaseCounts, Units):
     @property
     def widths(self) -> list[int]:
         return [f["width"] for f in self.facts]
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """``(N, m, d)``: the providers, each one's rows and their width (horizontal)."""
+        return (self.total, self.facts[0]["rows"], self.facts[0]["width"])
 
     @property
     def max_row_norms(self) -> list[float]:
@@ -323,6 +403,10 @@ class ServiceUnits(PhaseCounts, Units):
                     raise PartyLostError(f"{self._label(k)} was lost at {lost_at} and did not "
                                          f"answer again within {wait:g} s") from None
                 continue
+            if facts.get("aligned") is False and self._agreed.get(k):  # a party file
+                for frame in self._agreed[k]:  # its agreed rows and the widths, told again
+                    self._aligner(k)(frame)
+                facts = self._health(k, wait=2.0)
             if facts.get("width") != self.facts[k]["width"] or \
                     facts.get("rows") != self.facts[k]["rows"]:
                 raise PartyLostError(f"{self._label(k)} came back with other data")
@@ -352,6 +436,12 @@ class ServiceUnits(PhaseCounts, Units):
     def finish(self) -> None:
         """The run is written: closing lets the parties drop its kept replies."""
         self.finished = True
+
+    def phases(self) -> dict:
+        out = super().phases()
+        if self.alignment_tcp:  # party files: the PSI and the agreement over the channels
+            out["alignment"] = {"tcp_bytes": self.alignment_tcp}
+        return out
 
     def close(self) -> None:
         for k, calls in enumerate(self.calls):

@@ -237,11 +237,13 @@ def run_summary(result, out: Path, seconds: float) -> str:
                          f"{_bytes(aligned['bytes'])} (private set intersection: {rows} rows "
                          "held by every party)")
         transport = comm.get("transport")
-        if transport and transport["ratio"]:  # what the transport carried (run.backend = "dask")
+        services = man.get("backend", {}).get("backend") == "services"
+        ends = "the party services" if services else "the workers"
+        if transport and transport["ratio"]:  # what the transport carried (dask, services)
             lines.append(f"transport ({man['backend']['backend']}): "
                          f"{transport['bytes_per_epoch']:,.0f}{t} bytes per "
                          f"{solver.get('iteration_name', 'iteration')} on the coordinator's TCP "
-                         f"connections to the workers; the protocol counts "
+                         f"connections to {ends}; the protocol counts "
                          f"{transport['protocol_bytes_per_epoch']:,.0f} "
                          f"(x{transport['ratio']:.4f}{t})")
             if transport.get("inference_bytes") is not None:
@@ -250,7 +252,8 @@ def run_summary(result, out: Path, seconds: float) -> str:
                              f"counts {transport['protocol_inference_bytes']:,}")
         for fault in man.get("backend", {}).get("recoveries", []):
             word = "epoch" if "epoch" in fault else "iteration"
-            lines.append(f"fault: {fault['unit']}'s worker {fault['lost']} was lost in "
+            lines.append(f"fault: {fault['unit']}'s {'service' if services else 'worker'} "
+                         f"{fault['lost']} was lost in "
                          f"{word} {fault[word]}; resumed from the checkpoint on "
                          f"{fault['resumed_on']}")
     lines += _privacy_lines(result)

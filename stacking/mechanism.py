@@ -403,3 +403,23 @@ def fuse(D1, y, T, tau, moments, *, lam1: float, prior_sd: float,
     kappa = 1.0 / math.sqrt(max(1.0 - q, 0.5))
     details.update({"kappa": kappa, "kappa0": kappa0, "a_fit": a.tolist()})
     return FusionModel(kappa * w[:p1], kappa * a, w1, details)
+
+
+def calibrate(K: int, n: int, *, epsilon, delta, accountant, lam_local, model_noise, split,
+              clip: float, gradient_bound: float = 1.0):
+    """``(mu, lam, sens, sigma)`` of a private round with K passive parties and n rows: the
+    GDP ``mu`` of (epsilon, delta), each party's l2 weight, and per release (model, shares,
+    moments) each party's enforced sensitivity and noise scale (``gradient_bound``: the
+    loss's, :func:`vfl.stacking.labels.gradient_bound` under label DP); step k spends the
+    fraction ``f_k`` of ``mu^2``: ``sigma_k = Delta_k / (sqrt(f_k) mu)``."""
+    mu = gdp_mu(epsilon, delta, accountant)
+    lam = np.full(K, float(lam_local))
+    if model_noise is not None:
+        rule = (1.0 + GTOL) / (model_noise * np.sqrt(split[0]) * mu)
+        lam = np.maximum(lam, rule)
+    sens = {"model": np.array([model_sensitivity(v, grad_bound=gradient_bound) for v in lam]),
+            "shares": np.full(K, share_sensitivity(clip)),
+            "moments": np.full(K, moments_sensitivity(clip, n))}
+    sigma = {k: noise_scales(mu, np.full(K, f), sens[k])
+             for k, f in zip(("model", "shares", "moments"), split)}
+    return mu, lam, sens, sigma

@@ -115,7 +115,7 @@ class PrivateStacking(Solver):
     iteration_name = "round"
     audit_batch = True  # its kernels broadcast over the audit's runs
     backends = ("inprocess", "dask", "services")
-    accounted_backends = ("inprocess", "dask")
+    accounted_backends = ("inprocess", "dask", "services")
     protocol = PASSIVES_PROTOCOL
     #: the labels a passive party receives are +-1 each: no norm to score
     attacks = ("label-direction", "model-completion", "feature-reconstruction")
@@ -214,6 +214,27 @@ class PrivateStacking(Solver):
         return privacy.get("delta") is not None or privacy.get("label_epsilon") is not None
 
     @classmethod
+    def unit_noise(cls, widths, N, objective, params, privacy, iterations):
+        """Per party (party 1, the coordinator, releases nothing of this kind: NaN), the
+        noise scale and enforced sensitivity of each release the round uses (its model, its
+        shares, their moments: those with a share of the budget), by the calibration the
+        solver makes (:func:`.mechanism.calibrate`): what a passive party service checks requests
+        against, from its own config."""
+        K = len(widths) - 1
+        split = np.asarray(privacy["split"], dtype=float)
+        _, _, sens, sigma = mech.calibrate(
+            K, int(N), epsilon=privacy["epsilon"], delta=privacy["delta"],
+            accountant=privacy["accountant"], lam_local=params["lam_local"],
+            model_noise=privacy["model_noise"], split=split, clip=float(privacy["clip"]),
+            gradient_bound=lab.gradient_bound(lab.flip_rate(privacy.get("label_epsilon"))))
+        used = [k for k, f in zip(_SPLIT_KEYS, split) if f > 0]
+        sigmas = np.full((K + 1, len(used)), np.nan)
+        sensitivities = np.full((K + 1, len(used)), np.nan)
+        for j, k in enumerate(used):
+            sigmas[1:, j], sensitivities[1:, j] = sigma[k], sens[k]
+        return sigmas, sensitivities
+
+    @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
         M = len(data.blocks) if data.units is None else data.units.n_parties
         return cls(data.blocks, data.y, lam_local=params["lam_local"], lam1=params["lam1"],
@@ -284,19 +305,10 @@ class PrivateStacking(Solver):
                                      "bounds need unit rows (preprocessing.normalize_rows = true)")
             if noise_rngs is None or shared_rng is None:
                 raise ValueError("a private run needs noise generators")
-            self.mu = mech.gdp_mu(epsilon, delta, accountant)
-            lam = np.full(K, float(lam_local))
-            if model_noise is not None:
-                rule = (1.0 + mech.GTOL) / (model_noise * np.sqrt(split[0]) * self.mu)
-                lam = np.maximum(lam, rule)
-            self.lam = lam
-            self.sens = {"model": np.array([mech.model_sensitivity(
-                             v, grad_bound=lab.gradient_bound(self.q)) for v in lam]),
-                         "shares": np.full(K, mech.share_sensitivity(self.clip)),
-                         "moments": np.full(K, mech.moments_sensitivity(self.clip, n))}
-            # step k spends the fraction f_k of mu^2: sigma_k = Delta_k / (sqrt(f_k) mu)
-            self.sigma = {k: mech.noise_scales(self.mu, np.full(K, f), self.sens[k])
-                          for k, f in zip(_SPLIT_KEYS, split)}
+            self.mu, self.lam, self.sens, self.sigma = mech.calibrate(
+                K, n, epsilon=epsilon, delta=delta, accountant=accountant,
+                lam_local=lam_local, model_noise=model_noise, split=split, clip=self.clip,
+                gradient_bound=lab.gradient_bound(self.q))
         else:
             self.mu = np.inf
             self.lam = np.full(K, float(lam_local))
@@ -586,3 +598,4 @@ class PrivateStacking(Solver):
                        "(partition.public), which the relation does not protect: the choice "
                        "costs no privacy"),
         }
+

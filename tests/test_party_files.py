@@ -190,8 +190,10 @@ def test_config_refusals(tmp_path):
         (base.replace("test_fraction = 0.25\n", ""), "party 1 (p1.csv): needs test_path"),
         (base.replace('path = "p2.csv"\nid = "cid"\n', 'path = "p2.libsvm"\nid = "cid"\n'),
          "id applies to a CSV party file, not to libsvm"),
-        (base.replace("[run]\n", '[run]\nbackend = "dask"\n'),
-         "run.backend = 'dask' with party files: not yet"),
+        (base.replace("[run]\n", '[run]\nbackend = "dask"\n').replace(
+            "test_fraction = 0.25\n", "test_fraction = 0.25\nstratify = true\n"),
+         "run.backend = 'dask' with party files: data.stratify = true would need every "
+         "party's labels"),
     ]
     for text, fragment in cases:
         path = tmp_path / "bad.toml"

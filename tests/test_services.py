@@ -26,7 +26,7 @@ from vfl.admm.sharing.party import SHARING_PROTOCOL, Pull  # noqa: E402
 from vfl.experiments.config import load_config  # noqa: E402
 from vfl.experiments.runner import plan_run, run_experiment  # noqa: E402
 from vfl.experiments.service_party import PartyConfig, PartyService, serve  # noqa: E402
-from vfl.experiments.service_tls import issue, make_ca, write_deployment, _pem  # noqa: E402
+from vfl.experiments.service_tls import issue, make_ca, _pem  # noqa: E402
 from vfl.experiments.service_units import ServiceUnits  # noqa: E402
 
 BASE = """
@@ -68,11 +68,9 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("certs")
-    write_deployment(out, 2)
-    return out
+@pytest.fixture
+def certs(deployment_certs):
+    return deployment_certs
 
 
 def _base(tmp_path, *, epochs=3, epsilon=8.0, replayable=True, lam=0.01):
@@ -498,10 +496,7 @@ def test_fdml_sgd_and_private_stacking_run_as_party_services_to_the_same_numbers
 @pytest.mark.parametrize("config, sets, says", [
     ("papers/ldp/configs/ldp-dvp-admm-n10.toml", [],
      "run.backend = 'services': dvp_admm does not run as party services yet (these do: "
-     "admm_sharing, fdml_sgd, private_stacking)"),
-    ("configs/own-data/stacking.toml", [],
-     "run.backend = 'services' runs private_stacking without privacy accounting at the "
-     "parties yet"),
+     "admm_sharing, dp_admm, fdml_sgd, private_stacking)"),
 ])
 def test_what_does_not_run_as_party_services_is_refused_in_one_line(tmp_path, config, sets,
                                                                     says):

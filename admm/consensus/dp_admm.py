@@ -50,6 +50,9 @@ class DPADMM(_Consensus):
     """
 
     name = "dp_admm"
+    #: its providers run as party services too (each its own, :meth:`unit_noise` its floor)
+    backends = ("inprocess", "dask", "services")
+    accounted_backends = ("inprocess", "dask", "services")
     paper_claim = "Theorem 2, the moments accountant of Huang et al."
     #: the trainer's w is computed from the released (noisy) w_i alone; eta and sigma
     #: follow the public schedule
@@ -88,32 +91,62 @@ class DPADMM(_Consensus):
         self.epsilon_target = privacy.get("epsilon")
         # Lemma 1's sensitivity is also what Theorem 1 calibrates to: the ratio is 1
         self.epsilon = per_iteration_epsilon(privacy, iterations)
-        if params.get("D_w") is not None:
-            self.D_w, self.D_w_source = float(params["D_w"]), "params.D_w"
-        else:
-            if data.public is None or len(data.public[1]) == 0:
-                raise ValueError("dp_admm needs D_w: set solver.D_w or give pre-training rows "
-                                 "(HorizontalData.public, e.g. 162 rows as in the paper)")
-            A0, b0 = (np.asarray(v, dtype=float) for v in data.public)
-            weight = self.lam_per_provider if params["dw_weight"] == "lam_over_N" else self.lam
-            self.D_w = pretrain_dw(A0, b0, weight, self.regularizer)
-            self.D_w_source = (f"pre-trained on {len(b0)} public rows, weight "
-                               f"{'lam/N' if params['dw_weight'] == 'lam_over_N' else 'lam'} "
-                               f"= {weight:g}")
-            if not self.D_w > 0:
-                raise ValueError("pre-training gave w_hat = 0, so D_w = 0 and eta = 0; set "
-                                 "solver.D_w or use a smaller lam")
+        self.D_w, self.D_w_source = self.d_w(data.public, objective, params, self.N)
         self._rng = streams.noise() if self.noise else None
         self.eta = float("nan")
         self.sigma = 0.0
 
+    @classmethod
+    def d_w(cls, public, objective, params: dict, N: int) -> tuple[float, str]:
+        """``(D_w, its source)``: ``solver.D_w``, or ``||w_hat||`` pre-trained on the public
+        rows (what the trainer and, in the party services, every provider computes)."""
+        if params.get("D_w") is not None:
+            return float(params["D_w"]), "params.D_w"
+        if public is None or len(public[1]) == 0:
+            raise ValueError("dp_admm needs D_w: set solver.D_w or give pre-training rows "
+                             "(HorizontalData.public, e.g. 162 rows as in the paper)")
+        A0, b0 = (np.asarray(v, dtype=float) for v in public)
+        lam = float(objective.lam)
+        weight = lam / N if params["dw_weight"] == "lam_over_N" else lam
+        D_w = pretrain_dw(A0, b0, weight, objective.regularizer)
+        if not D_w > 0:
+            raise ValueError("pre-training gave w_hat = 0, so D_w = 0 and eta = 0; set "
+                             "solver.D_w or use a smaller lam")
+        return D_w, (f"pre-trained on {len(b0)} public rows, weight "
+                     f"{'lam/N' if params['dw_weight'] == 'lam_over_N' else 'lam'} = {weight:g}")
+
+    @staticmethod
+    def _eta(k, *, regularizer, D_w, lam, N, m, d, epsilon, delta):
+        if regularizer == "l1":
+            return theorem3_eta(k, D_w=D_w, lam=lam, N=N, d=d)
+        return theorem4_eta(k, D_w=D_w, lam=lam, N=N, m=m, epsilon=epsilon, delta=delta)
+
+    @classmethod
+    def unit_noise(cls, widths, N, objective, params, privacy, iterations):
+        """Each provider's Theorem 1 sigma and Lemma 1 sensitivity, one per iteration
+        ``(providers, T)``, by the schedules the trainer follows: ``widths`` are the
+        providers' row widths d, ``N`` each one's rows m, ``params["D_w"]`` its D_w
+        (:meth:`d_w`): what a provider service checks requests against, from its own
+        config."""
+        if not cls.claims_guarantee(privacy):
+            raise NotImplementedError("dp_admm without privacy.delta (or with privacy.noise = "
+                                      "false) releases nothing a provider checks")
+        n, m, d = len(widths), int(N), int(widths[0])
+        eps, delta, rho = per_iteration_epsilon(privacy, iterations), float(privacy["delta"]), \
+            float(params["rho"])
+        etas = [cls._eta(k, regularizer=objective.regularizer, D_w=float(params["D_w"]),
+                         lam=float(objective.lam), N=n, m=m, d=d, epsilon=eps, delta=delta)
+                for k in range(int(iterations))]
+        sigmas = [theorem1_sigma(e, m=m, rho=rho, epsilon=eps, delta=delta) for e in etas]
+        sens = [lemma1_sensitivity(e, m=m, rho=rho) for e in etas]
+        return np.tile(np.asarray(sigmas, dtype=float), (n, 1)), \
+            np.tile(np.asarray(sens, dtype=float), (n, 1))
+
     # -- schedules ------------------------------------------------------------
     def eta_schedule(self, k):
         """``eta^{k+1}`` for loop index ``k``: Theorem 3 (l1) or Theorem 4 (l2)."""
-        if self.regularizer == "l1":
-            return theorem3_eta(k, D_w=self.D_w, lam=self.lam, N=self.N, d=self.d)
-        return theorem4_eta(k, D_w=self.D_w, lam=self.lam, N=self.N, m=self.m,
-                            epsilon=self.epsilon, delta=self.delta)
+        return self._eta(k, regularizer=self.regularizer, D_w=self.D_w, lam=self.lam, N=self.N,
+                         m=self.m, d=self.d, epsilon=self.epsilon, delta=self.delta)
 
     def sigma_schedule(self, k):
         """Theorem 1's ``sigma_{k+1}`` for loop index ``k`` (ignores ``noise``)."""

@@ -33,7 +33,8 @@ from vfl.core.errors import DataError
 
 from .psi import POINT, PsiClient, PsiServer, pack, protocol_bytes, tag_width, unpack
 
-__all__ = ["Alignment", "align", "agreed_order", "order_key", "TAG", "PROTOCOL"]
+__all__ = ["Alignment", "LocalPeer", "align", "align_with", "agreed_order", "check_types",
+           "keep", "order_key", "TAG", "PROTOCOL"]
 
 #: bytes of an intersection tag (HMAC-SHA256 truncated): collisions have probability n^2 2^-128
 TAG = 16
@@ -79,7 +80,7 @@ def agreed_order(key: bytes, ids) -> np.ndarray:
     return np.array(sorted(range(len(tags)), key=tags.__getitem__), dtype=np.int64)
 
 
-def _keep(who: str, key_message: bytes, tag_message: bytes, ids) -> np.ndarray:
+def keep(who: str, key_message: bytes, tag_message: bytes, ids) -> np.ndarray:
     """A party's side of the agreement: its rows, in the order of the listed tags."""
     _, key = unpack(key_message, "key", 32)
     count, listed = unpack(tag_message, "intersection", TAG)
@@ -91,6 +92,23 @@ def _keep(who: str, key_message: bytes, tag_message: bytes, ids) -> np.ndarray:
     return np.asarray(rows, dtype=np.int64)
 
 
+class LocalPeer:
+    """Party m's side of the alignment in this process (:func:`align`); a backend's peer
+    (a party service, a Dask actor) has the same three calls and carries the messages."""
+
+    def __init__(self, who: str, ids, id_type: str, workers: int = 1):
+        self.who, self.id_type, self.ids = who, id_type, ids
+        self.server = PsiServer(ids, id_type, workers)
+
+    def psi(self, request: bytes) -> tuple[bytes, bytes]:
+        """(setup, response): the server's two messages for the client's request."""
+        return self.server.setup(), self.server.respond(request)
+
+    def keep(self, key_message: bytes, tag_message: bytes):
+        """The party's rows in the agreed order (a remote peer keeps them where it is)."""
+        return keep(self.who, key_message, tag_message, self.ids)
+
+
 def align(parties, *, min_rows: int = 1, seed: int | None = None, part: str = "training",
           workers: int = 1) -> Alignment:
     """Align ``parties``: a list of (who, ids, id_type), party 1 (the label holder) first.
@@ -98,12 +116,31 @@ def align(parties, *, min_rows: int = 1, seed: int | None = None, part: str = "t
     Raises one :class:`DataError` naming the party for IDs of different types, an empty
     intersection with the label holder, or fewer than ``min_rows`` aligned rows.
     """
-    m = len(parties)
     who1, ids1, type1 = parties[0]
-    for who, _, kind in parties[1:]:
-        if kind != type1:
-            raise DataError(f"{who}: its {part} IDs are {kind}s but party 1's are {type1}s: "
-                            "give every party IDs of one type (data.alignment.id_type)")
+    peers = [LocalPeer(who, ids, kind, workers) for who, ids, kind in parties[1:]]
+    return align_with(parties[0], peers, min_rows=min_rows, seed=seed, part=part,
+                      workers=workers)
+
+
+def check_types(label_who: str, label_type: str, peers, part: str = "training") -> None:
+    """IDs of one type in every party, or one line naming the first party that differs."""
+    for peer in peers:
+        if peer.id_type != label_type:
+            raise DataError(f"{peer.who}: its {part} IDs are {peer.id_type}s but party 1's are "
+                            f"{label_type}s: give every party IDs of one type "
+                            "(data.alignment.id_type)")
+
+
+def align_with(label, peers, *, min_rows: int = 1, seed: int | None = None,
+               part: str = "training", workers: int = 1, own=None) -> Alignment:
+    """The label holder's side: ``label`` = (who, ids, id_type) of party 1, ``peers`` every
+    other party's side (:class:`LocalPeer`, or a backend's, which carries the messages to
+    the party's own process). ``own``: party 1's own remote side (a party service of the
+    label holder's organisation), told the agreed order too, outside the PSI's count.
+    The messages and bytes counted are the protocol's, wherever the peers run."""
+    who1, ids1, type1 = label
+    m = len(peers) + 1
+    check_types(who1, type1, peers, part)
     sent_m, sent_b = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
     recv_m, recv_b = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
 
@@ -115,27 +152,27 @@ def align(parties, *, min_rows: int = 1, seed: int | None = None, part: str = "t
         return message
 
     inside = np.ones(len(ids1), dtype=bool)
-    pairs, own = [], 0
-    for k in range(1, m):
-        who, ids, kind = parties[k]
+    pairs, own_bytes = [], 0
+    for k, peer in enumerate(peers, start=1):
         client = PsiClient(ids1, type1, workers)
-        server = PsiServer(ids, kind, workers)
         request = send(0, k, client.request())
-        setup = send(k, 0, server.setup())
-        response = send(k, 0, server.respond(request))
+        setup, response = peer.psi(request)
+        send(k, 0, setup)
+        send(k, 0, response)
         held = client.intersect(setup, response)
+        n_server = unpack(setup, "setup", POINT)[0]
         found = int(held.sum())
-        own += protocol_bytes(len(ids1), len(ids))
+        own_bytes += protocol_bytes(len(ids1), n_server)
         if found == 0:
-            raise DataError(f"{who}: its {part} file shares no ID with party 1 ({who1}, the "
-                            "label holder): nothing to align")
-        pairs.append({"party": k + 1, "client_ids": len(ids1), "server_ids": len(ids),
-                      "held_by_both": found, "tag_bytes": tag_width(len(ids1), len(ids))})
+            raise DataError(f"{peer.who}: its {part} file shares no ID with party 1 ({who1}, "
+                            "the label holder): nothing to align")
+        pairs.append({"party": k + 1, "client_ids": len(ids1), "server_ids": n_server,
+                      "held_by_both": found, "tag_bytes": tag_width(len(ids1), n_server)})
         inside &= held
     size = int(inside.sum())
     if size < min_rows:
         smallest = min(pairs, key=lambda p: p["held_by_both"])
-        who = parties[smallest["party"] - 1][0]
+        who = peers[smallest["party"] - 2].who
         raise DataError(f"{who}: the {part} files of the {m} parties share {size} ID(s), "
                         f"below data.alignment.min_rows = {min_rows} ({who} shares "
                         f"{smallest['held_by_both']} with the label holder)")
@@ -146,9 +183,10 @@ def align(parties, *, min_rows: int = 1, seed: int | None = None, part: str = "t
     rows = [mine[order]]
     key_message = pack("key", 32, key)
     tag_message = pack("intersection", TAG, b"".join(tags))
-    for k in range(1, m):
-        who, ids, _ = parties[k]
-        rows.append(_keep(who, send(0, k, key_message), send(0, k, tag_message), ids))
+    if own is not None:
+        own.keep(key_message, tag_message)
+    for k, peer in enumerate(peers, start=1):
+        rows.append(peer.keep(send(0, k, key_message), send(0, k, tag_message)))
     record = {
         "part": part, "protocol": PROTOCOL, "point_bytes": POINT, "tag_bytes": TAG,
         "intersection": size, "pairs": pairs,
@@ -156,7 +194,7 @@ def align(parties, *, min_rows: int = 1, seed: int | None = None, part: str = "t
                  + ("derived from the run's seed (a replayable simulation)" if seed is not None
                     else "drawn from OS entropy"),
         "messages": int(sent_m.sum()), "bytes": int(sent_b.sum()),
-        "psi_protocol_bytes": own,
+        "psi_protocol_bytes": own_bytes,
         "agreement_bytes": int(sent_b.sum()) - sum(int(x) for x in _psi_bytes(sent_b, pairs)),
     }
     return Alignment(rows=rows, size=size, sent_messages=sent_m, sent_bytes=sent_b,

@@ -26,7 +26,7 @@ from .schema import merge_schemas
 from .spec import check_parties
 from .table import PartyTable, load_party
 
-__all__ = ["load_parties", "join_tables"]
+__all__ = ["load_parties", "assemble", "join_tables"]
 
 _BYTES = ("sha256", "size", "content_sha256", "content_size")
 
@@ -76,17 +76,36 @@ def load_parties(options: Mapping[str, Any], *, strict: bool = True,
     specs, spec = check_parties(options)
     parties = [load_party(s, strict=strict, id_type=spec.id_type) for s in specs]
     _check_names(parties)
-    train = _align_part(parties, "train", spec, workers)
+    alignments = {"train": _align_part(parties, "train", spec, workers)}
+    if parties[0].test is not None:
+        alignments["test"] = _align_part(parties, "test", spec, workers)
+    return assemble(parties, {part: a.rows for part, a in alignments.items()}, options,
+                    strict=strict, alignments=alignments)
+
+
+def _placeholder(n: int) -> np.ndarray:
+    return np.where(np.arange(n) % 2, 1.0, -1.0)
+
+
+def assemble(parties: list[PartyTable], rows: dict, options: Mapping[str, Any], *,
+             strict: bool = True, alignments: dict | None = None, n_parties: int | None = None
+             ) -> RawDataset:
+    """The aligned rows of the ``parties`` this process holds (every party in-process; one
+    party's own, in its own process) as one :class:`RawDataset`: ``rows[part][i]`` are
+    ``parties[i]``'s rows of ``part`` ("train", "test") in the agreed order. Without the label
+    holder among them (a party's own process) the labels are placeholders (alternating -1,
+    +1, which the checks of a labelled dataset accept): that party never sees them. ``alignments``: the label holder's records of the PSI, for the manifest."""
     label = parties[0]
-    X = join_tables([p.train.table.take(r) for p, r in zip(parties, train.rows)])
-    y = label.train.y[train.rows[0]]
-    alignments = {"train": train}
+    train_rows = rows["train"]
+    X = join_tables([p.train.table.take(r) for p, r in zip(parties, train_rows)])
+    y = label.train.y[train_rows[0]] if label.train.y is not None else \
+        _placeholder(len(train_rows[0]))
     if label.test is not None:
-        test = _align_part(parties, "test", spec, workers)
-        X_t = join_tables([p.test.table.take(r) for p, r in zip(parties, test.rows)])
-        y_t = label.test.y[test.rows[0]]
+        test_rows = rows["test"]
+        X_t = join_tables([p.test.table.take(r) for p, r in zip(parties, test_rows)])
+        y_t = label.test.y[test_rows[0]] if label.test.y is not None else \
+            _placeholder(len(test_rows[0]))
         split = {"test": "test_path", "n_train": int(y.size), "n_test": int(y_t.size)}
-        alignments["test"] = test
     else:
         from vfl.datasets.userfiles import _split
 
@@ -120,6 +139,7 @@ def load_parties(options: Mapping[str, Any], *, strict: bool = True,
                         "id_type": p.id_type, "rows_in_file": {
                             part: getattr(p, part).n_rows for part in ("train", "test")
                             if getattr(p, part) is not None}})
+    n = n_parties or len(parties)
     schema = merge_schemas([p.schema for p in parties])
     if schema is not None:  # every party's columns, in order, whether its schema lists them
         schema = Schema(name=schema.name, columns=schema.columns, citation=schema.citation,
@@ -131,15 +151,14 @@ def load_parties(options: Mapping[str, Any], *, strict: bool = True,
         diagnostic["repairs"] = repairs
     return RawDataset(
         name="parties", train=X, y_train=y, test=X_t, y_test=y_t,
-        description=f"{len(parties)} party files aligned by PSI ({train.size} rows in all "
-                    f"{len(parties)})",
+        description=f"{n} party files aligned by PSI ({len(train_rows[0])} rows in all {n})",
         checksums=checksums, schema=schema,
         cleaning=Cleaning(removed="the records whose ID is not in every party's file, by the "
                                   "PSI alignment,"),
         parties=tuple(p.train.table.names for p in parties),
         provenance={"source": "party files", "parties": records,
-                    "alignment": {part: {**a.record, "traffic": a.traffic()}
-                                  for part, a in alignments.items()},
+                    **({"alignment": {part: {**a.record, "traffic": a.traffic()}
+                                      for part, a in alignments.items()}} if alignments else {}),
                     "split": split, "label_mapping": label.label_mapping,
                     "parsed": "each party's own file, read by that party; rows aligned by PSI",
                     "diagnostic": diagnostic})

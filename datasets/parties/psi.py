@@ -46,7 +46,8 @@ POINT = 32  # bytes of an X25519 u-coordinate
 DOMAIN = b"vfl/psi/x25519/v1\x00"
 _HEADER = struct.Struct("<4sBBxxQ")  # magic, kind, width, (pad), count
 _MAGIC = b"VPSI"
-KINDS = {"request": 1, "setup": 2, "response": 3, "intersection": 4, "key": 5}
+KINDS = {"request": 1, "setup": 2, "response": 3, "intersection": 4, "key": 5,
+         "step": 6, "widths": 7}  # (the last two: the alignment's frames between processes)
 #: a false match (two different IDs with one tag) has probability below 2^-FALSE_MATCH_BITS
 FALSE_MATCH_BITS = 40
 
