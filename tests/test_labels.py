@@ -181,6 +181,9 @@ def test_admm_label_dp_needs_its_clip(tmp_path):
 @pytest.mark.parametrize("solver, privacy", [
     ("private_stacking", "label_epsilon = 1.0"),
     ("fdml_sgd", "label_epsilon = 1.0\nlabel_clip = 0.5"),
+    # (the audit's shared memo of ADMM sharing's z-update once ignored the labels b: the label
+    # pairs' runs were then identical and the audit passed vacuously)
+    ("admm_sharing", "label_epsilon = 1.0\nlabel_clip = 0.05"),
 ])
 def test_the_label_guarantee_passes_as_run_and_is_refuted_at_a_third_of_the_noise(solver,
                                                                                    privacy):

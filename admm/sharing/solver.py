@@ -401,8 +401,8 @@ acceleration, anderson_memory, z_update, blas_threads
             return self.z_solver(self._loss, share_sum, y, self.b, self.rho, self._w,
                                  tol=self.z_tol, z0=z0, work=work)
 
-        if self.public_memo is not None:  # (7) reads public values only
-            return self.public_memo("z", (share_sum, y, z0, self.rho), solve)
+        if self.public_memo is not None:  # (7) reads the transcript and the labels b only
+            return self.public_memo("z", (share_sum, y, z0, self.rho, self.b), solve)
         return solve()
 
     def publish(self, m: int, x_m: np.ndarray, share: np.ndarray) -> np.ndarray:
