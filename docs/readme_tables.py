@@ -457,6 +457,11 @@ FACTS: dict[str, Fact] = {
     "audits-label-rows": Fact(_AUDITS, lambda t: int(((t["noise_scale"] == 1) & t[
         "mechanism"].str.endswith("(labels)")).sum()), _word),
     "audits-pass-as-run": count(_AUDITS, noise_scale=1, verdict="PASS"),
+    # the whole table's CPU time (one audit per config and scale; its label row shares it)
+    "audits-cpu-minutes": Fact(_AUDITS, lambda t: t.drop_duplicates(["config", "noise_scale"])[
+        "cpu_seconds"].sum() / 60, ".0f"),
+    "audits-two-core-minutes": Fact(_AUDITS, lambda t: t.drop_duplicates(
+        ["config", "noise_scale"])["cpu_seconds"].sum() / 120, ".1f"),
     "audits-low-scale": Fact(_AUDITS, _low_scale, "g"),
     "audits-refuted-low": Fact(_AUDITS, lambda t: int((_low(t)["verdict"] == "REFUTED").sum()),
                                "d"),

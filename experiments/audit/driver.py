@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from time import perf_counter
+from time import perf_counter, process_time
 from typing import Callable
 
 import numpy as np
@@ -143,7 +143,7 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
 
     from ..runner import _label_ledger, _ledger, plan_run
 
-    started = perf_counter()
+    started, cpu_started = perf_counter(), process_time()
     if bound not in BOUNDS:
         raise ConfigError(f"--bound must be one of {', '.join(BOUNDS)}, got {bound!r}")
     if sampler not in SAMPLERS:
@@ -277,7 +277,8 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
                        gaussian_mu=mu, labels=labels, noise_scale=noise_scale,
                        mechanism=cls.title,
                        relation=stated_on(str(info.get("neighbouring", "")), plan.cleaning),
-                       seconds=perf_counter() - started, family=family, sampler=sampler,
+                       seconds=perf_counter() - started,
+                       cpu_seconds=process_time() - cpu_started, family=family, sampler=sampler,
                        batches=sizes.get("features", next(iter(sizes.values()))))
 
 

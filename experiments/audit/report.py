@@ -65,6 +65,8 @@ class AuditReport:
     mechanism: str = ""  # the solver's title
     relation: str = ""  # the neighbouring relation, in the solver's words
     seconds: float = float("nan")  # wall time of the audit
+    #: CPU time of the audit's process (every thread): what it costs on a free machine
+    cpu_seconds: float = float("nan")
     #: the family the confidence covers: pairs, directions, claims tested separately, and
     #: the level of each test (Bonferroni)
     family: dict = field(default_factory=dict)
@@ -79,7 +81,8 @@ class AuditReport:
         checks = [c for p in self.pairs for c in p.checks if np.isfinite(c)]
         return {"name": self.config.name, "mechanism": self.mechanism, "relation": self.relation,
                 "K": self.K, "confidence": self.confidence, "noise_scale": self.noise_scale,
-                "pairs": len(self.pairs), "seconds": self.seconds, "sampler": self.sampler,
+                "pairs": len(self.pairs), "seconds": self.seconds,
+                "cpu_seconds": self.cpu_seconds, "sampler": self.sampler,
                 "batches": self.batches, "family": self.family,
                 "claims": {c: list(v) for c, v in self.claims.items()},
                 "verdicts": {c: self.verdict(c) for c in self.claims},

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 __all__ = ["audit_markdown", "audit_table", "refuted_by_profile", "table_lines"]
 
 COLUMNS = ["config", "mechanism", "relation", "noise_scale", "K", "pairs", "seconds",
+           "cpu_seconds",
            "epsilon", "delta", "verdict", "epsilon_lower", "epsilon_ratio", "level", "bound",
            "clip", "profile_verdict", "exercised_over_charged", "gdp_check", "sampler",
            "directory"]
@@ -68,6 +69,7 @@ def _table_row(a: dict, path: Path, name: str = "guarantee") -> dict:
             "relation": str(LABELS) if labels else a.get("relation", ""),
             "noise_scale": a["noise_scale"],
             "K": a["K"], "pairs": a.get("pairs"), "seconds": a.get("seconds"),
+            "cpu_seconds": a.get("cpu_seconds"),
             "epsilon": claim[0], "delta": claim[1],
             "verdict": a["verdicts"][name],
             "epsilon_lower": lower, "epsilon_ratio": ratio(lower, claim[0]),
