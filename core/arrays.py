@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BoolArray", "Design", "FloatArray", "IntArray", "JSON", "Matrix"]
+__all__ = ["BoolArray", "Design", "FloatArray", "IntArray", "Matrix"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -21,10 +21,6 @@ BoolArray = npt.NDArray[np.bool_]
 #: a dense array or a scipy sparse matrix, told apart at run time (``sp.issparse``); scipy
 #: ships no type information, so to mypy this is Any: the name documents, it cannot check
 Matrix = Any
-
-#: a JSON-like value written into manifests and records (``dict[str, JSON]`` is an object);
-#: Any because the values are heterogeneous by design, read back by key
-JSON = Any
 
 
 class Design(Protocol):

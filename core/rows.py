@@ -130,8 +130,8 @@ class RowSteps:
             return 1.0
         return self.row_clip
 
-    def describe(self, unit: str) -> list[dict[str, str | float]]:
-        steps: list[dict[str, str | float]] = []
+    def describe(self, unit: str) -> list[dict[str, object]]:
+        steps: list[dict[str, object]] = []
         if self.intercept:
             steps.append({"step": "intercept", "source": "per_record",
                           "applies_to": "party 1's block" if unit == "party block" else "every row"})
