@@ -241,13 +241,15 @@ class Env:
     records: bool = False
     replayable: bool = True
 
-    def noise(self, *unit: int) -> np.random.Generator | ExactSampler:
+    def noise(self, *unit: int) -> np.random.Generator | ExactSampler | None:
+        """The noise stream of ``unit`` (of all units: ``noise()``); None where the host
+        keeps no noise streams (a :class:`~.host.LocalEnv` given none)."""
         raise NotImplementedError
 
     def stream(self, purpose: str, *sub: int) -> np.random.Generator:
         raise NotImplementedError
 
-    def release(self, mean: npt.ArrayLike, *, units: int | npt.ArrayLike, scale: npt.ArrayLike,
+    def release(self, mean: FloatArray, *, units: int | npt.ArrayLike, scale: npt.ArrayLike,
                 sensitivity: float, rng: np.random.Generator | ExactSampler,
                 mechanism: str = "gaussian", size: int | None = None,
                 l2_sensitivity: float | None = None, rows: slice | None = None,
