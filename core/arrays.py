@@ -30,6 +30,6 @@ class Design(Protocol):
     def shape(self) -> tuple[int, ...]: ...
 
     @property
-    def T(self) -> Any: ...  # noqa: N802 - numpy's name; the transpose's type depends on D
+    def T(self) -> Any: ...  # numpy's name; the transpose's type depends on D
 
     def __matmul__(self, other: Any) -> Any: ...
