@@ -115,12 +115,14 @@ class LogisticLoss(Loss):
         return np.logaddexp(0.0, -b * u)
 
     def grad(self, u: FloatArray, b: FloatArray) -> FloatArray:
-        return -b * expit(-b * u)  # type: ignore[no-any-return]  # scipy is untyped
+        g: FloatArray = -b * expit(-b * u)  # (scipy's expit is untyped)
+        return g
 
     def hess(self, u: FloatArray, b: FloatArray) -> FloatArray:
         # sigmoid(bu) * sigmoid(-bu), not p * (1 - p): no cancellation for large u.
         bu = b * u
-        return (b * b) * (expit(bu) * expit(-bu))  # type: ignore[no-any-return]  # scipy untyped
+        h: FloatArray = (b * b) * (expit(bu) * expit(-bu))
+        return h
 
     def _grad_hess(self, u: FloatArray, b: FloatArray) -> tuple[FloatArray, FloatArray]:
         # One sigmoid for both: q = sigmoid(-b u), l' = -b q, l'' = q (1 - q).
