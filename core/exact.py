@@ -31,10 +31,18 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from decimal import Decimal, localcontext, MAX_EMAX, MIN_EMIN
 from fractions import Fraction
+from typing import overload
 
 import numpy as np
+import numpy.typing as npt
+
+from .arrays import BoolArray, IntArray
+
+#: the next uniform 64-bit word of a stream (the slow paths draw as far as they need)
+Word = Callable[[], int]
 
 __all__ = ["floor_scaled", "lazy_less", "ExpFactors", "exp_factors", "Blocks", "blocks"]
 
@@ -70,7 +78,7 @@ def floor_scaled(x: Fraction, f: Fraction, bits: int) -> int:
         prec += 20
 
 
-def lazy_less(u0: int, x: Fraction, f: Fraction, word) -> bool:
+def lazy_less(u0: int, x: Fraction, f: Fraction, word: Word) -> bool:
     """``U < f exp(-x)`` for the uniform ``U`` whose first 64-bit word is ``u0`` and whose
     next words come from ``word()`` (drawn only as far as needed)."""
     if x == 0 and f >= 1:
@@ -86,7 +94,7 @@ def lazy_less(u0: int, x: Fraction, f: Fraction, word) -> bool:
         prev, j, u = full, j + 1, word()
 
 
-def _table(x_of, count: int) -> np.ndarray:
+def _table(x_of: Callable[[int], Fraction], count: int) -> npt.NDArray[np.uint64]:
     """``C_0`` of ``exp(-x_of(v))`` for ``v < count`` (1 stored as 2^64 - 1: its tie is True)."""
     return np.array([min(floor_scaled(x_of(v), _ONE, 64), _TOP) for v in range(count)],
                     dtype=np.uint64)
@@ -101,10 +109,10 @@ class ExpFactors:
     def __init__(self, e: int, nbits: int):
         self.e = e
         self.groups = [(s, min(self.WIDTH, nbits - s)) for s in range(0, nbits, self.WIDTH)]
-        self.tables = [_table(lambda v, s=s: Fraction(v << s, 1 << e), 1 << w)
+        self.tables = [_table(functools.partial(_shifted, s=s, e=e), 1 << w)
                        for s, w in self.groups]
 
-    def fast(self, n: np.ndarray, words: np.ndarray):
+    def fast(self, n: IntArray, words: npt.NDArray[np.uint64]) -> tuple[BoolArray, BoolArray]:
         """(kept, tied) per entry of ``n`` (int64), ``words[g]`` the word of group ``g``."""
         ok = np.ones(n.shape, dtype=bool)
         tie = np.zeros(n.shape, dtype=bool)
@@ -114,7 +122,7 @@ class ExpFactors:
             tie |= words[g] == c
         return ok, tie
 
-    def exact(self, n: int, words: list[int], word) -> bool:
+    def exact(self, n: int, words: list[int], word: Word) -> bool:
         """The same decision for one ``n``, ties resolved by further words."""
         ok = True
         for g, ((s, w), table) in enumerate(zip(self.groups, self.tables)):
@@ -127,12 +135,17 @@ class ExpFactors:
         return ok
 
 
+def _shifted(v: int, *, s: int, e: int) -> Fraction:
+    """``v 2^(s - e)``: the exponent of group entry ``v`` at shift ``s``."""
+    return Fraction(v << s, 1 << e)
+
+
 @functools.lru_cache(maxsize=None)
 def exp_factors(e: int, nbits: int) -> ExpFactors:
     return ExpFactors(e, nbits)
 
 
-def _alias(q: list[int], size_bits: int):
+def _alias(q: list[int], size_bits: int) -> tuple[npt.NDArray[np.uint64], IntArray]:
     """Walker's alias table for integer weights ``q`` summing to 2^64, in ``2^size_bits``
     columns of ``2^(64 - size_bits)`` each (Vose's construction, in exact integers)."""
     cap = 1 << (64 - size_bits)
@@ -200,7 +213,12 @@ class Blocks:
         """The target's ``-log pi(m)``, up to a constant: ``m^2 / (2 T^2)`` or ``m / T``."""
         return Fraction(m * m if self.kind == "gaussian" else m, 1 << self.e)
 
-    def _n(self, B, U):
+    @overload
+    def _n(self, B: int, U: int) -> int: ...
+    @overload
+    def _n(self, B: IntArray, U: IntArray) -> IntArray: ...
+
+    def _n(self, B: int | IntArray, U: int | IntArray) -> int | IntArray:
         """``2^e (psi(B w + U) - psi(B w))``, an integer (vectorized)."""
         return U * (2 * B * self.w + U) if self.kind == "gaussian" else U
 
@@ -215,7 +233,8 @@ class Blocks:
         mean = n / self.accept
         return int(math.ceil(mean + 9 * math.sqrt(mean) + 2))
 
-    def candidates(self, words: np.ndarray, word):
+    def candidates(self, words: npt.NDArray[np.uint64], word: Word
+                   ) -> tuple[IntArray, BoolArray]:
         """Signed values and kept flags of ``words.shape[1]`` candidates (``words``: one row
         per use, :attr:`words` rows); ``word()`` supplies the rare slow path's extra words."""
         a, us, rw = words[0], words[1], words[2]
@@ -236,7 +255,7 @@ class Blocks:
         ok &= ~(neg & (m == 0))
         return np.where(neg, -m, m), ok
 
-    def _slow(self, B: int, U: int, w: list[int], word) -> tuple[bool, int]:
+    def _slow(self, B: int, U: int, w: list[int], word: Word) -> tuple[bool, int]:
         """One candidate exactly: a tail block drawn, ties resolved by further words."""
         if B == self.K:  # B = K + Geometric(LAMBDA), from 5 fresh bits per step
             while word() & 31 != 31:

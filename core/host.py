@@ -17,13 +17,24 @@ runs at once gets them back ahead of each value, :attr:`LocalEnv.runs`).
 from __future__ import annotations
 
 import copy
-from typing import Callable
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .protocol import (DIAGNOSTIC, PROTOCOL, Call, Env, Protocol, ProtocolError, UnitData,
                        validate)
-from .solver import add_noise, add_noise_to_rows
+from .solver import Streams, add_noise, add_noise_to_rows
+
+from .sampling import ExactSampler
+
+if TYPE_CHECKING:
+    from .arrays import FloatArray
+    from .protocol import Side
+
+#: a unit's noise stream: a seeded Generator, or an exact sampler standing in for one
+Noise = np.random.Generator | ExactSampler
 
 __all__ = ["Host", "LocalEnv", "StreamEnv"]
 
@@ -39,18 +50,18 @@ class Host:
 
     def __init__(self, protocol: Protocol, *, simulation: bool = True):
         self.protocol, self.simulation = protocol, simulation
-        self.side = None
+        self.side: Side | None = None
         self._last: tuple[int, object] | None = None
 
-    def open(self, data: UnitData, spec, env: Env):
+    def open(self, data: UnitData, spec: object, env: Env) -> object:
         validate(spec, self.protocol.spec, finite=False, where="open: ")
-        self.side = self.protocol.side(data, spec, env)
+        self.side = side = self.protocol.side(data, spec, env)
         self._last = None
-        opened = self.side.opened()
+        opened = side.opened()
         validate(opened, self.protocol.opened, finite=False, where="opened: ")
         return opened
 
-    def _call(self, index) -> tuple[int, Call]:
+    def _call(self, index: int | Call) -> tuple[int, Call]:
         calls = self.protocol.calls
         if isinstance(index, Call):
             i = self.protocol.index(index)
@@ -63,14 +74,16 @@ class Host:
             raise ProtocolError(f"protocol {self.protocol.name}: a call before open")
         return index, calls[index]
 
-    def handle(self, index, request, seq: int | None = None, checked=None):
+    def handle(self, index: int | Call, request: object, seq: int | None = None,
+               checked: Mapping[str, int] | None = None) -> object:
         """The side's reply to ``request`` of the call ``index`` (its number, or the Call).
 
         ``checked``: the sizes this very request was validated against (a request sent to
         several units in this process is validated once for the units whose sizes agree).
         """
         calls = self.protocol.calls
-        if index.__class__ is int and 0 <= index < len(calls) and self.side is not None:
+        if isinstance(index, int) and index.__class__ is int and 0 <= index < len(calls) \
+                and self.side is not None:
             i, call = index, calls[index]  # (the common case, in this process, first)
         else:
             i, call = self._call(index)
@@ -81,20 +94,27 @@ class Host:
             self._last = (seq, reply)
         return reply
 
-    def _handle(self, i: int, call: Call, request, checked=None):
+    def _handle(self, i: int, call: Call, request: object,
+                checked: Mapping[str, int] | None = None) -> object:
         if call.kind is DIAGNOSTIC and not self.simulation:
             raise ProtocolError(f"{call.name}: a deployment's unit answers no diagnostic "
                                 "(exact values never leave it)")
-        if checked is None or checked != self.side.dims:
-            validate(request, call.request, self.side.dims, finite=call.kind is PROTOCOL,
+        side = self._open_side()
+        if checked is None or checked != side.dims:
+            validate(request, call.request, side.dims, finite=call.kind is PROTOCOL,
                      where=(call.name, ": "))
-        return self.protocol.handlers[i](self.side, request)
+        return self.protocol.handlers[i](side, request)
 
-    def adopt(self, index, request, reply) -> None:
+    def _open_side(self) -> Side:
+        if self.side is None:  # _call refuses a call before open
+            raise ProtocolError(f"protocol {self.protocol.name}: a call before open")
+        return self.side
+
+    def adopt(self, index: int | Call, request: object, reply: object) -> None:
         """Catch up with a completed round whose reply the coordinator recorded."""
         i, call = self._call(index)
         validate(reply, call.reply, finite=False, where=f"{call.name} (adopted): ")
-        self.side.adopt(call, request, reply,
+        self._open_side().adopt(call, request, reply,
                         lambda c, r: self._handle(self.protocol.index(c), c, r))
 
 
@@ -103,23 +123,33 @@ class StreamEnv(Env):
     """A unit's own streams (:class:`~vfl.core.solver.Streams` of the run's seed and repeat,
     exact samplers in a deployment): it draws, the coordinator records."""
 
-    def __init__(self, streams):
+    def __init__(self, streams: Streams):
         self.streams = streams
         self.replayable = bool(streams.replayable_noise)
 
-    def noise(self, *unit):
+    def noise(self, *unit: int) -> Noise:
         return self.streams.noise(*unit)
 
-    def stream(self, purpose, *sub):
+    def stream(self, purpose: str, *sub: int) -> np.random.Generator:
         return self.streams.get(purpose, *sub)
 
-    def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None,
-                l2_sensitivity=None, rows=None, total=None, **context):
+    def release(self, mean: FloatArray, *, units: int | npt.ArrayLike, scale: npt.ArrayLike,
+                sensitivity: float, rng: Noise, mechanism: str = "gaussian",
+                size: int | None = None, l2_sensitivity: float | None = None,
+                rows: slice | None = None, total: int | None = None,
+                **context: object) -> FloatArray:
         if np.ndim(scale) == 0 and scale == 0:
             return mean  # no noise, no draw
+        noisy: FloatArray
         if rows is None:
-            return add_noise(mechanism, mean, scale, rng)
-        return add_noise_to_rows(mechanism, mean, scale, rng, rows, total)
+            # solver.py annotates scale as an array and rng as a Generator, narrower than what
+            # add_noise takes (its docstring: exact samplers too); lead: after the records merge
+            noisy = add_noise(mechanism, mean, scale, rng)  # type: ignore[arg-type]
+        else:
+            assert total is not None  # rows of a release are drawn with its total
+            noisy = add_noise_to_rows(mechanism, mean, scale,  # type: ignore[arg-type]  # as above
+                                      rng, rows, total)
+        return noisy
 
 
 class LocalEnv(Env):
@@ -131,9 +161,11 @@ class LocalEnv(Env):
 
     records = True
 
-    def __init__(self, release: Callable | None = None, noise: Callable | None = None,
-                 streams: dict | None = None, stream: Callable | None = None,
-                 runs: Callable | None = None):
+    def __init__(self, release: Callable[..., FloatArray] | None = None,
+                 noise: Callable[..., Noise] | None = None,
+                 streams: Mapping[str, np.random.Generator] | None = None,
+                 stream: Callable[..., np.random.Generator] | None = None,
+                 runs: Callable[[], int | None] | None = None):
         self._release, self._noise, self._streams = release, noise, dict(streams or {})
         self._stream, self._runs = stream, runs
 
@@ -143,16 +175,21 @@ class LocalEnv(Env):
         solver's :meth:`~vfl.core.solver.Solver.audit_runs`), or None: one run."""
         return None if self._runs is None else self._runs()
 
-    def noise(self, *unit):
+    def noise(self, *unit: int) -> Noise | None:
         return None if self._noise is None else self._noise(*unit)
 
-    def stream(self, purpose, *sub):
+    def stream(self, purpose: str, *sub: int) -> np.random.Generator:
         if self._stream is not None:
             return self._stream(purpose, *sub)
         return copy.deepcopy(self._streams[purpose])
 
-    def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None,
-                l2_sensitivity=None, rows=None, total=None, **context):
+    def release(self, mean: FloatArray, *, units: int | npt.ArrayLike, scale: npt.ArrayLike,
+                sensitivity: float, rng: Noise, mechanism: str = "gaussian",
+                size: int | None = None, l2_sensitivity: float | None = None,
+                rows: slice | None = None, total: int | None = None,
+                **context: object) -> FloatArray:
+        if self._release is None:
+            raise TypeError("this LocalEnv was given no release")
         return self._release(mean, units=units, scale=scale, sensitivity=sensitivity, rng=rng,
                              mechanism=mechanism, size=size, l2_sensitivity=l2_sensitivity,
                              **context)

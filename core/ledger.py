@@ -30,8 +30,10 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import numpy.typing as npt
 
 from vfl.core import gaussian
+from vfl.core.arrays import FloatArray
 from vfl.core.solver import Release
 
 __all__ = ["PrivacyLedger", "compose"]
@@ -48,7 +50,8 @@ class PrivacyLedger:
         self.relation = relation
         self.delta = float(delta)
         self.accountant = accountant
-        self._orders = np.asarray(rdp_privacy_accountant.DEFAULT_RDP_ORDERS, dtype=float)
+        self._orders: FloatArray = np.asarray(rdp_privacy_accountant.DEFAULT_RDP_ORDERS,
+                                              dtype=float)
         self._gauss = np.zeros(0)  # sum (Delta / sigma)^2 per unit
         self._lap_rdp = np.zeros((0, self._orders.size))
         self._lap_pure = np.zeros(0)
@@ -60,7 +63,7 @@ class PrivacyLedger:
         #: (:meth:`add_rdp`); composed by RDP
         self._extra = np.zeros(self._orders.size)
 
-    def add_rdp(self, curve) -> None:
+    def add_rdp(self, curve: npt.ArrayLike) -> None:
         """Charge every unit an RDP curve (at dp-accounting's default orders) spent outside
         the releases, e.g. private hyper-parameter tuning before the run."""
         curve = np.asarray(curve, dtype=float)
@@ -177,7 +180,7 @@ class PrivacyLedger:
         bound; 0 before any)."""
         return float(np.sqrt(self._lap_l2.max())) if self._lap_l2.size else 0.0
 
-    def delta_at(self, epsilon) -> np.ndarray:
+    def delta_at(self, epsilon: npt.ArrayLike) -> np.ndarray:
         """The claimed profile: the worst unit's ``delta(epsilon)`` for each epsilon.
 
         Gaussian only: the exact composed Gaussian's; otherwise RDP converted by
@@ -254,7 +257,7 @@ def compose(ledgers: list[PrivacyLedger], *, same_units: bool) -> PrivacyLedger:
     return out
 
 
-def _laplace_rdp(eps: np.ndarray, a: np.ndarray) -> np.ndarray:
+def _laplace_rdp(eps: FloatArray, a: FloatArray) -> FloatArray:
     """RDP of order ``a > 1`` of the Laplace mechanism with pure epsilon ``eps`` (Mironov, Prop. 6).
 
     Vectorized; the orders used (dp-accounting's defaults) are >= 1.1, where

@@ -18,9 +18,13 @@ Each loss exposes what the solvers need, all vectorized over samples:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 from scipy.special import expit
+
+from .arrays import FloatArray
 
 __all__ = ["Loss", "LogisticLoss", "NewtonWork", "SquaredLoss", "get_loss", "LOSSES"]
 
@@ -41,12 +45,12 @@ class NewtonWork:
     glibc's 32 MB mmap threshold, four million rows, every one of them).
     """
 
-    def __init__(self, b: np.ndarray, buffer):
+    def __init__(self, b: FloatArray, buffer: Callable[[int], FloatArray]):
         self.b = b
         self.buffer = buffer
-        self._terms: dict = {}
+        self._terms: dict[float, tuple[FloatArray, FloatArray | float]] = {}
 
-    def terms(self, w: float) -> tuple[np.ndarray, np.ndarray | float]:
+    def terms(self, w: float) -> tuple[FloatArray, FloatArray | float]:
         """``(-w b, w b^2)`` (see :func:`label_terms`)."""
         found = self._terms.get(w)
         if found is None:
@@ -54,7 +58,7 @@ class NewtonWork:
         return found
 
 
-def label_terms(b, w: float) -> tuple[np.ndarray, np.ndarray | float]:
+def label_terms(b: npt.ArrayLike, w: float) -> tuple[FloatArray, FloatArray | float]:
     """``(-w b, w b^2)``; ``w b^2`` is one number when every ``b_i^2`` is the same (+-1
     labels): the value of every entry, so a product with it gives the same numbers, and a
     Newton step reads one N-vector less from memory."""
@@ -72,20 +76,23 @@ class Loss:
     #: Upper bound of l_i'' (Lipschitz constant of l_i'), for Assumption 1.
     curvature: float = 0.0
 
-    def value(self, u: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def value(self, u: FloatArray, b: FloatArray) -> FloatArray:
         raise NotImplementedError
 
-    def grad(self, u: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def grad(self, u: FloatArray, b: FloatArray) -> FloatArray:
         raise NotImplementedError
 
-    def hess(self, u: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def hess(self, u: FloatArray, b: FloatArray) -> FloatArray:
         raise NotImplementedError
 
-    def prox_linear(self, s, y, b, rho, w, tol=1e-10, max_iter=100, z0=None, b_max=None):
+    def prox_linear(self, s: FloatArray, y: FloatArray, b: FloatArray, rho: float, w: float,
+                    tol: float = 1e-10, max_iter: int = 100, z0: FloatArray | None = None,
+                    b_max: float | None = None) -> FloatArray:
         raise NotImplementedError
 
-    def prox_newton(self, s, y, b, rho, w, tol=1e-10, max_iter=100, z0=None, b2_max=None,
-                    work=None):
+    def prox_newton(self, s: FloatArray, y: FloatArray, b: FloatArray, rho: float, w: float,
+                    tol: float = 1e-10, max_iter: int = 100, z0: FloatArray | None = None,
+                    b2_max: float | None = None, work: NewtonWork | None = None) -> FloatArray:
         """The minimizer of (7) by the fastest safe method (default: :meth:`prox_linear`;
         ``work``, the buffers of :class:`NewtonWork`, is not needed then)."""
         return self.prox_linear(s, y, b, rho, w, tol=tol, max_iter=max_iter, z0=z0)
@@ -104,25 +111,29 @@ class LogisticLoss(Loss):
     name = "logistic"
     curvature = 0.25
 
-    def value(self, u, b):
+    def value(self, u: FloatArray, b: FloatArray) -> FloatArray:
         return np.logaddexp(0.0, -b * u)
 
-    def grad(self, u, b):
-        return -b * expit(-b * u)
+    def grad(self, u: FloatArray, b: FloatArray) -> FloatArray:
+        g: FloatArray = -b * expit(-b * u)  # (scipy's expit is untyped)
+        return g
 
-    def hess(self, u, b):
+    def hess(self, u: FloatArray, b: FloatArray) -> FloatArray:
         # sigmoid(bu) * sigmoid(-bu), not p * (1 - p): no cancellation for large u.
         bu = b * u
-        return (b * b) * (expit(bu) * expit(-bu))
+        h: FloatArray = (b * b) * (expit(bu) * expit(-bu))
+        return h
 
-    def _grad_hess(self, u, b):
+    def _grad_hess(self, u: FloatArray, b: FloatArray) -> tuple[FloatArray, FloatArray]:
         # One sigmoid for both: q = sigmoid(-b u), l' = -b q, l'' = q (1 - q).
         # (1 - q) may lose relative accuracy when l'' is tiny, harmless where
         # l'' is only ever added to rho.
         q = expit(-b * u)
         return -b * q, (b * b) * (q * (1.0 - q))
 
-    def prox_linear(self, s, y, b, rho, w, tol=1e-10, max_iter=100, z0=None, b_max=None):
+    def prox_linear(self, s: FloatArray, y: FloatArray, b: FloatArray, rho: float, w: float,
+                    tol: float = 1e-10, max_iter: int = 100, z0: FloatArray | None = None,
+                    b_max: float | None = None) -> FloatArray:
         r"""Solve (7) for every sample: ``w l_i(z) - y_i z + rho/2 (z - s_i)^2``.
 
         The optimality condition ``g(z) = w l_i'(z) - y_i + rho (z - s_i) = 0``
@@ -165,8 +176,9 @@ class LogisticLoss(Loss):
                 break
         return z
 
-    def prox_newton(self, s, y, b, rho, w, tol=1e-10, max_iter=100, z0=None, b2_max=None,
-                    work: NewtonWork | None = None):
+    def prox_newton(self, s: FloatArray, y: FloatArray, b: FloatArray, rho: float, w: float,
+                    tol: float = 1e-10, max_iter: int = 100, z0: FloatArray | None = None,
+                    b2_max: float | None = None, work: NewtonWork | None = None) -> FloatArray:
         r"""Solve (7) like :meth:`prox_linear`, by in-place Newton steps.
 
         ``g(z) = w l'(z) - y + rho (z - c)`` has ``g' = w l'' + rho`` in
@@ -191,12 +203,13 @@ class LogisticLoss(Loss):
         if b2_max is None:
             b2_max = float(np.max(b * b, initial=0.0))
         b_max = math.sqrt(b2_max)
-        new = (lambda _: np.empty(len(b))) if work is None else work.buffer
+        new: Callable[[int], FloatArray] = \
+            (lambda _: np.empty(len(b))) if work is None else work.buffer
         c = np.divide(y, rho, out=new(0))
         np.add(s, c, out=c)              # c = s + y / rho
         z = c.copy() if z0 is None else np.array(z0, dtype=float)  # a copy: updated in place
         u = new(1)
-        bracket = None
+        bracket: tuple[FloatArray, FloatArray] | None = None
         half = w * b_max / rho  # |l'| <= max |b|: the root is within c +- half
         if not rho > w * b2_max / 4.0:
             bracket = (np.subtract(c, half, out=new(2)), np.add(c, half, out=new(3)))
@@ -217,12 +230,16 @@ class LogisticLoss(Loss):
         # a chunk's values only: chunk-sized, they never leave the cache
         lo, hi = bracket if bracket is not None else (None, None)
         e, d = np.empty(min(NEWTON_CHUNK, len(z))), np.empty(min(NEWTON_CHUNK, len(z)))
-        chunks = []
+        chunks: list[tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray,
+                           FloatArray | float, FloatArray, FloatArray,
+                           FloatArray | None, FloatArray | None]] = []
         for a in range(0, len(z), NEWTON_CHUNK):
             k = min(NEWTON_CHUNK, len(z) - a)
             chunks.append((b[a:a + k], z[a:a + k], u[a:a + k], e[:k], d[:k],
-                           *(v if v is None or np.ndim(v) == 0 else v[a:a + k]
-                             for v in (wb2, nbw, rc, lo, hi))))
+                           wb2 if isinstance(wb2, float) else wb2[a:a + k],  # one number: as is
+                           nbw[a:a + k], rc[a:a + k],
+                           None if lo is None else lo[a:a + k],
+                           None if hi is None else hi[a:a + k]))
         for _ in range(max_iter):
             for b_, z_, u_, e_, d_, wb2_, nbw_, rc_, lo_, hi_ in chunks:
                 np.multiply(b_, z_, out=u_)
@@ -242,7 +259,7 @@ class LogisticLoss(Loss):
                 u_ += e_                       # u = g(z) = w l'(z) + rho (z - c)
                 u_ /= d_                       # u = the Newton step
                 z_ -= u_
-                if lo_ is not None:
+                if lo_ is not None and hi_ is not None:  # both or neither
                     np.clip(z_, lo_, hi_, out=z_)
             if u.max(initial=0.0) <= tol and -u.min(initial=0.0) <= tol:
                 return z
@@ -258,16 +275,18 @@ class SquaredLoss(Loss):
     name = "squared"
     curvature = 2.0
 
-    def value(self, u, b):
+    def value(self, u: FloatArray, b: FloatArray) -> FloatArray:
         return (u - b) ** 2
 
-    def grad(self, u, b):
+    def grad(self, u: FloatArray, b: FloatArray) -> FloatArray:
         return 2.0 * (u - b)
 
-    def hess(self, u, b):
+    def hess(self, u: FloatArray, b: FloatArray) -> FloatArray:
         return np.full_like(u, 2.0, dtype=float)
 
-    def prox_linear(self, s, y, b, rho, w, tol=1e-10, max_iter=100, z0=None, b_max=None):
+    def prox_linear(self, s: FloatArray, y: FloatArray, b: FloatArray, rho: float, w: float,
+                    tol: float = 1e-10, max_iter: int = 100, z0: FloatArray | None = None,
+                    b_max: float | None = None) -> FloatArray:
         # 2w(z - b) - y + rho(z - s) = 0 has a closed form (z0 is not needed).
         return (2.0 * w * b + y + rho * s) / (2.0 * w + rho)
 

@@ -19,11 +19,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from .errors import VFLError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = ["DTYPES", "RUNS", "Array", "Empty", "NonFiniteError", "ProtocolError", "ReplayMismatch",
            "Scalar", "Values", "array", "message", "nbytes", "same", "scalar", "validate",
@@ -60,8 +66,8 @@ class Array:
     """An array field: its dtype and symbolic shape (ints are fixed sizes, strings symbols
     bound across the message and to the receiver's known sizes)."""
 
-    dtype: np.dtype
-    shape: tuple
+    dtype: np.dtype[Any]
+    shape: tuple[int | str, ...]
     optional: bool = False
     finite: bool = True
 
@@ -73,7 +79,7 @@ class Scalar:
     type: type
     optional: bool = False
     finite: bool = True
-    choices: tuple | None = None
+    choices: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -85,12 +91,38 @@ class Values:
     finite: bool = True
 
 
-def _field(spec, optional: bool):
+#: what a message field declares
+Spec = Array | Scalar | Values
+#: sizes bound to shape symbols (``{"N": 300}``)
+Dims = dict[str, int]
+
+
+class Declared(Protocol):
+    """A message class as :func:`message` makes it: its fields' specs and the compiled
+    checks (:func:`_compiled`)."""
+
+    FIELDS: tuple[tuple[str, Spec], ...]
+    _accepts: Callable[[object, Mapping[str, int], bool], bool]
+    _payload: Callable[[object], int] | None
+
+
+def declared(cls: type) -> Declared:
+    """``cls``, a message class, seen with what :func:`message` set on it (set at run
+    time, so not visible to a type checker from the class statement)."""
+    return cast(Declared, cls)
+
+
+_M = TypeVar("_M")
+
+
+def _field(spec: Spec, optional: bool) -> Any:
+    # a dataclass field whose value is declared by ``spec`` (checked by validate, not here)
     return dataclasses.field(default=None if optional else dataclasses.MISSING,
                              metadata={"vfl": spec})
 
 
-def array(dtype, *shape, optional: bool = False, finite: bool = True):
+def array(dtype: npt.DTypeLike, *shape: int | str, optional: bool = False,
+          finite: bool = True) -> Any:
     """A message field holding an array of ``dtype`` and symbolic ``shape``."""
     dtype = np.dtype(dtype)
     if dtype not in DTYPES:
@@ -98,7 +130,8 @@ def array(dtype, *shape, optional: bool = False, finite: bool = True):
     return _field(Array(dtype, tuple(shape), optional, finite), optional)
 
 
-def scalar(type_: type, *, optional: bool = False, finite: bool = True, choices=None):
+def scalar(type_: type, *, optional: bool = False, finite: bool = True,
+           choices: Iterable[str] | None = None) -> Any:
     """A message field holding one float, int, bool or str."""
     if type_ not in (float, int, bool, str):
         raise TypeError(f"a scalar field holds a float, int, bool or str, not {type_}")
@@ -106,7 +139,7 @@ def scalar(type_: type, *, optional: bool = False, finite: bool = True, choices=
                   optional)
 
 
-def values(*, optional: bool = False, finite: bool = True):
+def values(*, optional: bool = False, finite: bool = True) -> Any:
     """A message field holding named values (:class:`Values`)."""
     return _field(Values(optional, finite), optional)
 
@@ -121,7 +154,7 @@ def _finite(a: np.ndarray) -> bool:
 _add = np.add.reduce
 
 
-def message(cls):
+def message(cls: type[_M]) -> type[_M]:
     """Declare ``cls`` a message: a frozen, slotted, keyword-only dataclass whose fields are
     all :func:`array`, :func:`scalar` or :func:`values`."""
     annotations = dict(cls.__dict__.get("__annotations__", {}))
@@ -130,23 +163,24 @@ def message(cls):
             annotations.setdefault(name, "object")
     cls.__annotations__ = annotations
     cls = dataclass(frozen=True, slots=True, kw_only=True)(cls)
-    fields = []
-    for f in dataclasses.fields(cls):
+    fields: list[tuple[str, Spec]] = []
+    for f in dataclasses.fields(cast("type[DataclassInstance]", cls)):
         if "vfl" not in f.metadata:
             raise TypeError(f"{cls.__name__}.{f.name} is not a typed field (array, scalar, "
                             "values)")
         fields.append((f.name, f.metadata["vfl"]))
-    cls.FIELDS = tuple(fields)
-    cls._accepts, cls._payload = _compiled(cls)
+    made = declared(cls)
+    made.FIELDS = tuple(fields)
+    made._accepts, made._payload = _compiled(made)
     return cls
 
 
-def _compiled(cls):
+def _compiled(cls: Declared) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
     """Straight-line code for a message type (the cost of a round in this process is mostly
     Python's): ``accepts(msg, dims, finite)``, True when every field passes the common checks
     (anything else, including a refusal, goes through :func:`validate`'s detailed path), and
     ``payload(msg)``, :func:`nbytes`."""
-    env = {"ndarray": np.ndarray, "_finite": _finite, "isfinite": math.isfinite,
+    env: dict[str, object] = {"ndarray": np.ndarray, "_finite": _finite, "isfinite": math.isfinite,
            "FLOATS": (float, int, np.floating, np.integer)}
     symbols = sorted({d for _, spec in cls.FIELDS if type(spec) is Array for d in spec.shape
                       if isinstance(d, str)})
@@ -190,11 +224,12 @@ def _compiled(cls):
     return _exec(ok, env, "accepts"), _exec(size, env, "payload")
 
 
-def _exec(lines: list, env: dict, name: str):
+def _exec(lines: list[str], env: dict[str, object], name: str) -> Callable[..., Any]:
+    # code compiled at run time: its signature is the generated ``def``'s
     code = "\n".join(lines)
     scope = dict(env)
     exec(compile(code, f"<vfl message {name}>", "exec"), scope)  # noqa: S102 (our own code)
-    return staticmethod(scope[name])
+    return staticmethod(cast("Callable[..., Any]", scope[name]))
 
 
 @message
@@ -203,11 +238,11 @@ class Empty:
 
 
 # ---------------------------------------------------------------------- validation --
-def _refuse(what: str, finite: bool = False):
+def _refuse(what: str, finite: bool = False) -> NoReturn:
     raise (NonFiniteError if finite else ProtocolError)(what)
 
 
-def _check_array(where: str, a, spec: Array, dims: dict, finite: bool) -> None:
+def _check_array(where: str, a: object, spec: Array, dims: Dims, finite: bool) -> None:
     if type(a) is not np.ndarray:
         _refuse(f"{where} must be a numpy array of {spec.dtype}, got {type(a).__name__}")
     if a.dtype != spec.dtype:
@@ -223,7 +258,7 @@ def _check_array(where: str, a, spec: Array, dims: dict, finite: bool) -> None:
         _refuse(f"{where} holds non-finite values", True)
 
 
-def _check_scalar(where: str, v, spec: Scalar, finite: bool) -> None:
+def _check_scalar(where: str, v: object, spec: Scalar, finite: bool) -> None:
     t = spec.type
     ok = (isinstance(v, (bool, np.bool_)) if t is bool else
           isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) if t is int
@@ -233,11 +268,11 @@ def _check_scalar(where: str, v, spec: Scalar, finite: bool) -> None:
         _refuse(f"{where} must be a {t.__name__}, got {type(v).__name__}")
     if spec.choices is not None and v not in spec.choices:
         _refuse(f"{where} must be one of {list(spec.choices)}, got {v!r}")
-    if finite and spec.finite and t is float and not np.isfinite(v):
+    if finite and spec.finite and t is float and not np.isfinite(cast(float, v)):  # a number
         _refuse(f"{where} is not finite ({v})", True)
 
 
-def _check_values(where: str, v, spec: Values, finite: bool) -> None:
+def _check_values(where: str, v: object, spec: Values, finite: bool) -> None:
     if type(v) is not dict:
         _refuse(f"{where} must be a dict of named values, got {type(v).__name__}")
     for name, item in v.items():
@@ -262,12 +297,12 @@ def _check_values(where: str, v, spec: Values, finite: bool) -> None:
 _FLOATS = (float, int, np.floating, np.integer)
 
 
-def _w(where) -> str:
-    return where if where.__class__ is str else "".join(where)
+def _w(where: str | tuple[str, ...]) -> str:
+    return where if isinstance(where, str) else "".join(where)
 
 
-def validate(msg, expected: type, dims: dict | None = None, *, finite: bool = True,
-             where: str = "") -> None:
+def validate(msg: object, expected: type, dims: Mapping[str, int] | None = None, *,
+             finite: bool = True, where: str | tuple[str, ...] = "") -> None:
     """Refuse ``msg`` unless it is an ``expected`` message whose fields have their declared
     types, dtypes and shapes (``dims``: sizes the receiver knows, e.g. ``{"N": 300}``;
     other symbols must agree across the message) and, with ``finite``, finite floats.
@@ -281,23 +316,23 @@ def validate(msg, expected: type, dims: dict | None = None, *, finite: bool = Tr
     if type(msg) is not expected:
         raise ProtocolError(f"{_w(where)}expected a {expected.__name__} message, got "
                             f"{type(msg).__name__}")
-    if expected._accepts(msg, dims or _NO_DIMS, finite):
+    spec_of = declared(expected)
+    if spec_of._accepts(msg, dims or _NO_DIMS, finite):
         return
     bound = dict(dims) if dims else {}
     runs = bound.pop(RUNS, None)
-    for name, spec in expected.FIELDS:
+    for name, spec in spec_of.FIELDS:
         v = getattr(msg, name)
-        kind = type(spec)
         if v is None:
             if not spec.optional:
                 raise ProtocolError(f"{_w(where)}{expected.__name__}.{name} is required")
-        elif kind is Array and runs is not None and type(v) is np.ndarray and \
+        elif isinstance(spec, Array) and runs is not None and type(v) is np.ndarray and \
                 v.ndim == len(spec.shape) + 1 and v.shape[0] == runs:  # the audit's runs
             at = f"{_w(where)}{expected.__name__}.{name}"
             _check_array(at, v[0], spec, bound, False)
             if finite and spec.finite and spec.dtype.kind == "f" and not _finite(v):
                 _refuse(f"{at} holds non-finite values", True)
-        elif kind is Array:  # the common case checked inline; the detail only on a refusal
+        elif isinstance(spec, Array):  # the common case checked inline; the detail only on a refusal
             if type(v) is not np.ndarray or v.dtype != spec.dtype or \
                     v.ndim != len(spec.shape) or \
                     (finite and spec.finite and spec.dtype.kind == "f" and not _finite(v)):
@@ -305,27 +340,28 @@ def validate(msg, expected: type, dims: dict | None = None, *, finite: bool = Tr
             for size, dim in zip(v.shape, spec.shape):
                 if size != (bound.setdefault(dim, size) if dim.__class__ is str else dim):
                     _check_array(f"{_w(where)}{expected.__name__}.{name}", v, spec, bound, finite)
-        elif kind is Scalar:
+        elif isinstance(spec, Scalar):
             t = spec.type
             if not (v.__class__ is t or (t is float and v.__class__ is not bool
                                          and isinstance(v, _FLOATS))) \
                     or spec.choices is not None or (finite and spec.finite and t is float
-                                                    and not math.isfinite(v)):
+                                                    and not math.isfinite(cast(float, v))):
                 _check_scalar(f"{_w(where)}{expected.__name__}.{name}", v, spec, finite)
         else:
             _check_values(f"{_w(where)}{expected.__name__}.{name}", v, spec, finite)
 
 
-_NO_DIMS: dict = {}
+_NO_DIMS: Dims = {}
 
 
-def nbytes(msg) -> int:
+def nbytes(msg: object) -> int:
     """The payload of ``msg``: its values times their item sizes (arrays' bytes, 8 per number,
     1 per bool, a string's UTF-8 bytes); what the codec writes besides is framing."""
-    if msg._payload is not None:
-        return msg._payload(msg)
+    spec_of = declared(type(msg))
+    if spec_of._payload is not None:
+        return spec_of._payload(msg)
     total = 0
-    for name, spec in msg.FIELDS:
+    for name, spec in spec_of.FIELDS:
         v = getattr(msg, name)
         if v is None:
             continue
@@ -338,7 +374,7 @@ def nbytes(msg) -> int:
     return total
 
 
-def _value_bytes(v) -> int:
+def _value_bytes(v: object) -> int:
     if type(v) is np.ndarray:
         return v.nbytes
     if isinstance(v, (bool, np.bool_)):
@@ -348,11 +384,11 @@ def _value_bytes(v) -> int:
     return 8
 
 
-def same(a, b) -> bool:
+def same(a: object, b: object) -> bool:
     """Whether two messages are the same to the bit (arrays: dtype, shape and bytes)."""
     if type(a) is not type(b):
         return False
-    for name, _ in a.FIELDS:
+    for name, _ in declared(type(a)).FIELDS:
         x, y = getattr(a, name), getattr(b, name)
         if isinstance(x, dict) and isinstance(y, dict):
             if x.keys() != y.keys() or not all(_same_value(x[k], y[k]) for k in x):
@@ -362,11 +398,12 @@ def same(a, b) -> bool:
     return True
 
 
-def _same_value(x, y) -> bool:
+def _same_value(x: object, y: object) -> bool:
     if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
         return (isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and x.dtype == y.dtype
                 and x.shape == y.shape and np.ascontiguousarray(x).tobytes()
                 == np.ascontiguousarray(y).tobytes())
     if isinstance(x, float) or isinstance(y, float):
-        return np.float64(x).tobytes() == np.float64(y).tobytes()
+        # numbers (a float field may hold an int)
+        return np.float64(cast(float, x)).tobytes() == np.float64(cast(float, y)).tobytes()
     return x == y

@@ -47,4 +47,4 @@ class EpochStats:
     x_seconds: float = 0.0
     z_seconds: float = 0.0
     y_seconds: float = 0.0
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, float] = field(default_factory=dict)

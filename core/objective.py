@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .arrays import Design, FloatArray
 from .losses import Loss, get_loss
 
 __all__ = ["Objective", "REDUCTIONS", "REGULARIZERS"]
@@ -53,7 +54,7 @@ class Objective:
     regularizer: str = "l2sq"
     unit_size: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         get_loss(self.loss)  # validates the name
         if self.reduction not in REDUCTIONS:
             raise ValueError(
@@ -84,6 +85,7 @@ class Objective:
     def weight(self, n_samples: int) -> float:
         """The factor ``w`` in front of the summed loss."""
         if self.reduction == "unit_mean":
+            assert self.unit_size is not None  # __post_init__ requires it for unit_mean
             return 1.0 / self.unit_size
         return 1.0 if self.reduction == "sum" else 1.0 / n_samples
 
@@ -116,15 +118,17 @@ class Objective:
             raise ValueError(f"{what} needs a differentiable regularizer; l1 has none "
                              "(use a proximal method)")
 
-    def value_from_margins(self, u, b, x) -> float:
+    def value_from_margins(self, u: np.ndarray, b: np.ndarray,
+                           x: np.ndarray | list[np.ndarray]) -> float:
         """F at ``x`` given the margins ``u = D x`` already computed."""
         return self.data_term(u, b) + self.reg_term(x)
 
     # -- evaluated from a full design matrix, for central solvers --
-    def value(self, x: np.ndarray, D, b: np.ndarray) -> float:
+    def value(self, x: np.ndarray, D: Design, b: np.ndarray) -> float:
         return self.value_from_margins(D @ x, b, x)
 
-    def value_and_grad(self, x: np.ndarray, D, b: np.ndarray):
+    def value_and_grad(self, x: np.ndarray, D: Design, b: np.ndarray
+                       ) -> tuple[float, FloatArray]:
         self._require_smooth("the gradient")
         u = D @ x
         w = self.weight(len(b))
@@ -132,24 +136,25 @@ class Objective:
         g = w * (D.T @ self.loss_fn.grad(u, b)) + self.reg_curvature * x
         return f, np.asarray(g).ravel()
 
-    def hessp(self, x: np.ndarray, p: np.ndarray, D, b: np.ndarray) -> np.ndarray:
+    def hessp(self, x: np.ndarray, p: np.ndarray, D: Design, b: np.ndarray) -> np.ndarray:
         """Hessian-vector product ``(w D^T H D + lam R'' I) p``."""
         self._require_smooth("the Hessian")
         w = self.weight(len(b))
         h = self.loss_fn.hess(D @ x, b)
         return np.asarray(w * (D.T @ (h * (D @ p)))).ravel() + self.reg_curvature * p
 
-    def hess(self, x: np.ndarray, D, b: np.ndarray) -> np.ndarray:
+    def hess(self, x: np.ndarray, D: Design, b: np.ndarray) -> FloatArray:
         """Dense Hessian ``w D^T diag(l'') D + lam R'' I`` (for small d only)."""
         self._require_smooth("the Hessian")
         w = self.weight(len(b))
         h = w * self.loss_fn.hess(D @ x, b)
+        H: FloatArray
         if hasattr(D, "weighted_gram"):  # a design held as blocks (baselines.ColumnBlocks)
             H = D.weighted_gram(h)
         elif hasattr(D, "multiply"):  # sparse: keep the product sparse until the end
             H = (D.T @ D.multiply(h[:, None])).toarray()
         else:
-            H = D.T @ (D * h[:, None])
+            H = D.T @ (D * h[:, None])  # type: ignore[operator]  # dense D: ndarray's *
         H[np.diag_indices_from(H)] += self.reg_curvature
         return H
 

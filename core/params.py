@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Annotated, Any, Callable, Literal
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, TypeAdapter, ValidationError
 
@@ -44,16 +45,17 @@ def check_epsilon(key: str, value: float) -> float:
     return value
 
 
-def _typename(value) -> str:
+def _typename(value: object) -> str:
     return type(value).__name__
 
 
 # Every value is validated by pydantic (strict: no bool for a number, no "1" for an int,
 # no NaN or inf); its errors are turned into the one line that names the key.
 @lru_cache(maxsize=None)
-def _adapter(kind: str, low=None, high=None, low_open=False, high_open=False,
-             choices: tuple[str, ...] | None = None) -> TypeAdapter:
-    bounds = {}
+def _adapter(kind: str, low: float | None = None, high: float | None = None,
+             low_open: bool = False, high_open: bool = False,
+             choices: tuple[str, ...] | None = None) -> TypeAdapter[Any]:
+    bounds: dict[str, float] = {}
     if low is not None:
         bounds["gt" if low_open else "ge"] = low
     if high is not None:
@@ -65,7 +67,8 @@ def _adapter(kind: str, low=None, high=None, low_open=False, high_open=False,
     if kind == "boolean":
         return TypeAdapter(StrictBool)
     if kind == "choice":
-        return TypeAdapter(Literal[choices] if choices else StrictStr)
+        # Literal[choices] is built at run time from the declaration's choices
+        return TypeAdapter(Literal[choices] if choices else StrictStr)  # type: ignore[arg-type]
     raise TypeError(f"unsupported kind {kind!r}")  # pragma: no cover - a declaration bug
 
 
@@ -73,9 +76,13 @@ _WORDS = {"number": "a number", "integer": "an integer", "boolean": "true or fal
           "choice": "a string"}
 
 
-def _validated(key: str, value, kind: str, *, low=None, high=None, low_open=False,
-               high_open=False, choices=None):
-    """``value`` validated by pydantic, or a :class:`ConfigError` naming ``key`` (one line)."""
+def _validated(key: str, value: Any, kind: str, *, low: float | None = None,
+               high: float | None = None, low_open: bool = False, high_open: bool = False,
+               choices: Sequence[str] | None = None) -> Any:
+    """``value`` validated by pydantic, or a :class:`ConfigError` naming ``key`` (one line).
+
+    ``value`` is a TOML value and the result's type is ``kind``'s, known at run time only
+    (hence ``Any``: the typed :func:`as_number` ... below narrow it)."""
     try:
         return _adapter(kind, low, high, low_open, high_open,
                         tuple(choices) if choices else None).validate_python(value)
@@ -84,7 +91,8 @@ def _validated(key: str, value, kind: str, *, low=None, high=None, low_open=Fals
     if kind_of_error == "finite_number":
         raise ConfigError(f"{key} must be finite, got {value!r}") from None
     if kind_of_error == "literal_error" and isinstance(value, str):
-        raise ConfigError(f"{key} = {value!r} is not one of: {', '.join(choices)}") from None
+        raise ConfigError(f"{key} = {value!r} is not one of: {', '.join(choices or ())}") \
+            from None
     if not kind_of_error.startswith(("greater_than", "less_than")):
         raise ConfigError(f"{key} must be {_WORDS[kind]}, got {value!r} "
                           f"({_typename(value)})") from None
@@ -99,26 +107,30 @@ def _validated(key: str, value, kind: str, *, low=None, high=None, low_open=Fals
                       f"got {value:{fmt}}") from None
 
 
-def as_number(key: str, value, *, low: float | None = None, high: float | None = None,
+def as_number(key: str, value: object, *, low: float | None = None, high: float | None = None,
               low_open: bool = False, high_open: bool = False) -> float:
     """A finite real number in the given range (``bool`` is refused)."""
     return float(_validated(key, value, "number", low=low, high=high, low_open=low_open,
                             high_open=high_open))
 
 
-def as_integer(key: str, value, *, low: int | None = None, high: int | None = None) -> int:
+def as_integer(key: str, value: object, *, low: int | None = None,
+               high: int | None = None) -> int:
     """An integer (not a bool, not a float) in ``[low, high]``."""
-    return _validated(key, value, "integer", low=low, high=high)
+    checked: int = _validated(key, value, "integer", low=low, high=high)
+    return checked
 
 
-def as_choice(key: str, value, choices) -> str:
+def as_choice(key: str, value: object, choices: Iterable[str]) -> str:
     """One of ``choices`` (strings)."""
-    return _validated(key, value, "choice", choices=tuple(choices))
+    checked: str = _validated(key, value, "choice", choices=tuple(choices))
+    return checked
 
 
-def as_boolean(key: str, value) -> bool:
+def as_boolean(key: str, value: object) -> bool:
     """``true`` or ``false`` (not 0 or 1)."""
-    return _validated(key, value, "boolean")
+    checked: bool = _validated(key, value, "boolean")
+    return checked
 
 
 @dataclass(frozen=True)
@@ -142,7 +154,9 @@ class Param:
     high_open: bool = False
     check: Callable[[str, Any], Any] | None = None
 
-    def validate(self, section: str, value):
+    def validate(self, section: str, value: Any) -> Any:
+        """``value`` (a TOML value, or None) checked; the result's type is ``kind``
+        (known at run time only, hence ``Any``)."""
         key = f"{section}.{self.name}"
         if value is None:
             return None
@@ -181,8 +195,8 @@ class Param:
         return f"{self.name} ({self.kind.__name__}{'; ' + rng if rng else ''}; default {default}): {self.help}"
 
 
-def validate_table(section: str, table: dict, params: tuple[Param, ...], *, owner: str,
-                   fixed: tuple[str, ...] = ()) -> dict:
+def validate_table(section: str, table: Mapping[str, Any], params: tuple[Param, ...], *,
+                   owner: str, fixed: tuple[str, ...] = ()) -> dict[str, Any]:
     """Validate ``table`` against ``params``; returns every key with its value or default.
 
     ``fixed`` keys are handled by the caller (e.g. ``solver.name``) and are

@@ -26,12 +26,16 @@ experiments layer resolves sources and turns errors into one-line messages.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 
 # the row steps live beside this module; they are part of the stage's public names
+from vfl.core.arrays import BoolArray, FloatArray, IntArray, Matrix
 from vfl.core.rows import RowSteps, add_intercept, clip_rows, normalize_rows, row_norms
 
 __all__ = [
@@ -62,7 +66,7 @@ class ColumnSpec:
     values: tuple[str, ...] | None = None
     bounds: tuple[float, float] | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"column {self.name!r}: kind must be numeric or categorical, "
                              f"got {self.kind!r}")
@@ -72,7 +76,7 @@ class ColumnSpec:
             check_bounds(self.name, self.bounds)
 
 
-def check_vocabulary(name: str, values) -> tuple[str, ...]:
+def check_vocabulary(name: str, values: object) -> tuple[str, ...]:
     """A non-empty tuple of distinct non-empty strings, or ValueError naming the column."""
     if isinstance(values, str) or not hasattr(values, "__iter__"):
         raise ValueError(f"column {name!r}: values must be a list of strings, got {values!r}")
@@ -82,7 +86,8 @@ def check_vocabulary(name: str, values) -> tuple[str, ...]:
     bad = [v for v in values if not isinstance(v, str) or not v.strip()]
     if bad:
         raise ValueError(f"column {name!r}: values must be non-empty strings, got {bad[0]!r}")
-    seen, dup = set(), []
+    seen: set[str] = set()
+    dup: list[str] = []
     for v in values:
         if v in seen:
             dup.append(v)
@@ -92,7 +97,7 @@ def check_vocabulary(name: str, values) -> tuple[str, ...]:
     return values
 
 
-def check_bounds(name: str, bounds) -> tuple[float, float]:
+def check_bounds(name: str, bounds: Iterable[float]) -> tuple[float, float]:
     """``(lo, hi)`` finite with ``lo < hi``, or ValueError naming the column."""
     try:
         lo, hi = (float(b) for b in bounds)
@@ -118,9 +123,9 @@ class Schema:
     name: str
     columns: tuple[ColumnSpec, ...]
     citation: str
-    layouts: dict = field(default_factory=dict)
+    layouts: dict[str, Sequence[str]] = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         names = [c.name for c in self.columns]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
@@ -146,11 +151,11 @@ class RawTable:
 
     names: tuple[str, ...]
     kinds: tuple[str, ...]
-    numeric: np.ndarray | sp.csr_matrix
-    categorical: np.ndarray | None = None
+    numeric: Matrix  # float64, dense or CSR
+    categorical: npt.NDArray[np.object_] | None = None
 
     @classmethod
-    def from_matrix(cls, X, names=None) -> "RawTable":
+    def from_matrix(cls, X: Matrix, names: Iterable[str] | None = None) -> "RawTable":
         names = tuple(names) if names is not None else tuple(f"x{j}" for j in range(X.shape[1]))
         return cls(names=names, kinds=("numeric",) * X.shape[1], numeric=X)
 
@@ -166,7 +171,7 @@ class RawTable:
     def categorical_names(self) -> tuple[str, ...]:
         return tuple(n for n, k in zip(self.names, self.kinds) if k == "categorical")
 
-    def take(self, rows) -> "RawTable":
+    def take(self, rows: npt.ArrayLike) -> "RawTable":
         rows = np.asarray(rows)
         cat = None if self.categorical is None else self.categorical[rows]
         return RawTable(self.names, self.kinds, self.numeric[rows], cat)
@@ -177,7 +182,8 @@ class RawTable:
             raise ValueError("cannot stack tables with different columns")
         num = (sp.vstack([self.numeric, other.numeric]).tocsr() if sp.issparse(self.numeric)
                else np.vstack([self.numeric, other.numeric]))
-        cat = None if self.categorical is None else np.vstack([self.categorical, other.categorical])
+        cat = None if self.categorical is None or other.categorical is None else \
+            np.vstack([self.categorical, other.categorical])  # same columns: both or neither
         return RawTable(self.names, self.kinds, num, cat)
 
     def column(self, name: str) -> np.ndarray:
@@ -187,6 +193,7 @@ class RawTable:
             j = self.numeric_names.index(name)
             col = self.numeric[:, j]
             return np.asarray(col.todense()).ravel() if sp.issparse(col) else np.asarray(col)
+        assert self.categorical is not None  # a categorical column is in it
         return self.categorical[:, self.categorical_names.index(name)]
 
 
@@ -204,12 +211,12 @@ class Encoder:
     """
 
     layout: tuple[str, ...]
-    kinds: dict
-    vocabularies: dict
+    kinds: Mapping[str, str]
+    vocabularies: Mapping[str, Sequence[str]]
     encoding: str = "onehot"
     other: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.encoding not in ENCODINGS:
             raise ValueError(f"encoding must be one of {', '.join(ENCODINGS)}, got {self.encoding!r}")
         missing = [n for n in self.layout if self.kinds[n] == "categorical"
@@ -228,7 +235,7 @@ class Encoder:
 
     @property
     def feature_names(self) -> list[str]:
-        out = []
+        out: list[str] = []
         for n in self.layout:
             if self.kinds[n] == "categorical" and self.encoding == "onehot":
                 out += [f"{n}={v}" for v in self.vocabularies[n]]
@@ -238,9 +245,9 @@ class Encoder:
         return out
 
     @property
-    def onehot_columns(self) -> np.ndarray:
+    def onehot_columns(self) -> BoolArray:
         """Output columns that hold 0/1 indicators (never scaled)."""
-        flags = []
+        flags: list[bool] = []
         for n in self.layout:
             one = self.kinds[n] == "categorical" and self.encoding == "onehot"
             flags += [one] * self._width(n)
@@ -250,7 +257,7 @@ class Encoder:
     def passthrough(self) -> bool:
         return all(self.kinds[n] == "numeric" for n in self.layout)
 
-    def codes(self, table: RawTable, name: str) -> np.ndarray:
+    def codes(self, table: RawTable, name: str) -> IntArray:
         """Index of each value in the vocabulary; ``len(values)`` outside it."""
         vocab = self.vocabularies[name]
         lookup = {v: i for i, v in enumerate(vocab)}
@@ -259,7 +266,7 @@ class Encoder:
         mapped = np.array([lookup.get(u, len(vocab)) for u in uniq], dtype=np.int64)
         return mapped[inverse]
 
-    def transform(self, table: RawTable, *, copy: bool = True):
+    def transform(self, table: RawTable, *, copy: bool = True) -> Matrix:
         """The encoded matrix of ``table``; ``copy=False`` lets numeric-only records pass as
         they are (the caller then must not write into the result)."""
         if self.passthrough and self.layout == table.numeric_names:
@@ -283,7 +290,7 @@ class Encoder:
             at += w
         return X
 
-    def describe(self, sources: dict) -> dict:
+    def describe(self, sources: Mapping[str, str]) -> dict[str, object]:
         return {"step": "encode", "encoding": self.encoding, "other_bucket": self.other,
                 "width": self.width,
                 "categorical": {n: {"values": list(self.vocabularies[n]),
@@ -309,26 +316,28 @@ class Scaler:
     """
 
     kind: str
-    columns: np.ndarray
-    lo: np.ndarray | None = None
-    hi: np.ndarray | None = None
-    mean: np.ndarray | None = None
-    scale: np.ndarray | None = None
+    columns: IntArray
+    lo: FloatArray | None = None  # minmax, clip
+    hi: FloatArray | None = None  # minmax, clip
+    mean: FloatArray | None = None  # standard
+    scale: FloatArray | None = None  # standard
     lower: float = 0.0
     upper: float = 1.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.kind not in SCALINGS:
             raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}, got {self.kind!r}")
         if not self.lower < self.upper:
             raise ValueError(f"range must have lower < upper, got [{self.lower:g}, {self.upper:g}]")
 
     @property
-    def constant(self) -> np.ndarray:
+    def constant(self) -> IntArray:
         if self.kind in ("minmax", "clip"):
-            return self.columns[self.hi <= self.lo]
+            lo, hi = self._range()
+            return self.columns[hi <= lo]
         if self.kind == "standard":
-            return self.columns[self.scale <= 0]
+            _, scale = self._standard()
+            return self.columns[scale <= 0]
         return self.columns[:0]
 
     def _keeps_zero(self) -> bool:
@@ -337,7 +346,17 @@ class Scaler:
             return True
         return bool(np.all(self._column(np.zeros(self.columns.size), slice(None)) == 0))
 
-    def transform(self, X, *, copy: bool = True):
+    def _range(self) -> tuple[FloatArray, FloatArray]:
+        """``(lo, hi)`` of a minmax or clip scaler (fitted with them)."""
+        assert self.lo is not None and self.hi is not None, f"a {self.kind} scaler without bounds"
+        return self.lo, self.hi
+
+    def _standard(self) -> tuple[FloatArray, FloatArray]:
+        """``(mean, scale)`` of a standard scaler (fitted with them)."""
+        assert self.mean is not None and self.scale is not None, "a standard scaler unfitted"
+        return self.mean, self.scale
+
+    def transform(self, X: Matrix, *, copy: bool = True) -> Matrix:
         """``X`` scaled, in a new matrix (never written in place; ``copy=False``: ``X`` itself
         when nothing is scaled)."""
         if self.kind == "none" or self.columns.size == 0:
@@ -355,12 +374,15 @@ class Scaler:
         X[:, self.columns] = self._column(X[:, self.columns], slice(None))
         return X
 
-    def _column(self, v, k):
+    def _column(self, v: FloatArray, k: int | slice) -> FloatArray:
+        """Values ``v`` of scaled feature ``k`` (or of all, ``k = slice(None)``) scaled."""
         if self.kind == "standard":
-            s = self.scale[k]
+            mean, scale = self._standard()
+            s = scale[k]
             safe = np.where(s > 0, s, 1.0)
-            return np.where(s > 0, (v - self.mean[k]) / safe, 0.0)
-        lo, hi = self.lo[k], self.hi[k]
+            return np.where(s > 0, (v - mean[k]) / safe, 0.0)
+        lo_all, hi_all = self._range()
+        lo, hi = lo_all[k], hi_all[k]
         v = np.clip(v, lo, hi)
         if self.kind == "clip":
             return v
@@ -369,16 +391,17 @@ class Scaler:
         return np.where(span > 0, self.lower + (v - lo) * ((self.upper - self.lower) / safe),
                         self.lower)
 
-    def describe(self, names, source) -> dict:
-        out = {"step": "scale", "scaling": self.kind, "source": source,
+    def describe(self, names: Sequence[str], source: str | None) -> dict[str, object]:
+        out: dict[str, object] = {"step": "scale", "scaling": self.kind, "source": source,
                "features": [names[j] for j in self.columns]}
         if self.kind in ("minmax", "clip"):
-            out["bounds"] = [[float(a), float(b)] for a, b in zip(self.lo, self.hi)]
+            out["bounds"] = [[float(a), float(b)] for a, b in zip(*self._range())]
         if self.kind == "minmax":
             out["range"] = [self.lower, self.upper]
         if self.kind == "standard":
-            out["mean"] = [float(m) for m in self.mean]
-            out["scale"] = [float(s) for s in self.scale]
+            mean, scale = self._standard()
+            out["mean"] = [float(m) for m in mean]
+            out["scale"] = [float(s) for s in scale]
         const = self.constant
         if const.size:
             out["constant_features"] = [names[j] for j in const]
@@ -392,9 +415,9 @@ class Pipeline:
     encoder: Encoder
     scaler: Scaler
     rows: RowSteps
-    sources: dict  # step or column -> source
+    sources: dict[str, object]  # step or column -> source (categories: column -> source)
 
-    def columns(self, table: RawTable):
+    def columns(self, table: RawTable) -> Matrix:
         """Encode and scale ``table``: the column steps only."""
         return self.scaler.transform(self.encoder.transform(table))
 
@@ -402,8 +425,11 @@ class Pipeline:
     def feature_names(self) -> list[str]:
         return self.encoder.feature_names
 
-    def describe(self, unit: str) -> list[dict]:
+    def describe(self, unit: str) -> list[dict[str, object]]:
         names = self.feature_names
-        steps = [self.encoder.describe(self.sources.get("categories", {}))]
-        steps.append(self.scaler.describe(names, self.sources.get("scaling")))
+        # datasets/stage.py writes them: column -> source, and the scaling's source
+        categories = cast("dict[str, str]", self.sources.get("categories", {}))
+        scaling = cast("str | None", self.sources.get("scaling"))
+        steps = [self.encoder.describe(categories)]
+        steps.append(self.scaler.describe(names, scaling))
         return steps + self.rows.describe(unit)

@@ -33,12 +33,22 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from .messages import (RUNS, Empty, NonFiniteError, ProtocolError, ReplayMismatch, array,
                        message, nbytes, same, scalar, validate, values)
+
+if TYPE_CHECKING:
+    from .arrays import FloatArray
+    from .sampling import ExactSampler
+    from .units import Entry
+
+#: a handler: a :class:`Side` method ``(self, request) -> reply``
+_Handler = TypeVar("_Handler", bound=Callable[..., object])
 
 __all__ = ["CONTROL", "DIAGNOSTIC", "Call", "Empty", "Env", "INFERENCE", "Kind",
            "NonFiniteError", "PROTOCOL", "RUNS", "Placement", "Protocol", "ProtocolError", "Recovery",
@@ -76,9 +86,9 @@ class Call:
     #: which payloads depend on party 1's labels (:data:`~vfl.core.relations.LABELS`):
     #: ``"request"`` (received by the unit), ``"reply"`` (received by the coordinator, which
     #: holds the labels); checked by perturbing one label in tests/test_labels.py
-    labels: tuple = ()
+    labels: tuple[str, ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         bad = set(self.labels) - {"request", "reply"}
         if bad:
             raise TypeError(f"call {self.name}: labels names payloads 'request' or 'reply', "
@@ -90,11 +100,11 @@ class Call:
         return "request" in self.labels
 
 
-def handles(name: str) -> Callable:
+def handles(name: str) -> Callable[[_Handler], _Handler]:
     """Bind a :class:`Side` method to the protocol's call ``name`` (``method(request) ->
     reply``)."""
-    def mark(fn):
-        fn.__vfl_call__ = name
+    def mark(fn: _Handler) -> _Handler:
+        setattr(fn, "__vfl_call__", name)  # a mark on the function, read by Protocol
         return fn
     return mark
 
@@ -140,10 +150,10 @@ class Recovery:
     or "their").
     """
 
-    compact: Callable | None = None
-    not_rebuilt: Any = None
+    compact: Callable[[list[Entry]], list[Entry]] | None = None
+    not_rebuilt: str | Callable[[bool, Sequence[Entry]], str | None] | None = None
 
-    def reason(self, replayable: bool, entries=()) -> str | None:
+    def reason(self, replayable: bool, entries: Sequence[Entry] = ()) -> str | None:
         why = self.not_rebuilt
         return why(replayable, entries) if callable(why) else why
 
@@ -155,7 +165,8 @@ class Protocol:
     recovery records); ``opened``: what a unit reports when it opens.
     """
 
-    def __init__(self, name: str, version: int, *, spec: type, side: type, calls,
+    def __init__(self, name: str, version: int, *, spec: type, side: type[Side],
+                 calls: Iterable[Call],
                  opened: type = Empty, placement: Placement = Placement(),
                  recovery: Recovery = Recovery(), iteration: str | None = None):
         self.name, self.version = str(name), int(version)
@@ -167,7 +178,7 @@ class Protocol:
             raise TypeError(f"protocol {name}: a call is declared twice: {names}")
         self._index = {c.name: i for i, c in enumerate(self.calls)}
         # the closed table: call index -> the side's handler (found on the class, once)
-        found: dict[str, Callable] = {}
+        found: dict[str, Callable[..., object]] = {}
         for klass in reversed(side.__mro__):
             for attr in vars(klass).values():
                 bound = getattr(attr, "__vfl_call__", None)
@@ -212,8 +223,8 @@ class UnitData:
     first: int
     stop: int
     total: int
-    blocks: tuple
-    test: tuple | None = None
+    blocks: tuple[Any, ...]  # the family's data: matrices, label vectors (see above)
+    test: tuple[Any, ...] | None = None
 
     @property
     def rows(self) -> slice:
@@ -230,15 +241,19 @@ class Env:
     records: bool = False
     replayable: bool = True
 
-    def noise(self, *unit: int):
+    def noise(self, *unit: int) -> np.random.Generator | ExactSampler | None:
+        """The noise stream of ``unit`` (of all units: ``noise()``); None where the host
+        keeps no noise streams (a :class:`~.host.LocalEnv` given none)."""
         raise NotImplementedError
 
     def stream(self, purpose: str, *sub: int) -> np.random.Generator:
         raise NotImplementedError
 
-    def release(self, mean, *, units, scale, sensitivity, rng, mechanism: str = "gaussian",
-                size=None, l2_sensitivity=None, rows: slice | None = None, total=None,
-                **context):
+    def release(self, mean: FloatArray, *, units: int | npt.ArrayLike, scale: npt.ArrayLike,
+                sensitivity: float, rng: np.random.Generator | ExactSampler,
+                mechanism: str = "gaussian", size: int | None = None,
+                l2_sensitivity: float | None = None, rows: slice | None = None,
+                total: int | None = None, **context: object) -> FloatArray:
         """``mean`` plus noise of ``scale`` (``rows`` of a ``total``-row release drawn whole
         from a seeded stream, as :func:`~vfl.core.solver.add_noise_to_rows`); ``context``:
         what the host may record beside it (FDML's batch rows)."""
@@ -250,16 +265,19 @@ class Side:
     with :func:`handles`, and declare it in the :class:`Protocol`."""
 
     #: the receiver's known sizes for validating requests (e.g. ``{"N": rows}``)
-    dims: ClassVar[dict] = {}
+    dims: ClassVar[dict[str, int]] = {}
 
-    def __init__(self, data: UnitData, spec, env: Env):
+    #: ``spec``: the family's spec (the protocol's ``spec`` type), Any here because each
+    #: family's side reads its own spec's fields
+    def __init__(self, data: UnitData, spec: Any, env: Env):
         self.data, self.spec, self.env = data, spec, env
 
-    def opened(self):
+    def opened(self) -> object:
         """What the unit reports when it opens (the protocol's ``opened`` message)."""
         return Empty()
 
-    def adopt(self, call: Call, request, reply, handle: Callable) -> None:
+    def adopt(self, call: Call, request: object, reply: object,
+              handle: Callable[[Call, object], object]) -> None:
         """Catch up with a completed ``releases`` round whose reply the coordinator holds.
 
         Replayable noise: the request is handled again (``handle``) and its reply must be
@@ -272,7 +290,7 @@ class Side:
             return
         self.install(call, request, reply)
 
-    def install(self, call: Call, request, reply) -> None:
+    def install(self, call: Call, request: object, reply: object) -> None:
         """Take the state after a round from its recorded reply (no noise drawn)."""
         raise ReplayMismatch(f"a {type(self).__name__} cannot take back a released "
                              f"{call.name} without drawing it again")

@@ -42,7 +42,7 @@ class Cleaning:
         return (f"{relation}; on the cleaned file ({self.removed} removed before the "
                 f"mechanism{who})")
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, str | None]:
         return {"removed": self.removed, "by": self.by or None}
 
 
@@ -66,7 +66,7 @@ class Relation:
     def __str__(self) -> str:
         return self.statement
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, str]:
         return {"relation": self.name, "protects": self.holder, "towards": self.towards,
                 "neighbouring": self.statement}
 

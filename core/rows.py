@@ -14,10 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .arrays import FloatArray, Matrix
+
 __all__ = ["RowSteps", "add_intercept", "clip_rows", "normalize_rows", "row_norms"]
 
 
-def row_norms(X) -> np.ndarray:
+def row_norms(X: Matrix) -> FloatArray:
     """l2 norm of every row (dense or sparse)."""
     if sp.issparse(X):
         X = sp.csr_matrix(X)
@@ -25,10 +27,11 @@ def row_norms(X) -> np.ndarray:
         rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
         np.add.at(sq, rows, X.data * X.data)
         return np.sqrt(sq)
-    return np.sqrt(np.einsum("ij,ij->i", X, X))
+    norms: FloatArray = np.sqrt(np.einsum("ij,ij->i", X, X))
+    return norms
 
 
-def _scale_rows(X, factor: np.ndarray):
+def _scale_rows(X: Matrix, factor: FloatArray) -> Matrix:
     if sp.issparse(X):
         return sp.diags(factor) @ X if not sp.isspmatrix_csr(X) else \
             sp.csr_matrix((X.data * np.repeat(factor, np.diff(X.indptr)), X.indices, X.indptr),
@@ -36,7 +39,7 @@ def _scale_rows(X, factor: np.ndarray):
     return X * factor[:, None]
 
 
-def clip_rows(X, c: float):
+def clip_rows(X: Matrix, c: float) -> Matrix:
     """Scale every row with l2 norm above ``c`` onto the sphere of radius ``c``.
 
     The factor carries a few ulps of slack so the bound holds in floating
@@ -51,7 +54,7 @@ def clip_rows(X, c: float):
     return _scale_rows(X, factor)
 
 
-def normalize_rows(X):
+def normalize_rows(X: Matrix) -> Matrix:
     """Every row to unit l2 norm (all-zero rows stay zero); keeps dense/sparse type.
 
     Divides by the norm (as scikit-learn's ``normalize`` does, bit for bit)
@@ -66,14 +69,14 @@ def normalize_rows(X):
     return X / norms[:, None]
 
 
-def add_intercept(X):
+def add_intercept(X: Matrix) -> Matrix:
     """A trailing column of ones."""
     if sp.issparse(X):
         return _csr_with_ones(sp.csr_matrix(X))
     return np.hstack([X, np.ones((X.shape[0], 1))])
 
 
-def _csr_with_ones(X):
+def _csr_with_ones(X: Matrix) -> Matrix:
     """``sp.hstack([X, ones], format="csr")`` to the bit (each row's entries as stored, then
     the one), built in place of the stack's intermediate copies: its only temporary is one
     flag per entry (the stack needs about twice the result besides it)."""
@@ -107,11 +110,11 @@ class RowSteps:
     row_clip: float | None = None
     normalize: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.row_clip is not None and not (self.row_clip > 0 and math.isfinite(self.row_clip)):
             raise ValueError(f"row_clip must be a finite number > 0, got {self.row_clip!r}")
 
-    def apply(self, X, *, intercept: bool | None = None):
+    def apply(self, X: Matrix, *, intercept: bool | None = None) -> Matrix:
         if self.intercept if intercept is None else intercept:
             X = add_intercept(X)
         if self.row_clip is not None:
@@ -127,8 +130,8 @@ class RowSteps:
             return 1.0
         return self.row_clip
 
-    def describe(self, unit: str) -> list[dict]:
-        steps = []
+    def describe(self, unit: str) -> list[dict[str, object]]:
+        steps: list[dict[str, object]] = []
         if self.intercept:
             steps.append({"step": "intercept", "source": "per_record",
                           "applies_to": "party 1's block" if unit == "party block" else "every row"})

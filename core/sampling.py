@@ -52,11 +52,22 @@ import math
 import os
 import threading
 import weakref
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
+
+from .arrays import BoolArray, FloatArray, IntArray
 
 from .exact import Blocks, ExpFactors, blocks, exp_factors
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers import CipherContext
+
+#: ``n -> n`` uniform 64-bit words
+Words = Callable[[int], npt.NDArray[np.uint64]]
 
 __all__ = ["ExactSampler", "GRID_BITS", "RR_BITS", "grid_slack", "randomized_response",
            "rr_epsilon"]
@@ -81,7 +92,8 @@ def rr_epsilon(epsilon: float) -> tuple[int, float]:
     return n, n / 2.0**RR_BITS
 
 
-def randomized_response(labels, epsilon: float, rng) -> np.ndarray:
+def randomized_response(labels: npt.ArrayLike, epsilon: float,
+                        rng: np.random.Generator | ExactSampler) -> np.ndarray:
     """Warner's randomized response on labels in {-1, +1}: each kept with probability
     ``e^eps / (1 + e^eps)``, flipped otherwise (epsilon-label-DP, one release of all of
     them; ``eps`` on the grid of :func:`rr_epsilon`). An exact sampler (deployment) draws
@@ -95,7 +107,8 @@ def randomized_response(labels, epsilon: float, rng) -> np.ndarray:
     return np.where(flips, -y, y).astype(y.dtype)
 
 
-def grid_slack(mechanism: str, scale, size: int, bits: int = GRID_BITS) -> np.ndarray:
+def grid_slack(mechanism: str, scale: npt.ArrayLike, size: int, bits: int = GRID_BITS
+               ) -> FloatArray:
     """What rounding to the grid adds to a release's sensitivity (l2 Gaussian, l1 Laplace).
 
     ``|rint(a/g) - rint(b/g)| <= |a - b| / g + 1`` per coordinate, so the
@@ -119,7 +132,7 @@ class KeyStream:
         self.source = source
         self._out = np.empty(0, dtype=np.uint64)
         self._zeros = b""
-        self._cipher = None
+        self._cipher: CipherContext | None = None
         self._used = 0
 
     def _rekey(self) -> None:
@@ -130,15 +143,16 @@ class KeyStream:
         self._cipher = Cipher(algorithms.ChaCha20(os.urandom(32), nonce), mode=None).encryptor()
         self._used = 0
 
-    def __call__(self, n: int) -> np.ndarray:
+    def __call__(self, n: int) -> npt.NDArray[np.uint64]:
         if self._out.size < n:
             self._out = np.empty(max(n, 1024), dtype=np.uint64)
-        buf = memoryview(self._out).cast("B")[:8 * n]
+        buf = self._out.data.cast("B")[:8 * n]
         if self.source == "urandom":
             buf[:] = os.urandom(8 * n)
         else:
             if self._cipher is None or self._used + 8 * n > self.REKEY_BYTES:
                 self._rekey()
+            assert self._cipher is not None  # _rekey set it
             if len(self._zeros) < 8 * n:
                 self._zeros = bytes(8 * n)
             self._cipher.update_into(memoryview(self._zeros)[:8 * n], buf)
@@ -166,31 +180,33 @@ class ExactSampler:
 
     exact = True
 
-    def __init__(self, bits: int = GRID_BITS, *, source: str = "chacha20", words=None,
-                 pool: bool = False):
+    def __init__(self, bits: int = GRID_BITS, *, source: str = "chacha20",
+                 words: Words | None = None, pool: bool = False):
         if not 0 <= bits <= GRID_BITS:
             raise ValueError(f"bits must be in [0, {GRID_BITS}], got {bits}")
         self.bits = bits
         self.T = 1 << bits  # sigma of the discrete Gaussian, scale of the discrete Laplace
-        self._words = KeyStream(source) if words is None else words
+        self._words: Words = KeyStream(source) if words is None else words
         self._fallback = np.random.default_rng(np.random.SeedSequence())
         self._pool = _Pool(bits, source) if pool else None
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
+        # any other draw goes to the Generator this sampler stands in for: its type is
+        # that method's (the Generator's whole surface, so Any here)
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self._fallback, name)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[ExactSampler], tuple[int], dict[str, bool]]:
         # a copy (another process) gets a fresh sampler: key material never travels
         return (ExactSampler, (self.bits,), {"_pool_wanted": self._pool is not None})
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, bool]) -> None:
         if state.get("_pool_wanted"):
             self._pool = _Pool(self.bits, "chacha20")
 
     # -- the building block ----------------------------------------------------
-    def bernoulli_exp(self, n, e: int = 0) -> np.ndarray:
+    def bernoulli_exp(self, n: npt.ArrayLike, e: int = 0) -> BoolArray:
         """``Bernoulli(exp(-n / 2^e))`` for integers ``0 <= n < 2^62``, ``0 <= e <= 62``, in
         fixed work per entry: one 64-bit word per 11 bits of ``n`` (:class:`ExpFactors`)."""
         n = np.asarray(n, dtype=np.int64)
@@ -210,7 +226,7 @@ class ExactSampler:
     def _word(self) -> int:
         return int(self._words(1)[0])
 
-    def rr_flips(self, size: int, n: int, e: int = 0) -> np.ndarray:
+    def rr_flips(self, size: int, n: int, e: int = 0) -> BoolArray:
         """``size`` exact draws of ``Bernoulli(a / (1 + a))``, ``a = exp(-n / 2^e)``: a fair
         coin proposes flip or keep, a flip is accepted with probability ``a`` (one
         :meth:`bernoulli_exp` per candidate, drawn whatever the coin), a keep always; so
@@ -226,7 +242,7 @@ class ExactSampler:
         return out
 
     # -- discrete Gaussian and Laplace -------------------------------------------
-    def _draw(self, table: Blocks, n: int) -> np.ndarray:
+    def _draw(self, table: Blocks, n: int) -> IntArray:
         out = np.empty(n, dtype=np.int64)
         have = 0
         while have < n:  # a second round is rare, and independent of the values drawn
@@ -238,15 +254,15 @@ class ExactSampler:
             have += kept.size
         return out
 
-    def discrete_gaussian(self, n: int) -> np.ndarray:
+    def discrete_gaussian(self, n: int) -> IntArray:
         """``n`` draws of ``N_Z(0, T^2)``: P(x) proportional to ``exp(-x^2 / (2 T^2))``."""
         return self._draw(blocks("gaussian", self.bits), int(n))
 
-    def discrete_laplace(self, n: int) -> np.ndarray:
+    def discrete_laplace(self, n: int) -> IntArray:
         """``n`` draws of ``DLap(T)``: P(x) proportional to ``exp(-|x| / T)``."""
         return self._draw(blocks("laplace", self.bits), int(n))
 
-    def noise(self, mechanism: str, n: int) -> np.ndarray:
+    def noise(self, mechanism: str, n: int) -> IntArray:
         """``n`` integer draws for ``mechanism`` (from the pool when there is one)."""
         if mechanism not in ("gaussian", "laplace"):
             raise ValueError(f"the exact sampler has no mechanism {mechanism!r}")
@@ -255,7 +271,7 @@ class ExactSampler:
         return self._draw(blocks(mechanism, self.bits), int(n))
 
     # -- releases ----------------------------------------------------------------
-    def add(self, mechanism: str, mean: np.ndarray, scale) -> np.ndarray:
+    def add(self, mechanism: str, mean: npt.ArrayLike, scale: npt.ArrayLike) -> FloatArray:
         """``mean`` on the grid plus exact noise of per-unit ``scale`` (rows of ``mean``)."""
         if mechanism not in ("gaussian", "laplace"):
             raise ValueError(f"the exact sampler has no mechanism {mechanism!r}")
@@ -284,14 +300,14 @@ class _Pool:
     def __init__(self, bits: int, source: str):
         self._sampler = ExactSampler(bits, source=source)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vfl-noise")
-        self._pending: dict = {}
+        self._pending: dict[tuple[str, int], Future[IntArray]] = {}
         self._lock = threading.Lock()
         weakref.finalize(self, self._executor.shutdown, wait=False, cancel_futures=True)
 
-    def _draw(self, mechanism: str, n: int) -> np.ndarray:
+    def _draw(self, mechanism: str, n: int) -> IntArray:
         return self._sampler._draw(blocks(mechanism, self._sampler.bits), n)
 
-    def take(self, mechanism: str, n: int) -> np.ndarray:
+    def take(self, mechanism: str, n: int) -> IntArray:
         with self._lock:
             # every draw runs on the one worker thread: its sampler's words are never shared
             future = self._pending.pop((mechanism, n), None) or \

@@ -29,6 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
+
+from .arrays import IntArray
 
 __all__ = ["Inference", "Traffic", "Wire"]
 
@@ -41,10 +44,10 @@ class Traffic:
     (sent by a unit or by the hub).
     """
 
-    sent_messages: np.ndarray
-    sent_bytes: np.ndarray
-    received_messages: np.ndarray
-    received_bytes: np.ndarray
+    sent_messages: IntArray
+    sent_bytes: IntArray
+    received_messages: IntArray
+    received_bytes: IntArray
     hub_sent_messages: int
     hub_sent_bytes: int
     hub_received_messages: int
@@ -70,7 +73,7 @@ class Wire:
         The wire format of a value (float64: 8 bytes).
     """
 
-    def __init__(self, units: int, dtype=np.float64):
+    def __init__(self, units: int, dtype: npt.DTypeLike = np.float64):
         if units < 1:
             raise ValueError(f"a wire needs at least one unit, got {units}")
         self.units = int(units)
@@ -81,26 +84,29 @@ class Wire:
         self._counts = np.zeros((4, self.units), dtype=np.int64)  # sent m/b, received m/b
         self._hub = np.zeros(4, dtype=np.int64)
 
-    def _itemsize(self, dtype) -> int:
+    def _itemsize(self, dtype: npt.DTypeLike | None) -> int:
         return self.dtype.itemsize if dtype is None else np.dtype(dtype).itemsize
 
-    def _per_unit(self, values, units) -> np.ndarray:
+    def _per_unit(self, values: npt.ArrayLike, units: npt.ArrayLike | None) -> IntArray:
         per = np.zeros(self.units, dtype=np.int64)
-        idx = slice(None) if units is None else np.asarray(units, dtype=int)
+        idx: slice | IntArray = slice(None) if units is None else np.asarray(units, dtype=int)
         per[idx] = np.asarray(values, dtype=np.int64)
         return per
 
-    def gather(self, values, *, units=None, messages=1, dtype=None) -> None:
+    def gather(self, values: npt.ArrayLike, *, units: npt.ArrayLike | None = None,
+               messages: npt.ArrayLike = 1, dtype: npt.DTypeLike | None = None) -> None:
         """Each unit (or each of ``units``) sends ``values`` values (a scalar or one per unit)
         to the hub, in ``messages`` messages."""
         self._to_hub(self._per_unit(values, units), self._per_unit(messages, units), dtype, 0)
 
-    def scatter(self, values, *, units=None, messages=1, dtype=None) -> None:
+    def scatter(self, values: npt.ArrayLike, *, units: npt.ArrayLike | None = None,
+                messages: npt.ArrayLike = 1, dtype: npt.DTypeLike | None = None) -> None:
         """The hub sends ``values`` values to each unit (or each of ``units``), in
         ``messages`` messages."""
         self._to_hub(self._per_unit(values, units), self._per_unit(messages, units), dtype, 2)
 
-    def _to_hub(self, values, messages, dtype, row: int) -> None:
+    def _to_hub(self, values: IntArray, messages: IntArray, dtype: npt.DTypeLike | None,
+                row: int) -> None:
         size = values * self._itemsize(dtype)
         count = np.where(size > 0, messages, 0)
         self._counts[row] += count
@@ -109,7 +115,8 @@ class Wire:
         self._hub[hub] += count.sum()
         self._hub[hub + 1] += size.sum()
 
-    def neighbours(self, degrees, values, *, dtype=None) -> None:
+    def neighbours(self, degrees: npt.ArrayLike, values: int, *,
+                   dtype: npt.DTypeLike | None = None) -> None:
         """Each unit sends one message of ``values`` values to each of its ``degrees``
         neighbours, and (the graph being undirected) receives as many."""
         degrees = np.asarray(degrees, dtype=np.int64)
@@ -119,7 +126,7 @@ class Wire:
         self._counts[2] += degrees
         self._counts[3] += size
 
-    def all_to_all(self, values, *, dtype=None) -> None:
+    def all_to_all(self, values: int, *, dtype: npt.DTypeLike | None = None) -> None:
         """Each unit sends one message of ``values`` values to every other unit."""
         self.neighbours(np.full(self.units, self.units - 1), values, dtype=dtype)
 
@@ -131,7 +138,7 @@ class Wire:
         self._clear()
         return traffic
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, str]:
         return {"format": f"{self.dtype.name}, {self.dtype.itemsize} bytes per value unless "
                           "stated per exchange",
                 "counted": "payload values of every message; headers and transport framing "
@@ -153,7 +160,7 @@ class Inference:
     note: str
     hub_holds_first: bool = False
 
-    def traffic(self, units: int, rows: int, dtype=np.float64) -> Traffic:
+    def traffic(self, units: int, rows: int, dtype: npt.DTypeLike = np.float64) -> Traffic:
         """The messages that score ``rows`` test rows once, over a wire of ``units``."""
         wire = Wire(units, dtype)
         if self.values_per_row:

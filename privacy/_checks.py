@@ -5,23 +5,26 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import numpy.typing as npt
+
+from vfl.core.arrays import FloatArray
 
 
-def positive(name: str, value) -> float:
+def positive(name: str, value: object) -> float:
     v = _real(name, value)
     if not (np.isfinite(v) and v > 0):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return v
 
 
-def nonnegative(name: str, value) -> float:
+def nonnegative(name: str, value: object) -> float:
     v = _real(name, value)
     if not (np.isfinite(v) and v >= 0):
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     return v
 
 
-def probability(name: str, value) -> float:
+def probability(name: str, value: object) -> float:
     """A delta: strictly inside (0, 1); 0 and 1 make every bound vacuous or infinite."""
     v = _real(name, value)
     if not 0.0 < v < 1.0:
@@ -29,13 +32,13 @@ def probability(name: str, value) -> float:
     return v
 
 
-def count(name: str, value) -> int:
+def count(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     return int(value)
 
 
-def noise_multipliers(values) -> np.ndarray:
+def noise_multipliers(values: npt.ArrayLike) -> FloatArray:
     """A non-empty 1-D array of finite noise multipliers z_k = sigma_k / C_k > 0."""
     try:
         z = np.asarray(values, dtype=float)
@@ -56,7 +59,7 @@ def noise_multipliers(values) -> np.ndarray:
     return z
 
 
-def _real(name: str, value) -> float:
+def _real(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number, got {value!r}")
     return float(value)

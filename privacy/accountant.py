@@ -174,7 +174,7 @@ def _calibrated_multiplier(target: float, delta: float, T: int, accountant: str)
     audit and sweeps build the same calibrated solver many times)."""
     z_exact = dp_accounting.get_sigma_gaussian(target, delta) * math.sqrt(T)
 
-    def make_event(z):
+    def make_event(z: float) -> dp_accounting.DpEvent:
         g = dp_accounting.GaussianDpEvent(z)
         return g if T == 1 else dp_accounting.SelfComposedDpEvent(g, T)
 
@@ -215,12 +215,12 @@ def epsilon_curve(
 
 
 # -------------------------------------------------------------- helpers --
-def _check_accountant(accountant) -> None:
+def _check_accountant(accountant: object) -> None:
     if accountant not in ACCOUNTANTS:
         raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}")
 
 
-def _check_event(event, accountant: str) -> None:
+def _check_event(event: object, accountant: str) -> None:
     if not isinstance(event, dp_accounting.DpEvent):
         raise ValueError(f"event must be a dp_accounting.DpEvent, got {event!r}")
     if not _fresh(accountant, _PLD_COARSE_INTERVAL).supports(event):
@@ -233,7 +233,7 @@ def _fresh(accountant: str, interval: float) -> dp_accounting.PrivacyAccountant:
     return rdp.RdpAccountant()
 
 
-def _epsilon(event, delta: float, accountant: str) -> float:
+def _epsilon(event: dp_accounting.DpEvent, delta: float, accountant: str) -> float:
     """``epsilon_of`` without the argument checks."""
     if accountant == "rdp":
         return float(rdp.RdpAccountant().compose(event).get_epsilon(delta))
@@ -251,27 +251,28 @@ def _epsilon(event, delta: float, accountant: str) -> float:
     return float(acc.compose(event).get_epsilon(delta))
 
 
-def _pld_interval(event, epsilon_hint: float) -> float:
+def _pld_interval(event: dp_accounting.DpEvent, epsilon_hint: float) -> float:
     n = _n_components(event)
     rel = _PLD_SINGLE_INTERVAL if n == 1 else _PLD_COMPOSED_INTERVAL / math.sqrt(n)
     return rel * max(epsilon_hint, 1e-3)
 
 
-def _n_components(event) -> int:
+def _n_components(event: dp_accounting.DpEvent) -> int:
     """How many PLDs the accountant convolves for ``event``."""
     if isinstance(event, dp_accounting.ComposedDpEvent):
         return max(1, sum(_n_components(e) for e in event.events))
     if isinstance(event, dp_accounting.SelfComposedDpEvent):
         if isinstance(event.event, dp_accounting.GaussianDpEvent):
             return 1  # composed in closed form: std / sqrt(count)
-        return event.count * _n_components(event.event)
+        return int(event.count) * _n_components(event.event)
     return 1
 
 
-def _gaussian_precision(event) -> float | None:
+def _gaussian_precision(event: dp_accounting.DpEvent) -> float | None:
     """``sum_k z_k^-2`` if ``event`` composes only Gaussians, else None."""
     if isinstance(event, dp_accounting.GaussianDpEvent):
-        return event.noise_multiplier**-2.0 if event.noise_multiplier > 0 else None
+        z = float(event.noise_multiplier)
+        return z**-2.0 if z > 0 else None
     if isinstance(event, dp_accounting.NoOpDpEvent):
         return 0.0
     if isinstance(event, dp_accounting.SelfComposedDpEvent):
@@ -279,7 +280,8 @@ def _gaussian_precision(event) -> float | None:
         return None if inner is None else event.count * inner
     if isinstance(event, dp_accounting.ComposedDpEvent):
         parts = [_gaussian_precision(e) for e in event.events]
-        return None if any(p is None for p in parts) else float(sum(parts))
+        known = [p for p in parts if p is not None]
+        return None if len(known) < len(parts) else float(sum(known))
     return None
 
 

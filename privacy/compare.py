@@ -31,7 +31,7 @@ def split_delta(delta: float, T: int) -> tuple[float, float]:
     return delta / (2 * T), delta / 2
 
 
-def _check(delta, T, sensitivity):
+def _check(delta: float, T: int, sensitivity: float) -> None:
     if not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
     if int(T) != T or T < 1:
@@ -40,7 +40,8 @@ def _check(delta, T, sensitivity):
         raise ValueError(f"sensitivity must be > 0, got {sensitivity!r}")
 
 
-def epsilons_for_sigma(sigma: float, sensitivity: float, T: int, delta: float) -> dict:
+def epsilons_for_sigma(sigma: float, sensitivity: float, T: int, delta: float
+                       ) -> dict[str, float | None]:
     """Total epsilon of T epochs at total ``delta`` under every analysis.
 
     ``None`` where an analysis does not apply (Theorem 1 and the moments
@@ -62,24 +63,34 @@ def epsilons_for_sigma(sigma: float, sensitivity: float, T: int, delta: float) -
     }
 
 
-def sigmas_for_epsilon(epsilon: float, sensitivity: float, T: int, delta: float) -> dict:
+def sigmas_for_epsilon(epsilon: float, sensitivity: float, T: int, delta: float
+                       ) -> dict[str, float | None]:
     """The sigma each analysis needs for total ``(epsilon, delta)`` over T epochs."""
     _check(delta, T, sensitivity)
     if not epsilon > 0:
         raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
     d_iter, d_prime = split_delta(delta, T)
-    out = {}
+    out: dict[str, float | None] = {}
+
     # Corollary 1 is increasing in the per-iteration epsilon: invert it on (0, 1].
-    f = lambda e: corollary1(e, T, d_iter, d_prime)[0] - epsilon  # noqa: E731
+    def f(e: float) -> float:
+        return corollary1(e, T, d_iter, d_prime)[0] - epsilon
+
     out["paper"] = (theorem1_sigma(brentq(f, 1e-12, 1.0, xtol=1e-14), d_iter, sensitivity)
                     if f(1.0) >= 0 >= f(1e-12) else None)
-    g = lambda e: dp_admm_epsilon(e, delta, T) - epsilon  # noqa: E731
+
+    def g(e: float) -> float:
+        return dp_admm_epsilon(e, delta, T) - epsilon
+
     out["moments"] = (theorem1_sigma(brentq(g, 1e-12, 1.0, xtol=1e-14), delta, sensitivity)
                       if g(1.0) >= 0 >= g(1e-12) else None)  # no root: below its reach
     out["pld"] = calibrate_sigma(epsilon, delta, T, sensitivity, accountant="pld")
     out["rdp"] = calibrate_sigma(epsilon, delta, T, sensitivity, accountant="rdp")
     # exact: T Gaussians with z compose to one with z / sqrt(T); invert in log z
-    h = lambda lz: composed_gaussian_epsilon([math.exp(lz)] * T, delta) - epsilon  # noqa: E731
+
+    def h(lz: float) -> float:
+        return composed_gaussian_epsilon([math.exp(lz)] * T, delta) - epsilon
+
     lo, hi = math.log(1e-3), math.log(1e4)
     if h(hi) > 0:  # a tiny epsilon needs more noise than the usual bracket holds
         lo, hi = hi, math.log(Z_RANGE[1])
@@ -97,7 +108,7 @@ ANALYSIS_LABELS = {
 }
 
 
-def _finite(option: str, value, *, positive: bool = True):
+def _finite(option: str, value: float | None, *, positive: bool = True) -> None:
     if value is not None and not math.isfinite(value):
         raise ValueError(f"{option} must be a finite number, got {value}")
     if value is not None and positive and value <= 0:
@@ -131,6 +142,7 @@ def report(*, sigma: float | None, epsilon: float | None, sensitivity: float, ep
             head = (f"sigma {sigma:g}, sensitivity {sensitivity:g} (z = {sigma / sensitivity:.4g}), "
                     f"T = {epochs}, total delta {delta:g}: epsilon")
         else:
+            assert epsilon is not None  # the CLI asks for exactly one of sigma and epsilon
             values = sigmas_for_epsilon(epsilon, sensitivity, epochs, delta)
             head = (f"total (epsilon {epsilon:g}, delta {delta:g}) over T = {epochs}, "
                     f"sensitivity {sensitivity:g}: sigma needed")

@@ -28,7 +28,8 @@ def label_sigma(epsilon: float, delta: float, releases: int, clip: float,
     return calibrate_sigma(epsilon, delta, int(releases), 2.0 * clip, accountant)
 
 
-def label_guarantee(epsilon: float, delta: float, mechanism: str, enforced: dict) -> dict:
+def label_guarantee(epsilon: float, delta: float, mechanism: str, enforced: dict[str, object]
+                    ) -> dict[str, object]:
     """The manifest's ``label_guarantee``: the relation, its target and how it is enforced."""
     return {**LABELS.describe(), "epsilon": epsilon, "delta": delta, "mechanism": mechanism,
             "enforced": enforced}

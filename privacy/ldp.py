@@ -33,7 +33,10 @@ import math
 
 import dp_accounting
 import numpy as np
+import numpy.typing as npt
 from scipy import integrate
+
+from vfl.core.arrays import FloatArray
 
 from . import _checks
 from .accountant import epsilon_of
@@ -51,7 +54,7 @@ __all__ = [
 ]
 
 
-def geometric_schedule(base: float, growth: float, k) -> np.ndarray:
+def geometric_schedule(base: float, growth: float, k: npt.ArrayLike) -> FloatArray:
     """``base * growth**k``: e.g. Laplace rates ``beta_k = 1.02^k``, steps ``eta_k = 0.95^k``."""
     base = _checks.positive("base", base)
     growth = _checks.positive("growth", growth)
@@ -59,7 +62,7 @@ def geometric_schedule(base: float, growth: float, k) -> np.ndarray:
 
 
 # ------------------------------------------------------------ Theorem 2.2 --
-def _log_mass(r, omega, beta):
+def _log_mass(r: FloatArray, omega: float | FloatArray, beta: float | FloatArray) -> FloatArray:
     """``log int_0^omega e^{-beta |r - y|} dy`` for offsets ``r = x - lo`` (omega > 0).
 
     Stable closed form: outside the interval the mass is
@@ -75,7 +78,8 @@ def _log_mass(r, omega, beta):
         return np.where((r < 0) | (r > omega), outside, inside) - np.log(beta)
 
 
-def interval_log_mass(x, lo, hi, beta):
+def interval_log_mass(x: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike,
+                      beta: npt.ArrayLike) -> FloatArray:
     """``log int_lo^hi e^{-beta |x - y|} dy`` elementwise (``-inf`` when ``hi == lo``)."""
     x, lo, hi, beta = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (x, lo, hi, beta)))
     if np.any(hi < lo):
@@ -85,7 +89,8 @@ def interval_log_mass(x, lo, hi, beta):
     return _log_mass(x - lo, hi - lo, beta)
 
 
-def realized_loss(x, lo, hi, beta, T) -> np.ndarray:
+def realized_loss(x: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike, beta: npt.ArrayLike,
+                  T: npt.ArrayLike) -> float | FloatArray:
     """Theorem 2.2, eq. (10): per-coordinate privacy loss of the observed ``x``.
 
     ``x`` is a released coordinate ``x_i^{k+1}[l]``; its mean was uniform on
@@ -126,7 +131,8 @@ def realized_loss(x, lo, hi, beta, T) -> np.ndarray:
     return out if out.ndim else float(out)
 
 
-def worst_case_cumulative(d: int, alpha, beta, B_inf: float) -> np.ndarray:
+def worst_case_cumulative(d: int, alpha: npt.ArrayLike, beta: npt.ArrayLike, B_inf: float
+                          ) -> FloatArray:
     """Corollary of Theorem 2.2: ``cumsum_k d alpha_{k+1} beta_{k+1} B_inf``.
 
     ``alpha`` and ``beta`` are the per-iteration sequences (already indexed
@@ -139,7 +145,8 @@ def worst_case_cumulative(d: int, alpha, beta, B_inf: float) -> np.ndarray:
 
 
 # ------------------------------------------------------------ Theorem 2.3 --
-def gamma_bound(omega, beta, aB):
+def gamma_bound(omega: npt.ArrayLike, beta: npt.ArrayLike, aB: npt.ArrayLike
+                ) -> float | FloatArray:
     """Theorem 2.3, eq. (11): the paper's bound on the amplification factor gamma.
 
     With ``a = alpha B_inf``, ``h = (omega - a)/2`` and ``b = beta``::
@@ -168,29 +175,34 @@ def gamma_bound(omega, beta, aB):
     return out if out.ndim else float(out)
 
 
-def _mixture_density(x, omega, beta):
+def _mixture_density(x: npt.ArrayLike, omega: float, beta: float) -> FloatArray:
     """Density of Laplace(rate beta) noise around a mean uniform on [0, omega]."""
     return np.exp(_log_mass(np.asarray(x, float), omega, beta)) * beta / (2 * omega)
 
 
-def _tail_probability(omega, beta, T):
+def _tail_probability(omega: float, beta: float, T: float) -> float:
     """``P(x < -T)`` (= ``P(x > omega + T)``) under the mixture density."""
     return math.exp(-beta * T) * -math.expm1(-beta * omega) / (2 * omega * beta)
 
 
 def _gamma_exact_scalar(omega: float, beta: float, T: float) -> float:
-    theta = lambda x: float(realized_loss(x, 0.0, omega, beta, T))  # noqa: E731
-    f = lambda x: theta(x) * float(_mixture_density(x, omega, beta))  # noqa: E731
+    def theta(x: float) -> float:
+        return float(realized_loss(x, 0.0, omega, beta, T))
+
+    def f(x: float) -> float:
+        return theta(x) * float(_mixture_density(x, omega, beta))
+
     # Beyond [-T, omega + T] the loss is exactly beta T (pure Laplace tail).
     tails = 2 * beta * T * _tail_probability(omega, beta, T)
     pts = sorted({-T, 0.0, T, (omega - T) / 2, omega / 2, (omega + T) / 2, omega - T, omega,
                   omega + T})
-    middle = sum(integrate.quad(f, lo, hi, epsabs=1e-14, epsrel=1e-11, limit=200)[0]
+    middle = sum(float(integrate.quad(f, lo, hi, epsabs=1e-14, epsrel=1e-11, limit=200)[0])
                  for lo, hi in zip(pts[:-1], pts[1:]) if hi > lo)
     return (tails + middle) / (beta * T)
 
 
-def gamma_exact(omega, beta, aB):
+def gamma_exact(omega: npt.ArrayLike, beta: npt.ArrayLike, aB: npt.ArrayLike
+                ) -> float | FloatArray:
     """``E[Theta] / (alpha beta B_inf)``: the exact amplification factor, by quadrature.
 
     ``Theta(x)`` is :func:`realized_loss` for a mean uniform on
@@ -209,16 +221,20 @@ def gamma_exact(omega, beta, aB):
 
 def _gamma_corrected_scalar(omega: float, beta: float, T: float) -> float:
     h = (omega - T) / 2
-    dens = lambda x: float(_mixture_density(x, omega, beta))  # noqa: E731
-    band_p = integrate.quad(dens, 0.0, h, epsabs=1e-14, epsrel=1e-11)[0]
+
+    def dens(x: float) -> float:
+        return float(_mixture_density(x, omega, beta))
+
+    band_p = float(integrate.quad(dens, 0.0, h, epsabs=1e-14, epsrel=1e-11)[0])
     # In the edge band the largest ratio is e^{Theta(x)} (at t = +T; App. D uses t = -T).
-    band_r = integrate.quad(
+    band_r = float(integrate.quad(
         lambda x: math.exp(float(realized_loss(x, 0.0, omega, beta, T))) * dens(x),
-        0.0, h, epsabs=1e-14, epsrel=1e-11)[0]
+        0.0, h, epsabs=1e-14, epsrel=1e-11)[0])
     return math.log(math.exp(beta * T) * (1 - 2 * band_p) + 2 * band_r) / (beta * T)
 
 
-def gamma_bound_corrected(omega, beta, aB):
+def gamma_bound_corrected(omega: npt.ArrayLike, beta: npt.ArrayLike, aB: npt.ArrayLike
+                          ) -> float | FloatArray:
     """Eq. (11)'s Jensen bound with the maximizing ratio in the edge bands (a true bound).
 
     Same construction as App. D (``E[Theta] <= log E[e^Theta]``, the global
@@ -237,7 +253,7 @@ def gamma_bound_corrected(omega, beta, aB):
 
 
 # ------------------------------------------------------------ composition --
-def advanced_composition(eps, delta: float, *, paper_form: bool = False) -> float:
+def advanced_composition(eps: npt.ArrayLike, delta: float, *, paper_form: bool = False) -> float:
     """Footnote 1: (epsilon', delta) from per-step pure losses ``eps`` (Kairouz et al.).
 
     Kairouz, Oh and Viswanath (2015), Theorem 3.5, for ``eps_l``-DP steps
@@ -265,7 +281,8 @@ def advanced_composition(eps, delta: float, *, paper_form: bool = False) -> floa
     return min(float(np.sum(e)), second, third)
 
 
-def laplace_composition_epsilon(parameters, delta: float, accountant: str = "pld") -> float:
+def laplace_composition_epsilon(parameters: npt.ArrayLike, delta: float,
+                                accountant: str = "pld") -> float:
     """Tight epsilon at ``delta`` of composed Laplace mechanisms (dp-accounting).
 
     ``parameters[k] = (noise scale) / (l1 sensitivity)``; for the worst case of

@@ -78,7 +78,7 @@ def lemma1_sensitivity(
     return _lemma1(d_m, rho, lam, n_parties, b1, c1)
 
 
-def _epsilon_in_theorem1_range(epsilon) -> float:
+def _epsilon_in_theorem1_range(epsilon: object) -> float:
     eps = _checks._real("epsilon", epsilon)
     if not 0.0 < eps <= 1.0:
         raise ValueError(

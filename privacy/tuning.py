@@ -24,6 +24,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
+
+from vfl.core.arrays import FloatArray
 
 __all__ = ["expected_trials", "gamma_for_mean", "draw_trials", "tuning_rdp"]
 
@@ -34,7 +37,7 @@ def expected_trials(eta: float, gamma: float) -> float:
         raise ValueError(f"gamma must be in (0, 1), got {gamma!r}")
     if eta == 0:
         return (1.0 / gamma - 1.0) / math.log(1.0 / gamma)
-    return eta * (1.0 - gamma) / (gamma * (1.0 - gamma**eta))
+    return float(eta * (1.0 - gamma) / (gamma * (1.0 - gamma**eta)))
 
 
 def gamma_for_mean(mean: float, eta: float = 0.0) -> float:
@@ -61,9 +64,9 @@ def draw_trials(eta: float, gamma: float, rng: np.random.Generator) -> int:
             return k
 
 
-def tuning_rdp(orders, mu: float, eta: float, gamma: float) -> np.ndarray:
+def tuning_rdp(orders: npt.ArrayLike, mu: float, eta: float, gamma: float) -> FloatArray:
     """The tuning's RDP ``eps'(lam)`` at each order ``lam > 1`` (Theorem 2, a mu-GDP Q)."""
-    orders = np.asarray(orders, dtype=float)
+    lam = np.asarray(orders, dtype=float)
     if mu < 0 or not math.isfinite(mu):
         raise ValueError(f"mu must be a finite number >= 0, got {mu!r}")
     log_inv_gamma = math.log(1.0 / gamma)
@@ -71,5 +74,5 @@ def tuning_rdp(orders, mu: float, eta: float, gamma: float) -> np.ndarray:
     hat = max(1.0, math.sqrt(2.0 * log_inv_gamma) / mu) if mu > 0 else math.inf
     inner = log_inv_gamma if hat == 1.0 else (
         0.0 if math.isinf(hat) else (hat - 1.0) * mu**2 / 2.0 + log_inv_gamma / hat)
-    return (orders * mu**2 / 2.0 + (1.0 + eta) * inner
-            + math.log(expected_trials(eta, gamma)) / (orders - 1.0))
+    return (lam * mu**2 / 2.0 + (1.0 + eta) * inner
+            + math.log(expected_trials(eta, gamma)) / (lam - 1.0))

@@ -4,14 +4,18 @@ verdict on a claimed ``(epsilon, delta)`` (:mod:`vfl.privacy.audit`)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats
 from scipy.optimize import brentq
 
+from vfl.core.arrays import BoolArray, FloatArray
+from vfl.core.gaussian import log_delta as _analytic_log_delta
+
 from .. import _checks
-from ..accountant import _analytic_log_delta
 
 #: confidence-bound methods of :func:`estimate_delta` (see its docstring)
 AUDIT_METHODS = ("kl", "clopper-pearson", "truncated-kl")
@@ -21,7 +25,7 @@ _BISECTIONS = 200  # halvings of [0, 1]: far below float resolution at any scale
 
 
 # ------------------------------------------- hockey-stick divergence --
-def hockey_stick_samples(losses, epsilon) -> np.ndarray:
+def hockey_stick_samples(losses: npt.ArrayLike, epsilon: float | npt.ArrayLike) -> FloatArray:
     """``Y_i = (1 - e^(eps - L_i))_+ in [0, 1]``, whose mean under P is ``delta_PQ(eps)``.
 
     ``delta_PQ(eps) = sup_S P(S) - e^eps Q(S) = E_P[(1 - e^(eps - L))_+]``
@@ -46,16 +50,17 @@ class DeltaEstimate:
     scalar ``epsilon`` and arrays for an array.
     """
 
-    epsilon: float | np.ndarray
-    estimate: float | np.ndarray
-    lower: float | np.ndarray
-    upper: float | np.ndarray
+    epsilon: float | FloatArray
+    estimate: float | FloatArray
+    lower: float | FloatArray
+    upper: float | FloatArray
     confidence: float
     K: int
     method: str
 
 
-def estimate_delta(losses, epsilon, confidence: float = 0.95, *, method: str = "kl",
+def estimate_delta(losses: npt.ArrayLike, epsilon: float | npt.ArrayLike,
+                   confidence: float = 0.95, *, method: str = "kl",
                    rng: np.random.Generator | None = None,
                    clip: float | None = None) -> DeltaEstimate:
     """Estimate ``delta_PQ(eps)`` from samples ``L_i ~ P`` with one-sided confidence bounds.
@@ -111,7 +116,8 @@ def estimate_delta(losses, epsilon, confidence: float = 0.95, *, method: str = "
     u = _uniforms(method, rng, L.size)
     est, lower, upper = _delta_bounds(L, eps, alpha, u, _clip(method, clip))
     scalar = np.ndim(epsilon) == 0
-    pick = (lambda a: float(a[0])) if scalar else (lambda a: a)
+    pick: Callable[[FloatArray], float | FloatArray] = \
+        (lambda a: float(a[0])) if scalar else (lambda a: a)
     return DeltaEstimate(pick(eps), pick(est), pick(lower), pick(upper),
                          float(1.0 - alpha), int(L.size), method)
 
@@ -125,10 +131,11 @@ class LossSummary:
     std: float
     minimum: float
     maximum: float
-    quantiles: dict = field(default_factory=dict)
+    quantiles: dict[float, float] = field(default_factory=dict)
 
 
-def summarize_losses(losses, quantiles=_QUANTILES) -> LossSummary:
+def summarize_losses(losses: npt.ArrayLike, quantiles: npt.ArrayLike = _QUANTILES
+                     ) -> LossSummary:
     """Mean, standard deviation (``ddof=1``), extremes and quantiles of the sampled ``L``.
 
     Compare with :func:`gaussian_loss_moments` for a claimed Gaussian: its
@@ -147,7 +154,7 @@ def summarize_losses(losses, quantiles=_QUANTILES) -> LossSummary:
                        {float(k): float(v) for k, v in zip(q, values)})
 
 
-def gaussian_loss_moments(noise_multipliers) -> tuple[float, float]:
+def gaussian_loss_moments(noise_multipliers: npt.ArrayLike) -> tuple[float, float]:
     """``(mu^2 / 2, mu)``: mean and std of the exact privacy loss of composed Gaussians.
 
     ``T`` Gaussian mechanisms with noise multipliers ``z_k`` (shift of one
@@ -159,7 +166,8 @@ def gaussian_loss_moments(noise_multipliers) -> tuple[float, float]:
     return 0.5 * mu * mu, mu
 
 
-def gaussian_delta(epsilon, noise_multipliers):
+def gaussian_delta(epsilon: float | npt.ArrayLike, noise_multipliers: npt.ArrayLike
+                   ) -> float | FloatArray:
     """Exact ``delta(eps)`` of composed Gaussians (Balle and Wang 2018, Thm. 8).
 
     ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` with
@@ -170,7 +178,7 @@ def gaussian_delta(epsilon, noise_multipliers):
     """
     mu = _gdp_mu(noise_multipliers)
     eps = _epsilons(epsilon)
-    out = np.exp([_analytic_log_delta(float(e), 1.0 / mu) for e in eps])
+    out: FloatArray = np.exp([_analytic_log_delta(float(e), 1.0 / mu) for e in eps])
     return float(out[0]) if np.ndim(epsilon) == 0 else out
 
 
@@ -217,9 +225,9 @@ class AuditResult:
     def refuted(self) -> bool:
         return self.verdict == "REFUTED"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         """A flat, JSON-ready record (NaN where the reverse direction was not run)."""
-        out = {"epsilon": self.epsilon, "delta": self.delta, "confidence": self.confidence,
+        out: dict[str, object] = {"epsilon": self.epsilon, "delta": self.delta, "confidence": self.confidence,
                "method": self.method, "clip": self.clip, "verdict": self.verdict,
                "epsilon_refuted": self.epsilon_refuted}
         for name, est in (("forward", self.forward), ("reverse", self.reverse)):
@@ -231,7 +239,7 @@ class AuditResult:
         return out
 
 
-def audit_verdict(losses_P, losses_Q, epsilon: float, delta: float, confidence: float = 0.95,
+def audit_verdict(losses_P: npt.ArrayLike, losses_Q: npt.ArrayLike | None, epsilon: float, delta: float, confidence: float = 0.95,
                   *, method: str = "kl", rng: np.random.Generator | None = None,
                   clip: float | None = None) -> AuditResult:
     """Test the claim "the mechanism is (epsilon, delta)-DP" against privacy-loss samples.
@@ -252,7 +260,8 @@ def audit_verdict(losses_P, losses_Q, epsilon: float, delta: float, confidence: 
     tau = _clip(method, clip)
     directions = _directions(losses_P, losses_Q, method, rng)
     alpha = (1.0 - conf) / len(directions)
-    estimates, refuted_eps = [], []
+    estimates: list[DeltaEstimate] = []
+    refuted_eps: list[float] = []
     for L, u in directions:
         est, lower, upper = _delta_bounds(L, np.array([eps]), alpha, u, tau)
         estimates.append(DeltaEstimate(eps, float(est[0]), float(lower[0]), float(upper[0]),
@@ -264,7 +273,7 @@ def audit_verdict(losses_P, losses_Q, epsilon: float, delta: float, confidence: 
                        estimates[1] if len(estimates) > 1 else None, tau)
 
 
-def epsilon_lower_bound(losses_P, losses_Q, delta: float, confidence: float = 0.95, *,
+def epsilon_lower_bound(losses_P: npt.ArrayLike, losses_Q: npt.ArrayLike | None, delta: float, confidence: float = 0.95, *,
                         method: str = "kl", rng: np.random.Generator | None = None,
                         clip: float | None = None) -> float:
     """The largest epsilon the samples refute at ``delta``: an empirical lower bound on epsilon.
@@ -291,7 +300,7 @@ def epsilon_lower_bound(losses_P, losses_Q, delta: float, confidence: float = 0.
 
 
 # ------------------------------------------------------------- helpers --
-def _losses(losses) -> np.ndarray:
+def _losses(losses: npt.ArrayLike) -> FloatArray:
     try:
         L = np.asarray(losses, dtype=float)
     except (TypeError, ValueError):
@@ -303,7 +312,7 @@ def _losses(losses) -> np.ndarray:
     return L
 
 
-def _epsilons(epsilon) -> np.ndarray:
+def _epsilons(epsilon: float | npt.ArrayLike) -> FloatArray:
     try:
         e = np.atleast_1d(np.asarray(epsilon, dtype=float))
     except (TypeError, ValueError):
@@ -314,26 +323,26 @@ def _epsilons(epsilon) -> np.ndarray:
     return e
 
 
-def _confidence(confidence) -> float:
+def _confidence(confidence: object) -> float:
     c = _checks._real("confidence", confidence)
     if not 0.0 < c < 1.0:
         raise ValueError(f"confidence must be in the open interval (0, 1), got {confidence!r}")
     return c
 
 
-def _claimed_delta(delta) -> float:
+def _claimed_delta(delta: object) -> float:
     d = _checks.nonnegative("delta", delta)
     if d >= 1.0:
         raise ValueError(f"delta must be in [0, 1), got {delta!r}")
     return d
 
 
-def _gdp_mu(noise_multipliers) -> float:
+def _gdp_mu(noise_multipliers: npt.ArrayLike) -> float:
     z = _checks.noise_multipliers(np.atleast_1d(np.asarray(noise_multipliers, dtype=float)))
     return float(np.sqrt(np.sum(z**-2.0)))
 
 
-def _uniforms(method, rng, n):
+def _uniforms(method: str, rng: np.random.Generator | None, n: int) -> FloatArray | None:
     if method in ("kl", "truncated-kl"):
         return None
     if method == "clopper-pearson":
@@ -344,7 +353,7 @@ def _uniforms(method, rng, n):
     raise ValueError(f"method must be one of {AUDIT_METHODS}, got {method!r}")
 
 
-def _clip(method, clip) -> float:
+def _clip(method: str, clip: float | None) -> float:
     """``"truncated-kl"``'s cap ``tau`` in ``(0, 1]`` (1, no cap, when not given); 1 otherwise."""
     if method != "truncated-kl":
         if clip is not None and clip != 1.0:
@@ -358,20 +367,21 @@ def _clip(method, clip) -> float:
     return tau
 
 
-def _directions(losses_P, losses_Q, method, rng):
+def _directions(losses_P: npt.ArrayLike, losses_Q: npt.ArrayLike | None, method: str,
+                rng: np.random.Generator | None) -> list[tuple[FloatArray, FloatArray | None]]:
     out = []
-    for L in (losses_P,) if losses_Q is None else (losses_P, losses_Q):
-        L = _losses(L)
+    for given in (losses_P,) if losses_Q is None else (losses_P, losses_Q):
+        L = _losses(given)
         out.append((L, _uniforms(method, rng, L.size)))
     return out
 
 
-def _y(L, eps):
+def _y(L: FloatArray, eps: FloatArray) -> FloatArray:
     """``(1 - e^(eps - L))_+`` of shape ``(len(eps), K)``; exact near 0 via expm1."""
     return -np.expm1(np.minimum(eps[:, None] - L[None, :], 0.0))
 
 
-def _kl(p, q):
+def _kl(p: npt.ArrayLike, q: npt.ArrayLike) -> FloatArray:
     """Bernoulli KL divergence ``kl(p || q)``, elementwise, with its limits at 0 and 1."""
     p, q = np.broadcast_arrays(np.asarray(p, float), np.asarray(q, float))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -380,17 +390,18 @@ def _kl(p, q):
     return first + second
 
 
-def _kl_bounds(mean, n, alpha):
+def _kl_bounds(mean: npt.ArrayLike, n: int, alpha: float) -> tuple[FloatArray, FloatArray]:
     """Chernoff-KL lower and upper bounds of a [0, 1] mean (bisection, conservative ends)."""
     c = math.log(1.0 / alpha) / n
-    mean = np.asarray(mean, dtype=float)
+    m = np.asarray(mean, dtype=float)
     # lower: kl(mean, lo) > c >= kl(mean, hi) (or lo = 0); upper: the mirror
-    lower = _bisect(np.zeros_like(mean), mean.copy(), lambda p: _kl(mean, p) > c)[0]
-    upper = _bisect(mean.copy(), np.ones_like(mean), lambda p: _kl(mean, p) <= c)[1]
+    lower = _bisect(np.zeros_like(m), m.copy(), lambda p: _kl(m, p) > c)[0]
+    upper = _bisect(m.copy(), np.ones_like(m), lambda p: _kl(m, p) <= c)[1]
     return lower, upper
 
 
-def _bisect(lo, hi, left):
+def _bisect(lo: FloatArray, hi: FloatArray, left: Callable[[FloatArray], BoolArray]
+            ) -> tuple[FloatArray, FloatArray]:
     """Shrink ``[lo, hi]`` to float resolution around where ``left`` (True at lo) switches."""
     for _ in range(_BISECTIONS):
         mid = 0.5 * (lo + hi)
@@ -401,15 +412,16 @@ def _bisect(lo, hi, left):
     return lo, hi
 
 
-def _cp_bounds(count, n, alpha):
-    count = np.asarray(count)
+def _cp_bounds(counts: npt.ArrayLike, n: int, alpha: float) -> tuple[FloatArray, FloatArray]:
+    count = np.asarray(counts)
     with np.errstate(invalid="ignore"):
         lower = np.where(count > 0, stats.beta.ppf(alpha, count, n - count + 1), 0.0)
         upper = np.where(count < n, stats.beta.ppf(1 - alpha, count + 1, n - count), 1.0)
     return lower, upper
 
 
-def _delta_bounds(L, eps, alpha, u, tau=1.0):
+def _delta_bounds(L: FloatArray, eps: FloatArray, alpha: float, u: FloatArray | None,
+                  tau: float = 1.0) -> tuple[FloatArray, FloatArray, FloatArray]:
     Y = _y(L, eps)
     est = Y.mean(axis=1)
     if u is None:
@@ -421,7 +433,8 @@ def _delta_bounds(L, eps, alpha, u, tau=1.0):
     return est, lower, upper
 
 
-def _refuted_epsilon(L, delta, alpha, u, tau=1.0):
+def _refuted_epsilon(L: FloatArray, delta: float, alpha: float, u: FloatArray | None,
+                     tau: float = 1.0) -> float:
     """``sup{e >= 0 : lower(e) > delta}`` for one direction (0 if the set is empty)."""
     n = L.size
     if u is not None:
@@ -440,7 +453,7 @@ def _refuted_epsilon(L, delta, alpha, u, tau=1.0):
         return 0.0
     y_star = float(_bisect(np.array(d), np.array(1.0), lambda y: _kl(y, d) <= c)[1])
 
-    def ybar(e):
+    def ybar(e: float) -> float:
         return float(np.minimum(_y(L, np.array([e]))[0], tau).mean() / tau)
 
     if ybar(0.0) <= y_star:

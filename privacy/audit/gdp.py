@@ -52,9 +52,12 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
+
+from vfl.core.arrays import FloatArray, IntArray
 
 from .. import _checks
 
@@ -71,26 +74,24 @@ EPS_TOP_DELTA = 1e-30
 RANK_FRACTIONS = (0.25, 0.5, 0.75)
 
 
-def realised_mu(squares) -> np.ndarray:
+def realised_mu(squares: npt.ArrayLike) -> FloatArray:
     """``sqrt(sum ||m - m'||^2 / sigma^2)`` per run, from each run's summed squares."""
-    q = np.asarray(squares, dtype=float)
+    q: FloatArray = np.asarray(squares, dtype=float)
     if q.ndim != 1 or q.size == 0 or not np.all(np.isfinite(q) & (q >= 0)):
         raise ValueError("the realised squares must be a non-empty 1-D array of finite "
                          "numbers >= 0")
     return np.sqrt(q)
 
 
-def gdp_delta(epsilon, mu) -> np.ndarray:
+def gdp_delta(epsilon: npt.ArrayLike, mu: npt.ArrayLike) -> FloatArray:
     """``delta_mu(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` (Balle and Wang 2018,
     Thm. 8), broadcast over ``epsilon`` and ``mu``, in log space (exact far in the tail);
     0 where ``mu = 0``."""
-    eps = np.asarray(epsilon, dtype=float)
-    mu = np.asarray(mu, dtype=float)
-    eps, mu = np.broadcast_arrays(eps, mu)
+    eps, mus = np.broadcast_arrays(np.asarray(epsilon, dtype=float), np.asarray(mu, dtype=float))
     out = np.zeros(eps.shape)
-    ok = mu > 0
+    ok = mus > 0
     if np.any(ok):
-        e, m = eps[ok], mu[ok]
+        e, m = eps[ok], mus[ok]
         la = log_ndtr(-e / m + m / 2.0)
         lb = log_ndtr(-e / m - m / 2.0)
         with np.errstate(divide="ignore"):
@@ -106,17 +107,18 @@ def gdp_epsilon(delta: float, mu: float, top: float | None = None) -> float:
     if mu <= 0 or gdp_delta(0.0, mu) <= delta:
         return 0.0
     hi = top if top is not None else mu * mu / 2.0 + 40.0 * mu + 1.0
-    return float(brentq(lambda e: math.log(max(gdp_delta(e, mu), 1e-320)) - math.log(delta),
+    return float(brentq(lambda e: math.log(max(float(gdp_delta(e, mu)), 1e-320)) - math.log(delta),
                         0.0, hi, xtol=1e-12, rtol=1e-12))
 
 
-def standardized_losses(losses, mus) -> np.ndarray:
+def standardized_losses(losses: npt.ArrayLike, mus: npt.ArrayLike) -> FloatArray:
     """``Z_k = (L_k - mu_k^2 / 2) / mu_k``: i.i.d. ``N(0, 1)`` under (G) (NaN where ``mu_k = 0``,
     whose loss is 0)."""
     L = np.asarray(losses, dtype=float)
     mu = np.asarray(mus, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(mu > 0, (L - mu * mu / 2.0) / mu, np.nan)
+        z: FloatArray = np.where(mu > 0, (L - mu * mu / 2.0) / mu, np.nan)
+    return z
 
 
 @dataclass(frozen=True)
@@ -130,16 +132,17 @@ class GDPBound:
     that moved anything).
     """
 
-    mus: np.ndarray
-    factors: np.ndarray
+    mus: FloatArray
+    factors: FloatArray
     confidence: float
     K: int
     check: float = math.nan
-    sample: np.ndarray | None = None  # every run's realised mu, sorted
+    sample: FloatArray | None = None  # every run's realised mu, sorted
 
-    def estimate(self, epsilon) -> float:
+    def estimate(self, epsilon: float) -> float:
         """The mixture's ``delta(eps)`` under (G): the mean of ``delta_{mu_k}(eps)`` over the
         runs (unbiased; no confidence attached)."""
+        assert self.sample is not None  # gdp_bound keeps it
         return float(np.mean(gdp_delta(float(epsilon), self.sample)))
 
     @property
@@ -149,9 +152,10 @@ class GDPBound:
         ok = self.factors > 0
         return float(self.mus[ok].max()) if np.any(ok) else 0.0
 
-    def delta_lower(self, epsilon) -> np.ndarray | float:
+    def delta_lower(self, epsilon: float | npt.ArrayLike) -> FloatArray | float:
         """The lower bound of (*) at each ``epsilon``."""
         eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
+        out: FloatArray
         if not np.any(self.factors > 0):
             out = np.zeros(eps.shape)
         else:
@@ -172,14 +176,14 @@ class GDPBound:
         return bool(self.delta_lower(float(epsilon)) > delta)
 
 
-def ranks(K: int) -> np.ndarray:
+def ranks(K: int) -> IntArray:
     """The ranks ``J`` (1-based) of (*) for ``K`` runs, fixed before any run."""
     out = {1, min(2, K)} | {max(1, math.ceil(f * K)) for f in RANK_FRACTIONS}
     return np.array(sorted(out))
 
 
 @lru_cache(maxsize=256)
-def _factors(K: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+def _factors(K: int, confidence: float) -> tuple[IntArray, FloatArray]:
     """The ranks ``J`` and ``1 - beta_j``: ``beta_j`` the level-``alpha / |J|`` Clopper-Pearson
     upper limit of ``F(mu_(j)-)``, for ``j - 1`` of ``K`` runs below ``mu_(j)``."""
     J = ranks(K)
@@ -188,7 +192,7 @@ def _factors(K: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     return J, np.maximum(1.0 - beta, 0.0)
 
 
-def gdp_bound(mus, confidence: float = 0.95, losses=None) -> GDPBound:
+def gdp_bound(mus: npt.ArrayLike, confidence: float = 0.95, losses: npt.ArrayLike | None = None) -> GDPBound:
     """(*) from the realised ``mus`` of ``K`` independent runs, at level ``confidence``.
 
     ``losses`` (the runs' privacy losses, same order) adds the check of (G).

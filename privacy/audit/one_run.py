@@ -6,6 +6,8 @@ import numpy as np
 from scipy import stats
 from scipy.special import expit
 
+from vfl.core.arrays import FloatArray
+
 from .. import _checks
 from .bounds import _claimed_delta, _confidence
 
@@ -69,17 +71,20 @@ def one_run_epsilon(m: int, r: int, v: int, delta: float, confidence: float = 0.
 
 
 # ------------------------------------------------------------- helpers --
-def _guesses(m, r, v):
-    m = _checks.count("m", m)
+def _guesses(m: object, r: object, v: object) -> tuple[int, int, int]:
+    canaries = _checks.count("m", m)
+    counts = []
     for name, x in (("r", r), ("v", v)):
         if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0:
             raise ValueError(f"{name} must be an integer >= 0, got {x!r}")
-    if not int(v) <= int(r) <= m:
-        raise ValueError(f"need 0 <= v <= r <= m, got m={m}, r={r}, v={v}")
-    return m, int(r), int(v)
+        counts.append(int(x))
+    guessed, right = counts
+    if not right <= guessed <= canaries:
+        raise ValueError(f"need 0 <= v <= r <= m, got m={canaries}, r={r}, v={v}")
+    return canaries, guessed, right
 
 
-def _one_run_p(m, r, v, eps, delta):
+def _one_run_p(m: int, r: int, v: int, eps: FloatArray, delta: float) -> FloatArray:
     """The bound of :func:`one_run_p_value` on a vector of epsilons."""
     if v == 0:
         return np.ones_like(eps)
@@ -96,4 +101,5 @@ def _one_run_p(m, r, v, eps, delta):
             (np.cumsum(stats.binom.pmf(j, r, q[k:k + step]), axis=1) / i).max(axis=1)
             for k in range(0, len(q), step)])
         beta = beta + 2.0 * m * delta * window
-    return np.minimum(beta, 1.0)
+    p: FloatArray = np.minimum(beta, 1.0)  # scipy's binomial tails are untyped
+    return p

@@ -4,9 +4,13 @@ most power for ``K`` runs, from the claim alone (:mod:`vfl.privacy.audit`)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats
+
+from vfl.core.arrays import FloatArray
 
 from .. import _checks
 from .bounds import (AUDIT_METHODS, _bisect, _claimed_delta, _clip, _confidence, _kl,
@@ -94,7 +98,8 @@ def truncation_level(mu: float, K: int, epsilon: float, factor: float = 2.0) -> 
 
 
 def powerful_epsilon(mu: float, K: int, epsilon_max: float, confidence: float = 0.95, *,
-                     method: str = "kl", factor: float = 2.0, claimed=None) -> float:
+                     method: str = "kl", factor: float = 2.0,
+                     claimed: Callable[[FloatArray], npt.ArrayLike] | None = None) -> float:
     """The point of a claimed ``mu``-GDP profile where an audit of ``K`` runs has most power.
 
     A claim that a mechanism's pairs are ``mu``-GDP (a Gaussian ledger)
@@ -119,11 +124,11 @@ def powerful_epsilon(mu: float, K: int, epsilon_max: float, confidence: float = 
     K = _checks.count("K", K)
     top = _checks.positive("epsilon_max", epsilon_max)
     grid = np.linspace(top / 200.0, top, 200)
-    claimed = gaussian_delta(grid, 1.0 / mu) if claimed is None else \
+    curve = gaussian_delta(grid, 1.0 / mu) if claimed is None else \
         np.asarray(claimed(grid), dtype=float)
     alt = gaussian_delta(grid, 1.0 / (factor * mu))
     thresholds = np.array([refutation_threshold(K, float(min(d, 1.0 - 1e-12)), confidence,
-                                                method=method) for d in claimed])
+                                                method=method) for d in np.atleast_1d(curve)])
     sd = np.sqrt(np.maximum(alt * (1.0 - alt), 1e-300) / K)
     score = (alt - thresholds) / sd
     return float(grid[int(np.argmax(score))])

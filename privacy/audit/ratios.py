@@ -7,10 +7,18 @@ privacy loss ``L``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+import numpy.typing as npt
+
+from vfl.core.arrays import FloatArray
+
+if TYPE_CHECKING:
+    from vfl.core.solver import Release
 
 
-def gaussian_log_ratio(o, mean, mean_other, sigma) -> np.ndarray:
+def gaussian_log_ratio(o: npt.ArrayLike, mean: npt.ArrayLike, mean_other: npt.ArrayLike, sigma: npt.ArrayLike) -> FloatArray:
     """``log N(o; mean, sigma^2 I) - log N(o; mean_other, sigma^2 I)`` per released vector.
 
     The last axis of ``o`` holds one release's entries; ``mean`` and
@@ -22,10 +30,11 @@ def gaussian_log_ratio(o, mean, mean_other, sigma) -> np.ndarray:
     """
     o, mu, mu2 = _vectors(o, mean, mean_other)
     s = _scale("sigma", sigma, o.shape[:-1])
-    return np.sum((mu - mu2) * (2.0 * o - mu - mu2), axis=-1) / (2.0 * s**2)
+    ratio: FloatArray = np.sum((mu - mu2) * (2.0 * o - mu - mu2), axis=-1) / (2.0 * s**2)
+    return ratio
 
 
-def laplace_log_ratio(o, mean, mean_other, b) -> np.ndarray:
+def laplace_log_ratio(o: npt.ArrayLike, mean: npt.ArrayLike, mean_other: npt.ArrayLike, b: npt.ArrayLike) -> FloatArray:
     """``(||o - mu'||_1 - ||o - mu||_1) / b``: i.i.d. Laplace entries of scale ``b``.
 
     Shapes as in :func:`gaussian_log_ratio`, with ``b`` (``Release.scale``)
@@ -33,10 +42,11 @@ def laplace_log_ratio(o, mean, mean_other, b) -> np.ndarray:
     """
     o, mu, mu2 = _vectors(o, mean, mean_other)
     s = _scale("b", b, o.shape[:-1])
-    return np.sum(np.abs(o - mu2) - np.abs(o - mu), axis=-1) / s
+    ratio: FloatArray = np.sum(np.abs(o - mu2) - np.abs(o - mu), axis=-1) / s
+    return ratio
 
 
-def uniform_laplace_logpdf(o, lo, hi, b) -> np.ndarray:
+def uniform_laplace_logpdf(o: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike, b: npt.ArrayLike) -> FloatArray:
     """Log density of ``Y + Laplace(0, b)`` with ``Y ~ Uniform[lo, hi]``, entrywise.
 
     This is the "Laplace with a uniformly random mean" of Xiao, Ye and
@@ -55,18 +65,19 @@ def uniform_laplace_logpdf(o, lo, hi, b) -> np.ndarray:
     to 1 and ``p`` to the Laplace density at ``lo``). All arguments
     broadcast elementwise; ``lo <= hi`` is required, ``lo == hi`` allowed.
     """
-    o = _finite("o", o)
-    lo = _finite("lo", lo)
-    hi = _finite("hi", hi)
-    if np.any(lo > hi):
+    x = _finite("o", o)
+    a = _finite("lo", lo)
+    z = _finite("hi", hi)
+    if np.any(a > z):
         raise ValueError("uniform_laplace_logpdf needs lo <= hi everywhere")
-    b = np.asarray(b, dtype=float)
-    if not (np.all(np.isfinite(b)) and np.all(b > 0)):
+    scale = np.asarray(b, dtype=float)
+    if not (np.all(np.isfinite(scale)) and np.all(scale > 0)):
         raise ValueError("the Laplace scale b must be finite and > 0")
-    return _uniform_laplace_logpdf(o, lo, hi, b)
+    return _uniform_laplace_logpdf(x, a, z, scale)
 
 
-def uniform_laplace_log_ratio(o, lo, hi, lo_other, hi_other, b) -> np.ndarray:
+def uniform_laplace_log_ratio(o: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike, lo_other: npt.ArrayLike, hi_other: npt.ArrayLike,
+                              b: npt.ArrayLike) -> FloatArray:
     """Log ratio of two uniform-mean Laplace densities, summed over a release's entries.
 
     Entry ``l`` of a release has mean uniform on ``[lo[l], hi[l]]`` under
@@ -76,15 +87,16 @@ def uniform_laplace_log_ratio(o, lo, hi, lo_other, hi_other, b) -> np.ndarray:
     log p'(o_l)`` (see :func:`uniform_laplace_logpdf`); ``b`` is one per
     vector, broadcast against ``o.shape[:-1]``, the intervals against ``o``.
     """
-    o = _finite("o", o)
-    if o.ndim == 0:
+    x = _finite("o", o)
+    if x.ndim == 0:
         raise ValueError("o must have at least one axis (the release's entries)")
-    s = _scale("b", b, o.shape[:-1])[..., None]
-    return np.sum(uniform_laplace_logpdf(o, lo, hi, s)
-                  - uniform_laplace_logpdf(o, lo_other, hi_other, s), axis=-1)
+    s = _scale("b", b, x.shape[:-1])[..., None]
+    ratio: FloatArray = np.sum(uniform_laplace_logpdf(x, lo, hi, s)
+                               - uniform_laplace_logpdf(x, lo_other, hi_other, s), axis=-1)
+    return ratio
 
 
-def release_log_ratio(release, o, mean, mean_other) -> np.ndarray:
+def release_log_ratio(release: Release, o: npt.ArrayLike, mean: npt.ArrayLike, mean_other: npt.ArrayLike) -> FloatArray:
     """Per-unit log ratios of one :class:`~vfl.core.solver.Release`.
 
     ``o``, ``mean`` and ``mean_other`` hold ``len(release.units) *
@@ -98,39 +110,41 @@ def release_log_ratio(release, o, mean, mean_other) -> np.ndarray:
     """
     shape = (len(release.units), int(release.size))
     try:
-        o, mu, mu2 = (np.broadcast_to(np.asarray(a, dtype=float), np.shape(o)).reshape(shape)
+        x, mu, mu2 = (np.broadcast_to(np.asarray(a, dtype=float), np.shape(o)).reshape(shape)
                       for a in (o, mean, mean_other))
     except ValueError:
         raise ValueError(f"release values do not fit {shape[0]} units x size {shape[1]}") \
             from None
     if release.mechanism == "gaussian":
-        return gaussian_log_ratio(o, mu, mu2, release.scale)
+        return gaussian_log_ratio(x, mu, mu2, release.scale)
     if release.mechanism == "laplace":
-        return laplace_log_ratio(o, mu, mu2, release.scale)
+        return laplace_log_ratio(x, mu, mu2, release.scale)
     if release.mechanism == "randomized_response":  # labels +-1: eps where the means differ
         eps = 1.0 / np.asarray(release.scale, dtype=float)[:, None]
-        return np.sum(np.where(mu == mu2, 0.0, np.where(o == mu, eps, -eps)), axis=-1)
+        flips: FloatArray = np.sum(np.where(mu == mu2, 0.0, np.where(x == mu, eps, -eps)), axis=-1)
+        return flips
     raise ValueError(f"unknown mechanism {release.mechanism!r}")
 
 
 # ------------------------------------------------------------- helpers --
-def _vectors(o, mean, mean_other):
-    o = _finite("o", o)
-    if o.ndim == 0:
+def _vectors(o: npt.ArrayLike, mean: npt.ArrayLike, mean_other: npt.ArrayLike
+             ) -> tuple[FloatArray, FloatArray, FloatArray]:
+    x = _finite("o", o)
+    if x.ndim == 0:
         raise ValueError("o must have at least one axis (the release's entries)")
     mu = _finite("mean", mean)
     mu2 = _finite("mean_other", mean_other)
     try:
-        o, mu, mu2 = np.broadcast_arrays(o, mu, mu2)
+        x, mu, mu2 = np.broadcast_arrays(x, mu, mu2)
     except ValueError:
         raise ValueError(f"means of shapes {np.shape(mean)}, {np.shape(mean_other)} do not "
-                         f"broadcast to the released values' shape {o.shape}") from None
-    return o, mu, mu2
+                         f"broadcast to the released values' shape {x.shape}") from None
+    return x, mu, mu2
 
 
-def _finite(name, a) -> np.ndarray:
+def _finite(name: str, values: npt.ArrayLike) -> FloatArray:
     try:
-        a = np.asarray(a, dtype=float)
+        a = np.asarray(values, dtype=float)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be an array of numbers") from None
     if not np.all(np.isfinite(a)):
@@ -138,9 +152,9 @@ def _finite(name, a) -> np.ndarray:
     return a
 
 
-def _scale(name, s, shape) -> np.ndarray:
+def _scale(name: str, scale: npt.ArrayLike, shape: tuple[int, ...]) -> FloatArray:
     """A positive scale per released vector: broadcastable to ``shape``, not beyond it."""
-    s = _finite(name, s)
+    s = _finite(name, scale)
     if not np.all(s > 0):
         raise ValueError(f"{name} must be > 0")
     try:
@@ -153,7 +167,8 @@ def _scale(name, s, shape) -> np.ndarray:
     return s
 
 
-def _uniform_laplace_logpdf(o, lo, hi, b):
+def _uniform_laplace_logpdf(o: FloatArray, lo: FloatArray, hi: FloatArray, b: FloatArray
+                            ) -> FloatArray:
     w = hi - lo
     r = w / b
     u = np.clip(o - lo, 0.0, w) / b
