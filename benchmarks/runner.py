@@ -20,7 +20,7 @@ from time import perf_counter
 
 import numpy as np
 
-from . import cases, report, variants
+from . import cases, problems, report, variants
 
 
 def machine_info() -> dict:
@@ -123,10 +123,10 @@ def main(argv=None) -> int:
     warnings.filterwarnings("ignore", category=RuntimeWarning, module="scipy")
 
     t0 = perf_counter()
-    cfg = cases.Settings.make(args.quick)
+    cfg = problems.Settings.make(args.quick)
     bench: dict = {"quick": args.quick, "settings": cfg.as_dict(), "machine": machine_info()}
     bench["machine"]["load_before"] = load_average()
-    data = cases.load_data(cfg)
+    data = problems.load_data(cfg)
     bench["data"] = data.describe()
     for name, fn in CASES.items():
         if only is not None and name not in only:

@@ -35,7 +35,7 @@ from threadpoolctl import threadpool_limits
 from vfl.admm import ADMMSharing
 from vfl.baselines import central_optimum
 
-from .cases import OBJECTIVE, Data, Problem, Settings
+from .problems import OBJECTIVE, Data, Problem, Settings
 from .report import save_figure
 
 #: per-epoch settings every variant runs with (the paper's own row runs without)

@@ -264,7 +264,8 @@ USER_FACING = (
     "admm/consensus/*.py", "admm/sharing/*.py", "decentralized/admm.py", "decentralized/gd.py",
     "decentralized/problem.py", "decentralized/graphs.py", "decentralized/base.py",
     "decentralized/secret_sharing.py", "privacy/ldp.py", "privacy/paper.py",
-    "privacy/moments.py", "papers/*.py", "papers/*/*.py", "plots/*.py", "datasets/*.py", "experiments/*.py",
+    "privacy/moments.py", "papers/*.py", "papers/*/*.py", "plots/*.py", "datasets/*.py",
+    "datasets/userfiles/*.py", "experiments/*.py",
     "configs/*.toml", "README.md", "docs/*.md",
 )
 INTERNAL_ID = re.compile(r"\b(spec [A-Z]\d|erratum [A-Z]?\d|issue \d|papers/0\d|00\d eq\.|of 00\d\b)",

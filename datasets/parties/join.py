@@ -107,7 +107,7 @@ def assemble(parties: list[PartyTable], rows: dict, options: Mapping[str, Any], 
             _placeholder(len(test_rows[0]))
         split = {"test": "test_path", "n_train": int(y.size), "n_test": int(y_t.size)}
     else:
-        from vfl.datasets.userfiles import _split
+        from vfl.datasets.userfiles.holdout import _split
 
         fraction = float(options["test_fraction"])
         seed = int(options.get("split_seed", 0))

@@ -166,7 +166,7 @@ def _label_of(labels):
 
 def _strict_csv(spec, f, names, features, categorical, labels):
     """pandas' reading: the first bad cell stops the run, named by line and column."""
-    from vfl.datasets.userfiles import _parse_column, _parse_labels, _read_csv
+    from vfl.datasets.userfiles.columns import _parse_column, _parse_labels, _read_csv
 
     who = _who(spec, f)
     frame = _read_csv(f, spec.delimiter, [spec.id, *([spec.label] if spec.label else []),

@@ -1,0 +1,52 @@
+"""Reading one number off a committed table for README's facts: the one row a selector
+picks, a single value, and how a number is printed (``docs/readme_tables.py``)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pandas as pd
+
+
+class FactError(ValueError):
+    """A fact README marks that cannot be read off its CSV (the message names the fact)."""
+
+
+def _where(table: pd.DataFrame, csv: str, where: dict) -> pd.DataFrame:
+    """The rows of ``table`` whose columns equal ``where``'s values."""
+    keep = pd.Series(True, index=table.index)
+    for column, value in where.items():
+        if column not in table.columns:
+            raise FactError(f"{csv} has no column {column!r}")
+        keep &= table[column] == value
+    return table[keep]
+
+
+def _one(table: pd.DataFrame, csv: str, where: dict) -> pd.Series:
+    rows = _where(table, csv, where)
+    if len(rows) != 1:
+        said = ", ".join(f"{k}={v!r}" for k, v in where.items())
+        raise FactError(f"{len(rows)} rows of {csv} have {said}, not one")
+    return rows.iloc[0]
+
+
+def _unique(values, what: str):
+    found = sorted(set(values))
+    if len(found) != 1:
+        raise FactError(f"{what} takes {len(found)} values {found}, not one")
+    return found[0]
+
+
+def _exp(digits: int) -> Callable[[float], str]:
+    """``1.0e7``, ``1e-5``: scientific notation without the exponent's sign and padding."""
+    def fmt(x: float) -> str:
+        mantissa, exponent = f"{x:.{digits}e}".split("e")
+        return f"{mantissa}e{int(exponent)}"
+    return fmt
+
+
+_WORDS = ("none", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def _word(n: int) -> str:
+    return _WORDS[n] if 0 <= n < len(_WORDS) else str(n)
