@@ -399,7 +399,7 @@ def measure_audits(jobs: int = 2, root: Path | None = None, only=None) -> Path:
 
     before = load()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for args, out in zip(runs, pool.map(one, runs)):
+        for args, _ in zip(runs, pool.map(one, runs)):
             print(f"{' '.join(args[3:])}: done", flush=True)
     shutil.rmtree(work)
     if only is not None:

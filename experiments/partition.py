@@ -220,8 +220,12 @@ def _from_indices(indices: list[list[int]], n: int) -> list[np.ndarray]:
     return parties
 
 
+#: the per-record steps of a block by default (frozen: one shared instance is safe)
+_ROWS = RowSteps(intercept=True)
+
+
 def make_partition(spec: PartitionConfig, n_features: int,
-                   rows: RowSteps = RowSteps(intercept=True)) -> Partition:
+                   rows: RowSteps = _ROWS) -> Partition:
     """Build and validate the partition ``spec`` for a dataset of width ``n_features``;
     ``rows`` are the per-record steps each block gets."""
     if spec.columns is not None:

@@ -482,7 +482,7 @@ def plot_audit(report):
         for ax, pair in zip(axes.ravel(), report.pairs):
             L = pair.losses_P
             lo, hi = float(np.min(L)), float(np.max(L))
-            for claim, mu in report.gaussian_mu.items():
+            for mu in report.gaussian_mu.values():
                 # the claimed mechanism's privacy loss under P is N(mu^2/2, mu^2)
                 lo, hi = min(lo, mu**2 / 2 - 3 * mu), max(hi, mu**2 / 2 + 3 * mu)
             span = hi - lo or 1.0
@@ -491,7 +491,7 @@ def plot_audit(report):
                     label=f"sampled loss (K = {L.size})")
             grid = np.linspace(bins[0], bins[-1], 400)
             drawn = set()
-            for claim, mu in report.gaussian_mu.items():
+            for mu in report.gaussian_mu.values():
                 if mu > 0 and mu not in drawn:  # (the guarantee and its profile: one curve)
                     drawn.add(mu)
                     ax.plot(grid, stats.norm.pdf(grid, mu**2 / 2, mu), color="black", lw=1,

@@ -90,7 +90,7 @@ def neighbours(rng, m, d):
 def test_c_dp_admm_lemma1_bound_holds_on_random_neighbours(reg):
     rng = np.random.default_rng(2)
     m, d, rho, worst = 15, 4, 1.0, 0.0
-    for trial in range(300):
+    for _ in range(300):
         A, b, A2, b2 = neighbours(rng, m, d)
         Wt = 3.0 * rng.standard_normal((1, d))
         w, gamma = rng.standard_normal(d), rng.standard_normal((1, d))
@@ -113,7 +113,7 @@ def test_c_algorithm2_enforced_bound_holds_with_inexact_solves(reg, tol):
     a1, a2 = (lam_n, 0.0) if reg == "l1" else (0.0, lam_n)
     mu = rho + a2
     worst = 0.0
-    for trial in range(60):
+    for _ in range(60):
         A, b, A2, b2 = neighbours(rng, m, d)
         c = 2.0 * rng.standard_normal((1, d))
         for solve in (newton, fista):

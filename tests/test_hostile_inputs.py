@@ -165,7 +165,7 @@ def A(*extra):
     return ["audit", "--config", "priv.toml", "--out", "o", *extra]
 
 
-def I(path, *extra):
+def I(path, *extra):  # noqa: E743 (I for inspect, as the table reads)
     return ["datasets", "inspect", path, *extra]
 
 CASES = [

@@ -215,7 +215,7 @@ def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, small_f
             assert "not worst-case guarantees" in sheader
             claims = summary[summary["panel"] == "claim"]
             assert len(claims) == len(ldp.CLAIMS[output])
-            for (label, num, den, _), row in zip(ldp.CLAIMS[output], claims.itertuples()):
+            for (_, num, den, _), row in zip(ldp.CLAIMS[output], claims.itertuples()):
                 last = table[table["epoch"] == 4].set_index(["config", "column"])["mean"]
                 assert row.mean == pytest.approx(last[num] / last[den])
                 assert row.min <= row.mean * (1 + 1e-9) and row.mean <= row.max * (1 + 1e-9)

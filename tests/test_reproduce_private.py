@@ -57,7 +57,7 @@ input_clip = 2.0
 def tiny(tmp_path, monkeypatch):
     configs = tmp_path / "configs"
     configs.mkdir()
-    for dataset, (stack, admm) in rp.DATASETS.items():
+    for stack, admm in rp.DATASETS.values():
         (configs / f"{stack}.toml").write_text(STACK.format(name=stack))
         (configs / f"{admm}.toml").write_text(ADMM.format(name=admm))
     monkeypatch.setattr(rp, "STACKING_GRID", [

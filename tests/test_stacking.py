@@ -49,7 +49,7 @@ def test_local_model_moves_at_most_the_output_perturbation_bound(lam):
     """Replace one row (random unit vector, negation, another row): ||x - x'|| <= (1 + gtol)/lam."""
     rng = np.random.default_rng(int(lam * 10))
     worst = 0.0
-    for trial in range(12):
+    for _ in range(12):
         n, d = int(rng.integers(20, 120)), int(rng.integers(2, 8))
         D = unit_rows(rng.standard_normal((n, d)))
         y = np.where(rng.random(n) < 0.4, 1.0, -1.0)

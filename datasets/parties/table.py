@@ -333,8 +333,11 @@ def _labels(spec: PartySpec, y_raw, labels, strict: bool):
                             "{-1, +1}: declare labels = [negative, positive]")
         values = [neg, pos]
     y = np.where(y_raw == values[1], 1.0, -1.0)
-    as_json = (lambda v: float(v) if isinstance(v, (int, float, np.floating)) else str(v))
-    return y, {"-1": as_json(neg), "+1": as_json(pos), "rule": rule}
+    return y, {"-1": _as_json(neg), "+1": _as_json(pos), "rule": rule}
+
+
+def _as_json(v):
+    return float(v) if isinstance(v, (int, float, np.floating)) else str(v)
 
 
 # --------------------------------------------------------------------------- entry --
@@ -403,7 +406,7 @@ def _as_kinds(table: RawTable, like: RawTable) -> RawTable:
         if kind == "numeric":
             num.append(np.asarray(col, dtype=float))
         else:
-            cat.append(np.array([("%g" % v) if isinstance(v, float) else str(v) for v in col],
+            cat.append(np.array([f"{v:g}" if isinstance(v, float) else str(v) for v in col],
                                 dtype=object))
     n = table.n_rows
     return RawTable(like.names, like.kinds, np.column_stack(num) if num else np.zeros((n, 0)),
