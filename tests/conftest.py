@@ -7,9 +7,20 @@ never pass by silently skipping the real-data checks.
 """
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+from schedule import (pytest_collection_modifyitems, pytest_configure,  # noqa: F401
+                      pytest_configure_node)
+
+# PYTHONDONTWRITEBYTECODE=1 (some shells set it) made every xdist worker rewrite and compile
+# every test module and the package again, and every process a test starts compile the
+# package again (~3.6 s a worker): the suite writes its bytecode caches (__pycache__, ignored
+# by git), before the workers and those processes start
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # one BLAS thread per xdist worker (set before numpy loads): the workers already use
@@ -22,17 +33,22 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 def pytest_cmdline_main(config):
     """Spread the tests over every core (pytest-xdist) unless the command line says otherwise.
 
-    ``pytest`` alone runs as ``pytest -n auto --dist worksteal``; ``-n 0`` (or
-    ``-n N``, or ``-p no:xdist``) chooses otherwise, and a command naming only
-    single tests (``file::test``) runs in this process.
+    ``pytest`` alone runs as ``pytest -n auto --dist worksteal`` and ``pytest -n N`` as
+    ``--dist worksteal`` (tests/schedule.py orders the collection for it); ``-n 0``,
+    ``--dist ...`` or ``-p no:xdist`` choose otherwise, and a command naming only single
+    tests (``file::test``) runs in this process.
     """
     option = config.option
     if (not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput")
-            or getattr(option, "numprocesses", 0) is not None or option.collectonly
-            or (config.args and all("::" in a for a in config.args))):
+            or option.collectonly):
         return
-    option.numprocesses = "auto"
-    if option.dist == "no":
+    if option.numprocesses is None:
+        if config.args and all("::" in a for a in config.args):
+            return
+        option.numprocesses = "auto"
+    if option.dist == "no" and option.numprocesses not in (0, "0"):
+        # (-n N alone would be --dist load, whose first chunks are a quarter of the suite
+        # each: the order of tests/schedule.py is made for worksteal's halves)
         option.dist = "worksteal"
 
 
