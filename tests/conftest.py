@@ -120,3 +120,39 @@ def joblib_in_process(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(joblib, "Parallel", InProcessParallel)
     return pools
+
+
+@pytest.fixture
+def one_psi_per_id_list(tmp_path_factory, monkeypatch):
+    """Each list of IDs aligned by one real PSI per test session, shared by every run that
+    aligns the same IDs (the a9a configs split into the same party IDs; a PSI of a9a's ~49k
+    IDs costs ~8 s of CPU): a run gets a copy of that alignment. The files are still read
+    and checked, the rows joined and trained on as ever; the PSI itself and the alignment's
+    record are checked by tests/test_party_files.py (its bit-for-bit test computes one when
+    it comes first). For tests whose subject is not the PSI. (A file beside the workers'
+    directories: any xdist worker reads it.)"""
+    import hashlib
+    import os
+    import pickle
+
+    from vfl.datasets.parties import join
+
+    root = tmp_path_factory.getbasetemp()
+    memo = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "psi-memo"
+    memo.mkdir(exist_ok=True)
+    real = join.align
+
+    def align(parties, **options):
+        digest = hashlib.sha256(repr(sorted(options.items())).encode())
+        for _, ids, kind in parties:
+            digest.update(f"{kind}:{len(ids)}:".encode() + "\n".join(map(str, ids)).encode())
+        path = memo / f"{digest.hexdigest()}.pickle"
+        if path.is_file():
+            return pickle.loads(path.read_bytes())
+        aligned = real(parties, **options)
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_bytes(pickle.dumps(aligned))
+        partial.replace(path)  # atomic: a worker aligning the same IDs meanwhile writes the same
+        return aligned
+
+    monkeypatch.setattr(join, "align", align)

@@ -280,41 +280,6 @@ def test_split_a_csv_and_run_it(tmp_path, monkeypatch):
                           "needs --label")
 
 
-@pytest.fixture
-def one_psi_per_id_list(tmp_path_factory, monkeypatch):
-    """Each list of IDs aligned by one real PSI per test session, shared by every run that
-    aligns the same IDs (the a9a configs split into the same party IDs; each run's PSI of
-    ~49k IDs costs ~8 s of CPU): ``vfl run`` gets a copy of that alignment. The files are
-    still read and checked, the rows joined and trained on as ever; the PSI itself and the
-    alignment's record are checked above and by the bit-for-bit test, whose run computes
-    one when it comes first. (A file beside the workers' directories: any xdist worker.)"""
-    import hashlib
-    import os
-    import pickle
-
-    from vfl.datasets.parties import join
-
-    root = tmp_path_factory.getbasetemp()
-    memo = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "psi-memo"
-    memo.mkdir(exist_ok=True)
-    real = join.align
-
-    def align(parties, **options):
-        digest = hashlib.sha256(repr(sorted(options.items())).encode())
-        for _, ids, kind in parties:
-            digest.update(f"{kind}:{len(ids)}:".encode() + "\n".join(map(str, ids)).encode())
-        path = memo / f"{digest.hexdigest()}.pickle"
-        if path.is_file():
-            return pickle.loads(path.read_bytes())
-        aligned = real(parties, **options)
-        partial = path.with_suffix(f".{os.getpid()}.partial")
-        partial.write_bytes(pickle.dumps(aligned))
-        partial.replace(path)  # atomic: a worker aligning the same IDs meanwhile writes the same
-        return aligned
-
-    monkeypatch.setattr(join, "align", align)
-
-
 @pytest.mark.slow
 @pytest.mark.data
 def test_a9a_from_two_party_files_trains_the_same_model_bit_for_bit(tmp_path, monkeypatch,
