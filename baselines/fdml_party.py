@@ -86,7 +86,9 @@ class _DenseBlock:
 
     def batch(self, start: int, stop: int):
         out = self._buf[: stop - start]
-        np.take(self.D, self._perm[start:stop], axis=0, out=out)
+        # (a permutation's indices are in range: mode "clip" gathers straight into the
+        # buffer, where "raise" gathers into a temporary and copies it over)
+        np.take(self.D, self._perm[start:stop], axis=0, out=out, mode="clip")
         return out
 
     def matvec(self, batch, x: np.ndarray) -> np.ndarray:

@@ -7,9 +7,20 @@ never pass by silently skipping the real-data checks.
 """
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+from schedule import (pytest_collection_modifyitems, pytest_configure,  # noqa: F401
+                      pytest_configure_node)
+
+# PYTHONDONTWRITEBYTECODE=1 (some shells set it) made every xdist worker rewrite and compile
+# every test module and the package again, and every process a test starts compile the
+# package again (~3.6 s a worker): the suite writes its bytecode caches (__pycache__, ignored
+# by git), before the workers and those processes start
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # one BLAS thread per xdist worker (set before numpy loads): the workers already use
@@ -22,17 +33,22 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 def pytest_cmdline_main(config):
     """Spread the tests over every core (pytest-xdist) unless the command line says otherwise.
 
-    ``pytest`` alone runs as ``pytest -n auto --dist worksteal``; ``-n 0`` (or
-    ``-n N``, or ``-p no:xdist``) chooses otherwise, and a command naming only
-    single tests (``file::test``) runs in this process.
+    ``pytest`` alone runs as ``pytest -n auto --dist worksteal`` and ``pytest -n N`` as
+    ``--dist worksteal`` (tests/schedule.py orders the collection for it); ``-n 0``,
+    ``--dist ...`` or ``-p no:xdist`` choose otherwise, and a command naming only single
+    tests (``file::test``) runs in this process.
     """
     option = config.option
     if (not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput")
-            or getattr(option, "numprocesses", 0) is not None or option.collectonly
-            or (config.args and all("::" in a for a in config.args))):
+            or option.collectonly):
         return
-    option.numprocesses = "auto"
-    if option.dist == "no":
+    if option.numprocesses is None:
+        if config.args and all("::" in a for a in config.args):
+            return
+        option.numprocesses = "auto"
+    if option.dist == "no" and option.numprocesses not in (0, "0"):
+        # (-n N alone would be --dist load, whose first chunks are a quarter of the suite
+        # each: the order of tests/schedule.py is made for worksteal's halves)
         option.dist = "worksteal"
 
 
@@ -116,3 +132,39 @@ def deployment_certs(tmp_path_factory):
     out = tmp_path_factory.mktemp("certs")
     write_deployment(out, 3)
     return out
+
+
+@pytest.fixture
+def one_psi_per_id_list(tmp_path_factory, monkeypatch):
+    """Each list of IDs aligned by one real PSI per test session, shared by every run that
+    aligns the same IDs (the a9a configs split into the same party IDs; a PSI of a9a's ~49k
+    IDs costs ~8 s of CPU): a run gets a copy of that alignment. The files are still read
+    and checked, the rows joined and trained on as ever; the PSI itself and the alignment's
+    record are checked by tests/test_party_files.py (its bit-for-bit test computes one when
+    it comes first). For tests whose subject is not the PSI. (A file beside the workers'
+    directories: any xdist worker reads it.)"""
+    import hashlib
+    import os
+    import pickle
+
+    from vfl.datasets.parties import join
+
+    root = tmp_path_factory.getbasetemp()
+    memo = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "psi-memo"
+    memo.mkdir(exist_ok=True)
+    real = join.align
+
+    def align(parties, **options):
+        digest = hashlib.sha256(repr(sorted(options.items())).encode())
+        for _, ids, kind in parties:
+            digest.update(f"{kind}:{len(ids)}:".encode() + "\n".join(map(str, ids)).encode())
+        path = memo / f"{digest.hexdigest()}.pickle"
+        if path.is_file():
+            return pickle.loads(path.read_bytes())
+        aligned = real(parties, **options)
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_bytes(pickle.dumps(aligned))
+        partial.replace(path)  # atomic: a worker aligning the same IDs meanwhile writes the same
+        return aligned
+
+    monkeypatch.setattr(join, "align", align)

@@ -285,7 +285,8 @@ def test_split_a_csv_and_run_it(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.data
 def test_a9a_from_two_party_files_trains_the_same_model_bit_for_bit(tmp_path, monkeypatch,
-                                                                    data_dir):
+                                                                    data_dir,
+                                                                    one_psi_per_id_list):
     """a9a as two party files (80 % overlap, shuffled), aligned and trained: the model of the
     single-file run on the intersection rows (in the agreed order), bit for bit."""
     from vfl.datasets.parties.split import deal
@@ -429,7 +430,8 @@ def _vertical_shipped():
 @pytest.mark.data
 @pytest.mark.parametrize("config,epochs", _vertical_shipped(), ids=lambda p: getattr(p, "stem", ""))
 def test_every_shipped_vertical_config_runs_from_party_files(config, epochs, tmp_path,
-                                                             monkeypatch, data_dir):
+                                                             monkeypatch, data_dir,
+                                                             one_psi_per_id_list):
     """`vfl datasets split --config` then `vfl run`: each kind of shipped vertical config from
     party files (at most two iterations; the own-data configs read the breast-cancer files of
     the manual's example)."""

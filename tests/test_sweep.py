@@ -67,7 +67,9 @@ def test_changed_config_reruns(tmp_path, config):
 
 def test_aggregate_matches_the_run_files(tmp_path, config):
     out = tmp_path / "sweep"
-    runs, _ = run_sweep(config, [0.0, 0.3], [0, 1, 2], out, jobs=2)
+    # (in this process: the CLI test below runs its sweep in two joblib worker processes,
+    # each importing numpy, scipy, pandas and matplotlib again)
+    runs, _ = run_sweep(config, [0.0, 0.3], [0, 1, 2], out)
     agg, final = aggregate_sweep(runs, out)
     on_disk = pd.read_csv(out / "sweep.csv")
     assert list(on_disk.columns[:3]) == ["sigma", "epoch", "n_seeds"]

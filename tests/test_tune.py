@@ -170,7 +170,8 @@ def _adult_csv(data_dir: Path, name: str, out: Path, skip: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.data
-def test_tune_then_run_beats_party_1_alone_at_epsilon_8(tmp_path, monkeypatch, data_dir):
+def test_tune_then_run_beats_party_1_alone_at_epsilon_8(tmp_path, monkeypatch, data_dir,
+                                                      one_psi_per_id_list):
     """A CSV with categorical columns (Adult), split into two party files; public parameters
     from Table Schemas (Adult's published values and ranges); `vfl tune --public` on 4000
     rows of the test file declared public; `vfl run` of the chosen config at epsilon 8."""
