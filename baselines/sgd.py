@@ -36,6 +36,7 @@ import numpy as np
 
 from vfl.core.metrics import EpochStats
 from vfl.core.objective import Objective
+from vfl.core.records import PrivacyInfo
 from vfl.core.host import LocalEnv
 from vfl.core.units import InProcessUnits
 
@@ -460,7 +461,7 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
             "batching": "reshuffled every epoch, SeedSequence(seed, spawn_key=(2,))",
         }
 
-    def privacy_info(self) -> dict | None:
+    def privacy_info(self) -> PrivacyInfo | None:
         label = None
         if self.label_sigma is not None:
             from vfl.privacy.labels import label_guarantee
@@ -477,5 +478,5 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
                "note": "noise on every output with no accounting: sigma alone is no guarantee"
                if self.output_sigma else "no noise on the outputs: the features are not "
                "protected"}
-        return {**out, **({"label_guarantee": label, "labels": "label DP: see label_guarantee"}
-                          if label else {})}
+        return PrivacyInfo(**out, **({"label_guarantee": label,
+                                      "labels": "label DP: see label_guarantee"} if label else {}))

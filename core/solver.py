@@ -38,6 +38,7 @@ import numpy as np
 
 from .params import Param
 from .protocol import UnitData
+from .records import PrivacyInfo
 from .sampling import ExactSampler
 from .wire import Inference, Wire
 
@@ -666,10 +667,11 @@ class Solver:
         """
         return {}
 
-    def privacy_info(self) -> dict | None:
-        """What the manifest says about privacy; None for a solver without noise.
+    def privacy_info(self) -> "PrivacyInfo | None":
+        """What the manifest says about privacy (a :class:`~vfl.core.records.PrivacyInfo`);
+        None for a solver without noise.
 
-        Keys the summary reads, the same for every solver: ``mode``,
+        Fields the summary reads, the same for every solver: ``mode``,
         ``dp_guarantee``, ``neighbouring`` (the relation, required when a
         guarantee is claimed), ``labels`` (what the relation leaves
         unprotected), ``mechanism``, ``enforced``, ``note`` or ``warning``,

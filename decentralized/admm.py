@@ -382,8 +382,8 @@ class _PerturbedADMM(RandomPenaltyADMM, PrivateNetworkSolver):
     def other_claims(self) -> dict:
         return {}
 
-    def privacy_info(self) -> dict:
-        info = super().privacy_info()
+    def _privacy_fields(self) -> dict:
+        info = super()._privacy_fields()
         info.update({
             "realized_loss": _RECONSTRUCTION + "; privacy_loss_worst repeats its max over agents",
             "worst_case": "not available: objective perturbation needs the cited paper's "

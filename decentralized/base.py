@@ -20,6 +20,7 @@ import numpy as np
 from vfl.core.objective import Objective
 from vfl.core.errors import ConfigError, DivergedError
 from vfl.core.params import Param
+from vfl.core.records import PrivacyInfo
 from vfl.core.solver import NetworkData, Release, Setting, Solver, Streams
 from vfl.core.host import LocalEnv
 from vfl.core.units import InProcessUnits
@@ -506,7 +507,10 @@ class PrivateNetworkSolver(NetworkSolver):
                 "warning": ("the releases carry no enforced sensitivity (see "
                             "release_sensitivity), so no epsilon of this run is a guarantee")}
 
-    def privacy_info(self) -> dict:
+    def privacy_info(self) -> PrivacyInfo:
+        return PrivacyInfo(**self._privacy_fields())
+
+    def _privacy_fields(self) -> dict:
         info = {
             **self._privacy_mode(),
             "neighbouring": NEIGHBOURING,

@@ -32,6 +32,7 @@ from typing import Callable
 import numpy as np
 
 from vfl.core.errors import ConfigError
+from vfl.core.records import PrivacyInfo
 from vfl.core.relations import stated_on
 from vfl.core.solver import Streams, add_noise
 
@@ -445,7 +446,8 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
     claims = {k: v for c, _, _ in by_relation.values() for k, v in c.items()}
     if not claims:
         raise ConfigError(f"{config.name}: no finite epsilon is claimed for this run")
-    meaning = (solver.privacy_info() or {}).get("other_claims_meaning", {})
+    info = solver.privacy_info() or PrivacyInfo()
+    meaning = info.other_claims_meaning or {}
     labels = {"guarantee": "the guarantee (enforced sensitivity)",
               "profile": "the guarantee's profile where the audit has most power (same ledger)",
               "paper": f"the paper's claim ({cls.paper_claim or 'its own analysis'})",
@@ -454,11 +456,10 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
               # the other claims' own words, up to their first colon (the short name)
               **{name: meaning.get(name, name).split(":")[0] for name in claims
                  if name not in ("guarantee", "paper", "profile", "labels", "labels_profile")}}
-    info = solver.privacy_info() or {}
     return AuditReport(config=config, K=K, confidence=confidence, claims=claims, pairs=results,
                        gaussian_mu=mu, labels=labels, noise_scale=noise_scale,
                        mechanism=cls.title,
-                       relation=stated_on(str(info.get("neighbouring", "")), plan.cleaning),
+                       relation=stated_on(info.neighbouring or "", plan.cleaning),
                        seconds=perf_counter() - started)
 
 

@@ -31,6 +31,7 @@ from vfl.datasets.base import RawDataset
 from vfl.datasets.loaders import load_raw
 
 from .config import Config
+from .manifest import Manifest
 from .diagnostic import drop_diagnostic, exact_data, labelled_diagnostic
 from .provenance import environment_info
 from .registry import get_solver
@@ -59,7 +60,7 @@ PHASES = ("training", "inference", "alignment", "diagnostics")
 @dataclass
 class RunResult:
     config: Config
-    manifest: dict
+    manifest: Manifest  # manifest.json (validated: :mod:`.manifest`)
     metrics: pd.DataFrame  # one row per iteration (the mean over repeats)
     baselines: dict
     coef: Any = None  # the final model (all parties' blocks concatenated, or the global model)
@@ -726,7 +727,7 @@ def run_experiment(
             "unavailable": list(UNAVAILABLE_IN_DEPLOYMENT)}
     communication = pd.DataFrame(np.concatenate(traffic), columns=COMMUNICATION_FILE_COLUMNS)
     communication["phase"] = np.asarray(PHASES, dtype=object)[communication["phase"].to_numpy()]
-    return RunResult(config=config, manifest=manifest, metrics=metrics, baselines=baselines,
+    return RunResult(config=config, manifest=Manifest.model_validate(manifest), metrics=metrics, baselines=baselines,
                      coef=None if deployment(config) else solver.coef(), repeats=per_repeat, communication=communication,
                      ledger=repeats.ledger())
 
@@ -747,11 +748,12 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops
     objective = prepared.objective
     epochs_run = int(final["epoch"])
     streams = _streams(config, 0)
-    privacy = solver.privacy_info()
-    if config.privacy.claims_guarantee or privacy:
-        privacy = dict(privacy or {})
-        if privacy.get("neighbouring"):  # on the cleaned file when records were removed
-            privacy["neighbouring"] = stated_on(privacy["neighbouring"], plan.cleaning)
+    info = solver.privacy_info()
+    privacy = None
+    if config.privacy.claims_guarantee or info is not None:
+        privacy = {} if info is None else info.dump()
+        if info is not None and info.neighbouring:  # on the cleaned file when records were removed
+            privacy["neighbouring"] = stated_on(info.neighbouring, plan.cleaning)
         privacy["noise"] = streams.describe()["noise"]
         if config.tuning is not None:  # how the hyper-parameters were chosen
             privacy["hyperparameter_tuning"] = {"method": config.tuning.method, **config.tuning.values,
@@ -835,7 +837,8 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops
                    **{f"privacy.spent.{c}": DIAGNOSTIC for c in PRIVACY_COLUMNS
                       if kinds.get(c) == DIAGNOSTIC and "spent" in (privacy or {})},
                    **{f"privacy.spent.other_claims.{name}": DIAGNOSTIC
-                      for name in (privacy or {}).get("spent", {}).get("other_claims", {})
+                      for name in ((privacy or {})["spent"]["other_claims"]
+                                   if "spent" in (privacy or {}) else ())
                       if kinds.get(f"epsilon_{name}") == DIAGNOSTIC},
                    **({"communication.transport": DIAGNOSTIC if private else RELEASED}
                       if transport else {})},

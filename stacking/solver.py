@@ -72,6 +72,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from vfl.core.params import Param
+from vfl.core.records import PrivacyInfo
 from vfl.core.solver import (Reference, Release, Setting, Solver, VerticalData,
                              label_neighbours)
 from vfl.core.host import LocalEnv
@@ -537,16 +538,17 @@ class PrivateStacking(Solver):
         """The label guarantee (towards the passive parties), or None without one."""
         return None if self.label_epsilon is None else lab.guarantee(self.label_epsilon)
 
-    def privacy_info(self) -> dict | None:
+    def privacy_info(self) -> PrivacyInfo | None:
         label = self.label_guarantee()
         note = (f"labels: {label['epsilon']:.6g}-label-DP towards the passive parties "
                 "(randomized response)" if label else _LABELS_NOTE)
         if not self.private:
-            return {"mode": "non-private", "dp_guarantee": False,
-                    "note": "no noise on the features: non-private stacking (set privacy.delta "
-                            "and privacy.epsilon for the private mechanism)", "labels": note,
-                    **({"label_guarantee": label} if label else {})}
-        return {
+            return PrivacyInfo(**{
+                "mode": "non-private", "dp_guarantee": False,
+                "note": "no noise on the features: non-private stacking (set privacy.delta "
+                        "and privacy.epsilon for the private mechanism)", "labels": note,
+                **({"label_guarantee": label} if label else {})})
+        return PrivacyInfo(**{
             "mode": "accounting",
             "dp_guarantee": True,
             "neighbouring": NEIGHBOURS,
@@ -583,4 +585,4 @@ class PrivateStacking(Solver):
                        "chooses them on rows of the test file declared public "
                        "(partition.public), which the relation does not protect: the choice "
                        "costs no privacy"),
-        }
+        })

@@ -60,6 +60,25 @@ def _own(csv: str, *, label: str = 'label = "y"\n', columns: str = "[2, 1]"):
     return make
 
 
+#: the least manifest.json that validates (vfl.experiments.manifest.Manifest)
+MANIFEST = {
+    "name": "small", "vfl_version": "0", "git": None, "python": "3", "platform": "x",
+    "libraries": {}, "command": [], "seed": 0, "repeats": 1,
+    "dataset": {"name": "synthetic", "description": "", "stand_in": False, "n_train": 30,
+                "n_test": 30, "n_features": 6, "sha256": {}, "provenance": {}},
+    "preprocessing": {"steps": [], "private": False, "fitted_on_training_rows": False},
+    "setting": "vertical", "distribution": {}, "partition": None,
+    "objective": {"loss": "logistic", "reduction": "sum", "regularizer": "l2sq", "lam": 0.001,
+                  "formula": ""},
+    "solver": {"name": "admm_sharing", "title": "ADMM sharing", "setting": "vertical",
+               "iteration_name": "epoch", "epochs": 2,
+               "reference": {"paper": "", "algorithm": "", "equations": "", "note": ""}},
+    "communication": {},
+    "released": {"private": False, "meaning": {}, "columns": {}, "result": {}, "fields": {},
+                 "files": {}, "test_metrics_note": "", "release_only": False},
+    "result": {"epochs_run": 2, "messages": 0, "bytes": 0}}
+
+
 def _run(**files):
     """A complete run directory as write_run leaves it, some files replaced."""
     def make(path: Path):
@@ -67,7 +86,7 @@ def _run(**files):
         config = {"name": "small", "data": {"dataset": "synthetic",
                                             "options": {"n_train": 60, "n_features": 6}},
                   "partition": {"columns": [3, 3]}, "solver": {"epochs": 2}}
-        default = {"config.json": json.dumps(config), "manifest.json": '{"name": "small"}',
+        default = {"config.json": json.dumps(config), "manifest.json": json.dumps(MANIFEST),
                    "baselines.json": "{}", "metrics.csv": METRICS}
         for name, text in {**default, **files}.items():
             if text is not None:
@@ -99,7 +118,7 @@ FIXTURES = {
     "run-baselines-list": _run(**{"baselines.json": "[1, 2]"}),
     "run-config-list": _run(**{"config.json": "[1]"}),
     "run-config-unknown": _run(**{"config.json": '{"bogus": 1}'}),
-    "run-privacy-scalar": _run(**{"manifest.json": '{"privacy": 3}'}),
+    "run-privacy-scalar": _run(**{"manifest.json": json.dumps({**MANIFEST, "privacy": 3})}),
     "run-metrics-empty": _run(**{"metrics.csv": ""}),
     "run-metrics-header": _run(**{"metrics.csv": "epoch,objective\n"}),
     "run-metrics-cut": _run(**{"metrics.csv": METRICS[:-6]}),
@@ -447,7 +466,7 @@ CASES += [
     ("privacy-run-is-a-file", ["privacy", "--run", "afile"], "'afile' is a file"),
     ("privacy-run-claims-nothing", ["privacy", "--run", "run", "--out", "p.png"], "run accounts no privacy"),
     ("privacy-run-damaged-manifest", ["privacy", "--run", "run-privacy-scalar", "--out", "p.png"],
-     "accounts no privacy"),
+     "manifest.json: damaged run file (privacy: input should be a valid dictionary"),
     ("privacy-run-out-unknown-format", ["privacy", "--run", "run", "--out", "p.xyz"],
      ".xyz is not a supported format"),
     ("privacy-run-out-exists", ["privacy", "--run", "run", "--out", "e.png"],

@@ -8,6 +8,7 @@ from time import perf_counter
 import numpy as np
 
 from vfl.core.params import Param
+from vfl.core.records import PrivacyInfo
 from vfl.core.solver import Reference, Release
 
 from ..pretrain import pretrain_dw
@@ -164,12 +165,12 @@ class DPADMM(_Consensus):
 
         return dp_admm_epsilon(self.epsilon, self.delta, self.iteration), self.delta
 
-    def privacy_info(self) -> dict | None:
+    def privacy_info(self) -> PrivacyInfo | None:
         if not self.noise:
-            return {"dp_guarantee": False, "mechanism": None,
-                    "note": "privacy.noise = false: linearized ADMM without noise (same eta); "
-                            "every w_i^{k+1} is shared in the clear"}
-        return {
+            return PrivacyInfo(**{"dp_guarantee": False, "mechanism": None,
+                                  "note": "privacy.noise = false: linearized ADMM without noise "
+                                          "(same eta); every w_i^{k+1} is shared in the clear"})
+        return PrivacyInfo(**{
             "neighbouring": _NEIGHBOURS,
             "mechanism": ("Gaussian: provider i releases w~_i^{k+1} = w_i^{k+1} + "
                           "N(0, sigma_{k+1}^2 I_d) (3b); w_i^{k+1} depends on the data only "
@@ -183,7 +184,7 @@ class DPADMM(_Consensus):
                             "after T by Theorem 2's moments accountant"),
             "not_accounted": ("the pre-training rows that set D_w are treated as public "
                               "(Huang et al. 2019, Sec. VI, do not account for them)"),
-        }
+        })
 
     def describe(self) -> dict:
         schedule = ("Theorem 3: eta^{k+1} = D_w / ((S1 + lam sqrt(d) / N) sqrt(2 (k+1)))"

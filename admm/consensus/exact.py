@@ -8,6 +8,7 @@ from time import perf_counter
 import numpy as np
 
 from vfl.core.params import Param
+from vfl.core.records import PrivacyInfo
 from vfl.core.solver import Reference, Release
 
 from ..local_solvers import fista, kkt_residual, lipschitz, newton, smooth_grad
@@ -232,8 +233,8 @@ class ConsensusADMMPerturbed(_ExactLocal):
 
         return dp_admm_epsilon(self.epsilon, self.delta, self.iteration), self.delta
 
-    def privacy_info(self) -> dict:
-        return {
+    def privacy_info(self) -> PrivacyInfo:
+        return PrivacyInfo(**{
             "neighbouring": _NEIGHBOURS,
             "mechanism": ("Gaussian: provider i releases w_i^{k+1} + N(0, sigma^2 I_d) every "
                           "iteration (Algorithm 2, line 5); gamma_i^k is post-processing"),
@@ -254,7 +255,7 @@ class ConsensusADMMPerturbed(_ExactLocal):
             "paper_claim": ("(epsilon, delta) per iteration and (epsilon_bar, delta) after T by "
                             "Theorem 2's moments accountant (Sec. VI-B: the same as DP-ADMM's)"),
             "not_accounted": "pre-training rows (public); the paper runs Algorithm 2 for l2 only",
-        }
+        })
 
     def describe(self) -> dict:
         return {"algorithm": "Huang et al. Algorithm 2 (primal perturbation of exact ADMM)",

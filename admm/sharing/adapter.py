@@ -13,6 +13,7 @@ import scipy.sparse as sp
 
 from vfl.core.metrics import accuracy, log_loss
 from vfl.core.params import Param
+from vfl.core.records import PrivacyInfo, privacy_record
 from vfl.core.preprocessing import row_norms
 from vfl.core.solver import (Neighbour, PartyBlocks, Reference, Release, Setting, VerticalData,
                              label_neighbours)
@@ -459,10 +460,10 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
                              "(Assumption 1.2(c)); convergence is not guaranteed"]} if warn else {}),
         }
 
-    def privacy_info(self) -> dict | None:
+    def privacy_info(self) -> PrivacyInfo | None:
         out = self._feature_info()
         if self.label_sigma is None:
-            return out
+            return privacy_record(out)
         from vfl.privacy.labels import label_guarantee
 
         label = label_guarantee(self.label_epsilon, self.label_delta, (
@@ -472,7 +473,8 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
             "composed over the epochs"), {"pull_clip_L": self.label_clip})
         out = dict(out or {"mode": "simulation", "dp_guarantee": False,
                            "note": "no noise on the shares: the features are not protected"})
-        return {**out, "label_guarantee": label, "labels": "label DP: see label_guarantee"}
+        return PrivacyInfo(**{**out, "label_guarantee": label,
+                              "labels": "label DP: see label_guarantee"})
 
     def _feature_info(self) -> dict | None:
         plan = self._plan

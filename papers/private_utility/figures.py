@@ -284,7 +284,7 @@ def _final(config, overrides: dict, name: str, out: Path, data_dir, echo, repeat
                  "test_accuracy_std": std("test_accuracy"),
                  "epsilon_tight": float(last["epsilon_tight"].mean()) if "epsilon_tight" in last
                  else np.nan, "n_seeds": int(len(last)),
-                 "solver_seconds": float(run.manifest["result"]["solver_seconds"])}
+                 "solver_seconds": float(run.manifest.result.solver_seconds)}
 
 
 def _tune_and_run(base, grid, name: str, eps: float, out: Path, data_dir, seeds, repeats,
