@@ -71,10 +71,12 @@ class Spent(Record):
 class Stopped(Record):
     """Where ``--stop-at-budget`` stopped the run."""
 
-    after_epoch: int
-    epsilon_next_epoch: float
-    budget_epsilon: float
-    repeat: int | None = None
+    after_epoch: int = Field(description="the last iteration run")
+    budget_epsilon: Num = Field(description="privacy.budget_epsilon")
+    epsilon_spent: float = Field(description="epsilon after it")
+    epsilon_next_epoch: float = Field(description="what one more iteration would have spent")
+    accountant: str
+    repeat: int | None = Field(None, description="the repeat it stopped in (with repeats)")
 
 
 class Budget(Record):

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import assert_one_line_error, invoke
+from manifests import MANIFEST
 from shipped import shipped
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,25 +59,6 @@ def _own(csv: str, *, label: str = 'label = "y"\n', columns: str = "[2, 1]"):
                         f"{label}test_fraction = 0.5\n[partition]\ncolumns = {columns}\n"
                         "[solver]\nepochs = 2\n")
     return make
-
-
-#: the least manifest.json that validates (vfl.experiments.manifest.Manifest)
-MANIFEST = {
-    "name": "small", "vfl_version": "0", "git": None, "python": "3", "platform": "x",
-    "libraries": {}, "command": [], "seed": 0, "repeats": 1,
-    "dataset": {"name": "synthetic", "description": "", "stand_in": False, "n_train": 30,
-                "n_test": 30, "n_features": 6, "sha256": {}, "provenance": {}},
-    "preprocessing": {"steps": [], "private": False, "fitted_on_training_rows": False},
-    "setting": "vertical", "distribution": {}, "partition": None,
-    "objective": {"loss": "logistic", "reduction": "sum", "regularizer": "l2sq", "lam": 0.001,
-                  "formula": ""},
-    "solver": {"name": "admm_sharing", "title": "ADMM sharing", "setting": "vertical",
-               "iteration_name": "epoch", "epochs": 2,
-               "reference": {"paper": "", "algorithm": "", "equations": "", "note": ""}},
-    "communication": {},
-    "released": {"private": False, "meaning": {}, "columns": {}, "result": {}, "fields": {},
-                 "files": {}, "test_metrics_note": "", "release_only": False},
-    "result": {"epochs_run": 2, "messages": 0, "bytes": 0}}
 
 
 def _run(**files):

@@ -220,7 +220,7 @@ def test_fdml_on_a9a_on_two_worker_processes_gives_the_in_process_numbers(data_d
         remote = run_experiment(config, data_dir=data_dir, plan=plan, with_baselines=False)
     assert_same_numbers(remote, local)
     # per epoch each party sends N = 32,561 outputs and receives as many derivatives
-    transport = remote.manifest["communication"]["transport"]
+    transport = remote.manifest.dump()["communication"]["transport"]
     assert transport["protocol_bytes_per_epoch"] == 2 * 2 * 32_561 * 8
     assert transport["protocol_bytes"] < transport["bytes"] < 2 * transport["protocol_bytes"]
 
@@ -521,7 +521,7 @@ def test_a_killed_workers_agents_are_rebuilt_by_replay_to_the_same_numbers(excha
                                                 "exchange": "secret_sharing"}
     remote = _first_group_killed_after_iteration_5(
         _ldp("run.backend=dask", "run.party_wait=60", network=network), "agents")
-    assert list(remote.manifest["backend"]["agents"]) == ["agents 1-3", "agents 4-5"]
+    assert list(remote.manifest.dump()["backend"]["agents"]) == ["agents 1-3", "agents 4-5"]
     local = _same_metrics(remote, _ldp(network=network))
     assert {"privacy_loss_max", "epsilon_tight"} <= set(local.metrics.columns)
     assert_same_communication(remote.communication, local.communication)

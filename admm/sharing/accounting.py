@@ -21,6 +21,9 @@ from typing import ClassVar
 
 import numpy as np
 
+from vfl.core.records import PrivacyInfo
+
+from .plan import PrivacyPlan
 from .relations import RELATIONS
 
 __all__ = ["CALIBRATIONS", "CALIBRATION", "Calibration", "DataDependentCalibration",
@@ -61,9 +64,9 @@ class Calibration:
     def before_epoch(self, solver) -> None:
         """Set ``solver.sigma`` for the next epoch, if it follows the iterates."""
 
-    def paper_noise(self, plan: dict, m: int) -> tuple[float, float]:
+    def paper_noise(self, plan: PrivacyPlan, m: int) -> tuple[float, float]:
         """``(sigma, C)`` of party m in Theorem 1 of Hu et al."""
-        return plan["sigmas"][m], plan["lemma1_sensitivity"][m]
+        return plan.sigmas[m], plan.lemma1_sensitivity[m]
 
 
 class SoundCalibration(Calibration):
@@ -116,14 +119,14 @@ class DataDependentCalibration(Calibration):
         plan = solver._plan
         pulled = solver.share_sum - solver.z  # what every party pulls (Algorithm 1, line 3)
         y_norm = float(np.linalg.norm(solver.y))
-        solver.sigma = plan["z"] * np.array([
+        solver.sigma = plan.z * np.array([
             data_dependent_sensitivity(
-                B.D.shape[1], solver.rho, plan["lam"], solver.n_parties, y_norm,
+                B.D.shape[1], solver.rho, plan.lam, solver.n_parties, y_norm,
                 float(np.linalg.norm(pulled - B.matvec(xm))), float(np.linalg.norm(xm)))
             for B, xm in zip(solver.solvers, solver.x)])
 
     def paper_noise(self, plan, m):
-        return plan["z"], 1.0
+        return plan.z, 1.0
 
 
 CALIBRATION: dict[str, type[Calibration]] = {
@@ -132,7 +135,7 @@ CALIBRATION: dict[str, type[Calibration]] = {
 CALIBRATIONS = tuple(CALIBRATION)
 
 
-def plan_privacy(widths, N, objective, params, p, T) -> dict:
+def plan_privacy(widths, N, objective, params, p, T) -> PrivacyPlan:
     """Sensitivities and sigmas of an accounting-mode run (before it starts).
 
     ``widths`` are the parties' column counts ``d_m`` (public: the partition);
@@ -167,15 +170,14 @@ def plan_privacy(widths, N, objective, params, p, T) -> dict:
         sigmas, z = np.full(M, p["sigma"]), None
     else:
         sigmas, z = calibrator.calibrate(p, T, sound, lemma1)
-    return {
-        "calibration": p["calibration"], "neighbours": p["neighbours"], "delta": p["delta"],
-        "epsilon_target": p["epsilon"], "epochs_planned": T, "clip": p["clip"], "b1": p["b1"],
-        "input_clip": p["input_clip"], "accountant": p["accountant"],
-        "sound_sensitivity": sound, "lemma1_sensitivity": lemma1, "sigmas": sigmas, "z": z,
-        "release_sensitivity": calibrator.release_sensitivity(sound),
-        "rho": rho, "lam": lam, "widths": widths, "rho_range": rho_range, "x_rho_scale": scale,
-        "relation": relation, "calibrator": calibrator,
-    }
+    return PrivacyPlan(
+        calibration=p["calibration"], neighbours=p["neighbours"], delta=p["delta"],
+        epsilon_target=p["epsilon"], epochs_planned=T, clip=p["clip"], b1=p["b1"],
+        input_clip=p["input_clip"], accountant=p["accountant"],
+        sound_sensitivity=sound, lemma1_sensitivity=lemma1, sigmas=sigmas, z=z,
+        release_sensitivity=calibrator.release_sensitivity(sound),
+        rho=rho, lam=lam, widths=widths, rho_range=rho_range, x_rho_scale=scale,
+        relation=relation, calibrator=calibrator)
 
 
 def corollary1_claim(plan, t: int):
@@ -187,10 +189,10 @@ def corollary1_claim(plan, t: int):
     """
     from vfl.privacy import corollary1, split_delta, theorem1_epsilon
 
-    delta_i, delta_prime = split_delta(plan["delta"], plan["epochs_planned"])
+    delta_i, delta_prime = split_delta(plan.delta, plan.epochs_planned)
     worst = 0.0
-    for m in range(len(plan["lemma1_sensitivity"])):
-        sigma, C = plan["calibrator"].paper_noise(plan, m)
+    for m in range(len(plan.lemma1_sensitivity)):
+        sigma, C = plan.calibrator.paper_noise(plan, m)
         eps_i = theorem1_epsilon(sigma, delta_i, C)
         if eps_i > 1:
             return float("nan"), t * delta_i + delta_prime
@@ -198,35 +200,35 @@ def corollary1_claim(plan, t: int):
     return worst, t * delta_i + delta_prime
 
 
-def describe_plan(plan) -> dict:
+def describe_plan(plan: PrivacyPlan) -> PrivacyInfo:
     """The accounting mode of a run, in words and numbers (its manifest's privacy section)."""
-    calibrator = plan["calibrator"]
+    calibrator = plan.calibrator
     guarantee = calibrator.guarantee
-    return {
+    return PrivacyInfo(**{
         "mode": "accounting",
         "dp_guarantee": guarantee,
         **({} if guarantee else {"warning": (
             "data-dependent sensitivity (the authors' prototype): sigma follows the current "
             "iterates, so its scale depends on the private data; no epsilon of this run is a "
             "differential-privacy guarantee")}),
-        "neighbouring": plan["relation"].words,
+        "neighbouring": plan.relation.words,
         "labels": LABELS_NOTE,
         "mechanism": "Gaussian on each party's clipped share: clip(D_m x_m, [-c, c]) + "
                      "N(0, sigma_m^2 I_N), every epoch; composed adaptively per party",
         "enforced": {
-            "rows_unit_norm": True, "x_ball_radius_b1": plan["b1"], "share_clip_c": plan["clip"],
-            **plan["relation"].enforced(plan),
+            "rows_unit_norm": True, "x_ball_radius_b1": plan.b1, "share_clip_c": plan.clip,
+            **plan.relation.enforced(plan),
         },
-        "sensitivity": plan["relation"].describe_sensitivity(plan),
-        "calibration": calibrator.note if plan["epsilon_target"] is not None else "given sigma",
-        "delta": plan["delta"],
-        "epsilon_target": plan["epsilon_target"],
-        "accountant": plan["accountant"],
+        "sensitivity": plan.relation.describe_sensitivity(plan),
+        "calibration": calibrator.note if plan.epsilon_target is not None else "given sigma",
+        "delta": plan.delta,
+        "epsilon_target": plan.epsilon_target,
+        "accountant": plan.accountant,
         "per_party": [{"party": m + 1, "width": w,
-                       "sound_sensitivity": float(plan["sound_sensitivity"][m]),
-                       "lemma1_C": float(plan["lemma1_sensitivity"][m]),
-                       "sigma": float(plan["sigmas"][m]) if guarantee else None}
-                      for m, w in enumerate(plan["widths"])],
+                       "sound_sensitivity": float(plan.sound_sensitivity[m]),
+                       "lemma1_C": float(plan.lemma1_sensitivity[m]),
+                       "sigma": float(plan.sigmas[m]) if guarantee else None}
+                      for m, w in enumerate(plan.widths)],
         "other_claims_meaning": {"lemma1": (
             "Lemma 1's sensitivity composed tightly (what vfl 0.1 printed as a guarantee): a "
             "claim, refuted by the audit, not a guarantee")},
@@ -235,4 +237,4 @@ def describe_plan(plan) -> dict:
                         "does not hold (||(D^T D)^-1|| = 1/d_m is false, factors ||D_k|| are "
                         "dropped, ||y||, ||z|| <= b1 is assumed but not enforced) and a white-box "
                         "audit refutes it: it is the paper's claim, never a guarantee"),
-    }
+    })

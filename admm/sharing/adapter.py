@@ -13,7 +13,7 @@ import scipy.sparse as sp
 
 from vfl.core.metrics import accuracy, log_loss
 from vfl.core.params import Param
-from vfl.core.records import PrivacyInfo, privacy_record
+from vfl.core.records import PrivacyInfo
 from vfl.core.preprocessing import row_norms
 from vfl.core.solver import (Neighbour, PartyBlocks, Reference, Release, Setting, VerticalData,
                              label_neighbours)
@@ -283,10 +283,10 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
                              "epoch from every party's block, which the coordinator does not "
                              "hold on the dask backend: run it in-process")
         plan = plan_privacy(widths, N, objective, params, p, iterations)
-        solver = cls(blocks, y, objective, sigma=plan["sigmas"], x_radius=p["b1"],
-                     ball=plan["relation"].ball,
+        solver = cls(blocks, y, objective, sigma=plan.sigmas, x_radius=p["b1"],
+                     ball=plan.relation.ball,
                      share_clip=p["clip"], input_clip=p["input_clip"],
-                     release_sensitivity=plan["release_sensitivity"], parties=data.units,
+                     release_sensitivity=plan.release_sensitivity, parties=data.units,
                      **self_kw)
         solver._plan = plan
         solver.wire = Wire(M)
@@ -299,8 +299,8 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         against, from its own config."""
         params = {**params, "rho": scaled_rho(params["rho"], len(widths), params["rho_parties"])}
         plan = plan_privacy(widths, N, objective, params, privacy, iterations)
-        return np.asarray(plan["sigmas"], dtype=float), \
-            np.asarray(plan["release_sensitivity"], dtype=float)
+        return np.asarray(plan.sigmas, dtype=float), \
+            np.asarray(plan.release_sensitivity, dtype=float)
 
     @classmethod
     def protected_replaced(cls, data, privacy, rng):
@@ -343,7 +343,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
     # -- the runner protocol ------------------------------------------------
     def step(self, diagnostics: bool = False) -> dict:
         if self._plan is not None:
-            self._plan["calibrator"].before_epoch(self)
+            self._plan.calibrator.before_epoch(self)
         stats = ADMMSharing.step(self, diagnostics=False)
         # Hu et al. Algorithm 1: every party sends its N shares D_m x_m, and gets N values back
         self.wire.gather(len(self.b))
@@ -398,23 +398,23 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
     def other_claims(self):
         """``lemma1``: Lemma 1's sensitivity composed tightly (what vfl 0.1 printed as a guarantee)."""
         plan = self._plan
-        if plan is None or not plan["calibrator"].guarantee:
+        if plan is None or not plan.calibrator.guarantee:
             return {}
         from vfl.privacy import composed_gaussian_epsilon
 
         if self.epoch == 0:
-            return {"lemma1": (0.0, plan["delta"])}
-        worst = max(composed_gaussian_epsilon([s / c / np.sqrt(self.epoch)], plan["delta"])
-                    for s, c in zip(plan["sigmas"], plan["lemma1_sensitivity"]))
-        return {"lemma1": (float(worst), plan["delta"])}
+            return {"lemma1": (0.0, plan.delta)}
+        worst = max(composed_gaussian_epsilon([s / c / np.sqrt(self.epoch)], plan.delta)
+                    for s, c in zip(plan.sigmas, plan.lemma1_sensitivity))
+        return {"lemma1": (float(worst), plan.delta)}
 
     def planned_releases(self):
         """The next epoch's releases: the same Gaussians every epoch (constant sigma)."""
         plan = self._plan
-        if plan is None or not plan["calibrator"].guarantee:
+        if plan is None or not plan.calibrator.guarantee:
             return None
-        return [Release("gaussian", np.arange(self.n_parties), plan["release_sensitivity"],
-                        np.asarray(plan["sigmas"], dtype=float), len(self.y))]
+        return [Release("gaussian", np.arange(self.n_parties), plan.release_sensitivity,
+                        np.asarray(plan.sigmas, dtype=float), len(self.y))]
 
     def divergence_hint(self) -> str:
         """The likely cause of a divergence, from the actual settings."""
@@ -463,7 +463,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
     def privacy_info(self) -> PrivacyInfo | None:
         out = self._feature_info()
         if self.label_sigma is None:
-            return privacy_record(out)
+            return out
         from vfl.privacy.labels import label_guarantee
 
         label = label_guarantee(self.label_epsilon, self.label_delta, (
@@ -471,21 +471,22 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
             f"{self.label_sigma:.4g}^2) added (the label holder's own pull too: every share is "
             "then a function of noisy pulls); M pulls per epoch, each of sensitivity 2 L, "
             "composed over the epochs"), {"pull_clip_L": self.label_clip})
-        out = dict(out or {"mode": "simulation", "dp_guarantee": False,
-                           "note": "no noise on the shares: the features are not protected"})
+        out = out.dump() if out is not None else {
+            "mode": "simulation", "dp_guarantee": False,
+            "note": "no noise on the shares: the features are not protected"}
         return PrivacyInfo(**{**out, "label_guarantee": label,
                               "labels": "label DP: see label_guarantee"})
 
-    def _feature_info(self) -> dict | None:
+    def _feature_info(self) -> PrivacyInfo | None:
         plan = self._plan
         if plan is None:
             if not np.any(self.sigma > 0):
                 return None
-            return {"mode": "simulation", "dp_guarantee": False,
-                    "note": ("noise of scale sigma with no accounting: sigma alone is no privacy "
-                             "guarantee (set privacy.delta for accounting mode)"),
-                    "form": self.noise_form, "sigma": self.sigma.tolist(),
-                    "labels": LABELS_NOTE}
+            return PrivacyInfo(**{
+                "mode": "simulation", "dp_guarantee": False,
+                "note": ("noise of scale sigma with no accounting: sigma alone is no privacy "
+                         "guarantee (set privacy.delta for accounting mode)"),
+                "form": self.noise_form, "sigma": self.sigma.tolist(), "labels": LABELS_NOTE})
         return describe_plan(plan)
 
 
