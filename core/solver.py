@@ -39,6 +39,7 @@ import numpy as np
 from .params import Param
 from .protocol import UnitData
 from .records import PrivacyInfo
+from .typed_params import Params, section_model, typed
 from .sampling import ExactSampler
 from .wire import Inference, Wire
 
@@ -477,6 +478,17 @@ class Solver:
     accounted_backends: ClassVar[tuple[str, ...]] = ("inprocess",)
 
     @classmethod
+    def typed_params(cls, values) -> Params:
+        """``[solver]`` values (a dict, or the record) as this solver's typed, frozen record
+        (:func:`~vfl.core.typed_params.params_model` of :attr:`params`), validated."""
+        return typed(section_model(cls, "solver"), values)
+
+    @classmethod
+    def typed_privacy(cls, values) -> Params:
+        """``[privacy]`` values as this solver's typed record (of :attr:`privacy_params`)."""
+        return typed(section_model(cls, "privacy"), values)
+
+    @classmethod
     def check_config(cls, params: dict, privacy: dict, iterations: int) -> None:
         """Cross-key checks that need no data (raise ``ValueError``); default: none."""
 
@@ -510,8 +522,12 @@ class Solver:
         return False
 
     @classmethod
-    def build(cls, data, *, objective, params, privacy, streams, iterations) -> "Solver":
-        """Construct the solver for a run (default: the constructor of the contract)."""
+    def build(cls, data, *, objective, params: Params, privacy: Params, streams,
+              iterations) -> "Solver":
+        """Construct the solver for a run (default: the constructor of the contract).
+
+        ``params`` and ``privacy`` are the typed records of :meth:`typed_params` and
+        :meth:`typed_privacy`."""
         return cls(data, objective=objective, params=params, privacy=privacy, streams=streams,
                    iterations=iterations)
 
@@ -685,3 +701,4 @@ class Solver:
         A ``warnings`` list, if present, is printed in the run's summary.
         """
         return {}
+

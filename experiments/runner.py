@@ -225,8 +225,8 @@ def _build(cls, config: Config, prepared, streams: Streams, backend=None) -> Sol
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)  # overflow in setup is a user error
             solver = cls.build(data, objective=prepared.objective,
-                               params=dict(config.solver.values),
-                               privacy=dict(config.privacy.values),
+                               params=cls.typed_params(config.solver.values),
+                               privacy=cls.typed_privacy(config.privacy.values),
                                streams=streams, iterations=config.solver.epochs)
     except (ValueError, RuntimeWarning, np.linalg.LinAlgError, OverflowError) as exc:
         raise ConfigError(f"{config.solver.name}: {exc}") from None
