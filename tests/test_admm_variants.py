@@ -346,7 +346,9 @@ def _plan(params, privacy, M=2, N=50):
     assert ADMMSharingSolver.check_config({**{p_.name: p_.default for p_ in
                                               ADMMSharingSolver.params}, **base, **params},
                                           p, 10) is None
-    return plan_privacy([2] * M, N, Objective("logistic", 1.0, "sum"), {**base, **params}, p, 10)
+    return plan_privacy([2] * M, N, Objective("logistic", 1.0, "sum"),
+                        ADMMSharingSolver.typed_params({**base, **params}),
+                        ADMMSharingSolver.typed_privacy(p), 10)
 
 
 def test_column_bound_is_the_same_for_every_variant():

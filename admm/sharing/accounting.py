@@ -45,13 +45,13 @@ class Calibration:
     #: what it means, for manifests
     note: ClassVar[str]
 
-    def calibrate(self, p: dict, T: int, sound, lemma1):
+    def calibrate(self, p, T: int, sound, lemma1):
         """``(sigmas, z)`` for the target ``privacy.epsilon`` over ``T`` epochs."""
         from vfl.privacy import calibrate_sigma  # (vfl.privacy loads dp-accounting: late)
 
         C = self.sensitivity(sound, lemma1)
-        return np.array([calibrate_sigma(p["epsilon"], p["delta"], T, c,
-                                         accountant=p["accountant"]) for c in C]), None
+        return np.array([calibrate_sigma(p.epsilon, p.delta, T, c,
+                                         accountant=p.accountant) for c in C]), None
 
     def sensitivity(self, sound, lemma1):
         """The per-party sensitivities sigma is calibrated from."""
@@ -106,7 +106,7 @@ class DataDependentCalibration(Calibration):
     def calibrate(self, p, T, sound, lemma1):
         from vfl.privacy import calibrate_sigma
 
-        z = calibrate_sigma(p["epsilon"], p["delta"], T, 1.0, accountant=p["accountant"])
+        z = calibrate_sigma(p.epsilon, p.delta, T, 1.0, accountant=p.accountant)
         return np.zeros(len(sound)), z  # set every epoch from the iterates
 
     def release_sensitivity(self, sound):
@@ -139,7 +139,8 @@ def plan_privacy(widths, N, objective, params, p, T) -> PrivacyPlan:
     """Sensitivities and sigmas of an accounting-mode run (before it starts).
 
     ``widths`` are the parties' column counts ``d_m`` (public: the partition);
-    nothing else of the blocks enters the plan. ``relation`` and
+    nothing else of the blocks enters the plan; ``params`` and ``p`` are the solver's
+    typed ``[solver]`` and ``[privacy]`` records. ``relation`` and
     ``calibrator`` in the plan are the strategies of ``privacy.neighbours``
     and ``privacy.calibration``.
     """
@@ -147,33 +148,33 @@ def plan_privacy(widths, N, objective, params, p, T) -> PrivacyPlan:
 
     widths = [int(d) for d in widths]
     M = len(widths)
-    rho, lam = params["rho"], objective.lam
+    rho, lam = params.rho, objective.lam
     # The penalties the run may use: rho, or [rho_min, rho_max] when adaptive
     # (check_config made sure the needed bounds are given).
-    if params.get("rho_schedule", "fixed") == "spectral":
-        rho_range = (params["rho_min"], params["rho_max"])
+    if params.rho_schedule == "spectral":
+        rho_range = (params.rho_min, params.rho_max)
     else:
         rho_range = (rho, rho)
     # The x-update is lam||x||^2 + rho_x/2 ||D_m x||^2 - <r, D_m x> with r a
     # clipped function of public values, rho_x = rho (Hu) or M rho (Boyd: r =
     # M rho zeta_m - y, zeta_m built from published shares, z and the relaxed
     # sum only): the row bound's derivation holds with rho_x for rho.
-    scale = M if params.get("form", "hu") == "boyd" else 1
-    relation = RELATIONS[p["neighbours"]]()
+    scale = M if params.form == "boyd" else 1
+    relation = RELATIONS[p.neighbours]()
     sound = np.full(M, relation.sensitivity(
-        n_samples=N, clip=p["clip"], b1=p["b1"], lam=lam, input_clip=p["input_clip"],
+        n_samples=N, clip=p.clip, b1=p.b1, lam=lam, input_clip=p.input_clip,
         rho_range=rho_range, x_rho_scale=scale))
     # Lemma 1 (the paper's claim, for Hu's update) decreases in rho: its worst is the floor
-    lemma1 = np.array([lemma1_sensitivity(d, rho_range[0], lam, M, p["b1"]) for d in widths])
-    calibrator = CALIBRATION[p["calibration"]]()
-    if p["epsilon"] is None:
-        sigmas, z = np.full(M, p["sigma"]), None
+    lemma1 = np.array([lemma1_sensitivity(d, rho_range[0], lam, M, p.b1) for d in widths])
+    calibrator = CALIBRATION[p.calibration]()
+    if p.epsilon is None:
+        sigmas, z = np.full(M, p.sigma), None
     else:
         sigmas, z = calibrator.calibrate(p, T, sound, lemma1)
     return PrivacyPlan(
-        calibration=p["calibration"], neighbours=p["neighbours"], delta=p["delta"],
-        epsilon_target=p["epsilon"], epochs_planned=T, clip=p["clip"], b1=p["b1"],
-        input_clip=p["input_clip"], accountant=p["accountant"],
+        calibration=p.calibration, neighbours=p.neighbours, delta=p.delta,
+        epsilon_target=p.epsilon, epochs_planned=T, clip=p.clip, b1=p.b1,
+        input_clip=p.input_clip, accountant=p.accountant,
         sound_sensitivity=sound, lemma1_sensitivity=lemma1, sigmas=sigmas, z=z,
         release_sensitivity=calibrator.release_sensitivity(sound),
         rho=rho, lam=lam, widths=widths, rho_range=rho_range, x_rho_scale=scale,

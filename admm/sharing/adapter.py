@@ -196,81 +196,85 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
 
     @classmethod
     def check_config(cls, params, privacy, iterations):
-        check_variant(**{k: params[k] for k in cls.VARIANT_KEYS}, rho=params["rho"])
-        if params["rho_parties"] == "scaled" and params["form"] != "boyd":
+        params, privacy = cls.typed_params(params), cls.typed_privacy(privacy)
+        check_variant(**{k: getattr(params, k) for k in cls.VARIANT_KEYS}, rho=params.rho)
+        if params.rho_parties == "scaled" and params.form != "boyd":
             raise ValueError("solver.rho_parties = 'scaled' needs form = 'boyd' (in Hu's form a "
                              "smaller rho at M = 16 diverges on a9a)")
         p = privacy
-        if p.get("label_epsilon") is not None and p.get("label_clip") is None:
+        if p.label_epsilon is not None and p.label_clip is None:
             raise ValueError("privacy.label_epsilon needs privacy.label_clip (L): label DP "
                              "bounds the pulled values to [-L, L]")
-        relation = RELATIONS[p["neighbours"]]()
-        if p["delta"] is not None and RHO_SCHEDULE[params["rho_schedule"]].adaptive:
-            if params["rho_min"] is None:
+        relation = RELATIONS[p.neighbours]()
+        if p.delta is not None and RHO_SCHEDULE[params.rho_schedule].adaptive:
+            if params.rho_min is None:
                 raise ValueError("privacy accounting with solver.rho_schedule = 'spectral' needs "
                                  "solver.rho_min: the sensitivities are bounded only over a "
                                  "penalty range with a floor (Lemma 1's grows like 1/rho)")
             relation.check_penalty_range(params)
-        if p["epsilon"] is not None and p["sigma"] > 0:
+        if p.epsilon is not None and p.sigma > 0:
             raise ValueError("give privacy.sigma or privacy.epsilon, not both "
                              "(epsilon calibrates sigma)")
-        if p["delta"] is None:
+        if p.delta is None:
             for key in ("epsilon", "clip", "input_clip"):
-                if p[key] is not None:
+                if getattr(p, key) is not None:
                     raise ValueError(f"privacy.{key} needs privacy.delta (accounting mode)")
             return
-        if not NOISE[p["form"]].accountable:
+        if not NOISE[p.form].accountable:
             raise ValueError(
-                f"privacy.form = {p['form']!r} cannot be accounted: the guarantee is for Gaussian "
+                f"privacy.form = {p.form!r} cannot be accounted: the guarantee is for Gaussian "
                 "noise N(0, sigma^2 I) on the shared value, form = 'output'")
-        if p["clip"] is None:
+        if p.clip is None:
             raise ValueError("accounting mode (privacy.delta) needs privacy.clip: the sensitivity "
                              "is bounded only for clipped shares (e.g. clip = 1.0)")
         relation.check_privacy(p)
-        if p["epsilon"] is None and p["sigma"] <= 0:
+        if p.epsilon is None and p.sigma <= 0:
             raise ValueError("accounting mode (privacy.delta) needs noise: give privacy.sigma > 0 "
                              "or privacy.epsilon")
-        if not CALIBRATION[p["calibration"]].guarantee and p["epsilon"] is None:
+        if not CALIBRATION[p.calibration].guarantee and p.epsilon is None:
             raise ValueError("privacy.calibration = 'data_dependent' rescales sigma every epoch "
                              "from privacy.epsilon; give it")
 
     @classmethod
     def unit_rows(cls, privacy) -> bool:
-        return privacy.get("delta") is not None  # Assumption 2.3, which every bound uses
+        # Assumption 2.3, which every bound uses
+        return cls.typed_privacy(privacy).delta is not None
 
     @classmethod
     def claims_guarantee(cls, privacy) -> bool:
-        return privacy.get("delta") is not None or privacy.get("label_epsilon") is not None
+        p = cls.typed_privacy(privacy)
+        return p.delta is not None or p.label_epsilon is not None
 
     @staticmethod
     def _with_label_dp(solver, privacy, streams, iterations, M):
         """Label DP on every pull (:meth:`ADMMSharing._label_noise`): T epochs of M pulls."""
-        if privacy.get("label_epsilon") is None:
+        if privacy.label_epsilon is None:
             return solver
         from vfl.privacy.labels import label_sigma
 
-        solver.label_epsilon, solver.label_delta = privacy["label_epsilon"], privacy["label_delta"]
-        solver.label_clip, solver.label_rng = privacy["label_clip"], streams.noise(0, 1)
+        solver.label_epsilon, solver.label_delta = privacy.label_epsilon, privacy.label_delta
+        solver.label_clip, solver.label_rng = privacy.label_clip, streams.noise(0, 1)
         # exact noise (a deployment) is accounted by RDP: calibrated by it too
         solver.label_sigma = label_sigma(solver.label_epsilon, solver.label_delta,
                                          iterations * M, solver.label_clip,
                                          "rdp" if streams.exact_noise else
-                                         privacy.get("accountant", "pld"))
+                                         privacy.accountant)
         return solver
 
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
         blocks, y = data.blocks, data.y
         M, N = (len(blocks) if data.units is None else data.units.n_parties), len(y)
-        params = {**params, "rho": scaled_rho(params["rho"], M, params["rho_parties"]),
-                  "blas_threads": blas_threads_for(blocks, params["blas_threads"])}
-        p = privacy
-        accounting = p["delta"] is not None
-        self_kw = dict(rho=params["rho"], z_tol=params["z_tol"], noise_form=p["form"],
+        params = cls.typed_params(params)
+        params = params.replace(rho=scaled_rho(params.rho, M, params.rho_parties),
+                                blas_threads=blas_threads_for(blocks, params.blas_threads))
+        p = cls.typed_privacy(privacy)
+        accounting = p.delta is not None
+        self_kw = dict(rho=params.rho, z_tol=params.z_tol, noise_form=p.form,
                        noise_rngs=[streams.noise(m) for m in range(M)],
-                       **{k: params[k] for k in cls.VARIANT_KEYS})
+                       **{k: getattr(params, k) for k in cls.VARIANT_KEYS})
         if not accounting:
-            solver = cls(blocks, y, objective, sigma=p["sigma"], parties=data.units, **self_kw)
+            solver = cls(blocks, y, objective, sigma=p.sigma, parties=data.units, **self_kw)
             solver.wire = Wire(M)
             return cls._with_label_dp(solver, p, streams, iterations, M)
         widths, norms = _block_facts(data)
@@ -278,14 +282,14 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
             if not norm <= 1.0 + 1e-9:  # NaN fails too
                 raise ValueError(f"party {m}: a row has norm {norm:.4g} > 1; accounting "
                                  "mode needs unit rows (preprocessing.normalize_rows = true)")
-        if blocks is None and not CALIBRATION[p["calibration"]].guarantee:
-            raise ValueError(f"privacy.calibration = {p['calibration']!r} rescales sigma every "
+        if blocks is None and not CALIBRATION[p.calibration].guarantee:
+            raise ValueError(f"privacy.calibration = {p.calibration!r} rescales sigma every "
                              "epoch from every party's block, which the coordinator does not "
                              "hold on the dask backend: run it in-process")
         plan = plan_privacy(widths, N, objective, params, p, iterations)
-        solver = cls(blocks, y, objective, sigma=plan.sigmas, x_radius=p["b1"],
+        solver = cls(blocks, y, objective, sigma=plan.sigmas, x_radius=p.b1,
                      ball=plan.relation.ball,
-                     share_clip=p["clip"], input_clip=p["input_clip"],
+                     share_clip=p.clip, input_clip=p.input_clip,
                      release_sensitivity=plan.release_sensitivity, parties=data.units,
                      **self_kw)
         solver._plan = plan
@@ -297,8 +301,9 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         """Each party's calibrated sigma and enforced sensitivity, by the plan :meth:`build`
         makes (:func:`.accounting.plan_privacy`): what a party service checks requests
         against, from its own config."""
-        params = {**params, "rho": scaled_rho(params["rho"], len(widths), params["rho_parties"])}
-        plan = plan_privacy(widths, N, objective, params, privacy, iterations)
+        params = cls.typed_params(params)
+        params = params.replace(rho=scaled_rho(params.rho, len(widths), params.rho_parties))
+        plan = plan_privacy(widths, N, objective, params, cls.typed_privacy(privacy), iterations)
         return np.asarray(plan.sigmas, dtype=float), \
             np.asarray(plan.release_sensitivity, dtype=float)
 
@@ -320,7 +325,8 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         Each relation makes its own natural pair and the candidates for the
         worst case (:meth:`ColumnRelation.neighbours`, :meth:`RowRelation.neighbours`).
         """
-        relation = RELATIONS[privacy.get("neighbours", "column")]()
+        privacy = cls.typed_privacy(privacy)
+        relation = RELATIONS[privacy.neighbours]()
         out = []
         y = np.asarray(data.y, dtype=float)
         for m, D in enumerate(data.blocks):
@@ -336,7 +342,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
                                  None if base is None else with_block(base))
 
             out.extend(relation.neighbours(D, y, rng, pair))
-        if privacy.get("label_epsilon") is not None:  # and the label relation's
+        if privacy.label_epsilon is not None:  # and the label relation's
             out += label_neighbours(data, rng)
         return out
 

@@ -152,13 +152,13 @@ class RowRelation(NeighbouringRelation):
     ball = "exact"
 
     def check_penalty_range(self, params):
-        if params["rho_max"] is None:
+        if params.rho_max is None:
             raise ValueError("row-level accounting with solver.rho_schedule = 'spectral' needs "
                              "solver.rho_max too: the row bound (its G(rho b1, R)^2 / (8 lam rho) "
                              "term) is taken at the worst rho of [rho_min, rho_max]")
 
     def check_privacy(self, privacy):
-        if privacy["input_clip"] is None:
+        if privacy.input_clip is None:
             raise ValueError("privacy.neighbours = 'row' needs privacy.input_clip (R): the "
                              "row-level bound clips what a party pulls to [-R, R]")
 
