@@ -44,7 +44,7 @@ class DPADMM(_Consensus):
     noisy ``w~_i^k`` and releases ``w~_i^{k+1} = w_i^{k+1} + N(0, sigma_{k+1}^2 I)``
     with Theorem 1's sigma (line 6, which prints ``w~ + xi``, read as (3b)); then (3c), (3d).
 
-    ``D_w`` comes from ``params["D_w"]`` or, if unset, from pre-training on
+    ``D_w`` comes from ``params.D_w`` or, if unset, from pre-training on
     ``data.public`` (Sec. VI: 162 rows; here the centralized problem on those rows
     with weight ``lam / N``). ``privacy.noise = false`` runs the same iteration
     without noise (linearized ADMM with the same eta; not private).
@@ -78,28 +78,30 @@ class DPADMM(_Consensus):
     _private = True
 
     @classmethod
-    def claims_guarantee(cls, privacy: dict) -> bool:
-        return bool(privacy.get("noise", True)) and privacy.get("delta") is not None
+    def claims_guarantee(cls, privacy) -> bool:
+        privacy = cls.typed_privacy(privacy)
+        return bool(privacy.noise) and privacy.delta is not None
 
     def __init__(self, data, *, objective, params, privacy, streams, iterations):
         super().__init__(data, objective=objective, params=params, privacy=privacy,
                          streams=streams, iterations=iterations)
-        self.delta = float(privacy["delta"])
-        self.noise = bool(privacy["noise"])
-        self.epsilon_target = privacy.get("epsilon")
+        params, privacy = self.params, self.privacy  # the typed records
+        self.delta = float(privacy.delta)
+        self.noise = bool(privacy.noise)
+        self.epsilon_target = privacy.epsilon
         # Lemma 1's sensitivity is also what Theorem 1 calibrates to: the ratio is 1
         self.epsilon = per_iteration_epsilon(privacy, iterations)
-        if params.get("D_w") is not None:
-            self.D_w, self.D_w_source = float(params["D_w"]), "params.D_w"
+        if params.D_w is not None:
+            self.D_w, self.D_w_source = float(params.D_w), "params.D_w"
         else:
             if data.public is None or len(data.public[1]) == 0:
                 raise ValueError("dp_admm needs D_w: set solver.D_w or give pre-training rows "
                                  "(HorizontalData.public, e.g. 162 rows as in the paper)")
             A0, b0 = (np.asarray(v, dtype=float) for v in data.public)
-            weight = self.lam_per_provider if params["dw_weight"] == "lam_over_N" else self.lam
+            weight = self.lam_per_provider if params.dw_weight == "lam_over_N" else self.lam
             self.D_w = pretrain_dw(A0, b0, weight, self.regularizer)
             self.D_w_source = (f"pre-trained on {len(b0)} public rows, weight "
-                               f"{'lam/N' if params['dw_weight'] == 'lam_over_N' else 'lam'} "
+                               f"{'lam/N' if params.dw_weight == 'lam_over_N' else 'lam'} "
                                f"= {weight:g}")
             if not self.D_w > 0:
                 raise ValueError("pre-training gave w_hat = 0, so D_w = 0 and eta = 0; set "

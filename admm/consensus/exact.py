@@ -77,11 +77,11 @@ class _ExactLocal(_Consensus):
 
     @classmethod
     def group_settings(cls, params, regularizer):
-        choice = params["local_solver"]
+        choice = params.local_solver
         if choice == "auto":
             choice = "fista" if regularizer == "l1" else "newton"
-        return {"local_solver": choice, "inner_tol": float(params["inner_tol"]),
-                "max_inner": int(params["max_inner"])}
+        return {"local_solver": choice, "inner_tol": float(params.inner_tol),
+                "max_inner": int(params.max_inner)}
 
     def __init__(self, data, *, objective, params, privacy, streams, iterations):
         super().__init__(data, objective=objective, params=params, privacy=privacy,
@@ -184,8 +184,9 @@ class ConsensusADMMPerturbed(_ExactLocal):
     def __init__(self, data, *, objective, params, privacy, streams, iterations):
         super().__init__(data, objective=objective, params=params, privacy=privacy,
                          streams=streams, iterations=iterations)
-        self.delta = float(privacy["delta"])
-        self.sensitivity_mode = privacy["sensitivity"]
+        privacy = self.privacy  # the typed record
+        self.delta = float(privacy.delta)
+        self.sensitivity_mode = privacy.sensitivity
         if self.sensitivity_mode == "paper" and self.lam <= 0:
             raise ValueError("the paper's Algorithm 2 sensitivity 2 S1 N / (m lam) needs lam > 0")
         #: the bound every release carries (what the code enforces)
@@ -195,7 +196,7 @@ class ConsensusADMMPerturbed(_ExactLocal):
                                   if self.lam > 0 else float("nan"))
         calibrated = (self.paper_sensitivity if self.sensitivity_mode == "paper"
                       else self.enforced_sensitivity)
-        self.epsilon_target = privacy.get("epsilon")
+        self.epsilon_target = privacy.epsilon
         self.epsilon = per_iteration_epsilon(privacy, iterations,
                                              self.enforced_sensitivity / calibrated)
         self.sigma = float(gaussian_sigma(calibrated, self.epsilon, self.delta))
