@@ -499,7 +499,7 @@ class Solver:
         Decides the noise source (OS entropy unless ``replayable_noise``) and
         whether epsilons are composed. Default: ``privacy.delta`` is set.
         """
-        return privacy.get("delta") is not None
+        return getattr(cls.typed_privacy(privacy), "delta", None) is not None
 
     #: the attacks ``vfl attack`` runs on this solver's messages (:data:`vfl.attacks.ATTACKS`)
     attacks: ClassVar[tuple[str, ...]] = ()
@@ -514,7 +514,7 @@ class Solver:
     def claims_label_guarantee(cls, privacy: dict) -> bool:
         """Whether a run with these ``[privacy]`` values claims label DP (the label relation,
         towards the passive parties): ``privacy.label_epsilon`` set, where declared."""
-        return privacy.get("label_epsilon") is not None
+        return getattr(cls.typed_privacy(privacy), "label_epsilon", None) is not None
 
     @classmethod
     def unit_rows(cls, privacy: dict) -> bool:

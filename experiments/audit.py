@@ -336,7 +336,8 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
     T = config.solver.epochs
     seq = np.random.SeedSequence(seed, spawn_key=(7,))
     try:
-        pairs = cls.neighbours(data, dict(config.privacy.values), np.random.default_rng(seq.spawn(1)[0]))
+        pairs = cls.neighbours(data, cls.typed_privacy(config.privacy.values),
+                               np.random.default_rng(seq.spawn(1)[0]))
     except NotImplementedError as exc:
         raise ConfigError(str(exc)) from None
     shifts: dict = {}  # pair name -> its noiseless shift (loss, squares), once probed

@@ -80,7 +80,7 @@ class _Replay:
 
 def protected(cls, data, privacy: dict, rng: np.random.Generator):
     """The default other dataset: every value the relation protects replaced."""
-    return cls.protected_replaced(data, privacy, rng)
+    return cls.protected_replaced(data, cls.typed_privacy(privacy), rng)
 
 
 @dataclass

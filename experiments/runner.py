@@ -34,7 +34,7 @@ from .config import Config
 from .manifest import Manifest
 from .diagnostic import drop_diagnostic, exact_data, labelled_diagnostic
 from .provenance import environment_info
-from .registry import get_solver
+from .registry import get_solver, typed_privacy
 from .repeats import Repeats
 from .settings import prepare
 
@@ -357,12 +357,13 @@ def _score(solver: Solver, prepared) -> dict:
 
 
 def _ledger(config: Config):
-    if not config.privacy.claims_guarantee or config.privacy.values.get("delta") is None:
+    p = typed_privacy(config)
+    delta = getattr(p, "delta", None)
+    if not config.privacy.claims_guarantee or delta is None:
         return None  # (a run may claim label DP alone)
     from vfl.core.ledger import PrivacyLedger
 
-    delta = config.privacy.values.get("delta")
-    ledger = PrivacyLedger(delta, config.privacy.values.get("accountant", "pld"))
+    ledger = PrivacyLedger(delta, getattr(p, "accountant", "pld"))
     if config.tuning is not None and config.tuning.private:  # spent before the run
         from vfl.privacy.tuning import tuning_rdp
 
@@ -373,13 +374,14 @@ def _ledger(config: Config):
 
 def _label_ledger(config: Config, cls):
     """The label relation's ledger (:data:`~vfl.core.relations.LABELS`), or None."""
-    values = config.privacy.values
-    if not cls.claims_label_guarantee(values):
+    p = cls.typed_privacy(config.privacy.values)
+    if not cls.claims_label_guarantee(p):
         return None
     from vfl.core.ledger import PrivacyLedger
 
-    return PrivacyLedger(values.get("label_delta") or 0.0, values.get("accountant", "pld")
-                         if values.get("label_delta") else "rdp", relation="labels")
+    label_delta = getattr(p, "label_delta", None)
+    return PrivacyLedger(label_delta or 0.0, getattr(p, "accountant", "pld")
+                         if label_delta else "rdp", relation="labels")
 
 
 def _privacy_row(solver: Solver, ledger, labels=None) -> dict:

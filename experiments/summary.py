@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from .registry import typed_privacy
+
 __all__ = ["run_summary"]
 
 
@@ -152,14 +154,14 @@ def run_summary(result, out: Path, seconds: float) -> str:
                           for k, v in entry.items()}
     solver = man.solver
     title = solver.title or solver.name
-    pv = result.config.privacy.values
+    pv = typed_privacy(result.config)
     spent = man.spent
     if spent is not None and spent.epsilon_tight is not None:  # the whole run's epsilon, first
         title += f", epsilon {_up(spent.epsilon_tight)}"
-    elif pv.get("epsilon") is not None:
-        title += f", epsilon {pv['epsilon']:g}"
-    elif pv.get("sigma"):
-        title += f", sigma {pv['sigma']:g}"
+    elif getattr(pv, "epsilon", None) is not None:
+        title += f", epsilon {pv.epsilon:g}"
+    elif getattr(pv, "sigma", None):
+        title += f", sigma {pv.sigma:g}"
     repeats = result.config.run.repeats
     it = int(m["epoch"])
     private = man.released.private

@@ -181,11 +181,11 @@ class PrivateStacking(Solver):
     # -- declarations the runner reads ------------------------------------------
     @classmethod
     def check_config(cls, params, privacy, iterations):
-        p = privacy
+        p = cls.typed_privacy(privacy)
         if iterations != 1:
             raise ValueError(f"private_stacking releases once, in one round: set solver.epochs = 1 "
                              f"(got {iterations})")
-        split = p["split"]
+        split = p.split
         if len(split) != 3:
             raise ValueError(f"privacy.split needs 3 fractions [model, shares, moments], got "
                              f"{len(split)}")
@@ -197,32 +197,34 @@ class PrivateStacking(Solver):
         if split[1] == 0 and split[2] > 0:
             raise ValueError("privacy.split[2] > 0 spends budget on share moments, which are "
                              "used only with shares (split[1] = 0)")
-        if p["delta"] is None:
+        if p.delta is None:
             for key in ("epsilon", "model_noise"):
-                if p[key] is not None:
+                if getattr(p, key) is not None:
                     raise ValueError(f"privacy.{key} needs privacy.delta (the private mechanism)")
-        elif p["epsilon"] is None:
+        elif p.epsilon is None:
             raise ValueError("privacy.delta needs privacy.epsilon: the target that calibrates the "
                              "noise")
 
     @classmethod
     def unit_rows(cls, privacy) -> bool:
-        return privacy.get("delta") is not None
+        return cls.typed_privacy(privacy).delta is not None
 
     @classmethod
     def claims_guarantee(cls, privacy) -> bool:
-        return privacy.get("delta") is not None or privacy.get("label_epsilon") is not None
+        p = cls.typed_privacy(privacy)
+        return p.delta is not None or p.label_epsilon is not None
 
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
         M = len(data.blocks) if data.units is None else data.units.n_parties
-        return cls(data.blocks, data.y, lam_local=params["lam_local"], lam1=params["lam1"],
-                   prior_sd=params["prior_sd"], epsilon=privacy["epsilon"],
-                   delta=privacy["delta"], clip=privacy["clip"], split=privacy["split"],
-                   model_noise=privacy["model_noise"], accountant=privacy["accountant"],
+        params, privacy = cls.typed_params(params), cls.typed_privacy(privacy)
+        return cls(data.blocks, data.y, lam_local=params.lam_local, lam1=params.lam1,
+                   prior_sd=params.prior_sd, epsilon=privacy.epsilon,
+                   delta=privacy.delta, clip=privacy.clip, split=privacy.split,
+                   model_noise=privacy.model_noise, accountant=privacy.accountant,
                    noise_rngs=[streams.noise(m) for m in range(M)],
                    shared_rng=streams.noise(), parties=data.units,
-                   label_epsilon=privacy.get("label_epsilon"), label_rng=streams.noise(0, 1))
+                   label_epsilon=privacy.label_epsilon, label_rng=streams.noise(0, 1))
 
     def __init__(self, blocks, y, *, lam_local=1.0, lam1=1.0, prior_sd=0.5, epsilon=None,
                  delta=None, clip=2.0, split=(0.5, 0.48, 0.02), model_noise=None,
@@ -513,7 +515,7 @@ class PrivateStacking(Solver):
                     "candidate", m, with_row(k, -xh), f"row {k} of party {m + 1}'s block set "
                     "to x*/||x*|| (x* a reference local fit), replaced by -x*/||x*||",
                     with_row(k, xh)))
-        if privacy.get("label_epsilon") is not None:  # and the label relation's
+        if cls.typed_privacy(privacy).label_epsilon is not None:  # and the label relation's
             out += label_neighbours(data, rng)
         return out
 

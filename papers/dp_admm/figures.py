@@ -422,8 +422,9 @@ def time_cases(cases, data_dir=None, repeats: int | None = None) -> pd.DataFrame
         for rep in range(repeats):
             for alg, eps, config, cls, prepared, streams in built:
                 solver = cls.build(prepared.data, objective=prepared.objective,
-                                   params=dict(config.solver.values),
-                                   privacy=dict(config.privacy.values), streams=streams(),
+                                   params=cls.typed_params(config.solver.values),
+                                   privacy=cls.typed_privacy(config.privacy.values),
+                                   streams=streams(),
                                    iterations=config.solver.epochs)
                 inner = 0
                 t0, c0 = perf_counter(), process_time()

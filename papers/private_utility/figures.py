@@ -181,7 +181,8 @@ def validation_scores(config, candidates: list[dict], *, data_dir=None, seeds=VA
             try:
                 with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                     solver = cls.build(fit_data, objective=make_objective(c),
-                                       params=dict(c.solver.values), privacy=dict(c.privacy.values),
+                                       params=cls.typed_params(c.solver.values),
+                                       privacy=cls.typed_privacy(c.privacy.values),
                                        streams=Streams(seed, replayable_noise=True),
                                        iterations=c.solver.epochs)
                     for _ in range(c.solver.epochs):
