@@ -119,6 +119,13 @@ class DatasetRecord(Record):
     provenance: dict[str, Any] = Field(description="the loader's account of the files")
     sizes: str | None = Field(None, description="why N and n_test are public (a private run)")
 
+    @staticmethod
+    def alignment_in(section: dict | None) -> dict:
+        """The party files' alignment (PSI and agreement, per part) that a ``dataset`` section
+        being built records in its provenance; empty when the rows were not aligned."""
+        provenance = (section or {}).get("provenance") or {}
+        return provenance.get("alignment") or {}
+
     @property
     def train_file(self) -> str | None:
         """The training file the user gave (the loader's ``provenance.files.train.given``)."""

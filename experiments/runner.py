@@ -31,7 +31,7 @@ from vfl.datasets.base import RawDataset
 from vfl.datasets.loaders import load_raw
 
 from .config import Config
-from .manifest import Manifest
+from .manifest import DatasetRecord, Manifest
 from .diagnostic import drop_diagnostic, exact_data, labelled_diagnostic
 from .provenance import environment_info
 from .registry import get_solver, typed_privacy
@@ -174,7 +174,7 @@ def _alignment_traffic(info: dict | None) -> list:
     parties' PSI and agreement sent, per party (unit m is party m; the hub sends nothing)."""
     from vfl.core.wire import Traffic
 
-    aligned = ((info or {}).get("provenance") or {}).get("alignment") or {}
+    aligned = DatasetRecord.alignment_in(info)
     rows = []
     for part in aligned.values():
         t = {k: np.asarray(v, dtype=np.int64) for k, v in part["traffic"].items()}
@@ -930,7 +930,7 @@ def _inference_manifest(cls, inference, prepared) -> dict:
 
 def _alignment_manifest(info: dict | None) -> dict:
     """The manifest's ``communication.alignment``: what aligning the party files sent."""
-    aligned = ((info or {}).get("provenance") or {}).get("alignment")
+    aligned = DatasetRecord.alignment_in(info)
     if not aligned:
         return {}
     return {"alignment": {"messages": sum(a["messages"] for a in aligned.values()),
