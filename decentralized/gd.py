@@ -234,7 +234,8 @@ class LDPGD(_GDMixin, PrivateNetworkSolver):
 
     def __init__(self, data, **kw):
         super().__init__(data, **kw)
-        if getattr(self.settings, "gradient_at", None) == "network_mean" and not is_complete(self.adj):
+        if getattr(self.settings, "gradient_at", None) == "network_mean" \
+                and not is_complete(self.adj):
             raise ValueError("gradient_at = 'network_mean' (eq. (7)) needs a complete graph; "
                              "use 'own' on general graphs")
 

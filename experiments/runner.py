@@ -729,7 +729,8 @@ def run_experiment(
             "unavailable": list(UNAVAILABLE_IN_DEPLOYMENT)}
     communication = pd.DataFrame(np.concatenate(traffic), columns=COMMUNICATION_FILE_COLUMNS)
     communication["phase"] = np.asarray(PHASES, dtype=object)[communication["phase"].to_numpy()]
-    return RunResult(config=config, manifest=Manifest.model_validate(manifest), metrics=metrics, baselines=baselines,
+    return RunResult(config=config, manifest=Manifest.model_validate(manifest), metrics=metrics,
+                     baselines=baselines,
                      coef=None if deployment(config) else solver.coef(), repeats=per_repeat, communication=communication,
                      ledger=repeats.ledger())
 
