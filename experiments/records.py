@@ -313,5 +313,5 @@ def read_manifest(path: Path, value: dict) -> Manifest:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(map(str, err["loc"])) or "(top level)"
-        raise DataError(f"{path}: damaged run file ({where}: {err['msg'].lower()}; "
-                        f"{exc.error_count()} problem(s))") from None
+        raise DataError(f"{path}: damaged run file, or one from another vfl version ({where}: "
+                        f"{err['msg'].lower()}; {exc.error_count()} problem(s))") from None

@@ -448,7 +448,8 @@ CASES += [
     ("privacy-run-is-a-file", ["privacy", "--run", "afile"], "'afile' is a file"),
     ("privacy-run-claims-nothing", ["privacy", "--run", "run", "--out", "p.png"], "run accounts no privacy"),
     ("privacy-run-damaged-manifest", ["privacy", "--run", "run-privacy-scalar", "--out", "p.png"],
-     "manifest.json: damaged run file (privacy: input should be a valid dictionary"),
+     "manifest.json: damaged run file, or one from another vfl version (privacy: input should "
+     "be a valid dictionary"),
     ("privacy-run-out-unknown-format", ["privacy", "--run", "run", "--out", "p.xyz"],
      ".xyz is not a supported format"),
     ("privacy-run-out-exists", ["privacy", "--run", "run", "--out", "e.png"],

@@ -85,5 +85,5 @@ def test_a_manifest_that_does_not_fit_is_one_error_line(tmp_path):
     del man["result"]["epochs_run"]
     path.write_text(json.dumps(man))
     result = invoke("plot", tmp_path / "r", "--out", tmp_path / "f.png")
-    assert_one_line_error(result, "manifest.json: damaged run file (result.epochs_run: field "
-                                  "required; 1 problem(s))")
+    assert_one_line_error(result, "manifest.json: damaged run file, or one from another vfl "
+                                  "version (result.epochs_run: field required; 1 problem(s))")
