@@ -21,27 +21,11 @@ __all__ = ["Params", "params_model", "section_model", "typed"]
 
 
 class Params(BaseModel):
-    """Validated values of one section, read as attributes (``params.rho``).
-
-    A read-only mapping view (``params["rho"]``, ``.get``, ``**params``) remains
-    for the family code that still reads keys; new code reads attributes.
-    """
+    """Validated values of one section, read as attributes (``params.rho``); a key the
+    solver does not declare is no attribute (``getattr(p, "delta", None)`` where a caller
+    serves solvers that may not declare it)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-    def __getitem__(self, key: str):
-        if key in type(self).model_fields:
-            return getattr(self, key)
-        raise KeyError(key)
-
-    def __contains__(self, key) -> bool:
-        return key in type(self).model_fields
-
-    def get(self, key: str, default=None):
-        return getattr(self, key) if key in type(self).model_fields else default
-
-    def keys(self):
-        return type(self).model_fields.keys()
 
     def values_dict(self) -> dict:
         """The values as the config table holds them."""
