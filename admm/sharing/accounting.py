@@ -21,6 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from vfl.core.preprocessing import row_norms
 from vfl.core.records import PrivacyInfo
 
 from .plan import PrivacyPlan
@@ -28,7 +29,7 @@ from .relations import RELATIONS
 
 __all__ = ["CALIBRATIONS", "CALIBRATION", "Calibration", "DataDependentCalibration",
            "LABELS_NOTE", "Lemma1Calibration", "SoundCalibration", "corollary1_claim",
-           "describe_plan", "plan_privacy"]
+           "block_facts", "describe_plan", "plan_privacy"]
 
 LABELS_NOTE = ("labels are not protected: y and z (functions of the labels) go to every party "
                "each epoch, and after the first epoch -sign(y_i) can equal b_i for every "
@@ -239,3 +240,15 @@ def describe_plan(plan: PrivacyPlan) -> PrivacyInfo:
                         "dropped, ||y||, ||z|| <= b1 is assumed but not enforced) and a white-box "
                         "audit refutes it: it is the paper's claim, never a guarantee"),
     })
+
+
+def block_facts(data) -> tuple[list[int], list[float]]:
+    """Each party's column count ``d_m`` and largest row norm, from its block here, or as
+    the parties measured them where they are (``data.units``, another backend)."""
+    if data.blocks is None:
+        return list(data.units.widths), list(data.units.max_row_norms)
+    widths, norms = [], []
+    for D in data.blocks:
+        widths.append(int(D.shape[1]))
+        norms.append(float(row_norms(D).max(initial=0.0)))
+    return widths, norms

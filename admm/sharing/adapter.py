@@ -14,13 +14,12 @@ import scipy.sparse as sp
 from vfl.core.metrics import accuracy, log_loss
 from vfl.core.params import Param
 from vfl.core.records import PrivacyInfo
-from vfl.core.preprocessing import row_norms
 from vfl.core.solver import (Neighbour, PartyBlocks, Reference, Release, Setting, VerticalData,
                              label_neighbours)
 from vfl.core.wire import Wire
 
-from .accounting import (CALIBRATION, CALIBRATIONS, LABELS_NOTE, corollary1_claim,
-                         describe_plan, plan_privacy)
+from .accounting import (CALIBRATION, CALIBRATIONS, LABELS_NOTE, block_facts,
+                         corollary1_claim, describe_plan, plan_privacy)
 from .noise import NOISE, NOISE_FORMS
 from . import party as party_views
 from .party import SHARING_PROTOCOL
@@ -196,12 +195,11 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
 
     @classmethod
     def check_config(cls, params, privacy, iterations):
-        params, privacy = cls.typed_params(params), cls.typed_privacy(privacy)
+        params, p = cls.typed_params(params), cls.typed_privacy(privacy)
         check_variant(**{k: getattr(params, k) for k in cls.VARIANT_KEYS}, rho=params.rho)
         if params.rho_parties == "scaled" and params.form != "boyd":
             raise ValueError("solver.rho_parties = 'scaled' needs form = 'boyd' (in Hu's form a "
                              "smaller rho at M = 16 diverges on a9a)")
-        p = privacy
         if p.label_epsilon is not None and p.label_clip is None:
             raise ValueError("privacy.label_epsilon needs privacy.label_clip (L): label DP "
                              "bounds the pulled values to [-L, L]")
@@ -237,8 +235,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
 
     @classmethod
     def unit_rows(cls, privacy) -> bool:
-        # Assumption 2.3, which every bound uses
-        return cls.typed_privacy(privacy).delta is not None
+        return cls.typed_privacy(privacy).delta is not None  # Assumption 2.3: every bound
 
     @classmethod
     def claims_guarantee(cls, privacy) -> bool:
@@ -277,7 +274,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
             solver = cls(blocks, y, objective, sigma=p.sigma, parties=data.units, **self_kw)
             solver.wire = Wire(M)
             return cls._with_label_dp(solver, p, streams, iterations, M)
-        widths, norms = _block_facts(data)
+        widths, norms = block_facts(data)
         for m, norm in enumerate(norms, start=1):
             if not norm <= 1.0 + 1e-9:  # NaN fails too
                 raise ValueError(f"party {m}: a row has norm {norm:.4g} > 1; accounting "
@@ -495,14 +492,3 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
                 "form": self.noise_form, "sigma": self.sigma.tolist(), "labels": LABELS_NOTE})
         return describe_plan(plan)
 
-
-def _block_facts(data) -> tuple[list[int], list[float]]:
-    """Each party's column count ``d_m`` and largest row norm, from its block here, or as
-    the parties measured them where they are (``data.units``, another backend)."""
-    if data.blocks is None:
-        return list(data.units.widths), list(data.units.max_row_norms)
-    widths, norms = [], []
-    for D in data.blocks:
-        widths.append(int(D.shape[1]))
-        norms.append(float(row_norms(D).max(initial=0.0)))
-    return widths, norms
