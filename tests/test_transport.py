@@ -113,7 +113,7 @@ class ToySolver(PartyBlocks, Solver):
 
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
-        return cls(data, objective, params["eta"], privacy["sigma"], streams)
+        return cls(data, objective, params.eta, privacy.sigma, streams)
 
     def __init__(self, data, objective, eta, sigma, streams):
         self.y, self.objective, self.sigma, self.streams = data.y, objective, sigma, streams
