@@ -36,6 +36,7 @@ import numpy as np
 
 from vfl.core.metrics import EpochStats
 from vfl.core.objective import Objective
+from vfl.core.records import PrivacyInfo
 from vfl.core.host import LocalEnv
 from vfl.core.units import InProcessUnits
 
@@ -384,26 +385,28 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
 
     @classmethod
     def claims_guarantee(cls, privacy) -> bool:
-        return privacy.get("label_epsilon") is not None
+        return cls.typed_privacy(privacy).label_epsilon is not None
     columns = ("objective", "primal_residual", "dual_residual", "x_time_s", "z_time_s",
                "y_time_s", "learning_rate")
 
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
         M = len(data.blocks) if data.units is None else data.units.n_parties
+        params, privacy = cls.typed_params(params), cls.typed_privacy(privacy)
         # (the outputs' noise streams only where there is output noise: a run that claims
         # label DP alone draws its label noise exactly, from the label holder's stream)
-        solver = cls(data.blocks, data.y, objective, **params, output_sigma=privacy["sigma"],
+        solver = cls(data.blocks, data.y, objective, **params.values_dict(),
+                     output_sigma=privacy.sigma,
                      init_rng=streams.get("init"), batch_rng=streams.get("batch"),
-                     noise_rngs=[streams.noise(m) for m in range(M)] if privacy["sigma"] > 0
+                     noise_rngs=[streams.noise(m) for m in range(M)] if privacy.sigma > 0
                      else None, parties=data.units)
         solver.wire = Wire(M)
         solver.label_sigma = None
-        if privacy.get("label_epsilon") is not None:
+        if privacy.label_epsilon is not None:
             from vfl.privacy.labels import label_sigma
 
-            solver.label_epsilon, solver.label_delta = privacy["label_epsilon"], privacy["label_delta"]
-            solver.label_clip, solver.label_rng = privacy["label_clip"], streams.noise(0, 1)
+            solver.label_epsilon, solver.label_delta = privacy.label_epsilon, privacy.label_delta
+            solver.label_clip, solver.label_rng = privacy.label_clip, streams.noise(0, 1)
             # exact noise (a deployment) is accounted by RDP: calibrated by it too
             solver.label_sigma = label_sigma(solver.label_epsilon, solver.label_delta,
                                              iterations, solver.label_clip,
@@ -438,7 +441,7 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
     @classmethod
     def neighbours(cls, data, privacy, rng):
         """Label DP only: one label flipped (:func:`~vfl.core.solver.label_neighbours`)."""
-        if privacy.get("label_epsilon") is None:
+        if cls.typed_privacy(privacy).label_epsilon is None:
             raise NotImplementedError(f"{cls.name} states no neighbouring relation to audit "
                                       "(set privacy.label_epsilon for its label relation)")
         return label_neighbours(data, rng)
@@ -460,7 +463,7 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
             "batching": "reshuffled every epoch, SeedSequence(seed, spawn_key=(2,))",
         }
 
-    def privacy_info(self) -> dict | None:
+    def privacy_info(self) -> PrivacyInfo | None:
         label = None
         if self.label_sigma is not None:
             from vfl.privacy.labels import label_guarantee
@@ -477,5 +480,5 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
                "note": "noise on every output with no accounting: sigma alone is no guarantee"
                if self.output_sigma else "no noise on the outputs: the features are not "
                "protected"}
-        return {**out, **({"label_guarantee": label, "labels": "label DP: see label_guarantee"}
-                          if label else {})}
+        return PrivacyInfo(**out, **({"label_guarantee": label,
+                                      "labels": "label DP: see label_guarantee"} if label else {}))

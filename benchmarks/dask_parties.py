@@ -77,12 +77,12 @@ def _epoch_seconds(config, dask: bool, data_dir, cluster=None):
 
     if not dask:
         result = run_experiment(config, data_dir=data_dir, with_baselines=False)
-        return result.manifest["result"]["seconds_per_epoch"], result.coef, None
+        return result.manifest.result.seconds_per_epoch, result.coef, None
     with dask_backend(config, cluster, data_dir) as backend:
         plan = plan_run(config, data_dir, backend)
         result = run_experiment(config, data_dir=data_dir, plan=plan, with_baselines=False)
-    return (result.manifest["result"]["seconds_per_epoch"], result.coef,
-            result.manifest["communication"]["transport"])
+    return (result.manifest.result.seconds_per_epoch, result.coef,
+            result.manifest.communication.transport.dump())
 
 
 def _case(name: str, dataset: dict, parties: int, epochs: int, data_dir) -> dict:

@@ -133,7 +133,7 @@ def _noop(units, n: int = 200) -> float:
 
 
 def _per_epoch(result) -> float:
-    return float(result.manifest["result"]["seconds_per_epoch"])
+    return float(result.manifest.result.seconds_per_epoch)
 
 
 def services_benchmark(quick: bool = False, data_dir=None) -> dict:
@@ -148,7 +148,7 @@ def services_benchmark(quick: bool = False, data_dir=None) -> dict:
         finally:
             dep.close()
         same = bool(np.array_equal(local.coef, remote.coef))
-        transport = remote.manifest["communication"]["transport"]
+        transport = remote.manifest.communication.transport.dump()
         timings = {}
         for label, replayable in (("simulation", True), ("deployment", False)):
             raw = _raw(epochs, PRIVATE, replayable)

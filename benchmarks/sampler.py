@@ -46,7 +46,7 @@ def _epoch_seconds(config_path: str, overrides: list[str], data_dir) -> float:
 
     config = load_config(config_path, overrides)
     result = run_experiment(config, data_dir=data_dir, with_baselines=False)
-    return float(result.manifest["result"]["seconds_per_epoch"])
+    return float(result.manifest.result.seconds_per_epoch)
 
 
 class CKS2020:

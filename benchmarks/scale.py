@@ -128,7 +128,8 @@ def measure(rows: int, parties: int, *, epochs: int = 60, n_test: int | None = N
         "epochs_run": int(m["epoch"].iloc[-1]), "epochs_to_1e-4": epoch,
         "admm_seconds_to_1e-4": None if epoch is None else float(m["wall_time_s"].iloc[reached[0]]),
         "ns_per_row_epoch": median(per_epoch) / rows * 1e9,
-        "wall_seconds": wall, "baseline_seconds": result.manifest["diagnostic"]["timing"]["baselines_seconds"],
+        "wall_seconds": wall,
+        "baseline_seconds": result.manifest.diagnostic.timing.baselines_seconds,
         "peak_rss_bytes": peak, "data_csr_bytes": data_bytes,
     }
     out["baseline_share_of_wall"] = out["baseline_seconds"] / wall

@@ -413,7 +413,8 @@ def epsilon_to_target(cfg: Settings, data: Data) -> dict:
             result = run(sigma, solver_keys)
             m = result.metrics
             hit = m.index[(m["epoch"] > 0) & (m["test_logloss"] <= target)]
-            per_party = result.manifest.get("privacy", {}).get("per_party") or [{}]
+            privacy = result.manifest.privacy
+            per_party = (privacy.per_party if privacy is not None else None) or [{}]
             row = {"sigma": sigma, "algorithm": label, "target_test_logloss": target,
                    "sensitivity": per_party[0].get("sound_sensitivity"),
                    "best_test_logloss": float(m["test_logloss"].min())}

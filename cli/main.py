@@ -340,7 +340,7 @@ def plot(run_dirs, out, labels, overwrite, suboptimality, metrics, x_axis, log_s
     names = [r.label for r in runs]
     if len(set(names)) < len(names):  # same config run twice: name runs by directory
         for r in runs:
-            r.manifest = {**r.manifest, "name": r.path.name}
+            r.manifest = r.manifest.replace(name=r.path.name)
 
     from vfl.plots import plot_runs, save_figure
 
@@ -548,8 +548,7 @@ def _plot_privacy(run_dir: Path, out, overwrite: bool):
     target = Path(out) if out else run_dir.parent / f"{run_dir.name}-privacy.png"
     target = check_output_file(target, _figure_formats(), what="figure", overwrite=overwrite)
     run = load_run(run_dir)
-    accounted = run.manifest.get("privacy")
-    if not isinstance(accounted, dict) or "spent" not in accounted:
+    if run.manifest.spent is None:
         raise VFLError(f"{run_dir} accounts no privacy (its run claims no guarantee: "
                        "set privacy.delta)")
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -38,6 +38,8 @@ import numpy as np
 
 from .params import Param
 from .protocol import UnitData
+from .records import PrivacyInfo
+from .typed_params import Params, section_model, typed
 from .sampling import ExactSampler
 from .wire import Inference, Wire
 
@@ -508,6 +510,17 @@ class Solver:
     accounted_backends: ClassVar[tuple[str, ...]] = ("inprocess",)
 
     @classmethod
+    def typed_params(cls, values) -> Params:
+        """``[solver]`` values (a dict, or the record) as this solver's typed, frozen record
+        (:func:`~vfl.core.typed_params.params_model` of :attr:`params`), validated."""
+        return typed(section_model(cls, "solver"), values)
+
+    @classmethod
+    def typed_privacy(cls, values) -> Params:
+        """``[privacy]`` values as this solver's typed record (of :attr:`privacy_params`)."""
+        return typed(section_model(cls, "privacy"), values)
+
+    @classmethod
     def check_config(cls, params: dict, privacy: dict, iterations: int) -> None:
         """Cross-key checks that need no data (raise ``ValueError``); default: none."""
 
@@ -518,7 +531,7 @@ class Solver:
         Decides the noise source (OS entropy unless ``replayable_noise``) and
         whether epsilons are composed. Default: ``privacy.delta`` is set.
         """
-        return privacy.get("delta") is not None
+        return getattr(cls.typed_privacy(privacy), "delta", None) is not None
 
     #: the attacks ``vfl attack`` runs on this solver's messages (:data:`vfl.attacks.ATTACKS`)
     attacks: ClassVar[tuple[str, ...]] = ()
@@ -533,7 +546,7 @@ class Solver:
     def claims_label_guarantee(cls, privacy: dict) -> bool:
         """Whether a run with these ``[privacy]`` values claims label DP (the label relation,
         towards the passive parties): ``privacy.label_epsilon`` set, where declared."""
-        return privacy.get("label_epsilon") is not None
+        return getattr(cls.typed_privacy(privacy), "label_epsilon", None) is not None
 
     @classmethod
     def unit_rows(cls, privacy: dict) -> bool:
@@ -541,8 +554,12 @@ class Solver:
         return False
 
     @classmethod
-    def build(cls, data, *, objective, params, privacy, streams, iterations) -> "Solver":
-        """Construct the solver for a run (default: the constructor of the contract)."""
+    def build(cls, data, *, objective, params: Params, privacy: Params, streams,
+              iterations) -> "Solver":
+        """Construct the solver for a run (default: the constructor of the contract).
+
+        ``params`` and ``privacy`` are the typed records of :meth:`typed_params` and
+        :meth:`typed_privacy`."""
         return cls(data, objective=objective, params=params, privacy=privacy, streams=streams,
                    iterations=iterations)
 
@@ -713,10 +730,11 @@ class Solver:
         """
         return {}
 
-    def privacy_info(self) -> dict | None:
-        """What the manifest says about privacy; None for a solver without noise.
+    def privacy_info(self) -> "PrivacyInfo | None":
+        """What the manifest says about privacy (a :class:`~vfl.core.records.PrivacyInfo`);
+        None for a solver without noise.
 
-        Keys the summary reads, the same for every solver: ``mode``,
+        Fields the summary reads, the same for every solver: ``mode``,
         ``dp_guarantee``, ``neighbouring`` (the relation, required when a
         guarantee is claimed), ``labels`` (what the relation leaves
         unprotected), ``mechanism``, ``enforced``, ``note`` or ``warning``,
@@ -730,3 +748,4 @@ class Solver:
         A ``warnings`` list, if present, is printed in the run's summary.
         """
         return {}
+

@@ -166,8 +166,8 @@ class _ADMMState:
         from .graphs import laplacian
 
         lam_max = float(np.linalg.eigvalsh(laplacian(self.adj).toarray())[-1])
-        zeta = self.settings["zeta"]
-        D = self.settings.get("D")
+        zeta = self.settings.zeta
+        D = getattr(self.settings, "D", None)
         if D is None:
             return (f"the dual step zeta = {zeta:g} acts on a graph with lambda_max(L) = "
                     f"{lam_max:.3g}: lower solver.zeta")
@@ -211,7 +211,7 @@ class LDPADMM(_ADMMState, PrivateNetworkSolver):
     agent_group = LinearizedAgents
 
     def _alpha(self) -> float:
-        return 1.0 / self.settings["D"]
+        return 1.0 / self.settings.D
 
     def _noise(self, beta) -> dict:
         """Output noise: Laplace of rate beta (l1 sensitivity alpha B_1, l2 alpha B_2)."""
@@ -258,7 +258,7 @@ class OPADMM(LDPADMM):
                     "equal to, the worst case")
 
     def _mechanism_is_laplace(self) -> bool:
-        return self.privacy_settings["mechanism"] == "matched"
+        return self.privacy_settings.mechanism == "matched"
 
     def _noise(self, beta) -> dict:
         if self._mechanism_is_laplace():
@@ -349,7 +349,7 @@ class _PerturbedADMM(RandomPenaltyADMM, PrivateNetworkSolver):
 
     def _weight(self, public):
         """``q``: every agent's total quadratic weight ``D_i^{k+1}`` (public)."""
-        return np.full(self.N, self.settings["D"])
+        return np.full(self.N, self.settings.D)
 
     def _perturbation(self, public):
         """The noisy linear term ``lambda_i + xi``, and the reconstructed curve's loss."""
@@ -357,17 +357,17 @@ class _PerturbedADMM(RandomPenaltyADMM, PrivateNetworkSolver):
             return None
         beta = self.beta(self.iteration + 1)
         p = self.privacy_settings
-        J = p["J"] if p["J"] is not None else 2.8 / (10.0 * self.m)
-        jac = p["jacobian_rank"] * math.log1p(J)
+        J = p.J if p.J is not None else 2.8 / (10.0 * self.m)
+        jac = p.jacobian_rank * math.log1p(J)
         nan = math.nan
-        if p["mechanism"] == "matched":
+        if p.mechanism == "matched":
             q = self._weight(public)
             noise = {"scale": q / beta, "sensitivity": nan}
             per = self.d * beta * self.B_inf / q + jac
         else:
             scale = self._native_scale(beta)
             noise = {"scale": scale, "sensitivity": nan, "mechanism": "l2_laplace"}
-            B2 = self.sensitivity.B_2 if self.privacy_settings["B_inf"] is None \
+            B2 = self.sensitivity.B_2 if self.privacy_settings.B_inf is None \
                 else math.sqrt(self.d) * self.B_inf
             per = B2 / scale + jac
         public["loss"] = np.broadcast_to(per, (self.N,))
@@ -382,8 +382,8 @@ class _PerturbedADMM(RandomPenaltyADMM, PrivateNetworkSolver):
     def other_claims(self) -> dict:
         return {}
 
-    def privacy_info(self) -> dict:
-        info = super().privacy_info()
+    def _privacy_fields(self) -> dict:
+        info = super()._privacy_fields()
         info.update({
             "realized_loss": _RECONSTRUCTION + "; privacy_loss_worst repeats its max over agents",
             "worst_case": "not available: objective perturbation needs the cited paper's "
@@ -443,7 +443,7 @@ class PPADMM(_PerturbedADMM):
     agent_group = PenaltyAgents
 
     def _eta(self, k):
-        return self.settings["penalty0"] * self.settings["penalty_growth"] ** k
+        return self.settings.penalty0 * self.settings.penalty_growth ** k
 
     def _public(self) -> dict:
         return {"eta": self._eta(self.iteration + 1)}

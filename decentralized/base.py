@@ -20,6 +20,7 @@ import numpy as np
 from vfl.core.objective import Objective
 from vfl.core.errors import ConfigError, DivergedError
 from vfl.core.params import Param
+from vfl.core.records import PrivacyInfo
 from vfl.core.solver import NetworkData, Release, Setting, Solver, Streams
 from vfl.core.host import LocalEnv
 from vfl.core.units import InProcessUnits
@@ -144,8 +145,10 @@ class NetworkSolver(Solver):
     def __init__(self, data: NetworkData, *, objective: Objective, params: dict, privacy: dict,
                  streams: Streams, iterations: int):
         owner = f"solver {self.name!r}"
-        self.settings = validated(type(self).params, params, "solver", owner)
-        self.privacy_settings = validated(type(self).privacy_params, privacy, "privacy", owner)
+        # validated here too (a solver made directly, outside a config), then typed records
+        self.settings = self.typed_params(validated(type(self).params, params, "solver", owner))
+        self.privacy_settings = self.typed_privacy(
+            validated(type(self).privacy_params, privacy, "privacy", owner))
         type(self).check_config(self.settings, self.privacy_settings, iterations)
         if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) \
                 or iterations < 0:
@@ -175,19 +178,19 @@ class NetworkSolver(Solver):
         self.iteration = 0
 
         self._sharing = None
-        if self.supports_sharing and self.settings.get("exchange") == "secret_sharing":
+        if self.supports_sharing and getattr(self.settings, "exchange", None) == "secret_sharing":
             if not is_complete(self.adj) or N < 3:
                 raise ValueError("exchange = 'secret_sharing' needs a complete graph on >= 3 "
                                  "agents (Algorithm 3 sends a share to each of the N - 1 others)")
             self._sharing = AdditiveSecretSharing(
-                N, bits=self.settings["ss_bits"],
-                fractional_bits=self.settings["ss_fractional_bits"])
+                N, bits=self.settings.ss_bits,
+                fractional_bits=self.settings.ss_fractional_bits)
         sharing = self._sharing
         spec = AgentSpec(
             group=type(self).agent_group.kind(), name=self.name, loss=objective.loss,
             lam=float(objective.lam), reduction=objective.reduction,
             regularizer=objective.regularizer, unit_size=objective.unit_size,
-            settings=dict(self.settings), ss_bits=None if sharing is None else sharing.bits,
+            settings=self.settings.values_dict(), ss_bits=None if sharing is None else sharing.bits,
             ss_fractional_bits=None if sharing is None else sharing.fractional_bits,
             indptr=self.adj.indptr.astype(np.int64), indices=self.adj.indices.astype(np.int64),
             x0=x0)
@@ -218,7 +221,8 @@ class NetworkSolver(Solver):
 
     @classmethod
     def check_config(cls, params: dict, privacy: dict, iterations: int) -> None:
-        bits, frac = params.get("ss_bits", 64), params.get("ss_fractional_bits", 32)
+        params = cls.typed_params(params)
+        bits, frac = getattr(params, "ss_bits", 64), getattr(params, "ss_fractional_bits", 32)
         if bits is not None and frac is not None and frac > bits - 2:
             raise ValueError(f"solver.ss_fractional_bits = {frac} must be at most "
                              f"solver.ss_bits - 2 = {bits - 2}")
@@ -320,8 +324,8 @@ class PrivateNetworkSolver(NetworkSolver):
     def __init__(self, data, **kw):
         super().__init__(data, **kw)
         q = self.privacy_settings
-        self.noise = q.get("noise", True)
-        self.B_inf = q["B_inf"] if q.get("B_inf") is not None else self.sensitivity.B_inf
+        self.noise = getattr(q, "noise", True)
+        self.B_inf = q.B_inf if getattr(q, "B_inf", None) is not None else self.sensitivity.B_inf
         self._noise_rng = self.streams.noise()
         if self.noise:  # Laplace draws reach about 20 noise scales over a run
             smallest_rate = min(self.beta(1), self.beta(self.iterations))
@@ -330,7 +334,7 @@ class PrivateNetworkSolver(NetworkSolver):
     def beta(self, k: int) -> float:
         """``beta_k = beta0 * beta_growth^k`` (a Laplace rate)."""
         q = self.privacy_settings
-        return q["beta0"] * q["beta_growth"] ** k
+        return q.beta0 * q.beta_growth ** k
 
     def publish(self, mean, *, scale, sensitivity, mechanism="laplace", l2_sensitivity=None):
         """Release ``mean`` + noise through :meth:`Solver.release` (all agents at once).
@@ -459,7 +463,7 @@ class PrivateNetworkSolver(NetworkSolver):
     def describe(self) -> dict:
         q = self.privacy_settings
         return {**super().describe(),
-                "noise": (f"Laplace rate beta_k = {q['beta0']:g} * {q['beta_growth']:g}^k"
+                "noise": (f"Laplace rate beta_k = {q.beta0:g} * {q.beta_growth:g}^k"
                           if self.noise else "off"),
                 "B_inf": self.B_inf, "sensitivity_domain": self.sensitivity.domain}
 
@@ -474,7 +478,7 @@ class PrivateNetworkSolver(NetworkSolver):
         return {
             "B_inf": self.B_inf,
             "B_inf_source": ("privacy.B_inf (assumed, not checked)"
-                             if self.privacy_settings.get("B_inf") is not None
+                             if getattr(self.privacy_settings, "B_inf", None) is not None
                              else "enforced by the data checks"),
             "enforced_bounds": {"B_inf": s.B_inf, "B_1": s.B_1, "B_2": s.B_2,
                                 "domain": s.domain, "basis": s.basis},
@@ -495,7 +499,7 @@ class PrivateNetworkSolver(NetworkSolver):
         if not self.noise:
             return {"mode": "simulation", "dp_guarantee": False,
                     "note": "privacy.noise = false: the noiseless algorithm, no privacy at all"}
-        if self.privacy_settings.get("delta") is None:
+        if getattr(self.privacy_settings, "delta", None) is None:
             return {"mode": "simulation", "dp_guarantee": False,
                     "note": (f"no privacy.delta: a simulation of the paper; privacy_loss is "
                              f"{self.loss_meaning}. Set privacy.delta for a composed "
@@ -506,7 +510,10 @@ class PrivateNetworkSolver(NetworkSolver):
                 "warning": ("the releases carry no enforced sensitivity (see "
                             "release_sensitivity), so no epsilon of this run is a guarantee")}
 
-    def privacy_info(self) -> dict:
+    def privacy_info(self) -> PrivacyInfo:
+        return PrivacyInfo(**self._privacy_fields())
+
+    def _privacy_fields(self) -> dict:
         info = {
             **self._privacy_mode(),
             "neighbouring": NEIGHBOURING,

@@ -154,7 +154,7 @@ class _GDMixin:
     """The GD solvers' network side: the step size, and one release per iteration."""
 
     def eta(self, k: int) -> float:
-        return self.settings["eta0"] * self.settings["eta_growth"] ** k
+        return self.settings.eta0 * self.settings.eta_growth ** k
 
     def step(self) -> dict:
         self.begin_releases()
@@ -234,7 +234,8 @@ class LDPGD(_GDMixin, PrivateNetworkSolver):
 
     def __init__(self, data, **kw):
         super().__init__(data, **kw)
-        if self.settings.get("gradient_at") == "network_mean" and not is_complete(self.adj):
+        if getattr(self.settings, "gradient_at", None) == "network_mean" \
+                and not is_complete(self.adj):
             raise ValueError("gradient_at = 'network_mean' (eq. (7)) needs a complete graph; "
                              "use 'own' on general graphs")
 

@@ -158,7 +158,9 @@ def finished(result, out: Path, resume: Checkpoint | None) -> bool:
     """A run done: a resumed one's manifest says from where; whether a checkpoint is there
     (the run directory replaces it)."""
     if resume is not None:  # (the replayed part's rows and timings are the checkpoint's)
-        result.manifest.setdefault("diagnostic", {})["resumed_from"] = resume.where()
+        diag = result.manifest.diagnostic
+        result.manifest = result.manifest.replace(diagnostic={
+            **(diag.dump() if diag is not None else {}), "resumed_from": resume.where()})
     return (Path(out) / CHECKPOINT).is_file()
 
 

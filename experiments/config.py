@@ -604,10 +604,11 @@ def _privacy(pv: dict, cls, solver: SolverConfig) -> PrivacyConfig:
         if isinstance(value, float):
             check_epsilon(f"privacy.{key}", value)
     try:
-        cls.check_config(solver.values, values, solver.epochs)
+        cls.check_config(cls.typed_params(solver.values), cls.typed_privacy(values),
+                         solver.epochs)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    claims = bool(cls.claims_guarantee(values))
+    claims = bool(cls.claims_guarantee(cls.typed_privacy(values)))
     if g["budget_epsilon"] is not None and not claims:
         raise ConfigError("privacy.budget_epsilon needs a run that accounts its privacy "
                           f"({cls.name}: set privacy.delta)")

@@ -47,7 +47,7 @@ from vfl.datasets import resolve_data_dir
 from .config import Config
 from .dask_actor import UnitActor, facts
 from .phase_counts import PhaseCounts
-from .registry import get_solver
+from .registry import get_solver, typed_params
 from .sweep import _dask_client
 
 __all__ = ["DaskUnits", "check_cluster_option", "dask_backend", "groups"]
@@ -230,7 +230,7 @@ class DaskUnits(PhaseCounts, Units):
 
     def _submit(self, label: str, first: int, stop: int, worker: str):
         return self.client.submit(UnitActor, self.config, self.data_dir, first, stop,
-                                  self.config.solver.values.get("blas_threads"),
+                                  getattr(typed_params(self.config), "blas_threads", None),
                                   use_cache=self.use_cache, workers=[worker],
                                   allow_other_workers=False, actor=True, pure=False,
                                   key=f"{label.replace(' ', '-')}-{time.monotonic_ns()}")

@@ -29,12 +29,15 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
+from pydantic import ValidationError
+
 from vfl.core.errors import ConfigError, DataError
+from .manifest import Manifest
 from .runner import RunResult
 
 __all__ = ["RunRecord", "check_output_dir", "check_output_file", "clean_stale_partials",
-           "load_run", "repeat_stats", "run_is_current", "write_dir_atomic", "write_run",
-           "RUN_FILES"]
+           "load_run", "read_manifest", "repeat_stats", "run_is_current", "write_dir_atomic",
+           "write_run", "RUN_FILES"]
 
 RUN_FILES = ("config.json", "manifest.json", "metrics.csv", "baselines.json")
 
@@ -201,7 +204,7 @@ def write_run(result: RunResult, out_dir, *, overwrite: bool = False,
     """
     def files(tmp: Path) -> None:
         dump_json(result.config.to_dict(), tmp / "config.json")
-        dump_json(result.manifest, tmp / "manifest.json")
+        dump_json(result.manifest.dump(), tmp / "manifest.json")
         result.metrics.to_csv(tmp / "metrics.csv", index=False, float_format="%.10g")
         if result.repeats is not None:
             result.repeats.to_csv(tmp / "metrics_repeats.csv", index=False, float_format="%.10g")
@@ -246,14 +249,14 @@ class RunRecord:
 
     path: Path
     config: dict
-    manifest: dict
+    manifest: Manifest
     metrics: pd.DataFrame
     baselines: dict
     repeats: pd.DataFrame | None = None
 
     @property
     def label(self) -> str:
-        return self.manifest.get("name") or self.path.name
+        return self.manifest.name or self.path.name
 
 
 def _check_metrics(path: Path, metrics: pd.DataFrame) -> None:
@@ -297,5 +300,18 @@ def load_run(path) -> RunRecord:
             raise DataError(f"{path / name}: damaged run file (a JSON object expected, got "
                             f"{type(value).__name__})")
     _check_metrics(path / "metrics.csv", metrics)
-    return RunRecord(path=path, config=config, manifest=manifest, metrics=metrics,
-                     baselines=baselines, repeats=repeats)
+    return RunRecord(path=path, config=config, manifest=read_manifest(path / "manifest.json",
+                                                                      manifest),
+                     metrics=metrics, baselines=baselines, repeats=repeats)
+
+
+def read_manifest(path: Path, value: dict) -> Manifest:
+    """``value`` (read from ``path``) as a :class:`Manifest`, or one line naming the first
+    field that does not fit."""
+    try:
+        return Manifest.model_validate(value)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(map(str, err["loc"])) or "(top level)"
+        raise DataError(f"{path}: damaged run file, or one from another vfl version ({where}: "
+                        f"{err['msg'].lower()}; {exc.error_count()} problem(s))") from None

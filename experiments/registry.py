@@ -17,7 +17,8 @@ from importlib.metadata import entry_points
 from vfl.core.errors import ConfigError
 from vfl.core.solver import Solver
 
-__all__ = ["SOLVERS", "get_solver", "registered", "solver_help", "solver_listing", "solver_names"]
+__all__ = ["SOLVERS", "get_solver", "registered", "solver_help", "solver_listing", "solver_names",
+           "typed_params", "typed_privacy"]
 
 #: name -> "module:Class"; imported on first use, so a config typo is reported
 #: before any algorithm module (and its dependencies) is loaded.
@@ -120,3 +121,14 @@ def solver_help(name: str) -> list[str]:
     if cls.columns:
         lines.append(f"  metrics.csv adds: {', '.join(cls.columns)}")
     return lines
+
+
+def typed_params(config):
+    """``config``'s ``[solver]`` values as its solver's typed record."""
+    return get_solver(config.solver.name).typed_params(config.solver.values)
+
+
+def typed_privacy(config):
+    """``config``'s ``[privacy]`` values as its solver's typed record (fields: the solver's
+    ``privacy_params``; a key it does not declare is not an attribute)."""
+    return get_solver(config.solver.name).typed_privacy(config.privacy.values)

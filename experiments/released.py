@@ -28,6 +28,9 @@ import numpy as np
 
 from vfl.core.solver import DIAGNOSTIC, RELEASED, add_noise, column_kinds
 
+from .manifest import Manifest
+from .records import read_manifest
+
 __all__ = ["Difference", "UNDECLARED", "check_released", "column_kind", "compare_runs",
            "field_kind", "file_kind", "protected", "record_replay"]
 
@@ -77,7 +80,7 @@ class _Replay:
 
 def protected(cls, data, privacy: dict, rng: np.random.Generator):
     """The default other dataset: every value the relation protects replaced."""
-    return cls.protected_replaced(data, privacy, rng)
+    return cls.protected_replaced(data, cls.typed_privacy(privacy), rng)
 
 
 @dataclass
@@ -135,14 +138,14 @@ def record_replay(run_original: Callable[[], Any], run_other: Callable[[], Any],
 
 
 # ------------------------------------------------------------------ the kinds --
-def _private(manifest: dict) -> bool:
-    return bool(manifest.get("released", {}).get("private"))
+def _private(manifest: Manifest) -> bool:
+    return manifest.released.private
 
 
-def file_kind(manifest: dict, name: str) -> str:
+def file_kind(manifest: Manifest, name: str) -> str:
     """``released``, ``diagnostic``, ``per column`` or ``per field`` (the manifest's
     ``released.files``); :data:`UNDECLARED` for a file it does not name."""
-    declared = manifest.get("released", {}).get("files", {}).get(name)
+    declared = manifest.released.file(name)
     if declared is None:
         return UNDECLARED
     if not _private(manifest) and declared in (RELEASED, DIAGNOSTIC):
@@ -153,7 +156,7 @@ def file_kind(manifest: dict, name: str) -> str:
 _STATS = ("_mean", "_std", "_min", "_max")
 
 
-def column_kind(manifest: dict, file: str, column: str) -> str:
+def column_kind(manifest: Manifest, file: str, column: str) -> str:
     """The kind of ``column`` of CSV ``file``: metrics.csv's own (``released.columns``), in
     metrics_repeats.csv and, per statistic, metrics_stats.csv too; communication.csv released."""
     kind = file_kind(manifest, file)
@@ -161,14 +164,14 @@ def column_kind(manifest: dict, file: str, column: str) -> str:
         return kind
     if column in ("repeat", "n_repeats"):
         return RELEASED  # public: the config's repeats
-    kinds = manifest.get("released", {}).get("columns", {})
+    kinds = manifest.released.columns
     if file == "metrics_stats.csv" and column not in kinds:
         column = next((column[:-len(s)] for s in _STATS if column.endswith(s)), column)
-    found = kinds.get(column, UNDECLARED)
+    found = manifest.released.column(column, UNDECLARED)
     return RELEASED if not _private(manifest) and found != UNDECLARED else found
 
 
-def field_kind(manifest: dict, file: str, path: tuple) -> str:
+def field_kind(manifest: Manifest, file: str, path: tuple) -> str:
     """The kind of the JSON field at ``path`` (a tuple of keys and list indices) of ``file``.
 
     In manifest.json a field has the kind of its longest prefix in ``released.fields`` (the
@@ -177,9 +180,8 @@ def field_kind(manifest: dict, file: str, path: tuple) -> str:
     kind = file_kind(manifest, file)
     if kind != "per field":
         return kind
-    fields = manifest.get("released", {}).get("fields", {})
     for n in range(len(path), 0, -1):
-        found = fields.get(".".join(map(str, path[:n])))
+        found = manifest.released.field(".".join(map(str, path[:n])))
         if found is not None:
             return found if _private(manifest) else RELEASED
     return RELEASED
@@ -227,7 +229,7 @@ def compare_runs(original, other) -> tuple[list[Difference], dict[str, int]]:
     CSV cells and JSON values are compared as written (bit for bit: the text), other
     files byte for byte."""
     a, b = Path(original), Path(other)
-    manifest = json.loads((a / "manifest.json").read_text())
+    manifest = read_manifest(a / "manifest.json", json.loads((a / "manifest.json").read_text()))
     diffs: list[Difference] = []
     counts: dict[str, int] = {}
 

@@ -31,9 +31,10 @@ from vfl.datasets.base import RawDataset
 from vfl.datasets.loaders import load_raw
 
 from .config import Config
+from .manifest import DatasetRecord, Manifest
 from .diagnostic import drop_diagnostic, exact_data, labelled_diagnostic
 from .provenance import environment_info
-from .registry import get_solver
+from .registry import get_solver, typed_privacy
 from .repeats import Repeats
 from .settings import prepare
 
@@ -59,7 +60,7 @@ PHASES = ("training", "inference", "alignment", "diagnostics")
 @dataclass
 class RunResult:
     config: Config
-    manifest: dict
+    manifest: Manifest  # manifest.json (validated: :mod:`.manifest`)
     metrics: pd.DataFrame  # one row per iteration (the mean over repeats)
     baselines: dict
     coef: Any = None  # the final model (all parties' blocks concatenated, or the global model)
@@ -173,7 +174,7 @@ def _alignment_traffic(info: dict | None) -> list:
     parties' PSI and agreement sent, per party (unit m is party m; the hub sends nothing)."""
     from vfl.core.wire import Traffic
 
-    aligned = ((info or {}).get("provenance") or {}).get("alignment") or {}
+    aligned = DatasetRecord.alignment_in(info)
     rows = []
     for part in aligned.values():
         t = {k: np.asarray(v, dtype=np.int64) for k, v in part["traffic"].items()}
@@ -224,8 +225,8 @@ def _build(cls, config: Config, prepared, streams: Streams, backend=None) -> Sol
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)  # overflow in setup is a user error
             solver = cls.build(data, objective=prepared.objective,
-                               params=dict(config.solver.values),
-                               privacy=dict(config.privacy.values),
+                               params=cls.typed_params(config.solver.values),
+                               privacy=cls.typed_privacy(config.privacy.values),
                                streams=streams, iterations=config.solver.epochs)
     except (ValueError, RuntimeWarning, np.linalg.LinAlgError, OverflowError) as exc:
         raise ConfigError(f"{config.solver.name}: {exc}") from None
@@ -369,12 +370,13 @@ def _score(solver: Solver, prepared) -> dict:
 
 
 def _ledger(config: Config):
-    if not config.privacy.claims_guarantee or config.privacy.values.get("delta") is None:
+    p = typed_privacy(config)
+    delta = getattr(p, "delta", None)
+    if not config.privacy.claims_guarantee or delta is None:
         return None  # (a run may claim label DP alone)
     from vfl.core.ledger import PrivacyLedger
 
-    delta = config.privacy.values.get("delta")
-    ledger = PrivacyLedger(delta, config.privacy.values.get("accountant", "pld"))
+    ledger = PrivacyLedger(delta, getattr(p, "accountant", "pld"))
     if config.tuning is not None and config.tuning.private:  # spent before the run
         from vfl.privacy.tuning import tuning_rdp
 
@@ -385,13 +387,14 @@ def _ledger(config: Config):
 
 def _label_ledger(config: Config, cls):
     """The label relation's ledger (:data:`~vfl.core.relations.LABELS`), or None."""
-    values = config.privacy.values
-    if not cls.claims_label_guarantee(values):
+    p = cls.typed_privacy(config.privacy.values)
+    if not cls.claims_label_guarantee(p):
         return None
     from vfl.core.ledger import PrivacyLedger
 
-    return PrivacyLedger(values.get("label_delta") or 0.0, values.get("accountant", "pld")
-                         if values.get("label_delta") else "rdp", relation="labels")
+    label_delta = getattr(p, "label_delta", None)
+    return PrivacyLedger(label_delta or 0.0, getattr(p, "accountant", "pld")
+                         if label_delta else "rdp", relation="labels")
 
 
 def _privacy_row(solver: Solver, ledger, labels=None) -> dict:
@@ -748,7 +751,8 @@ def run_experiment(
             "unavailable": list(UNAVAILABLE_IN_DEPLOYMENT)}
     communication = pd.DataFrame(np.concatenate(traffic), columns=COMMUNICATION_FILE_COLUMNS)
     communication["phase"] = np.asarray(PHASES, dtype=object)[communication["phase"].to_numpy()]
-    return RunResult(config=config, manifest=manifest, metrics=metrics, baselines=baselines,
+    return RunResult(config=config, manifest=Manifest.model_validate(manifest), metrics=metrics,
+                     baselines=baselines,
                      coef=None if deployment(config) else solver.coef(), repeats=per_repeat, communication=communication,
                      ledger=repeats.ledger())
 
@@ -769,11 +773,12 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops
     objective = prepared.objective
     epochs_run = int(final["epoch"])
     streams = _streams(config, 0)
-    privacy = solver.privacy_info()
-    if config.privacy.claims_guarantee or privacy:
-        privacy = dict(privacy or {})
-        if privacy.get("neighbouring"):  # on the cleaned file when records were removed
-            privacy["neighbouring"] = stated_on(privacy["neighbouring"], plan.cleaning)
+    info = solver.privacy_info()
+    privacy = None
+    if config.privacy.claims_guarantee or info is not None:
+        privacy = {} if info is None else info.dump()
+        if info is not None and info.neighbouring:  # on the cleaned file when records were removed
+            privacy["neighbouring"] = stated_on(info.neighbouring, plan.cleaning)
         privacy["noise"] = streams.describe()["noise"]
         if config.tuning is not None:  # how the hyper-parameters were chosen
             privacy["hyperparameter_tuning"] = {"method": config.tuning.method, **config.tuning.values,
@@ -857,7 +862,8 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops
                    **{f"privacy.spent.{c}": DIAGNOSTIC for c in PRIVACY_COLUMNS
                       if kinds.get(c) == DIAGNOSTIC and "spent" in (privacy or {})},
                    **{f"privacy.spent.other_claims.{name}": DIAGNOSTIC
-                      for name in (privacy or {}).get("spent", {}).get("other_claims", {})
+                      for name in ((privacy or {})["spent"]["other_claims"]
+                                   if "spent" in (privacy or {}) else ())
                       if kinds.get(f"epsilon_{name}") == DIAGNOSTIC},
                    **({"communication.transport": DIAGNOSTIC if private else RELEASED}
                       if transport else {})},
@@ -947,7 +953,7 @@ def _inference_manifest(cls, inference, prepared) -> dict:
 
 def _alignment_manifest(info: dict | None) -> dict:
     """The manifest's ``communication.alignment``: what aligning the party files sent."""
-    aligned = ((info or {}).get("provenance") or {}).get("alignment")
+    aligned = DatasetRecord.alignment_in(info)
     if not aligned:
         return {}
     return {"alignment": {"messages": sum(a["messages"] for a in aligned.values()),

@@ -74,7 +74,8 @@ def fit_config_stage(config: Config, raw: RawDataset, cls) -> Stage:
         return fit_stage(raw, config.preprocessing.values,
                          private=config.privacy.claims_guarantee,
                          intercept_default=config.setting is Setting.VERTICAL,
-                         unit_rows=cls.unit_rows(config.privacy.values), solver=cls.name)
+                         unit_rows=cls.unit_rows(cls.typed_privacy(config.privacy.values)),
+                         solver=cls.name)
     except ValueError as exc:
         raise ConfigError(f"preprocessing: {exc}") from None
 

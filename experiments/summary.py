@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from .registry import typed_privacy
+
 __all__ = ["run_summary"]
 
 
@@ -48,78 +50,72 @@ def _count(n: int, noun: str) -> str:
 
 def _privacy_lines(result) -> list[str]:
     """What a run's privacy amounts to, in words a reader cannot mistake."""
-    p = result.manifest.get("privacy")
-    if not p:
+    p = result.manifest.privacy
+    if p is None or not p.model_fields_set:
         return []
     m = result.metrics.iloc[-1]
     lines = []
-    if p.get("mode") == "simulation":
-        lines.append(f"privacy: none claimed. {p['note']}")
-    spent = p.get("spent")
+    if p.mode == "simulation":
+        lines.append(f"privacy: none claimed. {p.note}")
+    spent = p.spent
     if spent is not None:
-        eps = spent.get("epsilon_tight")
-        if p.get("dp_guarantee") and eps is not None:
-            lines.append(f"privacy guarantee: ({_up(eps)}, {spent['delta_tight']:.2g})-DP after "
-                         f"{_plural(spent['epochs'], result.manifest['solver'].get('iteration_name', 'epoch'))}"
-                         f" ({spent['tight_accountant']}); neighbours: {p['neighbouring']}")
+        eps = spent.epsilon_tight
+        if p.dp_guarantee and eps is not None:
+            lines.append(f"privacy guarantee: ({_up(eps)}, {spent.delta_tight:.2g})-DP after "
+                         f"{_plural(spent.epochs, result.manifest.iteration_name)}"
+                         f" ({spent.tight_accountant}); neighbours: {p.neighbouring}")
         else:
-            lines.append(f"WARNING: no differential-privacy guarantee: {p.get('warning', p.get('note', ''))}")
-        lines += _repeats_lines(spent, p.get("dp_guarantee") and eps is not None)
-        tuning = p.get("hyperparameter_tuning")
+            lines.append("WARNING: no differential-privacy guarantee: "
+                         f"{p.warning if p.warning is not None else p.note or ''}")
+        lines += _repeats_lines(spent, bool(p.dp_guarantee) and eps is not None)
+        tuning = p.hyperparameter_tuning
         if tuning:
             lines.append(f"tuning ({tuning['method']}): {tuning['charged']}")
-        if "epsilon_paper" in m.index and spent.get("paper_claim"):
-            paper = spent.get("epsilon_paper")
-            star = "*" if _diagnostic(result.manifest, "epsilon_paper") else ""
+        if "epsilon_paper" in m.index and spent.paper_claim:
+            paper = spent.epsilon_paper
+            star = "*" if result.manifest.released.diagnostic("epsilon_paper") else ""
             claim = ("n/a (the paper's analysis does not cover this noise level)" if paper is None
-                     else f"{paper:.4g}{star} at delta {_fmt(spent.get('delta_paper'), '.2g')}")
+                     else f"{paper:.4g}{star} at delta {_fmt(spent.delta_paper, '.2g')}")
             lines.append(f"the paper's own claim (not a guarantee): epsilon {claim} "
-                         f"({spent['paper_claim']})")
-        meaning = p.get("other_claims_meaning", {})
-        for name, c in spent.get("other_claims", {}).items():
-            lines.append(f"{name}: epsilon {c['epsilon']:.4g} at delta {c['delta']:.2g} "
+                         f"({spent.paper_claim})")
+        meaning = p.other_claims_meaning or {}
+        for name, c in spent.other_claims.items():
+            lines.append(f"{name}: epsilon {c.epsilon:.4g} at delta {c.delta:.2g} "
                          f"({meaning.get(name, 'the paper analysis; not a guarantee')})")
-    label = (p.get("label_guarantee") or {}).get("spent")
-    if label is not None and label.get("epsilon") is not None:
-        g = p["label_guarantee"]
-        lines.append(f"label privacy guarantee: ({_up(label['epsilon'])}, {label['delta']:.2g})"
-                     f"-label-DP towards {g['towards']}; neighbours: {g['neighbouring']}")
-    elif "labels" in p:
-        lines.append(f"labels: {p['labels']}")
-    if "noise" in p:
-        lines.append(f"noise: {p['noise']}")
-    stopped = (p.get("budget") or {}).get("stopped")
+    g = p.label_guarantee
+    label = None if g is None else g.spent
+    if label is not None and label.epsilon is not None:
+        lines.append(f"label privacy guarantee: ({_up(label.epsilon)}, {label.delta:.2g})"
+                     f"-label-DP towards {g.towards}; neighbours: {g.neighbouring}")
+    elif p.labels is not None:
+        lines.append(f"labels: {p.labels}")
+    if p.noise is not None:
+        lines.append(f"noise: {p.noise}")
+    stopped = None if p.budget is None else p.budget.stopped
     if stopped:
-        where = f" in repeat {stopped['repeat'] + 1}" if "repeat" in stopped else ""
-        lines.append(f"stopped at the privacy budget{where} after {stopped['after_epoch']} "
+        where = f" in repeat {stopped.repeat + 1}" if stopped.repeat is not None else ""
+        lines.append(f"stopped at the privacy budget{where} after {stopped.after_epoch} "
                      "iterations "
-                     f"(the next would spend {_up(stopped['epsilon_next_epoch'])} > "
-                     f"{stopped['budget_epsilon']:g})")
+                     f"(the next would spend {_up(stopped.epsilon_next_epoch)} > "
+                     f"{stopped.budget_epsilon:g})")
     return lines
 
 
-def _repeats_lines(spent: dict, guarantee: bool) -> list[str]:
+def _repeats_lines(spent, guarantee: bool) -> list[str]:
     """What the printed epsilon covers when the run has several repeats."""
-    r = spent.get("repeats")
+    r = spent.repeats
     if not r or not guarantee:
         return []
-    n, eps, delta = r["count"], spent["epsilon_tight"], spent["delta_tight"]
-    if r["composed"]:
-        alone = max(r["per_repeat_epsilon_tight"])
-        claims = spent.get("paper_claim") or spent.get("other_claims")
+    n, eps, delta = r.count, spent.epsilon_tight, spent.delta_tight
+    if r.composed:
+        alone = max(r.per_repeat_epsilon_tight)
+        claims = spent.paper_claim or spent.other_claims
         return [f"repeats: the {n} repeats released {n} models of the same records; the "
                 f"guarantee is all of them composed in one ledger (one repeat alone: epsilon "
                 f"{_up(alone)})" + ("; the claims below are one repeat's" if claims else "")]
     return [f"repeats: the {n} repeats are independent replications of a simulation "
             f"(replayable noise), each ({_up(eps)}, {delta:.2g})-DP on its own; the {n} "
             f"together are not covered by that epsilon"]
-
-
-def _diagnostic(manifest: dict, column: str) -> bool:
-    """Whether ``column`` of a private run is diagnostic (printed with a ``*``)."""
-    released = manifest.get("released", {})
-    return bool(released.get("private")) and \
-        released.get("columns", {}).get(column, "diagnostic") == "diagnostic"
 
 
 def _utility_lines(result, m, b) -> list[str]:
@@ -133,9 +129,9 @@ def _utility_lines(result, m, b) -> list[str]:
     best = min(local, key=lambda e: e["test_logloss"])
     if not m["test_logloss"] > best["test_logloss"]:
         return []
-    eps = (result.manifest.get("privacy", {}).get("spent") or {}).get("epsilon_tight")
+    eps = None if result.manifest.spent is None else result.manifest.spent.epsilon_tight
     at = f"at epsilon {eps:.4g}" if eps is not None else "at this noise"
-    star = "*" if _diagnostic(result.manifest, "test_logloss") else ""
+    star = "*" if result.manifest.released.diagnostic("test_logloss") else ""
     # the references are fitted on the private rows: diagnostic
     return [f"note: {at} the private model (test log loss {m['test_logloss']:.4f}{star}) is "
             f"worse than {best['label']} ({best['test_logloss']:.4f}*): no party gains from "
@@ -156,27 +152,25 @@ def run_summary(result, out: Path, seconds: float) -> str:
                 b[key] = {k: (sum(r[key][k] for r in reps) / len(reps)
                               if isinstance(v, (int, float)) and not isinstance(v, bool) else v)
                           for k, v in entry.items()}
-    solver = man["solver"]
-    title = solver.get("title") or solver["name"]
-    pv = result.config.privacy.values
-    spent = (man.get("privacy") or {}).get("spent") or {}
-    if spent.get("epsilon_tight") is not None:  # the whole run's epsilon, first
-        title += f", epsilon {_up(spent['epsilon_tight'])}"
-    elif pv.get("epsilon") is not None:
-        title += f", epsilon {pv['epsilon']:g}"
-    elif pv.get("sigma"):
-        title += f", sigma {pv['sigma']:g}"
+    solver = man.solver
+    title = solver.title or solver.name
+    pv = typed_privacy(result.config)
+    spent = man.spent
+    if spent is not None and spent.epsilon_tight is not None:  # the whole run's epsilon, first
+        title += f", epsilon {_up(spent.epsilon_tight)}"
+    elif getattr(pv, "epsilon", None) is not None:
+        title += f", epsilon {pv.epsilon:g}"
+    elif getattr(pv, "sigma", None):
+        title += f", sigma {pv.sigma:g}"
     repeats = result.config.run.repeats
     it = int(m["epoch"])
-    kinds = man.get("released", {}).get("columns", {})
-    private = man.get("released", {}).get("private", False)
+    private = man.released.private
 
     def mark(col, text):  # a diagnostic number of a private run carries a '*'
-        return text + "*" if private and kinds.get(col, "diagnostic") == "diagnostic" \
-            and text != "-" else text
+        return text + "*" if man.released.diagnostic(col) and text != "-" else text
 
     cols = ("objective", "suboptimality", "train_logloss", "test_logloss", "test_accuracy")
-    rows = [(f"{title} ({_plural(it, solver.get('iteration_name', 'iteration'))}"
+    rows = [(f"{title} ({_plural(it, man.iteration_name)}"
              + (f", mean of {repeats}" if repeats > 1 else "") + ")",
              *(m.get(col) for col in cols))]
     c = b.get("central")
@@ -206,51 +200,51 @@ def run_summary(result, out: Path, seconds: float) -> str:
         # the references minimize this config's objective: another lam, other numbers
         lines.append(f"references: fitted with this config's lam = {lam:g} (another lam, "
                      "other numbers on the same data)")
-    solver_s = man["result"].get("solver_seconds")  # a release-only run leaves timings out
+    solver_s = man.result.solver_seconds  # a release-only run leaves timings out
     t = "*" if private else ""  # times depend on the data (fits, iterations): diagnostic
     timing = ("" if solver_s is None else
               f"{solver_s:.2f} s{t} in the solver ({1e3 * solver_s / max(it, 1):.1f} ms{t} "
               "each), ")
-    if not man.get("released", {}).get("release_only"):  # which prints no time either
+    if not man.released.release_only:  # which prints no time either
         timing += f"{seconds:.1f} s{t} in all; "
     lines.append(
-        f"{_plural(it, solver.get('iteration_name', 'iteration'))}: {timing}baselines "
+        f"{_plural(it, man.iteration_name)}: {timing}baselines "
         f"{'from cache' if b.get('cached') else 'computed' if c else 'skipped'}")
     if "messages" in m.index:
-        comm = man.get("communication", {})
+        comm = man.communication
         lines.append(f"communication: {_count(int(m['messages']), 'message')}, "
                      f"{_bytes(m['bytes'])} of "
-                     f"payload over {_plural(comm.get('units', 0), 'unit')}"
+                     f"payload over {_plural(comm.units, 'unit')}"
                      + (f", mean of {repeats}" if repeats > 1 else "")
                      + "; per unit and iteration in communication.csv")
-        inference = comm.get("inference", {})
-        if "messages" in inference:  # one scoring of the test rows (the solver's declaration)
-            lines.append(f"inference: {_count(inference['messages'], 'message')}, "
-                         f"{_bytes(inference['bytes'])} of payload to score the "
-                         f"{inference['test_rows']:,} test rows once"
-                         + ("" if inference["messages"] else
+        inference = comm.inference
+        if inference is not None and inference.messages is not None:  # the solver declares it
+            lines.append(f"inference: {_count(inference.messages, 'message')}, "
+                         f"{_bytes(inference.bytes)} of payload to score the "
+                         f"{inference.test_rows:,} test rows once"
+                         + ("" if inference.messages else
                             " (the model is held by one endpoint)"))
-        aligned = comm.get("alignment")
+        aligned = comm.alignment
         if aligned:  # party files: the PSI and the agreement, once before training
-            rows = ", ".join(f"{n:,} {part}" for part, n in aligned["intersection"].items())
-            lines.append(f"alignment: {_count(aligned['messages'], 'message')}, "
-                         f"{_bytes(aligned['bytes'])} (private set intersection: {rows} rows "
+            rows = ", ".join(f"{n:,} {part}" for part, n in aligned.intersection.items())
+            lines.append(f"alignment: {_count(aligned.messages, 'message')}, "
+                         f"{_bytes(aligned.bytes)} (private set intersection: {rows} rows "
                          "held by every party)")
-        transport = comm.get("transport")
-        services = man.get("backend", {}).get("backend") == "services"
+        transport = comm.transport
+        services = man.backend is not None and man.backend.backend == "services"
         ends = "the party services" if services else "the workers"
-        if transport and transport["ratio"]:  # what the transport carried (dask, services)
-            lines.append(f"transport ({man['backend']['backend']}): "
-                         f"{transport['bytes_per_epoch']:,.0f}{t} bytes per "
-                         f"{solver.get('iteration_name', 'iteration')} on the coordinator's TCP "
+        if transport and transport.ratio:  # what the transport carried (dask, services)
+            lines.append(f"transport ({man.backend.backend}): "
+                         f"{transport.bytes_per_epoch:,.0f}{t} bytes per "
+                         f"{man.iteration_name} on the coordinator's TCP "
                          f"connections to {ends}; the protocol counts "
-                         f"{transport['protocol_bytes_per_epoch']:,.0f} "
-                         f"(x{transport['ratio']:.4f}{t})")
-            if transport.get("inference_bytes") is not None:
-                lines.append(f"transport ({man['backend']['backend']}): scoring the test rows "
-                             f"carried {transport['inference_bytes']:,}{t} bytes; the protocol "
-                             f"counts {transport['protocol_inference_bytes']:,}")
-        for fault in man.get("backend", {}).get("recoveries", []):
+                         f"{transport.protocol_bytes_per_epoch:,.0f} "
+                         f"(x{transport.ratio:.4f}{t})")
+            if transport.inference_bytes is not None:
+                lines.append(f"transport ({man.backend.backend}): scoring the test rows "
+                             f"carried {transport.inference_bytes:,}{t} bytes; the protocol "
+                             f"counts {transport.protocol_inference_bytes:,}")
+        for fault in () if man.backend is None else man.backend.recoveries:
             word = "epoch" if "epoch" in fault else "iteration"
             lines.append(f"fault: {fault['unit']}'s {'service' if services else 'worker'} "
                          f"{fault['lost']} was lost in "
@@ -258,14 +252,14 @@ def run_summary(result, out: Path, seconds: float) -> str:
                          f"{fault['resumed_on']}")
     lines += _privacy_lines(result)
     if private:
-        note = man["released"].get("test_metrics_note")
+        note = man.released.test_metrics_note
         lines.append("* diagnostic: computed from exact private values, not covered by the "
                      "guarantee" + (f"; the test metrics are {note}" if note else "")
-                     + ("" if not man["released"].get("release_only") else
+                     + ("" if not man.released.release_only else
                         "; release-only run: diagnostic values not written"))
     lines += _utility_lines(result, m, b)
-    lines += [f"warning: {w}" for w in solver.get("warnings", [])]
-    if man["dataset"].get("stand_in"):
-        lines.append(f"data: {man['dataset']['description']}")
+    lines += [f"warning: {w}" for w in solver.warnings]
+    if man.dataset.stand_in:
+        lines.append(f"data: {man.dataset.description}")
     lines.append(f"wrote {out}")
     return "\n".join(lines)

@@ -34,6 +34,7 @@ import pandas as pd
 from vfl.core.errors import ConfigError
 
 from .config import Config, parse_override
+from .manifest import Released
 from .records import (check_output_dir, clean_stale_partials, dump_json, run_is_current,
                       write_run)
 
@@ -332,10 +333,11 @@ def _column_kinds(path) -> dict:
     import json
 
     try:
-        released = json.loads((Path(path) / "manifest.json").read_text()).get("released", {})
-    except (OSError, ValueError):
+        released = Released.model_validate(
+            json.loads((Path(path) / "manifest.json").read_text())["released"])
+    except (OSError, ValueError, KeyError, TypeError):
         return {}
-    return released.get("columns", {}) if released.get("private") else {}
+    return dict(released.columns) if released.private else {}
 
 
 def aggregate_sweep(runs: list[SweepRun], out_dir) -> tuple[pd.DataFrame, pd.DataFrame]:

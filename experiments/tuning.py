@@ -29,6 +29,7 @@ from vfl.core.metrics import log_loss
 from vfl.core.solver import Setting, Streams
 
 from .config import apply_overrides, config_from_dict, load_config, read_toml
+from .registry import typed_privacy
 from .sweep import parse_grid
 
 __all__ = ["tune", "gdp_mu_of"]
@@ -115,11 +116,11 @@ def _private(config, points, trials: float, eta: float, data_dir, on_trial) -> t
 
     from .runner import plan_run, run_experiment
 
-    values = config.privacy.values
-    if values.get("epsilon") is None:
+    values = typed_privacy(config)
+    if getattr(values, "epsilon", None) is None:
         raise ConfigError("vfl tune --private needs privacy.epsilon, the target every "
                           "candidate is calibrated to (each trial then has its mu)")
-    mu = gdp_mu_of(float(values["epsilon"]), float(values["delta"]))
+    mu = gdp_mu_of(float(values.epsilon), float(values.delta))
     gamma = gamma_for_mean(trials, eta)
     rng = (Streams(config.run.seed).get("tuning") if config.privacy.replayable_noise
            else np.random.default_rng(np.frombuffer(os.urandom(16), dtype=np.uint32)))

@@ -99,8 +99,8 @@ def _marked(ref: Reference, view: dict, panel) -> Reference:
     """``ref`` with "(diagnostic)" in its label when it comes from a private run or its panel
     draws one: the line is fitted on the training rows such a run protects."""
     configs = {ref.config, *(c.config for c in panel.curves)}
-    private = any(getattr(p.record, "manifest", {}).get("released", {}).get("private")
-                  for c in configs for p in view.get(c, ()))
+    private = any(p.record.manifest.released.private
+                  for c in configs for p in view.get(c, ()) if hasattr(p.record, "manifest"))
     return replace(ref, label=f"{ref.label} (diagnostic)") if private else ref
 
 

@@ -45,17 +45,18 @@ _REFERENCE = [
 ]
 
 
-def dataset_title(manifest: dict) -> str:
-    """The dataset's name for a title; a stand-in always says it is one."""
-    d = manifest.get("dataset", {})
-    if d.get("stand_in"):
+def dataset_title(manifest) -> str:
+    """The dataset's name for a title (a :class:`~vfl.experiments.manifest.Manifest`); a
+    stand-in always says it is one."""
+    d = manifest.dataset
+    if d.stand_in:
         return "gisette stand-in (synthetic)"
-    given = ((d.get("provenance") or {}).get("files") or {}).get("train", {}).get("given")
+    given = d.train_file
     if given:  # the user's own file: its name (and the config's), not the format's
         file = Path(str(given)).name
-        name = manifest.get("name")
+        name = manifest.name
         return f"{name} ({file})" if name and name != Path(file).stem else file
-    return d.get("name", "?")
+    return d.name
 
 
 _METRIC_LABEL = {
@@ -166,7 +167,7 @@ def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False, x: str = "e
     their mean with a min-max band.
     """
     xcol = "epoch" if x == "epoch" else "wall_time_s"
-    it_name = runs[0].manifest.get("solver", {}).get("iteration_name", "iteration")
+    it_name = runs[0].manifest.iteration_name
     xlabel = it_name if x == "epoch" else "solver time (s)"
     left, right = metrics or (_left_metric(runs, suboptimality), "test_logloss")
     for metric in (left, right):
@@ -218,28 +219,28 @@ def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False, x: str = "e
 
 
 def _private(run: RunRecord) -> bool:
-    return bool(run.manifest.get("released", {}).get("private"))
+    return run.manifest.released.private
 
 
 def _diagnostic(runs: list[RunRecord], metric: str) -> bool:
     """Whether any run computed ``metric`` from exact private values (not covered by its
     epsilon; manifest ``released.columns``)."""
-    return any(r.manifest.get("released", {}).get("columns", {}).get(metric) == "diagnostic"
-               for r in runs)
+    return any(r.manifest.released.columns.get(metric) == "diagnostic" for r in runs)
 
 
 def released_metrics(record: RunRecord) -> tuple[str, str] | None:
     """Two released columns to draw for a release-only run, or None."""
-    kinds = record.manifest.get("released", {}).get("columns", {})
+    kinds = record.manifest.released.columns
     have = [c for c in ("test_logloss", "test_accuracy", "epsilon_tight")
             if kinds.get(c) == "released" and c in record.metrics.columns]
     return (have[0], have[1]) if len(have) >= 2 else None
 
 
 def _curve_label(run: RunRecord) -> str:
-    solver = run.manifest.get("solver", {})
-    name = solver.get("title") or solver.get("name", "run")
-    return f"{name} (rho = {solver['rho']:g})" if "rho" in solver else name
+    solver = run.manifest.solver
+    name = solver.title or solver.name
+    rho = solver.value("rho")
+    return f"{name} (rho = {rho:g})" if rho is not None else name
 
 
 #: the vector copy saved beside every PNG (``None``: the PNG alone)
@@ -294,7 +295,7 @@ def draw_noise_sweep(first_run: Path, out: Path, agg, final, param: str) -> list
     written = save_figure(plot_sweep_curves(agg, baselines, f"{title}: test loss {what}"),
                           Path(out) / "sweep_curves.png")
     written += save_figure(plot_sweep_final(final, baselines, f"{title}: final test loss",
-                                            method=manifest["solver"]["title"]),
+                                            method=manifest.solver.title),
                            Path(out) / "sweep_final.png")
     return written
 
@@ -441,23 +442,22 @@ def plot_noise_forms(finals: dict, baselines: dict, title: str, *, ax=None):
 
 def plot_privacy(run: RunRecord):
     """Epsilon spent vs iteration: the guarantee and, beside it, every claim of the paper."""
-    p = run.manifest["privacy"]
-    spent = p.get("spent", {})
+    p = run.manifest.privacy
+    spent = p.spent
     m = run.metrics[run.metrics["epoch"] > 0]  # nothing is spent at iteration 0 (log axis)
-    it = run.manifest.get("solver", {}).get("iteration_name", "iteration")
+    it = run.manifest.iteration_name
     series = [("epsilon_tight", "C0", "-",
-               f"guarantee: {spent.get('tight_accountant', 'tight')}, delta = "
-               f"{spent.get('delta_tight', float('nan')):g}")]
+               f"guarantee: {spent.tight_accountant}, delta = {spent.delta_tight:g}")]
     if m.get("epsilon_paper") is not None and m["epsilon_paper"].notna().any():
         series.append(("epsilon_paper", "C3", "--", "the paper's claim (not a guarantee)"))
-    for name in spent.get("other_claims", {}):
+    for name in spent.other_claims:
         series.append((f"epsilon_{name}", "C1", ":", f"claim: {name} (not a guarantee)"))
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(3.8, 2.9), constrained_layout=True)
         for col, color, ls, label in series:
             if col in m and m[col].notna().any():
                 ax.plot(m["epoch"], m[col], color=color, ls=ls, label=label)
-        budget = (p.get("budget") or {}).get("epsilon")
+        budget = None if p.budget is None else p.budget.epsilon
         if budget:
             ax.axhline(budget, color="black", ls=":", lw=0.9, label=f"budget {budget:g}")
         ax.set_yscale("log")

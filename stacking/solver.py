@@ -72,6 +72,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from vfl.core.params import Param
+from vfl.core.records import PrivacyInfo
 from vfl.core.solver import (Reference, Release, Setting, Solver, VerticalData,
                              label_neighbours)
 from vfl.core.host import LocalEnv
@@ -181,11 +182,11 @@ class PrivateStacking(Solver):
     # -- declarations the runner reads ------------------------------------------
     @classmethod
     def check_config(cls, params, privacy, iterations):
-        p = privacy
+        p = cls.typed_privacy(privacy)
         if iterations != 1:
             raise ValueError(f"private_stacking releases once, in one round: set solver.epochs = 1 "
                              f"(got {iterations})")
-        split = p["split"]
+        split = p.split
         if len(split) != 3:
             raise ValueError(f"privacy.split needs 3 fractions [model, shares, moments], got "
                              f"{len(split)}")
@@ -197,21 +198,22 @@ class PrivateStacking(Solver):
         if split[1] == 0 and split[2] > 0:
             raise ValueError("privacy.split[2] > 0 spends budget on share moments, which are "
                              "used only with shares (split[1] = 0)")
-        if p["delta"] is None:
+        if p.delta is None:
             for key in ("epsilon", "model_noise"):
-                if p[key] is not None:
+                if getattr(p, key) is not None:
                     raise ValueError(f"privacy.{key} needs privacy.delta (the private mechanism)")
-        elif p["epsilon"] is None:
+        elif p.epsilon is None:
             raise ValueError("privacy.delta needs privacy.epsilon: the target that calibrates the "
                              "noise")
 
     @classmethod
     def unit_rows(cls, privacy) -> bool:
-        return privacy.get("delta") is not None
+        return cls.typed_privacy(privacy).delta is not None
 
     @classmethod
     def claims_guarantee(cls, privacy) -> bool:
-        return privacy.get("delta") is not None or privacy.get("label_epsilon") is not None
+        p = cls.typed_privacy(privacy)
+        return p.delta is not None or p.label_epsilon is not None
 
     @classmethod
     def unit_noise(cls, widths, N, objective, params, privacy, iterations):
@@ -220,13 +222,14 @@ class PrivateStacking(Solver):
         shares, their moments: those with a share of the budget), by the calibration the
         solver makes (:func:`.mechanism.calibrate`): what a passive party service checks requests
         against, from its own config."""
+        params, privacy = cls.typed_params(params), cls.typed_privacy(privacy)
         K = len(widths) - 1
-        split = np.asarray(privacy["split"], dtype=float)
+        split = np.asarray(privacy.split, dtype=float)
         _, _, sens, sigma = mech.calibrate(
-            K, int(N), epsilon=privacy["epsilon"], delta=privacy["delta"],
-            accountant=privacy["accountant"], lam_local=params["lam_local"],
-            model_noise=privacy["model_noise"], split=split, clip=float(privacy["clip"]),
-            gradient_bound=lab.gradient_bound(lab.flip_rate(privacy.get("label_epsilon"))))
+            K, int(N), epsilon=privacy.epsilon, delta=privacy.delta,
+            accountant=privacy.accountant, lam_local=params.lam_local,
+            model_noise=privacy.model_noise, split=split, clip=float(privacy.clip),
+            gradient_bound=lab.gradient_bound(lab.flip_rate(privacy.label_epsilon)))
         used = [k for k, f in zip(_SPLIT_KEYS, split) if f > 0]
         sigmas = np.full((K + 1, len(used)), np.nan)
         sensitivities = np.full((K + 1, len(used)), np.nan)
@@ -237,13 +240,14 @@ class PrivateStacking(Solver):
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
         M = len(data.blocks) if data.units is None else data.units.n_parties
-        return cls(data.blocks, data.y, lam_local=params["lam_local"], lam1=params["lam1"],
-                   prior_sd=params["prior_sd"], epsilon=privacy["epsilon"],
-                   delta=privacy["delta"], clip=privacy["clip"], split=privacy["split"],
-                   model_noise=privacy["model_noise"], accountant=privacy["accountant"],
+        params, privacy = cls.typed_params(params), cls.typed_privacy(privacy)
+        return cls(data.blocks, data.y, lam_local=params.lam_local, lam1=params.lam1,
+                   prior_sd=params.prior_sd, epsilon=privacy.epsilon,
+                   delta=privacy.delta, clip=privacy.clip, split=privacy.split,
+                   model_noise=privacy.model_noise, accountant=privacy.accountant,
                    noise_rngs=[streams.noise(m) for m in range(M)],
                    shared_rng=streams.noise(), parties=data.units,
-                   label_epsilon=privacy.get("label_epsilon"), label_rng=streams.noise(0, 1))
+                   label_epsilon=privacy.label_epsilon, label_rng=streams.noise(0, 1))
 
     def __init__(self, blocks, y, *, lam_local=1.0, lam1=1.0, prior_sd=0.5, epsilon=None,
                  delta=None, clip=2.0, split=(0.5, 0.48, 0.02), model_noise=None,
@@ -526,7 +530,7 @@ class PrivateStacking(Solver):
                     "candidate", m, with_row(k, -xh), f"row {k} of party {m + 1}'s block set "
                     "to x*/||x*|| (x* a reference local fit), replaced by -x*/||x*||",
                     with_row(k, xh)))
-        if privacy.get("label_epsilon") is not None:  # and the label relation's
+        if cls.typed_privacy(privacy).label_epsilon is not None:  # and the label relation's
             out += label_neighbours(data, rng)
         return out
 
@@ -551,16 +555,17 @@ class PrivateStacking(Solver):
         """The label guarantee (towards the passive parties), or None without one."""
         return None if self.label_epsilon is None else lab.guarantee(self.label_epsilon)
 
-    def privacy_info(self) -> dict | None:
+    def privacy_info(self) -> PrivacyInfo | None:
         label = self.label_guarantee()
         note = (f"labels: {label['epsilon']:.6g}-label-DP towards the passive parties "
                 "(randomized response)" if label else _LABELS_NOTE)
         if not self.private:
-            return {"mode": "non-private", "dp_guarantee": False,
-                    "note": "no noise on the features: non-private stacking (set privacy.delta "
-                            "and privacy.epsilon for the private mechanism)", "labels": note,
-                    **({"label_guarantee": label} if label else {})}
-        return {
+            return PrivacyInfo(**{
+                "mode": "non-private", "dp_guarantee": False,
+                "note": "no noise on the features: non-private stacking (set privacy.delta "
+                        "and privacy.epsilon for the private mechanism)", "labels": note,
+                **({"label_guarantee": label} if label else {})})
+        return PrivacyInfo(**{
             "mode": "accounting",
             "dp_guarantee": True,
             "neighbouring": NEIGHBOURS,
@@ -597,5 +602,4 @@ class PrivateStacking(Solver):
                        "chooses them on rows of the test file declared public "
                        "(partition.public), which the relation does not protect: the choice "
                        "costs no privacy"),
-        }
-
+        })

@@ -43,7 +43,7 @@ def test_a9a_test_loss_matches_sklearn_and_beats_local_only(a9a_run):
 
 
 def test_a9a_manifest_traces_the_data(a9a_run):
-    m = a9a_run.manifest
+    m = a9a_run.manifest.dump()
     assert m["dataset"]["sha256"] == {
         "a9a": "f5d5ffd8d865ff41328e7ee043e4b020816914ff6843ff15b98905ddbedce906",
         "a9a.t": "1f448a153f0320399a7e40836eb207655b0bde0f21fc941cc472193daa9f5de9",

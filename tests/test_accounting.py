@@ -128,7 +128,7 @@ def test_solve_ball_is_the_constrained_minimizer():
 
 # -- accounting mode end to end --------------------------------------------------------------
 def test_sigma_is_calibrated_from_the_enforced_sensitivity(sound_run):
-    p = sound_run.manifest["privacy"]
+    p = sound_run.manifest.dump()["privacy"]
     assert p["dp_guarantee"] is True
     C = column_sensitivity(300, 1.0, 3.0)
     for party in p["per_party"]:
@@ -145,7 +145,7 @@ def test_sigma_is_calibrated_from_the_enforced_sensitivity(sound_run):
 
 
 def test_the_papers_claims_are_recorded_beside_the_guarantee(sound_run):
-    p = sound_run.manifest["privacy"]
+    p = sound_run.manifest.dump()["privacy"]
     m = sound_run.metrics
     sig = p["per_party"][0]["sigma"]
     C = [q["lemma1_C"] for q in p["per_party"]]
@@ -206,11 +206,11 @@ def test_noise_is_os_entropy_unless_replayable():
     a = run_experiment(config(), with_baselines=False)
     b = run_experiment(config(), with_baselines=False)
     assert not np.allclose(a.metrics["objective"], b.metrics["objective"])
-    assert "cannot be replayed" in a.manifest["privacy"]["noise"]
+    assert "cannot be replayed" in a.manifest.dump()["privacy"]["noise"]
     a = run_experiment(config(replayable_noise=True), with_baselines=False)
     b = run_experiment(config(replayable_noise=True), with_baselines=False)
     np.testing.assert_array_equal(a.metrics["objective"], b.metrics["objective"])
-    assert "simulation whose noise anyone" in a.manifest["privacy"]["noise"]
+    assert "simulation whose noise anyone" in a.manifest.dump()["privacy"]["noise"]
     # a noise-only run claims nothing, so it is a replayable simulation by default
     sim = config_from_dict({**RAW, "privacy": {"sigma": 0.5}})
     assert sim.privacy.replayable_noise and not sim.privacy.claims_guarantee
@@ -219,7 +219,7 @@ def test_noise_is_os_entropy_unless_replayable():
 def test_data_dependent_variant_is_labelled_not_dp():
     run = run_experiment(config(calibration="data_dependent", replayable_noise=True),
                          with_baselines=False)
-    p = run.manifest["privacy"]
+    p = run.manifest.dump()["privacy"]
     assert p["dp_guarantee"] is False and "no epsilon of this run" in p["warning"]
     assert run.metrics["epsilon_tight"].iloc[1:].isna().all()  # nothing sound to compose
     sig = run.metrics["sigma_party1"].iloc[1:]
@@ -228,12 +228,12 @@ def test_data_dependent_variant_is_labelled_not_dp():
 
 def test_budget_stops_the_run_and_says_so():
     run = run_experiment(config(budget_epsilon=2.0), with_baselines=False, stop_at_budget=True)
-    stopped = run.manifest["privacy"]["budget"]["stopped"]
+    stopped = run.manifest.dump()["privacy"]["budget"]["stopped"]
     assert stopped["after_epoch"] == len(run.metrics) - 1 < 12
     assert run.metrics["epsilon_tight"].iloc[-1] <= 2.0 < stopped["epsilon_next_epoch"]
     full = run_experiment(config(budget_epsilon=2.0), with_baselines=False)
     assert len(full.metrics) == 13
-    assert full.manifest["privacy"]["budget"]["first_epoch_over_budget"] == stopped["after_epoch"] + 1
+    assert full.manifest.dump()["privacy"]["budget"]["first_epoch_over_budget"] == stopped["after_epoch"] + 1
 
 
 @pytest.mark.parametrize("privacy, message", [

@@ -118,12 +118,15 @@ def test_row_sensitivity_against_its_closed_form():
 def test_row_relation_needs_lam_input_clip_and_a_ceiling():
     with pytest.raises(ValueError, match="needs objective.lam > 0"):
         RowRelation().sensitivity(**{**BOUND, "lam": 0.0}, rho_range=(1.0, 1.0), x_rho_scale=1)
+    from vfl.admm.sharing import ADMMSharingSolver as S
+
+    # the solver's typed records: input_clip and rho_max default to None
     with pytest.raises(ValueError, match="needs privacy.input_clip"):
-        RowRelation().check_privacy({"input_clip": None})
+        RowRelation().check_privacy(S.typed_privacy({}))
     with pytest.raises(ValueError, match="needs solver.rho_max too"):
-        RowRelation().check_penalty_range({"rho_max": None})
-    ColumnRelation().check_privacy({"input_clip": None})
-    ColumnRelation().check_penalty_range({"rho_max": None})
+        RowRelation().check_penalty_range(S.typed_params({}))
+    ColumnRelation().check_privacy(S.typed_privacy({}))
+    ColumnRelation().check_penalty_range(S.typed_params({}))
 
 
 def test_each_relation_names_its_ball_and_words():

@@ -346,7 +346,9 @@ def _plan(params, privacy, M=2, N=50):
     assert ADMMSharingSolver.check_config({**{p_.name: p_.default for p_ in
                                               ADMMSharingSolver.params}, **base, **params},
                                           p, 10) is None
-    return plan_privacy([2] * M, N, Objective("logistic", 1.0, "sum"), {**base, **params}, p, 10)
+    return plan_privacy([2] * M, N, Objective("logistic", 1.0, "sum"),
+                        ADMMSharingSolver.typed_params({**base, **params}),
+                        ADMMSharingSolver.typed_privacy(p), 10)
 
 
 def test_column_bound_is_the_same_for_every_variant():
@@ -354,7 +356,7 @@ def test_column_bound_is_the_same_for_every_variant():
 
     for params in ({}, {"form": "boyd"}, {"rho_schedule": "spectral", "rho_min": 0.01}):
         plan = _plan(params, {})
-        np.testing.assert_allclose(plan["sound_sensitivity"], column_sensitivity(50, 1.0, 1.0))
+        np.testing.assert_allclose(plan.sound_sensitivity, column_sensitivity(50, 1.0, 1.0))
 
 
 def test_row_bound_uses_the_x_update_penalty_and_the_worst_rho():
@@ -362,13 +364,13 @@ def test_row_bound_uses_the_x_update_penalty_and_the_worst_rho():
 
     row = {"neighbours": "row", "input_clip": 2.0}
     plan = _plan({}, row)
-    np.testing.assert_allclose(plan["sound_sensitivity"], row_sensitivity(1.0, 1.0, 1.0, 1.0, 2.0))
+    np.testing.assert_allclose(plan.sound_sensitivity, row_sensitivity(1.0, 1.0, 1.0, 1.0, 2.0))
     plan = _plan({"form": "boyd"}, row, M=3)  # x-update penalty M rho
-    np.testing.assert_allclose(plan["sound_sensitivity"], row_sensitivity(1.0, 1.0, 3.0, 1.0, 2.0))
+    np.testing.assert_allclose(plan.sound_sensitivity, row_sensitivity(1.0, 1.0, 3.0, 1.0, 2.0))
     plan = _plan({"rho_schedule": "spectral", "rho_min": 0.01, "rho_max": 100.0}, row)
     worst = max(row_sensitivity(1.0, 1.0, r, 1.0, 2.0) for r in np.geomspace(0.01, 100, 401))
-    assert plan["sound_sensitivity"][0] == pytest.approx(worst, rel=1e-12)
-    assert plan["rho_range"] == (0.01, 100.0)
+    assert plan.sound_sensitivity[0] == pytest.approx(worst, rel=1e-12)
+    assert plan.rho_range == (0.01, 100.0)
 
 
 def test_boyd_x_update_reads_public_values_only():

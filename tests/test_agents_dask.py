@@ -81,14 +81,14 @@ def _both(raw, cluster):
 def test_ldp_agents_on_dask_give_the_in_process_numbers_to_the_bit(cluster, raw):
     local, remote = _both(raw, cluster)
     assert_same_numbers(remote, local)
-    assert list(remote.manifest["backend"]["agents"]) == ["agents 1-3", "agents 4-5"]
+    assert list(remote.manifest.dump()["backend"]["agents"]) == ["agents 1-3", "agents 4-5"]
     # every agent sends x_i (5 values) to each neighbour: 2 |E| = 12 messages per exchange,
     # x^0's and the 6 iterations'; the transport carried the groups' share of them and more
     assert remote.metrics["bytes"].iloc[-1] == 7 * 12 * 5 * 8
-    t = remote.manifest["communication"]["transport"]
+    t = remote.manifest.dump()["communication"]["transport"]
     assert t["protocol_bytes"] == 7 * 480 * remote.config.run.repeats
     assert t["bytes"] > 0
-    assert remote.manifest["result"]["inference_bytes"] == 0  # each agent scores alone
+    assert remote.manifest.dump()["result"]["inference_bytes"] == 0  # each agent scores alone
 
 
 #: Algorithm 3's exchange: the same 5 agents on a complete graph, the sums secret-shared
@@ -116,7 +116,7 @@ def test_secret_sharing_through_the_coordinator_gives_the_in_process_numbers(clu
     # and the 6 iterations' exchanges
     assert remote.metrics["messages"].iloc[-1] == 7 * 2 * 20
     assert remote.metrics["bytes"].iloc[-1] == 7 * 2 * 20 * 5 * 8
-    t = remote.manifest["communication"]["transport"]
+    t = remote.manifest.dump()["communication"]["transport"]
     assert t["protocol_bytes"] == 7 * 1600 * repeats
     # what crossed TCP: the shares between the groups (2 * 3 * 2 of 5 values each way), the
     # partial sums, the releases and the headers

@@ -85,7 +85,7 @@ def test_dp_admm_releases_carry_lemma1_sensitivity():
         np.testing.assert_allclose(r.noise_multiplier, math.sqrt(2 * math.log(1.25e3)) / 0.05)
         np.testing.assert_allclose(planned[0].scale, r.scale)
         np.testing.assert_allclose(planned[0].sensitivity, r.sensitivity)
-    assert s.privacy_info()["dp_guarantee"] is True
+    assert s.privacy_info().dump()["dp_guarantee"] is True
 
 
 @pytest.mark.parametrize("mode", ["paper", "corrected"])
@@ -375,7 +375,7 @@ def test_privacy_epsilon_is_the_whole_runs_target(replayable):
     result = run_experiment(config_from_dict(raw), with_baselines=False)
     final = result.metrics["epsilon_tight"].iloc[-1]
     assert final == pytest.approx(1.0, rel=1e-4) and final <= 1.0 + 1e-9
-    solver = result.manifest["solver"]
+    solver = result.manifest.dump()["solver"]
     assert solver["epsilon_target"] == 1.0 and 0 < solver["epsilon_per_iteration"] <= 1.0
     # the per-iteration one is the paper's parameter: naming it gives today's run
     raw["privacy"] = {"epsilon_per_iteration": solver["epsilon_per_iteration"], "delta": 1e-3,

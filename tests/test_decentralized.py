@@ -125,7 +125,7 @@ def test_solver_contract(name):
     assert s.decision_function(np.ones((3, 5))).shape == (3,)
     assert isinstance(s.describe(), dict)
     if name in PRIVATE:
-        info = s.privacy_info()
+        info = s.privacy_info().dump()
         assert "one of its b_i samples" in info["neighbouring"]
         assert "ex-post" in info["realized_loss"] or "RECONSTRUCTION" in info["realized_loss"]
         rel = s.releases()
@@ -320,7 +320,7 @@ def test_release_sensitivities_are_enforced_l1_bounds():
     s.step()
     assert np.all(np.isnan(s.releases()[0].sensitivity))
     assert s.evaluate()["privacy_loss_worst"] == pytest.approx(5 * 1.02 * 0.1 * 0.04)
-    assert "assumed" in s.privacy_info()["B_inf_source"]
+    assert "assumed" in s.privacy_info().dump()["B_inf_source"]
 
 
 def test_noise_off_means_no_privacy():
@@ -341,7 +341,7 @@ def test_objective_perturbation_baselines(name, mechanism):
     ev = s.evaluate()
     assert np.isfinite(ev["log10_error"]) and ev["privacy_loss"] > 0
     assert s.paper_epsilon() is None
-    assert "RECONSTRUCTION" in s.privacy_info()["realized_loss"]
+    assert "RECONSTRUCTION" in s.privacy_info().dump()["realized_loss"]
     if name == "dvp_admm" and mechanism == "matched":
         per = 5 * 1.02 ** np.arange(1, 21) * (1 / 25) / 10 + 2 * math.log1p(2.8 / 250)
         assert ev["privacy_loss"] == pytest.approx(per.sum())

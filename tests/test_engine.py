@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from manifests import manifest
 from vfl.papers import PAPERS, engine, paper
 from vfl.papers.spec import Curve, Figure, Layout, Legend, Panel, Reference, Table
 
@@ -27,7 +28,7 @@ def record(offset: float, repeats: int = 2, dataset: str = "toyset") -> types.Si
     return types.SimpleNamespace(
         path=Path("/nonexistent"), repeats=reps,
         metrics=reps.groupby("epoch", as_index=False)["loss"].mean(),
-        manifest={"dataset": {"name": dataset}}, config={"run": {"repeats": repeats}},
+        manifest=manifest(dataset={"name": dataset}), config={"run": {"repeats": repeats}},
         baselines={"central": {"loss": offset}})
 
 
@@ -120,7 +121,8 @@ def test_a_reference_beside_a_private_run_says_it_is_diagnostic(tmp_path):
     """A reference line drawn in a panel with a private run (or taken from one) is fitted on
     the rows that run protects: its label says "(diagnostic)"."""
     runs = _runs()
-    runs["b"][0].record.manifest["released"] = {"private": True}
+    rec = runs["b"][0].record
+    rec.manifest = rec.manifest.replace(released={**rec.manifest.released.dump(), "private": True})
     figs = []
     engine.draw(_figure(), runs, tmp_path, _hooks(), echo=lambda m: None,
                 save=lambda fig, path: figs.append(fig) or [path])

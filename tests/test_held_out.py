@@ -76,16 +76,16 @@ def _single_file(name: str, **changes) -> dict:
 
 def test_a_test_split_of_the_private_file_is_diagnostic_and_says_why(own):
     shipped = run_experiment(config_from_dict(_own("stacking")), with_baselines=False)
-    assert shipped.manifest["released"]["columns"]["test_logloss"] == RELEASED
-    assert shipped.manifest["distribution"]["test_rows_protected"] is False
-    assert shipped.manifest["released"]["test_metrics_note"] == ""
+    assert shipped.manifest.dump()["released"]["columns"]["test_logloss"] == RELEASED
+    assert shipped.manifest.dump()["distribution"]["test_rows_protected"] is False
+    assert shipped.manifest.dump()["released"]["test_metrics_note"] == ""
 
     config = config_from_dict(_single_file("stacking"))
     result = run_experiment(config, with_baselines=False)
-    released = result.manifest["released"]
+    released = result.manifest.dump()["released"]
     assert released["columns"]["test_logloss"] == released["columns"]["test_accuracy"] == DIAGNOSTIC
     assert released["result"]["final_test_logloss"] == DIAGNOSTIC
-    assert result.manifest["distribution"]["test_rows_protected"] is True
+    assert result.manifest.dump()["distribution"]["test_rows_protected"] is True
     assert "held out of the training file itself (data.test_fraction = 0.25)" in \
         released["test_metrics_note"] and "data.test_path" in released["test_metrics_note"]
     # what is released is unchanged (the model): the weights stay released
@@ -93,7 +93,7 @@ def test_a_test_split_of_the_private_file_is_diagnostic_and_says_why(own):
     only = run_experiment(config, with_baselines=False, release_only=True)
     assert not any(c.startswith("test_") for c in only.metrics.columns)
     assert "weight_party2" in only.metrics.columns
-    assert "final_test_logloss" not in only.manifest["result"]
+    assert "final_test_logloss" not in only.manifest.dump()["result"]
 
 
 def test_the_summary_names_why_the_test_metrics_are_diagnostic(own):
@@ -174,15 +174,15 @@ def test_test_rows_drawn_from_the_pool_are_diagnostic(own):
     raw = _own("dp-admm", partition__held_out=None, partition__public=0, partition__test=50,
                solver__D_w=1.0)
     result = run_experiment(config_from_dict(raw), with_baselines=False)
-    released = result.manifest["released"]
+    released = result.manifest.dump()["released"]
     assert released["columns"]["test_accuracy"] == DIAGNOSTIC
     assert released["columns"]["sigma"] == released["columns"]["eta"] == RELEASED
     assert "drawn by the seed from the pool (train)" in released["test_metrics_note"]
     assert 'partition.held_out = "test_part"' in released["test_metrics_note"]
-    assert result.manifest["distribution"]["test_source"] == "held out from the pool (train)"
+    assert result.manifest.dump()["distribution"]["test_source"] == "held out from the pool (train)"
     shipped = run_experiment(config_from_dict(_own("dp-admm")), with_baselines=False)
-    assert shipped.manifest["released"]["columns"]["test_accuracy"] == RELEASED
-    assert shipped.manifest["distribution"]["test_source"] == "drawn from the dataset's test part"
+    assert shipped.manifest.dump()["released"]["columns"]["test_accuracy"] == RELEASED
+    assert shipped.manifest.dump()["distribution"]["test_source"] == "drawn from the dataset's test part"
 
 
 @pytest.mark.parametrize("partition, message", [
@@ -231,5 +231,5 @@ def test_a_networks_test_rows_follow_the_same_rule():
     assert test_part.shape == (40, 5)
     assert all(any(np.array_equal(row, t) for t in test_part) for row in held.first.test)
     result = run_experiment(config_from_dict(_network(held_out="test_part")), with_baselines=False)
-    assert result.manifest["distribution"]["test"] == 40
-    assert result.manifest["released"]["test_metrics_note"].startswith("scored with the average")
+    assert result.manifest.dump()["distribution"]["test"] == 40
+    assert result.manifest.dump()["released"]["test_metrics_note"].startswith("scored with the average")

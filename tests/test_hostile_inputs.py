@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import assert_one_line_error, invoke
+from manifests import MANIFEST
 from shipped import shipped
 
 REPO = Path(__file__).resolve().parents[1]
@@ -67,7 +68,7 @@ def _run(**files):
         config = {"name": "small", "data": {"dataset": "synthetic",
                                             "options": {"n_train": 60, "n_features": 6}},
                   "partition": {"columns": [3, 3]}, "solver": {"epochs": 2}}
-        default = {"config.json": json.dumps(config), "manifest.json": '{"name": "small"}',
+        default = {"config.json": json.dumps(config), "manifest.json": json.dumps(MANIFEST),
                    "baselines.json": "{}", "metrics.csv": METRICS}
         for name, text in {**default, **files}.items():
             if text is not None:
@@ -99,7 +100,7 @@ FIXTURES = {
     "run-baselines-list": _run(**{"baselines.json": "[1, 2]"}),
     "run-config-list": _run(**{"config.json": "[1]"}),
     "run-config-unknown": _run(**{"config.json": '{"bogus": 1}'}),
-    "run-privacy-scalar": _run(**{"manifest.json": '{"privacy": 3}'}),
+    "run-privacy-scalar": _run(**{"manifest.json": json.dumps({**MANIFEST, "privacy": 3})}),
     "run-metrics-empty": _run(**{"metrics.csv": ""}),
     "run-metrics-header": _run(**{"metrics.csv": "epoch,objective\n"}),
     "run-metrics-cut": _run(**{"metrics.csv": METRICS[:-6]}),
@@ -447,7 +448,8 @@ CASES += [
     ("privacy-run-is-a-file", ["privacy", "--run", "afile"], "'afile' is a file"),
     ("privacy-run-claims-nothing", ["privacy", "--run", "run", "--out", "p.png"], "run accounts no privacy"),
     ("privacy-run-damaged-manifest", ["privacy", "--run", "run-privacy-scalar", "--out", "p.png"],
-     "accounts no privacy"),
+     "manifest.json: damaged run file, or one from another vfl version (privacy: input should "
+     "be a valid dictionary"),
     ("privacy-run-out-unknown-format", ["privacy", "--run", "run", "--out", "p.xyz"],
      ".xyz is not a supported format"),
     ("privacy-run-out-exists", ["privacy", "--run", "run", "--out", "e.png"],

@@ -10,13 +10,16 @@ import pandas as pd
 import pytest
 
 from cli_helpers import vfl
+from manifests import manifest
 
 from vfl.experiments.records import RunRecord
 from vfl.plots import dataset_title, plot_runs, plot_sweep_curves, plot_sweep_final
 
-MANIFEST = {"name": "own-stacking", "solver": {"name": "private_stacking", "title": "stacking",
-                                       "iteration_name": "round"},
-            "dataset": {"name": "csv", "provenance": {"files": {"train": {"given": "d/bank.csv"}}}}}
+MANIFEST = manifest(name="own-stacking",
+                    solver={"name": "private_stacking", "title": "stacking",
+                            "iteration_name": "round"},
+                    dataset={"name": "csv",
+                             "provenance": {"files": {"train": {"given": "d/bank.csv"}}}})
 BASELINES = {
     "sklearn_all_features": {"label": "sklearn, all features", "line": "--", "role": "all",
                              "test_logloss": 0.40},

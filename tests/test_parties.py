@@ -93,15 +93,15 @@ def test_the_dask_backend_gives_the_in_process_numbers_to_the_bit(tmp_path, clus
     remote, _ = _run(load_config(path, [*overrides, "run.backend=dask"]), cluster)
     assert_same_numbers(remote, local)
     # the parties were on two workers; the transport carried the protocol's bytes plus headers
-    assert len(set(remote.manifest["backend"]["parties"].values())) == 2
-    t = remote.manifest["communication"]["transport"]
+    assert len(set(remote.manifest.dump()["backend"]["parties"].values())) == 2
+    t = remote.manifest.dump()["communication"]["transport"]
     assert t["protocol_bytes"] == remote.metrics["bytes"].iloc[-1] * remote.config.run.repeats
     assert t["protocol_bytes"] <= t["bytes"] <= t["protocol_bytes"] * 1.5
     # scoring the 100 test rows: each party sends its 100 shares B_m x_m, apart from training
     scored = remote.communication.query("phase == 'inference'")
     assert scored.query("unit > 0")["sent_bytes"].tolist() == [100 * 8, 100 * 8] * \
         remote.config.run.repeats
-    assert remote.manifest["result"]["inference_bytes"] == t["protocol_inference_bytes"] == 1600
+    assert remote.manifest.dump()["result"]["inference_bytes"] == t["protocol_inference_bytes"] == 1600
     assert 1600 <= t["inference_bytes"] <= 1600 + 2 * 1200  # plus Dask's headers
     # issue 39: communication.csv has the diagnostics too (the exact values asked for and
     # every scoring but the last, for metrics.csv); with the inference rows they are what
@@ -141,13 +141,13 @@ def test_fdml_on_dask_gives_the_in_process_numbers_to_the_bit(tmp_path, cluster,
     remote, plan = _run(_fdml(tmp_path, [*overrides, "run.backend=dask"]), cluster)
     assert type(plan.solver.parties.session.units).__name__ == "DaskUnits"
     assert_same_numbers(remote, local)
-    assert len(set(remote.manifest["backend"]["parties"].values())) == 2
+    assert len(set(remote.manifest.dump()["backend"]["parties"].values())) == 2
     # per epoch each party sends N = 300 outputs and receives 300 derivatives (float64)
-    t = remote.manifest["communication"]["transport"]
+    t = remote.manifest.dump()["communication"]["transport"]
     assert t["protocol_bytes_per_epoch"] == 2 * 2 * 300 * 8
     # TCP carries them and, per message, Dask's headers (a mini-batch is only 400 bytes)
     assert t["protocol_bytes"] < t["bytes"] < 4 * t["protocol_bytes"]
-    assert remote.manifest["result"]["inference_bytes"] == t["protocol_inference_bytes"] \
+    assert remote.manifest.dump()["result"]["inference_bytes"] == t["protocol_inference_bytes"] \
         == 2 * 100 * 8
 
 
@@ -195,16 +195,16 @@ def test_private_stacking_on_dask_gives_the_in_process_numbers_to_the_bit(tmp_pa
     M = len(plan.config.partition.columns)
     assert plan.solver.D1.shape == plan.first.data.blocks[0].shape  # party 1's block only
     assert_same_numbers(remote, local)
-    assert list(remote.manifest["backend"]["parties"]) == [f"party {m}" for m in range(2, M + 1)]
-    assert len(set(remote.manifest["backend"]["parties"].values())) == M - 1
+    assert list(remote.manifest.dump()["backend"]["parties"]) == [f"party {m}" for m in range(2, M + 1)]
+    assert len(set(remote.manifest.dump()["backend"]["parties"].values())) == M - 1
     # the round: N = 300 labels down (one byte each), the model and the releases up
-    t = remote.manifest["communication"]["transport"]
+    t = remote.manifest.dump()["communication"]["transport"]
     assert t["protocol_bytes"] == remote.metrics["bytes"].iloc[-1] * remote.config.run.repeats
     passive = remote.communication.query("phase == 'training' and epoch == 1 and unit > 1")
     assert passive["received_bytes"].tolist() == [300] * (M - 1) * remote.config.run.repeats
     assert t["protocol_bytes"] < t["bytes"] < t["protocol_bytes"] + 8000 * (M - 1)
     # scoring: each passive party sends its 100 clipped shares of the test rows
-    assert remote.manifest["result"]["inference_bytes"] == t["protocol_inference_bytes"] \
+    assert remote.manifest.dump()["result"]["inference_bytes"] == t["protocol_inference_bytes"] \
         == (M - 1) * 100 * 8
 
 
@@ -215,7 +215,7 @@ def test_private_stacking_on_dask_draws_exact_noise_on_the_workers(tmp_path, clu
     deploy = ["privacy.delta=1e-5", "privacy.epsilon=2.0"]
     local, _ = _run(_stacking(tmp_path, deploy))
     remote, plan = _run(_stacking(tmp_path, [*deploy, "run.backend=dask"]), cluster)
-    assert "exact discrete" in remote.manifest["privacy"]["noise"]
+    assert "exact discrete" in remote.manifest.dump()["privacy"]["noise"]
     events = plan.solver.releases()
     assert [e.units.tolist() for e in events] == [[1], [2], [1, 2], [1, 2]]  # models, S, Q
     assert all(e.exact for e in events)
@@ -274,12 +274,12 @@ def _providers_both(raw, cluster):
 def test_huang_providers_on_dask_give_the_in_process_numbers_to_the_bit(cluster, extra):
     local, remote, _ = _providers_both({**HORIZONTAL, **extra}, cluster)
     assert_same_numbers(remote, local)
-    assert list(remote.manifest["backend"]["providers"]) == ["providers 1-3", "providers 4-5"]
+    assert list(remote.manifest.dump()["backend"]["providers"]) == ["providers 1-3", "providers 4-5"]
     # each provider sends d = 7 values and receives w (7 values) per iteration
-    t = remote.manifest["communication"]["transport"]
+    t = remote.manifest.dump()["communication"]["transport"]
     assert t["protocol_bytes_per_epoch"] == 2 * 5 * 7 * 8 == 560
     assert t["bytes"] > 0  # (w reaches a group in one message: TCP may carry less payload)
-    assert remote.manifest["result"]["inference_bytes"] == 0  # the trainer holds the model
+    assert remote.manifest.dump()["result"]["inference_bytes"] == 0  # the trainer holds the model
 
 
 def test_algorithm2_deployment_noise_is_drawn_by_each_groups_exact_sampler(cluster):
@@ -287,7 +287,7 @@ def test_algorithm2_deployment_noise_is_drawn_by_each_groups_exact_sampler(clust
     on their workers, at the (grid-grown) scale of the trainer's release events: the same
     scales and sensitivities as in-process, so the same epsilon to the bit."""
     local, remote, plan = _providers_both({**HORIZONTAL, **ALGORITHM2}, cluster)
-    assert "exact discrete" in remote.manifest["privacy"]["noise"]
+    assert "exact discrete" in remote.manifest.dump()["privacy"]["noise"]
     (event,) = plan.solver.releases()  # the last iteration's, recorded by the trainer
     assert event.exact and event.units.tolist() == list(range(5))
     steps = plan.solver.W_shared / (event.scale[:, None] / 2**20)  # on each provider's grid
@@ -313,7 +313,7 @@ def test_accounting_on_dask_sees_the_parties_rows_and_draws_exact_noise_there(tm
         # the unit rows accounting needs, measured by each party on its worker
         norms = backend.data(plan.first, 0).units.max_row_norms
         assert len(norms) == 2 and all(0.99 < n <= 1 + 1e-12 for n in norms)
-    assert "exact discrete" in remote.manifest["privacy"]["noise"]
+    assert "exact discrete" in remote.manifest.dump()["privacy"]["noise"]
     assert event.exact and event.units.tolist() == [0, 1]
     for share, scale in zip(plan.solver.shares, event.scale):  # on the grid of step scale/2^20
         steps = share / (scale / 2**20)

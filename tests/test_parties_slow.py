@@ -223,7 +223,7 @@ def test_fdml_on_a9a_on_two_worker_processes_gives_the_in_process_numbers(data_d
         remote = run_experiment(config, data_dir=data_dir, plan=plan, with_baselines=False)
     assert_same_numbers(remote, local)
     # per epoch each party sends N = 32,561 outputs and receives as many derivatives
-    transport = remote.manifest["communication"]["transport"]
+    transport = remote.manifest.dump()["communication"]["transport"]
     assert transport["protocol_bytes_per_epoch"] == 2 * 2 * 32_561 * 8
     assert transport["protocol_bytes"] < transport["bytes"] < 2 * transport["protocol_bytes"]
 

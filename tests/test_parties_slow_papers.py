@@ -98,7 +98,7 @@ def test_a_killed_workers_agents_are_rebuilt_by_replay_to_the_same_numbers(excha
                                                 "exchange": "secret_sharing"}
     remote = _first_group_killed_after_iteration_5(
         _ldp("run.backend=dask", "run.party_wait=60", network=network), "agents")
-    assert list(remote.manifest["backend"]["agents"]) == ["agents 1-3", "agents 4-5"]
+    assert list(remote.manifest.dump()["backend"]["agents"]) == ["agents 1-3", "agents 4-5"]
     local = _same_metrics(remote, _ldp(network=network))
     assert {"privacy_loss_max", "epsilon_tight"} <= set(local.metrics.columns)
     assert_same_communication(remote.communication, local.communication)

@@ -233,14 +233,14 @@ def test_the_runs_state_their_records(real_files):
     quick = ["solver.epochs=2", "run.repeats=1", "run.baselines=none"]
     config = load_config(paper_configs("dp_admm") / "dp-admm-l2.toml", quick)
     result = run_experiment(config, data_dir=real_files, with_baselines=False)
-    relation = result.manifest["privacy"]["neighbouring"]
+    relation = result.manifest.dump()["privacy"]["neighbouring"]
     assert relation.endswith("; on the cleaned file (records with a missing or malformed field "
                              "removed before the mechanism, as Huang et al. did)")
     assert relation in run_summary(result, real_files / "out", 1.0)
-    provenance = result.manifest["dataset"]["provenance"]
+    provenance = result.manifest.dump()["dataset"]["provenance"]
     assert provenance["missing"] == "drop" and provenance["cleaning"]["by"] == "Huang et al."
     # how many records the cleaning removed depends on the file: the diagnostic section's
-    exact = result.manifest["diagnostic"]["dataset"]["provenance"]
+    exact = result.manifest.dump()["diagnostic"]["dataset"]["provenance"]
     assert exact["repairs"]["train"]["records_dropped"] == 2399
     assert "rows_dropped" not in provenance and "diagnostic" not in provenance
 

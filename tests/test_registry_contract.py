@@ -92,7 +92,7 @@ def test_every_solver_keeps_the_contract(name):
     assert len(first.metrics) == EPOCHS.get(name, 2) + 1  # row 0 and one per iteration
     again = run_experiment(config, with_baselines=False)
     np.testing.assert_array_equal(_numbers(first.metrics), _numbers(again.metrics))
-    kinds = first.manifest["released"]["columns"]
+    kinds = first.manifest.dump()["released"]["columns"]
     assert set(kinds) >= set(first.metrics.columns) - {"epoch"}
     assert set(kinds.values()) <= {"released", "diagnostic"}
     # every protocol counts what it sends: something each iteration, the totals in
@@ -112,9 +112,9 @@ def test_every_solver_keeps_the_contract(name):
     assert cls.inference is not None and cls.inference.note, f"{name} declares no inference"
     scored = comm.query("phase == 'inference'")
     assert set(scored["epoch"]) == {int(last["epoch"])}
-    declared = first.manifest["communication"]["inference"]
+    declared = first.manifest.dump()["communication"]["inference"]
     assert scored["sent_bytes"].sum() == scored["received_bytes"].sum() == declared["bytes"] \
-        == first.manifest["result"]["inference_bytes"]
+        == first.manifest.dump()["result"]["inference_bytes"]
     assert (declared["bytes"] > 0) == (cls.inference.values_per_row > 0) \
         == (cls.setting == Setting.VERTICAL)  # only columns split over parties need messages
 
@@ -131,6 +131,6 @@ def test_every_guarantee_states_its_relation_its_events_and_passes_an_audit(name
     solver.step()
     events = solver.releases()
     assert events and all(np.all(np.isfinite(e.sensitivity)) for e in events)
-    assert solver.privacy_info()["neighbouring"]
+    assert solver.privacy_info().dump()["neighbouring"]
     report = audit_config(config, K=10, seed=0, kinds=("natural",), max_pairs=1)
     assert report.verdict("guarantee") == "PASS"

@@ -120,7 +120,7 @@ def test_a_deployments_epsilon_is_one_ledger_of_every_repeats_releases(raw, monk
     monkeypatch.setattr(runner, "Repeats", _Kept)
     config = config_from_dict(raw)
     result = runner.run_experiment(config, with_baselines=False)
-    spent = result.manifest["privacy"]["spent"]
+    spent = result.manifest.dump()["privacy"]["spent"]
     # one ledger fed every repeat's releases (providers: every release charged to one unit,
     # since the rows are dealt afresh and each repeat's providers are charged alike)
     delta = config.privacy.values["delta"]
@@ -181,14 +181,14 @@ def test_the_budget_holds_across_a_deployments_repeats():
     raw = {**DP_ADMM, "privacy": {**DP_ADMM["privacy"], "budget_epsilon": 1.5}}
     result = runner.run_experiment(config_from_dict(raw), with_baselines=False,
                                    stop_at_budget=True)
-    budget = result.manifest["privacy"]["budget"]
+    budget = result.manifest.dump()["privacy"]["budget"]
     stop = budget["stopped"]
     # repeat 0 spends 1; repeat 1 stops before the iteration that would pass 1.5; repeat 2
     # releases nothing
     assert stop["repeat"] == 1 and stop["epsilon_spent"] <= 1.5 < stop["epsilon_next_epoch"]
     lengths = result.repeats.groupby("repeat")["epoch"].max().tolist()
     assert lengths == [10, stop["after_epoch"], 0]
-    assert result.manifest["privacy"]["spent"]["epsilon_tight"] == pytest.approx(
+    assert result.manifest.dump()["privacy"]["spent"]["epsilon_tight"] == pytest.approx(
         stop["epsilon_spent"], rel=1e-12)
     assert result.metrics["epsilon_tight"].max() <= 1.5
     # a simulation's repeats are replications: each stops at the budget on its own

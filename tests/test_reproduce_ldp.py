@@ -318,7 +318,7 @@ def test_privacy_info_says_what_the_run_claims(name, delta, mode, guarantee):
     data, obj = _complete_problem(4, m=10)
     privacy = {} if delta is None else {"delta": delta}
     info = get_solver(name)(data, objective=obj, params={}, privacy=privacy, streams=Streams(0),
-                         iterations=3).privacy_info()
+                         iterations=3).privacy_info().dump()
     assert (info["mode"], info["dp_guarantee"]) == (mode, guarantee)
     if mode == "simulation":
         assert "privacy.delta" in info["note"]

@@ -95,7 +95,7 @@ def test_a_killed_coordinator_resumes_to_the_numbers_of_an_unbroken_run(tmp_path
     unbroken = run_experiment(load_config(path), with_baselines=False)
     (resumed,) = written
     assert_same_numbers(resumed, unbroken)
-    assert resumed.manifest["diagnostic"]["resumed_from"].startswith("repeat 2, iteration ")
+    assert resumed.manifest.dump()["diagnostic"]["resumed_from"].startswith("repeat 2, iteration ")
     # the finished run is not resumed again
     assert_one_line_error(vfl("run", "--resume", out), "no checkpoint.json there (the run "
                                                        "finished: nothing to resume)")

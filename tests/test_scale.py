@@ -75,8 +75,8 @@ def test_central_baselines_are_the_one_exact_solve_and_the_base_rate():
     pd.testing.assert_series_equal(central.metrics["suboptimality"],
                                    everything.metrics["suboptimality"])
     assert none.baselines == {} and none.metrics["suboptimality"].isna().all()
-    assert central.manifest["diagnostic"]["timing"]["baselines"] == "central"
-    assert none.manifest["diagnostic"]["timing"]["baselines_seconds"] < 0.01  # nothing solved
+    assert central.manifest.dump()["diagnostic"]["timing"]["baselines"] == "central"
+    assert none.manifest.dump()["diagnostic"]["timing"]["baselines_seconds"] < 0.01  # nothing solved
 
 
 def test_the_central_solve_is_cached_once_for_every_run_on_the_same_design(tmp_path, monkeypatch):
@@ -206,7 +206,7 @@ def test_a_run_that_lets_the_records_go_keeps_only_the_blocks():
     assert records.train_bytes == X.nbytes  # dense records: their values
     a = run_experiment(config, plan=kept, use_cache=False)
     b = run_experiment(config, plan=plan, use_cache=False)
-    assert a.manifest["dataset"] == b.manifest["dataset"]
+    assert a.manifest.dump()["dataset"] == b.manifest.dump()["dataset"]
     pd.testing.assert_frame_equal(a.metrics.drop(columns=[c for c in a.metrics if "time" in c]),
                                   b.metrics.drop(columns=[c for c in b.metrics if "time" in c]))
 

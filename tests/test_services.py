@@ -164,13 +164,13 @@ def test_the_services_give_the_in_process_numbers_to_the_bit_and_count_bytes_twi
     remote = _remote(p.coordinator(config))
     local = run_experiment(config, with_baselines=False)
     assert _numbers(remote.metrics).equals(_numbers(local.metrics))
-    transport = remote.manifest["communication"]["transport"]
+    transport = remote.manifest.dump()["communication"]["transport"]
     phases = transport["phases"]
     # the protocol's payload, and what TLS carried on the sockets (more: records, HTTP/2)
     assert phases["training"]["payload_bytes"] > 0
     assert phases["training"]["tcp_bytes"] > phases["training"]["payload_bytes"]
     assert phases["diagnostics"]["tcp_bytes"] > 0  # a simulation party answers diagnostics
-    assert remote.manifest["backend"]["channel"].startswith("gRPC over mutual TLS")
+    assert remote.manifest.dump()["backend"]["channel"].startswith("gRPC over mutual TLS")
 
 
 def test_a_deployment_releases_exact_noise_only_and_each_partys_record_agrees(
@@ -181,9 +181,9 @@ def test_a_deployment_releases_exact_noise_only_and_each_partys_record_agrees(
     m = remote.metrics
     assert "objective" not in m and "dual_residual" not in m and "train_logloss" not in m
     assert np.isnan(m["test_logloss"].iloc[:-1]).all() and np.isfinite(m["test_logloss"].iloc[-1])
-    phases = remote.manifest["communication"]["transport"]["phases"]
+    phases = remote.manifest.dump()["communication"]["transport"]["phases"]
     assert phases["diagnostics"] == {"tcp_bytes": 0, "payload_bytes": 0, "framing_bytes": 0}
-    assert "objective" in remote.manifest["deployment"]["unavailable"]
+    assert "objective" in remote.manifest.dump()["deployment"]["unavailable"]
     for party in (1, 2):
         recs = p.records(party)
         assert [r["release"] for r in recs] == [1, 2, 3] and all(r["exact"] for r in recs)
@@ -332,7 +332,7 @@ def test_a_party_killed_before_each_kind_of_call_comes_back_to_the_same_numbers(
     undisturbed = run_experiment(config, with_baselines=False)
     remote = _remote(p.coordinator(config, "run.party_wait=10"), during=_kill_before(p, kind, 2))
     assert _numbers(remote.metrics).equals(_numbers(undisturbed.metrics))
-    assert [r["party"] for r in remote.manifest["backend"]["recoveries"]] == [2]
+    assert [r["party"] for r in remote.manifest.dump()["backend"]["recoveries"]] == [2]
 
 
 @pytest.mark.slow

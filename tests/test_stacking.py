@@ -231,14 +231,14 @@ def test_three_parties_sparse_and_dense_blocks_run_end_to_end(tmp_path):
     assert abs(final["epsilon_tight"] - 2.0) < 0.02
     assert {"weight_party2", "weight_party3"} <= set(result.metrics.columns)
     assert final["test_logloss"] < np.log(2)
-    assert result.manifest["privacy"]["per_party"][1]["party"] == 3
+    assert result.manifest.dump()["privacy"]["per_party"][1]["party"] == 3
     # each party's block of a row is normalized (the stage's per-record step), party 1 has
     # the intercept, and no parameter was read off the private rows
-    pre = result.manifest["preprocessing"]
+    pre = result.manifest.dump()["preprocessing"]
     assert {"step": "normalize_rows", "norm": 1.0, "unit": "party block",
             "source": "per_record"} in pre["steps"]
     assert pre["private"] and not pre["fitted_on_training_rows"]
-    assert [p["intercept"] for p in result.manifest["partition"]] == [True, False, False]
+    assert [p["intercept"] for p in result.manifest.dump()["partition"]] == [True, False, False]
     # dense blocks of different widths, directly
     blocks, y = problem(widths=(2, 7, 3), seed=9, sparse_blocks=(0, 2))
     s = make(blocks, y, epsilon=1.0, delta=1e-5)

@@ -113,7 +113,7 @@ class ToySolver(PartyBlocks, Solver):
 
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
-        return cls(data, objective, params["eta"], privacy["sigma"], streams)
+        return cls(data, objective, params.eta, privacy.sigma, streams)
 
     def __init__(self, data, objective, eta, sigma, streams):
         self.y, self.objective, self.sigma, self.streams = data.y, objective, sigma, streams
@@ -330,7 +330,7 @@ def test_the_toy_runs_on_dask_with_the_in_process_numbers(tmp_path, toy, cluster
     local = run_experiment(_toy_config(tmp_path, *overrides), with_baselines=False)
     remote, backend = _on_dask(_toy_config(tmp_path, *overrides, "run.backend=dask"), cluster)
     _same_numbers(remote, local)
-    assert list(remote.manifest["backend"]["parties"]) == ["party 1", "party 2"]
+    assert list(remote.manifest.dump()["backend"]["parties"]) == ["party 1", "party 2"]
     phases = backend.phases()
     repeats = remote.config.run.repeats
     # each epoch: N = 300 derivatives and a scale down, 300 margins up, per party
@@ -341,7 +341,7 @@ def test_the_toy_runs_on_dask_with_the_in_process_numbers(tmp_path, toy, cluster
     assert phases["inference"]["payload_bytes"] == 7 * 2 * 100 * 8 * repeats
     assert phases["training"]["tcp_bytes"] > phases["training"]["payload_bytes"]
     assert all(p["framing_bytes"] > 0 for p in phases.values())
-    written = remote.manifest["communication"]["transport"]["phases"]
+    written = remote.manifest.dump()["communication"]["transport"]["phases"]
     assert written["training"] == phases["training"]  # (the model was asked for after it)
 
 

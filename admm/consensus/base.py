@@ -54,7 +54,7 @@ _NEIGHBOURS = ("one record (a, b) of one provider's dataset replaced by another,
                "protected unit is the provider")
 
 
-def per_iteration_epsilon(privacy: dict, T: int, ratio: float = 1.0) -> float:
+def per_iteration_epsilon(privacy, T: int, ratio: float = 1.0) -> float:
     """Theorem 1's per-iteration epsilon: given (``epsilon_per_iteration``) or solved from the
     run's target ``epsilon`` over ``T`` iterations.
 
@@ -67,15 +67,15 @@ def per_iteration_epsilon(privacy: dict, T: int, ratio: float = 1.0) -> float:
     ``eps = sqrt(2 ln(1.25/delta)) / (z ratio)``. ``ValueError`` when that is above 1, where
     Theorem 1's Gaussian mechanism stops holding.
     """
-    if privacy.get("epsilon_per_iteration") is not None:
-        return float(privacy["epsilon_per_iteration"])
-    if privacy.get("epsilon") is None or privacy.get("delta") is None:
+    if privacy.epsilon_per_iteration is not None:
+        return float(privacy.epsilon_per_iteration)
+    if privacy.epsilon is None or privacy.delta is None:
         raise ValueError("set privacy.epsilon with privacy.delta (the whole run's target) or "
                          "privacy.epsilon_per_iteration (Theorem 1's)")
     from vfl.privacy import calibrate_sigma
 
-    delta, target = float(privacy["delta"]), float(privacy["epsilon"])
-    z = calibrate_sigma(target, delta, int(T), 1.0, accountant=privacy.get("accountant", "pld"))
+    delta, target = float(privacy.delta), float(privacy.epsilon)
+    z = calibrate_sigma(target, delta, int(T), 1.0, accountant=privacy.accountant)
     eps = math.sqrt(2.0 * _log_term(delta)) / (z * ratio)
     if eps > 1.0:
         raise ValueError(f"privacy.epsilon = {target:g} over {T} iterations needs a per-iteration "
@@ -84,19 +84,19 @@ def per_iteration_epsilon(privacy: dict, T: int, ratio: float = 1.0) -> float:
     return eps
 
 
-def _check_epsilon_keys(name: str, privacy: dict, needed: bool) -> None:
-    if privacy.get("row_bound") == "clip":
+def _check_epsilon_keys(name: str, privacy, needed: bool) -> None:
+    if privacy.row_bound == "clip":
         raise ValueError(f"{name}: privacy.row_bound = 'clip' would clip the providers' rows "
                          "only, and the test rows and the pooled optimum would be scored in "
                          "another space: set preprocessing.row_clip = 1.0 (every row, one stage)")
-    both = privacy.get("epsilon") is not None and privacy.get("epsilon_per_iteration") is not None
+    both = privacy.epsilon is not None and privacy.epsilon_per_iteration is not None
     if both:
         raise ValueError(f"{name}: give privacy.epsilon (the run's total) or "
                          "privacy.epsilon_per_iteration (Theorem 1's), not both")
-    if needed and privacy.get("epsilon") is None and privacy.get("epsilon_per_iteration") is None:
+    if needed and privacy.epsilon is None and privacy.epsilon_per_iteration is None:
         raise ValueError(f"{name}: set privacy.epsilon (the whole run's target) or "
                          "privacy.epsilon_per_iteration (Huang et al.'s per-iteration parameter)")
-    if needed and privacy.get("epsilon") is not None and privacy.get("delta") is None:
+    if needed and privacy.epsilon is not None and privacy.delta is None:
         raise ValueError(f"{name}: privacy.epsilon is a target (epsilon, delta): set privacy.delta")
 
 
@@ -123,14 +123,14 @@ class _Consensus(Solver):
     _private = False
 
     @classmethod
-    def group_settings(cls, params: dict, regularizer: str) -> dict:
+    def group_settings(cls, params, regularizer: str) -> dict:
         """The local step's own public options, sent to every group (:class:`ProviderSpec`)."""
         return {}
 
     @classmethod
     def check_config(cls, params, privacy, iterations):
         if cls._private:  # Algorithms 2 and 3 need their (epsilon, delta) target
-            _check_epsilon_keys(cls.name, privacy, needed=True)
+            _check_epsilon_keys(cls.name, cls.typed_privacy(privacy), needed=True)
 
     @classmethod
     def protected_replaced(cls, data, privacy: dict, rng: np.random.Generator):
@@ -232,12 +232,12 @@ class _Consensus(Solver):
         self.lam = float(objective.lam)
         self.lam_per_provider = self.lam / N
         self.regularizer = objective.regularizer
-        self.params = dict(params)
-        self.privacy = dict(privacy)
+        self.params = params = self.typed_params(params)
+        self.privacy = privacy = self.typed_privacy(privacy)
         self.streams = streams
         self.iterations = int(iterations)
-        self.rho = float(params["rho"])
-        self.average_start = int(params["average_start"])
+        self.rho = float(params.rho)
+        self.average_start = int(params.average_start)
         self.iteration = 0
         # Zero start: D_w = ||w*|| bounds ||w* - w^0|| only then (Appendices C, E).
         self.w = np.zeros(d)                # global w^k
@@ -251,7 +251,8 @@ class _Consensus(Solver):
         self.spec = spec = ProviderSpec(
             group=self.provider_group.kind(), rho=self.rho,
             lam_per_provider=float(self.lam_per_provider), regularizer=self.regularizer,
-            private=bool(self._private), row_bound=privacy.get("row_bound"), name=self.name,
+            private=bool(self._private), row_bound=getattr(privacy, "row_bound", None),
+            name=self.name,
             settings=self.group_settings(self.params, self.regularizer))
         units = data.units
         if units is None:  # the group of all N here releases through self.release, with the
@@ -406,7 +407,7 @@ def _unit(v, d) -> np.ndarray:
 
 def _assumptions(solver) -> dict:
     how = ("checked at construction: rows above norm 1 + 1e-9 are refused, rows within that "
-           "rounding slack scaled onto the unit ball" if solver.privacy["row_bound"] == "check"
+           "rounding slack scaled onto the unit ball" if solver.privacy.row_bound == "check"
            else "clipped at construction: rows above norm 1 scaled onto the unit ball (how "
                 "many: the manifest's diagnostic.solver.rows_clipped)")
     return {"||a|| <= 1": f"enforced ({how})",

@@ -8,6 +8,7 @@ from time import perf_counter
 import numpy as np
 
 from vfl.core.params import Param
+from vfl.core.records import PrivacyInfo
 from vfl.core.solver import Reference, Release
 
 from ..pretrain import pretrain_dw
@@ -43,7 +44,7 @@ class DPADMM(_Consensus):
     noisy ``w~_i^k`` and releases ``w~_i^{k+1} = w_i^{k+1} + N(0, sigma_{k+1}^2 I)``
     with Theorem 1's sigma (line 6, which prints ``w~ + xi``, read as (3b)); then (3c), (3d).
 
-    ``D_w`` comes from ``params["D_w"]`` or, if unset, from pre-training on
+    ``D_w`` comes from ``params.D_w`` or, if unset, from pre-training on
     ``data.public`` (Sec. VI: 162 rows; here the centralized problem on those rows
     with weight ``lam / N``). ``privacy.noise = false`` runs the same iteration
     without noise (linearized ADMM with the same eta; not private).
@@ -80,15 +81,17 @@ class DPADMM(_Consensus):
     _private = True
 
     @classmethod
-    def claims_guarantee(cls, privacy: dict) -> bool:
-        return bool(privacy.get("noise", True)) and privacy.get("delta") is not None
+    def claims_guarantee(cls, privacy) -> bool:
+        privacy = cls.typed_privacy(privacy)
+        return bool(privacy.noise) and privacy.delta is not None
 
     def __init__(self, data, *, objective, params, privacy, streams, iterations):
         super().__init__(data, objective=objective, params=params, privacy=privacy,
                          streams=streams, iterations=iterations)
-        self.delta = float(privacy["delta"])
-        self.noise = bool(privacy["noise"])
-        self.epsilon_target = privacy.get("epsilon")
+        params, privacy = self.params, self.privacy  # the typed records
+        self.delta = float(privacy.delta)
+        self.noise = bool(privacy.noise)
+        self.epsilon_target = privacy.epsilon
         # Lemma 1's sensitivity is also what Theorem 1 calibrates to: the ratio is 1
         self.epsilon = per_iteration_epsilon(privacy, iterations)
         self.D_w, self.D_w_source = self.d_w(data.public, objective, params, self.N)
@@ -97,23 +100,25 @@ class DPADMM(_Consensus):
         self.sigma = 0.0
 
     @classmethod
-    def d_w(cls, public, objective, params: dict, N: int) -> tuple[float, str]:
+    def d_w(cls, public, objective, params, N: int) -> tuple[float, str]:
         """``(D_w, its source)``: ``solver.D_w``, or ``||w_hat||`` pre-trained on the public
-        rows (what the trainer and, in the party services, every provider computes)."""
-        if params.get("D_w") is not None:
-            return float(params["D_w"]), "params.D_w"
+        rows (what the trainer and, in the party services, every provider computes);
+        ``params``: ``[solver]`` values or their typed record."""
+        params = cls.typed_params(params)
+        if params.D_w is not None:
+            return float(params.D_w), "params.D_w"
         if public is None or len(public[1]) == 0:
             raise ValueError("dp_admm needs D_w: set solver.D_w or give pre-training rows "
                              "(HorizontalData.public, e.g. 162 rows as in the paper)")
         A0, b0 = (np.asarray(v, dtype=float) for v in public)
         lam = float(objective.lam)
-        weight = lam / N if params["dw_weight"] == "lam_over_N" else lam
+        weight = lam / N if params.dw_weight == "lam_over_N" else lam
         D_w = pretrain_dw(A0, b0, weight, objective.regularizer)
         if not D_w > 0:
             raise ValueError("pre-training gave w_hat = 0, so D_w = 0 and eta = 0; set "
                              "solver.D_w or use a smaller lam")
         return D_w, (f"pre-trained on {len(b0)} public rows, weight "
-                     f"{'lam/N' if params['dw_weight'] == 'lam_over_N' else 'lam'} = {weight:g}")
+                     f"{'lam/N' if params.dw_weight == 'lam_over_N' else 'lam'} = {weight:g}")
 
     @staticmethod
     def _eta(k, *, regularizer, D_w, lam, N, m, d, epsilon, delta):
@@ -128,13 +133,14 @@ class DPADMM(_Consensus):
         providers' row widths d, ``N`` each one's rows m, ``params["D_w"]`` its D_w
         (:meth:`d_w`): what a provider service checks requests against, from its own
         config."""
+        params, privacy = cls.typed_params(params), cls.typed_privacy(privacy)
         if not cls.claims_guarantee(privacy):
             raise NotImplementedError("dp_admm without privacy.delta (or with privacy.noise = "
                                       "false) releases nothing a provider checks")
         n, m, d = len(widths), int(N), int(widths[0])
-        eps, delta, rho = per_iteration_epsilon(privacy, iterations), float(privacy["delta"]), \
-            float(params["rho"])
-        etas = [cls._eta(k, regularizer=objective.regularizer, D_w=float(params["D_w"]),
+        eps, delta, rho = per_iteration_epsilon(privacy, iterations), float(privacy.delta), \
+            float(params.rho)
+        etas = [cls._eta(k, regularizer=objective.regularizer, D_w=float(params.D_w),
                          lam=float(objective.lam), N=n, m=m, d=d, epsilon=eps, delta=delta)
                 for k in range(int(iterations))]
         sigmas = [theorem1_sigma(e, m=m, rho=rho, epsilon=eps, delta=delta) for e in etas]
@@ -197,12 +203,12 @@ class DPADMM(_Consensus):
 
         return dp_admm_epsilon(self.epsilon, self.delta, self.iteration), self.delta
 
-    def privacy_info(self) -> dict | None:
+    def privacy_info(self) -> PrivacyInfo | None:
         if not self.noise:
-            return {"dp_guarantee": False, "mechanism": None,
-                    "note": "privacy.noise = false: linearized ADMM without noise (same eta); "
-                            "every w_i^{k+1} is shared in the clear"}
-        return {
+            return PrivacyInfo(**{"dp_guarantee": False, "mechanism": None,
+                                  "note": "privacy.noise = false: linearized ADMM without noise "
+                                          "(same eta); every w_i^{k+1} is shared in the clear"})
+        return PrivacyInfo(**{
             "neighbouring": _NEIGHBOURS,
             "mechanism": ("Gaussian: provider i releases w~_i^{k+1} = w_i^{k+1} + "
                           "N(0, sigma_{k+1}^2 I_d) (3b); w_i^{k+1} depends on the data only "
@@ -216,7 +222,7 @@ class DPADMM(_Consensus):
                             "after T by Theorem 2's moments accountant"),
             "not_accounted": ("the pre-training rows that set D_w are treated as public "
                               "(Huang et al. 2019, Sec. VI, do not account for them)"),
-        }
+        })
 
     def describe(self) -> dict:
         schedule = ("Theorem 3: eta^{k+1} = D_w / ((S1 + lam sqrt(d) / N) sqrt(2 (k+1)))"

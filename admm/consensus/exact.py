@@ -8,6 +8,7 @@ from time import perf_counter
 import numpy as np
 
 from vfl.core.params import Param
+from vfl.core.records import PrivacyInfo
 from vfl.core.solver import Reference, Release
 
 from ..local_solvers import fista, kkt_residual, lipschitz, newton, smooth_grad
@@ -76,11 +77,11 @@ class _ExactLocal(_Consensus):
 
     @classmethod
     def group_settings(cls, params, regularizer):
-        choice = params["local_solver"]
+        choice = params.local_solver
         if choice == "auto":
             choice = "fista" if regularizer == "l1" else "newton"
-        return {"local_solver": choice, "inner_tol": float(params["inner_tol"]),
-                "max_inner": int(params["max_inner"])}
+        return {"local_solver": choice, "inner_tol": float(params.inner_tol),
+                "max_inner": int(params.max_inner)}
 
     def __init__(self, data, *, objective, params, privacy, streams, iterations):
         super().__init__(data, objective=objective, params=params, privacy=privacy,
@@ -183,8 +184,9 @@ class ConsensusADMMPerturbed(_ExactLocal):
     def __init__(self, data, *, objective, params, privacy, streams, iterations):
         super().__init__(data, objective=objective, params=params, privacy=privacy,
                          streams=streams, iterations=iterations)
-        self.delta = float(privacy["delta"])
-        self.sensitivity_mode = privacy["sensitivity"]
+        privacy = self.privacy  # the typed record
+        self.delta = float(privacy.delta)
+        self.sensitivity_mode = privacy.sensitivity
         if self.sensitivity_mode == "paper" and self.lam <= 0:
             raise ValueError("the paper's Algorithm 2 sensitivity 2 S1 N / (m lam) needs lam > 0")
         #: the bound every release carries (what the code enforces)
@@ -194,7 +196,7 @@ class ConsensusADMMPerturbed(_ExactLocal):
                                   if self.lam > 0 else float("nan"))
         calibrated = (self.paper_sensitivity if self.sensitivity_mode == "paper"
                       else self.enforced_sensitivity)
-        self.epsilon_target = privacy.get("epsilon")
+        self.epsilon_target = privacy.epsilon
         self.epsilon = per_iteration_epsilon(privacy, iterations,
                                              self.enforced_sensitivity / calibrated)
         self.sigma = float(gaussian_sigma(calibrated, self.epsilon, self.delta))
@@ -234,8 +236,8 @@ class ConsensusADMMPerturbed(_ExactLocal):
 
         return dp_admm_epsilon(self.epsilon, self.delta, self.iteration), self.delta
 
-    def privacy_info(self) -> dict:
-        return {
+    def privacy_info(self) -> PrivacyInfo:
+        return PrivacyInfo(**{
             "neighbouring": _NEIGHBOURS,
             "mechanism": ("Gaussian: provider i releases w_i^{k+1} + N(0, sigma^2 I_d) every "
                           "iteration (Algorithm 2, line 5); gamma_i^k is post-processing"),
@@ -256,7 +258,7 @@ class ConsensusADMMPerturbed(_ExactLocal):
             "paper_claim": ("(epsilon, delta) per iteration and (epsilon_bar, delta) after T by "
                             "Theorem 2's moments accountant (Sec. VI-B: the same as DP-ADMM's)"),
             "not_accounted": "pre-training rows (public); the paper runs Algorithm 2 for l2 only",
-        }
+        })
 
     def describe(self) -> dict:
         return {"algorithm": "Huang et al. Algorithm 2 (primal perturbation of exact ADMM)",

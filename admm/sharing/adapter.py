@@ -13,13 +13,13 @@ import scipy.sparse as sp
 
 from vfl.core.metrics import accuracy, log_loss
 from vfl.core.params import Param
-from vfl.core.preprocessing import row_norms
+from vfl.core.records import PrivacyInfo
 from vfl.core.solver import (Neighbour, PartyBlocks, Reference, Release, Setting, VerticalData,
                              label_neighbours)
 from vfl.core.wire import Wire
 
-from .accounting import (CALIBRATION, CALIBRATIONS, LABELS_NOTE, corollary1_claim,
-                         describe_plan, plan_privacy)
+from .accounting import (CALIBRATION, CALIBRATIONS, LABELS_NOTE, block_facts,
+                         corollary1_claim, describe_plan, plan_privacy)
 from .noise import NOISE, NOISE_FORMS
 from . import party as party_views
 from .party import SHARING_PROTOCOL
@@ -196,97 +196,99 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
 
     @classmethod
     def check_config(cls, params, privacy, iterations):
-        check_variant(**{k: params[k] for k in cls.VARIANT_KEYS}, rho=params["rho"])
-        if params["rho_parties"] == "scaled" and params["form"] != "boyd":
+        params, p = cls.typed_params(params), cls.typed_privacy(privacy)
+        check_variant(**{k: getattr(params, k) for k in cls.VARIANT_KEYS}, rho=params.rho)
+        if params.rho_parties == "scaled" and params.form != "boyd":
             raise ValueError("solver.rho_parties = 'scaled' needs form = 'boyd' (in Hu's form a "
                              "smaller rho at M = 16 diverges on a9a)")
-        p = privacy
-        if p.get("label_epsilon") is not None and p.get("label_clip") is None:
+        if p.label_epsilon is not None and p.label_clip is None:
             raise ValueError("privacy.label_epsilon needs privacy.label_clip (L): label DP "
                              "bounds the pulled values to [-L, L]")
-        relation = RELATIONS[p["neighbours"]]()
-        if p["delta"] is not None and RHO_SCHEDULE[params["rho_schedule"]].adaptive:
-            if params["rho_min"] is None:
+        relation = RELATIONS[p.neighbours]()
+        if p.delta is not None and RHO_SCHEDULE[params.rho_schedule].adaptive:
+            if params.rho_min is None:
                 raise ValueError("privacy accounting with solver.rho_schedule = 'spectral' needs "
                                  "solver.rho_min: the sensitivities are bounded only over a "
                                  "penalty range with a floor (Lemma 1's grows like 1/rho)")
             relation.check_penalty_range(params)
-        if p["epsilon"] is not None and p["sigma"] > 0:
+        if p.epsilon is not None and p.sigma > 0:
             raise ValueError("give privacy.sigma or privacy.epsilon, not both "
                              "(epsilon calibrates sigma)")
-        if p["delta"] is None:
+        if p.delta is None:
             for key in ("epsilon", "clip", "input_clip"):
-                if p[key] is not None:
+                if getattr(p, key) is not None:
                     raise ValueError(f"privacy.{key} needs privacy.delta (accounting mode)")
             return
-        if not NOISE[p["form"]].accountable:
+        if not NOISE[p.form].accountable:
             raise ValueError(
-                f"privacy.form = {p['form']!r} cannot be accounted: the guarantee is for Gaussian "
+                f"privacy.form = {p.form!r} cannot be accounted: the guarantee is for Gaussian "
                 "noise N(0, sigma^2 I) on the shared value, form = 'output'")
-        if p["clip"] is None:
+        if p.clip is None:
             raise ValueError("accounting mode (privacy.delta) needs privacy.clip: the sensitivity "
                              "is bounded only for clipped shares (e.g. clip = 1.0)")
         relation.check_privacy(p)
-        if p["epsilon"] is None and p["sigma"] <= 0:
+        if p.epsilon is None and p.sigma <= 0:
             raise ValueError("accounting mode (privacy.delta) needs noise: give privacy.sigma > 0 "
                              "or privacy.epsilon")
-        if not CALIBRATION[p["calibration"]].guarantee and p["epsilon"] is None:
+        if not CALIBRATION[p.calibration].guarantee and p.epsilon is None:
             raise ValueError("privacy.calibration = 'data_dependent' rescales sigma every epoch "
                              "from privacy.epsilon; give it")
 
     @classmethod
     def unit_rows(cls, privacy) -> bool:
-        return privacy.get("delta") is not None  # Assumption 2.3, which every bound uses
+        return cls.typed_privacy(privacy).delta is not None  # Assumption 2.3: every bound
 
     @classmethod
     def claims_guarantee(cls, privacy) -> bool:
-        return privacy.get("delta") is not None or privacy.get("label_epsilon") is not None
+        p = cls.typed_privacy(privacy)
+        return p.delta is not None or p.label_epsilon is not None
 
     @staticmethod
     def _with_label_dp(solver, privacy, streams, iterations, M):
         """Label DP on every pull (:meth:`ADMMSharing._label_noise`): T epochs of M pulls."""
-        if privacy.get("label_epsilon") is None:
+        if privacy.label_epsilon is None:
             return solver
         from vfl.privacy.labels import label_sigma
 
-        solver.label_epsilon, solver.label_delta = privacy["label_epsilon"], privacy["label_delta"]
-        solver.label_clip, solver.label_rng = privacy["label_clip"], streams.noise(0, 1)
+        solver.label_epsilon, solver.label_delta = privacy.label_epsilon, privacy.label_delta
+        solver.label_clip, solver.label_rng = privacy.label_clip, streams.noise(0, 1)
         # exact noise (a deployment) is accounted by RDP: calibrated by it too
         solver.label_sigma = label_sigma(solver.label_epsilon, solver.label_delta,
                                          iterations * M, solver.label_clip,
                                          "rdp" if streams.exact_noise else
-                                         privacy.get("accountant", "pld"))
+                                         privacy.accountant)
         return solver
 
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
         blocks, y = data.blocks, data.y
         M, N = (len(blocks) if data.units is None else data.units.n_parties), len(y)
-        params = {**params, "rho": scaled_rho(params["rho"], M, params["rho_parties"]),
-                  "blas_threads": blas_threads_for(blocks, params["blas_threads"])}
-        p = privacy
-        accounting = p["delta"] is not None
-        self_kw = dict(rho=params["rho"], z_tol=params["z_tol"], noise_form=p["form"],
+        params = cls.typed_params(params)
+        params = params.replace(rho=scaled_rho(params.rho, M, params.rho_parties),
+                                blas_threads=blas_threads_for(blocks, params.blas_threads))
+        p = cls.typed_privacy(privacy)
+        accounting = p.delta is not None
+        self_kw = dict(rho=params.rho, z_tol=params.z_tol, noise_form=p.form,
                        noise_rngs=[streams.noise(m) for m in range(M)],
-                       **{k: params[k] for k in cls.VARIANT_KEYS})
+                       **{k: getattr(params, k) for k in cls.VARIANT_KEYS})
         if not accounting:
-            solver = cls(blocks, y, objective, sigma=p["sigma"], parties=data.units, **self_kw)
+            solver = cls(blocks, y, objective, sigma=p.sigma, parties=data.units, **self_kw)
             solver.wire = Wire(M)
             return cls._with_label_dp(solver, p, streams, iterations, M)
-        widths, norms = _block_facts(data)
+        widths, norms = block_facts(data)
         for m, norm in enumerate(norms, start=1):
             if not norm <= 1.0 + 1e-9:  # NaN fails too
                 raise ValueError(f"party {m}: a row has norm {norm:.4g} > 1; accounting "
                                  "mode needs unit rows (preprocessing.normalize_rows = true)")
-        if blocks is None and not CALIBRATION[p["calibration"]].guarantee:
-            raise ValueError(f"privacy.calibration = {p['calibration']!r} rescales sigma every "
+        if blocks is None and not CALIBRATION[p.calibration].guarantee:
+            raise ValueError(f"privacy.calibration = {p.calibration!r} rescales sigma every "
                              "epoch from every party's block, which the coordinator does not "
                              "hold on the dask backend: run it in-process")
         plan = plan_privacy(widths, N, objective, params, p, iterations)
-        solver = cls(blocks, y, objective, sigma=plan["sigmas"], x_radius=p["b1"],
-                     ball=plan["relation"].ball,
-                     share_clip=p["clip"], input_clip=p["input_clip"],
-                     release_sensitivity=plan["release_sensitivity"], parties=data.units,
+        solver = cls(blocks, y, objective, sigma=plan.sigmas, x_radius=p.b1,
+                     ball=plan.relation.ball,
+                     share_clip=p.clip, input_clip=p.input_clip,
+                     release_sensitivity=plan.release_sensitivity, parties=data.units,
                      **self_kw)
         solver._plan = plan
         solver.wire = Wire(M)
@@ -297,10 +299,11 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         """Each party's calibrated sigma and enforced sensitivity, by the plan :meth:`build`
         makes (:func:`.accounting.plan_privacy`): what a party service checks requests
         against, from its own config."""
-        params = {**params, "rho": scaled_rho(params["rho"], len(widths), params["rho_parties"])}
-        plan = plan_privacy(widths, N, objective, params, privacy, iterations)
-        return np.asarray(plan["sigmas"], dtype=float), \
-            np.asarray(plan["release_sensitivity"], dtype=float)
+        params = cls.typed_params(params)
+        params = params.replace(rho=scaled_rho(params.rho, len(widths), params.rho_parties))
+        plan = plan_privacy(widths, N, objective, params, cls.typed_privacy(privacy), iterations)
+        return np.asarray(plan.sigmas, dtype=float), \
+            np.asarray(plan.release_sensitivity, dtype=float)
 
     @classmethod
     def protected_replaced(cls, data, privacy, rng):
@@ -320,7 +323,8 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
         Each relation makes its own natural pair and the candidates for the
         worst case (:meth:`ColumnRelation.neighbours`, :meth:`RowRelation.neighbours`).
         """
-        relation = RELATIONS[privacy.get("neighbours", "column")]()
+        privacy = cls.typed_privacy(privacy)
+        relation = RELATIONS[privacy.neighbours]()
         out = []
         y = np.asarray(data.y, dtype=float)
         for m, D in enumerate(data.blocks):
@@ -336,14 +340,14 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
                                  None if base is None else with_block(base))
 
             out.extend(relation.neighbours(D, y, rng, pair))
-        if privacy.get("label_epsilon") is not None:  # and the label relation's
+        if privacy.label_epsilon is not None:  # and the label relation's
             out += label_neighbours(data, rng)
         return out
 
     # -- the runner protocol ------------------------------------------------
     def step(self, diagnostics: bool = False) -> dict:
         if self._plan is not None:
-            self._plan["calibrator"].before_epoch(self)
+            self._plan.calibrator.before_epoch(self)
         stats = ADMMSharing.step(self, diagnostics=False)
         # Hu et al. Algorithm 1: every party sends its N shares D_m x_m, and gets N values back
         self.wire.gather(len(self.b))
@@ -398,23 +402,23 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
     def other_claims(self):
         """``lemma1``: Lemma 1's sensitivity composed tightly (what vfl 0.1 printed as a guarantee)."""
         plan = self._plan
-        if plan is None or not plan["calibrator"].guarantee:
+        if plan is None or not plan.calibrator.guarantee:
             return {}
         from vfl.privacy import composed_gaussian_epsilon
 
         if self.epoch == 0:
-            return {"lemma1": (0.0, plan["delta"])}
-        worst = max(composed_gaussian_epsilon([s / c / np.sqrt(self.epoch)], plan["delta"])
-                    for s, c in zip(plan["sigmas"], plan["lemma1_sensitivity"]))
-        return {"lemma1": (float(worst), plan["delta"])}
+            return {"lemma1": (0.0, plan.delta)}
+        worst = max(composed_gaussian_epsilon([s / c / np.sqrt(self.epoch)], plan.delta)
+                    for s, c in zip(plan.sigmas, plan.lemma1_sensitivity))
+        return {"lemma1": (float(worst), plan.delta)}
 
     def planned_releases(self):
         """The next epoch's releases: the same Gaussians every epoch (constant sigma)."""
         plan = self._plan
-        if plan is None or not plan["calibrator"].guarantee:
+        if plan is None or not plan.calibrator.guarantee:
             return None
-        return [Release("gaussian", np.arange(self.n_parties), plan["release_sensitivity"],
-                        np.asarray(plan["sigmas"], dtype=float), len(self.y))]
+        return [Release("gaussian", np.arange(self.n_parties), plan.release_sensitivity,
+                        np.asarray(plan.sigmas, dtype=float), len(self.y))]
 
     def divergence_hint(self) -> str:
         """The likely cause of a divergence, from the actual settings."""
@@ -460,7 +464,7 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
                              "(Assumption 1.2(c)); convergence is not guaranteed"]} if warn else {}),
         }
 
-    def privacy_info(self) -> dict | None:
+    def privacy_info(self) -> PrivacyInfo | None:
         out = self._feature_info()
         if self.label_sigma is None:
             return out
@@ -471,30 +475,21 @@ class ADMMSharingSolver(PartyBlocks, ADMMSharing):
             f"{self.label_sigma:.4g}^2) added (the label holder's own pull too: every share is "
             "then a function of noisy pulls); M pulls per epoch, each of sensitivity 2 L, "
             "composed over the epochs"), {"pull_clip_L": self.label_clip})
-        out = dict(out or {"mode": "simulation", "dp_guarantee": False,
-                           "note": "no noise on the shares: the features are not protected"})
-        return {**out, "label_guarantee": label, "labels": "label DP: see label_guarantee"}
+        out = out.dump() if out is not None else {
+            "mode": "simulation", "dp_guarantee": False,
+            "note": "no noise on the shares: the features are not protected"}
+        return PrivacyInfo(**{**out, "label_guarantee": label,
+                              "labels": "label DP: see label_guarantee"})
 
-    def _feature_info(self) -> dict | None:
+    def _feature_info(self) -> PrivacyInfo | None:
         plan = self._plan
         if plan is None:
             if not np.any(self.sigma > 0):
                 return None
-            return {"mode": "simulation", "dp_guarantee": False,
-                    "note": ("noise of scale sigma with no accounting: sigma alone is no privacy "
-                             "guarantee (set privacy.delta for accounting mode)"),
-                    "form": self.noise_form, "sigma": self.sigma.tolist(),
-                    "labels": LABELS_NOTE}
+            return PrivacyInfo(**{
+                "mode": "simulation", "dp_guarantee": False,
+                "note": ("noise of scale sigma with no accounting: sigma alone is no privacy "
+                         "guarantee (set privacy.delta for accounting mode)"),
+                "form": self.noise_form, "sigma": self.sigma.tolist(), "labels": LABELS_NOTE})
         return describe_plan(plan)
 
-
-def _block_facts(data) -> tuple[list[int], list[float]]:
-    """Each party's column count ``d_m`` and largest row norm, from its block here, or as
-    the parties measured them where they are (``data.units``, another backend)."""
-    if data.blocks is None:
-        return list(data.units.widths), list(data.units.max_row_norms)
-    widths, norms = [], []
-    for D in data.blocks:
-        widths.append(int(D.shape[1]))
-        norms.append(float(row_norms(D).max(initial=0.0)))
-    return widths, norms

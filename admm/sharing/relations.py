@@ -18,10 +18,13 @@ maps the ``privacy.neighbours`` flag to its class.
 from __future__ import annotations
 
 import math
-from typing import Callable, ClassVar
+from typing import TYPE_CHECKING, Callable, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
+
+if TYPE_CHECKING:  # (the plan holds a relation: a type only)
+    from .plan import PrivacyPlan
 
 __all__ = ["ColumnRelation", "NeighbouringRelation", "RELATIONS", "RowRelation"]
 
@@ -56,11 +59,11 @@ class NeighbouringRelation:
         """
         raise NotImplementedError
 
-    def describe_sensitivity(self, plan: dict) -> str:
+    def describe_sensitivity(self, plan: "PrivacyPlan") -> str:
         """The bound, in words, with the penalty it is taken at."""
         raise NotImplementedError
 
-    def enforced(self, plan: dict) -> dict:
+    def enforced(self, plan: "PrivacyPlan") -> dict:
         """What the solver enforces for the bound besides unit rows, the ball and the clip."""
         raise NotImplementedError
 
@@ -150,13 +153,13 @@ class RowRelation(NeighbouringRelation):
     ball = "exact"
 
     def check_penalty_range(self, params):
-        if params["rho_max"] is None:
+        if params.rho_max is None:
             raise ValueError("row-level accounting with solver.rho_schedule = 'spectral' needs "
                              "solver.rho_max too: the row bound (its G(rho b1, R)^2 / (8 lam rho) "
                              "term) is taken at the worst rho of [rho_min, rho_max]")
 
     def check_privacy(self, privacy):
-        if privacy["input_clip"] is None:
+        if privacy.input_clip is None:
             raise ValueError("privacy.neighbours = 'row' needs privacy.input_clip (R): the "
                              "row-level bound clips what a party pulls to [-R, R]")
 
@@ -172,15 +175,15 @@ class RowRelation(NeighbouringRelation):
     def describe_sensitivity(self, plan):
         sens = ("sqrt((2 min(c, b1))^2 + G(rho b1, R)^2 / (8 lam rho)) "
                 "(vfl.privacy.sharing.row_sensitivity)")
-        lo, hi = plan["rho_range"]
-        if plan["x_rho_scale"] != 1 or lo != hi:
-            penalty = "M rho, Boyd form" if plan["x_rho_scale"] != 1 else "rho"
+        lo, hi = plan.rho_range
+        if plan.x_rho_scale != 1 or lo != hi:
+            penalty = "M rho, Boyd form" if plan.x_rho_scale != 1 else "rho"
             sens += (f", with rho the x-update's penalty ({penalty})"
                      + (f" at the worst rho of [{lo:g}, {hi:g}]" if lo != hi else ""))
         return sens
 
     def enforced(self, plan):
-        return {"input_clip_R": plan["input_clip"], "x_update": "exact minimizer over the ball"}
+        return {"input_clip_R": plan.input_clip, "x_update": "exact minimizer over the ball"}
 
     def neighbours(self, D, y, rng, pair):
         """One row of the block replaced by another unit row.

@@ -10,6 +10,7 @@ from typing import Callable
 import numpy as np
 
 from vfl.core.errors import ConfigError
+from vfl.core.records import PrivacyInfo
 from vfl.core.relations import stated_on
 
 from ..config import AUDIT_RUNS, Config
@@ -167,7 +168,7 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
     grid_bits = GRID_BITS if exact is not None else None
     seq = np.random.SeedSequence(seed, spawn_key=(7,))
     try:
-        pairs = cls.neighbours(data, dict(config.privacy.values),
+        pairs = cls.neighbours(data, cls.typed_privacy(config.privacy.values),
                                np.random.default_rng(seq.spawn(1)[0]))
     except NotImplementedError as exc:
         raise ConfigError(str(exc)) from None
@@ -259,8 +260,8 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
         claims.update(p.named(p.claims))
         mu.update(p.named(p.mu))
     solver = (plans.get("features") or next(iter(plans.values()))).solver
-    info = solver.privacy_info() or {}
-    meaning = info.get("other_claims_meaning", {})
+    info = solver.privacy_info() or PrivacyInfo()
+    meaning = info.other_claims_meaning or {}
     gdp = plans.get("features") is not None and plans["features"].use_gdp
     labels = {"guarantee": "the guarantee (enforced sensitivity)",
               "profile": ("the guarantee's whole curve (mu-GDP), at its smallest epsilon "
@@ -276,7 +277,7 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
     return AuditReport(config=config, K=K, confidence=confidence, claims=claims, pairs=results,
                        gaussian_mu=mu, labels=labels, noise_scale=noise_scale,
                        mechanism=cls.title,
-                       relation=stated_on(str(info.get("neighbouring", "")), plan.cleaning),
+                       relation=stated_on(info.neighbouring or "", plan.cleaning),
                        seconds=perf_counter() - started,
                        cpu_seconds=process_time() - cpu_started, family=family, sampler=sampler,
                        batches=sizes.get("features", next(iter(sizes.values()))))

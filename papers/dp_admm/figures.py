@@ -184,15 +184,15 @@ def _final(record):
 
 def eps_pld(p: engine.Point) -> float:
     """dp-accounting's PLD epsilon of the same T Gaussian releases (a cross-check)."""
-    priv = p.record.manifest.get("privacy") or {}
-    if not priv.get("dp_guarantee"):
+    priv = p.record.manifest.privacy
+    if priv is None or not priv.dp_guarantee:
         return float("nan")
     T, delta = int(_final(p.record)["epoch"]), p.values.get("delta")
     if p.record.config["solver"]["name"] == "dp_admm":
         # Theorem 1 with Lemma 1: sigma_k / Delta_k = sqrt(2 ln(1.25/delta)) / eps, every k
         z = math.sqrt(2.0 * math.log(1.25 / delta)) / p.values["epsilon_per_iteration"]
     else:
-        z = priv["sigma"] / priv["sensitivity_enforced"]["value"]
+        z = priv.sigma / priv.sensitivity_enforced["value"]
     return _pld_epsilon(z, T, delta)
 
 
@@ -237,7 +237,7 @@ def long_table(table, runs, drawn, echo) -> pd.DataFrame:
         p, f, metric = s.point, s.frame, s.curve.column
         eps = fields(p.values, p.record)
         rows.append(pd.DataFrame({
-            "algorithm": _name(p), "regularizer": p.record.manifest["objective"]["regularizer"],
+            "algorithm": _name(p), "regularizer": p.record.manifest.objective.regularizer,
             # Noiseless runs keep their epsilon: Theorem 4's eta (l2) depends on it
             "epsilon": p.values.get("epsilon_per_iteration", np.nan),
             "delta": p.values.get("delta"), "epsilon_bar": eps["eps_bar"],
@@ -260,7 +260,7 @@ def final_table(table, runs, drawn, echo) -> pd.DataFrame:
         seen.add(key)
         f, eps = engine.run_stats(p.record).iloc[-1], fields(p.values, p.record)
         rows.setdefault(key[:3], {
-            "algorithm": key[0], "regularizer": p.record.manifest["objective"]["regularizer"],
+            "algorithm": key[0], "regularizer": p.record.manifest.objective.regularizer,
             "epsilon": p.values.get("epsilon_per_iteration", np.nan), "delta": key[2],
             "epsilon_bar": eps["eps_bar"], "epsilon_tight": eps["eps_tight"],
             "epoch": int(f["epoch"]), "n_runs": int(f["n_repeats"]),
@@ -285,7 +285,7 @@ def _finals(runs: dict, pld: bool = False) -> pd.DataFrame:
         for p in pts:
             f, eps = engine.run_stats(p.record).iloc[-1], fields(p.values, p.record)
             rows.append({"algorithm": _name(p),
-                         "regularizer": p.record.manifest["objective"]["regularizer"],
+                         "regularizer": p.record.manifest.objective.regularizer,
                          "epsilon": p.values["epsilon_per_iteration"], "delta": p.values["delta"],
                          "epsilon_bar": eps["eps_bar"], "epsilon_tight": eps["eps_tight"],
                          "epsilon_pld": eps_pld(p) if pld else np.nan,
@@ -360,7 +360,7 @@ def accuracy_table(table, runs, drawn, echo) -> pd.DataFrame:
                                                                "test_accuracy", label))
                for key, label in (("central", "optimum of the same objective (pooled rows)"),
                                   ("majority", "majority class"))}}
-    reg = alg1.record.manifest["objective"]["regularizer"]
+    reg = alg1.record.manifest.objective.regularizer
     ref_rows = pd.DataFrame([{"algorithm": k, "regularizer": reg, "test_accuracy_mean": v}
                              for k, v in refs.items()])
     for alg in frame["algorithm"].unique():
@@ -422,8 +422,9 @@ def time_cases(cases, data_dir=None, repeats: int | None = None) -> pd.DataFrame
         for rep in range(repeats):
             for alg, eps, config, cls, prepared, streams in built:
                 solver = cls.build(prepared.data, objective=prepared.objective,
-                                   params=dict(config.solver.values),
-                                   privacy=dict(config.privacy.values), streams=streams(),
+                                   params=cls.typed_params(config.solver.values),
+                                   privacy=cls.typed_privacy(config.privacy.values),
+                                   streams=streams(),
                                    iterations=config.solver.epochs)
                 inner = 0
                 t0, c0 = perf_counter(), process_time()

@@ -101,9 +101,9 @@ def _ensure_sweep(configs, name, out, data_dir, jobs, echo, suffix="", overrides
     return Sweep(agg, final, first.baselines, first.manifest)
 
 
-def _data_label(manifest: dict, name: str) -> str:
+def _data_label(manifest, name: str) -> str:
     """The dataset as CSVs name it: a stand-in always says it is one."""
-    return dataset_title(manifest) if manifest.get("dataset", {}).get("stand_in") else name
+    return dataset_title(manifest) if manifest.dataset.stand_in else name
 
 
 def references(table, runs, drawn, echo) -> pd.DataFrame:
@@ -239,7 +239,7 @@ def sweep_final(ax, panel, view) -> None:
     """Fig. 3: the shared plot of a sweep's final test loss against the level."""
     s = _sweep(panel, view)
     plot_sweep_final(s.final, s.baselines, fill(panel.title, view.fields),
-                     method=s.manifest["solver"]["title"], ax=ax)
+                     method=s.manifest.solver.title, ax=ax)
 
 
 def levels_table(table, runs, drawn, echo) -> pd.DataFrame:

@@ -181,7 +181,8 @@ def validation_scores(config, candidates: list[dict], *, data_dir=None, seeds=VA
             try:
                 with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                     solver = cls.build(fit_data, objective=make_objective(c),
-                                       params=dict(c.solver.values), privacy=dict(c.privacy.values),
+                                       params=cls.typed_params(c.solver.values),
+                                       privacy=cls.typed_privacy(c.privacy.values),
                                        streams=Streams(seed, replayable_noise=True),
                                        iterations=c.solver.epochs)
                     for _ in range(c.solver.epochs):
@@ -284,7 +285,7 @@ def _final(config, overrides: dict, name: str, out: Path, data_dir, echo, repeat
                  "test_accuracy_std": std("test_accuracy"),
                  "epsilon_tight": float(last["epsilon_tight"].mean()) if "epsilon_tight" in last
                  else np.nan, "n_seeds": int(len(last)),
-                 "solver_seconds": float(run.manifest["result"]["solver_seconds"])}
+                 "solver_seconds": float(run.manifest.result.solver_seconds)}
 
 
 def _tune_and_run(base, grid, name: str, eps: float, out: Path, data_dir, seeds, repeats,
