@@ -237,6 +237,10 @@ class Backend(Record):
     agents: dict[str, str] | None = None
     deployment: bool | None = None
     recoveries: list[dict[str, Any]] = []
+    #: the party services' run id (their records and kept replies are keyed by it)
+    run: str | None = None
+    #: a resumed run: the releases each party's record held when it resumed
+    resumed: dict[str, int] | None = None
     transport_source: str | None = None
 
 
@@ -335,6 +339,9 @@ class Manifest(Record):
     result: Result
     diagnostic: Diagnostic | None = None
     deployment: Deployment | None = None
+    received: dict[str, Any] | None = Field(
+        default=None, description="received.npz (vfl run --record-received): what each "
+        "passive party received, for vfl attack RUN_DIR")
 
     @property
     def iteration_name(self) -> str:

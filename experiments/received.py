@@ -70,10 +70,11 @@ class Received:
         (``data``: the run's vertical data, as the coordinator holds it)."""
         n_parties, n = len(data.blocks), len(data.y)
         views = self.views(n_parties, n)
-        privacy = result.manifest.get("privacy", {})
+        manifest = result.manifest.dump()
+        privacy = manifest.get("privacy") or {}
         labels = (privacy.get("label_guarantee") or {}).get("spent")
         spent = privacy.get("spent")
-        result.manifest["received"] = {
+        manifest["received"] = {
             "file": FILE, "repeat": 1, "parties": int(n_parties),
             "arrays": {k: list(v.shape) for k, v in views.items()},
             "labels_party<m>": "what passive party m received that depends on the labels",
@@ -83,7 +84,8 @@ class Received:
                                                    "delta": labels.get("delta")},
                 "features": None if not spent else {"epsilon": spent.get("epsilon_tight"),
                                                     "delta": spent.get("delta_tight")}}}
-        result.manifest["released"]["files"][FILE] = RELEASED
+        manifest["released"]["files"][FILE] = RELEASED
+        result.manifest = type(result.manifest).model_validate(manifest)
 
         def write(tmp: Path) -> None:
             with open(tmp / FILE, "wb") as fh:

@@ -297,7 +297,8 @@ class PartyService:
             floors = []
             if limits.get("max_epsilon") is not None:  # its own calibration at its own epsilon
                 sigmas, _ = cls.unit_noise(widths, N, objective, params, {
-                    **values, "epsilon": float(limits["max_epsilon"]), "sigma": 0.0,
+                    **values, "epsilon": float(limits["max_epsilon"]),
+                    **({"sigma": 0.0} if "sigma" in values else {}),
                     **({"epsilon_per_iteration": None} if "epsilon_per_iteration" in values
                        else {})}, T)
                 floors.append(np.atleast_1d(np.asarray(sigmas[k], dtype=float)) / sens)

@@ -122,12 +122,12 @@ def test_party_files_in_the_services_give_the_in_process_numbers_and_the_psi_cro
     comm = [c[c["phase"] == "alignment"].reset_index(drop=True)
             for c in (remote.communication, local.communication)]
     assert comm[0].equals(comm[1]) and comm[0]["sent_messages"].sum() > 0
-    assert remote.manifest["communication"]["transport"]["phases"]["alignment"][
+    assert remote.manifest.dump()["communication"]["transport"]["phases"]["alignment"][
         "tcp_bytes"] > int(comm[0]["sent_bytes"].sum())
     # the coordinator read party 1's file alone
-    files = remote.manifest["dataset"]["provenance"]["parties"]
+    files = remote.manifest.dump()["dataset"]["provenance"]["parties"]
     assert [f["party"] for f in files] == [1]
-    assert remote.manifest["dataset"]["n_train"] == local.manifest["dataset"]["n_train"]
+    assert remote.manifest.dump()["dataset"]["n_train"] == local.manifest.dump()["dataset"]["n_train"]
 
 
 @pytest.mark.parametrize("case, says", [
@@ -238,7 +238,7 @@ def test_a_party_restarted_mid_run_is_told_its_agreed_rows_again_to_the_same_num
         for s in servers:
             s.stop(None).wait()
     local = run_experiment(_config(tmp_path, None, "local.toml", epochs=4), with_baselines=False)
-    assert state["done"] and [r["party"] for r in remote.manifest["backend"]["recoveries"]] == [2]
+    assert state["done"] and [r["party"] for r in remote.manifest.dump()["backend"]["recoveries"]] == [2]
     assert _numbers(remote.metrics).equals(_numbers(local.metrics))
 
 

@@ -104,8 +104,8 @@ def test_a_killed_coordinator_resumes_a_services_run_without_drawing_a_release_a
     (resumed,) = written
     m = resumed.metrics
     assert m["epoch"].tolist() == list(range(EPOCHS + 1))
-    assert resumed.manifest["backend"]["run"] == run
-    assert resumed.manifest["backend"]["resumed"] == {"party 1": KILL_AT, "party 2": KILL_AT}
+    assert resumed.manifest.dump()["backend"]["run"] == run
+    assert resumed.manifest.dump()["backend"]["resumed"] == {"party 1": KILL_AT, "party 2": KILL_AT}
     for party in (1, 2):  # each release once on the party's record, and the same epsilon
         recs = [r for r in p.records(party) if r["run"] == run]
         assert [r["release"] for r in recs] == list(range(1, EPOCHS + 1))
@@ -126,7 +126,7 @@ def test_a_killed_coordinator_resumes_a_services_run_without_drawing_a_release_a
         got = vfl("attack", out, "--attack", "label-direction", "--json")
         assert got.returncode == 0, got.stderr
         assert json.loads(got.stdout)["ceiling"] is None  # no label guarantee
-        assert resumed.manifest["received"]["arrays"]["labels_party2"] == [300, EPOCHS]
+        assert resumed.manifest.dump()["received"]["arrays"]["labels_party2"] == [300, EPOCHS]
 
 
 def test_a_party_restarted_with_another_budget_is_refused_in_one_line(tmp_path, parties):
