@@ -105,7 +105,7 @@ class ToySolver(PartyBlocks, Solver):
     setting = Setting.VERTICAL
     reference = Reference("tests/test_transport.py", "gradient descent over the parties")
     protocol = TOY
-    backends = ("inprocess", "dask")
+    backends = ("inprocess", "dask", "services")
     iteration_name = "epoch"
     params = (Param("eta", float, 1e-3, "step size", low=0),)
     privacy_params = (Param("sigma", float, 0.0, "noise on the margins (simulation)", low=0),)
@@ -193,6 +193,28 @@ def test_the_toy_runs_in_process(tmp_path, toy):
     assert not np.array_equal(noisy.coef, quiet.coef)  # the releases' noise steered it
     again = run_experiment(_toy_config(tmp_path, "privacy.sigma=0.5"), with_baselines=False)
     np.testing.assert_array_equal(again.coef, noisy.coef)  # the party's seeded stream
+
+
+from test_services import certs, parties  # noqa: E402,F401  (the services' fixtures)
+
+
+def test_the_toy_runs_as_party_services_with_the_in_process_numbers(tmp_path, toy, certs,
+                                                                     parties):
+    """The third backend: each party its own gRPC service over mutual TLS, the toy's
+    protocol declared once (no line for it outside this file but the registry's)."""
+    pytest.importorskip("grpc")
+    from test_services import _remote
+    from vfl.experiments.runner import run_experiment
+
+    config = _toy_config(tmp_path, "privacy.sigma=0.5", "privacy.replayable_noise=true",
+                         epochs=3)
+    p = parties(config)
+    remote = _remote(p.coordinator(config))
+    local = run_experiment(config, with_baselines=False)
+    timing = [c for c in local.metrics.columns if c.endswith("time_s")]
+    pd.testing.assert_frame_equal(remote.metrics.drop(columns=timing),
+                                  local.metrics.drop(columns=timing), check_exact=True)
+    assert remote.manifest.dump()["backend"]["backend"] == "services"
 
 
 # ------------------------------------------------------------------ the typed layer --
