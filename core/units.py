@@ -84,6 +84,8 @@ class Units:
     records = False
     #: whether a unit can be lost (then sessions keep journals)
     journals = False
+    #: what a host is called in a lost unit's line (``its worker 10.0.0.2:40123``)
+    host_word = "worker"
     #: whether the run's noise is seeded (a lost unit's releases can be drawn again)
     replayable = True
     #: the audit's runs every message may carry ahead of its declared shape
@@ -323,7 +325,7 @@ class Session:
             its, at = self._its(k), f"{word} {self.done[k] + 1}"
             why = self.protocol.recovery.reason(self.units.replayable, self._entries(k))
             if why is not None:
-                raise PartyLostError(f"{self.labels[k]}: {its} worker "
+                raise PartyLostError(f"{self.labels[k]}: {its} {self.units.host_word} "
                                      f"{self.units.where(self, k)} was lost at {at}; "
                                      f"{why.format(its=its)}") from None
             old = self.units.where(self, k)

@@ -54,6 +54,7 @@ class ServiceUnits(PhaseCounts, Units):
     """The coordinator's connections to the party services (see the module docstring)."""
 
     journals = True
+    host_word = "service"  # a lost party's line: "party 2: its service 10.0.0.2:50051 was lost"
 
     def __init__(self, config: Config, resume: dict | None = None):
         """``resume``: a killed run's ``services`` record (its checkpoint's): the run id the
