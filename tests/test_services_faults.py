@@ -171,7 +171,7 @@ def test_a_party_service_killed_before_any_call_changes_no_number(services, fami
         return
     assert_same_numbers(remote, local)
     print(f"\n{family}-{noise}-{call}: rebuilt")
-    assert [r["party"] for r in remote.manifest["backend"]["recoveries"]] == [p.members[0]]
+    assert [r["party"] for r in remote.manifest.dump()["backend"]["recoveries"]] == [p.members[0]]
 
 
 @pytest.mark.parametrize("family", list(DEPLOYMENT))
@@ -191,7 +191,7 @@ def test_a_deployment_party_service_killed_and_restarted_never_draws_a_release_a
         assert p.named(str(lost)), str(lost)
         print(f"\n{family} deployment: stopped: {lost}")
     else:
-        assert [r["party"] for r in remote.manifest["backend"]["recoveries"]] == \
+        assert [r["party"] for r in remote.manifest.dump()["backend"]["recoveries"]] == \
             [p.members[0]]
         print(f"\n{family} deployment: rebuilt; releases {[len(p.records(m)) for m in p.members]}")
     for m in p.members:
