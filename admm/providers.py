@@ -43,8 +43,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from vfl.core.protocol import (DIAGNOSTIC, Call, Empty, Placement, Protocol, ProtocolError,
-                               Side, array, handles, message, scalar, values)
+from vfl.core.protocol import (
+    DIAGNOSTIC,
+    Call,
+    Empty,
+    Placement,
+    Protocol,
+    ProtocolError,
+    Side,
+    array,
+    handles,
+    message,
+    scalar,
+    values,
+)
 
 __all__ = ["PROVIDERS_PROTOCOL", "ProviderGroup", "ProviderSpec", "Providers", "ProvidersSide",
            "check_provider_rows"]

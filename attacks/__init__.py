@@ -10,8 +10,7 @@ party 1 from the shares it receives with a public auxiliary set
 delta)-DP guarantee allows, an empirical epsilon lower bound).
 """
 
-from .label import (MIN_KNOWN, feature_reconstruction, label_direction, label_norm,
-                    model_completion)
+from .label import MIN_KNOWN, feature_reconstruction, label_direction, label_norm, model_completion
 from .stats import Outcome, auc, ceiling_auc, delong_ci, epsilon_lower, outcome
 
 #: the attacks by name: who attacks (``"passive"``: a passive party, on what it receives

@@ -28,8 +28,20 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from vfl.core.protocol import (DIAGNOSTIC, INFERENCE, Call, Empty, Placement, Protocol,
-                               Recovery, Side, array, handles, message, scalar)
+from vfl.core.protocol import (
+    DIAGNOSTIC,
+    INFERENCE,
+    Call,
+    Empty,
+    Placement,
+    Protocol,
+    Recovery,
+    Side,
+    array,
+    handles,
+    message,
+    scalar,
+)
 
 __all__ = ["FDML_PROTOCOL", "SGDParties", "SGDParty", "SGDSide", "SGDSpec", "initial_models",
            "output_noise"]

@@ -34,14 +34,13 @@ from time import perf_counter
 
 import numpy as np
 
+from vfl.core.host import LocalEnv
 from vfl.core.metrics import EpochStats
 from vfl.core.objective import Objective
 from vfl.core.records import PrivacyInfo
-from vfl.core.host import LocalEnv
 from vfl.core.units import InProcessUnits
 
-from .fdml_party import (FDML_PROTOCOL, SGDParties, SGDParty, SGDSpec, initial_models,
-                         output_noise)
+from .fdml_party import FDML_PROTOCOL, SGDParties, SGDParty, SGDSpec, initial_models, output_noise
 
 __all__ = ["FDMLSGD", "LR_SCHEDULES", "SGDParties", "SGDParty", "SGDSpec", "initial_models",
            "output_noise"]
@@ -330,8 +329,7 @@ class FDMLSGD:
 # ---------------------------------------------------------------------------
 
 from vfl.core.params import Param  # noqa: E402
-from vfl.core.solver import (PartyBlocks, Reference, Setting, Solver, add_noise,  # noqa: E402
-                             label_neighbours)
+from vfl.core.solver import PartyBlocks, Reference, Setting, Solver, add_noise, label_neighbours  # noqa: E402
 from vfl.core.wire import Wire  # noqa: E402
 
 from . import fdml_party  # noqa: E402

@@ -114,8 +114,8 @@ def reproduce_timing(data_dir=None, *, jobs: int = 2, configs=None) -> dict:
     """Wall and CPU seconds of ``vfl reproduce dp-admm all`` from an empty output dir and cache."""
     from joblib.externals.loky import get_reusable_executor
 
-    from vfl.papers.dp_admm.figures import reproduce
     from vfl.datasets import dataset_status
+    from vfl.papers.dp_admm.figures import reproduce
 
     if not all(f["present"] for f in dataset_status("adult", data_dir)):
         return {"skipped": "the Adult files are not in the data directory"}

@@ -51,7 +51,7 @@ class Settings:
     data_dir: str | None = None
 
     @classmethod
-    def make(cls, quick: bool) -> "Settings":
+    def make(cls, quick: bool) -> Settings:
         common = dict(subopt_target=1e-4, rho_grid=(0.1, 0.3, 1.0, 3.0),
                       sklearn_tols=(1e-4, 3e-5, 1e-5, 3e-6, 1e-6, 3e-7, 1e-7, 1e-8),
                       scaling_lam=10.0, scaling_margin=0.01)

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+
 import numpy as np
 
 from .sampler import _median_seconds

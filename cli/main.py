@@ -542,7 +542,6 @@ def privacy(sigma, epsilon, sensitivity, epochs, delta, run_dir, out, overwrite)
 
 def _plot_privacy(run_dir: Path, out, overwrite: bool):
     from vfl.experiments.records import check_output_file, load_run
-
     from vfl.plots import plot_privacy, save_figure
 
     target = Path(out) if out else run_dir.parent / f"{run_dir.name}-privacy.png"
@@ -604,7 +603,6 @@ def audit(run_dir, config_path, K, confidence, kinds, seed, out, overrides, data
     """
     from vfl.experiments.audit import audit_config, audit_lines, write_audit
     from vfl.experiments.config import config_from_dict, load_config
-
     from vfl.plots import plot_audit, save_figure
 
     if (run_dir is None) == (config_path is None):
@@ -655,7 +653,6 @@ def audits(root, out, markdown):
     """
     from vfl.experiments.audit import audit_table
     from vfl.experiments.records import check_output_file, write_csv_atomic
-
     from vfl.plots import plot_audit_table, save_figure
 
     target = check_output_file(Path(out) if out else Path(root) / "audits.png", _figure_formats(),
@@ -711,8 +708,8 @@ def reproduce(paper, figure, out, configs, jobs, data_dir):
     from time import perf_counter
 
     from vfl.experiments.records import check_output_dir
-
-    from vfl.papers import check_configs, check_data, reproduce as run_reproduce, resolve
+    from vfl.papers import check_configs, check_data, resolve
+    from vfl.papers import reproduce as run_reproduce
 
     chosen = resolve(paper, figure)  # a bad name is refused before anything runs
     configs = Path(configs) if configs is not None else None
@@ -756,8 +753,13 @@ def references(cases, update, root, repo, data_dir):
     \b
     vfl references a9a-admm
     """
-    from vfl.experiments.reference import (CASES, RegressionError, check_case, check_references,
-                                           update_case)
+    from vfl.experiments.reference import (
+        CASES,
+        RegressionError,
+        check_case,
+        check_references,
+        update_case,
+    )
 
     unknown = sorted(set(cases) - set(CASES))
     if unknown:

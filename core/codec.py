@@ -196,7 +196,7 @@ class _Reader:
             raise ProtocolError(f"{len(self.buf) - self.at} bytes after the message")
 
 
-def decode(frame: bytes) -> tuple[Frame, int, int, "_Reader"]:
+def decode(frame: bytes) -> tuple[Frame, int, int, _Reader]:
     """The header of ``frame`` (kind, call number, sequence number) and a reader of the rest;
     a frame that is not one (another magic, an unknown kind) is refused."""
     if not isinstance(frame, (bytes, bytearray, memoryview)):

@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from decimal import Decimal, localcontext, MAX_EMAX, MIN_EMIN
+from decimal import MAX_EMAX, MIN_EMIN, Decimal, localcontext
 from fractions import Fraction
 from typing import overload
 
@@ -140,7 +140,7 @@ def _shifted(v: int, *, s: int, e: int) -> Fraction:
     return Fraction(v << s, 1 << e)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def exp_factors(e: int, nbits: int) -> ExpFactors:
     return ExpFactors(e, nbits)
 
@@ -270,6 +270,6 @@ class Blocks:
         return ok and self.factors.exact(int(self._n(B, U)), w[3:], word), m
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def blocks(kind: str, k: int) -> Blocks:
     return Blocks(kind, k)

@@ -18,16 +18,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from .protocol import (DIAGNOSTIC, PROTOCOL, Call, Env, Protocol, ProtocolError, UnitData,
-                       validate)
-from .solver import Streams, add_noise, add_noise_to_rows
-
+from .protocol import DIAGNOSTIC, PROTOCOL, Call, Env, Protocol, ProtocolError, UnitData, validate
 from .sampling import ExactSampler
+from .solver import Streams, add_noise, add_noise_to_rows
 
 if TYPE_CHECKING:
     from .arrays import FloatArray

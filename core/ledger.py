@@ -124,7 +124,7 @@ class PrivacyLedger:
             else:
                 self.unsound = True  # a mechanism this ledger cannot compose
 
-    def with_releases(self, releases: list[Release]) -> "PrivacyLedger":
+    def with_releases(self, releases: list[Release]) -> PrivacyLedger:
         """A copy with ``releases`` added (to look one iteration ahead)."""
         other = copy.deepcopy(self)
         other.add(releases)

@@ -10,12 +10,20 @@ one line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, TypeAdapter, ValidationError
+from pydantic import (
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+)
 
 from .errors import ConfigError
 
@@ -51,7 +59,7 @@ def _typename(value: object) -> str:
 
 # Every value is validated by pydantic (strict: no bool for a number, no "1" for an int,
 # no NaN or inf); its errors are turned into the one line that names the key.
-@lru_cache(maxsize=None)
+@cache
 def _adapter(kind: str, low: float | None = None, high: float | None = None,
              low_open: bool = False, high_open: bool = False,
              choices: tuple[str, ...] | None = None) -> TypeAdapter[Any]:

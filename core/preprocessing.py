@@ -155,7 +155,7 @@ class RawTable:
     categorical: npt.NDArray[np.object_] | None = None
 
     @classmethod
-    def from_matrix(cls, X: Matrix, names: Iterable[str] | None = None) -> "RawTable":
+    def from_matrix(cls, X: Matrix, names: Iterable[str] | None = None) -> RawTable:
         names = tuple(names) if names is not None else tuple(f"x{j}" for j in range(X.shape[1]))
         return cls(names=names, kinds=("numeric",) * X.shape[1], numeric=X)
 
@@ -171,12 +171,12 @@ class RawTable:
     def categorical_names(self) -> tuple[str, ...]:
         return tuple(n for n, k in zip(self.names, self.kinds) if k == "categorical")
 
-    def take(self, rows: npt.ArrayLike) -> "RawTable":
+    def take(self, rows: npt.ArrayLike) -> RawTable:
         rows = np.asarray(rows)
         cat = None if self.categorical is None else self.categorical[rows]
         return RawTable(self.names, self.kinds, self.numeric[rows], cat)
 
-    def stack(self, other: "RawTable") -> "RawTable":
+    def stack(self, other: RawTable) -> RawTable:
         """These records followed by ``other``'s (same columns)."""
         if other.names != self.names or other.kinds != self.kinds:
             raise ValueError("cannot stack tables with different columns")

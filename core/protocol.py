@@ -32,15 +32,27 @@ Pure declarations: no transport, no files.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from .messages import (RUNS, Empty, NonFiniteError, ProtocolError, ReplayMismatch, array,
-                       message, nbytes, same, scalar, validate, values)
+from .messages import (
+    RUNS,
+    Empty,
+    NonFiniteError,
+    ProtocolError,
+    ReplayMismatch,
+    array,
+    message,
+    nbytes,
+    same,
+    scalar,
+    validate,
+    values,
+)
 
 if TYPE_CHECKING:
     from .arrays import FloatArray
@@ -104,7 +116,7 @@ def handles(name: str) -> Callable[[_Handler], _Handler]:
     """Bind a :class:`Side` method to the protocol's call ``name`` (``method(request) ->
     reply``)."""
     def mark(fn: _Handler) -> _Handler:
-        setattr(fn, "__vfl_call__", name)  # a mark on the function, read by Protocol
+        fn.__vfl_call__ = name  # type: ignore[attr-defined]  # a mark Protocol reads
         return fn
     return mark
 

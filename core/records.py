@@ -50,7 +50,7 @@ class Record(BaseModel):
         """The record as the JSON object it was read from (unset fields left out)."""
         return self.model_dump(exclude_unset=True)
 
-    def replace(self, **changes) -> "Record":
+    def replace(self, **changes) -> Record:
         """A copy with ``changes`` (validated; a new key goes last)."""
         return type(self).model_validate({**self.dump(), **changes})
 

@@ -60,7 +60,6 @@ import numpy as np
 import numpy.typing as npt
 
 from .arrays import BoolArray, FloatArray, IntArray
-
 from .exact import Blocks, ExpFactors, blocks, exp_factors
 
 if TYPE_CHECKING:

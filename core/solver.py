@@ -39,8 +39,8 @@ import numpy as np
 from .params import Param
 from .protocol import UnitData
 from .records import PrivacyInfo
-from .typed_params import Params, section_model, typed
 from .sampling import ExactSampler
+from .typed_params import Params, section_model, typed
 from .wire import Inference, Wire
 
 __all__ = [
@@ -349,7 +349,7 @@ class VerticalData:
         return UnitData(first, stop, len(self.blocks), tuple(self.blocks[first:stop]),
                         None if test is None else tuple(test[first:stop]))
 
-    def elsewhere(self, units, first: int = 0) -> "VerticalData":
+    def elsewhere(self, units, first: int = 0) -> VerticalData:
         """The data as the coordinator holds it with the parties ``first ..`` on ``units``:
         the labels, and the blocks of the parties before ``first`` (a hub that is a party)."""
         return VerticalData(self.blocks[:first] or None, self.y, units=units)
@@ -399,7 +399,7 @@ class HorizontalData:
         """Providers ``first .. stop - 1``: their rows and labels."""
         return UnitData(first, stop, len(self.A), (self.A[first:stop], self.b[first:stop]))
 
-    def elsewhere(self, units, first: int = 0) -> "HorizontalData":
+    def elsewhere(self, units, first: int = 0) -> HorizontalData:
         """The trainer's data with the providers on ``units``: the public rows alone."""
         return HorizontalData(None, None, public=self.public, units=units)
 
@@ -427,7 +427,7 @@ class NetworkData:
         """Agents ``first .. stop - 1``: their samples and labels."""
         return UnitData(first, stop, len(self.A), (self.A[first:stop], self.b[first:stop]))
 
-    def elsewhere(self, units, first: int = 0) -> "NetworkData":
+    def elsewhere(self, units, first: int = 0) -> NetworkData:
         """The solver's data with the agents on ``units``: the graph, ``x^0`` and ``x*``."""
         return NetworkData(self.adjacency, None, None, self.x0, self.x_star, units=units)
 
@@ -555,7 +555,7 @@ class Solver:
 
     @classmethod
     def build(cls, data, *, objective, params: Params, privacy: Params, streams,
-              iterations) -> "Solver":
+              iterations) -> Solver:
         """Construct the solver for a run (default: the constructor of the contract).
 
         ``params`` and ``privacy`` are the typed records of :meth:`typed_params` and
@@ -702,7 +702,7 @@ class Solver:
         return None
 
     @classmethod
-    def neighbours(cls, data, privacy: dict, rng: np.random.Generator) -> list["Neighbour"]:
+    def neighbours(cls, data, privacy: dict, rng: np.random.Generator) -> list[Neighbour]:
         """Neighbouring datasets of ``data`` under this solver's relation, for the audit.
 
         A few natural pairs (changes a real dataset could show) and
@@ -730,7 +730,7 @@ class Solver:
         """
         return {}
 
-    def privacy_info(self) -> "PrivacyInfo | None":
+    def privacy_info(self) -> PrivacyInfo | None:
         """What the manifest says about privacy (a :class:`~vfl.core.records.PrivacyInfo`);
         None for a solver without noise.
 

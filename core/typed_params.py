@@ -11,7 +11,8 @@ receives them as these models (:meth:`~vfl.core.solver.Solver.typed_params`,
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -31,7 +32,7 @@ class Params(BaseModel):
         """The values as the config table holds them."""
         return {k: getattr(self, k) for k in type(self).model_fields}
 
-    def replace(self, **changes) -> "Params":
+    def replace(self, **changes) -> Params:
         """A copy with ``changes`` (validated)."""
         return type(self).model_validate({**self.values_dict(), **changes})
 

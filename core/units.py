@@ -35,16 +35,32 @@ same interface.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from .errors import PartyLostError
 from .host import Host
-from .protocol import (CONTROL, DIAGNOSTIC, INFERENCE, PROTOCOL, RUNS, Call, Empty, Env, Kind,
-                       Protocol, ProtocolError, ReplayMismatch, UnitData, nbytes, validate)
+from .protocol import (
+    CONTROL,
+    DIAGNOSTIC,
+    INFERENCE,
+    PROTOCOL,
+    RUNS,
+    Call,
+    Empty,
+    Env,
+    Kind,
+    Protocol,
+    ProtocolError,
+    ReplayMismatch,
+    UnitData,
+    nbytes,
+    validate,
+)
 
 __all__ = ["Entry", "InProcessUnits", "Session", "Units", "tapped"]
 
@@ -93,11 +109,11 @@ class Units:
     #: the mechanism, ever have them; a deployment's backend keeps None
     runs: int | None = None
 
-    def open(self, protocol: Protocol, spec, repeat: int = 0) -> "Session":
+    def open(self, protocol: Protocol, spec, repeat: int = 0) -> Session:
         """Open ``protocol`` with the public options ``spec`` on every unit, for one repeat."""
         return Session(self, protocol, spec, repeat)
 
-    def at(self, repeat: int) -> "Units":
+    def at(self, repeat: int) -> Units:
         """These units, their sessions opened for ``repeat`` (what a solver of that repeat is
         given: it opens its protocol without knowing the repeat)."""
         return _AtRepeat(self, repeat)
@@ -107,38 +123,38 @@ class Units:
         """The units ``[first, stop)`` each host of ``protocol`` holds."""
         raise NotImplementedError
 
-    def _open(self, session: "Session", k: int):
+    def _open(self, session: Session, k: int):
         raise NotImplementedError
 
-    def _send(self, session: "Session", call: Call, requests: dict, seqs: dict):
+    def _send(self, session: Session, call: Call, requests: dict, seqs: dict):
         """Send ``requests[k]`` to every host k at once; returns ``(replies, failure)``: the
         replies that arrived and the first exception, if any."""
         raise NotImplementedError
 
-    def _adopt(self, session: "Session", k: int, call: Call, request, reply) -> None:
+    def _adopt(self, session: Session, k: int, call: Call, request, reply) -> None:
         raise NotImplementedError
 
-    def _lost(self, session: "Session", failure: Exception) -> list[int]:
+    def _lost(self, session: Session, failure: Exception) -> list[int]:
         """The hosts lost (``failure`` re-raised when none is: the unit's own error)."""
         raise failure
 
-    def _replace(self, session: "Session", k: int, lost_at: str) -> str:
+    def _replace(self, session: Session, k: int, lost_at: str) -> str:
         """A new host for k where its data can be read (or PartyLostError); its place."""
         raise NotImplementedError
 
-    def where(self, session: "Session", k: int) -> str:
+    def where(self, session: Session, k: int) -> str:
         """Where host k runs (its worker), for errors."""
         return "this process"
 
-    def first_seq(self, session: "Session", k: int) -> int:
+    def first_seq(self, session: Session, k: int) -> int:
         """Where host k's sequence numbers start (after those its record holds already: a
         resumed run's requests are new messages, whatever the killed run sent)."""
         return 0
 
-    def _provide_test(self, session: "Session", test) -> None:
+    def _provide_test(self, session: Session, test) -> None:
         """Give the hosts their held-out blocks, where this process holds them."""
 
-    def _recovered(self, session: "Session", record: dict) -> None:
+    def _recovered(self, session: Session, record: dict) -> None:
         """Note a host rebuilt (the backend's record of faults)."""
 
 
@@ -148,7 +164,7 @@ class _AtRepeat:
     def __init__(self, units: Units, repeat: int):
         self._units, self._repeat = units, int(repeat)
 
-    def open(self, protocol: Protocol, spec, repeat: int | None = None) -> "Session":
+    def open(self, protocol: Protocol, spec, repeat: int | None = None) -> Session:
         return self._units.open(protocol, spec, self._repeat if repeat is None else repeat)
 
     def __getattr__(self, name):
@@ -393,14 +409,14 @@ class InProcessUnits(Units):
         self.cut, self.total, self.env = cut, int(total), env
 
     @classmethod
-    def blocks(cls, blocks, env: Env, test=None) -> "InProcessUnits":
+    def blocks(cls, blocks, env: Env, test=None) -> InProcessUnits:
         """A vertical run's parties: party m holds ``blocks[m]`` (and ``test[m]``)."""
         M = len(blocks)
         return cls(lambda a, b: UnitData(a, b, M, tuple(blocks[a:b]),
                                          None if test is None else tuple(test[a:b])), M, env)
 
     @classmethod
-    def rows(cls, A, b, env: Env) -> "InProcessUnits":
+    def rows(cls, A, b, env: Env) -> InProcessUnits:
         """Providers or agents: unit i holds the rows ``A[i]``, ``b[i]``."""
         N = len(A)
         return cls(lambda a, z: UnitData(a, z, N, (A[a:z], b[a:z])), N, env)

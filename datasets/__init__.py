@@ -14,6 +14,7 @@ problem as :class:`vfl.core.errors.DataError`.
 """
 
 from vfl.datasets.base import Dataset
+from vfl.datasets.describe import describe_file
 from vfl.datasets.fetch import fetch_dataset, fetch_file
 from vfl.datasets.files import (
     dataset_status,
@@ -23,11 +24,10 @@ from vfl.datasets.files import (
     user_cache_dir,
     verify_dataset,
 )
+from vfl.datasets.gisette_like import make_gisette_like
 from vfl.datasets.loaders import LOADER_OPTIONS, load_dataset
 from vfl.datasets.registry import REGISTRY, DatasetSpec, FileSpec, get_spec
-from vfl.datasets.gisette_like import make_gisette_like
 from vfl.datasets.synthetic import SYNTHETIC_PRESETS, make_synthetic
-from vfl.datasets.describe import describe_file
 from vfl.datasets.userfiles import inspect_file, read_user_file, suggest_partition
 
 __all__ = [

@@ -33,7 +33,8 @@ import dataclasses
 import hashlib
 import io
 import numbers
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd

@@ -13,15 +13,15 @@ import hashlib
 import http.client
 import os
 import secrets
-import urllib.parse
 import urllib.error
+import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
+from vfl.core.errors import DataError
 from vfl.datasets.files import file_sha256, find_file, resolve_data_dir
 from vfl.datasets.registry import FileSpec, get_spec
-from vfl.core.errors import DataError
 
 __all__ = ["fetch_file", "fetch_dataset"]
 

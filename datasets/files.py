@@ -12,13 +12,13 @@ import hashlib
 import io
 import os
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import platformdirs
 
-from vfl.datasets.registry import FileSpec, get_spec
 from vfl.core.errors import DataError
+from vfl.datasets.registry import FileSpec, get_spec
 
 __all__ = [
     "user_cache_dir",

@@ -30,10 +30,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtri
 
+from vfl.core.errors import DataError
 from vfl.datasets._checks import integer, real
 from vfl.datasets.base import Dataset
 from vfl.datasets.preprocessing import apply_minmax, fit_minmax
-from vfl.core.errors import DataError
 
 __all__ = ["make_gisette_like"]
 

@@ -20,26 +20,26 @@ import hashlib
 import io
 import os
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from vfl.core.errors import DataError
 from vfl.core.preprocessing import RawTable
 from vfl.datasets._checks import integer
-from vfl.datasets.base import Dataset, RawDataset
-from vfl.datasets.files import (find_file, read_file, require_files, resolve_data_dir,
-                                user_cache_dir)
-from vfl.datasets.preprocessing import apply_minmax, fit_minmax
 from vfl.datasets.adult import ADULT_OPTIONS, load_adult
+from vfl.datasets.base import Dataset, RawDataset
+from vfl.datasets.files import find_file, read_file, require_files, resolve_data_dir, user_cache_dir
+from vfl.datasets.parties.spec import DATA_KEYS as PARTY_DATA_KEYS
+from vfl.datasets.preprocessing import apply_minmax, fit_minmax
 from vfl.datasets.records import LibsvmRules, parse_libsvm, record_lines
-from vfl.datasets.schemas import FILE_RECORDS
 from vfl.datasets.registry import SYNTHETIC_NAME, DatasetSpec, FileSpec, get_spec
+from vfl.datasets.schemas import FILE_RECORDS
 from vfl.datasets.synthetic import SYNTHETIC_OPTIONS, synthetic_from_options
 from vfl.datasets.userfiles import USER_FILE_LOADERS, USER_FILE_OPTIONS
-from vfl.datasets.parties.spec import DATA_KEYS as PARTY_DATA_KEYS
-from vfl.core.errors import DataError
 
 __all__ = ["load_dataset", "load_raw", "LOADER_OPTIONS", "MOVED_OPTIONS"]
 

@@ -29,14 +29,23 @@ horizontal setting's ``partition.public`` rows).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from vfl.core.errors import ConfigError
-from vfl.core.preprocessing import (ENCODINGS, SCALINGS, Encoder, RawTable, RowSteps, Scaler,
-                                    check_bounds, check_vocabulary)
+from vfl.core.preprocessing import (
+    ENCODINGS,
+    SCALINGS,
+    Encoder,
+    RawTable,
+    RowSteps,
+    Scaler,
+    check_bounds,
+    check_vocabulary,
+)
 
 __all__ = ["PREPROCESSING_KEYS", "check_spec", "Stage", "fit_stage", "preprocess",
            "refuse_private"]

@@ -23,19 +23,20 @@ from __future__ import annotations
 
 import copy
 import numbers
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
+from vfl.core.errors import DataError
 from vfl.datasets._checks import integer, real
 from vfl.datasets.a9a_like import A9A_GROUPS, make_a9a_like
 from vfl.datasets.base import Dataset
 from vfl.datasets.gisette_like import make_gisette_like
 from vfl.datasets.preprocessing import apply_minmax, fit_minmax, maxabs_scale
-from vfl.core.errors import DataError
 
 __all__ = ["make_synthetic", "preset_shape", "SYNTHETIC_PRESETS", "PRESET_GENERATORS", "STAND_IN_FOR",
            "synthetic_from_options"]

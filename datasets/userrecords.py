@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import csv
 import numbers
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,14 +26,26 @@ import pandas as pd
 from vfl.core.errors import ConfigError, DataError
 from vfl.core.preprocessing import RawTable
 from vfl.datasets.base import RawDataset
-from vfl.datasets.records import Columns, LibsvmRules, number, parse_delimited, \
-    parse_libsvm, record_lines
+from vfl.datasets.records import (
+    Columns,
+    LibsvmRules,
+    number,
+    parse_delimited,
+    parse_libsvm,
+    record_lines,
+)
 from vfl.datasets.userfiles.columns import _select_columns
 from vfl.datasets.userfiles.holdout import _split, _split_record
 from vfl.datasets.userfiles.messages import _jsonable, _show
-from vfl.datasets.userfiles.options import (_csv_options, _label_positive, _libsvm_options,
-                                            _path_option, _stratify, _test_options,
-                                            declared_labels)
+from vfl.datasets.userfiles.options import (
+    _csv_options,
+    _label_positive,
+    _libsvm_options,
+    _path_option,
+    _stratify,
+    _test_options,
+    declared_labels,
+)
 from vfl.datasets.userfiles.reading import UserFile, _files, read_user_file
 
 __all__ = ["load_libsvm_records", "load_csv_records", "fill_option"]

@@ -34,8 +34,21 @@ import numpy as np
 import scipy.sparse as sp
 
 from vfl.core.objective import Objective
-from vfl.core.protocol import (DIAGNOSTIC, Call, Empty, Placement, Protocol, ProtocolError,
-                               Recovery, Side, array, handles, message, scalar, values)
+from vfl.core.protocol import (
+    DIAGNOSTIC,
+    Call,
+    Empty,
+    Placement,
+    Protocol,
+    ProtocolError,
+    Recovery,
+    Side,
+    array,
+    handles,
+    message,
+    scalar,
+    values,
+)
 
 from .agents import AgentGroup, AgentOptions
 from .problem import merge_domains

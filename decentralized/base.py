@@ -17,12 +17,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from vfl.core.objective import Objective
 from vfl.core.errors import ConfigError, DivergedError
+from vfl.core.host import LocalEnv
+from vfl.core.objective import Objective
 from vfl.core.params import Param
 from vfl.core.records import PrivacyInfo
 from vfl.core.solver import NetworkData, Release, Setting, Solver, Streams
-from vfl.core.host import LocalEnv
 from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 

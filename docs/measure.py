@@ -25,15 +25,21 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from time import perf_counter
-from typing import Callable
 
 sys.path.append(str(Path(__file__).resolve().parent))  # its siblings, also when loaded by path
-from measure_bounds import (AUDIT_LOW_SCALE, AUDITS_PNG, CEILING_CSV, TV_CSV,  # noqa: E402
-                            measure_ceiling, measure_tv)
+from measure_bounds import (  # noqa: E402
+    AUDIT_LOW_SCALE,
+    AUDITS_PNG,
+    CEILING_CSV,
+    TV_CSV,
+    measure_ceiling,
+    measure_tv,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 MEASURED = REPO / "docs" / "measured.md"

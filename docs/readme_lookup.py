@@ -3,7 +3,7 @@ picks, a single value, and how a number is printed (``docs/readme_tables.py``)."
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pandas as pd
 

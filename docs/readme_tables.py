@@ -52,17 +52,23 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 
 sys.path.append(str(Path(__file__).resolve().parent))  # its siblings, also when loaded by path
 from readme_lookup import FactError, _exp, _one, _unique, _where, _word  # noqa: E402, F401
-from readme_markdown import (alignment_markdown, bench_targets_markdown,  # noqa: E402
-                             bench_variants_markdown, dask_markdown, scale_markdown,
-                             services_markdown, _scale_targets_met)
+from readme_markdown import (  # noqa: E402
+    _scale_targets_met,
+    alignment_markdown,
+    bench_targets_markdown,
+    bench_variants_markdown,
+    dask_markdown,
+    scale_markdown,
+    services_markdown,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 FIGURES = REPO / "docs" / "figures"

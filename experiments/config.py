@@ -68,8 +68,17 @@ from pathlib import Path
 from typing import Any
 
 from vfl.core.errors import ConfigError
-from vfl.core.params import (MAX_ITERATIONS, MAX_REPEATS, Param, as_boolean,
-                             as_choice, as_integer, as_number, check_epsilon, validate_table)
+from vfl.core.params import (
+    MAX_ITERATIONS,
+    MAX_REPEATS,
+    Param,
+    as_boolean,
+    as_choice,
+    as_integer,
+    as_number,
+    check_epsilon,
+    validate_table,
+)
 from vfl.core.solver import Setting
 
 __all__ = [
@@ -204,7 +213,7 @@ class PrivacyConfig(_Table):
     budget_epsilon: float | None = None
     claims_guarantee: bool = False
 
-    def with_values(self, **changes) -> "PrivacyConfig":
+    def with_values(self, **changes) -> PrivacyConfig:
         return replace(self, values={**self.values, **changes})
 
     @property
@@ -372,7 +381,7 @@ class Config:
             d["tuning"] = {"method": self.tuning.method, **self.tuning.values}
         return d
 
-    def with_overrides(self, overrides: list[str]) -> "Config":
+    def with_overrides(self, overrides: list[str]) -> Config:
         """This config with ``key=value`` overrides applied, re-validated."""
         return config_from_dict(apply_overrides(self.to_dict(), overrides), default_name=self.name)
 

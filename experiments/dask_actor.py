@@ -19,9 +19,9 @@ seeded streams, or exact samplers in a deployment run).
 from __future__ import annotations
 
 from vfl.core.codec import serve
+from vfl.core.host import Host, StreamEnv
 from vfl.core.preprocessing import row_norms
 from vfl.core.solver import VerticalData
-from vfl.core.host import Host, StreamEnv
 
 from .config import Config
 from .registry import get_solver

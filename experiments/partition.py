@@ -16,9 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .config import PartitionConfig
 from vfl.core.errors import PartitionError
 from vfl.core.preprocessing import RowSteps
+
+from .config import PartitionConfig
 
 __all__ = ["Partition", "make_partition"]
 

@@ -206,12 +206,10 @@ def label_holder_records(config: Config, remote: list[tuple], own_call=None):
     ``(who, id_type, parts, call)`` for parties 2, 3, ...; ``own_call``: party 1's own service
     (the label holder's organisation), told the agreed order too. Returns the label holder's
     records (party 1's columns, the labels) in the agreed order."""
-    from vfl.datasets.parties import load_party
+    from vfl.datasets.parties import check_parties, load_party
     from vfl.datasets.parties.join import assemble
 
     from .runner import _strict
-
-    from vfl.datasets.parties import check_parties
 
     options = party_options(config)
     specs, spec = check_parties(options)

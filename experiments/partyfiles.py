@@ -175,8 +175,9 @@ def split_file(path, *, label: str | None, parties: int, overlap: float, seed: i
     groups = [names[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
     fraction = None
     if not test:  # the held-out rows are the file's records too: dealt with the rest
-        import numpy as np
         from dataclasses import replace
+
+        import numpy as np
 
         raw = replace(raw, train=raw.train.stack(raw.test),
                       y_train=np.concatenate([raw.y_train, raw.y_test]))

@@ -23,15 +23,15 @@ import math
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 import pandas as pd
-
 from pydantic import ValidationError
 
 from vfl.core.errors import ConfigError, DataError
+
 from .manifest import Manifest
 from .runner import RunResult
 

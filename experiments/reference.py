@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .config import load_config
 from vfl.core.errors import ConfigError, VFLError
+
+from .config import load_config
 from .runner import run_experiment
 
 __all__ = ["CASES", "TOLERANCES", "RegressionError", "check_case", "check_references", "compute_case",

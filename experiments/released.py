@@ -20,9 +20,10 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -13,26 +13,27 @@ from __future__ import annotations
 
 import copy
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from time import perf_counter
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from vfl.core.metrics import accuracy, log_loss
-from vfl.core.relations import Cleaning, stated_on
 from vfl.core.errors import ConfigError, DivergedError
+from vfl.core.metrics import accuracy, log_loss
 from vfl.core.protocol import NonFiniteError
+from vfl.core.relations import Cleaning, stated_on
 from vfl.core.solver import DIAGNOSTIC, RELEASED, Solver, Streams, column_kinds
 from vfl.datasets import REGISTRY, dataset_status, resolve_data_dir
 from vfl.datasets.base import RawDataset
 from vfl.datasets.loaders import load_raw
 
 from .config import Config
-from .manifest import DatasetRecord, Manifest
 from .diagnostic import drop_diagnostic, exact_data, labelled_diagnostic
+from .manifest import DatasetRecord, Manifest
 from .provenance import environment_info
 from .registry import get_solver, typed_privacy
 from .repeats import Repeats
@@ -673,7 +674,7 @@ def run_experiment(
                           f"({config.solver.name}: set privacy.delta)")
     if release_only or deployment(config):
         with_baselines = False  # the references need every party's exact data
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     plan = plan or plan_run(config, data_dir, use_cache=not release_only)
     cls, setting = plan.solver_cls, plan.setting
     if stop_at_budget:
@@ -717,7 +718,7 @@ def run_experiment(
         metrics, per_repeat = frames[0], None
     else:
         metrics, per_repeat = _aggregate(frames)
-    finished = datetime.now(timezone.utc)
+    finished = datetime.now(UTC)
     manifest = _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops,
                          repeats, inference)
     manifest["diagnostic"].update({

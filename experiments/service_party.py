@@ -27,18 +27,18 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-
-import numpy as np
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from vfl.core import codec
 from vfl.core.codec import Frame
-from vfl.core.protocol import CONTROL
 from vfl.core.errors import ConfigError, DataError
 from vfl.core.host import Host, StreamEnv
 from vfl.core.preprocessing import row_norms
+from vfl.core.protocol import CONTROL
 from vfl.core.sampling import ExactSampler
 from vfl.core.solver import VerticalData
 
@@ -143,7 +143,7 @@ def public_digest(config: Config) -> dict:
 class _PartyEnv(StreamEnv):
     """The party's own streams, every release admitted by its guard first."""
 
-    def __init__(self, streams, service: "PartyService"):
+    def __init__(self, streams, service: PartyService):
         super().__init__(streams)
         self.service = service
 

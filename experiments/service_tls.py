@@ -50,7 +50,7 @@ def make_ca(days: int = 365, name: str = "vfl deployment CA"):
     from cryptography.hazmat.primitives import hashes
 
     key = _key()
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     cert = (x509.CertificateBuilder().subject_name(_name(name)).issuer_name(_name(name))
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - dt.timedelta(minutes=5))
@@ -73,7 +73,7 @@ def issue(ca, cn: str, *, days: int = 365, expired: bool = False):
 
     ca_key, ca_cert = ca
     key = _key()
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     start, end = ((now - dt.timedelta(days=3), now - dt.timedelta(days=1)) if expired else
                   (now - dt.timedelta(minutes=5), now + dt.timedelta(days=days)))
     cert = (x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(ca_cert.subject)
@@ -136,7 +136,7 @@ class Credentials:
     ca: bytes
 
     @classmethod
-    def read(cls, cert, key, ca, who: str) -> "Credentials":
+    def read(cls, cert, key, ca, who: str) -> Credentials:
         data = []
         for what, path in (("certificate", cert), ("key", key), ("CA", ca)):
             if path is None:
@@ -161,7 +161,7 @@ class Credentials:
             ca = x509.load_pem_x509_certificate(self.ca)
         except ValueError:
             raise ConfigError(f"{who}: its certificate or CA is not a PEM certificate") from None
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         if not cert.not_valid_before_utc <= now <= cert.not_valid_after_utc:
             raise ConfigError(f"{who}: its certificate expired on "
                               f"{cert.not_valid_after_utc:%Y-%m-%d}" if now > cert.

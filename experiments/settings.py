@@ -23,17 +23,25 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from vfl.core.objective import Objective
-from vfl.core.metrics import accuracy, log_loss
 from vfl.core.errors import ConfigError, DataError
+from vfl.core.metrics import accuracy, log_loss
+from vfl.core.objective import Objective
 from vfl.core.solver import Setting, Streams, VerticalData
 from vfl.datasets import Dataset, user_cache_dir
 from vfl.datasets.base import RawDataset
 from vfl.datasets.stage import Stage, fit_stage
 
 from .config import Config
-from .heldout import (FROM_POOL, HELD_OUT_FILE, held_out_rows, refuse_private_public,
-                      rows_needed, test_part, test_part_private, test_source)
+from .heldout import (
+    FROM_POOL,
+    HELD_OUT_FILE,
+    held_out_rows,
+    refuse_private_public,
+    rows_needed,
+    test_part,
+    test_part_private,
+    test_source,
+)
 from .partition import Partition, PartitionError, make_partition
 
 __all__ = ["Prepared", "SplitRecords", "prepare", "fit_config_stage", "make_objective",
@@ -106,7 +114,7 @@ class SplitRecords:
     train_bytes: int
 
     @classmethod
-    def of(cls, dataset: Dataset) -> "SplitRecords":
+    def of(cls, dataset: Dataset) -> SplitRecords:
         X = dataset.X_train
         nbytes = (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) if sp.issparse(X) \
             else X.nbytes

@@ -25,9 +25,9 @@ import itertools
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 
@@ -35,8 +35,7 @@ from vfl.core.errors import ConfigError
 
 from .config import Config, parse_override
 from .manifest import Released
-from .records import (check_output_dir, clean_stale_partials, dump_json, run_is_current,
-                      write_run)
+from .records import check_output_dir, clean_stale_partials, dump_json, run_is_current, write_run
 
 __all__ = ["SweepRun", "aggregate_sweep", "check_scheduler", "check_sweep_dir", "parse_grid",
            "plan_grid", "plan_sweep", "run_grid", "run_sweep", "AGGREGATED", "PARAMS"]

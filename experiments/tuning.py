@@ -73,7 +73,6 @@ def _score(plan) -> float:
 
 
 def _public(config, points, seeds: int, data_dir, on_trial) -> tuple[list, dict]:
-    from dataclasses import replace
 
     from vfl.datasets.base import RawDataset
 

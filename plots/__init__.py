@@ -491,7 +491,7 @@ def plot_audit(report):
                     label=f"sampled loss (K = {L.size})")
             grid = np.linspace(bins[0], bins[-1], 400)
             drawn = set()
-            for mu in report.gaussian_mu.values():
+            for claim, mu in report.gaussian_mu.items():
                 if mu > 0 and mu not in drawn:  # (the guarantee and its profile: one curve)
                     drawn.add(mu)
                     ax.plot(grid, stats.norm.pdf(grid, mu**2 / 2, mu), color="black", lw=1,

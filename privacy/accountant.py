@@ -31,11 +31,8 @@ from collections.abc import Sequence
 import dp_accounting
 import numpy as np
 from dp_accounting import pld, rdp
-from scipy.optimize import brentq
-from scipy.special import log_ndtr
 
 from vfl.core.gaussian import epsilon as _analytic_epsilon
-from vfl.core.gaussian import log_delta as _analytic_log_delta
 
 from . import _checks
 

@@ -33,8 +33,19 @@ import numpy as np
 import scipy.sparse as sp
 
 from vfl.core.preprocessing import row_norms
-from vfl.core.protocol import (DIAGNOSTIC, INFERENCE, Call, Empty, Placement, Protocol, Side,
-                               array, handles, message, scalar)
+from vfl.core.protocol import (
+    DIAGNOSTIC,
+    INFERENCE,
+    Call,
+    Empty,
+    Placement,
+    Protocol,
+    Side,
+    array,
+    handles,
+    message,
+    scalar,
+)
 
 from . import labels as lab
 from . import mechanism as mech

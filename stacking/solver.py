@@ -71,15 +71,13 @@ from time import perf_counter
 import numpy as np
 import scipy.sparse as sp
 
+from vfl.core.host import LocalEnv
 from vfl.core.params import Param
 from vfl.core.records import PrivacyInfo
-from vfl.core.solver import (Reference, Release, Setting, Solver, VerticalData,
-                             label_neighbours)
-from vfl.core.host import LocalEnv
+from vfl.core.sampling import rr_epsilon
+from vfl.core.solver import Reference, Release, Setting, Solver, VerticalData, label_neighbours
 from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
-
-from vfl.core.sampling import rr_epsilon
 
 from . import labels as lab
 from . import mechanism as mech
@@ -509,8 +507,8 @@ class PrivateStacking(Solver):
             g_old = -y[k] * p[k] * a
 
             def shift(b):
-                pb = 1.0 / (1.0 + np.exp(y[k] * (m0 + b @ x)))
-                return float(np.linalg.norm(np.linalg.solve(H, g_old + y[k] * pb * b)))
+                pb = 1.0 / (1.0 + np.exp(y[k] * (m0 + b @ x)))  # noqa: B023 (called within this iteration)
+                return float(np.linalg.norm(np.linalg.solve(H, g_old + y[k] * pb * b)))  # noqa: B023 (called within this iteration)
 
             best = max(cands[1:], key=shift)
             out.append(Neighbour(f"party {m + 1}, row {k} negated (adversarial)", "adversarial", m,

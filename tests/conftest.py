@@ -11,9 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from schedule import (pytest_collection_modifyitems, pytest_configure,  # noqa: F401
-                      pytest_configure_node)
+from schedule import pytest_collection_modifyitems, pytest_configure, pytest_configure_node  # noqa: F401
 
 # PYTHONDONTWRITEBYTECODE=1 (some shells set it) made every xdist worker rewrite and compile
 # every test module and the package again, and every process a test starts compile the

@@ -4,11 +4,10 @@ tests/test_consensus_solver.py."""
 import numpy as np
 from scipy.special import expit
 
-from vfl.admm.consensus import ConsensusADMM, ConsensusADMMPerturbed, DPADMM, split_providers
+from vfl.admm.consensus import DPADMM, ConsensusADMM, ConsensusADMMPerturbed, split_providers
 from vfl.core.objective import Objective
 from vfl.core.params import validate_table
 from vfl.core.solver import Streams
-
 
 REGS = ("l1", "half_l2sq")
 

@@ -3,7 +3,6 @@
 from pathlib import Path
 
 import numpy as np
-
 import pytest
 
 from vfl.experiments.config import load_config

@@ -6,16 +6,22 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
 from cli_helpers import vfl
-from vfl.core.objective import Objective
+
 from vfl.core.errors import ConfigError
+from vfl.core.objective import Objective
 from vfl.core.solver import Streams, VerticalData
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.runner import run_experiment
 from vfl.experiments.sweep import aggregate_sweep, run_sweep
-from vfl.privacy import (calibrate_sigma, composed_gaussian_epsilon, corollary1,
-                         lemma1_sensitivity, split_delta, theorem1_epsilon)
+from vfl.privacy import (
+    calibrate_sigma,
+    composed_gaussian_epsilon,
+    corollary1,
+    lemma1_sensitivity,
+    split_delta,
+    theorem1_epsilon,
+)
 from vfl.privacy.sharing import column_sensitivity, row_gradient_gap, row_sensitivity
 
 RAW = {

@@ -13,9 +13,9 @@ import textwrap
 
 import pandas as pd
 import pytest
+from cli_helpers import vfl
 
 from vfl import papers
-from cli_helpers import vfl
 
 FOLDER = {
     "__init__.py": '''

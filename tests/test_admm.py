@@ -27,20 +27,19 @@ lam = 0.01 * w the squared-loss wide case needs ~800 epochs instead of ~110.
 
 import decimal
 from decimal import Decimal
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
 import scipy.optimize
 import scipy.sparse as sp
+from problems import planted_problem
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
 from vfl.admm import ADMMSharing, BlockSolver
-
-from vfl.core.objective import Objective
 from vfl.baselines import central_optimum
-from problems import planted_problem
+from vfl.core.objective import Objective
 
 N = 200
 
@@ -109,7 +108,7 @@ def indep_value(D, b, loss, lam, w, x):
     return float(w * np.sum(lv) + lam * x @ x)
 
 
-@lru_cache(maxsize=None)
+@cache
 def reference(loss, reduction, shape):
     D, blocks, b = make_problem(loss, shape)
     w, lam, rho = settings(loss, reduction)

@@ -13,18 +13,39 @@ import math
 
 import numpy as np
 import pytest
-
 from problems import planted_problem
+
 from vfl.admm import ADMMSharing
-from vfl.admm.sharing.acceleration import (ACCELERATION, Anderson, NesterovRestart,
-                                           NoAcceleration, NoRelaxation, Relaxation,
-                                           over_relaxation)
-from vfl.admm.sharing.accounting import (CALIBRATION, DataDependentCalibration,
-                                         Lemma1Calibration, SoundCalibration)
+from vfl.admm.sharing.acceleration import (
+    ACCELERATION,
+    Anderson,
+    NesterovRestart,
+    NoAcceleration,
+    NoRelaxation,
+    Relaxation,
+    over_relaxation,
+)
+from vfl.admm.sharing.accounting import (
+    CALIBRATION,
+    DataDependentCalibration,
+    Lemma1Calibration,
+    SoundCalibration,
+)
 from vfl.admm.sharing.block import BlockSolver
-from vfl.admm.sharing.forms import (BALL, ORDER, SHARING, Z_UPDATE, BoydSharing, ExactBall,
-                                    GaussSeidelOrder, HuSharing, JacobiOrder, ProjectedBall,
-                                    SafeguardedZUpdate, Unconstrained)
+from vfl.admm.sharing.forms import (
+    BALL,
+    ORDER,
+    SHARING,
+    Z_UPDATE,
+    BoydSharing,
+    ExactBall,
+    GaussSeidelOrder,
+    HuSharing,
+    JacobiOrder,
+    ProjectedBall,
+    SafeguardedZUpdate,
+    Unconstrained,
+)
 from vfl.admm.sharing.noise import NOISE, OutputNoise, VariableNoise, WhitenedVariableNoise
 from vfl.admm.sharing.party import Party
 from vfl.admm.sharing.penalty import RHO_SCHEDULE, FixedPenalty, SpectralPenalty

@@ -13,13 +13,13 @@ errors, in the engine and in configs; the privacy plan of the variants.
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from problems import planted_problem
 from scipy.special import expit
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from problems import planted_problem
 from vfl.admm import ADMMSharing
-from vfl.core.objective import Objective
 from vfl.core.errors import ConfigError
+from vfl.core.objective import Objective
 
 N = 200
 LAM = 0.1  # sum reduction: L = 1/4, sqrt(2) L = 0.354

@@ -12,11 +12,11 @@ import time
 import numpy as np
 import pytest
 
-from vfl.core.objective import Objective
 from vfl.admm.consensus import DPADMM, ConsensusADMM, ConsensusADMMPerturbed, split_providers
-from vfl.core.metrics import accuracy
 from vfl.admm.pretrain import consensus_optimum
 from vfl.core.errors import ConfigError, DataError
+from vfl.core.metrics import accuracy
+from vfl.core.objective import Objective
 from vfl.core.params import validate_table
 from vfl.core.solver import Streams
 from vfl.datasets import load_dataset

@@ -11,12 +11,13 @@ import dataclasses
 import tomllib
 
 import numpy as np
-import pandas as pd
 import pytest
-
 from cli_helpers import assert_one_line_error, vfl
-from test_parties import assert_same_numbers
-from test_parties import cluster  # noqa: F401 (the same small threaded cluster, per module)
+from test_parties import (
+    assert_same_numbers,
+    cluster,  # noqa: F401 (the same small threaded cluster, per module)
+)
+
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.dask_units import dask_backend
 from vfl.experiments.runner import plan_run, run_experiment

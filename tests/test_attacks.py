@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 import pytest
-
 from cli_helpers import vfl
+
 from vfl.attacks import auc, ceiling_auc, delong_ci, epsilon_lower
 
 TINY = """

@@ -14,7 +14,8 @@ import pytest
 from scipy import integrate, stats
 
 from vfl.core.solver import Release
-from vfl.privacy import audit as A, calibrate_sigma, composed_gaussian_epsilon
+from vfl.privacy import audit as A
+from vfl.privacy import calibrate_sigma, composed_gaussian_epsilon
 
 
 # ------------------------------------------------ per-release log ratios --

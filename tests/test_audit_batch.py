@@ -10,11 +10,10 @@ import json
 
 import numpy as np
 import pytest
-
 from cli_helpers import invoke
 from test_held_out import dump_toml
-from vfl.experiments.audit.transcripts import (Direction, Follower, Recorder, chunks,
-                                               run_direction)
+
+from vfl.experiments.audit.transcripts import Direction, Follower, Recorder, chunks, run_direction
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.runner import plan_run
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
 from cli_helpers import invoke
+
 from vfl.experiments.audit import audit_config
 from vfl.experiments.config import load_config
 

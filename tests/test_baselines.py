@@ -16,9 +16,9 @@ import sklearn.metrics
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
-from vfl.core.objective import Objective
-from vfl.core.metrics import accuracy, log_loss
 from vfl.baselines import central_optimum, fit_sklearn_baseline, sklearn_estimator
+from vfl.core.metrics import accuracy, log_loss
+from vfl.core.objective import Objective
 
 N_TRAIN, N_TEST = 200, 100
 

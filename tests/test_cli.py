@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from cli_helpers import SMALL, assert_one_line_error, vfl, vfl_process
 
 REPO = Path(__file__).resolve().parents[1]

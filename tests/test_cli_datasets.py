@@ -11,8 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from vfl.cli.datasets_cmd import datasets
-from vfl.datasets import REGISTRY, DatasetSpec, FileSpec, find_file
-from vfl.datasets import registry
+from vfl.datasets import REGISTRY, DatasetSpec, FileSpec, find_file, registry
 
 
 def run(*args):

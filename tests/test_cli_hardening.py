@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from cli_helpers import SMALL, assert_one_line_error, vfl
 
 REPO = Path(__file__).resolve().parents[1]

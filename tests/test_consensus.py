@@ -13,15 +13,25 @@ import pytest
 import scipy.optimize
 from consensus_helpers import REGS, SOLVERS, loss_grad, make, planted, unit_rows
 
-from vfl.admm.consensus import (ConsensusADMM, ConsensusADMMPerturbed, DPADMM,
-                                algorithm2_argmin_sensitivity, algorithm2_enforced_sensitivity,
-                                algorithm2_sigma, augmented_objective, dp_admm_closed_form,
-                                empirical_loss, lemma1_sensitivity, local_objectives,
-                                theorem1_sigma, theorem3_eta, theorem4_eta)
+from vfl.admm.consensus import (
+    DPADMM,
+    ConsensusADMM,
+    ConsensusADMMPerturbed,
+    algorithm2_argmin_sensitivity,
+    algorithm2_enforced_sensitivity,
+    algorithm2_sigma,
+    augmented_objective,
+    dp_admm_closed_form,
+    empirical_loss,
+    lemma1_sensitivity,
+    local_objectives,
+    theorem1_sigma,
+    theorem3_eta,
+    theorem4_eta,
+)
 from vfl.admm.local_solvers import fista, kkt_residual, newton
 from vfl.admm.pretrain import consensus_optimum
 from vfl.privacy import dp_admm_epsilon
-
 
 # ------------------------------------------------- (a) moments accountant --
 # Spec 3.4 table (T = 100); the (0.05, 1e-3) and (0.1, 1e-3) entries are in test_privacy.py.
@@ -272,8 +282,8 @@ def test_a_rebuilt_exact_group_replays_its_warm_start_to_the_bit():
     recorded releases it takes without drawing them again) solves its completed iterations
     again and goes on as the lost one would."""
     from vfl.admm.providers import PROVIDERS_PROTOCOL
-    from vfl.core.protocol import UnitData
     from vfl.core.host import Host, LocalEnv
+    from vfl.core.protocol import UnitData
 
     s = make(ConsensusADMMPerturbed, planted(), "l1", params={"local_solver": "fista"},
              privacy={"epsilon_per_iteration": 0.3, "delta": 1e-4})

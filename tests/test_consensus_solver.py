@@ -9,8 +9,16 @@ import numpy as np
 import pytest
 from consensus_helpers import REGS, SOLVERS, loss_grad, make, objective, planted
 
-from vfl.admm.consensus import (ConsensusADMM, ConsensusADMMPerturbed, DPADMM, enforce_row_bound,
-                                split_providers, theorem1_sigma, theorem3_eta, theorem4_eta)
+from vfl.admm.consensus import (
+    DPADMM,
+    ConsensusADMM,
+    ConsensusADMMPerturbed,
+    enforce_row_bound,
+    split_providers,
+    theorem1_sigma,
+    theorem3_eta,
+    theorem4_eta,
+)
 from vfl.admm.local_solvers import kkt_residual, newton, smooth_grad
 from vfl.admm.pretrain import central_solve, consensus_optimum, pretrain_dw
 from vfl.core.objective import Objective

@@ -15,10 +15,20 @@ import pytest
 import scipy.sparse as sp
 
 from vfl.core.errors import ConfigError, DataError
-from vfl.datasets import (Dataset, FileSpec, REGISTRY, dataset_status, file_sha256, find_file,
-                          get_spec, load_dataset, resolve_data_dir, user_cache_dir, verify_dataset)
+from vfl.datasets import (
+    REGISTRY,
+    Dataset,
+    FileSpec,
+    dataset_status,
+    file_sha256,
+    find_file,
+    get_spec,
+    load_dataset,
+    resolve_data_dir,
+    user_cache_dir,
+    verify_dataset,
+)
 from vfl.datasets.schemas import ADULT_SCHEMA
-
 
 # -------------------------------------------------------------------- helpers
 

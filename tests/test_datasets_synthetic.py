@@ -9,8 +9,13 @@ import pytest
 import scipy.sparse as sp
 
 from vfl.core.errors import ConfigError, DataError
-from vfl.datasets import (REGISTRY, SYNTHETIC_PRESETS, load_dataset, make_gisette_like,
-                          make_synthetic)
+from vfl.datasets import (
+    REGISTRY,
+    SYNTHETIC_PRESETS,
+    load_dataset,
+    make_gisette_like,
+    make_synthetic,
+)
 from vfl.datasets.loaders import load_raw
 from vfl.datasets.stage import fit_stage
 

@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from vfl.core.objective import Objective
 from vfl.core.errors import DivergedError
+from vfl.core.objective import Objective
 from vfl.core.solver import NetworkData, Setting, Solver, Streams
-from vfl.experiments.registry import get_solver, solver_names
 from vfl.decentralized import (
     assign_samples,
     central_optimum,
@@ -19,6 +18,7 @@ from vfl.decentralized import (
     make_graph,
     paper_objective,
 )
+from vfl.experiments.registry import get_solver, solver_names
 from vfl.privacy import ldp
 
 PRIVATE = ("ldp_admm", "ldp_gd", "ldp_gd_minmax", "dvp_admm", "pp_admm", "noisy_consensus_gd",
@@ -93,7 +93,7 @@ def test_enforced_sensitivity():
         z, z2 = r.random(5), r.random(5)
         z, z2 = z / np.linalg.norm(z), z2 / np.linalg.norm(z2)
         L, L2 = r.integers(0, 2, 2)
-        g = lambda z, L: -L / (1 + np.exp(L * (z @ x))) * z / 25  # noqa: E731
+        g = lambda z, L: -L / (1 + np.exp(L * (z @ x))) * z / 25  # noqa: B023, E731
         diff = g(z, L) - g(z2, L2)
         assert np.abs(diff).max() <= s.B_inf and np.abs(diff).sum() <= s.B_1
         assert np.linalg.norm(diff) <= s.B_2

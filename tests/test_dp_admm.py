@@ -5,9 +5,8 @@ import pytest
 import scipy.sparse as sp
 
 from vfl.admm import ADMMSharing
-
-from vfl.core.objective import Objective
 from vfl.admm.sharing import NOISE_FORMS
+from vfl.core.objective import Objective
 
 
 def problem(n=120, dims=(4, 6, 3), seed=0, sparse=False):

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from manifests import manifest
+
 from vfl.papers import PAPERS, engine, paper
 from vfl.papers.spec import Curve, Figure, Layout, Legend, Panel, Reference, Table
 

@@ -10,9 +10,16 @@ import threading
 
 import pytest
 
-from vfl.datasets import REGISTRY, DatasetSpec, FileSpec, fetch_dataset, fetch_file, find_file
-from vfl.datasets import registry
 from vfl.core.errors import DataError
+from vfl.datasets import (
+    REGISTRY,
+    DatasetSpec,
+    FileSpec,
+    fetch_dataset,
+    fetch_file,
+    find_file,
+    registry,
+)
 
 CONTENT = b"0123456789abcdef" * 10_000  # 160 kB: several read chunks
 

@@ -6,11 +6,11 @@ One seed each (reproduce averages three); the bounds leave room for that.
 from pathlib import Path
 
 import pytest
+from shipped import paper_configs
 
-from vfl.papers.hu.figures import settling
 from vfl.experiments.config import load_config
 from vfl.experiments.runner import run_experiment
-from shipped import paper_configs
+from vfl.papers.hu.figures import settling
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = paper_configs("hu")

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from cli_helpers import assert_one_line_error, invoke
 from shipped import write_breast_cancer
+
 from vfl.core.errors import ConfigError
 from vfl.core.solver import DIAGNOSTIC, RELEASED
 from vfl.experiments.config import config_from_dict

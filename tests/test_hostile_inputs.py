@@ -10,12 +10,10 @@ in validation, before any work. Add a row for every case found.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import assert_one_line_error, invoke
 from manifests import MANIFEST
 from shipped import shipped

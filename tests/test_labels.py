@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
+import tomllib
+
 import pytest
 
 from vfl.core.messages import same
 from vfl.core.relations import LABELS
-import tomllib
-
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.transcript import record
 
@@ -148,7 +148,6 @@ def test_gaussian_label_dp_composes_to_its_target(tmp_path, solver, privacy):
     """The pulls (derivatives) are calibrated over the run's releases: the labels' ledger
     composes them back to the target, and the features' guarantee is not claimed."""
     import pandas as pd
-
     from cli_helpers import vfl
 
     epochs, more = SOLVERS[solver]

@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from shipped import ALL, write_breast_cancer
 
 from vfl.core.errors import ConfigError
 from vfl.datasets.loaders import load_raw
 from vfl.experiments.config import load_config
 from vfl.experiments.registry import get_solver
 from vfl.experiments.settings import prepare
-from shipped import ALL, paper_configs, shipped, write_breast_cancer
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ALL

@@ -8,7 +8,6 @@ from pathlib import Path
 import matplotlib.colors
 import pandas as pd
 import pytest
-
 from cli_helpers import vfl
 from manifests import manifest
 

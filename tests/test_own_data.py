@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from cli_helpers import invoke
 from shipped import write_breast_cancer
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
 from cli_helpers import SMALL, assert_one_line_error, vfl
+
 from vfl.core.errors import ConfigError
 from vfl.experiments.config import config_from_dict, load_config
 from vfl.experiments.dask_units import DaskUnits, dask_backend
@@ -469,6 +469,7 @@ def test_a_unit_lost_before_a_diagnostic_is_rebuilt_to_the_in_process_numbers(tm
     from dataclasses import replace
 
     from test_transport import _kill_during, _on_dask
+
     from vfl.core.protocol import DIAGNOSTIC
 
     make, after = LOST_IN_A_DIAGNOSTIC[family]

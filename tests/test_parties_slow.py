@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from cli_helpers import SMALL, vfl
 from test_parties import STACKING, STACKING_PRIVATE, assert_same_numbers
+
 from vfl.core.errors import PartyLostError
 from vfl.experiments.config import load_config
 from vfl.experiments.dask_units import dask_backend

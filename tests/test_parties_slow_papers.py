@@ -10,9 +10,14 @@ import pandas as pd
 import pytest
 from cli_helpers import vfl
 from test_parties import assert_same_communication
-from test_parties_slow import (REPO, _cluster, _first_group_killed_after_iteration_5,
-                               _same_metrics, _stopped)
-from test_parties_slow import external_cluster  # noqa: F401 (the fixture)
+from test_parties_slow import (
+    REPO,
+    _cluster,
+    _first_group_killed_after_iteration_5,
+    _same_metrics,
+    _stopped,
+    external_cluster,  # noqa: F401 (the fixture)
+)
 
 distributed = pytest.importorskip("dask.distributed")
 pytestmark = pytest.mark.slow
@@ -77,6 +82,7 @@ def _ldp(*overrides, network=None):
     import tomllib
 
     from test_agents_dask import LDP_TOML
+
     from vfl.experiments.config import apply_overrides, config_from_dict
 
     raw = tomllib.loads(LDP_TOML)

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from vfl.core.errors import PartitionError
 from vfl.core.preprocessing import RowSteps
 from vfl.experiments.config import PartitionConfig
-from vfl.core.errors import PartitionError
 from vfl.experiments.partition import make_partition
 
 
@@ -109,12 +109,12 @@ def test_clipped_rows_per_party(sparse):
 
 
 def test_normalize_rows_from_config():
+    from vfl.core.errors import ConfigError
     from vfl.core.preprocessing import RawTable
     from vfl.datasets.base import RawDataset
     from vfl.experiments.config import config_from_dict
     from vfl.experiments.registry import get_solver
     from vfl.experiments.settings import fit_config_stage
-    from vfl.core.errors import ConfigError
 
     t = RawTable.from_matrix(np.ones((2, 123)))
     tiny = RawDataset(name="tiny", train=t, y_train=np.array([1.0, -1.0]), test=t,

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from cli_helpers import assert_one_line_error, invoke
 
 from vfl.core.errors import DataError

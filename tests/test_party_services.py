@@ -11,17 +11,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
 from cli_helpers import assert_one_line_error, vfl
 
 grpc = pytest.importorskip("grpc")
+
+from test_services import _free_ports, _numbers, _tls, _write_config  # noqa: E402
 
 from vfl.experiments.config import load_config  # noqa: E402
 from vfl.experiments.runner import plan_run, run_experiment  # noqa: E402
 from vfl.experiments.service_party import PartyConfig, PartyService, serve  # noqa: E402
 from vfl.experiments.service_units import ServiceUnits  # noqa: E402
-
-from test_services import _free_ports, _numbers, _tls, _write_config  # noqa: E402
 
 CONFIG = """
 name = "ps"

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from cli_helpers import assert_one_line_error, invoke
 
 from vfl.core.errors import ConfigError
-from vfl.core.preprocessing import (ColumnSpec, Encoder, RawTable, RowSteps, Scaler, Schema,
-                                    clip_rows, normalize_rows)
+from vfl.core.preprocessing import (
+    ColumnSpec,
+    Encoder,
+    RawTable,
+    RowSteps,
+    Scaler,
+    Schema,
+    clip_rows,
+    normalize_rows,
+)
 from vfl.datasets.base import RawDataset
 from vfl.datasets.stage import check_spec, fit_stage
-
-from cli_helpers import assert_one_line_error, invoke
 
 
 def _table(n=6):

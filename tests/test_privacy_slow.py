@@ -1,13 +1,12 @@
 """The privacy findings on real a9a (slow suite): the audit refutes the paper's
 accounting and passes every mechanism that claims a guarantee."""
 
-from pathlib import Path
 
 import pytest
+from shipped import paper_configs
 
 from vfl.experiments.audit import audit_config
 from vfl.experiments.config import load_config
-from shipped import paper_configs
 
 CONFIGS = paper_configs("hu")
 

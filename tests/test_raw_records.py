@@ -17,7 +17,6 @@ the shipped private configs, for a9a, a LIBSVM file of the user's, Adult and a C
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import scipy.sparse as sp

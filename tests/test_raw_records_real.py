@@ -15,7 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hostile import a9a_kinds as _a9a_kinds, adult_kinds as _adult_kinds, csv_kinds as _csv_kinds
+from hostile import a9a_kinds as _a9a_kinds
+from hostile import adult_kinds as _adult_kinds
+from hostile import csv_kinds as _csv_kinds
 from shipped import paper_configs, write_breast_cancer
 from test_raw_records import _dense
 
@@ -26,7 +28,6 @@ from vfl.datasets.schemas import FILE_RECORDS
 from vfl.experiments.config import load_config
 from vfl.experiments.registry import get_solver
 from vfl.experiments.settings import fit_config_stage, prepare
-
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_helpers import SMALL, assert_one_line_error, invoke
 from pydantic import ValidationError
 
-from cli_helpers import SMALL, assert_one_line_error, invoke
 from vfl.core.records import PrivacyInfo
 from vfl.experiments.manifest import SCHEMA_PATH, Manifest, schema_text
 from vfl.experiments.records import dump_json, load_run

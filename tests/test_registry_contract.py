@@ -18,7 +18,12 @@ import pytest
 from vfl.core.solver import Setting
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.registry import get_solver, solver_names
-from vfl.experiments.runner import COMMUNICATION_COLUMNS, BASE_COLUMNS, PRIVACY_COLUMNS, run_experiment
+from vfl.experiments.runner import (
+    BASE_COLUMNS,
+    COMMUNICATION_COLUMNS,
+    PRIVACY_COLUMNS,
+    run_experiment,
+)
 
 SETTINGS = {
     Setting.VERTICAL: {

@@ -14,15 +14,21 @@ import json
 
 import numpy as np
 import pytest
-
 from cli_helpers import assert_one_line_error, invoke
 from shipped import ALL, private_overrides, write_breast_cancer
+
 from vfl.core.solver import DIAGNOSTIC, RELEASED, Solver, column_kinds
 from vfl.experiments.config import config_from_dict, load_config
 from vfl.experiments.records import load_run
 from vfl.experiments.registry import get_solver, solver_names
-from vfl.experiments.released import (UNDECLARED, check_released, compare_runs, field_kind,
-                                      file_kind, record_replay)
+from vfl.experiments.released import (
+    UNDECLARED,
+    check_released,
+    compare_runs,
+    field_kind,
+    file_kind,
+    record_replay,
+)
 
 _SYN = {"dataset": "synthetic", "options": {"n_train": 600, "n_test": 120, "n_features": 8,
                                              "seed": 3}}

@@ -14,8 +14,8 @@ import json
 
 import numpy as np
 import pytest
-
 from cli_helpers import invoke
+
 from vfl.core.ledger import PrivacyLedger, compose
 from vfl.core.solver import Release
 from vfl.experiments import runner

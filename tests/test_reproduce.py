@@ -5,10 +5,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from shipped import shipped
 
 from vfl.papers.hu import PAPER
 from vfl.papers.hu.figures import FORM_VARIANTS, PRIVACY_SERIES, reproduce, settling
-from shipped import shipped
 
 REPO = Path(__file__).resolve().parents[1]
 

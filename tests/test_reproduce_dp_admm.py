@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from shipped import paper_configs
 
 import vfl.papers.dp_admm.figures as rep
-from vfl.papers.dp_admm import PAPER
 from vfl.experiments.config import load_config
 from vfl.experiments.sweep import plan_grid
+from vfl.papers.dp_admm import PAPER
 from vfl.privacy import dp_admm_epsilon
-from shipped import ALL, paper_configs, shipped
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = paper_configs("dp_admm")

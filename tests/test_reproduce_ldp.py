@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from shipped import paper_configs
 
 import vfl.papers.ldp.figures as ldp
-from vfl.papers import resolve
-from vfl.papers.ldp import PAPER
 from vfl.core.errors import ConfigError
 from vfl.experiments.config import load_config
-from shipped import ALL, paper_configs, shipped
+from vfl.papers import resolve
+from vfl.papers.ldp import PAPER
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = paper_configs("ldp")

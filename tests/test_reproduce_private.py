@@ -6,11 +6,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from shipped import shipped
 
 import vfl.papers.private_utility.figures as rp
-from vfl.papers import PAPERS, resolve
 from vfl.experiments.config import load_config
-from shipped import shipped
+from vfl.papers import PAPERS, resolve
 
 REPO = Path(__file__).resolve().parents[1]
 

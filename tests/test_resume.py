@@ -13,9 +13,9 @@ import sys
 import time
 
 import pytest
-
 from cli_helpers import assert_one_line_error, vfl
 from test_parties import assert_same_numbers
+
 from vfl.experiments.config import load_config
 
 #: ADMM sharing with replayable noise (sigma, output form), two repeats

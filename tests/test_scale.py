@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-
 from cli_helpers import SMALL, vfl
+
 from vfl.admm.sharing.adapter import ADMMSharingSolver, scaled_rho
 from vfl.admm.sharing.block import BlockSolver
 from vfl.core.errors import ConfigError, DataError

@@ -5,9 +5,9 @@ import pytest
 from scipy import stats
 
 from vfl.core.solver import NetworkData, Streams
-from vfl.experiments.registry import get_solver
 from vfl.decentralized import initial_models, make_graph, paper_objective
 from vfl.decentralized.secret_sharing import AdditiveSecretSharing, SecretSharingOverflowError
+from vfl.experiments.registry import get_solver
 
 
 def test_reconstruction_exact_to_encoding_precision():

@@ -7,12 +7,12 @@ The parties' servers and certificates are tests/test_services.py's fixtures.
 from __future__ import annotations
 
 import pytest
-
 from cli_helpers import assert_one_line_error, vfl
 
 grpc = pytest.importorskip("grpc")
 
 from test_services import _base, _write_config, certs, parties  # noqa: E402, F401 (fixtures)
+
 from vfl.experiments.config import load_config  # noqa: E402
 from vfl.experiments.service_party import PartyConfig  # noqa: E402
 from vfl.experiments.service_tls import _pem, issue, make_ca  # noqa: E402

@@ -19,9 +19,8 @@ from __future__ import annotations
 import threading
 
 import pytest
-
 from test_faults import FAMILIES, NOT_SENT, _protocol, _undisturbed, _with
-from test_services import Parties, _free_ports, _numbers, _remote
+from test_services import Parties, _free_ports, _remote
 
 grpc = pytest.importorskip("grpc")
 

@@ -20,7 +20,6 @@ import time
 
 import numpy as np
 import pytest
-
 from cli_helpers import assert_one_line_error, vfl
 from test_services import _base, _numbers, _remote, _write_config, certs, parties  # noqa: F401
 
@@ -178,6 +177,7 @@ def test_a_resumed_request_that_is_not_on_the_record_is_refused_and_nothing_draw
     """The coordinator marks the requests it replays; one the party has no release of (a
     replay that differs from the run) is refused, never drawn."""
     from test_services import _raw
+
     from vfl.admm.sharing.party import SHARING_PROTOCOL, PartySpec, Pull
     from vfl.core import codec
 

@@ -18,14 +18,13 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from problems import planted_problem
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
-from vfl.core.metrics import EpochStats
-
-from vfl.core.objective import Objective
 from vfl.baselines import FDMLSGD, central_optimum
-from problems import planted_problem
+from vfl.core.metrics import EpochStats
+from vfl.core.objective import Objective
 
 N = 400
 DIMS = (8, 7, 5)

@@ -9,14 +9,23 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-
 from cli_helpers import assert_one_line_error, vfl
-from vfl.core.solver import Streams, VerticalData
-from vfl.core.ledger import PrivacyLedger
-from vfl.stacking import (GTOL, PrivateStacking, fit_logistic, gdp_mu, model_sensitivity,
-                          moments_sensitivity, noise_scales, share_sensitivity, sure_ridge)
-from vfl.stacking.mechanism import base_rate_logit
 from shipped import paper_configs, shipped
+
+from vfl.core.ledger import PrivacyLedger
+from vfl.core.solver import Streams, VerticalData
+from vfl.stacking import (
+    GTOL,
+    PrivateStacking,
+    fit_logistic,
+    gdp_mu,
+    model_sensitivity,
+    moments_sensitivity,
+    noise_scales,
+    share_sensitivity,
+    sure_ridge,
+)
+from vfl.stacking.mechanism import base_rate_logit
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from cli_helpers import vfl
-from vfl.experiments.config import config_from_dict
+
 from vfl.core.errors import ConfigError
+from vfl.experiments.config import config_from_dict
 from vfl.experiments.sweep import aggregate_sweep, plan_sweep, run_sweep
 
 RAW = {

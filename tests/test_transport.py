@@ -16,15 +16,32 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
-
 from cli_helpers import SMALL
+
 from vfl.core import codec
 from vfl.core.codec import Frame
-from vfl.core.params import Param
-from vfl.core.protocol import (CONTROL, DIAGNOSTIC, INFERENCE, PROTOCOL, Call, Empty, Protocol, ProtocolError, Side, array, handles,
-                               message, nbytes, same, scalar, validate, values)
-from vfl.core.solver import PartyBlocks, Reference, Setting, Solver
 from vfl.core.host import Host, LocalEnv
+from vfl.core.params import Param
+from vfl.core.protocol import (
+    CONTROL,
+    DIAGNOSTIC,
+    INFERENCE,
+    PROTOCOL,
+    Call,
+    Empty,
+    Protocol,
+    ProtocolError,
+    Side,
+    array,
+    handles,
+    message,
+    nbytes,
+    same,
+    scalar,
+    validate,
+    values,
+)
+from vfl.core.solver import PartyBlocks, Reference, Setting, Solver
 from vfl.core.units import InProcessUnits
 from vfl.core.wire import Wire
 
@@ -204,6 +221,7 @@ def test_the_toy_runs_as_party_services_with_the_in_process_numbers(tmp_path, to
     protocol declared once (no line for it outside this file but the registry's)."""
     pytest.importorskip("grpc")
     from test_services import _remote
+
     from vfl.experiments.runner import run_experiment
 
     config = _toy_config(tmp_path, "privacy.sigma=0.5", "privacy.replayable_noise=true",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_transport import Gradient, TOY, ToySide, ToySpec, UnitDataFor, Width
+from test_transport import TOY, Gradient, ToySide, ToySpec, UnitDataFor, Width
 
 from vfl.core.errors import PartyLostError
 from vfl.core.host import Host, LocalEnv

@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from cli_helpers import assert_one_line_error, invoke
 
 from vfl.core.ledger import PrivacyLedger

@@ -15,12 +15,15 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from userfiles_helpers import CSV, SVM, write
-from userfiles_helpers import _in_tmp  # noqa: F401 (autouse: each test runs in tmp_path)
+from userfiles_helpers import (
+    CSV,
+    SVM,
+    _in_tmp,  # noqa: F401 (autouse: each test runs in tmp_path)
+    write,
+)
 
 from vfl.core.errors import ConfigError, DataError
 from vfl.datasets import inspect_file, load_dataset, suggest_partition
-
 
 SVM_TEST = b"1 1:1\n0 2:2\n"
 

@@ -8,12 +8,15 @@ import lzma
 from pathlib import Path
 
 import pytest
-from userfiles_helpers import CSV, SVM, write
-from userfiles_helpers import _in_tmp  # noqa: F401 (autouse: each test runs in tmp_path)
+from userfiles_helpers import (
+    CSV,
+    SVM,
+    _in_tmp,  # noqa: F401 (autouse: each test runs in tmp_path)
+    write,
+)
 
 from vfl.core.errors import DataError
 from vfl.datasets import LOADER_OPTIONS, get_spec, load_dataset, read_user_file
-
 
 # ----------------------------------------------------------- validation table
 

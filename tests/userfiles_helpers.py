@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-
 # Fastest levels: the tests check formats, not compression ratios.
 COMPRESS = {"": lambda b: b, ".gz": lambda b: gzip.compress(b, 1),
             ".bz2": lambda b: bz2.compress(b, 1), ".xz": lambda b: lzma.compress(b, preset=0)}

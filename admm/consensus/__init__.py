@@ -55,15 +55,25 @@ is a :class:`~vfl.admm.providers.ProviderGroup` subclass, so it runs wherever
 the providers are.
 """
 
-from .batched import (augmented_objective, dp_admm_closed_form, empirical_loss,
-                      local_objectives)
+from .batched import augmented_objective, dp_admm_closed_form, empirical_loss, local_objectives
 from .data import enforce_row_bound, split_providers
 from .dp_admm import DPADMM
 from .exact import ConsensusADMM, ConsensusADMMPerturbed
-from .schedules import (HUANG_PAPER, S1, S3, S4, algorithm2_argmin_sensitivity,
-                        algorithm2_enforced_sensitivity, algorithm2_paper_sensitivity,
-                        algorithm2_sigma, gaussian_sigma, lemma1_sensitivity, theorem1_sigma,
-                        theorem3_eta, theorem4_eta)
+from .schedules import (
+                      HUANG_PAPER,
+                      S1,
+                      S3,
+                      S4,
+                      algorithm2_argmin_sensitivity,
+                      algorithm2_enforced_sensitivity,
+                      algorithm2_paper_sensitivity,
+                      algorithm2_sigma,
+                      gaussian_sigma,
+                      lemma1_sensitivity,
+                      theorem1_sigma,
+                      theorem3_eta,
+                      theorem4_eta,
+)
 
 __all__ = [
     "S1", "S3", "S4",

@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 
+from vfl.core.host import LocalEnv
 from vfl.core.objective import Objective
 from vfl.core.params import Param
 from vfl.core.solver import HorizontalData, Setting, Solver, Streams
-from vfl.core.host import LocalEnv
 from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 

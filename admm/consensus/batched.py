@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..local_solvers import _margins as _each, _rmatvec, _sigmoid, _softplus
+from ..local_solvers import _margins as _each
+from ..local_solvers import _rmatvec, _sigmoid, _softplus
 
 
 def _margins(A, w):

@@ -13,12 +13,29 @@ from vfl.core.solver import Reference, Release
 
 from ..pretrain import pretrain_dw
 from ..providers import ProviderGroup
-from .base import (_ACCOUNTANT, _COMMON_PARAMS, _DELTA, _EPSILON, _EPSILON_PER_ITERATION,
-                   _NEIGHBOURS, _ROW_BOUND, _assumptions, _Consensus,
-                   per_iteration_epsilon)
+from .base import (
+    _ACCOUNTANT,
+    _COMMON_PARAMS,
+    _DELTA,
+    _EPSILON,
+    _EPSILON_PER_ITERATION,
+    _NEIGHBOURS,
+    _ROW_BOUND,
+    _assumptions,
+    _Consensus,
+    per_iteration_epsilon,
+)
 from .batched import dp_admm_closed_form
-from .schedules import (HUANG_PAPER, S1, S3, S4, lemma1_sensitivity, theorem1_sigma, theorem3_eta,
-                        theorem4_eta)
+from .schedules import (
+    HUANG_PAPER,
+    S1,
+    S3,
+    S4,
+    lemma1_sensitivity,
+    theorem1_sigma,
+    theorem3_eta,
+    theorem4_eta,
+)
 
 
 class LinearizedGroup(ProviderGroup):

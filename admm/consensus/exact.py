@@ -13,11 +13,25 @@ from vfl.core.solver import Reference, Release
 
 from ..local_solvers import fista, kkt_residual, lipschitz, newton, smooth_grad
 from ..providers import ProviderGroup
-from .base import (_ACCOUNTANT, _COMMON_PARAMS, _DELTA, _EPSILON, _EPSILON_PER_ITERATION,
-                   _EXACT_PARAMS, _NEIGHBOURS, _ROW_BOUND, _assumptions, _Consensus,
-                   per_iteration_epsilon)
-from .schedules import (HUANG_PAPER, algorithm2_enforced_sensitivity, algorithm2_paper_sensitivity,
-                        gaussian_sigma)
+from .base import (
+    _ACCOUNTANT,
+    _COMMON_PARAMS,
+    _DELTA,
+    _EPSILON,
+    _EPSILON_PER_ITERATION,
+    _EXACT_PARAMS,
+    _NEIGHBOURS,
+    _ROW_BOUND,
+    _assumptions,
+    _Consensus,
+    per_iteration_epsilon,
+)
+from .schedules import (
+    HUANG_PAPER,
+    algorithm2_enforced_sensitivity,
+    algorithm2_paper_sensitivity,
+    gaussian_sigma,
+)
 
 
 def _penalties(regularizer: str, lam_per_provider: float) -> tuple[float, float]:

@@ -79,7 +79,7 @@ class Acceleration:
     note: ClassVar[str | None] = None
 
     @classmethod
-    def from_options(cls, *, anderson_memory: int = 5) -> "Acceleration":
+    def from_options(cls, *, anderson_memory: int = 5) -> Acceleration:
         """The strategy for the solver's options (each takes the ones it uses)."""
         return cls()
 

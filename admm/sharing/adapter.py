@@ -14,19 +14,40 @@ import scipy.sparse as sp
 from vfl.core.metrics import accuracy, log_loss
 from vfl.core.params import Param
 from vfl.core.records import PrivacyInfo
-from vfl.core.solver import (Neighbour, PartyBlocks, Reference, Release, Setting, VerticalData,
-                             label_neighbours)
+from vfl.core.solver import (
+    Neighbour,
+    PartyBlocks,
+    Reference,
+    Release,
+    Setting,
+    VerticalData,
+    label_neighbours,
+)
 from vfl.core.wire import Wire
 
-from .accounting import (CALIBRATION, CALIBRATIONS, LABELS_NOTE, block_facts,
-                         corollary1_claim, describe_plan, plan_privacy)
-from .noise import NOISE, NOISE_FORMS
 from . import party as party_views
+from .accounting import (
+    CALIBRATION,
+    CALIBRATIONS,
+    LABELS_NOTE,
+    block_facts,
+    corollary1_claim,
+    describe_plan,
+    plan_privacy,
+)
+from .noise import NOISE, NOISE_FORMS
 from .party import SHARING_PROTOCOL
 from .penalty import RHO_SCHEDULE
 from .relations import RELATIONS
-from .solver import (ACCELERATIONS, FORMS, ORDERS, RHO_SCHEDULES, Z_UPDATES, ADMMSharing,
-                     check_variant)
+from .solver import (
+    ACCELERATIONS,
+    FORMS,
+    ORDERS,
+    RHO_SCHEDULES,
+    Z_UPDATES,
+    ADMMSharing,
+    check_variant,
+)
 
 __all__ = ["ADMMSharingSolver"]
 

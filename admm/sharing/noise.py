@@ -19,7 +19,8 @@ resolves the flag once, when it is built.
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar
+from collections.abc import Callable
+from typing import ClassVar
 
 import numpy as np
 

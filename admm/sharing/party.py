@@ -27,8 +27,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from vfl.core.protocol import (CONTROL, DIAGNOSTIC, INFERENCE, Call, Empty, Placement,
-                               Protocol, Recovery, Side, array, handles, message, scalar)
+from vfl.core.protocol import (
+    CONTROL,
+    DIAGNOSTIC,
+    INFERENCE,
+    Call,
+    Empty,
+    Placement,
+    Protocol,
+    Recovery,
+    Side,
+    array,
+    handles,
+    message,
+    scalar,
+)
 from vfl.core.units import Entry
 
 from .block import BlockSolver

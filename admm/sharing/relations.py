@@ -18,7 +18,8 @@ maps the ``privacy.neighbours`` flag to its class.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable, ClassVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -59,11 +60,11 @@ class NeighbouringRelation:
         """
         raise NotImplementedError
 
-    def describe_sensitivity(self, plan: "PrivacyPlan") -> str:
+    def describe_sensitivity(self, plan: PrivacyPlan) -> str:
         """The bound, in words, with the penalty it is taken at."""
         raise NotImplementedError
 
-    def enforced(self, plan: "PrivacyPlan") -> dict:
+    def enforced(self, plan: PrivacyPlan) -> dict:
         """What the solver enforces for the bound besides unit rows, the ball and the clip."""
         raise NotImplementedError
 

@@ -11,7 +11,8 @@ rows: N is the intersection's size, which the alignment reveals to every party.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp

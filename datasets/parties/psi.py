@@ -35,7 +35,7 @@ import hashlib
 import math
 import os
 import struct
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -61,8 +61,7 @@ def hash_ids(ids: Sequence[str], id_type: str) -> bytes:
 
 
 def _blind_chunk(key_bytes: bytes, points: bytes) -> bytes:
-    from cryptography.hazmat.primitives.asymmetric.x25519 import (X25519PrivateKey,
-                                                                  X25519PublicKey)
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
     key = X25519PrivateKey.from_private_bytes(key_bytes)
     exchange, public = key.exchange, X25519PublicKey.from_public_bytes

@@ -30,8 +30,14 @@ import scipy.sparse as sp
 
 from vfl.core.errors import DataError
 from vfl.core.preprocessing import RawTable, Schema
-from vfl.datasets.records import Columns, LibsvmRules, number, parse_delimited, \
-    parse_libsvm, record_lines
+from vfl.datasets.records import (
+    Columns,
+    LibsvmRules,
+    number,
+    parse_delimited,
+    parse_libsvm,
+    record_lines,
+)
 from vfl.datasets.userfiles import UserFile, read_user_file
 
 from .spec import PartySpec, resolve
@@ -291,7 +297,7 @@ def _read_libsvm_part(spec: PartySpec, f: UserFile, strict: bool, labels):
             from vfl.datasets.stage import refuse_private
 
             raise refuse_private(f"{spec.who}: the width would be read off the records",
-                                 f"indices = [first, last] in the party's table")
+                                 "indices = [first, last] in the party's table")
         label_values = labels if spec.label_holder else [0, 1]
         rules = LibsvmRules(last + 1 - base, not spec.zero_based,
                             {float(label_values[0]): -1.0, float(label_values[1]): 1.0})

@@ -12,7 +12,6 @@ from vfl.core.errors import DataError
 from vfl.datasets.userfiles.messages import _one_line, _preview
 from vfl.datasets.userfiles.reading import UserFile, _data_line_numbers
 
-
 _NAN_SPELLINGS = ("nan", "+nan", "-nan")
 
 

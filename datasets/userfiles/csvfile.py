@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -13,8 +14,13 @@ from vfl.datasets.userfiles.columns import _Column, _parse_csv, _read_csv, _sele
 from vfl.datasets.userfiles.holdout import _split, _split_record
 from vfl.datasets.userfiles.labels import _binary_labels
 from vfl.datasets.userfiles.messages import _preview, _show
-from vfl.datasets.userfiles.options import (_csv_options, _label_positive, _path_option,
-                                            _test_options, declared_labels)
+from vfl.datasets.userfiles.options import (
+    _csv_options,
+    _label_positive,
+    _path_option,
+    _test_options,
+    declared_labels,
+)
 from vfl.datasets.userfiles.reading import _files, read_user_file
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numbers
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import io
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -16,8 +17,14 @@ from vfl.datasets.base import RawDataset
 from vfl.datasets.userfiles.holdout import _split, _split_record
 from vfl.datasets.userfiles.labels import _binary_labels
 from vfl.datasets.userfiles.messages import _one_line, _show
-from vfl.datasets.userfiles.options import (_label_positive, _libsvm_options, _path_option,
-                                            _stratify, _test_options, declared_labels)
+from vfl.datasets.userfiles.options import (
+    _label_positive,
+    _libsvm_options,
+    _path_option,
+    _stratify,
+    _test_options,
+    declared_labels,
+)
 from vfl.datasets.userfiles.reading import UserFile, _data_line_numbers, _files, read_user_file
 
 

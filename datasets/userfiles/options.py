@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numbers
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from vfl.core.errors import DataError
 from vfl.datasets._checks import integer
 from vfl.datasets.userfiles.messages import _preview
-
 
 #: ``options`` accepted by ``load_raw("libsvm", ...)``.
 LIBSVM_OPTIONS = ("path", "test_path", "test_fraction", "split_seed", "stratify", "n_features",

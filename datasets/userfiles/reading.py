@@ -18,7 +18,6 @@ import numpy as np
 from vfl.core.errors import DataError
 from vfl.datasets.userfiles.messages import _one_line
 
-
 _EXTENSIONS = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from time import perf_counter, process_time
-from typing import Callable
 
 import numpy as np
 
@@ -139,8 +139,13 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
     ``batch``: runs per chunk (default: as many as a memory budget holds).
     """
     from vfl.core.sampling import GRID_BITS, ExactSampler
-    from vfl.privacy.audit import (audit_verdict, family_level, gdp_bound,
-                                   gdp_profile_verdict, gdp_verdict)
+    from vfl.privacy.audit import (
+        audit_verdict,
+        family_level,
+        gdp_bound,
+        gdp_profile_verdict,
+        gdp_verdict,
+    )
 
     from ..runner import _label_ledger, _ledger, plan_run
 
@@ -324,8 +329,12 @@ class _Plan:
 
     def finish(self, K, level, bound) -> None:
         """The profile the ledger claims and each claim's bound, from ``K`` and the level."""
-        from vfl.privacy.audit import (choose_bound, gaussian_delta, powerful_epsilon,
-                                       truncation_level)
+        from vfl.privacy.audit import (
+            choose_bound,
+            gaussian_delta,
+            powerful_epsilon,
+            truncation_level,
+        )
 
         claims, mu, alt = self.claims, self.mu, self.alt
         if self.use_gdp:

@@ -20,7 +20,7 @@ COLUMNS = ["config", "mechanism", "relation", "noise_scale", "K", "pairs", "seco
            "directory"]
 
 
-def audit_table(root) -> "pd.DataFrame":
+def audit_table(root) -> pd.DataFrame:
     """One row per audit found under ``root`` (every ``audit.json``, any depth): its guarantee.
 
     Columns: the config, the mechanism and its relation, the noise scale

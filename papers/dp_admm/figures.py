@@ -58,10 +58,9 @@ import numpy as np
 import pandas as pd
 
 from vfl.experiments.config import Config
-from vfl.experiments.reproduce import figure_config
 from vfl.experiments.records import load_run
+from vfl.experiments.reproduce import figure_config
 from vfl.experiments.sweep import SweepRun, plan_grid, run_grid
-
 from vfl.papers import engine
 from vfl.papers.spec import Reference
 from vfl.plots import plt

@@ -38,9 +38,14 @@ from vfl.experiments.records import load_run
 from vfl.experiments.reproduce import ensure_run, figure_config
 from vfl.experiments.sweep import aggregate_sweep, run_sweep
 from vfl.papers import engine
-
-from vfl.plots import (dataset_title, plot_noise_forms, plot_privacy_costs, plot_sweep_curves,
-                       plot_sweep_final, save_figure)
+from vfl.plots import (
+    dataset_title,
+    plot_noise_forms,
+    plot_privacy_costs,
+    plot_sweep_curves,
+    plot_sweep_final,
+    save_figure,
+)
 from vfl.plots.layout import fill
 
 from . import DATASETS, PAPER

@@ -43,18 +43,16 @@ import time
 from pathlib import Path
 
 import click
+import matplotlib.pyplot as plt  # noqa: E402  (after vfl.plots chose the Agg backend)
 import numpy as np
 import pandas as pd
 
 from vfl.experiments.records import load_run, run_is_current, write_run
 from vfl.experiments.reproduce import figure_config
 from vfl.papers import engine
-from vfl.privacy.ldp import gamma_bound, gamma_bound_corrected, gamma_exact
-
 from vfl.plots import STYLE, save_figure
 from vfl.plots.layout import write_table
-
-import matplotlib.pyplot as plt  # noqa: E402  (after vfl.plots chose the Agg backend)
+from vfl.privacy.ldp import gamma_bound, gamma_bound_corrected, gamma_exact
 
 from . import PANELS, PAPER  # noqa: E402
 

@@ -232,8 +232,8 @@ def _references(config, data_dir) -> tuple[list[dict], pd.DataFrame]:
     on the same split of the public rows as every method, then refitted on
     all training rows and scored on the test set once.
     """
-    from vfl.core.objective import Objective
     from vfl.baselines import fit_sklearn_baseline
+    from vfl.core.objective import Objective
     from vfl.experiments.runner import plan_run
 
     plan = plan_run(config, data_dir)

@@ -215,7 +215,7 @@ def gdp_bound(mus: npt.ArrayLike, confidence: float = 0.95, losses: npt.ArrayLik
 
 
 def gdp_verdict(forward: GDPBound, reverse: GDPBound | None, epsilon: float,
-                delta: float) -> "AuditResult":
+                delta: float) -> AuditResult:
     """The claim ``(epsilon, delta)`` against (*) in each direction: REFUTED when either
     direction's bound exceeds ``delta`` at ``epsilon``. ``epsilon_refuted`` is the largest
     epsilon either refutes at ``delta``. One event (*) per direction covers every claim,
@@ -238,7 +238,7 @@ def gdp_verdict(forward: GDPBound, reverse: GDPBound | None, epsilon: float,
                        ests[0], ests[1] if len(ests) > 1 else None)
 
 
-def gdp_profile_verdict(forward: GDPBound, reverse: GDPBound | None, mu: float) -> "AuditResult":
+def gdp_profile_verdict(forward: GDPBound, reverse: GDPBound | None, mu: float) -> AuditResult:
     """The claim "the pair is ``mu``-GDP" (a Gaussian ledger's whole curve) against (*): REFUTED
     when either direction's bound exceeds the curve at some epsilon up to where the curve
     falls to :data:`EPS_TOP_DELTA`. Reported at the smallest epsilon refuted (or, when none

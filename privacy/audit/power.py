@@ -13,8 +13,7 @@ from scipy import stats
 from vfl.core.arrays import FloatArray
 
 from .. import _checks
-from .bounds import (AUDIT_METHODS, _bisect, _claimed_delta, _clip, _confidence, _kl,
-                     gaussian_delta)
+from .bounds import AUDIT_METHODS, _bisect, _claimed_delta, _clip, _confidence, _kl, gaussian_delta
 
 
 def refutation_threshold(K: int, delta: float, confidence: float = 0.95, *,
