@@ -357,13 +357,10 @@ def test_papers_qualitative_claims_on_adult(data_dir):
         assert a2["augmented_objective"] > 100 * dp["augmented_objective"]
         assert a2["empirical_loss"] > 10 * dp["empirical_loss"]
         assert a2["test_accuracy"] < dp["test_accuracy"] - 0.15
-    # Table III: DP-ADMM < non-private < Algorithm 2 (CPU seconds, 3 repetitions, medians)
-    cases = [c for c in rep._table3_cases(CONFIGS) if c[1] in (None, 0.01, 0.1)]
-    t = rep.time_cases(cases, data_dir, repeats=3)
-    base = t.loc[t["algorithm"] == "Algorithm 1", "cpu_seconds"].median()
-    private = t.dropna(subset=["epsilon"]).groupby(["algorithm", "epsilon"])
-    med = private["cpu_seconds"].median()
-    for e in (0.01, 0.1):
-        assert med[("DP-ADMM", e)] < 0.5 * base < base < med[("Algorithm 2", e)]
-    inner = private["inner_iterations"].median()  # Algorithm 2 works more as epsilon falls
-    assert inner[("Algorithm 2", 0.01)] > inner[("Algorithm 2", 0.1)]
+    # (Table III's ordering of CPU times is a speed claim: `vfl reproduce dp-admm` measures it
+    # into table3.csv and the docs' table, a benchmark, not a timed test)
+    # Algorithm 2 works more as epsilon falls (its inner iterations: a count, not a time)
+    cases = [c for c in rep._table3_cases(CONFIGS) if c[0] == "Algorithm 2" and c[1] in (0.01, 0.1)]
+    t = rep.time_cases(cases, data_dir, repeats=1)
+    inner = t[t["algorithm"] == "Algorithm 2"].set_index("epsilon")["inner_iterations"]
+    assert inner[0.01] > inner[0.1]
