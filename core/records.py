@@ -15,7 +15,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidatorFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 __all__ = ["Record", "Num", "LabelSpent", "LabelGuarantee", "PrivacyInfo", "privacy_record"]
 
@@ -32,25 +41,25 @@ class Record(BaseModel):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _remember_order(cls, data, handler):
+    def _remember_order(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         obj = handler(data)
         if isinstance(data, dict):
             obj._order = tuple(data)
         return obj
 
     @model_serializer(mode="wrap")
-    def _in_given_order(self, handler):
+    def _in_given_order(self, handler: SerializerFunctionWrapHandler) -> Any:
         out = handler(self)
         if isinstance(out, dict) and self._order:
             rank = {k: i for i, k in enumerate(self._order)}
             out = dict(sorted(out.items(), key=lambda kv: rank.get(kv[0], len(rank))))
         return out
 
-    def dump(self) -> dict:
+    def dump(self) -> dict[str, Any]:
         """The record as the JSON object it was read from (unset fields left out)."""
         return self.model_dump(exclude_unset=True)
 
-    def replace(self, **changes) -> Record:
+    def replace(self, **changes: Any) -> Record:
         """A copy with ``changes`` (validated; a new key goes last)."""
         return type(self).model_validate({**self.dump(), **changes})
 
@@ -146,7 +155,7 @@ class PrivacyInfo(Record):
     B_inf_rests_on: str | None = Field(None, description="the data assumptions behind B_inf")
 
 
-def privacy_record(info) -> PrivacyInfo | None:
+def privacy_record(info: PrivacyInfo | dict[str, Any] | None) -> PrivacyInfo | None:
     """``info`` as a :class:`PrivacyInfo` (a dict is validated; None stays None)."""
     if info is None or isinstance(info, PrivacyInfo):
         return info

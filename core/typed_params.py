@@ -12,7 +12,7 @@ receives them as these models (:meth:`~vfl.core.solver.Solver.typed_params`,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -28,11 +28,11 @@ class Params(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    def values_dict(self) -> dict:
+    def values_dict(self) -> dict[str, Any]:
         """The values as the config table holds them."""
         return {k: getattr(self, k) for k in type(self).model_fields}
 
-    def replace(self, **changes) -> Params:
+    def replace(self, **changes: Any) -> Params:
         """A copy with ``changes`` (validated)."""
         return type(self).model_validate({**self.values_dict(), **changes})
 
@@ -55,15 +55,17 @@ def _annotation(p: Param) -> Any:
 
 def params_model(owner: str, section: str, params: tuple[Param, ...]) -> type[Params]:
     """The frozen model of ``params`` (``owner``'s ``[section]`` keys)."""
-    fields = {p.name: (_annotation(p), Field(p.default, description=p.help)) for p in params}
+    fields: dict[str, Any] = {p.name: (_annotation(p), Field(p.default, description=p.help))
+                              for p in params}
     name = "".join(w.capitalize() for w in f"{owner}_{section}".split("_")) + "Params"
-    return create_model(name, __base__=Params, __doc__=f"``[{section}]`` of {owner}", **fields)
+    return cast(type[Params], create_model(name, __base__=Params,
+                                           __doc__=f"``[{section}]`` of {owner}", **fields))
 
 
-_MODELS: dict = {}
+_MODELS: dict[tuple[type, str], type[Params]] = {}
 
 
-def section_model(cls, section: str) -> type[Params]:
+def section_model(cls: Any, section: str) -> type[Params]:  # (a Solver class: solver imports us)
     """Solver class ``cls``'s model of ``section`` (``"solver"`` or ``"privacy"``), made once."""
     key = (cls, section)
     if key not in _MODELS:
@@ -72,7 +74,7 @@ def section_model(cls, section: str) -> type[Params]:
     return _MODELS[key]
 
 
-def typed(model: type[Params], values: Mapping | Params | None) -> Params:
+def typed(model: type[Params], values: Mapping[str, Any] | Params | None) -> Params:
     """``values`` as ``model`` (a dict is validated, missing keys take their defaults)."""
     if isinstance(values, model):
         return values
