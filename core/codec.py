@@ -21,11 +21,27 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .messages import DTYPES, Array, NonFiniteError, ProtocolError, ReplayMismatch, Scalar
+from .messages import (
+    DTYPES,
+    Array,
+    NonFiniteError,
+    ProtocolError,
+    ReplayMismatch,
+    Scalar,
+    declared,
+)
 from .protocol import Protocol
+
+if TYPE_CHECKING:  # (the host's module imports this one)
+    from .host import Host
+
+#: the pieces a frame is joined from
+_Out = list[bytes | memoryview]
 
 __all__ = ["Frame", "HEADER", "decode", "encode", "error_frame", "read", "serve"]
 
@@ -50,13 +66,13 @@ _TAGS = {type(None): 0, bool: 1, int: 2, float: 3, str: 4}
 
 
 # ----------------------------------------------------------------------- encoding --
-def _put_array(out: list, a: np.ndarray) -> None:
+def _put_array(out: _Out, a: np.ndarray) -> None:
     code = DTYPES.index(a.dtype)
     out.append(struct.pack(f"<BB{a.ndim}Q", code, a.ndim, *a.shape))
     out.append(np.ascontiguousarray(a).data if a.size else b"")
 
 
-def _put_scalar(out: list, v) -> None:
+def _put_scalar(out: _Out, v: object) -> None:
     if isinstance(v, (bool, np.bool_)):
         out.append(struct.pack("<?", bool(v)))
     elif isinstance(v, (int, np.integer)):
@@ -69,7 +85,7 @@ def _put_scalar(out: list, v) -> None:
         out.append(raw)
 
 
-def _put_values(out: list, d: dict) -> None:
+def _put_values(out: _Out, d: dict[str, Any]) -> None:
     out.append(struct.pack("<I", len(d)))
     for name, v in d.items():
         raw = name.encode()
@@ -86,8 +102,8 @@ def _put_values(out: list, d: dict) -> None:
             _put_scalar(out, v)
 
 
-def _put(out: list, msg) -> None:
-    for name, spec in msg.FIELDS:
+def _put(out: _Out, msg: object) -> None:
+    for name, spec in declared(type(msg)).FIELDS:
         v = getattr(msg, name)
         out.append(b"\x00" if v is None else b"\x01")
         if v is None:
@@ -100,9 +116,9 @@ def _put(out: list, msg) -> None:
             _put_values(out, v)
 
 
-def encode(kind: Frame, call: int, seq: int, *messages, extra: bytes = b"") -> bytes:
+def encode(kind: Frame, call: int, seq: int, *messages: object, extra: bytes = b"") -> bytes:
     """One frame: the header, ``extra`` (an open frame's protocol and repeat), the messages."""
-    out = [HEADER.pack(MAGIC, int(kind), call, seq), extra]
+    out: _Out = [HEADER.pack(MAGIC, int(kind), call, seq), extra]
     for msg in messages:
         _put(out, msg)
     return b"".join(out)
@@ -110,10 +126,10 @@ def encode(kind: Frame, call: int, seq: int, *messages, extra: bytes = b"") -> b
 
 # ----------------------------------------------------------------------- decoding --
 class _Reader:
-    def __init__(self, buf):
+    def __init__(self, buf: bytes | bytearray | memoryview):
         self.buf, self.at = memoryview(buf), 0
 
-    def take(self, fmt: str):
+    def take(self, fmt: str) -> tuple[Any, ...]:
         size = struct.calcsize(fmt)
         if self.at + size > len(self.buf):
             raise ProtocolError("a truncated frame")
@@ -137,24 +153,25 @@ class _Reader:
         count = int(np.prod(shape, dtype=object)) if ndim else 1
         if count * dtype.itemsize > len(self.buf) - self.at:
             raise ProtocolError("a truncated frame")
-        return np.frombuffer(self.raw(count * dtype.itemsize), dtype=dtype).reshape(shape)
+        out: np.ndarray = np.frombuffer(self.raw(count * dtype.itemsize), dtype=dtype)
+        return out.reshape(shape)
 
-    def scalar(self, t: type):
+    def scalar(self, t: type) -> bool | int | float | str:
         if t is bool:
-            return self.take("<?")[0]
+            return bool(self.take("<?")[0])
         if t is int:
-            return self.take("<q")[0]
+            return int(self.take("<q")[0])
         if t is float:
-            return self.take("<d")[0]
+            return float(self.take("<d")[0])
         (size,) = self.take("<I")
         try:
             return bytes(self.raw(size)).decode()
         except UnicodeDecodeError:
             raise ProtocolError("a string that is not UTF-8") from None
 
-    def values(self) -> dict:
+    def values(self) -> dict[str, Any]:
         (count,) = self.take("<I")
-        out = {}
+        out: dict[str, Any] = {}
         for _ in range(count):
             (size,) = self.take("<B")
             name = self.scalar_name(size)
@@ -175,9 +192,9 @@ class _Reader:
         except UnicodeDecodeError:
             raise ProtocolError("a name that is not UTF-8") from None
 
-    def message(self, cls):
-        fields = {}
-        for name, spec in cls.FIELDS:
+    def message(self, cls: type) -> Any:  # (an instance of the declared message class cls)
+        fields: dict[str, Any] = {}
+        for name, spec in declared(cls).FIELDS:
             (present,) = self.take("<B")
             if present not in (0, 1):
                 raise ProtocolError(f"{cls.__name__}.{name}: a bad presence byte")
@@ -212,7 +229,7 @@ def decode(frame: bytes) -> tuple[Frame, int, int, _Reader]:
     return kind, call, seq, reader
 
 
-def read(protocol: Protocol, frame: bytes, call: int | None = None):
+def read(protocol: Protocol, frame: bytes, call: int | None = None) -> Any:
     """The message(s) of a reply-side frame: a REPLY's reply (of call number ``call``), an
     OPENED's opened message, nothing for ADOPTED; an ERROR frame raises its typed error."""
     kind, number, _, reader = decode(frame)
@@ -234,14 +251,14 @@ def read(protocol: Protocol, frame: bytes, call: int | None = None):
     return msg
 
 
-def open_frame(protocol: Protocol, repeat: int, spec) -> bytes:
+def open_frame(protocol: Protocol, repeat: int, spec: object) -> bytes:
     name = protocol.name.encode()
     extra = struct.pack(f"<B{len(name)}sIQ", len(name), name, protocol.version, repeat)
     return encode(Frame.OPEN, _OPEN_CALL, 0, spec, extra=extra)
 
 
 # ------------------------------------------------------------------------ serving --
-def serve(host, frame: bytes, opener) -> bytes:
+def serve(host: Host, frame: bytes, opener: Callable[[int, Any], object]) -> bytes:
     """A unit's answer to one frame: decoded for ``host``'s protocol (and no other), handled
     by ``host`` (:class:`~.units.Host`), encoded. ``opener(repeat, spec)`` opens the side for
     a repeat (the unit's data and environment are its host's). A refused message comes
