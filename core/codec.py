@@ -229,9 +229,16 @@ def decode(frame: bytes) -> tuple[Frame, int, int, _Reader]:
     return kind, call, seq, reader
 
 
-def read(protocol: Protocol, frame: bytes, call: int | None = None) -> Any:
+def read(protocol: Protocol, frame: bytes, call: int | None = None, *,
+         unit: str | None = None) -> Any:
     """The message(s) of a reply-side frame: a REPLY's reply (of call number ``call``), an
-    OPENED's opened message, nothing for ADOPTED; an ERROR frame raises its typed error."""
+    OPENED's opened message, nothing for ADOPTED; an ERROR frame raises its typed error,
+    and every refusal names ``unit`` (the sender's label) when given."""
+    if unit is not None:
+        try:
+            return read(protocol, frame, call)
+        except ERRORS as exc:
+            raise type(exc)(f"{unit}: {exc}") from None
     kind, number, _, reader = decode(frame)
     if kind is Frame.ERROR:
         (code,) = reader.take("<B")

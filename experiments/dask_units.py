@@ -310,15 +310,9 @@ class DaskUnits(PhaseCounts, Units):
         before = self.transport_bytes()
         reply = self.slots[k].actor.serve(frame).result()
         self._carried(CONTROL, before)
-        opened = self._read(session, k, reply)
+        opened = codec.read(session.protocol, reply, unit=session.labels[k])
         self._framed(CONTROL, frame, session.spec, reply, opened)
         return opened
-
-    def _read(self, session, k: int, frame: bytes, call: int | None = None):
-        try:
-            return codec.read(session.protocol, frame, call)
-        except codec.ERRORS as exc:
-            raise type(exc)(f"{session.labels[k]}: {exc}") from None
 
     def _send(self, session, call, requests, seqs):
         index = session.protocol.index(call)
@@ -337,7 +331,7 @@ class DaskUnits(PhaseCounts, Units):
             except Exception as exc:  # noqa: BLE001
                 failure = failure or exc
                 continue
-            got[k] = self._read(session, k, raw, index)
+            got[k] = codec.read(session.protocol, raw, index, unit=session.labels[k])
             self._framed(call.kind, frames[k], requests[k], raw, got[k])
         self._carried(call.kind, before)
         return got, failure
@@ -345,7 +339,8 @@ class DaskUnits(PhaseCounts, Units):
     def _adopt(self, session, k, call, request, reply):
         frame = codec.encode(Frame.ADOPT, session.protocol.index(call), 0, request, reply)
         before = self.transport_bytes()
-        self._read(session, k, self.slots[k].actor.serve(frame).result())
+        codec.read(session.protocol, self.slots[k].actor.serve(frame).result(),
+                   unit=session.labels[k])
         self._carried(CONTROL, before)
 
     def _lost(self, session, failure):

@@ -336,15 +336,9 @@ class ServiceUnits(PhaseCounts, Units):
     def _open(self, session, k):
         frame = codec.open_frame(session.protocol, session.repeat, session.spec)
         reply = self._invoke(k, "Open", frame, CONTROL)
-        opened = self._read(session, k, reply)
+        opened = codec.read(session.protocol, reply, unit=session.labels[k])
         self._framed(CONTROL, frame, session.spec, reply, opened)
         return opened
-
-    def _read(self, session, k: int, frame: bytes, call: int | None = None):
-        try:
-            return codec.read(session.protocol, frame, call)
-        except codec.ERRORS as exc:
-            raise type(exc)(f"{session.labels[k]}: {exc}") from None
 
     def _send(self, session, call, requests, seqs):
         index = session.numbers[call]
@@ -364,14 +358,15 @@ class ServiceUnits(PhaseCounts, Units):
                 if failure is None:
                     failure, self._failed = exc, k
                 continue
-            got[k] = self._read(session, k, raw, index)
+            got[k] = codec.read(session.protocol, raw, index, unit=session.labels[k])
             self._framed(call.kind, frames[k], requests[k], raw, got[k])
         self._carried(call.kind, before)
         return got, failure
 
     def _adopt(self, session, k, call, request, reply):
         frame = codec.encode(Frame.ADOPT, session.numbers[call], 0, request, reply)
-        self._read(session, k, self._invoke(k, "Call", frame, CONTROL))
+        codec.read(session.protocol, self._invoke(k, "Call", frame, CONTROL),
+                   unit=session.labels[k])
 
     def _lost(self, session, failure):
         import grpc
