@@ -15,7 +15,7 @@ from cli_helpers import assert_one_line_error, vfl
 
 grpc = pytest.importorskip("grpc")
 
-from test_services import _free_ports, _numbers, _tls, _write_config  # noqa: E402
+from test_services import _free_ports, _numbers, _remote, _tls, _write_config  # noqa: E402
 
 from vfl.experiments.config import load_config  # noqa: E402
 from vfl.experiments.runner import plan_run, run_experiment  # noqa: E402
@@ -109,9 +109,7 @@ def test_party_files_in_the_services_give_the_in_process_numbers_and_the_psi_cro
     servers, addresses = _serve(tmp_path, deployment_certs, {})
     try:
         coord = _coordinator(_config(tmp_path, 1, "coord.toml"), deployment_certs, addresses)
-        with ServiceUnits(coord) as units:
-            remote = run_experiment(coord, plan=plan_run(coord, None, units),
-                                    with_baselines=False)
+        remote = _remote(coord)
     finally:
         for s in servers:
             s.stop(None).wait()
@@ -255,9 +253,7 @@ def test_private_stackings_passive_party_is_a_service_that_calibrates_and_record
     try:
         coord = _coordinator(_config(tmp_path, 1, "coord.toml", **STACKING), deployment_certs,
                              addresses)
-        with ServiceUnits(coord) as units:
-            remote = run_experiment(coord, plan=plan_run(coord, None, units),
-                                    with_baselines=False)
+        remote = _remote(coord)
     finally:
         for s in servers:
             s.stop(None).wait()
@@ -297,9 +293,7 @@ def test_dp_admms_providers_are_services_that_calibrate_their_own_noise_over_two
         for m, port in zip((1, 2, 3), ports)]
     try:
         coord = _coordinator(config, deployment_certs, [f"127.0.0.1:{p}" for p in ports])
-        with ServiceUnits(coord) as units:
-            remote = run_experiment(coord, plan=plan_run(coord, None, units),
-                                    with_baselines=False)
+        remote = _remote(coord)
     finally:
         for s in servers:
             s.stop(None).wait()
