@@ -48,37 +48,9 @@ from .solver import (
     ADMMSharing,
     check_variant,
 )
+from .variant import RHO_PARTIES, blas_threads_for, scaled_rho
 
 __all__ = ["ADMMSharingSolver"]
-
-
-#: ``solver.rho_parties``: how rho follows the number of parties
-RHO_PARTIES = ("fixed", "scaled")
-#: the exponent of the scaled rule, rho(M) = rho (2/M)^0.6, fitted on a9a (Boyd form,
-#: relaxation 1.8): epochs to 1e-4 at M = 2/4/8/16 are 15/34/52/58 (fixed rho: 15/47/96/171);
-#: a 1/M rule over-shrinks (100 at M = 16) and 1/sqrt(M) is 62
-RHO_PARTIES_EXPONENT = 0.6
-
-
-def scaled_rho(rho: float, parties: int, rule: str) -> float:
-    """The penalty a run of ``parties`` parties uses under ``solver.rho_parties = rule``;
-    M = 2 is ``rho`` exactly."""
-    return rho * (2.0 / parties) ** RHO_PARTIES_EXPONENT if rule == "scaled" else rho
-
-
-def blas_threads_for(blocks, asked: int | None) -> int | None:
-    """``solver.blas_threads``, or when unset the count the blocks' storage calls for.
-
-    Sparse blocks: 1. scipy's sparse products use no BLAS, so extra BLAS threads
-    only spin on the epoch's N-vector work (bit-identical either way: a9a's runs
-    agree to the bit at 1 and 2 threads). Dense blocks: untouched, because their
-    products are BLAS GEMV and GEMM (a gisette-shaped epoch costs 0.91x its memory
-    floor at 2 threads, 1.70x at one). Blocks on Dask workers (``None`` here) run
-    as their worker's process is set up.
-    """
-    if asked is not None or blocks is None:
-        return asked
-    return 1 if all(sp.issparse(D) for D in blocks) else None
 
 
 class ADMMSharingSolver(PartyBlocks, ADMMSharing):

@@ -1,15 +1,18 @@
 """The variant options of :class:`~vfl.admm.sharing.solver.ADMMSharing`: their choices
-and the check of their combinations, before anything is built."""
+and the check of their combinations, before anything is built; how rho follows the number
+of parties, and the BLAS threads the blocks' storage calls for."""
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from .acceleration import ACCELERATION
 from .forms import ORDER, SHARING, Z_UPDATE
 from .penalty import RHO_SCHEDULE
 
-__all__ = ["ACCELERATIONS", "FORMS", "ORDERS", "RHO_SCHEDULES", "Z_UPDATES", "check_variant"]
+__all__ = ["ACCELERATIONS", "FORMS", "ORDERS", "RHO_PARTIES", "RHO_SCHEDULES", "Z_UPDATES",
+           "blas_threads_for", "check_variant", "scaled_rho"]
 
 FORMS = tuple(SHARING)
 ORDERS = tuple(ORDER)
@@ -86,3 +89,31 @@ def check_variant(*, form="hu", order="jacobi", relaxation=1.0, rho_schedule="fi
     if acceleration != "anderson" and anderson_memory != 5:
         raise ValueError("anderson_memory applies to acceleration = 'anderson' only")
 
+
+#: ``solver.rho_parties``: how rho follows the number of parties
+RHO_PARTIES = ("fixed", "scaled")
+#: the exponent of the scaled rule, rho(M) = rho (2/M)^0.6, fitted on a9a (Boyd form,
+#: relaxation 1.8): epochs to 1e-4 at M = 2/4/8/16 are 15/34/52/58 (fixed rho: 15/47/96/171);
+#: a 1/M rule over-shrinks (100 at M = 16) and 1/sqrt(M) is 62
+RHO_PARTIES_EXPONENT = 0.6
+
+
+def scaled_rho(rho: float, parties: int, rule: str) -> float:
+    """The penalty a run of ``parties`` parties uses under ``solver.rho_parties = rule``;
+    M = 2 is ``rho`` exactly."""
+    return rho * (2.0 / parties) ** RHO_PARTIES_EXPONENT if rule == "scaled" else rho
+
+
+def blas_threads_for(blocks, asked: int | None) -> int | None:
+    """``solver.blas_threads``, or when unset the count the blocks' storage calls for.
+
+    Sparse blocks: 1. scipy's sparse products use no BLAS, so extra BLAS threads
+    only spin on the epoch's N-vector work (bit-identical either way: a9a's runs
+    agree to the bit at 1 and 2 threads). Dense blocks: untouched, because their
+    products are BLAS GEMV and GEMM (a gisette-shaped epoch costs 0.91x its memory
+    floor at 2 threads, 1.70x at one). Blocks on Dask workers (``None`` here) run
+    as their worker's process is set up.
+    """
+    if asked is not None or blocks is None:
+        return asked
+    return 1 if all(sp.issparse(D) for D in blocks) else None
