@@ -8,12 +8,25 @@ Each paper's configs (``papers/<paper>/configs/*.toml``) ship with it.
 
 from setuptools import find_packages, setup
 
-PARTS = ("admm", "attacks", "baselines", "cli", "core", "datasets", "decentralized", "experiments", "papers",
-         "plots", "privacy", "stacking")
+PARTS = (
+    "admm",
+    "attacks",
+    "baselines",
+    "cli",
+    "core",
+    "datasets",
+    "decentralized",
+    "experiments",
+    "papers",
+    "plots",
+    "privacy",
+    "stacking",
+)
 
 setup(
-    packages=[f"vfl.{name}" for name in
-              find_packages(include=[pattern for part in PARTS for pattern in (part, f"{part}.*")])],
+    packages=[
+        f"vfl.{name}" for name in find_packages(include=[pattern for part in PARTS for pattern in (part, f"{part}.*")])
+    ],
     package_dir={f"vfl.{part}": part for part in PARTS},
     package_data={"": ["configs/*.toml"]},
 )

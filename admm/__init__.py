@@ -14,10 +14,16 @@ the others.
 from importlib import import_module
 
 _WHERE = {
-    "ADMMSharing": "sharing", "BlockSolver": "sharing", "NOISE_FORMS": "sharing",
-    "ConsensusADMM": "consensus", "ConsensusADMMPerturbed": "consensus", "DPADMM": "consensus",
+    "ADMMSharing": "sharing",
+    "BlockSolver": "sharing",
+    "NOISE_FORMS": "sharing",
+    "ConsensusADMM": "consensus",
+    "ConsensusADMMPerturbed": "consensus",
+    "DPADMM": "consensus",
     "split_providers": "consensus",
-    "central_solve": "pretrain", "consensus_optimum": "pretrain", "pretrain_dw": "pretrain",
+    "central_solve": "pretrain",
+    "consensus_optimum": "pretrain",
+    "pretrain_dw": "pretrain",
 }
 
 __all__ = sorted(_WHERE)

@@ -43,8 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SolveResult", "phi_value", "smooth_grad", "kkt_residual", "lipschitz", "newton",
-           "fista", "soft_threshold"]
+__all__ = ["SolveResult", "phi_value", "smooth_grad", "kkt_residual", "lipschitz", "newton", "fista", "soft_threshold"]
 
 #: Armijo sufficient-decrease fraction and the most step halvings tried.
 _ARMIJO = 0.25
@@ -146,8 +145,7 @@ def smooth_grad(A, b, w, c, *, alpha2=0.0, rho=0.0, with_curvature=False):
 
     With ``with_curvature`` also returns ``l''`` per sample (for the Hessian).
     """
-    return _grad_at(A, b, _margins(A, w), w, c, alpha2=alpha2, rho=rho,
-                    with_curvature=with_curvature)
+    return _grad_at(A, b, _margins(A, w), w, c, alpha2=alpha2, rho=rho, with_curvature=with_curvature)
 
 
 def _grad_at(A, b, u, w, c, *, alpha2=0.0, rho=0.0, with_curvature=False):
@@ -177,8 +175,7 @@ def kkt_residual(grad: np.ndarray, w: np.ndarray, alpha1: float = 0.0) -> np.nda
     subdifferential). Zero exactly at the minimizer.
     """
     if alpha1:
-        r = np.where(w != 0.0, grad + alpha1 * np.sign(w),
-                     np.sign(grad) * np.maximum(np.abs(grad) - alpha1, 0.0))
+        r = np.where(w != 0.0, grad + alpha1 * np.sign(w), np.sign(grad) * np.maximum(np.abs(grad) - alpha1, 0.0))
     else:
         r = grad
     return np.sqrt(np.einsum("bd,bd->b", r, r))
@@ -201,8 +198,7 @@ def _check(A, b, c, w0, alpha1, alpha2, rho, tol, max_iter):
     B, _, d = A.shape
     for name, v in (("c", c), ("w0", w0)):
         if v is not None and np.shape(v)[-2:] != (B, d):
-            raise ValueError(f"{name} must have shape {(B, d)} (after any leading axes of "
-                             f"runs), got {np.shape(v)}")
+            raise ValueError(f"{name} must have shape {(B, d)} (after any leading axes of runs), got {np.shape(v)}")
     for name, v in (("alpha1", alpha1), ("alpha2", alpha2), ("rho", rho)):
         if not (np.isfinite(v) and v >= 0):
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
@@ -270,8 +266,9 @@ def _l1_model(g, H, w, alpha1, max_iter, tol, skip):
     return z
 
 
-def newton(A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10,
-           max_iter=100, model_iter=2000) -> SolveResult:
+def newton(
+    A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10, max_iter=100, model_iter=2000
+) -> SolveResult:
     """(Proximal) Newton's method on every ``phi_i`` at once.
 
     Each iteration: gradient and Hessian ``(1/m) A^T diag(l'') A + (alpha2 + rho) I``
@@ -292,15 +289,29 @@ def newton(A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10,
     if len(shape) > 2:  # leading axes (the audit's runs): one batch of problems per run
         c_r = None if c is None else np.broadcast_to(c, shape).reshape(-1, B, d)
         w_r = None if w0 is None else np.broadcast_to(w0, shape).reshape(-1, B, d)
-        runs = [newton(A, b, None if c is None else c_r[k], alpha1=alpha1, alpha2=alpha2,
-                       rho=rho, w0=None if w0 is None else w_r[k], tol=tol, max_iter=max_iter,
-                       model_iter=model_iter) for k in range(int(np.prod(shape[:-2])))]
+        runs = [
+            newton(
+                A,
+                b,
+                None if c is None else c_r[k],
+                alpha1=alpha1,
+                alpha2=alpha2,
+                rho=rho,
+                w0=None if w0 is None else w_r[k],
+                tol=tol,
+                max_iter=max_iter,
+                model_iter=model_iter,
+            )
+            for k in range(int(np.prod(shape[:-2])))
+        ]
         lead = shape[:-2]
-        return SolveResult(np.stack([r.w for r in runs]).reshape(shape),
-                           np.stack([r.residual for r in runs]).reshape(lead + (B,)),
-                           np.stack([r.converged for r in runs]).reshape(lead + (B,)),
-                           max(r.iterations for r in runs),
-                           np.stack([r.steps for r in runs]).reshape(lead + (B,)))
+        return SolveResult(
+            np.stack([r.w for r in runs]).reshape(shape),
+            np.stack([r.residual for r in runs]).reshape(lead + (B,)),
+            np.stack([r.converged for r in runs]).reshape(lead + (B,)),
+            max(r.iterations for r in runs),
+            np.stack([r.steps for r in runs]).reshape(lead + (B,)),
+        )
     w = np.zeros((B, d)) if w0 is None else np.array(w0, dtype=float)
     kw = dict(alpha2=alpha2, rho=rho)
     eye = np.eye(d)
@@ -354,8 +365,7 @@ def newton(A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10,
     return SolveResult(w, res, ~active, it, steps)
 
 
-def fista(A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10,
-          max_iter=1000, L=None) -> SolveResult:
+def fista(A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10, max_iter=1000, L=None) -> SolveResult:
     """Accelerated proximal gradient on every ``phi_i`` at once.
 
     Momentum ``(1 - sqrt(mu/L)) / (1 + sqrt(mu/L))`` with ``mu = rho + alpha2``
@@ -400,7 +410,6 @@ def fista(A, b, c=None, *, alpha1=0.0, alpha2=0.0, rho=0.0, w0=None, tol=1e-10,
         # a converged problem keeps its point and bound (its momentum state is moot)
         frozen = ~active[..., None]
         w_prev, w = np.where(frozen, w_prev, w), np.where(frozen, w, w_new)
-        bound = np.where(active, L * np.sqrt(np.einsum("...d,...d->...", w_new - y, w_new - y)),
-                         bound)
+        bound = np.where(active, L * np.sqrt(np.einsum("...d,...d->...", w_new - y, w_new - y)), bound)
         active &= ~(bound <= tol)
     return SolveResult(w, bound, bound <= tol, it, steps)

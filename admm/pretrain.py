@@ -35,8 +35,7 @@ def _alphas(regularizer: str, alpha: float) -> tuple[float, float]:
     return (alpha, 0.0) if regularizer == "l1" else (0.0, alpha)
 
 
-def central_solve(A, b, *, alpha: float, regularizer: str, tol: float = 1e-10,
-                  max_iter: int = 200) -> np.ndarray:
+def central_solve(A, b, *, alpha: float, regularizer: str, tol: float = 1e-10, max_iter: int = 200) -> np.ndarray:
     """``argmin_w mean_j log(1 + exp(-b_j a_j^T w)) + alpha R(w)`` on dense rows.
 
     Newton (``half_l2sq``) or proximal Newton with an accelerated proximal
@@ -54,17 +53,17 @@ def central_solve(A, b, *, alpha: float, regularizer: str, tol: float = 1e-10,
     if A.ndim != 2 or b.shape != (A.shape[0],) or A.shape[0] == 0:
         raise ValueError(f"A must be (n, d) with n >= 1 and b (n,); got {A.shape} and {b.shape}")
     a1, a2 = _alphas(regularizer, alpha)
-    res = newton(A[None], b[None], alpha1=a1, alpha2=a2, tol=tol, max_iter=max_iter,
-                 model_iter=20_000)
+    res = newton(A[None], b[None], alpha1=a1, alpha2=a2, tol=tol, max_iter=max_iter, model_iter=20_000)
     if not res.converged[0]:
-        raise ValueError(f"the centralized {regularizer} logistic solve did not reach a KKT "
-                         f"residual of {tol:g} in {max_iter} iterations (residual "
-                         f"{res.residual[0]:.3g}); is the data separable with a tiny alpha?")
+        raise ValueError(
+            f"the centralized {regularizer} logistic solve did not reach a KKT "
+            f"residual of {tol:g} in {max_iter} iterations (residual "
+            f"{res.residual[0]:.3g}); is the data separable with a tiny alpha?"
+        )
     return res.w[0]
 
 
-def pretrain_dw(A0, b0, lam_per_provider: float, regularizer: str, *,
-                tol: float = 1e-10) -> float:
+def pretrain_dw(A0, b0, lam_per_provider: float, regularizer: str, *, tol: float = 1e-10) -> float:
     """D_w of spec decision D3: ``||w_hat||_2`` on the pre-training rows.
 
     ``w_hat = argmin (1/n0) sum l(a, b, w) + (lambda / N) R(w)`` with the
@@ -73,8 +72,7 @@ def pretrain_dw(A0, b0, lam_per_provider: float, regularizer: str, *,
     The pre-training rows are treated as public (the paper does not account
     for them, erratum E16).
     """
-    return float(np.linalg.norm(central_solve(A0, b0, alpha=lam_per_provider,
-                                              regularizer=regularizer, tol=tol)))
+    return float(np.linalg.norm(central_solve(A0, b0, alpha=lam_per_provider, regularizer=regularizer, tol=tol)))
 
 
 def consensus_optimum(A, b, *, lam: float, regularizer: str, tol: float = 1e-10):
@@ -89,8 +87,7 @@ def consensus_optimum(A, b, *, lam: float, regularizer: str, tol: float = 1e-10)
     if A.ndim != 3 or b.shape != A.shape[:2]:
         raise ValueError(f"A must be (N, m, d) and b (N, m); got {A.shape} and {b.shape}")
     N, m, d = A.shape
-    w = central_solve(A.reshape(N * m, d), b.reshape(-1), alpha=lam / N, regularizer=regularizer,
-                      tol=tol / N)
+    w = central_solve(A.reshape(N * m, d), b.reshape(-1), alpha=lam / N, regularizer=regularizer, tol=tol / N)
     loss = float(np.logaddexp(0.0, -b * (A @ w)).sum() / m)
     reg = np.abs(w).sum() if regularizer == "l1" else 0.5 * float(w @ w)
     return w, loss + lam * float(reg)

@@ -58,8 +58,7 @@ from vfl.core.protocol import (
     values,
 )
 
-__all__ = ["PROVIDERS_PROTOCOL", "ProviderGroup", "ProviderSpec", "Providers", "ProvidersSide",
-           "check_provider_rows"]
+__all__ = ["PROVIDERS_PROTOCOL", "ProviderGroup", "ProviderSpec", "Providers", "ProvidersSide", "check_provider_rows"]
 
 
 @message
@@ -144,11 +143,11 @@ def check_provider_rows(A, b, *, name: str, private: bool, row_bound: str | None
         A = np.asarray(A, dtype=float)
         b = np.asarray(b, dtype=float)
     except ValueError:  # ragged: providers with different m
-        raise ValueError("providers must hold equal numbers of samples: A (N, m, d), "
-                         "b (N, m)") from None
+        raise ValueError("providers must hold equal numbers of samples: A (N, m, d), b (N, m)") from None
     if A.ndim != 3 or b.shape != A.shape[:2]:
-        raise ValueError(f"providers' data must be A (N, m, d) and b (N, m) with equal m; got "
-                         f"A {A.shape} and b {b.shape}")
+        raise ValueError(
+            f"providers' data must be A (N, m, d) and b (N, m) with equal m; got A {A.shape} and b {b.shape}"
+        )
     if min(A.shape) < 1:
         raise ValueError(f"need N, m, d >= 1, got A of shape {A.shape}")
     if not np.all(np.isfinite(A)):
@@ -189,8 +188,7 @@ class ProviderGroup:
         n, _, d = A.shape
         self.rows = slice(self.start, self.start + n)
         self.spec = spec
-        self.rho, self.lam_per_provider, self.regularizer = (spec.rho, spec.lam_per_provider,
-                                                             spec.regularizer)
+        self.rho, self.lam_per_provider, self.regularizer = (spec.rho, spec.lam_per_provider, spec.regularizer)
         self.gamma = np.zeros((n, d))  # gamma_i^k
         self.shared = np.zeros((n, d))  # the last release
         self.W = np.zeros((n, d))  # the clean w_i^k (never sent)
@@ -220,9 +218,13 @@ class ProviderGroup:
 
         margins = self.A @ w
         losses = _softplus(-self.b * margins).mean(axis=1)
-        f = None if W_bar is None else local_objectives(
-            self.A, self.b, W_bar, lam_per_provider=self.lam_per_provider,
-            regularizer=self.regularizer)
+        f = (
+            None
+            if W_bar is None
+            else local_objectives(
+                self.A, self.b, W_bar, lam_per_provider=self.lam_per_provider, regularizer=self.regularizer
+            )
+        )
         return margins, losses, f
 
     def residuals(self) -> np.ndarray:
@@ -239,8 +241,7 @@ class ProvidersSide(Side):
         if kind is None:
             raise ProtocolError(f"no provider group {spec.group!r}")
         A, b = data.blocks
-        A, b, self.clipped = check_provider_rows(A, b, name=spec.name, private=spec.private,
-                                                 row_bound=spec.row_bound)
+        A, b, self.clipped = check_provider_rows(A, b, name=spec.name, private=spec.private, row_bound=spec.row_bound)
         self.group = kind(A, b, start=data.first, spec=spec)
         self.rng = env.noise()  # the run's stream of the releases of all N at once
         n, m, d = A.shape
@@ -254,9 +255,16 @@ class ProvidersSide(Side):
             return lambda W: W
         data = self.data
         return lambda W: self.env.release(
-            W, units=np.arange(data.first, data.stop), scale=req.scale,
-            sensitivity=req.sensitivity, rng=self.rng, mechanism=req.mechanism,
-            size=W.shape[-1], rows=data.rows, total=data.total)
+            W,
+            units=np.arange(data.first, data.stop),
+            scale=req.scale,
+            sensitivity=req.sensitivity,
+            rng=self.rng,
+            mechanism=req.mechanism,
+            size=W.shape[-1],
+            rows=data.rows,
+            total=data.total,
+        )
 
     @handles("update")
     def update(self, req: Iterate) -> Released:
@@ -284,14 +292,20 @@ class ProvidersSide(Side):
 
 
 PROVIDERS_PROTOCOL = Protocol(
-    "huang_providers", 1, spec=ProviderSpec, side=ProvidersSide, opened=Clipped,
+    "huang_providers",
+    1,
+    spec=ProviderSpec,
+    side=ProvidersSide,
+    opened=Clipped,
     iteration="update",
-    calls=(Call("update", Iterate, Released, releases=True),
-           Call("diagnose", Average, Diagnosis, DIAGNOSTIC),
-           Call("models", Empty, Models, DIAGNOSTIC),
-           Call("residuals", Empty, Residuals, DIAGNOSTIC)),
-    placement=Placement("provider", "providers", grouped=True, own_worker=False,
-                        iteration="iteration"))
+    calls=(
+        Call("update", Iterate, Released, releases=True),
+        Call("diagnose", Average, Diagnosis, DIAGNOSTIC),
+        Call("models", Empty, Models, DIAGNOSTIC),
+        Call("residuals", Empty, Residuals, DIAGNOSTIC),
+    ),
+    placement=Placement("provider", "providers", grouped=True, own_worker=False, iteration="iteration"),
+)
 
 
 class Providers:
@@ -344,11 +358,19 @@ class Providers:
             if not self.session.records:  # they draw where they are: the event recorded here
                 event = self.record(units=units, scale=scale, sensitivity=sens, size=self.d)
                 mechanism, scale = event.mechanism, event.scale
-        replies = self.session.round("update", {
-            k: Iterate(w=w, public=dict(public), mechanism=mechanism,
-                       scale=None if scale is None else scale[a:b],
-                       sensitivity=None if sens is None else sens[a:b])
-            for k, (a, b) in enumerate(self.ranges)})
+        replies = self.session.round(
+            "update",
+            {
+                k: Iterate(
+                    w=w,
+                    public=dict(public),
+                    mechanism=mechanism,
+                    scale=None if scale is None else scale[a:b],
+                    sensitivity=None if sens is None else sens[a:b],
+                )
+                for k, (a, b) in enumerate(self.ranges)
+            },
+        )
         parts = [replies[k] for k in range(len(self.ranges))]
         shared = np.concatenate([p.shared for p in parts])
         stats = {key: np.concatenate([p.stats[key] for p in parts]) for key in parts[0].stats}
@@ -356,8 +378,10 @@ class Providers:
 
     def diagnose(self, w: np.ndarray, W_bar: np.ndarray | None):
         """:meth:`ProviderGroup.diagnose` over all providers (diagnostics: nothing is sent)."""
-        parts = self.session.ask("diagnose", each=lambda k: Average(
-            w=w, W_bar=None if W_bar is None else W_bar[self.ranges[k][0]:self.ranges[k][1]]))
+        parts = self.session.ask(
+            "diagnose",
+            each=lambda k: Average(w=w, W_bar=None if W_bar is None else W_bar[self.ranges[k][0] : self.ranges[k][1]]),
+        )
         margins = np.concatenate([p.margins for p in parts])
         losses = np.concatenate([p.losses for p in parts])
         f = None if W_bar is None else np.concatenate([p.f for p in parts])

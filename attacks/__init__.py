@@ -15,9 +15,24 @@ from .stats import Outcome, auc, ceiling_auc, delong_ci, epsilon_lower, outcome
 
 #: the attacks by name: who attacks (``"passive"``: a passive party, on what it receives
 #: that depends on the labels; ``"party 1"``: on what it receives from a passive party)
-ATTACKS = {"label-norm": "passive", "label-direction": "passive",
-           "model-completion": "passive", "feature-reconstruction": "party 1"}
+ATTACKS = {
+    "label-norm": "passive",
+    "label-direction": "passive",
+    "model-completion": "passive",
+    "feature-reconstruction": "party 1",
+}
 
-__all__ = ["ATTACKS", "MIN_KNOWN", "Outcome", "auc", "ceiling_auc", "delong_ci", "epsilon_lower",
-           "feature_reconstruction", "label_direction", "label_norm", "model_completion",
-           "outcome"]
+__all__ = [
+    "ATTACKS",
+    "MIN_KNOWN",
+    "Outcome",
+    "auc",
+    "ceiling_auc",
+    "delong_ci",
+    "epsilon_lower",
+    "feature_reconstruction",
+    "label_direction",
+    "label_norm",
+    "model_completion",
+    "outcome",
+]

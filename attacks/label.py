@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MIN_KNOWN", "feature_reconstruction", "label_direction", "label_norm",
-           "model_completion"]
+__all__ = ["MIN_KNOWN", "feature_reconstruction", "label_direction", "label_norm", "model_completion"]
 
 #: the fewest known labels (of both classes) a model is fit on
 MIN_KNOWN = 10
@@ -39,8 +38,9 @@ def _centred(V) -> np.ndarray:
 def _check_known(known, y_known, need: int, attack: str) -> None:
     y_known = np.asarray(y_known)
     if len(known) < need or (need > 1 and len(np.unique(y_known)) < 2):
-        raise ValueError(f"{attack} needs at least {need} known labels"
-                         f"{' of both classes' if need > 1 else ''} (got {len(known)})")
+        raise ValueError(
+            f"{attack} needs at least {need} known labels{' of both classes' if need > 1 else ''} (got {len(known)})"
+        )
 
 
 def label_norm(V, known, y_known) -> np.ndarray:

@@ -64,8 +64,9 @@ def ceiling_auc(epsilon: float, delta: float = 0.0, grid: int = 20001) -> float:
     if delta == 0:
         return 1.0 / (1.0 + math.exp(-epsilon))
     x = np.linspace(0.0, 1.0, grid)
-    tpr = np.minimum.reduce([np.ones_like(x), math.exp(epsilon) * x + delta,
-                             1.0 - math.exp(-epsilon) * np.maximum(1.0 - delta - x, 0.0)])
+    tpr = np.minimum.reduce(
+        [np.ones_like(x), math.exp(epsilon) * x + delta, 1.0 - math.exp(-epsilon) * np.maximum(1.0 - delta - x, 0.0)]
+    )
     return float(np.trapezoid(tpr, x))
 
 
@@ -75,8 +76,7 @@ def _cp(k: int, n: int, alpha: float) -> tuple[float, float]:
     return lo, hi
 
 
-def epsilon_lower(scores, truth, rng: np.random.Generator, delta: float = 0.0,
-                  confidence: float = 0.95) -> float:
+def epsilon_lower(scores, truth, rng: np.random.Generator, delta: float = 0.0, confidence: float = 0.95) -> float:
     """The epsilon the attack shows, at ``confidence``: the best threshold of a random half,
     its TPR and FPR on the other half bounded by Clopper-Pearson (see the module docstring)."""
     s, t = np.asarray(scores, dtype=float), np.asarray(truth).astype(bool)
@@ -114,11 +114,12 @@ class Outcome:
     epsilon_lower: float
 
     def as_text(self) -> str:
-        ceiling = "none (no guarantee covers it)" if self.ceiling is None else \
-            f"{self.ceiling:.4f}"
-        return (f"{self.attack}: AUC {self.auc:.4f} (95 % CI {self.auc_ci[0]:.4f}-"
-                f"{self.auc_ci[1]:.4f}); ceiling {ceiling}; empirical epsilon >= "
-                f"{self.epsilon_lower:.3g}")
+        ceiling = "none (no guarantee covers it)" if self.ceiling is None else f"{self.ceiling:.4f}"
+        return (
+            f"{self.attack}: AUC {self.auc:.4f} (95 % CI {self.auc_ci[0]:.4f}-"
+            f"{self.auc_ci[1]:.4f}); ceiling {ceiling}; empirical epsilon >= "
+            f"{self.epsilon_lower:.3g}"
+        )
 
     def show(self, as_json: bool = False) -> str:
         import json
@@ -126,14 +127,23 @@ class Outcome:
         return json.dumps(self.as_json()) if as_json else self.as_text()
 
     def as_json(self) -> dict:
-        return {"attack": self.attack, "auc": self.auc, "auc_ci": list(self.auc_ci),
-                "ceiling": self.ceiling, "epsilon_lower": self.epsilon_lower}
+        return {
+            "attack": self.attack,
+            "auc": self.auc,
+            "auc_ci": list(self.auc_ci),
+            "ceiling": self.ceiling,
+            "epsilon_lower": self.epsilon_lower,
+        }
 
 
 def outcome(name: str, scores, truth, rng, guarantee: tuple[float, float] | None) -> Outcome:
     """Every statistic of one attack's ``scores`` against ``truth``; ``guarantee``: the
     (epsilon, delta) that bounds it, or None."""
     eps, delta = guarantee if guarantee is not None else (None, 0.0)
-    return Outcome(name, auc(scores, truth), delong_ci(scores, truth),
-                   None if eps is None else ceiling_auc(eps, delta),
-                   epsilon_lower(scores, truth, rng, delta))
+    return Outcome(
+        name,
+        auc(scores, truth),
+        delong_ci(scores, truth),
+        None if eps is None else ceiling_auc(eps, delta),
+        epsilon_lower(scores, truth, rng, delta),
+    )

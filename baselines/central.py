@@ -77,8 +77,9 @@ class ColumnBlocks:
         for B, xm in zip(self.blocks[1:], parts[1:]):
             # scipy's CSR kernel adds each row's products to what ``u`` holds: the joined
             # matrix's row sums, term by term in the same order
-            _sparsetools.csr_matvec(B.shape[0], B.shape[1], B.indptr, B.indices, B.data,
-                                    np.ascontiguousarray(xm, dtype=B.dtype), u)
+            _sparsetools.csr_matvec(
+                B.shape[0], B.shape[1], B.indptr, B.indices, B.data, np.ascontiguousarray(xm, dtype=B.dtype), u
+            )
         return u
 
     @property
@@ -139,8 +140,15 @@ def _chord_steps(objective: Objective, D, b, x, H, gtol: float, max_iter: int = 
 
 
 def central_optimum(
-    D, b, objective: Objective, *, rtol: float = 1e-10, max_iter: int = 500, dense_max: int = 1000,
-    warm_above: int = 1_000_000, warm_rows: int = 200_000,
+    D,
+    b,
+    objective: Objective,
+    *,
+    rtol: float = 1e-10,
+    max_iter: int = 500,
+    dense_max: int = 1000,
+    warm_above: int = 1_000_000,
+    warm_rows: int = 200_000,
 ) -> CentralSolution:
     """Minimize ``objective`` over ``x`` for the full design ``D`` (a matrix, or a list of the
     parties' column blocks: :func:`column_design`).
@@ -161,11 +169,9 @@ def central_optimum(
         k = D.shape[0] // warm_rows
         rows = np.arange(0, D.shape[0], k)
         # the same problem per row: F's loss sums over N / k rows, so lam / k (sum reduction)
-        per_row = objective if objective.reduction == "mean" else replace(objective,
-                                                                          lam=objective.lam / k)
+        per_row = objective if objective.reduction == "mean" else replace(objective, lam=objective.lam / k)
         D_k, b_k = D[rows], b[rows]
-        start = central_optimum(D_k, b_k, per_row, rtol=rtol, max_iter=max_iter,
-                                dense_max=dense_max).x
+        start = central_optimum(D_k, b_k, per_row, rtol=rtol, max_iter=max_iter, dense_max=dense_max).x
         warm = f", started at the optimum of every {k}-th row"
         if D.shape[1] <= dense_max:
             # the full problem's Hessian, estimated: the subsample's loss part stands for k rows
@@ -174,10 +180,13 @@ def central_optimum(
             if done:
                 f, g = objective.value_and_grad(x, D, b)
                 return CentralSolution(
-                    x=x, value=f, grad_norm=float(np.linalg.norm(g)), n_iter=steps,
+                    x=x,
+                    value=f,
+                    grad_norm=float(np.linalg.norm(g)),
+                    n_iter=steps,
                     seconds=perf_counter() - t0,
-                    method=f"chord Newton steps with the Hessian of every {k}-th row, from "
-                           "that subsample's optimum")
+                    method=f"chord Newton steps with the Hessian of every {k}-th row, from that subsample's optimum",
+                )
             start, warm = x, warm + f" and {steps} chord steps"
     if D.shape[1] <= dense_max:
         method, second_order = "trust-exact", {"hess": objective.hess}
@@ -195,6 +204,10 @@ def central_optimum(
     seconds = perf_counter() - t0
     f, g = objective.value_and_grad(res.x, D, b)
     return CentralSolution(
-        x=res.x, value=f, grad_norm=float(np.linalg.norm(g)), n_iter=int(res.nit), seconds=seconds,
+        x=res.x,
+        value=f,
+        grad_norm=float(np.linalg.norm(g)),
+        n_iter=int(res.nit),
+        seconds=seconds,
         method=f"scipy.optimize.minimize(method={method!r}){warm}",
     )

@@ -43,8 +43,7 @@ from vfl.core.protocol import (
     scalar,
 )
 
-__all__ = ["FDML_PROTOCOL", "SGDParties", "SGDParty", "SGDSide", "SGDSpec", "initial_models",
-           "output_noise"]
+__all__ = ["FDML_PROTOCOL", "SGDParties", "SGDParty", "SGDSide", "SGDSpec", "initial_models", "output_noise"]
 
 
 class _SparseBlock:
@@ -229,15 +228,16 @@ class SGDSide(Side):
         super().__init__(data, spec, env)
         (D,) = data.blocks
         self.m = m = data.first
-        x0 = initial_models(env.stream("init"), spec.widths[:m + 1], spec.init_scale)[m]
+        x0 = initial_models(env.stream("init"), spec.widths[: m + 1], spec.init_scale)[m]
         self.rng = env.noise(m)
         self.party = SGDParty(D, x0, spec, self._publish)
         self.batch_rng = env.stream("batch")
         self.dims = {"N": D.shape[0]}
 
     def _publish(self, rows, outputs):
-        return self.env.release(outputs, units=self.m, scale=self.spec.output_sigma,
-                                sensitivity=float("nan"), rng=self.rng, batch=rows)
+        return self.env.release(
+            outputs, units=self.m, scale=self.spec.output_sigma, sensitivity=float("nan"), rng=self.rng, batch=rows
+        )
 
     def opened(self) -> Width:
         return Width(d=self.party.n_features)
@@ -266,15 +266,22 @@ class SGDSide(Side):
 
 
 FDML_PROTOCOL = Protocol(
-    "fdml_sgd", 1, spec=SGDSpec, side=SGDSide, opened=Width,
-    calls=(Call("exchange", Exchange, Outputs, releases=True,
-                labels=("request", "reply")),
-           Call("model", Empty, Model, DIAGNOSTIC, labels=("reply",)),
-           Call("margins", Empty, Margins, DIAGNOSTIC, labels=("reply",)),
-           Call("test_product", Empty, Scores, INFERENCE, labels=("reply",))),
+    "fdml_sgd",
+    1,
+    spec=SGDSpec,
+    side=SGDSide,
+    opened=Width,
+    calls=(
+        Call("exchange", Exchange, Outputs, releases=True, labels=("request", "reply")),
+        Call("model", Empty, Model, DIAGNOSTIC, labels=("reply",)),
+        Call("margins", Empty, Margins, DIAGNOSTIC, labels=("reply",)),
+        Call("test_product", Empty, Scores, INFERENCE, labels=("reply",)),
+    ),
     placement=Placement("party", "parties", iteration="epoch"),
-    recovery=Recovery(not_rebuilt="a party's model (the sum of every step it took) is not "
-                                  "rebuilt elsewhere, so the run stops"))
+    recovery=Recovery(
+        not_rebuilt="a party's model (the sum of every step it took) is not rebuilt elsewhere, so the run stops"
+    ),
+)
 
 
 class SGDParties:
@@ -361,7 +368,7 @@ def _per_batch(exchanges, party: int, n: int, streams, field: str) -> np.ndarray
         if req.start == 0:
             perm, epoch = batch.permutation(n), epoch + 1
             cols.append(np.full(n, np.nan))
-        rows = perm[req.start:req.stop]
+        rows = perm[req.start : req.stop]
         if field == "u":
             cols[epoch][rows] = e.reply.u
         last = (rows, epoch)

@@ -42,8 +42,7 @@ from vfl.core.units import InProcessUnits
 
 from .fdml_party import FDML_PROTOCOL, SGDParties, SGDParty, SGDSpec, initial_models, output_noise
 
-__all__ = ["FDMLSGD", "LR_SCHEDULES", "SGDParties", "SGDParty", "SGDSpec", "initial_models",
-           "output_noise"]
+__all__ = ["FDMLSGD", "LR_SCHEDULES", "SGDParties", "SGDParty", "SGDSpec", "initial_models", "output_noise"]
 
 LR_SCHEDULES = ("constant", "inv_sqrt", "step")
 
@@ -51,16 +50,13 @@ LR_SCHEDULES = ("constant", "inv_sqrt", "step")
 def _check_generator(rng, name: str) -> None:
     if not isinstance(rng, np.random.Generator):
         raise ValueError(
-            f"{name} must be a numpy.random.Generator (e.g. np.random.default_rng(seed)), "
-            f"got {type(rng).__name__}"
+            f"{name} must be a numpy.random.Generator (e.g. np.random.default_rng(seed)), got {type(rng).__name__}"
         )
 
 
 def _check_positive(value, name: str, *, allow_zero: bool = False) -> float:
     bound = ">= 0" if allow_zero else "> 0"
-    ok = isinstance(value, numbers.Real) and math.isfinite(value) and (
-        value >= 0 if allow_zero else value > 0
-    )
+    ok = isinstance(value, numbers.Real) and math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
     if not ok:
         raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
     return float(value)
@@ -196,16 +192,11 @@ class FDMLSGD:
         _check_generator(batch_rng, "batch_rng")
         if noise_rngs is None:
             if self.output_sigma > 0:
-                raise ValueError(
-                    f"output_sigma = {output_sigma!r} > 0 needs noise_rngs, one Generator per party"
-                )
+                raise ValueError(f"output_sigma = {output_sigma!r} > 0 needs noise_rngs, one Generator per party")
         else:
             noise_rngs = list(noise_rngs)
             if len(noise_rngs) != M:
-                raise ValueError(
-                    f"noise_rngs must hold one Generator per party: got {len(noise_rngs)} "
-                    f"for {M} parties"
-                )
+                raise ValueError(f"noise_rngs must hold one Generator per party: got {len(noise_rngs)} for {M} parties")
             for m, r in enumerate(noise_rngs, start=1):
                 _check_generator(r, f"noise_rngs[{m - 1}] (party {m})")
 
@@ -217,14 +208,22 @@ class FDMLSGD:
         # The l2 term of g_m: grad of lam ||x_m||^2, divided by w N (see class docstring).
         self._reg = 2.0 * objective.lam / (objective.weight(n) * n)
         widths = [D.shape[1] for D in blocks] if parties is None else parties.widths
-        spec = SGDSpec(batch_size=self.batch_size, reg=float(self._reg),
-                       init_scale=self.init_scale, output_sigma=self.output_sigma,
-                       widths=np.asarray(widths, dtype=np.int64))
+        spec = SGDSpec(
+            batch_size=self.batch_size,
+            reg=float(self._reg),
+            init_scale=self.init_scale,
+            output_sigma=self.output_sigma,
+            widths=np.asarray(widths, dtype=np.int64),
+        )
         if parties is None:  # each party draws its initial model and its order as elsewhere,
             # from its copy of the public streams; its outputs go through self.publish
-            parties = InProcessUnits.blocks(blocks, LocalEnv(
-                release=lambda mean, *, units, batch, **_: self.publish(units, batch, mean),
-                streams={"init": init_rng, "batch": batch_rng}))
+            parties = InProcessUnits.blocks(
+                blocks,
+                LocalEnv(
+                    release=lambda mean, *, units, batch, **_: self.publish(units, batch, mean),
+                    streams={"init": init_rng, "batch": batch_rng},
+                ),
+            )
         self.parties = SGDParties(parties.open(FDML_PROTOCOL, spec), n)
         self.epoch = 0
         self.messages = np.zeros(M, dtype=np.int64)
@@ -261,8 +260,7 @@ class FDMLSGD:
         Generator (:func:`output_noise`); subclasses may override this to
         record or alter messages.
         """
-        return output_noise(outputs, self.output_sigma,
-                            None if self.noise_rngs is None else self.noise_rngs[m])
+        return output_noise(outputs, self.output_sigma, None if self.noise_rngs is None else self.noise_rngs[m])
 
     def derivatives(self, d: np.ndarray, start: int) -> np.ndarray:
         """What the active party sends for a batch's loss derivatives ``d`` (before the 1/B):
@@ -354,38 +352,48 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
     attacks = ("label-norm", "label-direction", "model-completion", "feature-reconstruction")
     label_view = staticmethod(fdml_party.derivatives)
     share_view = staticmethod(fdml_party.outputs)
-    reference = Reference("Hu, Niu, Yang, Zhou: FDML, feature-distributed machine learning (2019); "
-                          "the SGD baseline of Hu et al., Section 5", "synchronous mini-batch SGD")
+    reference = Reference(
+        "Hu, Niu, Yang, Zhou: FDML, feature-distributed machine learning (2019); "
+        "the SGD baseline of Hu et al., Section 5",
+        "synchronous mini-batch SGD",
+    )
     regularizers = ("l2sq",)
     params = (
         Param("batch_size", int, 100, "mini-batch size B", low=1),
         Param("lr", float, 0.3, "base learning rate eta", low=0, low_open=True),
-        Param("lr_schedule", str, "inv_sqrt", "eta_t: constant, lr / sqrt(t), or step decay",
-              choices=LR_SCHEDULES),
+        Param("lr_schedule", str, "inv_sqrt", "eta_t: constant, lr / sqrt(t), or step decay", choices=LR_SCHEDULES),
         Param("lr_step_epochs", int, 100, "epochs between decays of the step schedule", low=1),
-        Param("lr_gamma", float, 0.1, "decay factor of the step schedule", low=0, high=1,
-              low_open=True),
+        Param("lr_gamma", float, 0.1, "decay factor of the step schedule", low=0, high=1, low_open=True),
         Param("init_scale", float, 0.01, "x_m starts as N(0, init_scale^2)", low=0),
     )
     privacy_params = (
-        Param("sigma", float, 0.0, "std of the Gaussian noise on every output sent "
-              "(simulation: no accounting)", low=0),
-        Param("form", str, "output", "noise on the local outputs (FDML's DP variant)",
-              choices=("output",)),
-        Param("label_epsilon", float, None, "label DP towards the passive parties: Gaussian "
-              "noise on the clipped loss derivatives, calibrated over the epochs",
-              low=0, low_open=True),
-        Param("label_delta", float, 1e-5, "delta of the label guarantee", low=0, high=1,
-              low_open=True, high_open=True),
-        Param("label_clip", float, 1.0, "L: each loss derivative clipped to [-L, L] before "
-              "the noise (the logistic loss's are already)", low=0, low_open=True),
+        Param("sigma", float, 0.0, "std of the Gaussian noise on every output sent (simulation: no accounting)", low=0),
+        Param("form", str, "output", "noise on the local outputs (FDML's DP variant)", choices=("output",)),
+        Param(
+            "label_epsilon",
+            float,
+            None,
+            "label DP towards the passive parties: Gaussian "
+            "noise on the clipped loss derivatives, calibrated over the epochs",
+            low=0,
+            low_open=True,
+        ),
+        Param("label_delta", float, 1e-5, "delta of the label guarantee", low=0, high=1, low_open=True, high_open=True),
+        Param(
+            "label_clip",
+            float,
+            1.0,
+            "L: each loss derivative clipped to [-L, L] before the noise (the logistic loss's are already)",
+            low=0,
+            low_open=True,
+        ),
     )
 
     @classmethod
     def claims_guarantee(cls, privacy) -> bool:
         return cls.typed_privacy(privacy).label_epsilon is not None
-    columns = ("objective", "primal_residual", "dual_residual", "x_time_s", "z_time_s",
-               "y_time_s", "learning_rate")
+
+    columns = ("objective", "primal_residual", "dual_residual", "x_time_s", "z_time_s", "y_time_s", "learning_rate")
 
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
@@ -393,11 +401,17 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
         params, privacy = cls.typed_params(params), cls.typed_privacy(privacy)
         # (the outputs' noise streams only where there is output noise: a run that claims
         # label DP alone draws its label noise exactly, from the label holder's stream)
-        solver = cls(data.blocks, data.y, objective, **params.values_dict(),
-                     output_sigma=privacy.sigma,
-                     init_rng=streams.get("init"), batch_rng=streams.get("batch"),
-                     noise_rngs=[streams.noise(m) for m in range(M)] if privacy.sigma > 0
-                     else None, parties=data.units)
+        solver = cls(
+            data.blocks,
+            data.y,
+            objective,
+            **params.values_dict(),
+            output_sigma=privacy.sigma,
+            init_rng=streams.get("init"),
+            batch_rng=streams.get("batch"),
+            noise_rngs=[streams.noise(m) for m in range(M)] if privacy.sigma > 0 else None,
+            parties=data.units,
+        )
         solver.wire = Wire(M)
         solver.label_sigma = None
         if privacy.label_epsilon is not None:
@@ -406,9 +420,13 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
             solver.label_epsilon, solver.label_delta = privacy.label_epsilon, privacy.label_delta
             solver.label_clip, solver.label_rng = privacy.label_clip, streams.noise(0, 1)
             # exact noise (a deployment) is accounted by RDP: calibrated by it too
-            solver.label_sigma = label_sigma(solver.label_epsilon, solver.label_delta,
-                                             iterations, solver.label_clip,
-                                             "rdp" if streams.exact_noise else "pld")
+            solver.label_sigma = label_sigma(
+                solver.label_epsilon,
+                solver.label_delta,
+                iterations,
+                solver.label_clip,
+                "rdp" if streams.exact_noise else "pld",
+            )
         return solver
 
     def derivatives(self, d, start):
@@ -418,12 +436,16 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
             return d
         if start == 0:  # the epoch's charge, recorded once
             self._label_event = self.record_release(
-                units=0, scale=self.label_sigma, sensitivity=2.0 * self.label_clip,
-                rng=self.label_rng, size=self.n_samples, relation="labels")
+                units=0,
+                scale=self.label_sigma,
+                sensitivity=2.0 * self.label_clip,
+                rng=self.label_rng,
+                size=self.n_samples,
+                relation="labels",
+            )
         d = np.clip(d, -self.label_clip, self.label_clip)
         if self.observer is not None:  # the audit watches each batch's part of the release
-            return self.observer(self, replace(self._label_event, size=d.size), d,
-                                 self.label_rng)
+            return self.observer(self, replace(self._label_event, size=d.size), d, self.label_rng)
         return add_noise("gaussian", d, self._label_event.scale[0], self.label_rng)
 
     def step(self, diagnostics: bool = False) -> dict:
@@ -433,15 +455,21 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
         batches = -(-self.n_samples // self.batch_size)
         self.wire.gather(self.n_samples, messages=batches)
         self.wire.scatter(self.n_samples, messages=batches)
-        return {"x_time_s": stats.x_seconds, "z_time_s": 0.0, "y_time_s": 0.0,
-                "learning_rate": stats.extra["learning_rate"]}
+        return {
+            "x_time_s": stats.x_seconds,
+            "z_time_s": 0.0,
+            "y_time_s": 0.0,
+            "learning_rate": stats.extra["learning_rate"],
+        }
 
     @classmethod
     def neighbours(cls, data, privacy, rng):
         """Label DP only: one label flipped (:func:`~vfl.core.solver.label_neighbours`)."""
         if cls.typed_privacy(privacy).label_epsilon is None:
-            raise NotImplementedError(f"{cls.name} states no neighbouring relation to audit "
-                                      "(set privacy.label_epsilon for its label relation)")
+            raise NotImplementedError(
+                f"{cls.name} states no neighbouring relation to audit "
+                "(set privacy.label_epsilon for its label relation)"
+            )
         return label_neighbours(data, rng)
 
     def evaluate(self) -> dict:
@@ -455,8 +483,10 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
 
     def describe(self) -> dict:
         return {
-            "algorithm": ("FDML-style SGD: parties send local outputs per mini-batch, the active "
-                          "party returns the loss derivative; step on grad F / (w N)"),
+            "algorithm": (
+                "FDML-style SGD: parties send local outputs per mini-batch, the active "
+                "party returns the loss derivative; step on grad F / (w N)"
+            ),
             "init": f"x_m ~ N(0, {self.init_scale:g}^2), SeedSequence(seed, spawn_key=(1,))",
             "batching": "reshuffled every epoch, SeedSequence(seed, spawn_key=(2,))",
         }
@@ -466,17 +496,27 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
         if self.label_sigma is not None:
             from vfl.privacy.labels import label_guarantee
 
-            label = label_guarantee(self.label_epsilon, self.label_delta, (
-                f"Gaussian noise N(0, {self.label_sigma:.4g}^2) on every loss derivative the "
-                "parties receive, each clipped to [-L, L]; a sample is in one batch per epoch "
-                "(sensitivity 2 L per epoch), composed over the epochs"),
-                {"derivative_clip_L": self.label_clip, "one_batch_per_epoch": True})
+            label = label_guarantee(
+                self.label_epsilon,
+                self.label_delta,
+                (
+                    f"Gaussian noise N(0, {self.label_sigma:.4g}^2) on every loss derivative the "
+                    "parties receive, each clipped to [-L, L]; a sample is in one batch per epoch "
+                    "(sensitivity 2 L per epoch), composed over the epochs"
+                ),
+                {"derivative_clip_L": self.label_clip, "one_batch_per_epoch": True},
+            )
         if self.output_sigma == 0 and label is None:
             return None
-        out = {"mode": "simulation", "dp_guarantee": False, "form": "output",
-               "sigma": self.output_sigma,
-               "note": "noise on every output with no accounting: sigma alone is no guarantee"
-               if self.output_sigma else "no noise on the outputs: the features are not "
-               "protected"}
-        return PrivacyInfo(**out, **({"label_guarantee": label,
-                                      "labels": "label DP: see label_guarantee"} if label else {}))
+        out = {
+            "mode": "simulation",
+            "dp_guarantee": False,
+            "form": "output",
+            "sigma": self.output_sigma,
+            "note": "noise on every output with no accounting: sigma alone is no guarantee"
+            if self.output_sigma
+            else "no noise on the outputs: the features are not protected",
+        }
+        return PrivacyInfo(
+            **out, **({"label_guarantee": label, "labels": "label DP: see label_guarantee"} if label else {})
+        )

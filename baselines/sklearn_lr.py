@@ -70,8 +70,11 @@ def fit_sklearn_baseline(X_train, y_train, X_test, y_test, objective: Objective)
     n_iter = getattr(est, "n_iter_", None)
     return {
         "estimator": type(est).__name__,
-        "params": {k: (None if v is np.inf else v) for k, v in est.get_params().items()
-                   if isinstance(v, (int, float, str, bool, type(None)))},
+        "params": {
+            k: (None if v is np.inf else v)
+            for k, v in est.get_params().items()
+            if isinstance(v, (int, float, str, bool, type(None)))
+        },
         "n_features": int(X_train.shape[1]),
         "objective": objective.value_from_margins(u_train, y_train, coef),
         "train_logloss": log_loss(u_train, y_train),

@@ -31,8 +31,20 @@ from pathlib import Path
 
 TARGET_SECONDS = {1_000_000: 60.0}
 TARGET_BYTES_RATIO = 1.5
-COLUMNS = ["ids_per_party", "overlap", "intersection", "seconds", "op_us", "floor_seconds",
-           "over_floor", "bytes", "protocol_bytes", "bytes_ratio", "bytes_per_id", "cores"]
+COLUMNS = [
+    "ids_per_party",
+    "overlap",
+    "intersection",
+    "seconds",
+    "op_us",
+    "floor_seconds",
+    "over_floor",
+    "bytes",
+    "protocol_bytes",
+    "bytes_ratio",
+    "bytes_per_id",
+    "cores",
+]
 
 
 def _label_holder(conn, n: int, seed: int, out):
@@ -94,8 +106,10 @@ def measure(n: int, overlap: float = 0.8, seed: int = 0) -> dict:
     a, b = ctx.Pipe()
     out = ctx.Queue()
     t0 = time.perf_counter()
-    procs = [ctx.Process(target=_label_holder, args=(a, n, seed, out)),
-             ctx.Process(target=_party, args=(b, n, shift, out))]
+    procs = [
+        ctx.Process(target=_label_holder, args=(a, n, seed, out)),
+        ctx.Process(target=_party, args=(b, n, shift, out)),
+    ]
     for p in procs:
         p.start()
     got = dict((who, (rows, sent)) for who, rows, sent in (out.get() for _ in procs))
@@ -110,38 +124,55 @@ def measure(n: int, overlap: float = 0.8, seed: int = 0) -> dict:
     sent = got["holder"][1] + got["party"][1]
     own = protocol_bytes(n, n) + 32 + TAG * common
     floor = 2 * n * op / 1e6
-    return {"ids_per_party": n, "overlap": overlap, "intersection": common,
-            "seconds": round(seconds, 2), "op_us": round(op, 2),
-            "floor_seconds": round(floor, 2), "over_floor": round(seconds / floor, 3),
-            "bytes": sent, "protocol_bytes": own, "bytes_ratio": round(sent / own, 6),
-            "bytes_per_id": round(sent / n, 2), "cores": os.cpu_count()}
+    return {
+        "ids_per_party": n,
+        "overlap": overlap,
+        "intersection": common,
+        "seconds": round(seconds, 2),
+        "op_us": round(op, 2),
+        "floor_seconds": round(floor, 2),
+        "over_floor": round(seconds / floor, 3),
+        "bytes": sent,
+        "protocol_bytes": own,
+        "bytes_ratio": round(sent / own, 6),
+        "bytes_per_id": round(sent / n, 2),
+        "cores": os.cpu_count(),
+    }
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.alignment")
     parser.add_argument("--ids", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--overlap", type=float, default=0.8)
-    parser.add_argument("--csv", type=Path, default=None,
-                        help="append the rows to this CSV (docs/figures/alignment/alignment.csv)")
+    parser.add_argument(
+        "--csv", type=Path, default=None, help="append the rows to this CSV (docs/figures/alignment/alignment.csv)"
+    )
     args = parser.parse_args(argv)
     rows = []
     for n in args.ids:
         row = measure(n, args.overlap)
         rows.append(row)
         target = TARGET_SECONDS.get(n)
-        verdict = "" if target is None else (
-            f"  target <= {target:g} s: {'met' if row['seconds'] <= target else 'NOT met'}")
-        print(f"{n:>10,} IDs per party: {row['seconds']:.1f} s ({row['over_floor']:.2f}x the "
-              f"protocol's {row['floor_seconds']:.1f} s at {row['op_us']:.1f} us an X25519), "
-              f"{row['bytes_per_id']:.1f} bytes per ID ({row['bytes_ratio']:.4f}x the "
-              f"protocol's count){verdict}", flush=True)
+        verdict = (
+            "" if target is None else (f"  target <= {target:g} s: {'met' if row['seconds'] <= target else 'NOT met'}")
+        )
+        print(
+            f"{n:>10,} IDs per party: {row['seconds']:.1f} s ({row['over_floor']:.2f}x the "
+            f"protocol's {row['floor_seconds']:.1f} s at {row['op_us']:.1f} us an X25519), "
+            f"{row['bytes_per_id']:.1f} bytes per ID ({row['bytes_ratio']:.4f}x the "
+            f"protocol's count){verdict}",
+            flush=True,
+        )
     if args.csv is not None:
         args.csv.parent.mkdir(parents=True, exist_ok=True)
         old = []
         if args.csv.exists():
             with open(args.csv) as fh:
-                old = [r for r in csv.DictReader(fh)
-                       if int(r["ids_per_party"]) not in {row["ids_per_party"] for row in rows}]
+                old = [
+                    r
+                    for r in csv.DictReader(fh)
+                    if int(r["ids_per_party"]) not in {row["ids_per_party"] for row in rows}
+                ]
         with open(args.csv, "w", newline="") as fh:
             w = csv.DictWriter(fh, COLUMNS)
             w.writeheader()

@@ -56,6 +56,7 @@ def _admm_memory(problem: Problem, rho: float = 1.0, objective: Objective = OBJE
     def run():
         a = ADMMSharing(problem.blocks, problem.y, objective, rho=rho)
         a.step(diagnostics=False)
+
     return traced_peak_mib(run)[1]
 
 
@@ -65,8 +66,12 @@ def memory_bandwidth(repeats: int = 5, mib: int = 256) -> dict:
     a = np.ones(mib * 2**20 // 8)
     a.sum()  # first touch
     best = min(_timeit(a.sum, 1) for _ in range(repeats))
-    return {"bytes": a.nbytes, "seconds": best, "gb_per_s": a.nbytes / best / 1e9,
-            "method": f"numpy sum over a {mib} MiB float64 array, best of {repeats}"}
+    return {
+        "bytes": a.nbytes,
+        "seconds": best,
+        "gb_per_s": a.nbytes / best / 1e9,
+        "method": f"numpy sum over a {mib} MiB float64 array, best of {repeats}",
+    }
 
 
 def _operator_bytes(A) -> int:
@@ -93,9 +98,12 @@ def _epoch_medians(admm, repeats):
     for _ in range(2):  # warm-up: caches, first-touch of buffers
         admm.step(diagnostics=False)
     stats = [admm.step(diagnostics=False) for _ in range(repeats)]
-    return (median(s.x_seconds + s.z_seconds + s.y_seconds for s in stats),
-            median(s.x_seconds for s in stats), median(s.z_seconds for s in stats),
-            median(s.y_seconds for s in stats))
+    return (
+        median(s.x_seconds + s.z_seconds + s.y_seconds for s in stats),
+        median(s.x_seconds for s in stats),
+        median(s.z_seconds for s in stats),
+        median(s.y_seconds for s in stats),
+    )
 
 
 def _epoch_vs_floor_one(cfg: Settings, problem: Problem, bandwidth: dict) -> dict:
@@ -106,26 +114,33 @@ def _epoch_vs_floor_one(cfg: Settings, problem: Problem, bandwidth: dict) -> dic
     # the same epochs with one BLAS thread and the in-place Newton z-update
     one = ADMMSharing(problem.blocks, problem.y, OBJECTIVE, rho=1.0, blas_threads=1)
     epoch_1t = _epoch_medians(one, cfg.epoch_repeats)[0]
-    fast = ADMMSharing(problem.blocks, problem.y, OBJECTIVE, rho=1.0, blas_threads=1,
-                       z_update="newton")
+    fast = ADMMSharing(problem.blocks, problem.y, OBJECTIVE, rho=1.0, blas_threads=1, z_update="newton")
     epoch_fast, _, zs_fast, _ = _epoch_medians(fast, cfg.epoch_repeats)
     # diagnostics (objective, residuals) as the runner evaluates them every epoch
-    diag = _timeit(lambda: (admm.objective_value(), admm.primal_residual(),
-                            admm.dual_residual()), cfg.floor_repeats)
+    diag = _timeit(lambda: (admm.objective_value(), admm.primal_residual(), admm.dual_residual()), cfg.floor_repeats)
     parties = []
     for m, solver in enumerate(admm.solvers):
         xm, r = admm.x[m], admm.y.copy()
         floor = _timeit(lambda: (solver.matvec(xm), solver.rmatvec(r)), cfg.floor_repeats)  # noqa: B023 (called within this iteration)
         matvec = _timeit(lambda: solver.matvec(xm), cfg.floor_repeats)  # noqa: B023 (called within this iteration)
         party = _timeit(lambda: solver.matvec(admm.x_update(m)), cfg.floor_repeats)  # noqa: B023 (called within this iteration)
-        parties.append({
-            "party": m + 1, "shape": list(solver.D.shape),
-            "form": ("precomputed solution operator W (d_m x N)" if solver._W is not None
-                     else "push-through N x N Cholesky" if solver.wide else "d_m x d_m Cholesky"),
-            "two_pass_floor_seconds": floor, "matvec_seconds": matvec,
-            "x_update_plus_share_seconds": party,
-            "ratio_to_floor": party / floor,
-        })
+        parties.append(
+            {
+                "party": m + 1,
+                "shape": list(solver.D.shape),
+                "form": (
+                    "precomputed solution operator W (d_m x N)"
+                    if solver._W is not None
+                    else "push-through N x N Cholesky"
+                    if solver.wide
+                    else "d_m x d_m Cholesky"
+                ),
+                "two_pass_floor_seconds": floor,
+                "matvec_seconds": matvec,
+                "x_update_plus_share_seconds": party,
+                "ratio_to_floor": party / floor,
+            }
+        )
     xs_all = [admm.x[m] for m in range(len(admm.solvers))]
     r_all = admm.y.copy()
 
@@ -139,34 +154,46 @@ def _epoch_vs_floor_one(cfg: Settings, problem: Problem, bandwidth: dict) -> dic
     nbytes = epoch_bytes(admm)
     bw_floor = nbytes / (bandwidth["gb_per_s"] * 1e9)
     return {
-        "dataset": problem.name, "rho": 1.0, "objective": "logistic, lam 1e-3, sum",
-        "setup_seconds": setup, "epochs_timed": cfg.epoch_repeats,
-        "epoch_seconds": epoch, "x_seconds": xs, "z_seconds": zs, "y_seconds": ys,
+        "dataset": problem.name,
+        "rho": 1.0,
+        "objective": "logistic, lam 1e-3, sum",
+        "setup_seconds": setup,
+        "epochs_timed": cfg.epoch_repeats,
+        "epoch_seconds": epoch,
+        "x_seconds": xs,
+        "z_seconds": zs,
+        "y_seconds": ys,
         "epoch_seconds_one_blas_thread": epoch_1t,
-        "epoch_seconds_one_thread_newton_z": epoch_fast, "z_seconds_newton": zs_fast,
-        "diagnostics_seconds": diag, "diagnostics_over_epoch": diag / epoch,
+        "epoch_seconds_one_thread_newton_z": epoch_fast,
+        "z_seconds_newton": zs_fast,
+        "diagnostics_seconds": diag,
+        "diagnostics_over_epoch": diag / epoch,
         "epoch_seconds_per_party": epoch / len(parties),
         "floor_seconds_all_parties": floor_stream,
         "floor_seconds_warm_sum": floor_warm,
         "ratio_epoch_to_floor": epoch / floor_stream,
         "ratio_fast_epoch_to_floor": epoch_fast / floor_stream,
         "ratio_x_to_floor": xs / floor_stream,
-        "bytes_per_epoch": nbytes, "bandwidth_floor_seconds": bw_floor,
+        "bytes_per_epoch": nbytes,
+        "bandwidth_floor_seconds": bw_floor,
         "ratio_epoch_to_bandwidth_floor": epoch / bw_floor,
         "parties": parties,
         "peak_mib": _admm_memory(problem),
         "floor_definition": "streaming: D_m @ x + D_m^T @ r for every party in turn, timed as one "
-                            "unit (the blocks stream from memory as in an epoch); warm sum: each "
-                            "party's pair repeated alone (partly cache-resident), summed; "
-                            "bandwidth floor: bytes of the operators one epoch reads / measured "
-                            "read bandwidth",
+        "unit (the blocks stream from memory as in an epoch); warm sum: each "
+        "party's pair repeated alone (partly cache-resident), summed; "
+        "bandwidth floor: bytes of the operators one epoch reads / measured "
+        "read bandwidth",
     }
 
 
 def epoch_vs_floor(cfg: Settings, data: Data) -> dict:
     bandwidth = memory_bandwidth()
-    return {"bandwidth": bandwidth, "a9a": _epoch_vs_floor_one(cfg, data.a9a, bandwidth),
-            "gisette": _epoch_vs_floor_one(cfg, data.gisette, bandwidth)}
+    return {
+        "bandwidth": bandwidth,
+        "a9a": _epoch_vs_floor_one(cfg, data.a9a, bandwidth),
+        "gisette": _epoch_vs_floor_one(cfg, data.gisette, bandwidth),
+    }
 
 
 # -- case 2 --------------------------------------------------------------------
@@ -184,22 +211,24 @@ def prototype_speedup(cfg: Settings, data: Data) -> dict:
         s = proto.step(z_samples=subset)
         admm.step(diagnostics=False)
         x_ref, x_pro = admm.coef(), np.concatenate(proto.x)
-        epochs.append({"epoch": epoch, **s,
-                       "epoch_seconds": s["x_seconds"] + s["z_seconds"] + s["y_seconds"]})
-        agreement.append({
-            "epoch": epoch,
-            "x_max_abs_diff": float(np.max(np.abs(x_pro - x_ref))),
-            "x_max_abs": float(np.max(np.abs(x_ref))),
-            "z_max_abs_diff_on_timed_samples": float(np.max(np.abs(proto.z[timed_idx] - admm.z[timed_idx]))),
-            "y_max_abs_diff": float(np.max(np.abs(proto.y - admm.y))),
-        })
+        epochs.append({"epoch": epoch, **s, "epoch_seconds": s["x_seconds"] + s["z_seconds"] + s["y_seconds"]})
+        agreement.append(
+            {
+                "epoch": epoch,
+                "x_max_abs_diff": float(np.max(np.abs(x_pro - x_ref))),
+                "x_max_abs": float(np.max(np.abs(x_ref))),
+                "z_max_abs_diff_on_timed_samples": float(np.max(np.abs(proto.z[timed_idx] - admm.z[timed_idx]))),
+                "y_max_abs_diff": float(np.max(np.abs(proto.y - admm.y))),
+            }
+        )
     # Epoch 1 starts at x = y = z = 0, where (6) is solved by x = 0 (L-BFGS-B does
     # no iteration): it is excluded from the medians when later epochs exist.
     timed = epochs[1:] if len(epochs) > 1 else epochs
     # Memory in a separate pass (tracemalloc slows the Python-level loop a lot).
     mem_idx = timed_idx[: min(50, timed_idx.size)]
-    peak = traced_peak_mib(lambda: PrototypeADMM(problem.blocks, problem.y, OBJECTIVE, rho=1.0)
-                           .step(z_samples=mem_idx))[1]
+    peak = traced_peak_mib(
+        lambda: PrototypeADMM(problem.blocks, problem.y, OBJECTIVE, rho=1.0).step(z_samples=mem_idx)
+    )[1]
     # ADMM per-epoch time on the same data (fresh solver, warm-up excluded).
     fresh = ADMMSharing(problem.blocks, problem.y, OBJECTIVE, rho=1.0)
     fresh.step(diagnostics=False)
@@ -213,12 +242,15 @@ def prototype_speedup(cfg: Settings, data: Data) -> dict:
     return {
         "dataset": problem.name,
         "prototype": "x: scipy.optimize.minimize(L-BFGS-B, default tolerances) on (6), warm-started "
-                     "at the previous x_m; z: scipy.optimize.minimize_scalar (Brent) per sample on (7)",
+        "at the previous x_m; z: scipy.optimize.minimize_scalar (Brent) per sample on (7)",
         "z_extrapolated": subset is not None,
-        "z_extrapolation_note": (f"minimize_scalar timed on {k} of {n} samples per epoch (seeded random "
-                                 "subset), time scaled linearly to all samples; the other samples "
-                                 "took the exact vectorized z (untimed) so the iterates stay exact")
-        if subset is not None else "all samples solved and timed",
+        "z_extrapolation_note": (
+            f"minimize_scalar timed on {k} of {n} samples per epoch (seeded random "
+            "subset), time scaled linearly to all samples; the other samples "
+            "took the exact vectorized z (untimed) so the iterates stay exact"
+        )
+        if subset is not None
+        else "all samples solved and timed",
         "epochs": epochs,
         "median_over_epochs": [e["epoch"] for e in timed],
         "agreement_with_ADMMSharing": agreement,
@@ -258,9 +290,16 @@ def _admm_to_target(problem: Problem, rho: float, f_star: float, target: float, 
             break
         if not np.isfinite(f) or f > 100 * f0:
             break  # diverged (rho below Assumption 1's bound can do that)
-    return {"rho": rho, "reached": reached is not None, "epochs": reached if reached else epoch,
-            "seconds": solver, "setup_seconds": setup, "objective_eval_seconds": evaluation,
-            "seconds_with_eval": solver + evaluation, "final_suboptimality": sub}
+    return {
+        "rho": rho,
+        "reached": reached is not None,
+        "epochs": reached if reached else epoch,
+        "seconds": solver,
+        "setup_seconds": setup,
+        "objective_eval_seconds": evaluation,
+        "seconds_with_eval": solver + evaluation,
+        "final_suboptimality": sub,
+    }
 
 
 def time_to_suboptimality(cfg: Settings, data: Data) -> dict:
@@ -293,8 +332,12 @@ def time_to_suboptimality(cfg: Settings, data: Data) -> dict:
     sk = None
     if chosen is not None:
         reps = [tol_runs[-1]] + [fit(chosen) for _ in range(cfg.time_repeats - 1)]
-        sk = {"tol": chosen, "seconds": median(r["seconds"] for r in reps),
-              "n_iter": reps[0]["n_iter"], "suboptimality": reps[0]["suboptimality"]}
+        sk = {
+            "tol": chosen,
+            "seconds": median(r["seconds"] for r in reps),
+            "n_iter": reps[0]["n_iter"],
+            "suboptimality": reps[0]["suboptimality"],
+        }
     sk_peak = traced_peak_mib(lambda: fit(chosen if chosen else cfg.sklearn_tols[-1]))[1]
 
     grid = [_admm_to_target(problem, rho, f_star, target, cfg.subopt_cap) for rho in cfg.rho_grid]
@@ -303,8 +346,7 @@ def time_to_suboptimality(cfg: Settings, data: Data) -> dict:
 
     def repeated(rho):
         runs = [next(g for g in grid if g["rho"] == rho)]
-        runs += [_admm_to_target(problem, rho, f_star, target, cfg.subopt_cap)
-                 for _ in range(cfg.time_repeats - 1)]
+        runs += [_admm_to_target(problem, rho, f_star, target, cfg.subopt_cap) for _ in range(cfg.time_repeats - 1)]
         out = dict(runs[0])
         for key in ("seconds", "setup_seconds", "objective_eval_seconds", "seconds_with_eval"):
             out[key] = median(r[key] for r in runs)
@@ -314,16 +356,25 @@ def time_to_suboptimality(cfg: Settings, data: Data) -> dict:
     rho1 = repeated(1.0)
     best_rep = repeated(best["rho"]) if best and best["rho"] != 1.0 else (rho1 if best else None)
     return {
-        "dataset": problem.name, "target_relative_suboptimality": target,
-        "f_star": f_star, "central": {"method": central.method, "seconds": central.seconds,
-                                      "n_iter": central.n_iter, "grad_norm": central.grad_norm},
-        "sklearn": sk, "sklearn_tol_search": tol_runs,
+        "dataset": problem.name,
+        "target_relative_suboptimality": target,
+        "f_star": f_star,
+        "central": {
+            "method": central.method,
+            "seconds": central.seconds,
+            "n_iter": central.n_iter,
+            "grad_norm": central.grad_norm,
+        },
+        "sklearn": sk,
+        "sklearn_tol_search": tol_runs,
         "sklearn_setup": f"LogisticRegression(lbfgs, C={C:g}, fit_intercept=False, ones column in D); "
-                         "tol = loosest of the listed tolerances whose fit reaches the target",
-        "admm_rho_grid": grid, "admm_rho1": rho1, "admm_best": best_rep,
+        "tol = loosest of the listed tolerances whose fit reaches the target",
+        "admm_rho_grid": grid,
+        "admm_rho1": rho1,
+        "admm_best": best_rep,
         "admm_timing": "seconds = factorization (setup) + epochs timed with step(diagnostics=False); "
-                       "the per-epoch objective evaluation used for stopping is reported apart "
-                       "(seconds_with_eval)",
+        "the per-epoch objective evaluation used for stopping is reported apart "
+        "(seconds_with_eval)",
         "epoch_cap": cfg.subopt_cap,
         "peak_mib_sklearn_fit": sk_peak,
         "peak_mib_admm_first_epoch": _admm_memory(problem),
@@ -364,27 +415,42 @@ def _scaling_point(cfg: Settings, n: int, d: int) -> dict:
         return ADMMSharing(problem.blocks, problem.y, obj, rho=1.0)
 
     def make_sgd():
-        return FDMLSGD(problem.blocks, problem.y, obj, **cfg.sgd,
-                       init_rng=np.random.default_rng(1), batch_rng=np.random.default_rng(2))
+        return FDMLSGD(
+            problem.blocks,
+            problem.y,
+            obj,
+            **cfg.sgd,
+            init_rng=np.random.default_rng(1),
+            batch_rng=np.random.default_rng(2),
+        )
 
     admm = run(make_admm, cfg.admm_cap)
     sgd = run(make_sgd, cfg.sgd_cap)
     admm["peak_mib"] = traced_peak_mib(lambda: make_admm().step(diagnostics=False))[1]
     sgd["peak_mib"] = traced_peak_mib(lambda: make_sgd().step(diagnostics=False))[1]
-    return {"n": n, "d": d, "sklearn_test_logloss": ref, "sklearn_seconds": sk_seconds,
-            "target_test_logloss": target, "admm": admm, "sgd": sgd}
+    return {
+        "n": n,
+        "d": d,
+        "sklearn_test_logloss": ref,
+        "sklearn_seconds": sk_seconds,
+        "target_test_logloss": target,
+        "admm": admm,
+        "sgd": sgd,
+    }
 
 
 def scaling(cfg: Settings, data: Data) -> dict:
     return {
-        "setup": (f"make_synthetic(N, {cfg.scaling_n_test} test, d, n_latent=10, noise=1.0, seed=0), "
-                  "dense, 2 parties split in half + intercept on party 1; objective logistic, "
-                  f"lam={cfg.scaling_lam:g}, sum (lam=1e-3 makes the wide problems overfit: the "
-                  "optimum's test loss is worse than x=0); target = sklearn (all features, same "
-                  f"objective, tol 1e-6) test log loss + {cfg.scaling_margin}; ADMM rho=1, cap "
-                  f"{cfg.admm_cap} epochs; FDML SGD batch {cfg.sgd['batch_size']}, lr {cfg.sgd['lr']}, "
-                  f"{cfg.sgd['lr_schedule']}, cap {cfg.sgd_cap} epochs; seconds include solver "
-                  "construction (ADMM factorization), not the test-loss evaluation"),
+        "setup": (
+            f"make_synthetic(N, {cfg.scaling_n_test} test, d, n_latent=10, noise=1.0, seed=0), "
+            "dense, 2 parties split in half + intercept on party 1; objective logistic, "
+            f"lam={cfg.scaling_lam:g}, sum (lam=1e-3 makes the wide problems overfit: the "
+            "optimum's test loss is worse than x=0); target = sklearn (all features, same "
+            f"objective, tol 1e-6) test log loss + {cfg.scaling_margin}; ADMM rho=1, cap "
+            f"{cfg.admm_cap} epochs; FDML SGD batch {cfg.sgd['batch_size']}, lr {cfg.sgd['lr']}, "
+            f"{cfg.sgd['lr_schedule']}, cap {cfg.sgd_cap} epochs; seconds include solver "
+            "construction (ADMM factorization), not the test-loss evaluation"
+        ),
         "vs_features": [_scaling_point(cfg, cfg.scaling_fixed_n, d) for d in cfg.scaling_d],
         "vs_samples": [_scaling_point(cfg, n, cfg.scaling_fixed_d) for n in cfg.scaling_n],
     }

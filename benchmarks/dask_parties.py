@@ -34,11 +34,14 @@ BIG_ROWS = 3_200_000
 def _config(dataset: dict, columns: list[int], epochs: int, extra=()):
     from vfl.experiments.config import config_from_dict
 
-    raw = {"name": "bench-dask", "data": dataset, "partition": {"columns": columns},
-           "objective": {"loss": "logistic", "reduction": "sum", "lam": 0.001},
-           "solver": {"name": "admm_sharing", "rho": 1.0, "epochs": epochs, "blas_threads": 1,
-                      "z_update": "newton"},
-           "run": {"seed": 0, "eval_every": epochs}}
+    raw = {
+        "name": "bench-dask",
+        "data": dataset,
+        "partition": {"columns": columns},
+        "objective": {"loss": "logistic", "reduction": "sum", "lam": 0.001},
+        "solver": {"name": "admm_sharing", "rho": 1.0, "epochs": epochs, "blas_threads": 1, "z_update": "newton"},
+        "run": {"seed": 0, "eval_every": epochs},
+    }
     for key, value in extra:
         raw["run"][key] = value
     return config_from_dict(raw)
@@ -59,15 +62,14 @@ def big_a9a(data_dir, rows: int = BIG_ROWS) -> dict:
     test = next(p for p in (src / "a9a.t", src / "a9a.t.bz2") if p.exists())
     if not path.exists():
         train = next(p for p in (src / "a9a", src / "a9a.bz2") if p.exists())
-        with (bz2.open(train) if train.suffix == ".bz2" else open(train, "rb")) as f:
+        with bz2.open(train) if train.suffix == ".bz2" else open(train, "rb") as f:
             X, y = load_svmlight_file(f, n_features=123)
         rng = np.random.default_rng(0)
         pick = rng.integers(0, X.shape[0], size=rows)
         tmp = path.with_suffix(".partial")
         dump_svmlight_file(X[pick], y[pick], str(tmp), zero_based=False)
         tmp.replace(path)
-    return {"dataset": "libsvm", "options": {"path": str(path), "test_path": str(test),
-                                             "n_features": 123}}
+    return {"dataset": "libsvm", "options": {"path": str(path), "test_path": str(test), "n_features": 123}}
 
 
 def _epoch_seconds(config, dask: bool, data_dir, cluster=None):
@@ -81,8 +83,7 @@ def _epoch_seconds(config, dask: bool, data_dir, cluster=None):
     with dask_backend(config, cluster, data_dir) as backend:
         plan = plan_run(config, data_dir, backend)
         result = run_experiment(config, data_dir=data_dir, plan=plan, with_baselines=False)
-    return (result.manifest.result.seconds_per_epoch, result.coef,
-            result.manifest.communication.transport.dump())
+    return (result.manifest.result.seconds_per_epoch, result.coef, result.manifest.communication.transport.dump())
 
 
 def _case(name: str, dataset: dict, parties: int, epochs: int, data_dir) -> dict:
@@ -90,11 +91,17 @@ def _case(name: str, dataset: dict, parties: int, epochs: int, data_dir) -> dict
     local_s, local_coef, _ = _epoch_seconds(_config(dataset, columns, epochs), False, data_dir)
     dask_config = _config(dataset, columns, epochs, [("backend", "dask")])
     dask_s, dask_coef, transport = _epoch_seconds(dask_config, True, data_dir)
-    return {"dataset": name, "parties": parties, "epochs": epochs,
-            "inprocess_seconds_per_epoch": local_s, "dask_seconds_per_epoch": dask_s,
-            "ratio": dask_s / local_s, "same_numbers": bool(np.array_equal(local_coef, dask_coef)),
-            "transport_bytes_per_epoch": transport["bytes_per_epoch"],
-            "protocol_bytes_per_epoch": transport["protocol_bytes_per_epoch"]}
+    return {
+        "dataset": name,
+        "parties": parties,
+        "epochs": epochs,
+        "inprocess_seconds_per_epoch": local_s,
+        "dask_seconds_per_epoch": dask_s,
+        "ratio": dask_s / local_s,
+        "same_numbers": bool(np.array_equal(local_coef, dask_coef)),
+        "transport_bytes_per_epoch": transport["bytes_per_epoch"],
+        "protocol_bytes_per_epoch": transport["protocol_bytes_per_epoch"],
+    }
 
 
 def _nanny_default(dataset: dict, epochs: int, data_dir) -> dict:
@@ -106,11 +113,11 @@ def _nanny_default(dataset: dict, epochs: int, data_dir) -> dict:
 
     config = _config(dataset, PARTITIONS[2], epochs, [("backend", "dask")])
     ours, _, _ = _epoch_seconds(config, True, data_dir)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.CRITICAL) as cluster:
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.CRITICAL
+    ) as cluster:
         default, _, _ = _epoch_seconds(config, True, data_dir, cluster.scheduler_address)
-    return {"dropped_seconds_per_epoch": ours, "nanny_default_seconds_per_epoch": default,
-            "ratio": default / ours}
+    return {"dropped_seconds_per_epoch": ours, "nanny_default_seconds_per_epoch": default, "ratio": default / ours}
 
 
 def dask_benchmark(quick: bool = False, data_dir=None) -> dict:
@@ -125,29 +132,41 @@ def dask_benchmark(quick: bool = False, data_dir=None) -> dict:
             rows.append(_case(name, data, m, epochs, data_dir))
         except Exception as exc:  # one failed case must not lose the others
             errors.append(f"{name}, {m} parties: {type(exc).__name__}: {exc}")
-    lines = ["| dataset | parties | in-process s/epoch | Dask s/epoch | Dask / in-process | "
-             "same numbers | transport bytes/epoch | protocol bytes/epoch |",
-             "|---|---:|---:|---:|---:|---|---:|---:|"]
+    lines = [
+        "| dataset | parties | in-process s/epoch | Dask s/epoch | Dask / in-process | "
+        "same numbers | transport bytes/epoch | protocol bytes/epoch |",
+        "|---|---:|---:|---:|---:|---|---:|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r['dataset']} | {r['parties']} | {r['inprocess_seconds_per_epoch']:.4f} "
-                     f"| {r['dask_seconds_per_epoch']:.4f} | {r['ratio']:.2f} | "
-                     f"{'yes' if r['same_numbers'] else 'NO'} | "
-                     f"{r['transport_bytes_per_epoch']:,.0f} | "
-                     f"{r['protocol_bytes_per_epoch']:,.0f} |")
+        lines.append(
+            f"| {r['dataset']} | {r['parties']} | {r['inprocess_seconds_per_epoch']:.4f} "
+            f"| {r['dask_seconds_per_epoch']:.4f} | {r['ratio']:.2f} | "
+            f"{'yes' if r['same_numbers'] else 'NO'} | "
+            f"{r['transport_bytes_per_epoch']:,.0f} | "
+            f"{r['protocol_bytes_per_epoch']:,.0f} |"
+        )
     trim = None
     if not quick:
         try:
             trim = _nanny_default(big, 5, data_dir)
-            lines.append(f"\nMALLOC_TRIM_THRESHOLD_ of Dask's nanny kept (a9a x100, 2 parties): "
-                         f"{trim['nanny_default_seconds_per_epoch']:.3f} s per epoch, against "
-                         f"{trim['dropped_seconds_per_epoch']:.3f} s without it "
-                         f"({trim['ratio']:.2f}x)")
+            lines.append(
+                f"\nMALLOC_TRIM_THRESHOLD_ of Dask's nanny kept (a9a x100, 2 parties): "
+                f"{trim['nanny_default_seconds_per_epoch']:.3f} s per epoch, against "
+                f"{trim['dropped_seconds_per_epoch']:.3f} s without it "
+                f"({trim['ratio']:.2f}x)"
+            )
         except Exception as exc:  # noqa: BLE001
             errors.append(f"nanny default: {type(exc).__name__}: {exc}")
     same = all(r["same_numbers"] for r in rows)
-    targets = {"dask_same_numbers": {
-        "description": "Dask backend: the in-process numbers to the bit (every case)",
-        "ratio": float(same), "threshold": 1.0, "pass": same, "comparison": ">=", "why": ""}}
+    targets = {
+        "dask_same_numbers": {
+            "description": "Dask backend: the in-process numbers to the bit (every case)",
+            "ratio": float(same),
+            "threshold": 1.0,
+            "pass": same,
+            "comparison": ">=",
+            "why": "",
+        }
+    }
     lines += [f"\nfailed: {e}" for e in errors]
-    return {"cases": rows, "nanny_trim": trim, "errors": errors, "targets": targets,
-            "markdown": "\n".join(lines)}
+    return {"cases": rows, "nanny_trim": trim, "errors": errors, "targets": targets, "markdown": "\n".join(lines)}

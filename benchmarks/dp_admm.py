@@ -51,8 +51,7 @@ def _synthetic(seed: int):
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     w = rng.standard_normal(14) * 3
     y = np.where(rng.random(len(X)) < 1 / (1 + np.exp(-X @ w)), 1.0, -1.0)
-    data, _ = split_providers(X, y, providers=100, samples_per_provider=210, public=162,
-                              test=9000, rng=rng)
+    data, _ = split_providers(X, y, providers=100, samples_per_provider=210, public=162, test=9000, rng=rng)
     return data
 
 
@@ -85,24 +84,37 @@ def iteration_timing(data_dir=None, *, repeats: int = 5, configs=None) -> dict:
                 data = synthetic
             times, cpu = [], []
             for r in range(repeats):
-                solver = cls.build(data, objective=make_objective(config),
-                                   params=dict(config.solver.values),
-                                   privacy=dict(config.privacy.values),
-                                   streams=Streams(config.run.seed, repeat=r),
-                                   iterations=config.solver.epochs)
+                solver = cls.build(
+                    data,
+                    objective=make_objective(config),
+                    params=dict(config.solver.values),
+                    privacy=dict(config.privacy.values),
+                    streams=Streams(config.run.seed, repeat=r),
+                    iterations=config.solver.epochs,
+                )
                 t0, c0 = perf_counter(), process_time()
                 for _ in range(config.solver.epochs):
                     solver.step()
                 times.append(perf_counter() - t0)
                 cpu.append(process_time() - c0)
-            out[label] = {"seconds": median(times), "cpu_seconds": median(cpu),
-                          "per_iteration_ms": 1e3 * median(times) / config.solver.epochs}
-    return {"data": "adult (papers/dp_admm/configs/dp-admm-*.toml split, repeat 0)" if real
-            else "synthetic Adult-shaped (unit rows, d = 14)",
-            "providers": 100, "samples_per_provider": 210, "d": 14, "iterations": 100,
-            "repeats": repeats, "blas_threads": 1,
-            "target": "one DP-ADMM run (T = 100, 100 providers) well under 1 s",
-            "cases": out}
+            out[label] = {
+                "seconds": median(times),
+                "cpu_seconds": median(cpu),
+                "per_iteration_ms": 1e3 * median(times) / config.solver.epochs,
+            }
+    return {
+        "data": "adult (papers/dp_admm/configs/dp-admm-*.toml split, repeat 0)"
+        if real
+        else "synthetic Adult-shaped (unit rows, d = 14)",
+        "providers": 100,
+        "samples_per_provider": 210,
+        "d": 14,
+        "iterations": 100,
+        "repeats": repeats,
+        "blas_threads": 1,
+        "target": "one DP-ADMM run (T = 100, 100 providers) well under 1 s",
+        "cases": out,
+    }
 
 
 def _cpu() -> float:
@@ -128,8 +140,7 @@ def reproduce_timing(data_dir=None, *, jobs: int = 2, configs=None) -> dict:
             get_reusable_executor().shutdown(wait=True)
             load_before = os.getloadavg()
             cpu0, t0 = _cpu(), perf_counter()
-            written = reproduce("all", Path(tmp) / "out", configs, data_dir=data_dir, jobs=jobs,
-                                echo=lambda msg: None)
+            written = reproduce("all", Path(tmp) / "out", configs, data_dir=data_dir, jobs=jobs, echo=lambda msg: None)
             wall = perf_counter() - t0
             get_reusable_executor().shutdown(wait=True)  # reap the workers: count their CPU
             cpu = _cpu() - cpu0
@@ -139,17 +150,24 @@ def reproduce_timing(data_dir=None, *, jobs: int = 2, configs=None) -> dict:
             else:
                 os.environ["VFL_CACHE_DIR"] = old_cache
         files = sorted(p.name for p in written if p.suffix in (".png", ".md"))
-    return {"wall_seconds": wall, "cpu_seconds": cpu, "jobs": jobs, "outputs": files,
-            "load_average_before": load_before, "load_average_after": os.getloadavg(),
-            "target": "under 300 s wall on 2 cores from an empty cache"}
+    return {
+        "wall_seconds": wall,
+        "cpu_seconds": cpu,
+        "jobs": jobs,
+        "outputs": files,
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        "target": "under 300 s wall on 2 cores from an empty cache",
+    }
 
 
 def dp_admm_benchmark(quick: bool = False, data_dir=None) -> dict:
     """Both measurements (quick: one repeat of the iteration timing, no reproduction)."""
     t0 = perf_counter()
-    result = {"iteration": iteration_timing(data_dir, repeats=1 if quick else 5),
-              "reproduce_all": ({"skipped": "quick mode"} if quick
-                                else reproduce_timing(data_dir))}
+    result = {
+        "iteration": iteration_timing(data_dir, repeats=1 if quick else 5),
+        "reproduce_all": ({"skipped": "quick mode"} if quick else reproduce_timing(data_dir)),
+    }
     result["total_seconds"] = perf_counter() - t0
     return result
 

@@ -95,20 +95,42 @@ def main(argv=None) -> int:
         (app / "noop" / "client_app.py").write_text(CLIENT)
         (app / "noop" / "server_app.py").write_text(SERVER)
         (app / "pyproject.toml").write_text(PYPROJECT.format(rounds=args.rounds, out=out))
-        env = {**os.environ, "FLWR_HOME": str(Path(tmp) / "flwr-home"),
-               "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+        env = {
+            **os.environ,
+            "FLWR_HOME": str(Path(tmp) / "flwr-home"),
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        }
         try:
             log = open(Path(tmp) / "flower.log", "w")
-            procs.append(subprocess.Popen([bin_dir / "flower-superlink", "--insecure"], env=env,
-                                          stdout=log, stderr=subprocess.STDOUT))
+            procs.append(
+                subprocess.Popen(
+                    [bin_dir / "flower-superlink", "--insecure"], env=env, stdout=log, stderr=subprocess.STDOUT
+                )
+            )
             time.sleep(8)
-            procs.append(subprocess.Popen([bin_dir / "flower-supernode", "--insecure",
-                                           "--superlink", "127.0.0.1:9092",
-                                           "--clientappio-api-address", "127.0.0.1:9096"],
-                                          env=env, stdout=log, stderr=subprocess.STDOUT))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        bin_dir / "flower-supernode",
+                        "--insecure",
+                        "--superlink",
+                        "127.0.0.1:9092",
+                        "--clientappio-api-address",
+                        "127.0.0.1:9096",
+                    ],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            )
             time.sleep(6)
-            subprocess.run([bin_dir / "flwr", "run", str(app), "local", "--stream"], env=env,
-                           check=True, capture_output=True, timeout=600)
+            subprocess.run(
+                [bin_dir / "flwr", "run", str(app), "local", "--stream"],
+                env=env,
+                check=True,
+                capture_output=True,
+                timeout=600,
+            )
             deadline = time.monotonic() + 60  # (the stream may end before the ServerApp)
             while not out.exists() and time.monotonic() < deadline:
                 time.sleep(0.5)

@@ -47,13 +47,20 @@ def _problem(agents: int, edges: int, per_agent: int, d: int, seed: int):
     A = rng.random((agents, per_agent, d))
     A /= np.linalg.norm(A, axis=2, keepdims=True)
     b = (rng.random((agents, per_agent)) < 0.75).astype(float)  # Adult: 75% "<50K" -> 1
-    return NetworkData(adj, A, b, rng.standard_normal((agents, d))), \
-        paper_objective(agents, per_agent)
+    return NetworkData(adj, A, b, rng.standard_normal((agents, d))), paper_objective(agents, per_agent)
 
 
-def iteration_timing(methods=FIRST_ORDER + EXACT_STEP, *, agents: int = 100, edges: int = 200,
-                     per_agent: int = 100, d: int = 14, iterations: int = 100,
-                     repeats: int = 3, seed: int = 0) -> dict:
+def iteration_timing(
+    methods=FIRST_ORDER + EXACT_STEP,
+    *,
+    agents: int = 100,
+    edges: int = 200,
+    per_agent: int = 100,
+    d: int = 14,
+    iterations: int = 100,
+    repeats: int = 3,
+    seed: int = 0,
+) -> dict:
     """Median seconds of ``iterations`` calls to ``step()`` per method (a fresh solver each)."""
     from threadpoolctl import threadpool_limits
 
@@ -66,22 +73,37 @@ def iteration_timing(methods=FIRST_ORDER + EXACT_STEP, *, agents: int = 100, edg
         for name in methods:
             times, cpu = [], []
             for r in range(repeats):
-                solver = SOLVERS[name](data, objective=objective, params={}, privacy={},
-                                       streams=Streams(seed, repeat=r), iterations=iterations)
+                solver = SOLVERS[name](
+                    data,
+                    objective=objective,
+                    params={},
+                    privacy={},
+                    streams=Streams(seed, repeat=r),
+                    iterations=iterations,
+                )
                 t0, c0 = perf_counter(), process_time()
                 for _ in range(iterations):
                     solver.step()
                 times.append(perf_counter() - t0)
                 cpu.append(process_time() - c0)
-            out[name] = {"seconds": median(times), "cpu_seconds": median(cpu),
-                         "per_iteration_ms": 1e3 * median(times) / iterations,
-                         "first_order": name in FIRST_ORDER}
-    return {"agents": agents, "edges": edges, "samples_per_agent": per_agent, "d": d,
-            "iterations": iterations, "repeats": repeats, "blas_threads": 1,
-            "target": "first-order methods well under 1 s per 100-iteration run",
-            "max_first_order_seconds": max((v["seconds"] for k, v in out.items()
-                                            if k in FIRST_ORDER), default=None),
-            "methods": out}
+            out[name] = {
+                "seconds": median(times),
+                "cpu_seconds": median(cpu),
+                "per_iteration_ms": 1e3 * median(times) / iterations,
+                "first_order": name in FIRST_ORDER,
+            }
+    return {
+        "agents": agents,
+        "edges": edges,
+        "samples_per_agent": per_agent,
+        "d": d,
+        "iterations": iterations,
+        "repeats": repeats,
+        "blas_threads": 1,
+        "target": "first-order methods well under 1 s per 100-iteration run",
+        "max_first_order_seconds": max((v["seconds"] for k, v in out.items() if k in FIRST_ORDER), default=None),
+        "methods": out,
+    }
 
 
 def _children_cpu() -> float:
@@ -100,27 +122,45 @@ def reproduce_timing(data_dir=None, *, jobs: int = 2, configs=None, timeout: flo
         env = {**os.environ, "MPLBACKEND": "Agg", "VFL_CACHE_DIR": str(Path(tmp) / "cache")}
         if data_dir is not None:
             env["VFL_DATA_DIR"] = str(data_dir)
-        cmd = [sys.executable, "-m", "vfl.cli.main", "reproduce", "ldp", "all", "--out",
-               str(Path(tmp) / "out"), "--configs", str(configs), "--jobs", str(jobs)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "vfl.cli.main",
+            "reproduce",
+            "ldp",
+            "all",
+            "--out",
+            str(Path(tmp) / "out"),
+            "--configs",
+            str(configs),
+            "--jobs",
+            str(jobs),
+        ]
         load_before = os.getloadavg()
         cpu0, t0 = _children_cpu(), perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
         wall, cpu = perf_counter() - t0, _children_cpu() - cpu0
         if proc.returncode != 0:
-            return {"error": (proc.stderr or proc.stdout).strip().splitlines()[-1:],
-                    "returncode": proc.returncode}
+            return {"error": (proc.stderr or proc.stdout).strip().splitlines()[-1:], "returncode": proc.returncode}
         files = sorted(p.name for p in (Path(tmp) / "out" / "ldp").glob("*.png"))
-    return {"wall_seconds": wall, "cpu_seconds": cpu, "jobs": jobs, "figures": files,
-            "load_average_before": load_before, "load_average_after": os.getloadavg(),
-            "target": "under 300 s wall on 2 cores from an empty cache"}
+    return {
+        "wall_seconds": wall,
+        "cpu_seconds": cpu,
+        "jobs": jobs,
+        "figures": files,
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        "target": "under 300 s wall on 2 cores from an empty cache",
+    }
 
 
 def ldp_benchmark(quick: bool = False, data_dir=None) -> dict:
     """Both measurements (quick: one repeat of the iteration timing, no reproduction)."""
     t0 = perf_counter()
-    result = {"iteration": iteration_timing(repeats=1 if quick else 3),
-              "reproduce_all": ({"skipped": "quick mode"} if quick
-                                else reproduce_timing(data_dir))}
+    result = {
+        "iteration": iteration_timing(repeats=1 if quick else 3),
+        "reproduce_all": ({"skipped": "quick mode"} if quick else reproduce_timing(data_dir)),
+    }
     result["total_seconds"] = perf_counter() - t0
     return result
 

@@ -29,16 +29,27 @@ from pathlib import Path
 import numpy as np
 
 COLUMNS = [66, 57]
-PRIVATE = {"form": "output", "delta": 1e-5, "epsilon": 8.0, "calibration": "sound",
-           "neighbours": "row", "b1": 1.0, "clip": 1.0, "input_clip": 2.0}
+PRIVATE = {
+    "form": "output",
+    "delta": 1e-5,
+    "epsilon": 8.0,
+    "calibration": "sound",
+    "neighbours": "row",
+    "b1": 1.0,
+    "clip": 1.0,
+    "input_clip": 2.0,
+}
 
 
 def _raw(epochs: int, privacy=None, replayable=True) -> dict:
-    raw = {"name": "bench-services", "data": {"dataset": "a9a"}, "partition": {"columns": COLUMNS},
-           "objective": {"loss": "logistic", "reduction": "sum",
-                         "lam": 1.0 if privacy else 0.001},
-           "solver": {"name": "admm_sharing", "rho": 1.0, "epochs": epochs, "blas_threads": 1},
-           "run": {"seed": 0, "eval_every": epochs}}
+    raw = {
+        "name": "bench-services",
+        "data": {"dataset": "a9a"},
+        "partition": {"columns": COLUMNS},
+        "objective": {"loss": "logistic", "reduction": "sum", "lam": 1.0 if privacy else 0.001},
+        "solver": {"name": "admm_sharing", "rho": 1.0, "epochs": epochs, "blas_threads": 1},
+        "run": {"seed": 0, "eval_every": epochs},
+    }
     if privacy:
         raw["privacy"] = {**privacy, "replayable_noise": replayable}
     return raw
@@ -70,22 +81,41 @@ class _Deployment:
         if data_dir is not None:
             env["VFL_DATA_DIR"] = str(data_dir)
         for m, port in enumerate(self.ports, start=1):
-            party = {**raw, "party": {
-                "index": m, "listen": f"127.0.0.1:{port}", "directory": str(work / f"party{m}"),
-                "tls": {"certificate": str(certs / f"party-{m}.pem"),
-                        "key": str(certs / f"party-{m}.key"), "ca": str(certs / "ca.pem")},
-                "limits": {"max_epsilon": 8.0}}}
+            party = {
+                **raw,
+                "party": {
+                    "index": m,
+                    "listen": f"127.0.0.1:{port}",
+                    "directory": str(work / f"party{m}"),
+                    "tls": {
+                        "certificate": str(certs / f"party-{m}.pem"),
+                        "key": str(certs / f"party-{m}.key"),
+                        "ca": str(certs / "ca.pem"),
+                    },
+                    "limits": {"max_epsilon": 8.0},
+                },
+            }
             path = work / f"party{m}.toml"
             path.write_text(dumps(party))
-            self.procs.append(subprocess.Popen(
-                [sys.executable, "-m", "vfl.cli.main", "party", "serve", "--config", str(path)],
-                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            self.procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "vfl.cli.main", "party", "serve", "--config", str(path)],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
         for port in self.ports:
             _wait(port)
-        self.run = {"backend": "services",
-                    "parties": [f"127.0.0.1:{p}" for p in self.ports],
-                    "tls": {"certificate": str(certs / "coordinator.pem"),
-                            "key": str(certs / "coordinator.key"), "ca": str(certs / "ca.pem")}}
+        self.run = {
+            "backend": "services",
+            "parties": [f"127.0.0.1:{p}" for p in self.ports],
+            "tls": {
+                "certificate": str(certs / "coordinator.pem"),
+                "key": str(certs / "coordinator.key"),
+                "ca": str(certs / "ca.pem"),
+            },
+        }
 
     def close(self):
         for p in self.procs:
@@ -157,36 +187,54 @@ def services_benchmark(quick: bool = False, data_dir=None) -> dict:
                 timings[label], _ = _run(raw, data_dir, dep.run)
             finally:
                 dep.close()
-    row = {"dataset": "a9a", "parties": 2, "epochs": epochs,
-           "inprocess_seconds_per_epoch": _per_epoch(local),
-           "services_seconds_per_epoch": _per_epoch(remote),
-           "ratio": _per_epoch(remote) / _per_epoch(local), "same_numbers": same,
-           "tcp_bytes_per_epoch": transport["bytes_per_epoch"],
-           "protocol_bytes_per_epoch": transport["protocol_bytes_per_epoch"],
-           "noop_round_trip_ms": noop * 1e3,
-           "simulation_seconds_per_epoch": _per_epoch(timings["simulation"]),
-           "deployment_seconds_per_epoch": _per_epoch(timings["deployment"])}
-    row["deployment_ratio"] = row["deployment_seconds_per_epoch"] / \
-        row["simulation_seconds_per_epoch"]
+    row = {
+        "dataset": "a9a",
+        "parties": 2,
+        "epochs": epochs,
+        "inprocess_seconds_per_epoch": _per_epoch(local),
+        "services_seconds_per_epoch": _per_epoch(remote),
+        "ratio": _per_epoch(remote) / _per_epoch(local),
+        "same_numbers": same,
+        "tcp_bytes_per_epoch": transport["bytes_per_epoch"],
+        "protocol_bytes_per_epoch": transport["protocol_bytes_per_epoch"],
+        "noop_round_trip_ms": noop * 1e3,
+        "simulation_seconds_per_epoch": _per_epoch(timings["simulation"]),
+        "deployment_seconds_per_epoch": _per_epoch(timings["deployment"]),
+    }
+    row["deployment_ratio"] = row["deployment_seconds_per_epoch"] / row["simulation_seconds_per_epoch"]
     targets = {
-        "services_epoch": {"description": "party services (gRPC, mutual TLS, localhost) / "
-                                          "in-process, ADMM sharing on a9a, 2 parties",
-                           "ratio": row["ratio"], "threshold": 3.0,
-                           "pass": row["ratio"] <= 3.0, "comparison": "<=", "why": ""},
-        "deployment_epoch": {"description": "deployment epoch (exact noise at each party) / "
-                                            "simulation epoch, on the party services",
-                             "ratio": row["deployment_ratio"], "threshold": 2.0,
-                             "pass": row["deployment_ratio"] <= 2.0, "comparison": "<=",
-                             "why": ""},
-        "services_same_numbers": {"description": "party services: the in-process numbers to "
-                                                 "the bit", "ratio": float(same),
-                                  "threshold": 1.0, "pass": same, "comparison": ">=",
-                                  "why": ""}}
-    md = ["| case | s/epoch | ratio | target |", "|---|---:|---:|---|",
-          f"| in-process | {row['inprocess_seconds_per_epoch']:.4f} | 1 | |",
-          f"| party services (mTLS) | {row['services_seconds_per_epoch']:.4f} | "
-          f"{row['ratio']:.2f} | <= 3 |",
-          f"| simulation, epsilon 8, services | {row['simulation_seconds_per_epoch']:.4f} | 1 | |",
-          f"| deployment, epsilon 8, services | {row['deployment_seconds_per_epoch']:.4f} | "
-          f"{row['deployment_ratio']:.2f} | <= 2 |"]
+        "services_epoch": {
+            "description": "party services (gRPC, mutual TLS, localhost) / in-process, ADMM sharing on a9a, 2 parties",
+            "ratio": row["ratio"],
+            "threshold": 3.0,
+            "pass": row["ratio"] <= 3.0,
+            "comparison": "<=",
+            "why": "",
+        },
+        "deployment_epoch": {
+            "description": "deployment epoch (exact noise at each party) / simulation epoch, on the party services",
+            "ratio": row["deployment_ratio"],
+            "threshold": 2.0,
+            "pass": row["deployment_ratio"] <= 2.0,
+            "comparison": "<=",
+            "why": "",
+        },
+        "services_same_numbers": {
+            "description": "party services: the in-process numbers to the bit",
+            "ratio": float(same),
+            "threshold": 1.0,
+            "pass": same,
+            "comparison": ">=",
+            "why": "",
+        },
+    }
+    md = [
+        "| case | s/epoch | ratio | target |",
+        "|---|---:|---:|---|",
+        f"| in-process | {row['inprocess_seconds_per_epoch']:.4f} | 1 | |",
+        f"| party services (mTLS) | {row['services_seconds_per_epoch']:.4f} | {row['ratio']:.2f} | <= 3 |",
+        f"| simulation, epsilon 8, services | {row['simulation_seconds_per_epoch']:.4f} | 1 | |",
+        f"| deployment, epsilon 8, services | {row['deployment_seconds_per_epoch']:.4f} | "
+        f"{row['deployment_ratio']:.2f} | <= 2 |",
+    ]
     return {"cases": [row], "targets": targets, "markdown": "\n".join(md)}

@@ -41,8 +41,16 @@ def _logistic(t: float) -> float:
 class PrototypeADMM:
     """ADMM sharing with generic scipy solvers for (6) and (7) (logistic loss only)."""
 
-    def __init__(self, blocks, b, objective: Objective, rho: float = 1.0, *,
-                 lbfgs_options: dict | None = None, scalar_options: dict | None = None):
+    def __init__(
+        self,
+        blocks,
+        b,
+        objective: Objective,
+        rho: float = 1.0,
+        *,
+        lbfgs_options: dict | None = None,
+        scalar_options: dict | None = None,
+    ):
         if objective.loss != "logistic":
             raise ValueError("the prototype re-implementation covers the logistic loss only")
         self.blocks = [D.tocsr() if sp.issparse(D) else np.asarray(D, float) for D in blocks]
@@ -74,8 +82,7 @@ class PrototypeADMM:
             g = 2.0 * lam * x + D.T @ (y + rho * r)
             return f, np.asarray(g).ravel()
 
-        res = scipy.optimize.minimize(fun, self.x[m], jac=True, method="L-BFGS-B",
-                                      options=self.lbfgs_options)
+        res = scipy.optimize.minimize(fun, self.x[m], jac=True, method="L-BFGS-B", options=self.lbfgs_options)
         return res.x, int(res.nit)
 
     # -- (7) by minimize_scalar, one sample at a time -----------------------------

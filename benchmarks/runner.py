@@ -40,9 +40,15 @@ def machine_info() -> dict:
     try:
         from threadpoolctl import threadpool_info
 
-        info["blas"] = [{k: v for k, v in d.items() if k in
-                         ("user_api", "internal_api", "version", "num_threads", "threading_layer",
-                          "architecture", "prefix")} for d in threadpool_info()]
+        info["blas"] = [
+            {
+                k: v
+                for k, v in d.items()
+                if k
+                in ("user_api", "internal_api", "version", "num_threads", "threading_layer", "architecture", "prefix")
+            }
+            for d in threadpool_info()
+        ]
     except Exception as exc:  # pragma: no cover - threadpoolctl ships with sklearn
         info["blas"] = f"unavailable: {exc}"
     return info
@@ -71,9 +77,14 @@ CASES = {
 #: dict (name -> {"description", "ratio", "threshold", "pass", "why"}) joins
 #: the targets table. A missing module is skipped; an error in one is
 #: recorded, not fatal.
-EXTERNAL = {"dp_admm": "dp_admm_benchmark", "ldp": "ldp_benchmark", "sampler": "sampler_benchmark",
-            "startup": "startup_benchmark", "dask_parties": "dask_benchmark",
-            "party_services": "services_benchmark"}
+EXTERNAL = {
+    "dp_admm": "dp_admm_benchmark",
+    "ldp": "ldp_benchmark",
+    "sampler": "sampler_benchmark",
+    "startup": "startup_benchmark",
+    "dask_parties": "dask_benchmark",
+    "party_services": "services_benchmark",
+}
 
 
 def _external(name: str, fn_name: str, cfg) -> dict | None:
@@ -106,12 +117,16 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="tiny sizes (< 60 s), synthetic data only")
     p.add_argument("--out", default="results/benchmarks", help="output directory")
-    p.add_argument("--only", default=None,
-                   help="comma-separated cases to run (default: all): "
-                        + ", ".join([*CASES, *EXTERNAL]))
-    p.add_argument("--external", action="store_true",
-                   help="also run the other algorithms' benchmarks (" + ", ".join(EXTERNAL)
-                        + "; minutes each: they reproduce their papers' figures)")
+    p.add_argument(
+        "--only", default=None, help="comma-separated cases to run (default: all): " + ", ".join([*CASES, *EXTERNAL])
+    )
+    p.add_argument(
+        "--external",
+        action="store_true",
+        help="also run the other algorithms' benchmarks ("
+        + ", ".join(EXTERNAL)
+        + "; minutes each: they reproduce their papers' figures)",
+    )
     args = p.parse_args(argv)
     only = None if args.only is None else [c.strip() for c in args.only.split(",") if c.strip()]
     if only is not None:
@@ -162,6 +177,5 @@ def main(argv=None) -> int:
     report.write_atomic(out / "bench.json", json.dumps(report.jsonable(bench), indent=2))
     report.write_atomic(out / "bench.md", report.markdown(bench))
     print(report.summary(bench))
-    print(f"[benchmarks] wrote {', '.join(f'{out}/{w}' for w in written)} "
-          f"in {bench['total_seconds']:.1f} s")
+    print(f"[benchmarks] wrote {', '.join(f'{out}/{w}' for w in written)} in {bench['total_seconds']:.1f} s")
     return 0

@@ -166,9 +166,8 @@ def replay_timing(per_class: int = 10_000, bits: int = 20, seed: int | None = No
     while min(len(v) for v in found.values()) < per_class:
         words = rng.bit_generator.random_raw((W, 1 << 19))
         values, ok = table.candidates(words, lambda: int(rng.bit_generator.random_raw()))
-        for name, hit in (("small", ok & (np.abs(values) < T // 2)),
-                          ("large", ok & (np.abs(values) > 3 * T))):
-            idx = np.flatnonzero(hit)[:per_class - len(found[name])]
+        for name, hit in (("small", ok & (np.abs(values) < T // 2)), ("large", ok & (np.abs(values) > 3 * T))):
+            idx = np.flatnonzero(hit)[: per_class - len(found[name])]
             found[name].extend(zip(words[:, idx].T.copy(), values[idx].tolist()))
     order = rng.permutation(np.repeat([0, 1], per_class))
     queues = {0: iter(found["small"][:per_class]), 1: iter(found["large"][:per_class])}
@@ -197,8 +196,7 @@ def replay_timing(per_class: int = 10_000, bits: int = 20, seed: int | None = No
     if not np.array_equal(got, expected):
         raise AssertionError("a replayed release did not return its prepared value")
     small, large = times[order == 0], times[order == 1]
-    return {"small": small, "large": large, "ks_p": float(ks_2samp(small, large).pvalue),
-            "auc": auc(large, small)}
+    return {"small": small, "large": large, "ks_p": float(ks_2samp(small, large).pvalue), "auc": auc(large, small)}
 
 
 def natural_timing(draw, sigma: float, draws: int) -> dict:
@@ -220,10 +218,15 @@ def natural_timing(draw, sigma: float, draws: int) -> dict:
         if gc_was:
             gc.enable()
     small, large = times[np.abs(values) < 0.5 * sigma], times[np.abs(values) > 2 * sigma]
-    return {"draws": draws, "small": int(small.size), "large": int(large.size),
-            "ks_p": float(ks_2samp(small, large).pvalue), "auc": auc(large, small),
-            "median_us_small": float(np.median(small)) / 1e3,
-            "median_us_large": float(np.median(large)) / 1e3}
+    return {
+        "draws": draws,
+        "small": int(small.size),
+        "large": int(large.size),
+        "ks_p": float(ks_2samp(small, large).pvalue),
+        "auc": auc(large, small),
+        "median_us_small": float(np.median(small)) / 1e3,
+        "median_us_large": float(np.median(large)) / 1e3,
+    }
 
 
 def epoch_seconds(data_dir, rounds: int = 3) -> dict:
@@ -239,8 +242,11 @@ def epoch_seconds(data_dir, rounds: int = 3) -> dict:
             super().__init__(*args, pool=True, **kw)
 
     config = "papers/hu/configs/privacy-a9a-row.toml"
-    modes = (("simulation (numpy)", ["privacy.replayable_noise=true"], ExactSampler),
-             ("deployment (exact)", [], ExactSampler), ("deployment, pooled", [], Pooled))
+    modes = (
+        ("simulation (numpy)", ["privacy.replayable_noise=true"], ExactSampler),
+        ("deployment (exact)", [], ExactSampler),
+        ("deployment, pooled", [], Pooled),
+    )
     seconds = {name: [] for name, _, _ in modes}
     try:
         for _ in range(rounds):
@@ -265,10 +271,16 @@ def sampler_benchmark(quick: bool = False, data_dir=None) -> dict:
     t_urandom = _median_seconds(lambda: urandom.add("gaussian", zero, 1.0), repeats)
     t_old = _median_seconds(lambda: old.discrete_gaussian(n), 3 if quick else 5)
     t_laplace = _median_seconds(lambda: chacha.add("laplace", zero, 1.0), repeats)
-    out = {"values": n, "numpy_seconds": t_numpy, "exact_seconds": t_exact,
-           "exact_urandom_seconds": t_urandom, "exact_laplace_seconds": t_laplace,
-           "cks2020_seconds": t_old, "exact_over_numpy": t_exact / t_numpy,
-           "cks2020_over_exact": t_old / t_exact}
+    out = {
+        "values": n,
+        "numpy_seconds": t_numpy,
+        "exact_seconds": t_exact,
+        "exact_urandom_seconds": t_urandom,
+        "exact_laplace_seconds": t_laplace,
+        "cks2020_seconds": t_old,
+        "exact_over_numpy": t_exact / t_numpy,
+        "cks2020_over_exact": t_old / t_exact,
+    }
     T = float(chacha.T)
     timing_draws = 600 if quick else 6_000
     out["timing"] = {
@@ -277,53 +289,72 @@ def sampler_benchmark(quick: bool = False, data_dir=None) -> dict:
     }
     replay = replay_timing(per_class=1_000 if quick else 10_000)
     out["timing"]["exact replay 3 sigma"] = {
-        "per_class": int(replay["small"].size), "ks_p": replay["ks_p"], "auc": replay["auc"],
+        "per_class": int(replay["small"].size),
+        "ks_p": replay["ks_p"],
+        "auc": replay["auc"],
         "median_us_small": float(np.median(replay["small"])) / 1e3,
-        "median_us_large": float(np.median(replay["large"])) / 1e3}
+        "median_us_large": float(np.median(replay["large"])) / 1e3,
+    }
     if not quick:
         per_epoch = epoch_seconds(data_dir)
         out["admm_sharing_row_a9a_seconds_per_epoch"] = per_epoch
         out["pool_epoch_ratio"] = per_epoch["deployment, pooled"] / per_epoch["simulation (numpy)"]
         out["epoch_ratio"] = per_epoch["deployment (exact)"] / per_epoch["simulation (numpy)"]
-        out["targets"] = {"deployment_epoch": {
-            "description": "deployment epoch (exact noise) / simulation epoch, ADMM sharing "
-                           "a9a row-level (<= 2)",
-            "ratio": out["epoch_ratio"], "threshold": 2.0, "pass": out["epoch_ratio"] <= 2.0,
-            "why": (f"{1e3 * per_epoch['deployment (exact)']:.1f} ms vs "
+        out["targets"] = {
+            "deployment_epoch": {
+                "description": "deployment epoch (exact noise) / simulation epoch, ADMM sharing a9a row-level (<= 2)",
+                "ratio": out["epoch_ratio"],
+                "threshold": 2.0,
+                "pass": out["epoch_ratio"] <= 2.0,
+                "why": (
+                    f"{1e3 * per_epoch['deployment (exact)']:.1f} ms vs "
                     f"{1e3 * per_epoch['simulation (numpy)']:.1f} ms per epoch; the exact "
-                    f"vector {1e3 * t_exact:.2f} ms vs numpy {1e3 * t_numpy:.2f} ms")}}
+                    f"vector {1e3 * t_exact:.2f} ms vs numpy {1e3 * t_numpy:.2f} ms"
+                ),
+            }
+        }
     out["markdown"] = _markdown(out)
     return out
 
 
 def _markdown(out: dict) -> str:
     n, t_np = out["values"], out["numpy_seconds"]
-    rows = [("numpy `standard_normal` (floating point, not private)", t_np),
-            ("exact discrete Gaussian, ChaCha20 keystream (deployment)", out["exact_seconds"]),
-            ("exact discrete Gaussian, `os.urandom` in blocks", out["exact_urandom_seconds"]),
-            ("exact discrete Laplace, ChaCha20 keystream", out["exact_laplace_seconds"]),
-            ("Canonne et al. Algorithms 1-3 (vfl's previous sampler)", out["cks2020_seconds"])]
+    rows = [
+        ("numpy `standard_normal` (floating point, not private)", t_np),
+        ("exact discrete Gaussian, ChaCha20 keystream (deployment)", out["exact_seconds"]),
+        ("exact discrete Gaussian, `os.urandom` in blocks", out["exact_urandom_seconds"]),
+        ("exact discrete Laplace, ChaCha20 keystream", out["exact_laplace_seconds"]),
+        ("Canonne et al. Algorithms 1-3 (vfl's previous sampler)", out["cks2020_seconds"]),
+    ]
     lines = [f"| sampler | ms per vector of {n} values | / numpy |", "|---|---:|---:|"]
     lines += [f"| {name} | {1e3 * t:.2f} | {t / t_np:.1f} |" for name, t in rows]
-    lines += ["", "| single draws timed | draws (small / large) | median us (small / large) "
-              "| KS p | AUC |", "|---|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "| single draws timed | draws (small / large) | median us (small / large) | KS p | AUC |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for name, t in out["timing"].items():
-        size = f"{t['per_class']} / {t['per_class']}" if "per_class" in t else \
-            f"{t['small']} / {t['large']}"
+        size = f"{t['per_class']} / {t['per_class']}" if "per_class" in t else f"{t['small']} / {t['large']}"
         cut = "3" if "replay" in name else "2"
-        lines.append(f"| {name}, \\|Z\\| < 0.5 sigma vs > {cut} sigma | {size} | "
-                     f"{t['median_us_small']:.1f} / {t['median_us_large']:.1f} | "
-                     f"{t['ks_p']:.3g} | {t['auc']:.3f} |")
+        lines.append(
+            f"| {name}, \\|Z\\| < 0.5 sigma vs > {cut} sigma | {size} | "
+            f"{t['median_us_small']:.1f} / {t['median_us_large']:.1f} | "
+            f"{t['ks_p']:.3g} | {t['auc']:.3f} |"
+        )
     if "epoch_ratio" in out:
-        sim, dep = (out["admm_sharing_row_a9a_seconds_per_epoch"][k]
-                    for k in ("simulation (numpy)", "deployment (exact)"))
+        sim, dep = (
+            out["admm_sharing_row_a9a_seconds_per_epoch"][k] for k in ("simulation (numpy)", "deployment (exact)")
+        )
         pool = out["admm_sharing_row_a9a_seconds_per_epoch"]["deployment, pooled"]
-        lines += ["", f"ADMM sharing, row-level guarantee, a9a "
-                      f"(`papers/hu/configs/privacy-a9a-row.toml`), median of 3 alternated runs: "
-                      f"{1e3 * sim:.1f} ms per epoch with numpy's sampler, {1e3 * dep:.1f} ms "
-                      f"with the exact one ({out['epoch_ratio']:.2f}x), {1e3 * pool:.1f} ms "
-                      f"when each party pre-draws its next release's noise "
-                      f"({out['pool_epoch_ratio']:.2f}x)."]
+        lines += [
+            "",
+            f"ADMM sharing, row-level guarantee, a9a "
+            f"(`papers/hu/configs/privacy-a9a-row.toml`), median of 3 alternated runs: "
+            f"{1e3 * sim:.1f} ms per epoch with numpy's sampler, {1e3 * dep:.1f} ms "
+            f"with the exact one ({out['epoch_ratio']:.2f}x), {1e3 * pool:.1f} ms "
+            f"when each party pre-draws its next release's noise "
+            f"({out['pool_epoch_ratio']:.2f}x).",
+        ]
     return "\n".join(lines)
 
 

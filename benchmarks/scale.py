@@ -47,8 +47,16 @@ TOLS = (1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9)
 A9A_ROWS = 32561
 
 
-def config(rows: int, parties: int, *, epochs: int, n_test: int, rho: float | None = None,
-           baselines: str = "central", data: str = "a9a"):
+def config(
+    rows: int,
+    parties: int,
+    *,
+    epochs: int,
+    n_test: int,
+    rho: float | None = None,
+    baselines: str = "central",
+    data: str = "a9a",
+):
     """`configs/a9a-fast.toml` on about ``rows`` a9a rows (or a9a-shaped synthetic ones) over
     ``parties`` column ranges."""
     from vfl.experiments.config import config_from_dict, read_toml
@@ -60,8 +68,7 @@ def config(rows: int, parties: int, *, epochs: int, n_test: int, rho: float | No
         rows = tile * A9A_ROWS
         raw["data"] = {"dataset": "a9a", "options": {"tile": tile}}
     else:
-        raw["data"] = {"dataset": "synthetic:a9a-shaped",
-                       "options": {"n_train": rows, "n_test": n_test, "seed": 0}}
+        raw["data"] = {"dataset": "synthetic:a9a-shaped", "options": {"n_train": rows, "n_test": n_test, "seed": 0}}
     if parties != 2:  # two parties: a9a-fast's own split (66 + 57 columns)
         raw["partition"] = {"columns": [len(c) for c in np.array_split(np.arange(123), parties)]}
     # lam grows with the rows (a9a's 1e-3 at its 32,561): the regularization per row, and so
@@ -101,9 +108,17 @@ def lbfgs_to_target(D, y, objective, f_star: float) -> dict:
     return {"reached": False, **tried[-1], "tried": tried}
 
 
-def measure(rows: int, parties: int, *, epochs: int = 60, n_test: int | None = None,
-            rho: float | None = None, with_lbfgs: bool = True, data: str = "a9a",
-            data_dir=None) -> dict:
+def measure(
+    rows: int,
+    parties: int,
+    *,
+    epochs: int = 60,
+    n_test: int | None = None,
+    rho: float | None = None,
+    with_lbfgs: bool = True,
+    data: str = "a9a",
+    data_dir=None,
+) -> dict:
     """One run at about ``rows`` x ``parties``, measured (see the module docstring)."""
     from vfl.experiments.runner import plan_run, run_experiment
 
@@ -123,14 +138,19 @@ def measure(rows: int, parties: int, *, epochs: int = 60, n_test: int | None = N
     epoch = int(m["epoch"].iloc[reached[0]]) if reached.size else None
     per_epoch = np.diff(m["wall_time_s"].to_numpy())
     out = {
-        "rows": rows, "parties": parties, "data": data,
-        "n_test": int(setting.dataset.n_test), "rho": float(plan.solver.rho),
-        "epochs_run": int(m["epoch"].iloc[-1]), "epochs_to_1e-4": epoch,
+        "rows": rows,
+        "parties": parties,
+        "data": data,
+        "n_test": int(setting.dataset.n_test),
+        "rho": float(plan.solver.rho),
+        "epochs_run": int(m["epoch"].iloc[-1]),
+        "epochs_to_1e-4": epoch,
         "admm_seconds_to_1e-4": None if epoch is None else float(m["wall_time_s"].iloc[reached[0]]),
         "ns_per_row_epoch": median(per_epoch) / rows * 1e9,
         "wall_seconds": wall,
         "baseline_seconds": result.manifest.diagnostic.timing.baselines_seconds,
-        "peak_rss_bytes": peak, "data_csr_bytes": data_bytes,
+        "peak_rss_bytes": peak,
+        "data_csr_bytes": data_bytes,
     }
     out["baseline_share_of_wall"] = out["baseline_seconds"] / wall
     out["peak_rss_over_data"] = peak / data_bytes
@@ -139,20 +159,24 @@ def measure(rows: int, parties: int, *, epochs: int = 60, n_test: int | None = N
         D = setting.partition.join(None, plan.first.data.blocks)
         lbfgs = lbfgs_to_target(D, setting.dataset.y_train, setting.objective, f_star)
         out["lbfgs"] = lbfgs
-        out["admm_over_lbfgs"] = (out["admm_seconds_to_1e-4"] / lbfgs["seconds"]
-                                  if epoch is not None and lbfgs["reached"] else None)
+        out["admm_over_lbfgs"] = (
+            out["admm_seconds_to_1e-4"] / lbfgs["seconds"] if epoch is not None and lbfgs["reached"] else None
+        )
     return out
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks scale",
-                                description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks scale", description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, required=True, help="training rows (a9a-shaped)")
     p.add_argument("--parties", type=int, default=2, help="parties M (columns split in ranges)")
     p.add_argument("--epochs", type=int, default=60, help="epochs run (the cap)")
     p.add_argument("--rho", type=float, default=None, help="override solver.rho")
-    p.add_argument("--data", choices=("a9a", "synthetic"), default="a9a",
-                   help="a9a repeated (needs the a9a files) or a9a-shaped synthetic rows")
+    p.add_argument(
+        "--data",
+        choices=("a9a", "synthetic"),
+        default="a9a",
+        help="a9a repeated (needs the a9a files) or a9a-shaped synthetic rows",
+    )
     p.add_argument("--data-dir", default=None, help="where a9a is [default: $VFL_DATA_DIR]")
     p.add_argument("--no-lbfgs", action="store_true", help="skip the lbfgs comparison")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -162,8 +186,15 @@ def main(argv=None) -> int:
     from vfl.experiments.process import keep_freed_memory
 
     keep_freed_memory()  # as `vfl run` has it
-    out = measure(args.rows, args.parties, epochs=args.epochs, rho=args.rho,
-                  with_lbfgs=not args.no_lbfgs, data=args.data, data_dir=args.data_dir)
+    out = measure(
+        args.rows,
+        args.parties,
+        epochs=args.epochs,
+        rho=args.rho,
+        with_lbfgs=not args.no_lbfgs,
+        data=args.data,
+        data_dir=args.data_dir,
+    )
     if args.json:
         print(json.dumps(out))
     else:

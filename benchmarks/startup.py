@@ -55,16 +55,28 @@ def startup_benchmark(quick: bool = False, data_dir=None) -> dict:
     load = _load_ratio(data_dir, 1 if quick else 3)
     help_ = _help_seconds(3 if quick else 7)
     targets = {
-        "load_cached": {"description": "a9a: parse / load from the parsed-array cache (>= 20)",
-                        "ratio": load["ratio"], "threshold": 20.0,
-                        "pass": load["ratio"] >= 20.0, "comparison": ">=", "why": ""},
-        "help": {"description": "`vfl --help` seconds above `python -c pass` (<= 0.2)",
-                 "ratio": help_["above_python"], "threshold": 0.2,
-                 "pass": help_["above_python"] <= 0.2, "why": ""},
+        "load_cached": {
+            "description": "a9a: parse / load from the parsed-array cache (>= 20)",
+            "ratio": load["ratio"],
+            "threshold": 20.0,
+            "pass": load["ratio"] >= 20.0,
+            "comparison": ">=",
+            "why": "",
+        },
+        "help": {
+            "description": "`vfl --help` seconds above `python -c pass` (<= 0.2)",
+            "ratio": help_["above_python"],
+            "threshold": 0.2,
+            "pass": help_["above_python"] <= 0.2,
+            "why": "",
+        },
     }
-    lines = ["| what | seconds | against | ratio |", "|---|---:|---:|---:|",
-             f"| a9a from the parsed-array cache | {load['cached_seconds']:.3f} | parse "
-             f"{load['parse_seconds']:.3f} | {load['ratio']:.0f}x |",
-             f"| `vfl --help` | {help_['vfl_help_seconds']:.3f} | `python -c pass` "
-             f"{help_['python_seconds']:.3f} | +{help_['above_python']:.3f} s |"]
+    lines = [
+        "| what | seconds | against | ratio |",
+        "|---|---:|---:|---:|",
+        f"| a9a from the parsed-array cache | {load['cached_seconds']:.3f} | parse "
+        f"{load['parse_seconds']:.3f} | {load['ratio']:.0f}x |",
+        f"| `vfl --help` | {help_['vfl_help_seconds']:.3f} | `python -c pass` "
+        f"{help_['python_seconds']:.3f} | +{help_['above_python']:.3f} s |",
+    ]
     return {"load": load, "help": help_, "targets": targets, "markdown": "\n".join(lines)}

@@ -63,46 +63,80 @@ A9A_VARIANTS = (
     Variant("hu_0.03", "Hu, rho 0.03", {"rho": 0.03}, note="below Assumption 1.2(c): diverges"),
     Variant("boyd_0.03", "Boyd, rho 0.03", {"rho": 0.03, "form": "boyd"}),
     Variant("boyd_0.01", "Boyd, rho 0.01", {"rho": 0.01, "form": "boyd"}),
-    Variant("a9a_fast", "Boyd + relaxation 1.8, rho 0.02 (configs/a9a-fast.toml)",
-            {"rho": 0.02, "form": "boyd", "relaxation": 1.8}),
-    Variant("boyd_relax_0.03", "Boyd + relaxation 1.8, rho 0.03",
-            {"rho": 0.03, "form": "boyd", "relaxation": 1.8}),
-    Variant("gauss_seidel", "Gauss-Seidel, rho 0.03", {"rho": 0.03, "order": "gauss_seidel"},
-            note="M sequential rounds per epoch"),
-    Variant("spectral_hu", "spectral rho (Hu, floor 0.1) + relaxation 1.5, rho0 1",
-            {"rho": 1.0, "rho_schedule": "spectral", "rho_min": 0.1, "relaxation": 1.5}),
-    Variant("spectral_boyd", "spectral rho (Boyd, floor 1e-3) + relaxation 1.5, rho0 1",
-            {"rho": 1.0, "form": "boyd", "rho_schedule": "spectral", "rho_min": 1e-3,
-             "relaxation": 1.5}),
-    Variant("nesterov", "Boyd + Nesterov restart, rho 0.03",
-            {"rho": 0.03, "form": "boyd", "acceleration": "nesterov_restart"}),
+    Variant(
+        "a9a_fast",
+        "Boyd + relaxation 1.8, rho 0.02 (configs/a9a-fast.toml)",
+        {"rho": 0.02, "form": "boyd", "relaxation": 1.8},
+    ),
+    Variant("boyd_relax_0.03", "Boyd + relaxation 1.8, rho 0.03", {"rho": 0.03, "form": "boyd", "relaxation": 1.8}),
+    Variant(
+        "gauss_seidel",
+        "Gauss-Seidel, rho 0.03",
+        {"rho": 0.03, "order": "gauss_seidel"},
+        note="M sequential rounds per epoch",
+    ),
+    Variant(
+        "spectral_hu",
+        "spectral rho (Hu, floor 0.1) + relaxation 1.5, rho0 1",
+        {"rho": 1.0, "rho_schedule": "spectral", "rho_min": 0.1, "relaxation": 1.5},
+    ),
+    Variant(
+        "spectral_boyd",
+        "spectral rho (Boyd, floor 1e-3) + relaxation 1.5, rho0 1",
+        {"rho": 1.0, "form": "boyd", "rho_schedule": "spectral", "rho_min": 1e-3, "relaxation": 1.5},
+    ),
+    Variant(
+        "nesterov",
+        "Boyd + Nesterov restart, rho 0.03",
+        {"rho": 0.03, "form": "boyd", "acceleration": "nesterov_restart"},
+    ),
     Variant("anderson_hu", "Anderson(5), Hu, rho 0.1", {"rho": 0.1, "acceleration": "anderson"}),
-    Variant("anderson10_hu", "Anderson(10), Hu, rho 0.3",
-            {"rho": 0.3, "acceleration": "anderson", "anderson_memory": 10}),
-    Variant("anderson_gs", "Anderson(5), Gauss-Seidel, rho 0.03",
-            {"rho": 0.03, "order": "gauss_seidel", "acceleration": "anderson"}),
+    Variant(
+        "anderson10_hu", "Anderson(10), Hu, rho 0.3", {"rho": 0.3, "acceleration": "anderson", "anderson_memory": 10}
+    ),
+    Variant(
+        "anderson_gs",
+        "Anderson(5), Gauss-Seidel, rho 0.03",
+        {"rho": 0.03, "order": "gauss_seidel", "acceleration": "anderson"},
+    ),
 )
 
 #: gisette-shaped: a smaller set (an epoch is ~5x a9a's; the stand-in is separable)
 GISETTE_VARIANTS = (
     Variant("paper", "Algorithm 1, rho 1", {"rho": 1.0}, fast_epoch=False),
     Variant("hu_0.003", "Hu, rho 0.003", {"rho": 0.003}),
-    Variant("boyd_relax_0.001", "Boyd + relaxation 1.8, rho 0.001",
-            {"rho": 0.001, "form": "boyd", "relaxation": 1.8}),
-    Variant("nesterov", "Boyd + Nesterov restart, rho 0.003",
-            {"rho": 0.003, "form": "boyd", "acceleration": "nesterov_restart"}),
-    Variant("anderson_hu", "Anderson(5), Hu, rho 0.001",
-            {"rho": 0.001, "acceleration": "anderson"}),
-    Variant("anderson_gs", "Anderson(5), Gauss-Seidel, rho 0.001",
-            {"rho": 0.001, "order": "gauss_seidel", "acceleration": "anderson"}),
+    Variant("boyd_relax_0.001", "Boyd + relaxation 1.8, rho 0.001", {"rho": 0.001, "form": "boyd", "relaxation": 1.8}),
+    Variant(
+        "nesterov",
+        "Boyd + Nesterov restart, rho 0.003",
+        {"rho": 0.003, "form": "boyd", "acceleration": "nesterov_restart"},
+    ),
+    Variant("anderson_hu", "Anderson(5), Hu, rho 0.001", {"rho": 0.001, "acceleration": "anderson"}),
+    Variant(
+        "anderson_gs",
+        "Anderson(5), Gauss-Seidel, rho 0.001",
+        {"rho": 0.001, "order": "gauss_seidel", "acceleration": "anderson"},
+    ),
     # a longer memory spans the slow mode the plateau near 9e-4 is made of
-    Variant("anderson30_hu", "Anderson(30), Hu, rho 0.001",
-            {"rho": 0.001, "acceleration": "anderson", "anderson_memory": 30}),
+    Variant(
+        "anderson30_hu",
+        "Anderson(30), Hu, rho 0.001",
+        {"rho": 0.001, "acceleration": "anderson", "anderson_memory": 30},
+    ),
 )
 
 #: under noise: the variants that converge without noise
-NOISE_VARIANTS = ("paper", "hu_0.3", "boyd_0.03", "a9a_fast", "gauss_seidel", "spectral_hu",
-                  "nesterov", "anderson_hu", "anderson_gs")
+NOISE_VARIANTS = (
+    "paper",
+    "hu_0.3",
+    "boyd_0.03",
+    "a9a_fast",
+    "gauss_seidel",
+    "spectral_hu",
+    "nesterov",
+    "anderson_hu",
+    "anderson_gs",
+)
 
 
 @dataclass
@@ -117,8 +151,7 @@ class Trace:
     diverged: bool = False
 
 
-def run_variant(problem: Problem, variant: Variant, f_star: float, cap: int,
-                targets=TARGETS, stop_at=None) -> Trace:
+def run_variant(problem: Problem, variant: Variant, f_star: float, cap: int, targets=TARGETS, stop_at=None) -> Trace:
     """Run ``variant`` until the smallest target (or ``stop_at``) or ``cap`` epochs."""
     stop_at = min(targets) if stop_at is None else stop_at
     tr = Trace()
@@ -134,8 +167,7 @@ def run_variant(problem: Problem, variant: Variant, f_star: float, cap: int,
                 secs = s.x_seconds + s.z_seconds + s.y_seconds
                 seconds += secs
                 tr.epoch_seconds.append(secs)
-                tr.parts.append((s.x_seconds, s.z_seconds, s.y_seconds,
-                                 s.extra.get("accel_seconds", 0.0)))
+                tr.parts.append((s.x_seconds, s.z_seconds, s.y_seconds, s.extra.get("accel_seconds", 0.0)))
                 f = admm.objective_value()  # not timed
                 sub = (f - f_star) / abs(f_star)
                 tr.subopt.append(sub)
@@ -153,17 +185,22 @@ def run_variant(problem: Problem, variant: Variant, f_star: float, cap: int,
 def _summary(variant: Variant, runs: list[Trace], targets=TARGETS) -> dict:
     """Median seconds over repeated runs (epochs are deterministic)."""
     first = runs[0]
-    out = {"key": variant.key, "label": variant.label, "options": variant.kwargs(),
-           "note": variant.note, "repeats": len(runs), "diverged": first.diverged,
-           "epochs_run": len(first.subopt),
-           "final_suboptimality": first.subopt[-1] if first.subopt else float("nan"),
-           "setup_seconds": median(r.setup_seconds for r in runs)}
+    out = {
+        "key": variant.key,
+        "label": variant.label,
+        "options": variant.kwargs(),
+        "note": variant.note,
+        "repeats": len(runs),
+        "diverged": first.diverged,
+        "epochs_run": len(first.subopt),
+        "final_suboptimality": first.subopt[-1] if first.subopt else float("nan"),
+        "setup_seconds": median(r.setup_seconds for r in runs),
+    }
     for target in targets:
         key = f"{target:g}"
         if target in first.reached:
             out[f"epochs_to_{key}"] = first.reached[target][0]
-            out[f"seconds_to_{key}"] = median(r.reached[target][1] for r in runs
-                                              if target in r.reached)
+            out[f"seconds_to_{key}"] = median(r.reached[target][1] for r in runs if target in r.reached)
         else:
             out[f"epochs_to_{key}"] = None
             out[f"seconds_to_{key}"] = None
@@ -171,7 +208,8 @@ def _summary(variant: Variant, runs: list[Trace], targets=TARGETS) -> dict:
     if parts.size:
         out["epoch_ms"] = float(np.median(parts[:, :3].sum(axis=1))) * 1e3
         out["x_ms"], out["z_ms"], out["central_ms"], out["accel_ms"] = (
-            float(np.median(parts[:, i])) * 1e3 for i in range(4))
+            float(np.median(parts[:, i])) * 1e3 for i in range(4)
+        )
     out["trace"] = [float(v) for v in first.subopt]
     return out
 
@@ -186,8 +224,7 @@ def _sklearn_fit(D, y, f_star, solver, tol):
         est.fit(D, y)
         sec = perf_counter() - t
     sub = (OBJECTIVE.value(est.coef_.ravel(), D, y) - f_star) / abs(f_star)
-    return {"tol": tol, "seconds": sec, "n_iter": int(np.max(est.n_iter_)),
-            "suboptimality": float(sub)}
+    return {"tol": tol, "seconds": sec, "n_iter": int(np.max(est.n_iter_)), "suboptimality": float(sub)}
 
 
 def time_to_targets(fit, tols, targets, repeats) -> dict:
@@ -209,8 +246,10 @@ def time_to_targets(fit, tols, targets, repeats) -> dict:
     return {"search": search, "targets": out}
 
 
-SKLEARN_TOLS = {"lbfgs": (1e-4, 3e-5, 1e-5, 3e-6, 1e-6, 3e-7, 1e-7, 3e-8, 1e-8, 1e-9),
-                "newton-cholesky": (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-10)}
+SKLEARN_TOLS = {
+    "lbfgs": (1e-4, 3e-5, 1e-5, 3e-6, 1e-6, 3e-7, 1e-7, 3e-8, 1e-8, 1e-9),
+    "newton-cholesky": (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-10),
+}
 
 
 def sklearn_references(D, y, f_star, cfg: Settings, solvers=("lbfgs", "newton-cholesky")) -> dict:
@@ -218,11 +257,13 @@ def sklearn_references(D, y, f_star, cfg: Settings, solvers=("lbfgs", "newton-ch
     out = {}
     for solver in solvers:
         for threads in (None, 1):
+
             def fit(tol, solver=solver, threads=threads):
                 if threads is None:
                     return _sklearn_fit(D, y, f_star, solver, tol)
                 with threadpool_limits(limits=threads, user_api="blas"):
                     return _sklearn_fit(D, y, f_star, solver, tol)
+
             name = solver + ("" if threads is None else f", {threads} BLAS thread")
             out[name] = time_to_targets(fit, SKLEARN_TOLS[solver], TARGETS, cfg.time_repeats)
     return out
@@ -230,8 +271,11 @@ def sklearn_references(D, y, f_star, cfg: Settings, solvers=("lbfgs", "newton-ch
 
 def best_reference(refs: dict, solver: str, target: float):
     """The faster of ``solver``'s two thread settings at ``target`` (None if neither reached it)."""
-    rows = [(name, r["targets"][f"{target:g}"]) for name, r in refs.items()
-            if name.split(",")[0] == solver and r["targets"][f"{target:g}"]]
+    rows = [
+        (name, r["targets"][f"{target:g}"])
+        for name, r in refs.items()
+        if name.split(",")[0] == solver and r["targets"][f"{target:g}"]
+    ]
     if not rows:
         return None
     name, r = min(rows, key=lambda nr: nr[1]["seconds"])
@@ -253,19 +297,24 @@ def variants_a9a(cfg: Settings, data: Data) -> dict:
     fast = next(r for r in rows if r["key"] == "a9a_fast")
     lb = best_reference(refs, "lbfgs", 1e-4)
     return {
-        "dataset": problem.name, "f_star": f_star,
+        "dataset": problem.name,
+        "f_star": f_star,
         "central": {"method": central.method, "seconds": central.seconds},
-        "epoch_cap": cfg.variant_cap, "variants": rows, "sklearn": refs,
-        "a9a_fast": {"epochs_to_1e-4": fast["epochs_to_0.0001"],
-                     "seconds_to_1e-4": fast["seconds_to_0.0001"],
-                     "lbfgs_seconds_to_1e-4": lb["seconds"] if lb else None,
-                     "lbfgs_setting": lb["name"] if lb else None},
+        "epoch_cap": cfg.variant_cap,
+        "variants": rows,
+        "sklearn": refs,
+        "a9a_fast": {
+            "epochs_to_1e-4": fast["epochs_to_0.0001"],
+            "seconds_to_1e-4": fast["seconds_to_0.0001"],
+            "lbfgs_seconds_to_1e-4": lb["seconds"] if lb else None,
+            "lbfgs_setting": lb["name"] if lb else None,
+        },
         "timing": "seconds = setup (factorization or eigendecomposition) + epochs timed with "
-                  "step(diagnostics=False); objective evaluated outside the timed region; "
-                  f"variants run with {FAST_EPOCH} except the paper's row (configs/a9a.toml); "
-                  f"median of {cfg.time_repeats} runs for the paper and a9a-fast rows, one run "
-                  "for the others; sklearn: loosest tolerance reaching the target, median of "
-                  f"{cfg.time_repeats} fits",
+        "step(diagnostics=False); objective evaluated outside the timed region; "
+        f"variants run with {FAST_EPOCH} except the paper's row (configs/a9a.toml); "
+        f"median of {cfg.time_repeats} runs for the paper and a9a-fast rows, one run "
+        "for the others; sklearn: loosest tolerance reaching the target, median of "
+        f"{cfg.time_repeats} fits",
     }
 
 
@@ -280,8 +329,11 @@ def z_update(cfg: Settings, data: Data) -> dict:
         for _ in range(20):
             z_prev, y_prev = admm.z.copy(), admm.y.copy()
             admm.step(diagnostics=False)
-        S = admm.share_sum if admm.relaxation == 1.0 else \
-            admm.relaxation * admm.share_sum + (1 - admm.relaxation) * z_prev
+        S = (
+            admm.share_sum
+            if admm.relaxation == 1.0
+            else admm.relaxation * admm.share_sum + (1 - admm.relaxation) * z_prev
+        )
         args = (S, y_prev, admm.b, rho, admm._w)
         times = {"safeguarded": [], "newton": []}
         for _ in range(cfg.epoch_repeats):
@@ -293,13 +345,20 @@ def z_update(cfg: Settings, data: Data) -> dict:
             times["newton"].append(perf_counter() - t)
         tight = loss.prox_linear(*args, z0=z_prev, tol=1e-14)
         sg, nt = median(times["safeguarded"]), median(times["newton"])
-        out.append({"rho": rho, "variant": kw or "Algorithm 1", "n": len(S),
-                    "plain_newton_provable": rho > admm._w / 4,
-                    "safeguarded_ms": sg * 1e3, "newton_ms": nt * 1e3, "speedup": sg / nt,
-                    "max_abs_diff": float(np.max(np.abs(za - zb))),
-                    "max_abs_diff_newton_vs_tol_1e-14": float(np.max(np.abs(zb - tight)))})
-    return {"dataset": problem.name, "warm_start": "z of the previous epoch, as in ADMM",
-            "rows": out}
+        out.append(
+            {
+                "rho": rho,
+                "variant": kw or "Algorithm 1",
+                "n": len(S),
+                "plain_newton_provable": rho > admm._w / 4,
+                "safeguarded_ms": sg * 1e3,
+                "newton_ms": nt * 1e3,
+                "speedup": sg / nt,
+                "max_abs_diff": float(np.max(np.abs(za - zb))),
+                "max_abs_diff_newton_vs_tol_1e-14": float(np.max(np.abs(zb - tight))),
+            }
+        )
+    return {"dataset": problem.name, "warm_start": "z of the previous epoch, as in ADMM", "rows": out}
 
 
 # -- case: gisette-shaped -----------------------------------------------------------
@@ -314,23 +373,32 @@ def variants_gisette(cfg: Settings, data: Data) -> dict:
         t = perf_counter()
         c = central_optimum(D, y, OBJECTIVE, rtol=rtol, dense_max=0)
         sec = perf_counter() - t
-        return {"tol": rtol, "seconds": sec, "n_iter": c.n_iter,
-                "suboptimality": float((c.value - f_star) / abs(f_star))}
+        return {
+            "tol": rtol,
+            "seconds": sec,
+            "n_iter": c.n_iter,
+            "suboptimality": float((c.value - f_star) / abs(f_star)),
+        }
 
-    trust = time_to_targets(central_fit, (1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 1e-6),
-                            targets, 1)
-    lbfgs = time_to_targets(lambda tol: _sklearn_fit(D, y, f_star, "lbfgs", tol),
-                            SKLEARN_TOLS["lbfgs"], targets, 1)
-    rows = [_summary(v, [run_variant(problem, v, f_star, cfg.gisette_cap, targets=targets)],
-                     targets=targets) for v in GISETTE_VARIANTS]
+    trust = time_to_targets(central_fit, (1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 1e-6), targets, 1)
+    lbfgs = time_to_targets(lambda tol: _sklearn_fit(D, y, f_star, "lbfgs", tol), SKLEARN_TOLS["lbfgs"], targets, 1)
+    rows = [
+        _summary(v, [run_variant(problem, v, f_star, cfg.gisette_cap, targets=targets)], targets=targets)
+        for v in GISETTE_VARIANTS
+    ]
     key = f"seconds_to_{min(targets):g}"
     reached = [r for r in rows if r[key] is not None]
     best = min(reached, key=lambda r: r[key]) if reached else None
-    return {"dataset": problem.name, "f_star": f_star, "central_method": central.method,
-            "epoch_cap": cfg.gisette_cap, "variants": rows,
-            "references": {"central trust-ncg": trust, "sklearn lbfgs": lbfgs},
-            "targets": [f"{t:g}" for t in targets],
-            "best_to_1e-4": None if best is None else best["key"]}
+    return {
+        "dataset": problem.name,
+        "f_star": f_star,
+        "central_method": central.method,
+        "epoch_cap": cfg.gisette_cap,
+        "variants": rows,
+        "references": {"central trust-ncg": trust, "sklearn lbfgs": lbfgs},
+        "targets": [f"{t:g}" for t in targets],
+        "best_to_1e-4": None if best is None else best["key"],
+    }
 
 
 # -- case: under noise ---------------------------------------------------------------
@@ -347,20 +415,30 @@ def under_noise(cfg: Settings, data: Data) -> dict:
             subs = []
             for seed in range(cfg.noise_seeds):
                 rngs = [np.random.default_rng([seed, m]) for m in range(len(problem.blocks))]
-                admm = ADMMSharing(problem.blocks, problem.y, OBJECTIVE, sigma=sigma,
-                                   noise_form="output", noise_rngs=rngs, **v.kwargs())
+                admm = ADMMSharing(
+                    problem.blocks,
+                    problem.y,
+                    OBJECTIVE,
+                    sigma=sigma,
+                    noise_form="output",
+                    noise_rngs=rngs,
+                    **v.kwargs(),
+                )
                 with np.errstate(over="ignore", invalid="ignore"):
                     for _ in range(cfg.noise_epochs):
                         admm.step(diagnostics=False)
                 subs.append(float((admm.objective_value() - f_star) / abs(f_star)))
-            row[f"sigma_{sigma:g}"] = {"mean": float(np.mean(subs)), "min": min(subs),
-                                       "max": max(subs), "runs": subs}
+            row[f"sigma_{sigma:g}"] = {"mean": float(np.mean(subs)), "min": min(subs), "max": max(subs), "runs": subs}
         rows.append(row)
-    return {"dataset": problem.name, "epochs": cfg.noise_epochs, "seeds": cfg.noise_seeds,
-            "sigmas": list(cfg.noise_sigmas),
-            "noise": "output form: each share + N(0, sigma^2 I_N) every epoch (simulation, no "
-                     "clipping or accounting); seeds: numpy default_rng([seed, party])",
-            "rows": rows}
+    return {
+        "dataset": problem.name,
+        "epochs": cfg.noise_epochs,
+        "seeds": cfg.noise_seeds,
+        "sigmas": list(cfg.noise_sigmas),
+        "noise": "output form: each share + N(0, sigma^2 I_N) every epoch (simulation, no "
+        "clipping or accounting); seeds: numpy default_rng([seed, party])",
+        "rows": rows,
+    }
 
 
 # -- case: epsilon spent to reach a target test loss ---------------------------------
@@ -384,17 +462,18 @@ def epsilon_to_target(cfg: Settings, data: Data) -> dict:
     raw["privacy"]["replayable_noise"] = True
     raw["solver"]["epochs"] = cfg.epsilon_epochs
     if data.a9a.name != "a9a":  # quick mode or no a9a: the same stand-in as the other cases
-        raw["data"] = {"dataset": "synthetic", "options": {
-            "n_train": 3000, "n_test": 1000, "n_features": 123, "sparse": True, "density": 0.1,
-            "seed": 0}}
+        raw["data"] = {
+            "dataset": "synthetic",
+            "options": {"n_train": 3000, "n_test": 1000, "n_features": 123, "sparse": True, "density": 0.1, "seed": 0},
+        }
         raw["partition"] = {"columns": [66, 57]}
         raw["preprocessing"] = {**raw.get("preprocessing", {}), "intercept": True}
-    fast_keys = {"rho": 0.02, "form": "boyd", "relaxation": 1.8, "z_update": "newton",
-                 "blas_threads": 1}
-    algorithms = {"Algorithm 1 (rho 1)": {},
-                  "a9a-fast variant": fast_keys,
-                  "Boyd, rho 0.1": {"rho": 0.1, "form": "boyd", "z_update": "newton",
-                                    "blas_threads": 1}}
+    fast_keys = {"rho": 0.02, "form": "boyd", "relaxation": 1.8, "z_update": "newton", "blas_threads": 1}
+    algorithms = {
+        "Algorithm 1 (rho 1)": {},
+        "a9a-fast variant": fast_keys,
+        "Boyd, rho 0.1": {"rho": 0.1, "form": "boyd", "z_update": "newton", "blas_threads": 1},
+    }
 
     def run(sigma, solver_keys):
         r = dict(raw)
@@ -415,24 +494,32 @@ def epsilon_to_target(cfg: Settings, data: Data) -> dict:
             hit = m.index[(m["epoch"] > 0) & (m["test_logloss"] <= target)]
             privacy = result.manifest.privacy
             per_party = (privacy.per_party if privacy is not None else None) or [{}]
-            row = {"sigma": sigma, "algorithm": label, "target_test_logloss": target,
-                   "sensitivity": per_party[0].get("sound_sensitivity"),
-                   "best_test_logloss": float(m["test_logloss"].min())}
+            row = {
+                "sigma": sigma,
+                "algorithm": label,
+                "target_test_logloss": target,
+                "sensitivity": per_party[0].get("sound_sensitivity"),
+                "best_test_logloss": float(m["test_logloss"].min()),
+            }
             if len(hit):
                 i = hit[0]
-                row.update(reached=True, epochs=int(m.loc[i, "epoch"]),
-                           epsilon=float(m.loc[i, "epsilon_tight"]))
+                row.update(reached=True, epochs=int(m.loc[i, "epoch"]), epsilon=float(m.loc[i, "epsilon_tight"]))
             else:
-                row.update(reached=False, epochs=None, epsilon=None,
-                           epsilon_after_all=float(m["epsilon_tight"].iloc[-1]))
+                row.update(
+                    reached=False, epochs=None, epsilon=None, epsilon_after_all=float(m["epsilon_tight"].iloc[-1])
+                )
             rows.append(row)
-    return {"dataset": data.a9a.name, "config": "papers/hu/configs/privacy-a9a-row.toml with privacy.sigma "
-            "given (no epsilon calibration), row-level relation, PLD accountant, "
-            f"{cfg.epsilon_epochs} epochs at most",
-            "target": f"noise-free accounted run's test log loss {noise_free:.4f} (constrained: "
-                      f"the central optimum's is {ref.baselines['central']['test_logloss']:.4f}) "
-                      f"+ {cfg.epsilon_margin:g}",
-            "algorithms": algorithms, "rows": rows}
+    return {
+        "dataset": data.a9a.name,
+        "config": "papers/hu/configs/privacy-a9a-row.toml with privacy.sigma "
+        "given (no epsilon calibration), row-level relation, PLD accountant, "
+        f"{cfg.epsilon_epochs} epochs at most",
+        "target": f"noise-free accounted run's test log loss {noise_free:.4f} (constrained: "
+        f"the central optimum's is {ref.baselines['central']['test_logloss']:.4f}) "
+        f"+ {cfg.epsilon_margin:g}",
+        "algorithms": algorithms,
+        "rows": rows,
+    }
 
 
 def write_epsilon_figure(case: dict, out) -> None:
@@ -442,16 +529,21 @@ def write_epsilon_figure(case: dict, out) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    for label, style in (("Algorithm 1 (rho 1)", "o-"), ("a9a-fast variant", "s--"),
-                         ("Boyd, rho 0.1", "^:")):
+    for label, style in (("Algorithm 1 (rho 1)", "o-"), ("a9a-fast variant", "s--"), ("Boyd, rho 0.1", "^:")):
         rows = [r for r in case["rows"] if r["algorithm"] == label]
         xs = [r["sigma"] for r in rows if r["reached"]]
         ys = [r["epsilon"] for r in rows if r["reached"]]
-        line, = ax.plot(xs, ys, style, label=label)
+        (line,) = ax.plot(xs, ys, style, label=label)
         for r in rows:
             if r["reached"]:
-                ax.annotate(f"{r['epochs']} ep", (r["sigma"], r["epsilon"]), fontsize=7,
-                            textcoords="offset points", xytext=(4, 4), color=line.get_color())
+                ax.annotate(
+                    f"{r['epochs']} ep",
+                    (r["sigma"], r["epsilon"]),
+                    fontsize=7,
+                    textcoords="offset points",
+                    xytext=(4, 4),
+                    color=line.get_color(),
+                )
     if any(r["reached"] for r in case["rows"]):
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -479,8 +571,13 @@ def write_convergence_figure(case: dict, out) -> None:
         tr = np.asarray(row["trace"], dtype=float)
         if tr.size == 0 or row["diverged"]:
             continue
-        ax.plot(np.arange(1, tr.size + 1), np.maximum(tr, 1e-12), lw=1.2, label=row["label"],
-                ls="-" if row["key"] in ("paper", "a9a_fast") else "--")
+        ax.plot(
+            np.arange(1, tr.size + 1),
+            np.maximum(tr, 1e-12),
+            lw=1.2,
+            label=row["label"],
+            ls="-" if row["key"] in ("paper", "a9a_fast") else "--",
+        )
     for t in TARGETS:
         ax.axhline(t, color="grey", lw=0.6)
     ax.set_yscale("log")

@@ -47,10 +47,7 @@ def datasets():
 
 def _table(rows: list[tuple[str, ...]]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1]
-        for row in rows
-    )
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1] for row in rows)
 
 
 @datasets.command(name="list")
@@ -76,12 +73,10 @@ def list_cmd(data_dir: Path | None):
         n_train, n_test, width = preset_shape(preset)
         shape = f"{n_train}/{n_test} x {width}"
         real = STAND_IN_FOR.get(preset)
-        note = (f"stand-in, NOT the real {real} data" if real else
-                f"{preset} synthetic rows, any n_train / n_test")
+        note = f"stand-in, NOT the real {real} data" if real else f"{preset} synthetic rows, any n_train / n_test"
         rows.append((f"synthetic:{preset}", shape, "generated", note))
     for fmt in ("libsvm", "csv"):
-        rows.append((fmt, "from the file", "your file",
-                     "[data] path = ...; see `vfl datasets inspect FILE`"))
+        rows.append((fmt, "from the file", "your file", "[data] path = ...; see `vfl datasets inspect FILE`"))
     click.echo(f"data dir: {base}")
     click.echo(_table(rows))
 
@@ -102,8 +97,9 @@ class _ProgressBars:
             self._name, self._done = name, 0
             self.downloaded.append(name)
             if total:
-                self._bar = self._stack.enter_context(click.progressbar(
-                    length=total, label=f"downloading {name}", file=sys.stderr))
+                self._bar = self._stack.enter_context(
+                    click.progressbar(length=total, label=f"downloading {name}", file=sys.stderr)
+                )
             else:
                 click.echo(f"downloading {name} (size unknown) ...", err=True)
         if self._bar is not None:
@@ -118,8 +114,7 @@ class _ProgressBars:
 @datasets.command(name="fetch")
 @click.argument("name")
 @_data_dir_option
-@click.option("--mirror", metavar="URL", default=None,
-              help="Base URL to download from instead of the official source.")
+@click.option("--mirror", metavar="URL", default=None, help="Base URL to download from instead of the official source.")
 @click.option("--force", is_flag=True, help="Download again even if verified copies exist.")
 def fetch_cmd(name: str, data_dir: Path | None, mirror: str | None, force: bool):
     """Download dataset NAME and verify its sha256 checksums."""
@@ -166,23 +161,34 @@ def verify_cmd(names: tuple[str, ...], data_dir: Path | None):
                 click.echo(f"{label} ok        {row['path']}")
             else:
                 actual = row["actual"] or row.get("error", "unreadable")
-                click.echo(f"{label} MISMATCH  {row['path']}: expected {row['expected']}, "
-                           f"got {actual}")
+                click.echo(f"{label} MISMATCH  {row['path']}: expected {row['expected']}, got {actual}")
                 mismatched.append(row["name"])
     if mismatched:
         raise DataError(f"{len(mismatched)} file(s) failed verification: {', '.join(mismatched)}")
     if names and missing:
-        raise DataError(f"{len(missing)} file(s) missing from {base}: {', '.join(missing)}; "
-                        "run " + " and ".join(f"`vfl datasets fetch {n}`" for n in incomplete))
+        raise DataError(
+            f"{len(missing)} file(s) missing from {base}: {', '.join(missing)}; "
+            "run " + " and ".join(f"`vfl datasets fetch {n}`" for n in incomplete)
+        )
 
 
 @datasets.command(name="inspect")
 @click.argument("path", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["libsvm", "csv"]), default=None,
-              help="File format [default: csv for *.csv / *.tsv (also compressed), else libsvm].")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["libsvm", "csv"]),
+    default=None,
+    help="File format [default: csv for *.csv / *.tsv (also compressed), else libsvm].",
+)
 @click.option("--label", metavar="COL", default=None, help="Label column of a CSV file.")
-@click.option("--parties", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Number of parties to suggest a partition for.")
+@click.option(
+    "--parties",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Number of parties to suggest a partition for.",
+)
 def inspect_cmd(path: Path, fmt: str | None, label: str | None, parties: int):
     """Describe a LIBSVM or CSV file and suggest the config lines to use it.
 
@@ -197,32 +203,62 @@ def inspect_cmd(path: Path, fmt: str | None, label: str | None, parties: int):
     from vfl.datasets import describe_file, inspect_file, suggest_partition
 
     info = inspect_file(path, fmt, label=label)
-    counts = suggest_partition([c["width"] for c in info["columns"]] if info["columns"]
-                               else [1] * info["n_features"], parties)
+    counts = suggest_partition(
+        [c["width"] for c in info["columns"]] if info["columns"] else [1] * info["n_features"], parties
+    )
     click.echo("\n".join(describe_file(info, counts, label, parties)))
 
 
 @datasets.command(name="split")
 @click.argument("path", required=False, type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
-              default=None, help="Split this config's data by its [partition] instead of a FILE.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Split this config's data by its [partition] instead of a FILE.",
+)
 @click.option("--label", metavar="COL", default=None, help="Label column of a CSV file.")
-@click.option("--parties", type=click.IntRange(min=2), default=2, show_default=True,
-              help="Number of parties (FILE's columns in near-equal groups).")
-@click.option("--overlap", type=click.FloatRange(0, 1, min_open=True), default=0.8,
-              show_default=True, help="Share of the rows every party holds.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the IDs, the overlap and each file's row order.")
-@click.option("--test", "test_path", default=None, metavar="FILE",
-              help="A test file: every party gets its rows [default: 20 %% of FILE held out].")
-@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Directory for the party files and config.toml.")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="With --config: override a config key first.")
+@click.option(
+    "--parties",
+    type=click.IntRange(min=2),
+    default=2,
+    show_default=True,
+    help="Number of parties (FILE's columns in near-equal groups).",
+)
+@click.option(
+    "--overlap",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.8,
+    show_default=True,
+    help="Share of the rows every party holds.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of the IDs, the overlap and each file's row order.",
+)
+@click.option(
+    "--test",
+    "test_path",
+    default=None,
+    metavar="FILE",
+    help="A test file: every party gets its rows [default: 20 %% of FILE held out].",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Directory for the party files and config.toml.",
+)
+@click.option(
+    "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="With --config: override a config key first."
+)
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 @_data_dir_option
-def split_cmd(path, config_path, label, parties, overlap, seed, test_path, out, overrides,
-              overwrite, data_dir):
+def split_cmd(path, config_path, label, parties, overlap, seed, test_path, out, overrides, overwrite, data_dir):
     """Write one file per party (synthetic IDs, shuffled rows) and OUT/config.toml.
 
     \b
@@ -231,7 +267,17 @@ def split_cmd(path, config_path, label, parties, overlap, seed, test_path, out, 
     """
     from vfl.experiments.partyfiles import split
 
-    written = split(path, config_path, label=label, parties=parties, overlap=overlap, seed=seed,
-                    test=test_path, out=out, overrides=overrides, overwrite=overwrite,
-                    data_dir=data_dir)
+    written = split(
+        path,
+        config_path,
+        label=label,
+        parties=parties,
+        overlap=overlap,
+        seed=seed,
+        test=test_path,
+        out=out,
+        overrides=overrides,
+        overwrite=overwrite,
+        data_dir=data_dir,
+    )
     click.echo(f"wrote the party files and {written}; run them: vfl run --config {written}")

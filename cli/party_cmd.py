@@ -14,10 +14,19 @@ def party():
 
 
 @party.command()
-@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
-              help="The party's PARTY.toml: the run's public config and its [party] table.")
-@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
-              help="Where its dataset is [default: $VFL_DATA_DIR, else the user cache].")
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The party's PARTY.toml: the run's public config and its [party] table.",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where its dataset is [default: $VFL_DATA_DIR, else the user cache].",
+)
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a key.")
 def serve(config_path, data_dir, overrides):
     """Serve one party until interrupted: its data, its limits, its ledger.
@@ -31,12 +40,16 @@ def serve(config_path, data_dir, overrides):
 
 
 @party.command()
-@click.option("--out", required=True, type=click.Path(file_okay=False),
-              help="Directory for ca.pem, party-<m>.pem/.key and coordinator.pem/.key.")
-@click.option("--parties", type=click.IntRange(min=1, max=64), required=True,
-              help="How many parties.")
-@click.option("--days", type=click.IntRange(min=1), default=365, show_default=True,
-              help="Validity of every certificate.")
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Directory for ca.pem, party-<m>.pem/.key and coordinator.pem/.key.",
+)
+@click.option("--parties", type=click.IntRange(min=1, max=64), required=True, help="How many parties.")
+@click.option(
+    "--days", type=click.IntRange(min=1), default=365, show_default=True, help="Validity of every certificate."
+)
 def certs(out, parties, days):
     """Create a CA and a certificate per party and for the coordinator (a test deployment).
 

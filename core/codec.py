@@ -95,8 +95,15 @@ def _put_values(out: _Out, d: dict[str, Any]) -> None:
             out.append(b"\x05")
             _put_array(out, v)
             continue
-        kind = bool if isinstance(v, (bool, np.bool_)) else int if isinstance(
-            v, (int, np.integer)) else float if isinstance(v, (float, np.floating)) else type(v)
+        kind = (
+            bool
+            if isinstance(v, (bool, np.bool_))
+            else int
+            if isinstance(v, (int, np.integer))
+            else float
+            if isinstance(v, (float, np.floating))
+            else type(v)
+        )
         out.append(struct.pack("<B", _TAGS[kind]))
         if v is not None:
             _put_scalar(out, v)
@@ -140,7 +147,7 @@ class _Reader:
     def raw(self, size: int) -> memoryview:
         if size < 0 or self.at + size > len(self.buf):
             raise ProtocolError("a truncated frame")
-        out = self.buf[self.at:self.at + size]
+        out = self.buf[self.at : self.at + size]
         self.at += size
         return out
 
@@ -229,8 +236,7 @@ def decode(frame: bytes) -> tuple[Frame, int, int, _Reader]:
     return kind, call, seq, reader
 
 
-def read(protocol: Protocol, frame: bytes, call: int | None = None, *,
-         unit: str | None = None) -> Any:
+def read(protocol: Protocol, frame: bytes, call: int | None = None, *, unit: str | None = None) -> Any:
     """The message(s) of a reply-side frame: a REPLY's reply (of call number ``call``), an
     OPENED's opened message, nothing for ADOPTED; an ERROR frame raises its typed error,
     and every refusal names ``unit`` (the sender's label) when given."""
@@ -278,14 +284,15 @@ def serve(host: Host, frame: bytes, opener: Callable[[int, Any], object]) -> byt
             name = reader.scalar_name(size)
             version, repeat = reader.take("<IQ")
             if (name, version) != (protocol.name, protocol.version):
-                raise ProtocolError(f"this unit serves protocol {protocol.name} version "
-                                    f"{protocol.version}, not {name} version {version}")
+                raise ProtocolError(
+                    f"this unit serves protocol {protocol.name} version "
+                    f"{protocol.version}, not {name} version {version}"
+                )
             spec = reader.message(protocol.spec)
             reader.end()
             return encode(Frame.OPENED, _OPEN_CALL, 0, opener(int(repeat), spec))
         if kind not in (Frame.REQUEST, Frame.ADOPT) or call >= len(protocol.calls):
-            raise ProtocolError(f"protocol {protocol.name} declares no call number {call} "
-                                f"(a {kind.name} frame)")
+            raise ProtocolError(f"protocol {protocol.name} declares no call number {call} (a {kind.name} frame)")
         declared = protocol.calls[call]
         request = reader.message(declared.request)
         if kind is Frame.ADOPT:
@@ -301,8 +308,6 @@ def serve(host: Host, frame: bytes, opener: Callable[[int, Any], object]) -> byt
 
 def error_frame(exc: Exception) -> bytes:
     """An ERROR frame carrying ``exc`` (one of :data:`ERRORS`) back to the client."""
-    code = next(i for i, cls in enumerate(ERRORS) if type(exc) is cls) \
-        if type(exc) in ERRORS else 0
+    code = next(i for i, cls in enumerate(ERRORS) if type(exc) is cls) if type(exc) in ERRORS else 0
     raw = str(exc).encode()
-    return HEADER.pack(MAGIC, int(Frame.ERROR), 0, 0) + struct.pack(
-        f"<BI{len(raw)}s", code, len(raw), raw)
+    return HEADER.pack(MAGIC, int(Frame.ERROR), 0, 0) + struct.pack(f"<BI{len(raw)}s", code, len(raw), raw)

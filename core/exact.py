@@ -71,8 +71,7 @@ def floor_scaled(x: Fraction, f: Fraction, bits: int) -> int:
             v = (-(Decimal(x.numerator) / x.denominator)).exp()
             v = v * f.numerator / f.denominator * (Decimal(2) ** bits)
             err = 2 * v * (Decimal(x.numerator) / x.denominator + 8) * Decimal(10) ** (1 - prec)
-            lo, hi = int((v - err).to_integral_value("ROUND_FLOOR")), \
-                int((v + err).to_integral_value("ROUND_FLOOR"))
+            lo, hi = int((v - err).to_integral_value("ROUND_FLOOR")), int((v + err).to_integral_value("ROUND_FLOOR"))
         if lo == hi:
             return lo
         prec += 20
@@ -96,8 +95,7 @@ def lazy_less(u0: int, x: Fraction, f: Fraction, word: Word) -> bool:
 
 def _table(x_of: Callable[[int], Fraction], count: int) -> npt.NDArray[np.uint64]:
     """``C_0`` of ``exp(-x_of(v))`` for ``v < count`` (1 stored as 2^64 - 1: its tie is True)."""
-    return np.array([min(floor_scaled(x_of(v), _ONE, 64), _TOP) for v in range(count)],
-                    dtype=np.uint64)
+    return np.array([min(floor_scaled(x_of(v), _ONE, 64), _TOP) for v in range(count)], dtype=np.uint64)
 
 
 class ExpFactors:
@@ -109,8 +107,7 @@ class ExpFactors:
     def __init__(self, e: int, nbits: int):
         self.e = e
         self.groups = [(s, min(self.WIDTH, nbits - s)) for s in range(0, nbits, self.WIDTH)]
-        self.tables = [_table(functools.partial(_shifted, s=s, e=e), 1 << w)
-                       for s, w in self.groups]
+        self.tables = [_table(functools.partial(_shifted, s=s, e=e), 1 << w) for s, w in self.groups]
 
     def fast(self, n: IntArray, words: npt.NDArray[np.uint64]) -> tuple[BoolArray, BoolArray]:
         """(kept, tied) per entry of ``n`` (int64), ``words[g]`` the word of group ``g``."""
@@ -199,8 +196,7 @@ class Blocks:
         self.Q = Q + [1]
         self.size_bits = max(1, K.bit_length())  # 2^size_bits >= K + 1 columns
         self.thr, self.alias = _alias(self.Q, self.size_bits)
-        self.r = np.array([floor_scaled(*self.r_const(B), 64) for B in range(K)] + [0],
-                          dtype=np.uint64)
+        self.r = np.array([floor_scaled(*self.r_const(B), 64) for B in range(K)] + [0], dtype=np.uint64)
         nmax = self._n(K - 1, w - 1)
         self.factors = exp_factors(self.e, int(nmax).bit_length())
         #: words per candidate: the block, the offset and sign, r_B, the factors
@@ -224,8 +220,11 @@ class Blocks:
 
     def r_const(self, B: int) -> tuple[Fraction, Fraction]:
         """``r_B = f exp(-x)`` as ``(x, f)``, for any block (the tail's too)."""
-        q = Fraction(self.Q[B], 1 << 64) if B < self.K else \
-            Fraction(1, 1 << 64) * (1 - self.LAMBDA) * self.LAMBDA ** (B - self.K)
+        q = (
+            Fraction(self.Q[B], 1 << 64)
+            if B < self.K
+            else Fraction(1, 1 << 64) * (1 - self.LAMBDA) * self.LAMBDA ** (B - self.K)
+        )
         return self.psi(B * self.w), Fraction(self.w) / (self.M * q)
 
     def batch(self, n: int) -> int:
@@ -233,8 +232,7 @@ class Blocks:
         mean = n / self.accept
         return int(math.ceil(mean + 9 * math.sqrt(mean) + 2))
 
-    def candidates(self, words: npt.NDArray[np.uint64], word: Word
-                   ) -> tuple[IntArray, BoolArray]:
+    def candidates(self, words: npt.NDArray[np.uint64], word: Word) -> tuple[IntArray, BoolArray]:
         """Signed values and kept flags of ``words.shape[1]`` candidates (``words``: one row
         per use, :attr:`words` rows); ``word()`` supplies the rare slow path's extra words."""
         a, us, rw = words[0], words[1], words[2]

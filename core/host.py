@@ -72,16 +72,16 @@ class Host:
             raise ProtocolError(f"protocol {self.protocol.name}: a call before open")
         return index, calls[index]
 
-    def handle(self, index: int | Call, request: object, seq: int | None = None,
-               checked: Mapping[str, int] | None = None) -> object:
+    def handle(
+        self, index: int | Call, request: object, seq: int | None = None, checked: Mapping[str, int] | None = None
+    ) -> object:
         """The side's reply to ``request`` of the call ``index`` (its number, or the Call).
 
         ``checked``: the sizes this very request was validated against (a request sent to
         several units in this process is validated once for the units whose sizes agree).
         """
         calls = self.protocol.calls
-        if isinstance(index, int) and index.__class__ is int and 0 <= index < len(calls) \
-                and self.side is not None:
+        if isinstance(index, int) and index.__class__ is int and 0 <= index < len(calls) and self.side is not None:
             i, call = index, calls[index]  # (the common case, in this process, first)
         else:
             i, call = self._call(index)
@@ -92,15 +92,12 @@ class Host:
             self._last = (seq, reply)
         return reply
 
-    def _handle(self, i: int, call: Call, request: object,
-                checked: Mapping[str, int] | None = None) -> object:
+    def _handle(self, i: int, call: Call, request: object, checked: Mapping[str, int] | None = None) -> object:
         if call.kind is DIAGNOSTIC and not self.simulation:
-            raise ProtocolError(f"{call.name}: a deployment's unit answers no diagnostic "
-                                "(exact values never leave it)")
+            raise ProtocolError(f"{call.name}: a deployment's unit answers no diagnostic (exact values never leave it)")
         side = self._open_side()
         if checked is None or checked != side.dims:
-            validate(request, call.request, side.dims, finite=call.kind is PROTOCOL,
-                     where=(call.name, ": "))
+            validate(request, call.request, side.dims, finite=call.kind is PROTOCOL, where=(call.name, ": "))
         return self.protocol.handlers[i](side, request)
 
     def _open_side(self) -> Side:
@@ -112,8 +109,7 @@ class Host:
         """Catch up with a completed round whose reply the coordinator recorded."""
         i, call = self._call(index)
         validate(reply, call.reply, finite=False, where=f"{call.name} (adopted): ")
-        self._open_side().adopt(call, request, reply,
-                        lambda c, r: self._handle(self.protocol.index(c), c, r))
+        self._open_side().adopt(call, request, reply, lambda c, r: self._handle(self.protocol.index(c), c, r))
 
 
 # ----------------------------------------------------------------------- envs --
@@ -131,11 +127,21 @@ class StreamEnv(Env):
     def stream(self, purpose: str, *sub: int) -> np.random.Generator:
         return self.streams.get(purpose, *sub)
 
-    def release(self, mean: FloatArray, *, units: int | npt.ArrayLike, scale: npt.ArrayLike,
-                sensitivity: float, rng: Noise, mechanism: str = "gaussian",
-                size: int | None = None, l2_sensitivity: float | None = None,
-                rows: slice | None = None, total: int | None = None,
-                **context: object) -> FloatArray:
+    def release(
+        self,
+        mean: FloatArray,
+        *,
+        units: int | npt.ArrayLike,
+        scale: npt.ArrayLike,
+        sensitivity: float,
+        rng: Noise,
+        mechanism: str = "gaussian",
+        size: int | None = None,
+        l2_sensitivity: float | None = None,
+        rows: slice | None = None,
+        total: int | None = None,
+        **context: object,
+    ) -> FloatArray:
         if np.ndim(scale) == 0 and scale == 0:
             return mean  # no noise, no draw
         noisy: FloatArray
@@ -145,8 +151,14 @@ class StreamEnv(Env):
             noisy = add_noise(mechanism, mean, scale, rng)  # type: ignore[arg-type]
         else:
             assert total is not None  # rows of a release are drawn with its total
-            noisy = add_noise_to_rows(mechanism, mean, scale,  # type: ignore[arg-type]  # as above
-                                      rng, rows, total)
+            noisy = add_noise_to_rows(
+                mechanism,
+                mean,
+                scale,  # type: ignore[arg-type]  # as above
+                rng,
+                rows,
+                total,
+            )
         return noisy
 
 
@@ -159,11 +171,14 @@ class LocalEnv(Env):
 
     records = True
 
-    def __init__(self, release: Callable[..., FloatArray] | None = None,
-                 noise: Callable[..., Noise] | None = None,
-                 streams: Mapping[str, np.random.Generator] | None = None,
-                 stream: Callable[..., np.random.Generator] | None = None,
-                 runs: Callable[[], int | None] | None = None):
+    def __init__(
+        self,
+        release: Callable[..., FloatArray] | None = None,
+        noise: Callable[..., Noise] | None = None,
+        streams: Mapping[str, np.random.Generator] | None = None,
+        stream: Callable[..., np.random.Generator] | None = None,
+        runs: Callable[[], int | None] | None = None,
+    ):
         self._release, self._noise, self._streams = release, noise, dict(streams or {})
         self._stream, self._runs = stream, runs
 
@@ -181,13 +196,31 @@ class LocalEnv(Env):
             return self._stream(purpose, *sub)
         return copy.deepcopy(self._streams[purpose])
 
-    def release(self, mean: FloatArray, *, units: int | npt.ArrayLike, scale: npt.ArrayLike,
-                sensitivity: float, rng: Noise, mechanism: str = "gaussian",
-                size: int | None = None, l2_sensitivity: float | None = None,
-                rows: slice | None = None, total: int | None = None,
-                **context: object) -> FloatArray:
+    def release(
+        self,
+        mean: FloatArray,
+        *,
+        units: int | npt.ArrayLike,
+        scale: npt.ArrayLike,
+        sensitivity: float,
+        rng: Noise,
+        mechanism: str = "gaussian",
+        size: int | None = None,
+        l2_sensitivity: float | None = None,
+        rows: slice | None = None,
+        total: int | None = None,
+        **context: object,
+    ) -> FloatArray:
         if self._release is None:
             raise TypeError("this LocalEnv was given no release")
-        return self._release(mean, units=units, scale=scale, sensitivity=sensitivity, rng=rng,
-                             mechanism=mechanism, size=size, l2_sensitivity=l2_sensitivity,
-                             **context)
+        return self._release(
+            mean,
+            units=units,
+            scale=scale,
+            sensitivity=sensitivity,
+            rng=rng,
+            mechanism=mechanism,
+            size=size,
+            l2_sensitivity=l2_sensitivity,
+            **context,
+        )

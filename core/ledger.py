@@ -50,8 +50,7 @@ class PrivacyLedger:
         self.relation = relation
         self.delta = float(delta)
         self.accountant = accountant
-        self._orders: FloatArray = np.asarray(rdp_privacy_accountant.DEFAULT_RDP_ORDERS,
-                                              dtype=float)
+        self._orders: FloatArray = np.asarray(rdp_privacy_accountant.DEFAULT_RDP_ORDERS, dtype=float)
         self._gauss = np.zeros(0)  # sum (Delta / sigma)^2 per unit
         self._lap_rdp = np.zeros((0, self._orders.size))
         self._lap_pure = np.zeros(0)
@@ -77,8 +76,7 @@ class PrivacyLedger:
 
     def _rdp(self) -> np.ndarray:
         """Each unit's RDP per order: its releases and what was spent before the run."""
-        return self._lap_rdp + self._gauss[:, None] * self._orders[None, :] / 2.0 \
-            + self._extra[None, :]
+        return self._lap_rdp + self._gauss[:, None] * self._orders[None, :] / 2.0 + self._extra[None, :]
 
     def _grow(self, n: int) -> None:
         if n > self._gauss.size:
@@ -106,11 +104,18 @@ class PrivacyLedger:
                 np.add.at(self._lap_pure, r.units, ratio)
                 orders = self._orders[None, :]
                 # the discrete Laplace: only what every eps-DP mechanism has, min(eps, a eps^2/2)
-                rdp = (np.minimum(ratio[:, None], orders * ratio[:, None] ** 2 / 2) if r.exact
-                       else _laplace_rdp(ratio[:, None], orders))
-                l2 = (np.full(ratio.shape, np.inf) if r.l2_sensitivity is None
-                      else np.where(np.isfinite(r.l2_sensitivity) & (r.l2_sensitivity > 0),
-                                    r.l2_sensitivity / r.scale, np.inf))
+                rdp = (
+                    np.minimum(ratio[:, None], orders * ratio[:, None] ** 2 / 2)
+                    if r.exact
+                    else _laplace_rdp(ratio[:, None], orders)
+                )
+                l2 = (
+                    np.full(ratio.shape, np.inf)
+                    if r.l2_sensitivity is None
+                    else np.where(
+                        np.isfinite(r.l2_sensitivity) & (r.l2_sensitivity > 0), r.l2_sensitivity / r.scale, np.inf
+                    )
+                )
                 rdp = np.minimum(rdp, orders * l2[:, None] ** 2 / 2)
                 np.add.at(self._lap_l2, r.units, l2**2)
                 np.add.at(self._lap_rdp, r.units, rdp)
@@ -119,8 +124,9 @@ class PrivacyLedger:
                 self.laplace = True
                 np.add.at(self._lap_pure, r.units, ratio)
                 np.add.at(self._lap_l2, r.units, np.inf)
-                np.add.at(self._lap_rdp, r.units, np.minimum(
-                    ratio[:, None], self._orders[None, :] * ratio[:, None] ** 2 / 2))
+                np.add.at(
+                    self._lap_rdp, r.units, np.minimum(ratio[:, None], self._orders[None, :] * ratio[:, None] ** 2 / 2)
+                )
             else:
                 self.unsound = True  # a mechanism this ledger cannot compose
 
@@ -148,8 +154,7 @@ class PrivacyLedger:
         return "exact Gaussian composition (= the PLD limit)"
 
     def _exact_gaussian(self) -> bool:
-        return not self.laplace and self.accountant != "rdp" and not self.exact \
-            and not self._extra.any()
+        return not self.laplace and self.accountant != "rdp" and not self.exact and not self._extra.any()
 
     def epsilon(self) -> float:
         """The worst unit's epsilon at :attr:`delta` (NaN if unsound, 0 before any release)."""
@@ -168,11 +173,9 @@ class PrivacyLedger:
 
         self._grow(1)
         rdp = self._rdp()
-        eps = float(max(rdp_privacy_accountant.compute_epsilon(self._orders, row, self.delta)[0]
-                        for row in rdp))
+        eps = float(max(rdp_privacy_accountant.compute_epsilon(self._orders, row, self.delta)[0] for row in rdp))
         # Laplace only: basic composition is (eps, 0)-DP too, and sometimes smaller
-        return min(eps, self.pure_epsilon()) if not np.any(self._gauss > 0) \
-            and not self._extra.any() else eps
+        return min(eps, self.pure_epsilon()) if not np.any(self._gauss > 0) and not self._extra.any() else eps
 
     def laplace_mu(self) -> float:
         """The worst unit's ``sqrt(sum (Delta_2 / b)^2)`` over its Laplace releases: the
@@ -202,8 +205,9 @@ class PrivacyLedger:
 
         self._grow(1)
         rdp = self._rdp()
-        out = np.array([max(rdp_privacy_accountant.compute_delta(self._orders, row, float(e))[0]
-                            for row in rdp) for e in eps])
+        out = np.array(
+            [max(rdp_privacy_accountant.compute_delta(self._orders, row, float(e))[0] for row in rdp) for e in eps]
+        )
         if not np.any(self._gauss > 0) and not self._extra.any():
             out = np.where(eps >= self.pure_epsilon(), 0.0, out)
         return out
@@ -233,8 +237,7 @@ def compose(ledgers: list[PrivacyLedger], *, same_units: bool) -> PrivacyLedger:
     if any(x.delta != first.delta or x.accountant != first.accountant for x in ledgers):
         raise ValueError("ledgers of different delta or accountant do not compose into one")
     out = PrivacyLedger(first.delta, first.accountant)
-    n = max(x._gauss.size for x in ledgers) if same_units else min(
-        1, max(x._gauss.size for x in ledgers))
+    n = max(x._gauss.size for x in ledgers) if same_units else min(1, max(x._gauss.size for x in ledgers))
     out._grow(n)
     for x in ledgers:
         out.unsound |= x.unsound

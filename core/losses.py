@@ -85,14 +85,33 @@ class Loss:
     def hess(self, u: FloatArray, b: FloatArray) -> FloatArray:
         raise NotImplementedError
 
-    def prox_linear(self, s: FloatArray, y: FloatArray, b: FloatArray, rho: float, w: float,
-                    tol: float = 1e-10, max_iter: int = 100, z0: FloatArray | None = None,
-                    b_max: float | None = None) -> FloatArray:
+    def prox_linear(
+        self,
+        s: FloatArray,
+        y: FloatArray,
+        b: FloatArray,
+        rho: float,
+        w: float,
+        tol: float = 1e-10,
+        max_iter: int = 100,
+        z0: FloatArray | None = None,
+        b_max: float | None = None,
+    ) -> FloatArray:
         raise NotImplementedError
 
-    def prox_newton(self, s: FloatArray, y: FloatArray, b: FloatArray, rho: float, w: float,
-                    tol: float = 1e-10, max_iter: int = 100, z0: FloatArray | None = None,
-                    b2_max: float | None = None, work: NewtonWork | None = None) -> FloatArray:
+    def prox_newton(
+        self,
+        s: FloatArray,
+        y: FloatArray,
+        b: FloatArray,
+        rho: float,
+        w: float,
+        tol: float = 1e-10,
+        max_iter: int = 100,
+        z0: FloatArray | None = None,
+        b2_max: float | None = None,
+        work: NewtonWork | None = None,
+    ) -> FloatArray:
         """The minimizer of (7) by the fastest safe method (default: :meth:`prox_linear`;
         ``work``, the buffers of :class:`NewtonWork`, is not needed then)."""
         return self.prox_linear(s, y, b, rho, w, tol=tol, max_iter=max_iter, z0=z0)
@@ -131,9 +150,18 @@ class LogisticLoss(Loss):
         q = expit(-b * u)
         return -b * q, (b * b) * (q * (1.0 - q))
 
-    def prox_linear(self, s: FloatArray, y: FloatArray, b: FloatArray, rho: float, w: float,
-                    tol: float = 1e-10, max_iter: int = 100, z0: FloatArray | None = None,
-                    b_max: float | None = None) -> FloatArray:
+    def prox_linear(
+        self,
+        s: FloatArray,
+        y: FloatArray,
+        b: FloatArray,
+        rho: float,
+        w: float,
+        tol: float = 1e-10,
+        max_iter: int = 100,
+        z0: FloatArray | None = None,
+        b_max: float | None = None,
+    ) -> FloatArray:
         r"""Solve (7) for every sample: ``w l_i(z) - y_i z + rho/2 (z - s_i)^2``.
 
         The optimality condition ``g(z) = w l_i'(z) - y_i + rho (z - s_i) = 0``
@@ -167,8 +195,9 @@ class LogisticLoss(Loss):
             hi = np.where(pos, z, hi)
             lo = np.where(pos, lo, z)
             z_newton = z - step
-            newton = ((z_newton > lo) & (z_newton < hi) & (2.0 * np.abs(step) <= np.abs(dx_old))) \
-                | (np.abs(step) <= tol)  # a last tiny step may round onto a bracket end
+            newton = ((z_newton > lo) & (z_newton < hi) & (2.0 * np.abs(step) <= np.abs(dx_old))) | (
+                np.abs(step) <= tol
+            )  # a last tiny step may round onto a bracket end
             dx_old = dx
             dx = np.where(newton, step, z - 0.5 * (lo + hi))
             z = z - dx
@@ -176,9 +205,19 @@ class LogisticLoss(Loss):
                 break
         return z
 
-    def prox_newton(self, s: FloatArray, y: FloatArray, b: FloatArray, rho: float, w: float,
-                    tol: float = 1e-10, max_iter: int = 100, z0: FloatArray | None = None,
-                    b2_max: float | None = None, work: NewtonWork | None = None) -> FloatArray:
+    def prox_newton(
+        self,
+        s: FloatArray,
+        y: FloatArray,
+        b: FloatArray,
+        rho: float,
+        w: float,
+        tol: float = 1e-10,
+        max_iter: int = 100,
+        z0: FloatArray | None = None,
+        b2_max: float | None = None,
+        work: NewtonWork | None = None,
+    ) -> FloatArray:
         r"""Solve (7) like :meth:`prox_linear`, by in-place Newton steps.
 
         ``g(z) = w l'(z) - y + rho (z - c)`` has ``g' = w l'' + rho`` in
@@ -203,10 +242,9 @@ class LogisticLoss(Loss):
         if b2_max is None:
             b2_max = float(np.max(b * b, initial=0.0))
         b_max = math.sqrt(b2_max)
-        new: Callable[[int], FloatArray] = \
-            (lambda _: np.empty(len(b))) if work is None else work.buffer
+        new: Callable[[int], FloatArray] = (lambda _: np.empty(len(b))) if work is None else work.buffer
         c = np.divide(y, rho, out=new(0))
-        np.add(s, c, out=c)              # c = s + y / rho
+        np.add(s, c, out=c)  # c = s + y / rho
         z = c.copy() if z0 is None else np.array(z0, dtype=float)  # a copy: updated in place
         u = new(1)
         bracket: tuple[FloatArray, FloatArray] | None = None
@@ -230,42 +268,63 @@ class LogisticLoss(Loss):
         # a chunk's values only: chunk-sized, they never leave the cache
         lo, hi = bracket if bracket is not None else (None, None)
         e, d = np.empty(min(NEWTON_CHUNK, len(z))), np.empty(min(NEWTON_CHUNK, len(z)))
-        chunks: list[tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray,
-                           FloatArray | float, FloatArray, FloatArray,
-                           FloatArray | None, FloatArray | None]] = []
+        chunks: list[
+            tuple[
+                FloatArray,
+                FloatArray,
+                FloatArray,
+                FloatArray,
+                FloatArray,
+                FloatArray | float,
+                FloatArray,
+                FloatArray,
+                FloatArray | None,
+                FloatArray | None,
+            ]
+        ] = []
         for a in range(0, len(z), NEWTON_CHUNK):
             k = min(NEWTON_CHUNK, len(z) - a)
-            chunks.append((b[a:a + k], z[a:a + k], u[a:a + k], e[:k], d[:k],
-                           wb2 if isinstance(wb2, float) else wb2[a:a + k],  # one number: as is
-                           nbw[a:a + k], rc[a:a + k],
-                           None if lo is None else lo[a:a + k],
-                           None if hi is None else hi[a:a + k]))
+            chunks.append(
+                (
+                    b[a : a + k],
+                    z[a : a + k],
+                    u[a : a + k],
+                    e[:k],
+                    d[:k],
+                    wb2 if isinstance(wb2, float) else wb2[a : a + k],  # one number: as is
+                    nbw[a : a + k],
+                    rc[a : a + k],
+                    None if lo is None else lo[a : a + k],
+                    None if hi is None else hi[a : a + k],
+                )
+            )
         for _ in range(max_iter):
             for b_, z_, u_, e_, d_, wb2_, nbw_, rc_, lo_, hi_ in chunks:
                 np.multiply(b_, z_, out=u_)
                 np.negative(u_, out=u_)
                 if cap:
                     np.minimum(u_, 700.0, out=u_)
-                np.exp(u_, out=e_)             # e = exp(-b z)
+                np.exp(u_, out=e_)  # e = exp(-b z)
                 np.add(e_, 1.0, out=d_)
-                np.reciprocal(d_, out=d_)      # d = sigma(b z)
-                np.multiply(e_, d_, out=e_)    # e = q = sigma(-b z)
-                np.multiply(e_, d_, out=d_)    # d = q sigma(b z) = l''/b^2, no cancellation
+                np.reciprocal(d_, out=d_)  # d = sigma(b z)
+                np.multiply(e_, d_, out=e_)  # e = q = sigma(-b z)
+                np.multiply(e_, d_, out=d_)  # d = q sigma(b z) = l''/b^2, no cancellation
                 d_ *= wb2_
-                d_ += rho                      # d = g'(z)
+                d_ += rho  # d = g'(z)
                 np.multiply(z_, rho, out=u_)
                 u_ -= rc_
                 e_ *= nbw_
-                u_ += e_                       # u = g(z) = w l'(z) + rho (z - c)
-                u_ /= d_                       # u = the Newton step
+                u_ += e_  # u = g(z) = w l'(z) + rho (z - c)
+                u_ /= d_  # u = the Newton step
                 z_ -= u_
                 if lo_ is not None and hi_ is not None:  # both or neither
                     np.clip(z_, lo_, hi_, out=z_)
             if u.max(initial=0.0) <= tol and -u.min(initial=0.0) <= tol:
                 return z
         left = np.flatnonzero(np.abs(u) > tol)
-        z[left] = self.prox_linear(s[left], y[left], b[left], rho, w, tol=tol,
-                                   max_iter=max_iter, z0=z[left], b_max=b_max)
+        z[left] = self.prox_linear(
+            s[left], y[left], b[left], rho, w, tol=tol, max_iter=max_iter, z0=z[left], b_max=b_max
+        )
         return z
 
 
@@ -284,9 +343,18 @@ class SquaredLoss(Loss):
     def hess(self, u: FloatArray, b: FloatArray) -> FloatArray:
         return np.full_like(u, 2.0, dtype=float)
 
-    def prox_linear(self, s: FloatArray, y: FloatArray, b: FloatArray, rho: float, w: float,
-                    tol: float = 1e-10, max_iter: int = 100, z0: FloatArray | None = None,
-                    b_max: float | None = None) -> FloatArray:
+    def prox_linear(
+        self,
+        s: FloatArray,
+        y: FloatArray,
+        b: FloatArray,
+        rho: float,
+        w: float,
+        tol: float = 1e-10,
+        max_iter: int = 100,
+        z0: FloatArray | None = None,
+        b_max: float | None = None,
+    ) -> FloatArray:
         # 2w(z - b) - y + rho(z - s) = 0 has a closed form (z0 is not needed).
         return (2.0 * w * b + y + rho * s) / (2.0 * w + rho)
 
@@ -299,6 +367,4 @@ def get_loss(name: str) -> Loss:
     try:
         return LOSSES[name]()
     except KeyError:
-        raise ValueError(
-            f"unknown loss {name!r}; expected one of {sorted(LOSSES)}"
-        ) from None
+        raise ValueError(f"unknown loss {name!r}; expected one of {sorted(LOSSES)}") from None

@@ -31,9 +31,24 @@ from .errors import VFLError
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-__all__ = ["DTYPES", "RUNS", "Array", "Empty", "NonFiniteError", "ProtocolError", "ReplayMismatch",
-           "Scalar", "Values", "array", "message", "nbytes", "same", "scalar", "validate",
-           "values"]
+__all__ = [
+    "DTYPES",
+    "RUNS",
+    "Array",
+    "Empty",
+    "NonFiniteError",
+    "ProtocolError",
+    "ReplayMismatch",
+    "Scalar",
+    "Values",
+    "array",
+    "message",
+    "nbytes",
+    "same",
+    "scalar",
+    "validate",
+    "values",
+]
 
 
 class ProtocolError(VFLError):
@@ -117,12 +132,10 @@ _M = TypeVar("_M")
 
 def _field(spec: Spec, optional: bool) -> Any:
     # a dataclass field whose value is declared by ``spec`` (checked by validate, not here)
-    return dataclasses.field(default=None if optional else dataclasses.MISSING,
-                             metadata={"vfl": spec})
+    return dataclasses.field(default=None if optional else dataclasses.MISSING, metadata={"vfl": spec})
 
 
-def array(dtype: npt.DTypeLike, *shape: int | str, optional: bool = False,
-          finite: bool = True) -> Any:
+def array(dtype: npt.DTypeLike, *shape: int | str, optional: bool = False, finite: bool = True) -> Any:
     """A message field holding an array of ``dtype`` and symbolic ``shape``."""
     dtype = np.dtype(dtype)
     if dtype not in DTYPES:
@@ -130,13 +143,11 @@ def array(dtype: npt.DTypeLike, *shape: int | str, optional: bool = False,
     return _field(Array(dtype, tuple(shape), optional, finite), optional)
 
 
-def scalar(type_: type, *, optional: bool = False, finite: bool = True,
-           choices: Iterable[str] | None = None) -> Any:
+def scalar(type_: type, *, optional: bool = False, finite: bool = True, choices: Iterable[str] | None = None) -> Any:
     """A message field holding one float, int, bool or str."""
     if type_ not in (float, int, bool, str):
         raise TypeError(f"a scalar field holds a float, int, bool or str, not {type_}")
-    return _field(Scalar(type_, optional, finite, None if choices is None else tuple(choices)),
-                  optional)
+    return _field(Scalar(type_, optional, finite, None if choices is None else tuple(choices)), optional)
 
 
 def values(*, optional: bool = False, finite: bool = True) -> Any:
@@ -166,8 +177,7 @@ def message(cls: type[_M]) -> type[_M]:
     fields: list[tuple[str, Spec]] = []
     for f in dataclasses.fields(cast("type[DataclassInstance]", cls)):
         if "vfl" not in f.metadata:
-            raise TypeError(f"{cls.__name__}.{f.name} is not a typed field (array, scalar, "
-                            "values)")
+            raise TypeError(f"{cls.__name__}.{f.name} is not a typed field (array, scalar, values)")
         fields.append((f.name, f.metadata["vfl"]))
     made = declared(cls)
     made.FIELDS = tuple(fields)
@@ -180,10 +190,13 @@ def _compiled(cls: Declared) -> tuple[Callable[..., Any], Callable[..., Any] | N
     Python's): ``accepts(msg, dims, finite)``, True when every field passes the common checks
     (anything else, including a refusal, goes through :func:`validate`'s detailed path), and
     ``payload(msg)``, :func:`nbytes`."""
-    env: dict[str, object] = {"ndarray": np.ndarray, "_finite": _finite, "isfinite": math.isfinite,
-           "FLOATS": (float, int, np.floating, np.integer)}
-    symbols = sorted({d for _, spec in cls.FIELDS if type(spec) is Array for d in spec.shape
-                      if isinstance(d, str)})
+    env: dict[str, object] = {
+        "ndarray": np.ndarray,
+        "_finite": _finite,
+        "isfinite": math.isfinite,
+        "FLOATS": (float, int, np.floating, np.integer),
+    }
+    symbols = sorted({d for _, spec in cls.FIELDS if type(spec) is Array for d in spec.shape if isinstance(d, str)})
     ok = ["def accepts(msg, dims, finite):"]
     ok += [f"    s_{i} = dims.get({d!r})" for i, d in enumerate(symbols)]
     size = ["def payload(msg):", "    total = 0"]
@@ -193,15 +206,19 @@ def _compiled(cls: Declared) -> tuple[Callable[..., Any], Callable[..., Any] | N
         size.append(f"    v = msg.{name}")
         if type(spec) is Array:
             env[f"dtype_{j}"] = spec.dtype
-            ok += [f"    if v is None: {none}",
-                   "    else:",
-                   f"        if v.__class__ is not ndarray or v.dtype != dtype_{j} "
-                   f"or v.ndim != {len(spec.shape)}: return False"]
+            ok += [
+                f"    if v is None: {none}",
+                "    else:",
+                f"        if v.__class__ is not ndarray or v.dtype != dtype_{j} "
+                f"or v.ndim != {len(spec.shape)}: return False",
+            ]
             for axis, dim in enumerate(spec.shape):
                 if isinstance(dim, str):
                     i = symbols.index(dim)
-                    ok += [f"        if s_{i} is None: s_{i} = v.shape[{axis}]",
-                           f"        elif v.shape[{axis}] != s_{i}: return False"]
+                    ok += [
+                        f"        if s_{i} is None: s_{i} = v.shape[{axis}]",
+                        f"        elif v.shape[{axis}] != s_{i}: return False",
+                    ]
                 else:
                     ok.append(f"        if v.shape[{axis}] != {int(dim)}: return False")
             if spec.finite and spec.dtype.kind == "f":
@@ -209,10 +226,12 @@ def _compiled(cls: Declared) -> tuple[Callable[..., Any], Callable[..., Any] | N
             size.append("    if v is not None: total += v.nbytes")
         elif type(spec) is Scalar and spec.choices is None and spec.type is not str:
             t = spec.type.__name__
-            check = (f"v.__class__ is not {t} and (v.__class__ is bool or not isinstance(v, "
-                     f"FLOATS))" if t == "float" else f"v.__class__ is not {t}")
-            ok += [f"    if v is None: {none}",
-                   f"    elif {check}: return False"]
+            check = (
+                f"v.__class__ is not {t} and (v.__class__ is bool or not isinstance(v, FLOATS))"
+                if t == "float"
+                else f"v.__class__ is not {t}"
+            )
+            ok += [f"    if v is None: {none}", f"    elif {check}: return False"]
             if t == "float" and spec.finite:
                 ok.append("    elif finite and not isfinite(v): return False")
             size.append(f"    if v is not None: total += {1 if t == 'bool' else 8}")
@@ -248,8 +267,7 @@ def _check_array(where: str, a: object, spec: Array, dims: Dims, finite: bool) -
     if a.dtype != spec.dtype:
         _refuse(f"{where} must have dtype {spec.dtype}, got {a.dtype}")
     if a.ndim != len(spec.shape):
-        _refuse(f"{where} must have {len(spec.shape)} dimension(s) {spec.shape}, got shape "
-                f"{a.shape}")
+        _refuse(f"{where} must have {len(spec.shape)} dimension(s) {spec.shape}, got shape {a.shape}")
     for size, dim in zip(a.shape, spec.shape):
         want = dims.setdefault(dim, size) if isinstance(dim, str) else dim
         if size != want:
@@ -260,10 +278,15 @@ def _check_array(where: str, a: object, spec: Array, dims: Dims, finite: bool) -
 
 def _check_scalar(where: str, v: object, spec: Scalar, finite: bool) -> None:
     t = spec.type
-    ok = (isinstance(v, (bool, np.bool_)) if t is bool else
-          isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) if t is int
-          else isinstance(v, (float, int, np.floating, np.integer))
-          and not isinstance(v, (bool, np.bool_)) if t is float else isinstance(v, str))
+    ok = (
+        isinstance(v, (bool, np.bool_))
+        if t is bool
+        else isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+        if t is int
+        else isinstance(v, (float, int, np.floating, np.integer)) and not isinstance(v, (bool, np.bool_))
+        if t is float
+        else isinstance(v, str)
+    )
     if not ok:
         _refuse(f"{where} must be a {t.__name__}, got {type(v).__name__}")
     if spec.choices is not None and v not in spec.choices:
@@ -288,8 +311,10 @@ def _check_values(where: str, v: object, spec: Values, finite: bool) -> None:
                 _refuse(f"{at} is not finite ({item})", True)
             continue
         if type(item) is not np.ndarray or item.dtype not in DTYPES:
-            _refuse(f"{at} must be None, a bool, int, float, str or an array of "
-                    f"{[str(d) for d in DTYPES]}, got {type(item).__name__}")
+            _refuse(
+                f"{at} must be None, a bool, int, float, str or an array of "
+                f"{[str(d) for d in DTYPES]}, got {type(item).__name__}"
+            )
         if finite and spec.finite and item.dtype.kind == "f" and not np.isfinite(item).all():
             _refuse(f"{at} holds non-finite values", True)
 
@@ -301,8 +326,14 @@ def _w(where: str | tuple[str, ...]) -> str:
     return where if isinstance(where, str) else "".join(where)
 
 
-def validate(msg: object, expected: type, dims: Mapping[str, int] | None = None, *,
-             finite: bool = True, where: str | tuple[str, ...] = "") -> None:
+def validate(
+    msg: object,
+    expected: type,
+    dims: Mapping[str, int] | None = None,
+    *,
+    finite: bool = True,
+    where: str | tuple[str, ...] = "",
+) -> None:
     """Refuse ``msg`` unless it is an ``expected`` message whose fields have their declared
     types, dtypes and shapes (``dims``: sizes the receiver knows, e.g. ``{"N": 300}``;
     other symbols must agree across the message) and, with ``finite``, finite floats.
@@ -314,8 +345,7 @@ def validate(msg: object, expected: type, dims: Mapping[str, int] | None = None,
     or parts joined only when a message is refused.
     """
     if type(msg) is not expected:
-        raise ProtocolError(f"{_w(where)}expected a {expected.__name__} message, got "
-                            f"{type(msg).__name__}")
+        raise ProtocolError(f"{_w(where)}expected a {expected.__name__} message, got {type(msg).__name__}")
     spec_of = declared(expected)
     if spec_of._accepts(msg, dims or _NO_DIMS, finite):
         return
@@ -326,26 +356,35 @@ def validate(msg: object, expected: type, dims: Mapping[str, int] | None = None,
         if v is None:
             if not spec.optional:
                 raise ProtocolError(f"{_w(where)}{expected.__name__}.{name} is required")
-        elif isinstance(spec, Array) and runs is not None and type(v) is np.ndarray and \
-                v.ndim == len(spec.shape) + 1 and v.shape[0] == runs:  # the audit's runs
+        elif (
+            isinstance(spec, Array)
+            and runs is not None
+            and type(v) is np.ndarray
+            and v.ndim == len(spec.shape) + 1
+            and v.shape[0] == runs
+        ):  # the audit's runs
             at = f"{_w(where)}{expected.__name__}.{name}"
             _check_array(at, v[0], spec, bound, False)
             if finite and spec.finite and spec.dtype.kind == "f" and not _finite(v):
                 _refuse(f"{at} holds non-finite values", True)
         elif isinstance(spec, Array):  # the common case checked inline; the detail only on a refusal
-            if type(v) is not np.ndarray or v.dtype != spec.dtype or \
-                    v.ndim != len(spec.shape) or \
-                    (finite and spec.finite and spec.dtype.kind == "f" and not _finite(v)):
+            if (
+                type(v) is not np.ndarray
+                or v.dtype != spec.dtype
+                or v.ndim != len(spec.shape)
+                or (finite and spec.finite and spec.dtype.kind == "f" and not _finite(v))
+            ):
                 _check_array(f"{_w(where)}{expected.__name__}.{name}", v, spec, bound, finite)
             for size, dim in zip(v.shape, spec.shape):
                 if size != (bound.setdefault(dim, size) if dim.__class__ is str else dim):
                     _check_array(f"{_w(where)}{expected.__name__}.{name}", v, spec, bound, finite)
         elif isinstance(spec, Scalar):
             t = spec.type
-            if not (v.__class__ is t or (t is float and v.__class__ is not bool
-                                         and isinstance(v, _FLOATS))) \
-                    or spec.choices is not None or (finite and spec.finite and t is float
-                                                    and not math.isfinite(cast(float, v))):
+            if (
+                not (v.__class__ is t or (t is float and v.__class__ is not bool and isinstance(v, _FLOATS)))
+                or spec.choices is not None
+                or (finite and spec.finite and t is float and not math.isfinite(cast(float, v)))
+            ):
                 _check_scalar(f"{_w(where)}{expected.__name__}.{name}", v, spec, finite)
         else:
             _check_values(f"{_w(where)}{expected.__name__}.{name}", v, spec, finite)
@@ -400,9 +439,13 @@ def same(a: object, b: object) -> bool:
 
 def _same_value(x: object, y: object) -> bool:
     if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-        return (isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and x.dtype == y.dtype
-                and x.shape == y.shape and np.ascontiguousarray(x).tobytes()
-                == np.ascontiguousarray(y).tobytes())
+        return (
+            isinstance(x, np.ndarray)
+            and isinstance(y, np.ndarray)
+            and x.dtype == y.dtype
+            and x.shape == y.shape
+            and np.ascontiguousarray(x).tobytes() == np.ascontiguousarray(y).tobytes()
+        )
     if isinstance(x, float) or isinstance(y, float):
         # numbers (a float field may hold an int)
         return np.float64(cast(float, x)).tobytes() == np.float64(cast(float, y)).tobytes()

@@ -57,14 +57,11 @@ class Objective:
     def __post_init__(self) -> None:
         get_loss(self.loss)  # validates the name
         if self.reduction not in REDUCTIONS:
-            raise ValueError(
-                f"unknown reduction {self.reduction!r}; expected one of {REDUCTIONS}"
-            )
+            raise ValueError(f"unknown reduction {self.reduction!r}; expected one of {REDUCTIONS}")
         if not np.isfinite(self.lam) or self.lam < 0:
             raise ValueError(f"lam must be a finite number >= 0, got {self.lam!r}")
         if self.regularizer not in REGULARIZERS:
-            raise ValueError(
-                f"unknown regularizer {self.regularizer!r}; expected one of {REGULARIZERS}")
+            raise ValueError(f"unknown regularizer {self.regularizer!r}; expected one of {REGULARIZERS}")
         if self.reduction == "unit_mean" and not (self.unit_size and self.unit_size >= 1):
             raise ValueError("reduction 'unit_mean' needs unit_size >= 1 (samples per unit)")
 
@@ -115,11 +112,9 @@ class Objective:
 
     def _require_smooth(self, what: str) -> None:
         if not self.smooth:
-            raise ValueError(f"{what} needs a differentiable regularizer; l1 has none "
-                             "(use a proximal method)")
+            raise ValueError(f"{what} needs a differentiable regularizer; l1 has none (use a proximal method)")
 
-    def value_from_margins(self, u: np.ndarray, b: np.ndarray,
-                           x: np.ndarray | list[np.ndarray]) -> float:
+    def value_from_margins(self, u: np.ndarray, b: np.ndarray, x: np.ndarray | list[np.ndarray]) -> float:
         """F at ``x`` given the margins ``u = D x`` already computed."""
         return self.data_term(u, b) + self.reg_term(x)
 
@@ -127,8 +122,7 @@ class Objective:
     def value(self, x: np.ndarray, D: Design, b: np.ndarray) -> float:
         return self.value_from_margins(D @ x, b, x)
 
-    def value_and_grad(self, x: np.ndarray, D: Design, b: np.ndarray
-                       ) -> tuple[float, FloatArray]:
+    def value_and_grad(self, x: np.ndarray, D: Design, b: np.ndarray) -> tuple[float, FloatArray]:
         self._require_smooth("the gradient")
         u = D @ x
         w = self.weight(len(b))
@@ -160,8 +154,9 @@ class Objective:
 
     def describe(self) -> str:
         """A one-line formula, written into run manifests."""
-        w = {"sum": "sum_i", "mean": "(1/N) sum_i",
-             "unit_mean": f"sum_units (1/{self.unit_size}) sum_(i in unit)"}[self.reduction]
+        w = {"sum": "sum_i", "mean": "(1/N) sum_i", "unit_mean": f"sum_units (1/{self.unit_size}) sum_(i in unit)"}[
+            self.reduction
+        ]
         term = {
             "logistic": "log(1 + exp(-b_i u_i))",
             "squared": "(u_i - b_i)^2",

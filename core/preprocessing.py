@@ -39,10 +39,20 @@ from vfl.core.arrays import BoolArray, FloatArray, IntArray, Matrix
 from vfl.core.rows import RowSteps, add_intercept, clip_rows, normalize_rows, row_norms
 
 __all__ = [
-    "SOURCES", "ENCODINGS", "SCALINGS",
-    "ColumnSpec", "Schema", "RawTable",
-    "Encoder", "Scaler", "RowSteps", "Pipeline",
-    "clip_rows", "normalize_rows", "add_intercept", "row_norms",
+    "SOURCES",
+    "ENCODINGS",
+    "SCALINGS",
+    "ColumnSpec",
+    "Schema",
+    "RawTable",
+    "Encoder",
+    "Scaler",
+    "RowSteps",
+    "Pipeline",
+    "clip_rows",
+    "normalize_rows",
+    "add_intercept",
+    "row_norms",
 ]
 
 #: where a column step's parameters come from
@@ -68,8 +78,7 @@ class ColumnSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise ValueError(f"column {self.name!r}: kind must be numeric or categorical, "
-                             f"got {self.kind!r}")
+            raise ValueError(f"column {self.name!r}: kind must be numeric or categorical, got {self.kind!r}")
         if self.values is not None:
             check_vocabulary(self.name, self.values)
         if self.bounds is not None:
@@ -106,8 +115,9 @@ def check_bounds(name: str, bounds: Iterable[float]) -> tuple[float, float]:
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise ValueError(f"column {name!r}: bounds must be finite, got [{lo:g}, {hi:g}]")
     if lo >= hi:
-        raise ValueError(f"column {name!r}: bounds need lower < upper, got [{lo:g}, {hi:g}] "
-                         "(a zero range scales nothing)")
+        raise ValueError(
+            f"column {name!r}: bounds need lower < upper, got [{lo:g}, {hi:g}] (a zero range scales nothing)"
+        )
     return lo, hi
 
 
@@ -180,10 +190,16 @@ class RawTable:
         """These records followed by ``other``'s (same columns)."""
         if other.names != self.names or other.kinds != self.kinds:
             raise ValueError("cannot stack tables with different columns")
-        num = (sp.vstack([self.numeric, other.numeric]).tocsr() if sp.issparse(self.numeric)
-               else np.vstack([self.numeric, other.numeric]))
-        cat = None if self.categorical is None or other.categorical is None else \
-            np.vstack([self.categorical, other.categorical])  # same columns: both or neither
+        num = (
+            sp.vstack([self.numeric, other.numeric]).tocsr()
+            if sp.issparse(self.numeric)
+            else np.vstack([self.numeric, other.numeric])
+        )
+        cat = (
+            None
+            if self.categorical is None or other.categorical is None
+            else np.vstack([self.categorical, other.categorical])
+        )  # same columns: both or neither
         return RawTable(self.names, self.kinds, num, cat)
 
     def column(self, name: str) -> np.ndarray:
@@ -219,8 +235,7 @@ class Encoder:
     def __post_init__(self) -> None:
         if self.encoding not in ENCODINGS:
             raise ValueError(f"encoding must be one of {', '.join(ENCODINGS)}, got {self.encoding!r}")
-        missing = [n for n in self.layout if self.kinds[n] == "categorical"
-                   and n not in self.vocabularies]
+        missing = [n for n in self.layout if self.kinds[n] == "categorical" and n not in self.vocabularies]
         if missing:
             raise ValueError(f"categorical column {missing[0]!r} has no vocabulary")
 
@@ -291,12 +306,18 @@ class Encoder:
         return X
 
     def describe(self, sources: Mapping[str, str]) -> dict[str, object]:
-        return {"step": "encode", "encoding": self.encoding, "other_bucket": self.other,
-                "width": self.width,
-                "categorical": {n: {"values": list(self.vocabularies[n]),
-                                    "source": sources.get(n)}
-                                for n in self.layout if self.kinds[n] == "categorical"},
-                "columns": list(self.layout)}
+        return {
+            "step": "encode",
+            "encoding": self.encoding,
+            "other_bucket": self.other,
+            "width": self.width,
+            "categorical": {
+                n: {"values": list(self.vocabularies[n]), "source": sources.get(n)}
+                for n in self.layout
+                if self.kinds[n] == "categorical"
+            },
+            "columns": list(self.layout),
+        }
 
 
 # ----------------------------------------------------------------- scaling --
@@ -388,12 +409,15 @@ class Scaler:
             return v
         span = hi - lo
         safe = np.where(span > 0, span, 1.0)
-        return np.where(span > 0, self.lower + (v - lo) * ((self.upper - self.lower) / safe),
-                        self.lower)
+        return np.where(span > 0, self.lower + (v - lo) * ((self.upper - self.lower) / safe), self.lower)
 
     def describe(self, names: Sequence[str], source: str | None) -> dict[str, object]:
-        out: dict[str, object] = {"step": "scale", "scaling": self.kind, "source": source,
-               "features": [names[j] for j in self.columns]}
+        out: dict[str, object] = {
+            "step": "scale",
+            "scaling": self.kind,
+            "source": source,
+            "features": [names[j] for j in self.columns],
+        }
         if self.kind in ("minmax", "clip"):
             out["bounds"] = [[float(a), float(b)] for a, b in zip(*self._range())]
         if self.kind == "minmax":

@@ -62,10 +62,33 @@ if TYPE_CHECKING:
 #: a handler: a :class:`Side` method ``(self, request) -> reply``
 _Handler = TypeVar("_Handler", bound=Callable[..., object])
 
-__all__ = ["CONTROL", "DIAGNOSTIC", "Call", "Empty", "Env", "INFERENCE", "Kind",
-           "NonFiniteError", "PROTOCOL", "RUNS", "Placement", "Protocol", "ProtocolError", "Recovery",
-           "ReplayMismatch", "Side", "UnitData", "array", "handles", "message",
-           "nbytes", "same", "scalar", "validate", "values"]
+__all__ = [
+    "CONTROL",
+    "DIAGNOSTIC",
+    "Call",
+    "Empty",
+    "Env",
+    "INFERENCE",
+    "Kind",
+    "NonFiniteError",
+    "PROTOCOL",
+    "RUNS",
+    "Placement",
+    "Protocol",
+    "ProtocolError",
+    "Recovery",
+    "ReplayMismatch",
+    "Side",
+    "UnitData",
+    "array",
+    "handles",
+    "message",
+    "nbytes",
+    "same",
+    "scalar",
+    "validate",
+    "values",
+]
 
 
 class Kind(str, enum.Enum):
@@ -81,8 +104,8 @@ class Kind(str, enum.Enum):
     CONTROL = "control"
 
 
-PROTOCOL, DIAGNOSTIC, INFERENCE, CONTROL = (Kind.PROTOCOL, Kind.DIAGNOSTIC, Kind.INFERENCE,
-                                            Kind.CONTROL)
+PROTOCOL, DIAGNOSTIC, INFERENCE, CONTROL = (Kind.PROTOCOL, Kind.DIAGNOSTIC, Kind.INFERENCE, Kind.CONTROL)
+
 
 # ------------------------------------------------------------------ declarations --
 @dataclass(frozen=True)
@@ -103,8 +126,7 @@ class Call:
     def __post_init__(self) -> None:
         bad = set(self.labels) - {"request", "reply"}
         if bad:
-            raise TypeError(f"call {self.name}: labels names payloads 'request' or 'reply', "
-                            f"not {sorted(bad)}")
+            raise TypeError(f"call {self.name}: labels names payloads 'request' or 'reply', not {sorted(bad)}")
 
     @property
     def labels_to_unit(self) -> bool:
@@ -115,9 +137,11 @@ class Call:
 def handles(name: str) -> Callable[[_Handler], _Handler]:
     """Bind a :class:`Side` method to the protocol's call ``name`` (``method(request) ->
     reply``)."""
+
     def mark(fn: _Handler) -> _Handler:
         fn.__vfl_call__ = name  # type: ignore[attr-defined]  # a mark Protocol reads
         return fn
+
     return mark
 
 
@@ -177,10 +201,19 @@ class Protocol:
     recovery records); ``opened``: what a unit reports when it opens.
     """
 
-    def __init__(self, name: str, version: int, *, spec: type, side: type[Side],
-                 calls: Iterable[Call],
-                 opened: type = Empty, placement: Placement = Placement(),
-                 recovery: Recovery = Recovery(), iteration: str | None = None):
+    def __init__(
+        self,
+        name: str,
+        version: int,
+        *,
+        spec: type,
+        side: type[Side],
+        calls: Iterable[Call],
+        opened: type = Empty,
+        placement: Placement = Placement(),
+        recovery: Recovery = Recovery(),
+        iteration: str | None = None,
+    ):
         self.name, self.version = str(name), int(version)
         self.spec, self.side, self.opened = spec, side, opened
         self.calls: tuple[Call, ...] = tuple(calls)
@@ -199,8 +232,9 @@ class Protocol:
         extra = set(found) - set(names)
         missing = [n for n in names if n not in found]
         if extra or missing:
-            raise TypeError(f"protocol {name}: handlers without a call {sorted(extra)}, calls "
-                            f"without a handler {missing}")
+            raise TypeError(
+                f"protocol {name}: handlers without a call {sorted(extra)}, calls without a handler {missing}"
+            )
         self.handlers = tuple(found[n] for n in names)
         if iteration is not None and iteration not in self._index:
             raise TypeError(f"protocol {name}: its iteration call {iteration!r} is not declared")
@@ -261,11 +295,21 @@ class Env:
     def stream(self, purpose: str, *sub: int) -> np.random.Generator:
         raise NotImplementedError
 
-    def release(self, mean: FloatArray, *, units: int | npt.ArrayLike, scale: npt.ArrayLike,
-                sensitivity: float, rng: np.random.Generator | ExactSampler,
-                mechanism: str = "gaussian", size: int | None = None,
-                l2_sensitivity: float | None = None, rows: slice | None = None,
-                total: int | None = None, **context: object) -> FloatArray:
+    def release(
+        self,
+        mean: FloatArray,
+        *,
+        units: int | npt.ArrayLike,
+        scale: npt.ArrayLike,
+        sensitivity: float,
+        rng: np.random.Generator | ExactSampler,
+        mechanism: str = "gaussian",
+        size: int | None = None,
+        l2_sensitivity: float | None = None,
+        rows: slice | None = None,
+        total: int | None = None,
+        **context: object,
+    ) -> FloatArray:
         """``mean`` plus noise of ``scale`` (``rows`` of a ``total``-row release drawn whole
         from a seeded stream, as :func:`~vfl.core.solver.add_noise_to_rows`); ``context``:
         what the host may record beside it (FDML's batch rows)."""
@@ -288,8 +332,7 @@ class Side:
         """What the unit reports when it opens (the protocol's ``opened`` message)."""
         return Empty()
 
-    def adopt(self, call: Call, request: object, reply: object,
-              handle: Callable[[Call, object], object]) -> None:
+    def adopt(self, call: Call, request: object, reply: object, handle: Callable[[Call, object], object]) -> None:
         """Catch up with a completed ``releases`` round whose reply the coordinator holds.
 
         Replayable noise: the request is handled again (``handle``) and its reply must be
@@ -304,5 +347,6 @@ class Side:
 
     def install(self, call: Call, request: object, reply: object) -> None:
         """Take the state after a round from its recorded reply (no noise drawn)."""
-        raise ReplayMismatch(f"a {type(self).__name__} cannot take back a released "
-                             f"{call.name} without drawing it again")
+        raise ReplayMismatch(
+            f"a {type(self).__name__} cannot take back a released {call.name} without drawing it again"
+        )

@@ -39,8 +39,7 @@ class Cleaning:
     def state(self, relation: str) -> str:
         """``relation`` restated on the cleaned file."""
         who = f", as {self.by} did" if self.by else ""
-        return (f"{relation}; on the cleaned file ({self.removed} removed before the "
-                f"mechanism{who})")
+        return f"{relation}; on the cleaned file ({self.removed} removed before the mechanism{who})"
 
     def describe(self) -> dict[str, str | None]:
         return {"removed": self.removed, "by": self.by or None}
@@ -67,15 +66,17 @@ class Relation:
         return self.statement
 
     def describe(self) -> dict[str, str]:
-        return {"relation": self.name, "protects": self.holder, "towards": self.towards,
-                "neighbouring": self.statement}
+        return {"relation": self.name, "protects": self.holder, "towards": self.towards, "neighbouring": self.statement}
 
 
 #: the label relation of every vertical solver (Ghazi et al. 2021, label DP)
 LABELS = Relation(
-    "labels", "party 1's labels (the label holder)", "the passive parties (parties 2..M, "
-    "together)", "datasets differing in one sample's label, flipped (y_i -> -y_i); every "
-    "party's features and the other labels fixed")
+    "labels",
+    "party 1's labels (the label holder)",
+    "the passive parties (parties 2..M, together)",
+    "datasets differing in one sample's label, flipped (y_i -> -y_i); every "
+    "party's features and the other labels fixed",
+)
 
 #: the name of the feature relation's ledger (each solver states that relation in words)
 FEATURES = "features"

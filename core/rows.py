@@ -33,9 +33,11 @@ def row_norms(X: Matrix) -> FloatArray:
 
 def _scale_rows(X: Matrix, factor: FloatArray) -> Matrix:
     if sp.issparse(X):
-        return sp.diags(factor) @ X if not sp.isspmatrix_csr(X) else \
-            sp.csr_matrix((X.data * np.repeat(factor, np.diff(X.indptr)), X.indices, X.indptr),
-                          shape=X.shape)
+        return (
+            sp.diags(factor) @ X
+            if not sp.isspmatrix_csr(X)
+            else sp.csr_matrix((X.data * np.repeat(factor, np.diff(X.indptr)), X.indices, X.indptr), shape=X.shape)
+        )
     return X * factor[:, None]
 
 
@@ -133,12 +135,15 @@ class RowSteps:
     def describe(self, unit: str) -> list[dict[str, object]]:
         steps: list[dict[str, object]] = []
         if self.intercept:
-            steps.append({"step": "intercept", "source": "per_record",
-                          "applies_to": "party 1's block" if unit == "party block" else "every row"})
+            steps.append(
+                {
+                    "step": "intercept",
+                    "source": "per_record",
+                    "applies_to": "party 1's block" if unit == "party block" else "every row",
+                }
+            )
         if self.row_clip is not None:
-            steps.append({"step": "row_clip", "norm": self.row_clip, "unit": unit,
-                          "source": "per_record"})
+            steps.append({"step": "row_clip", "norm": self.row_clip, "unit": unit, "source": "per_record"})
         if self.normalize:
-            steps.append({"step": "normalize_rows", "norm": 1.0, "unit": unit,
-                          "source": "per_record"})
+            steps.append({"step": "normalize_rows", "norm": 1.0, "unit": unit, "source": "per_record"})
         return steps

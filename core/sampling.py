@@ -68,8 +68,7 @@ if TYPE_CHECKING:
 #: ``n -> n`` uniform 64-bit words
 Words = Callable[[int], npt.NDArray[np.uint64]]
 
-__all__ = ["ExactSampler", "GRID_BITS", "RR_BITS", "grid_slack", "randomized_response",
-           "rr_epsilon"]
+__all__ = ["ExactSampler", "GRID_BITS", "RR_BITS", "grid_slack", "randomized_response", "rr_epsilon"]
 
 #: the grid step is the noise scale / 2^GRID_BITS: fine enough that rounding adds
 #: about 1e-6 sigma per coordinate to the sensitivity, coarse enough that every
@@ -91,8 +90,7 @@ def rr_epsilon(epsilon: float) -> tuple[int, float]:
     return n, n / 2.0**RR_BITS
 
 
-def randomized_response(labels: npt.ArrayLike, epsilon: float,
-                        rng: np.random.Generator | ExactSampler) -> np.ndarray:
+def randomized_response(labels: npt.ArrayLike, epsilon: float, rng: np.random.Generator | ExactSampler) -> np.ndarray:
     """Warner's randomized response on labels in {-1, +1}: each kept with probability
     ``e^eps / (1 + e^eps)``, flipped otherwise (epsilon-label-DP, one release of all of
     them; ``eps`` on the grid of :func:`rr_epsilon`). An exact sampler (deployment) draws
@@ -106,8 +104,7 @@ def randomized_response(labels: npt.ArrayLike, epsilon: float,
     return np.where(flips, -y, y).astype(y.dtype)
 
 
-def grid_slack(mechanism: str, scale: npt.ArrayLike, size: int, bits: int = GRID_BITS
-               ) -> FloatArray:
+def grid_slack(mechanism: str, scale: npt.ArrayLike, size: int, bits: int = GRID_BITS) -> FloatArray:
     """What rounding to the grid adds to a release's sensitivity (l2 Gaussian, l1 Laplace).
 
     ``|rint(a/g) - rint(b/g)| <= |a - b| / g + 1`` per coordinate, so the
@@ -145,7 +142,7 @@ class KeyStream:
     def __call__(self, n: int) -> npt.NDArray[np.uint64]:
         if self._out.size < n:
             self._out = np.empty(max(n, 1024), dtype=np.uint64)
-        buf = self._out.data.cast("B")[:8 * n]
+        buf = self._out.data.cast("B")[: 8 * n]
         if self.source == "urandom":
             buf[:] = os.urandom(8 * n)
         else:
@@ -154,7 +151,7 @@ class KeyStream:
             assert self._cipher is not None  # _rekey set it
             if len(self._zeros) < 8 * n:
                 self._zeros = bytes(8 * n)
-            self._cipher.update_into(memoryview(self._zeros)[:8 * n], buf)
+            self._cipher.update_into(memoryview(self._zeros)[: 8 * n], buf)
             self._used += 8 * n
         return self._out[:n]
 
@@ -179,8 +176,9 @@ class ExactSampler:
 
     exact = True
 
-    def __init__(self, bits: int = GRID_BITS, *, source: str = "chacha20",
-                 words: Words | None = None, pool: bool = False):
+    def __init__(
+        self, bits: int = GRID_BITS, *, source: str = "chacha20", words: Words | None = None, pool: bool = False
+    ):
         if not 0 <= bits <= GRID_BITS:
             raise ValueError(f"bits must be in [0, {GRID_BITS}], got {bits}")
         self.bits = bits
@@ -213,8 +211,7 @@ class ExactSampler:
             raise ValueError("bernoulli_exp needs 0 <= n < 2^62 and 0 <= e <= 62")
         factors: ExpFactors = exp_factors(e, 62)
         flat = n.ravel()
-        words = self._words(len(factors.groups) * flat.size).reshape(len(factors.groups),
-                                                                     flat.size)
+        words = self._words(len(factors.groups) * flat.size).reshape(len(factors.groups), flat.size)
         ok, tie = factors.fast(flat, words)
         ties = np.flatnonzero(tie)
         tied = words[:, ties].copy()  # before _word() reuses the buffer
@@ -248,8 +245,8 @@ class ExactSampler:
             c = table.batch(n - have)
             words = self._words(table.words * c).reshape(table.words, c)
             values, ok = table.candidates(words, self._word)
-            kept = values[ok][:n - have]
-            out[have:have + kept.size] = kept
+            kept = values[ok][: n - have]
+            out[have : have + kept.size] = kept
             have += kept.size
         return out
 
@@ -280,8 +277,10 @@ class ExactSampler:
         gamma = np.broadcast_to(s / self.T, mean.shape)
         q = mean / gamma
         if not np.all(np.abs(q) < _EXACT / 4):
-            raise ValueError("a released value is too large for the exact sampler's grid "
-                             f"(|value| / (scale / 2^{GRID_BITS}) must stay below 2^51)")
+            raise ValueError(
+                "a released value is too large for the exact sampler's grid "
+                f"(|value| / (scale / 2^{GRID_BITS}) must stay below 2^51)"
+            )
         q = np.rint(q).astype(np.int64)
         z = self.noise(mechanism, mean.size)
         return (q + z.reshape(mean.shape)).astype(float) * gamma
@@ -309,8 +308,7 @@ class _Pool:
     def take(self, mechanism: str, n: int) -> IntArray:
         with self._lock:
             # every draw runs on the one worker thread: its sampler's words are never shared
-            future = self._pending.pop((mechanism, n), None) or \
-                self._executor.submit(self._draw, mechanism, n)
+            future = self._pending.pop((mechanism, n), None) or self._executor.submit(self._draw, mechanism, n)
             z = future.result()
             self._pending[(mechanism, n)] = self._executor.submit(self._draw, mechanism, n)
         return z

@@ -141,13 +141,15 @@ def add_noise(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng: np.rando
     if mechanism == "randomized_response":  # labels +-1, scale 1 / epsilon (one unit)
         from .sampling import randomized_response
 
-        return randomized_response(np.asarray(mean, dtype=float),
-                                   1.0 / float(np.ravel(scale)[0]), rng)
+        return randomized_response(np.asarray(mean, dtype=float), 1.0 / float(np.ravel(scale)[0]), rng)
     if isinstance(rng, ExactSampler):
         return rng.add(mechanism, mean, scale)
     mean = np.asarray(mean, dtype=float)
-    s = np.asarray(scale, dtype=float).reshape((-1,) + (1,) * (mean.ndim - 1)) if mean.ndim > 1 \
+    s = (
+        np.asarray(scale, dtype=float).reshape((-1,) + (1,) * (mean.ndim - 1))
+        if mean.ndim > 1
         else np.asarray(scale, dtype=float)
+    )
     if mechanism == "gaussian":
         return mean + s * rng.standard_normal(mean.shape)
     if mechanism == "laplace":
@@ -155,8 +157,7 @@ def add_noise(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng: np.rando
     raise ValueError(f"unknown mechanism {mechanism!r}")
 
 
-def add_noise_to_rows(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng, rows: slice,
-                      total: int) -> np.ndarray:
+def add_noise_to_rows(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng, rows: slice, total: int) -> np.ndarray:
     """Rows ``rows`` of :func:`add_noise` on a ``(total, ...)`` array whose rows ``rows`` are
     ``mean`` (``scale``: those rows' scales), drawn where those rows are held.
 
@@ -190,8 +191,16 @@ RELEASED, DIAGNOSTIC = "released", "diagnostic"
 #: enforced sensitivities that the accounting composes)
 #: columns computed from public quantities only: the iteration, the accountant's numbers, and
 #: the communication (a function of the protocol and the public sizes N, M, d and the graph)
-ALWAYS_RELEASED = ("epoch", "epsilon_tight", "delta_tight", "epsilon_paper", "delta_paper",
-                   "delta_labels", "messages", "bytes")
+ALWAYS_RELEASED = (
+    "epoch",
+    "epsilon_tight",
+    "delta_tight",
+    "epsilon_paper",
+    "delta_paper",
+    "delta_labels",
+    "messages",
+    "bytes",
+)
 #: columns scored on the test rows (``fnmatch`` patterns)
 TEST_COLUMNS = ("test_*",)
 
@@ -217,17 +226,18 @@ def column_kinds(cls, columns, private: bool, *, test_rows_private: bool = False
     patterns = (*ALWAYS_RELEASED, "epsilon_*", *cls.released_columns)
 
     def released(c: str) -> bool:
-        return (any(fnmatchcase(c, p) for p in patterns)
-                and not any(fnmatchcase(c, p) for p in cls.diagnostic_columns)
-                and not (test_rows_private and any(fnmatchcase(c, p) for p in TEST_COLUMNS)))
+        return (
+            any(fnmatchcase(c, p) for p in patterns)
+            and not any(fnmatchcase(c, p) for p in cls.diagnostic_columns)
+            and not (test_rows_private and any(fnmatchcase(c, p) for p in TEST_COLUMNS))
+        )
 
     return {c: RELEASED if released(c) else DIAGNOSTIC for c in columns}
 
 
 #: Integer stream keys (numpy ``SeedSequence`` spawn keys) per purpose. They
 #: are part of the records' meaning: changing them changes every replayed run.
-STREAM_KEYS = {"noise": 0, "init": 1, "batch": 2, "split": 3, "graph": 4, "x0": 5, "random": 6,
-               "audit": 7, "tuning": 8}
+STREAM_KEYS = {"noise": 0, "init": 1, "batch": 2, "split": 3, "graph": 4, "x0": 5, "random": 6, "audit": 7, "tuning": 8}
 
 
 @dataclass
@@ -273,21 +283,27 @@ class Streams:
 
     def describe(self) -> dict:
         if self.replayable_noise:
-            return {"noise": "replayable: SeedSequence(seed, spawn_key=(0, unit...)); this run is a "
-                             "simulation whose noise anyone with the manifest can regenerate, "
-                             "drawn by numpy's floating-point sampler: its epsilon is for "
-                             "analysis only"}
+            return {
+                "noise": "replayable: SeedSequence(seed, spawn_key=(0, unit...)); this run is a "
+                "simulation whose noise anyone with the manifest can regenerate, "
+                "drawn by numpy's floating-point sampler: its epsilon is for "
+                "analysis only"
+            }
         if self.exact_noise:
-            return {"noise": "exact discrete Gaussian / Laplace on a grid of step scale / 2^20 "
-                             "(each scale grown by about 1e-4 or less so that the rounding is "
-                             "charged at the calibrated epsilon), "
-                             "exact rejection sampling in integer arithmetic on a ChaCha20 "
-                             "keystream keyed from os.urandom, fixed work per candidate so "
-                             "that the time does not track the values (vfl.core.sampling): it "
-                             "cannot be replayed, and it is safe against floating-point "
-                             "attacks (Mironov 2012) and timing attacks (Jin et al. 2022)"}
-        return {"noise": "OS entropy (numpy SeedSequence() with no seed), not recorded: the noise "
-                         "cannot be replayed from this run directory"}
+            return {
+                "noise": "exact discrete Gaussian / Laplace on a grid of step scale / 2^20 "
+                "(each scale grown by about 1e-4 or less so that the rounding is "
+                "charged at the calibrated epsilon), "
+                "exact rejection sampling in integer arithmetic on a ChaCha20 "
+                "keystream keyed from os.urandom, fixed work per candidate so "
+                "that the time does not track the values (vfl.core.sampling): it "
+                "cannot be replayed, and it is safe against floating-point "
+                "attacks (Mironov 2012) and timing attacks (Jin et al. 2022)"
+            }
+        return {
+            "noise": "OS entropy (numpy SeedSequence() with no seed), not recorded: the noise "
+            "cannot be replayed from this run directory"
+        }
 
 
 @dataclass(frozen=True)
@@ -322,9 +338,16 @@ def label_neighbours(data, rng: np.random.Generator, candidates: int = 4) -> lis
         flipped = y.copy()
         flipped[i] = -flipped[i]
         kind = "natural" if n == 0 else "candidate"
-        out.append(Neighbour(f"label {i} flipped ({kind})", kind, 0,
-                             VerticalData(data.blocks, flipped), f"sample {i}'s label flipped",
-                             relation="labels"))
+        out.append(
+            Neighbour(
+                f"label {i} flipped ({kind})",
+                kind,
+                0,
+                VerticalData(data.blocks, flipped),
+                f"sample {i}'s label flipped",
+                relation="labels",
+            )
+        )
     return out
 
 
@@ -346,8 +369,13 @@ class VerticalData:
 
     def cut(self, first: int, stop: int, test=None) -> UnitData:
         """Parties ``first .. stop - 1``: their blocks (and held-out blocks ``test[m]``)."""
-        return UnitData(first, stop, len(self.blocks), tuple(self.blocks[first:stop]),
-                        None if test is None else tuple(test[first:stop]))
+        return UnitData(
+            first,
+            stop,
+            len(self.blocks),
+            tuple(self.blocks[first:stop]),
+            None if test is None else tuple(test[first:stop]),
+        )
 
     def elsewhere(self, units, first: int = 0) -> VerticalData:
         """The data as the coordinator holds it with the parties ``first ..`` on ``units``:
@@ -362,9 +390,12 @@ class PartyBlocks:
     wherever the parties run) score the test rows: each sends ``B_m x_m``."""
 
     #: to score a test row, every party sends its share ``B_m x_m`` (one value)
-    inference = Inference(1, "each party holds its columns of a test row and its block x_m of "
-                             "the model: it sends its share B_m x_m per row to the hub, which "
-                             "sums them (Hu et al. 2019, eq. (1))")
+    inference = Inference(
+        1,
+        "each party holds its columns of a test row and its block x_m of "
+        "the model: it sends its share B_m x_m per row to the hub, which "
+        "sums them (Hu et al. 2019, eq. (1))",
+    )
 
     @property
     def iteration(self) -> int:
@@ -447,12 +478,15 @@ class PublicMemo:
         self._value = None
 
     def __call__(self, name: str, inputs: tuple, compute):
-        if self._key is not None and self._key[0] == name and len(inputs) == len(self._key[1]) \
-                and all(_same(a, b) for a, b in zip(inputs, self._key[1])):
+        if (
+            self._key is not None
+            and self._key[0] == name
+            and len(inputs) == len(self._key[1])
+            and all(_same(a, b) for a, b in zip(inputs, self._key[1]))
+        ):
             return self._value.copy()
         value = compute()
-        self._key = (name, tuple(np.array(a) if isinstance(a, np.ndarray) else a
-                                 for a in inputs))
+        self._key = (name, tuple(np.array(a) if isinstance(a, np.ndarray) else a for a in inputs))
         self._value = np.array(value)
         return value
 
@@ -554,14 +588,12 @@ class Solver:
         return False
 
     @classmethod
-    def build(cls, data, *, objective, params: Params, privacy: Params, streams,
-              iterations) -> Solver:
+    def build(cls, data, *, objective, params: Params, privacy: Params, streams, iterations) -> Solver:
         """Construct the solver for a run (default: the constructor of the contract).
 
         ``params`` and ``privacy`` are the typed records of :meth:`typed_params` and
         :meth:`typed_privacy`."""
-        return cls(data, objective=objective, params=params, privacy=privacy, streams=streams,
-                   iterations=iterations)
+        return cls(data, objective=objective, params=params, privacy=privacy, streams=streams, iterations=iterations)
 
     @classmethod
     def unit_noise(cls, widths, N, objective, params: dict, privacy: dict, iterations: int):
@@ -633,8 +665,19 @@ class Solver:
         their messages carry that axis (:data:`~vfl.core.messages.RUNS`)."""
         return getattr(self.observer, "runs", None)
 
-    def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None,
-                l2_sensitivity=None, relation: str = "features"):
+    def release(
+        self,
+        mean,
+        *,
+        units,
+        scale,
+        sensitivity,
+        rng,
+        mechanism="gaussian",
+        size=None,
+        l2_sensitivity=None,
+        relation: str = "features",
+    ):
         """Publish ``mean`` plus noise, and record the :class:`Release` event.
 
         Every noisy value a solver publishes goes through here, so the white-box
@@ -650,24 +693,43 @@ class Solver:
         # a unit's values lie along the last axis; leading axes beyond the units' are the
         # audit's runs (the observer returns them batched: :mod:`vfl.experiments.audit`)
         size = int(size if size is not None else mean.shape[-1])
-        event = self.record_release(units=units, scale=scale, sensitivity=sensitivity, rng=rng,
-                                    mechanism=mechanism, size=size, l2_sensitivity=l2_sensitivity,
-                                    relation=relation)
+        event = self.record_release(
+            units=units,
+            scale=scale,
+            sensitivity=sensitivity,
+            rng=rng,
+            mechanism=mechanism,
+            size=size,
+            l2_sensitivity=l2_sensitivity,
+            relation=relation,
+        )
         if self.observer is not None:
             return self.observer(self, event, mean, rng)
         return add_noise(mechanism, mean, event.scale[0] if single else event.scale, rng)
 
-    def record_release(self, *, units, scale, sensitivity, rng, size: int,
-                       mechanism="gaussian", l2_sensitivity=None,
-                       relation: str = "features") -> Release:
+    def record_release(
+        self,
+        *,
+        units,
+        scale,
+        sensitivity,
+        rng,
+        size: int,
+        mechanism="gaussian",
+        l2_sensitivity=None,
+        relation: str = "features",
+    ) -> Release:
         """Record the :class:`Release` event of a release whose noise is drawn elsewhere (by
         the units on their own workers), and return it: its ``scale`` is the one to draw
         with (grown for an exact sampler's grid). :meth:`release` is this plus the draw."""
         units_arr = np.atleast_1d(np.asarray(units, dtype=int))
         scale_arr = np.broadcast_to(np.asarray(scale, dtype=float), units_arr.shape).copy()
         sens_arr = np.broadcast_to(np.asarray(sensitivity, dtype=float), units_arr.shape).copy()
-        l2_arr = None if l2_sensitivity is None else \
-            np.broadcast_to(np.asarray(l2_sensitivity, dtype=float), units_arr.shape).copy()
+        l2_arr = (
+            None
+            if l2_sensitivity is None
+            else np.broadcast_to(np.asarray(l2_sensitivity, dtype=float), units_arr.shape).copy()
+        )
         exact = isinstance(rng, ExactSampler) and self.observer is None
         if exact and mechanism != "randomized_response":  # (RR flips: no grid)
             # Rounding to the grid (step scale / 2^k) is part of the query and adds
@@ -682,8 +744,7 @@ class Solver:
             sens_arr = sens_arr + c * scale_arr
             if l2_arr is not None:  # the same rounding, measured in l2
                 l2_arr = l2_arr + grid_slack("gaussian", 1.0, size) * scale_arr
-        event = Release(mechanism, units_arr, sens_arr, scale_arr, int(size), exact, l2_arr,
-                        relation)
+        event = Release(mechanism, units_arr, sens_arr, scale_arr, int(size), exact, l2_arr, relation)
         if self._releases is None:
             self._releases = []
         self._releases.append(event)
@@ -748,4 +809,3 @@ class Solver:
         A ``warnings`` list, if present, is printed in the run's summary.
         """
         return {}
-

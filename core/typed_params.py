@@ -55,11 +55,9 @@ def _annotation(p: Param) -> Any:
 
 def params_model(owner: str, section: str, params: tuple[Param, ...]) -> type[Params]:
     """The frozen model of ``params`` (``owner``'s ``[section]`` keys)."""
-    fields: dict[str, Any] = {p.name: (_annotation(p), Field(p.default, description=p.help))
-                              for p in params}
+    fields: dict[str, Any] = {p.name: (_annotation(p), Field(p.default, description=p.help)) for p in params}
     name = "".join(w.capitalize() for w in f"{owner}_{section}".split("_")) + "Params"
-    return cast(type[Params], create_model(name, __base__=Params,
-                                           __doc__=f"``[{section}]`` of {owner}", **fields))
+    return cast(type[Params], create_model(name, __base__=Params, __doc__=f"``[{section}]`` of {owner}", **fields))
 
 
 _MODELS: dict[tuple[type, str], type[Params]] = {}

@@ -191,8 +191,7 @@ class Session:
         #: per host: completed rounds of the protocol's iteration call (or the client's own
         #: count, :meth:`tick`)
         self.done = [0] * n
-        self.journal: list[list[Entry]] | None = [[] for _ in range(n)] if units.journals \
-            else None
+        self.journal: list[list[Entry]] | None = [[] for _ in range(n)] if units.journals else None
         self._seq = [units.first_seq(self, k) for k in range(n)]
         self._calls: dict = {}  # name -> its declared Call, once checked
         #: each declared call's number in the protocol's table
@@ -238,8 +237,7 @@ class Session:
             if counts:
                 done[k] += 1
             if self.journal is not None:
-                self._keep(k, Entry(call, _frozen(request),
-                                    replies[k] if call.releases else None))
+                self._keep(k, Entry(call, _frozen(request), replies[k] if call.releases else None))
         return replies
 
     def ask(self, call, request=None, *, each: Callable | None = None) -> list:
@@ -253,8 +251,9 @@ class Session:
         return self._everyone(self._declared(call, (INFERENCE,)), request, each)
 
     def _everyone(self, call: Call, request, each) -> list:
-        requests = {k: (each(k) if each is not None else
-                        request if request is not None else Empty()) for k in range(self.n)}
+        requests = {
+            k: (each(k) if each is not None else request if request is not None else Empty()) for k in range(self.n)
+        }
         replies = self._exchange(call, requests)
         for k in range(self.n):
             up, down = nbytes(requests[k]), nbytes(replies[k])
@@ -263,8 +262,9 @@ class Session:
                 self.diagnostics[k] += (1, up, 1, down)
         if call.kind is INFERENCE:  # the scoring before this one was a diagnostic
             self.diagnostics += self._last_scoring
-            self._last_scoring = np.array([(1, nbytes(requests[k]), 1, nbytes(replies[k]))
-                                           for k in range(self.n)], dtype=np.int64)
+            self._last_scoring = np.array(
+                [(1, nbytes(requests[k]), 1, nbytes(replies[k])) for k in range(self.n)], dtype=np.int64
+            )
         return [replies[k] for k in range(self.n)]
 
     def _declared(self, call, kinds) -> Call:
@@ -272,8 +272,7 @@ class Session:
         if declared is None:
             declared = self.protocol.call(call)
             if declared.kind not in kinds:
-                raise ProtocolError(f"protocol {self.protocol.name}: {declared.name} is a "
-                                    f"{declared.kind.name} call")
+                raise ProtocolError(f"protocol {self.protocol.name}: {declared.name} is a {declared.kind.name} call")
             self._calls[call, kinds] = declared
         return declared
 
@@ -305,9 +304,13 @@ class Session:
 
     def _check(self, k: int, call: Call, reply) -> None:
         runs = self.units.runs
-        validate(reply, call.reply, self.dims[k] if runs is None else {**self.dims[k], RUNS: runs},
-                 finite=call.kind is PROTOCOL,
-                 where=(self.labels[k], ": ", call.name, " reply: "))
+        validate(
+            reply,
+            call.reply,
+            self.dims[k] if runs is None else {**self.dims[k], RUNS: runs},
+            finite=call.kind is PROTOCOL,
+            where=(self.labels[k], ": ", call.name, " reply: "),
+        )
 
     def _keep(self, k: int, entry: Entry) -> None:
         journal = self.journal[k]
@@ -341,17 +344,27 @@ class Session:
             its, at = self._its(k), f"{word} {self.done[k] + 1}"
             why = self.protocol.recovery.reason(self.units.replayable, self._entries(k))
             if why is not None:
-                raise PartyLostError(f"{self.labels[k]}: {its} {self.units.host_word} "
-                                     f"{self.units.where(self, k)} was lost at {at}; "
-                                     f"{why.format(its=its)}") from None
+                raise PartyLostError(
+                    f"{self.labels[k]}: {its} {self.units.host_word} "
+                    f"{self.units.where(self, k)} was lost at {at}; "
+                    f"{why.format(its=its)}"
+                ) from None
             old = self.units.where(self, k)
             new = self.units._replace(self, k, at)
             self.opened[k] = None
             self.opened[k] = self.units._open(self, k)
             self._replay(k, new)
-            self.units._recovered(self, {"unit": self.labels[k], "repeat": self.repeat,
-                                         word: self.done[k] + 1, "lost": old, "resumed_on": new,
-                                         "first": self.hosts[k][0]})
+            self.units._recovered(
+                self,
+                {
+                    "unit": self.labels[k],
+                    "repeat": self.repeat,
+                    word: self.done[k] + 1,
+                    "lost": old,
+                    "resumed_on": new,
+                    "first": self.hosts[k][0],
+                },
+            )
 
     def _entries(self, k: int) -> list[Entry]:
         """Host k's journal, and its round in flight if its reply arrived."""
@@ -372,17 +385,17 @@ class Session:
                     self.units._adopt(self, k, entry.call, entry.request, entry.reply)
                     continue
                 self._seq[k] += 1
-                _, failure = self.units._send(self, entry.call, {k: entry.request},
-                                              {k: self._seq[k]})
+                _, failure = self.units._send(self, entry.call, {k: entry.request}, {k: self._seq[k]})
                 if failure is not None:
                     raise failure
             except ReplayMismatch:
                 word = self.protocol.placement.iteration
-                raise PartyLostError(f"{self.labels[k]}: rebuilt on worker {worker}, "
-                                     f"{self._its(k)} release of {word} {max(count, 1)} differs "
-                                     "from the one received, so the run stops") from None
-            self.payload[CONTROL][k] += nbytes(entry.request) + \
-                (0 if entry.reply is None else nbytes(entry.reply))
+                raise PartyLostError(
+                    f"{self.labels[k]}: rebuilt on worker {worker}, "
+                    f"{self._its(k)} release of {word} {max(count, 1)} differs "
+                    "from the one received, so the run stops"
+                ) from None
+            self.payload[CONTROL][k] += nbytes(entry.request) + (0 if entry.reply is None else nbytes(entry.reply))
 
 
 def _frozen(request):
@@ -390,10 +403,16 @@ def _frozen(request):
     fields = {name: getattr(request, name) for name, _ in request.FIELDS}
     if not any(isinstance(v, (np.ndarray, dict)) for v in fields.values()):
         return request
-    return type(request)(**{name: np.array(v, copy=True) if isinstance(v, np.ndarray) else
-                            {key: np.array(x, copy=True) if isinstance(x, np.ndarray) else x
-                             for key, x in v.items()} if isinstance(v, dict) else v
-                            for name, v in fields.items()})
+    return type(request)(
+        **{
+            name: np.array(v, copy=True)
+            if isinstance(v, np.ndarray)
+            else {key: np.array(x, copy=True) if isinstance(x, np.ndarray) else x for key, x in v.items()}
+            if isinstance(v, dict)
+            else v
+            for name, v in fields.items()
+        }
+    )
 
 
 # ------------------------------------------------------------------- in-process --
@@ -412,8 +431,9 @@ class InProcessUnits(Units):
     def blocks(cls, blocks, env: Env, test=None) -> InProcessUnits:
         """A vertical run's parties: party m holds ``blocks[m]`` (and ``test[m]``)."""
         M = len(blocks)
-        return cls(lambda a, b: UnitData(a, b, M, tuple(blocks[a:b]),
-                                         None if test is None else tuple(test[a:b])), M, env)
+        return cls(
+            lambda a, b: UnitData(a, b, M, tuple(blocks[a:b]), None if test is None else tuple(test[a:b])), M, env
+        )
 
     @classmethod
     def rows(cls, A, b, env: Env) -> InProcessUnits:
@@ -447,8 +467,9 @@ class InProcessUnits(Units):
         if runs is not None:  # the audit's runs, validated here (a Host has no notion of them)
             for k, request in requests.items():
                 dims = hosts[k].side.dims
-                validate(request, call.request, {**dims, RUNS: runs},
-                         finite=call.kind is PROTOCOL, where=(call.name, ": "))
+                validate(
+                    request, call.request, {**dims, RUNS: runs}, finite=call.kind is PROTOCOL, where=(call.name, ": ")
+                )
                 out[k] = hosts[k].handle(index, request, checked=dims)
             return out, None
         for k, request in requests.items():

@@ -93,20 +93,31 @@ class Wire:
         per[idx] = np.asarray(values, dtype=np.int64)
         return per
 
-    def gather(self, values: npt.ArrayLike, *, units: npt.ArrayLike | None = None,
-               messages: npt.ArrayLike = 1, dtype: npt.DTypeLike | None = None) -> None:
+    def gather(
+        self,
+        values: npt.ArrayLike,
+        *,
+        units: npt.ArrayLike | None = None,
+        messages: npt.ArrayLike = 1,
+        dtype: npt.DTypeLike | None = None,
+    ) -> None:
         """Each unit (or each of ``units``) sends ``values`` values (a scalar or one per unit)
         to the hub, in ``messages`` messages."""
         self._to_hub(self._per_unit(values, units), self._per_unit(messages, units), dtype, 0)
 
-    def scatter(self, values: npt.ArrayLike, *, units: npt.ArrayLike | None = None,
-                messages: npt.ArrayLike = 1, dtype: npt.DTypeLike | None = None) -> None:
+    def scatter(
+        self,
+        values: npt.ArrayLike,
+        *,
+        units: npt.ArrayLike | None = None,
+        messages: npt.ArrayLike = 1,
+        dtype: npt.DTypeLike | None = None,
+    ) -> None:
         """The hub sends ``values`` values to each unit (or each of ``units``), in
         ``messages`` messages."""
         self._to_hub(self._per_unit(values, units), self._per_unit(messages, units), dtype, 2)
 
-    def _to_hub(self, values: IntArray, messages: IntArray, dtype: npt.DTypeLike | None,
-                row: int) -> None:
+    def _to_hub(self, values: IntArray, messages: IntArray, dtype: npt.DTypeLike | None, row: int) -> None:
         size = values * self._itemsize(dtype)
         count = np.where(size > 0, messages, 0)
         self._counts[row] += count
@@ -115,8 +126,7 @@ class Wire:
         self._hub[hub] += count.sum()
         self._hub[hub + 1] += size.sum()
 
-    def neighbours(self, degrees: npt.ArrayLike, values: int, *,
-                   dtype: npt.DTypeLike | None = None) -> None:
+    def neighbours(self, degrees: npt.ArrayLike, values: int, *, dtype: npt.DTypeLike | None = None) -> None:
         """Each unit sends one message of ``values`` values to each of its ``degrees``
         neighbours, and (the graph being undirected) receives as many."""
         degrees = np.asarray(degrees, dtype=np.int64)
@@ -133,16 +143,17 @@ class Wire:
     def take(self) -> Traffic:
         """The counts since the last call, and start again from zero."""
         c, h = self._counts, self._hub
-        traffic = Traffic(c[0].copy(), c[1].copy(), c[2].copy(), c[3].copy(),
-                          int(h[0]), int(h[1]), int(h[2]), int(h[3]))
+        traffic = Traffic(
+            c[0].copy(), c[1].copy(), c[2].copy(), c[3].copy(), int(h[0]), int(h[1]), int(h[2]), int(h[3])
+        )
         self._clear()
         return traffic
 
     def describe(self) -> dict[str, str]:
-        return {"format": f"{self.dtype.name}, {self.dtype.itemsize} bytes per value unless "
-                          "stated per exchange",
-                "counted": "payload values of every message; headers and transport framing "
-                           "are not counted"}
+        return {
+            "format": f"{self.dtype.name}, {self.dtype.itemsize} bytes per value unless stated per exchange",
+            "counted": "payload values of every message; headers and transport framing are not counted",
+        }
 
 
 @dataclass(frozen=True)

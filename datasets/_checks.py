@@ -16,8 +16,7 @@ def integer(prefix: str, name: str, value, minimum: int) -> int:
     return int(value)
 
 
-def real(prefix: str, name: str, value, low: float, high: float | None = None, *,
-         open_low: bool = False) -> float:
+def real(prefix: str, name: str, value, low: float, high: float | None = None, *, open_low: bool = False) -> float:
     """``value`` as a finite float in ``[low, high)`` (``(low, high)`` with ``open_low``)."""
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
     if ok:

@@ -53,13 +53,13 @@ def _rows(rng: np.random.Generator, n: int, groups, offsets, cdfs, effects, miss
         cols[:, g] = offsets[g] + category
         margin += np.where(present[:, g], w[category], 0.0)
     indptr = np.concatenate([[0], np.cumsum(present.sum(axis=1))]).astype(np.int64)
-    X = sp.csr_matrix((np.ones(int(indptr[-1])), cols[present], indptr),
-                      shape=(n, int(groups.sum())))
+    X = sp.csr_matrix((np.ones(int(indptr[-1])), cols[present], indptr), shape=(n, int(groups.sum())))
     return X, margin
 
 
-def make_a9a_like(n_train: int = 32561, n_test: int = 16281, *, missing: float = 0.02,
-                  logit_scale: float = 2.5, seed: int = 0) -> Dataset:
+def make_a9a_like(
+    n_train: int = 32561, n_test: int = 16281, *, missing: float = 0.02, logit_scale: float = 2.5, seed: int = 0
+) -> Dataset:
     """Generate ``n_train + n_test`` a9a-shaped rows (CSR, 123 binary columns).
 
     Parameters
@@ -88,8 +88,7 @@ def make_a9a_like(n_train: int = 32561, n_test: int = 16281, *, missing: float =
     cdfs = [np.cumsum(model.dirichlet(np.full(k, 0.5))) for k in groups]
     effects = [logit_scale / np.sqrt(len(groups)) * model.standard_normal(k) for k in groups]
     # the intercept for a 24 % positive rate, set on a sample of the model's rows
-    _, sample = _rows(np.random.default_rng([seed, 3]), 100_000, groups, offsets, cdfs, effects,
-                      missing)
+    _, sample = _rows(np.random.default_rng([seed, 3]), 100_000, groups, offsets, cdfs, effects, missing)
     intercept = _positive_rate_intercept(sample, _POSITIVE_RATE)
     splits = []
     for part, n in ((1, n_train), (2, n_test)):
@@ -98,14 +97,25 @@ def make_a9a_like(n_train: int = 32561, n_test: int = 16281, *, missing: float =
         y = np.where(rng.random(n) < expit(margin + intercept), 1.0, -1.0)
         splits.append((X, y))
     (X_train, y_train), (X_test, y_test) = splits
-    params = {"n_train": n_train, "n_test": n_test, "missing": missing,
-              "logit_scale": logit_scale, "seed": seed}
+    params = {"n_train": n_train, "n_test": n_test, "missing": missing, "logit_scale": logit_scale, "seed": seed}
     return Dataset(
-        name="synthetic:a9a-shaped", X_train=X_train, y_train=y_train, X_test=X_test,
+        name="synthetic:a9a-shaped",
+        X_train=X_train,
+        y_train=y_train,
+        X_test=X_test,
         y_test=y_test,
-        description=(f"a9a-shaped synthetic data ({n_train}/{n_test} x 123 one-hot columns in "
-                     f"a9a's 14 groups, seed {seed}; NOT the real a9a data)"),
-        is_stand_in=False, checksums={},
-        provenance={"source": "generated", "generator": "vfl.datasets.a9a_like.make_a9a_like",
-                    # part of the data's identity (cached baselines): bump when the draws change
-                    "generator_version": 1, "params": params, "groups": list(A9A_GROUPS)})
+        description=(
+            f"a9a-shaped synthetic data ({n_train}/{n_test} x 123 one-hot columns in "
+            f"a9a's 14 groups, seed {seed}; NOT the real a9a data)"
+        ),
+        is_stand_in=False,
+        checksums={},
+        provenance={
+            "source": "generated",
+            "generator": "vfl.datasets.a9a_like.make_a9a_like",
+            # part of the data's identity (cached baselines): bump when the draws change
+            "generator_version": 1,
+            "params": params,
+            "groups": list(A9A_GROUPS),
+        },
+    )

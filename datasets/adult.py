@@ -64,22 +64,23 @@ def _one_line(exc: BaseException) -> str:
 def _options(options: Mapping[str, Any], strict: bool) -> tuple[str, Cleaning | None, dict]:
     missing = options.get("missing", "drop" if strict else "default")
     if missing not in ("drop", "default"):
-        raise DataError(f"adult: missing must be \"drop\" (remove records with a missing or "
-                        f"malformed field) or \"default\" (public defaults), got {missing!r}")
+        raise DataError(
+            f'adult: missing must be "drop" (remove records with a missing or '
+            f'malformed field) or "default" (public defaults), got {missing!r}'
+        )
     by = options.get("cleaned_by")
     if by is not None and (not isinstance(by, str) or not by.strip() or missing != "drop"):
-        raise DataError("adult: cleaned_by names whose cleaning missing = \"drop\" reproduces "
-                        f"(e.g. \"Huang et al.\"); got {by!r}"
-                        + ("" if missing == "drop" else f" with missing = {missing!r}"))
+        raise DataError(
+            'adult: cleaned_by names whose cleaning missing = "drop" reproduces '
+            f'(e.g. "Huang et al."); got {by!r}' + ("" if missing == "drop" else f" with missing = {missing!r}")
+        )
     fill = options.get("fill", {})
     if not isinstance(fill, Mapping):
         raise DataError(f"adult: fill must be a table {{column = number}}, got {fill!r}")
     for name, value in fill.items():
         if name not in _CONTINUOUS:
-            raise DataError(f"adult: fill.{name}: not a numeric column of adult (numeric: "
-                            f"{', '.join(_CONTINUOUS)})")
-        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) \
-            and np.isfinite(value)
+            raise DataError(f"adult: fill.{name}: not a numeric column of adult (numeric: {', '.join(_CONTINUOUS)})")
+        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
         if not ok:
             raise DataError(f"adult: fill.{name} must be a finite number, got {value!r}")
     cleaning = Cleaning(by=by or "") if missing == "drop" else None
@@ -95,8 +96,14 @@ def _strict(source: str, content: bytes, drop: bool, fill: dict):
         # Everything as text first: only '?' means missing, and numeric
         # columns are converted below with an error that names the column.
         frame = pd.read_csv(
-            io.BytesIO(content), header=None, names=list(_COLUMNS), skiprows=skip,
-            skipinitialspace=True, na_values=["?"], keep_default_na=False, dtype=str,
+            io.BytesIO(content),
+            header=None,
+            names=list(_COLUMNS),
+            skiprows=skip,
+            skipinitialspace=True,
+            na_values=["?"],
+            keep_default_na=False,
+            dtype=str,
         )
     except (ValueError, pd.errors.ParserError) as exc:
         raise DataError(f"{source}: malformed adult file ({_one_line(exc)})") from exc
@@ -104,8 +111,7 @@ def _strict(source: str, content: bytes, drop: bool, fill: dict):
     empty = frame.eq("").to_numpy()
     if empty.any():
         row, col = np.argwhere(empty)[0]
-        what = (f"has fewer than {len(_COLUMNS)} fields" if empty[row, -1]
-                else f"has an empty {_COLUMNS[col]} field")
+        what = f"has fewer than {len(_COLUMNS)} fields" if empty[row, -1] else f"has an empty {_COLUMNS[col]} field"
         raise DataError(f"{source}: record {row + 1} {what}")
     for column in _CONTINUOUS:
         unknown = frame[column].isna().to_numpy()  # '?'
@@ -113,29 +119,31 @@ def _strict(source: str, content: bytes, drop: bool, fill: dict):
             frame[column] = pd.to_numeric(frame[column]).astype(np.float64)
         except (ValueError, TypeError) as exc:
             raise DataError(
-                f"{source}: malformed adult file, column {column} is not numeric "
-                f"({_one_line(exc)})"
+                f"{source}: malformed adult file, column {column} is not numeric ({_one_line(exc)})"
             ) from exc
         bad = ~np.isfinite(frame[column].to_numpy()) & ~unknown
         if bad.any():
-            raise DataError(f"{source}: record {int(np.flatnonzero(bad)[0]) + 1}: {column} is "
-                            "not a finite number (NaN and inf are not allowed)")
+            raise DataError(
+                f"{source}: record {int(np.flatnonzero(bad)[0]) + 1}: {column} is "
+                "not a finite number (NaN and inf are not allowed)"
+            )
     frame["income"] = frame["income"].str.rstrip(".")  # adult.test writes ">50K."
     unknown = sorted(set(frame["income"].dropna()) - set(_LABELS))
     if unknown:
-        raise DataError(f"{source}: unexpected income label(s) {unknown[:3]}; "
-                        f"expected <=50K or >50K")
+        raise DataError(f"{source}: unexpected income label(s) {unknown[:3]}; expected <=50K or >50K")
     incomplete = frame.isna().any(axis=1).to_numpy()
     fields = {c: int(v) for c, v in frame.isna().sum().items() if v}
     if drop:
         frame = frame[~incomplete].reset_index(drop=True)
     numeric = frame[list(_CONTINUOUS)].fillna(fill).to_numpy(dtype=np.float64)
-    categorical = frame[[c for c in ADULT_COLUMNS if c not in _CONTINUOUS]].fillna(MISSING) \
-        .to_numpy(dtype=object)
+    categorical = frame[[c for c in ADULT_COLUMNS if c not in _CONTINUOUS]].fillna(MISSING).to_numpy(dtype=object)
     y = frame["income"].map(_LABELS).fillna(_DEFAULT_LABEL).to_numpy(dtype=np.float64)
-    repairs = {"records_incomplete": int(incomplete.sum()),
-               "labels_missing": fields.pop("income", 0), "fields_missing": fields,
-               "records_malformed": 0}
+    repairs = {
+        "records_incomplete": int(incomplete.sum()),
+        "labels_missing": fields.pop("income", 0),
+        "fields_missing": fields,
+        "records_malformed": 0,
+    }
     if drop:
         repairs["records_dropped"] = int(incomplete.sum())
     return numeric, categorical, y, repairs
@@ -147,7 +155,8 @@ _SPEC = Columns(
     categorical=tuple((j, c) for j, c in enumerate(ADULT_COLUMNS) if c not in _CONTINUOUS),
     label=len(_COLUMNS) - 1,
     label_of=lambda text: _LABELS.get(text[:-1] if text.endswith(".") else text),
-    default_label=_DEFAULT_LABEL, missing=("?",),
+    default_label=_DEFAULT_LABEL,
+    missing=("?",),
 )
 
 
@@ -159,16 +168,17 @@ def _per_record(name: str, source: str, content: bytes, drop: bool, fill: dict):
     except ValueError as exc:
         raise DataError(f"{source}: {exc}") from None
     cols = dataclasses.replace(_SPEC, fill=fill)
-    numeric, categorical, y, _, repairs = parse_delimited(lines, lambda s: s.split(","), cols,
-                                                          drop=drop)
+    numeric, categorical, y, _, repairs = parse_delimited(lines, lambda s: s.split(","), cols, drop=drop)
     return numeric, categorical, y, repairs.describe()
 
 
 def _table(numeric: np.ndarray, categorical: np.ndarray) -> RawTable:
-    return RawTable(names=ADULT_COLUMNS,
-                    kinds=tuple("numeric" if c in _CONTINUOUS else "categorical"
-                                for c in ADULT_COLUMNS),
-                    numeric=numeric, categorical=categorical)
+    return RawTable(
+        names=ADULT_COLUMNS,
+        kinds=tuple("numeric" if c in _CONTINUOUS else "categorical" for c in ADULT_COLUMNS),
+        numeric=numeric,
+        categorical=categorical,
+    )
 
 
 #: parsed records of the files read in this process, by (content sha256, file, parser,
@@ -207,22 +217,32 @@ def load_adult(reader, options: Mapping[str, Any], strict: bool = True) -> RawDa
     for part, name in (("train", "adult.data"), ("test", "adult.test")):
         num, cat, y, repairs[part] = _parsed(reader, name, strict, drop, fill)
         parts[part] = (_table(num, cat), y)
-    what = ("records with a missing or malformed field dropped" if drop else
-            "a missing or malformed field takes its public default (categorical: outside the "
-            "vocabulary; numeric: " + ", ".join(f"{c} {v:g}" for c, v in fill.items())
-            + "; label: <=50K)")
+    what = (
+        "records with a missing or malformed field dropped"
+        if drop
+        else "a missing or malformed field takes its public default (categorical: outside the "
+        "vocabulary; numeric: " + ", ".join(f"{c} {v:g}" for c, v in fill.items()) + "; label: <=50K)"
+    )
     return RawDataset(
-        name="adult", train=parts["train"][0], y_train=parts["train"][1],
-        test=parts["test"][0], y_test=parts["test"][1],
+        name="adult",
+        train=parts["train"][0],
+        y_train=parts["train"][1],
+        test=parts["test"][0],
+        y_test=parts["test"][1],
         description="adult (UCI; " + ("complete records)" if drop else "every record)"),
-        checksums=reader.checksums, cleaning=cleaning,
+        checksums=reader.checksums,
+        cleaning=cleaning,
         provenance=reader.provenance(
             parsing=f"{what}; label +1 = '>50K'; "
-                    + ("strict: a malformed field stops the run" if strict else
-                       "record by record: one record per documented line, parsed alone"),
+            + (
+                "strict: a malformed field stops the run"
+                if strict
+                else "record by record: one record per documented line, parsed alone"
+            ),
             missing=missing,
             **({"cleaning": cleaning.describe()} if cleaning else {}),
             diagnostic={"repairs": repairs},
         ),
-        schema=ADULT_SCHEMA, defaults=SCHEMA_DEFAULTS["adult"],
+        schema=ADULT_SCHEMA,
+        defaults=SCHEMA_DEFAULTS["adult"],
     )

@@ -58,15 +58,12 @@ class Dataset:
         for part in ("train", "test"):
             X, y = getattr(self, f"X_{part}"), getattr(self, f"y_{part}")
             if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
-                raise DataError(
-                    f"{self.name}: X_{part} has shape {X.shape} but y_{part} has shape {y.shape}"
-                )
+                raise DataError(f"{self.name}: X_{part} has shape {X.shape} but y_{part} has shape {y.shape}")
             if not np.all(np.abs(y) == 1.0):
                 raise DataError(f"{self.name}: y_{part} must hold only -1.0 and +1.0")
         if self.X_train.shape[1] != self.X_test.shape[1]:
             raise DataError(
-                f"{self.name}: X_train has {self.X_train.shape[1]} features "
-                f"but X_test has {self.X_test.shape[1]}"
+                f"{self.name}: X_train has {self.X_train.shape[1]} features but X_test has {self.X_test.shape[1]}"
             )
         if sp.issparse(self.X_train) != sp.issparse(self.X_test):
             raise DataError(f"{self.name}: X_train and X_test must both be dense or both sparse")

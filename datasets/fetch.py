@@ -92,8 +92,7 @@ def fetch_file(
             digest = _download(url, out, spec, progress, timeout)
         if digest != spec.sha256:
             raise DataError(
-                f"{spec.name}: sha256 mismatch for download from {url}: "
-                f"expected {spec.sha256}, got {digest}"
+                f"{spec.name}: sha256 mismatch for download from {url}: expected {spec.sha256}, got {digest}"
             )
         final = target_dir / spec.name
         try:
@@ -122,9 +121,11 @@ _NETWORK_ERRORS = (urllib.error.URLError, OSError, http.client.HTTPException, Va
 def _download_error(url: str, exc: BaseException) -> DataError:
     if isinstance(exc, urllib.error.HTTPError):
         exc.close()  # an HTTPError holds the open connection
-    return DataError(f"download of {url} failed: {_reason(exc)} (offline? copy the files into "
-                     "the data directory, or point --data-dir or VFL_DATA_DIR at a directory "
-                     "that holds them)")
+    return DataError(
+        f"download of {url} failed: {_reason(exc)} (offline? copy the files into "
+        "the data directory, or point --data-dir or VFL_DATA_DIR at a directory "
+        "that holds them)"
+    )
 
 
 def _download(url: str, out, spec: FileSpec, progress, timeout: float) -> str:
@@ -206,8 +207,7 @@ def fetch_dataset(
             paths.append(existing)
             continue
         url = mirror.rstrip("/") + "/" + fs.name if mirror else fs.url
-        report = None if progress is None else (
-            lambda done, total, _name=fs.name: progress(_name, done, total))
+        report = None if progress is None else (lambda done, total, _name=fs.name: progress(_name, done, total))
         paths.append(fetch_file(fs, base, url=url, progress=report))
     return paths
 

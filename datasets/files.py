@@ -149,9 +149,7 @@ def require_files(dataset: str, specs: Sequence[FileSpec], data_dir: Path) -> No
         raise missing_file_error(dataset, missing, data_dir)
 
 
-def read_file(
-    dataset: str, spec: FileSpec, data_dir: Path, *, verify: bool = True
-) -> tuple[Path, bytes, str]:
+def read_file(dataset: str, spec: FileSpec, data_dir: Path, *, verify: bool = True) -> tuple[Path, bytes, str]:
     """Read one dataset file into memory and check its checksum.
 
     The content is hashed from the same bytes that are then parsed, so the
@@ -196,8 +194,7 @@ def dataset_status(name: str, data_dir: str | os.PathLike | None = None) -> list
     rows = []
     for fs in spec.files:
         path = find_file(fs, base)
-        rows.append({"name": fs.name, "present": path is not None,
-                     "path": None if path is None else str(path)})
+        rows.append({"name": fs.name, "present": path is not None, "path": None if path is None else str(path)})
     return rows
 
 
@@ -214,9 +211,14 @@ def verify_dataset(name: str, data_dir: str | os.PathLike | None = None) -> list
     rows = []
     for fs in spec.files:
         path = find_file(fs, base)
-        row = {"name": fs.name, "present": path is not None,
-               "path": None if path is None else str(path),
-               "expected": fs.sha256, "actual": None, "ok": False}
+        row = {
+            "name": fs.name,
+            "present": path is not None,
+            "path": None if path is None else str(path),
+            "expected": fs.sha256,
+            "actual": None,
+            "ok": False,
+        }
         if path is not None:
             try:
                 row["actual"] = file_sha256(path)

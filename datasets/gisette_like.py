@@ -105,8 +105,7 @@ def make_gisette_like(
     n_probes = round(probe_fraction * n_features)
     n_real = n_features - n_probes
     if n_real < 1:
-        raise DataError(f"gisette-like: probe_fraction {probe_fraction:g} leaves no real feature "
-                        f"among {n_features}")
+        raise DataError(f"gisette-like: probe_fraction {probe_fraction:g} leaves no real feature among {n_features}")
 
     rng = np.random.default_rng(seed)
     n = n_train + n_test
@@ -149,18 +148,28 @@ def make_gisette_like(
     apply_minmax(X_train, lo, hi, -1.0, 1.0)
     apply_minmax(X_test, lo, hi, -1.0, 1.0)
 
-    params = {"n_train": n_train, "n_test": n_test, "n_features": n_features,
-              "probe_fraction": probe_fraction, "n_pixels": n_pixels, "n_modes": n_modes,
-              "separation": separation, "deformation": deformation,
-              "pixel_noise": pixel_noise, "pixel_on": pixel_on, "seed": seed}
+    params = {
+        "n_train": n_train,
+        "n_test": n_test,
+        "n_features": n_features,
+        "probe_fraction": probe_fraction,
+        "n_pixels": n_pixels,
+        "n_modes": n_modes,
+        "separation": separation,
+        "deformation": deformation,
+        "pixel_noise": pixel_noise,
+        "pixel_on": pixel_on,
+        "seed": seed,
+    }
     return Dataset(
         name="synthetic",
         X_train=X_train,
         y_train=y[:n_train],
         X_test=X_test,
         y_test=y[n_train:],
-        description=(f"gisette-like synthetic data ({n_train}/{n_test} x {n_features}, "
-                     f"{n_probes} probes, seed {seed})"),
+        description=(
+            f"gisette-like synthetic data ({n_train}/{n_test} x {n_features}, {n_probes} probes, seed {seed})"
+        ),
         is_stand_in=False,
         checksums={},
         provenance={

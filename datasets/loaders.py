@@ -55,8 +55,7 @@ def _file(spec: DatasetSpec, name: str) -> FileSpec:
 class _Reader:
     """Reads a dataset's files and remembers what was read, for provenance."""
 
-    def __init__(self, spec: DatasetSpec, data_dir, verify: bool, strict: bool = True,
-                 use_cache: bool = True):
+    def __init__(self, spec: DatasetSpec, data_dir, verify: bool, strict: bool = True, use_cache: bool = True):
         self.spec = spec
         self.data_dir = resolve_data_dir(data_dir)
         self.verify = verify
@@ -73,8 +72,7 @@ class _Reader:
     def read(self, file_name: str) -> tuple[str, bytes]:
         """Return (path actually read, decompressed content) of one file."""
         spec = _file(self.spec, file_name)
-        path, content, sha = read_file(self.spec.name, spec, self.data_dir,
-                                       verify=self.verify and self.strict)
+        path, content, sha = read_file(self.spec.name, spec, self.data_dir, verify=self.verify and self.strict)
         self._checked(file_name, sha)
         self.paths[file_name] = str(path)
         self.checksums[file_name] = sha
@@ -104,9 +102,11 @@ class _Reader:
             content_sha, arrays = hit
             spec = _file(self.spec, file_name)
             if self.verify and self.strict and content_sha != spec.sha256:
-                raise DataError(f"{spec.name}: sha256 mismatch in {path}: expected "
-                                f"{spec.sha256}, got {content_sha} (re-download with "
-                                f"`vfl datasets fetch {self.spec.name} --force`)")
+                raise DataError(
+                    f"{spec.name}: sha256 mismatch in {path}: expected "
+                    f"{spec.sha256}, got {content_sha} (re-download with "
+                    f"`vfl datasets fetch {self.spec.name} --force`)"
+                )
             self._checked(file_name, content_sha)
             self.paths[file_name], self.checksums[file_name] = str(path), content_sha
             return arrays
@@ -120,8 +120,14 @@ class _Reader:
         diagnostic = {**extra.pop("diagnostic", {})}
         if self.verify and not self.strict:
             diagnostic["sha256_mismatch"] = list(self.mismatched)
-        return {"source": "files", "data_dir": str(self.data_dir), "files": dict(self.paths),
-                "verified": self.verify, **extra, "diagnostic": diagnostic}
+        return {
+            "source": "files",
+            "data_dir": str(self.data_dir),
+            "files": dict(self.paths),
+            "verified": self.verify,
+            **extra,
+            "diagnostic": diagnostic,
+        }
 
 
 #: bump when a parser's output changes: every cached parse is then redone
@@ -143,8 +149,7 @@ def _load_parsed(entry: Path):
             sha = str(z["content_sha256"])
             n = int(z["n"])
             if "csr_data" in z:
-                X = sp.csr_matrix((z["csr_data"], z["csr_indices"], z["csr_indptr"]),
-                                  shape=tuple(z["csr_shape"]))
+                X = sp.csr_matrix((z["csr_data"], z["csr_indices"], z["csr_indptr"]), shape=tuple(z["csr_shape"]))
                 return sha, (X, *(z[f"a{i}"] for i in range(1, n)))
             return sha, tuple(z[f"a{i}"] for i in range(n))
     except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
@@ -158,8 +163,7 @@ def _save_parsed(entry: Path, content_sha: str, arrays) -> None:
     if sp.issparse(arrays[0]):
         X = arrays[0].tocsr()
         del payload["a0"]
-        payload.update(csr_data=X.data, csr_indices=X.indices, csr_indptr=X.indptr,
-                       csr_shape=np.array(X.shape))
+        payload.update(csr_data=X.data, csr_indices=X.indices, csr_indptr=X.indptr, csr_shape=np.array(X.shape))
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         tmp = entry.with_name(f".{entry.stem}.{os.getpid()}.partial.npz")
@@ -171,6 +175,7 @@ def _save_parsed(entry: Path, content_sha: str, arrays) -> None:
 
 # ----------------------------------------------------------------------------- a9a
 
+
 def _parse_svmlight(source: str, content: bytes, n_features: int):
     """Parse LIBSVM text; ``source`` (the path read) names the file in errors."""
     # Imported here, not at module level: `vfl --help` should not pay for sklearn.
@@ -179,8 +184,7 @@ def _parse_svmlight(source: str, content: bytes, n_features: int):
     try:
         # zero_based=False: LIBSVM files are 1-based; an index 0 is an error,
         # not a reason to silently shift every column.
-        X, y = load_svmlight_file(io.BytesIO(content), n_features=n_features,
-                                  dtype=np.float64, zero_based=False)
+        X, y = load_svmlight_file(io.BytesIO(content), n_features=n_features, dtype=np.float64, zero_based=False)
     except (ValueError, RuntimeError, IndexError) as exc:
         raise DataError(f"{source}: malformed svmlight file ({_one_line(exc)})") from exc
     bad = np.setdiff1d(np.unique(y), [-1.0, 1.0])
@@ -188,13 +192,13 @@ def _parse_svmlight(source: str, content: bytes, n_features: int):
         raise DataError(f"{source}: labels must be -1 or +1, found {bad[:5].tolist()}")
     X = X.tocsr()
     if not np.all(np.isfinite(X.data)):
-        raise DataError(f"{source}: malformed svmlight file (a value is not a finite number; "
-                        "NaN and inf are not allowed)")
+        raise DataError(
+            f"{source}: malformed svmlight file (a value is not a finite number; NaN and inf are not allowed)"
+        )
     return X, np.asarray(y, dtype=np.float64)
 
 
-_A9A_RULES = dict(one_based=True, labels={-1.0: -1.0, 1.0: 1.0}, default_label=-1.0,
-                  binary=True)
+_A9A_RULES = dict(one_based=True, labels={-1.0: -1.0, 1.0: 1.0}, default_label=-1.0, binary=True)
 _REPAIR_KEYS = ("records_incomplete", "labels_missing", "entries_left_out", "records_malformed")
 
 
@@ -208,8 +212,7 @@ def _parse_a9a_records(source: str, content: bytes, n_features: int, header: int
     except ValueError as exc:
         raise DataError(f"{source}: {exc}") from None
     X, y, repairs = parse_libsvm(lines, LibsvmRules(n_features, **_A9A_RULES))
-    counts = (repairs.records, repairs.labels, repairs.fields.get("entries", 0),
-              repairs.malformed_records)
+    counts = (repairs.records, repairs.labels, repairs.fields.get("entries", 0), repairs.malformed_records)
     return X, y, np.array(counts, dtype=np.int64)
 
 
@@ -241,23 +244,31 @@ def _load_a9a(reader: _Reader, options: Mapping[str, Any], strict: bool = True) 
         X_train, y_train = sp.vstack([X_train] * tile, format="csr"), np.tile(y_train, tile)
     names = tuple(f"f{j + 1}" for j in range(n))  # LIBSVM's one-based feature numbers
     return RawDataset(
-        name="a9a", train=RawTable.from_matrix(X_train, names), y_train=y_train,
-        test=RawTable.from_matrix(X_test, names), y_test=y_test,
+        name="a9a",
+        train=RawTable.from_matrix(X_train, names),
+        y_train=y_train,
+        test=RawTable.from_matrix(X_test, names),
+        y_test=y_test,
         description="a9a (LIBSVM; UCI Adult binarised, 123 sparse binary features)"
-                    + (f", training records repeated {tile} times" if tile > 1 else ""),
+        + (f", training records repeated {tile} times" if tile > 1 else ""),
         checksums=reader.checksums,
         provenance=reader.provenance(
             parsing="LIBSVM's binary features as distributed (width 123 from the registry), "
-                    "labels +1/-1"
-                    + ("" if strict else "; record by record: one record per documented "
-                       "line, parsed alone, an entry outside the 123 binary features left out, "
-                       "another label -1, a blank or comment line an empty row"),
+            "labels +1/-1"
+            + (
+                ""
+                if strict
+                else "; record by record: one record per documented "
+                "line, parsed alone, an entry outside the 123 binary features left out, "
+                "another label -1, a blank or comment line an empty row"
+            ),
             **({} if strict else {"diagnostic": {"repairs": repairs}}),
         ),
     )
 
 
 # ------------------------------------------------------------------------- gisette
+
 
 def _parse_dense(source: str, content: bytes, n_features: int) -> np.ndarray:
     try:
@@ -268,8 +279,7 @@ def _parse_dense(source: str, content: bytes, n_features: int) -> np.ndarray:
     if X.shape[1] != n_features:
         raise DataError(f"{source}: expected {n_features} values per row, got {X.shape[1]}")
     if not np.all(np.isfinite(X)):
-        raise DataError(f"{source}: a value is not a finite number (NaN and inf are not "
-                        "allowed)")
+        raise DataError(f"{source}: a value is not a finite number (NaN and inf are not allowed)")
     return X
 
 
@@ -290,10 +300,12 @@ def _parse_labels(source: str, content: bytes, n_rows: int) -> np.ndarray:
 
 
 #: (what, key) of gisette's loader fit, as fit_stage reads it
-_GISETTE_FITTED = (("the loader's min/max scaling to [-1, 1] (LIBSVM's gisette_scale) is fitted "
-                    "on the training records",
-                    "data.dataset to a dataset without a loader fit (gisette is read only as "
-                    "LIBSVM's gisette_scale)"),)
+_GISETTE_FITTED = (
+    (
+        "the loader's min/max scaling to [-1, 1] (LIBSVM's gisette_scale) is fitted on the training records",
+        "data.dataset to a dataset without a loader fit (gisette is read only as LIBSVM's gisette_scale)",
+    ),
+)
 
 
 def _load_gisette(reader: _Reader, options: Mapping[str, Any], strict: bool = True) -> Dataset:
@@ -305,17 +317,20 @@ def _load_gisette(reader: _Reader, options: Mapping[str, Any], strict: bool = Tr
     constant in training become 0; test values are not clipped.
     """
     n = reader.spec.n_features
-    X_train, = reader.parsed("gisette_train.data", _parse_dense_tuple, n)
+    (X_train,) = reader.parsed("gisette_train.data", _parse_dense_tuple, n)
     y_train = _parse_labels(*reader.read("gisette_train.labels"), X_train.shape[0])
-    X_test, = reader.parsed("gisette_valid.data", _parse_dense_tuple, n)
+    (X_test,) = reader.parsed("gisette_valid.data", _parse_dense_tuple, n)
     y_test = _parse_labels(*reader.read("gisette_valid.labels"), X_test.shape[0])
     lo, hi = fit_minmax(X_train)
     n_constant = int(np.sum(lo == hi))
     apply_minmax(X_train, lo, hi, -1.0, 1.0)
     apply_minmax(X_test, lo, hi, -1.0, 1.0)
     return RawDataset(
-        name="gisette", train=RawTable.from_matrix(X_train), y_train=y_train,
-        test=RawTable.from_matrix(X_test), y_test=y_test,
+        name="gisette",
+        train=RawTable.from_matrix(X_train),
+        y_train=y_train,
+        test=RawTable.from_matrix(X_test),
+        y_test=y_test,
         description="gisette (UCI; train/valid files, features scaled to [-1, 1])",
         checksums=reader.checksums,
         fitted=_GISETTE_FITTED,
@@ -338,8 +353,12 @@ _REFUSED_PRIVATE = {"gisette": _GISETTE_FITTED}
 
 #: Dataset-specific ``options`` keys accepted by :func:`load_raw`.
 LOADER_OPTIONS: dict[str, tuple[str, ...]] = {
-    "a9a": ("tile",), "gisette": (), "adult": ADULT_OPTIONS,
-    SYNTHETIC_NAME: SYNTHETIC_OPTIONS, **USER_FILE_OPTIONS, "parties": PARTY_DATA_KEYS,
+    "a9a": ("tile",),
+    "gisette": (),
+    "adult": ADULT_OPTIONS,
+    SYNTHETIC_NAME: SYNTHETIC_OPTIONS,
+    **USER_FILE_OPTIONS,
+    "parties": PARTY_DATA_KEYS,
 }
 
 #: options that moved to the ``[preprocessing]`` section, with their new key
@@ -355,10 +374,18 @@ MOVED_OPTIONS = {
 
 def _as_raw(data: Dataset, fitted: tuple = ()) -> RawDataset:
     """A generated (numeric) dataset as raw records."""
-    return RawDataset(name=data.name, train=RawTable.from_matrix(data.X_train), y_train=data.y_train,
-                      test=RawTable.from_matrix(data.X_test), y_test=data.y_test,
-                      description=data.description, is_stand_in=data.is_stand_in,
-                      checksums=data.checksums, provenance=data.provenance, fitted=fitted)
+    return RawDataset(
+        name=data.name,
+        train=RawTable.from_matrix(data.X_train),
+        y_train=data.y_train,
+        test=RawTable.from_matrix(data.X_test),
+        y_test=data.y_test,
+        description=data.description,
+        is_stand_in=data.is_stand_in,
+        checksums=data.checksums,
+        provenance=data.provenance,
+        fitted=fitted,
+    )
 
 
 def load_raw(
@@ -419,11 +446,13 @@ def load_raw(
     unknown = sorted(set(options) - set(valid))
     moved = [k for k in unknown if k in MOVED_OPTIONS]
     if moved:
-        raise DataError(f"{name}: option {moved[0]} moved to the [preprocessing] section: set "
-                        f"{MOVED_OPTIONS[moved[0]]}")
+        raise DataError(
+            f"{name}: option {moved[0]} moved to the [preprocessing] section: set {MOVED_OPTIONS[moved[0]]}"
+        )
     if unknown:
-        raise DataError(f"{name}: unknown option(s) {', '.join(unknown)}; "
-                        f"valid options: {', '.join(valid) or '(none)'}")
+        raise DataError(
+            f"{name}: unknown option(s) {', '.join(unknown)}; valid options: {', '.join(valid) or '(none)'}"
+        )
 
     if base == SYNTHETIC_NAME:
         if ":" in name:
@@ -446,8 +475,7 @@ def load_raw(
         data = USER_FILE_LOADERS[name](options, strict=strict)
         data.provenance["options"] = dict(options)
         return data
-    data = _LOADERS[name](_Reader(get_spec(name), data_dir, verify, strict, use_cache), options,
-                          strict)
+    data = _LOADERS[name](_Reader(get_spec(name), data_dir, verify, strict, use_cache), options, strict)
     data.provenance["options"] = dict(options)
     return data
 

@@ -19,9 +19,7 @@ def fit_minmax(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return X.min(axis=0), X.max(axis=0)
 
 
-def apply_minmax(
-    X: np.ndarray, lo: np.ndarray, hi: np.ndarray, lower: float, upper: float
-) -> np.ndarray:
+def apply_minmax(X: np.ndarray, lo: np.ndarray, hi: np.ndarray, lower: float, upper: float) -> np.ndarray:
     """Map each column linearly from ``[lo, hi]`` to ``[lower, upper]``, in place.
 
     Constant columns (``lo == hi``) carry no information and become 0, which
@@ -37,9 +35,7 @@ def apply_minmax(
     return X
 
 
-def maxabs_scale(
-    X_train: sp.csr_matrix, X_test: sp.csr_matrix
-) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
+def maxabs_scale(X_train: sp.csr_matrix, X_test: sp.csr_matrix) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
     """Scale sparse columns into [-1, 1] by the training max-abs value.
 
     Min/max scaling would turn every implicit zero into a non-zero; dividing

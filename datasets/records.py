@@ -34,8 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["MISSING", "Repairs", "record_lines", "number", "LibsvmRules", "parse_libsvm",
-           "Columns", "parse_delimited"]
+__all__ = ["MISSING", "Repairs", "record_lines", "number", "LibsvmRules", "parse_libsvm", "Columns", "parse_delimited"]
 
 #: the value a missing or malformed categorical field becomes: outside every vocabulary (a
 #: vocabulary holds non-empty strings only), so the stage's ``other`` rule applies to it
@@ -58,8 +57,7 @@ def record_lines(content: bytes, *, header: int = 0, count: int | None = None) -
     if count is None:
         return body
     if len(body) < count or any(line.strip() for line in body[count:]):
-        raise ValueError(f"{len(body)} lines after {header} header line(s), where "
-                         f"{count} records are documented")
+        raise ValueError(f"{len(body)} lines after {header} header line(s), where {count} records are documented")
     return body[:count]
 
 
@@ -89,15 +87,19 @@ class Repairs:
         self.fields[name] = self.fields.get(name, 0) + n
 
     def describe(self) -> dict:
-        out = {"records_incomplete": self.records, "labels_missing": self.labels,
-               "fields_missing": dict(self.fields),
-               "records_malformed": self.malformed_records}
+        out = {
+            "records_incomplete": self.records,
+            "labels_missing": self.labels,
+            "fields_missing": dict(self.fields),
+            "records_malformed": self.malformed_records,
+        }
         if self.dropped:
             out["records_dropped"] = self.dropped
         return out
 
 
 # ------------------------------------------------------------------------- LIBSVM --
+
 
 @dataclass(frozen=True)
 class LibsvmRules:
@@ -128,8 +130,7 @@ def _libsvm_record(line: bytes, rules: LibsvmRules):
         except ValueError:
             j = -1
         v = number(text) if sep else None
-        if (v is None or not 0 <= j < n or j in entries
-                or (rules.binary and v != 0.0 and v != 1.0)):
+        if v is None or not 0 <= j < n or j in entries or (rules.binary and v != 0.0 and v != 1.0):
             bad += 1  # left out: the feature keeps LIBSVM's implicit 0
             continue
         entries[j] = v
@@ -146,8 +147,7 @@ def _fast_libsvm(lines: Sequence[bytes], rules: LibsvmRules):
     if not lines:
         return None
     try:
-        X, y = load_svmlight_file(io.BytesIO(b"\n".join(lines)), dtype=np.float64,
-                                  zero_based=True)
+        X, y = load_svmlight_file(io.BytesIO(b"\n".join(lines)), dtype=np.float64, zero_based=True)
     except Exception:  # any failure: the line-by-line parse decides
         return None
     X = X.tocsr()
@@ -156,15 +156,13 @@ def _fast_libsvm(lines: Sequence[bytes], rules: LibsvmRules):
         return None  # a blank or comment line was skipped, or a label is not declared
     if X.nnz and (X.indices.min() < base or X.indices.max() >= base + n):
         return None
-    if not np.all(np.isfinite(X.data)) or (rules.binary and not np.all(
-            (X.data == 0.0) | (X.data == 1.0))):
+    if not np.all(np.isfinite(X.data)) or (rules.binary and not np.all((X.data == 0.0) | (X.data == 1.0))):
         return None
     X = sp.csr_matrix((X.data, X.indices - base, X.indptr), shape=(len(lines), n))
     return X, np.array([rules.labels[v] for v in y.tolist()], dtype=np.float64)
 
 
-def parse_libsvm(lines: Sequence[bytes], rules: LibsvmRules) -> tuple[sp.csr_matrix, np.ndarray,
-                                                                      Repairs]:
+def parse_libsvm(lines: Sequence[bytes], rules: LibsvmRules) -> tuple[sp.csr_matrix, np.ndarray, Repairs]:
     """One sparse row and one label per line (see the module docstring); the fast parse
     when it applies."""
     fast = _fast_libsvm(lines, rules)
@@ -184,12 +182,15 @@ def parse_libsvm(lines: Sequence[bytes], rules: LibsvmRules) -> tuple[sp.csr_mat
         if bad:
             repairs.add("entries", bad)
         repairs.records += bool(bad or label is None)
-    X = sp.csr_matrix((np.asarray(data, dtype=np.float64), np.asarray(indices, dtype=np.int32),
-                       np.asarray(indptr, dtype=np.int64)), shape=(len(lines), rules.n_features))
+    X = sp.csr_matrix(
+        (np.asarray(data, dtype=np.float64), np.asarray(indices, dtype=np.int32), np.asarray(indptr, dtype=np.int64)),
+        shape=(len(lines), rules.n_features),
+    )
     return X, y, repairs
 
 
 # ---------------------------------------------------------------- delimited text --
+
 
 @dataclass(frozen=True)
 class Columns:
@@ -225,8 +226,7 @@ def _cell_number(text: str) -> float | None:
     return _BOOLEANS.get(text.lower()) if v is None else v
 
 
-def parse_delimited(lines: Sequence[bytes], split: Callable[[str], list[str]], cols: Columns,
-                    *, drop: bool = False):
+def parse_delimited(lines: Sequence[bytes], split: Callable[[str], list[str]], cols: Columns, *, drop: bool = False):
     """Numeric matrix, categorical matrix (object, str), labels, kept record numbers and
     repairs of ``lines``, each parsed alone by ``split`` (str -> fields; an exception is a
     malformed record).

@@ -73,8 +73,7 @@ _LIBSVM = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary/"
 _UCI_ADULT = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult/"
 _UCI_GISETTE = "https://archive.ics.uci.edu/ml/machine-learning-databases/gisette/GISETTE/"
 _ADULT_CITATION = (
-    "Becker, B. & Kohavi, R. (1996). Adult. UCI Machine Learning Repository. "
-    "https://doi.org/10.24432/C5XW20"
+    "Becker, B. & Kohavi, R. (1996). Adult. UCI Machine Learning Repository. https://doi.org/10.24432/C5XW20"
 )
 
 REGISTRY: dict[str, DatasetSpec] = {
@@ -82,10 +81,7 @@ REGISTRY: dict[str, DatasetSpec] = {
     for spec in (
         DatasetSpec(
             name="a9a",
-            description=(
-                "LIBSVM a9a: UCI Adult with Platt's binarisation "
-                "(123 binary features, sparse)"
-            ),
+            description=("LIBSVM a9a: UCI Adult with Platt's binarisation (123 binary features, sparse)"),
             files=(
                 FileSpec(
                     "a9a",
@@ -193,14 +189,13 @@ def get_spec(name: str) -> DatasetSpec:
         pass
     known = ", ".join(sorted(REGISTRY))
     if isinstance(name, str) and name.split(":", 1)[0] == SYNTHETIC_NAME:
-        raise DataError(
-            f"dataset {name!r} is generated on the fly and has no files; "
-            f"file datasets are: {known}"
-        )
+        raise DataError(f"dataset {name!r} is generated on the fly and has no files; file datasets are: {known}")
     if name in USER_FILE_FORMATS:
         raise DataError(
             f"dataset {name!r} reads the file named by its option path and has no registry "
             f"entry (nothing to fetch or verify); registry datasets are: {known}"
         )
-    raise DataError(f"unknown dataset {name!r}; known datasets: {known}, {SYNTHETIC_NAME}, "
-                    f"{', '.join(USER_FILE_FORMATS)} (your own file)")
+    raise DataError(
+        f"unknown dataset {name!r}; known datasets: {known}, {SYNTHETIC_NAME}, "
+        f"{', '.join(USER_FILE_FORMATS)} (your own file)"
+    )

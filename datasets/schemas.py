@@ -19,28 +19,105 @@ from vfl.core.preprocessing import ColumnSpec, Schema
 __all__ = ["ADULT_SCHEMA", "SCHEMAS", "SCHEMA_DEFAULTS", "FILE_RECORDS", "FileRecords"]
 
 _ADULT_VALUES = {
-    "workclass": ("Private", "Self-emp-not-inc", "Self-emp-inc", "Federal-gov", "Local-gov",
-                  "State-gov", "Without-pay", "Never-worked"),
-    "education": ("Bachelors", "Some-college", "11th", "HS-grad", "Prof-school", "Assoc-acdm",
-                  "Assoc-voc", "9th", "7th-8th", "12th", "Masters", "1st-4th", "10th",
-                  "Doctorate", "5th-6th", "Preschool"),
-    "marital-status": ("Married-civ-spouse", "Divorced", "Never-married", "Separated", "Widowed",
-                       "Married-spouse-absent", "Married-AF-spouse"),
-    "occupation": ("Tech-support", "Craft-repair", "Other-service", "Sales", "Exec-managerial",
-                   "Prof-specialty", "Handlers-cleaners", "Machine-op-inspct", "Adm-clerical",
-                   "Farming-fishing", "Transport-moving", "Priv-house-serv", "Protective-serv",
-                   "Armed-Forces"),
-    "relationship": ("Wife", "Own-child", "Husband", "Not-in-family", "Other-relative",
-                     "Unmarried"),
+    "workclass": (
+        "Private",
+        "Self-emp-not-inc",
+        "Self-emp-inc",
+        "Federal-gov",
+        "Local-gov",
+        "State-gov",
+        "Without-pay",
+        "Never-worked",
+    ),
+    "education": (
+        "Bachelors",
+        "Some-college",
+        "11th",
+        "HS-grad",
+        "Prof-school",
+        "Assoc-acdm",
+        "Assoc-voc",
+        "9th",
+        "7th-8th",
+        "12th",
+        "Masters",
+        "1st-4th",
+        "10th",
+        "Doctorate",
+        "5th-6th",
+        "Preschool",
+    ),
+    "marital-status": (
+        "Married-civ-spouse",
+        "Divorced",
+        "Never-married",
+        "Separated",
+        "Widowed",
+        "Married-spouse-absent",
+        "Married-AF-spouse",
+    ),
+    "occupation": (
+        "Tech-support",
+        "Craft-repair",
+        "Other-service",
+        "Sales",
+        "Exec-managerial",
+        "Prof-specialty",
+        "Handlers-cleaners",
+        "Machine-op-inspct",
+        "Adm-clerical",
+        "Farming-fishing",
+        "Transport-moving",
+        "Priv-house-serv",
+        "Protective-serv",
+        "Armed-Forces",
+    ),
+    "relationship": ("Wife", "Own-child", "Husband", "Not-in-family", "Other-relative", "Unmarried"),
     "race": ("White", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other", "Black"),
     "sex": ("Female", "Male"),
-    "native-country": ("United-States", "Cambodia", "England", "Puerto-Rico", "Canada", "Germany",
-                       "Outlying-US(Guam-USVI-etc)", "India", "Japan", "Greece", "South", "China",
-                       "Cuba", "Iran", "Honduras", "Philippines", "Italy", "Poland", "Jamaica",
-                       "Vietnam", "Mexico", "Portugal", "Ireland", "France", "Dominican-Republic",
-                       "Laos", "Ecuador", "Taiwan", "Haiti", "Columbia", "Hungary", "Guatemala",
-                       "Nicaragua", "Scotland", "Thailand", "Yugoslavia", "El-Salvador",
-                       "Trinadad&Tobago", "Peru", "Hong", "Holand-Netherlands"),
+    "native-country": (
+        "United-States",
+        "Cambodia",
+        "England",
+        "Puerto-Rico",
+        "Canada",
+        "Germany",
+        "Outlying-US(Guam-USVI-etc)",
+        "India",
+        "Japan",
+        "Greece",
+        "South",
+        "China",
+        "Cuba",
+        "Iran",
+        "Honduras",
+        "Philippines",
+        "Italy",
+        "Poland",
+        "Jamaica",
+        "Vietnam",
+        "Mexico",
+        "Portugal",
+        "Ireland",
+        "France",
+        "Dominican-Republic",
+        "Laos",
+        "Ecuador",
+        "Taiwan",
+        "Haiti",
+        "Columbia",
+        "Hungary",
+        "Guatemala",
+        "Nicaragua",
+        "Scotland",
+        "Thailand",
+        "Yugoslavia",
+        "El-Salvador",
+        "Trinadad&Tobago",
+        "Peru",
+        "Hong",
+        "Holand-Netherlands",
+    ),
 }
 
 # Declared ranges (see the module docstring): age >= 17 (AAGE > 16) top-coded at
@@ -57,20 +134,36 @@ _ADULT_BOUNDS = {
 }
 
 #: raw columns of adult.data / adult.test in file order (the label ``income`` last)
-ADULT_COLUMNS = ("age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
-                 "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
-                 "hours-per-week", "native-country")
+ADULT_COLUMNS = (
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
+)
 _NUMERIC = ("age", "education-num", "capital-gain", "capital-loss", "hours-per-week")
 
 ADULT_SCHEMA = Schema(
     name="adult",
     columns=tuple(
         ColumnSpec(c, "categorical", values=tuple(sorted(_ADULT_VALUES[c])))
-        if c in _ADULT_VALUES else ColumnSpec(c, "numeric", bounds=_ADULT_BOUNDS[c])
+        if c in _ADULT_VALUES
+        else ColumnSpec(c, "numeric", bounds=_ADULT_BOUNDS[c])
         for c in ADULT_COLUMNS
     ),
-    citation=("attribute values: adult.names (Becker & Kohavi 1996, UCI Machine Learning "
-              "Repository); ranges declared from the 1994 CPS extraction rules and top codes"),
+    citation=(
+        "attribute values: adult.names (Becker & Kohavi 1996, UCI Machine Learning "
+        "Repository); ranges declared from the 1994 CPS extraction rules and top codes"
+    ),
     layouts={
         # one-hot: fnlwgt (a sampling weight, not an attribute of the person) dropped,
         # the five numeric attributes first, then each categorical's indicators
@@ -102,6 +195,8 @@ class FileRecords:
 #: validator"; both files end with an empty line, which is no record); a9a / a9a.t: the
 #: same records binarised (LIBSVM's page: 32,561 / 16,281)
 FILE_RECORDS = {
-    "adult.data": FileRecords(0, 32_561), "adult.test": FileRecords(1, 16_281),
-    "a9a": FileRecords(0, 32_561), "a9a.t": FileRecords(0, 16_281),
+    "adult.data": FileRecords(0, 32_561),
+    "adult.test": FileRecords(1, 16_281),
+    "a9a": FileRecords(0, 32_561),
+    "a9a.t": FileRecords(0, 16_281),
 }

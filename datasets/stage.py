@@ -47,14 +47,25 @@ from vfl.core.preprocessing import (
     check_vocabulary,
 )
 
-__all__ = ["PREPROCESSING_KEYS", "check_spec", "Stage", "fit_stage", "preprocess",
-           "refuse_private"]
+__all__ = ["PREPROCESSING_KEYS", "check_spec", "Stage", "fit_stage", "preprocess", "refuse_private"]
 
-PREPROCESSING_KEYS = ("encoding", "categories", "other", "scaling", "range", "bounds", "stats",
-                      "row_clip", "normalize_rows", "intercept")
-_SOURCE_WORDS = {"categories": ("auto", "schema", "train"),
-                 "bounds": ("auto", "schema", "train", "public"),
-                 "stats": ("train", "public")}
+PREPROCESSING_KEYS = (
+    "encoding",
+    "categories",
+    "other",
+    "scaling",
+    "range",
+    "bounds",
+    "stats",
+    "row_clip",
+    "normalize_rows",
+    "intercept",
+)
+_SOURCE_WORDS = {
+    "categories": ("auto", "schema", "train"),
+    "bounds": ("auto", "schema", "train", "public"),
+    "stats": ("train", "public"),
+}
 
 
 def _key(k: str) -> str:
@@ -62,8 +73,11 @@ def _key(k: str) -> str:
 
 
 def _pair(key: str, value) -> tuple[float, float]:
-    if not isinstance(value, (list, tuple)) or len(value) != 2 or any(
-            isinstance(v, bool) or not isinstance(v, (int, float)) for v in value):
+    if (
+        not isinstance(value, (list, tuple))
+        or len(value) != 2
+        or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in value)
+    ):
         raise ConfigError(f"{key} must be [lower, upper] (two numbers), got {value!r}")
     try:
         return check_bounds(key, value)
@@ -74,14 +88,12 @@ def _pair(key: str, value) -> tuple[float, float]:
 def _source_or_table(key: str, value, words, pair: bool):
     if isinstance(value, str):
         if value not in words:
-            raise ConfigError(f"{_key(key)} = {value!r} is not one of: {', '.join(words)}, "
-                              "or a table of columns")
+            raise ConfigError(f"{_key(key)} = {value!r} is not one of: {', '.join(words)}, or a table of columns")
         return value
     if pair and isinstance(value, list):
         return _pair(_key(key), value)
     if not isinstance(value, dict) or not value:
-        raise ConfigError(f"{_key(key)} must be one of {', '.join(words)} or a table "
-                          f"{{column = ...}}, got {value!r}")
+        raise ConfigError(f"{_key(key)} must be one of {', '.join(words)} or a table {{column = ...}}, got {value!r}")
     out = {}
     for col, v in value.items():
         if key == "categories":
@@ -90,13 +102,14 @@ def _source_or_table(key: str, value, words, pair: bool):
             except ValueError as exc:
                 raise ConfigError(f"{_key(key)}.{col}: {str(exc).split(': ', 1)[1]}") from None
         elif key == "stats":
-            if not isinstance(v, list) or len(v) != 2 or any(
-                    isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x)
-                    for x in v):
+            if (
+                not isinstance(v, list)
+                or len(v) != 2
+                or any(isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) for x in v)
+            ):
                 raise ConfigError(f"{_key(key)}.{col} must be [mean, scale], got {v!r}")
             if v[1] <= 0:
-                raise ConfigError(f"{_key(key)}.{col}: scale must be > 0, got {v[1]:g} "
-                                  "(a zero scale divides by zero)")
+                raise ConfigError(f"{_key(key)}.{col}: scale must be > 0, got {v[1]:g} (a zero scale divides by zero)")
             out[col] = (float(v[0]), float(v[1]))
         else:
             out[col] = _pair(f"{_key(key)}.{col}", v)
@@ -113,8 +126,9 @@ def check_spec(table: Mapping[str, Any], defaults: Mapping[str, Any] = ()) -> di
     table = dict(table)
     for k in table:
         if k not in PREPROCESSING_KEYS:
-            raise ConfigError(f"unknown key '{_key(k)}'; valid keys in [preprocessing]: "
-                              f"{', '.join(PREPROCESSING_KEYS)}")
+            raise ConfigError(
+                f"unknown key '{_key(k)}'; valid keys in [preprocessing]: {', '.join(PREPROCESSING_KEYS)}"
+            )
     defaults = dict(defaults or {})
     if "scaling" in table:
         defaults.pop("range", None)
@@ -126,28 +140,29 @@ def check_spec(table: Mapping[str, Any], defaults: Mapping[str, Any] = ()) -> di
     scaling = spec.get("scaling", "none")
     if scaling not in SCALINGS:
         raise ConfigError(f"{_key('scaling')} = {scaling!r} is not one of: {', '.join(SCALINGS)}")
-    for k, needs in (("range", ("minmax",)), ("bounds", ("minmax", "clip")),
-                     ("stats", ("standard",))):
+    for k, needs in (("range", ("minmax",)), ("bounds", ("minmax", "clip")), ("stats", ("standard",))):
         if k in table and scaling not in needs:
-            raise ConfigError(f"{_key(k)} applies to scaling = {' or '.join(map(repr, needs))}, "
-                              f"not {scaling!r}")
-    out = {"encoding": encoding, "scaling": scaling,
-           "categories": _source_or_table("categories", spec.get("categories", "auto"),
-                                          _SOURCE_WORDS["categories"], False),
-           "other": spec.get("other", False)}
+            raise ConfigError(f"{_key(k)} applies to scaling = {' or '.join(map(repr, needs))}, not {scaling!r}")
+    out = {
+        "encoding": encoding,
+        "scaling": scaling,
+        "categories": _source_or_table(
+            "categories", spec.get("categories", "auto"), _SOURCE_WORDS["categories"], False
+        ),
+        "other": spec.get("other", False),
+    }
     if not isinstance(out["other"], bool):
         raise ConfigError(f"{_key('other')} must be true or false, got {out['other']!r}")
     if scaling == "minmax":
         out["range"] = _pair(_key("range"), spec.get("range", [0.0, 1.0]))
     if scaling in ("minmax", "clip"):
-        out["bounds"] = _source_or_table("bounds", spec.get("bounds", "auto"),
-                                         _SOURCE_WORDS["bounds"], True)
+        out["bounds"] = _source_or_table("bounds", spec.get("bounds", "auto"), _SOURCE_WORDS["bounds"], True)
     if scaling == "standard":
-        out["stats"] = _source_or_table("stats", spec.get("stats", "train"),
-                                        _SOURCE_WORDS["stats"], False)
+        out["stats"] = _source_or_table("stats", spec.get("stats", "train"), _SOURCE_WORDS["stats"], False)
     clip = spec.get("row_clip")
-    if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float))
-                             or not math.isfinite(clip) or clip <= 0):
+    if clip is not None and (
+        isinstance(clip, bool) or not isinstance(clip, (int, float)) or not math.isfinite(clip) or clip <= 0
+    ):
         raise ConfigError(f"{_key('row_clip')} must be a finite number > 0, got {clip!r}")
     out["row_clip"] = None if clip is None else float(clip)
     for k in ("normalize_rows", "intercept"):
@@ -188,8 +203,10 @@ class Stage:
     def fit_public(self, X_public) -> Scaler:
         """The scaler whose ``public`` parameters come from the encoded public rows."""
         if X_public is None or X_public.shape[0] == 0:
-            raise ConfigError("preprocessing: a parameter has source 'public' but the run has no "
-                              "public rows (set partition.public > 0, horizontal setting)")
+            raise ConfigError(
+                "preprocessing: a parameter has source 'public' but the run has no "
+                "public rows (set partition.public > 0, horizontal setting)"
+            )
         return _make_scaler(self.scaling, self.encoder, X_public)
 
     def columns(self, table: RawTable, scaler: Scaler | None = None, *, copy: bool = True):
@@ -208,9 +225,12 @@ class Stage:
         if sc is not None:
             step = sc.describe(names, self.sources.get("scaling"))
         else:
-            step = {"step": "scale", "scaling": self.scaling["kind"],
-                    "source": self.sources.get("scaling"),
-                    "note": "fitted on each split's public rows (per repeat)"}
+            step = {
+                "step": "scale",
+                "scaling": self.scaling["kind"],
+                "source": self.sources.get("scaling"),
+                "note": "fitted on each split's public rows (per repeat)",
+            }
         steps.append(step)
         return steps + self.rows.describe(unit)
 
@@ -222,8 +242,10 @@ def _vocabularies(raw, spec: dict, layout) -> tuple[dict, dict]:
     cats = [n for n in layout if kinds[n] == "categorical"]
     stray = sorted(set(table) - set(cats))
     if stray:
-        raise ConfigError(f"preprocessing.categories.{stray[0]}: not a categorical column of "
-                          f"{raw.name} (categorical: {', '.join(cats) or 'none'})")
+        raise ConfigError(
+            f"preprocessing.categories.{stray[0]}: not a categorical column of "
+            f"{raw.name} (categorical: {', '.join(cats) or 'none'})"
+        )
     for name in cats:
         spec_col = raw.schema.column(name) if raw.schema is not None else None
         if name in table:
@@ -237,9 +259,11 @@ def _vocabularies(raw, spec: dict, layout) -> tuple[dict, dict]:
             values = rows.column(name).astype(str)
             vocab[name], sources[name] = tuple(sorted(set(values.tolist()))), "training_rows"
     if unpublished:
-        raise ConfigError(f"preprocessing.categories = 'schema': {raw.name} publishes no "
-                          f"values for {_names(unpublished)}; list them in "
-                          + ", ".join(f"preprocessing.categories.{n}" for n in unpublished))
+        raise ConfigError(
+            f"preprocessing.categories = 'schema': {raw.name} publishes no "
+            f"values for {_names(unpublished)}; list them in "
+            + ", ".join(f"preprocessing.categories.{n}" for n in unpublished)
+        )
     return vocab, sources
 
 
@@ -270,9 +294,11 @@ def _check_listed(raw, vocab: dict, sources: dict) -> None:
             seen = set(table.column(name).astype(str).tolist()) - known
             if seen:
                 shown = ", ".join(map(repr, sorted(seen)[:5]))
-                raise ConfigError(f"{where} misses {shown}{' ...' if len(seen) > 5 else ''}, "
-                                  f"which the {part} rows of column {name!r} hold: add "
-                                  f"{'them' if len(seen) > 1 else 'it'} to the list")
+                raise ConfigError(
+                    f"{where} misses {shown}{' ...' if len(seen) > 5 else ''}, "
+                    f"which the {part} rows of column {name!r} hold: add "
+                    f"{'them' if len(seen) > 1 else 'it'} to the list"
+                )
 
 
 def _scaled_columns(encoder: Encoder) -> np.ndarray:
@@ -290,8 +316,7 @@ def _column_of_output(encoder: Encoder) -> list[str]:
 def _scaling_plan(raw, spec: dict, encoder: Encoder, cat_sources: dict) -> tuple[dict, str]:
     """Per scaled output column: a constant (config / schema) or where to fit it."""
     kind = spec["scaling"]
-    plan = {"kind": kind, "lower": 0.0, "upper": 1.0, "columns": _scaled_columns(encoder),
-            "per_column": {}}
+    plan = {"kind": kind, "lower": 0.0, "upper": 1.0, "columns": _scaled_columns(encoder), "per_column": {}}
     if kind == "none":
         return plan, "none"
     if kind == "minmax":
@@ -303,8 +328,10 @@ def _scaling_plan(raw, spec: dict, encoder: Encoder, cat_sources: dict) -> tuple
     stray = sorted(set(table) - names) if isinstance(given, dict) else []
     if stray:
         key = "bounds" if kind != "standard" else "stats"
-        raise ConfigError(f"preprocessing.{key}.{stray[0]}: not a scaled column of {raw.name} "
-                          f"(scaled: {', '.join(sorted(names)[:8])}{' ...' if len(names) > 8 else ''})")
+        raise ConfigError(
+            f"preprocessing.{key}.{stray[0]}: not a scaled column of {raw.name} "
+            f"(scaled: {', '.join(sorted(names)[:8])}{' ...' if len(names) > 8 else ''})"
+        )
     # columns a table leaves out follow "auto" (the schema, else the training rows)
     mode = given if isinstance(given, str) else ("standard" if kind == "standard" else "auto")
     sources, fitted, unpublished = set(), [], []
@@ -321,8 +348,7 @@ def _scaling_plan(raw, spec: dict, encoder: Encoder, cat_sources: dict) -> tuple
             # ordinal codes: the range of the codes follows from the vocabulary
             k = len(encoder.vocabularies[name])
             value, src = (0.0, float(k if encoder.other else max(k - 1, 1))), cat_sources[name]
-        elif kind != "standard" and mode in ("auto", "schema") and col is not None \
-                and col.bounds is not None:
+        elif kind != "standard" and mode in ("auto", "schema") and col is not None and col.bounds is not None:
             value, src = col.bounds, "schema"
         elif mode == "schema":
             value, src = None, "unpublished"
@@ -337,9 +363,10 @@ def _scaling_plan(raw, spec: dict, encoder: Encoder, cat_sources: dict) -> tuple
         plan["per_column"][int(j)] = value
         sources.add(src)
     if unpublished:
-        raise ConfigError(f"preprocessing.bounds = 'schema': {raw.name} declares no range for "
-                          f"{_names(unpublished)}; give "
-                          + ", ".join(f"preprocessing.bounds.{n} = [lo, hi]" for n in unpublished))
+        raise ConfigError(
+            f"preprocessing.bounds = 'schema': {raw.name} declares no range for "
+            f"{_names(unpublished)}; give " + ", ".join(f"preprocessing.bounds.{n} = [lo, hi]" for n in unpublished)
+        )
     plan["sources"] = sources
     plan["fitted"] = fitted
     return plan, "+".join(sorted(sources)) if sources else "none"
@@ -381,31 +408,42 @@ def _refuse_missing(spec: dict, categories: list, scaled: list) -> None:
     if categories:
         what.append(f"the categories of {', '.join(map(repr, categories))}")
     if scaled:
-        what.append(f"the {key} of {', '.join(map(repr, scaled))} (scaling = "
-                    f"{spec['scaling']!r})")
+        what.append(f"the {key} of {', '.join(map(repr, scaled))} (scaling = {spec['scaling']!r})")
     fix = []
     if categories:
-        fix.append(f"preprocessing.categories.{categories[0]} = [...] (the published values; "
-                   "likewise every column named)")
+        fix.append(
+            f"preprocessing.categories.{categories[0]} = [...] (the published values; likewise every column named)"
+        )
     if scaled:
-        fix.append(f"preprocessing.{key} (public constants: "
-                   + ("{column = [mean, scale]}" if key == "stats" else
-                      "[lo, hi] or {column = [lo, hi]}")
-                   + f") or preprocessing.{key} = 'public' (rows declared public)")
-    raise refuse_private(f"{len(categories) + len(scaled)} column(s) have no public parameter: "
-                         f"{' and '.join(what)} would be read off the training rows",
-                         " and ".join(fix) + ", or declare them in a schema (a Frictionless "
-                         "Table Schema: enum, minimum, maximum)")
+        fix.append(
+            f"preprocessing.{key} (public constants: "
+            + ("{column = [mean, scale]}" if key == "stats" else "[lo, hi] or {column = [lo, hi]}")
+            + f") or preprocessing.{key} = 'public' (rows declared public)"
+        )
+    raise refuse_private(
+        f"{len(categories) + len(scaled)} column(s) have no public parameter: "
+        f"{' and '.join(what)} would be read off the training rows",
+        " and ".join(fix) + ", or declare them in a schema (a Frictionless Table Schema: enum, minimum, maximum)",
+    )
 
 
 def refuse_private(what: str, key: str) -> ConfigError:
-    return ConfigError(f"preprocessing: {what}, so one record would change what every other "
-                       f"record becomes and no epsilon covers it; this run claims a guarantee: "
-                       f"set {key}")
+    return ConfigError(
+        f"preprocessing: {what}, so one record would change what every other "
+        f"record becomes and no epsilon covers it; this run claims a guarantee: "
+        f"set {key}"
+    )
 
 
-def fit_stage(raw, spec: Mapping[str, Any], *, private: bool, intercept_default: bool = False,
-              unit_rows: bool = False, solver: str = "") -> Stage:
+def fit_stage(
+    raw,
+    spec: Mapping[str, Any],
+    *,
+    private: bool,
+    intercept_default: bool = False,
+    unit_rows: bool = False,
+    solver: str = "",
+) -> Stage:
     """Resolve every parameter's source and fit the column steps.
 
     ``private``: the run claims a guarantee, so nothing may come from the
@@ -423,25 +461,23 @@ def fit_stage(raw, spec: Mapping[str, Any], *, private: bool, intercept_default:
     vocab, cat_sources = _vocabularies(raw, spec, layout)
     if not private:
         _check_listed(raw, vocab, cat_sources)
-    encoder = Encoder(layout=tuple(layout), kinds=kinds, vocabularies=vocab,
-                      encoding=spec["encoding"], other=spec["other"])
+    encoder = Encoder(
+        layout=tuple(layout), kinds=kinds, vocabularies=vocab, encoding=spec["encoding"], other=spec["other"]
+    )
     plan, scale_source = _scaling_plan(raw, spec, encoder, cat_sources)
     if private:
-        _refuse_missing(spec, [n for n in layout if cat_sources.get(n) == "training_rows"],
-                        plan.get("fitted", []))
+        _refuse_missing(spec, [n for n in layout if cat_sources.get(n) == "training_rows"], plan.get("fitted", []))
     scaler = None
     if "public_rows" not in plan.get("sources", ()):
         X_fit = encoder.transform(raw.train) if "training_rows" in plan.get("sources", ()) else None
         scaler = _make_scaler(plan, encoder, X_fit)
     intercept = intercept_default if spec["intercept"] is None else spec["intercept"]
-    rows = RowSteps(intercept=intercept, row_clip=spec["row_clip"],
-                    normalize=spec["normalize_rows"])
+    rows = RowSteps(intercept=intercept, row_clip=spec["row_clip"], normalize=spec["normalize_rows"])
     sources = {"categories": cat_sources, "scaling": scale_source}
     if unit_rows and (rows.bound is None or rows.bound > 1.0):
         rows = RowSteps(intercept=intercept, row_clip=None, normalize=True)
         sources["normalize_rows"] = f"required by {solver or 'the solver'} (rows of norm <= 1)"
-    return Stage(encoder=encoder, rows=rows, scaler=scaler, scaling=plan, sources=sources,
-                 private=private)
+    return Stage(encoder=encoder, rows=rows, scaler=scaler, scaling=plan, sources=sources, private=private)
 
 
 def preprocess(raw, spec: Mapping[str, Any]):
@@ -460,8 +496,14 @@ def preprocess(raw, spec: Mapping[str, Any]):
         raise ConfigError("preprocessing: source 'public' needs a run with public rows")
     X_train = stage.rows.apply(stage.columns(raw.train))
     X_test = stage.rows.apply(stage.columns(raw.test))
-    return Dataset(name=raw.name, X_train=X_train, y_train=raw.y_train, X_test=X_test,
-                   y_test=raw.y_test, description=raw.description, is_stand_in=raw.is_stand_in,
-                   checksums=raw.checksums,
-                   provenance={**raw.provenance, "feature_names": stage.feature_names,
-                               "preprocessing": stage.describe("row")})
+    return Dataset(
+        name=raw.name,
+        X_train=X_train,
+        y_train=raw.y_train,
+        X_test=X_test,
+        y_test=raw.y_test,
+        description=raw.description,
+        is_stand_in=raw.is_stand_in,
+        checksums=raw.checksums,
+        provenance={**raw.provenance, "feature_names": stage.feature_names, "preprocessing": stage.describe("row")},
+    )

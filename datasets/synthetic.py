@@ -38,8 +38,14 @@ from vfl.datasets.base import Dataset
 from vfl.datasets.gisette_like import make_gisette_like
 from vfl.datasets.preprocessing import apply_minmax, fit_minmax, maxabs_scale
 
-__all__ = ["make_synthetic", "preset_shape", "SYNTHETIC_PRESETS", "PRESET_GENERATORS", "STAND_IN_FOR",
-           "synthetic_from_options"]
+__all__ = [
+    "make_synthetic",
+    "preset_shape",
+    "SYNTHETIC_PRESETS",
+    "PRESET_GENERATORS",
+    "STAND_IN_FOR",
+    "synthetic_from_options",
+]
 
 # Standard deviation of the true logit. With z ~ N(0, 5^2) and labels drawn
 # from sigmoid(z), the best possible accuracy is E[sigmoid(|z|)] ~= 0.89.
@@ -67,6 +73,7 @@ SYNTHETIC_PRESETS: dict[str, dict[str, Any]] = {
     "a9a-shaped": {"n_train": 32561, "n_test": 16281},
 }
 
+
 def preset_shape(preset: str) -> tuple[int, int, int]:
     """``(n_train, n_test, n_features)`` of a preset as shipped (a9a-shaped: its default rows)."""
     params = SYNTHETIC_PRESETS[preset]
@@ -82,14 +89,25 @@ PRESET_GENERATORS = {"gisette-shaped": make_gisette_like, "a9a-shaped": make_a9a
 STAND_IN_FOR: dict[str, str] = {"gisette-shaped": "gisette"}
 
 _PRESET_DESCRIPTIONS = {
-    "gisette-shaped":
-        "gisette-shaped synthetic stand-in (6000/1000 x 5000, built like gisette; "
-        "NOT the real gisette data)",
+    "gisette-shaped": "gisette-shaped synthetic stand-in (6000/1000 x 5000, built like gisette; "
+    "NOT the real gisette data)",
 }
 
 #: Keys of ``load_dataset("synthetic", options=...)`` handled here.
-SYNTHETIC_OPTIONS = ("preset", "n_train", "n_test", "n_features", "informative_fraction",
-                     "sparse", "density", "scale", "n_latent", "logit_scale", "noise", "seed")
+SYNTHETIC_OPTIONS = (
+    "preset",
+    "n_train",
+    "n_test",
+    "n_features",
+    "informative_fraction",
+    "sparse",
+    "density",
+    "scale",
+    "n_latent",
+    "logit_scale",
+    "noise",
+    "seed",
+)
 
 # Keys a preset lets the caller override without changing what it imitates: the
 # a9a-shaped preset imitates a row's shape, so its row counts are free.
@@ -204,8 +222,7 @@ def make_synthetic(
         X_test = rng.standard_normal((n_test, n_features))
 
     if n_latent is None:
-        logit = np.concatenate([np.asarray(part[:, informative] @ weights).ravel()
-                                for part in (X_train, X_test)])
+        logit = np.concatenate([np.asarray(part[:, informative] @ weights).ravel() for part in (X_train, X_test)])
     else:
         # One low-dimensional signal spread over many correlated columns.
         mixing = rng.standard_normal((n_latent, n_informative)) / np.sqrt(n_latent)
@@ -229,10 +246,17 @@ def make_synthetic(
         X_test = apply_minmax(X_test, lo, hi, -1.0, 1.0)
 
     params = {
-        "n_train": n_train, "n_test": n_test, "n_features": n_features,
-        "informative_fraction": informative_fraction, "sparse": sparse,
-        "density": density, "scale": scale, "n_latent": n_latent,
-        "logit_scale": logit_scale, "noise": noise, "seed": seed,
+        "n_train": n_train,
+        "n_test": n_test,
+        "n_features": n_features,
+        "informative_fraction": informative_fraction,
+        "sparse": sparse,
+        "density": density,
+        "scale": scale,
+        "n_latent": n_latent,
+        "logit_scale": logit_scale,
+        "noise": noise,
+        "seed": seed,
     }
     kind = f"sparse, density {density:g}" if sparse else "dense"
     return Dataset(
@@ -253,9 +277,13 @@ def make_synthetic(
             "params": params,
             "n_informative": n_informative,
             "scaling": (
-                ("max-abs per feature into [-1, 1] (train ranges)" if sparse
-                 else "min/max per feature to [-1, 1] (train ranges)")
-                if scale else "none"
+                (
+                    "max-abs per feature into [-1, 1] (train ranges)"
+                    if sparse
+                    else "min/max per feature to [-1, 1] (train ranges)"
+                )
+                if scale
+                else "none"
             ),
         },
     )
@@ -278,9 +306,15 @@ def _kept(preset: str, params: dict) -> Dataset:
     def fresh(X):
         return X.copy() if sp.issparse(X) else X.copy(order="K")
 
-    return replace(data, X_train=fresh(data.X_train), X_test=fresh(data.X_test),
-                   y_train=data.y_train.copy(), y_test=data.y_test.copy(),
-                   checksums=dict(data.checksums), provenance=copy.deepcopy(data.provenance))
+    return replace(
+        data,
+        X_train=fresh(data.X_train),
+        X_test=fresh(data.X_test),
+        y_train=data.y_train.copy(),
+        y_test=data.y_test.copy(),
+        checksums=dict(data.checksums),
+        provenance=copy.deepcopy(data.provenance),
+    )
 
 
 def synthetic_from_options(options: Mapping[str, Any]) -> Dataset:
@@ -294,8 +328,9 @@ def synthetic_from_options(options: Mapping[str, Any]) -> Dataset:
     """
     unknown = sorted(set(options) - set(SYNTHETIC_OPTIONS))
     if unknown:
-        raise DataError(f"synthetic: unknown option(s) {', '.join(unknown)}; "
-                        f"valid options: {', '.join(SYNTHETIC_OPTIONS)}")
+        raise DataError(
+            f"synthetic: unknown option(s) {', '.join(unknown)}; valid options: {', '.join(SYNTHETIC_OPTIONS)}"
+        )
     options = dict(options)
     preset = options.pop("preset", None)
     if preset is None:
@@ -308,15 +343,12 @@ def synthetic_from_options(options: Mapping[str, Any]) -> Dataset:
         return make_synthetic(**options)
 
     if preset not in SYNTHETIC_PRESETS:
-        raise DataError(
-            f"synthetic: unknown preset {preset!r}; presets: {', '.join(SYNTHETIC_PRESETS)}"
-        )
+        raise DataError(f"synthetic: unknown preset {preset!r}; presets: {', '.join(SYNTHETIC_PRESETS)}")
     free = _PRESET_OVERRIDABLE.get(preset, _DEFAULT_OVERRIDABLE)
     fixed = sorted(set(options) - set(free))
     if fixed:
         raise DataError(
-            f"synthetic: preset {preset!r} fixes {', '.join(fixed)}; "
-            f"only {', '.join(free)} may be combined with it"
+            f"synthetic: preset {preset!r} fixes {', '.join(fixed)}; only {', '.join(free)} may be combined with it"
         )
     params = {**SYNTHETIC_PRESETS[preset], **options}
     if preset in _KEPT:
@@ -326,5 +358,10 @@ def synthetic_from_options(options: Mapping[str, Any]) -> Dataset:
     stand_in_for = STAND_IN_FOR.get(preset)
     description = _PRESET_DESCRIPTIONS.get(preset, data.description)
     provenance = {**data.provenance, "preset": preset, "stand_in_for": stand_in_for}
-    return replace(data, name=f"synthetic:{preset}", description=description,
-                   is_stand_in=stand_in_for is not None, provenance=provenance)
+    return replace(
+        data,
+        name=f"synthetic:{preset}",
+        description=description,
+        is_stand_in=stand_in_for is not None,
+        provenance=provenance,
+    )

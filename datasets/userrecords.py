@@ -50,6 +50,7 @@ from vfl.datasets.userfiles.reading import UserFile, _files, read_user_file
 
 __all__ = ["load_libsvm_records", "load_csv_records", "fill_option"]
 
+
 def _needs(fmt: str, key: str, why: str) -> ConfigError:
     from vfl.datasets.stage import refuse_private
 
@@ -61,12 +62,20 @@ def _labels(fmt: str, options: Mapping) -> tuple[list, dict]:
     labels = declared_labels(fmt, options)
     if labels is None:
         if _label_positive(fmt, options) is not None:
-            raise ConfigError(f"{fmt}: a run that claims a guarantee reads the labels declared "
-                              "in data.labels = [negative, positive], not label_positive")
-        raise _needs(fmt, "data.labels = [negative, positive] (the two raw label values)",
-                     "the two label values would be read off the records")
-    return labels, {"-1": _jsonable(labels[0]), "+1": _jsonable(labels[1]),
-                    "rule": "data.labels; any other label is -1"}
+            raise ConfigError(
+                f"{fmt}: a run that claims a guarantee reads the labels declared "
+                "in data.labels = [negative, positive], not label_positive"
+            )
+        raise _needs(
+            fmt,
+            "data.labels = [negative, positive] (the two raw label values)",
+            "the two label values would be read off the records",
+        )
+    return labels, {
+        "-1": _jsonable(labels[0]),
+        "+1": _jsonable(labels[1]),
+        "rule": "data.labels; any other label is -1",
+    }
 
 
 def _label_of(labels: list):
@@ -81,14 +90,14 @@ def _label_of(labels: list):
             v = number(text)
             hit = None if v is None else table.get(v)
         return hit
+
     return label_of
 
 
 def _split_options(fmt: str, options: Mapping):
     test_path, fraction, seed = _test_options(fmt, options)
     if test_path is None and _stratify(fmt, options):
-        raise _needs(fmt, "data.stratify = false",
-                     "the stratified test split depends on every record's label")
+        raise _needs(fmt, "data.stratify = false", "the stratified test split depends on every record's label")
     return test_path, fraction, seed
 
 
@@ -98,8 +107,7 @@ def fill_option(fmt: str, options: Mapping) -> dict:
     if not isinstance(fill, Mapping):
         raise DataError(f"{fmt}: fill must be a table {{column = number}}, got {fill!r}")
     for name, value in fill.items():
-        if not (isinstance(value, numbers.Real) and not isinstance(value, bool)
-                and np.isfinite(value)):
+        if not (isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)):
             raise DataError(f"{fmt}: fill.{name} must be a finite number, got {value!r}")
     return {str(k): float(v) for k, v in fill.items()}
 
@@ -112,19 +120,23 @@ def _parts(train: UserFile, y: np.ndarray, test_path, fraction, seed, mapping):
     return _split(train, y, fraction, seed, mapping, stratify=False)
 
 
-def _provenance(train, test, test_path, fraction, seed, n_train, n_test, mapping, parsing,
-                repairs) -> dict:
+def _provenance(train, test, test_path, fraction, seed, n_train, n_test, mapping, parsing, repairs) -> dict:
     _, files = _files(train, test)
-    return {"source": "user files", "files": files, "parsing": parsing,
-            "split": _split_record(test_path, fraction, seed, n_train, n_test, False),
-            "label_mapping": mapping,
-            "parsed": f"labels {_show(mapping['-1'])} -> -1, {_show(mapping['+1'])} -> +1 "
-                      f"(data.labels); record by record: one record per line, read alone, "
-                      "a missing or malformed field takes its public default",
-            "diagnostic": {"repairs": repairs}}
+    return {
+        "source": "user files",
+        "files": files,
+        "parsing": parsing,
+        "split": _split_record(test_path, fraction, seed, n_train, n_test, False),
+        "label_mapping": mapping,
+        "parsed": f"labels {_show(mapping['-1'])} -> -1, {_show(mapping['+1'])} -> +1 "
+        f"(data.labels); record by record: one record per line, read alone, "
+        "a missing or malformed field takes its public default",
+        "diagnostic": {"repairs": repairs},
+    }
 
 
 # ---------------------------------------------------------------------- LIBSVM --
+
 
 def load_libsvm_records(options: Mapping[str, Any]) -> RawDataset:
     """A LIBSVM file as :func:`~vfl.datasets.userfiles.load_libsvm` reads it, one row per
@@ -135,18 +147,14 @@ def load_libsvm_records(options: Mapping[str, Any]) -> RawDataset:
     test_path, fraction, seed = _split_options("libsvm", options)
     n_features, zero_based = _libsvm_options(options)
     if n_features is None:
-        raise _needs("libsvm", "data.n_features", "the width would be the largest feature "
-                     "index in the file")
+        raise _needs("libsvm", "data.n_features", "the width would be the largest feature index in the file")
     if zero_based == "auto":
-        raise _needs("libsvm", "data.zero_based", "the index base would be detected from "
-                     "the indices in the files")
+        raise _needs("libsvm", "data.zero_based", "the index base would be detected from the indices in the files")
     labels, mapping = _labels("libsvm", options)
     try:
-        rules = LibsvmRules(n_features, not zero_based, {float(labels[0]): -1.0,
-                                                         float(labels[1]): 1.0})
+        rules = LibsvmRules(n_features, not zero_based, {float(labels[0]): -1.0, float(labels[1]): 1.0})
     except ValueError:
-        raise DataError(f"libsvm: labels must be numbers in a LIBSVM file, got {labels!r}") \
-            from None
+        raise DataError(f"libsvm: labels must be numbers in a LIBSVM file, got {labels!r}") from None
     train = read_user_file(options["path"], strict=False)
     test = read_user_file(test_path, strict=False) if test_path is not None else None
     X, y, rep = parse_libsvm(record_lines(train.content), rules)
@@ -160,27 +168,36 @@ def load_libsvm_records(options: Mapping[str, Any]) -> RawDataset:
     one_based = not zero_based
     names = tuple(f"f{j + int(one_based)}" for j in range(n_features))
     indices = "one-based" if one_based else "zero-based"
-    parsing = {"format": "libsvm", "parser": "vfl.datasets.records.parse_libsvm",
-               "indices": indices, "zero_based_option": zero_based,
-               "n_features": n_features, "n_features_option": n_features}
+    parsing = {
+        "format": "libsvm",
+        "parser": "vfl.datasets.records.parse_libsvm",
+        "indices": indices,
+        "zero_based_option": zero_based,
+        "n_features": n_features,
+        "n_features_option": n_features,
+    }
     return RawDataset(
-        name="libsvm", train=RawTable.from_matrix(X, names), y_train=y,
-        test=RawTable.from_matrix(X_t, names), y_test=y_t,
+        name="libsvm",
+        train=RawTable.from_matrix(X, names),
+        y_train=y,
+        test=RawTable.from_matrix(X_t, names),
+        y_test=y_t,
         description=f"libsvm file {train.path.name} ({n_features} sparse features)",
         checksums=_files(train, test)[0],
-        provenance=_provenance(train, test, test_path, fraction, seed, X.shape[0],
-                               X_t.shape[0], mapping, parsing, repairs),
+        provenance=_provenance(
+            train, test, test_path, fraction, seed, X.shape[0], X_t.shape[0], mapping, parsing, repairs
+        ),
     )
 
 
 # ------------------------------------------------------------------------- CSV --
 
+
 def _header(f: UserFile, delimiter: str) -> list[str]:
     """The column names: the file's first line (its structure, not a record)."""
     first = f.content.split(b"\n", 1)[0].decode("utf-8-sig", "replace").rstrip("\r")
     try:
-        names = [n.strip() for n in next(csv.reader([first], delimiter=delimiter,
-                                                     skipinitialspace=True), [])]
+        names = [n.strip() for n in next(csv.reader([first], delimiter=delimiter, skipinitialspace=True), [])]
     except csv.Error as exc:
         raise DataError(f"{f.path}: malformed header line ({exc})") from None
     if not any(names):
@@ -189,8 +206,9 @@ def _header(f: UserFile, delimiter: str) -> list[str]:
 
     repeated = sorted(n for n, k in Counter(names).items() if k > 1)
     if repeated:
-        raise DataError(f"{f.path}: column name(s) {', '.join(map(repr, repeated))} appear "
-                        "more than once in the header line")
+        raise DataError(
+            f"{f.path}: column name(s) {', '.join(map(repr, repeated))} appear more than once in the header line"
+        )
     return names
 
 
@@ -203,16 +221,21 @@ def _read(f: UserFile, opts: dict, features: list[str] | None, labels: list, fil
     if stray:
         raise DataError(f"csv: fill.{stray[0]}: not a numeric feature column")
     at = {n: j for j, n in enumerate(names)}
-    cols = Columns(n_fields=len(names),
-                   numeric=tuple((at[c], c) for c in features if c not in opts["declared"]),
-                   categorical=tuple((at[c], c) for c in features if c in opts["declared"]),
-                   label=at[opts["label"]], label_of=_label_of(labels), fill=fill)
+    cols = Columns(
+        n_fields=len(names),
+        numeric=tuple((at[c], c) for c in features if c not in opts["declared"]),
+        categorical=tuple((at[c], c) for c in features if c in opts["declared"]),
+        label=at[opts["label"]],
+        label_of=_label_of(labels),
+        fill=fill,
+    )
     lines = record_lines(f.content, header=1)
     if not lines:
         raise DataError(f"{f.path}: empty file (a header line but no data rows)")
     d = opts["delimiter"]
     num, cat, y, _, rep = parse_delimited(
-        lines, lambda s: next(csv.reader([s], delimiter=d, skipinitialspace=True), []), cols)
+        lines, lambda s: next(csv.reader([s], delimiter=d, skipinitialspace=True), []), cols
+    )
     return features, num, cat, y, rep.describe()
 
 
@@ -239,18 +262,25 @@ def load_csv_records(options: Mapping[str, Any]) -> RawDataset:
     kinds = tuple("categorical" if c in opts["declared"] else "numeric" for c in features)
 
     def table(n, c):
-        return RawTable(names=tuple(features), kinds=kinds, numeric=n,
-                        categorical=c if c.shape[1] else None)
+        return RawTable(names=tuple(features), kinds=kinds, numeric=n, categorical=c if c.shape[1] else None)
 
-    parsing = {"format": "csv", "parser": "vfl.datasets.records.parse_delimited",
-               "header": True, "delimiter": opts["delimiter"], "label": opts["label"],
-               "features": features,
-               "categorical_columns": {c: "declared" for c in features if c in opts["declared"]},
-               "fill": {c: fill.get(c, 0.0) for c in features if c not in opts["declared"]}}
+    parsing = {
+        "format": "csv",
+        "parser": "vfl.datasets.records.parse_delimited",
+        "header": True,
+        "delimiter": opts["delimiter"],
+        "label": opts["label"],
+        "features": features,
+        "categorical_columns": {c: "declared" for c in features if c in opts["declared"]},
+        "fill": {c: fill.get(c, 0.0) for c in features if c not in opts["declared"]},
+    }
     return RawDataset(
-        name="csv", train=table(num, cat), y_train=y, test=table(num_t, cat_t), y_test=y_t,
+        name="csv",
+        train=table(num, cat),
+        y_train=y,
+        test=table(num_t, cat_t),
+        y_test=y_t,
         description=f"csv file {train.path.name} ({len(features)} columns)",
         checksums=_files(train, test)[0],
-        provenance=_provenance(train, test, test_path, fraction, seed, y.size, y_t.size,
-                               mapping, parsing, repairs),
+        provenance=_provenance(train, test, test_path, fraction, seed, y.size, y_t.size, mapping, parsing, repairs),
     )

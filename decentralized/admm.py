@@ -41,14 +41,19 @@ from .base import EXCHANGE_PARAMS, LAPLACE_PRIVACY, NetworkSolver, PrivateNetwor
 
 __all__ = ["LDPADMM", "OPADMM", "RandomPenaltyADMM", "FixedADMM", "DVPADMM", "PPADMM"]
 
-_XIAO = ("Xiao, Ye, Devadas, Local Differential Privacy in Decentralized Optimization "
-         "(arXiv 1902.06101)")
+_XIAO = "Xiao, Ye, Devadas, Local Differential Privacy in Decentralized Optimization (arXiv 1902.06101)"
 
 ADMM_PARAMS = (
-    Param("D", float, 10.0, "D_i = Gamma_i + |N_i| rho_i, the total quadratic weight (paper: 10); "
-          "alpha = 1/D is the sensitivity multiplier", low=0.0, low_open=True),
-    Param("zeta", float, 0.5, "dual step: lambda <- lambda - zeta L x (paper: 0.5)",
-          low=0.0, low_open=True),
+    Param(
+        "D",
+        float,
+        10.0,
+        "D_i = Gamma_i + |N_i| rho_i, the total quadratic weight (paper: 10); "
+        "alpha = 1/D is the sensitivity multiplier",
+        low=0.0,
+        low_open=True,
+    ),
+    Param("zeta", float, 0.5, "dual step: lambda <- lambda - zeta L x (paper: 0.5)", low=0.0, low_open=True),
 ) + EXCHANGE_PARAMS
 
 
@@ -169,12 +174,15 @@ class _ADMMState:
         zeta = self.settings.zeta
         D = getattr(self.settings, "D", None)
         if D is None:
-            return (f"the dual step zeta = {zeta:g} acts on a graph with lambda_max(L) = "
-                    f"{lam_max:.3g}: lower solver.zeta")
-        return (f"zeta * lambda_max(L) / D = {zeta:g} * {lam_max:.3g} / {D:g} = "
-                f"{zeta * lam_max / D:.3g}: the dual step is too large for this graph (stable "
-                f"up to about 2.5 with random penalties, 3 with fixed ones); lower solver.zeta "
-                f"or raise solver.D")
+            return (
+                f"the dual step zeta = {zeta:g} acts on a graph with lambda_max(L) = {lam_max:.3g}: lower solver.zeta"
+            )
+        return (
+            f"zeta * lambda_max(L) / D = {zeta:g} * {lam_max:.3g} / {D:g} = "
+            f"{zeta * lam_max / D:.3g}: the dual step is too large for this graph (stable "
+            f"up to about 2.5 with random penalties, 3 with fixed ones); lower solver.zeta "
+            f"or raise solver.D"
+        )
 
     @property
     def lam(self) -> np.ndarray:
@@ -198,14 +206,21 @@ class LDPADMM(_ADMMState, PrivateNetworkSolver):
 
     name = "ldp_admm"
     title = "Algorithm 1 (LDP ADMM, random penalties)"
-    reference = Reference(_XIAO, "Algorithm 1", "(5), (6), (10), (13)",
-                          "dual sign corrected (the printed one diverges); N-1 -> |N_i| on "
-                          "general graphs")
+    reference = Reference(
+        _XIAO,
+        "Algorithm 1",
+        "(5), (6), (10), (13)",
+        "dual sign corrected (the printed one diverges); N-1 -> |N_i| on general graphs",
+    )
     params = ADMM_PARAMS + (
-        Param("dual_sign", str, "corrected",
-              "'corrected': lambda - zeta sum_j (x_i - x_j) (converges); 'printed': the paper's "
-              "lambda - zeta sum_j (x_j - x_i), which diverges (kept to show it)",
-              choices=("corrected", "printed")),
+        Param(
+            "dual_sign",
+            str,
+            "corrected",
+            "'corrected': lambda - zeta sum_j (x_i - x_j) (converges); 'printed': the paper's "
+            "lambda - zeta sum_j (x_j - x_i), which diverges (kept to show it)",
+            choices=("corrected", "printed"),
+        ),
     )
     supports_sharing = True
     agent_group = LinearizedAgents
@@ -215,14 +230,16 @@ class LDPADMM(_ADMMState, PrivateNetworkSolver):
 
     def _noise(self, beta) -> dict:
         """Output noise: Laplace of rate beta (l1 sensitivity alpha B_1, l2 alpha B_2)."""
-        return {"scale": 1.0 / beta, "sensitivity": self._alpha() * self.sensitivity.B_1,
-                "l2_sensitivity": self._alpha() * self.sensitivity.B_2}
+        return {
+            "scale": 1.0 / beta,
+            "sensitivity": self._alpha() * self.sensitivity.B_1,
+            "l2_sensitivity": self._alpha() * self.sensitivity.B_2,
+        }
 
     def step(self) -> dict:
         self.begin_releases()
         beta = self.beta(self.iteration + 1)
-        public = {"beta": beta, "T": self._alpha() * self.B_inf,
-                  "laplace": self._mechanism_is_laplace()}
+        public = {"beta": beta, "T": self._alpha() * self.B_inf, "laplace": self._mechanism_is_laplace()}
         X_new, stats = self.agents.update(public, self._noise(beta) if self.noise else None)
         return self._released(X_new, stats)
 
@@ -243,19 +260,25 @@ class OPADMM(LDPADMM):
 
     name = "op_admm"
     title = "[48] output-perturbed ADMM (fixed penalties)"
-    reference = Reference("Ding, Gong, Pan, Han, Optimal Differentially Private ADMM for "
-                          "Distributed Machine Learning (arXiv 1901.02094) [48]",
-                          "output perturbation, linearized primal",
-                          note="implemented as Xiao et al.'s Algorithm 1 with w = 1/2 (App. E)")
+    reference = Reference(
+        "Ding, Gong, Pan, Han, Optimal Differentially Private ADMM for "
+        "Distributed Machine Learning (arXiv 1901.02094) [48]",
+        "output perturbation, linearized primal",
+        note="implemented as Xiao et al.'s Algorithm 1 with w = 1/2 (App. E)",
+    )
     params = ADMM_PARAMS
     privacy_params = LAPLACE_PRIVACY + (
-        Param("mechanism", str, "matched",
-              "'matched': Laplace(beta_k) output noise, as Algorithm 1's; 'native': Gaussian "
-              "output noise of std sqrt(2)/beta_k", choices=("matched", "native")),
+        Param(
+            "mechanism",
+            str,
+            "matched",
+            "'matched': Laplace(beta_k) output noise, as Algorithm 1's; 'native': Gaussian "
+            "output noise of std sqrt(2)/beta_k",
+            choices=("matched", "native"),
+        ),
     )
     agent_group = _FixedLinearizedAgents
-    loss_meaning = ("Theorem 2.2 with a point mean (pure Laplace): at most, and almost always "
-                    "equal to, the worst case")
+    loss_meaning = "Theorem 2.2 with a point mean (pure Laplace): at most, and almost always equal to, the worst case"
 
     def _mechanism_is_laplace(self) -> bool:
         return self.privacy_settings.mechanism == "matched"
@@ -263,8 +286,11 @@ class OPADMM(LDPADMM):
     def _noise(self, beta) -> dict:
         if self._mechanism_is_laplace():
             return super()._noise(beta)
-        return {"scale": math.sqrt(2.0) / beta, "mechanism": "gaussian",
-                "sensitivity": self._alpha() * self.sensitivity.B_2}
+        return {
+            "scale": math.sqrt(2.0) / beta,
+            "mechanism": "gaussian",
+            "sensitivity": self._alpha() * self.sensitivity.B_2,
+        }
 
 
 # -------------------------------------------------------------- exact ADMM
@@ -279,8 +305,7 @@ class RandomPenaltyADMM(_ADMMState, NetworkSolver):
     columns = NetworkSolver.columns + ("newton_iterations",)
     name = "random_penalty_admm"
     title = "ADMM with random penalties (exact, non-private)"
-    reference = Reference(_XIAO, "Algorithm 1 without first-order approximation", "(12)",
-                          "Fig. D; dual sign corrected")
+    reference = Reference(_XIAO, "Algorithm 1 without first-order approximation", "(12)", "Fig. D; dual sign corrected")
     params = ADMM_PARAMS
     supports_sharing = True
     agent_group = ExactAgents
@@ -312,10 +337,12 @@ class FixedADMM(RandomPenaltyADMM):
     agent_group = _FixedExactAgents
 
 
-_RECONSTRUCTION = ("RECONSTRUCTION (Xiao et al. 2019, App. E, give only J): per iteration "
-                   "d beta_k B_inf / D_i^k + jacobian_rank * ln(1 + J), J = 2.8 / (10 b_i); "
-                   "the cited papers' theorems were not available to check, so this curve is "
-                   "not their exact expression")
+_RECONSTRUCTION = (
+    "RECONSTRUCTION (Xiao et al. 2019, App. E, give only J): per iteration "
+    "d beta_k B_inf / D_i^k + jacobian_rank * ln(1 + J), J = 2.8 / (10 b_i); "
+    "the cited papers' theorems were not available to check, so this curve is "
+    "not their exact expression"
+)
 
 
 class _PerturbedADMM(RandomPenaltyADMM, PrivateNetworkSolver):
@@ -333,15 +360,30 @@ class _PerturbedADMM(RandomPenaltyADMM, PrivateNetworkSolver):
     paper_claim = None  # the curves are reconstructions, not the cited papers' accounting
     loss_meaning = "a RECONSTRUCTION of the cited paper's curve (no formula given), not its theorem"
     privacy_params = LAPLACE_PRIVACY + (
-        Param("mechanism", str, "matched",
-              "'matched': perturbation = D_i^k * Lap(0, beta_k)^d, i.e. about Laplace(beta_k) on "
-              "the iterate, like Algorithm 1's noise; 'native': the cited paper's l2 mechanism, "
-              "density ~ exp(-beta_k ||eps||_2)", choices=("matched", "native")),
-        Param("J", float, None, "the Jacobian constant of the reconstruction; default "
-              "2.8 / (10 b_i) (the paper's J = 2.8 / (D B_i))", low=0.0),
-        Param("jacobian_rank", float, 2.0,
-              "multiplier of ln(1 + J) per iteration in the reconstruction (2: rank-2 Hessian "
-              "change; d: a looser alternative)", low=0.0),
+        Param(
+            "mechanism",
+            str,
+            "matched",
+            "'matched': perturbation = D_i^k * Lap(0, beta_k)^d, i.e. about Laplace(beta_k) on "
+            "the iterate, like Algorithm 1's noise; 'native': the cited paper's l2 mechanism, "
+            "density ~ exp(-beta_k ||eps||_2)",
+            choices=("matched", "native"),
+        ),
+        Param(
+            "J",
+            float,
+            None,
+            "the Jacobian constant of the reconstruction; default 2.8 / (10 b_i) (the paper's J = 2.8 / (D B_i))",
+            low=0.0,
+        ),
+        Param(
+            "jacobian_rank",
+            float,
+            2.0,
+            "multiplier of ln(1 + J) per iteration in the reconstruction (2: rank-2 Hessian "
+            "change; d: a looser alternative)",
+            low=0.0,
+        ),
     )
 
     def _native_scale(self, beta):  # scale of the l2 mechanism on the linear term
@@ -367,8 +409,7 @@ class _PerturbedADMM(RandomPenaltyADMM, PrivateNetworkSolver):
         else:
             scale = self._native_scale(beta)
             noise = {"scale": scale, "sensitivity": nan, "mechanism": "l2_laplace"}
-            B2 = self.sensitivity.B_2 if self.privacy_settings.B_inf is None \
-                else math.sqrt(self.d) * self.B_inf
+            B2 = self.sensitivity.B_2 if self.privacy_settings.B_inf is None else math.sqrt(self.d) * self.B_inf
             per = B2 / scale + jac
         public["loss"] = np.broadcast_to(per, (self.N,))
         return noise
@@ -384,13 +425,15 @@ class _PerturbedADMM(RandomPenaltyADMM, PrivateNetworkSolver):
 
     def _privacy_fields(self) -> dict:
         info = super()._privacy_fields()
-        info.update({
-            "realized_loss": _RECONSTRUCTION + "; privacy_loss_worst repeats its max over agents",
-            "worst_case": "not available: objective perturbation needs the cited paper's "
-                          "Jacobian analysis, which the code does not enforce",
-            "release_sensitivity": "NaN (objective perturbation: the noisy linear term is "
-                                   "recorded, but no Laplace/Gaussian guarantee follows)",
-        })
+        info.update(
+            {
+                "realized_loss": _RECONSTRUCTION + "; privacy_loss_worst repeats its max over agents",
+                "worst_case": "not available: objective perturbation needs the cited paper's "
+                "Jacobian analysis, which the code does not enforce",
+                "release_sensitivity": "NaN (objective perturbation: the noisy linear term is "
+                "recorded, but no Laplace/Gaussian guarantee follows)",
+            }
+        )
         return info
 
 
@@ -405,10 +448,12 @@ class DVPADMM(_PerturbedADMM):
 
     name = "dvp_admm"
     title = "[42] dual-variable-perturbation ADMM"
-    reference = Reference("Zhang, Zhu, Dynamic Differential Privacy for ADMM-Based Distributed "
-                          "Classification Learning, IEEE TIFS 12(1) 2017 [42]",
-                          "dual variable perturbation (DVP)",
-                          note="implemented in Xiao et al.'s notation, eq. (12)")
+    reference = Reference(
+        "Zhang, Zhu, Dynamic Differential Privacy for ADMM-Based Distributed "
+        "Classification Learning, IEEE TIFS 12(1) 2017 [42]",
+        "dual variable perturbation (DVP)",
+        note="implemented in Xiao et al.'s notation, eq. (12)",
+    )
     agent_group = _FixedExactAgents
 
     def _native_scale(self, beta):
@@ -428,22 +473,32 @@ class PPADMM(_PerturbedADMM):
 
     name = "pp_admm"
     title = "[43] penalty-perturbation ADMM (increasing penalties)"
-    reference = Reference("Zhang, Khalili, Liu, Improving the Privacy and Accuracy of ADMM-Based "
-                          "Distributed Algorithms, ICML 2018 [43]", "M-ADMM with penalty "
-                          "perturbation", note="implemented in Xiao et al.'s notation, eq. (12)")
+    reference = Reference(
+        "Zhang, Khalili, Liu, Improving the Privacy and Accuracy of ADMM-Based Distributed Algorithms, ICML 2018 [43]",
+        "M-ADMM with penalty perturbation",
+        note="implemented in Xiao et al.'s notation, eq. (12)",
+    )
     params = (
-        Param("penalty0", float, 0.5, "eta_k = penalty0 * penalty_growth^k (rho = eta_k, Gamma = "
-              "eta_k |N_i|; paper 0.5)", low=0.0, low_open=True),
-        Param("penalty_growth", float, 1.02, "growth of the penalty per iteration (paper 1.02)",
-              low=0.0, low_open=True),
-        Param("zeta", float, 0.5, "dual step theta (<= eta_k for their convergence; paper 0.5)",
-              low=0.0, low_open=True),
+        Param(
+            "penalty0",
+            float,
+            0.5,
+            "eta_k = penalty0 * penalty_growth^k (rho = eta_k, Gamma = eta_k |N_i|; paper 0.5)",
+            low=0.0,
+            low_open=True,
+        ),
+        Param(
+            "penalty_growth", float, 1.02, "growth of the penalty per iteration (paper 1.02)", low=0.0, low_open=True
+        ),
+        Param(
+            "zeta", float, 0.5, "dual step theta (<= eta_k for their convergence; paper 0.5)", low=0.0, low_open=True
+        ),
     ) + EXCHANGE_PARAMS
 
     agent_group = PenaltyAgents
 
     def _eta(self, k):
-        return self.settings.penalty0 * self.settings.penalty_growth ** k
+        return self.settings.penalty0 * self.settings.penalty_growth**k
 
     def _public(self) -> dict:
         return {"eta": self._eta(self.iteration + 1)}

@@ -156,20 +156,32 @@ class AgentsSide(Side):
         if kind is None:
             raise ProtocolError(f"no agent group {spec.group!r}")
         N = len(spec.indptr) - 1
-        sharing = None if spec.ss_bits is None else AdditiveSecretSharing(
-            N, bits=spec.ss_bits, fractional_bits=spec.ss_fractional_bits)
-        options = AgentOptions(kind, Objective(spec.loss, spec.lam, spec.reduction,
-                                               spec.regularizer, spec.unit_size),
-                               dict(spec.settings), sharing, spec.name)
-        adjacency = sp.csr_matrix((np.ones(len(spec.indices)), spec.indices, spec.indptr),
-                                  shape=(N, N))
+        sharing = (
+            None
+            if spec.ss_bits is None
+            else AdditiveSecretSharing(N, bits=spec.ss_bits, fractional_bits=spec.ss_fractional_bits)
+        )
+        options = AgentOptions(
+            kind,
+            Objective(spec.loss, spec.lam, spec.reduction, spec.regularizer, spec.unit_size),
+            dict(spec.settings),
+            sharing,
+            spec.name,
+        )
+        adjacency = sp.csr_matrix((np.ones(len(spec.indices)), spec.indices, spec.indptr), shape=(N, N))
         A, b = data.blocks
-        self.group = kind(np.asarray(A, dtype=float), np.asarray(b, dtype=float),
-                          spec.x0[data.first:data.stop], start=data.first, adjacency=adjacency,
-                          spec=options, streams=_Streams(env))
+        self.group = kind(
+            np.asarray(A, dtype=float),
+            np.asarray(b, dtype=float),
+            spec.x0[data.first : data.stop],
+            start=data.first,
+            adjacency=adjacency,
+            spec=options,
+            streams=_Streams(env),
+        )
         self.rng = env.noise()  # the run's stream of the releases of all N at once
         # the agents outside the group: whom the shares sent off the host go to
-        self.outside = np.r_[0:data.first, data.stop:N]
+        self.outside = np.r_[0 : data.first, data.stop : N]
         n, m, d = self.group.A.shape
         self.dims = {"N": N, "n": n, "d": d, "O": N - n}
 
@@ -193,12 +205,20 @@ class AgentsSide(Side):
         g.receive(req.sums if req.sums is not None else (req.neighbours, req.iterates))
         publish = None
         if req.scale is not None:
+
             def publish(mean):
                 return self.env.release(
-                    mean, units=np.arange(self.data.first, self.data.stop), scale=req.scale,
-                    sensitivity=req.sensitivity, rng=self.rng, mechanism=req.mechanism,
-                    l2_sensitivity=req.l2_sensitivity, rows=self.data.rows,
-                    total=self.data.total)
+                    mean,
+                    units=np.arange(self.data.first, self.data.stop),
+                    scale=req.scale,
+                    sensitivity=req.sensitivity,
+                    rng=self.rng,
+                    mechanism=req.mechanism,
+                    l2_sensitivity=req.l2_sensitivity,
+                    rows=self.data.rows,
+                    total=self.data.total,
+                )
+
         X_new, stats = g.update(dict(req.public), publish)
         return Releases(X=X_new, stats=stats, shares=self._outgoing())
 
@@ -225,20 +245,29 @@ def _not_rebuilt(replayable: bool, entries) -> str | None:
     iteration is not rebuilt."""
     if replayable or all(e.request.scale is None for e in entries if e.call.name == "update"):
         return None
-    return ("{its} noise came from OS entropy (privacy.replayable_noise = false) and cannot "
-            "be drawn again, so {its} state (duals, streams, realized privacy loss) is not "
-            "rebuilt and the run stops")
+    return (
+        "{its} noise came from OS entropy (privacy.replayable_noise = false) and cannot "
+        "be drawn again, so {its} state (duals, streams, realized privacy loss) is not "
+        "rebuilt and the run stops"
+    )
 
 
 AGENTS_PROTOCOL = Protocol(
-    "xiao_agents", 1, spec=AgentSpec, side=AgentsSide, opened=Started, iteration="update",
-    calls=(Call("update", Delivery, Releases, releases=True),
-           Call("partial_sums", Inbox, PartialSums),
-           Call("losses", Empty, Losses, DIAGNOSTIC),
-           Call("margins", Point, Margins, DIAGNOSTIC)),
-    placement=Placement("agent", "agents", grouped=True, own_worker=False,
-                        iteration="iteration"),
-    recovery=Recovery(not_rebuilt=_not_rebuilt))
+    "xiao_agents",
+    1,
+    spec=AgentSpec,
+    side=AgentsSide,
+    opened=Started,
+    iteration="update",
+    calls=(
+        Call("update", Delivery, Releases, releases=True),
+        Call("partial_sums", Inbox, PartialSums),
+        Call("losses", Empty, Losses, DIAGNOSTIC),
+        Call("margins", Point, Margins, DIAGNOSTIC),
+    ),
+    placement=Placement("agent", "agents", grouped=True, own_worker=False, iteration="iteration"),
+    recovery=Recovery(not_rebuilt=_not_rebuilt),
+)
 
 
 class Agents:
@@ -257,8 +286,7 @@ class Agents:
         N = self.n_agents
         self.sharing = session.spec.ss_bits is not None
         # the rows each group needs: its agents' neighbours held by other groups
-        self.need = [np.setdiff1d(adjacency[a:b].indices, np.arange(a, b)).astype(np.int64)
-                     for a, b in self.ranges]
+        self.need = [np.setdiff1d(adjacency[a:b].indices, np.arange(a, b)).astype(np.int64) for a, b in self.ranges]
         # secret sharing: the agents outside each group (who send it shares, and receive its)
         self.outside = [np.r_[0:a, b:N] for a, b in self.ranges]
         for k, (a, b) in enumerate(self.ranges):
@@ -287,16 +315,25 @@ class Agents:
             fields["mechanism"] = noise.get("mechanism", "laplace")
             for key in ("scale", "sensitivity", "l2_sensitivity"):
                 if noise.get(key) is not None:
-                    fields[key] = np.broadcast_to(np.asarray(noise[key], dtype=float),
-                                                  (N,)).copy()
+                    fields[key] = np.broadcast_to(np.asarray(noise[key], dtype=float), (N,)).copy()
             if not self.session.records:  # they draw where they are: the event recorded here
                 fields["scale"] = np.asarray(self.record(**noise), dtype=float)
         public = dict(public)
-        replies = self.session.round("update", {
-            k: Delivery(**self._message(k), public=public, mechanism=fields["mechanism"],
-                        **{key: None if fields[key] is None else fields[key][a:b]
-                           for key in ("scale", "sensitivity", "l2_sensitivity")})
-            for k, (a, b) in enumerate(self.ranges)})
+        replies = self.session.round(
+            "update",
+            {
+                k: Delivery(
+                    **self._message(k),
+                    public=public,
+                    mechanism=fields["mechanism"],
+                    **{
+                        key: None if fields[key] is None else fields[key][a:b]
+                        for key in ("scale", "sensitivity", "l2_sensitivity")
+                    },
+                )
+                for k, (a, b) in enumerate(self.ranges)
+            },
+        )
         replies = [replies[k] for k in range(len(self.ranges))]
         X_new = np.concatenate([r.X for r in replies])
         stats = {key: max(r.stats[key] for r in replies) for key in replies[0].stats}
@@ -326,9 +363,13 @@ class Agents:
         """Algorithm 3's rounds through the coordinator, which only routes: each group gets
         the shares the other groups' agents sent its agents, and returns their partial sums;
         all N reach every group with the next update."""
-        replies = self.session.round("partial_sums", {
-            k: Inbox(received=np.ascontiguousarray(self.shares[out, a:b]))
-            for k, ((a, b), out) in enumerate(zip(self.ranges, self.outside))})
+        replies = self.session.round(
+            "partial_sums",
+            {
+                k: Inbox(received=np.ascontiguousarray(self.shares[out, a:b]))
+                for k, ((a, b), out) in enumerate(zip(self.ranges, self.outside))
+            },
+        )
         self.P = np.concatenate([replies[k].P for k in range(len(self.ranges))])
 
     def losses(self) -> tuple[np.ndarray, np.ndarray]:

@@ -54,8 +54,7 @@ class AgentOptions:
     name: str
 
 
-def draw_rows(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng, rows: slice,
-              total: int) -> np.ndarray:
+def draw_rows(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng, rows: slice, total: int) -> np.ndarray:
     """Rows ``rows`` of a ``(total, d)`` release whose rows ``rows`` have mean ``mean``.
 
     ``scale`` holds every unit's scale ``(total,)``. Laplace and Gaussian noise as
@@ -187,8 +186,7 @@ class AgentGroup:
             if not active.any():
                 return X, it
         if not np.all(np.isfinite(X)):
-            raise DivergedError(f"{self.spec.name}: the local Newton solve produced non-finite "
-                                "values")
+            raise DivergedError(f"{self.spec.name}: the local Newton solve produced non-finite values")
         return X, max_iter
 
     # -- privacy (Theorem 2.2, per agent) ----------------------------------------------

@@ -37,15 +37,16 @@ from .graphs import check_adjacency, degrees, is_complete
 from .problem import central_optimum, check_objective, sensitivity_of
 from .secret_sharing import AdditiveSecretSharing
 
-__all__ = ["NetworkSolver", "PrivateNetworkSolver", "NEIGHBOURING", "validated",
-           "DIVERGENCE_FACTOR"]
+__all__ = ["NetworkSolver", "PrivateNetworkSolver", "NEIGHBOURING", "validated", "DIVERGENCE_FACTOR"]
 
 #: see :meth:`NetworkSolver.check_iterates`
 DIVERGENCE_FACTOR = 1e6
 
-NEIGHBOURING = ("agent i's local function f_i differs in one of its b_i samples (one sample "
-                "(z, L) replaced by another from the same domain); every other agent and any "
-                "eavesdropper may collude and see the whole transcript (local DP)")
+NEIGHBOURING = (
+    "agent i's local function f_i differs in one of its b_i samples (one sample "
+    "(z, L) replaced by another from the same domain); every other agent and any "
+    "eavesdropper may collude and see the whole transcript (local DP)"
+)
 
 
 def validated(declared: tuple[Param, ...], table: dict | None, section: str, owner: str) -> dict:
@@ -54,8 +55,10 @@ def validated(declared: tuple[Param, ...], table: dict | None, section: str, own
     names = [p.name for p in declared]
     unknown = sorted(set(table) - set(names))
     if unknown:
-        raise ValueError(f"unknown key(s) {', '.join(f'{section}.{k}' for k in unknown)} for "
-                         f"{owner}; valid: {', '.join(names) or '(none)'}")
+        raise ValueError(
+            f"unknown key(s) {', '.join(f'{section}.{k}' for k in unknown)} for "
+            f"{owner}; valid: {', '.join(names) or '(none)'}"
+        )
     try:
         return {p.name: p.validate(section, table.get(p.name, p.default)) for p in declared}
     except ConfigError as exc:
@@ -68,34 +71,67 @@ def _positive(low=0.0):
 
 # Keys shared by several solvers.
 EXCHANGE_PARAMS = (
-    Param("exchange", str, "plain",
-          "how the network sum is exchanged: 'plain' messages, or 'secret_sharing' "
-          "(Algorithm 3 / Theorem 2.1: additive shares over Z_p; complete graph only)",
-          choices=("plain", "secret_sharing")),
+    Param(
+        "exchange",
+        str,
+        "plain",
+        "how the network sum is exchanged: 'plain' messages, or 'secret_sharing' "
+        "(Algorithm 3 / Theorem 2.1: additive shares over Z_p; complete graph only)",
+        choices=("plain", "secret_sharing"),
+    ),
     Param("ss_bits", int, 64, "secret sharing: the ring is Z_p with p = 2^ss_bits", low=8, high=64),
-    Param("ss_fractional_bits", int, 32,
-          "secret sharing: fixed-point fractional bits (encoding step 2^-f); at most ss_bits - 2",
-          low=0, high=62),
+    Param(
+        "ss_fractional_bits",
+        int,
+        32,
+        "secret sharing: fixed-point fractional bits (encoding step 2^-f); at most ss_bits - 2",
+        low=0,
+        high=62,
+    ),
 )
 
 LAPLACE_PRIVACY = (
-    Param("noise", bool, True,
-          "add the Laplace noise Delta ~ Lap(0, beta_k)^d (false: the noiseless algorithm, "
-          "e.g. Fig. D; no privacy)"),
-    Param("beta0", float, 1.0,
-          "Laplace RATE (inverse scale) base: beta_k = beta0 * beta_growth^k, density "
-          "(beta/2) e^{-beta|y|}, std sqrt(2)/beta; the update producing x^{k+1} uses beta_{k+1}",
-          **_positive()),
-    Param("beta_growth", float, 1.02,
-          "growth of the Laplace rate per iteration (> 1: diminishing noise; paper 1.02)",
-          **_positive()),
-    Param("B_inf", float, None,
-          "l_inf local sensitivity of grad f_i for the paper's privacy curves; default: the bound "
-          "the data enforce (1/b_i for {0,1} labels and features in [0,1])", **_positive()),
-    Param("delta", float, None,
-          "set to claim a guarantee: the runner composes the Laplace releases (enforced l1 and l2 "
-          "sensitivities) into a sound (epsilon, delta); unset: a replayable simulation of the "
-          "paper", low=0.0, high=1.0, low_open=True, high_open=True),
+    Param(
+        "noise",
+        bool,
+        True,
+        "add the Laplace noise Delta ~ Lap(0, beta_k)^d (false: the noiseless algorithm, e.g. Fig. D; no privacy)",
+    ),
+    Param(
+        "beta0",
+        float,
+        1.0,
+        "Laplace RATE (inverse scale) base: beta_k = beta0 * beta_growth^k, density "
+        "(beta/2) e^{-beta|y|}, std sqrt(2)/beta; the update producing x^{k+1} uses beta_{k+1}",
+        **_positive(),
+    ),
+    Param(
+        "beta_growth",
+        float,
+        1.02,
+        "growth of the Laplace rate per iteration (> 1: diminishing noise; paper 1.02)",
+        **_positive(),
+    ),
+    Param(
+        "B_inf",
+        float,
+        None,
+        "l_inf local sensitivity of grad f_i for the paper's privacy curves; default: the bound "
+        "the data enforce (1/b_i for {0,1} labels and features in [0,1])",
+        **_positive(),
+    ),
+    Param(
+        "delta",
+        float,
+        None,
+        "set to claim a guarantee: the runner composes the Laplace releases (enforced l1 and l2 "
+        "sensitivities) into a sound (epsilon, delta); unset: a replayable simulation of the "
+        "paper",
+        low=0.0,
+        high=1.0,
+        low_open=True,
+        high_open=True,
+    ),
 )
 
 
@@ -104,8 +140,9 @@ def _samples(data: NetworkData, N: int):
     A = np.asarray(data.A, dtype=float)
     b = np.asarray(data.b, dtype=float)
     if A.ndim != 3 or A.shape[0] != N:
-        raise ValueError(f"NetworkData.A must be (agents={N}, samples, d), got {A.shape} "
-                         "(agents must hold equally many samples)")
+        raise ValueError(
+            f"NetworkData.A must be (agents={N}, samples, d), got {A.shape} (agents must hold equally many samples)"
+        )
     if b.shape != A.shape[:2]:
         raise ValueError(f"NetworkData.b must be {A.shape[:2]}, got {b.shape}")
     if not (np.isfinite(A).all() and np.isfinite(b).all()):
@@ -138,20 +175,22 @@ class NetworkSolver(Solver):
     record_noise = None
     #: every agent holds its own model x_i and all d columns of a row: it scores test rows
     #: alone (the agents' average model of the test metrics is a diagnostic no agent holds)
-    inference = Inference(0, "each agent holds its own model x_i and whole test rows, and "
-                             "scores them alone: no message (the test metrics use the agents' "
-                             "average model, a diagnostic)")
+    inference = Inference(
+        0,
+        "each agent holds its own model x_i and whole test rows, and "
+        "scores them alone: no message (the test metrics use the agents' "
+        "average model, a diagnostic)",
+    )
 
-    def __init__(self, data: NetworkData, *, objective: Objective, params: dict, privacy: dict,
-                 streams: Streams, iterations: int):
+    def __init__(
+        self, data: NetworkData, *, objective: Objective, params: dict, privacy: dict, streams: Streams, iterations: int
+    ):
         owner = f"solver {self.name!r}"
         # validated here too (a solver made directly, outside a config), then typed records
         self.settings = self.typed_params(validated(type(self).params, params, "solver", owner))
-        self.privacy_settings = self.typed_privacy(
-            validated(type(self).privacy_params, privacy, "privacy", owner))
+        self.privacy_settings = self.typed_privacy(validated(type(self).privacy_params, privacy, "privacy", owner))
         type(self).check_config(self.settings, self.privacy_settings, iterations)
-        if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) \
-                or iterations < 0:
+        if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 0:
             raise ValueError(f"iterations must be an integer >= 0, got {iterations!r}")
         self.iterations = int(iterations)
         self.streams = streams
@@ -180,39 +219,54 @@ class NetworkSolver(Solver):
         self._sharing = None
         if self.supports_sharing and getattr(self.settings, "exchange", None) == "secret_sharing":
             if not is_complete(self.adj) or N < 3:
-                raise ValueError("exchange = 'secret_sharing' needs a complete graph on >= 3 "
-                                 "agents (Algorithm 3 sends a share to each of the N - 1 others)")
+                raise ValueError(
+                    "exchange = 'secret_sharing' needs a complete graph on >= 3 "
+                    "agents (Algorithm 3 sends a share to each of the N - 1 others)"
+                )
             self._sharing = AdditiveSecretSharing(
-                N, bits=self.settings.ss_bits,
-                fractional_bits=self.settings.ss_fractional_bits)
+                N, bits=self.settings.ss_bits, fractional_bits=self.settings.ss_fractional_bits
+            )
         sharing = self._sharing
         spec = AgentSpec(
-            group=type(self).agent_group.kind(), name=self.name, loss=objective.loss,
-            lam=float(objective.lam), reduction=objective.reduction,
-            regularizer=objective.regularizer, unit_size=objective.unit_size,
-            settings=self.settings.values_dict(), ss_bits=None if sharing is None else sharing.bits,
+            group=type(self).agent_group.kind(),
+            name=self.name,
+            loss=objective.loss,
+            lam=float(objective.lam),
+            reduction=objective.reduction,
+            regularizer=objective.regularizer,
+            unit_size=objective.unit_size,
+            settings=self.settings.values_dict(),
+            ss_bits=None if sharing is None else sharing.bits,
             ss_fractional_bits=None if sharing is None else sharing.fractional_bits,
-            indptr=self.adj.indptr.astype(np.int64), indices=self.adj.indices.astype(np.int64),
-            x0=x0)
+            indptr=self.adj.indptr.astype(np.int64),
+            indices=self.adj.indices.astype(np.int64),
+            x0=x0,
+        )
         units = data.units
         if units is None:  # one group of all N here: its releases through self.publish
-            units = InProcessUnits.rows(A, b, LocalEnv(
-                release=lambda mean, *, scale, sensitivity, mechanism, l2_sensitivity, **_:
-                self.publish(mean, scale=scale, sensitivity=sensitivity, mechanism=mechanism,
-                             l2_sensitivity=l2_sensitivity),
-                stream=streams.get))
-        self.agents = Agents(units.open(AGENTS_PROTOCOL, spec), self.adj, x0, (N, m, d),
-                             self.record_noise)
+            units = InProcessUnits.rows(
+                A,
+                b,
+                LocalEnv(
+                    release=lambda mean, *, scale, sensitivity, mechanism, l2_sensitivity, **_: self.publish(
+                        mean, scale=scale, sensitivity=sensitivity, mechanism=mechanism, l2_sensitivity=l2_sensitivity
+                    ),
+                    stream=streams.get,
+                ),
+            )
+        self.agents = Agents(units.open(AGENTS_PROTOCOL, spec), self.adj, x0, (N, m, d), self.record_noise)
         self.sensitivity = sensitivity_of(self.agents.facts, objective)
         if data.x_star is None and A is None:
             raise ValueError("agents elsewhere need the runner's x* (NetworkData.x_star)")
-        self.x_star = (central_optimum(A, b, objective) if data.x_star is None
-                       else np.asarray(data.x_star, dtype=float).reshape(d))
+        self.x_star = (
+            central_optimum(A, b, objective) if data.x_star is None else np.asarray(data.x_star, dtype=float).reshape(d)
+        )
 
         # Iterates beyond this bound count as divergence (x* and x^0 are O(1) here;
         # a diverging run otherwise goes on silently to 1e50 and beyond).
-        self._x_bound = DIVERGENCE_FACTOR * (1.0 + float(np.max(np.abs(x0), initial=0.0))
-                                             + float(np.linalg.norm(self.x_star)))
+        self._x_bound = DIVERGENCE_FACTOR * (
+            1.0 + float(np.max(np.abs(x0), initial=0.0)) + float(np.linalg.norm(self.x_star))
+        )
 
         self.wire = Wire(N)
         if self._sharing is not None:
@@ -224,8 +278,7 @@ class NetworkSolver(Solver):
         params = cls.typed_params(params)
         bits, frac = getattr(params, "ss_bits", 64), getattr(params, "ss_fractional_bits", 32)
         if bits is not None and frac is not None and frac > bits - 2:
-            raise ValueError(f"solver.ss_fractional_bits = {frac} must be at most "
-                             f"solver.ss_bits - 2 = {bits - 2}")
+            raise ValueError(f"solver.ss_fractional_bits = {frac} must be at most solver.ss_bits - 2 = {bits - 2}")
 
     # -- divergence ---------------------------------------------------------
     def check_iterates(self) -> None:
@@ -235,8 +288,9 @@ class NetworkSolver(Solver):
         if bad or np.max(np.abs(self.X)) > self._x_bound:
             what = "non-finite" if bad else f"larger than {self._x_bound:.3g}"
             hint = self.divergence_hint()
-            raise DivergedError(f"{self.name}: iterates became {what} at iteration "
-                                f"{self.iteration}" + (f"; {hint}" if hint else ""))
+            raise DivergedError(
+                f"{self.name}: iterates became {what} at iteration {self.iteration}" + (f"; {hint}" if hint else "")
+            )
 
     # -- exchange -----------------------------------------------------------
     def _exchanged(self) -> None:
@@ -289,11 +343,16 @@ class NetworkSolver(Solver):
         return np.asarray(X @ self.mean_model()).ravel()
 
     def describe(self) -> dict:
-        out = {"agents": self.N, "edges": int(self.adj.nnz // 2),
-               "degree_min": int(self.deg.min()), "degree_max": int(self.deg.max()),
-               "samples_per_agent": self.m, "d": self.d,
-               "complete_graph": is_complete(self.adj),
-               "x_star_norm": float(np.linalg.norm(self.x_star))}
+        out = {
+            "agents": self.N,
+            "edges": int(self.adj.nnz // 2),
+            "degree_min": int(self.deg.min()),
+            "degree_max": int(self.deg.max()),
+            "samples_per_agent": self.m,
+            "d": self.d,
+            "complete_graph": is_complete(self.adj),
+            "x_star_norm": float(np.linalg.norm(self.x_star)),
+        }
         if self._sharing is not None:
             out["secret_sharing"] = self._sharing.describe()
         return out
@@ -309,8 +368,9 @@ class PrivateNetworkSolver(NetworkSolver):
     over agents). All are ``inf`` when the noise is switched off.
     """
 
-    diagnostic_note = ("scored with the average of the agents' exact models, which no agent "
-                       "releases (its test metrics are diagnostic)")
+    diagnostic_note = (
+        "scored with the average of the agents' exact models, which no agent releases (its test metrics are diagnostic)"
+    )
     #: Theorem 2.2's realized loss is ex post: it depends on the agents' exact iterates
     diagnostic_columns = ("epsilon_paper", "delta_paper")
 
@@ -318,8 +378,7 @@ class PrivateNetworkSolver(NetworkSolver):
     privacy_params = LAPLACE_PRIVACY
     #: what ``privacy_loss`` is, in words (summaries, manifests)
     paper_claim = "Theorem 2.2's realized loss (Xiao et al.), ex post, max over agents"
-    loss_meaning = ("Theorem 2.2's realized loss: ex post and data dependent, not a worst-case "
-                    "guarantee")
+    loss_meaning = "Theorem 2.2's realized loss: ex post and data dependent, not a worst-case guarantee"
 
     def __init__(self, data, **kw):
         super().__init__(data, **kw)
@@ -334,7 +393,7 @@ class PrivateNetworkSolver(NetworkSolver):
     def beta(self, k: int) -> float:
         """``beta_k = beta0 * beta_growth^k`` (a Laplace rate)."""
         q = self.privacy_settings
-        return q.beta0 * q.beta_growth ** k
+        return q.beta0 * q.beta_growth**k
 
     def publish(self, mean, *, scale, sensitivity, mechanism="laplace", l2_sensitivity=None):
         """Release ``mean`` + noise through :meth:`Solver.release` (all agents at once).
@@ -345,23 +404,34 @@ class PrivateNetworkSolver(NetworkSolver):
         the noise is :func:`~.agents.draw_rows`'s.
         """
         if mechanism != "l2_laplace":
-            return self.release(mean, units=self._units, scale=scale, sensitivity=sensitivity,
-                                rng=self._noise_rng, mechanism=mechanism,
-                                l2_sensitivity=l2_sensitivity)
+            return self.release(
+                mean,
+                units=self._units,
+                scale=scale,
+                sensitivity=sensitivity,
+                rng=self._noise_rng,
+                mechanism=mechanism,
+                l2_sensitivity=l2_sensitivity,
+            )
         scale = self.record_noise(scale=scale, sensitivity=sensitivity, mechanism=mechanism)
         if self.observer is not None:
             return self.observer(self, self._releases[-1], mean, self._noise_rng)
         return draw_rows(mechanism, mean, scale, self._noise_rng, slice(None), self.N)
 
-    def record_noise(self, *, scale, sensitivity, mechanism="laplace",
-                     l2_sensitivity=None) -> np.ndarray:
+    def record_noise(self, *, scale, sensitivity, mechanism="laplace", l2_sensitivity=None) -> np.ndarray:
         """Record the iteration's :class:`Release` of noise drawn where the agents are (their
         Dask workers); returns every agent's scale to draw with (grown for an exact
         sampler's grid)."""
         if mechanism != "l2_laplace":
-            return self.record_release(units=self._units, scale=scale, sensitivity=sensitivity,
-                                       rng=self._noise_rng, size=self.d, mechanism=mechanism,
-                                       l2_sensitivity=l2_sensitivity).scale
+            return self.record_release(
+                units=self._units,
+                scale=scale,
+                sensitivity=sensitivity,
+                rng=self._noise_rng,
+                size=self.d,
+                mechanism=mechanism,
+                l2_sensitivity=l2_sensitivity,
+            ).scale
         scale = np.broadcast_to(np.asarray(scale, float), (self.N,)).copy()
         sens = np.broadcast_to(np.asarray(sensitivity, float), (self.N,)).copy()
         if self._releases is None:
@@ -382,12 +452,14 @@ class PrivateNetworkSolver(NetworkSolver):
     def evaluate(self) -> dict:
         out = super().evaluate()
         if not self.noise:
-            return {**out, "privacy_loss": math.inf, "privacy_loss_max": math.inf,
-                    "privacy_loss_worst": math.inf}
+            return {**out, "privacy_loss": math.inf, "privacy_loss_max": math.inf, "privacy_loss_worst": math.inf}
         loss, worst = self.agents.losses()
-        return {**out, "privacy_loss": float(np.mean(loss)),
-                "privacy_loss_max": float(np.max(loss)),
-                "privacy_loss_worst": float(np.max(worst))}
+        return {
+            **out,
+            "privacy_loss": float(np.mean(loss)),
+            "privacy_loss_max": float(np.max(loss)),
+            "privacy_loss_worst": float(np.max(worst)),
+        }
 
     @classmethod
     def protected_replaced(cls, data, privacy: dict, rng: np.random.Generator):
@@ -396,8 +468,13 @@ class PrivateNetworkSolver(NetworkSolver):
         A = np.asarray(data.A, dtype=float)
         b = np.asarray(data.b, dtype=float)
         order = rng.permutation(b.size)
-        return NetworkData(data.adjacency, A.reshape(b.size, -1)[order].reshape(A.shape),
-                           b.reshape(-1)[order].reshape(b.shape), data.x0, data.x_star)
+        return NetworkData(
+            data.adjacency,
+            A.reshape(b.size, -1)[order].reshape(A.shape),
+            b.reshape(-1)[order].reshape(b.shape),
+            data.x0,
+            data.x_star,
+        )
 
     @classmethod
     def neighbours(cls, data, privacy: dict, rng: np.random.Generator) -> list:
@@ -429,11 +506,20 @@ class PrivateNetworkSolver(NetworkSolver):
             return NetworkData(data.adjacency, A_, b_, data.x0, data.x_star)
 
         pairs = [
-            Neighbour("replace_sample", "natural", unit, nd(A1, b1),
-                      f"agent {unit}: sample {j} replaced by agent {donor}'s sample {k}"),
-            Neighbour("flip_label (candidate)", "candidate", unit, nd(A, b2),
-                      f"agent {unit}: label of sample {ja} changed {b[unit, ja]:g} -> "
-                      f"{b2[unit, ja]:g}"),
+            Neighbour(
+                "replace_sample",
+                "natural",
+                unit,
+                nd(A1, b1),
+                f"agent {unit}: sample {j} replaced by agent {donor}'s sample {k}",
+            ),
+            Neighbour(
+                "flip_label (candidate)",
+                "candidate",
+                unit,
+                nd(A, b2),
+                f"agent {unit}: label of sample {ja} changed {b[unit, ja]:g} -> {b2[unit, ja]:g}",
+            ),
         ]
         # Canary: two rows of the data's domain on disjoint halves of the support, with the
         # label that has a gradient; their gradients differ by up to B_1 in l1 (see
@@ -444,14 +530,20 @@ class PrivateNetworkSolver(NetworkSolver):
             half = np.zeros(d)
             half[: d // 2] = 1.0 / math.sqrt(d // 2)
             rest = np.zeros(d)
-            rest[d // 2:] = 1.0 / math.sqrt(d - d // 2)
+            rest[d // 2 :] = 1.0 / math.sqrt(d - d // 2)
             A2, A3, b3 = A.copy(), A.copy(), b.copy()
             A2[unit, j], A3[unit, j], b3[unit, j] = half, rest, label
-            pairs.append(Neighbour(
-                "canary sample on disjoint supports (candidate)", "candidate", unit,
-                nd(A3, b3), f"agent {unit}: sample {j} set to a unit row on the first "
-                f"{d // 2} features (label 1), replaced by one on the other {d - d // 2}",
-                nd(A2, b3)))
+            pairs.append(
+                Neighbour(
+                    "canary sample on disjoint supports (candidate)",
+                    "candidate",
+                    unit,
+                    nd(A3, b3),
+                    f"agent {unit}: sample {j} set to a unit row on the first "
+                    f"{d // 2} features (label 1), replaced by one on the other {d - d // 2}",
+                    nd(A2, b3),
+                )
+            )
         return pairs
 
     def other_claims(self) -> dict:
@@ -462,10 +554,12 @@ class PrivateNetworkSolver(NetworkSolver):
 
     def describe(self) -> dict:
         q = self.privacy_settings
-        return {**super().describe(),
-                "noise": (f"Laplace rate beta_k = {q.beta0:g} * {q.beta_growth:g}^k"
-                          if self.noise else "off"),
-                "B_inf": self.B_inf, "sensitivity_domain": self.sensitivity.domain}
+        return {
+            **super().describe(),
+            "noise": (f"Laplace rate beta_k = {q.beta0:g} * {q.beta_growth:g}^k" if self.noise else "off"),
+            "B_inf": self.B_inf,
+            "sensitivity_domain": self.sensitivity.domain,
+        }
 
     def paper_epsilon(self):
         """Theorem 2.2's realized cumulative loss, max over agents (pure, delta = 0)."""
@@ -477,17 +571,20 @@ class PrivateNetworkSolver(NetworkSolver):
         s = self.sensitivity
         return {
             "B_inf": self.B_inf,
-            "B_inf_source": ("privacy.B_inf (assumed, not checked)"
-                             if getattr(self.privacy_settings, "B_inf", None) is not None
-                             else "enforced by the data checks"),
-            "enforced_bounds": {"B_inf": s.B_inf, "B_1": s.B_1, "B_2": s.B_2,
-                                "domain": s.domain, "basis": s.basis},
-            "B_inf_rests_on": ("labels read as {0,1} with loss log(1+exp(-L x^T z)) (label-0 "
-                               "samples have zero gradient) and features in [0,1] (min-max scaled, "
-                               "nonnegative); unit rows are not needed for B_inf (they bound "
-                               "B_2, B_1 and the smoothness M_i); the code checks these on the "
-                               "agents' data at construction and sets every Release "
-                               "sensitivity to NaN when they fail"),
+            "B_inf_source": (
+                "privacy.B_inf (assumed, not checked)"
+                if getattr(self.privacy_settings, "B_inf", None) is not None
+                else "enforced by the data checks"
+            ),
+            "enforced_bounds": {"B_inf": s.B_inf, "B_1": s.B_1, "B_2": s.B_2, "domain": s.domain, "basis": s.basis},
+            "B_inf_rests_on": (
+                "labels read as {0,1} with loss log(1+exp(-L x^T z)) (label-0 "
+                "samples have zero gradient) and features in [0,1] (min-max scaled, "
+                "nonnegative); unit rows are not needed for B_inf (they bound "
+                "B_2, B_1 and the smoothness M_i); the code checks these on the "
+                "agents' data at construction and sets every Release "
+                "sensitivity to NaN when they fail"
+            ),
         }
 
     def _releases_enforced(self) -> bool:
@@ -497,18 +594,31 @@ class PrivateNetworkSolver(NetworkSolver):
     def _privacy_mode(self) -> dict:
         """What the run claims, in the keys every summary reads (``mode``, ``dp_guarantee``)."""
         if not self.noise:
-            return {"mode": "simulation", "dp_guarantee": False,
-                    "note": "privacy.noise = false: the noiseless algorithm, no privacy at all"}
+            return {
+                "mode": "simulation",
+                "dp_guarantee": False,
+                "note": "privacy.noise = false: the noiseless algorithm, no privacy at all",
+            }
         if getattr(self.privacy_settings, "delta", None) is None:
-            return {"mode": "simulation", "dp_guarantee": False,
-                    "note": (f"no privacy.delta: a simulation of the paper; privacy_loss is "
-                             f"{self.loss_meaning}. Set privacy.delta for a composed "
-                             f"(epsilon, delta)")}
+            return {
+                "mode": "simulation",
+                "dp_guarantee": False,
+                "note": (
+                    f"no privacy.delta: a simulation of the paper; privacy_loss is "
+                    f"{self.loss_meaning}. Set privacy.delta for a composed "
+                    f"(epsilon, delta)"
+                ),
+            }
         if self._releases_enforced():
             return {"mode": "accounting", "dp_guarantee": True}
-        return {"mode": "accounting", "dp_guarantee": False,
-                "warning": ("the releases carry no enforced sensitivity (see "
-                            "release_sensitivity), so no epsilon of this run is a guarantee")}
+        return {
+            "mode": "accounting",
+            "dp_guarantee": False,
+            "warning": (
+                "the releases carry no enforced sensitivity (see "
+                "release_sensitivity), so no epsilon of this run is a guarantee"
+            ),
+        }
 
     def privacy_info(self) -> PrivacyInfo:
         return PrivacyInfo(**self._privacy_fields())
@@ -517,28 +627,40 @@ class PrivateNetworkSolver(NetworkSolver):
         info = {
             **self._privacy_mode(),
             "neighbouring": NEIGHBOURING,
-            "noise": "Laplace, rate beta_k = beta0 * beta_growth^k per coordinate (numpy scale "
-                     "1/beta)" if self.noise else "none: no privacy guarantee",
+            "noise": "Laplace, rate beta_k = beta0 * beta_growth^k per coordinate (numpy scale 1/beta)"
+            if self.noise
+            else "none: no privacy guarantee",
             "adversary_knows": "every released x_j^k, the dual variables (functions of them), "
-                               "D_i / eta_k and the graph; not agent i's random weights or noise",
-            "realized_loss": ("privacy_loss is Theorem 2.2's realized loss: an ex-post, "
-                              "data-dependent quantity evaluated with the true f_i's interval "
-                              "on this transcript; it is NOT a worst-case guarantee"),
-            "worst_case": ("privacy_loss_worst = sum_k d alpha_{k+1} beta_{k+1} B_inf is a pure "
-                           "LDP guarantee when B_inf is enforced (the random mean is "
-                           "data-independent, so the mixture is no worse than each Laplace "
-                           "component)"),
-            "release_sensitivity": ("each Laplace Release carries the l1 bound alpha_{k+1} B_1 "
-                                    "and the l2 bound alpha_{k+1} B_2 enforced by the data "
-                                    "checks, else NaN; the ledger charges each release the "
-                                    "smaller of the l1 Laplace RDP and the coordinates' zCDP "
-                                    "alpha (alpha_{k+1} B_2 beta_{k+1})^2 / 2"),
-            "other_claims_meaning": {"worst_case": (
-                "the worst case sum_k d alpha beta B_inf: a pure LDP bound (basic composition) "
-                "when B_inf is enforced, else the paper's claim")},
+            "D_i / eta_k and the graph; not agent i's random weights or noise",
+            "realized_loss": (
+                "privacy_loss is Theorem 2.2's realized loss: an ex-post, "
+                "data-dependent quantity evaluated with the true f_i's interval "
+                "on this transcript; it is NOT a worst-case guarantee"
+            ),
+            "worst_case": (
+                "privacy_loss_worst = sum_k d alpha_{k+1} beta_{k+1} B_inf is a pure "
+                "LDP guarantee when B_inf is enforced (the random mean is "
+                "data-independent, so the mixture is no worse than each Laplace "
+                "component)"
+            ),
+            "release_sensitivity": (
+                "each Laplace Release carries the l1 bound alpha_{k+1} B_1 "
+                "and the l2 bound alpha_{k+1} B_2 enforced by the data "
+                "checks, else NaN; the ledger charges each release the "
+                "smaller of the l1 Laplace RDP and the coordinates' zCDP "
+                "alpha (alpha_{k+1} B_2 beta_{k+1})^2 / 2"
+            ),
+            "other_claims_meaning": {
+                "worst_case": (
+                    "the worst case sum_k d alpha beta B_inf: a pure LDP bound (basic composition) "
+                    "when B_inf is enforced, else the paper's claim"
+                )
+            },
             **self._b_inf_info(),
         }
         if self._sharing is not None:
-            info["exchange"] = ("secret sharing: only the network sum is revealed; the releases "
-                                "recorded are the individual noisy iterates, an upper bound")
+            info["exchange"] = (
+                "secret sharing: only the network sum is revealed; the releases "
+                "recorded are the individual noisy iterates, an upper bound"
+            )
         return info

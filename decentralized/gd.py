@@ -28,16 +28,13 @@ from .graphs import closed_neighbourhoods, is_complete, metropolis_weights
 
 __all__ = ["DGD", "NoisyConsensusGD", "LDPGD", "LDPGDMinMax"]
 
-_XIAO = ("Xiao, Ye, Devadas, Local Differential Privacy in Decentralized Optimization "
-         "(arXiv 1902.06101)")
+_XIAO = "Xiao, Ye, Devadas, Local Differential Privacy in Decentralized Optimization (arXiv 1902.06101)"
 
 
 def _step_params(growth: float, paper: str):
     return (
-        Param("eta0", float, 1.0, "step size base: eta_k = eta0 * eta_growth^k", low=0.0,
-              low_open=True),
-        Param("eta_growth", float, growth, f"step size decay per iteration ({paper})", low=0.0,
-              low_open=True),
+        Param("eta0", float, 1.0, "step size base: eta_k = eta0 * eta_growth^k", low=0.0, low_open=True),
+        Param("eta_growth", float, growth, f"step size decay per iteration ({paper})", low=0.0, low_open=True),
     )
 
 
@@ -101,7 +98,7 @@ class PairAgents(GDAgents):
     def update(self, public, publish):
         eta = public["eta"]
         n, K = self.nb.shape
-        Xn = self.inbox[self.nb]                                         # (n, K, d)
+        Xn = self.inbox[self.nb]  # (n, K, d)
         if self.complete:
             # One neighbourhood for all (eq. (7): the same pair for every agent).
             X = self.inbox
@@ -126,8 +123,9 @@ class PairAgents(GDAgents):
         s = wa + wb
         w = self.uniform()
         mean = rest + s * (w * xa + (1.0 - w) * xb)
-        X_new = self.publish_interval(mean, rest + s * np.minimum(xa, xb),
-                                      rest + s * np.maximum(xa, xb), public, publish)
+        X_new = self.publish_interval(
+            mean, rest + s * np.minimum(xa, xb), rest + s * np.maximum(xa, xb), public, publish
+        )
         self._done(X_new)
         return X_new, {}
 
@@ -154,7 +152,7 @@ class _GDMixin:
     """The GD solvers' network side: the step size, and one release per iteration."""
 
     def eta(self, k: int) -> float:
-        return self.settings.eta0 * self.settings.eta_growth ** k
+        return self.settings.eta0 * self.settings.eta_growth**k
 
     def step(self) -> dict:
         self.begin_releases()
@@ -163,8 +161,11 @@ class _GDMixin:
         if self.noise:
             beta = self.beta(self.iteration + 1)
             public.update(beta=beta, T=eta * self.B_inf)
-            noise = {"scale": 1.0 / beta, "sensitivity": eta * self.sensitivity.B_1,
-                     "l2_sensitivity": eta * self.sensitivity.B_2}
+            noise = {
+                "scale": 1.0 / beta,
+                "sensitivity": eta * self.sensitivity.B_1,
+                "l2_sensitivity": eta * self.sensitivity.B_2,
+            }
         X_new, stats = self.agents.update(public, noise)
         return self._released(X_new, stats)
 
@@ -177,8 +178,12 @@ class DGD(_GDMixin, NetworkSolver):
 
     name = "dgd"
     title = "DGD (fixed Metropolis weights, non-private)"
-    reference = Reference(_XIAO, "conventional decentralized GD (Fig. D)", "(3) without noise",
-                          "Nedic-Ozdaglar / Yuan-Ling-Yin form (the paper's [8], [7])")
+    reference = Reference(
+        _XIAO,
+        "conventional decentralized GD (Fig. D)",
+        "(3) without noise",
+        "Nedic-Ozdaglar / Yuan-Ling-Yin form (the paper's [8], [7])",
+    )
     params = _step_params(0.95, "paper, Fig. D: 0.95") + EXCHANGE_PARAMS
     supports_sharing = True
     agent_group = DGDAgents
@@ -194,13 +199,17 @@ class NoisyConsensusGD(_GDMixin, PrivateNetworkSolver):
 
     name = "noisy_consensus_gd"
     title = "[45] noisy consensus GD"
-    reference = Reference("Huang, Mitra, Vaidya, Differentially Private Distributed "
-                          "Optimization, ICDCN 2015 [45]", "Laplace-perturbed consensus GD",
-                          note="our reading: Metropolis weights, no projection")
+    reference = Reference(
+        "Huang, Mitra, Vaidya, Differentially Private Distributed Optimization, ICDCN 2015 [45]",
+        "Laplace-perturbed consensus GD",
+        note="our reading: Metropolis weights, no projection",
+    )
     params = _step_params(0.9, "paper, Fig. C: 0.9") + EXCHANGE_PARAMS
     supports_sharing = True
-    loss_meaning = ("Theorem 2.2 with a point mean (pure Laplace): at most, and almost always "
-                    "equal to, the worst case d eta_k beta_k B_inf per iteration")
+    loss_meaning = (
+        "Theorem 2.2 with a point mean (pure Laplace): at most, and almost always "
+        "equal to, the worst case d eta_k beta_k B_inf per iteration"
+    )
     agent_group = NoisyConsensusAgents
 
 
@@ -221,23 +230,28 @@ class LDPGD(_GDMixin, PrivateNetworkSolver):
 
     name = "ldp_gd"
     title = "Algorithm 2 (LDP GD, random pair weights)"
-    reference = Reference(_XIAO, "Algorithm 2", "(7), (10)",
-                          "general graphs: Metropolis weights and the farthest pair in N~_i")
+    reference = Reference(
+        _XIAO, "Algorithm 2", "(7), (10)", "general graphs: Metropolis weights and the farthest pair in N~_i"
+    )
     params = _step_params(0.95, "paper, Fig. D: 0.95") + (
-        Param("gradient_at", str, "own",
-              "'own': grad f_i(x_i^k) (any graph); 'network_mean': grad f_i at "
-              "the network average as printed in eq. (7) (complete graph only)",
-              choices=("own", "network_mean")),
+        Param(
+            "gradient_at",
+            str,
+            "own",
+            "'own': grad f_i(x_i^k) (any graph); 'network_mean': grad f_i at "
+            "the network average as printed in eq. (7) (complete graph only)",
+            choices=("own", "network_mean"),
+        ),
     )
 
     agent_group = PairAgents
 
     def __init__(self, data, **kw):
         super().__init__(data, **kw)
-        if getattr(self.settings, "gradient_at", None) == "network_mean" \
-                and not is_complete(self.adj):
-            raise ValueError("gradient_at = 'network_mean' (eq. (7)) needs a complete graph; "
-                             "use 'own' on general graphs")
+        if getattr(self.settings, "gradient_at", None) == "network_mean" and not is_complete(self.adj):
+            raise ValueError(
+                "gradient_at = 'network_mean' (eq. (7)) needs a complete graph; use 'own' on general graphs"
+            )
 
 
 class LDPGDMinMax(_GDMixin, PrivateNetworkSolver):

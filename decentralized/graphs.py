@@ -68,9 +68,15 @@ def _unused(kind: str, **given) -> None:
         raise ValueError(f"graph kind {kind!r} takes no {', '.join(extra)}")
 
 
-def make_graph(kind: str, *, nodes: int, edges: int | None = None, p: float | None = None,
-               path: str | os.PathLike | None = None,
-               rng: np.random.Generator | None = None) -> sp.csr_matrix:
+def make_graph(
+    kind: str,
+    *,
+    nodes: int,
+    edges: int | None = None,
+    p: float | None = None,
+    path: str | os.PathLike | None = None,
+    rng: np.random.Generator | None = None,
+) -> sp.csr_matrix:
     """A connected undirected graph on ``nodes`` agents.
 
     Parameters
@@ -128,16 +134,16 @@ def make_graph(kind: str, *, nodes: int, edges: int | None = None, p: float | No
         if edges > pairs:
             raise ValueError(f"{edges} edges requested but {n} nodes have only {pairs} pairs")
         if edges < n - 1:
-            raise ValueError(f"{edges} edges cannot connect {n} nodes (a connected graph "
-                             f"needs at least nodes - 1 = {n - 1})")
+            raise ValueError(
+                f"{edges} edges cannot connect {n} nodes (a connected graph needs at least nodes - 1 = {n - 1})"
+            )
         iu, ju = np.triu_indices(n, k=1)
         for _ in range(MAX_DRAWS):
             pick = rng.choice(pairs, size=int(edges), replace=False)
             adj = _from_edges(n, iu[pick], ju[pick])
             if is_connected(adj):
                 return adj
-        raise ValueError(f"no connected G({n}, {edges}) graph in {MAX_DRAWS} draws; "
-                         "use more edges")
+        raise ValueError(f"no connected G({n}, {edges}) graph in {MAX_DRAWS} draws; use more edges")
 
     if kind == "erdos_renyi":
         _unused(kind, edges=edges, path=path)
@@ -149,8 +155,7 @@ def make_graph(kind: str, *, nodes: int, edges: int | None = None, p: float | No
             adj = _from_edges(n, iu[keep], ju[keep])
             if is_connected(adj):
                 return adj
-        raise ValueError(f"no connected Erdos-Renyi G({n}, p={p:g}) graph in {MAX_DRAWS} "
-                         "draws; use a larger p")
+        raise ValueError(f"no connected Erdos-Renyi G({n}, p={p:g}) graph in {MAX_DRAWS} draws; use a larger p")
 
     # kind == "file"
     _unused(kind, p=p)
@@ -164,8 +169,7 @@ def make_graph(kind: str, *, nodes: int, edges: int | None = None, p: float | No
     try:
         graph = nx.parse_edgelist(lines, nodetype=int, data=False, comments="#")
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{os.fspath(path)}: not an edge list of integer node pairs ({exc})") \
-            from None
+        raise ValueError(f"{os.fspath(path)}: not an edge list of integer node pairs ({exc})") from None
     E = np.array(list(graph.edges()), dtype=np.int64).reshape(-1, 2)
     loops = E[E[:, 0] == E[:, 1]]
     if loops.size:

@@ -65,23 +65,22 @@ def encode_labels(y, encoding: str = "paper01") -> np.ndarray:
     ``"pm1"`` keeps ``+-1`` (then ``B_inf = 2/b_i``).
     """
     if encoding not in LABEL_ENCODINGS:
-        raise ValueError(f"unknown label encoding {encoding!r}; expected one of "
-                         f"{', '.join(LABEL_ENCODINGS)}")
+        raise ValueError(f"unknown label encoding {encoding!r}; expected one of {', '.join(LABEL_ENCODINGS)}")
     y = np.asarray(y, dtype=float)
     if not np.all(np.isin(y, (-1.0, 1.0))):
         raise ValueError("encode_labels expects labels in {-1, +1} (+1 = positive class)")
     return np.where(y > 0, 0.0, 1.0) if encoding == "paper01" else y.copy()
 
 
-def assign_samples(n_samples: int, agents: int, per_agent: int,
-                   rng: np.random.Generator) -> np.ndarray:
+def assign_samples(n_samples: int, agents: int, per_agent: int, rng: np.random.Generator) -> np.ndarray:
     """``(agents, per_agent)`` sample indices: disjoint, drawn without replacement (App. E)."""
     for name, v in (("n_samples", n_samples), ("agents", agents), ("per_agent", per_agent)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
     if agents * per_agent > n_samples:
-        raise ValueError(f"{agents} agents x {per_agent} samples = {agents * per_agent} "
-                         f"exceed the {n_samples} samples available")
+        raise ValueError(
+            f"{agents} agents x {per_agent} samples = {agents * per_agent} exceed the {n_samples} samples available"
+        )
     return rng.choice(n_samples, size=agents * per_agent, replace=False).reshape(agents, per_agent)
 
 
@@ -95,11 +94,12 @@ def check_objective(objective: Objective, per_agent: int) -> None:
         raise ValueError(f"objective must be a vfl.core.objective.Objective, got {objective!r}")
     if objective.regularizer not in SUPPORTED_REGULARIZERS:
         smooth = ", ".join(SUPPORTED_REGULARIZERS)
-        raise ValueError(f"regularizer {objective.regularizer!r} is not supported by the "
-                         f"decentralized solvers (smooth ones: {smooth})")
+        raise ValueError(
+            f"regularizer {objective.regularizer!r} is not supported by the "
+            f"decentralized solvers (smooth ones: {smooth})"
+        )
     if objective.reduction == "unit_mean" and objective.unit_size != per_agent:
-        raise ValueError(f"objective unit_size = {objective.unit_size} but every agent holds "
-                         f"{per_agent} samples")
+        raise ValueError(f"objective unit_size = {objective.unit_size} but every agent holds {per_agent} samples")
 
 
 def loss_derivatives(objective: Objective, u: np.ndarray, b: np.ndarray):
@@ -117,8 +117,7 @@ def loss_derivatives(objective: Objective, u: np.ndarray, b: np.ndarray):
     return g, h
 
 
-def central_optimum(A, b, objective: Objective, *, tol: float = 1e-10,
-                    max_iter: int = 100) -> np.ndarray:
+def central_optimum(A, b, objective: Objective, *, tol: float = 1e-10, max_iter: int = 100) -> np.ndarray:
     """``x* = argmin sum_i f_i`` over all samples, by damped Newton to ``||grad|| < tol``.
 
     ``A`` is ``(n, d)`` or ``(N, m, d)`` (flattened), ``b`` the matching labels.
@@ -131,8 +130,7 @@ def central_optimum(A, b, objective: Objective, *, tol: float = 1e-10,
     if A.shape[0] != b.size:
         raise ValueError(f"{A.shape[0]} samples but {b.size} labels")
     if objective.regularizer not in SUPPORTED_REGULARIZERS or objective.lam <= 0:
-        raise ValueError("central_optimum needs a strongly convex objective "
-                         "(l2sq or half_l2sq with lam > 0)")
+        raise ValueError("central_optimum needs a strongly convex objective (l2sq or half_l2sq with lam > 0)")
     w = objective.weight(b.size)
     c = objective.reg_curvature
     d = A.shape[1]
@@ -158,8 +156,7 @@ def central_optimum(A, b, objective: Objective, *, tol: float = 1e-10,
     gn = float(np.linalg.norm(w * (A.T @ g1) + c * x))
     if gn < tol:
         return x
-    raise ValueError(f"central Newton did not reach ||grad|| < {tol:g} in {max_iter} "
-                     f"iterations (last {gn:.3g})")
+    raise ValueError(f"central Newton did not reach ||grad|| < {tol:g} in {max_iter} iterations (last {gn:.3g})")
 
 
 @dataclass(frozen=True)
@@ -220,23 +217,30 @@ def domain(A, b) -> dict:
     d = A.shape[-1]
     Z = A.reshape(-1, d)
     y = np.asarray(b, dtype=float).ravel()
-    return {"labels01": bool(np.all(np.isin(y, (0.0, 1.0)))),
-            "labels_pm": bool(np.all(np.isin(y, (-1.0, 1.0)))),
-            "zmin": float(Z.min(initial=0.0)), "zmax": float(Z.max(initial=0.0)),
-            "rmax": float(np.sqrt((Z * Z).sum(axis=1)).max(initial=0.0)),
-            "samples": int(y.size), "d": int(d)}
+    return {
+        "labels01": bool(np.all(np.isin(y, (0.0, 1.0)))),
+        "labels_pm": bool(np.all(np.isin(y, (-1.0, 1.0)))),
+        "zmin": float(Z.min(initial=0.0)),
+        "zmax": float(Z.max(initial=0.0)),
+        "rmax": float(np.sqrt((Z * Z).sum(axis=1)).max(initial=0.0)),
+        "samples": int(y.size),
+        "d": int(d),
+    }
 
 
 def merge_domains(parts) -> dict:
     """The :func:`domain` of the union of groups of samples (all, min, max and sums: exact)."""
     parts = list(parts)
     # numpy's min / max keep a NaN (the builtins drop it when it is not first)
-    return {"labels01": all(p["labels01"] for p in parts),
-            "labels_pm": all(p["labels_pm"] for p in parts),
-            "zmin": float(np.min([p["zmin"] for p in parts])),
-            "zmax": float(np.max([p["zmax"] for p in parts])),
-            "rmax": float(np.max([p["rmax"] for p in parts])),
-            "samples": sum(p["samples"] for p in parts), "d": parts[0]["d"]}
+    return {
+        "labels01": all(p["labels01"] for p in parts),
+        "labels_pm": all(p["labels_pm"] for p in parts),
+        "zmin": float(np.min([p["zmin"] for p in parts])),
+        "zmax": float(np.max([p["zmax"] for p in parts])),
+        "rmax": float(np.max([p["rmax"] for p in parts])),
+        "samples": sum(p["samples"] for p in parts),
+        "d": parts[0]["d"],
+    }
 
 
 def sensitivity_of(facts: dict, objective: Objective) -> Sensitivity:
@@ -245,18 +249,22 @@ def sensitivity_of(facts: dict, objective: Objective) -> Sensitivity:
     w = objective.weight(facts["samples"])
     nan = float("nan")
     if objective.loss != "logistic":
-        return Sensitivity(nan, nan, nan, "none",
-                           "squared-loss gradients are unbounded without clipping; no bound "
-                           "is enforced")
+        return Sensitivity(
+            nan, nan, nan, "none", "squared-loss gradients are unbounded without clipping; no bound is enforced"
+        )
     labels01, labels_pm = facts["labels01"], facts["labels_pm"]
     zmin, zmax, rmax = facts["zmin"], facts["zmax"], facts["rmax"]
     box01 = zmin >= 0.0 and zmax <= 1.0
     box = -zmin <= 1.0 and zmax <= 1.0  # each fails on NaN
     unit_rows = rmax <= 1.0 + 1e-9
     if not (labels01 or labels_pm) or not box:
-        return Sensitivity(nan, nan, nan, "none",
-                           "labels outside {0,1}/{-1,+1} or features outside [-1, 1]: no "
-                           "gradient bound is enforced")
+        return Sensitivity(
+            nan,
+            nan,
+            nan,
+            "none",
+            "labels outside {0,1}/{-1,+1} or features outside [-1, 1]: no gradient bound is enforced",
+        )
     same_orthant = labels01 and box01
     B_inf = w * (1.0 if same_orthant else 2.0)
     if unit_rows:
@@ -265,23 +273,34 @@ def sensitivity_of(facts: dict, objective: Objective) -> Sensitivity:
     else:
         B_2 = math.sqrt(d) * B_inf
         B_1 = d * B_inf
-    domain = ("labels in {0,1}" if labels01 else "labels in {-1,+1}") + \
-        (", features in [0,1]" if box01 else ", features in [-1,1]") + \
-        (", rows ||z||_2 <= 1" if unit_rows else "")
-    basis = (f"checked on agent data: {domain}; per-sample loss weight w = {w:g}; "
-             "B_inf = " + ("w" if same_orthant else "2w"))
+    domain = (
+        ("labels in {0,1}" if labels01 else "labels in {-1,+1}")
+        + (", features in [0,1]" if box01 else ", features in [-1,1]")
+        + (", rows ||z||_2 <= 1" if unit_rows else "")
+    )
+    basis = f"checked on agent data: {domain}; per-sample loss weight w = {w:g}; B_inf = " + (
+        "w" if same_orthant else "2w"
+    )
     return Sensitivity(B_inf, B_1, B_2, domain, basis)
 
 
 def paper_objective(agents: int, per_agent: int) -> Objective:
     """App. E: ``sum_i [(1/b_i) sum_j log(1 + exp(-L x^T z)) + ||x||^2 / 2]``."""
-    return Objective(loss="logistic", lam=float(agents), reduction="unit_mean",
-                     unit_size=int(per_agent), regularizer="half_l2sq")
+    return Objective(
+        loss="logistic", lam=float(agents), reduction="unit_mean", unit_size=int(per_agent), regularizer="half_l2sq"
+    )
 
 
-def build_network_data(X, y, adjacency, *, per_agent: int, objective: Objective,
-                       split_rng: np.random.Generator, x0_rng: np.random.Generator
-                       ) -> tuple[NetworkData, np.ndarray]:
+def build_network_data(
+    X,
+    y,
+    adjacency,
+    *,
+    per_agent: int,
+    objective: Objective,
+    split_rng: np.random.Generator,
+    x0_rng: np.random.Generator,
+) -> tuple[NetworkData, np.ndarray]:
     """Split a sample pool over the graph's agents; returns the data and the indices.
 
     ``X`` is the ``(n, d)`` pool (dense), ``y`` its labels already encoded
@@ -299,5 +318,4 @@ def build_network_data(X, y, adjacency, *, per_agent: int, objective: Objective,
     check_objective(objective, per_agent)
     A, b = X[idx], y[idx]
     x0 = initial_models(N, X.shape[1], x0_rng)
-    return NetworkData(adjacency=adj, A=A, b=b, x0=x0,
-                       x_star=central_optimum(A, b, objective)), idx
+    return NetworkData(adjacency=adj, A=A, b=b, x0=x0, x_star=central_optimum(A, b, objective)), idx

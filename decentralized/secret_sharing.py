@@ -64,8 +64,7 @@ class AdditiveSecretSharing:
         if not 4 <= bits <= 64:
             raise ValueError(f"bits must be in [4, 64], got {bits}")
         if not 0 <= fractional_bits <= bits - 2:
-            raise ValueError(f"fractional_bits must be in [0, bits - 2 = {bits - 2}], "
-                             f"got {fractional_bits}")
+            raise ValueError(f"fractional_bits must be in [0, bits - 2 = {bits - 2}], got {fractional_bits}")
         self.parties = int(parties)
         self.bits = int(bits)
         self.fractional_bits = int(fractional_bits)
@@ -81,7 +80,7 @@ class AdditiveSecretSharing:
     @property
     def resolution(self) -> float:
         """``2^-f``: the encoding step."""
-        return 2.0 ** -self.fractional_bits
+        return 2.0**-self.fractional_bits
 
     @property
     def capacity(self) -> float:
@@ -110,7 +109,8 @@ class AdditiveSecretSharing:
                 f"secret sharing: |value| = {worst:.6g} exceeds the capacity "
                 f"{self.capacity:.6g} of Z_(2^{self.bits}) with {self.fractional_bits} fractional "
                 f"bits for {self.parties} agents (the aggregate could wrap around); use fewer "
-                "fractional bits")
+                "fractional bits"
+            )
         return qi.astype(np.uint64) & self._mask
 
     def decode(self, q) -> np.ndarray:
@@ -134,8 +134,7 @@ class AdditiveSecretSharing:
         keeps, ``shares[i, i]``, completes the sum to its encoded value.
         """
         if np.ndim(values) < 1 or np.shape(values)[0] != self.parties:
-            raise ValueError(f"values must have one row per agent ({self.parties}), "
-                             f"got shape {np.shape(values)}")
+            raise ValueError(f"values must have one row per agent ({self.parties}), got shape {np.shape(values)}")
         return self.share_rows(values, rng, slice(0, self.parties))
 
     def share_rows(self, values, rng: np.random.Generator, rows: slice) -> np.ndarray:
@@ -172,10 +171,13 @@ class AdditiveSecretSharing:
         generated; ``broadcast``: every agent's partial sum.
         """
         c = np.asarray(coalition, dtype=int)
-        return {"received": shares[:, c].swapaxes(0, 1), "sent": shares[c],
-                "broadcast": self.partial_sums(shares)}
+        return {"received": shares[:, c].swapaxes(0, 1), "sent": shares[c], "broadcast": self.partial_sums(shares)}
 
     def describe(self) -> dict:
-        return {"scheme": "additive N-out-of-N over Z_p, uniform shares", "p": f"2^{self.bits}",
-                "fractional_bits": self.fractional_bits, "capacity": self.capacity,
-                "tolerates": f"{self.parties - 2} colluding semi-honest agents"}
+        return {
+            "scheme": "additive N-out-of-N over Z_p, uniform shares",
+            "p": f"2^{self.bits}",
+            "fractional_bits": self.fractional_bits,
+            "capacity": self.capacity,
+            "tolerates": f"{self.parties - 2} colluding semi-honest agents",
+        }

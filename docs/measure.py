@@ -59,8 +59,7 @@ BENCH_DIR = REPO / "docs" / "figures" / "bench"
 #: runs, Algorithm 2's exact local solves)
 AUDITED = (
     ("papers/dp_admm/configs/dp-admm-alg2.toml", (), 30),
-    ("papers/dp_admm/configs/dp-admm-alg2.toml",
-     ("name=dp-admm-alg2-corrected", "privacy.sensitivity=corrected"), 30),
+    ("papers/dp_admm/configs/dp-admm-alg2.toml", ("name=dp-admm-alg2-corrected", "privacy.sensitivity=corrected"), 30),
     ("papers/dp_admm/configs/dp-admm-l1.toml", (), 400),
     ("papers/dp_admm/configs/dp-admm-l2.toml", (), 400),
     ("configs/own-data/admm-sharing.toml", (), 100),
@@ -75,20 +74,22 @@ AUDITED = (
     ("papers/private_utility/configs/private-utility-stacking-adult.toml", (), 200),
     # the label guarantee (one label flipped) of each vertical method; the attack configs
     # claim nothing as written, so their entries set the label budget
-    ("configs/own-data/stacking.toml", ("name=own-data-stacking-labels",
-                                        "privacy.label_epsilon=1.0"), 100),
+    ("configs/own-data/stacking.toml", ("name=own-data-stacking-labels", "privacy.label_epsilon=1.0"), 100),
     # (ADMM sharing's on the attack config: with own-data's feature noise too, the feature
     # pairs at a third of the noise were no longer refuted; the label pairs were)
-    ("papers/attacks/configs/admm-a9a.toml", ("name=admm-a9a-labels", "solver.epochs=2",
-                                              "privacy.label_epsilon=1.0",
-                                              "privacy.label_clip=0.05"), 30),
-    ("papers/attacks/configs/fdml-a9a.toml", ("name=fdml-a9a-labels", "solver.epochs=1",
-                                              "privacy.label_epsilon=1.0",
-                                              "privacy.label_clip=0.5"), 30),
+    (
+        "papers/attacks/configs/admm-a9a.toml",
+        ("name=admm-a9a-labels", "solver.epochs=2", "privacy.label_epsilon=1.0", "privacy.label_clip=0.05"),
+        30,
+    ),
+    (
+        "papers/attacks/configs/fdml-a9a.toml",
+        ("name=fdml-a9a-labels", "solver.epochs=1", "privacy.label_epsilon=1.0", "privacy.label_clip=0.5"),
+        30,
+    ),
 )
 #: the scale table's sizes: (rows, parties)
-SCALE_POINTS = ((32561, 2), (325610, 2), (3256100, 2), (10_000_000, 2), (32561, 16),
-                (3256100, 16))
+SCALE_POINTS = ((32561, 2), (325610, 2), (3256100, 2), (10_000_000, 2), (32561, 16), (3256100, 16))
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,7 @@ def _pytest(output: str, unit: Callable[[float], str]) -> tuple[str, str]:
     if not found or re.search(r"\d+ (failed|error)", output):
         raise RuntimeError(f"pytest did not pass:\n{output[-2000:]}")
     passed, skipped, seconds = found.group(1), found.group(2) or "0", float(found.group(3))
-    return unit(seconds), (f"{seconds:.1f} s as pytest reports it, {passed} passed, "
-                           f"{skipped} skipped")
+    return unit(seconds), (f"{seconds:.1f} s as pytest reports it, {passed} passed, {skipped} skipped")
 
 
 def _wall(unit: Callable[[float], str]):
@@ -133,24 +133,53 @@ def bench_tables(bench_json: Path) -> Path:
     from benchmarks.report import targets
 
     bench = json.loads(Path(bench_json).read_text())
-    frames = {"targets.csv": pd.DataFrame(
-        [{"target": key, "description": t["description"], "measured": t["ratio"],
-          "threshold": t["threshold"], "pass": bool(t["pass"]), "why": t["why"]}
-         for key, t in targets(bench).items()])}
+    frames = {
+        "targets.csv": pd.DataFrame(
+            [
+                {
+                    "target": key,
+                    "description": t["description"],
+                    "measured": t["ratio"],
+                    "threshold": t["threshold"],
+                    "pass": bool(t["pass"]),
+                    "why": t["why"],
+                }
+                for key, t in targets(bench).items()
+            ]
+        )
+    }
     v = bench["variants_a9a"]
     frames["variants.csv"] = pd.DataFrame(
-        [{"variant": r["label"], "diverged": bool(r["diverged"]), "epochs_run": r["epochs_run"],
-          "final_suboptimality": r["final_suboptimality"],
-          **{f"{what}_to_{name}": r.get(f"{what}_to_{key}")
-             for name, key in (("1e-4", "0.0001"), ("1e-6", "1e-06"))
-             for what in ("epochs", "seconds")},
-          "lbfgs_seconds_to_1e-4": v["a9a_fast"]["lbfgs_seconds_to_1e-4"]}
-         for r in v["variants"]])
+        [
+            {
+                "variant": r["label"],
+                "diverged": bool(r["diverged"]),
+                "epochs_run": r["epochs_run"],
+                "final_suboptimality": r["final_suboptimality"],
+                **{
+                    f"{what}_to_{name}": r.get(f"{what}_to_{key}")
+                    for name, key in (("1e-4", "0.0001"), ("1e-6", "1e-06"))
+                    for what in ("epochs", "seconds")
+                },
+                "lbfgs_seconds_to_1e-4": v["a9a_fast"]["lbfgs_seconds_to_1e-4"],
+            }
+            for r in v["variants"]
+        ]
+    )
     frames["references.csv"] = pd.DataFrame(
-        [{"reference": f"sklearn {name}", "tol": r["tol"], "iterations": r["n_iter"],
-          "seconds": r["seconds"], "target": float(target)}
-         for name, ref in v["sklearn"].items()
-         for target, r in ref["targets"].items() if r is not None])
+        [
+            {
+                "reference": f"sklearn {name}",
+                "tol": r["tol"],
+                "iterations": r["n_iter"],
+                "seconds": r["seconds"],
+                "target": float(target),
+            }
+            for name, ref in v["sklearn"].items()
+            for target, r in ref["targets"].items()
+            if r is not None
+        ]
+    )
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
     for name, frame in frames.items():
         tmp = BENCH_DIR / f".{name}.partial"
@@ -162,88 +191,94 @@ def bench_tables(bench_json: Path) -> Path:
 def _sampler(which: str):
     """The sampler benchmark's per-vector time (exact, or numpy's) or its epoch ratio, from its
     bench.json."""
+
     def read(output, wall, tmp):
         found = json.loads((tmp / "bench" / "bench.json").read_text())["sampler"]
         if which == "numpy":
-            return (f"{1e3 * found['numpy_seconds']:.1f} ms",
-                    f"median numpy `standard_normal` vector of {found['values']} values, the "
-                    f"reference of `sampler-vector`")
+            return (
+                f"{1e3 * found['numpy_seconds']:.1f} ms",
+                f"median numpy `standard_normal` vector of {found['values']} values, the reference of `sampler-vector`",
+            )
         if which == "vector":
-            return (f"{1e3 * found['exact_seconds']:.1f} ms",
-                    f"median exact discrete Gaussian vector of {found['values']} values "
-                    f"(`ExactSampler.add`, ChaCha20 keystream), against "
-                    f"{1e3 * found['numpy_seconds']:.2f} ms for numpy "
-                    f"({found['exact_over_numpy']:.0f}x) and "
-                    f"{1e3 * found['cks2020_seconds']:.0f} ms for Canonne et al.'s Algorithms "
-                    f"1-3, the sampler it replaced")
+            return (
+                f"{1e3 * found['exact_seconds']:.1f} ms",
+                f"median exact discrete Gaussian vector of {found['values']} values "
+                f"(`ExactSampler.add`, ChaCha20 keystream), against "
+                f"{1e3 * found['numpy_seconds']:.2f} ms for numpy "
+                f"({found['exact_over_numpy']:.0f}x) and "
+                f"{1e3 * found['cks2020_seconds']:.0f} ms for Canonne et al.'s Algorithms "
+                f"1-3, the sampler it replaced",
+            )
         if which in ("timing", "timing-previous"):
             name = "exact replay 3 sigma" if which == "timing" else "cks2020 natural"
             t = found["timing"][name]
-            size = f"{t['per_class']} and {t['per_class']}" if "per_class" in t else \
-                f"{t['small']} and {t['large']}"
+            size = f"{t['per_class']} and {t['per_class']}" if "per_class" in t else f"{t['small']} and {t['large']}"
             cut = "3" if which == "timing" else "2"
-            who = ("the exact sampler" if which == "timing"
-                   else "Canonne et al.'s Algorithms 1-3, the sampler it replaced")
-            return (f"{t['auc']:.2f}",
-                    f"AUC of a single draw's time as a classifier of a noise value beyond "
-                    f"{cut} sigma against one within 0.5 sigma, {who}, {size} timed draws: "
-                    f"KS p {t['ks_p']:.2g}, "
-                    f"medians {t['median_us_small']:.0f} and {t['median_us_large']:.0f} us")
+            who = (
+                "the exact sampler" if which == "timing" else "Canonne et al.'s Algorithms 1-3, the sampler it replaced"
+            )
+            return (
+                f"{t['auc']:.2f}",
+                f"AUC of a single draw's time as a classifier of a noise value beyond "
+                f"{cut} sigma against one within 0.5 sigma, {who}, {size} timed draws: "
+                f"KS p {t['ks_p']:.2g}, "
+                f"medians {t['median_us_small']:.0f} and {t['median_us_large']:.0f} us",
+            )
         per_epoch = found["admm_sharing_row_a9a_seconds_per_epoch"]
-        return (f"{found['epoch_ratio']:.1f}x",
-                "solver seconds per epoch of papers/hu/configs/privacy-a9a-row.toml, median of "
-                "3 alternated runs: deployment (exact noise) "
-                f"{1e3 * per_epoch['deployment (exact)']:.1f} ms over simulation (numpy) "
-                f"{1e3 * per_epoch['simulation (numpy)']:.1f} ms; with each party's noise "
-                f"pre-drawn (`ExactSampler(pool=True)`) {found['pool_epoch_ratio']:.1f}x")
+        return (
+            f"{found['epoch_ratio']:.1f}x",
+            "solver seconds per epoch of papers/hu/configs/privacy-a9a-row.toml, median of "
+            "3 alternated runs: deployment (exact noise) "
+            f"{1e3 * per_epoch['deployment (exact)']:.1f} ms over simulation (numpy) "
+            f"{1e3 * per_epoch['simulation (numpy)']:.1f} ms; with each party's noise "
+            f"pre-drawn (`ExactSampler(pool=True)`) {found['pool_epoch_ratio']:.1f}x",
+        )
+
     return read
 
 
 def _services_noop(output, wall, tmp):
     found = json.loads((tmp / "bench" / "bench.json").read_text())["party_services"]["cases"][0]
-    return (f"{found['noop_round_trip_ms']:.2f} ms",
-            "median of 200 no-op `Health` calls over the coordinator's open mutual-TLS gRPC "
-            "channel to a party service on localhost")
+    return (
+        f"{found['noop_round_trip_ms']:.2f} ms",
+        "median of 200 no-op `Health` calls over the coordinator's open mutual-TLS gRPC "
+        "channel to a party service on localhost",
+    )
 
 
 def _flower_noop(output, wall, tmp):
     found = json.loads(output.strip().splitlines()[-1])
-    return (f"{found['median_s']:.1f} s",
-            f"a no-op Message ServerApp -> local SuperLink -> SuperNode -> ClientApp and back, "
-            f"flwr 1.20 (VFL_FLWR_PYTHON, a scratch venv), plaintext, median of {found['n']}: "
-            f"{found['median_s']:.2f} s (min {found['min_s']:.2f} s)")
+    return (
+        f"{found['median_s']:.1f} s",
+        f"a no-op Message ServerApp -> local SuperLink -> SuperNode -> ClientApp and back, "
+        f"flwr 1.20 (VFL_FLWR_PYTHON, a scratch venv), plaintext, median of {found['n']}: "
+        f"{found['median_s']:.2f} s (min {found['min_s']:.2f} s)",
+    )
 
 
 MEASUREMENTS = {
     "test-suite": Measurement("pytest -q", lambda out, wall, tmp: _pytest(out, _minutes)),
-    "test-fast": Measurement('pytest -q -m "not slow"',
-                             lambda out, wall, tmp: _pytest(out, lambda s: f"{s:.0f} s")),
-    "main-job": Measurement("vfl run --config configs/a9a.toml --out {tmp}/run",
-                            _wall(lambda s: f"{s:.0f} s")),
+    "test-fast": Measurement('pytest -q -m "not slow"', lambda out, wall, tmp: _pytest(out, lambda s: f"{s:.0f} s")),
+    "main-job": Measurement("vfl run --config configs/a9a.toml --out {tmp}/run", _wall(lambda s: f"{s:.0f} s")),
     "reproduce-hu": Measurement("vfl reproduce hu --out {tmp}/figures", _wall(_minutes)),
-    "reproduce-dp-admm": Measurement("vfl reproduce dp-admm --out {tmp}/figures",
-                                     _wall(_minutes)),
-    "reproduce-ldp": Measurement("vfl reproduce ldp --out {tmp}/figures",
-                                 _wall(lambda s: f"{s:.0f} s")),
-    "reproduce-private-utility": Measurement("vfl reproduce private-utility --out {tmp}/figures",
-                                             _wall(_minutes)),
+    "reproduce-dp-admm": Measurement("vfl reproduce dp-admm --out {tmp}/figures", _wall(_minutes)),
+    "reproduce-ldp": Measurement("vfl reproduce ldp --out {tmp}/figures", _wall(lambda s: f"{s:.0f} s")),
+    "reproduce-private-utility": Measurement("vfl reproduce private-utility --out {tmp}/figures", _wall(_minutes)),
     # every default case, and the start-up case (one of issue 23's targets, about 30 s)
-    "benchmarks": Measurement("python -m benchmarks --only epoch_vs_floor,prototype,"
-                              "time_to_suboptimality,variants_a9a,z_update,variants_gisette,"
-                              "under_noise,epsilon_to_target,scaling,startup --out {tmp}/bench",
-                              _bench_wall),
-    "sampler-vector": Measurement("python -m benchmarks --only sampler --out {tmp}/bench",
-                                  _sampler("vector")),
-    "sampler-numpy": Measurement("python -m benchmarks --only sampler --out {tmp}/bench",
-                                 _sampler("numpy")),
-    "sampler-epoch": Measurement("python -m benchmarks --only sampler --out {tmp}/bench",
-                                 _sampler("epoch")),
-    "sampler-timing": Measurement("python -m benchmarks --only sampler --out {tmp}/bench",
-                                  _sampler("timing")),
-    "sampler-timing-previous": Measurement("python -m benchmarks --only sampler "
-                                           "--out {tmp}/bench", _sampler("timing-previous")),
-    "services-noop": Measurement("python -m benchmarks --only party_services --out {tmp}/bench",
-                                 _services_noop),
+    "benchmarks": Measurement(
+        "python -m benchmarks --only epoch_vs_floor,prototype,"
+        "time_to_suboptimality,variants_a9a,z_update,variants_gisette,"
+        "under_noise,epsilon_to_target,scaling,startup --out {tmp}/bench",
+        _bench_wall,
+    ),
+    "sampler-vector": Measurement("python -m benchmarks --only sampler --out {tmp}/bench", _sampler("vector")),
+    "sampler-numpy": Measurement("python -m benchmarks --only sampler --out {tmp}/bench", _sampler("numpy")),
+    "sampler-epoch": Measurement("python -m benchmarks --only sampler --out {tmp}/bench", _sampler("epoch")),
+    "sampler-timing": Measurement("python -m benchmarks --only sampler --out {tmp}/bench", _sampler("timing")),
+    "sampler-timing-previous": Measurement(
+        "python -m benchmarks --only sampler --out {tmp}/bench", _sampler("timing-previous")
+    ),
+    "services-noop": Measurement("python -m benchmarks --only party_services --out {tmp}/bench", _services_noop),
     "flower-noop": Measurement("python -m benchmarks.flower_noop", _flower_noop),
 }
 
@@ -276,8 +311,11 @@ def record(key: str, value: str, how: str) -> None:
     """Rewrite KEY's row of docs/measured.md (or add it) and every document's marked number."""
     text = MEASURED.read_text()
     row = re.compile(rf"^\| `{re.escape(key)}` \|.*$", re.M)
-    text = row.sub(_row(key, value, how), text) if row.search(text) else \
-        text.rstrip("\n") + "\n" + _row(key, value, how) + "\n"
+    text = (
+        row.sub(_row(key, value, how), text)
+        if row.search(text)
+        else text.rstrip("\n") + "\n" + _row(key, value, how) + "\n"
+    )
     _write(MEASURED, text)
     # "about 66 s<!-- measured: test-fast -->": the value is the words before the mark
     mark = re.compile(rf"[\w.,]+(\s(?:s|ms|min|x))?<!-- measured: {re.escape(key)} -->")
@@ -294,9 +332,12 @@ def measure_scale(points=SCALE_POINTS) -> Path:
 
     rows = []
     for n, parties in points:
-        proc = subprocess.run([sys.executable, "-m", "benchmarks", "scale", "--rows", str(n),
-                               "--parties", str(parties), "--json"], cwd=REPO,
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "benchmarks", "scale", "--rows", str(n), "--parties", str(parties), "--json"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"scale {n} x {parties} failed:\n{proc.stderr[-2000:]}")
         found = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -322,8 +363,12 @@ def measure_dask(bench_json: Path | None = None) -> Path:
 
     with tempfile.TemporaryDirectory() as tmp:
         if bench_json is None:
-            subprocess.run([sys.executable, "-m", "benchmarks", "--only", "dask_parties", "--out",
-                            f"{tmp}/bench"], cwd=REPO, check=True, capture_output=True)
+            subprocess.run(
+                [sys.executable, "-m", "benchmarks", "--only", "dask_parties", "--out", f"{tmp}/bench"],
+                cwd=REPO,
+                check=True,
+                capture_output=True,
+            )
             bench_json = Path(tmp) / "bench" / "bench.json"
         bench = json.loads(Path(bench_json).read_text())
     found, machine = bench["dask_parties"], bench["machine"]
@@ -334,8 +379,7 @@ def measure_dask(bench_json: Path | None = None) -> Path:
     for name, rows in (("dask.csv", found["cases"]), ("dask-nanny.csv", [found["nanny_trim"]])):
         tmp = DASK_DIR / f".{name}.partial"
         # byte counts keep every digit (%.6g would round 1,044,068 to 1.04407e+06)
-        pd.DataFrame([{**row, **load} for row in rows]).to_csv(tmp, index=False,
-                                                               float_format="%.12g")
+        pd.DataFrame([{**row, **load} for row in rows]).to_csv(tmp, index=False, float_format="%.12g")
         os.replace(tmp, DASK_DIR / name)
     return DASK_DIR / "dask.csv"
 
@@ -346,8 +390,12 @@ def measure_services() -> Path:
     import pandas as pd
 
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "benchmarks", "--only", "party_services", "--out",
-                        f"{tmp}/bench"], cwd=REPO, check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "benchmarks", "--only", "party_services", "--out", f"{tmp}/bench"],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+        )
         bench = json.loads((Path(tmp) / "bench" / "bench.json").read_text())
     found, machine = bench["party_services"], bench["machine"]
     if found.get("error") or not found.get("cases"):
@@ -355,8 +403,7 @@ def measure_services() -> Path:
     load = {"load_before": machine["load_before"][0], "load_after": machine["load_after"][0]}
     SERVICES_DIR.mkdir(parents=True, exist_ok=True)
     tmp = SERVICES_DIR / ".services.csv.partial"
-    pd.DataFrame([{**row, **load} for row in found["cases"]]).to_csv(tmp, index=False,
-                                                                    float_format="%.12g")
+    pd.DataFrame([{**row, **load} for row in found["cases"]]).to_csv(tmp, index=False, float_format="%.12g")
     os.replace(tmp, SERVICES_DIR / "services.csv")
     return SERVICES_DIR / "services.csv"
 
@@ -373,8 +420,7 @@ def measure_audits(jobs: int = 2, root: Path | None = None, only=None) -> Path:
     from sklearn.model_selection import train_test_split
 
     root = REPO / "results" / "audits-table" if root is None else root
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-           "MKL_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     # the own-data configs read breast_cancer.csv and breast_cancer_test.csv from the working
     # directory, written as README's lines write them
     work = Path(tempfile.mkdtemp(prefix="vfl-audits-"))
@@ -389,10 +435,24 @@ def measure_audits(jobs: int = 2, root: Path | None = None, only=None) -> Path:
             continue
         for scale in (1.0, AUDIT_LOW_SCALE):
             out = root / (name if scale == 1.0 else f"{name}-{scale:g}")
-            runs.append(["vfl", "audit", "--config", str(REPO / config),
-                         "--noise-scale", f"{scale:g}", "--kinds", "adversarial",
-                         "--runs", str(K), "--out", str(out), "--overwrite"]
-                        + [a for s in sets for a in ("--set", s)])
+            runs.append(
+                [
+                    "vfl",
+                    "audit",
+                    "--config",
+                    str(REPO / config),
+                    "--noise-scale",
+                    f"{scale:g}",
+                    "--kinds",
+                    "adversarial",
+                    "--runs",
+                    str(K),
+                    "--out",
+                    str(out),
+                    "--overwrite",
+                ]
+                + [a for s in sets for a in ("--set", s)]
+            )
     # the slow ones first (measured: the a9a ADMM sharing audits, then Algorithm 2's)
     slow = ("privacy-a9a-column", "privacy-a9a-row", "privacy-a9a.toml", "dp-admm-alg2")
     runs.sort(key=lambda a: next((i for i, k in enumerate(slow) if k in " ".join(a)), len(slow)))
@@ -427,9 +487,9 @@ def _merge_audits(root: Path, only) -> Path:
     csv = AUDITS_PNG.with_suffix(".csv")
     old = pd.read_csv(csv)
     new = audit_table(root).drop(columns="directory")
-    table = pd.concat([old[~old["config"].isin(only)], new[new["config"].isin(only)]],
-                      ignore_index=True).sort_values(["config", "noise_scale"],
-                                                     ascending=[True, False], kind="stable")
+    table = pd.concat([old[~old["config"].isin(only)], new[new["config"].isin(only)]], ignore_index=True).sort_values(
+        ["config", "noise_scale"], ascending=[True, False], kind="stable"
+    )
     write_csv_atomic(table, csv)
     save_figure(plot_audit_table(table), AUDITS_PNG)
     return csv
@@ -449,8 +509,10 @@ def main(argv: list[str]) -> int:
         print(f"{'dask':28} python -m benchmarks --only dask_parties -> {DASK_DIR}")
         print(f"{'services':28} python -m benchmarks --only party_services -> {SERVICES_DIR}")
         print(f"{'audits':28} vfl audit of every config that claims a guarantee -> {AUDITS_PNG}")
-        print(f"{'ceiling':28} what any pair can exercise on privacy-a9a, and dp-admm-alg2's "
-              f"total variation -> {CEILING_CSV}, {TV_CSV} (after audits)")
+        print(
+            f"{'ceiling':28} what any pair can exercise on privacy-a9a, and dp-admm-alg2's "
+            f"total variation -> {CEILING_CSV}, {TV_CSV} (after audits)"
+        )
         return 0
     if argv[0] == "ceiling":
         print(f"wrote {measure_ceiling()} and {measure_tv()}; then: python docs/readme_tables.py")
@@ -468,8 +530,7 @@ def main(argv: list[str]) -> int:
         source = Path(argv[argv.index("--from") + 1]) if "--from" in argv else None
         print(f"wrote {measure_dask(source)}; then: python docs/readme_tables.py")
         return 0
-    unknown = sorted(k for k in set(argv) - set(MEASUREMENTS) - {"scale"}
-                     if not k.startswith("scale:"))
+    unknown = sorted(k for k in set(argv) - set(MEASUREMENTS) - {"scale"} if not k.startswith("scale:"))
     if unknown:
         print(f"unknown key(s) {', '.join(unknown)}; --list shows them", file=sys.stderr)
         return 2

@@ -50,8 +50,7 @@ def measure_ceiling(seeds=(0, 1, 2)) -> Path:
 
     def watch(self, m, *args, **kwargs):
         r = original(self, m, *args, **kwargs)
-        pulled.append((m, float(np.linalg.norm(r)) / self.x_rho, float(np.abs(r).max()),
-                       float(np.mean(r * r))))
+        pulled.append((m, float(np.linalg.norm(r)) / self.x_rho, float(np.abs(r).max()), float(np.mean(r * r))))
         return r
 
     bases = [("the run's data", data, s) for s in seeds]
@@ -64,26 +63,32 @@ def measure_ceiling(seeds=(0, 1, 2)) -> Path:
         for base, D, seed in bases:
             for scale in (1.0, AUDIT_LOW_SCALE):
                 pulled.clear()
-                solver = _build(cls, config, Prepared(data=D, test=None, y_test=None,
-                                                      y_train=None, distribution={},
-                                                      objective=objective),
-                                Streams(config.run.seed, replayable_noise=True))
-                solver.observer = Recorder(1, [np.random.default_rng(seed)], scale,
-                                           batched=False)
+                solver = _build(
+                    cls,
+                    config,
+                    Prepared(data=D, test=None, y_test=None, y_train=None, distribution={}, objective=objective),
+                    Streams(config.run.seed, replayable_noise=True),
+                )
+                solver.observer = Recorder(1, [np.random.default_rng(seed)], scale, batched=False)
                 for _ in range(config.solver.epochs):
                     solver.step()
                 charged = column_sensitivity(len(solver.b), privacy["clip"], privacy["b1"])
                 for m in sorted({p[0] for p in pulled}):
                     norm, top, square = np.array([p[1:] for p in pulled if p[0] == m]).T
-                    rows.append({"config": config.name,
-                                 "base": base if isinstance(base, str) else
-                                 f"canary of party {base + 1}",
-                                 "noise_scale": scale, "seed": seed, "party": m + 1,
-                                 "rms_over_charged": math.sqrt(np.mean(norm ** 2)) / charged,
-                                 "max_over_charged": norm.max() / charged,
-                                 # the pulled entries |r_i|: what a clip [-R, R] would cut
-                                 "pulled_entry_max": top.max(),
-                                 "pulled_entry_rms": math.sqrt(np.mean(square))})
+                    rows.append(
+                        {
+                            "config": config.name,
+                            "base": base if isinstance(base, str) else f"canary of party {base + 1}",
+                            "noise_scale": scale,
+                            "seed": seed,
+                            "party": m + 1,
+                            "rms_over_charged": math.sqrt(np.mean(norm**2)) / charged,
+                            "max_over_charged": norm.max() / charged,
+                            # the pulled entries |r_i|: what a clip [-R, R] would cut
+                            "pulled_entry_max": top.max(),
+                            "pulled_entry_rms": math.sqrt(np.mean(square)),
+                        }
+                    )
     finally:
         ADMMSharing._pull = original
     tmp = CEILING_CSV.with_name(f".{CEILING_CSV.name}.partial")
@@ -116,8 +121,7 @@ def measure_tv() -> Path:
 
     config = load_config(REPO / "papers" / "dp_admm" / "configs" / "dp-admm-alg2.toml")
     plan = plan_run(config, None)
-    solver = _build(plan.solver_cls, config, plan.first,
-                    Streams(config.run.seed, replayable_noise=True))
+    solver = _build(plan.solver_cls, config, plan.first, Streams(config.run.seed, replayable_noise=True))
     solver.observer = Probe()  # noiseless: the ledger's charges do not depend on the noise
     ledger = _ledger(config)
     for _ in range(config.solver.epochs):
@@ -133,12 +137,21 @@ def measure_tv() -> Path:
     out = []
     for scale in (1.0, AUDIT_LOW_SCALE):
         reached = 2.0 * norm.cdf(exercised * mu / scale / 2.0) - 1.0
-        out.append({"config": config.name, "noise_scale": scale, "epsilon": ledger.epsilon(),
-                    "delta": ledger.delta, "gaussian_mu": mu, "exercised_over_charged": exercised,
-                    "claimed_tv": claimed, "reached_tv": reached,
-                    "runs_needed": math.ceil(math.log(1.0 / (1.0 - level))
-                                             / float(bernoulli_kl(claimed, reached)))
-                    if reached > claimed else np.nan})
+        out.append(
+            {
+                "config": config.name,
+                "noise_scale": scale,
+                "epsilon": ledger.epsilon(),
+                "delta": ledger.delta,
+                "gaussian_mu": mu,
+                "exercised_over_charged": exercised,
+                "claimed_tv": claimed,
+                "reached_tv": reached,
+                "runs_needed": math.ceil(math.log(1.0 / (1.0 - level)) / float(bernoulli_kl(claimed, reached)))
+                if reached > claimed
+                else np.nan,
+            }
+        )
     tmp = TV_CSV.with_name(f".{TV_CSV.name}.partial")
     pd.DataFrame(out).to_csv(tmp, index=False, float_format="%.6g")
     os.replace(tmp, TV_CSV)

@@ -39,9 +39,11 @@ def _unique(values, what: str):
 
 def _exp(digits: int) -> Callable[[float], str]:
     """``1.0e7``, ``1e-5``: scientific notation without the exponent's sign and padding."""
+
     def fmt(x: float) -> str:
         mantissa, exponent = f"{x:.{digits}e}".split("e")
         return f"{mantissa}e{int(exponent)}"
+
     return fmt
 
 

@@ -24,11 +24,13 @@ from .registry import get_solver
 
 __all__ = ["attack_either", "attack_run", "check_attack", "run_attack"]
 
-_FUNCTIONS = {"label-norm": attack_fns.label_norm, "label-direction": attack_fns.label_direction,
-              "model-completion": attack_fns.model_completion}
+_FUNCTIONS = {
+    "label-norm": attack_fns.label_norm,
+    "label-direction": attack_fns.label_direction,
+    "model-completion": attack_fns.model_completion,
+}
 #: known labels each attack needs (feature reconstruction: rows of the auxiliary set)
-NEED = {"label-norm": 1, "label-direction": 1, "model-completion": MIN_KNOWN,
-        "feature-reconstruction": MIN_KNOWN}
+NEED = {"label-norm": 1, "label-direction": 1, "model-completion": MIN_KNOWN, "feature-reconstruction": MIN_KNOWN}
 
 
 def check_attack(config, name: str, known: int, party: int) -> None:
@@ -43,8 +45,7 @@ def check_attack(config, name: str, known: int, party: int) -> None:
         what = "rows of the auxiliary set" if name == "feature-reconstruction" else "known labels"
         raise ConfigError(f"{name} needs at least {NEED[name]} {what}; --known is {known}")
     if party < 2:
-        raise ConfigError(f"--party {party}: the passive parties are 2..M (party 1 holds the "
-                          "labels)")
+        raise ConfigError(f"--party {party}: the passive parties are 2..M (party 1 holds the labels)")
 
 
 def _binary_target(D) -> np.ndarray:
@@ -55,8 +56,7 @@ def _binary_target(D) -> np.ndarray:
     return B[:, int(np.argmax(np.minimum(p, 1 - p)))]
 
 
-def run_attack(config, name: str, *, known: int = 40, party: int = 2, data_dir=None,
-               transcript=None) -> Outcome:
+def run_attack(config, name: str, *, known: int = 40, party: int = 2, data_dir=None, transcript=None) -> Outcome:
     """Attack ``name`` on a run of ``config``; ``party``: the passive party (1-based) that
     attacks the labels or whose features party 1 attacks."""
     from .config import load_config
@@ -70,13 +70,11 @@ def run_attack(config, name: str, *, known: int = 40, party: int = 2, data_dir=N
     _check_party(party, len(tr.prepared.data.blocks))
     streams = _streams_of(config)
     n = len(tr.prepared.data.y)
-    view = (cls.label_view if ATTACKS[name] == "passive" else cls.share_view)(
-        tr.exchanges, party - 1, n, streams)
+    view = (cls.label_view if ATTACKS[name] == "passive" else cls.share_view)(tr.exchanges, party - 1, n, streams)
     return _attack(config, name, view, tr.prepared.data, known, party, tr.guarantees)
 
 
-def attack_run(run_dir, name: str, *, known: int = 40, party: int = 2,
-               data_dir=None) -> Outcome:
+def attack_run(run_dir, name: str, *, known: int = 40, party: int = 2, data_dir=None) -> Outcome:
     """Attack ``name`` on what a finished run wrote (``received.npz``, :mod:`.received`): what
     passive party ``party`` received, or what party 1 received from it. The scores are
     judged against the run's own training rows, read again from its config (a simulation's
@@ -97,21 +95,25 @@ def attack_run(run_dir, name: str, *, known: int = 40, party: int = 2,
     dataset, _ = load_config_dataset(config, data_dir, keep=False)
     prepared = _prepare(prepare(config, dataset, get_solver(config.solver.name)), config, 0)
     if views[key].shape[0] != len(prepared.data.y):
-        raise ConfigError(f"{run_dir}: {key} has {views[key].shape[0]} rows, the run's data "
-                          f"{len(prepared.data.y)} (the data changed since the run)")
-    guarantees = {k: None if v is None or v.get("epsilon") is None else
-                  (float(v["epsilon"]), float(v.get("delta") or 0.0))
-                  for k, v in noted.get("guarantees", {}).items()}
+        raise ConfigError(
+            f"{run_dir}: {key} has {views[key].shape[0]} rows, the run's data "
+            f"{len(prepared.data.y)} (the data changed since the run)"
+        )
+    guarantees = {
+        k: None if v is None or v.get("epsilon") is None else (float(v["epsilon"]), float(v.get("delta") or 0.0))
+        for k, v in noted.get("guarantees", {}).items()
+    }
     return _attack(config, name, views[key], prepared.data, known, party, guarantees)
 
 
 def attack_either(run_dir, config_path, name: str, **kw) -> Outcome:
     """``vfl attack``: a finished run's directory, or a config run here (one of the two)."""
     if (run_dir is None) == (config_path is None):
-        raise ConfigError("give a finished run's directory (vfl attack RUN_DIR) or --config "
-                          "(run here)" + (", not both" if run_dir is not None else ""))
-    return attack_run(run_dir, name, **kw) if run_dir is not None else \
-        run_attack(config_path, name, **kw)
+        raise ConfigError(
+            "give a finished run's directory (vfl attack RUN_DIR) or --config "
+            "(run here)" + (", not both" if run_dir is not None else "")
+        )
+    return attack_run(run_dir, name, **kw) if run_dir is not None else run_attack(config_path, name, **kw)
 
 
 def _check_party(party: int, n_parties: int) -> None:
@@ -129,10 +131,13 @@ def _attack(config, name, view, data, known, party, guarantees) -> Outcome:
     """Score ``view`` (what the attacker received; None: nothing) with the attack ``name``."""
     if view is None:
         raise ConfigError(
-            f"the run has no message that {name} reads: " +
-            (f"party {party} received nothing that depends on the labels"
-             if ATTACKS[name] == "passive" else
-             f"party {party} sent party 1 no shares of the training rows"))
+            f"the run has no message that {name} reads: "
+            + (
+                f"party {party} received nothing that depends on the labels"
+                if ATTACKS[name] == "passive"
+                else f"party {party} sent party 1 no shares of the training rows"
+            )
+        )
     y = np.asarray(data.y, dtype=float)
     n = y.size
     rng = _streams_of(config).get("audit", 1)

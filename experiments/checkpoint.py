@@ -37,8 +37,7 @@ import numpy as np
 
 from vfl.core.errors import ConfigError
 
-__all__ = ["CHECKPOINT", "Checkpoint", "RepeatState", "digest", "read_checkpoint",
-           "write_checkpoint"]
+__all__ = ["CHECKPOINT", "Checkpoint", "RepeatState", "digest", "read_checkpoint", "write_checkpoint"]
 
 CHECKPOINT = "checkpoint.json"
 VERSION = 1
@@ -125,10 +124,14 @@ def read_checkpoint(run_dir) -> Checkpoint:
         raise ConfigError(f"--resume {run_dir}: no such run directory")
     if not path.is_file():
         done = (Path(run_dir) / "metrics.csv").is_file()
-        raise ConfigError(f"--resume {run_dir}: no {CHECKPOINT} there"
-                          + (" (the run finished: nothing to resume)" if done else
-                             " (the run wrote none: run.checkpoint_every = 0, or it stopped "
-                             "before its first checkpoint)"))
+        raise ConfigError(
+            f"--resume {run_dir}: no {CHECKPOINT} there"
+            + (
+                " (the run finished: nothing to resume)"
+                if done
+                else " (the run wrote none: run.checkpoint_every = 0, or it stopped before its first checkpoint)"
+            )
+        )
     try:
         raw = json.loads(path.read_text())
         if raw.get("version") != VERSION:
@@ -138,20 +141,21 @@ def read_checkpoint(run_dir) -> Checkpoint:
         if not isinstance(checkpoint.config, dict) or not isinstance(checkpoint.options, dict):
             raise ValueError("config and options must be tables")
     except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise ConfigError(f"--resume {run_dir}: {CHECKPOINT} is not a checkpoint this version "
-                          f"writes ({exc})") from None
+        raise ConfigError(f"--resume {run_dir}: {CHECKPOINT} is not a checkpoint this version writes ({exc})") from None
     return checkpoint
 
 
 def refuse_deployment(run_dir, checkpoint: Checkpoint) -> None:
     """A deployment's exact noise is never drawn again: its run is not replayed."""
     spent = checkpoint.released
-    what = (f"its ledger records {spent.get('events', 0)} release(s) by "
-            f"{checkpoint.where()}" + (f" (epsilon {spent['epsilon']:.4g})"
-                                       if spent.get("epsilon") is not None else ""))
-    raise ConfigError(f"--resume {run_dir}: a deployment run (exact noise) is never replayed: "
-                      f"{what}, and drawing them again would release them twice; start a new "
-                      "run (its epsilon adds to these)")
+    what = f"its ledger records {spent.get('events', 0)} release(s) by {checkpoint.where()}" + (
+        f" (epsilon {spent['epsilon']:.4g})" if spent.get("epsilon") is not None else ""
+    )
+    raise ConfigError(
+        f"--resume {run_dir}: a deployment run (exact noise) is never replayed: "
+        f"{what}, and drawing them again would release them twice; start a new "
+        "run (its epsilon adds to these)"
+    )
 
 
 def finished(result, out: Path, resume: Checkpoint | None) -> bool:
@@ -159,8 +163,9 @@ def finished(result, out: Path, resume: Checkpoint | None) -> bool:
     (the run directory replaces it)."""
     if resume is not None:  # (the replayed part's rows and timings are the checkpoint's)
         diag = result.manifest.diagnostic
-        result.manifest = result.manifest.replace(diagnostic={
-            **(diag.dump() if diag is not None else {}), "resumed_from": resume.where()})
+        result.manifest = result.manifest.replace(
+            diagnostic={**(diag.dump() if diag is not None else {}), "resumed_from": resume.where()}
+        )
     return (Path(out) / CHECKPOINT).is_file()
 
 
@@ -170,12 +175,16 @@ def checkpoints(out: Path, config, resume: Checkpoint | None, options: dict, uni
     run id and facts it keeps."""
     if not config.run.checkpoint_every:
         return None
-    how = f"vfl run --resume {out}" + (" --cluster ADDRESS (a scheduler)" if
-                                       config.run.backend == "dask" else "")
+    how = f"vfl run --resume {out}" + (" --cluster ADDRESS (a scheduler)" if config.run.backend == "dask" else "")
     import copy
 
-    state = copy.deepcopy(resume) if resume is not None else Checkpoint(config=json.loads(json.dumps(config.to_dict())),
-                                 options={**options, "cwd": os.getcwd()}, resume=how)
+    state = (
+        copy.deepcopy(resume)
+        if resume is not None
+        else Checkpoint(
+            config=json.loads(json.dumps(config.to_dict())), options={**options, "cwd": os.getcwd()}, resume=how
+        )
+    )
     state.resume = how
 
     def save(repeat: int, rs: RepeatState, released: dict) -> None:
@@ -209,8 +218,7 @@ def keep_or_drop(out: Path, exc: Exception, *, fresh: bool) -> str:
     return ""
 
 
-def resume_run(run_dir: Path, cluster, data_dir, quiet: bool, t0: float, backend, run,
-               given: dict) -> None:
+def resume_run(run_dir: Path, cluster, data_dir, quiet: bool, t0: float, backend, run, given: dict) -> None:
     """``vfl run --resume RUN_DIR``: the checkpoint's run, replayed to it and finished
     (``backend`` and ``run`` are the CLI's own ``vfl run`` steps; ``given``: the other
     options, refused when set)."""
@@ -219,12 +227,13 @@ def resume_run(run_dir: Path, cluster, data_dir, quiet: bool, t0: float, backend
     from .config import config_from_dict
     from .dask_units import check_cluster_option
 
-    set_ = [("--" + k.replace("_", "-")).replace("--config-path", "--config").replace(
-        "--overrides", "--set") for k, v in given.items()
-        if v and k not in ("resume_dir", "cluster", "data_dir", "quiet")]
+    set_ = [
+        ("--" + k.replace("_", "-")).replace("--config-path", "--config").replace("--overrides", "--set")
+        for k, v in given.items()
+        if v and k not in ("resume_dir", "cluster", "data_dir", "quiet")
+    ]
     if set_:
-        raise ConfigError("--resume takes the config and options from the checkpoint: "
-                          f"leave out {', '.join(set_)}")
+        raise ConfigError(f"--resume takes the config and options from the checkpoint: leave out {', '.join(set_)}")
     run_dir = Path(run_dir).absolute()
     checkpoint = read_checkpoint(run_dir)
     config = config_from_dict(checkpoint.config)
@@ -237,7 +246,18 @@ def resume_run(run_dir: Path, cluster, data_dir, quiet: bool, t0: float, backend
     with contextlib.chdir(o.get("cwd") or os.getcwd()):
         # party services: the run's own id on the parties' records, and their facts then
         with backend(config, cluster, data_dir, resume=checkpoint.services or None) as units:
-            run(config, run_dir, data_dir, True, quiet, bool(o.get("no_cache")),
-                bool(o.get("stop_at_budget")), bool(o.get("release_only")), units, t0,
-                figure=bool(o.get("figure", True)), resume=checkpoint,
-                record=bool(o.get("record_received")))
+            run(
+                config,
+                run_dir,
+                data_dir,
+                True,
+                quiet,
+                bool(o.get("no_cache")),
+                bool(o.get("stop_at_budget")),
+                bool(o.get("release_only")),
+                units,
+                t0,
+                figure=bool(o.get("figure", True)),
+                resume=checkpoint,
+                record=bool(o.get("record_received")),
+            )

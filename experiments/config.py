@@ -102,15 +102,30 @@ REDUCTIONS = ("sum", "mean", "unit_mean")
 REGULARIZERS = ("l2sq", "half_l2sq", "l1")
 #: ``[data]`` keys of file datasets, passed to the loader as options
 FILE_DATASETS = ("libsvm", "csv")
-FILE_DATA_KEYS = ("path", "test_path", "test_fraction", "split_seed", "stratify", "n_features",
-                  "zero_based", "label", "features", "categorical_columns", "label_positive",
-                  "delimiter", "labels", "fill")
+FILE_DATA_KEYS = (
+    "path",
+    "test_path",
+    "test_fraction",
+    "split_seed",
+    "stratify",
+    "n_features",
+    "zero_based",
+    "label",
+    "features",
+    "categorical_columns",
+    "label_positive",
+    "delimiter",
+    "labels",
+    "fill",
+)
 VERTICAL_PARTITION_KEYS = ("columns", "ranges", "indices", "allow_unused", "public")
 #: keys that moved to [preprocessing], with where they went
-MOVED_KEYS = {"partition.normalize_rows": "preprocessing.normalize_rows",
-              "partition.intercept": "preprocessing.intercept",
-              "data.normalize_rows": "preprocessing.normalize_rows",
-              "data.categorical": "preprocessing.encoding"}
+MOVED_KEYS = {
+    "partition.normalize_rows": "preprocessing.normalize_rows",
+    "partition.intercept": "preprocessing.intercept",
+    "data.normalize_rows": "preprocessing.normalize_rows",
+    "data.categorical": "preprocessing.encoding",
+}
 ROW_PARTITION_KEYS = ("agents", "samples_per_agent", "public", "test", "pool", "held_out")
 POOLS = ("train", "train+test")
 #: ``partition.held_out``: where a row setting's public and test rows come from: drawn from
@@ -153,8 +168,11 @@ class PartitionConfig:
         keys = VERTICAL_PARTITION_KEYS if setting is Setting.VERTICAL else ROW_PARTITION_KEYS
         # unset optional keys are left out, so the dict reads back as the same config (and
         # held_out at its default, so that runs recorded before it existed stay current)
-        return {k: getattr(self, k) for k in keys if getattr(self, k) is not None
-                and not (k == "held_out" and self.held_out == "pool")}
+        return {
+            k: getattr(self, k)
+            for k in keys
+            if getattr(self, k) is not None and not (k == "held_out" and self.held_out == "pool")
+        }
 
 
 @dataclass(frozen=True)
@@ -225,8 +243,7 @@ class PrivacyConfig(_Table):
         return bool(self.values.get("sigma") or self.values.get("epsilon") is not None)
 
     def to_dict(self) -> dict:
-        return {**self.values, "replayable_noise": self.replayable_noise,
-                "budget_epsilon": self.budget_epsilon}
+        return {**self.values, "replayable_noise": self.replayable_noise, "budget_epsilon": self.budget_epsilon}
 
 
 @dataclass(frozen=True)
@@ -274,8 +291,15 @@ class RunConfig:
 BACKENDS = ("inprocess", "dask", "services")
 #: run keys that config.json records only when they differ from the default (runs
 #: recorded before the key existed stay current)
-_RUN_KEYS_IF_SET = {"baselines": "all", "backend": "inprocess", "party_wait": 60.0,
-                    "checkpoint_every": 10, "parties": (), "tls": None, "insecure": False}
+_RUN_KEYS_IF_SET = {
+    "baselines": "all",
+    "backend": "inprocess",
+    "party_wait": 60.0,
+    "checkpoint_every": 10,
+    "parties": (),
+    "tls": None,
+    "insecure": False,
+}
 #: ``[run.tls]`` keys
 TLS_KEYS = ("certificate", "key", "ca")
 
@@ -328,8 +352,9 @@ def _tuning(t: dict) -> TuningConfig | None:
     if method == "private":
         for key in ("trial_mu", "eta", "gamma", "trials"):
             if key not in values:
-                raise ConfigError(f"tuning.{key} is required with tuning.method = 'private' "
-                                  "(vfl tune --private writes it)")
+                raise ConfigError(
+                    f"tuning.{key} is required with tuning.method = 'private' (vfl tune --private writes it)"
+                )
         as_number("tuning.trial_mu", values["trial_mu"], low=0)
         as_number("tuning.eta", values["eta"], low=0)
         as_number("tuning.gamma", values["gamma"], low=0, high=1, low_open=True, high_open=True)
@@ -366,11 +391,11 @@ class Config:
             "partition": self.partition.to_dict(self.setting),
             "objective": asdict(self.objective),
             # network.exchange is the one place for the exchange (solvers get a copy)
-            "solver": {k: v for k, v in self.solver.params().items()
-                       if not (self.network is not None and k == "exchange")},
+            "solver": {
+                k: v for k, v in self.solver.params().items() if not (self.network is not None and k == "exchange")
+            },
             "privacy": self.privacy.to_dict(),
-            "run": {k: v for k, v in asdict(self.run).items()
-                    if k not in _RUN_KEYS_IF_SET or v != _RUN_KEYS_IF_SET[k]},
+            "run": {k: v for k, v in asdict(self.run).items() if k not in _RUN_KEYS_IF_SET or v != _RUN_KEYS_IF_SET[k]},
             "sweep": {k: v for k, v in asdict(self.sweep).items() if v != []},
         }
         if self.network is not None:
@@ -388,8 +413,20 @@ class Config:
 
 # -- validation helpers ---------------------------------------------------------
 
-_TOP = ("name", "data", "preprocessing", "partition", "network", "objective", "solver", "privacy",
-        "run", "sweep", "audit", "tuning")
+_TOP = (
+    "name",
+    "data",
+    "preprocessing",
+    "partition",
+    "network",
+    "objective",
+    "solver",
+    "privacy",
+    "run",
+    "sweep",
+    "audit",
+    "tuning",
+)
 
 
 def _typename(value) -> str:
@@ -423,13 +460,12 @@ def _check_keys(section: str, table: dict, valid, hint: str = "") -> None:
         if moved and key not in valid:
             raise ConfigError(f"{section}.{key} moved to the [preprocessing] section: set {moved}")
         if key not in valid:
-            raise ConfigError(f"unknown key '{section}.{key}'; valid keys in [{section}]{hint}: "
-                              f"{', '.join(valid)}")
+            raise ConfigError(f"unknown key '{section}.{key}'; valid keys in [{section}]{hint}: {', '.join(valid)}")
 
 
 def _data(d: dict) -> DataConfig:
     if "dataset" not in d:
-        raise ConfigError("data.dataset is required (e.g. dataset = \"a9a\")")
+        raise ConfigError('data.dataset is required (e.g. dataset = "a9a")')
     if not isinstance(d["dataset"], str):
         raise ConfigError(f"data.dataset must be a string, got {d['dataset']!r}")
     if d["dataset"] == "parties":
@@ -477,32 +513,37 @@ def _check_fallback(dataset: str, fallback) -> None:
     if dataset == fallback:
         return
     if dataset not in REGISTRY:
-        raise ConfigError(f"data.fallback applies to a dataset read from files "
-                          f"({', '.join(REGISTRY)}), not to dataset = {dataset!r}")
+        raise ConfigError(
+            f"data.fallback applies to a dataset read from files ({', '.join(REGISTRY)}), not to dataset = {dataset!r}"
+        )
     generated = ["synthetic", *(f"synthetic:{p}" for p in SYNTHETIC_PRESETS)]
     if fallback not in generated:
-        raise ConfigError(f"data.fallback = {fallback!r} is not generated data; use one of: "
-                          f"{', '.join(generated)}")
+        raise ConfigError(f"data.fallback = {fallback!r} is not generated data; use one of: {', '.join(generated)}")
 
 
 def _partition(p: dict, setting: Setting, party_files: bool = False) -> PartitionConfig:
     if party_files and setting is not Setting.VERTICAL:
-        raise ConfigError(f"data.dataset = \"parties\" (one file per party, aligned rows) is "
-                          f"for vertical solvers; this solver is {setting.value}")
+        raise ConfigError(
+            f'data.dataset = "parties" (one file per party, aligned rows) is '
+            f"for vertical solvers; this solver is {setting.value}"
+        )
     if setting is Setting.VERTICAL:
         _check_keys("partition", p, VERTICAL_PARTITION_KEYS, " for a vertical solver")
         given = [k for k in ("columns", "ranges", "indices") if k in p]
         if party_files:  # each party holds its own file's columns
             if given:
-                raise ConfigError(f"partition.{given[0]}: with party files each party holds "
-                                  "the columns of its own file; leave it out")
+                raise ConfigError(
+                    f"partition.{given[0]}: with party files each party holds the columns of its own file; leave it out"
+                )
             return PartitionConfig(
                 allow_unused=_boolean("partition.allow_unused", p.get("allow_unused", False)),
-                public=_integer("partition.public", p.get("public", 0), minimum=0))
+                public=_integer("partition.public", p.get("public", 0), minimum=0),
+            )
         if len(given) != 1:
             raise ConfigError(
                 "partition needs exactly one of columns, ranges, indices"
-                + (f"; got {', '.join(given)}" if given else ""))
+                + (f"; got {', '.join(given)}" if given else "")
+            )
         return PartitionConfig(
             columns=_int_list("partition.columns", p["columns"], 1) if "columns" in p else None,
             ranges=_int_list("partition.ranges", p["ranges"], 2) if "ranges" in p else None,
@@ -525,9 +566,11 @@ def _partition(p: dict, setting: Setting, party_files: bool = False) -> Partitio
         held_out=_choice("partition.held_out", p.get("held_out", "pool"), HELD_OUT),
     )
     if part.held_out == "test_part" and part.pool != "train":
-        raise ConfigError("partition.held_out = 'test_part' draws the public and test rows from "
-                          "the test part, so the pool cannot hold it too: set partition.pool = "
-                          "'train'")
+        raise ConfigError(
+            "partition.held_out = 'test_part' draws the public and test rows from "
+            "the test part, so the pool cannot hold it too: set partition.pool = "
+            "'train'"
+        )
     return part
 
 
@@ -549,18 +592,18 @@ def _network(n: dict) -> NetworkConfig:
     if edges is not None:
         pairs = nodes * (nodes - 1) // 2
         if edges > pairs:
-            raise ConfigError(f"network.edges = {edges}: a graph on {nodes} nodes has at most "
-                              f"{pairs} edges")
+            raise ConfigError(f"network.edges = {edges}: a graph on {nodes} nodes has at most {pairs} edges")
         if edges < nodes - 1:
-            raise ConfigError(f"network.edges = {edges}: a connected graph on {nodes} nodes needs "
-                              f"at least {nodes - 1} edges")
+            raise ConfigError(
+                f"network.edges = {edges}: a connected graph on {nodes} nodes needs at least {nodes - 1} edges"
+            )
     exchange = _choice("network.exchange", n.get("exchange", "plain"), EXCHANGES)
     if exchange == "secret_sharing" and graph != "complete":
-        raise ConfigError("network.exchange = 'secret_sharing' needs graph = 'complete' "
-                          "(every agent shares with every other)")
+        raise ConfigError(
+            "network.exchange = 'secret_sharing' needs graph = 'complete' (every agent shares with every other)"
+        )
     labels = _choice("network.labels", n.get("labels", "paper01"), LABEL_READINGS)
-    return NetworkConfig(graph=graph, nodes=nodes, edges=edges, p=p, path=path, exchange=exchange,
-                         labels=labels)
+    return NetworkConfig(graph=graph, nodes=nodes, edges=edges, p=p, path=path, exchange=exchange, labels=labels)
 
 
 def _solver(s: dict):
@@ -573,24 +616,36 @@ def _solver(s: dict):
     for key in s:
         if key in ("name", "epochs", *declared):
             continue
-        owners = [other for other in names if other != name
-                  and key in [p.name for p in get_solver(other).params]]
+        owners = [other for other in names if other != name and key in [p.name for p in get_solver(other).params]]
         valid = ", ".join(["name", "epochs", *declared])
         if owners:
-            raise ConfigError(f"solver.{key} does not apply to {name} (it is a key of "
-                              f"{', '.join(owners)}); its keys: {valid}")
+            raise ConfigError(
+                f"solver.{key} does not apply to {name} (it is a key of {', '.join(owners)}); its keys: {valid}"
+            )
         raise ConfigError(f"unknown key 'solver.{key}'; valid keys in [solver] for {name}: {valid}")
-    values = validate_table("solver", {k: v for k, v in s.items() if k not in ("name", "epochs")},
-                            cls.params, owner=name)
+    values = validate_table(
+        "solver", {k: v for k, v in s.items() if k not in ("name", "epochs")}, cls.params, owner=name
+    )
     epochs = as_integer("solver.epochs", s.get("epochs", 100), low=1, high=MAX_ITERATIONS)
     return cls, SolverConfig(name=name, epochs=epochs, values=values)
 
 
 _GENERIC_PRIVACY = (
-    Param("replayable_noise", bool, None, "draw noise from the seed's streams (a replayable "
-          "simulation) instead of OS entropy; default: false when the run claims a guarantee"),
-    Param("budget_epsilon", float, None, "privacy budget: `vfl run --stop-at-budget` ends the run "
-          "before the iteration that would exceed it", low=0, low_open=True),
+    Param(
+        "replayable_noise",
+        bool,
+        None,
+        "draw noise from the seed's streams (a replayable "
+        "simulation) instead of OS entropy; default: false when the run claims a guarantee",
+    ),
+    Param(
+        "budget_epsilon",
+        float,
+        None,
+        "privacy budget: `vfl run --stop-at-budget` ends the run before the iteration that would exceed it",
+        low=0,
+        low_open=True,
+    ),
 )
 
 
@@ -599,40 +654,47 @@ def _privacy(pv: dict, cls, solver: SolverConfig) -> PrivacyConfig:
     declared = [p.name for p in cls.privacy_params]
     for key in pv:
         if key == "label_epsilon" and key not in declared:
-            raise ConfigError(f"privacy.label_epsilon: {cls.name} has no label-DP mechanism "
-                              "(label DP: private_stacking, admm_sharing, fdml_sgd)")
+            raise ConfigError(
+                f"privacy.label_epsilon: {cls.name} has no label-DP mechanism "
+                "(label DP: private_stacking, admm_sharing, fdml_sgd)"
+            )
         if key not in declared and key not in generic:
-            raise ConfigError(f"unknown key 'privacy.{key}'; valid keys in [privacy] for "
-                              f"{cls.name}: {', '.join([*declared, *sorted(generic)])}")
-    values = validate_table("privacy", {k: v for k, v in pv.items() if k not in generic},
-                            cls.privacy_params, owner=cls.name)
-    g = validate_table("privacy", {k: v for k, v in pv.items() if k in generic},
-                       _GENERIC_PRIVACY, owner=cls.name)
+            raise ConfigError(
+                f"unknown key 'privacy.{key}'; valid keys in [privacy] for "
+                f"{cls.name}: {', '.join([*declared, *sorted(generic)])}"
+            )
+    values = validate_table(
+        "privacy", {k: v for k, v in pv.items() if k not in generic}, cls.privacy_params, owner=cls.name
+    )
+    g = validate_table("privacy", {k: v for k, v in pv.items() if k in generic}, _GENERIC_PRIVACY, owner=cls.name)
     for key in ("epsilon", "budget_epsilon", "label_epsilon"):
         value = values.get(key, g.get(key))
         if isinstance(value, float):
             check_epsilon(f"privacy.{key}", value)
     try:
-        cls.check_config(cls.typed_params(solver.values), cls.typed_privacy(values),
-                         solver.epochs)
+        cls.check_config(cls.typed_params(solver.values), cls.typed_privacy(values), solver.epochs)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     claims = bool(cls.claims_guarantee(cls.typed_privacy(values)))
     if g["budget_epsilon"] is not None and not claims:
-        raise ConfigError("privacy.budget_epsilon needs a run that accounts its privacy "
-                          f"({cls.name}: set privacy.delta)")
+        raise ConfigError(
+            f"privacy.budget_epsilon needs a run that accounts its privacy ({cls.name}: set privacy.delta)"
+        )
     replayable = (not claims) if g["replayable_noise"] is None else g["replayable_noise"]
     if claims and not replayable and "accountant" in declared:
         # deployment noise is exact discrete noise (vfl.core.sampling): RDP accounts for it
         if "accountant" not in pv:
             values["accountant"] = "rdp"
         elif values["accountant"] != "rdp":
-            raise ConfigError(f"privacy.accountant = {values['accountant']!r} composes continuous "
-                              "Gaussians; a deployment run draws exact discrete noise, accounted "
-                              "by rdp: set privacy.accountant = \"rdp\" (or privacy."
-                              "replayable_noise = true for a simulation)")
-    return PrivacyConfig(values=values, replayable_noise=replayable,
-                         budget_epsilon=g["budget_epsilon"], claims_guarantee=claims)
+            raise ConfigError(
+                f"privacy.accountant = {values['accountant']!r} composes continuous "
+                "Gaussians; a deployment run draws exact discrete noise, accounted "
+                'by rdp: set privacy.accountant = "rdp" (or privacy.'
+                "replayable_noise = true for a simulation)"
+            )
+    return PrivacyConfig(
+        values=values, replayable_noise=replayable, budget_epsilon=g["budget_epsilon"], claims_guarantee=claims
+    )
 
 
 def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
@@ -647,10 +709,13 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
     tables = {s: raw.get(s, {}) for s in _TOP[1:]}
 
     config_name = raw.get("name", default_name)
-    if (not isinstance(config_name, str) or not config_name or "/" in config_name
-            or any(ord(ch) < 32 for ch in config_name)):
-        raise ConfigError(f"name must be a non-empty string without '/' or control characters, "
-                          f"got {config_name!r}")
+    if (
+        not isinstance(config_name, str)
+        or not config_name
+        or "/" in config_name
+        or any(ord(ch) < 32 for ch in config_name)
+    ):
+        raise ConfigError(f"name must be a non-empty string without '/' or control characters, got {config_name!r}")
 
     data = _data(tables["data"])
     preprocessing = _preprocessing(tables["preprocessing"])
@@ -665,12 +730,12 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
         if "exchange" in solver.values:
             solver = replace(solver, values={**solver.values, "exchange": network.exchange})
         elif network.exchange != "plain":
-            raise ConfigError(f"network.exchange = {network.exchange!r}: {cls.name} cannot use "
-                              "the secret-sharing exchange")
+            raise ConfigError(
+                f"network.exchange = {network.exchange!r}: {cls.name} cannot use the secret-sharing exchange"
+            )
     else:
         if tables["network"]:
-            raise ConfigError(f"[network] applies to network solvers only; {cls.name} is "
-                              f"{setting.value}")
+            raise ConfigError(f"[network] applies to network solvers only; {cls.name} is {setting.value}")
         network = None
 
     o = tables["objective"]
@@ -682,53 +747,63 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
         regularizer=_choice("objective.regularizer", o.get("regularizer", "l2sq"), REGULARIZERS),
     )
     if objective.regularizer not in cls.regularizers:
-        raise ConfigError(f"objective.regularizer = {objective.regularizer!r}: {cls.name} supports "
-                          f"{', '.join(cls.regularizers)}")
+        raise ConfigError(
+            f"objective.regularizer = {objective.regularizer!r}: {cls.name} supports {', '.join(cls.regularizers)}"
+        )
     if objective.reduction == "unit_mean" and setting is Setting.VERTICAL:
-        raise ConfigError("objective.reduction = 'unit_mean' needs data spread over agents "
-                          "(a horizontal or network solver)")
+        raise ConfigError(
+            "objective.reduction = 'unit_mean' needs data spread over agents (a horizontal or network solver)"
+        )
     privacy = _privacy(tables["privacy"], cls, solver)
 
     r = tables["run"]
     _check_keys("run", r, tuple(RunConfig.__dataclass_fields__))
-    run = RunConfig(seed=_integer("run.seed", r.get("seed", 0), minimum=0),
-                    repeats=as_integer("run.repeats", r.get("repeats", 1), low=1, high=MAX_REPEATS),
-                    eval_every=_integer("run.eval_every", r.get("eval_every", 1), minimum=1),
-                    baselines=_choice("run.baselines", r.get("baselines", "all"), BASELINE_SETS),
-                    backend=as_choice("run.backend", r.get("backend", "inprocess"), BACKENDS),
-                    party_wait=as_number("run.party_wait", r.get("party_wait", 60.0), low=0,
-                                         high=86400),
-                    checkpoint_every=_integer("run.checkpoint_every",
-                                              r.get("checkpoint_every", 10), minimum=0),
-                    **_services(r))
-    if run.backend in ("dask", "services") and data.dataset == "parties" and \
-            data.options.get("stratify"):
-        raise ConfigError(f"run.backend = {run.backend!r} with party files: data.stratify = true "
-                          "would need every party's labels to split its rows; set it false")
+    run = RunConfig(
+        seed=_integer("run.seed", r.get("seed", 0), minimum=0),
+        repeats=as_integer("run.repeats", r.get("repeats", 1), low=1, high=MAX_REPEATS),
+        eval_every=_integer("run.eval_every", r.get("eval_every", 1), minimum=1),
+        baselines=_choice("run.baselines", r.get("baselines", "all"), BASELINE_SETS),
+        backend=as_choice("run.backend", r.get("backend", "inprocess"), BACKENDS),
+        party_wait=as_number("run.party_wait", r.get("party_wait", 60.0), low=0, high=86400),
+        checkpoint_every=_integer("run.checkpoint_every", r.get("checkpoint_every", 10), minimum=0),
+        **_services(r),
+    )
+    if run.backend in ("dask", "services") and data.dataset == "parties" and data.options.get("stratify"):
+        raise ConfigError(
+            f"run.backend = {run.backend!r} with party files: data.stratify = true "
+            "would need every party's labels to split its rows; set it false"
+        )
     if run.backend != "services" and (run.parties or run.tls or run.insecure):
-        raise ConfigError("run.parties, run.tls and run.insecure apply to run.backend = "
-                          "'services'")
+        raise ConfigError("run.parties, run.tls and run.insecure apply to run.backend = 'services'")
     if run.backend == "services":
         if not run.parties:
-            raise ConfigError("run.backend = 'services' needs run.parties: the parties' "
-                              "addresses HOST:PORT")
+            raise ConfigError("run.backend = 'services' needs run.parties: the parties' addresses HOST:PORT")
         if run.tls is None and not run.insecure:
-            raise ConfigError("run.backend = 'services' needs [run.tls] (certificate, key, ca: "
-                              "`vfl party certs` makes them), or run.insecure = true on "
-                              "loopback")
+            raise ConfigError(
+                "run.backend = 'services' needs [run.tls] (certificate, key, ca: "
+                "`vfl party certs` makes them), or run.insecure = true on "
+                "loopback"
+            )
     if run.backend == "services" and "services" not in cls.backends:
-        raise ConfigError(f"run.backend = 'services': {cls.name} does not run as party "
-                          f"services yet (these do: {', '.join(_dask_solvers('services'))})")
+        raise ConfigError(
+            f"run.backend = 'services': {cls.name} does not run as party "
+            f"services yet (these do: {', '.join(_dask_solvers('services'))})"
+        )
     if run.backend not in cls.backends:
-        raise ConfigError(f"run.backend = {run.backend!r}: {cls.name} runs in-process only "
-                          f"(the dask backend runs {', '.join(_dask_solvers())})")
-    if run.backend == "services" and privacy.claims_guarantee and \
-            "services" not in cls.accounted_backends:
-        raise ConfigError(f"run.backend = 'services' runs {cls.name} without privacy "
-                          "accounting at the parties yet: leave privacy.delta unset")
+        raise ConfigError(
+            f"run.backend = {run.backend!r}: {cls.name} runs in-process only "
+            f"(the dask backend runs {', '.join(_dask_solvers())})"
+        )
+    if run.backend == "services" and privacy.claims_guarantee and "services" not in cls.accounted_backends:
+        raise ConfigError(
+            f"run.backend = 'services' runs {cls.name} without privacy "
+            "accounting at the parties yet: leave privacy.delta unset"
+        )
     if run.backend == "dask" and privacy.claims_guarantee and "dask" not in cls.accounted_backends:
-        raise ConfigError(f"run.backend = 'dask' runs {cls.name} without privacy accounting: "
-                          "leave privacy.delta unset (accounting mode runs in-process)")
+        raise ConfigError(
+            f"run.backend = 'dask' runs {cls.name} without privacy accounting: "
+            "leave privacy.delta unset (accounting mode runs in-process)"
+        )
 
     sw = tables["sweep"]
     _check_keys("sweep", sw, tuple(SweepConfig.__dataclass_fields__))
@@ -741,24 +816,37 @@ def config_from_dict(raw: dict, *, default_name: str = "run") -> Config:
         raise ConfigError("sweep.epsilons needs a run that accounts its privacy: set privacy.delta")
     a = tables["audit"]
     _check_keys("audit", a, tuple(AuditConfig.__dataclass_fields__))
-    audit = AuditConfig(runs=as_integer("audit.runs", a.get("runs", 100), low=AUDIT_RUNS[0],
-                                        high=AUDIT_RUNS[1]))
+    audit = AuditConfig(runs=as_integer("audit.runs", a.get("runs", 100), low=AUDIT_RUNS[0], high=AUDIT_RUNS[1]))
     tuning = _tuning(tables["tuning"])
     if tuning is not None and tuning.private and not privacy.claims_guarantee:
-        raise ConfigError("tuning.method = 'private' was charged to a run that claims a "
-                          "guarantee; this config claims none (privacy.delta unset)")
-    return Config(name=config_name, data=data, partition=partition, objective=objective,
-                  solver=solver, privacy=privacy, run=run, sweep=sweep, network=network,
-                  setting=setting, preprocessing=preprocessing, audit=audit, tuning=tuning)
+        raise ConfigError(
+            "tuning.method = 'private' was charged to a run that claims a "
+            "guarantee; this config claims none (privacy.delta unset)"
+        )
+    return Config(
+        name=config_name,
+        data=data,
+        partition=partition,
+        objective=objective,
+        solver=solver,
+        privacy=privacy,
+        run=run,
+        sweep=sweep,
+        network=network,
+        setting=setting,
+        preprocessing=preprocessing,
+        audit=audit,
+        tuning=tuning,
+    )
 
 
 def _services(r: dict) -> dict:
     """``run.parties``, ``run.tls`` and ``run.insecure``, checked."""
     parties = r.get("parties", [])
     if not isinstance(parties, (list, tuple)) or not all(
-            isinstance(a, str) and a.rpartition(":")[2].isdigit() for a in parties):
-        raise ConfigError("run.parties must be a list of addresses HOST:PORT, party 1 first, "
-                          f"got {parties!r}")
+        isinstance(a, str) and a.rpartition(":")[2].isdigit() for a in parties
+    ):
+        raise ConfigError(f"run.parties must be a list of addresses HOST:PORT, party 1 first, got {parties!r}")
     tls = r.get("tls")
     if tls is not None:
         if not isinstance(tls, dict):
@@ -818,6 +906,7 @@ def check_seeds(values, key="--seeds") -> list[int]:
 
 # -- files and overrides ------------------------------------------------------------
 
+
 def parse_override(text: str) -> tuple[list[str], Any]:
     """Parse ``section.key=value``; the value is read as TOML, else as a string."""
     if "=" not in text:
@@ -841,8 +930,10 @@ def apply_overrides(raw: dict, overrides: list[str]) -> dict:
         path, value = parse_override(text)
         # the last of two values for one key would silently win
         if tuple(path) in given:
-            raise ConfigError(f"{'.'.join(path)} is given twice ({given[tuple(path)]!r} and "
-                              f"{value!r}, by --set or an option such as --epochs); give it once")
+            raise ConfigError(
+                f"{'.'.join(path)} is given twice ({given[tuple(path)]!r} and "
+                f"{value!r}, by --set or an option such as --epochs); give it once"
+            )
         given[tuple(path)] = value
         node = raw
         for part in path[:-1]:

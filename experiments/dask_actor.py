@@ -35,8 +35,9 @@ class UnitActor:
     """Units ``first .. stop - 1`` on their worker: their data, read here, and the side they
     play of the solver's protocol (opened by the coordinator for each repeat)."""
 
-    def __init__(self, config: Config, data_dir, first: int, stop: int,
-                 blas_threads: int | None, use_cache: bool = True):
+    def __init__(
+        self, config: Config, data_dir, first: int, stop: int, blas_threads: int | None, use_cache: bool = True
+    ):
         if blas_threads is not None:
             from threadpoolctl import threadpool_limits  # (only where the config pins BLAS)
 
@@ -58,10 +59,8 @@ class UnitActor:
         self.vertical = isinstance(prepared.data, VerticalData)
         self._data = {0: self._cut(prepared)}
         # rows dealt afresh per repeat: the pool stays here to deal the later ones
-        self.setting = None if setting.same_units_every_repeat or config.run.repeats == 1 \
-            else setting
-        self.fingerprint = {**facts(self._data[0], self.vertical), "sha256": dataset.checksums,
-                            "fallback": note}
+        self.setting = None if setting.same_units_every_repeat or config.run.repeats == 1 else setting
+        self.fingerprint = {**facts(self._data[0], self.vertical), "sha256": dataset.checksums, "fallback": note}
         del dataset, prepared  # keep the units' data only (the labels stay behind)
 
     def align(self, frame: bytes) -> bytes:
@@ -70,16 +69,19 @@ class UnitActor:
         reply = self.own.serve(frame, self.cls)
         if self.own.aligned and self.fingerprint is None:
             self._data = {0: self.own.data}
-            self.fingerprint = {**facts(self.own.data, True), "sha256": None, "fallback": None,
-                                "id_type": self.own.table.id_type}
+            self.fingerprint = {
+                **facts(self.own.data, True),
+                "sha256": None,
+                "fallback": None,
+                "id_type": self.own.table.id_type,
+            }
         return reply
 
     def alignment_facts(self) -> dict:
         return {"who": self.own.who, **self.own.facts()}
 
     def _cut(self, prepared):
-        return prepared.data.cut(self.first, self.stop,
-                                 prepared.test if self.vertical else None)
+        return prepared.data.cut(self.first, self.stop, prepared.test if self.vertical else None)
 
     def describe(self) -> dict:
         return self.fingerprint
@@ -89,8 +91,11 @@ class UnitActor:
         return serve(self.host, frame, self._open)
 
     def _open(self, repeat: int, spec):
-        data = self._data[0] if self.setting is None or repeat == 0 else \
-            self._cut(_prepare(self.setting, self.config, repeat))
+        data = (
+            self._data[0]
+            if self.setting is None or repeat == 0
+            else self._cut(_prepare(self.setting, self.config, repeat))
+        )
         return self.host.open(data, spec, StreamEnv(_streams(self.config, repeat)))
 
     def ping(self) -> int:
@@ -101,8 +106,7 @@ def facts(data, vertical: bool) -> dict:
     """What the coordinator checks a unit's data against: how many units, each block's shape
     and, for parties (``vertical``), each block's largest row norm (the unit rows a
     guarantee needs, measured where the block is)."""
-    out = {"units": data.stop - data.first,
-           "shapes": [[int(v) for v in B.shape] for B in data.blocks]}
+    out = {"units": data.stop - data.first, "shapes": [[int(v) for v in B.shape] for B in data.blocks]}
     if vertical:
         out["max_row_norms"] = [float(row_norms(B).max(initial=0.0)) for B in data.blocks]
     return out

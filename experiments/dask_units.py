@@ -53,11 +53,13 @@ from .sweep import _dask_client
 __all__ = ["DaskUnits", "check_cluster_option", "dask_backend", "groups"]
 
 #: what the transport count is, for the manifest and the summary
-TRANSPORT_SOURCE = ("the TCP stack's own counters (TCP_INFO bytes_acked + bytes_received) of "
-                    "the coordinator's connections to the units' workers, per phase: the "
-                    "protocol's rounds (bytes), the diagnostics, the last scoring of the test "
-                    "rows (inference_bytes) and the bookkeeping; Dask's message headers and "
-                    "framing included")
+TRANSPORT_SOURCE = (
+    "the TCP stack's own counters (TCP_INFO bytes_acked + bytes_received) of "
+    "the coordinator's connections to the units' workers, per phase: the "
+    "protocol's rounds (bytes), the diagnostics, the last scoring of the test "
+    "rows (inference_bytes) and the bookkeeping; Dask's message headers and "
+    "framing included"
+)
 #: offset of ``tcpi_bytes_acked`` (then ``tcpi_bytes_received``) in Linux's ``struct tcp_info``
 _TCP_INFO_BYTES = 120
 
@@ -67,13 +69,12 @@ def check_cluster_option(config: Config, cluster: str | None) -> None:
     if cluster is None:
         return
     if config.run.backend != "dask":
-        raise ConfigError("--cluster needs run.backend = \"dask\" (--set run.backend=dask)")
+        raise ConfigError('--cluster needs run.backend = "dask" (--set run.backend=dask)')
     if cluster.startswith("tls://"):
         security()  # refused now when Dask's TLS is not configured
         return
-    if not cluster.startswith("tcp://") or ":" not in cluster[len("tcp://"):]:
-        raise ConfigError(f"--cluster {cluster!r} is not a Dask scheduler address such as "
-                          "tcp://HOST:8786")
+    if not cluster.startswith("tcp://") or ":" not in cluster[len("tcp://") :]:
+        raise ConfigError(f"--cluster {cluster!r} is not a Dask scheduler address such as tcp://HOST:8786")
 
 
 def security():
@@ -86,12 +87,18 @@ def security():
 
     found = Security()
     if not (found.tls_ca_file and found.tls_client_cert):
-        raise ConfigError("--cluster tls://...: configure Dask's TLS first "
-                          "(distributed.comm.tls.ca-file, .client.cert and .client.key in the "
-                          "Dask config, or DASK_DISTRIBUTED__COMM__TLS__CA_FILE and "
-                          "__CLIENT__CERT / __CLIENT__KEY)")
-    return Security(require_encryption=True, tls_ca_file=found.tls_ca_file,
-                    tls_client_cert=found.tls_client_cert, tls_client_key=found.tls_client_key)
+        raise ConfigError(
+            "--cluster tls://...: configure Dask's TLS first "
+            "(distributed.comm.tls.ca-file, .client.cert and .client.key in the "
+            "Dask config, or DASK_DISTRIBUTED__COMM__TLS__CA_FILE and "
+            "__CLIENT__CERT / __CLIENT__KEY)"
+        )
+    return Security(
+        require_encryption=True,
+        tls_ca_file=found.tls_ca_file,
+        tls_client_cert=found.tls_client_cert,
+        tls_client_key=found.tls_client_key,
+    )
 
 
 def groups(N: int, workers: int) -> list[tuple[int, int]]:
@@ -105,8 +112,10 @@ def groups(N: int, workers: int) -> list[tuple[int, int]]:
 
 def too_few(address: str, workers, units: int, what: str, why: str) -> str:
     """The one line that refuses a cluster with too few free workers for the units."""
-    return (f"the Dask cluster at {address} has {len(workers)} "
-            f"worker{'s' if len(workers) != 1 else ''} for {units} {what}: {why}")
+    return (
+        f"the Dask cluster at {address} has {len(workers)} "
+        f"worker{'s' if len(workers) != 1 else ''} for {units} {what}: {why}"
+    )
 
 
 @dataclass
@@ -151,8 +160,7 @@ class DaskUnits(PhaseCounts, Units):
         if self.slots:  # party files: placed and aligned already (align_parties)
             self._facts = []
             for s in self.slots:
-                self._check(s.label, s.worker, s.actor, facts(first.data.cut(s.first, s.stop),
-                                                              False), None)
+                self._check(s.label, s.worker, s.actor, facts(first.data.cut(s.first, s.stop), False), None)
             return
         units = self.total - place.first
         wanted = units if place.own_worker else max(1, min(units, _cpus()))
@@ -163,16 +171,20 @@ class DaskUnits(PhaseCounts, Units):
         what = f"{place.role} {place.plural}".strip()
         if not place.own_worker:
             if not workers:
-                raise ConfigError(too_few(self.address, workers, units, what,
-                                          f"the {what} need at least one worker"))
+                raise ConfigError(too_few(self.address, workers, units, what, f"the {what} need at least one worker"))
             ranges = [(a + place.first, b + place.first) for a, b in groups(units, len(workers))]
         else:
             if len(workers) < units:
                 one = f"{place.role} {place.word}".strip()
-                raise ConfigError(too_few(self.address, workers, units, what,
-                                          f"each {one} needs its own worker" +
-                                          (" (party 1 is the coordinator)" if place.first
-                                           else "")))
+                raise ConfigError(
+                    too_few(
+                        self.address,
+                        workers,
+                        units,
+                        what,
+                        f"each {one} needs its own worker" + (" (party 1 is the coordinator)" if place.first else ""),
+                    )
+                )
             ranges = [(m, m + 1) for m in range(place.first, self.total)]
         futures = [self._submit(place.label(a, b), a, b, w) for (a, b), w in zip(ranges, workers)]
         for (a, b), future, worker in zip(ranges, futures, workers):
@@ -196,8 +208,7 @@ class DaskUnits(PhaseCounts, Units):
             self.address = self.cluster.scheduler_address
         workers = self._free_workers(units, wait=2.0)
         if len(workers) < units:
-            raise ConfigError(too_few(self.address, workers, units, "parties",
-                                      "each party needs its own worker"))
+            raise ConfigError(too_few(self.address, workers, units, "parties", "each party needs its own worker"))
         ranges = [(m, m + 1) for m in range(place.first, M)]
         futures = [self._submit(place.label(a, b), a, b, w) for (a, b), w in zip(ranges, workers)]
         remote, own = [], None
@@ -208,13 +219,13 @@ class DaskUnits(PhaseCounts, Units):
 
             def call(frame, slot=self.slots[-1]):
                 return slot.actor.align(frame).result()
+
             call = recording(call, self._agreed.setdefault(len(self.slots) - 1, []))
             if a == 0:
                 own = call
             else:
                 got = actor.alignment_facts().result()
-                remote.append((f"{label} on worker {worker}", got["id_type"], got["parts"],
-                               call))
+                remote.append((f"{label} on worker {worker}", got["id_type"], got["parts"], call))
         return label_holder_records(config, remote, own)
 
     def send_widths(self, own_width: int) -> list[int]:
@@ -229,29 +240,43 @@ class DaskUnits(PhaseCounts, Units):
         return widths
 
     def _submit(self, label: str, first: int, stop: int, worker: str):
-        return self.client.submit(UnitActor, self.config, self.data_dir, first, stop,
-                                  getattr(typed_params(self.config), "blas_threads", None),
-                                  use_cache=self.use_cache, workers=[worker],
-                                  allow_other_workers=False, actor=True, pure=False,
-                                  key=f"{label.replace(' ', '-')}-{time.monotonic_ns()}")
+        return self.client.submit(
+            UnitActor,
+            self.config,
+            self.data_dir,
+            first,
+            stop,
+            getattr(typed_params(self.config), "blas_threads", None),
+            use_cache=self.use_cache,
+            workers=[worker],
+            allow_other_workers=False,
+            actor=True,
+            pure=False,
+            key=f"{label.replace(' ', '-')}-{time.monotonic_ns()}",
+        )
 
     def _actor(self, label: str, worker: str, future):
         try:
             return future.result()  # reading a large dataset may take minutes: no timeout
         except Exception as exc:  # the worker's own error, e.g. its data path is missing
-            raise ConfigError(f"{label} on worker {worker} cannot read its data: "
-                              f"{' '.join(str(exc).split())}") from None
+            raise ConfigError(
+                f"{label} on worker {worker} cannot read its data: {' '.join(str(exc).split())}"
+            ) from None
 
     def _check(self, label, worker, actor, expected: dict, checksums) -> None:
         got = actor.describe().result()
-        if got["fallback"] or got["shapes"] != expected["shapes"] or \
-                got["units"] != expected["units"] or \
-                (checksums is not None and got["sha256"] != checksums):
+        if (
+            got["fallback"]
+            or got["shapes"] != expected["shapes"]
+            or got["units"] != expected["units"]
+            or (checksums is not None and got["sha256"] != checksums)
+        ):
             why = got["fallback"] or (
                 f"blocks of shapes {got['shapes']}, expected {expected['shapes']}"
-                if got["shapes"] != expected["shapes"] else "files with other checksums")
-            raise ConfigError(f"{label} on worker {worker} read other data than the "
-                              f"coordinator: {why}")
+                if got["shapes"] != expected["shapes"]
+                else "files with other checksums"
+            )
+            raise ConfigError(f"{label} on worker {worker} read other data than the coordinator: {why}")
         self._facts.append(got)
 
     def _free_workers(self, count: int, wait: float, exclude=()) -> list[str]:
@@ -298,8 +323,7 @@ class DaskUnits(PhaseCounts, Units):
     # -- the transport (vfl.core.units.Units) ---------------------------------------------
     def hosts(self, protocol):
         if protocol is not self.protocol:
-            raise ConfigError(f"the workers were started for protocol {self.protocol.name}, "
-                              f"not {protocol.name}")
+            raise ConfigError(f"the workers were started for protocol {self.protocol.name}, not {protocol.name}")
         return [(s.first, s.stop) for s in self.slots]
 
     def where(self, session, k):
@@ -339,16 +363,17 @@ class DaskUnits(PhaseCounts, Units):
     def _adopt(self, session, k, call, request, reply):
         frame = codec.encode(Frame.ADOPT, session.protocol.index(call), 0, request, reply)
         before = self.transport_bytes()
-        codec.read(session.protocol, self.slots[k].actor.serve(frame).result(),
-                   unit=session.labels[k])
+        codec.read(session.protocol, self.slots[k].actor.serve(frame).result(), unit=session.labels[k])
         self._carried(CONTROL, before)
 
     def _lost(self, session, failure):
         if not self._scheduler_alive():  # not a party's worker: say so, not after party_wait
             word = session.protocol.placement.iteration
-            raise PartyLostError(f"the Dask scheduler {self.address} was lost at {word} "
-                                 f"{max(session.done, default=0) + 1} (the parties' workers "
-                                 "cannot be reached through it)") from None
+            raise PartyLostError(
+                f"the Dask scheduler {self.address} was lost at {word} "
+                f"{max(session.done, default=0) + 1} (the parties' workers "
+                "cannot be reached through it)"
+            ) from None
         lost = [k for k, s in enumerate(self.slots) if not self._alive(s)]
         if not lost:
             raise failure  # not a lost worker: the unit's own error
@@ -380,11 +405,11 @@ class DaskUnits(PhaseCounts, Units):
         workers = self._free_workers(1, wait=wait, exclude={old})
         if not workers:
             its = "their" if slot.stop - slot.first > 1 else "its"
-            raise PartyLostError(f"{slot.label}: {its} worker {old} was lost at {lost_at} and "
-                                 f"no worker could take over {its} data within {wait:g} s") \
-                from None
-        slot.actor = self._actor(slot.label, workers[0],
-                                 self._submit(slot.label, slot.first, slot.stop, workers[0]))
+            raise PartyLostError(
+                f"{slot.label}: {its} worker {old} was lost at {lost_at} and "
+                f"no worker could take over {its} data within {wait:g} s"
+            ) from None
+        slot.actor = self._actor(slot.label, workers[0], self._submit(slot.label, slot.first, slot.stop, workers[0]))
         for frame in self._agreed.get(k, ()):  # party files: the agreed rows, told again
             slot.actor.align(frame).result()
         slot.worker = workers[0]
@@ -425,11 +450,14 @@ class DaskUnits(PhaseCounts, Units):
 
     def describe(self) -> dict:
         plural = self.protocol.placement.plural if self.protocol is not None else "parties"
-        return {"backend": "dask", "scheduler": self.address,
-                "local_cluster": self.cluster is not None,
-                plural: {s.label: s.worker for s in self.slots},
-                "recoveries": self.recoveries,
-                "transport_source": TRANSPORT_SOURCE}
+        return {
+            "backend": "dask",
+            "scheduler": self.address,
+            "local_cluster": self.cluster is not None,
+            plural: {s.label: s.worker for s in self.slots},
+            "recoveries": self.recoveries,
+            "transport_source": TRANSPORT_SOURCE,
+        }
 
     def close(self) -> None:
         if self.client is None:
@@ -457,8 +485,7 @@ def dask_backend(config: Config, cluster: str | None, data_dir) -> DaskUnits:
     try:
         from dask.distributed import Client  # (an optional dependency: only with --cluster)
     except ImportError:
-        raise ConfigError("run.backend = \"dask\" needs dask.distributed: "
-                          "pip install 'vfl[dask]'") from None
+        raise ConfigError("run.backend = \"dask\" needs dask.distributed: pip install 'vfl[dask]'") from None
     if cluster is None:
         return DaskUnits(None, None, config, _data_dir(data_dir), None)
     # the coordinator talks to the units' workers directly, not through the scheduler
@@ -478,9 +505,14 @@ def _local_cluster(n_workers: int):
     environ.pop("MALLOC_TRIM_THRESHOLD_", None)
     with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
         # loopback only: nothing of the local cluster listens on another interface
-        local = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                             host="127.0.0.1", dashboard_address=None,
-                             silence_logs=logging.CRITICAL)
+        local = LocalCluster(
+            n_workers=n_workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
+        )
     return local, Client(local, direct_to_workers=True)
 
 

@@ -77,10 +77,14 @@ def drop_diagnostic(manifest: dict) -> None:
 def labelled_diagnostic(baselines: dict) -> dict:
     """A private run's references, each label saying it is diagnostic: they are fitted on
     the private training rows (figures and summaries show the label)."""
+
     def mark(found: dict) -> dict:
-        return {k: {**v, "label": f"{v['label']} (diagnostic)"}
-                if isinstance(v, dict) and isinstance(v.get("label"), str)
-                and not v["label"].endswith("(diagnostic)") else v for k, v in found.items()}
+        return {
+            k: {**v, "label": f"{v['label']} (diagnostic)"}
+            if isinstance(v, dict) and isinstance(v.get("label"), str) and not v["label"].endswith("(diagnostic)")
+            else v
+            for k, v in found.items()
+        }
 
     if "per_repeat" in baselines:
         return {**baselines, "per_repeat": [mark(b) for b in baselines["per_repeat"]]}

@@ -26,8 +26,19 @@ from pydantic import ConfigDict, Field
 
 from vfl.core.records import LabelGuarantee, Num, PrivacyInfo, Record
 
-__all__ = ["Manifest", "PrivacyRecord", "Spent", "Budget", "Released", "Result",
-           "Communication", "SolverRecord", "DatasetRecord", "schema", "SCHEMA_PATH"]
+__all__ = [
+    "Manifest",
+    "PrivacyRecord",
+    "Spent",
+    "Budget",
+    "Released",
+    "Result",
+    "Communication",
+    "SolverRecord",
+    "DatasetRecord",
+    "schema",
+    "SCHEMA_PATH",
+]
 
 #: where the generated schema is committed (from the repository's root)
 SCHEMA_PATH = Path("docs/schemas/manifest.schema.json")
@@ -46,8 +57,9 @@ class RepeatsSpent(Record):
     """How the repeats' releases are charged (:meth:`vfl.experiments.repeats.Repeats.describe`)."""
 
     count: int = Field(description="run.repeats")
-    composed: bool = Field(description="one ledger over every repeat (a deployment), or "
-                                       "independent replications of a simulation")
+    composed: bool = Field(
+        description="one ledger over every repeat (a deployment), or independent replications of a simulation"
+    )
     per_repeat_epsilon_tight: list[float] | None = None
     units: str | None = None
     meaning: str
@@ -57,8 +69,7 @@ class Spent(Record):
     """What the run spent: the last row of the epsilon columns."""
 
     epochs: int = Field(description="T, the iterations composed")
-    epsilon_tight: float | None = Field(None, description="the sound epsilon, composed from the "
-                                                          "enforced sensitivities")
+    epsilon_tight: float | None = Field(None, description="the sound epsilon, composed from the enforced sensitivities")
     delta_tight: Num = Field(description="its delta")
     tight_accountant: str = Field(description="the accountant that composed it")
     paper_claim: str | None = Field(description="the paper's analysis in words; None: none")
@@ -93,7 +104,8 @@ class PrivacyRecord(PrivacyInfo):
     what the runner adds (where the noise came from, the tuning, what was spent)."""
 
     hyperparameter_tuning: dict[str, Any] | None = Field(
-        None, description="how the hyper-parameters were chosen, and what that was charged")
+        None, description="how the hyper-parameters were chosen, and what that was charged"
+    )
     spent: Spent | None = None
     budget: Budget | None = None
 
@@ -251,8 +263,9 @@ class Released(Record):
     meaning: dict[str, str]
     columns: dict[str, Kind] = Field(description="metrics.csv's columns")
     result: dict[str, Kind]
-    fields: dict[str, Kind] = Field(description="manifest.json: a field has the kind of its "
-                                                "longest prefix listed, else released")
+    fields: dict[str, Kind] = Field(
+        description="manifest.json: a field has the kind of its longest prefix listed, else released"
+    )
     files: dict[str, str]
     test_metrics_note: str
     release_only: bool
@@ -340,8 +353,10 @@ class Manifest(Record):
     diagnostic: Diagnostic | None = None
     deployment: Deployment | None = None
     received: dict[str, Any] | None = Field(
-        default=None, description="received.npz (vfl run --record-received): what each "
-        "passive party received, for vfl attack RUN_DIR")
+        default=None,
+        description="received.npz (vfl run --record-received): what each "
+        "passive party received, for vfl attack RUN_DIR",
+    )
 
     @property
     def iteration_name(self) -> str:

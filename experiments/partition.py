@@ -51,12 +51,12 @@ def _csr_range(X, start: int, stop: int, *, ones: bool, chunk: int = CHUNK_ROWS)
     starts = range(0, n, chunk)
 
     def piece(r0):
-        S = X[r0:r0 + chunk, start:stop]
+        S = X[r0 : r0 + chunk, start:stop]
         return add_intercept(S) if ones else S
 
     counts = np.zeros(n + 1, dtype=np.int64)
     for r0 in starts:
-        counts[r0 + 1:r0 + chunk + 1] = np.diff(X[r0:r0 + chunk, start:stop].indptr) + ones
+        counts[r0 + 1 : r0 + chunk + 1] = np.diff(X[r0 : r0 + chunk, start:stop].indptr) + ones
     np.cumsum(counts, out=counts)
     nnz = int(counts[-1])
     big = max(nnz, stop - start + ones) > np.iinfo(np.int32).max or X.indices.dtype == np.int64
@@ -126,16 +126,17 @@ class Partition:
         B = self.rows.apply(B, intercept=intercept)
         # a block is the party's own matrix, never a view of X (which may be the records as
         # read, shared by every run in the process)
-        shared = (np.may_share_memory(B.data, X.data) if sp.issparse(B) and sp.issparse(X)
-                  else not sp.issparse(B) and np.may_share_memory(B, X))
+        shared = (
+            np.may_share_memory(B.data, X.data)
+            if sp.issparse(B) and sp.issparse(X)
+            else not sp.issparse(B) and np.may_share_memory(B, X)
+        )
         return B.copy() if shared else B
 
     def split(self, X) -> list:
         """All parties' blocks of ``X``."""
         if X.shape[1] != self.n_features:
-            raise PartitionError(
-                f"data has {X.shape[1]} features but the partition was made for {self.n_features}"
-            )
+            raise PartitionError(f"data has {X.shape[1]} features but the partition was made for {self.n_features}")
         return [self.block(X, m) for m in range(self.n_parties)]
 
     def join(self, X, blocks=None):
@@ -150,12 +151,17 @@ class Partition:
         where party 1's intercept column goes, and the per-record steps, which act on each
         party's block (so with them on, the split itself matters)."""
         order = np.concatenate(self.parties).astype(np.int64)
-        key = {"columns_sha256": hashlib.sha256(order.tobytes()).hexdigest()[:20],
-               "n_columns": int(order.size),
-               "intercept_after": int(self.parties[0].size) if self.intercept else None}
+        key = {
+            "columns_sha256": hashlib.sha256(order.tobytes()).hexdigest()[:20],
+            "n_columns": int(order.size),
+            "intercept_after": int(self.parties[0].size) if self.intercept else None,
+        }
         if self.rows.row_clip is not None or self.rows.normalize:
-            key.update(blocks=[int(idx.size) for idx in self.parties], row_clip=self.rows.row_clip,
-                       normalize_rows=self.rows.normalize)
+            key.update(
+                blocks=[int(idx.size) for idx in self.parties],
+                row_clip=self.rows.row_clip,
+                normalize_rows=self.rows.normalize,
+            )
         return key
 
     def describe(self) -> list[dict]:
@@ -180,9 +186,7 @@ def _from_columns(counts: list[int], n: int) -> list[np.ndarray]:
             raise PartitionError(f"party {m} has {c} columns; every party needs at least one")
     total = sum(counts)
     if total > n:
-        raise PartitionError(
-            f"partition.columns {counts} sum to {total} but the dataset has {n} features"
-        )
+        raise PartitionError(f"partition.columns {counts} sum to {total} but the dataset has {n} features")
     edges = np.cumsum([0, *counts])
     return [np.arange(a, b) for a, b in zip(edges[:-1], edges[1:])]
 
@@ -209,14 +213,10 @@ def _from_indices(indices: list[list[int]], n: int) -> list[np.ndarray]:
             raise PartitionError(f"party {m} has no columns")
         bad = idx[(idx < 0) | (idx >= n)]
         if bad.size:
-            raise PartitionError(
-                f"party {m}: column indices {_list_preview(bad)} are outside [0, {n})"
-            )
+            raise PartitionError(f"party {m}: column indices {_list_preview(bad)} are outside [0, {n})")
         uniq, counts = np.unique(idx, return_counts=True)
         if np.any(counts > 1):
-            raise PartitionError(
-                f"party {m}: column indices {_list_preview(uniq[counts > 1])} are listed twice"
-            )
+            raise PartitionError(f"party {m}: column indices {_list_preview(uniq[counts > 1])} are listed twice")
         parties.append(idx)
     return parties
 
@@ -225,8 +225,7 @@ def _from_indices(indices: list[list[int]], n: int) -> list[np.ndarray]:
 _ROWS = RowSteps(intercept=True)
 
 
-def make_partition(spec: PartitionConfig, n_features: int,
-                   rows: RowSteps = _ROWS) -> Partition:
+def make_partition(spec: PartitionConfig, n_features: int, rows: RowSteps = _ROWS) -> Partition:
     """Build and validate the partition ``spec`` for a dataset of width ``n_features``;
     ``rows`` are the per-record steps each block gets."""
     if spec.columns is not None:
@@ -243,9 +242,7 @@ def make_partition(spec: PartitionConfig, n_features: int,
         taken = idx[owner[idx] >= 0]
         if taken.size:
             other = int(owner[taken[0]]) + 1
-            raise PartitionError(
-                f"party {m + 1} overlaps party {other} at columns {_list_preview(taken)}"
-            )
+            raise PartitionError(f"party {m + 1} overlaps party {other} at columns {_list_preview(taken)}")
         owner[idx] = m
     unused = np.flatnonzero(owner < 0)
     if unused.size and not spec.allow_unused:

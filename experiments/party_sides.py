@@ -34,8 +34,16 @@ from vfl.datasets.parties.psi import _HEADER, pack, unpack
 from .config import Config
 from .settings import VerticalSetting, fit_config_stage
 
-__all__ = ["OwnParty", "RemotePeer", "LabelHolderSetting", "frame", "messages", "recording",
-           "label_holder_records", "party_options"]
+__all__ = [
+    "OwnParty",
+    "RemotePeer",
+    "LabelHolderSetting",
+    "frame",
+    "messages",
+    "recording",
+    "label_holder_records",
+    "party_options",
+]
 
 PARTS = ("train", "test")
 STEPS = {"psi": 1, "agree": 2, "widths": 3}
@@ -77,10 +85,12 @@ def messages(data: bytes) -> list[bytes]:
 def recording(call, kept: list):
     """``call``, keeping every frame past the PSI (the agreed order, the widths): a party
     restarted mid-run is told them again (the same rows, in the same order; no PSI again)."""
+
     def recorded(data: bytes) -> bytes:
-        if unpack(messages(data[:_HEADER.size + 2])[0], "step", 1)[1][0] != STEPS["psi"]:
+        if unpack(messages(data[: _HEADER.size + 2])[0], "step", 1)[1][0] != STEPS["psi"]:
             kept.append(data)
         return call(data)
+
     return recorded
 
 
@@ -124,8 +134,7 @@ class OwnParty:
             raise ValueError("alignment: an unknown step")
         step, part = head[0], PARTS[head[1]]
         if step != STEPS["widths"] and self.aligned:  # its rows are fixed for the run
-            raise DataError(f"{self.who}: aligned already; its rows and their order are "
-                            "fixed for the run")
+            raise DataError(f"{self.who}: aligned already; its rows and their order are fixed for the run")
         if step != STEPS["widths"] and part not in self.parts:
             raise DataError(f"{self.who}: holds no {_WORD[part]} file")
         if step == STEPS["psi"] and len(got) == 2:
@@ -140,8 +149,9 @@ class OwnParty:
             count, values = unpack(got[1], "widths", 8)
             widths = np.frombuffer(values, dtype="<u8").astype(int).tolist()
             if count != self.n_parties or widths[self.m - 1] != self.width:
-                raise DataError(f"{self.who}: the coordinator's widths {widths} do not give "
-                                f"this party its {self.width} columns")
+                raise DataError(
+                    f"{self.who}: the coordinator's widths {widths} do not give this party its {self.width} columns"
+                )
             self.widths = widths
             return b""
         raise ValueError("alignment: a step out of order or with the wrong messages")
@@ -153,13 +163,11 @@ class OwnParty:
         from .runner import _prepare
 
         rows = {part: [self.rows[part]] for part in self.parts}
-        raw = assemble([self.table], rows, self.options, strict=self.strict,
-                       n_parties=self.n_parties)
+        raw = assemble([self.table], rows, self.options, strict=self.strict, n_parties=self.n_parties)
         setting = own_setting(self.config, raw, cls, self.m)
         prepared = _prepare(setting, self.config, 0)
         k = self.m - 1
-        self.data = UnitData(k, self.m, self.n_parties, (prepared.data.blocks[0],),
-                             (prepared.test[0],))
+        self.data = UnitData(k, self.m, self.n_parties, (prepared.data.blocks[0],), (prepared.test[0],))
         self.objective = prepared.objective
         self.rows_n = int(prepared.data.blocks[0].shape[0])
         self.width = int(prepared.data.blocks[0].shape[1])
@@ -197,8 +205,7 @@ class RemotePeer:
 
 
 def send_widths(widths: list[int], call) -> None:
-    call(frame("widths", "train", pack("widths", 8, np.asarray(widths, dtype="<u8")
-                                       .tobytes())))
+    call(frame("widths", "train", pack("widths", 8, np.asarray(widths, dtype="<u8").tobytes())))
 
 
 def label_holder_records(config: Config, remote: list[tuple], own_call=None):
@@ -218,19 +225,30 @@ def label_holder_records(config: Config, remote: list[tuple], own_call=None):
     parts = [p for p in PARTS if getattr(table, p) is not None]
     for who, _, theirs, _ in remote:
         if list(theirs) != parts:
-            raise DataError(f"{who}: holds {' and '.join(theirs) or 'no'} file(s), party 1 "
-                            f"{' and '.join(parts)}: give every party a test_path or none")
+            raise DataError(
+                f"{who}: holds {' and '.join(theirs) or 'no'} file(s), party 1 "
+                f"{' and '.join(parts)}: give every party a test_path or none"
+            )
     alignments = {}
     for part in parts:
         peers = [RemotePeer(who, kind, part, call) for who, kind, _, call in remote]
-        own = None if own_call is None else RemotePeer(table.spec.who, table.id_type, part,
-                                                        own_call)
+        own = None if own_call is None else RemotePeer(table.spec.who, table.id_type, part, own_call)
         alignments[part] = align_with(
-            (table.spec.who, getattr(table, part).ids, table.id_type), peers,
-            min_rows=spec.min_rows if part == "train" else 1, seed=spec.seed,
-            part=_WORD[part], own=own)
-    raw = assemble([table], {part: [a.rows[0]] for part, a in alignments.items()}, options,
-                   strict=strict, alignments=alignments, n_parties=len(specs))
+            (table.spec.who, getattr(table, part).ids, table.id_type),
+            peers,
+            min_rows=spec.min_rows if part == "train" else 1,
+            seed=spec.seed,
+            part=_WORD[part],
+            own=own,
+        )
+    raw = assemble(
+        [table],
+        {part: [a.rows[0]] for part, a in alignments.items()},
+        options,
+        strict=strict,
+        alignments=alignments,
+        n_parties=len(specs),
+    )
     raw.provenance["options"] = dict(options)
     return raw
 
@@ -250,9 +268,16 @@ class LabelHolderSetting(VerticalSetting):
         blocks = [prepared.data.blocks[0]] + [sp.csr_matrix((N, w)) for w in self.widths[1:]]
         test = [prepared.test[0]] + [sp.csr_matrix((T, w)) for w in self.widths[1:]]
         parties = [{"party": m + 1, "columns": int(w)} for m, w in enumerate(self.widths)]
-        return replace(prepared, data=VerticalData(blocks, prepared.data.y), test=test,
-                       distribution={**prepared.distribution, "parties": parties,
-                                     "party_files": "each party's own file, read by that party"})
+        return replace(
+            prepared,
+            data=VerticalData(blocks, prepared.data.y),
+            test=test,
+            distribution={
+                **prepared.distribution,
+                "parties": parties,
+                "party_files": "each party's own file, read by that party",
+            },
+        )
 
     def baselines(self, prepared, *, use_cache: bool, which: str = "all") -> dict:
         return {}

@@ -46,8 +46,10 @@ def _groups(config: Config, raw, cls) -> list[list[str]]:
         held = {owner.get(j) for j in range(at, at + w)}
         at += w
         if len(held) > 1:
-            raise ConfigError(f"partition: column {name!r} ({w} encoded columns) is split "
-                              "between parties; party files hold whole columns")
+            raise ConfigError(
+                f"partition: column {name!r} ({w} encoded columns) is split "
+                "between parties; party files hold whole columns"
+            )
         m = held.pop()
         if m is not None:
             groups[m].append(name)
@@ -61,10 +63,8 @@ def _written(raw_toml: dict, tables: list[dict], test_fraction: float | None) ->
     if test_fraction is not None:
         data["test_fraction"] = test_fraction
     data["party"] = tables
-    partition = {k: v for k, v in raw_toml.get("partition", {}).items()
-                 if k in ("public", "allow_unused")}
-    return {"name": out.pop("name"), "data": data,
-            **({"partition": partition} if partition else {}), **out}
+    partition = {k: v for k, v in raw_toml.get("partition", {}).items() if k in ("public", "allow_unused")}
+    return {"name": out.pop("name"), "data": data, **({"partition": partition} if partition else {}), **out}
 
 
 def _finish(out: Path, written: dict, header: str, overwrite: bool, build) -> Path:
@@ -92,8 +92,9 @@ def _finish(out: Path, written: dict, header: str, overwrite: bool, build) -> Pa
     return out / "config.toml"
 
 
-def split_config(config_path, *, overlap: float, seed: int, out: Path, data_dir=None,
-                 overrides=(), overwrite: bool = False) -> Path:
+def split_config(
+    config_path, *, overlap: float, seed: int, out: Path, data_dir=None, overrides=(), overwrite: bool = False
+) -> Path:
     """Party files of ``config_path``'s data and ``out/config.toml`` training on them."""
     from .heldout import test_part_private
     from .registry import get_solver
@@ -101,8 +102,10 @@ def split_config(config_path, *, overlap: float, seed: int, out: Path, data_dir=
 
     config = load_config(config_path, list(overrides))
     if config.setting is not Setting.VERTICAL:
-        raise ConfigError(f"{Path(config_path).name}: party files hold columns; "
-                          f"{config.solver.name} is {config.setting.value} (its units hold rows)")
+        raise ConfigError(
+            f"{Path(config_path).name}: party files hold columns; "
+            f"{config.solver.name} is {config.setting.value} (its units hold rows)"
+        )
     if config.data.dataset == "parties":
         raise ConfigError(f"{Path(config_path).name} already reads party files")
     raw, _ = load_config_dataset(config, data_dir, keep=False)
@@ -115,16 +118,21 @@ def split_config(config_path, *, overlap: float, seed: int, out: Path, data_dir=
         fraction = float(raw.provenance["split"]["test_fraction"])
         import numpy as np
 
-        raw = replace(raw, train=raw.train.stack(raw.test),
-                      y_train=np.concatenate([raw.y_train, raw.y_test]))
+        raw = replace(raw, train=raw.train.stack(raw.test), y_train=np.concatenate([raw.y_train, raw.y_test]))
     written = _written(apply_overrides(read_toml(config_path), list(overrides)), [], fraction)
-    header = (f"{written['name']}: {Path(config_path).name} from {len(groups)} party files "
-              f"(vfl datasets split --config, overlap {overlap:g}, seed {seed}).\n"
-              "Each party's file holds its own columns and a synthetic ID; the rows are "
-              "aligned by PSI when the run starts.")
-    return _finish(out, written, header, overwrite,
-                   lambda tmp: write_parties(raw, groups, overlap=overlap, seed=seed, out=tmp,
-                                             test=not held_out))
+    header = (
+        f"{written['name']}: {Path(config_path).name} from {len(groups)} party files "
+        f"(vfl datasets split --config, overlap {overlap:g}, seed {seed}).\n"
+        "Each party's file holds its own columns and a synthetic ID; the rows are "
+        "aligned by PSI when the run starts."
+    )
+    return _finish(
+        out,
+        written,
+        header,
+        overwrite,
+        lambda tmp: write_parties(raw, groups, overlap=overlap, seed=seed, out=tmp, test=not held_out),
+    )
 
 
 def _label_positive(path, label: str) -> dict:
@@ -148,8 +156,17 @@ def _label_positive(path, label: str) -> dict:
     return {"label_positive": float(larger) if numbers is not None else larger}
 
 
-def split_file(path, *, label: str | None, parties: int, overlap: float, seed: int, out: Path,
-               test: str | None = None, overwrite: bool = False) -> Path:
+def split_file(
+    path,
+    *,
+    label: str | None,
+    parties: int,
+    overlap: float,
+    seed: int,
+    out: Path,
+    test: str | None = None,
+    overwrite: bool = False,
+) -> Path:
     """Party files of one CSV or LIBSVM file (its columns in ``parties`` near-equal groups)
     and ``out/config.toml`` (ADMM sharing on them)."""
     from vfl.datasets.parties.spec import party_format
@@ -159,11 +176,9 @@ def split_file(path, *, label: str | None, parties: int, overlap: float, seed: i
     if fmt == "csv" and not label:
         raise DataError(f"{path}: a CSV file needs --label COLUMN")
     if fmt != "csv" and label:
-        raise DataError("--label applies to CSV files; a LIBSVM file's label is the first "
-                        "value of each line")
+        raise DataError("--label applies to CSV files; a LIBSVM file's label is the first value of each line")
     options = {"path": str(path), **({"label": label} if label else {})}
-    options.update({"test_path": test} if test else {"test_fraction": 0.2, "split_seed": seed,
-                                                     "stratify": False})
+    options.update({"test_path": test} if test else {"test_fraction": 0.2, "split_seed": seed, "stratify": False})
     if fmt == "csv":  # two labels other than {0, 1} / {-1, +1}: the larger is +1, and the
         # written config declares both (labels = [negative, positive]) for the user to see
         options.update(_label_positive(path, label))
@@ -179,33 +194,61 @@ def split_file(path, *, label: str | None, parties: int, overlap: float, seed: i
 
         import numpy as np
 
-        raw = replace(raw, train=raw.train.stack(raw.test),
-                      y_train=np.concatenate([raw.y_train, raw.y_test]))
+        raw = replace(raw, train=raw.train.stack(raw.test), y_train=np.concatenate([raw.y_train, raw.y_test]))
         fraction = 0.2
-    written = {"name": f"{Path(path).name.split('.')[0]}-parties",
-               "data": {"dataset": "parties",
-                        **({"test_fraction": fraction} if fraction else {}), "party": []},
-               "solver": {"name": "admm_sharing", "epochs": 100}}
-    header = (f"{written['name']}: {Path(path).name} as {parties} party files (vfl datasets "
-              f"split, overlap {overlap:g}, seed {seed}); the rows are aligned by PSI when the "
-              "run starts. Add [preprocessing], [objective] and [privacy] as for any file.")
-    return _finish(out, written, header, overwrite,
-                   lambda tmp: write_parties(raw, groups, overlap=overlap, seed=seed, out=tmp,
-                                             test=bool(test)))
+    written = {
+        "name": f"{Path(path).name.split('.')[0]}-parties",
+        "data": {"dataset": "parties", **({"test_fraction": fraction} if fraction else {}), "party": []},
+        "solver": {"name": "admm_sharing", "epochs": 100},
+    }
+    header = (
+        f"{written['name']}: {Path(path).name} as {parties} party files (vfl datasets "
+        f"split, overlap {overlap:g}, seed {seed}); the rows are aligned by PSI when the "
+        "run starts. Add [preprocessing], [objective] and [privacy] as for any file."
+    )
+    return _finish(
+        out,
+        written,
+        header,
+        overwrite,
+        lambda tmp: write_parties(raw, groups, overlap=overlap, seed=seed, out=tmp, test=bool(test)),
+    )
 
 
-def split(path, config_path, *, label, parties: int, overlap: float, seed: int, test, out: Path,
-          overrides=(), overwrite: bool = False, data_dir=None) -> Path:
+def split(
+    path,
+    config_path,
+    *,
+    label,
+    parties: int,
+    overlap: float,
+    seed: int,
+    test,
+    out: Path,
+    overrides=(),
+    overwrite: bool = False,
+    data_dir=None,
+) -> Path:
     """``vfl datasets split``: FILE or ``--config``, the options each one takes."""
     if (path is None) == (config_path is None):
         raise ConfigError("give a FILE to split or --config CONFIG, one of them")
     if config_path is not None:
         if label or test or parties != 2:
-            raise ConfigError("--label, --test and --parties describe a FILE; with --config the "
-                              "config's [data] and [partition] say them")
-        return split_config(config_path, overlap=overlap, seed=seed, out=out, data_dir=data_dir,
-                            overrides=overrides, overwrite=overwrite)
+            raise ConfigError(
+                "--label, --test and --parties describe a FILE; with --config the "
+                "config's [data] and [partition] say them"
+            )
+        return split_config(
+            config_path,
+            overlap=overlap,
+            seed=seed,
+            out=out,
+            data_dir=data_dir,
+            overrides=overrides,
+            overwrite=overwrite,
+        )
     if overrides:
         raise ConfigError("--set applies with --config")
-    return split_file(path, label=label, parties=parties, overlap=overlap, seed=seed, out=out,
-                      test=test, overwrite=overwrite)
+    return split_file(
+        path, label=label, parties=parties, overlap=overlap, seed=seed, out=out, test=test, overwrite=overwrite
+    )

@@ -45,6 +45,11 @@ class PhaseCounts:
 
     def phases(self) -> dict:
         """Per phase: what the transport carried, and the codec's payload and framing."""
-        return {kind.value: {"tcp_bytes": self.carried_bytes[kind],
-                             "payload_bytes": self.payload[kind],
-                             "framing_bytes": self.framing[kind]} for kind in Kind}
+        return {
+            kind.value: {
+                "tcp_bytes": self.carried_bytes[kind],
+                "payload_bytes": self.payload[kind],
+                "framing_bytes": self.framing[kind],
+            }
+            for kind in Kind
+        }

@@ -50,6 +50,5 @@ def keep_freed_memory() -> bool:
                 return False
             mallopt = libc.mallopt
             mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-            _done = (mallopt(_M_TRIM_THRESHOLD, _NEVER) == 1
-                     and mallopt(_M_MMAP_MAX, 0) == 1)
+            _done = mallopt(_M_TRIM_THRESHOLD, _NEVER) == 1 and mallopt(_M_MMAP_MAX, 0) == 1
     return _done

@@ -23,9 +23,12 @@ def vfl_version() -> str:
 
 def git_info(path: Path) -> dict | None:
     """Commit and dirtiness of the git work tree containing ``path``, if any."""
+
     def git(*args):
-        return subprocess.run(["git", "-C", str(path), *args], capture_output=True,
-                              text=True, timeout=10, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(path), *args], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+
     try:
         commit, root = git("rev-parse", "HEAD", "--show-toplevel").split("\n")  # one process
         dirty = bool(git("status", "--porcelain", "--untracked-files=no"))

@@ -38,8 +38,10 @@ class Received:
 
         self.config, self.cls = config, get_solver(config.solver.name)
         if self.cls.setting is not Setting.VERTICAL:
-            raise ConfigError(f"--record-received: {self.cls.name} is not a vertical solver "
-                              "(its units hold rows; no party receives the labels)")
+            raise ConfigError(
+                f"--record-received: {self.cls.name} is not a vertical solver "
+                "(its units hold rows; no party receives the labels)"
+            )
         self.exchanges: list = []
 
     def __call__(self, session, call, requests, replies) -> None:
@@ -50,8 +52,9 @@ class Received:
         if session.repeat == 0 and call.kind is PROTOCOL:
             for k, request in requests.items():
                 a, b = session.hosts[k]
-                self.exchanges.append(Exchange(call.name, a, b, copy.deepcopy(request),
-                                               copy.deepcopy(replies[k]), call.kind.value))
+                self.exchanges.append(
+                    Exchange(call.name, a, b, copy.deepcopy(request), copy.deepcopy(replies[k]), call.kind.value)
+                )
 
     def views(self, n_parties: int, n: int) -> dict[str, np.ndarray]:
         from .runner import _streams
@@ -59,8 +62,7 @@ class Received:
         out = {}
         for m in range(1, n_parties):
             for what, view in (("labels", self.cls.label_view), ("shares", self.cls.share_view)):
-                V = None if view is None else view(self.exchanges, m, n,
-                                                   _streams(self.config, 0))
+                V = None if view is None else view(self.exchanges, m, n, _streams(self.config, 0))
                 if V is not None:
                     out[f"{what}_party{m + 1}"] = np.asarray(V, dtype=np.float64)
         return out
@@ -75,21 +77,26 @@ class Received:
         labels = (privacy.get("label_guarantee") or {}).get("spent")
         spent = privacy.get("spent")
         manifest["received"] = {
-            "file": FILE, "repeat": 1, "parties": int(n_parties),
+            "file": FILE,
+            "repeat": 1,
+            "parties": int(n_parties),
             "arrays": {k: list(v.shape) for k, v in views.items()},
             "labels_party<m>": "what passive party m received that depends on the labels",
             "shares_party<m>": "what party 1 received from party m",
             "guarantees": {
-                "labels": None if not labels else {"epsilon": labels.get("epsilon"),
-                                                   "delta": labels.get("delta")},
-                "features": None if not spent else {"epsilon": spent.get("epsilon_tight"),
-                                                    "delta": spent.get("delta_tight")}}}
+                "labels": None if not labels else {"epsilon": labels.get("epsilon"), "delta": labels.get("delta")},
+                "features": None
+                if not spent
+                else {"epsilon": spent.get("epsilon_tight"), "delta": spent.get("delta_tight")},
+            },
+        }
         manifest["released"]["files"][FILE] = RELEASED
         result.manifest = type(result.manifest).model_validate(manifest)
 
         def write(tmp: Path) -> None:
             with open(tmp / FILE, "wb") as fh:
                 np.savez(fh, **views)
+
         return write
 
 
@@ -115,12 +122,14 @@ def read_received(run_dir) -> tuple[dict, dict, dict]:
         raise ConfigError(f"{run_dir}: no such run directory")
     if not (run_dir / "manifest.json").is_file() or not (run_dir / "config.json").is_file():
         if (run_dir / "checkpoint.json").is_file():
-            raise ConfigError(f"{run_dir} is a run that did not finish (checkpoint.json only): "
-                              f"vfl run --resume {run_dir} first")
+            raise ConfigError(
+                f"{run_dir} is a run that did not finish (checkpoint.json only): vfl run --resume {run_dir} first"
+            )
         raise ConfigError(f"{run_dir} is not a run directory (no manifest.json and config.json)")
     if not (run_dir / FILE).is_file():
-        raise ConfigError(f"{run_dir} has no {FILE}: the run did not record what its parties "
-                          "received (vfl run --record-received)")
+        raise ConfigError(
+            f"{run_dir} has no {FILE}: the run did not record what its parties received (vfl run --record-received)"
+        )
     try:
         config = json.loads((run_dir / "config.json").read_text())
         manifest = json.loads((run_dir / "manifest.json").read_text())

@@ -35,9 +35,19 @@ from vfl.core.errors import ConfigError, DataError
 from .manifest import Manifest
 from .runner import RunResult
 
-__all__ = ["RunRecord", "check_output_dir", "check_output_file", "clean_stale_partials",
-           "load_run", "read_manifest", "repeat_stats", "run_is_current", "write_dir_atomic",
-           "write_run", "RUN_FILES"]
+__all__ = [
+    "RunRecord",
+    "check_output_dir",
+    "check_output_file",
+    "clean_stale_partials",
+    "load_run",
+    "read_manifest",
+    "repeat_stats",
+    "run_is_current",
+    "write_dir_atomic",
+    "write_run",
+    "RUN_FILES",
+]
 
 RUN_FILES = ("config.json", "manifest.json", "metrics.csv", "baselines.json")
 
@@ -93,8 +103,7 @@ def _writable_ancestor(path: Path, what: str) -> None:
         raise ConfigError(f"{what} {path}: cannot write into {probe} (permission denied)")
 
 
-def check_output_dir(path, *, overwrite: bool = False, what: str = "output directory",
-                     exists_ok: bool = False) -> Path:
+def check_output_dir(path, *, overwrite: bool = False, what: str = "output directory", exists_ok: bool = False) -> Path:
     """Refuse, before any work, an output directory that cannot be written."""
     path = Path(path).absolute()
     if path.exists() and not path.is_dir():
@@ -113,8 +122,7 @@ def check_output_file(path, formats, *, what: str = "output file", overwrite: bo
     if not ext:
         raise ConfigError(f"{what} {path} has no extension; use one of: {', '.join(formats)}")
     if ext not in formats:
-        raise ConfigError(f"{what} {path}: .{ext} is not a supported format; use one of: "
-                          f"{', '.join(formats)}")
+        raise ConfigError(f"{what} {path}: .{ext} is not a supported format; use one of: {', '.join(formats)}")
     if path.is_dir():
         raise ConfigError(f"{what} {path} is a directory")
     if path.exists() and not overwrite:
@@ -159,8 +167,9 @@ def _umask() -> int:
     return mask
 
 
-def write_dir_atomic(out_dir, writers: Iterable[Callable[[Path], None]], *,
-                     overwrite: bool = False, what: str = "output directory") -> Path:
+def write_dir_atomic(
+    out_dir, writers: Iterable[Callable[[Path], None]], *, overwrite: bool = False, what: str = "output directory"
+) -> Path:
     """Make directory ``out_dir`` from ``writers`` atomically; returns its resolved path.
 
     Each writer receives a temporary directory beside ``out_dir`` and adds
@@ -174,8 +183,7 @@ def write_dir_atomic(out_dir, writers: Iterable[Callable[[Path], None]], *,
     out.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_partials(out.parent)
     # the pid in the name lets a later run tell a dead writer's leftovers from a live one's
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", suffix=".partial",
-                                dir=out.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", suffix=".partial", dir=out.parent))
     os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700; the result follows the umask
     try:
         for writer in writers:
@@ -195,21 +203,22 @@ def write_dir_atomic(out_dir, writers: Iterable[Callable[[Path], None]], *,
     return out
 
 
-def write_run(result: RunResult, out_dir, *, overwrite: bool = False,
-              extra: Iterable[Callable[[Path], None]] = ()) -> Path:
+def write_run(
+    result: RunResult, out_dir, *, overwrite: bool = False, extra: Iterable[Callable[[Path], None]] = ()
+) -> Path:
     """Write ``result`` to ``out_dir`` atomically and return its path.
 
     ``extra`` callables receive the temporary directory and may add files
     (figures) before it is renamed into place.
     """
+
     def files(tmp: Path) -> None:
         dump_json(result.config.to_dict(), tmp / "config.json")
         dump_json(result.manifest.dump(), tmp / "manifest.json")
         result.metrics.to_csv(tmp / "metrics.csv", index=False, float_format="%.10g")
         if result.repeats is not None:
             result.repeats.to_csv(tmp / "metrics_repeats.csv", index=False, float_format="%.10g")
-            repeat_stats(result.repeats).to_csv(tmp / "metrics_stats.csv", index=False,
-                                                float_format="%.10g")
+            repeat_stats(result.repeats).to_csv(tmp / "metrics_stats.csv", index=False, float_format="%.10g")
         dump_json(result.baselines, tmp / "baselines.json")
         if result.communication is not None:
             result.communication.to_csv(tmp / "communication.csv", index=False)
@@ -288,21 +297,23 @@ def load_run(path) -> RunRecord:
         manifest = json.loads((path / "manifest.json").read_text())
         baselines = json.loads((path / "baselines.json").read_text())
         metrics = pd.read_csv(path / "metrics.csv")
-        repeats = (pd.read_csv(path / "metrics_repeats.csv")
-                   if (path / "metrics_repeats.csv").is_file() else None)
+        repeats = pd.read_csv(path / "metrics_repeats.csv") if (path / "metrics_repeats.csv").is_file() else None
     except pd.errors.EmptyDataError:
         raise DataError(f"{path / 'metrics.csv'} is empty") from None
     except (json.JSONDecodeError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: damaged run file: {' '.join(str(exc).split())}") from None
-    for name, value in (("config.json", config), ("manifest.json", manifest),
-                        ("baselines.json", baselines)):
+    for name, value in (("config.json", config), ("manifest.json", manifest), ("baselines.json", baselines)):
         if not isinstance(value, dict):
-            raise DataError(f"{path / name}: damaged run file (a JSON object expected, got "
-                            f"{type(value).__name__})")
+            raise DataError(f"{path / name}: damaged run file (a JSON object expected, got {type(value).__name__})")
     _check_metrics(path / "metrics.csv", metrics)
-    return RunRecord(path=path, config=config, manifest=read_manifest(path / "manifest.json",
-                                                                      manifest),
-                     metrics=metrics, baselines=baselines, repeats=repeats)
+    return RunRecord(
+        path=path,
+        config=config,
+        manifest=read_manifest(path / "manifest.json", manifest),
+        metrics=metrics,
+        baselines=baselines,
+        repeats=repeats,
+    )
 
 
 def read_manifest(path: Path, value: dict) -> Manifest:
@@ -313,5 +324,7 @@ def read_manifest(path: Path, value: dict) -> Manifest:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(map(str, err["loc"])) or "(top level)"
-        raise DataError(f"{path}: damaged run file, or one from another vfl version ({where}: "
-                        f"{err['msg'].lower()}; {exc.error_count()} problem(s))") from None
+        raise DataError(
+            f"{path}: damaged run file, or one from another vfl version ({where}: "
+            f"{err['msg'].lower()}; {exc.error_count()} problem(s))"
+        ) from None

@@ -24,8 +24,7 @@ from vfl.core.errors import ConfigError, VFLError
 from .config import load_config
 from .runner import run_experiment
 
-__all__ = ["CASES", "TOLERANCES", "RegressionError", "check_case", "check_references", "compute_case",
-           "update_case"]
+__all__ = ["CASES", "TOLERANCES", "RegressionError", "check_case", "check_references", "compute_case", "update_case"]
 
 
 @dataclass(frozen=True)
@@ -37,10 +36,14 @@ class Case:
 
 CASES = {
     "a9a-admm": Case("papers/hu/configs/fig1-a9a-admm.toml", ("solver.epochs=30",), True),
-    "a9a-admm-sigma0.3": Case("papers/hu/configs/fig2-a9a.toml", ("solver.epochs=30", "privacy.sigma=0.3",
-                                                "privacy.form=variable_whitened"), True),
+    "a9a-admm-sigma0.3": Case(
+        "papers/hu/configs/fig2-a9a.toml",
+        ("solver.epochs=30", "privacy.sigma=0.3", "privacy.form=variable_whitened"),
+        True,
+    ),
     "a9a-admm-variable-sigma0.3": Case(
-        "papers/hu/configs/fig2-a9a.toml", ("solver.epochs=30", "privacy.sigma=0.3", "privacy.form=variable"), True),
+        "papers/hu/configs/fig2-a9a.toml", ("solver.epochs=30", "privacy.sigma=0.3", "privacy.form=variable"), True
+    ),
     "a9a-sgd": Case("papers/hu/configs/fig1-a9a-sgd.toml", ("solver.epochs=5",), True),
     "gisette-shaped-admm": Case("configs/gisette-shaped.toml", ("solver.epochs=20",), False),
 }
@@ -89,8 +92,10 @@ def update_case(name: str, repo: Path, root: Path, data_dir=None) -> Path:
 def compare(name: str, expected: pd.DataFrame, actual: pd.DataFrame) -> None:
     """Raise :class:`RegressionError` naming the run, column and first bad epoch."""
     if list(expected["epoch"]) != list(actual["epoch"]):
-        raise RegressionError(f"{name}: epochs {list(actual['epoch'])[:3]}... differ from the "
-                              f"reference's {list(expected['epoch'])[:3]}...")
+        raise RegressionError(
+            f"{name}: epochs {list(actual['epoch'])[:3]}... differ from the "
+            f"reference's {list(expected['epoch'])[:3]}..."
+        )
     for column, (rtol, atol) in TOLERANCES.items():
         e = expected[column].to_numpy(dtype=float)
         a = actual[column].to_numpy(dtype=float)
@@ -108,8 +113,10 @@ def check_references(names, root: Path) -> None:
     would otherwise run every case and report each as a regression)."""
     missing = [n for n in names if not reference_path(root, n).is_file()]
     if missing:
-        raise ConfigError(f"no reference CSV for {', '.join(missing)} in {root} (check --root, or "
-                          "create them with `vfl references --update`)")
+        raise ConfigError(
+            f"no reference CSV for {', '.join(missing)} in {root} (check --root, or "
+            "create them with `vfl references --update`)"
+        )
 
 
 def check_case(name: str, repo: Path, root: Path, data_dir=None) -> None:

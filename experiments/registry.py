@@ -17,8 +17,16 @@ from importlib.metadata import entry_points
 from vfl.core.errors import ConfigError
 from vfl.core.solver import Solver
 
-__all__ = ["SOLVERS", "get_solver", "registered", "solver_help", "solver_listing", "solver_names",
-           "typed_params", "typed_privacy"]
+__all__ = [
+    "SOLVERS",
+    "get_solver",
+    "registered",
+    "solver_help",
+    "solver_listing",
+    "solver_names",
+    "typed_params",
+    "typed_privacy",
+]
 
 #: name -> "module:Class"; imported on first use, so a config typo is reported
 #: before any algorithm module (and its dependencies) is loaded.
@@ -62,8 +70,7 @@ def registered() -> dict[str, str]:
     for source, declared in _declarers():
         for name, target in declared().items():
             if name in table:  # a declaration clash, not a user error
-                raise RuntimeError(f"{source} declares solver {name!r}, which is registered "
-                                   "already")
+                raise RuntimeError(f"{source} declares solver {name!r}, which is registered already")
             table[name] = target
     return table
 
@@ -111,13 +118,15 @@ def solver_listing() -> list[str]:
 def solver_help(name: str) -> list[str]:
     """``vfl solvers NAME``: the solver's source, regularizers, config keys and columns."""
     cls = get_solver(name)
-    lines = [f"{cls.name}: {cls.title} ({cls.setting.value} setting)",
-             f"  source: {cls.reference}",
-             f"  regularizers: {', '.join(cls.regularizers)}",
-             "  [solver] name, epochs (iterations), and:",
-             *(f"    {p.describe()}" for p in cls.params),
-             "  [privacy] replayable_noise, budget_epsilon, and:",
-             *(f"    {p.describe()}" for p in cls.privacy_params)]
+    lines = [
+        f"{cls.name}: {cls.title} ({cls.setting.value} setting)",
+        f"  source: {cls.reference}",
+        f"  regularizers: {', '.join(cls.regularizers)}",
+        "  [solver] name, epochs (iterations), and:",
+        *(f"    {p.describe()}" for p in cls.params),
+        "  [privacy] replayable_noise, budget_epsilon, and:",
+        *(f"    {p.describe()}" for p in cls.privacy_params),
+    ]
     if cls.columns:
         lines.append(f"  metrics.csv adds: {', '.join(cls.columns)}")
     return lines

@@ -32,8 +32,17 @@ from vfl.core.solver import DIAGNOSTIC, RELEASED, add_noise, column_kinds
 from .manifest import Manifest
 from .records import read_manifest
 
-__all__ = ["Difference", "UNDECLARED", "check_released", "column_kind", "compare_runs",
-           "field_kind", "file_kind", "protected", "record_replay"]
+__all__ = [
+    "Difference",
+    "UNDECLARED",
+    "check_released",
+    "column_kind",
+    "compare_runs",
+    "field_kind",
+    "file_kind",
+    "protected",
+    "record_replay",
+]
 
 #: the kind of a file, column or field a run's manifest does not declare (always an error)
 UNDECLARED = "undeclared"
@@ -46,8 +55,7 @@ def _draw(event, mean, rng):
 
         mean = np.asarray(mean, dtype=float)
         return draw_rows("l2_laplace", mean, event.scale, rng, slice(None), len(event.scale))
-    return add_noise(event.mechanism, mean, event.scale[0] if np.ndim(mean) == 1 else event.scale,
-                     rng)
+    return add_noise(event.mechanism, mean, event.scale[0] if np.ndim(mean) == 1 else event.scale, rng)
 
 
 class _Record:
@@ -73,8 +81,7 @@ class _Replay:
             raise RuntimeError("the replayed run released more than the recorded one")
         recorded, out = self.log[self.i]
         if (recorded.mechanism, recorded.units.tolist()) != (event.mechanism, event.units.tolist()):
-            raise RuntimeError(f"release {self.i} of the replayed run does not line up with the "
-                               "recorded one")
+            raise RuntimeError(f"release {self.i} of the replayed run does not line up with the recorded one")
         self.i += 1
         return out
 
@@ -109,9 +116,13 @@ def _tapped(tap: _Tap):
         runner._TAP = previous
 
 
-def record_replay(run_original: Callable[[], Any], run_other: Callable[[], Any],
-                  *more_others: Callable[[], Any], other: Callable | None = protected,
-                  seed: int = 0) -> int:
+def record_replay(
+    run_original: Callable[[], Any],
+    run_other: Callable[[], Any],
+    *more_others: Callable[[], Any],
+    other: Callable | None = protected,
+    seed: int = 0,
+) -> int:
     """Run ``run_original()`` recording every release, then ``run_other()`` (and each of
     ``more_others``) forced to release the recorded values; returns how many releases there
     were.
@@ -133,8 +144,7 @@ def record_replay(run_original: Callable[[], Any], run_other: Callable[[], Any],
         with _tapped(_Tap(replay, other, np.random.default_rng(seed))):
             run()
         if replay.i != len(record.log):
-            raise RuntimeError(f"the replayed run released {replay.i} values, the recorded "
-                               f"one {len(record.log)}")
+            raise RuntimeError(f"the replayed run released {replay.i} values, the recorded one {len(record.log)}")
     return len(record.log)
 
 
@@ -167,7 +177,7 @@ def column_kind(manifest: Manifest, file: str, column: str) -> str:
         return RELEASED  # public: the config's repeats
     kinds = manifest.released.columns
     if file == "metrics_stats.csv" and column not in kinds:
-        column = next((column[:-len(s)] for s in _STATS if column.endswith(s)), column)
+        column = next((column[: -len(s)] for s in _STATS if column.endswith(s)), column)
     found = manifest.released.column(column, UNDECLARED)
     return RELEASED if not _private(manifest) and found != UNDECLARED else found
 
@@ -243,8 +253,7 @@ def compare_runs(original, other) -> tuple[list[Difference], dict[str, int]]:
         if not (pa.is_file() and pb.is_file()):
             kind = file_kind(manifest, name)
             seen(kind)
-            diffs.append(Difference(name, "", kind, pa.is_file() or _absent(),
-                                    pb.is_file() or _absent()))
+            diffs.append(Difference(name, "", kind, pa.is_file() or _absent(), pb.is_file() or _absent()))
             continue
         if name.endswith(".csv"):
             ca, cb = _csv_columns(pa), _csv_columns(pb)
@@ -289,10 +298,8 @@ def check_released(config, data_dir=None, seed: int = 0) -> dict:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             for _ in range(config.solver.epochs):
                 solver.step()
-            runs.append({**_evaluate(solver, prep), **{k: v for k, v in solver.evaluate().items()
-                                                          if np.isscalar(v)}})
-    kinds = column_kinds(cls, runs[0], config.privacy.claims_guarantee,
-                         test_rows_private=bool(prepared.test_private))
+            runs.append({**_evaluate(solver, prep), **{k: v for k, v in solver.evaluate().items() if np.isscalar(v)}})
+    kinds = column_kinds(cls, runs[0], config.privacy.claims_guarantee, test_rows_private=bool(prepared.test_private))
     return {c: (kinds[c], runs[0][c], runs[1].get(c)) for c in runs[0]}
 
 

@@ -34,8 +34,7 @@ class Repeats:
 
     def __init__(self, config, same_units: bool):
         self.count = config.run.repeats
-        self.deployment = bool(config.privacy.claims_guarantee
-                               and not config.privacy.replayable_noise)
+        self.deployment = bool(config.privacy.claims_guarantee and not config.privacy.replayable_noise)
         self.same_units = bool(same_units)
         self.ledgers: list[PrivacyLedger] = []  # finished repeats'
         self.histories: list[list] = []  # per repeat: the releases of each iteration
@@ -99,16 +98,24 @@ class Repeats:
         if self.count <= 1:
             return None
         if not self.deployment:
-            return {"count": self.count, "composed": False,
-                    "meaning": f"independent replications of a simulation (replayable noise): "
-                               f"each repeat alone spends the recorded epsilon; releasing all "
-                               f"{self.count} would cost more, and nothing here covers that"}
-        return {"count": self.count, "composed": True,
-                "per_repeat_epsilon_tight": [x.epsilon() for x in self.ledgers],
-                "units": ("the same records at each unit in every repeat: charges added per "
-                          "unit" if self.same_units else "rows dealt afresh per repeat: each "
-                          "repeat charged at its worst unit"),
-                "meaning": f"a deployment publishes all {self.count} repeats' releases: they are "
-                           "composed in one ledger, and epsilon_tight is the whole run's "
-                           "(at iteration k: every repeat's releases up to k); epsilon_paper "
-                           "and the other claims are one repeat's"}
+            return {
+                "count": self.count,
+                "composed": False,
+                "meaning": f"independent replications of a simulation (replayable noise): "
+                f"each repeat alone spends the recorded epsilon; releasing all "
+                f"{self.count} would cost more, and nothing here covers that",
+            }
+        return {
+            "count": self.count,
+            "composed": True,
+            "per_repeat_epsilon_tight": [x.epsilon() for x in self.ledgers],
+            "units": (
+                "the same records at each unit in every repeat: charges added per unit"
+                if self.same_units
+                else "rows dealt afresh per repeat: each repeat charged at its worst unit"
+            ),
+            "meaning": f"a deployment publishes all {self.count} repeats' releases: they are "
+            "composed in one ledger, and epsilon_tight is the whole run's "
+            "(at iteration k: every repeat's releases up to k); epsilon_paper "
+            "and the other claims are one repeat's",
+        }

@@ -24,8 +24,7 @@ def figure_config(configs: Path, name: str, overrides=()) -> Config:
     ``overrides`` (``KEY=VALUE`` strings), validated."""
     path = Path(configs) / f"{name}.toml"
     if not path.is_file():
-        raise ConfigError(f"config {path} not found (--configs DIR must hold every config the "
-                          "figure reads)")
+        raise ConfigError(f"config {path} not found (--configs DIR must hold every config the figure reads)")
     return load_config(path, list(overrides))
 
 
@@ -39,7 +38,6 @@ def ensure_run(config: Config, path: Path, data_dir=None, echo=None) -> RunRecor
             echo(f"  {config.name}: kept (already complete)")
     else:
         if echo:
-            echo(f"  {config.name}: running {config.solver.epochs} iterations of "
-                 f"{config.solver.name}")
+            echo(f"  {config.name}: running {config.solver.epochs} iterations of {config.solver.name}")
         write_run(run_experiment(config, data_dir=data_dir), path, overwrite=True)
     return load_run(path)

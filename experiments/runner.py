@@ -39,22 +39,43 @@ from .registry import get_solver, typed_privacy
 from .repeats import Repeats
 from .settings import prepare
 
-__all__ = ["RunResult", "RunPlan", "plan_run", "run_experiment", "load_config_dataset",
-           "BASE_COLUMNS", "compute_baselines"]
+__all__ = [
+    "RunResult",
+    "RunPlan",
+    "plan_run",
+    "run_experiment",
+    "load_config_dataset",
+    "BASE_COLUMNS",
+    "compute_baselines",
+]
 
 #: columns every run has, first, in this order (``objective`` and
 #: ``suboptimality`` only when the solver reports an objective)
-BASE_COLUMNS = ["epoch", "objective", "suboptimality", "train_logloss", "test_logloss",
-                "train_accuracy", "test_accuracy"]
-PRIVACY_COLUMNS = ["epsilon_paper", "epsilon_tight", "delta_paper", "delta_tight", "epsilon_labels",
-                   "delta_labels"]
+BASE_COLUMNS = [
+    "epoch",
+    "objective",
+    "suboptimality",
+    "train_logloss",
+    "test_logloss",
+    "train_accuracy",
+    "test_accuracy",
+]
+PRIVACY_COLUMNS = ["epsilon_paper", "epsilon_tight", "delta_paper", "delta_tight", "epsilon_labels", "delta_labels"]
 #: cumulative communication, every message counted once (:mod:`vfl.core.wire`)
 COMMUNICATION_COLUMNS = ["messages", "bytes"]
 #: communication.csv: per repeat, phase, iteration and unit (unit 0 is the hub); phase
 #: "training" is the protocol's iterations, "inference" one scoring of the test rows with the
 #: final model (the solver's :class:`~vfl.core.wire.Inference`, at the last iteration)
-COMMUNICATION_FILE_COLUMNS = ["repeat", "phase", "epoch", "unit", "sent_messages", "sent_bytes",
-                              "received_messages", "received_bytes"]
+COMMUNICATION_FILE_COLUMNS = [
+    "repeat",
+    "phase",
+    "epoch",
+    "unit",
+    "sent_messages",
+    "sent_bytes",
+    "received_messages",
+    "received_bytes",
+]
 PHASES = ("training", "inference", "alignment", "diagnostics")
 
 
@@ -75,8 +96,9 @@ class RunResult:
 _DATASETS: dict = {}  # (dataset, options, data dir) -> loaded, within one process
 
 
-def load_config_dataset(config: Config, data_dir=None, *, keep: bool = True,
-                        use_cache: bool = True) -> tuple[RawDataset, str | None]:
+def load_config_dataset(
+    config: Config, data_dir=None, *, keep: bool = True, use_cache: bool = True
+) -> tuple[RawDataset, str | None]:
     """Read ``config.data`` (raw records, before the preprocessing stage); returns them and,
     if the fallback was used, a sentence saying why. Loaded datasets are kept for the life of
     the process (figure reproductions run many configs on the same data); files are re-hashed
@@ -86,10 +108,19 @@ def load_config_dataset(config: Config, data_dir=None, *, keep: bool = True,
     parsed-array cache of the user cache directory (nothing read from it or left there)."""
     import json
 
-    key = json.dumps([config.data.dataset, config.data.options, config.data.fallback,
-                      str(resolve_data_dir(data_dir)), _split_seed(config), _strict(config),
-                      _alignment_options(config) if config.data.dataset == "parties" else None],
-                     sort_keys=True, default=str)
+    key = json.dumps(
+        [
+            config.data.dataset,
+            config.data.options,
+            config.data.fallback,
+            str(resolve_data_dir(data_dir)),
+            _split_seed(config),
+            _strict(config),
+            _alignment_options(config) if config.data.dataset == "parties" else None,
+        ],
+        sort_keys=True,
+        default=str,
+    )
     stamp = _file_stamp(config, data_dir)
     hit = _DATASETS.pop(key, None) if not keep else _DATASETS.get(key)
     if hit is not None and hit[0] == stamp:
@@ -105,8 +136,7 @@ def _split_seed(config: Config):
     """The seed the loaded records depend on: run.seed only for a user file split at random
     without its own ``split_seed`` (a sweep over seeds then loads every other dataset once)."""
     d = config.data
-    if d.dataset in ("libsvm", "csv", "parties") and "test_fraction" in d.options \
-            and "split_seed" not in d.options:
+    if d.dataset in ("libsvm", "csv", "parties") and "test_fraction" in d.options and "split_seed" not in d.options:
         return config.run.seed
     return None
 
@@ -121,10 +151,11 @@ def _file_stamp(config: Config, data_dir):
     if config.data.dataset not in REGISTRY:
         tables = config.data.options.get("party") or [config.data.options]
         paths = [t.get(k) for t in tables if isinstance(t, dict) for k in ("path", "test_path")]
-        return tuple((os.path.abspath(p), *_stat(p).values()) for p in paths
-                     if isinstance(p, str)) or None
-    return tuple((f.get("path"), f.get("size"), f.get("mtime")) for f in
-                 ({**f, **_stat(f.get("path"))} for f in dataset_status(config.data.dataset, data_dir)))
+        return tuple((os.path.abspath(p), *_stat(p).values()) for p in paths if isinstance(p, str)) or None
+    return tuple(
+        (f.get("path"), f.get("size"), f.get("mtime"))
+        for f in ({**f, **_stat(f.get("path"))} for f in dataset_status(config.data.dataset, data_dir))
+    )
 
 
 def _stat(path):
@@ -144,21 +175,18 @@ def _strict(config: Config) -> bool:
     return not config.privacy.claims_guarantee
 
 
-def _load_config_dataset(config: Config, data_dir=None,
-                         use_cache: bool = True) -> tuple[RawDataset, str | None]:
+def _load_config_dataset(config: Config, data_dir=None, use_cache: bool = True) -> tuple[RawDataset, str | None]:
     d = config.data
     if d.fallback and d.dataset in REGISTRY:
         if not any(f["present"] for f in dataset_status(d.dataset, data_dir)):
-            note = (f"no {d.dataset} file in {resolve_data_dir(data_dir)}; "
-                    f"used data.fallback = {d.fallback!r}")
+            note = f"no {d.dataset} file in {resolve_data_dir(data_dir)}; used data.fallback = {d.fallback!r}"
             return load_raw(d.fallback), note
     options = dict(d.options)
     if _split_seed(config) is not None:
         options["split_seed"] = config.run.seed
     if d.dataset == "parties":
         options["alignment"] = _alignment_options(config)
-    return load_raw(d.dataset, data_dir, options=options, strict=_strict(config),
-                    use_cache=use_cache), None
+    return load_raw(d.dataset, data_dir, options=options, strict=_strict(config), use_cache=use_cache), None
 
 
 def _alignment_options(config: Config) -> dict:
@@ -179,9 +207,14 @@ def _alignment_traffic(info: dict | None) -> list:
     rows = []
     for part in aligned.values():
         t = {k: np.asarray(v, dtype=np.int64) for k, v in part["traffic"].items()}
-        rows.append(_traffic_rows(Traffic(t["sent_messages"], t["sent_bytes"],
-                                          t["received_messages"], t["received_bytes"],
-                                          0, 0, 0, 0), 0, 0, phase=PHASES.index("alignment")))
+        rows.append(
+            _traffic_rows(
+                Traffic(t["sent_messages"], t["sent_bytes"], t["received_messages"], t["received_bytes"], 0, 0, 0, 0),
+                0,
+                0,
+                phase=PHASES.index("alignment"),
+            )
+        )
     return rows
 
 
@@ -210,8 +243,7 @@ class RunPlan:
 def _streams(config: Config, repeat: int) -> Streams:
     # a run that claims a guarantee and cannot be replayed is a deployment: exact noise
     exact = config.privacy.claims_guarantee and not config.privacy.replayable_noise
-    return Streams(config.run.seed, repeat=repeat, replayable_noise=config.privacy.replayable_noise,
-                   exact_noise=exact)
+    return Streams(config.run.seed, repeat=repeat, replayable_noise=config.privacy.replayable_noise, exact_noise=exact)
 
 
 #: the record / replay hook of :mod:`vfl.experiments.released` (None in every ordinary run):
@@ -225,10 +257,14 @@ def _build(cls, config: Config, prepared, streams: Streams, backend=None) -> Sol
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)  # overflow in setup is a user error
-            solver = cls.build(data, objective=prepared.objective,
-                               params=cls.typed_params(config.solver.values),
-                               privacy=cls.typed_privacy(config.privacy.values),
-                               streams=streams, iterations=config.solver.epochs)
+            solver = cls.build(
+                data,
+                objective=prepared.objective,
+                params=cls.typed_params(config.solver.values),
+                privacy=cls.typed_privacy(config.privacy.values),
+                streams=streams,
+                iterations=config.solver.epochs,
+            )
     except (ValueError, RuntimeWarning, np.linalg.LinAlgError, OverflowError) as exc:
         raise ConfigError(f"{config.solver.name}: {exc}") from None
     if _TAP is not None:
@@ -243,13 +279,13 @@ def _prepare(setting, config: Config, repeat: int):
     except ValueError as exc:
         raise ConfigError(f"{config.setting.value} setting: {' '.join(str(exc).split())}") from None
     if _TAP is not None:
-        prepared = _TAP.prepared(get_solver(config.solver.name), prepared,
-                                 dict(config.privacy.values))
+        prepared = _TAP.prepared(get_solver(config.solver.name), prepared, dict(config.privacy.values))
     return prepared
 
 
-def check_run_options(config: Config, *, stop_at_budget: bool, release_only: bool,
-                      use_cache: bool, record_received: bool = False) -> None:
+def check_run_options(
+    config: Config, *, stop_at_budget: bool, release_only: bool, use_cache: bool, record_received: bool = False
+) -> None:
     """`vfl run`'s flags against the config, before any work: one that would have no
     effect is refused, not silently ignored."""
     if record_received:
@@ -259,18 +295,26 @@ def check_run_options(config: Config, *, stop_at_budget: bool, release_only: boo
     if stop_at_budget and config.privacy.budget_epsilon is None:
         raise ConfigError("--stop-at-budget needs privacy.budget_epsilon in the config")
     if release_only and not config.privacy.claims_guarantee:
-        raise ConfigError(f"--release-only applies to a run that claims a privacy guarantee "
-                          f"({config.solver.name}: set privacy.delta)")
+        raise ConfigError(
+            f"--release-only applies to a run that claims a privacy guarantee ({config.solver.name}: set privacy.delta)"
+        )
     if not use_cache and release_only:
-        raise ConfigError("--no-cache has no effect with --release-only (it computes no "
-                          "baseline and leaves no cache)")
+        raise ConfigError("--no-cache has no effect with --release-only (it computes no baseline and leaves no cache)")
     if not use_cache and config.run.baselines == "none":
-        raise ConfigError("--no-cache has no effect with run.baselines = 'none' (no baseline "
-                          "is computed, cached or not)")
+        raise ConfigError(
+            "--no-cache has no effect with run.baselines = 'none' (no baseline is computed, cached or not)"
+        )
 
 
-def plan_run(config: Config, data_dir=None, backend=None, *, keep_records: bool = True,
-             use_cache: bool = True, raw: RawDataset | None = None) -> RunPlan:
+def plan_run(
+    config: Config,
+    data_dir=None,
+    backend=None,
+    *,
+    keep_records: bool = True,
+    use_cache: bool = True,
+    raw: RawDataset | None = None,
+) -> RunPlan:
     """Load and distribute the data and construct the solver: every user error surfaces here.
 
     With a ``backend`` (``run.backend = "dask"``: a connected
@@ -284,9 +328,11 @@ def plan_run(config: Config, data_dir=None, backend=None, *, keep_records: bool 
     parsed arrays, so the run leaves nothing outside its run directory.
     """
     if config.run.backend != "inprocess" and backend is None:  # never run in-process silently
-        raise ConfigError(f"run.backend = {config.run.backend!r} runs through `vfl run` (with "
-                          "--cluster, or a local cluster it starts); sweeps, audits and figure "
-                          "runs are in-process: leave run.backend unset")
+        raise ConfigError(
+            f"run.backend = {config.run.backend!r} runs through `vfl run` (with "
+            "--cluster, or a local cluster it starts); sweeps, audits and figure "
+            "runs are in-process: leave run.backend unset"
+        )
     cls = get_solver(config.solver.name)
     # ``raw``: records read already (vfl tune's rows declared public), else the config's data
     if backend is not None and config.data.dataset == "parties" and raw is None:
@@ -298,8 +344,11 @@ def plan_run(config: Config, data_dir=None, backend=None, *, keep_records: bool 
         setting = own_setting(config, dataset, cls, 1, LabelHolderSetting)
         setting.widths = backend.send_widths(int(setting._train[0].shape[1]))
     else:
-        dataset, note = (raw, None) if raw is not None else \
-            load_config_dataset(config, data_dir, keep=keep_records, use_cache=use_cache)
+        dataset, note = (
+            (raw, None)
+            if raw is not None
+            else load_config_dataset(config, data_dir, keep=keep_records, use_cache=use_cache)
+        )
         setting = prepare(config, dataset, cls)
     info = _dataset_info(dataset, note, setting)
     checksums = dataset.checksums  # the workers check their reads against these
@@ -342,10 +391,12 @@ def compute_baselines(plan: RunPlan, prepared=None, *, use_cache: bool = True) -
 def _evaluate(solver: Solver, prepared) -> dict:
     u_train = solver.train_margins()
     u_test = solver.decision_function(prepared.test)
-    return {"train_logloss": log_loss(u_train, prepared.y_train),
-            "test_logloss": log_loss(u_test, prepared.y_test),
-            "train_accuracy": accuracy(u_train, prepared.y_train),
-            "test_accuracy": accuracy(u_test, prepared.y_test)}
+    return {
+        "train_logloss": log_loss(u_train, prepared.y_train),
+        "test_logloss": log_loss(u_test, prepared.y_test),
+        "train_accuracy": accuracy(u_train, prepared.y_train),
+        "test_accuracy": accuracy(u_test, prepared.y_test),
+    }
 
 
 def deployment(config: Config) -> bool:
@@ -353,21 +404,26 @@ def deployment(config: Config) -> bool:
     replayed; no exact value leaves a party, so the run records what the coordinator
     computes from the released values alone (:meth:`~vfl.core.solver.Solver.released_metrics`)
     and scores the test rows once, with the final model."""
-    return (config.run.backend == "services" and config.privacy.claims_guarantee
-            and not config.privacy.replayable_noise)
+    return config.run.backend == "services" and config.privacy.claims_guarantee and not config.privacy.replayable_noise
 
 
 #: what a deployment run cannot record: the diagnostics that need exact values
-UNAVAILABLE_IN_DEPLOYMENT = ("objective", "suboptimality", "dual_residual", "train_logloss",
-                             "train_accuracy", "the test metrics before the last epoch",
-                             "the model's coefficients (coef.npy)", "the references")
+UNAVAILABLE_IN_DEPLOYMENT = (
+    "objective",
+    "suboptimality",
+    "dual_residual",
+    "train_logloss",
+    "train_accuracy",
+    "the test metrics before the last epoch",
+    "the model's coefficients (coef.npy)",
+    "the references",
+)
 
 
 def _score(solver: Solver, prepared) -> dict:
     """The test metrics of the current model: one scoring of the test rows (inference)."""
     u_test = solver.decision_function(prepared.test)
-    return {"test_logloss": log_loss(u_test, prepared.y_test),
-            "test_accuracy": accuracy(u_test, prepared.y_test)}
+    return {"test_logloss": log_loss(u_test, prepared.y_test), "test_accuracy": accuracy(u_test, prepared.y_test)}
 
 
 def _ledger(config: Config):
@@ -394,13 +450,13 @@ def _label_ledger(config: Config, cls):
     from vfl.core.ledger import PrivacyLedger
 
     label_delta = getattr(p, "label_delta", None)
-    return PrivacyLedger(label_delta or 0.0, getattr(p, "accountant", "pld")
-                         if label_delta else "rdp", relation="labels")
+    return PrivacyLedger(
+        label_delta or 0.0, getattr(p, "accountant", "pld") if label_delta else "rdp", relation="labels"
+    )
 
 
 def _privacy_row(solver: Solver, ledger, labels=None) -> dict:
-    label = {} if labels is None else {"epsilon_labels": labels.epsilon(),
-                                       "delta_labels": labels.delta}
+    label = {} if labels is None else {"epsilon_labels": labels.epsilon(), "delta_labels": labels.delta}
     if ledger is None:
         return label
     paper = solver.paper_epsilon()
@@ -416,18 +472,18 @@ def _privacy_row(solver: Solver, ledger, labels=None) -> dict:
 
 def _same_epsilon(now: dict, then: dict) -> bool:
     """The ledger replayed to a checkpoint spent what the checkpoint's row says, to the bit."""
-    return all(now[k] == then[k] or (np.isnan(now[k]) and np.isnan(then[k]))
-               for k in ("epsilon_tight", "epsilon_labels") if k in now and k in then)
+    return all(
+        now[k] == then[k] or (np.isnan(now[k]) and np.isnan(then[k]))
+        for k in ("epsilon_tight", "epsilon_labels")
+        if k in now and k in then
+    )
 
 
-def _divergence(config: Config, solver: Solver, value, message: str | None = None
-                ) -> DivergedError:
+def _divergence(config: Config, solver: Solver, value, message: str | None = None) -> DivergedError:
     if message is not None:  # a non-finite message of the iteration in progress, refused
-        msg = f"{config.solver.name} diverged at {solver.iteration_name} " \
-              f"{solver.iteration + 1} ({message})"
+        msg = f"{config.solver.name} diverged at {solver.iteration_name} {solver.iteration + 1} ({message})"
     else:
-        msg = f"{config.solver.name} diverged at {solver.iteration_name} {solver.iteration} " \
-              f"(objective {value})"
+        msg = f"{config.solver.name} diverged at {solver.iteration_name} {solver.iteration} (objective {value})"
     hint = solver.divergence_hint()
     return DivergedError(msg + (f"; {hint}" if hint else ""))
 
@@ -436,8 +492,7 @@ def _sessions(solver) -> list:
     """The unit sessions a solver's seams hold (``solver.parties.session``, ...)."""
     from vfl.core.units import Session
 
-    return [v.session for v in vars(solver).values()
-            if isinstance(getattr(v, "session", None), Session)]
+    return [v.session for v in vars(solver).values() if isinstance(getattr(v, "session", None), Session)]
 
 
 def _diagnostic_rows(solver, repeat: int) -> list[np.ndarray]:
@@ -449,8 +504,7 @@ def _diagnostic_rows(solver, repeat: int) -> list[np.ndarray]:
         if not d.any():
             continue
         table = np.empty((session.n + 1, len(COMMUNICATION_FILE_COLUMNS)), dtype=np.int64)
-        table[:, 0], table[:, 1], table[:, 2] = repeat, PHASES.index("diagnostics"), \
-            solver.iteration
+        table[:, 0], table[:, 1], table[:, 2] = repeat, PHASES.index("diagnostics"), solver.iteration
         table[0, 3], table[1:, 3] = 0, [a + 1 for a, _ in session.hosts]
         table[0, 4:] = d.sum(axis=0)  # the hub sends the requests and receives the replies
         table[1:, 4:] = d[:, [2, 3, 0, 1]]
@@ -464,16 +518,31 @@ def _traffic_rows(traffic, repeat: int, epoch: int, phase: int = 0) -> np.ndarra
     units = len(traffic.sent_messages)
     table = np.empty((units + 1, len(COMMUNICATION_FILE_COLUMNS)), dtype=np.int64)
     table[:, 0], table[:, 1], table[:, 2], table[:, 3] = repeat, phase, epoch, np.arange(units + 1)
-    table[0, 4:] = (traffic.hub_sent_messages, traffic.hub_sent_bytes,
-                    traffic.hub_received_messages, traffic.hub_received_bytes)
-    table[1:, 4:] = np.stack([traffic.sent_messages, traffic.sent_bytes,
-                              traffic.received_messages, traffic.received_bytes], axis=1)
+    table[0, 4:] = (
+        traffic.hub_sent_messages,
+        traffic.hub_sent_bytes,
+        traffic.hub_received_messages,
+        traffic.hub_received_bytes,
+    )
+    table[1:, 4:] = np.stack(
+        [traffic.sent_messages, traffic.sent_bytes, traffic.received_messages, traffic.received_bytes], axis=1
+    )
     return table
 
 
-def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat: int,
-             on_epoch, stop_at_budget: bool, repeats: Repeats, resume=None,
-             checkpoint=None) -> tuple[list[dict], dict | None, float, list]:
+def _run_one(
+    config: Config,
+    solver: Solver,
+    prepared,
+    f_star: float,
+    *,
+    repeat: int,
+    on_epoch,
+    stop_at_budget: bool,
+    repeats: Repeats,
+    resume=None,
+    checkpoint=None,
+) -> tuple[list[dict], dict | None, float, list]:
     """Iterate one solver; returns its rows, the budget stop (if any), solver seconds and its
     communication per iteration and unit. Its ledger and releases go to ``repeats`` (which
     also says what the earlier repeats spent, when a deployment composes them).
@@ -531,13 +600,19 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
         nonlocal rows, elapsed, replaying
         restore(resume.diagnostics)  # the unbroken run's counts there
         # (a deployment's parties send no model: its epsilon and bytes there must agree)
-        if (not deployed and model_digest() != resume.digest) or \
-                int(sent["bytes"]) != int(resume.rows[-1].get("bytes", sent["bytes"])) or \
-                (resume.rows[-1].get("epoch") == resume.epoch and
-                 not _same_epsilon(_privacy_row(solver, ledger, labels), resume.rows[-1])):
-            raise ConfigError(f"--resume: the replay of repeat {repeat + 1} reached iteration "
-                              f"{resume.epoch} with another model than the checkpoint's (the "
-                              "data, the code or the environment changed): start a new run")
+        if (
+            (not deployed and model_digest() != resume.digest)
+            or int(sent["bytes"]) != int(resume.rows[-1].get("bytes", sent["bytes"]))
+            or (
+                resume.rows[-1].get("epoch") == resume.epoch
+                and not _same_epsilon(_privacy_row(solver, ledger, labels), resume.rows[-1])
+            )
+        ):
+            raise ConfigError(
+                f"--resume: the replay of repeat {repeat + 1} reached iteration "
+                f"{resume.epoch} with another model than the checkpoint's (the "
+                "data, the code or the environment changed): start a new run"
+            )
         rows, elapsed, replaying = [dict(r) for r in resume.rows], resume.elapsed, False
 
     def save(done: bool):
@@ -545,17 +620,28 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
             spent = {"events": sum(len(h) for h in history)}
             if ledger is not None:
                 spent["epsilon"] = float(repeats.epsilon(ledger))
-            checkpoint(repeat, RepeatState(
-                epoch=int(solver.iteration), rows=list(rows), elapsed=float(elapsed),
-                # (a deployment is never resumed, and its parties answer no request for the model)
-                digest="" if deployed else model_digest(), done=done,
-                diagnostics=counts()), spent)
+            checkpoint(
+                repeat,
+                RepeatState(
+                    epoch=int(solver.iteration),
+                    rows=list(rows),
+                    elapsed=float(elapsed),
+                    # (a deployment is never resumed, and its parties answer no request for the model)
+                    digest="" if deployed else model_digest(),
+                    done=done,
+                    diagnostics=counts(),
+                ),
+                spent,
+            )
 
     replaying, elapsed = resume is not None, 0.0
     # row 0: the common starting point, nothing spent, no time charged
     if not replaying:
-        record({c: 0.0 for c in type(solver).columns if c.endswith("_time_s")}, 0.0,
-               solver.released_metrics() if deployed else solver.initial_metrics())
+        record(
+            {c: 0.0 for c in type(solver).columns if c.endswith("_time_s")},
+            0.0,
+            solver.released_metrics() if deployed else solver.initial_metrics(),
+        )
     start = (resume.rows if replaying else rows)[0].get("objective")
     # a finite objective a million times its starting value has diverged too (SGD with a huge
     # learning rate reaches 1e10 without ever overflowing)
@@ -580,10 +666,14 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
             if stop_at_budget and budget is not None:
                 ahead = repeats.ahead(ledger, solver.planned_releases())
                 if ahead > budget:  # the next iteration would publish beyond the budget
-                    stopped = {"after_epoch": solver.iteration, "budget_epsilon": budget,
-                               "epsilon_spent": repeats.epsilon(ledger),
-                               "epsilon_next_epoch": ahead, "accountant": ledger.method,
-                               **({"repeat": repeat} if config.run.repeats > 1 else {})}
+                    stopped = {
+                        "after_epoch": solver.iteration,
+                        "budget_epsilon": budget,
+                        "epsilon_spent": repeats.epsilon(ledger),
+                        "epsilon_next_epoch": ahead,
+                        "accountant": ledger.method,
+                        **({"repeat": repeat} if config.run.repeats > 1 else {}),
+                    }
                     if rows[-1]["epoch"] != solver.iteration:
                         evaluate_and_record(stats, last=True)
                     elif deployed:
@@ -596,8 +686,7 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
                 raise _divergence(config, solver, None, str(exc)) from None
             elapsed += perf_counter() - t0  # solver time only; evaluation is not charged
             step = solver.wire.take()
-            sent = {"messages": sent["messages"] + step.messages,
-                    "bytes": sent["bytes"] + step.bytes}
+            sent = {"messages": sent["messages"] + step.messages, "bytes": sent["bytes"] + step.bytes}
             traffic.append(_traffic_rows(step, repeat, solver.iteration))
             if ledger is not None or labels is not None:
                 released = solver.releases()
@@ -615,8 +704,10 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
             if K and solver.iteration % K == 0 and i < T - 1:
                 save(done=False)
     if replaying:  # (a budget stop came before the checkpoint's iteration: cannot be)
-        raise ConfigError(f"--resume: repeat {repeat + 1} ended at iteration {solver.iteration}, "
-                          f"before its checkpoint's {resume.epoch}: start a new run")
+        raise ConfigError(
+            f"--resume: repeat {repeat + 1} ended at iteration {solver.iteration}, "
+            f"before its checkpoint's {resume.epoch}: start a new run"
+        )
     save(done=True)
     repeats.finish(ledger, history)
     return rows, stopped, elapsed, traffic
@@ -625,13 +716,11 @@ def _run_one(config: Config, solver: Solver, prepared, f_star: float, *, repeat:
 def _columns(rows: list[dict], solver_cls) -> list[str]:
     present = set().union(*rows)
     base = [c for c in BASE_COLUMNS if c in present]
-    declared = [c for c in solver_cls.columns if c in present and c not in base
-                and not c.endswith("_time_s")]
+    declared = [c for c in solver_cls.columns if c in present and c not in base and not c.endswith("_time_s")]
     timing = ["wall_time_s"] + [c for c in solver_cls.columns if c.endswith("_time_s")]
     privacy = [c for c in PRIVACY_COLUMNS if c in present]
     used = set(base + declared + timing + privacy + COMMUNICATION_COLUMNS)
-    rest = [c for c in rows[0] if c not in used] + \
-        sorted({c for r in rows for c in r} - used - set(rows[0]))
+    rest = [c for c in rows[0] if c not in used] + sorted({c for r in rows for c in r} - used - set(rows[0]))
     return base + declared + timing + privacy + rest + COMMUNICATION_COLUMNS
 
 
@@ -670,8 +759,9 @@ def run_experiment(
     ``run.checkpoint_every`` iterations (:mod:`.checkpoint`).
     """
     if release_only and not config.privacy.claims_guarantee:
-        raise ConfigError("--release-only applies to a run that claims a privacy guarantee "
-                          f"({config.solver.name}: set privacy.delta)")
+        raise ConfigError(
+            f"--release-only applies to a run that claims a privacy guarantee ({config.solver.name}: set privacy.delta)"
+        )
     if release_only or deployment(config):
         with_baselines = False  # the references need every party's exact data
     started = datetime.now(UTC)
@@ -681,8 +771,9 @@ def run_experiment(
         if config.privacy.budget_epsilon is None:
             raise ConfigError("--stop-at-budget needs privacy.budget_epsilon in the config")
         if plan.solver.planned_releases() is None:
-            raise ConfigError(f"--stop-at-budget: {cls.name} cannot say in advance what its next "
-                              "iteration releases with this config")
+            raise ConfigError(
+                f"--stop-at-budget: {cls.name} cannot say in advance what its next iteration releases with this config"
+            )
 
     frames, baselines_all, stops, seconds, traffic = [], [], [], [], []
     repeats = Repeats(config, setting.same_units_every_repeat)
@@ -700,9 +791,17 @@ def run_experiment(
         baselines_all.append(baselines)
         f_star = baselines.get("central", {}).get("objective", float("nan")) if baselines else np.nan
         rows, stopped, elapsed, sent = _run_one(
-            config, solver, prepared, f_star, repeat=r, on_epoch=on_epoch,
-            stop_at_budget=stop_at_budget, repeats=repeats,
-            resume=None if resume is None else resume.at(r), checkpoint=checkpoint)
+            config,
+            solver,
+            prepared,
+            f_star,
+            repeat=r,
+            on_epoch=on_epoch,
+            stop_at_budget=stop_at_budget,
+            repeats=repeats,
+            resume=None if resume is None else resume.at(r),
+            checkpoint=checkpoint,
+        )
         traffic += sent
         inference = _inference(solver, prepared)
         if inference is not None:
@@ -719,13 +818,17 @@ def run_experiment(
     else:
         metrics, per_repeat = _aggregate(frames)
     finished = datetime.now(UTC)
-    manifest = _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops,
-                         repeats, inference)
-    manifest["diagnostic"].update({
-        "started_at": started.isoformat(timespec="seconds"),
-        "finished_at": finished.isoformat(timespec="seconds"),
-        "timing": {"baselines_seconds": baseline_seconds,
-                   "baselines": config.run.baselines if with_baselines else "none"}})
+    manifest = _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops, repeats, inference)
+    manifest["diagnostic"].update(
+        {
+            "started_at": started.isoformat(timespec="seconds"),
+            "finished_at": finished.isoformat(timespec="seconds"),
+            "timing": {
+                "baselines_seconds": baseline_seconds,
+                "baselines": config.run.baselines if with_baselines else "none",
+            },
+        }
+    )
     if len(baselines_all) > 1 and not setting.repeats_share_baselines:
         baselines = {"per_repeat": baselines_all}
     if config.privacy.claims_guarantee:
@@ -738,24 +841,31 @@ def run_experiment(
         drop_diagnostic(manifest)  # the diagnostic section, result and privacy.spent fields
         manifest["released"]["release_only"] = True
         # what is left is released: a figure of released metrics, a note for the references
-        manifest["released"]["files"].update({"baselines.json": RELEASED, "loss.png": RELEASED,
-                                              "loss.pdf": RELEASED})
-        baselines = {"note": "release-only run: the references use the exact private data "
-                             "(diagnostic) and are not written"}
+        manifest["released"]["files"].update({"baselines.json": RELEASED, "loss.png": RELEASED, "loss.pdf": RELEASED})
+        baselines = {
+            "note": "release-only run: the references use the exact private data (diagnostic) and are not written"
+        }
     if deployment(config):
         manifest["deployment"] = {
             "parties": "each party its own service (vfl party serve): its data, its noise "
-                       "(exact, from its own OS entropy), its limits and its own record",
+            "(exact, from its own OS entropy), its limits and its own record",
             "recorded": "the released values' functions the coordinator computes (the "
-                        "primal residual, the loss and accuracy of the released shares' sum), "
-                        "and one scoring of the test rows with the final model",
-            "unavailable": list(UNAVAILABLE_IN_DEPLOYMENT)}
+            "primal residual, the loss and accuracy of the released shares' sum), "
+            "and one scoring of the test rows with the final model",
+            "unavailable": list(UNAVAILABLE_IN_DEPLOYMENT),
+        }
     communication = pd.DataFrame(np.concatenate(traffic), columns=COMMUNICATION_FILE_COLUMNS)
     communication["phase"] = np.asarray(PHASES, dtype=object)[communication["phase"].to_numpy()]
-    return RunResult(config=config, manifest=Manifest.model_validate(manifest), metrics=metrics,
-                     baselines=baselines,
-                     coef=None if deployment(config) else solver.coef(), repeats=per_repeat, communication=communication,
-                     ledger=repeats.ledger())
+    return RunResult(
+        config=config,
+        manifest=Manifest.model_validate(manifest),
+        metrics=metrics,
+        baselines=baselines,
+        coef=None if deployment(config) else solver.coef(),
+        repeats=per_repeat,
+        communication=communication,
+        ledger=repeats.ledger(),
+    )
 
 
 def _inference(solver: Solver, prepared):
@@ -767,8 +877,7 @@ def _inference(solver: Solver, prepared):
     return declared.traffic(solver.wire.units, len(prepared.y_test), solver.wire.dtype)
 
 
-def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops, repeats,
-              inference=None) -> dict:
+def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops, repeats, inference=None) -> dict:
     cls = plan.solver_cls
     final = metrics.iloc[-1]
     objective = prepared.objective
@@ -782,16 +891,24 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops
             privacy["neighbouring"] = stated_on(info.neighbouring, plan.cleaning)
         privacy["noise"] = streams.describe()["noise"]
         if config.tuning is not None:  # how the hyper-parameters were chosen
-            privacy["hyperparameter_tuning"] = {"method": config.tuning.method, **config.tuning.values,
-                                 "charged": "the tuning's RDP (Papernot and Steinke 2022, Thm. "
-                                            "2) composed before the run's releases: every "
-                                            "epsilon of this run includes it"
-                                 if config.tuning.private else
-                                 "nothing: chosen on rows declared public"}
+            privacy["hyperparameter_tuning"] = {
+                "method": config.tuning.method,
+                **config.tuning.values,
+                "charged": "the tuning's RDP (Papernot and Steinke 2022, Thm. "
+                "2) composed before the run's releases: every "
+                "epsilon of this run includes it"
+                if config.tuning.private
+                else "nothing: chosen on rows declared public",
+            }
         if "label_guarantee" in privacy and "epsilon_labels" in final.index:
-            privacy["label_guarantee"] = {**privacy["label_guarantee"], "spent": {
-                "epsilon": _num(final["epsilon_labels"]), "delta": _num(final["delta_labels"]),
-                "epochs": epochs_run}}
+            privacy["label_guarantee"] = {
+                **privacy["label_guarantee"],
+                "spent": {
+                    "epsilon": _num(final["epsilon_labels"]),
+                    "delta": _num(final["delta_labels"]),
+                    "epochs": epochs_run,
+                },
+            }
         ledger, how = repeats.ledger(), repeats.describe()
         if ledger is not None:
             privacy["spent"] = {
@@ -802,17 +919,19 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops
                 "paper_claim": type(solver).paper_claim,  # None: no published analysis
                 "epsilon_paper": _num(final.get("epsilon_paper")),
                 "delta_paper": _num(final.get("delta_paper")),
-                "other_claims": {name: {"epsilon": eps, "delta": delta}
-                                 for name, (eps, delta) in solver.other_claims().items()},
+                "other_claims": {
+                    name: {"epsilon": eps, "delta": delta} for name, (eps, delta) in solver.other_claims().items()
+                },
                 **({"repeats": how} if how else {}),  # composed, or replications
             }
             if config.privacy.budget_epsilon is not None:
                 over = np.flatnonzero(metrics["epsilon_tight"].to_numpy() > config.privacy.budget_epsilon)
-                privacy["budget"] = {"epsilon": config.privacy.budget_epsilon,
-                                     "accountant": ledger.method,
-                                     "stopped": next((s for s in stops if s), None),
-                                     "first_epoch_over_budget": int(metrics["epoch"].iloc[over[0]])
-                                     if over.size else None}
+                privacy["budget"] = {
+                    "epsilon": config.privacy.budget_epsilon,
+                    "accountant": ledger.method,
+                    "stopped": next((s for s in stops if s), None),
+                    "first_epoch_over_budget": int(metrics["epoch"].iloc[over[0]]) if over.size else None,
+                }
     result = {
         "final_test_logloss": final["test_logloss"],
         "final_test_accuracy": final["test_accuracy"],
@@ -822,8 +941,13 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops
     }
     if "objective" in metrics:
         f_star = baselines.get("central", {}).get("objective") if baselines else None
-        result.update({"final_objective": final["objective"], "central_objective": f_star,
-                       "relative_gap": final.get("suboptimality")})
+        result.update(
+            {
+                "final_objective": final["objective"],
+                "central_objective": f_star,
+                "relative_gap": final.get("suboptimality"),
+            }
+        )
     result["messages"] = int(final["messages"])
     result["bytes"] = int(final["bytes"])
     if inference is not None:  # one scoring of the test rows, apart from training
@@ -831,53 +955,73 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops
         result["inference_bytes"] = inference.bytes
     private = bool(config.privacy.claims_guarantee)
     # metrics scored on test rows the relation protects are diagnostic (Prepared.test_private)
-    kinds = column_kinds(cls, list(metrics.columns), private,
-                         test_rows_private=bool(prepared.test_private))
-    result_kinds = {k: (RELEASED if not private or k in ("epochs_run", "messages", "bytes",
-                                                         "inference_messages",
-                                                         "inference_bytes") or
-                        (k.startswith("final_test") and kinds.get(k[len("final_"):]) == RELEASED)
-                        else DIAGNOSTIC) for k in result}
-    dataset = dict(plan.dataset_info or _dataset_info(plan.dataset, plan.fallback_note,
-                                                      plan.setting))
+    kinds = column_kinds(cls, list(metrics.columns), private, test_rows_private=bool(prepared.test_private))
+    result_kinds = {
+        k: (
+            RELEASED
+            if not private
+            or k in ("epochs_run", "messages", "bytes", "inference_messages", "inference_bytes")
+            or (k.startswith("final_test") and kinds.get(k[len("final_") :]) == RELEASED)
+            else DIAGNOSTIC
+        )
+        for k in result
+    }
+    dataset = dict(plan.dataset_info or _dataset_info(plan.dataset, plan.fallback_note, plan.setting))
     described = solver.describe()
-    exact = {"dataset": dataset.pop("diagnostic"),
-             "solver": {k: described.pop(k) for k in cls.diagnostic_keys if k in described}}
+    exact = {
+        "dataset": dataset.pop("diagnostic"),
+        "solver": {k: described.pop(k) for k in cls.diagnostic_keys if k in described},
+    }
     if private:
-        dataset["sizes"] = ("N (n_train) and n_test are fixed by the relation (a neighbouring "
-                            "dataset has as many records), so public, as are the message "
-                            "counts and bytes that follow from them")
+        dataset["sizes"] = (
+            "N (n_train) and n_test are fixed by the relation (a neighbouring "
+            "dataset has as many records), so public, as are the message "
+            "counts and bytes that follow from them"
+        )
     transport = _transport(plan.backend, metrics, seconds, config.run.repeats, inference)
     released = {
         "private": private,
-        "meaning": {RELEASED: "a function of what the mechanism releases plus data it does not "
-                              "protect: covered by the guarantee",
-                    DIAGNOSTIC: "computed from exact private values (or timed), for research: "
-                                "not covered"},
+        "meaning": {
+            RELEASED: "a function of what the mechanism releases plus data it does not "
+            "protect: covered by the guarantee",
+            DIAGNOSTIC: "computed from exact private values (or timed), for research: not covered",
+        },
         "columns": kinds,
         "result": result_kinds,
         # manifest.json: a field has the kind of its longest prefix listed here, else released
-        "fields": {"diagnostic": DIAGNOSTIC if private else RELEASED,
-                   **{f"result.{k}": v for k, v in result_kinds.items()},
-                   # privacy.spent repeats the final row of the epsilon columns
-                   **{f"privacy.spent.{c}": DIAGNOSTIC for c in PRIVACY_COLUMNS
-                      if kinds.get(c) == DIAGNOSTIC and "spent" in (privacy or {})},
-                   **{f"privacy.spent.other_claims.{name}": DIAGNOSTIC
-                      for name in ((privacy or {})["spent"]["other_claims"]
-                                   if "spent" in (privacy or {}) else ())
-                      if kinds.get(f"epsilon_{name}") == DIAGNOSTIC},
-                   **({"communication.transport": DIAGNOSTIC if private else RELEASED}
-                      if transport else {})},
-        "files": {"config.json": RELEASED,
-                  "manifest.json": "per field (see fields)",
-                  "metrics.csv": "per column (see columns)",
-                  **({"metrics_repeats.csv": "per column (see columns; repeat released)",
-                      "metrics_stats.csv": "per column (<column>_mean, _std, _min, _max: the "
-                                           "column's kind; n_repeats released)"}
-                     if config.run.repeats > 1 else {}),
-                  "communication.csv": RELEASED,
-                  "baselines.json": DIAGNOSTIC if private else RELEASED,
-                  **{f"loss.{ext}": DIAGNOSTIC if private else RELEASED for ext in ("png", "pdf")}},
+        "fields": {
+            "diagnostic": DIAGNOSTIC if private else RELEASED,
+            **{f"result.{k}": v for k, v in result_kinds.items()},
+            # privacy.spent repeats the final row of the epsilon columns
+            **{
+                f"privacy.spent.{c}": DIAGNOSTIC
+                for c in PRIVACY_COLUMNS
+                if kinds.get(c) == DIAGNOSTIC and "spent" in (privacy or {})
+            },
+            **{
+                f"privacy.spent.other_claims.{name}": DIAGNOSTIC
+                for name in ((privacy or {})["spent"]["other_claims"] if "spent" in (privacy or {}) else ())
+                if kinds.get(f"epsilon_{name}") == DIAGNOSTIC
+            },
+            **({"communication.transport": DIAGNOSTIC if private else RELEASED} if transport else {}),
+        },
+        "files": {
+            "config.json": RELEASED,
+            "manifest.json": "per field (see fields)",
+            "metrics.csv": "per column (see columns)",
+            **(
+                {
+                    "metrics_repeats.csv": "per column (see columns; repeat released)",
+                    "metrics_stats.csv": "per column (<column>_mean, _std, _min, _max: the "
+                    "column's kind; n_repeats released)",
+                }
+                if config.run.repeats > 1
+                else {}
+            ),
+            "communication.csv": RELEASED,
+            "baselines.json": DIAGNOSTIC if private else RELEASED,
+            **{f"loss.{ext}": DIAGNOSTIC if private else RELEASED for ext in ("png", "pdf")},
+        },
         "test_metrics_note": _test_note(cls, prepared, private),
         "release_only": False,
     }
@@ -901,27 +1045,33 @@ def _manifest(config, plan, solver, prepared, baselines, metrics, seconds, stops
             "regularizer": objective.regularizer,
             "lam": objective.lam,
             "formula": objective.describe(),
-            **({"intercept": plan.setting.partition.intercept}
-               if plan.setting.partition is not None else {}),
+            **({"intercept": plan.setting.partition.intercept} if plan.setting.partition is not None else {}),
         },
         "solver": {
             "name": cls.name,
             "title": cls.title,
             "setting": cls.setting.value,
             "iteration_name": cls.iteration_name,
-            "reference": {"paper": cls.reference.paper, "algorithm": cls.reference.algorithm,
-                          "equations": cls.reference.equations, "note": cls.reference.note},
+            "reference": {
+                "paper": cls.reference.paper,
+                "algorithm": cls.reference.algorithm,
+                "equations": cls.reference.equations,
+                "note": cls.reference.note,
+            },
             **config.solver.params(),
             **described,
         },
         **({"privacy": privacy} if privacy else {}),
-        "communication": {**solver.wire.describe(), "units": solver.wire.units,
-                          "per_unit": "communication.csv (unit 0 is the hub: the coordinator, "
-                                      "trainer or active party; absent in a network; phase "
-                                      "training or inference)",
-                          **_inference_manifest(cls, inference, prepared),
-                          **_alignment_manifest(plan.dataset_info),
-                          **transport},
+        "communication": {
+            **solver.wire.describe(),
+            "units": solver.wire.units,
+            "per_unit": "communication.csv (unit 0 is the hub: the coordinator, "
+            "trainer or active party; absent in a network; phase "
+            "training or inference)",
+            **_inference_manifest(cls, inference, prepared),
+            **_alignment_manifest(plan.dataset_info),
+            **transport,
+        },
         **({"backend": plan.backend.describe()} if plan.backend is not None else {}),
         "released": released,
         "result": result,
@@ -936,20 +1086,24 @@ def _test_note(cls, prepared, private: bool) -> str:
     if not private:
         return ""
     own = column_kinds(cls, ["test_logloss"], True)["test_logloss"] == DIAGNOSTIC
-    return "; and ".join(n for n in (cls.diagnostic_note if own else "", prepared.test_private)
-                         if n)
+    return "; and ".join(n for n in (cls.diagnostic_note if own else "", prepared.test_private) if n)
 
 
 def _inference_manifest(cls, inference, prepared) -> dict:
     """The manifest's ``communication.inference``: one scoring of the test rows."""
     if cls.inference is None:
         return {"inference": {"declared": False}}
-    return {"inference": {"test_rows": int(len(prepared.y_test)),
-                          "messages": inference.messages, "bytes": inference.bytes,
-                          "values_per_row": cls.inference.values_per_row,
-                          "what": cls.inference.note,
-                          "counted": "once per repeat: the whole test set scored with the final "
-                                     "model; not in metrics.csv's messages and bytes (training)"}}
+    return {
+        "inference": {
+            "test_rows": int(len(prepared.y_test)),
+            "messages": inference.messages,
+            "bytes": inference.bytes,
+            "values_per_row": cls.inference.values_per_row,
+            "what": cls.inference.note,
+            "counted": "once per repeat: the whole test set scored with the final "
+            "model; not in metrics.csv's messages and bytes (training)",
+        }
+    }
 
 
 def _alignment_manifest(info: dict | None) -> dict:
@@ -957,12 +1111,16 @@ def _alignment_manifest(info: dict | None) -> dict:
     aligned = DatasetRecord.alignment_in(info)
     if not aligned:
         return {}
-    return {"alignment": {"messages": sum(a["messages"] for a in aligned.values()),
-                          "bytes": sum(a["bytes"] for a in aligned.values()),
-                          "protocol": next(iter(aligned.values()))["protocol"],
-                          "intersection": {part: a["intersection"] for part, a in aligned.items()},
-                          "counted": "once, before training (communication.csv phase "
-                                     "alignment); not in metrics.csv's messages and bytes"}}
+    return {
+        "alignment": {
+            "messages": sum(a["messages"] for a in aligned.values()),
+            "bytes": sum(a["bytes"] for a in aligned.values()),
+            "protocol": next(iter(aligned.values()))["protocol"],
+            "intersection": {part: a["intersection"] for part, a in aligned.items()},
+            "counted": "once, before training (communication.csv phase "
+            "alignment); not in metrics.csv's messages and bytes",
+        }
+    }
 
 
 def _transport(backend, metrics, seconds, repeats: int, inference=None) -> dict:
@@ -970,19 +1128,26 @@ def _transport(backend, metrics, seconds, repeats: int, inference=None) -> dict:
     for inference, what the last scoring of the test rows carried."""
     if backend is None:
         return {}
-    scored = {} if inference is None or backend.inference_transport is None else {
-        "inference_bytes": backend.inference_transport,
-        "protocol_inference_bytes": inference.bytes}
+    scored = (
+        {}
+        if inference is None or backend.inference_transport is None
+        else {"inference_bytes": backend.inference_transport, "protocol_inference_bytes": inference.bytes}
+    )
     epochs = int(metrics["epoch"].iloc[-1]) * repeats
     protocol = int(metrics["bytes"].iloc[-1]) * repeats
-    return {"transport": {"bytes": backend.transport, "protocol_bytes": protocol,
-                          "bytes_per_epoch": backend.transport / max(epochs, 1),
-                          "protocol_bytes_per_epoch": protocol / max(epochs, 1),
-                          "ratio": backend.transport / protocol if protocol else None,
-                          **scored,
-                          # every phase: what TCP carried, and the codec's payload and framing
-                          "phases": backend.phases(),
-                          "source": backend.describe()["transport_source"]}}
+    return {
+        "transport": {
+            "bytes": backend.transport,
+            "protocol_bytes": protocol,
+            "bytes_per_epoch": backend.transport / max(epochs, 1),
+            "protocol_bytes_per_epoch": protocol / max(epochs, 1),
+            "ratio": backend.transport / protocol if protocol else None,
+            **scored,
+            # every phase: what TCP carried, and the codec's payload and framing
+            "phases": backend.phases(),
+            "source": backend.describe()["transport_source"],
+        }
+    }
 
 
 def _training_fitted(steps: list) -> bool:

@@ -61,8 +61,18 @@ class Guard:
     floor).
     """
 
-    def __init__(self, directory, m: int, *, floor, sensitivity, delta: float,
-                 accountant: str, budget: float | None, deployment: bool):
+    def __init__(
+        self,
+        directory,
+        m: int,
+        *,
+        floor,
+        sensitivity,
+        delta: float,
+        accountant: str,
+        budget: float | None,
+        deployment: bool,
+    ):
         self.dir, self.m = Path(directory), int(m)
         self.floors = np.atleast_1d(np.asarray(floor, dtype=float))
         self.sensitivities = np.atleast_1d(np.asarray(sensitivity, dtype=float))
@@ -105,8 +115,11 @@ class Guard:
 
     def summary(self, run: str) -> dict:
         """What the record says of ``run``: its releases, its epsilon, its last sequence number."""
-        return {"releases": self.counts.get(run, 0), "epsilon": self.epsilon(run),
-                "last_seq": self.last_seq.get(run, 0)}
+        return {
+            "releases": self.counts.get(run, 0),
+            "epsilon": self.epsilon(run),
+            "last_seq": self.last_seq.get(run, 0),
+        }
 
     # -- the released replies ----------------------------------------------------------
     def _reply_path(self, run: str, repeat: int, request: str) -> Path:
@@ -118,8 +131,10 @@ class Guard:
             return None
         path = self._reply_path(run, repeat, request)
         if not path.is_file():  # admitted, but the party stopped before its reply was kept
-            self._refuse(f"the release of this request of run {run} was drawn already and its "
-                         "value was not kept; a deployment release is never drawn again")
+            self._refuse(
+                f"the release of this request of run {run} was drawn already and its "
+                "value was not kept; a deployment release is never drawn again"
+            )
         return path.read_bytes()
 
     def keep(self, run: str, repeat: int, request: str, frame: bytes) -> None:
@@ -148,45 +163,72 @@ class Guard:
         ledger = self.total if run is None else self.runs.get(run)
         return 0.0 if ledger is None else ledger.epsilon()
 
-    def admit(self, *, run: str, repeat: int, seq: int | None, scale: float, sensitivity: float,
-              size: int, exact: bool, mechanism: str = "gaussian", request: str = "",
-              part: int = 0) -> None:
+    def admit(
+        self,
+        *,
+        run: str,
+        repeat: int,
+        seq: int | None,
+        scale: float,
+        sensitivity: float,
+        size: int,
+        exact: bool,
+        mechanism: str = "gaussian",
+        request: str = "",
+        part: int = 0,
+    ) -> None:
         """Check one release and write it down, or refuse it (nothing drawn). ``request``:
         the request's digest (a request on the record is answered from it, never drawn);
         ``part``: which release of the request it is (a request may ask for several: private
         stacking's model, shares and moments)."""
         key = (run, int(repeat), seq, int(part))
-        if self.deployment and (key in self.drawn or (request and (
-                run, int(repeat), request, int(part)) in self.requested_parts)):
-            self._refuse(f"the release of request {seq} of run {run} was drawn already; a "
-                         "deployment release is never drawn again")
+        if self.deployment and (
+            key in self.drawn or (request and (run, int(repeat), request, int(part)) in self.requested_parts)
+        ):
+            self._refuse(
+                f"the release of request {seq} of run {run} was drawn already; a "
+                "deployment release is never drawn again"
+            )
         if mechanism != "gaussian":
             self._refuse(f"a {mechanism} release: this party accepts Gaussian releases only")
         kind = np.flatnonzero(np.isclose(sensitivity, self.sensitivities, rtol=1e-12, atol=0.0))
         if not kind.size:
             own = ", ".join(f"{v:.6g}" for v in self.sensitivities)
-            self._refuse(f"the request states sensitivity {sensitivity:.6g}, the party's own "
-                         f"{'is' if self.sensitivities.size == 1 else 'are'} {own}")
+            self._refuse(
+                f"the request states sensitivity {sensitivity:.6g}, the party's own "
+                f"{'is' if self.sensitivities.size == 1 else 'are'} {own}"
+            )
         floor = float(self.floors[kind[0]])
         event = _release(scale, float(self.sensitivities[kind[0]]), size, exact)
         z = float(event.scale[0] / event.sensitivity[0])
         if not z >= floor * (1 - 1e-9):
-            self._refuse(f"noise multiplier {z:.6g} is below the party's floor "
-                         f"{floor:.6g} (sigma {scale:.6g})")
+            self._refuse(f"noise multiplier {z:.6g} is below the party's floor {floor:.6g} (sigma {scale:.6g})")
         run_ledger = self.runs.setdefault(run, PrivacyLedger(self.delta, self.accountant))
         after = self.total.with_releases([event])
         spent = after.epsilon()
         if self.budget is not None and not spent <= self.budget:
-            self._refuse(f"the release would spend epsilon {spent:.4g} of its budget "
-                         f"{self.budget:g} (delta {self.delta:g})")
+            self._refuse(
+                f"the release would spend epsilon {spent:.4g} of its budget {self.budget:g} (delta {self.delta:g})"
+            )
         self.total = after
-        rec = {"time": round(time.time(), 3), "party": self.m, "run": run, "repeat": int(repeat),
-               "seq": seq, "part": int(part), "release": self.counts.get(run, 0) + 1,
-               "mechanism": mechanism,
-               "scale": float(event.scale[0]), "sensitivity": float(event.sensitivity[0]),
-               "size": int(size), "exact": bool(exact),
-               "epsilon_run": run_ledger.with_releases([event]).epsilon(),
-               "epsilon_total": spent, "delta": self.delta, "request": request}
+        rec = {
+            "time": round(time.time(), 3),
+            "party": self.m,
+            "run": run,
+            "repeat": int(repeat),
+            "seq": seq,
+            "part": int(part),
+            "release": self.counts.get(run, 0) + 1,
+            "mechanism": mechanism,
+            "scale": float(event.scale[0]),
+            "sensitivity": float(event.sensitivity[0]),
+            "size": int(size),
+            "exact": bool(exact),
+            "epsilon_run": run_ledger.with_releases([event]).epsilon(),
+            "epsilon_total": spent,
+            "delta": self.delta,
+            "request": request,
+        }
         with open(self.path, "a") as f:
             f.write(json.dumps(rec) + "\n")
             f.flush()
@@ -207,10 +249,17 @@ def _release(scale: float, sensitivity: float, size: int, exact: bool) -> Releas
         from vfl.core.sampling import grid_slack
 
         sens = sens + float(grid_slack("gaussian", 1.0, size)) * float(scale)
-    return Release("gaussian", np.zeros(1, dtype=int), np.array([sens]), np.array([float(scale)]),
-                   int(size), bool(exact))
+    return Release(
+        "gaussian", np.zeros(1, dtype=int), np.array([sens]), np.array([float(scale)]), int(size), bool(exact)
+    )
 
 
 def _event(rec: dict) -> Release:
-    return Release(rec["mechanism"], np.zeros(1, dtype=int), np.array([rec["sensitivity"]]),
-                   np.array([rec["scale"]]), int(rec["size"]), bool(rec["exact"]))
+    return Release(
+        rec["mechanism"],
+        np.zeros(1, dtype=int),
+        np.array([rec["sensitivity"]]),
+        np.array([rec["scale"]]),
+        int(rec["size"]),
+        bool(rec["exact"]),
+    )

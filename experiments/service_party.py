@@ -50,8 +50,7 @@ from .service_guard import Guard, PrivacyRefused
 from .service_tls import COORDINATOR, Credentials, loopback
 from .settings import prepare
 
-__all__ = ["PartyConfig", "PartyService", "SERVICE", "public_digest", "read_party_config",
-           "run_party", "serve"]
+__all__ = ["PartyConfig", "PartyService", "SERVICE", "public_digest", "read_party_config", "run_party", "serve"]
 
 #: the gRPC service's name; its methods are ``/vfl.Party/<Method>``
 SERVICE = "vfl.Party"
@@ -90,38 +89,41 @@ def read_party_config(path, overrides=()) -> tuple[PartyConfig, Config]:
     raw = apply_overrides(read_toml(path), list(overrides))
     party = raw.pop("party", None)
     if not isinstance(party, dict):
-        raise ConfigError(f"{path}: a party's config needs a [party] table (index, listen, "
-                          "directory, tls, limits)")
+        raise ConfigError(f"{path}: a party's config needs a [party] table (index, listen, directory, tls, limits)")
     unknown = sorted(set(party) - set(_PARTY_KEYS))
     if unknown:
-        raise ConfigError(f"party.{unknown[0]} is not a key of [party] "
-                          f"(keys: {', '.join(_PARTY_KEYS)})")
+        raise ConfigError(f"party.{unknown[0]} is not a key of [party] (keys: {', '.join(_PARTY_KEYS)})")
     index = party.get("index")
     if type(index) is not int or index < 1:
         raise ConfigError(f"party.index must be the party's number (1, 2, ...), got {index!r}")
     limits = dict(party.get("limits", {}))
     unknown = sorted(set(limits) - set(_LIMIT_KEYS))
     if unknown:
-        raise ConfigError(f"party.limits.{unknown[0]} is not a limit "
-                          f"(limits: {', '.join(_LIMIT_KEYS)})")
+        raise ConfigError(f"party.limits.{unknown[0]} is not a limit (limits: {', '.join(_LIMIT_KEYS)})")
     for key in ("min_sigma", "max_epsilon", "budget_epsilon"):
         v = limits.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
-                              or not v > 0):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
             raise ConfigError(f"party.limits.{key} must be a positive number, got {v!r}")
     run = raw.setdefault("run", {})
     for key in ("backend", "parties", "tls", "insecure"):  # the coordinator's, not the party's
         run.pop(key, None)
     config = config_from_dict(raw, default_name=Path(path).stem)
-    pc = PartyConfig(index=index, listen=str(party.get("listen", "127.0.0.1:50051")),
-                     directory=str(party.get("directory", ".")), tls=party.get("tls"),
-                     insecure=bool(party.get("insecure", False)), limits=limits)
+    pc = PartyConfig(
+        index=index,
+        listen=str(party.get("listen", "127.0.0.1:50051")),
+        directory=str(party.get("directory", ".")),
+        tls=party.get("tls"),
+        insecure=bool(party.get("insecure", False)),
+        limits=limits,
+    )
     if pc.insecure and not loopback(pc.host):
-        raise ConfigError(f"party {index}: party.insecure (plaintext) is allowed on a loopback "
-                          f"address only, not {pc.listen}")
+        raise ConfigError(
+            f"party {index}: party.insecure (plaintext) is allowed on a loopback address only, not {pc.listen}"
+        )
     if pc.tls is None and not pc.insecure:
-        raise ConfigError(f"party {index}: [party.tls] (certificate, key, ca) is required, or "
-                          "party.insecure = true on loopback")
+        raise ConfigError(
+            f"party {index}: [party.tls] (certificate, key, ca) is required, or party.insecure = true on loopback"
+        )
     return pc, config
 
 
@@ -133,11 +135,11 @@ def public_digest(config: Config) -> dict:
     d["privacy"] = {k: v for k, v in d["privacy"].items() if k not in _COORDINATORS}
     if d["data"].get("dataset") == "parties":  # where each party's files lie is its own
         options = dict(d["data"].get("options", {}))
-        options["party"] = [{k: v for k, v in t.items() if k not in _LOCAL}
-                            for t in options.get("party", [])]
+        options["party"] = [{k: v for k, v in t.items() if k not in _LOCAL} for t in options.get("party", [])]
         d["data"] = {**d["data"], "options": options}
-    return {k: hashlib.sha256(json.dumps(d.get(k), sort_keys=True, default=str).encode())
-            .hexdigest()[:16] for k in PUBLIC}
+    return {
+        k: hashlib.sha256(json.dumps(d.get(k), sort_keys=True, default=str).encode()).hexdigest()[:16] for k in PUBLIC
+    }
 
 
 class _PartyEnv(StreamEnv):
@@ -153,24 +155,56 @@ class _PartyEnv(StreamEnv):
             return ExactSampler(pool=True)
         return super().noise(*unit)
 
-    def release(self, mean, *, units, scale, sensitivity, rng, mechanism="gaussian", size=None,
-                l2_sensitivity=None, rows=None, total=None, **context):
+    def release(
+        self,
+        mean,
+        *,
+        units,
+        scale,
+        sensitivity,
+        rng,
+        mechanism="gaussian",
+        size=None,
+        l2_sensitivity=None,
+        rows=None,
+        total=None,
+        **context,
+    ):
         guard = self.service.guard
         if self.service.replaying:  # a seeded stream drawn again: the values already released
             if not self.replayable:
-                raise PrivacyRefused("refused: a release drawn again in a replay; a "
-                                     "deployment release is never drawn again")
+                raise PrivacyRefused(
+                    "refused: a release drawn again in a replay; a deployment release is never drawn again"
+                )
         elif guard is not None and not (scale == 0 if _scalar(scale) else False):
             run, repeat, seq, request = self.service.current
             part, self.service.part = self.service.part, self.service.part + 1
-            guard.admit(run=run, repeat=repeat, seq=seq, part=part, scale=_one(scale),
-                        sensitivity=_one(sensitivity), size=int(np.size(mean)),
-                        exact=isinstance(rng, ExactSampler), mechanism=mechanism,
-                        request=request)
+            guard.admit(
+                run=run,
+                repeat=repeat,
+                seq=seq,
+                part=part,
+                scale=_one(scale),
+                sensitivity=_one(sensitivity),
+                size=int(np.size(mean)),
+                exact=isinstance(rng, ExactSampler),
+                mechanism=mechanism,
+                request=request,
+            )
             self.service.admitted = True
-        return super().release(mean, units=units, scale=scale, sensitivity=sensitivity, rng=rng,
-                               mechanism=mechanism, size=size, l2_sensitivity=l2_sensitivity,
-                               rows=rows, total=total, **context)
+        return super().release(
+            mean,
+            units=units,
+            scale=scale,
+            sensitivity=sensitivity,
+            rng=rng,
+            mechanism=mechanism,
+            size=size,
+            l2_sensitivity=l2_sensitivity,
+            rows=rows,
+            total=total,
+            **context,
+        )
 
 
 def _scalar(v) -> bool:
@@ -225,9 +259,11 @@ class PartyService:
         place = protocol.placement
         units = prepared.data.blocks if vertical else prepared.data.A
         if not place.first < self.m <= len(units):
-            raise ConfigError(f"{place.word} {self.m}: the partition has {len(units)} "
-                              f"{place.plural}" if self.m > len(units) else
-                              f"party {self.m} is {cls.name}'s coordinator, not a party service")
+            raise ConfigError(
+                f"{place.word} {self.m}: the partition has {len(units)} {place.plural}"
+                if self.m > len(units)
+                else f"party {self.m} is {cls.name}'s coordinator, not a party service"
+            )
         k = self.m - 1
         # rows dealt afresh per repeat (providers): the setting stays to deal the later ones
         self.setting = None if setting.same_units_every_repeat else setting
@@ -257,8 +293,7 @@ class PartyService:
             self._hold(self.own.data)
         widths = getattr(self.own, "widths", None)
         if widths is not None and self.guard is None and self.config.privacy.claims_guarantee:
-            self.guard = self._guard(*self._calibration(self.cls, widths, self.rows,
-                                                        self.own.objective))
+            self.guard = self._guard(*self._calibration(self.cls, widths, self.rows, self.own.objective))
         return reply
 
     def _calibrated(self, prepared):
@@ -273,8 +308,7 @@ class PartyService:
                 params["D_w"] = cls.d_w(data.public, prepared.objective, params, len(units))[0]
             except ValueError as exc:
                 raise ConfigError(f"party {self.m}: {exc}") from None
-        return self._calibration(cls, [int(B.shape[-1]) for B in units], self.rows,
-                                 prepared.objective, params)
+        return self._calibration(cls, [int(B.shape[-1]) for B in units], self.rows, prepared.objective, params)
 
     def _calibration(self, cls, widths, N, objective, params=None):
         """The floor and sensitivity from the party's own config and limits."""
@@ -283,12 +317,15 @@ class PartyService:
         if accepted is not None:
             accepted = [accepted] if isinstance(accepted, str) else list(accepted)
             if values.get("neighbours") not in accepted:
-                raise ConfigError(f"party {self.m}: the run's relation privacy.neighbours = "
-                                  f"{values.get('neighbours')!r} is not one it accepts "
-                                  f"({', '.join(accepted)})")
+                raise ConfigError(
+                    f"party {self.m}: the run's relation privacy.neighbours = "
+                    f"{values.get('neighbours')!r} is not one it accepts "
+                    f"({', '.join(accepted)})"
+                )
         if limits.get("max_epsilon") is None and limits.get("min_sigma") is None:
-            raise ConfigError(f"party {self.m}: give party.limits.max_epsilon or "
-                              "party.limits.min_sigma (the least noise it accepts)")
+            raise ConfigError(
+                f"party {self.m}: give party.limits.max_epsilon or party.limits.min_sigma (the least noise it accepts)"
+            )
         T, k = self.config.solver.epochs, self.m - 1
         params = dict(self.config.solver.values) if params is None else params
         try:  # (per unit: one value, or one per kind of release the unit makes)
@@ -296,11 +333,19 @@ class PartyService:
             sens = np.atleast_1d(np.asarray(sens[k], dtype=float))
             floors = []
             if limits.get("max_epsilon") is not None:  # its own calibration at its own epsilon
-                sigmas, _ = cls.unit_noise(widths, N, objective, params, {
-                    **values, "epsilon": float(limits["max_epsilon"]),
-                    **({"sigma": 0.0} if "sigma" in values else {}),
-                    **({"epsilon_per_iteration": None} if "epsilon_per_iteration" in values
-                       else {})}, T)
+                sigmas, _ = cls.unit_noise(
+                    widths,
+                    N,
+                    objective,
+                    params,
+                    {
+                        **values,
+                        "epsilon": float(limits["max_epsilon"]),
+                        **({"sigma": 0.0} if "sigma" in values else {}),
+                        **({"epsilon_per_iteration": None} if "epsilon_per_iteration" in values else {}),
+                    },
+                    T,
+                )
                 floors.append(np.atleast_1d(np.asarray(sigmas[k], dtype=float)) / sens)
         except (NotImplementedError, ValueError) as exc:
             raise ConfigError(f"party {self.m}: {exc}") from None
@@ -310,10 +355,16 @@ class PartyService:
 
     def _guard(self, floor, sens) -> Guard:
         values, budget = self.config.privacy.values, self.pc.limits.get("budget_epsilon")
-        return Guard(Path(self.pc.directory), self.m, floor=floor, sensitivity=sens,
-                     delta=float(values["delta"]), accountant=values.get("accountant", "pld"),
-                     budget=None if budget is None else float(budget),
-                     deployment=self.deployment)
+        return Guard(
+            Path(self.pc.directory),
+            self.m,
+            floor=floor,
+            sensitivity=sens,
+            delta=float(values["delta"]),
+            accountant=values.get("accountant", "pld"),
+            budget=None if budget is None else float(budget),
+            deployment=self.deployment,
+        )
 
     # -- the methods -------------------------------------------------------------------
     def close(self, request: bytes, run: str) -> bytes:
@@ -326,16 +377,23 @@ class PartyService:
     def health(self, run: str = "") -> bytes:
         """The party's public facts; ``run``: what its record says of that run too."""
         own = {} if self.own is None else self.own.facts()
-        return json.dumps({**own, "party": self.m, "protocol": self.protocol.name,
-                           "version": self.protocol.version, "rows": self.rows,
-                           "width": self.width, "test_rows": self.test_rows,
-                           "max_row_norm": self.max_row_norm,
-                           "deployment": self.deployment, "digest": self.digest,
-                           "floor": None if self.guard is None else
-                           self.guard.floors.tolist(),
-                           "limits": self.pc.limits,
-                           "record": None if self.guard is None else
-                           self.guard.summary(run)}).encode()
+        return json.dumps(
+            {
+                **own,
+                "party": self.m,
+                "protocol": self.protocol.name,
+                "version": self.protocol.version,
+                "rows": self.rows,
+                "width": self.width,
+                "test_rows": self.test_rows,
+                "max_row_norm": self.max_row_norm,
+                "deployment": self.deployment,
+                "digest": self.digest,
+                "floor": None if self.guard is None else self.guard.floors.tolist(),
+                "limits": self.pc.limits,
+                "record": None if self.guard is None else self.guard.summary(run),
+            }
+        ).encode()
 
     def open(self, frame: bytes, run: str) -> bytes:
         self.current = (run, 0, None, "")
@@ -363,21 +421,26 @@ class PartyService:
             _, kind, number, seq = codec.HEADER.unpack_from(frame)
             calls = self.protocol.calls
             # an adopted round, or the journal's bookkeeping: the coordinator's replay
-            self.replaying = kind == Frame.ADOPT or (
-                number < len(calls) and calls[number].kind is CONTROL)
+            self.replaying = kind == Frame.ADOPT or (number < len(calls) and calls[number].kind is CONTROL)
             if kind == Frame.REQUEST and number < len(calls) and calls[number].releases:
-                request = hashlib.sha256(frame[codec.HEADER.size:]).hexdigest()[:32]
+                request = hashlib.sha256(frame[codec.HEADER.size :]).hexdigest()[:32]
         self.current, self.part = (run, self.current[1], seq, request), 0
         try:
-            if request and self.guard is not None and self.host.side is not None and \
-                    (self.host._last is None or self.host._last[0] != seq):
+            if (
+                request
+                and self.guard is not None
+                and self.host.side is not None
+                and (self.host._last is None or self.host._last[0] != seq)
+            ):
                 kept = self.guard.recorded(run, self.current[1], request)
                 if kept is not None:
                     return self._resend(frame, kept, number, seq)
                 if replay:
-                    self.guard._refuse(f"the resumed coordinator's request {seq} of run {run} "
-                                       "is none of the releases on the party's record (its "
-                                       "replay differs from the run)")
+                    self.guard._refuse(
+                        f"the resumed coordinator's request {seq} of run {run} "
+                        "is none of the releases on the party's record (its "
+                        "replay differs from the run)"
+                    )
             reply = codec.serve(self.host, frame, self._open)
             if self.admitted and request and reply[4] == Frame.REPLY:
                 self.guard.keep(run, self.current[1], request, reply)
@@ -397,8 +460,7 @@ class PartyService:
         self.replaying = True
         self.host.adopt(number, request, reply)
         self.host._last = (seq, reply)  # (sent again with this number: the same reply)
-        return codec.HEADER.pack(codec.MAGIC, int(Frame.REPLY), number, seq) + \
-            kept[codec.HEADER.size:]
+        return codec.HEADER.pack(codec.MAGIC, int(Frame.REPLY), number, seq) + kept[codec.HEADER.size :]
 
 
 # ------------------------------------------------------------------------ gRPC --
@@ -414,10 +476,8 @@ def _rpc(service: PartyService, method: str, insecure: bool):
 
     def handle(request: bytes, context):
         if not _peer_ok(context, insecure):
-            log.warning("party %d: refused a client whose certificate does not name the "
-                        "coordinator", service.m)
-            context.abort(grpc.StatusCode.PERMISSION_DENIED,
-                          f"party {service.m} answers the coordinator only")
+            log.warning("party %d: refused a client whose certificate does not name the coordinator", service.m)
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, f"party {service.m} answers the coordinator only")
         metadata = dict(context.invocation_metadata())
         run = metadata.get("vfl-run", "")
         try:
@@ -435,8 +495,8 @@ def _rpc(service: PartyService, method: str, insecure: bool):
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         except Exception as exc:  # noqa: BLE001 (the party's own failure: one line back)
             log.exception("party %d: %s failed", service.m, method)
-            context.abort(grpc.StatusCode.INTERNAL,
-                          f"party {service.m}: {type(exc).__name__}: {exc}")
+            context.abort(grpc.StatusCode.INTERNAL, f"party {service.m}: {type(exc).__name__}: {exc}")
+
     return grpc.unary_unary_rpc_method_handler(handle)
 
 
@@ -445,19 +505,25 @@ def serve(service: PartyService, *, ready=None):
     import grpc
 
     pc = service.pc
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1),
-                         options=[("grpc.max_receive_message_length", -1),
-                                  ("grpc.max_send_message_length", -1),
-                                  ("grpc.so_reuseport", 0)])
-    server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
-        SERVICE, {m: _rpc(service, m, pc.insecure) for m in METHODS})])
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=1),
+        options=[
+            ("grpc.max_receive_message_length", -1),
+            ("grpc.max_send_message_length", -1),
+            ("grpc.so_reuseport", 0),
+        ],
+    )
+    server.add_generic_rpc_handlers(
+        [grpc.method_handlers_generic_handler(SERVICE, {m: _rpc(service, m, pc.insecure) for m in METHODS})]
+    )
     if pc.insecure:
         port = server.add_insecure_port(pc.listen)
     else:
-        cred = Credentials.read(pc.tls.get("certificate"), pc.tls.get("key"), pc.tls.get("ca"),
-                                f"party {service.m}")
-        port = server.add_secure_port(pc.listen, grpc.ssl_server_credentials(
-            [(cred.key, cred.cert)], root_certificates=cred.ca, require_client_auth=True))
+        cred = Credentials.read(pc.tls.get("certificate"), pc.tls.get("key"), pc.tls.get("ca"), f"party {service.m}")
+        port = server.add_secure_port(
+            pc.listen,
+            grpc.ssl_server_credentials([(cred.key, cred.cert)], root_certificates=cred.ca, require_client_auth=True),
+        )
     if not port:
         raise ConfigError(f"party {service.m}: cannot listen on {pc.listen} (in use?)")
     server.start()
@@ -479,13 +545,17 @@ def run_party(config_path, data_dir, overrides, echo) -> None:
     log.addHandler(logging.StreamHandler())
     log.setLevel(logging.INFO)
     server = serve(service)
-    floor = "" if service.guard is None else \
-        f", noise floor {service.guard.floor:.6g} x sensitivity"
-    held = (f"{service.rows} rows, {service.width} columns" if service.own is None else
-            f"{service.own.who}: {service.own.table.train.n_rows} rows before the alignment")
-    echo(f"party {pc.index} serving {service.protocol.name} on {pc.listen} "
-         f"({'plaintext' if pc.insecure else 'mutual TLS'}; {held}{floor}); its record: "
-         f"{Path(pc.directory) / 'releases.jsonl'}")
+    floor = "" if service.guard is None else f", noise floor {service.guard.floor:.6g} x sensitivity"
+    held = (
+        f"{service.rows} rows, {service.width} columns"
+        if service.own is None
+        else f"{service.own.who}: {service.own.table.train.n_rows} rows before the alignment"
+    )
+    echo(
+        f"party {pc.index} serving {service.protocol.name} on {pc.listen} "
+        f"({'plaintext' if pc.insecure else 'mutual TLS'}; {held}{floor}); its record: "
+        f"{Path(pc.directory) / 'releases.jsonl'}"
+    )
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())

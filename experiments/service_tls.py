@@ -40,8 +40,9 @@ def _name(cn: str):
     from cryptography import x509
     from cryptography.x509.oid import NameOID
 
-    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "vfl deployment"),
-                      x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    return x509.Name(
+        [x509.NameAttribute(NameOID.ORGANIZATION_NAME, "vfl deployment"), x509.NameAttribute(NameOID.COMMON_NAME, cn)]
+    )
 
 
 def make_ca(days: int = 365, name: str = "vfl deployment CA"):
@@ -51,16 +52,31 @@ def make_ca(days: int = 365, name: str = "vfl deployment CA"):
 
     key = _key()
     now = dt.datetime.now(dt.UTC)
-    cert = (x509.CertificateBuilder().subject_name(_name(name)).issuer_name(_name(name))
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5))
-            .not_valid_after(now + dt.timedelta(days=days))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                         content_commitment=False, key_encipherment=False,
-                                         data_encipherment=False, key_agreement=False,
-                                         encipher_only=False, decipher_only=False), critical=True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(name))
+        .issuer_name(_name(name))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(key, hashes.SHA256())
+    )
     return key, cert
 
 
@@ -74,17 +90,26 @@ def issue(ca, cn: str, *, days: int = 365, expired: bool = False):
     ca_key, ca_cert = ca
     key = _key()
     now = dt.datetime.now(dt.UTC)
-    start, end = ((now - dt.timedelta(days=3), now - dt.timedelta(days=1)) if expired else
-                  (now - dt.timedelta(minutes=5), now + dt.timedelta(days=days)))
-    cert = (x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(ca_cert.subject)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(start).not_valid_after(end)
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(cn)]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH,
-                                                  ExtendedKeyUsageOID.CLIENT_AUTH]),
-                           critical=False)
-            .sign(ca_key, hashes.SHA256()))
+    start, end = (
+        (now - dt.timedelta(days=3), now - dt.timedelta(days=1))
+        if expired
+        else (now - dt.timedelta(minutes=5), now + dt.timedelta(days=days))
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(cn))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(cn)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
     return key, cert
 
 
@@ -93,8 +118,9 @@ def _pem(key=None, cert=None) -> bytes:
 
     if cert is not None:
         return cert.public_bytes(serialization.Encoding.PEM)
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def _write(path: Path, data: bytes, private: bool = False) -> None:
@@ -114,8 +140,9 @@ def write_deployment(out, parties: int, days: int = 365) -> list[str]:
     names = [party_name(m) for m in range(1, parties + 1)] + [COORDINATOR]
     clash = [n for n in ("ca", *names) if (out / f"{n}.pem").exists()]
     if clash:
-        raise ConfigError(f"{out / (clash[0] + '.pem')} exists: certificates are never "
-                          "overwritten (choose another --out)")
+        raise ConfigError(
+            f"{out / (clash[0] + '.pem')} exists: certificates are never overwritten (choose another --out)"
+        )
     out.mkdir(parents=True, exist_ok=True)
     ca = make_ca(days)
     made = {"ca": ca, **{n: issue(ca, n, days=days) for n in names}}
@@ -140,13 +167,11 @@ class Credentials:
         data = []
         for what, path in (("certificate", cert), ("key", key), ("CA", ca)):
             if path is None:
-                raise ConfigError(f"{who}: no {what} given (tls.{what.lower()}; or --insecure "
-                                  "on loopback)")
+                raise ConfigError(f"{who}: no {what} given (tls.{what.lower()}; or --insecure on loopback)")
             try:
                 data.append(Path(path).read_bytes())
             except OSError as exc:
-                raise ConfigError(f"{who}: cannot read its {what} {path}: "
-                                  f"{exc.strerror or exc}") from None
+                raise ConfigError(f"{who}: cannot read its {what} {path}: {exc.strerror or exc}") from None
         cred = cls(*data)
         cred.check(who)
         return cred
@@ -163,15 +188,17 @@ class Credentials:
             raise ConfigError(f"{who}: its certificate or CA is not a PEM certificate") from None
         now = dt.datetime.now(dt.UTC)
         if not cert.not_valid_before_utc <= now <= cert.not_valid_after_utc:
-            raise ConfigError(f"{who}: its certificate expired on "
-                              f"{cert.not_valid_after_utc:%Y-%m-%d}" if now > cert.
-                              not_valid_after_utc else f"{who}: its certificate is not valid "
-                              "yet")
+            raise ConfigError(
+                f"{who}: its certificate expired on {cert.not_valid_after_utc:%Y-%m-%d}"
+                if now > cert.not_valid_after_utc
+                else f"{who}: its certificate is not valid yet"
+            )
         try:
             cert.verify_directly_issued_by(ca)
         except Exception:  # noqa: BLE001 (signature, issuer name, key type)
-            raise ConfigError(f"{who}: its certificate was not issued by the deployment's CA "
-                              "(a foreign certificate)") from None
+            raise ConfigError(
+                f"{who}: its certificate was not issued by the deployment's CA (a foreign certificate)"
+            ) from None
 
     def name(self) -> str:
         from cryptography import x509

@@ -43,11 +43,12 @@ from .service_tls import Credentials, loopback, party_name
 
 __all__ = ["ServiceUnits"]
 
-TRANSPORT_SOURCE = ("the kernel's TCP counters (tcp_info bytes_acked + bytes_received, read "
-                    "over netlink sock_diag) of the coordinator's connections to the party "
-                    "services, per phase: TLS records, HTTP/2 frames and gRPC headers included")
-_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
-            ("grpc.enable_retries", 0)]
+TRANSPORT_SOURCE = (
+    "the kernel's TCP counters (tcp_info bytes_acked + bytes_received, read "
+    "over netlink sock_diag) of the coordinator's connections to the party "
+    "services, per phase: TLS records, HTTP/2 frames and gRPC headers included"
+)
+_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1), ("grpc.enable_retries", 0)]
 
 
 class ServiceUnits(PhaseCounts, Units):
@@ -64,10 +65,14 @@ class ServiceUnits(PhaseCounts, Units):
         self.insecure = run.insecure
         for k, address in enumerate(self.addresses):
             if self.insecure and not loopback(address.rpartition(":")[0].strip("[]")):
-                raise ConfigError(f"party {k + 1} at {address}: run.insecure (plaintext) is "
-                                  "allowed on loopback addresses only")
-        self.cred = None if self.insecure else Credentials.read(
-            run.tls["certificate"], run.tls["key"], run.tls["ca"], "the coordinator")
+                raise ConfigError(
+                    f"party {k + 1} at {address}: run.insecure (plaintext) is allowed on loopback addresses only"
+                )
+        self.cred = (
+            None
+            if self.insecure
+            else Credentials.read(run.tls["certificate"], run.tls["key"], run.tls["ca"], "the coordinator")
+        )
         self.replayable = bool(config.privacy.replayable_noise)
         self.deployment = bool(config.privacy.claims_guarantee and not self.replayable)
         self.resume = resume or None
@@ -102,9 +107,11 @@ class ServiceUnits(PhaseCounts, Units):
         served = self.total - place.first
         if len(self.addresses) != served:
             coordinator = f" (party {place.first} is the coordinator)" if place.first else ""
-            raise ConfigError(f"run.parties lists {len(self.addresses)} address(es) for "
-                              f"{served} {place.role + ' ' if place.role else ''}parties"
-                              f"{coordinator}")
+            raise ConfigError(
+                f"run.parties lists {len(self.addresses)} address(es) for "
+                f"{served} {place.role + ' ' if place.role else ''}parties"
+                f"{coordinator}"
+            )
         digest = public_digest(self.config)
         self.facts = []
         for m in range(place.first, self.total):
@@ -126,19 +133,19 @@ class ServiceUnits(PhaseCounts, Units):
             if facts.get(key) != then.get(key):
                 now, was = facts.get(key), then.get(key)
                 if key == "limits":  # name the limit that changed
-                    key = next(f"limits.{k}" for k in sorted({*now, *was})
-                               if now.get(k) != was.get(k))
+                    key = next(f"limits.{k}" for k in sorted({*now, *was}) if now.get(k) != was.get(k))
                     now, was = now.get(key[7:]), was.get(key[7:])
-                raise ConfigError(f"{self._label(m - self.first_unit)} was restarted with "
-                                  f"another config: its party.{key} is {now!r}, the run's "
-                                  f"checkpoint says {was!r}; restart it with the run's config "
-                                  "to resume")
+                raise ConfigError(
+                    f"{self._label(m - self.first_unit)} was restarted with "
+                    f"another config: its party.{key} is {now!r}, the run's "
+                    f"checkpoint says {was!r}; restart it with the run's config "
+                    "to resume"
+                )
 
     def record(self) -> dict:
         """What a checkpoint keeps to resume this run: its id and each party's facts."""
         keep = ("party", "floor", "limits", "deployment", "digest")
-        return {"run": self.run_id, "parties": [{k: f.get(k) for k in keep}
-                                                for f in self.facts]}
+        return {"run": self.run_id, "parties": [{k: f.get(k) for k in keep} for f in self.facts]}
 
     # -- party files: the PSI over the party channel -----------------------------------------
     def align_parties(self, config: Config, cls):
@@ -150,14 +157,16 @@ class ServiceUnits(PhaseCounts, Units):
         self.protocol = cls.protocol
         place = self.protocol.placement
         if not place.own_worker:
-            raise ConfigError(f"run.backend = 'services': {cls.name}'s {place.plural} are not "
-                              "parties of a vertical run")
+            raise ConfigError(
+                f"run.backend = 'services': {cls.name}'s {place.plural} are not parties of a vertical run"
+            )
         M = len(config.data.options.get("party", []))
         self.total, self.first_unit = M, place.first
         if len(self.addresses) != M - place.first:
             coordinator = f" (party {place.first} is the coordinator)" if place.first else ""
-            raise ConfigError(f"run.parties lists {len(self.addresses)} address(es) for "
-                              f"{M - place.first} parties{coordinator}")
+            raise ConfigError(
+                f"run.parties lists {len(self.addresses)} address(es) for {M - place.first} parties{coordinator}"
+            )
         digest, remote, own = public_digest(config), [], None
         for m in range(place.first, M):
             self._connect(m)
@@ -167,18 +176,17 @@ class ServiceUnits(PhaseCounts, Units):
             if facts.get("party") != m + 1:
                 raise ConfigError(f"{label} is party {facts.get('party')}, not party {m + 1}")
             if "id_type" not in facts:
-                raise ConfigError(f"{label} reads no party file (its [data] is not "
-                                  "dataset = 'parties')")
+                raise ConfigError(f"{label} reads no party file (its [data] is not dataset = 'parties')")
             differ = [s for s in digest if facts.get("digest", {}).get(s) != digest[s]]
             if differ:
-                raise ConfigError(f"{label} was started for another schema: its [{differ[0]}] "
-                                  "differs from the coordinator's")
+                raise ConfigError(
+                    f"{label} was started for another schema: its [{differ[0]}] differs from the coordinator's"
+                )
             call = recording(self._aligner(k), self._agreed.setdefault(k, []))
             if m == 0:
                 own = call
             else:
-                remote.append((f"party {m + 1} at {self.addresses[k]}", facts["id_type"],
-                               facts["parts"], call))
+                remote.append((f"party {m + 1} at {self.addresses[k]}", facts["id_type"], facts["parts"], call))
         return label_holder_records(config, remote, own)
 
     def _aligner(self, k: int):
@@ -193,6 +201,7 @@ class ServiceUnits(PhaseCounts, Units):
             finally:
                 after = tcp_bytes.carried(self.ports)
                 self.alignment_tcp += sum(v - before.get(s, 0) for s, v in after.items())
+
         return call
 
     def send_widths(self, own_width: int) -> list[int]:
@@ -217,14 +226,16 @@ class ServiceUnits(PhaseCounts, Units):
         if self.insecure:
             channel = grpc.insecure_channel(address, options=_OPTIONS)
         else:
-            creds = grpc.ssl_channel_credentials(root_certificates=self.cred.ca,
-                                                 private_key=self.cred.key,
-                                                 certificate_chain=self.cred.cert)
-            channel = grpc.secure_channel(address, creds, options=_OPTIONS + [
-                ("grpc.ssl_target_name_override", party_name(m + 1))])
+            creds = grpc.ssl_channel_credentials(
+                root_certificates=self.cred.ca, private_key=self.cred.key, certificate_chain=self.cred.cert
+            )
+            channel = grpc.secure_channel(
+                address, creds, options=_OPTIONS + [("grpc.ssl_target_name_override", party_name(m + 1))]
+            )
         k = m - self.first_unit
-        calls = {name: channel.unary_unary(f"/{SERVICE}/{name}") for name in
-                 ("Health", "Align", "Open", "Call", "Close")}
+        calls = {
+            name: channel.unary_unary(f"/{SERVICE}/{name}") for name in ("Health", "Align", "Open", "Call", "Close")
+        }
         if k < len(self.channels):
             self.channels[k].close()
             self.channels[k], self.calls[k] = channel, calls
@@ -254,11 +265,12 @@ class ServiceUnits(PhaseCounts, Units):
         low = details.lower()
         if code is grpc.StatusCode.PERMISSION_DENIED:
             return f"{label} refused the coordinator's certificate: {details}"
-        if any(w in low for w in ("ssl", "handshake", "certificate", "peer name", "tls",
-                                  "verification")):
-            return (f"{label}: the TLS handshake failed (a certificate that is not "
-                    f"{party_name(k + self.first_unit + 1)}'s, expired, or not from the "
-                    f"deployment's CA, on either side): {details[:200]}")
+        if any(w in low for w in ("ssl", "handshake", "certificate", "peer name", "tls", "verification")):
+            return (
+                f"{label}: the TLS handshake failed (a certificate that is not "
+                f"{party_name(k + self.first_unit + 1)}'s, expired, or not from the "
+                f"deployment's CA, on either side): {details[:200]}"
+            )
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
             return f"{label} is unreachable ({details[:160] or code.name})"
         return f"{label}: {details or code.name}"
@@ -268,26 +280,29 @@ class ServiceUnits(PhaseCounts, Units):
         if facts.get("party") != m + 1:
             raise ConfigError(f"{label} is party {facts.get('party')}, not party {m + 1}")
         if (facts.get("protocol"), facts.get("version")) != (proto.name, proto.version):
-            raise ConfigError(f"{label} was started for protocol {facts.get('protocol')} version "
-                              f"{facts.get('version')}, not {proto.name} version {proto.version}")
+            raise ConfigError(
+                f"{label} was started for protocol {facts.get('protocol')} version "
+                f"{facts.get('version')}, not {proto.name} version {proto.version}"
+            )
         if self.vertical:
             N, d = len(first.data.y), first.data.blocks[m].shape[1]
         else:  # a provider: its rows and their width
             N, d = first.data.A.shape[1], first.data.A.shape[2]
         if facts.get("rows") != N:
-            raise ConfigError(f"{label} holds {facts.get('rows')} rows, the coordinator "
-                              f"{N}")
+            raise ConfigError(f"{label} holds {facts.get('rows')} rows, the coordinator {N}")
         if facts.get("width") != d:
-            raise ConfigError(f"{label} holds {facts.get('width')} columns, the partition "
-                              f"gives it {d}")
+            raise ConfigError(f"{label} holds {facts.get('width')} columns, the partition gives it {d}")
         theirs = facts.get("digest", {})
         differ = [s for s in digest if theirs.get(s) != digest[s]]
         if differ:
-            raise ConfigError(f"{label} was started for another schema: its [{differ[0]}] "
-                              "differs from the coordinator's")
+            raise ConfigError(
+                f"{label} was started for another schema: its [{differ[0]}] differs from the coordinator's"
+            )
         if bool(facts.get("deployment")) != self.deployment:
-            raise ConfigError(f"{label} is a {'deployment' if facts.get('deployment') else 'simulation'}"
-                              " party; the coordinator's run is not")
+            raise ConfigError(
+                f"{label} is a {'deployment' if facts.get('deployment') else 'simulation'}"
+                " party; the coordinator's run is not"
+            )
 
     def _md(self):
         return (("vfl-run", self.run_id),)
@@ -316,8 +331,7 @@ class ServiceUnits(PhaseCounts, Units):
     # -- the transport ---------------------------------------------------------------------
     def hosts(self, protocol):
         if protocol is not self.protocol:
-            raise ConfigError(f"the parties serve protocol {self.protocol.name}, not "
-                              f"{protocol.name}")
+            raise ConfigError(f"the parties serve protocol {self.protocol.name}, not {protocol.name}")
         return [(m, m + 1) for m in range(self.first_unit, self.total)]
 
     def where(self, session, k):
@@ -365,14 +379,15 @@ class ServiceUnits(PhaseCounts, Units):
 
     def _adopt(self, session, k, call, request, reply):
         frame = codec.encode(Frame.ADOPT, session.numbers[call], 0, request, reply)
-        codec.read(session.protocol, self._invoke(k, "Call", frame, CONTROL),
-                   unit=session.labels[k])
+        codec.read(session.protocol, self._invoke(k, "Call", frame, CONTROL), unit=session.labels[k])
 
     def _lost(self, session, failure):
         import grpc
 
         if isinstance(failure, grpc.RpcError) and failure.code() not in (
-                grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+            grpc.StatusCode.UNAVAILABLE,
+            grpc.StatusCode.CANCELLED,
+        ):
             raise PartyLostError(self._why(self._failed, failure)) from None
         lost = [k for k in range(len(self.calls)) if not self._alive(k)]
         if not lost:
@@ -396,15 +411,15 @@ class ServiceUnits(PhaseCounts, Units):
                 facts = self._health(k, wait=min(2.0, max(0.1, deadline - time.monotonic())))
             except ConfigError:
                 if time.monotonic() >= deadline:
-                    raise PartyLostError(f"{self._label(k)} was lost at {lost_at} and did not "
-                                         f"answer again within {wait:g} s") from None
+                    raise PartyLostError(
+                        f"{self._label(k)} was lost at {lost_at} and did not answer again within {wait:g} s"
+                    ) from None
                 continue
             if facts.get("aligned") is False and self._agreed.get(k):  # a party file
                 for frame in self._agreed[k]:  # its agreed rows and the widths, told again
                     self._aligner(k)(frame)
                 facts = self._health(k, wait=2.0)
-            if facts.get("width") != self.facts[k]["width"] or \
-                    facts.get("rows") != self.facts[k]["rows"]:
+            if facts.get("width") != self.facts[k]["width"] or facts.get("rows") != self.facts[k]["rows"]:
                 raise PartyLostError(f"{self._label(k)} came back with other data")
             return self.addresses[k]
 
@@ -418,16 +433,22 @@ class ServiceUnits(PhaseCounts, Units):
         self._count_carried(kind, sum(v - before.get(s, 0) for s, v in after.items()))
 
     def describe(self) -> dict:
-        return {"backend": "services",
-                "channel": "plaintext on loopback (run.insecure)" if self.insecure else
-                           "gRPC over mutual TLS (client certificates from the deployment's CA)",
-                "parties": {f"party {k + self.first_unit + 1}": a
-                            for k, a in enumerate(self.addresses)},
-                "deployment": self.deployment, "recoveries": self.recoveries,
-                "run": self.run_id,
-                **({"resumed": {f"party {f['party']}": (f.get("record") or {}).get(
-                    "releases", 0) for f in self.facts}} if self.resume else {}),
-                "transport_source": TRANSPORT_SOURCE}
+        return {
+            "backend": "services",
+            "channel": "plaintext on loopback (run.insecure)"
+            if self.insecure
+            else "gRPC over mutual TLS (client certificates from the deployment's CA)",
+            "parties": {f"party {k + self.first_unit + 1}": a for k, a in enumerate(self.addresses)},
+            "deployment": self.deployment,
+            "recoveries": self.recoveries,
+            "run": self.run_id,
+            **(
+                {"resumed": {f"party {f['party']}": (f.get("record") or {}).get("releases", 0) for f in self.facts}}
+                if self.resume
+                else {}
+            ),
+            "transport_source": TRANSPORT_SOURCE,
+        }
 
     def finish(self) -> None:
         """The run is written: closing lets the parties drop its kept replies."""
@@ -442,8 +463,7 @@ class ServiceUnits(PhaseCounts, Units):
     def close(self) -> None:
         for k, calls in enumerate(self.calls):
             try:
-                calls["Close"](b"finished" if self.finished else b"", timeout=2.0,
-                               metadata=self._md())
+                calls["Close"](b"finished" if self.finished else b"", timeout=2.0, metadata=self._md())
             except Exception:  # noqa: BLE001 (a party already gone)
                 pass
             self.channels[k].close()

@@ -37,14 +37,34 @@ from .config import Config, parse_override
 from .manifest import Released
 from .records import check_output_dir, clean_stale_partials, dump_json, run_is_current, write_run
 
-__all__ = ["SweepRun", "aggregate_sweep", "check_scheduler", "check_sweep_dir", "parse_grid",
-           "plan_grid", "plan_sweep", "run_grid", "run_sweep", "AGGREGATED", "PARAMS"]
+__all__ = [
+    "SweepRun",
+    "aggregate_sweep",
+    "check_scheduler",
+    "check_sweep_dir",
+    "parse_grid",
+    "plan_grid",
+    "plan_sweep",
+    "run_grid",
+    "run_sweep",
+    "AGGREGATED",
+    "PARAMS",
+]
 
 PARAMS = ("sigma", "epsilon")
 
 # Metrics averaged across seeds in sweep.csv, when the runs report them.
-AGGREGATED = ("objective", "suboptimality", "train_logloss", "test_logloss", "test_accuracy",
-              "epsilon_tight", "epsilon_paper", "log10_error", "privacy_loss")
+AGGREGATED = (
+    "objective",
+    "suboptimality",
+    "train_logloss",
+    "test_logloss",
+    "test_accuracy",
+    "epsilon_tight",
+    "epsilon_paper",
+    "log10_error",
+    "privacy_loss",
+)
 
 
 @dataclass(frozen=True)
@@ -86,8 +106,7 @@ def _short_names(keys: list[str]) -> list[str]:
 MAX_SWEEP_RUNS = 10_000
 
 
-def plan_grid(config: Config, grid: dict[str, list], seeds, out_dir,
-              fixed: list[str] = ()) -> list[SweepRun]:
+def plan_grid(config: Config, grid: dict[str, list], seeds, out_dir, fixed: list[str] = ()) -> list[SweepRun]:
     """One validated config per (grid point, seed); raises before anything runs.
 
     ``fixed`` are the user's own ``key=value`` overrides (``--set``, ``--epochs``):
@@ -105,12 +124,13 @@ def plan_grid(config: Config, grid: dict[str, list], seeds, out_dir,
     for text in fixed:
         key = ".".join(parse_override(text)[0])
         if key in keys:
-            raise ConfigError(f"--grid {key} also has a fixed value ({text!r}, by --set or an option "
-                              "such as --epochs) that the grid would replace; give one of them")
+            raise ConfigError(
+                f"--grid {key} also has a fixed value ({text!r}, by --set or an option "
+                "such as --epochs) that the grid would replace; give one of them"
+            )
     n_runs = len(seeds) * math.prod(len(v) for v in grid.values())
     if n_runs > MAX_SWEEP_RUNS:
-        raise ConfigError(f"the sweep has {n_runs} runs (grid points x seeds); at most "
-                          f"{MAX_SWEEP_RUNS} in one sweep")
+        raise ConfigError(f"the sweep has {n_runs} runs (grid points x seeds); at most {MAX_SWEEP_RUNS} in one sweep")
     names = _short_names(keys)
     out = Path(out_dir)
     runs = []
@@ -131,8 +151,9 @@ def check_sweep_dir(out) -> Path:
     directory is not ours to write into (a sweep writes baselines.json before its runs)."""
     out = check_output_dir(out, exists_ok=True, what="sweep directory")
     if out.is_dir() and any(out.iterdir()) and not (out / "baselines.json").is_file():
-        raise ConfigError(f"sweep directory {out} is not empty and holds no sweep (no "
-                          "baselines.json); choose another --out")
+        raise ConfigError(
+            f"sweep directory {out} is not empty and holds no sweep (no baselines.json); choose another --out"
+        )
     return out
 
 
@@ -177,22 +198,19 @@ def _toml(value) -> str:
     return repr(value)
 
 
-def plan_sweep(config: Config, levels, seeds, out_dir, param: str = "sigma",
-               fixed: list[str] = ()) -> list[SweepRun]:
+def plan_sweep(config: Config, levels, seeds, out_dir, param: str = "sigma", fixed: list[str] = ()) -> list[SweepRun]:
     """The noise sweep: ``privacy.<param>`` over ``levels``, times ``seeds``."""
     if param not in PARAMS:
         raise ValueError(f"param must be one of {PARAMS}, got {param!r}")
     if param == "epsilon" and not config.privacy.claims_guarantee:
         raise ConfigError("an epsilon sweep needs accounting mode: set privacy.delta in the config")
-    return plan_grid(config, {f"privacy.{param}": [float(v) for v in levels]}, seeds, out_dir,
-                     fixed)
+    return plan_grid(config, {f"privacy.{param}": [float(v) for v in levels]}, seeds, out_dir, fixed)
 
 
 def check_scheduler(address: str) -> None:
     """Refuse a Dask scheduler address that cannot be one, before any work."""
     if not re.fullmatch(r"(tcp|tls|inproc|ucx)://[^\s:/]+(:\d{1,5})?", address or ""):
-        raise ConfigError(f"--scheduler {address!r} is not a Dask scheduler address such as "
-                          "tcp://HOST:8786")
+        raise ConfigError(f"--scheduler {address!r} is not a Dask scheduler address such as tcp://HOST:8786")
 
 
 class ParentGone(SystemExit):
@@ -219,10 +237,18 @@ def _execute(run: SweepRun, data_dir, parent: int | None = None) -> str:
     return str(run.path)
 
 
-def run_grid(config: Config, grid: dict[str, list], seeds, out_dir, *, data_dir=None,
-             jobs: int = 1, scheduler: str | None = None,
-             on_done: Callable[[SweepRun, bool], None] | None = None,
-             runs: list[SweepRun] | None = None) -> tuple[list[SweepRun], list[SweepRun]]:
+def run_grid(
+    config: Config,
+    grid: dict[str, list],
+    seeds,
+    out_dir,
+    *,
+    data_dir=None,
+    jobs: int = 1,
+    scheduler: str | None = None,
+    on_done: Callable[[SweepRun, bool], None] | None = None,
+    runs: list[SweepRun] | None = None,
+) -> tuple[list[SweepRun], list[SweepRun]]:
     """Run every missing (grid point, seed); returns (all runs, runs executed now).
 
     ``on_done(run, skipped)`` is called as runs finish (in completion order
@@ -234,8 +260,7 @@ def run_grid(config: Config, grid: dict[str, list], seeds, out_dir, *, data_dir=
     if scheduler:
         check_scheduler(scheduler)
         if jobs != 1:
-            raise ConfigError(f"--jobs {jobs} has no effect with --scheduler: the cluster's "
-                              "workers run the sweep")
+            raise ConfigError(f"--jobs {jobs} has no effect with --scheduler: the cluster's workers run the sweep")
     # Data, distribution and solver errors surface once, here, before any
     # directory is created or any worker starts.
     plan = plan_run(runs[0].config, data_dir)
@@ -263,13 +288,23 @@ def run_grid(config: Config, grid: dict[str, list], seeds, out_dir, *, data_dir=
     return runs, todo
 
 
-def run_sweep(config: Config, levels, seeds, out_dir, *, param: str = "sigma", data_dir=None,
-              jobs: int = 1, scheduler: str | None = None,
-              on_done: Callable[[SweepRun, bool], None] | None = None):
+def run_sweep(
+    config: Config,
+    levels,
+    seeds,
+    out_dir,
+    *,
+    param: str = "sigma",
+    data_dir=None,
+    jobs: int = 1,
+    scheduler: str | None = None,
+    on_done: Callable[[SweepRun, bool], None] | None = None,
+):
     """The noise sweep (``vfl sweep-noise``) on the generic machinery."""
     runs = plan_sweep(config, levels, seeds, out_dir, param)
-    return run_grid(config, {}, seeds, out_dir, data_dir=data_dir, jobs=jobs, scheduler=scheduler,
-                    on_done=on_done, runs=runs)
+    return run_grid(
+        config, {}, seeds, out_dir, data_dir=data_dir, jobs=jobs, scheduler=scheduler, on_done=on_done, runs=runs
+    )
 
 
 def _run_joblib(todo, data_dir, jobs, on_done):
@@ -297,8 +332,7 @@ def _dask_client(scheduler: str, option: str = "--scheduler", **kwargs):
     try:
         return Client(scheduler, timeout="5s", **kwargs)
     except (OSError, TimeoutError, ValueError) as exc:
-        raise ConfigError(f"cannot reach the Dask scheduler at {scheduler}: "
-                          f"{' '.join(str(exc).split())}") from None
+        raise ConfigError(f"cannot reach the Dask scheduler at {scheduler}: {' '.join(str(exc).split())}") from None
 
 
 def _check_listening(scheduler: str) -> None:
@@ -308,12 +342,11 @@ def _check_listening(scheduler: str) -> None:
 
     if not scheduler.startswith("tcp://"):
         return
-    host, _, port = scheduler[len("tcp://"):].partition(":")
+    host, _, port = scheduler[len("tcp://") :].partition(":")
     try:
         socket.create_connection((host, int(port or 8786)), timeout=5).close()
     except OSError as exc:
-        raise ConfigError(f"cannot reach the Dask scheduler at {scheduler}: "
-                          f"{exc.strerror or exc}") from None
+        raise ConfigError(f"cannot reach the Dask scheduler at {scheduler}: {exc.strerror or exc}") from None
 
 
 def _run_dask(todo, data_dir, client, on_done):
@@ -332,8 +365,7 @@ def _column_kinds(path) -> dict:
     import json
 
     try:
-        released = Released.model_validate(
-            json.loads((Path(path) / "manifest.json").read_text())["released"])
+        released = Released.model_validate(json.loads((Path(path) / "manifest.json").read_text())["released"])
     except (OSError, ValueError, KeyError, TypeError):
         return {}
     return dict(released.columns) if released.private else {}

@@ -46,10 +46,10 @@ def _inodes() -> set[int]:
 
 def _dump(family: int) -> list[tuple[int, int, int]]:
     """``(remote port, inode, bytes)`` of every established TCP socket of ``family``."""
-    req = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 1 << (_INET_DIAG_INFO - 1), 0,
-                      1 << _ESTABLISHED) + bytes(48)
-    msg = struct.pack("=IHHII", 16 + len(req), _SOCK_DIAG_BY_FAMILY,
-                      _NLM_F_REQUEST | _NLM_F_DUMP, 1, 0) + req
+    req = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 1 << (_INET_DIAG_INFO - 1), 0, 1 << _ESTABLISHED) + bytes(
+        48
+    )
+    msg = struct.pack("=IHHII", 16 + len(req), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST | _NLM_F_DUMP, 1, 0) + req
     out = []
     with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as s:
         s.sendto(msg, (0, 0))
@@ -69,8 +69,7 @@ def _dump(family: int) -> list[tuple[int, int, int]]:
                     if alen < 4:
                         break
                     if atype == _INET_DIAG_INFO and alen - 4 >= _TCP_INFO_BYTES + 16:
-                        acked, received = struct.unpack_from("=QQ", data,
-                                                              a + 4 + _TCP_INFO_BYTES)
+                        acked, received = struct.unpack_from("=QQ", data, a + 4 + _TCP_INFO_BYTES)
                         out.append((dport, inode, acked + received))
                     a += (alen + 3) & ~3
                 at += (length + 3) & ~3

@@ -48,8 +48,7 @@ class Transcript:
 
     def of(self, call: str, party: int | None = None) -> list[Exchange]:
         """The exchanges of ``call`` (with ``party``, 0-based: those that reached it)."""
-        return [e for e in self.exchanges if e.call == call and
-                (party is None or e.first <= party < e.stop)]
+        return [e for e in self.exchanges if e.call == call and (party is None or e.first <= party < e.stop)]
 
 
 def _listener(out: Transcript):
@@ -57,8 +56,10 @@ def _listener(out: Transcript):
         out.protocol = session.protocol
         for k, request in requests.items():
             a, b = session.hosts[k]
-            out.exchanges.append(Exchange(call.name, a, b, copy.deepcopy(request),
-                                          copy.deepcopy(replies[k]), call.kind.value))
+            out.exchanges.append(
+                Exchange(call.name, a, b, copy.deepcopy(request), copy.deepcopy(replies[k]), call.kind.value)
+            )
+
     return listen
 
 
@@ -69,16 +70,16 @@ def flipped(prepared, i: int):
     return replace(prepared, data=replace(prepared.data, y=y))
 
 
-def record(config, *, flip: int | None = None, data_dir=None, plan=None,
-           evaluate: bool = True) -> Transcript:
+def record(config, *, flip: int | None = None, data_dir=None, plan=None, evaluate: bool = True) -> Transcript:
     """Run ``config`` (a vertical one) in this process, every exchange tapped; ``flip``: the
     training label of that sample flipped first; ``evaluate``: then the diagnostics and the
     scoring of the test rows (their calls tapped too)."""
     from .runner import _build, _label_ledger, _ledger, _streams, plan_run
 
     if config.setting is not Setting.VERTICAL:
-        raise ConfigError(f"{config.solver.name} is not a vertical solver: its units hold "
-                          "rows, and no label leaves the label holder")
+        raise ConfigError(
+            f"{config.solver.name} is not a vertical solver: its units hold rows, and no label leaves the label holder"
+        )
     plan = plan or plan_run(config, data_dir)
     prepared = plan.first if flip is None else flipped(plan.first, flip)
     out = Transcript(prepared=prepared)

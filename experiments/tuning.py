@@ -56,8 +56,10 @@ def gdp_mu_of(epsilon: float, delta: float) -> float:
 
 def _points(grid: dict) -> list[list[str]]:
     keys = list(grid)
-    return [[f"{k}={json.dumps(v) if isinstance(v, str) else v}" for k, v in zip(keys, combo)]
-            for combo in itertools.product(*(grid[k] for k in keys))]
+    return [
+        [f"{k}={json.dumps(v) if isinstance(v, str) else v}" for k, v in zip(keys, combo)]
+        for combo in itertools.product(*(grid[k] for k in keys))
+    ]
 
 
 def _public_rows(config, raw) -> np.ndarray:
@@ -81,12 +83,19 @@ def _public(config, points, seeds: int, data_dir, on_trial) -> tuple[list, dict]
     raw, _ = load_config_dataset(config, data_dir, keep=False)
     pub = _public_rows(config, raw)
     order = Streams(config.run.seed).get("tuning").permutation(pub.size)
-    fit, val = np.sort(pub[order[:2 * pub.size // 3]]), np.sort(pub[order[2 * pub.size // 3:]])
-    sub = RawDataset(name=raw.name, train=raw.test.take(fit), y_train=raw.y_test[fit],
-                     test=raw.test.take(val), y_test=raw.y_test[val],
-                     description=f"{pub.size} rows declared public", schema=raw.schema,
-                     parties=raw.parties, defaults=raw.defaults,
-                     provenance={"split": {"test": "test_path"}})
+    fit, val = np.sort(pub[order[: 2 * pub.size // 3]]), np.sort(pub[order[2 * pub.size // 3 :]])
+    sub = RawDataset(
+        name=raw.name,
+        train=raw.test.take(fit),
+        y_train=raw.y_test[fit],
+        test=raw.test.take(val),
+        y_test=raw.y_test[val],
+        description=f"{pub.size} rows declared public",
+        schema=raw.schema,
+        parties=raw.parties,
+        defaults=raw.defaults,
+        provenance={"split": {"test": "test_path"}},
+    )
     extra = ["partition.public=0"]
     if config.privacy.claims_guarantee:
         extra.append("privacy.replayable_noise=true")  # public rows: a simulation
@@ -98,16 +107,14 @@ def _public(config, points, seeds: int, data_dir, on_trial) -> tuple[list, dict]
             try:
                 plan = plan_run(cfg, raw=sub)
             except ConfigError as exc:
-                raise ConfigError(f"vfl tune --public trains on the public rows alone: {exc}") \
-                    from None
+                raise ConfigError(f"vfl tune --public trains on the public rows alone: {exc}") from None
             result = run_experiment(cfg, plan=plan, with_baselines=False)
             scores.append(float(result.metrics["test_logloss"].iloc[-1]))
         row = {"point": point, "score": float(np.mean(scores))}
         table.append(row)
         if on_trial:
             on_trial(row)
-    return table, {"rows": int(pub.size), "fit_rows": int(fit.size),
-                   "validation_rows": int(val.size), "seeds": seeds}
+    return table, {"rows": int(pub.size), "fit_rows": int(fit.size), "validation_rows": int(val.size), "seeds": seeds}
 
 
 def _private(config, points, trials: float, eta: float, data_dir, on_trial) -> tuple[list, dict]:
@@ -117,12 +124,17 @@ def _private(config, points, trials: float, eta: float, data_dir, on_trial) -> t
 
     values = typed_privacy(config)
     if getattr(values, "epsilon", None) is None:
-        raise ConfigError("vfl tune --private needs privacy.epsilon, the target every "
-                          "candidate is calibrated to (each trial then has its mu)")
+        raise ConfigError(
+            "vfl tune --private needs privacy.epsilon, the target every "
+            "candidate is calibrated to (each trial then has its mu)"
+        )
     mu = gdp_mu_of(float(values.epsilon), float(values.delta))
     gamma = gamma_for_mean(trials, eta)
-    rng = (Streams(config.run.seed).get("tuning") if config.privacy.replayable_noise
-           else np.random.default_rng(np.frombuffer(os.urandom(16), dtype=np.uint32)))
+    rng = (
+        Streams(config.run.seed).get("tuning")
+        if config.privacy.replayable_noise
+        else np.random.default_rng(np.frombuffer(os.urandom(16), dtype=np.uint32))
+    )
     k = draw_trials(eta, gamma, rng)
     table = []
     for i in range(k):
@@ -132,21 +144,39 @@ def _private(config, points, trials: float, eta: float, data_dir, on_trial) -> t
         result = run_experiment(cfg, plan=plan, with_baselines=False)
         ledger = result.ledger
         if ledger is None or not ledger.gaussian_only or ledger.gaussian_mu() > mu * (1 + 1e-6):
-            raise ConfigError(f"vfl tune --private: {config.solver.name}'s trial is not a "
-                              f"Gaussian mechanism within mu = {mu:.4g} of its target; tune it "
-                              "with --public")
+            raise ConfigError(
+                f"vfl tune --private: {config.solver.name}'s trial is not a "
+                f"Gaussian mechanism within mu = {mu:.4g} of its target; tune it "
+                "with --public"
+            )
         row = {"point": point, "score": _score(plan), "trial": i + 1}
         table.append(row)
         if on_trial:
             on_trial(row)
-    return table, {"trials": k, "expected_trials": trials, "eta": eta, "gamma": gamma,
-                   "trial_mu": mu, "distribution": "truncated negative binomial D_{eta, gamma} "
-                                                   "(eta = 0: logarithmic)"}
+    return table, {
+        "trials": k,
+        "expected_trials": trials,
+        "eta": eta,
+        "gamma": gamma,
+        "trial_mu": mu,
+        "distribution": "truncated negative binomial D_{eta, gamma} (eta = 0: logarithmic)",
+    }
 
 
-def tune(config_path, grid_items, *, mode: str, out: Path, overrides=(), seeds: int = 3,
-         trials: float = 10.0, eta: float = 0.0, data_dir=None, overwrite: bool = False,
-         on_trial=None) -> dict:
+def tune(
+    config_path,
+    grid_items,
+    *,
+    mode: str,
+    out: Path,
+    overrides=(),
+    seeds: int = 3,
+    trials: float = 10.0,
+    eta: float = 0.0,
+    data_dir=None,
+    overwrite: bool = False,
+    on_trial=None,
+) -> dict:
     """Tune ``config_path`` over ``--grid`` and write the chosen config to ``out``."""
     config = load_config(config_path, list(overrides))
     grid = parse_grid(grid_items)
@@ -159,22 +189,30 @@ def tune(config_path, grid_items, *, mode: str, out: Path, overrides=(), seeds: 
     if out.exists() and not overwrite:
         raise ConfigError(f"{out} exists; pass --overwrite to replace it")
     if config.tuning is not None and config.tuning.private:  # its spend would be dropped
-        raise ConfigError(f"{Path(config_path).name} was tuned privately already (its [tuning] "
-                          "is charged to its runs); tune the config it came from")
+        raise ConfigError(
+            f"{Path(config_path).name} was tuned privately already (its [tuning] "
+            "is charged to its runs); tune the config it came from"
+        )
     if config.setting is not Setting.VERTICAL:
-        raise ConfigError(f"vfl tune scores on rows declared public of a vertical run; "
-                          f"{config.solver.name} is {config.setting.value}")
+        raise ConfigError(
+            f"vfl tune scores on rows declared public of a vertical run; {config.solver.name} is {config.setting.value}"
+        )
     if config.partition.public < 3:
-        raise ConfigError("vfl tune scores on rows declared public: set partition.public (at "
-                          "least 3 rows of the test part, which the guarantee does not protect)")
+        raise ConfigError(
+            "vfl tune scores on rows declared public: set partition.public (at "
+            "least 3 rows of the test part, which the guarantee does not protect)"
+        )
     if mode == "private":
         if not config.privacy.claims_guarantee:
-            raise ConfigError("vfl tune --private accounts the tuning in the run's epsilon: "
-                              "the config claims no guarantee (set privacy.delta), use --public")
+            raise ConfigError(
+                "vfl tune --private accounts the tuning in the run's epsilon: "
+                "the config claims no guarantee (set privacy.delta), use --public"
+            )
         fixed = [k for k in grid if k in _FIXED]
         if fixed:
-            raise ConfigError(f"--grid {fixed[0]}: a private search calibrates every "
-                              "candidate to one target; tune the other keys")
+            raise ConfigError(
+                f"--grid {fixed[0]}: a private search calibrates every candidate to one target; tune the other keys"
+            )
         if not trials > 1:
             raise ConfigError(f"--trials must be > 1 (the expected number), got {trials:g}")
         table, record = _private(config, points, trials, eta, data_dir, on_trial)
@@ -183,9 +221,14 @@ def tune(config_path, grid_items, *, mode: str, out: Path, overrides=(), seeds: 
     best = min(table, key=lambda row: row["score"])
     chosen = dict(p.split("=", 1) for p in best["point"])
     raw = apply_overrides(read_toml(config_path), [*overrides, *best["point"]])
-    raw["tuning"] = {"method": mode, **record, "metric": "log loss on the public rows",
-                     "score": best["score"], "grid": grid,
-                     "chosen": {k: _value(v) for k, v in chosen.items()}}
+    raw["tuning"] = {
+        "method": mode,
+        **record,
+        "metric": "log loss on the public rows",
+        "score": best["score"],
+        "grid": grid,
+        "chosen": {k: _value(v) for k, v in chosen.items()},
+    }
     from vfl.datasets.parties.tomlw import dumps
 
     text = dumps(raw, f"{Path(config_path).name} tuned by `vfl tune --{mode}`")
@@ -194,13 +237,17 @@ def tune(config_path, grid_items, *, mode: str, out: Path, overrides=(), seeds: 
     tmp.write_text(text)
     os.replace(tmp, out)
     result = {"chosen": chosen, "table": table, "record": raw["tuning"], "out": out}
-    lines = [f"chosen: {', '.join(f'{k} = {v}' for k, v in chosen.items())} (log loss "
-             f"{best['score']:.4f} on the public rows)"]
+    lines = [
+        f"chosen: {', '.join(f'{k} = {v}' for k, v in chosen.items())} (log loss "
+        f"{best['score']:.4f} on the public rows)"
+    ]
     if mode == "private":
         result["epsilon"] = tuning_epsilon(record, float(config.privacy.values["delta"]))
-        lines.append(f"{record['trials']} trials (random, expected {trials:g}); the tuning alone "
-                     f"is ({result['epsilon']:.3g}, {config.privacy.values['delta']:g})-DP, and "
-                     "the run's epsilon includes it")
+        lines.append(
+            f"{record['trials']} trials (random, expected {trials:g}); the tuning alone "
+            f"is ({result['epsilon']:.3g}, {config.privacy.values['delta']:g})-DP, and "
+            "the run's epsilon includes it"
+        )
     lines.append(f"wrote {out}; run it: vfl run --config {out}")
     result["summary"] = "\n".join(lines)
     return result

@@ -23,8 +23,18 @@ from vfl.core.errors import ConfigError
 
 from .spec import Figure, Paper
 
-__all__ = ["PAPERS", "Figure", "Paper", "check_configs", "check_data", "declared_solvers",
-           "figure_listing", "paper", "resolve", "reproduce"]
+__all__ = [
+    "PAPERS",
+    "Figure",
+    "Paper",
+    "check_configs",
+    "check_data",
+    "declared_solvers",
+    "figure_listing",
+    "paper",
+    "resolve",
+    "reproduce",
+]
 
 #: ``vfl reproduce`` key -> the package that declares the paper (one line per paper)
 PAPERS = {
@@ -73,15 +83,15 @@ def resolve(first: str | None, second: str | None) -> list[tuple[str, str]]:
     if first in PAPERS:
         names = paper(first).names
         if second not in (None, "all") and second not in names:
-            raise ConfigError(f"{first} has no figure {second!r}; its figures: "
-                              f"{', '.join(names)}, all")
+            raise ConfigError(f"{first} has no figure {second!r}; its figures: {', '.join(names)}, all")
         return [(first, second or "all")]
     default = next(iter(PAPERS))
     names = paper(default).names
     if first in names and second is None:
         return [(default, first)]
-    raise ConfigError(f"unknown paper or figure {first!r}; papers: {', '.join(PAPERS)} "
-                      f"(or a figure of {default}: {', '.join(names)})")
+    raise ConfigError(
+        f"unknown paper or figure {first!r}; papers: {', '.join(PAPERS)} (or a figure of {default}: {', '.join(names)})"
+    )
 
 
 def check_configs(chosen: list[tuple[str, str]], configs: Path | None = None) -> None:
@@ -124,13 +134,19 @@ def check_data(chosen: list[tuple[str, str]], configs: Path | None = None, data_
             require_files(spec.name, spec.files, resolve_data_dir(data_dir))
 
 
-def reproduce(first: str | None, second: str | None, out: Path, configs: Path | None = None,
-              data_dir=None, jobs: int = 2, echo=print) -> list[Path]:
+def reproduce(
+    first: str | None,
+    second: str | None,
+    out: Path,
+    configs: Path | None = None,
+    data_dir=None,
+    jobs: int = 2,
+    echo=print,
+) -> list[Path]:
     """Redraw what ``vfl reproduce FIRST SECOND`` names into ``out/<paper>``; the files written."""
     written = []
     for key, which in resolve(first, second):
         declared = paper(key)
         echo(f"== {key}: {declared.title}")
-        written += declared.draw(which, Path(out) / key, configs, data_dir=data_dir, jobs=jobs,
-                                 echo=echo)
+        written += declared.draw(which, Path(out) / key, configs, data_dir=data_dir, jobs=jobs, echo=echo)
     return written

@@ -25,8 +25,7 @@ from vfl.plots.layout import DrawnPanel, Series, draw_layout, fill, write_table
 
 from .spec import Curve, Figure, Layout, Reference, Table
 
-__all__ = ["Point", "View", "aggregate", "curves_table", "draw", "points", "reference_value",
-           "repeats", "run_stats"]
+__all__ = ["Point", "View", "aggregate", "curves_table", "draw", "points", "reference_value", "repeats", "run_stats"]
 
 
 @dataclass(frozen=True)
@@ -76,8 +75,9 @@ def aggregate(record, curve: Curve, x: str = "epoch") -> tuple[pd.DataFrame, boo
     spread over repeats) of ``curve`` on ``record``, by the curve's aggregation."""
     if curve.aggregate == "stats":
         s = run_stats(record)
-        frame = pd.DataFrame({"x": s[x], "runs": s["n_repeats"],
-                              **{k: s[f"{curve.column}_{k}"] for k in ("mean", "std", "min", "max")}})
+        frame = pd.DataFrame(
+            {"x": s[x], "runs": s["n_repeats"], **{k: s[f"{curve.column}_{k}"] for k in ("mean", "std", "min", "max")}}
+        )
         return frame, f"{curve.column}_min" in s and s["n_repeats"].iloc[0] > 1
     reps = repeats(record)
     if curve.column not in reps.columns:
@@ -99,8 +99,9 @@ def _marked(ref: Reference, view: dict, panel) -> Reference:
     """``ref`` with "(diagnostic)" in its label when it comes from a private run or its panel
     draws one: the line is fitted on the training rows such a run protects."""
     configs = {ref.config, *(c.config for c in panel.curves)}
-    private = any(p.record.manifest.released.private
-                  for c in configs for p in view.get(c, ()) if hasattr(p.record, "manifest"))
+    private = any(
+        p.record.manifest.released.private for c in configs for p in view.get(c, ()) if hasattr(p.record, "manifest")
+    )
     return replace(ref, label=f"{ref.label} (diagnostic)") if private else ref
 
 
@@ -147,8 +148,7 @@ def _series(curve: Curve, view: dict, runs: dict, panel, fields_of) -> list[Seri
     for p in points(view, curve.config, curve.where):
         frame, spread = aggregate(p.record, curve, panel.x)
         color = colors[p.values[curve.color.partition(":")[2]]] if colors else curve.color
-        out.append(Series(curve, frame, fill(curve.label, fields_of(p)), color, spread, p,
-                          panel.name, x=panel.x))
+        out.append(Series(curve, frame, fill(curve.label, fields_of(p)), color, spread, p, panel.name, x=panel.x))
     return out
 
 
@@ -162,13 +162,15 @@ def _hook(hooks, name: str | None):
 
 def _runs_field(series: list[Series], runs: dict) -> str:
     counts = {int(s.frame["runs"].iloc[0]) for s in series} or {
-        int(p.record.config.get("run", {}).get("repeats", 1)) for pts in runs.values() for p in pts
-        if isinstance(getattr(p.record, "config", None), dict)}
+        int(p.record.config.get("run", {}).get("repeats", 1))
+        for pts in runs.values()
+        for p in pts
+        if isinstance(getattr(p.record, "config", None), dict)
+    }
     return "/".join(map(str, sorted(counts)))
 
 
-def _layout(layout: Layout, runs: dict, hooks, out: Path, figure_fields: dict, drawn: list,
-            save) -> list[Path]:
+def _layout(layout: Layout, runs: dict, hooks, out: Path, figure_fields: dict, drawn: list, save) -> list[Path]:
     extra = _hook(hooks, layout.fields)
 
     def fields_of(p: Point) -> dict:
@@ -178,23 +180,24 @@ def _layout(layout: Layout, runs: dict, hooks, out: Path, figure_fields: dict, d
     for value in facets:
         view = _facet_runs(runs, layout.facet, value)
         for panel in layout.panels:
-            fields = {**figure_fields, **_dataset(view, panel.configs or view),
-                      **({layout.facet: value} if layout.facet else {})}
+            fields = {
+                **figure_fields,
+                **_dataset(view, panel.configs or view),
+                **({layout.facet: value} if layout.facet else {}),
+            }
             if extra and layout.facet and value is not None:
-                first = next((p.record for pts in view.values() for p in pts
-                              if p.values.get(layout.facet) == value), None)
+                first = next(
+                    (p.record for pts in view.values() for p in pts if p.values.get(layout.facet) == value), None
+                )
                 fields.update(extra({layout.facet: value}, first))
             # a panel drawn by the paper's function hands it its curves instead
-            series = [] if panel.draw else [s for c in panel.curves
-                                            for s in _series(c, view, runs, panel, fields_of)]
+            series = [] if panel.draw else [s for c in panel.curves for s in _series(c, view, runs, panel, fields_of)]
             for s in series:
                 s.facet = value if layout.facet in s.point.values else None
             fields["curves"] = [fields_of(s.point) for s in series]
-            refs = [(_marked(r, view, panel), reference_value(view, r))
-                    for r in panel.references]
+            refs = [(_marked(r, view, panel), reference_value(view, r)) for r in panel.references]
             figure_fields.update({f"{r.key}_{r.metric}": v for r, v in refs})
-            d = DrawnPanel(panel, fields, series, refs, _hook(hooks, panel.draw),
-                           View(view, fields))
+            d = DrawnPanel(panel, fields, series, refs, _hook(hooks, panel.draw), View(view, fields))
             d.ylim = _hook(hooks, panel.ylim)(d) if panel.ylim else None
             panels.append(d)
             for s in series:
@@ -208,14 +211,16 @@ def _layout(layout: Layout, runs: dict, hooks, out: Path, figure_fields: dict, d
 def curves_table(drawn: list[Series]) -> pd.DataFrame:
     """Per drawn curve and x (named as its panel's): its panel, label, config, column, mean,
     min, max and runs."""
-    frames = [s.frame.rename(columns={"x": s.x}).assign(
-        panel=s.panel, curve=s.label, config=s.curve.config, column=s.curve.column)
-        for s in drawn]
+    frames = [
+        s.frame.rename(columns={"x": s.x}).assign(
+            panel=s.panel, curve=s.label, config=s.curve.config, column=s.curve.column
+        )
+        for s in drawn
+    ]
     return pd.concat(frames, ignore_index=True)
 
 
-def _table(table: Table, runs: dict, drawn: dict, hooks, out: Path, fields: dict,
-           echo) -> Path | None:
+def _table(table: Table, runs: dict, drawn: dict, hooks, out: Path, fields: dict, echo) -> Path | None:
     drawn = [s for file, series in drawn.items() if table.layout in ("", file) for s in series]
     if table.rows == "curves":
         frame = curves_table(drawn)
@@ -229,12 +234,12 @@ def _table(table: Table, runs: dict, drawn: dict, hooks, out: Path, fields: dict
             return None
     if table.columns:
         frame = frame[list(table.columns)]
-    return write_table(frame, out / table.file, [fill(h, fields) for h in table.header],
-                       table.wrap)
+    return write_table(frame, out / table.file, [fill(h, fields) for h in table.header], table.wrap)
 
 
-def draw(figure: Figure, runs: dict, out: Path, hooks, *, echo=print, save=save_figure,
-         **context) -> tuple[list[Path], list[Path]]:
+def draw(
+    figure: Figure, runs: dict, out: Path, hooks, *, echo=print, save=save_figure, **context
+) -> tuple[list[Path], list[Path]]:
     """Draw ``figure`` from ``runs`` into ``out``: (the figure files, the CSVs written).
 
     ``hooks``: the paper's figure module, where the functions its
@@ -246,8 +251,7 @@ def draw(figure: Figure, runs: dict, out: Path, hooks, *, echo=print, save=save_
         return _hook(hooks, figure.draw)(figure, runs, Path(out), echo, **context), []
     figures, tables, drawn, fields = [], [], {}, {"figure": figure.name}
     for layout in figure.layouts:
-        figures += _layout(layout, runs, hooks, Path(out), fields,
-                           drawn.setdefault(layout.file, []), save)
+        figures += _layout(layout, runs, hooks, Path(out), fields, drawn.setdefault(layout.file, []), save)
     for table in figure.tables:
         path = _table(table, runs, drawn, hooks, Path(out), fields, echo)
         tables += [path] if path else []

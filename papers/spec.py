@@ -23,8 +23,7 @@ from pathlib import Path
 
 from vfl.core.errors import ConfigError
 
-__all__ = ["AGGREGATIONS", "Curve", "Figure", "Layout", "Legend", "Panel", "Paper", "Reference",
-           "Table"]
+__all__ = ["AGGREGATIONS", "Curve", "Figure", "Layout", "Legend", "Panel", "Paper", "Reference", "Table"]
 
 #: how a curve makes its points from its runs (:mod:`vfl.papers.engine` computes the first
 #: two): ``mean``: per x, the mean over the run's repeats, with their min and max (the band);
@@ -68,8 +67,9 @@ class Curve:
     def __post_init__(self):
         object.__setattr__(self, "where", _pairs(self.where))
         if self.aggregate not in AGGREGATIONS:
-            raise ValueError(f"curve {self.label!r}: aggregation {self.aggregate!r} is not one "
-                             f"of {', '.join(AGGREGATIONS)}")
+            raise ValueError(
+                f"curve {self.label!r}: aggregation {self.aggregate!r} is not one of {', '.join(AGGREGATIONS)}"
+            )
 
 
 @dataclass(frozen=True)
@@ -177,8 +177,7 @@ class Layout:
         names = [p.name for p in self.panels]
         if len(set(names)) != len(names):
             raise ValueError(f"{self.file}: a panel name is declared twice: {names}")
-        if not self.facet and (not self.rows or len(self.panels) % self.rows) \
-                and not self.columns:
+        if not self.facet and (not self.rows or len(self.panels) % self.rows) and not self.columns:
             raise ValueError(f"{self.file}: {len(self.panels)} panels do not fill {self.rows} rows")
 
 
@@ -226,20 +225,24 @@ class Figure:
             for panel in layout.panels:
                 unknown = sorted(panel.configs - set(self.configs))
                 if unknown:
-                    raise ValueError(f"figure {self.name}, panel {panel.name!r} of {layout.file}: "
-                                     f"config {unknown[0]!r} is not one the figure lists "
-                                     f"({', '.join(self.configs) or 'none'})")
+                    raise ValueError(
+                        f"figure {self.name}, panel {panel.name!r} of {layout.file}: "
+                        f"config {unknown[0]!r} is not one the figure lists "
+                        f"({', '.join(self.configs) or 'none'})"
+                    )
         for table in self.tables:
             unknown = sorted(set(table.configs) - set(self.configs))
             if unknown:
-                raise ValueError(f"figure {self.name}, table {table.file}: config {unknown[0]!r} "
-                                 f"is not one the figure lists ({', '.join(self.configs)})")
+                raise ValueError(
+                    f"figure {self.name}, table {table.file}: config {unknown[0]!r} "
+                    f"is not one the figure lists ({', '.join(self.configs)})"
+                )
             if table.layout and table.layout not in {lay.file for lay in self.layouts}:
-                raise ValueError(f"figure {self.name}, table {table.file}: no layout "
-                                 f"{table.layout!r} to read the curves of")
+                raise ValueError(
+                    f"figure {self.name}, table {table.file}: no layout {table.layout!r} to read the curves of"
+                )
             if table.rows == "metrics" and len(table.configs) != 1:
-                raise ValueError(f"figure {self.name}, table {table.file}: a copy of metrics.csv "
-                                 "reads one config")
+                raise ValueError(f"figure {self.name}, table {table.file}: a copy of metrics.csv reads one config")
         files = [t.file for t in self.tables] + [f"{lay.file}.png" for lay in self.layouts]
         if len(set(files)) != len(files):
             raise ValueError(f"figure {self.name}: an output file is declared twice: {files}")
@@ -295,8 +298,7 @@ class Paper:
         for f in self.figures:
             if f.name == name:
                 return f
-        raise ConfigError(f"{self.key} has no figure {name!r}; its figures: "
-                          f"{', '.join(self.names)}, all")
+        raise ConfigError(f"{self.key} has no figure {name!r}; its figures: {', '.join(self.names)}, all")
 
     def chosen(self, which: str) -> tuple[Figure, ...]:
         """The figures ``which`` names: one, or all of them for ``"all"``."""
@@ -306,8 +308,9 @@ class Paper:
         """The configs ``which`` (a figure or "all") reads, each once."""
         return sorted({c for f in self.chosen(which) for c in f.configs})
 
-    def draw(self, which: str, out: Path, configs: Path | None = None, *, data_dir=None,
-             jobs: int = 2, echo=print) -> list[Path]:
+    def draw(
+        self, which: str, out: Path, configs: Path | None = None, *, data_dir=None, jobs: int = 2, echo=print
+    ) -> list[Path]:
         """Run what ``which`` needs and draw it into ``out``; the files written.
 
         ``configs``: a directory holding edited copies of the configs, instead

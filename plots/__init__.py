@@ -20,8 +20,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from vfl.experiments.records import RunRecord  # noqa: E402
 
-__all__ = ["dataset_title", "draw_noise_sweep", "draw_run", "plot_runs", "plot_sweep_curves",
-           "plot_sweep_final", "save_figure", "STYLE", "VECTOR_SUFFIX"]
+__all__ = [
+    "dataset_title",
+    "draw_noise_sweep",
+    "draw_run",
+    "plot_runs",
+    "plot_sweep_curves",
+    "plot_sweep_final",
+    "save_figure",
+    "STYLE",
+    "VECTOR_SUFFIX",
+]
 
 # Readable at a single paper column (3.3 in) and on screen.
 STYLE = {
@@ -85,17 +94,22 @@ def _check_options(runs, left: str, *, suboptimality: bool, log: bool, metrics) 
     from vfl.core.errors import ConfigError
 
     if suboptimality and metrics:
-        raise ConfigError("--suboptimality has no effect with --metrics: name the column there "
-                          "(e.g. --metrics suboptimality,test_logloss)")
+        raise ConfigError(
+            "--suboptimality has no effect with --metrics: name the column there "
+            "(e.g. --metrics suboptimality,test_logloss)"
+        )
     if suboptimality and left != "suboptimality":
-        raise ConfigError("--suboptimality needs a suboptimality column in every run's "
-                          f"metrics.csv; without one the left panel would show {left}")
+        raise ConfigError(
+            "--suboptimality needs a suboptimality column in every run's "
+            f"metrics.csv; without one the left panel would show {left}"
+        )
     if suboptimality and all(r.metrics["suboptimality"].isna().all() for r in runs):
-        raise ConfigError("--suboptimality needs F*: the runs computed no central optimum "
-                          "(run.baselines = 'none')")
+        raise ConfigError("--suboptimality needs F*: the runs computed no central optimum (run.baselines = 'none')")
     if log and left != "objective":
-        raise ConfigError(f"--log applies to an objective panel; the left panel is {left}"
-                          + (" (always on a log scale)" if left == "suboptimality" else ""))
+        raise ConfigError(
+            f"--log applies to an objective panel; the left panel is {left}"
+            + (" (always on a log scale)" if left == "suboptimality" else "")
+        )
 
 
 def _band(ax, run: RunRecord, xcol: str, metric: str, color) -> None:
@@ -120,11 +134,9 @@ def _references(runs, metric: str) -> list[tuple[float, str, str]]:
                 for k, v in rep.items():
                     if isinstance(v, dict) and "label" in v and isinstance(v.get(metric), (int, float)):
                         entries.setdefault(k, {**v, "values": []})["values"].append(v[metric])
-            b = {k: {**v, metric: float(sum(v["values"]) / len(v["values"]))}
-                 for k, v in entries.items()}
+            b = {k: {**v, metric: float(sum(v["values"]) / len(v["values"]))} for k, v in entries.items()}
         for key, entry in b.items():
-            if not isinstance(entry, dict) or "label" not in entry \
-                    or not isinstance(entry.get(metric), (int, float)):
+            if not isinstance(entry, dict) or "label" not in entry or not isinstance(entry.get(metric), (int, float)):
                 continue
             if metric == "objective" and key != "central":
                 continue  # other references minimize other objectives
@@ -150,13 +162,18 @@ def _reference_color(style) -> str:
 def _legend_below(ax, ncol: int = 1, **kw) -> None:
     """The legend under the axes, never over a curve or a reference line."""
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, frameon=False,
-                  **kw)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, frameon=False, **kw)
 
 
-def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False, x: str = "epoch",
-              log: bool = False, labels: list[str] | None = None,
-              metrics: tuple[str, str] | None = None):
+def plot_runs(
+    runs: list[RunRecord],
+    *,
+    suboptimality: bool = False,
+    x: str = "epoch",
+    log: bool = False,
+    labels: list[str] | None = None,
+    metrics: tuple[str, str] | None = None,
+):
     """Return a figure of two panels, several runs overlaid with their reference lines.
 
     Left: the training objective (or ``suboptimality``; for solvers without an
@@ -201,14 +218,19 @@ def plot_runs(runs: list[RunRecord], *, suboptimality: bool = False, x: str = "e
             axes[0].set_yscale("log")
         title = ", ".join(sorted({dataset_title(r.manifest) for r in runs}))
         for ax, metric in zip(axes, (left, right)):
-            ax.set_title(f"{title}: {_METRIC_LABEL.get(metric, metric).split(' (')[0]}"
-                         + (" (diagnostic)" if _diagnostic(runs, metric) else ""))
+            ax.set_title(
+                f"{title}: {_METRIC_LABEL.get(metric, metric).split(' (')[0]}"
+                + (" (diagnostic)" if _diagnostic(runs, metric) else "")
+            )
         if right == "test_logloss":
             # every curve (and band) and every reference inside the axes
             values = [v for r in runs for v in r.metrics["test_logloss"].dropna()]
-            values += [v for r in runs if r.repeats is not None
-                       and "test_logloss" in r.repeats.columns
-                       for v in r.repeats["test_logloss"].dropna()]
+            values += [
+                v
+                for r in runs
+                if r.repeats is not None and "test_logloss" in r.repeats.columns
+                for v in r.repeats["test_logloss"].dropna()
+            ]
             refs = [v for v, _, _ in _references(runs, "test_logloss")]
             lo, hi = min(values + refs), max(values + refs)
             pad = max(0.01, 0.08 * (hi - lo))
@@ -231,8 +253,11 @@ def _diagnostic(runs: list[RunRecord], metric: str) -> bool:
 def released_metrics(record: RunRecord) -> tuple[str, str] | None:
     """Two released columns to draw for a release-only run, or None."""
     kinds = record.manifest.released.columns
-    have = [c for c in ("test_logloss", "test_accuracy", "epsilon_tight")
-            if kinds.get(c) == "released" and c in record.metrics.columns]
+    have = [
+        c
+        for c in ("test_logloss", "test_accuracy", "epsilon_tight")
+        if kinds.get(c) == "released" and c in record.metrics.columns
+    ]
     return (have[0], have[1]) if len(have) >= 2 else None
 
 
@@ -249,8 +274,12 @@ VECTOR_SUFFIX: str | None = ".pdf"
 
 #: no timestamp in a figure file: the same figure is the same bytes (a release-only run's
 #: figure is a released value, compared bit for bit)
-_NO_DATE = {".pdf": {"CreationDate": None}, ".svg": {"Date": None}, ".ps": {"CreationDate": None},
-            ".eps": {"CreationDate": None}}
+_NO_DATE = {
+    ".pdf": {"CreationDate": None},
+    ".svg": {"Date": None},
+    ".ps": {"CreationDate": None},
+    ".eps": {"CreationDate": None},
+}
 
 
 def save_figure(fig, path: Path) -> list[Path]:
@@ -272,9 +301,14 @@ def save_figure(fig, path: Path) -> list[Path]:
 def draw_run(result, path: Path, *, release_only: bool = False) -> list[Path]:
     """``vfl run``'s figure of a finished run (``loss.png`` and its PDF). A release-only run
     draws only its released metrics, and nothing when it releases no metric to draw."""
-    record = RunRecord(path=Path(path).parent, config=result.config.to_dict(),
-                       manifest=result.manifest, metrics=result.metrics,
-                       baselines=result.baselines, repeats=result.repeats)
+    record = RunRecord(
+        path=Path(path).parent,
+        config=result.config.to_dict(),
+        manifest=result.manifest,
+        metrics=result.metrics,
+        baselines=result.baselines,
+        repeats=result.repeats,
+    )
     if not release_only:
         return save_figure(plot_runs([record]), path)
     pair = released_metrics(record)
@@ -292,11 +326,13 @@ def draw_noise_sweep(first_run: Path, out: Path, agg, final, param: str) -> list
     baselines = json.loads((Path(out) / "baselines.json").read_text())
     title = dataset_title(manifest)
     what = "under noise" if param == "sigma" else "vs target epsilon"
-    written = save_figure(plot_sweep_curves(agg, baselines, f"{title}: test loss {what}"),
-                          Path(out) / "sweep_curves.png")
-    written += save_figure(plot_sweep_final(final, baselines, f"{title}: final test loss",
-                                            method=manifest.solver.title),
-                           Path(out) / "sweep_final.png")
+    written = save_figure(
+        plot_sweep_curves(agg, baselines, f"{title}: test loss {what}"), Path(out) / "sweep_curves.png"
+    )
+    written += save_figure(
+        plot_sweep_final(final, baselines, f"{title}: final test loss", method=manifest.solver.title),
+        Path(out) / "sweep_final.png",
+    )
     return written
 
 
@@ -328,8 +364,13 @@ def _level_colors(levels):
 def _reference_lines(ax, baselines):
     for name, label, ls in _REFERENCE:
         if name in baselines:  # a private run's label says "(diagnostic)"
-            ax.axhline(baselines[name]["test_logloss"], color=_reference_color(ls),
-                       lw=0.9, ls=ls, label=baselines[name].get("label", label))
+            ax.axhline(
+                baselines[name]["test_logloss"],
+                color=_reference_color(ls),
+                lw=0.9,
+                ls=ls,
+                label=baselines[name].get("label", label),
+            )
 
 
 def _loss_scale(ax, values, baselines, spread=None):
@@ -339,8 +380,7 @@ def _loss_scale(ax, values, baselines, spread=None):
     import numpy as np
 
     values = np.asarray(values, dtype=float)
-    spread = np.zeros_like(values) if spread is None else np.nan_to_num(
-        np.asarray(spread, dtype=float))
+    spread = np.zeros_like(values) if spread is None else np.nan_to_num(np.asarray(spread, dtype=float))
     refs = [baselines[n]["test_logloss"] for n, _, _ in _REFERENCE if n in baselines]
     lo = min([float(np.nanmin(values - spread)), *refs])
     hi = max([float(np.nanmax(values + spread)), *refs])
@@ -395,14 +435,19 @@ def plot_sweep_final(final, baselines: dict, title: str, *, method: str, ax=None
     with plt.rc_context(STYLE):
         ax = _panel(ax)
         noisy = final[final[param] > 0].sort_values(param)
-        ax.errorbar(noisy[param], noisy["test_logloss_mean"], yerr=noisy["test_logloss_std"].fillna(0.0),
-                    marker="o", ms=3.5, capsize=2, color="C0",
-                    label=f"{method}, noisy shares" if param == "sigma"
-                    else f"{method}, calibrated noise")
+        ax.errorbar(
+            noisy[param],
+            noisy["test_logloss_mean"],
+            yerr=noisy["test_logloss_std"].fillna(0.0),
+            marker="o",
+            ms=3.5,
+            capsize=2,
+            color="C0",
+            label=f"{method}, noisy shares" if param == "sigma" else f"{method}, calibrated noise",
+        )
         clean = final[final[param] == 0]
         if len(clean):
-            ax.axhline(clean["test_logloss_mean"].iloc[0], color="C0", lw=0.9, ls="-.",
-                       label=f"{method}, no noise")
+            ax.axhline(clean["test_logloss_mean"].iloc[0], color="C0", lw=0.9, ls="-.", label=f"{method}, no noise")
         _reference_lines(ax, baselines)
         _loss_scale(ax, final["test_logloss_mean"], baselines, final["test_logloss_std"])
         _level_axis(ax, noisy[param])
@@ -422,14 +467,19 @@ def plot_noise_forms(finals: dict, baselines: dict, title: str, *, ax=None):
         ax = _panel(ax)
         for (label, final), marker in zip(finals.items(), "osD^v"):
             noisy = final[final["sigma"] > 0].sort_values("sigma")
-            ax.errorbar(noisy["sigma"], noisy["test_logloss_mean"],
-                        yerr=noisy["test_logloss_std"].fillna(0.0), marker=marker, ms=3.5,
-                        capsize=2, label=label)
+            ax.errorbar(
+                noisy["sigma"],
+                noisy["test_logloss_mean"],
+                yerr=noisy["test_logloss_std"].fillna(0.0),
+                marker=marker,
+                ms=3.5,
+                capsize=2,
+                label=label,
+            )
         clean = next(iter(finals.values()))
         clean = clean[clean["sigma"] == 0]
         if len(clean):
-            ax.axhline(clean["test_logloss_mean"].iloc[0], color="C0", lw=0.9, ls="-.",
-                       label="no noise")
+            ax.axhline(clean["test_logloss_mean"].iloc[0], color="C0", lw=0.9, ls="-.", label="no noise")
         _reference_lines(ax, baselines)
         _level_axis(ax, sorted({s for f in finals.values() for s in f["sigma"] if s > 0}))
         ax.set_yscale("log")
@@ -446,8 +496,7 @@ def plot_privacy(run: RunRecord):
     spent = p.spent
     m = run.metrics[run.metrics["epoch"] > 0]  # nothing is spent at iteration 0 (log axis)
     it = run.manifest.iteration_name
-    series = [("epsilon_tight", "C0", "-",
-               f"guarantee: {spent.tight_accountant}, delta = {spent.delta_tight:g}")]
+    series = [("epsilon_tight", "C0", "-", f"guarantee: {spent.tight_accountant}, delta = {spent.delta_tight:g}")]
     if m.get("epsilon_paper") is not None and m["epsilon_paper"].notna().any():
         series.append(("epsilon_paper", "C3", "--", "the paper's claim (not a guarantee)"))
     for name in spent.other_claims:
@@ -477,8 +526,7 @@ def plot_audit(report):
     cols = min(n, 2)
     rows = (n + cols - 1) // cols
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.7 * rows), squeeze=False,
-                                 constrained_layout=True)
+        fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.7 * rows), squeeze=False, constrained_layout=True)
         for ax, pair in zip(axes.ravel(), report.pairs):
             L = pair.losses_P
             lo, hi = float(np.min(L)), float(np.max(L))
@@ -487,15 +535,19 @@ def plot_audit(report):
                 lo, hi = min(lo, mu**2 / 2 - 3 * mu), max(hi, mu**2 / 2 + 3 * mu)
             span = hi - lo or 1.0
             bins = np.linspace(lo - 0.05 * span, hi + 0.05 * span, 40)
-            ax.hist(L, bins=bins, density=True, color="C0", alpha=0.6,
-                    label=f"sampled loss (K = {L.size})")
+            ax.hist(L, bins=bins, density=True, color="C0", alpha=0.6, label=f"sampled loss (K = {L.size})")
             grid = np.linspace(bins[0], bins[-1], 400)
             drawn = set()
             for claim, mu in report.gaussian_mu.items():
                 if mu > 0 and mu not in drawn:  # (the guarantee and its profile: one curve)
                     drawn.add(mu)
-                    ax.plot(grid, stats.norm.pdf(grid, mu**2 / 2, mu), color="black", lw=1,
-                            label=f"claimed Gaussian ({claim})")
+                    ax.plot(
+                        grid,
+                        stats.norm.pdf(grid, mu**2 / 2, mu),
+                        color="black",
+                        lw=1,
+                        label=f"claimed Gaussian ({claim})",
+                    )
             for claim, r in pair.verdicts.items():
                 label = f"{claim}: eps = {r.epsilon:.3g}, {r.verdict}"
                 color = "C3" if r.refuted else "C2"
@@ -530,32 +582,53 @@ def plot_audit_table(table):
 
     configs = list(dict.fromkeys(table["config"]))
     y = {c: i for i, c in enumerate(configs)}
-    positive = table.loc[table["epsilon"] > 0, "epsilon"].tolist() + \
-        table.loc[table["epsilon_lower"] > 0, "epsilon_lower"].tolist()
+    positive = (
+        table.loc[table["epsilon"] > 0, "epsilon"].tolist()
+        + table.loc[table["epsilon_lower"] > 0, "epsilon_lower"].tolist()
+    )
     floor = min(positive) / 3.0 if positive else 1e-3
     with plt.rc_context(STYLE):
-        fig, (ax, bx) = plt.subplots(1, 2, figsize=(8.4, 0.42 * len(configs) + 1.8),
-                                     gridspec_kw={"width_ratios": [2.2, 1]}, sharey=True,
-                                     constrained_layout=True)
+        fig, (ax, bx) = plt.subplots(
+            1,
+            2,
+            figsize=(8.4, 0.42 * len(configs) + 1.8),
+            gridspec_kw={"width_ratios": [2.2, 1]},
+            sharey=True,
+            constrained_layout=True,
+        )
         claimed = table.drop_duplicates("config")
-        ax.scatter(np.maximum(claimed["epsilon"], floor), [y[c] for c in claimed["config"]],
-                   marker="D", color="black", s=22, zorder=3, label="claimed epsilon")
+        ax.scatter(
+            np.maximum(claimed["epsilon"], floor),
+            [y[c] for c in claimed["config"]],
+            marker="D",
+            color="black",
+            s=22,
+            zorder=3,
+            label="claimed epsilon",
+        )
         scales = sorted(table["noise_scale"].unique(), reverse=True)
         for scale in scales:
             part = table[table["noise_scale"] == scale]
             as_run = scale == 1.0
-            label = ("lower bound, noise as run" if as_run else
-                     f"lower bound, noise x {scale:g} (calibration)")
-            ax.scatter(np.maximum(part["epsilon_lower"], floor),
-                       [y[c] + (0.0 if as_run else 0.18) for c in part["config"]],
-                       marker="o" if as_run else "^", color="C0" if as_run else "C3", s=18,
-                       zorder=4, label=label)
+            label = "lower bound, noise as run" if as_run else f"lower bound, noise x {scale:g} (calibration)"
+            ax.scatter(
+                np.maximum(part["epsilon_lower"], floor),
+                [y[c] + (0.0 if as_run else 0.18) for c in part["config"]],
+                marker="o" if as_run else "^",
+                color="C0" if as_run else "C3",
+                s=18,
+                zorder=4,
+                label=label,
+            )
             for _, r in part.iterrows():
-                ax.annotate(r["verdict"] + (" (its profile)" if refuted_by_profile(r) else ""),
-                            (max(r["epsilon_lower"], floor),
-                                           y[r["config"]] + (0.0 if as_run else 0.18)),
-                            xytext=(4, -2), textcoords="offset points", fontsize=5.5,
-                            color="C0" if as_run else "C3")
+                ax.annotate(
+                    r["verdict"] + (" (its profile)" if refuted_by_profile(r) else ""),
+                    (max(r["epsilon_lower"], floor), y[r["config"]] + (0.0 if as_run else 0.18)),
+                    xytext=(4, -2),
+                    textcoords="offset points",
+                    fontsize=5.5,
+                    color="C0" if as_run else "C3",
+                )
         from matplotlib.ticker import FuncFormatter
 
         ax.set_xscale("log")
@@ -563,26 +636,27 @@ def plot_audit_table(table):
         lo, hi = ax.get_xlim()
         # the 2s and 5s between decades are labelled only where they do not crowd the axis
         sparse = math.log10(hi / lo) <= 4
-        ax.xaxis.set_minor_formatter(FuncFormatter(
-            lambda v, _: f"{v:g}" if sparse and f"{v:.0e}"[0] in "25" else ""))
+        ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if sparse and f"{v:.0e}"[0] in "25" else ""))
         ax.tick_params(axis="x", which="minor", labelsize=6)
-        ax.set_xlabel("epsilon at the claimed delta (log scale; a lower bound of 0 sits at "
-                      "the left edge)")
+        ax.set_xlabel("epsilon at the claimed delta (log scale; a lower bound of 0 sits at the left edge)")
         ax.set_yticks(range(len(configs)), configs, fontsize=7)
         ax.set_ylim(len(configs) - 0.5, -0.6)
         ax.set_title("audited guarantees: claim vs empirical lower bound", fontsize=9)
-        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=3,
-                   fontsize=6, frameon=False)
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=6, frameon=False)
         run = table[table["noise_scale"] == 1.0].drop_duplicates("config", keep="last")
         if run.empty:
             run = table.drop_duplicates("config", keep="last")
         ys = np.array([y[c] for c in run["config"]], dtype=float)
         values = run["exercised_over_charged"].astype(float)
-        bx.barh(ys - 0.15, values.fillna(0.0), color="C7", height=0.3,
-                label="exercised / charged sensitivity")
+        bx.barh(ys - 0.15, values.fillna(0.0), color="C7", height=0.3, label="exercised / charged sensitivity")
         tight = run["epsilon_ratio"].astype(float) if "epsilon_ratio" in run else values * np.nan
-        bx.barh(ys + 0.15, tight.fillna(0.0).clip(upper=1.05), color="C0", height=0.3,
-                label="lower bound / claimed epsilon, as run")
+        bx.barh(
+            ys + 0.15,
+            tight.fillna(0.0).clip(upper=1.05),
+            color="C0",
+            height=0.3,
+            label="lower bound / claimed epsilon, as run",
+        )
         for scale in scales:
             if scale != 1.0:
                 bx.axvline(scale, color="C3", lw=0.8, ls="--", label=f"S = {scale:g}")
@@ -598,8 +672,15 @@ def plot_privacy_costs(finals: dict, baselines: dict, title: str, *, ax=None):
         ax = _panel(ax)
         for (label, final), marker in zip(finals.items(), "osD^v"):
             f = final.sort_values("epsilon")
-            ax.errorbar(f["epsilon"], f["test_logloss_mean"], yerr=f["test_logloss_std"].fillna(0.0),
-                        marker=marker, ms=3.5, capsize=2, label=label)
+            ax.errorbar(
+                f["epsilon"],
+                f["test_logloss_mean"],
+                yerr=f["test_logloss_std"].fillna(0.0),
+                marker=marker,
+                ms=3.5,
+                capsize=2,
+                label=label,
+            )
         _reference_lines(ax, baselines)
         ax.set_yscale("log")
         _level_axis(ax, sorted({e for f in finals.values() for e in f["epsilon"]}))
@@ -620,11 +701,11 @@ def plot_grid_final(final, names: list[str], title: str):
     import numpy as np
 
     first, rest = names[0], names[1:]
-    metrics = [m for m in ("test_logloss", "test_accuracy", "epsilon_tight")
-               if f"{m}_mean" in final.columns][:2]
+    metrics = [m for m in ("test_logloss", "test_accuracy", "epsilon_tight") if f"{m}_mean" in final.columns][:2]
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics), 2.8),
-                                 squeeze=False, constrained_layout=True)
+        fig, axes = plt.subplots(
+            1, len(metrics), figsize=(3.6 * len(metrics), 2.8), squeeze=False, constrained_layout=True
+        )
         groups = final.groupby(rest) if rest else [((), final)]
         for key, g in groups:
             key = key if isinstance(key, tuple) else (key,)
@@ -633,8 +714,7 @@ def plot_grid_final(final, names: list[str], title: str):
             numeric = np.issubdtype(g[first].dtype, np.number)
             x = g[first] if numeric else np.arange(len(g))
             for ax, m in zip(axes[0], metrics):
-                ax.errorbar(x, g[f"{m}_mean"], yerr=g[f"{m}_std"].fillna(0.0), marker="o", ms=3,
-                            capsize=2, label=label)
+                ax.errorbar(x, g[f"{m}_mean"], yerr=g[f"{m}_std"].fillna(0.0), marker="o", ms=3, capsize=2, label=label)
                 if not numeric:
                     ax.set_xticks(x, g[first].astype(str))
         for ax, m in zip(axes[0], metrics):

@@ -73,8 +73,7 @@ class DrawnPanel:
 
 def _legend(target, spec, handles=None) -> None:
     kwargs = {"loc": spec.loc}
-    for key, value in (("fontsize", spec.fontsize), ("framealpha", spec.framealpha),
-                       ("bbox_to_anchor", spec.anchor)):
+    for key, value in (("fontsize", spec.fontsize), ("framealpha", spec.framealpha), ("bbox_to_anchor", spec.anchor)):
         if value is not None:
             kwargs[key] = value
     if spec.ncol != 1:
@@ -105,22 +104,28 @@ def _panel(ax, d: DrawnPanel, fields: dict) -> None:
     for s in d.series:
         _plot(ax, s, p.positive_x)
     for ref, value in d.references:
-        ax.axhline(value, color=ref.color, ls=ref.style, lw=ref.width,
-                   label=fill(ref.label, {**fields, "value": value}))
+        ax.axhline(
+            value, color=ref.color, ls=ref.style, lw=ref.width, label=fill(ref.label, {**fields, "value": value})
+        )
     if p.title:
         ax.set_title(fill(p.title, fields), **({"fontsize": p.title_size} if p.title_size else {}))
 
 
-def draw_layout(layout, panels: list[DrawnPanel], rows: int, path: Path, fields: dict,
-                save=save_figure) -> list[Path]:
+def draw_layout(layout, panels: list[DrawnPanel], rows: int, path: Path, fields: dict, save=save_figure) -> list[Path]:
     """Draw ``panels`` row-major on ``rows`` rows (and ``layout.columns``, when declared: a
     fixed grid whose extra axes stay empty) as ``layout`` declares; the files written."""
     cols = layout.columns or len(panels) // rows
     w, h = layout.size
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(rows, cols, figsize=(w, h + layout.row_height * rows),
-                                 sharex=layout.sharex, sharey=layout.sharey,
-                                 constrained_layout=True, squeeze=False)
+        fig, axes = plt.subplots(
+            rows,
+            cols,
+            figsize=(w, h + layout.row_height * rows),
+            sharex=layout.sharex,
+            sharey=layout.sharey,
+            constrained_layout=True,
+            squeeze=False,
+        )
         for i, ax in enumerate(axes.ravel()):
             d = panels[min(i, len(panels) - 1)]
             f = {**fields, **d.fields}
@@ -159,7 +164,7 @@ def write_table(frame: pd.DataFrame, path: Path, header=(), wrap: int = 0) -> Pa
     tmp = path.with_name(f".{path.name}.partial")
     with tmp.open("w") as fh:
         for line in header:
-            for part in (textwrap.wrap(line, wrap) if wrap else [line]):
+            for part in textwrap.wrap(line, wrap) if wrap else [line]:
                 fh.write(f"# {part}\n")
         frame.to_csv(fh, index=False, float_format="%.10g")
     os.replace(tmp, path)

@@ -43,19 +43,13 @@ def noise_multipliers(values: npt.ArrayLike) -> FloatArray:
     try:
         z = np.asarray(values, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(
-            f"noise_multipliers must be a sequence of numbers, got {values!r}"
-        ) from None
+        raise ValueError(f"noise_multipliers must be a sequence of numbers, got {values!r}") from None
     if z.ndim != 1 or z.size == 0:
-        raise ValueError(
-            f"noise_multipliers must be a non-empty 1-D sequence, got shape {z.shape}"
-        )
+        raise ValueError(f"noise_multipliers must be a non-empty 1-D sequence, got shape {z.shape}")
     bad = ~(np.isfinite(z) & (z > 0))
     if bad.any():
         k = int(np.argmax(bad))
-        raise ValueError(
-            f"noise_multipliers must all be finite and > 0, got {z[k]!r} at index {k}"
-        )
+        raise ValueError(f"noise_multipliers must all be finite and > 0, got {z[k]!r} at index {k}")
     return z
 
 

@@ -190,9 +190,7 @@ def _calibrated_multiplier(target: float, delta: float, T: int, accountant: str)
     return float(z)
 
 
-def epsilon_curve(
-    noise_multipliers: Sequence[float], delta: float, accountant: str = "pld"
-) -> np.ndarray:
+def epsilon_curve(noise_multipliers: Sequence[float], delta: float, accountant: str = "pld") -> np.ndarray:
     """Epsilon at ``delta`` after each prefix ``t = 1..T`` of the Gaussian steps.
 
     Each prefix is accounted as its exactly equivalent single Gaussian,
@@ -206,9 +204,7 @@ def epsilon_curve(
     delta = _checks.probability("delta", delta)
     _check_accountant(accountant)
     z_eff = np.cumsum(z**-2.0) ** -0.5
-    return np.array(
-        [_epsilon(dp_accounting.GaussianDpEvent(float(ze)), delta, accountant) for ze in z_eff]
-    )
+    return np.array([_epsilon(dp_accounting.GaussianDpEvent(float(ze)), delta, accountant) for ze in z_eff])
 
 
 # -------------------------------------------------------------- helpers --
@@ -240,8 +236,7 @@ def _epsilon(event: dp_accounting.DpEvent, delta: float, accountant: str) -> flo
         if hint > _PLD_MAX_EPSILON:
             return hint
     else:
-        hint = pld.PLDAccountant(value_discretization_interval=_PLD_COARSE_INTERVAL)\
-            .compose(event).get_epsilon(delta)
+        hint = pld.PLDAccountant(value_discretization_interval=_PLD_COARSE_INTERVAL).compose(event).get_epsilon(delta)
         if not np.isfinite(hint):
             return float(hint)
     acc = pld.PLDAccountant(value_discretization_interval=_pld_interval(event, hint))
@@ -280,5 +275,3 @@ def _gaussian_precision(event: dp_accounting.DpEvent) -> float | None:
         known = [p for p in parts if p is not None]
         return None if len(known) < len(parts) else float(sum(known))
     return None
-
-

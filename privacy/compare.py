@@ -20,8 +20,7 @@ from .accountant import calibrate_sigma, composed_gaussian_epsilon, epsilon_of, 
 from .moments import dp_admm_epsilon
 from .paper import corollary1, theorem1_epsilon, theorem1_sigma
 
-__all__ = ["ANALYSES", "ANALYSIS_LABELS", "epsilons_for_sigma", "report", "sigmas_for_epsilon",
-           "split_delta"]
+__all__ = ["ANALYSES", "ANALYSIS_LABELS", "epsilons_for_sigma", "report", "sigmas_for_epsilon", "split_delta"]
 
 ANALYSES = ("paper", "moments", "pld", "rdp", "exact")
 
@@ -40,8 +39,7 @@ def _check(delta: float, T: int, sensitivity: float) -> None:
         raise ValueError(f"sensitivity must be > 0, got {sensitivity!r}")
 
 
-def epsilons_for_sigma(sigma: float, sensitivity: float, T: int, delta: float
-                       ) -> dict[str, float | None]:
+def epsilons_for_sigma(sigma: float, sensitivity: float, T: int, delta: float) -> dict[str, float | None]:
     """Total epsilon of T epochs at total ``delta`` under every analysis.
 
     ``None`` where an analysis does not apply (Theorem 1 and the moments
@@ -63,8 +61,7 @@ def epsilons_for_sigma(sigma: float, sensitivity: float, T: int, delta: float
     }
 
 
-def sigmas_for_epsilon(epsilon: float, sensitivity: float, T: int, delta: float
-                       ) -> dict[str, float | None]:
+def sigmas_for_epsilon(epsilon: float, sensitivity: float, T: int, delta: float) -> dict[str, float | None]:
     """The sigma each analysis needs for total ``(epsilon, delta)`` over T epochs."""
     _check(delta, T, sensitivity)
     if not epsilon > 0:
@@ -76,14 +73,16 @@ def sigmas_for_epsilon(epsilon: float, sensitivity: float, T: int, delta: float
     def f(e: float) -> float:
         return corollary1(e, T, d_iter, d_prime)[0] - epsilon
 
-    out["paper"] = (theorem1_sigma(brentq(f, 1e-12, 1.0, xtol=1e-14), d_iter, sensitivity)
-                    if f(1.0) >= 0 >= f(1e-12) else None)
+    out["paper"] = (
+        theorem1_sigma(brentq(f, 1e-12, 1.0, xtol=1e-14), d_iter, sensitivity) if f(1.0) >= 0 >= f(1e-12) else None
+    )
 
     def g(e: float) -> float:
         return dp_admm_epsilon(e, delta, T) - epsilon
 
-    out["moments"] = (theorem1_sigma(brentq(g, 1e-12, 1.0, xtol=1e-14), delta, sensitivity)
-                      if g(1.0) >= 0 >= g(1e-12) else None)  # no root: below its reach
+    out["moments"] = (
+        theorem1_sigma(brentq(g, 1e-12, 1.0, xtol=1e-14), delta, sensitivity) if g(1.0) >= 0 >= g(1e-12) else None
+    )  # no root: below its reach
     out["pld"] = calibrate_sigma(epsilon, delta, T, sensitivity, accountant="pld")
     out["rdp"] = calibrate_sigma(epsilon, delta, T, sensitivity, accountant="rdp")
     # exact: T Gaussians with z compose to one with z / sqrt(T); invert in log z
@@ -119,8 +118,7 @@ def _finite(option: str, value: float | None, *, positive: bool = True) -> None:
 Z_RANGE = (1e-6, 1e10)
 
 
-def report(*, sigma: float | None, epsilon: float | None, sensitivity: float, epochs: int,
-           delta: float) -> list[str]:
+def report(*, sigma: float | None, epsilon: float | None, sensitivity: float, epochs: int, delta: float) -> list[str]:
     """``vfl privacy``'s lines: the epsilon of ``sigma``, or the sigma of ``epsilon``, under every
     analysis. A bad argument is a one-line ``ValueError`` naming its option."""
     from vfl.core.params import check_epsilon
@@ -133,19 +131,25 @@ def report(*, sigma: float | None, epsilon: float | None, sensitivity: float, ep
     _finite("--sigma", sigma)
     _finite("--sensitivity", sensitivity)
     if sigma is not None and not Z_RANGE[0] <= sigma / sensitivity <= Z_RANGE[1]:
-        raise ValueError(f"--sigma / --sensitivity = {sigma / sensitivity:g}: the noise multiplier "
-                         f"must be in [{Z_RANGE[0]:g}, {Z_RANGE[1]:g}] (beyond, the analyses "
-                         "overflow: nothing or everything is private)")
+        raise ValueError(
+            f"--sigma / --sensitivity = {sigma / sensitivity:g}: the noise multiplier "
+            f"must be in [{Z_RANGE[0]:g}, {Z_RANGE[1]:g}] (beyond, the analyses "
+            "overflow: nothing or everything is private)"
+        )
     try:
         if sigma is not None:
             values = epsilons_for_sigma(sigma, sensitivity, epochs, delta)
-            head = (f"sigma {sigma:g}, sensitivity {sensitivity:g} (z = {sigma / sensitivity:.4g}), "
-                    f"T = {epochs}, total delta {delta:g}: epsilon")
+            head = (
+                f"sigma {sigma:g}, sensitivity {sensitivity:g} (z = {sigma / sensitivity:.4g}), "
+                f"T = {epochs}, total delta {delta:g}: epsilon"
+            )
         else:
             assert epsilon is not None  # the CLI asks for exactly one of sigma and epsilon
             values = sigmas_for_epsilon(epsilon, sensitivity, epochs, delta)
-            head = (f"total (epsilon {epsilon:g}, delta {delta:g}) over T = {epochs}, "
-                    f"sensitivity {sensitivity:g}: sigma needed")
+            head = (
+                f"total (epsilon {epsilon:g}, delta {delta:g}) over T = {epochs}, "
+                f"sensitivity {sensitivity:g}: sigma needed"
+            )
     except (ValueError, OverflowError) as exc:
         raise ValueError(f"privacy: {' '.join(str(exc).split())}") from None
     lines = [head]

@@ -19,8 +19,7 @@ from .accountant import calibrate_sigma
 __all__ = ["label_guarantee", "label_sigma"]
 
 
-def label_sigma(epsilon: float, delta: float, releases: int, clip: float,
-                accountant: str = "pld") -> float:
+def label_sigma(epsilon: float, delta: float, releases: int, clip: float, accountant: str = "pld") -> float:
     """The noise per entry whose ``releases``-fold composition, each of l2 sensitivity
     ``2 clip``, is (epsilon, delta)-label-DP."""
     if not clip > 0:
@@ -28,8 +27,6 @@ def label_sigma(epsilon: float, delta: float, releases: int, clip: float,
     return calibrate_sigma(epsilon, delta, int(releases), 2.0 * clip, accountant)
 
 
-def label_guarantee(epsilon: float, delta: float, mechanism: str, enforced: dict[str, object]
-                    ) -> dict[str, object]:
+def label_guarantee(epsilon: float, delta: float, mechanism: str, enforced: dict[str, object]) -> dict[str, object]:
     """The manifest's ``label_guarantee``: the relation, its target and how it is enforced."""
-    return {**LABELS.describe(), "epsilon": epsilon, "delta": delta, "mechanism": mechanism,
-            "enforced": enforced}
+    return {**LABELS.describe(), "epsilon": epsilon, "delta": delta, "mechanism": mechanism, "enforced": enforced}

@@ -78,8 +78,7 @@ def _log_mass(r: FloatArray, omega: float | FloatArray, beta: float | FloatArray
         return np.where((r < 0) | (r > omega), outside, inside) - np.log(beta)
 
 
-def interval_log_mass(x: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike,
-                      beta: npt.ArrayLike) -> FloatArray:
+def interval_log_mass(x: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike, beta: npt.ArrayLike) -> FloatArray:
     """``log int_lo^hi e^{-beta |x - y|} dy`` elementwise (``-inf`` when ``hi == lo``)."""
     x, lo, hi, beta = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (x, lo, hi, beta)))
     if np.any(hi < lo):
@@ -89,8 +88,9 @@ def interval_log_mass(x: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike,
     return _log_mass(x - lo, hi - lo, beta)
 
 
-def realized_loss(x: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike, beta: npt.ArrayLike,
-                  T: npt.ArrayLike) -> float | FloatArray:
+def realized_loss(
+    x: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike, beta: npt.ArrayLike, T: npt.ArrayLike
+) -> float | FloatArray:
     """Theorem 2.2, eq. (10): per-coordinate privacy loss of the observed ``x``.
 
     ``x`` is a released coordinate ``x_i^{k+1}[l]``; its mean was uniform on
@@ -111,8 +111,7 @@ def realized_loss(x: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike, beta: 
     interval on one transcript, as the paper does, and is not a worst-case
     guarantee (that is ``beta T`` per coordinate).
     """
-    x, lo, hi, beta, T = np.broadcast_arrays(
-        *(np.asarray(v, dtype=float) for v in (x, lo, hi, beta, T)))
+    x, lo, hi, beta, T = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (x, lo, hi, beta, T)))
     if np.any(hi < lo):
         raise ValueError("realized_loss needs hi >= lo (order the interval endpoints)")
     if np.any(beta <= 0) or np.any(T < 0):
@@ -131,8 +130,7 @@ def realized_loss(x: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike, beta: 
     return out if out.ndim else float(out)
 
 
-def worst_case_cumulative(d: int, alpha: npt.ArrayLike, beta: npt.ArrayLike, B_inf: float
-                          ) -> FloatArray:
+def worst_case_cumulative(d: int, alpha: npt.ArrayLike, beta: npt.ArrayLike, B_inf: float) -> FloatArray:
     """Corollary of Theorem 2.2: ``cumsum_k d alpha_{k+1} beta_{k+1} B_inf``.
 
     ``alpha`` and ``beta`` are the per-iteration sequences (already indexed
@@ -145,8 +143,7 @@ def worst_case_cumulative(d: int, alpha: npt.ArrayLike, beta: npt.ArrayLike, B_i
 
 
 # ------------------------------------------------------------ Theorem 2.3 --
-def gamma_bound(omega: npt.ArrayLike, beta: npt.ArrayLike, aB: npt.ArrayLike
-                ) -> float | FloatArray:
+def gamma_bound(omega: npt.ArrayLike, beta: npt.ArrayLike, aB: npt.ArrayLike) -> float | FloatArray:
     """Theorem 2.3, eq. (11): the paper's bound on the amplification factor gamma.
 
     With ``a = alpha B_inf``, ``h = (omega - a)/2`` and ``b = beta``::
@@ -169,8 +166,7 @@ def gamma_bound(omega: npt.ArrayLike, beta: npt.ArrayLike, aB: npt.ArrayLike
     h = (omega - a) / 2
     e = np.exp
     I1 = (2 * h - (1 - e(-b * h)) / b - (e(-b * (omega - h)) - e(-b * omega)) / b) / (2 * omega)
-    I2 = (2 * h - (e(-b * a) - e(-b * (h + a))) / b
-          - (e(-b * (omega - a - h)) - e(-b * (omega - a))) / b) / (2 * omega)
+    I2 = (2 * h - (e(-b * a) - e(-b * (h + a))) / b - (e(-b * (omega - a - h)) - e(-b * (omega - a))) / b) / (2 * omega)
     out = np.log(e(a * b) * (1 - 2 * I1) + 2 * I2) / (a * b)
     return out if out.ndim else float(out)
 
@@ -194,15 +190,16 @@ def _gamma_exact_scalar(omega: float, beta: float, T: float) -> float:
 
     # Beyond [-T, omega + T] the loss is exactly beta T (pure Laplace tail).
     tails = 2 * beta * T * _tail_probability(omega, beta, T)
-    pts = sorted({-T, 0.0, T, (omega - T) / 2, omega / 2, (omega + T) / 2, omega - T, omega,
-                  omega + T})
-    middle = sum(float(integrate.quad(f, lo, hi, epsabs=1e-14, epsrel=1e-11, limit=200)[0])
-                 for lo, hi in zip(pts[:-1], pts[1:]) if hi > lo)
+    pts = sorted({-T, 0.0, T, (omega - T) / 2, omega / 2, (omega + T) / 2, omega - T, omega, omega + T})
+    middle = sum(
+        float(integrate.quad(f, lo, hi, epsabs=1e-14, epsrel=1e-11, limit=200)[0])
+        for lo, hi in zip(pts[:-1], pts[1:])
+        if hi > lo
+    )
     return (tails + middle) / (beta * T)
 
 
-def gamma_exact(omega: npt.ArrayLike, beta: npt.ArrayLike, aB: npt.ArrayLike
-                ) -> float | FloatArray:
+def gamma_exact(omega: npt.ArrayLike, beta: npt.ArrayLike, aB: npt.ArrayLike) -> float | FloatArray:
     """``E[Theta] / (alpha beta B_inf)``: the exact amplification factor, by quadrature.
 
     ``Theta(x)`` is :func:`realized_loss` for a mean uniform on
@@ -227,14 +224,19 @@ def _gamma_corrected_scalar(omega: float, beta: float, T: float) -> float:
 
     band_p = float(integrate.quad(dens, 0.0, h, epsabs=1e-14, epsrel=1e-11)[0])
     # In the edge band the largest ratio is e^{Theta(x)} (at t = +T; App. D uses t = -T).
-    band_r = float(integrate.quad(
-        lambda x: math.exp(float(realized_loss(x, 0.0, omega, beta, T))) * dens(x),
-        0.0, h, epsabs=1e-14, epsrel=1e-11)[0])
+    band_r = float(
+        integrate.quad(
+            lambda x: math.exp(float(realized_loss(x, 0.0, omega, beta, T))) * dens(x),
+            0.0,
+            h,
+            epsabs=1e-14,
+            epsrel=1e-11,
+        )[0]
+    )
     return math.log(math.exp(beta * T) * (1 - 2 * band_p) + 2 * band_r) / (beta * T)
 
 
-def gamma_bound_corrected(omega: npt.ArrayLike, beta: npt.ArrayLike, aB: npt.ArrayLike
-                          ) -> float | FloatArray:
+def gamma_bound_corrected(omega: npt.ArrayLike, beta: npt.ArrayLike, aB: npt.ArrayLike) -> float | FloatArray:
     """Eq. (11)'s Jensen bound with the maximizing ratio in the edge bands (a true bound).
 
     Same construction as App. D (``E[Theta] <= log E[e^Theta]``, the global
@@ -281,8 +283,7 @@ def advanced_composition(eps: npt.ArrayLike, delta: float, *, paper_form: bool =
     return min(float(np.sum(e)), second, third)
 
 
-def laplace_composition_epsilon(parameters: npt.ArrayLike, delta: float,
-                                accountant: str = "pld") -> float:
+def laplace_composition_epsilon(parameters: npt.ArrayLike, delta: float, accountant: str = "pld") -> float:
     """Tight epsilon at ``delta`` of composed Laplace mechanisms (dp-accounting).
 
     ``parameters[k] = (noise scale) / (l1 sensitivity)``; for the worst case of

@@ -35,19 +35,14 @@ __all__ = [
 ]
 
 #: The neighbouring relation every epsilon reported by ``vfl`` refers to.
-NEIGHBOURING = (
-    "datasets differing in one feature column of one party's block D_m "
-    "(Definition 2 of Hu et al.)"
-)
+NEIGHBOURING = "datasets differing in one feature column of one party's block D_m (Definition 2 of Hu et al.)"
 
 
 def _lemma1(d_m: int, rho: float, lam: float, n_parties: int, b1: float, c1: float) -> float:
     return 3.0 / (d_m * rho) * (lam * c1 + (1.0 + n_parties * rho) * b1)
 
 
-def lemma1_sensitivity(
-    d_m: int, rho: float, lam: float, n_parties: int, b1: float, c1: float = 2.0
-) -> float:
+def lemma1_sensitivity(d_m: int, rho: float, lam: float, n_parties: int, b1: float, c1: float = 2.0) -> float:
     """Lemma 1: the l2 sensitivity bound ``C`` of ``D_m x_m^{t+1}``.
 
     ``C = 3 / (d_m rho) * [lam c1 + (1 + M rho) b1]``.
@@ -81,10 +76,7 @@ def lemma1_sensitivity(
 def _epsilon_in_theorem1_range(epsilon: object) -> float:
     eps = _checks._real("epsilon", epsilon)
     if not 0.0 < eps <= 1.0:
-        raise ValueError(
-            f"epsilon must be in (0, 1]: Theorem 1 holds only for epsilon in (0, 1], "
-            f"got {epsilon!r}"
-        )
+        raise ValueError(f"epsilon must be in (0, 1]: Theorem 1 holds only for epsilon in (0, 1], got {epsilon!r}")
     return eps
 
 
@@ -116,9 +108,7 @@ def theorem1_epsilon(sigma: float, delta: float, sensitivity: float) -> float:
     return math.sqrt(2.0 * math.log(1.25 / delta)) * C / sigma
 
 
-def corollary1(
-    epsilon: float, T: int, delta: float, delta_prime: float
-) -> tuple[float, float]:
+def corollary1(epsilon: float, T: int, delta: float, delta_prime: float) -> tuple[float, float]:
     """Corollary 1 (advanced composition): the guarantee after ``T`` iterations.
 
     Returns ``(eps', T delta + delta')`` with, eq. (11),

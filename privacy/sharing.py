@@ -29,10 +29,14 @@ __all__ = ["NEIGHBOURS", "column_sensitivity", "row_gradient_gap", "row_sensitiv
 
 #: The neighbouring relations of ADMM sharing's accounting mode.
 NEIGHBOURS = {
-    "column": ("datasets differing in one feature column of one party's block D_m "
-               "(Definition 2 of Hu et al.); rows of every block have unit l2 norm"),
-    "row": ("datasets differing in one sample's feature vector in one party's block D_m "
-            "(one row of D_m replaced by another unit-norm row); labels are not protected"),
+    "column": (
+        "datasets differing in one feature column of one party's block D_m "
+        "(Definition 2 of Hu et al.); rows of every block have unit l2 norm"
+    ),
+    "row": (
+        "datasets differing in one sample's feature vector in one party's block D_m "
+        "(one row of D_m replaced by another unit-norm row); labels are not protected"
+    ),
 }
 
 

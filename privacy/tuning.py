@@ -72,7 +72,7 @@ def tuning_rdp(orders: npt.ArrayLike, mu: float, eta: float, gamma: float) -> Fl
     log_inv_gamma = math.log(1.0 / gamma)
     # min over lam^ >= 1 of (lam^ - 1) mu^2 / 2 + log(1/gamma) / lam^
     hat = max(1.0, math.sqrt(2.0 * log_inv_gamma) / mu) if mu > 0 else math.inf
-    inner = log_inv_gamma if hat == 1.0 else (
-        0.0 if math.isinf(hat) else (hat - 1.0) * mu**2 / 2.0 + log_inv_gamma / hat)
-    return (lam * mu**2 / 2.0 + (1.0 + eta) * inner
-            + math.log(expected_trials(eta, gamma)) / (lam - 1.0))
+    inner = (
+        log_inv_gamma if hat == 1.0 else (0.0 if math.isinf(hat) else (hat - 1.0) * mu**2 / 2.0 + log_inv_gamma / hat)
+    )
+    return lam * mu**2 / 2.0 + (1.0 + eta) * inner + math.log(expected_trials(eta, gamma)) / (lam - 1.0)

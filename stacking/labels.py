@@ -71,10 +71,14 @@ def base_rate_logit(y_noisy, q: float) -> float:
 def guarantee(label_epsilon: float) -> dict:
     """The manifest's ``label_guarantee`` of randomized response at ``label_epsilon``."""
     eps, q = rr_epsilon(label_epsilon)[1], flip_rate(label_epsilon)
-    return {**LABELS.describe(), "epsilon": eps, "delta": 0.0,
-            "mechanism": f"randomized response (Warner 1965): each label flipped with "
-                         f"probability q = 1 / (1 + e^eps) = {q:.6g}, one draw sent to every "
-                         "passive party (exact Bernoulli in deployment); the passive parties "
-                         "fit with the debiased loss of Natarajan et al. (2013), whose gradient "
-                         "bound 1 + q / (1 - 2q) enters the models' feature sensitivity",
-            "enforced": {"labels_in": [-1, 1], "one_release": True}}
+    return {
+        **LABELS.describe(),
+        "epsilon": eps,
+        "delta": 0.0,
+        "mechanism": f"randomized response (Warner 1965): each label flipped with "
+        f"probability q = 1 / (1 + e^eps) = {q:.6g}, one draw sent to every "
+        "passive party (exact Bernoulli in deployment); the passive parties "
+        "fit with the debiased loss of Natarajan et al. (2013), whose gradient "
+        "bound 1 + q / (1 - 2q) enters the models' feature sensitivity",
+        "enforced": {"labels_in": [-1, 1], "one_release": True},
+    }

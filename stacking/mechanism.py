@@ -133,8 +133,7 @@ def gdp_mu(epsilon: float, delta: float, accountant: str = "pld") -> float:
         raise ValueError(f"accountant must be 'pld' or 'rdp', got {accountant!r}")
 
     def gap(log_mu):
-        return math.log(composed_gaussian_epsilon([math.exp(-log_mu)], delta) + 1e-300) \
-            - math.log(epsilon)
+        return math.log(composed_gaussian_epsilon([math.exp(-log_mu)], delta) + 1e-300) - math.log(epsilon)
 
     lo, hi = -10.0, 1.0
     while gap(hi) < 0:
@@ -178,8 +177,9 @@ def _objective(Z, y, lam, center, offset, tilt=None):
     return fun, weights
 
 
-def fit_logistic(Z, y, lam, *, offset=0.0, center=None, gtol: float = GTOL,
-                 x0=None, max_iter: int = 100, tilt=None) -> tuple[np.ndarray, float]:
+def fit_logistic(
+    Z, y, lam, *, offset=0.0, center=None, gtol: float = GTOL, x0=None, max_iter: int = 100, tilt=None
+) -> tuple[np.ndarray, float]:
     """``argmin_w sum_i log(1 + exp(-y_i (offset_i + Z_i w))) + sum_j lam_j (w_j - center_j)^2``
     (``- tilt . w`` added when ``tilt`` is given: a linear term leaves the Hessian as is).
 
@@ -217,10 +217,10 @@ def fit_logistic(Z, y, lam, *, offset=0.0, center=None, gtol: float = GTOL,
             except np.linalg.LinAlgError:  # rounding in a nearly singular H
                 step = np.linalg.lstsq(H, g, rcond=None)[0]
         else:
-            op = spla.LinearOperator((d, d), dtype=float, matvec=lambda p, h=h: np.asarray(
-                Z.T @ (h * (Z @ p))).ravel() + 2.0 * lam * p)
-            step, _ = spla.cg(op, g, rtol=min(0.1, float(np.linalg.norm(g)) ** 0.5 / max(1.0, n)),
-                              maxiter=10 * d)
+            op = spla.LinearOperator(
+                (d, d), dtype=float, matvec=lambda p, h=h: np.asarray(Z.T @ (h * (Z @ p))).ravel() + 2.0 * lam * p
+            )
+            step, _ = spla.cg(op, g, rtol=min(0.1, float(np.linalg.norm(g)) ** 0.5 / max(1.0, n)), maxiter=10 * d)
         slope = float(g @ step)
         if slope <= 0:  # not a descent direction (CG breakdown): fall back on the gradient
             step, slope = g, float(g @ g)
@@ -238,8 +238,10 @@ def fit_logistic(Z, y, lam, *, offset=0.0, center=None, gtol: float = GTOL,
         w, f, g = w - t * step, f_new, g_new
     gnorm = float(np.linalg.norm(g))
     if not gnorm <= gtol:
-        raise ValueError(f"a logistic fit stopped at gradient norm {gnorm:.3g} > {gtol:g}; "
-                         "its sensitivity bound would not hold (raise the l2 weight)")
+        raise ValueError(
+            f"a logistic fit stopped at gradient norm {gnorm:.3g} > {gtol:g}; "
+            "its sensitivity bound would not hold (raise the l2 weight)"
+        )
     return w, gnorm
 
 
@@ -286,8 +288,7 @@ def sure_ridge(D1, anchor: np.ndarray, T: np.ndarray, tau: np.ndarray, *, grid: 
     Z = V.T @ (Dt.T @ T0)  # (r, K)
     rhos = np.r_[lam.max() * np.logspace(-10, 4, grid), np.inf]
     with np.errstate(divide="ignore", invalid="ignore"):
-        shrink = np.where(np.isinf(rhos)[:, None], 0.0,
-                          lam[None, :] / (lam[None, :] + rhos[:, None]))
+        shrink = np.where(np.isinf(rhos)[:, None], 0.0, lam[None, :] / (lam[None, :] + rhos[:, None]))
     # RSS(rho) = ||t0||^2 - sum_j z_j^2 (2 h_j - h_j^2) / lam_j with h_j = lam_j / (lam_j + rho)
     gain = (2.0 * shrink - shrink**2) / lam[None, :]  # (grid, r)
     rss = np.sum(T0 * T0, axis=0)[None, :] - gain @ (Z * Z)  # (grid, K)
@@ -314,8 +315,7 @@ class FusionModel:
         return u + (S @ self.a if S.shape[1] else 0.0)
 
 
-def fuse(D1, y, T, tau, moments, *, lam1: float, prior_sd: float,
-         n_passive: int | None = None) -> FusionModel:
+def fuse(D1, y, T, tau, moments, *, lam1: float, prior_sd: float, n_passive: int | None = None) -> FusionModel:
     """Party 1's post-processing of the released shares (eqs. R1-R3, F).
 
     - (L1) its own local model ``w_1`` (ridge ``lam1``) and logit ``u_1 = D_1 w_1``;
@@ -350,8 +350,7 @@ def fuse(D1, y, T, tau, moments, *, lam1: float, prior_sd: float,
     if T is None:
         if n_passive is None:
             raise ValueError("without shares, fuse needs n_passive (the product of experts)")
-        return FusionModel(w1.copy(), np.ones(int(n_passive)), w1,
-                           {"fusion": "product of experts (no shares)"})
+        return FusionModel(w1.copy(), np.ones(int(n_passive)), w1, {"fusion": "product of experts (no shares)"})
     T = np.asarray(T, dtype=float)
     K = T.shape[1]
     tau = np.broadcast_to(np.asarray(tau, dtype=float), (K,)).copy()
@@ -364,8 +363,7 @@ def fuse(D1, y, T, tau, moments, *, lam1: float, prior_sd: float,
         F, df, df2 = sure_ridge(D1, anchor, T, tau)
         # Var(s): from the released moments when there are any, else from the
         # noisy shares themselves (error ~ tau^2 sqrt(2 / N))
-        var_s = (moments[:, 1] - moments[:, 0] ** 2) if moments is not None \
-            else T.var(axis=0) - tau**2
+        var_s = (moments[:, 1] - moments[:, 0] ** 2) if moments is not None else T.var(axis=0) - tau**2
         R = T - F
         # Var(s - Hs) = Var(s) - 2 Cov(s, Hs) + Var(Hs), each term corrected for
         # the known noise f = H t carries (E e^T H e = tau^2 tr H); with the
@@ -384,20 +382,29 @@ def fuse(D1, y, T, tau, moments, *, lam1: float, prior_sd: float,
         S_hat = F + R @ Kg.T
         V = Sigma - Kg @ Sigma
         V = 0.5 * (V + V.T)
-        details.update({"tau": tau.tolist(), "sure_df": df.tolist(), "var_s": var_s.tolist(),
-                        "var_r": np.diag(Sigma).tolist(), "gain": np.diag(Kg).tolist()})
+        details.update(
+            {
+                "tau": tau.tolist(),
+                "sure_df": df.tolist(),
+                "var_s": var_s.tolist(),
+                "var_r": np.diag(Sigma).tolist(),
+                "gain": np.diag(Kg).tolist(),
+            }
+        )
     ones = np.ones(K)
     kappa0 = math.sqrt(1.0 + math.pi / 8.0 * float(ones @ V @ ones))
     p1 = D1.shape[1]
-    Z = sp.hstack([D1, sp.csr_matrix(S_hat)], format="csr") if sp.issparse(D1) \
+    Z = (
+        sp.hstack([D1, sp.csr_matrix(S_hat)], format="csr")
+        if sp.issparse(D1)
         else np.hstack([np.asarray(D1, dtype=float), S_hat])
+    )
     prior_prec = 1.0 / (2.0 * (prior_sd / kappa0) ** 2)
     # a tiny ridge on theta: party 1's own lam1 would compete with the prior
     # along the direction (theta - d beta, a + d) that noisy shares cannot resolve
     lam = np.r_[np.full(p1, _THETA_RIDGE), np.full(K, prior_prec)]
     center = np.r_[np.zeros(p1), np.full(K, 1.0 / kappa0)]
-    w, _ = fit_logistic(Z, y, lam, center=center, x0=np.r_[w1, np.full(K, 1.0 / kappa0)],
-                        gtol=1e-9 * max(1.0, n))
+    w, _ = fit_logistic(Z, y, lam, center=center, x0=np.r_[w1, np.full(K, 1.0 / kappa0)], gtol=1e-9 * max(1.0, n))
     a = w[p1:]
     q = math.pi / 8.0 * float(a @ V @ a)
     kappa = 1.0 / math.sqrt(max(1.0 - q, 0.5))
@@ -405,8 +412,19 @@ def fuse(D1, y, T, tau, moments, *, lam1: float, prior_sd: float,
     return FusionModel(kappa * w[:p1], kappa * a, w1, details)
 
 
-def calibrate(K: int, n: int, *, epsilon, delta, accountant, lam_local, model_noise, split,
-              clip: float, gradient_bound: float = 1.0):
+def calibrate(
+    K: int,
+    n: int,
+    *,
+    epsilon,
+    delta,
+    accountant,
+    lam_local,
+    model_noise,
+    split,
+    clip: float,
+    gradient_bound: float = 1.0,
+):
     """``(mu, lam, sens, sigma)`` of a private round with K passive parties and n rows: the
     GDP ``mu`` of (epsilon, delta), each party's l2 weight, and per release (model, shares,
     moments) each party's enforced sensitivity and noise scale (``gradient_bound``: the
@@ -417,9 +435,10 @@ def calibrate(K: int, n: int, *, epsilon, delta, accountant, lam_local, model_no
     if model_noise is not None:
         rule = (1.0 + GTOL) / (model_noise * np.sqrt(split[0]) * mu)
         lam = np.maximum(lam, rule)
-    sens = {"model": np.array([model_sensitivity(v, grad_bound=gradient_bound) for v in lam]),
-            "shares": np.full(K, share_sensitivity(clip)),
-            "moments": np.full(K, moments_sensitivity(clip, n))}
-    sigma = {k: noise_scales(mu, np.full(K, f), sens[k])
-             for k, f in zip(("model", "shares", "moments"), split)}
+    sens = {
+        "model": np.array([model_sensitivity(v, grad_bound=gradient_bound) for v in lam]),
+        "shares": np.full(K, share_sensitivity(clip)),
+        "moments": np.full(K, moments_sensitivity(clip, n)),
+    }
+    sigma = {k: noise_scales(mu, np.full(K, f), sens[k]) for k, f in zip(("model", "shares", "moments"), split)}
     return mu, lam, sens, sigma

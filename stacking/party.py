@@ -50,8 +50,7 @@ from vfl.core.protocol import (
 from . import labels as lab
 from . import mechanism as mech
 
-__all__ = ["Noise", "PASSIVES_PROTOCOL", "Passive", "Passives", "PassiveSpec", "PassivesSide",
-           "Round", "share_moments"]
+__all__ = ["Noise", "PASSIVES_PROTOCOL", "Passive", "Passives", "PassiveSpec", "PassivesSide", "Round", "share_moments"]
 
 
 @message
@@ -165,8 +164,9 @@ class Passive:
         randomized-response labels, the debiased loss of :mod:`.labels`."""
         y = np.asarray(labels, dtype=float)
         if self.q:  # randomized-response labels: Natarajan et al.'s debiased loss
-            x, _ = mech.fit_logistic(self.D, y, lam, offset=lab.base_rate_logit(y, self.q),
-                                     tilt=lab.tilt(self.D, y, self.q))
+            x, _ = mech.fit_logistic(
+                self.D, y, lam, offset=lab.base_rate_logit(y, self.q), tilt=lab.tilt(self.D, y, self.q)
+            )
             return x
         x, _ = mech.fit_logistic(self.D, y, lam, offset=mech.base_rate_logit(y))
         return x
@@ -198,17 +198,26 @@ class PassivesSide(Side):
         self.dims = {"N": data.blocks[0].shape[0], "n": len(self.passives)}
 
     def opened(self) -> Blocks:
-        return Blocks(widths=np.array([p.width for p in self.passives], dtype=np.int64),
-                      max_row_norms=np.array([p.max_row_norm() for p in self.passives]))
+        return Blocks(
+            widths=np.array([p.width for p in self.passives], dtype=np.int64),
+            max_row_norms=np.array([p.max_row_norm() for p in self.passives]),
+        )
 
     def _kind(self, mean, scale, sensitivity, units):
         """One kind of release of the group's rows (no scale: the exact value)."""
         if scale is None:
             return mean
-        out = np.asarray(self.env.release(
-            mean, units=units, scale=scale, rng=self.shared, rows=self.rows,
-            sensitivity=sensitivity if sensitivity is not None else np.full(len(scale), np.nan),
-            total=self.spec.n_passive))
+        out = np.asarray(
+            self.env.release(
+                mean,
+                units=units,
+                scale=scale,
+                rng=self.shared,
+                rows=self.rows,
+                sensitivity=sensitivity if sensitivity is not None else np.full(len(scale), np.nan),
+                total=self.spec.n_passive,
+            )
+        )
         # (the audit's runs, in this process only, come back ahead of the parties)
         return out if out.ndim > mean.ndim else out.reshape(mean.shape)
 
@@ -221,8 +230,13 @@ class PassivesSide(Side):
             x = p.fit(req.labels, float(req.lam[i]))
             if req.model_scale is not None:
                 sens = np.nan if req.model_sensitivity is None else req.model_sensitivity[i]
-                x = self.env.release(x, units=first + i, scale=float(req.model_scale[i]),
-                                     sensitivity=float(sens), rng=self.env.noise(first + i))
+                x = self.env.release(
+                    x,
+                    units=first + i,
+                    scale=float(req.model_scale[i]),
+                    sensitivity=float(sens),
+                    rng=self.env.noise(first + i),
+                )
             models.append(p.keep(x))
         units = np.arange(first, self.data.stop)
         # (n, N); with the audit's runs ahead of the parties, (R, n, N)
@@ -231,8 +245,7 @@ class PassivesSide(Side):
         if req.shares:
             shares = self._kind(S, req.shares_scale, req.shares_sensitivity, units)
             if req.moments:  # (the moments are released only with the shares)
-                moments = self._kind(share_moments(S), req.moments_scale,
-                                     req.moments_sensitivity, units)
+                moments = self._kind(share_moments(S), req.moments_scale, req.moments_sensitivity, units)
         return Released(models=np.concatenate(models, axis=-1), shares=shares, moments=moments)
 
     def install(self, call, req: Labels, reply: Released) -> None:
@@ -252,13 +265,19 @@ class PassivesSide(Side):
 
 
 PASSIVES_PROTOCOL = Protocol(
-    "private_stacking", 1, spec=PassiveSpec, side=PassivesSide, opened=Blocks,
+    "private_stacking",
+    1,
+    spec=PassiveSpec,
+    side=PassivesSide,
+    opened=Blocks,
     iteration="release",
-    calls=(Call("release", Labels, Released, releases=True, labels=("request", "reply")),
-           Call("shares", Empty, Shares, DIAGNOSTIC, labels=("reply",)),
-           Call("test_shares", Empty, Shares, INFERENCE, labels=("reply",))),
-    placement=Placement("party", "parties", role="passive", grouped=True, first=1,
-                        iteration="round"))
+    calls=(
+        Call("release", Labels, Released, releases=True, labels=("request", "reply")),
+        Call("shares", Empty, Shares, DIAGNOSTIC, labels=("reply",)),
+        Call("test_shares", Empty, Shares, INFERENCE, labels=("reply",)),
+    ),
+    placement=Placement("party", "parties", role="passive", grouped=True, first=1, iteration="round"),
+)
 
 
 class Passives:
@@ -284,8 +303,7 @@ class Passives:
         #: each host's rows among the K passive parties
         self.rows = [slice(a - first, b - first) for a, b in session.hosts]
         for k, rows in enumerate(self.rows):
-            session.bind(k, N=n, n=rows.stop - rows.start,
-                         D=sum(self.widths[rows]))
+            session.bind(k, N=n, n=rows.stop - rows.start, D=sum(self.widths[rows]))
         self.record, self.rngs, self.shared = record, rngs, shared
 
     def round(self, labels: np.ndarray, lam: np.ndarray, sent: dict) -> Round:
@@ -300,21 +318,29 @@ class Passives:
             part = {}
             for kind in ("model", "shares", "moments"):
                 noise = sent.get(kind)
-                part[f"{kind}_scale"] = None if scales.get(kind) is None else \
-                    np.asarray(scales[kind], dtype=float)[rows]
-                part[f"{kind}_sensitivity"] = None if noise is None else \
-                    np.asarray(noise.sensitivity, dtype=float)[rows]
-            requests[k] = Labels(labels=labels, lam=np.asarray(lam, dtype=float)[rows],
-                                 shares="shares" in sent, moments="moments" in sent, **part)
+                part[f"{kind}_scale"] = (
+                    None if scales.get(kind) is None else np.asarray(scales[kind], dtype=float)[rows]
+                )
+                part[f"{kind}_sensitivity"] = (
+                    None if noise is None else np.asarray(noise.sensitivity, dtype=float)[rows]
+                )
+            requests[k] = Labels(
+                labels=labels,
+                lam=np.asarray(lam, dtype=float)[rows],
+                shares="shares" in sent,
+                moments="moments" in sent,
+                **part,
+            )
         replies = self.session.round("release", requests)
         got = [replies[k] for k in range(self.session.n)]
         models = []
         for reply, rows in zip(got, self.rows):
             at = np.cumsum([0] + self.widths[rows])
             models += [reply.models[..., a:b] for a, b in zip(at[:-1], at[1:])]
-        stack = {kind: np.concatenate([getattr(r, kind) for r in got], axis=-2) if kind in sent
-                 else None
-                 for kind in ("shares", "moments")}
+        stack = {
+            kind: np.concatenate([getattr(r, kind) for r in got], axis=-2) if kind in sent else None
+            for kind in ("shares", "moments")
+        }
         return Round(models, stack["shares"], stack["moments"])
 
     def _record(self, sent: dict, n: int) -> dict:
@@ -324,14 +350,27 @@ class Passives:
         if sent["model"] is None:  # a non-private round: exact values, nothing recorded
             return dict.fromkeys(sent)
         scales, model = {}, sent["model"]
-        scales["model"] = np.concatenate([self.record(
-            units=int(m), scale=model.scale[j], sensitivity=model.sensitivity[j],
-            rng=self.rngs[j], size=self.widths[j]).scale for j, m in enumerate(self.units)])
+        scales["model"] = np.concatenate(
+            [
+                self.record(
+                    units=int(m),
+                    scale=model.scale[j],
+                    sensitivity=model.sensitivity[j],
+                    rng=self.rngs[j],
+                    size=self.widths[j],
+                ).scale
+                for j, m in enumerate(self.units)
+            ]
+        )
         for kind, size in (("shares", n), ("moments", 2)):
             if kind in sent:
-                scales[kind] = self.record(units=self.units, scale=sent[kind].scale,
-                                           sensitivity=sent[kind].sensitivity, rng=self.shared,
-                                           size=size).scale
+                scales[kind] = self.record(
+                    units=self.units,
+                    scale=sent[kind].scale,
+                    sensitivity=sent[kind].sensitivity,
+                    rng=self.shared,
+                    size=size,
+                ).scale
         return scales
 
     def shares(self) -> list[np.ndarray]:

@@ -87,13 +87,17 @@ from .party import PASSIVES_PROTOCOL, Noise, Passives, PassiveSpec, share_moment
 __all__ = ["PrivateStacking", "NEIGHBOURS"]
 
 #: The neighbouring relation every epsilon of this solver refers to.
-NEIGHBOURS = ("datasets differing in one sample's feature vector in one passive party's block "
-              "D_m (m >= 2), replaced by any vector of l2 norm <= 1 (rows are unit-normalized); "
-              "labels and party 1's block are not protected by this relation")
+NEIGHBOURS = (
+    "datasets differing in one sample's feature vector in one passive party's block "
+    "D_m (m >= 2), replaced by any vector of l2 norm <= 1 (rows are unit-normalized); "
+    "labels and party 1's block are not protected by this relation"
+)
 
-_LABELS_NOTE = ("labels are not protected: party 1 sends them to every passive party, which fits "
-                "its local model with them (ADMM sharing reveals them too: y and z reach every "
-                "party each epoch)")
+_LABELS_NOTE = (
+    "labels are not protected: party 1 sends them to every passive party, which fits "
+    "its local model with them (ADMM sharing reveals them too: y and z reach every "
+    "party each epoch)"
+)
 
 _SPLIT_KEYS = ("model", "shares", "moments")
 
@@ -125,46 +129,107 @@ class PrivateStacking(Solver):
         "Chaudhuri, Monteleoni and Sarwate (JMLR 2011), regression calibration (Carroll et al., "
         "Measurement Error in Nonlinear Models, ch. 4), Stein's unbiased risk estimate",
         "one round: local fits, releases, fusion at party 1",
-        "L, O, S, Q, R1-R3, F of vfl.stacking.mechanism")
+        "L, O, S, Q, R1-R3, F of vfl.stacking.mechanism",
+    )
     params = (
-        Param("lam_local", float, 1.0, "lam_m: l2 weight of each passive party's local model "
-              "(sum form); the floor of the rule when privacy.model_noise is set",
-              low=0, low_open=True),
-        Param("lam1", float, 1.0, "l2 weight of party 1's own local model (sum form)",
-              low=0, low_open=True),
-        Param("prior_sd", float, 0.5, "standard deviation of the Gaussian prior N(1, sd^2) on "
-              "every stacking weight (1: the product of experts)", low=0, low_open=True),
+        Param(
+            "lam_local",
+            float,
+            1.0,
+            "lam_m: l2 weight of each passive party's local model "
+            "(sum form); the floor of the rule when privacy.model_noise is set",
+            low=0,
+            low_open=True,
+        ),
+        Param("lam1", float, 1.0, "l2 weight of party 1's own local model (sum form)", low=0, low_open=True),
+        Param(
+            "prior_sd",
+            float,
+            0.5,
+            "standard deviation of the Gaussian prior N(1, sd^2) on every stacking weight (1: the product of experts)",
+            low=0,
+            low_open=True,
+        ),
     )
     privacy_params = (
-        Param("delta", float, None, "delta of the guarantee; setting it turns on the privacy "
-              "mechanism", low=0, high=1, low_open=True, high_open=True),
-        Param("epsilon", float, None, "target epsilon of the whole round, per passive party "
-              "(needs delta)", low=0, low_open=True),
-        Param("clip", float, 2.0, "c: shares are clipped to [-c, c] (released and at "
-              "prediction)", low=0, low_open=True),
-        Param("split", list, [0.5, 0.48, 0.02], "budget split [model, shares, moments]: "
-              "fractions of mu^2, summing to 1", low=0),
-        Param("model_noise", float, None, "rule for lam_m: the released model's noise standard "
-              "deviation per coordinate (lam_m = max(lam_local, (1 + gtol) / (model_noise "
-              "sqrt(f_model) mu)))", low=0, low_open=True),
-        Param("accountant", str, "pld", "dp-accounting accountant of the calibration and the "
-              "ledger (a deployment run, exact discrete noise, uses and requires rdp)",
-              choices=("pld", "rdp")),
-        Param("label_epsilon", float, None, "label DP towards the passive parties: the labels "
-              "reach them through randomized response at this epsilon (pure, delta 0), and "
-              "they fit with the debiased loss", low=0, low_open=True),
+        Param(
+            "delta",
+            float,
+            None,
+            "delta of the guarantee; setting it turns on the privacy mechanism",
+            low=0,
+            high=1,
+            low_open=True,
+            high_open=True,
+        ),
+        Param(
+            "epsilon",
+            float,
+            None,
+            "target epsilon of the whole round, per passive party (needs delta)",
+            low=0,
+            low_open=True,
+        ),
+        Param(
+            "clip", float, 2.0, "c: shares are clipped to [-c, c] (released and at prediction)", low=0, low_open=True
+        ),
+        Param(
+            "split",
+            list,
+            [0.5, 0.48, 0.02],
+            "budget split [model, shares, moments]: fractions of mu^2, summing to 1",
+            low=0,
+        ),
+        Param(
+            "model_noise",
+            float,
+            None,
+            "rule for lam_m: the released model's noise standard "
+            "deviation per coordinate (lam_m = max(lam_local, (1 + gtol) / (model_noise "
+            "sqrt(f_model) mu)))",
+            low=0,
+            low_open=True,
+        ),
+        Param(
+            "accountant",
+            str,
+            "pld",
+            "dp-accounting accountant of the calibration and the "
+            "ledger (a deployment run, exact discrete noise, uses and requires rdp)",
+            choices=("pld", "rdp"),
+        ),
+        Param(
+            "label_epsilon",
+            float,
+            None,
+            "label DP towards the passive parties: the labels "
+            "reach them through randomized response at this epsilon (pure, delta 0), and "
+            "they fit with the debiased loss",
+            low=0,
+            low_open=True,
+        ),
     )
-    columns = ("release_time_s", "fusion_time_s", "weight_party*", "lam_party*",
-               "sigma_model_party*", "sigma_share_party*", "kappa")
+    columns = (
+        "release_time_s",
+        "fusion_time_s",
+        "weight_party*",
+        "lam_party*",
+        "sigma_model_party*",
+        "sigma_share_party*",
+        "kappa",
+    )
     #: party 1 predicts from the released models, shares and moments, its own block and
     #: each passive party's share of a test row under its released model
-    released_columns = ("test_logloss", "test_accuracy", "weight_party*", "lam_party*",
-                        "sigma_*", "kappa")
+    released_columns = ("test_logloss", "test_accuracy", "weight_party*", "lam_party*", "sigma_*", "kappa")
     #: party 1 holds the fused model and its own columns; each passive party holds its
     #: columns of a test row and sends its clipped share under its released model (eq. F)
-    inference = Inference(1, "party 1 holds the fused model and scores its own columns; each "
-                             "passive party sends its clipped share B_m x_m of a test row under "
-                             "its released model (one value per row)", hub_holds_first=True)
+    inference = Inference(
+        1,
+        "party 1 holds the fused model and scores its own columns; each "
+        "passive party sends its clipped share B_m x_m of a test row under "
+        "its released model (one value per row)",
+        hub_holds_first=True,
+    )
 
     @classmethod
     def protected_replaced(cls, data, privacy, rng):
@@ -182,27 +247,26 @@ class PrivateStacking(Solver):
     def check_config(cls, params, privacy, iterations):
         p = cls.typed_privacy(privacy)
         if iterations != 1:
-            raise ValueError(f"private_stacking releases once, in one round: set solver.epochs = 1 "
-                             f"(got {iterations})")
+            raise ValueError(f"private_stacking releases once, in one round: set solver.epochs = 1 (got {iterations})")
         split = p.split
         if len(split) != 3:
-            raise ValueError(f"privacy.split needs 3 fractions [model, shares, moments], got "
-                             f"{len(split)}")
+            raise ValueError(f"privacy.split needs 3 fractions [model, shares, moments], got {len(split)}")
         if abs(sum(split) - 1.0) > 1e-9:
             raise ValueError(f"privacy.split must sum to 1, got {split} (sum {sum(split):.6g})")
         if split[0] <= 0:
-            raise ValueError("privacy.split[0] (the model) must be > 0: the local models are "
-                             "released, so they must be perturbed")
+            raise ValueError(
+                "privacy.split[0] (the model) must be > 0: the local models are released, so they must be perturbed"
+            )
         if split[1] == 0 and split[2] > 0:
-            raise ValueError("privacy.split[2] > 0 spends budget on share moments, which are "
-                             "used only with shares (split[1] = 0)")
+            raise ValueError(
+                "privacy.split[2] > 0 spends budget on share moments, which are used only with shares (split[1] = 0)"
+            )
         if p.delta is None:
             for key in ("epsilon", "model_noise"):
                 if getattr(p, key) is not None:
                     raise ValueError(f"privacy.{key} needs privacy.delta (the private mechanism)")
         elif p.epsilon is None:
-            raise ValueError("privacy.delta needs privacy.epsilon: the target that calibrates the "
-                             "noise")
+            raise ValueError("privacy.delta needs privacy.epsilon: the target that calibrates the noise")
 
     @classmethod
     def unit_rows(cls, privacy) -> bool:
@@ -224,10 +288,17 @@ class PrivateStacking(Solver):
         K = len(widths) - 1
         split = np.asarray(privacy.split, dtype=float)
         _, _, sens, sigma = mech.calibrate(
-            K, int(N), epsilon=privacy.epsilon, delta=privacy.delta,
-            accountant=privacy.accountant, lam_local=params.lam_local,
-            model_noise=privacy.model_noise, split=split, clip=float(privacy.clip),
-            gradient_bound=lab.gradient_bound(lab.flip_rate(privacy.label_epsilon)))
+            K,
+            int(N),
+            epsilon=privacy.epsilon,
+            delta=privacy.delta,
+            accountant=privacy.accountant,
+            lam_local=params.lam_local,
+            model_noise=privacy.model_noise,
+            split=split,
+            clip=float(privacy.clip),
+            gradient_bound=lab.gradient_bound(lab.flip_rate(privacy.label_epsilon)),
+        )
         used = [k for k, f in zip(_SPLIT_KEYS, split) if f > 0]
         sigmas = np.full((K + 1, len(used)), np.nan)
         sensitivities = np.full((K + 1, len(used)), np.nan)
@@ -239,24 +310,50 @@ class PrivateStacking(Solver):
     def build(cls, data, *, objective, params, privacy, streams, iterations):
         M = len(data.blocks) if data.units is None else data.units.n_parties
         params, privacy = cls.typed_params(params), cls.typed_privacy(privacy)
-        return cls(data.blocks, data.y, lam_local=params.lam_local, lam1=params.lam1,
-                   prior_sd=params.prior_sd, epsilon=privacy.epsilon,
-                   delta=privacy.delta, clip=privacy.clip, split=privacy.split,
-                   model_noise=privacy.model_noise, accountant=privacy.accountant,
-                   noise_rngs=[streams.noise(m) for m in range(M)],
-                   shared_rng=streams.noise(), parties=data.units,
-                   label_epsilon=privacy.label_epsilon, label_rng=streams.noise(0, 1))
+        return cls(
+            data.blocks,
+            data.y,
+            lam_local=params.lam_local,
+            lam1=params.lam1,
+            prior_sd=params.prior_sd,
+            epsilon=privacy.epsilon,
+            delta=privacy.delta,
+            clip=privacy.clip,
+            split=privacy.split,
+            model_noise=privacy.model_noise,
+            accountant=privacy.accountant,
+            noise_rngs=[streams.noise(m) for m in range(M)],
+            shared_rng=streams.noise(),
+            parties=data.units,
+            label_epsilon=privacy.label_epsilon,
+            label_rng=streams.noise(0, 1),
+        )
 
-    def __init__(self, blocks, y, *, lam_local=1.0, lam1=1.0, prior_sd=0.5, epsilon=None,
-                 delta=None, clip=2.0, split=(0.5, 0.48, 0.02), model_noise=None,
-                 accountant="pld", noise_rngs=None, shared_rng=None, parties=None,
-                 label_epsilon=None, label_rng=None):
+    def __init__(
+        self,
+        blocks,
+        y,
+        *,
+        lam_local=1.0,
+        lam1=1.0,
+        prior_sd=0.5,
+        epsilon=None,
+        delta=None,
+        clip=2.0,
+        split=(0.5, 0.48, 0.02),
+        model_noise=None,
+        accountant="pld",
+        noise_rngs=None,
+        shared_rng=None,
+        parties=None,
+        label_epsilon=None,
+        label_rng=None,
+    ):
         """``blocks``: every party's block, or with ``parties`` (the
         :class:`~vfl.core.units.Units` where the passive parties run) party 1's only."""
         M = len(blocks) if parties is None else parties.n_parties
         if M < 2:
-            raise ValueError("private stacking needs party 1 and at least one passive party "
-                             f"(got {M} block)")
+            raise ValueError(f"private stacking needs party 1 and at least one passive party (got {M} block)")
         y = np.asarray(y, dtype=float)
         if not np.all(np.isin(y, (-1.0, 1.0))):
             raise ValueError("private stacking needs labels in {-1, +1}")
@@ -264,14 +361,12 @@ class PrivateStacking(Solver):
         for m, D in enumerate(blocks, start=1):
             if D.ndim != 2 or D.shape[0] != n:
                 raise ValueError(f"party {m}: block of shape {D.shape} does not have {n} rows")
-        for name, v in (("lam_local", lam_local), ("lam1", lam1), ("prior_sd", prior_sd),
-                        ("clip", clip)):
+        for name, v in (("lam_local", lam_local), ("lam1", lam1), ("prior_sd", prior_sd), ("clip", clip)):
             if not (np.isfinite(v) and v > 0):
                 raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
         split = np.asarray(split, dtype=float)
         if split.shape != (3,) or np.any(split < 0) or abs(split.sum() - 1) > 1e-9 or split[0] <= 0:
-            raise ValueError(f"split must be 3 fractions >= 0 summing to 1 with split[0] > 0, "
-                             f"got {split.tolist()}")
+            raise ValueError(f"split must be 3 fractions >= 0 summing to 1 with split[0] > 0, got {split.tolist()}")
         D1 = blocks[0]
         self.D1 = D1.tocsr() if sp.issparse(D1) else np.ascontiguousarray(D1, dtype=float)
         self.y = y
@@ -286,11 +381,13 @@ class PrivateStacking(Solver):
         spec = PassiveSpec(clip=float(clip), n_passive=M - 1, label_flip=self.q or None)
         streams = [None] * M if noise_rngs is None else list(noise_rngs)
         if parties is None:
-            parties = InProcessUnits.blocks(blocks, LocalEnv(
-                release=self.release, noise=lambda *m: streams[m[0]] if m else shared_rng,
-                runs=self.audit_runs))
-        self.passives = Passives(parties.open(PASSIVES_PROTOCOL, spec), n,
-                                 self.record_release, streams[1:], shared_rng)
+            parties = InProcessUnits.blocks(
+                blocks,
+                LocalEnv(
+                    release=self.release, noise=lambda *m: streams[m[0]] if m else shared_rng, runs=self.audit_runs
+                ),
+            )
+        self.passives = Passives(parties.open(PASSIVES_PROTOCOL, spec), n, self.record_release, streams[1:], shared_rng)
         self.lam1, self.prior_sd, self.clip = float(lam1), float(prior_sd), float(clip)
         self.split = split
         self.m0 = mech.base_rate_logit(y)
@@ -303,14 +400,24 @@ class PrivateStacking(Solver):
                 raise ValueError("a private run needs epsilon and delta")
             for m, worst in enumerate(self.passives.max_row_norms, start=2):
                 if not worst <= 1.0 + 1e-9:  # NaN fails too
-                    raise ValueError(f"party {m}: a row has norm {worst:.4g} > 1; the sensitivity "
-                                     "bounds need unit rows (preprocessing.normalize_rows = true)")
+                    raise ValueError(
+                        f"party {m}: a row has norm {worst:.4g} > 1; the sensitivity "
+                        "bounds need unit rows (preprocessing.normalize_rows = true)"
+                    )
             if noise_rngs is None or shared_rng is None:
                 raise ValueError("a private run needs noise generators")
             self.mu, self.lam, self.sens, self.sigma = mech.calibrate(
-                K, n, epsilon=epsilon, delta=delta, accountant=accountant,
-                lam_local=lam_local, model_noise=model_noise, split=split, clip=self.clip,
-                gradient_bound=lab.gradient_bound(self.q))
+                K,
+                n,
+                epsilon=epsilon,
+                delta=delta,
+                accountant=accountant,
+                lam_local=lam_local,
+                model_noise=model_noise,
+                split=split,
+                clip=self.clip,
+                gradient_bound=lab.gradient_bound(self.q),
+            )
         else:
             self.mu = np.inf
             self.lam = np.full(K, float(lam_local))
@@ -333,9 +440,15 @@ class PrivateStacking(Solver):
         labels = self.y.astype(np.int8)
         if self.label_epsilon is not None:  # randomized response: one release to all of them
             eps = rr_epsilon(self.label_epsilon)[1]
-            labels = self.release(labels.astype(float), units=0, scale=1.0 / eps, sensitivity=1.0,
-                                  rng=self.label_rng, mechanism="randomized_response",
-                                  relation="labels").astype(np.int8)
+            labels = self.release(
+                labels.astype(float),
+                units=0,
+                scale=1.0 / eps,
+                sensitivity=1.0,
+                rng=self.label_rng,
+                mechanism="randomized_response",
+                relation="labels",
+            ).astype(np.int8)
         got = self.passives.round(labels, self.lam, sent)
         self.x_released = got.models  # the exact local models are not kept
         self._count_round(sent)
@@ -353,8 +466,7 @@ class PrivateStacking(Solver):
         zero share of the budget) is not sent."""
         if not self.private:
             return {"model": None, "shares": None}
-        return {k: Noise(self.sigma[k], self.sens[k])
-                for k, f in zip(_SPLIT_KEYS, self.split) if f > 0}
+        return {k: Noise(self.sigma[k], self.sens[k]) for k, f in zip(_SPLIT_KEYS, self.split) if f > 0}
 
     def _count_round(self, sent: dict) -> None:
         """The round's messages: party 1 sends the labels to every passive party (N values,
@@ -369,9 +481,16 @@ class PrivateStacking(Solver):
     def _fuse(self) -> None:
         """Step 3: party 1's post-processing (no release)."""
         t0 = perf_counter()
-        self.model = mech.fuse(self.D1, self.y, self._shares, self._tau, self._moments,
-                               lam1=self.lam1, prior_sd=self.prior_sd,
-                               n_passive=len(self.passive))
+        self.model = mech.fuse(
+            self.D1,
+            self.y,
+            self._shares,
+            self._tau,
+            self._moments,
+            lam1=self.lam1,
+            prior_sd=self.prior_sd,
+            n_passive=len(self.passive),
+        )
         self._stats["fusion_time_s"] = perf_counter() - t0
 
     def step(self) -> dict:
@@ -432,26 +551,37 @@ class PrivateStacking(Solver):
         """Party 1's fusion coefficients, then each passive party's weight times its model."""
         if self.model is None:
             return None
-        return np.concatenate([self.model.theta] + [a * x for a, x in
-                                                    zip(self.model.a, self.x_released)])
+        return np.concatenate([self.model.theta] + [a * x for a, x in zip(self.model.a, self.x_released)])
 
     def planned_releases(self) -> list[Release] | None:
         if self.round:
             return []
-        rr = [] if self.label_epsilon is None else [Release(
-            "randomized_response", np.array([0]), np.array([1.0]),
-            np.array([1.0 / rr_epsilon(self.label_epsilon)[1]]), len(self.y), relation="labels")]
+        rr = (
+            []
+            if self.label_epsilon is None
+            else [
+                Release(
+                    "randomized_response",
+                    np.array([0]),
+                    np.array([1.0]),
+                    np.array([1.0 / rr_epsilon(self.label_epsilon)[1]]),
+                    len(self.y),
+                    relation="labels",
+                )
+            ]
+        )
         if not self.private:
             return rr
-        out = rr + [Release("gaussian", np.array([m]), self.sens["model"][[j]],
-                       self.sigma["model"][[j]], self.passives.widths[j])
-               for j, m in enumerate(self.passive)]
+        out = rr + [
+            Release(
+                "gaussian", np.array([m]), self.sens["model"][[j]], self.sigma["model"][[j]], self.passives.widths[j]
+            )
+            for j, m in enumerate(self.passive)
+        ]
         if self.split[1] > 0:
-            out.append(Release("gaussian", self.passive, self.sens["shares"], self.sigma["shares"],
-                               len(self.y)))
+            out.append(Release("gaussian", self.passive, self.sens["shares"], self.sigma["shares"], len(self.y)))
         if self.split[2] > 0:
-            out.append(Release("gaussian", self.passive, self.sens["moments"],
-                               self.sigma["moments"], 2))
+            out.append(Release("gaussian", self.passive, self.sens["moments"], self.sigma["moments"], 2))
         return out
 
     # -- the audit's neighbours ---------------------------------------------------
@@ -474,8 +604,7 @@ class PrivateStacking(Solver):
         for m in range(1, len(data.blocks)):
             D = data.blocks[m]
             D = D.tocsr() if sp.issparse(D) else np.asarray(D, dtype=float)
-            dense_row = (lambda i, D=D: D[i].toarray().ravel()) if sp.issparse(D) \
-                else (lambda i, D=D: D[i].copy())
+            dense_row = (lambda i, D=D: D[i].toarray().ravel()) if sp.issparse(D) else (lambda i, D=D: D[i].copy())
 
             def with_row(i, new, D=D, m=m):
                 B = D.tolil() if sp.issparse(D) else D.copy()
@@ -487,10 +616,15 @@ class PrivateStacking(Solver):
             i = int(rng.integers(len(y)))
             others = np.flatnonzero(y != y[i])
             j = int(others[rng.integers(others.size)]) if others.size else (i + 1) % len(y)
-            out.append(Neighbour(f"party {m + 1}, row {i} replaced (natural)", "natural", m,
-                                 with_row(i, dense_row(j)),
-                                 f"row {i} of party {m + 1}'s block replaced by row {j} "
-                                 "(a sample with the other label)"))
+            out.append(
+                Neighbour(
+                    f"party {m + 1}, row {i} replaced (natural)",
+                    "natural",
+                    m,
+                    with_row(i, dense_row(j)),
+                    f"row {i} of party {m + 1}'s block replaced by row {j} (a sample with the other label)",
+                )
+            )
             # adversarial: the sample whose loss gradient is largest under a reference fit
             x, _ = mech.fit_logistic(D, y, 1.0, offset=m0)
             u = m0 + np.asarray(D @ x).ravel()
@@ -498,8 +632,7 @@ class PrivateStacking(Solver):
             k = int(np.argmax(p))
             a = dense_row(k)
             h = 1.0 / (1.0 + np.exp(-u)) / (1.0 + np.exp(u))
-            H = mech._dense_hessian(D.toarray() if sp.issparse(D) else D, h,
-                                    np.full(D.shape[1], 1.0))
+            H = mech._dense_hessian(D.toarray() if sp.issparse(D) else D, h, np.full(D.shape[1], 1.0))
             ev, V = np.linalg.eigh(H)
             cands = [-a, V[:, 0], -V[:, 0]]
             if np.linalg.norm(x) > 0:
@@ -511,23 +644,41 @@ class PrivateStacking(Solver):
                 return float(np.linalg.norm(np.linalg.solve(H, g_old + y[k] * pb * b)))  # noqa: B023 (called within this iteration)
 
             best = max(cands[1:], key=shift)
-            out.append(Neighbour(f"party {m + 1}, row {k} negated (adversarial)", "adversarial", m,
-                                 with_row(k, -a), f"row {k} of party {m + 1}'s block (largest "
-                                 "per-sample gradient) replaced by its negation"))
-            out.append(Neighbour(f"party {m + 1}, row {k} moved most (adversarial)", "adversarial",
-                                 m, with_row(k, best / np.linalg.norm(best)),
-                                 f"row {k} of party {m + 1}'s block replaced by the unit vector "
-                                 f"that moves the local model most (one Newton step: "
-                                 f"{shift(best):.3g} at lam = 1)"))
+            out.append(
+                Neighbour(
+                    f"party {m + 1}, row {k} negated (adversarial)",
+                    "adversarial",
+                    m,
+                    with_row(k, -a),
+                    f"row {k} of party {m + 1}'s block (largest per-sample gradient) replaced by its negation",
+                )
+            )
+            out.append(
+                Neighbour(
+                    f"party {m + 1}, row {k} moved most (adversarial)",
+                    "adversarial",
+                    m,
+                    with_row(k, best / np.linalg.norm(best)),
+                    f"row {k} of party {m + 1}'s block replaced by the unit vector "
+                    f"that moves the local model most (one Newton step: "
+                    f"{shift(best):.3g} at lam = 1)",
+                )
+            )
             if np.linalg.norm(x) > 0:
                 # canary: row k along the local model (its share is as large as a unit row's
                 # can be), against the opposite row: the share moves by 2 |x~ . x^|
                 xh = x / np.linalg.norm(x)
-                out.append(Neighbour(
-                    f"party {m + 1}, canary row {k} along the local model, negated (candidate)",
-                    "candidate", m, with_row(k, -xh), f"row {k} of party {m + 1}'s block set "
-                    "to x*/||x*|| (x* a reference local fit), replaced by -x*/||x*||",
-                    with_row(k, xh)))
+                out.append(
+                    Neighbour(
+                        f"party {m + 1}, canary row {k} along the local model, negated (candidate)",
+                        "candidate",
+                        m,
+                        with_row(k, -xh),
+                        f"row {k} of party {m + 1}'s block set "
+                        "to x*/||x*|| (x* a reference local fit), replaced by -x*/||x*||",
+                        with_row(k, xh),
+                    )
+                )
         if cls.typed_privacy(privacy).label_epsilon is not None:  # and the label relation's
             out += label_neighbours(data, rng)
         return out
@@ -535,18 +686,21 @@ class PrivateStacking(Solver):
     # -- what the manifest says ---------------------------------------------------
     def describe(self) -> dict:
         return {
-            "algorithm": "one round: passive local fits (eq. L), releases (O, S, Q), party-1 "
-                         "fusion (R1-R3, F)",
+            "algorithm": "one round: passive local fits (eq. L), releases (O, S, Q), party-1 fusion (R1-R3, F)",
             "local_fit": f"Newton with line search to ||grad|| <= {mech.GTOL:g} (checked)",
-            "fusion": ("product of experts (no shares released)" if self.private and
-                       self.split[1] == 0 else "regression calibration (SURE ridge on D_1) + "
-                       "logistic fit on [D_1, s^] with prior N(1, prior_sd^2) on the weights"),
+            "fusion": (
+                "product of experts (no shares released)"
+                if self.private and self.split[1] == 0
+                else "regression calibration (SURE ridge on D_1) + "
+                "logistic fit on [D_1, s^] with prior N(1, prior_sd^2) on the weights"
+            ),
             "lam_local": self.lam.tolist(),
             "base_rate_logit": self.m0,
-            "messages_per_passive_party": {"labels_received": len(self.y),
-                                           "model": [int(d) for d in self.passives.widths],
-                                           "shares": len(self.y) if (not self.private or
-                                                                     self.split[1] > 0) else 0},
+            "messages_per_passive_party": {
+                "labels_received": len(self.y),
+                "model": [int(d) for d in self.passives.widths],
+                "shares": len(self.y) if (not self.private or self.split[1] > 0) else 0,
+            },
         }
 
     def label_guarantee(self) -> dict | None:
@@ -555,49 +709,80 @@ class PrivateStacking(Solver):
 
     def privacy_info(self) -> PrivacyInfo | None:
         label = self.label_guarantee()
-        note = (f"labels: {label['epsilon']:.6g}-label-DP towards the passive parties "
-                "(randomized response)" if label else _LABELS_NOTE)
+        note = (
+            f"labels: {label['epsilon']:.6g}-label-DP towards the passive parties (randomized response)"
+            if label
+            else _LABELS_NOTE
+        )
         if not self.private:
-            return PrivacyInfo(**{
-                "mode": "non-private", "dp_guarantee": False,
-                "note": "no noise on the features: non-private stacking (set privacy.delta "
-                        "and privacy.epsilon for the private mechanism)", "labels": note,
-                **({"label_guarantee": label} if label else {})})
-        return PrivacyInfo(**{
-            "mode": "accounting",
-            "dp_guarantee": True,
-            "neighbouring": NEIGHBOURS,
-            "towards": "party 1 (it receives the passive parties' releases)",
-            "labels": note,
-            **({"label_guarantee": label} if label else {}),
-            "protected_units": "each passive party m >= 2 (party 1 releases nothing)",
-            "mechanism": ("Gaussian, per passive party: x~_m = x_m + N(0, s_x^2 I) (output "
-                          "perturbation; treated as public), t_m = clip(D_m x~_m, [-c, c]) + "
-                          "N(0, s_s^2 I_N), moments (mean s, mean s^2) + N(0, s_q^2 I_2); "
-                          "composed adaptively as one Gaussian (GDP)"),
-            "enforced": {"rows_unit_norm": True, "local_fit_gradient_tol": mech.GTOL,
-                         "share_clip_c": self.clip, "strong_convexity": "2 lam_m (sum form)"},
-            "sensitivity": {"model": "(1 + gtol) / lam_m" if not self.q else
-                            "(1 + q / (1 - 2q) + gtol) / lam_m (debiased loss)", "shares": "2 c",
-                            "moments": "max over u, v in [-c, c] of ||(u - v, u^2 - v^2)|| / N "
-                                       "(2 c / N up to c = 1.665; sqrt((2c - r)^2 (1 + r^2)) "
-                                       "/ N above, r = (c + sqrt(c^2 - 2)) / 2)",
-                            "moments_value": float(mech.moments_sensitivity(self.clip,
-                                                                            len(self.y)))},
-            "epsilon_target": self.epsilon, "delta": self.delta, "accountant": self.accountant,
-            "gdp_mu": self.mu,
-            "split": dict(zip(_SPLIT_KEYS, self.split.tolist())),
-            "lam_rule": (None if self.model_noise is None else
-                         f"lam_m = max(lam_local, (1 + gtol) / ({self.model_noise:g} "
-                         "sqrt(f_model) mu))"),
-            "per_party": [{"party": int(m) + 1, "lam": float(self.lam[j]),
-                           **{f"sensitivity_{k}": float(self.sens[k][j]) for k in _SPLIT_KEYS},
-                           **{f"sigma_{k}": (float(self.sigma[k][j])
-                                             if np.isfinite(self.sigma[k][j]) else None)
-                              for k in _SPLIT_KEYS}}
-                          for j, m in enumerate(self.passive)],
-            "tuning": ("hyper-parameters come from the config; `vfl reproduce private-utility` "
-                       "chooses them on rows of the test file declared public "
-                       "(partition.public), which the relation does not protect: the choice "
-                       "costs no privacy"),
-        })
+            return PrivacyInfo(
+                **{
+                    "mode": "non-private",
+                    "dp_guarantee": False,
+                    "note": "no noise on the features: non-private stacking (set privacy.delta "
+                    "and privacy.epsilon for the private mechanism)",
+                    "labels": note,
+                    **({"label_guarantee": label} if label else {}),
+                }
+            )
+        return PrivacyInfo(
+            **{
+                "mode": "accounting",
+                "dp_guarantee": True,
+                "neighbouring": NEIGHBOURS,
+                "towards": "party 1 (it receives the passive parties' releases)",
+                "labels": note,
+                **({"label_guarantee": label} if label else {}),
+                "protected_units": "each passive party m >= 2 (party 1 releases nothing)",
+                "mechanism": (
+                    "Gaussian, per passive party: x~_m = x_m + N(0, s_x^2 I) (output "
+                    "perturbation; treated as public), t_m = clip(D_m x~_m, [-c, c]) + "
+                    "N(0, s_s^2 I_N), moments (mean s, mean s^2) + N(0, s_q^2 I_2); "
+                    "composed adaptively as one Gaussian (GDP)"
+                ),
+                "enforced": {
+                    "rows_unit_norm": True,
+                    "local_fit_gradient_tol": mech.GTOL,
+                    "share_clip_c": self.clip,
+                    "strong_convexity": "2 lam_m (sum form)",
+                },
+                "sensitivity": {
+                    "model": "(1 + gtol) / lam_m"
+                    if not self.q
+                    else "(1 + q / (1 - 2q) + gtol) / lam_m (debiased loss)",
+                    "shares": "2 c",
+                    "moments": "max over u, v in [-c, c] of ||(u - v, u^2 - v^2)|| / N "
+                    "(2 c / N up to c = 1.665; sqrt((2c - r)^2 (1 + r^2)) "
+                    "/ N above, r = (c + sqrt(c^2 - 2)) / 2)",
+                    "moments_value": float(mech.moments_sensitivity(self.clip, len(self.y))),
+                },
+                "epsilon_target": self.epsilon,
+                "delta": self.delta,
+                "accountant": self.accountant,
+                "gdp_mu": self.mu,
+                "split": dict(zip(_SPLIT_KEYS, self.split.tolist())),
+                "lam_rule": (
+                    None
+                    if self.model_noise is None
+                    else f"lam_m = max(lam_local, (1 + gtol) / ({self.model_noise:g} sqrt(f_model) mu))"
+                ),
+                "per_party": [
+                    {
+                        "party": int(m) + 1,
+                        "lam": float(self.lam[j]),
+                        **{f"sensitivity_{k}": float(self.sens[k][j]) for k in _SPLIT_KEYS},
+                        **{
+                            f"sigma_{k}": (float(self.sigma[k][j]) if np.isfinite(self.sigma[k][j]) else None)
+                            for k in _SPLIT_KEYS
+                        },
+                    }
+                    for j, m in enumerate(self.passive)
+                ],
+                "tuning": (
+                    "hyper-parameters come from the config; `vfl reproduce private-utility` "
+                    "chooses them on rows of the test file declared public "
+                    "(partition.public), which the relation does not protect: the choice "
+                    "costs no privacy"
+                ),
+            }
+        )

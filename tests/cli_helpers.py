@@ -74,8 +74,9 @@ def vfl(*args, cwd=None, env=None, timeout=None, input=None):
             sys.stdout.flush()
             sys.stderr.flush()
         stdout, stderr = out.getvalue(), err.getvalue()
-    return types.SimpleNamespace(returncode=code, stdout=stdout.decode(), stderr=stderr.decode(),
-                                 seconds=time.perf_counter() - t0)
+    return types.SimpleNamespace(
+        returncode=code, stdout=stdout.decode(), stderr=stderr.decode(), seconds=time.perf_counter() - t0
+    )
 
 
 #: The older name of :func:`vfl`, kept for the tests that call it so.
@@ -85,9 +86,14 @@ invoke = vfl
 def vfl_process(*args, cwd=None, env=None, timeout=300):
     """``python -m vfl.cli.main ARGS`` in a new process, ``env`` added; the result has ``.seconds``."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "vfl.cli.main", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout, cwd=cwd,
-                          env={**os.environ, **(env or {})})
+    proc = subprocess.run(
+        [sys.executable, "-m", "vfl.cli.main", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
     proc.seconds = time.perf_counter() - t0
     return proc
 

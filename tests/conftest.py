@@ -37,8 +37,7 @@ def pytest_cmdline_main(config):
     tests (``file::test``) runs in this process.
     """
     option = config.option
-    if (not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput")
-            or option.collectonly):
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput") or option.collectonly:
         return
     if option.numprocesses is None:
         if config.args and all("::" in a for a in config.args):
@@ -113,8 +112,10 @@ def joblib_in_process(monkeypatch) -> list[int]:
             pools.append(n_jobs)
 
         def __call__(self, tasks):
-            return [pickle.loads(pickle.dumps(f(*args, **kwargs)))
-                    for f, args, kwargs in (pickle.loads(pickle.dumps(t)) for t in tasks)]
+            return [
+                pickle.loads(pickle.dumps(f(*args, **kwargs)))
+                for f, args, kwargs in (pickle.loads(pickle.dumps(t)) for t in tasks)
+            ]
 
     monkeypatch.setattr(joblib, "Parallel", InProcessParallel)
     return pools

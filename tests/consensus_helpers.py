@@ -27,8 +27,9 @@ def planted(N=6, m=30, d=5, seed=0, public=40):
     X = unit_rows(rng.standard_normal((n, d)) + 0.3)
     w = 3.0 * rng.standard_normal(d)
     y = np.where(rng.random(n) < expit(X @ w), 1.0, -1.0)
-    data, _ = split_providers(X, y, providers=N, samples_per_provider=m, public=public,
-                              rng=np.random.default_rng(seed + 1))
+    data, _ = split_providers(
+        X, y, providers=N, samples_per_provider=m, public=public, rng=np.random.default_rng(seed + 1)
+    )
     return data
 
 
@@ -39,8 +40,14 @@ def objective(reg, m, lam=0.17):
 def make(cls, data, reg, *, params=None, privacy=None, lam=0.17, seed=3, iterations=100):
     p = validate_table("solver", params or {}, cls.params, owner=cls.name)
     q = validate_table("privacy", privacy or {}, cls.privacy_params, owner=cls.name)
-    return cls(data, objective=objective(reg, data.A.shape[1], lam), params=p, privacy=q,
-               streams=Streams(seed=seed), iterations=iterations)
+    return cls(
+        data,
+        objective=objective(reg, data.A.shape[1], lam),
+        params=p,
+        privacy=q,
+        streams=Streams(seed=seed),
+        iterations=iterations,
+    )
 
 
 def loss_grad(A, b, w):

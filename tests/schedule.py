@@ -71,11 +71,9 @@ def pytest_collection_modifyitems(config, items):
     if known:
         cost = {item.nodeid: known.get(item.nodeid, 0.0) for item in items}
     else:  # no previous run: the slow tier counts as long, in collection order
-        cost = {item.nodeid: float(item.get_closest_marker("slow") is not None)
-                for item in items}
+        cost = {item.nodeid: float(item.get_closest_marker("slow") is not None) for item in items}
     order = {item.nodeid: k for k, item in enumerate(items)}
-    long = sorted((i for i in items if cost[i.nodeid] >= LONG),
-                  key=lambda i: (-cost[i.nodeid], order[i.nodeid]))
+    long = sorted((i for i in items if cost[i.nodeid] >= LONG), key=lambda i: (-cost[i.nodeid], order[i.nodeid]))
     if not long:
         return
     rest = [i for i in items if cost[i.nodeid] < LONG]

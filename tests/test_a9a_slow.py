@@ -56,8 +56,9 @@ def test_party_scaled_rho_reaches_1e4_with_many_parties(data_dir, parties, epoch
     """a9a-fast with the columns in M ranges: rho (2/M)^0.6 (solver.rho_parties = "scaled")
     reaches 1e-4 within 60 epochs at M = 16, where the fixed rho needs 171."""
     ranges = ",".join(str(len(c)) for c in np.array_split(np.arange(123), parties))
-    config = load_config(REPO / "configs" / "a9a-fast.toml",
-                         [f"partition.columns=[{ranges}]", "solver.epochs=60",
-                          "run.baselines=central"])
+    config = load_config(
+        REPO / "configs" / "a9a-fast.toml",
+        [f"partition.columns=[{ranges}]", "solver.epochs=60", "run.baselines=central"],
+    )
     gap = run_experiment(config, data_dir=data_dir).metrics["suboptimality"].to_numpy()
     assert int(np.flatnonzero(gap <= 1e-4)[0]) == epochs  # measured

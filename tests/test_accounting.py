@@ -26,8 +26,7 @@ from vfl.privacy.sharing import column_sensitivity, row_gradient_gap, row_sensit
 
 RAW = {
     "name": "dp",
-    "data": {"dataset": "synthetic",
-             "options": {"n_train": 300, "n_test": 100, "n_features": 10, "seed": 4}},
+    "data": {"dataset": "synthetic", "options": {"n_train": 300, "n_test": 100, "n_features": 10, "seed": 4}},
     "partition": {"columns": [4, 6]},
     "objective": {"lam": 0.01},
     "solver": {"epochs": 12},
@@ -71,8 +70,7 @@ def test_row_gradient_gap_is_the_maximum_over_unit_rows(P, R):
     """G(P, R) bounds ||P (a' a'^T - a a^T) e - R (a' - a)|| and the angle it names attains it."""
     rng = np.random.default_rng(0)
     G = row_gradient_gap(P, R)
-    a, a2, e = (v / np.linalg.norm(v, axis=1, keepdims=True)
-                for v in rng.normal(size=(3, 20000, 4)))
+    a, a2, e = (v / np.linalg.norm(v, axis=1, keepdims=True) for v in rng.normal(size=(3, 20000, 4)))
     proj = a2 * np.sum(a2 * e, axis=1, keepdims=True) - a * np.sum(a * e, axis=1, keepdims=True)
     gaps = np.linalg.norm(P * proj - R * (a2 - a), axis=1)
     assert gaps.max() <= G + 1e-12
@@ -140,8 +138,7 @@ def test_sigma_is_calibrated_from_the_enforced_sensitivity(sound_run):
     for party in p["per_party"]:
         assert party["sound_sensitivity"] == pytest.approx(C)
         # a deployment run (OS entropy) draws exact discrete noise, calibrated by RDP
-        assert party["sigma"] == pytest.approx(calibrate_sigma(4.0, 1e-5, 12, C, accountant="rdp"),
-                                               rel=1e-9)
+        assert party["sigma"] == pytest.approx(calibrate_sigma(4.0, 1e-5, 12, C, accountant="rdp"), rel=1e-9)
     m = sound_run.metrics
     assert m["epsilon_tight"].iloc[-1] == pytest.approx(4.0, rel=1e-3)
     assert m["epsilon_tight"].iloc[-1] <= 4.0 + 1e-9
@@ -181,15 +178,23 @@ def test_every_release_is_clipped_and_every_model_in_the_ball():
         return mean + event.scale[0] * rng_.standard_normal(mean.shape)
 
     for neighbours, extra in (("column", {}), ("row", {"input_clip": 1.0})):
-        cfg = config_from_dict({
-            **RAW, "solver": {"epochs": 5},
-            "privacy": {"delta": 1e-5, "sigma": 0.1, "b1": 0.5, "clip": 0.3,
-                        "neighbours": neighbours, **extra}})
+        cfg = config_from_dict(
+            {
+                **RAW,
+                "solver": {"epochs": 5},
+                "privacy": {"delta": 1e-5, "sigma": 0.1, "b1": 0.5, "clip": 0.3, "neighbours": neighbours, **extra},
+            }
+        )
         from vfl.admm.sharing import ADMMSharingSolver
 
-        s = ADMMSharingSolver.build(VerticalData(blocks, y), objective=Objective(lam=0.1),
-                                    params=dict(cfg.solver.values), privacy=dict(cfg.privacy.values),
-                                    streams=Streams(0), iterations=5)
+        s = ADMMSharingSolver.build(
+            VerticalData(blocks, y),
+            objective=Objective(lam=0.1),
+            params=dict(cfg.solver.values),
+            privacy=dict(cfg.privacy.values),
+            streams=Streams(0),
+            iterations=5,
+        )
         s.observer = watch
         for _ in range(5):
             s.step()
@@ -203,9 +208,14 @@ def test_accounting_refuses_rows_above_unit_norm():
     cfg = config()
     blocks = [np.full((10, 2), 1.0)]
     with pytest.raises(ValueError, match="accounting mode needs unit rows"):
-        ADMMSharingSolver.build(VerticalData(blocks, np.ones(10)), objective=Objective(),
-                                params=dict(cfg.solver.values), privacy=dict(cfg.privacy.values),
-                                streams=Streams(0), iterations=3)
+        ADMMSharingSolver.build(
+            VerticalData(blocks, np.ones(10)),
+            objective=Objective(),
+            params=dict(cfg.solver.values),
+            privacy=dict(cfg.privacy.values),
+            streams=Streams(0),
+            iterations=3,
+        )
 
 
 def test_noise_is_os_entropy_unless_replayable():
@@ -223,8 +233,7 @@ def test_noise_is_os_entropy_unless_replayable():
 
 
 def test_data_dependent_variant_is_labelled_not_dp():
-    run = run_experiment(config(calibration="data_dependent", replayable_noise=True),
-                         with_baselines=False)
+    run = run_experiment(config(calibration="data_dependent", replayable_noise=True), with_baselines=False)
     p = run.manifest.dump()["privacy"]
     assert p["dp_guarantee"] is False and "no epsilon of this run" in p["warning"]
     assert run.metrics["epsilon_tight"].iloc[1:].isna().all()  # nothing sound to compose
@@ -242,18 +251,21 @@ def test_budget_stops_the_run_and_says_so():
     assert full.manifest.dump()["privacy"]["budget"]["first_epoch_over_budget"] == stopped["after_epoch"] + 1
 
 
-@pytest.mark.parametrize("privacy, message", [
-    ({"clip": 0.0}, "privacy.clip must be > 0, got 0"),
-    ({"clip": -1.0}, "privacy.clip must be > 0"),
-    ({"clip": None}, "accounting mode (privacy.delta) needs privacy.clip"),
-    ({"neighbours": "sample"}, "privacy.neighbours = 'sample' is not one of: column, row"),
-    ({"neighbours": "row"}, "needs privacy.input_clip"),
-    ({"form": "variable"}, "privacy.form = 'variable' cannot be accounted"),
-    ({"sigma": 1.0}, "give privacy.sigma or privacy.epsilon, not both"),
-    ({"epsilon": 0.0}, "privacy.epsilon must be > 0"),
-    ({"delta": 1.5}, "privacy.delta must be in (0, 1), got 1.5"),
-    ({"calibration": "lemma2"}, "privacy.calibration = 'lemma2' is not one of"),
-])
+@pytest.mark.parametrize(
+    "privacy, message",
+    [
+        ({"clip": 0.0}, "privacy.clip must be > 0, got 0"),
+        ({"clip": -1.0}, "privacy.clip must be > 0"),
+        ({"clip": None}, "accounting mode (privacy.delta) needs privacy.clip"),
+        ({"neighbours": "sample"}, "privacy.neighbours = 'sample' is not one of: column, row"),
+        ({"neighbours": "row"}, "needs privacy.input_clip"),
+        ({"form": "variable"}, "privacy.form = 'variable' cannot be accounted"),
+        ({"sigma": 1.0}, "give privacy.sigma or privacy.epsilon, not both"),
+        ({"epsilon": 0.0}, "privacy.epsilon must be > 0"),
+        ({"delta": 1.5}, "privacy.delta must be in (0, 1), got 1.5"),
+        ({"calibration": "lemma2"}, "privacy.calibration = 'lemma2' is not one of"),
+    ],
+)
 def test_bad_privacy_configs(privacy, message):
     raw = {**RAW, "privacy": {k: v for k, v in {**RAW["privacy"], **privacy}.items() if v is not None}}
     with pytest.raises(ConfigError) as exc:
@@ -272,8 +284,13 @@ def test_epsilon_sweep(tmp_path):
     assert final["epsilon"].tolist() == [1.0, 500.0]
     assert final["test_logloss_mean"].iloc[0] > final["test_logloss_mean"].iloc[1]
     with pytest.raises(ConfigError, match="needs accounting mode"):
-        run_sweep(config_from_dict({k: v for k, v in RAW.items() if k != "privacy"}),
-                  [1.0], [0], tmp_path / "x", param="epsilon")
+        run_sweep(
+            config_from_dict({k: v for k, v in RAW.items() if k != "privacy"}),
+            [1.0],
+            [0],
+            tmp_path / "x",
+            param="epsilon",
+        )
 
 
 # -- the audit -----------------------------------------------------------------------------------
@@ -311,7 +328,8 @@ def test_cli_run_with_budget_privacy_plot_and_audit(tmp_path):
         'name = "dp"\n[data]\ndataset = "synthetic"\n'
         "options = { n_train = 300, n_test = 100, n_features = 10, seed = 4 }\n"
         "[partition]\ncolumns = [4, 6]\n[objective]\nlam = 0.01\n[solver]\nepochs = 12\n"
-        '[privacy]\ndelta = 1e-5\nepsilon = 4.0\nclip = 1.0\nb1 = 3.0\nbudget_epsilon = 2.0\n')
+        "[privacy]\ndelta = 1e-5\nepsilon = 4.0\nclip = 1.0\nb1 = 3.0\nbudget_epsilon = 2.0\n"
+    )
     out = tmp_path / "run"
     proc = vfl("run", "--config", cfg, "--out", out, "--stop-at-budget")
     assert proc.returncode == 0, proc.stderr

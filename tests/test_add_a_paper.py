@@ -46,7 +46,7 @@ FOLDER = {
             def eta(self, k):
                 return 0.5 * super().eta(k)
     ''',
-    "figures.py": '''
+    "figures.py": """
         from pathlib import Path
 
         from vfl.experiments.reproduce import ensure_run, figure_config
@@ -66,8 +66,8 @@ FOLDER = {
             ax.set_xlabel("iteration")
             ax.set_ylabel("log10 error")
             return save_figure(fig, out / "curve.png") + [out / "curve.csv"]
-    ''',
-    "configs/toy-run.toml": '''
+    """,
+    "configs/toy-run.toml": """
         name = "toy-run"
         [data]
         dataset = "synthetic"
@@ -92,7 +92,7 @@ FOLDER = {
         epochs = 4
         [privacy]
         replayable_noise = true
-    ''',
+    """,
 }
 
 
@@ -137,8 +137,9 @@ def test_its_solver_is_half_the_step_of_dgd(toy_paper, tmp_path):
     runs = {}
     for name in ("half_step_dgd", "dgd"):
         out = tmp_path / name
-        proc = vfl("run", "--config", toy_paper / "configs" / "toy-run.toml",
-                   "--set", f"solver.name={name}", "--out", out)
+        proc = vfl(
+            "run", "--config", toy_paper / "configs" / "toy-run.toml", "--set", f"solver.name={name}", "--out", out
+        )
         assert proc.returncode == 0, proc.stderr
         runs[name] = pd.read_csv(out / "metrics.csv")["log10_error"]
     assert runs["half_step_dgd"].iloc[0] == runs["dgd"].iloc[0]  # the same x^0

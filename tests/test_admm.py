@@ -51,6 +51,7 @@ def _single_threaded_blas():
     with threadpool_limits(limits=1, user_api="blas"):
         yield
 
+
 SHAPES = {"tall": (10, 10, 10), "wide": (250, 10, 10)}  # "wide": block 1 has d_1 > N
 LIP = {"logistic": 0.25, "squared": 2.0}
 EPOCHS = 400  # observed: every case below is at a relative gap < 1e-8 by ~150
@@ -81,6 +82,7 @@ def independent_central(D, b, loss, lam, w):
         # gradient 2w D^T (D x - b) + 2 lam x = 0
         x = np.linalg.solve(D.T @ D + (lam / w) * np.eye(D.shape[1]), D.T @ b)
     else:
+
         def fg(x):
             u = D @ x
             f = w * np.sum(np.logaddexp(0.0, -b * u)) + lam * x @ x
@@ -88,7 +90,10 @@ def independent_central(D, b, loss, lam, w):
             return f, g
 
         res = scipy.optimize.minimize(
-            fg, np.zeros(D.shape[1]), jac=True, method="L-BFGS-B",
+            fg,
+            np.zeros(D.shape[1]),
+            jac=True,
+            method="L-BFGS-B",
             options={"ftol": 1e-16, "gtol": 1e-11 * w, "maxiter": 20000, "maxcor": 50},
         )
         x = res.x
@@ -148,8 +153,9 @@ def test_admm_reaches_central_optimum(loss, reduction, shape, fmt):
     # (observed 1.9e-8 there, against 7e-11 for "sum").
     u = D @ x
     grad_l = -b * expit(-b * u) if loss == "logistic" else 2 * (u - b)
-    np.testing.assert_allclose(solver.y, w * grad_l, rtol=0,
-                               atol=2 * solver.z_tol * max(1.0, rho) + 1e-12 * w * np.abs(grad_l).max())
+    np.testing.assert_allclose(
+        solver.y, w * grad_l, rtol=0, atol=2 * solver.z_tol * max(1.0, rho) + 1e-12 * w * np.abs(grad_l).max()
+    )
 
 
 @pytest.mark.parametrize("fmt", ["dense", "sparse"])
@@ -211,9 +217,11 @@ def test_x_update_minimizes_subproblem_6(loss, reduction, fmt):
 
         x0 = np.zeros(Dm.shape[1])
         res = scipy.optimize.minimize(
-            f6, x0, jac=True, method="L-BFGS-B",
-            options={"ftol": 0.0, "gtol": 1e-14 * max(1.0, np.abs(f6(x0)[1]).max()),
-                     "maxiter": 20000, "maxcor": 50},
+            f6,
+            x0,
+            jac=True,
+            method="L-BFGS-B",
+            options={"ftol": 0.0, "gtol": 1e-14 * max(1.0, np.abs(f6(x0)[1]).max()), "maxiter": 20000, "maxcor": 50},
         )
         x_ref = res.x
         x_upd = solver.x_update(m)
@@ -252,7 +260,9 @@ def _scalar_argmin_7(loss, v, y, b, rho, w):
                     return float(f_dec(z0 + Decimal(t)) - f0)
 
             res = scipy.optimize.minimize_scalar(
-                f, bounds=(-width, width), method="bounded",
+                f,
+                bounds=(-width, width),
+                method="bounded",
                 options={"xatol": 1e-15 * width, "maxiter": 2000},
             )
             assert abs(res.x) < 0.999 * width
@@ -366,11 +376,11 @@ def test_residual_definitions_and_stats():
     st = solver.step()
     s = sum(Dm @ xm for Dm, xm in zip(blocks, solver.x))
     assert st.primal_residual == pytest.approx(np.linalg.norm(s - solver.z), rel=1e-12)
-    dual = np.sqrt(sum(np.sum((2 * lam * xm + Dm.T @ solver.y) ** 2)
-                       for Dm, xm in zip(blocks, solver.x)))
+    dual = np.sqrt(sum(np.sum((2 * lam * xm + Dm.T @ solver.y) ** 2) for Dm, xm in zip(blocks, solver.x)))
     assert st.dual_residual == pytest.approx(dual, rel=1e-12)
-    assert st.objective == pytest.approx(indep_value(np.hstack(blocks), b, "logistic", lam, w,
-                                                     solver.coef()), rel=1e-13)
+    assert st.objective == pytest.approx(
+        indep_value(np.hstack(blocks), b, "logistic", lam, w, solver.coef()), rel=1e-13
+    )
     assert st.epoch == 5 and min(st.x_seconds, st.z_seconds, st.y_seconds) >= 0
     assert st.primal_residual > 1e-6 and st.dual_residual > 1e-6  # not yet converged
     quiet = solver.step(diagnostics=False)
@@ -403,8 +413,7 @@ def test_block_solver_solves_x_system(n, d, lam, rho, sparse):
     expected = np.linalg.solve(2 * lam * np.eye(d) + rho * D.T @ D, D.T @ r)
     # the system's condition number reaches rho ||D||^2 / (2 lam) ~ 1e6 here, so
     # two correct solvers agree to ~1e-10 of the largest entry, not per entry
-    np.testing.assert_allclose(bs.solve(r), expected, rtol=1e-8,
-                               atol=1e-9 * np.abs(expected).max())
+    np.testing.assert_allclose(bs.solve(r), expected, rtol=1e-8, atol=1e-9 * np.abs(expected).max())
     x = rng.standard_normal(d)
     np.testing.assert_allclose(bs.matvec(x), D @ x, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(bs.rmatvec(r), D.T @ r, rtol=1e-13, atol=1e-13)
@@ -413,8 +422,9 @@ def test_block_solver_solves_x_system(n, d, lam, rho, sparse):
 def test_block_solver_lam_zero_full_rank():
     rng = np.random.default_rng(8)
     tall, wide, r = rng.standard_normal((50, 6)), rng.standard_normal((10, 30)), rng.standard_normal(50)
-    np.testing.assert_allclose(BlockSolver(tall, 0.0, 2.0).solve(r),
-                               np.linalg.solve(2.0 * tall.T @ tall, tall.T @ r), rtol=1e-10)
+    np.testing.assert_allclose(
+        BlockSolver(tall, 0.0, 2.0).solve(r), np.linalg.solve(2.0 * tall.T @ tall, tall.T @ r), rtol=1e-10
+    )
     # wide, lam = 0: D^T D is singular but D D^T is not; the push-through
     # branch returns the minimum-norm solution of rho D^T D x = D^T r.
     x = BlockSolver(wide, 0.0, 2.0).solve(r[:10])

@@ -71,9 +71,10 @@ def test_output_noise_releases_the_share_through_the_solver():
         return mean + scale * rng.standard_normal(mean.shape)
 
     share, rng = np.arange(N, dtype=float), np.random.default_rng(1)
-    out = OutputNoise().perturb(share, np.zeros(4), sigma=0.5, rng=rng,
-                                block=BlockSolver(block(), 0.1, 1.0), release=release)
-    (mean, scale, used), = calls
+    out = OutputNoise().perturb(
+        share, np.zeros(4), sigma=0.5, rng=rng, block=BlockSolver(block(), 0.1, 1.0), release=release
+    )
+    ((mean, scale, used),) = calls
     assert mean is share and scale == 0.5 and used is rng
     expected = share + 0.5 * np.random.default_rng(1).standard_normal(N)
     assert np.array_equal(out, expected)
@@ -81,8 +82,9 @@ def test_output_noise_releases_the_share_through_the_solver():
 
 def test_variable_noise_is_the_image_of_isotropic_model_noise():
     D, x = block(), np.ones(4)
-    out = VariableNoise().perturb(D @ x, x, sigma=0.3, rng=np.random.default_rng(2),
-                                  block=BlockSolver(D, 0.1, 1.0), release=None)
+    out = VariableNoise().perturb(
+        D @ x, x, sigma=0.3, rng=np.random.default_rng(2), block=BlockSolver(D, 0.1, 1.0), release=None
+    )
     xi = np.random.default_rng(2).normal(0.0, 0.3, size=4)
     np.testing.assert_allclose(out, D @ (x + xi), rtol=1e-13)
 
@@ -90,8 +92,9 @@ def test_variable_noise_is_the_image_of_isotropic_model_noise():
 def test_whitened_noise_is_sigma_times_an_orthonormal_image():
     """``D xi = sigma D V diag(s^-1/2) e``: ``sigma`` times orthonormal columns of range(D)."""
     D, x = block(), np.ones(4)
-    out = WhitenedVariableNoise().perturb(D @ x, x, sigma=0.7, rng=np.random.default_rng(3),
-                                          block=BlockSolver(D, 0.1, 1.0), release=None)
+    out = WhitenedVariableNoise().perturb(
+        D @ x, x, sigma=0.7, rng=np.random.default_rng(3), block=BlockSolver(D, 0.1, 1.0), release=None
+    )
     s, V = np.linalg.eigh(D.T @ D)
     e = np.random.default_rng(3).standard_normal(4)
     np.testing.assert_allclose(out - D @ x, 0.7 * (D @ (V @ (e / np.sqrt(s)))), rtol=1e-9)
@@ -154,7 +157,9 @@ def test_each_relation_names_its_ball_and_words():
     from vfl.privacy.sharing import NEIGHBOURS
 
     assert {n: (cls.ball, cls().words) for n, cls in RELATIONS.items()} == {
-        "column": ("project", NEIGHBOURS["column"]), "row": ("exact", NEIGHBOURS["row"])}
+        "column": ("project", NEIGHBOURS["column"]),
+        "row": ("exact", NEIGHBOURS["row"]),
+    }
     assert BALL == {"project": ProjectedBall, "exact": ExactBall}
 
 
@@ -189,8 +194,9 @@ def test_pulled_values_of_the_two_forms():
     P = [rng.standard_normal(N) for _ in range(3)]
     z, y = rng.standard_normal(N), rng.standard_normal(N)
     hu = HuSharing(3)
-    np.testing.assert_allclose(hu.pulled(1, P, z, y, hu.coupled_sum(P), 0.5),
-                               0.5 * (z - P[0] - P[2]) - y, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        hu.pulled(1, P, z, y, hu.coupled_sum(P), 0.5), 0.5 * (z - P[0] - P[2]) - y, rtol=1e-12, atol=1e-12
+    )
     boyd = BoydSharing(3)
     assert boyd.scale == 3 and boyd.coupled_sum(P) is None
     np.testing.assert_allclose(boyd.pulled(1, P, z, y, None, 0.5), 1.5 * P[1] - y, rtol=1e-15)
@@ -243,14 +249,30 @@ def test_defaults_resolve_to_algorithm_1_and_options_to_their_strategies():
     obj = Objective("logistic", 0.1, "sum")
     s = ADMMSharing(blocks, b, obj)
     party = s.parties.parties[0]  # the feasible set and the noise are each party's own
-    kinds = (s.sharing, s.sweep, s.relax, s.penalty, s.accelerator, s.z_solver, party.feasible,
-             party.noise)
-    assert [type(k) for k in kinds] == [HuSharing, JacobiOrder, NoRelaxation, FixedPenalty,
-                                        NoAcceleration, SafeguardedZUpdate, Unconstrained,
-                                        VariableNoise]
-    s = ADMMSharing(blocks, b, obj, rho=0.5, form="boyd", relaxation=1.5,
-                    acceleration="anderson", anderson_memory=3, x_radius=1.0, ball="exact",
-                    noise_form="output")
+    kinds = (s.sharing, s.sweep, s.relax, s.penalty, s.accelerator, s.z_solver, party.feasible, party.noise)
+    assert [type(k) for k in kinds] == [
+        HuSharing,
+        JacobiOrder,
+        NoRelaxation,
+        FixedPenalty,
+        NoAcceleration,
+        SafeguardedZUpdate,
+        Unconstrained,
+        VariableNoise,
+    ]
+    s = ADMMSharing(
+        blocks,
+        b,
+        obj,
+        rho=0.5,
+        form="boyd",
+        relaxation=1.5,
+        acceleration="anderson",
+        anderson_memory=3,
+        x_radius=1.0,
+        ball="exact",
+        noise_form="output",
+    )
     assert isinstance(s.sharing, BoydSharing) and s.x_rho == 1.0
     assert isinstance(s.accelerator, Anderson) and s.accelerator.memory == 3
     party = s.parties.parties[1]
@@ -261,7 +283,13 @@ def test_defaults_resolve_to_algorithm_1_and_options_to_their_strategies():
 
 
 def test_the_epoch_holds_no_branch_on_an_option_name():
-    for method in (ADMMSharing._epoch, ADMMSharing._pull, Party.update, Party.publish,
-                   ADMMSharing.z_update, ADMMSharing.step):
+    for method in (
+        ADMMSharing._epoch,
+        ADMMSharing._pull,
+        Party.update,
+        Party.publish,
+        ADMMSharing.z_update,
+        ADMMSharing.step,
+    ):
         source = inspect.getsource(method)
         assert '== "' not in source and '!= "' not in source, method.__name__

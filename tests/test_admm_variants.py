@@ -62,12 +62,10 @@ VARIANTS = {
     "hu+relaxation": dict(rho=0.5, relaxation=1.5),
     "gauss_seidel": dict(rho=0.5, order="gauss_seidel"),
     "spectral(hu)": dict(rho=1.0, rho_schedule="spectral"),
-    "spectral(boyd)+relaxation": dict(rho=1.0, form="boyd", rho_schedule="spectral",
-                                      relaxation=1.5, rho_min=1e-3),
+    "spectral(boyd)+relaxation": dict(rho=1.0, form="boyd", rho_schedule="spectral", relaxation=1.5, rho_min=1e-3),
     "nesterov_restart(boyd)": dict(rho=0.1, form="boyd", acceleration="nesterov_restart"),
     "anderson(hu)": dict(rho=0.5, acceleration="anderson"),
-    "anderson(boyd)+relaxation": dict(rho=0.1, form="boyd", relaxation=1.5,
-                                      acceleration="anderson", anderson_memory=3),
+    "anderson(boyd)+relaxation": dict(rho=0.1, form="boyd", relaxation=1.5, acceleration="anderson", anderson_memory=3),
     "anderson(gauss_seidel)": dict(rho=0.5, order="gauss_seidel", acceleration="anderson"),
     "newton z(boyd, rho < w/4)": dict(rho=0.05, form="boyd", z_update="newton"),
     "newton z(hu, rho > w/4)": dict(rho=0.5, z_update="newton"),
@@ -99,14 +97,16 @@ def test_variant_reaches_central_optimum(variant, parties, fmt):
 def test_squared_loss_variants_match_the_normal_equations():
     D, blocks, b = planted_problem("squared", (6, 6, 6), N, seed=1)
     x_star = np.linalg.solve(D.T @ D + LAM * np.eye(18), D.T @ b)  # 2(D^T(Dx - b)) + 2 lam x = 0
-    for kw in (dict(rho=0.5, form="boyd", relaxation=1.5), dict(rho=5.0, order="gauss_seidel"),
-               dict(rho=5.0, acceleration="anderson"),
-               dict(rho=1.0, form="boyd", rho_schedule="spectral")):
+    for kw in (
+        dict(rho=0.5, form="boyd", relaxation=1.5),
+        dict(rho=5.0, order="gauss_seidel"),
+        dict(rho=5.0, acceleration="anderson"),
+        dict(rho=1.0, form="boyd", rho_schedule="spectral"),
+    ):
         solver = ADMMSharing(blocks, b, Objective("squared", LAM, "sum"), **kw)
         for _ in range(1500):
             solver.step(diagnostics=False)
-        np.testing.assert_allclose(solver.coef(), x_star, rtol=0,
-                                   atol=1e-7 * np.linalg.norm(x_star), err_msg=str(kw))
+        np.testing.assert_allclose(solver.coef(), x_star, rtol=0, atol=1e-7 * np.linalg.norm(x_star), err_msg=str(kw))
 
 
 def _correlated_blocks(seed=0, n=200, d=5, corr=0.9):
@@ -140,8 +140,7 @@ def test_boyd_form_is_hu_plus_the_proximal_term():
     """Without noise, the Boyd x-update minimizes (6) + (M-1) rho/2 ||D_m(x - x^k)||^2."""
     D, blocks, b = planted_problem("logistic", (4, 5, 3), N, seed=3)
     rho, lam, M = 0.3, LAM, 3
-    s = ADMMSharing(blocks, b, Objective("logistic", lam, "sum"), rho=rho, form="boyd",
-                    relaxation=1.0)
+    s = ADMMSharing(blocks, b, Objective("logistic", lam, "sum"), rho=rho, form="boyd", relaxation=1.0)
     for _ in range(4):
         s.step(diagnostics=False)
     x_old, shares = [x.copy() for x in s.x], [v.copy() for v in s.shares]
@@ -187,9 +186,18 @@ def test_relaxation_uses_the_relaxed_sum():
 def test_spectral_rho_respects_its_bounds_and_adapts():
     D, blocks, b = planted_problem("logistic", (10, 10, 10), N, seed=2, density=0.4)
     lo, hi, change = 0.05, 2.0, 3.0
-    s = ADMMSharing(blocks, b, Objective("logistic", LAM, "sum"), rho=1.0, form="boyd",
-                    rho_schedule="spectral", rho_min=lo, rho_max=hi, rho_change=change,
-                    rho_every=3)
+    s = ADMMSharing(
+        blocks,
+        b,
+        Objective("logistic", LAM, "sum"),
+        rho=1.0,
+        form="boyd",
+        rho_schedule="spectral",
+        rho_min=lo,
+        rho_max=hi,
+        rho_change=change,
+        rho_every=3,
+    )
     rhos = [s.rho]
     for _ in range(300):
         s.step(diagnostics=False)
@@ -218,9 +226,21 @@ def test_default_options_are_algorithm_1_bit_for_bit():
     obj = Objective("logistic", 1e-2, "sum")
     rngs = lambda: [np.random.default_rng(m) for m in range(2)]  # noqa: E731
     plain = ADMMSharing(blocks, b, obj, rho=1.0, sigma=0.1, noise_rngs=rngs())
-    explicit = ADMMSharing(blocks, b, obj, rho=1.0, sigma=0.1, noise_rngs=rngs(), form="hu",
-                           order="jacobi", relaxation=1.0, rho_schedule="fixed",
-                           acceleration="none", z_update="safeguarded", blas_threads=None)
+    explicit = ADMMSharing(
+        blocks,
+        b,
+        obj,
+        rho=1.0,
+        sigma=0.1,
+        noise_rngs=rngs(),
+        form="hu",
+        order="jacobi",
+        relaxation=1.0,
+        rho_schedule="fixed",
+        acceleration="none",
+        z_update="safeguarded",
+        blas_threads=None,
+    )
     for _ in range(20):
         plain.step(diagnostics=False)
         explicit.step(diagnostics=False)
@@ -248,9 +268,16 @@ def test_blas_threads_are_limited_inside_the_epoch_and_restored():
 
 def test_anderson_reports_acceptance_and_stays_finite_under_noise():
     D, blocks, b = planted_problem("logistic", (6, 7), N, seed=9)
-    s = ADMMSharing(blocks, b, Objective("logistic", LAM, "sum"), rho=0.5,
-                    acceleration="anderson", sigma=0.1, noise_form="output",
-                    noise_rngs=[np.random.default_rng(m) for m in range(2)])
+    s = ADMMSharing(
+        blocks,
+        b,
+        Objective("logistic", LAM, "sum"),
+        rho=0.5,
+        acceleration="anderson",
+        sigma=0.1,
+        noise_form="output",
+        noise_rngs=[np.random.default_rng(m) for m in range(2)],
+    )
     accepted = [s.step(diagnostics=False).extra["anderson_accepted"] for _ in range(60)]
     assert all(isinstance(a, bool) for a in accepted)
     assert np.isfinite(s.objective_value())
@@ -292,10 +319,12 @@ def test_bad_options_raise_clear_errors(kw, message):
 
 
 def _raw(solver=None, privacy=None):
-    raw = {"name": "t", "data": {"dataset": "synthetic", "options": {"n_train": 100, "n_test": 50,
-                                                                     "n_features": 6}},
-           "partition": {"columns": [3, 3]},
-           "solver": {"name": "admm_sharing", "epochs": 3, **(solver or {})}}
+    raw = {
+        "name": "t",
+        "data": {"dataset": "synthetic", "options": {"n_train": 100, "n_test": 50, "n_features": 6}},
+        "partition": {"columns": [3, 3]},
+        "solver": {"name": "admm_sharing", "epochs": 3, **(solver or {})},
+    }
     if privacy:
         raw["privacy"] = privacy
     return raw
@@ -304,15 +333,21 @@ def _raw(solver=None, privacy=None):
 ACCOUNTING = {"delta": 1e-5, "sigma": 1.0, "clip": 1.0, "b1": 1.0}
 
 
-@pytest.mark.parametrize("solver,privacy,message", [
-    ({"form": "boyd", "order": "gauss_seidel"}, None, "needs form = 'hu'"),
-    ({"relaxation": 2.5}, None, "solver.relaxation must be"),
-    ({"form": "fast"}, None, "solver.form = 'fast' is not one of"),
-    ({"acceleration": "nesterov_restart"}, None, "needs form = 'boyd'"),
-    ({"rho_schedule": "spectral"}, ACCOUNTING, "needs solver.rho_min"),
-    ({"rho_schedule": "spectral", "rho_min": 0.1},
-     {**ACCOUNTING, "neighbours": "row", "input_clip": 1.0}, "needs solver.rho_max too"),
-])
+@pytest.mark.parametrize(
+    "solver,privacy,message",
+    [
+        ({"form": "boyd", "order": "gauss_seidel"}, None, "needs form = 'hu'"),
+        ({"relaxation": 2.5}, None, "solver.relaxation must be"),
+        ({"form": "fast"}, None, "solver.form = 'fast' is not one of"),
+        ({"acceleration": "nesterov_restart"}, None, "needs form = 'boyd'"),
+        ({"rho_schedule": "spectral"}, ACCOUNTING, "needs solver.rho_min"),
+        (
+            {"rho_schedule": "spectral", "rho_min": 0.1},
+            {**ACCOUNTING, "neighbours": "row", "input_clip": 1.0},
+            "needs solver.rho_max too",
+        ),
+    ],
+)
 def test_config_errors_are_one_line(solver, privacy, message):
     from vfl.experiments.config import config_from_dict
 
@@ -327,8 +362,9 @@ def test_config_defaults_build_the_plain_path():
 
     cfg = config_from_dict(_raw())
     assert cfg.solver.values["form"] == "hu" and cfg.solver.values["z_update"] == "safeguarded"
-    cfg = config_from_dict(_raw({"form": "boyd", "relaxation": 1.8, "rho": 0.03,
-                                 "z_update": "newton", "blas_threads": 1}))
+    cfg = config_from_dict(
+        _raw({"form": "boyd", "relaxation": 1.8, "rho": 0.03, "z_update": "newton", "blas_threads": 1})
+    )
     assert cfg.solver.values["relaxation"] == 1.8
 
 
@@ -340,15 +376,33 @@ def _plan(params, privacy, M=2, N=50):
     from vfl.admm.sharing.accounting import plan_privacy
 
     base = {"rho": 1.0, "form": "hu", "rho_schedule": "fixed", "rho_min": None, "rho_max": None}
-    p = {"sigma": 1.0, "form": "output", "epsilon": None, "delta": 1e-5, "neighbours": "column",
-         "clip": 1.0,
-         "b1": 1.0, "input_clip": None, "calibration": "sound", "accountant": "pld", **privacy}
-    assert ADMMSharingSolver.check_config({**{p_.name: p_.default for p_ in
-                                              ADMMSharingSolver.params}, **base, **params},
-                                          p, 10) is None
-    return plan_privacy([2] * M, N, Objective("logistic", 1.0, "sum"),
-                        ADMMSharingSolver.typed_params({**base, **params}),
-                        ADMMSharingSolver.typed_privacy(p), 10)
+    p = {
+        "sigma": 1.0,
+        "form": "output",
+        "epsilon": None,
+        "delta": 1e-5,
+        "neighbours": "column",
+        "clip": 1.0,
+        "b1": 1.0,
+        "input_clip": None,
+        "calibration": "sound",
+        "accountant": "pld",
+        **privacy,
+    }
+    assert (
+        ADMMSharingSolver.check_config(
+            {**{p_.name: p_.default for p_ in ADMMSharingSolver.params}, **base, **params}, p, 10
+        )
+        is None
+    )
+    return plan_privacy(
+        [2] * M,
+        N,
+        Objective("logistic", 1.0, "sum"),
+        ADMMSharingSolver.typed_params({**base, **params}),
+        ADMMSharingSolver.typed_privacy(p),
+        10,
+    )
 
 
 def test_column_bound_is_the_same_for_every_variant():
@@ -378,8 +432,17 @@ def test_boyd_x_update_reads_public_values_only():
     public history and the same block compute the same x, whatever their private past."""
     D, blocks, b = planted_problem("logistic", (4, 4), N, seed=10)
     obj = Objective("logistic", LAM, "sum")
-    s = ADMMSharing(blocks, b, obj, rho=0.2, form="boyd", relaxation=1.5, sigma=0.5,
-                    noise_form="output", noise_rngs=[np.random.default_rng(m) for m in range(2)])
+    s = ADMMSharing(
+        blocks,
+        b,
+        obj,
+        rho=0.2,
+        form="boyd",
+        relaxation=1.5,
+        sigma=0.5,
+        noise_form="output",
+        noise_rngs=[np.random.default_rng(m) for m in range(2)],
+    )
     for _ in range(5):
         s.step(diagnostics=False)
     x_before = [x.copy() for x in s.x]

@@ -24,8 +24,7 @@ from vfl.datasets.loaders import load_raw
 from vfl.datasets.stage import fit_stage
 
 # the [preprocessing] of papers/dp_admm/configs/dp-admm-*.toml (spec D2, with the declared ranges)
-PAPER = {"encoding": "ordinal", "scaling": "minmax", "range": [-1.0, 1.0], "bounds": "schema",
-         "normalize_rows": True}
+PAPER = {"encoding": "ordinal", "scaling": "minmax", "range": [-1.0, 1.0], "bounds": "schema", "normalize_rows": True}
 AGE = (17.0, 90.0)  # Adult's declared age range (vfl.datasets.schemas)
 
 DATA = b"""\
@@ -54,8 +53,9 @@ def load_small(directory, **preprocessing):
 
 def test_default_preprocessing_is_unchanged(small_adult):
     default = load_small(small_adult, encoding="ordinal")
-    explicit = load_small(small_adult, encoding="ordinal", scaling="minmax", range=[0.0, 1.0],
-                          bounds="schema", normalize_rows=False)
+    explicit = load_small(
+        small_adult, encoding="ordinal", scaling="minmax", range=[0.0, 1.0], bounds="schema", normalize_rows=False
+    )
     np.testing.assert_array_equal(default.X_train, explicit.X_train)
     np.testing.assert_array_equal(default.X_test, explicit.X_test)
     assert default.X_train.min() >= 0.0 and default.X_train.max() <= 1.0
@@ -74,8 +74,7 @@ def test_paper_preprocessing(small_adult):
     assert raw.X_train.min() >= -1.0 and raw.X_train.max() <= 1.0
     age = raw.X_train[:, 0]  # ages 39, 50, 53 within the declared [17, 90] -> [-1, 1]
     np.testing.assert_allclose(age, 2 * (np.array([39, 50, 53]) - AGE[0]) / 73 - 1)
-    np.testing.assert_allclose(data.X_train, raw.X_train / np.linalg.norm(raw.X_train, axis=1,
-                                                                          keepdims=True))
+    np.testing.assert_allclose(data.X_train, raw.X_train / np.linalg.norm(raw.X_train, axis=1, keepdims=True))
     np.testing.assert_allclose(np.linalg.norm(data.X_test, axis=1), 1.0)
     # test rows use the same declared range: age 25 (below every training age) is inside it
     assert raw.X_test[0, 0] == pytest.approx(2 * (25 - AGE[0]) / 73 - 1)
@@ -122,13 +121,16 @@ def test_standard_scaling_and_row_clip(small_adult):
     np.testing.assert_allclose(np.linalg.norm(onehot.X_train, axis=1), 1.0)
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("scaling", "minmax11", "preprocessing.scaling = 'minmax11' is not one of"),
-    ("normalize_rows", "l2", "preprocessing.normalize_rows must be true or false"),
-    ("row_clip", True, "preprocessing.row_clip must be a finite number > 0"),
-    ("encoding", "binary", "preprocessing.encoding = 'binary' is not one of"),
-    ("range", [1.0, -1.0], "preprocessing.range: bounds need lower < upper"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("scaling", "minmax11", "preprocessing.scaling = 'minmax11' is not one of"),
+        ("normalize_rows", "l2", "preprocessing.normalize_rows must be true or false"),
+        ("row_clip", True, "preprocessing.row_clip must be a finite number > 0"),
+        ("encoding", "binary", "preprocessing.encoding = 'binary' is not one of"),
+        ("range", [1.0, -1.0], "preprocessing.range: bounds need lower < upper"),
+    ],
+)
 def test_bad_preprocessing_is_one_line_errors(small_adult, key, value, message):
     spec = {"scaling": "minmax", key: value} if key == "range" else {key: value}
     with pytest.raises(ConfigError, match=message) as err:
@@ -136,12 +138,21 @@ def test_bad_preprocessing_is_one_line_errors(small_adult, key, value, message):
     assert "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("option, key", [
-    ("scaling", "preprocessing.scaling"), ("row_norm", "preprocessing.normalize_rows"),
-    ("encoding", "preprocessing.encoding"), ("fit", "preprocessing.bounds")])
+@pytest.mark.parametrize(
+    "option, key",
+    [
+        ("scaling", "preprocessing.scaling"),
+        ("row_norm", "preprocessing.normalize_rows"),
+        ("encoding", "preprocessing.encoding"),
+        ("fit", "preprocessing.bounds"),
+    ],
+)
 def test_old_loader_options_name_their_new_key(small_adult, option, key):
-    with pytest.raises(DataError, match=rf"adult: option {option} moved to the "
-                                        rf"\[preprocessing\] section: set {key}") as err:
+    with pytest.raises(
+        DataError,
+        match=rf"adult: option {option} moved to the "
+        rf"\[preprocessing\] section: set {key}",
+    ) as err:
         load_dataset("adult", small_adult, verify=False, options={option: "x"})
     assert "\n" not in str(err.value)
 
@@ -156,11 +167,15 @@ def test_i_paper_preprocessing_counts(data_dir):
 
 
 def _run(cls, data, reg, privacy=None, T=100, seed=0):
-    obj = Objective(loss="logistic", lam=0.17, reduction="unit_mean", regularizer=reg,
-                    unit_size=data.A.shape[1])
-    solver = cls(data, objective=obj, params=validate_table("solver", {}, cls.params, owner="t"),
-                 privacy=validate_table("privacy", privacy or {}, cls.privacy_params, owner="t"),
-                 streams=Streams(seed=seed), iterations=T)
+    obj = Objective(loss="logistic", lam=0.17, reduction="unit_mean", regularizer=reg, unit_size=data.A.shape[1])
+    solver = cls(
+        data,
+        objective=obj,
+        params=validate_table("solver", {}, cls.params, owner="t"),
+        privacy=validate_table("privacy", privacy or {}, cls.privacy_params, owner="t"),
+        streams=Streams(seed=seed),
+        iterations=T,
+    )
     t0 = time.perf_counter()
     stats = [solver.step() for _ in range(T)]
     return solver, time.perf_counter() - t0, stats
@@ -171,9 +186,9 @@ def _run(cls, data, reg, privacy=None, T=100, seed=0):
 def test_paper_pipeline_on_adult(data_dir):
     """Sec. VI at one split: 162 / 100 x 210 / 9000, T = 100, lam = 0.17, rho = 1."""
     full = load_dataset("adult", data_dir, preprocessing=PAPER)
-    data, (X_test, y_test) = split_providers(full.X_train, full.y_train, providers=100,
-                                             samples_per_provider=210, public=162,
-                                             rng=np.random.default_rng(2024))
+    data, (X_test, y_test) = split_providers(
+        full.X_train, full.y_train, providers=100, samples_per_provider=210, public=162, rng=np.random.default_rng(2024)
+    )
     assert X_test.shape == (9000, 14)
     majority = max(np.mean(y_test > 0), np.mean(y_test < 0))
     for reg, dw_range in (("l1", (8.0, 16.0)), ("half_l2sq", (4.5, 9.0))):
@@ -192,10 +207,8 @@ def test_paper_pipeline_on_adult(data_dir):
         loss_dp = dp.evaluate()["empirical_loss"]
         assert loss_dp < 100 * math.log(2)
         if reg == "half_l2sq":  # Figs. 4-6: Algorithm 2 is disrupted by its noise
-            alg2, _, stats2 = _run(ConsensusADMMPerturbed, data, reg,
-                                   {"epsilon_per_iteration": 0.1, "delta": 1e-3})
+            alg2, _, stats2 = _run(ConsensusADMMPerturbed, data, reg, {"epsilon_per_iteration": 0.1, "delta": 1e-3})
             assert alg2.evaluate()["empirical_loss"] > 10 * loss_dp
             assert accuracy(alg2.decision_function(X_test), y_test) < acc_dp
             # Table III's ordering by work: Algorithm 2's local solves take more iterations
-            assert sum(s["inner_iterations"] for s in stats2) > \
-                sum(s["inner_iterations"] for s in stats1)
+            assert sum(s["inner_iterations"] for s in stats2) > sum(s["inner_iterations"] for s in stats1)

@@ -53,8 +53,12 @@ NETWORK = {k: v for k, v in tomllib.loads(LDP_TOML).items() if k != "solver"}
 
 
 def _raw(name, epochs=6, privacy=None, run=None, **solver):
-    return {**NETWORK, "solver": {"name": name, "epochs": epochs, **solver},
-            **({"privacy": privacy} if privacy else {}), "run": {**(run or {})}}
+    return {
+        **NETWORK,
+        "solver": {"name": name, "epochs": epochs, **solver},
+        **({"privacy": privacy} if privacy else {}),
+        "run": {**(run or {})},
+    }
 
 
 def _both(raw, cluster):
@@ -69,16 +73,20 @@ def _both(raw, cluster):
     return local, remote
 
 
-@pytest.mark.parametrize("raw", [
-    # Algorithm 1: random weights and Laplace noise drawn on the workers, the releases
-    # accounted by the solver (privacy.delta); two repeats (graphs, splits)
-    _raw("ldp_admm", privacy={"delta": 1e-5, "replayable_noise": True}, run={"repeats": 2}),
-    # the exact step (12): per-agent Newton on each worker
-    _raw("random_penalty_admm"),
-    # Algorithm 2 (farthest pairs across the groups' boundary) and [43]'s l2 perturbation
-    _raw("ldp_gd", privacy={"replayable_noise": True}),
-    _raw("pp_admm", privacy={"mechanism": "native", "replayable_noise": True}),
-], ids=["ldp_admm", "random_penalty_admm", "ldp_gd", "pp_admm"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # Algorithm 1: random weights and Laplace noise drawn on the workers, the releases
+        # accounted by the solver (privacy.delta); two repeats (graphs, splits)
+        _raw("ldp_admm", privacy={"delta": 1e-5, "replayable_noise": True}, run={"repeats": 2}),
+        # the exact step (12): per-agent Newton on each worker
+        _raw("random_penalty_admm"),
+        # Algorithm 2 (farthest pairs across the groups' boundary) and [43]'s l2 perturbation
+        _raw("ldp_gd", privacy={"replayable_noise": True}),
+        _raw("pp_admm", privacy={"mechanism": "native", "replayable_noise": True}),
+    ],
+    ids=["ldp_admm", "random_penalty_admm", "ldp_gd", "pp_admm"],
+)
 def test_ldp_agents_on_dask_give_the_in_process_numbers_to_the_bit(cluster, raw):
     local, remote = _both(raw, cluster)
     assert_same_numbers(remote, local)
@@ -93,19 +101,28 @@ def test_ldp_agents_on_dask_give_the_in_process_numbers_to_the_bit(cluster, raw)
 
 
 #: Algorithm 3's exchange: the same 5 agents on a complete graph, the sums secret-shared
-SHARING = {**NETWORK, "network": {"graph": "complete", "nodes": 5,
-                                  "exchange": "secret_sharing"}}
+SHARING = {**NETWORK, "network": {"graph": "complete", "nodes": 5, "exchange": "secret_sharing"}}
 
 
-@pytest.mark.parametrize("raw", [
-    # Algorithm 1 with Laplace noise, accounted; two repeats
-    {**_raw("ldp_admm", privacy={"delta": 1e-5, "replayable_noise": True},
-            run={"repeats": 2}), "network": SHARING["network"]},
-    # DGD, and [43]'s exact step with the l2 perturbation, in a 32-bit ring
-    {**_raw("dgd"), "network": SHARING["network"]},
-    {**_raw("pp_admm", privacy={"mechanism": "native", "replayable_noise": True},
-            ss_bits=32, ss_fractional_bits=20), "network": SHARING["network"]},
-], ids=["ldp_admm", "dgd", "pp_admm"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # Algorithm 1 with Laplace noise, accounted; two repeats
+        {
+            **_raw("ldp_admm", privacy={"delta": 1e-5, "replayable_noise": True}, run={"repeats": 2}),
+            "network": SHARING["network"],
+        },
+        # DGD, and [43]'s exact step with the l2 perturbation, in a 32-bit ring
+        {**_raw("dgd"), "network": SHARING["network"]},
+        {
+            **_raw(
+                "pp_admm", privacy={"mechanism": "native", "replayable_noise": True}, ss_bits=32, ss_fractional_bits=20
+            ),
+            "network": SHARING["network"],
+        },
+    ],
+    ids=["ldp_admm", "dgd", "pp_admm"],
+)
 def test_secret_sharing_through_the_coordinator_gives_the_in_process_numbers(cluster, raw):
     """Algorithm 3's rounds routed by the coordinator between the groups (agents 1-3, 4-5):
     the metrics and every count of communication.csv to the bit."""
@@ -129,14 +146,14 @@ def test_bad_inputs_are_one_line_errors_and_nothing_is_written(tmp_path, cluster
     path.write_text(LDP_TOML)
     out = tmp_path / "run"
     dask = ["--set", "run.backend=dask"]
-    assert_one_line_error(vfl("run", "--config", path, "--out", out, *dask,
-                              "--cluster", "tcp://127.0.0.1:9"),
-                          "cannot reach the Dask scheduler at tcp://127.0.0.1:9")
+    assert_one_line_error(
+        vfl("run", "--config", path, "--out", out, *dask, "--cluster", "tcp://127.0.0.1:9"),
+        "cannot reach the Dask scheduler at tcp://127.0.0.1:9",
+    )
     assert not out.exists()
 
 
-@pytest.mark.parametrize("network", [NETWORK["network"], SHARING["network"]],
-                         ids=["plain", "secret_sharing"])
+@pytest.mark.parametrize("network", [NETWORK["network"], SHARING["network"]], ids=["plain", "secret_sharing"])
 def test_a_group_rebuilt_mid_run_by_replay_gives_the_same_numbers(cluster, network):
     """Agents 1-3 are rebuilt on a new actor after iteration 3, as after a lost worker (a
     killed worker process is in test_parties_slow.py): its journal's iterations run again
@@ -144,8 +161,7 @@ def test_a_group_rebuilt_mid_run_by_replay_gives_the_same_numbers(cluster, netwo
     replay whose release differs from the one received by a bit stops the run."""
     from vfl.core.errors import PartyLostError
 
-    raw = {**_raw("ldp_admm", privacy={"delta": 1e-5, "replayable_noise": True}),
-           "network": network}
+    raw = {**_raw("ldp_admm", privacy={"delta": 1e-5, "replayable_noise": True}), "network": network}
     local = run_experiment(config_from_dict(raw), with_baselines=False)
     config = config_from_dict({**raw, "run": {"backend": "dask"}})
     with dask_backend(config, cluster, None) as backend:
@@ -155,8 +171,9 @@ def test_a_group_rebuilt_mid_run_by_replay_gives_the_same_numbers(cluster, netwo
 
         def rebuild(row):
             if row["epoch"] == 3:  # a new actor where the old one was, then its journal
-                slot.actor = backend._actor(slot.label, slot.worker, backend._submit(
-                    slot.label, slot.first, slot.stop, slot.worker))
+                slot.actor = backend._actor(
+                    slot.label, slot.worker, backend._submit(slot.label, slot.first, slot.stop, slot.worker)
+                )
                 session.opened[0] = backend._open(session, 0)
                 session._replay(0, slot.worker)
 
@@ -168,9 +185,11 @@ def test_a_group_rebuilt_mid_run_by_replay_gives_the_same_numbers(cluster, netwo
         X = journal[at].reply.X.copy()
         X[0, 0] = np.nextafter(X[0, 0], np.inf)  # one bit of one release
         journal[at] = journal[at]._replace(reply=dataclasses.replace(journal[at].reply, X=X))
-        slot.actor = backend._actor(slot.label, slot.worker, backend._submit(
-            slot.label, slot.first, slot.stop, slot.worker))
+        slot.actor = backend._actor(
+            slot.label, slot.worker, backend._submit(slot.label, slot.first, slot.stop, slot.worker)
+        )
         session.opened[0] = backend._open(session, 0)
-        with pytest.raises(PartyLostError, match="agents 1-3: rebuilt on worker .*, their "
-                                                 "release of iteration 2 differs"):
+        with pytest.raises(
+            PartyLostError, match="agents 1-3: rebuilt on worker .*, their release of iteration 2 differs"
+        ):
             session._replay(0, slot.worker)

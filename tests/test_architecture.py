@@ -33,8 +33,7 @@ def _vfl_imports(path: Path) -> set[str]:
     parts = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            parts |= {a.name.split(".")[1] for a in node.names
-                      if a.name.startswith("vfl.") and a.name.count(".") >= 1}
+            parts |= {a.name.split(".")[1] for a in node.names if a.name.startswith("vfl.") and a.name.count(".") >= 1}
         elif isinstance(node, ast.ImportFrom):
             if node.level == 0 and node.module and node.module.startswith("vfl."):
                 parts.add(node.module.split(".")[1])
@@ -43,7 +42,7 @@ def _vfl_imports(path: Path) -> set[str]:
             elif node.level >= 1:
                 # resolve against the module's own package: vfl.<part>.<sub>...
                 package = ["vfl", *path.relative_to(REPO).with_suffix("").parts[:-1]]
-                base = package[:len(package) - (node.level - 1)]
+                base = package[: len(package) - (node.level - 1)]
                 target = [*base, *(node.module.split(".") if node.module else [])]
                 if len(target) >= 2:
                     parts.add(target[1])
@@ -93,9 +92,18 @@ def test_import_linter_contracts_hold(tmp_path):
     for part in (p for p in REPO.iterdir() if (p / "__init__.py").is_file()):
         if part.name not in ("tests", "benchmarks"):
             (root / part.name).symlink_to(part, target_is_directory=True)
-    proc = subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command;"
-                           "lint_imports_command()", "--config", str(REPO / "pyproject.toml")],
-                          cwd=REPO, env={"PYTHONPATH": str(tmp_path), "PATH": ""},
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from importlinter.cli import lint_imports_command;lint_imports_command()",
+            "--config",
+            str(REPO / "pyproject.toml"),
+        ],
+        cwd=REPO,
+        env={"PYTHONPATH": str(tmp_path), "PATH": ""},
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "0 broken" in proc.stdout

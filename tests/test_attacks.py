@@ -57,14 +57,21 @@ def test_randomized_response_scores_show_at_most_their_epsilon():
 
 def _config(tmp_path, solver, epochs=2, extra="", privacy=""):
     path = tmp_path / f"{solver}.toml"
-    path.write_text(TINY.format(solver=solver, epochs=epochs, extra=extra)
-                    + (f"[privacy]\n{privacy}\n" if privacy else ""))
+    path.write_text(
+        TINY.format(solver=solver, epochs=epochs, extra=extra) + (f"[privacy]\n{privacy}\n" if privacy else "")
+    )
     return path
 
 
 def test_attack_json_has_exactly_the_issues_keys(tmp_path):
-    out = vfl("attack", "--config", _config(tmp_path, "fdml_sgd", extra="batch_size = 50"),
-              "--attack", "label-direction", "--json")
+    out = vfl(
+        "attack",
+        "--config",
+        _config(tmp_path, "fdml_sgd", extra="batch_size = 50"),
+        "--attack",
+        "label-direction",
+        "--json",
+    )
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     assert list(got) == ["attack", "auc", "auc_ci", "ceiling", "epsilon_lower"]
@@ -73,17 +80,34 @@ def test_attack_json_has_exactly_the_issues_keys(tmp_path):
     assert got["auc"] > 0.95  # the derivatives' signs are the labels (Li et al. 2021)
 
 
-@pytest.mark.parametrize("args, solver, extra, privacy, message", [
-    (["--attack", "label-norm"], "private_stacking", "", "",
-     "error: attack label-norm is not defined for private_stacking (defined: label-direction, "
-     "model-completion, feature-reconstruction)"),
-    (["--attack", "model-completion", "--known", "3"], "admm_sharing", "", "",
-     "error: model-completion needs at least 10 known labels; --known is 3"),
-    (["--attack", "feature-reconstruction"], "private_stacking",
-     "", "epsilon = 1.0\ndelta = 1e-5\nsplit = [1.0, 0.0, 0.0]\nreplayable_noise = true",
-     "error: the run has no message that feature-reconstruction reads: party 2 sent party 1 "
-     "no shares of the training rows"),
-])
+@pytest.mark.parametrize(
+    "args, solver, extra, privacy, message",
+    [
+        (
+            ["--attack", "label-norm"],
+            "private_stacking",
+            "",
+            "",
+            "error: attack label-norm is not defined for private_stacking (defined: label-direction, "
+            "model-completion, feature-reconstruction)",
+        ),
+        (
+            ["--attack", "model-completion", "--known", "3"],
+            "admm_sharing",
+            "",
+            "",
+            "error: model-completion needs at least 10 known labels; --known is 3",
+        ),
+        (
+            ["--attack", "feature-reconstruction"],
+            "private_stacking",
+            "",
+            "epsilon = 1.0\ndelta = 1e-5\nsplit = [1.0, 0.0, 0.0]\nreplayable_noise = true",
+            "error: the run has no message that feature-reconstruction reads: party 2 sent party 1 "
+            "no shares of the training rows",
+        ),
+    ],
+)
 def test_attack_bad_input_is_one_line(tmp_path, args, solver, extra, privacy, message):
     epochs = 1 if solver == "private_stacking" else 2
     pre = "[preprocessing]\nnormalize_rows = true\n" if privacy else ""
@@ -104,9 +128,15 @@ def test_reproduce_attacks_meets_the_stacking_target(tmp_path):
     from vfl.papers import paper
     from vfl.papers.attacks.figures import reproduce
 
-    reproduce("attacks", tmp_path, paper("attacks").config_dir, epsilons=(1.0,),
-              methods=("private_stacking",), directions=("labels",),
-              echo=lambda *a, **k: None)
+    reproduce(
+        "attacks",
+        tmp_path,
+        paper("attacks").config_dir,
+        epsilons=(1.0,),
+        methods=("private_stacking",),
+        directions=("labels",),
+        echo=lambda *a, **k: None,
+    )
     t = pd.read_csv(tmp_path / "attacks.csv")
     labels = t[t["direction"] == "labels"]
     at1, free = labels[labels["epsilon"] == 1.0], labels[~np.isfinite(labels["epsilon"])]
@@ -122,8 +152,9 @@ def _recorded(tmp_path, solver="admm_sharing", privacy="", record=True, name="ru
     pre = "[preprocessing]\nnormalize_rows = true\n" if privacy else ""
     path = _config(tmp_path, solver, epochs, pre, privacy)
     out = tmp_path / name
-    proc = vfl("run", "--config", path, "--out", out, "--quiet", "--no-figure",
-               *(["--record-received"] if record else []))
+    proc = vfl(
+        "run", "--config", path, "--out", out, "--quiet", "--no-figure", *(["--record-received"] if record else [])
+    )
     assert proc.returncode == 0, proc.stderr
     return path, out
 
@@ -134,37 +165,54 @@ def test_attack_on_a_run_directory_reads_what_the_passive_party_received(tmp_pat
     path, out = _recorded(tmp_path)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["released"]["files"]["received.npz"] == "released"
-    assert manifest["received"]["arrays"] == {"labels_party2": [300, 2],
-                                              "shares_party2": [300, 2]}
+    assert manifest["received"]["arrays"] == {"labels_party2": [300, 2], "shares_party2": [300, 2]}
     for name in ("label-direction", "feature-reconstruction"):
         got = vfl("attack", out, "--attack", name, "--json")
         assert got.returncode == 0, got.stderr
         tapped = vfl("attack", "--config", path, "--attack", name, "--json")
         assert json.loads(got.stdout) == json.loads(tapped.stdout)
-        assert list(json.loads(got.stdout)) == ["attack", "auc", "auc_ci", "ceiling",
-                                                "epsilon_lower"]
+        assert list(json.loads(got.stdout)) == ["attack", "auc", "auc_ci", "ceiling", "epsilon_lower"]
 
 
-@pytest.mark.parametrize("case, args, message", [
-    ("missing", ["--attack", "label-norm"], "error: {out}: no such run directory"),
-    ("not a run", ["--attack", "label-norm"],
-     "error: {out} is not a run directory (no manifest.json and config.json)"),
-    ("unfinished", ["--attack", "label-norm"],
-     "error: {out} is a run that did not finish (checkpoint.json only): vfl run --resume "
-     "{out} first"),
-    ("unrecorded", ["--attack", "label-norm"],
-     "error: {out} has no received.npz: the run did not record what its parties received "
-     "(vfl run --record-received)"),
-    ("stacking", ["--attack", "label-norm"],
-     "error: attack label-norm is not defined for private_stacking (defined: "
-     "label-direction, model-completion, feature-reconstruction)"),
-    ("stacking", ["--attack", "feature-reconstruction"],
-     "error: the run has no message that feature-reconstruction reads: party 2 sent party 1 "
-     "no shares of the training rows"),
-    ("both", ["--attack", "label-norm", "--config", "x.toml"],
-     "error: give a finished run's directory (vfl attack RUN_DIR) or --config (run here), "
-     "not both"),
-])
+@pytest.mark.parametrize(
+    "case, args, message",
+    [
+        ("missing", ["--attack", "label-norm"], "error: {out}: no such run directory"),
+        (
+            "not a run",
+            ["--attack", "label-norm"],
+            "error: {out} is not a run directory (no manifest.json and config.json)",
+        ),
+        (
+            "unfinished",
+            ["--attack", "label-norm"],
+            "error: {out} is a run that did not finish (checkpoint.json only): vfl run --resume {out} first",
+        ),
+        (
+            "unrecorded",
+            ["--attack", "label-norm"],
+            "error: {out} has no received.npz: the run did not record what its parties received "
+            "(vfl run --record-received)",
+        ),
+        (
+            "stacking",
+            ["--attack", "label-norm"],
+            "error: attack label-norm is not defined for private_stacking (defined: "
+            "label-direction, model-completion, feature-reconstruction)",
+        ),
+        (
+            "stacking",
+            ["--attack", "feature-reconstruction"],
+            "error: the run has no message that feature-reconstruction reads: party 2 sent party 1 "
+            "no shares of the training rows",
+        ),
+        (
+            "both",
+            ["--attack", "label-norm", "--config", "x.toml"],
+            "error: give a finished run's directory (vfl attack RUN_DIR) or --config (run here), not both",
+        ),
+    ],
+)
 def test_attack_on_a_run_directory_bad_input_is_one_line(tmp_path, case, args, message):
     out = tmp_path / "run"
     if case == "not a run":
@@ -176,8 +224,11 @@ def test_attack_on_a_run_directory_bad_input_is_one_line(tmp_path, case, args, m
     elif case in ("unrecorded", "both"):
         _recorded(tmp_path, record=False)
     elif case == "stacking":
-        _recorded(tmp_path, "private_stacking", "epsilon = 1.0\ndelta = 1e-5\nsplit = [1.0, "
-                  "0.0, 0.0]\nreplayable_noise = true")
+        _recorded(
+            tmp_path,
+            "private_stacking",
+            "epsilon = 1.0\ndelta = 1e-5\nsplit = [1.0, 0.0, 0.0]\nreplayable_noise = true",
+        )
     got = vfl("attack", out, *args)
     assert got.returncode == 2
     assert got.stderr.strip().splitlines() == [message.format(out=out)]
@@ -187,10 +238,17 @@ def test_record_received_needs_a_vertical_run(tmp_path):
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[1]
-    got = vfl("run", "--config", repo / "papers/ldp/configs/ldp-dvp-admm-n10.toml",
-              "--record-received", "--out", tmp_path / "run")
+    got = vfl(
+        "run",
+        "--config",
+        repo / "papers/ldp/configs/ldp-dvp-admm-n10.toml",
+        "--record-received",
+        "--out",
+        tmp_path / "run",
+    )
     assert got.returncode == 2
     assert got.stderr.strip().splitlines() == [
         "error: --record-received: dvp_admm is not a vertical solver (its units hold rows; no "
-        "party receives the labels)"]
+        "party receives the labels)"
+    ]
     assert not (tmp_path / "run").exists()

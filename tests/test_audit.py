@@ -26,8 +26,7 @@ def test_gaussian_log_ratio_matches_scipy_and_is_vectorized():
     mu, mu2 = rng.normal(size=(units, size)), rng.normal(size=(units, size))
     o = mu + sigma[:, None] * rng.normal(size=(units, size))
     got = A.gaussian_log_ratio(o, mu, mu2, sigma)
-    want = (stats.norm.logpdf(o, mu, sigma[:, None]).sum(1)
-            - stats.norm.logpdf(o, mu2, sigma[:, None]).sum(1))
+    want = stats.norm.logpdf(o, mu, sigma[:, None]).sum(1) - stats.norm.logpdf(o, mu2, sigma[:, None]).sum(1)
     assert got.shape == (units,)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     # leading batch axes (K runs x T steps) and one vector
@@ -46,27 +45,37 @@ def test_laplace_log_ratio_matches_scipy():
     b = np.array([0.3, 1.0, 4.0])
     mu, mu2 = rng.normal(size=(3, 5)), rng.normal(size=(3, 5))
     o = mu + rng.laplace(size=(3, 5)) * b[:, None]
-    want = (stats.laplace.logpdf(o, mu, b[:, None]).sum(1)
-            - stats.laplace.logpdf(o, mu2, b[:, None]).sum(1))
-    np.testing.assert_allclose(A.laplace_log_ratio(o, mu, mu2, b), want, rtol=1e-12,
-                               atol=1e-12)
+    want = stats.laplace.logpdf(o, mu, b[:, None]).sum(1) - stats.laplace.logpdf(o, mu2, b[:, None]).sum(1)
+    np.testing.assert_allclose(A.laplace_log_ratio(o, mu, mu2, b), want, rtol=1e-12, atol=1e-12)
 
 
 def _mixture_pdf_quad(x, lo, hi, b):
     if hi == lo:
         return stats.laplace.pdf(x, lo, b)
     pts = [x] if lo < x < hi else None
-    val, _ = integrate.quad(lambda y: stats.laplace.pdf(x - y, 0.0, b), lo, hi, points=pts,
-                            epsabs=0.0, epsrel=1e-12, limit=200)
+    val, _ = integrate.quad(
+        lambda y: stats.laplace.pdf(x - y, 0.0, b), lo, hi, points=pts, epsabs=0.0, epsrel=1e-12, limit=200
+    )
     return val / (hi - lo)
 
 
-@pytest.mark.parametrize("lo, hi, b", [(0.0, 1.0, 0.5), (-2.0, 3.0, 2.0), (0.2, 0.2001, 1.0),
-                                       (1.0, 1.0, 0.7)])
+@pytest.mark.parametrize("lo, hi, b", [(0.0, 1.0, 0.5), (-2.0, 3.0, 2.0), (0.2, 0.2001, 1.0), (1.0, 1.0, 0.7)])
 def test_uniform_laplace_density_against_quadrature(lo, hi, b):
     w = hi - lo
-    xs = np.array([lo - 40 * b, lo - 3 * b, lo - 1e-9, lo, lo + 0.3 * w, (lo + hi) / 2,
-                   hi - 1e-3 * w, hi, hi + 2 * b, hi + 25 * b])
+    xs = np.array(
+        [
+            lo - 40 * b,
+            lo - 3 * b,
+            lo - 1e-9,
+            lo,
+            lo + 0.3 * w,
+            (lo + hi) / 2,
+            hi - 1e-3 * w,
+            hi,
+            hi + 2 * b,
+            hi + 25 * b,
+        ]
+    )
     got = A.uniform_laplace_logpdf(xs, lo, hi, b)
     want = np.log([_mixture_pdf_quad(x, lo, hi, b) for x in xs])
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
@@ -76,19 +85,22 @@ def test_uniform_laplace_density_against_quadrature(lo, hi, b):
         cdf = (stats.laplace.cdf(bulk - lo, 0, b) - stats.laplace.cdf(bulk - hi, 0, b)) / w
         np.testing.assert_allclose(got[1:-1], np.log(cdf), rtol=1e-6)
     # a density: integrates to one
-    total = sum(integrate.quad(lambda x: math.exp(A.uniform_laplace_logpdf(x, lo, hi, b)),
-                               a, c, epsabs=0, epsrel=1e-11)[0]
-                for a, c in [(-np.inf, lo), (lo, hi), (hi, np.inf)])
+    total = sum(
+        integrate.quad(lambda x: math.exp(A.uniform_laplace_logpdf(x, lo, hi, b)), a, c, epsabs=0, epsrel=1e-11)[0]
+        for a, c in [(-np.inf, lo), (lo, hi), (hi, np.inf)]
+    )
     assert total == pytest.approx(1.0, rel=1e-8)
 
 
 def test_uniform_laplace_limits_and_log_ratio():
     x = np.linspace(-5, 5, 41)
     # degenerate and vanishing intervals are the Laplace density at lo
-    np.testing.assert_allclose(A.uniform_laplace_logpdf(x, 0.5, 0.5, 2.0),
-                               stats.laplace.logpdf(x, 0.5, 2.0), rtol=1e-14)
-    np.testing.assert_allclose(A.uniform_laplace_logpdf(x, 0.5, 0.5 + 1e-13, 2.0),
-                               stats.laplace.logpdf(x, 0.5, 2.0), rtol=1e-10)
+    np.testing.assert_allclose(
+        A.uniform_laplace_logpdf(x, 0.5, 0.5, 2.0), stats.laplace.logpdf(x, 0.5, 2.0), rtol=1e-14
+    )
+    np.testing.assert_allclose(
+        A.uniform_laplace_logpdf(x, 0.5, 0.5 + 1e-13, 2.0), stats.laplace.logpdf(x, 0.5, 2.0), rtol=1e-10
+    )
     # the ratio sums entries; per-vector scale; equal intervals give 0
     rng = np.random.default_rng(2)
     lo = rng.normal(size=(6, 4))
@@ -96,16 +108,24 @@ def test_uniform_laplace_limits_and_log_ratio():
     o = rng.normal(size=(6, 4)) * 3
     b = rng.uniform(0.5, 2, size=6)
     got = A.uniform_laplace_log_ratio(o, lo, hi, lo + 0.1, hi + 0.1, b)
-    want = np.array([[math.log(_mixture_pdf_quad(o[i, j], lo[i, j], hi[i, j], b[i]))
-                      - math.log(_mixture_pdf_quad(o[i, j], lo[i, j] + .1, hi[i, j] + .1, b[i]))
-                      for j in range(4)] for i in range(6)]).sum(1)
+    want = np.array(
+        [
+            [
+                math.log(_mixture_pdf_quad(o[i, j], lo[i, j], hi[i, j], b[i]))
+                - math.log(_mixture_pdf_quad(o[i, j], lo[i, j] + 0.1, hi[i, j] + 0.1, b[i]))
+                for j in range(4)
+            ]
+            for i in range(6)
+        ]
+    ).sum(1)
     assert got.shape == (6,)
     np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-10)
     assert np.all(A.uniform_laplace_log_ratio(o, lo, hi, lo, hi, b) == 0)
     # Xiao et al.'s amplification: the per-entry loss never exceeds the Laplace bound T/b
     shift = 0.05
-    r = A.uniform_laplace_log_ratio(o[..., None], lo[..., None], hi[..., None],
-                                    lo[..., None] + shift, hi[..., None] + shift, b[:, None])
+    r = A.uniform_laplace_log_ratio(
+        o[..., None], lo[..., None], hi[..., None], lo[..., None] + shift, hi[..., None] + shift, b[:, None]
+    )
     assert np.all(np.abs(r) <= shift / b[:, None] + 1e-12)
     with pytest.raises(ValueError, match="lo <= hi"):
         A.uniform_laplace_logpdf(0.0, 1.0, 0.0, 1.0)
@@ -116,19 +136,18 @@ def test_release_log_ratio_for_single_and_multi_unit_releases():
     multi = Release("gaussian", np.array([0, 1, 2]), np.ones(3), np.array([1.0, 2.0, 3.0]), 4)
     mu, mu2 = rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
     o = rng.normal(size=(3, 4))
-    np.testing.assert_allclose(A.release_log_ratio(multi, o, mu, mu2),
-                               A.gaussian_log_ratio(o, mu, mu2, multi.scale))
+    np.testing.assert_allclose(A.release_log_ratio(multi, o, mu, mu2), A.gaussian_log_ratio(o, mu, mu2, multi.scale))
     single = Release("laplace", np.array([5]), np.ones(1), np.array([0.5]), 4)
     got = A.release_log_ratio(single, o[0], mu[0], mu2[0])
     assert got.shape == (1,)
     assert got[0] == pytest.approx(float(A.laplace_log_ratio(o[0], mu[0], mu2[0], 0.5)))
     scalars = Release("gaussian", np.array([0, 1, 2]), np.ones(3), np.array([1.0, 1.0, 2.0]), 1)
-    np.testing.assert_allclose(A.release_log_ratio(scalars, o[:, 0], mu[:, 0], mu2[:, 0]),
-                               A.gaussian_log_ratio(o[:, :1], mu[:, :1], mu2[:, :1],
-                                                    scalars.scale))
+    np.testing.assert_allclose(
+        A.release_log_ratio(scalars, o[:, 0], mu[:, 0], mu2[:, 0]),
+        A.gaussian_log_ratio(o[:, :1], mu[:, :1], mu2[:, :1], scalars.scale),
+    )
     with pytest.raises(ValueError, match="unknown mechanism"):
-        A.release_log_ratio(Release("exp", np.array([0]), np.ones(1), np.ones(1), 1),
-                            [0.0], [0.0], [1.0])
+        A.release_log_ratio(Release("exp", np.array([0]), np.ones(1), np.ones(1), 1), [0.0], [0.0], [1.0])
     with pytest.raises(ValueError, match="do not fit"):
         A.release_log_ratio(multi, o[:2], mu[:2], mu2[:2])
 
@@ -178,8 +197,9 @@ def test_simulated_losses_follow_the_exact_gaussian_loss(sigma_1e5):
 
 def test_calibrated_gaussian_passes_and_10x_undercalibrated_is_refuted(sigma_1e5):
     rng = np.random.default_rng(5)
-    ok = A.audit_verdict(gaussian_losses(sigma_1e5, 500, rng),
-                         gaussian_losses(sigma_1e5, 500, rng, reverse=True), 1.0, 1e-5)
+    ok = A.audit_verdict(
+        gaussian_losses(sigma_1e5, 500, rng), gaussian_losses(sigma_1e5, 500, rng, reverse=True), 1.0, 1e-5
+    )
     assert ok.verdict == "PASS" and not ok.refuted
     assert ok.K == ok.K_reverse == 500
     assert ok.forward.confidence == ok.reverse.confidence == pytest.approx(0.975)
@@ -312,14 +332,11 @@ def test_epsilon_lower_bound_agrees_with_the_verdict():
     assert A.audit_verdict(LP, LQ, e_hat * 0.999, 1e-3).verdict == "REFUTED"
     assert A.audit_verdict(LP, LQ, e_hat * 1.001, 1e-3).verdict == "PASS"
     # the clopper-pearson variant, same coin flips for verdict and epsilon
-    r1 = A.audit_verdict(LP, LQ, 1.0, 1e-3, method="clopper-pearson",
-                         rng=np.random.default_rng(0))
-    e_cp = A.epsilon_lower_bound(LP, LQ, 1e-3, method="clopper-pearson",
-                                 rng=np.random.default_rng(0))
+    r1 = A.audit_verdict(LP, LQ, 1.0, 1e-3, method="clopper-pearson", rng=np.random.default_rng(0))
+    e_cp = A.epsilon_lower_bound(LP, LQ, 1e-3, method="clopper-pearson", rng=np.random.default_rng(0))
     assert r1.epsilon_refuted == e_cp
     for f in (0.999, 1.001):
-        v = A.audit_verdict(LP, LQ, e_cp * f, 1e-3, method="clopper-pearson",
-                            rng=np.random.default_rng(0)).verdict
+        v = A.audit_verdict(LP, LQ, e_cp * f, 1e-3, method="clopper-pearson", rng=np.random.default_rng(0)).verdict
         assert v == ("REFUTED" if f < 1 else "PASS")
 
 

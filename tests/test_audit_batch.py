@@ -17,53 +17,78 @@ from vfl.experiments.audit.transcripts import Direction, Follower, Recorder, chu
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.runner import plan_run
 
-SYNTHETIC = {"dataset": "synthetic",
-             "options": {"n_train": 240, "n_test": 60, "n_features": 8, "seed": 5}}
+SYNTHETIC = {"dataset": "synthetic", "options": {"n_train": 240, "n_test": 60, "n_features": 8, "seed": 5}}
 
 CONFIGS = {
     "stacking": {
-        "name": "b-stacking", "data": SYNTHETIC, "preprocessing": {"normalize_rows": True},
-        "partition": {"columns": [4, 4]}, "objective": {"lam": 1.0},
+        "name": "b-stacking",
+        "data": SYNTHETIC,
+        "preprocessing": {"normalize_rows": True},
+        "partition": {"columns": [4, 4]},
+        "objective": {"lam": 1.0},
         "solver": {"name": "private_stacking", "epochs": 1},
-        "privacy": {"epsilon": 1.0, "delta": 1e-5}},
+        "privacy": {"epsilon": 1.0, "delta": 1e-5},
+    },
     "dp_admm": {
-        "name": "b-dp-admm", "data": SYNTHETIC, "preprocessing": {"row_clip": 1.0},
-        "partition": {"agents": 5, "samples_per_agent": 30, "public": 40,
-                      "held_out": "test_part"},
+        "name": "b-dp-admm",
+        "data": SYNTHETIC,
+        "preprocessing": {"row_clip": 1.0},
+        "partition": {"agents": 5, "samples_per_agent": 30, "public": 40, "held_out": "test_part"},
         "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
         "solver": {"name": "dp_admm", "epochs": 6},
-        "privacy": {"epsilon_per_iteration": 0.1, "delta": 1e-3}},
+        "privacy": {"epsilon_per_iteration": 0.1, "delta": 1e-3},
+    },
     "alg2": {
-        "name": "b-alg2", "data": SYNTHETIC, "preprocessing": {"row_clip": 1.0},
-        "partition": {"agents": 5, "samples_per_agent": 30, "public": 40,
-                      "held_out": "test_part"},
+        "name": "b-alg2",
+        "data": SYNTHETIC,
+        "preprocessing": {"row_clip": 1.0},
+        "partition": {"agents": 5, "samples_per_agent": 30, "public": 40, "held_out": "test_part"},
         "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
-        "solver": {"name": "consensus_admm_perturbed", "epochs": 5, "local_solver": "fista",
-                   "inner_tol": 1e-6},
-        "privacy": {"epsilon_per_iteration": 0.1, "delta": 1e-3,
-                    "sensitivity": "corrected"}},
+        "solver": {"name": "consensus_admm_perturbed", "epochs": 5, "local_solver": "fista", "inner_tol": 1e-6},
+        "privacy": {"epsilon_per_iteration": 0.1, "delta": 1e-3, "sensitivity": "corrected"},
+    },
     "sharing-row": {
-        "name": "b-row", "data": SYNTHETIC, "partition": {"columns": [3, 5]},
+        "name": "b-row",
+        "data": SYNTHETIC,
+        "partition": {"columns": [3, 5]},
         "objective": {"reduction": "sum", "lam": 1.0},
         "solver": {"name": "admm_sharing", "epochs": 4},
-        "privacy": {"form": "output", "delta": 1e-5, "epsilon": 4.0, "calibration": "sound",
-                    "neighbours": "row", "b1": 1.0, "clip": 1.0, "input_clip": 2.0,
-                    "replayable_noise": True}},
+        "privacy": {
+            "form": "output",
+            "delta": 1e-5,
+            "epsilon": 4.0,
+            "calibration": "sound",
+            "neighbours": "row",
+            "b1": 1.0,
+            "clip": 1.0,
+            "input_clip": 2.0,
+            "replayable_noise": True,
+        },
+    },
     "sharing-column": {
-        "name": "b-column", "data": SYNTHETIC, "partition": {"columns": [3, 5]},
+        "name": "b-column",
+        "data": SYNTHETIC,
+        "partition": {"columns": [3, 5]},
         "objective": {"reduction": "sum", "lam": 1.0},
         "solver": {"name": "admm_sharing", "epochs": 4},
-        "privacy": {"form": "output", "delta": 1e-5, "epsilon": 4.0, "calibration": "sound",
-                    "neighbours": "column", "b1": 0.5, "clip": 1.0,
-                    "replayable_noise": True}},
+        "privacy": {
+            "form": "output",
+            "delta": 1e-5,
+            "epsilon": 4.0,
+            "calibration": "sound",
+            "neighbours": "column",
+            "b1": 0.5,
+            "clip": 1.0,
+            "replayable_noise": True,
+        },
+    },
 }
 
 
 def _direction(name):
     config = config_from_dict(CONFIGS[name])
     plan = plan_run(config, None)
-    return (Direction(plan.solver_cls, config, plan.first.objective), plan.first.data,
-            config.solver.epochs)
+    return (Direction(plan.solver_cls, config, plan.first.objective), plan.first.data, config.solver.epochs)
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
@@ -73,8 +98,7 @@ def test_a_batch_of_runs_gives_each_run_alone(name):
     direction, data, T = _direction(name)
     cls = direction.cls
     assert cls.audit_batch
-    pairs = cls.neighbours(data, dict(direction.config.privacy.values),
-                           np.random.default_rng(0))
+    pairs = cls.neighbours(data, dict(direction.config.privacy.values), np.random.default_rng(0))
     pair = pairs[-1]
     base = data if pair.base is None else pair.base
 
@@ -82,11 +106,9 @@ def test_a_batch_of_runs_gives_each_run_alone(name):
         return [np.random.default_rng(s) for s in np.random.SeedSequence(3).spawn(5)]
 
     batched = run_direction(direction, base, pair.data, T, streams(), [3, 2])
-    alone = [run_direction(direction, base, pair.data, T, [r], [1], batched=False)
-             for r in streams()]
+    alone = [run_direction(direction, base, pair.data, T, [r], [1], batched=False) for r in streams()]
     np.testing.assert_allclose(batched.loss, [a.loss[0] for a in alone], rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(batched.squares, [a.squares[0] for a in alone], rtol=1e-7,
-                               atol=1e-12)
+    np.testing.assert_allclose(batched.squares, [a.squares[0] for a in alone], rtol=1e-7, atol=1e-12)
     assert np.all(batched.squares > 0)  # the pair moves something in every run
 
 
@@ -113,8 +135,11 @@ def test_the_deployed_sampler_releases_on_its_grid_and_the_loss_uses_the_grid_me
     s = event.scale[None, :, None]
     want = np.sum(((released - m2) ** 2 - (released - m) ** 2) / (2 * s * s), axis=(1, 2))
     np.testing.assert_allclose(follower.totals.loss, want, rtol=1e-10)
-    np.testing.assert_allclose(follower.totals.squares,  # one mean for both runs: equal
-                               np.full(2, np.sum(((m - m2) / s) ** 2)), rtol=1e-12)
+    np.testing.assert_allclose(
+        follower.totals.squares,  # one mean for both runs: equal
+        np.full(2, np.sum(((m - m2) / s) ** 2)),
+        rtol=1e-12,
+    )
 
 
 def test_chunks_split_by_memory_and_refuse_what_cannot_fit():
@@ -140,8 +165,7 @@ def test_bad_audit_inputs_are_one_line_and_exit_2(tmp_path):
     stacking.write_text(dump_toml(CONFIGS["stacking"]))
     cases = [
         ((ldp, "--bound", "gdp"), "--bound gdp needs Gaussian releases"),
-        ((stacking, "--bound", "kl", "--runs", 10, "--noise-scale", 0.33),
-         "use --runs 20 or more"),
+        ((stacking, "--bound", "kl", "--runs", 10, "--noise-scale", 0.33), "use --runs 20 or more"),
         ((stacking, "--batch", 10**12), "more than the"),
     ]
     for args, needle in cases:
@@ -156,8 +180,9 @@ def test_bad_audit_inputs_are_one_line_and_exit_2(tmp_path):
 def test_audit_json_records_the_sampler_batches_and_family(tmp_path):
     stacking = tmp_path / "s.toml"
     stacking.write_text(dump_toml(CONFIGS["stacking"]))
-    r = invoke("audit", "--config", stacking, "--runs", 12, "--batch", 5, "--kinds",
-               "adversarial", "--out", tmp_path / "au")
+    r = invoke(
+        "audit", "--config", stacking, "--runs", 12, "--batch", 5, "--kinds", "adversarial", "--out", tmp_path / "au"
+    )
     assert r.returncode == 0, r.stderr
     a = json.loads((tmp_path / "au" / "audit.json").read_text())
     assert a["sampler"] == "numpy" and a["batches"] == [4, 4, 4]
@@ -172,8 +197,19 @@ def test_vfl_audit_runs_the_deployed_sampler(tmp_path):
     discrete noise); the guarantee passes and the estimator's check holds on them."""
     stacking = tmp_path / "s.toml"
     stacking.write_text(dump_toml(CONFIGS["stacking"]))
-    r = invoke("audit", "--config", stacking, "--runs", 12, "--sampler", "exact", "--kinds",
-               "adversarial", "--out", tmp_path / "au")
+    r = invoke(
+        "audit",
+        "--config",
+        stacking,
+        "--runs",
+        12,
+        "--sampler",
+        "exact",
+        "--kinds",
+        "adversarial",
+        "--out",
+        tmp_path / "au",
+    )
     assert r.returncode == 0, r.stderr
     assert "the deployed exact sampler" in r.stdout
     a = json.loads((tmp_path / "au" / "audit.json").read_text())
@@ -190,8 +226,7 @@ def test_only_the_audits_in_process_units_take_a_leading_axis_of_runs():
     from vfl.experiments.dask_units import DaskUnits
     from vfl.stacking.party import Released
 
-    reply = Released(models=np.zeros((3, 4)), shares=np.zeros((3, 2, 7)),
-                     moments=np.zeros((3, 2, 2)))
+    reply = Released(models=np.zeros((3, 4)), shares=np.zeros((3, 2, 7)), moments=np.zeros((3, 2, 2)))
     validate(reply, Released, {"n": 2, "N": 7, RUNS: 3})
     with pytest.raises(ProtocolError, match=r"Released.models must have 1 dimension"):
         validate(reply, Released, {"n": 2, "N": 7})

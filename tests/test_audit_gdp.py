@@ -26,8 +26,7 @@ def _losses(rng, mus):
 def test_gdp_delta_is_the_balle_wang_curve_and_gdp_epsilon_inverts_it():
     eps = np.array([0.0, 0.3, 1.0, 4.0, 8.0, 20.0])
     for mu in (0.05, 0.3, 1.7, 4.0):
-        np.testing.assert_allclose(gdp_delta(eps, mu), A.gaussian_delta(eps, 1.0 / mu),
-                                   rtol=1e-9, atol=1e-300)
+        np.testing.assert_allclose(gdp_delta(eps, mu), A.gaussian_delta(eps, 1.0 / mu), rtol=1e-9, atol=1e-300)
         for delta in (1e-3, 1e-5, 1e-12):
             e = gdp_epsilon(delta, mu)
             if e > 0:
@@ -56,6 +55,7 @@ def test_bound_covers_the_true_profile_at_the_nominal_rate(spread):
     true = (1 - p) * gdp_delta(grid, lo) + p * gdp_delta(grid, hi)
     f = lambda e: math.log((1 - p) * gdp_delta(e, lo) + p * gdp_delta(e, hi)) - math.log(1e-5)
     from scipy.optimize import brentq
+
     eps_true = brentq(f, 0.0, 30.0)
     over = over_eps = 0
     trials = 250
@@ -134,14 +134,23 @@ def test_a_pair_whose_check_rejects_its_assumption_refutes_nothing():
         for _ in range(2):
             noise = rng.standard_normal(K) if gaussian else np.sign(rng.standard_normal(K))
             bounds.append(A.gdp_bound(mus, 0.975, losses=mus * mus / 2 + mus * noise))
-        p = PairAudit(name, "adversarial", "", np.zeros(K), np.zeros(K), mus_P=mus, mus_Q=mus,
-                      checks=(bounds[0].check, bounds[1].check))
+        p = PairAudit(
+            name,
+            "adversarial",
+            "",
+            np.zeros(K),
+            np.zeros(K),
+            mus_P=mus,
+            mus_Q=mus,
+            checks=(bounds[0].check, bounds[1].check),
+        )
         p.verdicts = {"guarantee": A.gdp_verdict(*bounds, eps, 1e-5)}
         return p
 
     honest, broken = pair("honest", 0.9, True), pair("broken", 1.3, False)
-    report = AuditReport(config=None, K=K, confidence=0.95, claims={"guarantee": (eps, 1e-5)},
-                         pairs=[honest, broken], gaussian_mu={})
+    report = AuditReport(
+        config=None, K=K, confidence=0.95, claims={"guarantee": (eps, 1e-5)}, pairs=[honest, broken], gaussian_mu={}
+    )
     assert broken.verdicts["guarantee"].refuted and not honest.verdicts["guarantee"].refuted
     assert report.rejected(broken) and not report.rejected(honest)
     assert report.verdict("guarantee") == "PASS"
@@ -149,14 +158,18 @@ def test_a_pair_whose_check_rejects_its_assumption_refutes_nothing():
     assert [r["counted"] for r in report.rows()] == [True, False]
     report.labels, report.family = {}, {}
     report.config = type("C", (), {"name": "c"})
-    assert any("REJECTED at 1% for pair(s) 2: their bounds refute nothing" in line
-               for line in audit_lines(report))
+    assert any("REJECTED at 1% for pair(s) 2: their bounds refute nothing" in line for line in audit_lines(report))
 
 
 # ------------------------------------------------------- the family --
-@pytest.mark.parametrize("pairs, claims", [pytest.param(1, 2, marks=pytest.mark.slow),
-                                           pytest.param(4, 2, marks=pytest.mark.slow),
-                                           pytest.param(4, 4, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "pairs, claims",
+    [
+        pytest.param(1, 2, marks=pytest.mark.slow),
+        pytest.param(4, 2, marks=pytest.mark.slow),
+        pytest.param(4, 4, marks=pytest.mark.slow),
+    ],
+)
 def test_hockey_stick_family_errs_at_most_at_one_minus_confidence(pairs, claims):
     """The claim holds with equality: every pair's loss is exactly the claimed mu-GDP
     (epsilon 8 ledger, K = 30, as the shipped ADMM sharing audits). Each of the pairs x claims
@@ -166,7 +179,7 @@ def test_hockey_stick_family_errs_at_most_at_one_minus_confidence(pairs, claims)
     rng = np.random.default_rng(3)
     mu, K, conf = 1.666, 30, 0.95
     e8 = gdp_epsilon(1e-5, mu)
-    points = [(e8, 1e-5)] + [(e, float(gdp_delta(e, mu))) for e in (1.0, 3.0, 5.0)][:claims - 1]
+    points = [(e8, 1e-5)] + [(e, float(gdp_delta(e, mu))) for e in (1.0, 3.0, 5.0)][: claims - 1]
     level = A.family_level(conf, pairs, claims)
     methods = [A.choose_bound(K, delta, level) for _, delta in points]
     trials, errs = 500, 0

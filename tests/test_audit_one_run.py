@@ -26,24 +26,25 @@ def _brute_force_p(m, r, v, eps, delta):
         k = sum(bits)
         pmf[k] += q**k * (1 - q) ** (r - k)
     beta = pmf[v:].sum()
-    worst = max(pmf[v - i:v].sum() / i for i in range(1, v + 1)) if v else 0.0
+    worst = max(pmf[v - i : v].sum() / i for i in range(1, v + 1)) if v else 0.0
     return min(1.0, beta + 2 * m * delta * worst)
 
 
-@pytest.mark.parametrize("m, r, v, eps, delta", [
-    (12, 8, 6, 0.7, 1e-3), (12, 8, 8, 2.0, 1e-2), (9, 9, 3, 0.1, 1e-2), (20, 10, 9, 1.3, 0.0),
-    (10, 10, 0, 1.0, 0.1)])
+@pytest.mark.parametrize(
+    "m, r, v, eps, delta",
+    [(12, 8, 6, 0.7, 1e-3), (12, 8, 8, 2.0, 1e-2), (9, 9, 3, 0.1, 1e-2), (20, 10, 9, 1.3, 0.0), (10, 10, 0, 1.0, 0.1)],
+)
 def test_one_run_p_value_against_enumeration(m, r, v, eps, delta):
     assert A.one_run_p_value(m, r, v, eps, delta) == pytest.approx(
-        _brute_force_p(m, r, v, eps, delta), rel=1e-12, abs=1e-15)
+        _brute_force_p(m, r, v, eps, delta), rel=1e-12, abs=1e-15
+    )
 
 
 def test_one_run_closed_forms():
     alpha = 0.05
     # pure DP, every guess right: p = q^n, so eps_hat = logit(alpha^(1/n))
     for n in (5, 10, 100):
-        assert A.one_run_epsilon(n, n, n, 0.0, 0.95) == pytest.approx(
-            logit(alpha ** (1 / n)), abs=1e-9)
+        assert A.one_run_epsilon(n, n, n, 0.0, 0.95) == pytest.approx(logit(alpha ** (1 / n)), abs=1e-9)
     # two canaries, both guessed right, by hand:
     # p = q^2 + 2*2*delta * max(P[W~=1], P[W~<=1]/2)
     q, d = expit(0.8), 1e-2
@@ -79,12 +80,10 @@ def test_one_run_epsilon_properties():
     eps = [A.one_run_epsilon(m, r, v, delta) for v in range(120, 201, 10)]
     assert np.all(np.diff(eps) > 0) and eps[0] > 0  # monotone in v above chance
     # more delta, or more canaries behind the same guesses, certify less
-    assert A.one_run_epsilon(m, r, 170, 0.0) > A.one_run_epsilon(m, r, 170, 1e-4) \
-        > A.one_run_epsilon(m, r, 170, 1e-3)
+    assert A.one_run_epsilon(m, r, 170, 0.0) > A.one_run_epsilon(m, r, 170, 1e-4) > A.one_run_epsilon(m, r, 170, 1e-3)
     assert A.one_run_epsilon(200, r, 170, 1e-4) > A.one_run_epsilon(5000, r, 170, 1e-4)
     # delta -> 0 recovers the pure bound
-    assert A.one_run_epsilon(m, r, 170, 1e-12) == pytest.approx(
-        A.one_run_epsilon(m, r, 170, 0.0), abs=1e-6)
+    assert A.one_run_epsilon(m, r, 170, 1e-12) == pytest.approx(A.one_run_epsilon(m, r, 170, 0.0), abs=1e-6)
     # the returned epsilon is the first one the test does not reject
     e = A.one_run_epsilon(m, r, 170, delta)
     assert A.one_run_p_value(m, r, 170, e - 1e-6, delta) < 0.05
@@ -177,8 +176,7 @@ def test_truncated_kl_covers_the_true_delta_even_when_the_cap_is_too_low():
         truth = float(A.gaussian_delta(0.0, 1 / mu))
         miss = 0
         for _ in range(R):
-            e = A.estimate_delta(rng.normal(mu**2 / 2, mu, K), 0.0, method="truncated-kl",
-                                 clip=tau)
+            e = A.estimate_delta(rng.normal(mu**2 / 2, mu, K), 0.0, method="truncated-kl", clip=tau)
             miss += e.lower > truth
         assert miss / R <= 0.05
 
@@ -201,16 +199,14 @@ def test_truncated_kl_refutes_a_tiny_profile_that_kl_cannot():
     # the mechanism as claimed (0.59 of mu_c) is not refuted
     calm = 0.59 * mu_c
     LP, LQ = (rng.normal(calm**2 / 2, calm, K) for _ in range(2))
-    assert A.audit_verdict(LP, LQ, 0.0, delta, 0.975, method="truncated-kl",
-                           clip=tau).verdict == "PASS"
+    assert A.audit_verdict(LP, LQ, 0.0, delta, 0.975, method="truncated-kl", clip=tau).verdict == "PASS"
     # its epsilon lower bound agrees with the verdict, as the other bounds' do
     LP, LQ = (rng.normal(0.02, 0.2, 2000) for _ in range(2))
     tau = 0.5
     e_hat = A.epsilon_lower_bound(LP, LQ, 1e-3, method="truncated-kl", clip=tau)
     assert e_hat > 0
     for f, want in ((0.999, "REFUTED"), (1.001, "PASS")):
-        assert A.audit_verdict(LP, LQ, e_hat * f, 1e-3, method="truncated-kl",
-                               clip=tau).verdict == want
+        assert A.audit_verdict(LP, LQ, e_hat * f, 1e-3, method="truncated-kl", clip=tau).verdict == want
     # a cap at or below the claimed delta can refute nothing
     assert A.refutation_threshold(K, 0.2, method="truncated-kl", clip=0.1) == np.inf
     assert A.epsilon_lower_bound(LP, LQ, 0.2, method="truncated-kl", clip=0.1) == 0.0

@@ -52,8 +52,7 @@ def test_sharing_audit_refutes_half_the_noise_and_passes_the_real_one(tmp_path):
     """The GDP estimator on ADMM sharing's row relation: a canary base refutes half the noise
     and, as run, bounds epsilon from below by a large part of the claim."""
     config = load_config(_config(tmp_path, "row"))
-    weak = audit_config(config, K=20, seed=0, kinds=("adversarial",), max_pairs=1,
-                        noise_scale=0.5)
+    weak = audit_config(config, K=20, seed=0, kinds=("adversarial",), max_pairs=1, noise_scale=0.5)
     assert weak.verdict("guarantee") == "REFUTED"
     assert weak.pairs[0].exercised > 0.55  # a canary, not a random row
     assert "canary" in weak.pairs[0].name
@@ -74,8 +73,7 @@ def test_column_canary_exercises_much_more_than_a_real_column(tmp_path):
     party pulls and the regularizer is small (as in privacy-a9a-column.toml): x_m then sits
     at the ball's edge along the one column the block spans, whatever the noise."""
     path = _config(tmp_path, "column")
-    path.write_text(path.read_text().replace("input_clip = 2.0\n", "")
-                    .replace("lam = 1.0", "lam = 0.001"))
+    path.write_text(path.read_text().replace("input_clip = 2.0\n", "").replace("lam = 1.0", "lam = 0.001"))
     report = audit_config(load_config(path), K=10, seed=0, max_pairs=2)
     natural, adversarial = report.pairs
     assert natural.kind == "natural" and natural.exercised < 0.1
@@ -87,8 +85,19 @@ def test_audits_collects_one_table_and_one_figure(tmp_path):
     path = _config(tmp_path, "row")
     root = tmp_path / "audits"
     for scale in ("1", "0.33"):
-        r = invoke("audit", "--config", path, "--runs", 10, "--kinds", "adversarial",
-                   "--noise-scale", scale, "--out", root / f"row-{scale}")
+        r = invoke(
+            "audit",
+            "--config",
+            path,
+            "--runs",
+            10,
+            "--kinds",
+            "adversarial",
+            "--noise-scale",
+            scale,
+            "--out",
+            root / f"row-{scale}",
+        )
         assert r.returncode == 0, r.stderr
         assert "(GDP, realised mu)" in r.stdout  # the estimator auto chose, named per claim
     r = invoke("audits", root)
@@ -113,10 +122,8 @@ def test_audits_of_a_directory_without_audits_is_one_line(tmp_path):
 
 LDP = {
     "name": "ldp-small",
-    "data": {"dataset": "synthetic",
-             "options": {"n_train": 150, "n_test": 40, "n_features": 6, "seed": 3}},
-    "preprocessing": {"scaling": "minmax", "range": [0.0, 1.0], "bounds": [-5.0, 5.0],
-                      "normalize_rows": True},
+    "data": {"dataset": "synthetic", "options": {"n_train": 150, "n_test": 40, "n_features": 6, "seed": 3}},
+    "preprocessing": {"scaling": "minmax", "range": [0.0, 1.0], "bounds": [-5.0, 5.0], "normalize_rows": True},
     "partition": {"samples_per_agent": 10, "pool": "train+test", "test": 20},
     "network": {"graph": "gnm", "nodes": 5, "edges": 6, "labels": "paper01"},
     "objective": {"lam": 5.0, "reduction": "unit_mean", "regularizer": "half_l2sq"},
@@ -131,8 +138,7 @@ def test_ldp_audit_tests_the_rdp_profile_and_the_l2_charge():
     where K runs have most power."""
     from vfl.experiments.config import config_from_dict
 
-    report = audit_config(config_from_dict(LDP), K=10, seed=0, kinds=("adversarial",),
-                          max_pairs=1)
+    report = audit_config(config_from_dict(LDP), K=10, seed=0, kinds=("adversarial",), max_pairs=1)
     assert {"guarantee", "profile"} <= set(report.claims)
     e_star, d_star = report.claims["profile"]
     assert 0 < e_star and report.claims["guarantee"][1] < d_star < 1

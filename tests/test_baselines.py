@@ -32,8 +32,17 @@ def _single_threaded_blas():
 
 
 DOCUMENTED_KEYS = {
-    "estimator", "params", "n_features", "objective", "train_logloss", "test_logloss",
-    "train_accuracy", "test_accuracy", "fit_seconds", "n_iter", "converged",
+    "estimator",
+    "params",
+    "n_features",
+    "objective",
+    "train_logloss",
+    "test_logloss",
+    "train_accuracy",
+    "test_accuracy",
+    "fit_seconds",
+    "n_iter",
+    "converged",
 }
 
 
@@ -103,8 +112,7 @@ def test_result_dict_keys_and_types(loss):
     assert set(res) == DOCUMENTED_KEYS
     json.dumps(res)  # "JSON-ready"
     assert res["n_features"] == Xtr.shape[1]
-    for k in ("objective", "train_logloss", "test_logloss", "train_accuracy", "test_accuracy",
-              "fit_seconds"):
+    for k in ("objective", "train_logloss", "test_logloss", "train_accuracy", "test_accuracy", "fit_seconds"):
         assert isinstance(res[k], float) and np.isfinite(res[k]), k
     assert 0.0 <= res["train_accuracy"] <= 1.0 and 0.0 <= res["test_accuracy"] <= 1.0
     assert res["fit_seconds"] >= 0
@@ -133,9 +141,9 @@ def test_loglosses_and_accuracies_match_sklearn(reduction):
     for X, y, part in ((Xtr, ytr, "train"), (Xte, yte, "test")):
         proba = est.predict_proba(X)
         assert res[f"{part}_logloss"] == pytest.approx(
-            sklearn.metrics.log_loss(y, proba, labels=[-1.0, 1.0]), rel=1e-10)
-        assert res[f"{part}_accuracy"] == pytest.approx(
-            sklearn.metrics.accuracy_score(y, est.predict(X)), abs=1e-15)
+            sklearn.metrics.log_loss(y, proba, labels=[-1.0, 1.0]), rel=1e-10
+        )
+        assert res[f"{part}_accuracy"] == pytest.approx(sklearn.metrics.accuracy_score(y, est.predict(X)), abs=1e-15)
 
 
 def test_metrics_against_sklearn_on_margins():
@@ -144,7 +152,8 @@ def test_metrics_against_sklearn_on_margins():
     b = rng.choice([-1.0, 1.0], size=1000)
     p = expit(u)  # P(+1), what predict_proba's second column holds
     assert log_loss(u, b) == pytest.approx(
-        sklearn.metrics.log_loss(b, np.column_stack([1 - p, p]), labels=[-1.0, 1.0]), rel=1e-10)
+        sklearn.metrics.log_loss(b, np.column_stack([1 - p, p]), labels=[-1.0, 1.0]), rel=1e-10
+    )
     assert accuracy(u, b) == pytest.approx(sklearn.metrics.accuracy_score(b, np.where(u > 0, 1.0, -1.0)))
     # decision_function convention: u = 0 is classified -1
     assert accuracy(np.zeros(4), np.array([-1.0, -1.0, 1.0, 1.0])) == 0.5
@@ -160,5 +169,4 @@ def test_local_only_baseline_is_no_better(loss, reduction, lam):
     local = fit_sklearn_baseline(Xtr[:, :10], ytr, Xte[:, :10], yte, obj)
     assert local["n_features"] == 10 and full["n_features"] == 30
     assert local["objective"] >= full["objective"]
-    assert local["objective"] == pytest.approx(
-        central_optimum(Xtr[:, :10], ytr, obj).value, rel=1e-7)
+    assert local["objective"] == pytest.approx(central_optimum(Xtr[:, :10], ytr, obj).value, rel=1e-7)

@@ -26,35 +26,67 @@ def _finite_positive(v) -> bool:
 def test_quick_run_writes_results(tmp_path):
     out = tmp_path / "bench"
     env = {**os.environ, "MPLBACKEND": "Agg"}
-    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--out", str(out)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    for name in ("bench.json", "bench.md", "scaling.png", "scaling.pdf", "variants.png",
-                 "epsilon_to_target.png"):
+    for name in ("bench.json", "bench.md", "scaling.png", "scaling.pdf", "variants.png", "epsilon_to_target.png"):
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
     assert not list(out.glob("*.tmp*")), "temporary files left behind"
     bench = json.loads((out / "bench.json").read_text())
     assert bench["quick"] is True
-    for key in ("machine", "data", "epoch_vs_floor", "prototype", "time_to_suboptimality",
-                "variants_a9a", "z_update", "variants_gisette", "under_noise",
-                "epsilon_to_target", "scaling", "targets", "total_seconds"):
+    for key in (
+        "machine",
+        "data",
+        "epoch_vs_floor",
+        "prototype",
+        "time_to_suboptimality",
+        "variants_a9a",
+        "z_update",
+        "variants_gisette",
+        "under_noise",
+        "epsilon_to_target",
+        "scaling",
+        "targets",
+        "total_seconds",
+    ):
         assert key in bench, key
     m = bench["machine"]
     assert m["cpu_count"] >= 1 and m["numpy"] and m["scipy"] and "blas" in m
     assert len(m["load_before"]) == 3 and len(m["load_after"]) == 3
-    assert set(bench["targets"]) == {"epoch_vs_two_pass_floor", "speedup_vs_prototype",
-                                     "time_to_1e-4_vs_sklearn", "a9a_fast_epochs_to_1e-4",
-                                     "a9a_fast_time_vs_lbfgs", "gisette_time_to_1e-4_vs_lbfgs"}
+    assert set(bench["targets"]) == {
+        "epoch_vs_two_pass_floor",
+        "speedup_vs_prototype",
+        "time_to_1e-4_vs_sklearn",
+        "a9a_fast_epochs_to_1e-4",
+        "a9a_fast_time_vs_lbfgs",
+        "gisette_time_to_1e-4_vs_lbfgs",
+    }
     for t in bench["targets"].values():
         assert _finite_positive(t["ratio"]), t
         assert isinstance(t["pass"], bool)
     assert bench["epoch_vs_floor"]["bandwidth"]["gb_per_s"] > 0
     for data in ("a9a", "gisette"):
         c = bench["epoch_vs_floor"][data]
-        for k in ("epoch_seconds", "x_seconds", "z_seconds", "floor_seconds_all_parties",
-                  "floor_seconds_warm_sum", "bandwidth_floor_seconds", "bytes_per_epoch",
-                  "epoch_seconds_one_blas_thread", "epoch_seconds_one_thread_newton_z",
-                  "diagnostics_seconds", "ratio_epoch_to_floor", "peak_mib"):
+        for k in (
+            "epoch_seconds",
+            "x_seconds",
+            "z_seconds",
+            "floor_seconds_all_parties",
+            "floor_seconds_warm_sum",
+            "bandwidth_floor_seconds",
+            "bytes_per_epoch",
+            "epoch_seconds_one_blas_thread",
+            "epoch_seconds_one_thread_newton_z",
+            "diagnostics_seconds",
+            "ratio_epoch_to_floor",
+            "peak_mib",
+        ):
             assert _finite_positive(c[k]), (data, k)
         assert all(_finite_positive(p["ratio_to_floor"]) for p in c["parties"])
     v = bench["variants_a9a"]
@@ -64,8 +96,7 @@ def test_quick_run_writes_results(tmp_path):
         assert r["epochs_run"] >= 1 and len(r["trace"]) == r["epochs_run"]
         if r["epochs_to_0.0001"] is not None:
             assert _finite_positive(r["seconds_to_0.0001"])
-    assert set(v["sklearn"]) == {"lbfgs", "lbfgs, 1 BLAS thread", "newton-cholesky",
-                                 "newton-cholesky, 1 BLAS thread"}
+    assert set(v["sklearn"]) == {"lbfgs", "lbfgs, 1 BLAS thread", "newton-cholesky", "newton-cholesky, 1 BLAS thread"}
     for row in bench["z_update"]["rows"]:
         assert row["max_abs_diff"] <= 1e-9 and _finite_positive(row["speedup"])
     assert [r["key"] for r in bench["under_noise"]["rows"]][0] == "paper"
@@ -73,8 +104,7 @@ def test_quick_run_writes_results(tmp_path):
         for sigma in bench["under_noise"]["sigmas"]:
             assert math.isfinite(r[f"sigma_{sigma:g}"]["mean"])
     e = bench["epsilon_to_target"]
-    assert {r["algorithm"] for r in e["rows"]} == {"Algorithm 1 (rho 1)", "a9a-fast variant",
-                                                   "Boyd, rho 0.1"}
+    assert {r["algorithm"] for r in e["rows"]} == {"Algorithm 1 (rho 1)", "a9a-fast variant", "Boyd, rho 0.1"}
     for r in e["rows"]:
         assert _finite_positive(r["sensitivity"])
         assert r["reached"] == (r["epsilon"] is not None)
@@ -116,20 +146,33 @@ def test_only_runs_the_named_cases_and_the_hook_is_optional(tmp_path, monkeypatc
 def test_external_benchmarks_plug_in(monkeypatch):
     from benchmarks import report, runner
 
-    assert runner.EXTERNAL == {"dp_admm": "dp_admm_benchmark", "ldp": "ldp_benchmark",
-                               "sampler": "sampler_benchmark", "startup": "startup_benchmark",
-                               "dask_parties": "dask_benchmark",
-                               "party_services": "services_benchmark"}
+    assert runner.EXTERNAL == {
+        "dp_admm": "dp_admm_benchmark",
+        "ldp": "ldp_benchmark",
+        "sampler": "sampler_benchmark",
+        "startup": "startup_benchmark",
+        "dask_parties": "dask_benchmark",
+        "party_services": "services_benchmark",
+    }
     monkeypatch.setitem(runner.EXTERNAL, "does_not_exist", "bench")
     assert runner._external("does_not_exist", "bench", None) is None
-    md = report.markdown({"quick": True, "total_seconds": 1.0, "targets": {},
-                          "machine": {"blas": [], "cpu_count": 2, "numpy": "", "scipy": "",
-                                      "sklearn": ""},
-                          "data": {k: {"name": k, "note": ""} for k in ("a9a", "gisette")},
-                          "ldp": {"iteration": {"dgd": 0.1}}})
+    md = report.markdown(
+        {
+            "quick": True,
+            "total_seconds": 1.0,
+            "targets": {},
+            "machine": {"blas": [], "cpu_count": 2, "numpy": "", "scipy": "", "sklearn": ""},
+            "data": {k: {"name": k, "note": ""} for k in ("a9a", "gisette")},
+            "ldp": {"iteration": {"dgd": 0.1}},
+        }
+    )
     assert "## ldp (external benchmark)" in md and '"dgd": 0.1' in md
-    bench = {"dp_admm": {"markdown": "hello", "targets": {"t": {
-        "description": "x (<= 1)", "ratio": 0.5, "threshold": 1.0, "pass": True, "why": "-"}}}}
+    bench = {
+        "dp_admm": {
+            "markdown": "hello",
+            "targets": {"t": {"description": "x (<= 1)", "ratio": 0.5, "threshold": 1.0, "pass": True, "why": "-"}},
+        }
+    }
     assert report.targets(bench) == {"dp_admm:t": bench["dp_admm"]["targets"]["t"]}
 
 
@@ -145,8 +188,7 @@ def test_prototype_follows_admm_sharing():
     blocks = part.split(ds.X_train)
     obj = Objective("logistic", 1e-3, "sum")
     ref = ADMMSharing(blocks, ds.y_train, obj, rho=1.0)
-    proto = PrototypeADMM(blocks, ds.y_train, obj, rho=1.0,
-                          lbfgs_options={"gtol": 1e-10, "ftol": 1e-14})
+    proto = PrototypeADMM(blocks, ds.y_train, obj, rho=1.0, lbfgs_options={"gtol": 1e-10, "ftol": 1e-14})
     for _ in range(3):
         ref.step()
         timings = proto.step()  # every sample by minimize_scalar

@@ -14,7 +14,6 @@ from cli_helpers import SMALL, assert_one_line_error, vfl, vfl_process
 REPO = Path(__file__).resolve().parents[1]
 
 
-
 @pytest.fixture
 def small_config(tmp_path):
     path = tmp_path / "small.toml"
@@ -33,8 +32,16 @@ def test_run_and_plot_write_every_file(tmp_path, small_config):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp dirs left
 
     metrics = pd.read_csv(out / "metrics.csv")
-    required = ["epoch", "objective", "train_logloss", "test_logloss", "test_accuracy",
-                "primal_residual", "dual_residual", "wall_time_s"]
+    required = [
+        "epoch",
+        "objective",
+        "train_logloss",
+        "test_logloss",
+        "test_accuracy",
+        "primal_residual",
+        "dual_residual",
+        "wall_time_s",
+    ]
     assert list(metrics.columns[: len(required)]) != [] and set(required) <= set(metrics.columns)
     assert metrics["epoch"].tolist() == list(range(16))
 
@@ -68,8 +75,7 @@ def test_run_and_plot_write_every_file(tmp_path, small_config):
 def test_same_seed_same_numbers(tmp_path, small_config):
     a, b = tmp_path / "a", tmp_path / "b"
     assert vfl("run", "--config", small_config, "--out", a, "-q").returncode == 0
-    assert vfl("run", "--config", small_config, "--out", b, "-q", "--no-cache",
-               "--no-figure").returncode == 0
+    assert vfl("run", "--config", small_config, "--out", b, "-q", "--no-cache", "--no-figure").returncode == 0
     assert (a / "loss.png").is_file() and not list(b.glob("loss.*"))  # --no-figure
     timing = ["wall_time_s", "x_time_s", "z_time_s", "y_time_s"]
     ma = pd.read_csv(a / "metrics.csv").drop(columns=timing)
@@ -79,8 +85,7 @@ def test_same_seed_same_numbers(tmp_path, small_config):
 
 def test_overrides_and_existing_out(tmp_path, small_config):
     out = tmp_path / "run"
-    proc = vfl("run", "--config", small_config, "--out", out, "--epochs", "3",
-               "--set", "solver.rho=2", "-q")
+    proc = vfl("run", "--config", small_config, "--out", out, "--epochs", "3", "--set", "solver.rho=2", "-q")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""  # --quiet
     config = json.loads((out / "config.json").read_text())
@@ -129,8 +134,7 @@ def test_debug_shows_traceback(tmp_path):
 def test_missing_data_exits_2(tmp_path):
     empty = tmp_path / "data"
     empty.mkdir()
-    proc = vfl("run", "--config", REPO / "configs" / "a9a.toml", "--data-dir", empty,
-               "--out", tmp_path / "out")
+    proc = vfl("run", "--config", REPO / "configs" / "a9a.toml", "--data-dir", empty, "--out", tmp_path / "out")
     assert_one_line_error(proc, "a9a", str(empty))
     assert not (tmp_path / "out").exists()
 
@@ -145,8 +149,7 @@ def test_checksum_mismatch_exits_2(tmp_path, data_dir):
 
     text = bz2.decompress((data_dir / "a9a.bz2").read_bytes()).decode()
     (bad / "a9a").write_text(("+1" + text[2:]) if text.startswith("-1") else ("-1" + text[2:]))
-    proc = vfl("run", "--config", REPO / "configs" / "a9a.toml", "--data-dir", bad,
-               "--out", tmp_path / "out")
+    proc = vfl("run", "--config", REPO / "configs" / "a9a.toml", "--data-dir", bad, "--out", tmp_path / "out")
     assert_one_line_error(proc, "sha256 mismatch", "f5d5ffd8d865ff41328e7ee043e4b020816914ff6843ff15b98905ddbedce906")
     assert not (tmp_path / "out").exists()
 
@@ -154,9 +157,13 @@ def test_checksum_mismatch_exits_2(tmp_path, data_dir):
 def test_divergence_is_one_line_and_writes_nothing(tmp_path):
     # squared loss, sum reduction: L = 2, Assumption 1.2(c) needs rho > 2.83
     path = tmp_path / "div.toml"
-    path.write_text(SMALL.format(epochs=2000).replace("[objective]", '[objective]\nloss = "squared"')
-                    .replace("columns = [5, 7]", "columns = [2, 2, 2, 2, 2, 2]")
-                    .replace("lam = 0.01", "lam = 1e-6").replace("[solver]", "[solver]\nrho = 0.05"))
+    path.write_text(
+        SMALL.format(epochs=2000)
+        .replace("[objective]", '[objective]\nloss = "squared"')
+        .replace("columns = [5, 7]", "columns = [2, 2, 2, 2, 2, 2]")
+        .replace("lam = 0.01", "lam = 1e-6")
+        .replace("[solver]", "[solver]\nrho = 0.05")
+    )
     proc = vfl("run", "--config", path, "--out", tmp_path / "out")
     assert_one_line_error(proc, "admm_sharing diverged at epoch", "rho > sqrt(2) L = 2.828")
     assert not (tmp_path / "out").exists()
@@ -169,8 +176,11 @@ def test_small_rho_warns_in_summary(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "warning: rho = 0.3 is not above sqrt(2) L = 0.3536" in proc.stdout
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert manifest["solver"]["assumption_1_2c"] == {"L": 0.25, "rho_min": pytest.approx(0.35355339),
-                                                     "satisfied": False}
+    assert manifest["solver"]["assumption_1_2c"] == {
+        "L": 0.25,
+        "rho_min": pytest.approx(0.35355339),
+        "satisfied": False,
+    }
 
 
 @pytest.mark.slow
@@ -182,13 +192,13 @@ def test_console_script_end_to_end(tmp_path, small_config):
     proc = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "Run one experiment" in proc.stdout, proc.stderr
     out = tmp_path / "run"
-    proc = subprocess.run([script, "run", "--config", small_config, "--out", out],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [script, "run", "--config", small_config, "--out", out], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     assert "ADMM sharing (15 epochs)" in proc.stdout and f"wrote {out}" in proc.stdout
     assert (out / "metrics.csv").is_file() and (out / "loss.png").is_file()
-    assert_one_line_error(vfl_process("run", "--config", tmp_path / "nope.toml"),
-                          "config file not found")
+    assert_one_line_error(vfl_process("run", "--config", tmp_path / "nope.toml"), "config file not found")
     proc = vfl_process("--debug", "run", "--config", tmp_path / "nope.toml")
     assert proc.returncode == 2
     assert "Traceback" in proc.stderr and "error: config file not found" in proc.stderr

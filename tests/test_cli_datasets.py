@@ -63,7 +63,11 @@ def toy(tmp_path, monkeypatch):
     for name, content in files.items():
         (mirror / name).write_bytes(content)
     spec = DatasetSpec(
-        name="toy", description="toy", n_train=1, n_test=1, n_features=1,
+        name="toy",
+        description="toy",
+        n_train=1,
+        n_test=1,
+        n_features=1,
         files=tuple(FileSpec(n, "http://127.0.0.1:9/" + n, sha(c)) for n, c in files.items()),
     )
     monkeypatch.setitem(registry.REGISTRY, "toy", spec)
@@ -125,9 +129,11 @@ def test_fetch_real_a9a_via_mirror_and_verify(data_dir, tmp_path):
     mirror = tmp_path / "mirror"
     mirror.mkdir()
     for fs in REGISTRY["a9a"].files:
-        (mirror / fs.name).write_bytes(bz2.decompress(find_file(fs, data_dir).read_bytes())
-                                       if find_file(fs, data_dir).suffix == ".bz2"
-                                       else find_file(fs, data_dir).read_bytes())
+        (mirror / fs.name).write_bytes(
+            bz2.decompress(find_file(fs, data_dir).read_bytes())
+            if find_file(fs, data_dir).suffix == ".bz2"
+            else find_file(fs, data_dir).read_bytes()
+        )
     data = tmp_path / "data"
     result = run("fetch", "a9a", "--data-dir", data, "--mirror", mirror.as_uri() + "/")
     assert result.exit_code == 0, result.output

@@ -46,22 +46,54 @@ def test_defaults_are_filled_in():
     c = config_from_dict(BASE, default_name="x")
     d = c.to_dict()
     assert d["name"] == "x"
-    assert d["solver"] == {"name": "admm_sharing", "epochs": 100, "rho": 1.0, "rho_parties": "fixed",
-                           "z_tol": 1e-10,
-                           "form": "hu", "order": "jacobi", "relaxation": 1.0,
-                           "rho_schedule": "fixed", "rho_min": None, "rho_max": None,
-                           "rho_every": 2, "rho_change": 10.0, "acceleration": "none",
-                           "anderson_memory": 5, "z_update": "safeguarded", "blas_threads": None}
-    assert d["privacy"] == {"sigma": 0.0, "form": "output", "delta": None, "epsilon": None,
-                            "neighbours": "column", "clip": None, "b1": 10.0, "input_clip": None,
-                            "calibration": "sound", "accountant": "pld",
-                            "label_epsilon": None, "label_delta": 1e-5, "label_clip": None,
-                            "replayable_noise": True, "budget_epsilon": None}
+    assert d["solver"] == {
+        "name": "admm_sharing",
+        "epochs": 100,
+        "rho": 1.0,
+        "rho_parties": "fixed",
+        "z_tol": 1e-10,
+        "form": "hu",
+        "order": "jacobi",
+        "relaxation": 1.0,
+        "rho_schedule": "fixed",
+        "rho_min": None,
+        "rho_max": None,
+        "rho_every": 2,
+        "rho_change": 10.0,
+        "acceleration": "none",
+        "anderson_memory": 5,
+        "z_update": "safeguarded",
+        "blas_threads": None,
+    }
+    assert d["privacy"] == {
+        "sigma": 0.0,
+        "form": "output",
+        "delta": None,
+        "epsilon": None,
+        "neighbours": "column",
+        "clip": None,
+        "b1": 10.0,
+        "input_clip": None,
+        "calibration": "sound",
+        "accountant": "pld",
+        "label_epsilon": None,
+        "label_delta": 1e-5,
+        "label_clip": None,
+        "replayable_noise": True,
+        "budget_epsilon": None,
+    }
     assert d["run"] == {"seed": 0, "repeats": 1, "eval_every": 1}
     sgd = config_from_dict({**BASE, "solver": {"name": "fdml_sgd"}}).to_dict()
-    assert sgd["solver"] == {"name": "fdml_sgd", "epochs": 100, "batch_size": 100, "lr": 0.3,
-                             "lr_schedule": "inv_sqrt", "lr_step_epochs": 100, "lr_gamma": 0.1,
-                             "init_scale": 0.01}
+    assert sgd["solver"] == {
+        "name": "fdml_sgd",
+        "epochs": 100,
+        "batch_size": 100,
+        "lr": 0.3,
+        "lr_schedule": "inv_sqrt",
+        "lr_step_epochs": 100,
+        "lr_gamma": 0.1,
+        "init_scale": 0.01,
+    }
     assert sgd["privacy"]["form"] == "output"
     dp = config_from_dict({**BASE, "privacy": {"epsilon": 4.0, "delta": 1e-5, "clip": 1.0}})
     assert dp.privacy.accounting and dp.privacy.private and dp.privacy.form == "output"
@@ -72,14 +104,29 @@ def test_defaults_are_filled_in():
 @pytest.mark.parametrize(
     "patch, message",
     [
-        ({"solver": {"rhoo": 1}}, "unknown key 'solver.rhoo'; valid keys in [solver] for admm_sharing: name, epochs, rho, rho_parties, z_tol"),
-        ({"solver": {"lr": 0.1}}, "solver.lr does not apply to admm_sharing (it is a key of fdml_sgd); its keys: name, epochs, rho, rho_parties, z_tol"),
+        (
+            {"solver": {"rhoo": 1}},
+            "unknown key 'solver.rhoo'; valid keys in [solver] for admm_sharing: name, epochs, rho, rho_parties, z_tol",
+        ),
+        (
+            {"solver": {"lr": 0.1}},
+            "solver.lr does not apply to admm_sharing (it is a key of fdml_sgd); its keys: name, epochs, rho, rho_parties, z_tol",
+        ),
         ({"solver": {"name": "fdml_sgd", "rho": 1}}, "solver.rho does not apply to fdml_sgd"),
-        ({"solver": {"name": "fdml_sgd", "lr_schedule": "cosine"}}, "solver.lr_schedule = 'cosine' is not one of: constant, inv_sqrt, step"),
+        (
+            {"solver": {"name": "fdml_sgd", "lr_schedule": "cosine"}},
+            "solver.lr_schedule = 'cosine' is not one of: constant, inv_sqrt, step",
+        ),
         ({"privacy": {"sigma": -0.1}}, "privacy.sigma must be >= 0, got -0.1"),
         ({"privacy": {"form": "input"}}, "privacy.form = 'input' is not one of: variable, variable_whitened, output"),
-        ({"solver": {"name": "fdml_sgd"}, "privacy": {"form": "variable"}}, "privacy.form = 'variable' is not one of: output"),
-        ({"privacy": {"eps": 1}}, "unknown key 'privacy.eps'; valid keys in [privacy] for admm_sharing: sigma, form, delta, epsilon"),
+        (
+            {"solver": {"name": "fdml_sgd"}, "privacy": {"form": "variable"}},
+            "privacy.form = 'variable' is not one of: output",
+        ),
+        (
+            {"privacy": {"eps": 1}},
+            "unknown key 'privacy.eps'; valid keys in [privacy] for admm_sharing: sigma, form, delta, epsilon",
+        ),
         ({"privacy": {"epsilon": 1}}, "privacy.epsilon needs privacy.delta"),
         ({"privacy": {"epsilon": 0, "delta": 1e-5}}, "privacy.epsilon must be > 0, got 0"),
         ({"privacy": {"epsilon": -1, "delta": 1e-5}}, "privacy.epsilon must be > 0, got -1"),
@@ -87,9 +134,18 @@ def test_defaults_are_filled_in():
         ({"privacy": {"epsilon": 0.5, "delta": 0}}, "privacy.delta must be in (0, 1), got 0"),
         ({"privacy": {"epsilon": 2, "delta": 1e-5}}, "accounting mode (privacy.delta) needs privacy.clip"),
         ({"privacy": {"epsilon": 0.5, "sigma": 1, "delta": 1e-5}}, "give privacy.sigma or privacy.epsilon, not both"),
-        ({"privacy": {"epsilon": 0.5, "delta": 1e-5, "form": "variable"}}, "privacy.form = 'variable' cannot be accounted"),
-        ({"privacy": {"epsilon": 0.5, "delta": 1e-5, "accountant": "gdp"}}, "privacy.accountant = 'gdp' is not one of: pld, rdp"),
-        ({"solver": {"name": "fdml_sgd"}, "privacy": {"delta": 1e-5}}, "unknown key 'privacy.delta'; valid keys in [privacy] for fdml_sgd: sigma, form"),
+        (
+            {"privacy": {"epsilon": 0.5, "delta": 1e-5, "form": "variable"}},
+            "privacy.form = 'variable' cannot be accounted",
+        ),
+        (
+            {"privacy": {"epsilon": 0.5, "delta": 1e-5, "accountant": "gdp"}},
+            "privacy.accountant = 'gdp' is not one of: pld, rdp",
+        ),
+        (
+            {"solver": {"name": "fdml_sgd"}, "privacy": {"delta": 1e-5}},
+            "unknown key 'privacy.delta'; valid keys in [privacy] for fdml_sgd: sigma, form",
+        ),
         ({"solver": {"name": "nope"}}, "solver.name = 'nope' is not one of: admm_sharing, fdml_sgd"),
         ({"run": {"repeats": 0}}, "run.repeats must be >= 1"),
         ({"objective": {"regularizer": "l1"}}, "objective.regularizer = 'l1': admm_sharing supports l2sq"),
@@ -105,11 +161,23 @@ def test_defaults_are_filled_in():
         ({"objective": {"loss": "hinge"}}, "objective.loss = 'hinge' is not one of: logistic, squared"),
         ({"objective": {"reduction": "avg"}}, "objective.reduction = 'avg' is not one of: sum, mean, unit_mean"),
         ({"partition": {"columns": [66, "57"]}}, "partition.columns[1] must be an integer"),
-        ({"partition": {"columns": [66, 57], "ranges": [[0, 1]]}}, "exactly one of columns, ranges, indices; got columns, ranges"),
+        (
+            {"partition": {"columns": [66, 57], "ranges": [[0, 1]]}},
+            "exactly one of columns, ranges, indices; got columns, ranges",
+        ),
         ({"preprocessing": {"intercept": "yes"}}, "preprocessing.intercept must be true or false"),
-        ({"partition": {"intercept": True, "columns": [1]}}, "partition.intercept moved to the [preprocessing] section: set preprocessing.intercept"),
-        ({"partition": {"normalize_rows": True, "columns": [1]}}, "partition.normalize_rows moved to the [preprocessing] section: set preprocessing.normalize_rows"),
-        ({"preprocessing": {"scaling": "robust"}}, "preprocessing.scaling = 'robust' is not one of: none, standard, minmax, clip"),
+        (
+            {"partition": {"intercept": True, "columns": [1]}},
+            "partition.intercept moved to the [preprocessing] section: set preprocessing.intercept",
+        ),
+        (
+            {"partition": {"normalize_rows": True, "columns": [1]}},
+            "partition.normalize_rows moved to the [preprocessing] section: set preprocessing.normalize_rows",
+        ),
+        (
+            {"preprocessing": {"scaling": "robust"}},
+            "preprocessing.scaling = 'robust' is not one of: none, standard, minmax, clip",
+        ),
         ({"preprocessing": {"scaling": "minmax", "range": [1, 1]}}, "preprocessing.range: bounds need lower < upper"),
         ({"preprocessing": {"normalise_rows": True}}, "unknown key 'preprocessing.normalise_rows'"),
         ({"data": {}}, "data.dataset is required"),
@@ -168,7 +236,6 @@ def test_audit_runs_is_the_configs_default_budget():
     assert plain.audit.runs == 100 and "audit" not in plain.to_dict()
     for bad, said in ((5, "audit.runs"), ("x", "audit.runs"), (10**7, "audit.runs")):
         with pytest.raises(ConfigError, match=said):
-            config.with_overrides([f"audit.runs={bad!r}" if isinstance(bad, str) else
-                                   f"audit.runs={bad}"])
+            config.with_overrides([f"audit.runs={bad!r}" if isinstance(bad, str) else f"audit.runs={bad}"])
     with pytest.raises(ConfigError, match="unknown key 'audit.budget'"):
         config.with_overrides(["audit.budget=3"])

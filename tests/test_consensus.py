@@ -70,15 +70,18 @@ def test_b_closed_form_minimizes_the_approximate_lagrangian(reg):
     A, b = data.A, data.b
     Wt, gamma = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
     w, eta, rho, lam_n = rng.standard_normal(4), 0.7, 1.3, 0.05
-    W = dp_admm_closed_form(A, b, Wt, w, gamma, eta=eta, rho=rho, lam_per_provider=lam_n,
-                            regularizer=reg)
+    W = dp_admm_closed_form(A, b, Wt, w, gamma, eta=eta, rho=rho, lam_per_provider=lam_n, regularizer=reg)
     for i in range(3):
         sub = np.sign(Wt[i]) if reg == "l1" else Wt[i]
         g = loss_grad(A[i], b[i], Wt[i]) + lam_n * sub  # f_i'(w~_i^k)
 
         def L_hat(x, i=i, g=g):  # eq. (2) for provider i, constants dropped
-            return (g @ (x - Wt[i]) - gamma[i] @ (x - w) + rho / 2 * np.sum((x - w) ** 2)
-                    + np.sum((x - Wt[i]) ** 2) / (2 * eta))
+            return (
+                g @ (x - Wt[i])
+                - gamma[i] @ (x - w)
+                + rho / 2 * np.sum((x - w) ** 2)
+                + np.sum((x - Wt[i]) ** 2) / (2 * eta)
+            )
 
         num = scipy.optimize.minimize(L_hat, np.zeros(4), method="BFGS", options={"gtol": 1e-12})
         np.testing.assert_allclose(W[i], num.x, atol=1e-7)
@@ -151,18 +154,20 @@ def test_d_duals_sum_to_zero(cls, reg):
 
 
 # ----------------------------------------------------- (e), (f) the numbers --
-@pytest.mark.parametrize("reg, D_w, k, eta, inv_eta, sigma", [
-    ("l1", 10, 0, 7.02637, 0.14232, 0.62971),
-    ("l1", 10, 9, 2.22193, 0.45006, 0.49607),
-    ("l1", 10, 99, 0.70264, 1.42321, 0.29685),
-    ("l2", 6, 0, 2.37390, 0.42125, 0.50613),
-    ("l2", 6, 9, 1.26927, 0.78786, 0.40234),
-    ("l2", 6, 99, 0.51356, 1.94718, 0.24407),
-])
+@pytest.mark.parametrize(
+    "reg, D_w, k, eta, inv_eta, sigma",
+    [
+        ("l1", 10, 0, 7.02637, 0.14232, 0.62971),
+        ("l1", 10, 9, 2.22193, 0.45006, 0.49607),
+        ("l1", 10, 99, 0.70264, 1.42321, 0.29685),
+        ("l2", 6, 0, 2.37390, 0.42125, 0.50613),
+        ("l2", 6, 9, 1.26927, 0.78786, 0.40234),
+        ("l2", 6, 99, 0.51356, 1.94718, 0.24407),
+    ],
+)
 def test_e_worked_eta_sigma_numbers(reg, D_w, k, eta, inv_eta, sigma):
     common = dict(D_w=D_w, lam=0.17, N=100)
-    got = (theorem3_eta(k, d=14, **common) if reg == "l1" else
-           theorem4_eta(k, m=210, epsilon=0.05, delta=1e-3, **common))
+    got = theorem3_eta(k, d=14, **common) if reg == "l1" else theorem4_eta(k, m=210, epsilon=0.05, delta=1e-3, **common)
     assert got == pytest.approx(eta, abs=6e-6)
     assert 1 / got == pytest.approx(inv_eta, abs=6e-6)
     s = theorem1_sigma(got, m=210, rho=1.0, epsilon=0.05, delta=1e-3)
@@ -173,11 +178,11 @@ def test_e_worked_eta_sigma_numbers(reg, D_w, k, eta, inv_eta, sigma):
 
 def test_e_schedules_inside_the_solver():
     data = planted()
-    s = make(DPADMM, data, "half_l2sq", params={"D_w": 6.0},
-             privacy={"epsilon_per_iteration": 0.05, "delta": 1e-3})
+    s = make(DPADMM, data, "half_l2sq", params={"D_w": 6.0}, privacy={"epsilon_per_iteration": 0.05, "delta": 1e-3})
     k = np.arange(20)
-    np.testing.assert_allclose(s.eta_schedule(k), theorem4_eta(
-        k, D_w=6.0, lam=0.17, N=s.N, m=s.m, epsilon=0.05, delta=1e-3))
+    np.testing.assert_allclose(
+        s.eta_schedule(k), theorem4_eta(k, D_w=6.0, lam=0.17, N=s.N, m=s.m, epsilon=0.05, delta=1e-3)
+    )
     assert np.all(np.diff(s.sigma_schedule(k)) < 0)  # sigma decreases with k
 
 
@@ -201,8 +206,14 @@ def test_f_algorithm2_sigma_table(delta):
 def test_g_noiseless_dp_admm_approaches_the_central_optimum(reg):
     data = planted(N=5, m=40, d=4, seed=5)
     w_star, F_star = consensus_optimum(data.A, data.b, lam=0.17, regularizer=reg)
-    s = make(DPADMM, data, reg, params={"D_w": float(np.linalg.norm(w_star))},
-             privacy={"noise": False, "epsilon_per_iteration": 0.5}, iterations=3000)
+    s = make(
+        DPADMM,
+        data,
+        reg,
+        params={"D_w": float(np.linalg.norm(w_star))},
+        privacy={"noise": False, "epsilon_per_iteration": 0.5},
+        iterations=3000,
+    )
     F0 = s.evaluate()["objective"]
     for _ in range(3000):
         s.step()
@@ -243,11 +254,11 @@ def test_h_exact_local_solves_meet_kkt(reg, solver):
     reg_fn = (lambda x: lam_n * np.abs(x).sum()) if reg == "l1" else (lambda x: lam_n / 2 * x @ x)
 
     def phi(x):
-        return np.logaddexp(0, -data.b[i] * (data.A[i] @ x)).mean() + reg_fn(x) \
-            + s.rho / 2 * np.sum((x - c) ** 2)
+        return np.logaddexp(0, -data.b[i] * (data.A[i] @ x)).mean() + reg_fn(x) + s.rho / 2 * np.sum((x - c) ** 2)
 
-    num = scipy.optimize.minimize(phi, np.zeros(s.d), method="Nelder-Mead",
-                                  options={"xatol": 1e-10, "fatol": 1e-14, "maxiter": 40000})
+    num = scipy.optimize.minimize(
+        phi, np.zeros(s.d), method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-14, "maxiter": 40000}
+    )
     assert phi(s.W[i]) <= phi(num.x) + 1e-12
     np.testing.assert_allclose(s.W[i], num.x, atol=1e-5)
 
@@ -270,7 +281,7 @@ def test_each_provider_solved_alone_gives_its_batched_result_to_the_bit(reg, sol
     assert batched.converged.all() and len(set(batched.steps.tolist())) > 1
     assert batched.iterations == batched.steps.max()
     for i in range(6):
-        alone = solve(data.A[i:i + 1], data.b[i:i + 1], c[i:i + 1], w0=w0[i:i + 1], **kw)
+        alone = solve(data.A[i : i + 1], data.b[i : i + 1], c[i : i + 1], w0=w0[i : i + 1], **kw)
         np.testing.assert_array_equal(alone.w[0], batched.w[i])
         assert alone.residual[0] == batched.residual[i]
         assert alone.steps[0] == batched.steps[i] == alone.iterations
@@ -285,8 +296,13 @@ def test_a_rebuilt_exact_group_replays_its_warm_start_to_the_bit():
     from vfl.core.host import Host, LocalEnv
     from vfl.core.protocol import UnitData
 
-    s = make(ConsensusADMMPerturbed, planted(), "l1", params={"local_solver": "fista"},
-             privacy={"epsilon_per_iteration": 0.3, "delta": 1e-4})
+    s = make(
+        ConsensusADMMPerturbed,
+        planted(),
+        "l1",
+        params={"local_solver": "fista"},
+        privacy={"epsilon_per_iteration": 0.3, "delta": 1e-4},
+    )
     session, journal = s.providers.session, []
     round_ = session.round
 
@@ -331,8 +347,7 @@ def test_j_empirical_loss_at_zero_is_N_ln2(cls):
     assert row0["empirical_loss"] == pytest.approx(7 * math.log(2), rel=1e-14)
     assert row0["objective"] == pytest.approx(7 * math.log(2), rel=1e-14)
     assert math.isnan(row0["augmented_objective"])
-    assert empirical_loss(data.A, data.b, np.zeros(data.A.shape[2])) == \
-        pytest.approx(7 * math.log(2), rel=1e-14)
+    assert empirical_loss(data.A, data.b, np.zeros(data.A.shape[2])) == pytest.approx(7 * math.log(2), rel=1e-14)
 
 
 def test_metrics_definitions():
@@ -350,8 +365,7 @@ def test_metrics_definitions():
 
 @pytest.mark.parametrize("start", [0, 1])
 def test_ergodic_averages_follow_the_index_convention(start):
-    s = make(DPADMM, planted(), "l1", params={"average_start": start},
-             privacy={"epsilon_per_iteration": 0.2})
+    s = make(DPADMM, planted(), "l1", params={"average_start": start}, privacy={"epsilon_per_iteration": 0.2})
     shared, ws = [np.zeros((s.N, s.d))], []
     for _ in range(4):
         s.step()
@@ -359,4 +373,4 @@ def test_ergodic_averages_follow_the_index_convention(start):
         ws.append(s.w.copy())
     W_bar, w_bar = s.ergodic_averages()
     np.testing.assert_allclose(w_bar, np.mean(ws, axis=0), atol=1e-14)
-    np.testing.assert_allclose(W_bar, np.mean(shared[start:start + 4], axis=0), atol=1e-12)
+    np.testing.assert_allclose(W_bar, np.mean(shared[start : start + 4], axis=0), atol=1e-12)

@@ -38,8 +38,7 @@ def reference_iteration(data, reg, state, *, rho, lam, eta=None, noise=None, exa
         if exact:
             c = w + gamma[i] / rho
             a1, a2 = (lam_n, 0.0) if reg == "l1" else (0.0, lam_n)
-            wi = newton(A[None], b[None], c[None], alpha1=a1, alpha2=a2, rho=rho,
-                        tol=1e-13).w[0]
+            wi = newton(A[None], b[None], c[None], alpha1=a1, alpha2=a2, rho=rho, tol=1e-13).w[0]
         else:
             sub = np.sign(Wt[i]) if reg == "l1" else Wt[i]
             g = loss_grad(A, b, Wt[i]) + lam_n * sub
@@ -70,8 +69,9 @@ def test_one_iteration_matches_the_per_provider_loop(cls, reg):
         noise = sigma * rng.standard_normal((s.N, s.d))
         eta = float(s.eta_schedule(k)) if cls is DPADMM else None
     s.step()
-    w, shared, gamma = reference_iteration(data, reg, state, rho=1.0, lam=0.17, eta=eta,
-                                           noise=noise, exact=cls is not DPADMM)
+    w, shared, gamma = reference_iteration(
+        data, reg, state, rho=1.0, lam=0.17, eta=eta, noise=noise, exact=cls is not DPADMM
+    )
     np.testing.assert_allclose(s.W_shared, shared, atol=1e-9)
     np.testing.assert_allclose(s.w, w, atol=1e-9)
     np.testing.assert_allclose(s.gamma, gamma, atol=1e-9)
@@ -88,8 +88,7 @@ def test_dp_admm_releases_carry_lemma1_sensitivity():
         assert r.mechanism == "gaussian" and r.size == s.d
         np.testing.assert_array_equal(r.units, np.arange(s.N))
         np.testing.assert_allclose(r.sensitivity, 2 / (s.m * (1 + 1 / eta)))
-        np.testing.assert_allclose(r.scale, theorem1_sigma(eta, m=s.m, rho=1.0, epsilon=0.05,
-                                                           delta=1e-3))
+        np.testing.assert_allclose(r.scale, theorem1_sigma(eta, m=s.m, rho=1.0, epsilon=0.05, delta=1e-3))
         np.testing.assert_allclose(r.noise_multiplier, math.sqrt(2 * math.log(1.25e3)) / 0.05)
         np.testing.assert_allclose(planned[0].scale, r.scale)
         np.testing.assert_allclose(planned[0].sensitivity, r.sensitivity)
@@ -98,8 +97,9 @@ def test_dp_admm_releases_carry_lemma1_sensitivity():
 
 @pytest.mark.parametrize("mode", ["paper", "corrected"])
 def test_algorithm2_releases_carry_the_enforced_bound(mode):
-    s = make(ConsensusADMMPerturbed, planted(), "half_l2sq",
-             privacy={"epsilon_per_iteration": 0.05, "sensitivity": mode})
+    s = make(
+        ConsensusADMMPerturbed, planted(), "half_l2sq", privacy={"epsilon_per_iteration": 0.05, "sensitivity": mode}
+    )
     s.step()
     (r,) = s.releases()
     enforced = 2 / (s.m * (1 + 0.17 / s.N)) + 2 * 1e-9 / (1 + 0.17 / s.N)
@@ -115,9 +115,13 @@ def test_algorithm2_releases_carry_the_enforced_bound(mode):
 
 
 def test_algorithm2_unconverged_local_solve_has_no_sensitivity():
-    s = make(ConsensusADMMPerturbed, planted(), "l1",
-             params={"max_inner": 1, "inner_tol": 1e-14, "local_solver": "fista"},
-             privacy={"epsilon_per_iteration": 0.05})
+    s = make(
+        ConsensusADMMPerturbed,
+        planted(),
+        "l1",
+        params={"max_inner": 1, "inner_tol": 1e-14, "local_solver": "fista"},
+        privacy={"epsilon_per_iteration": 0.05},
+    )
     stats = s.step()
     (r,) = s.releases()
     assert stats["inner_unconverged"] == s.N and np.all(np.isnan(r.sensitivity))
@@ -138,20 +142,22 @@ def test_observer_sees_and_replaces_the_released_means():
 
 
 # ------------------------------------------------------- argument checks --
-@pytest.mark.parametrize("change, message", [
-    (dict(reduction="mean", unit_size=None), "unit_mean"),
-    (dict(unit_size=7), "unit_size = m"),
-    (dict(regularizer="l2sq"), "'l1' or 'half_l2sq'"),
-    (dict(loss="squared"), "logistic loss only"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(reduction="mean", unit_size=None), "unit_mean"),
+        (dict(unit_size=7), "unit_size = m"),
+        (dict(regularizer="l2sq"), "'l1' or 'half_l2sq'"),
+        (dict(loss="squared"), "logistic loss only"),
+    ],
+)
 def test_bad_objective_is_refused(change, message):
     data = planted()
     kw = dict(loss="logistic", lam=0.17, reduction="unit_mean", regularizer="l1", unit_size=30)
     kw.update(change)
     p = validate_table("solver", {}, ConsensusADMM.params, owner="x")
     with pytest.raises(ValueError, match=message):
-        ConsensusADMM(data, objective=Objective(**kw), params=p, privacy={},
-                      streams=Streams(0), iterations=10)
+        ConsensusADMM(data, objective=Objective(**kw), params=p, privacy={}, streams=Streams(0), iterations=10)
 
 
 def test_bad_data_is_refused():
@@ -163,8 +169,7 @@ def test_bad_data_is_refused():
     ragged = HorizontalData([data.A[0], data.A[1, :-1]], [data.b[0], data.b[1, :-1]])
     p = validate_table("solver", {}, ConsensusADMM.params, owner="x")
     with pytest.raises(ValueError, match="equal numbers of samples"):
-        ConsensusADMM(ragged, objective=objective("l1", 30), params=p, privacy={},
-                      streams=Streams(0), iterations=10)
+        ConsensusADMM(ragged, objective=objective("l1", 30), params=p, privacy={}, streams=Streams(0), iterations=10)
     big = HorizontalData(2.0 * data.A, data.b, data.public)
     for cls in (DPADMM, ConsensusADMMPerturbed):
         with pytest.raises(ValueError, match=r"norm 2 > 1.*preprocessing.row_clip = 1.0"):
@@ -193,8 +198,7 @@ def test_bad_helper_arguments_are_refused():
         enforce_row_bound(np.ones((2, 2)), "project")
     X, y = np.ones((10, 2)), np.ones(10)
     with pytest.raises(ValueError, match="> 10 rows"):
-        split_providers(X, y, providers=3, samples_per_provider=3, public=2,
-                        rng=np.random.default_rng(0))
+        split_providers(X, y, providers=3, samples_per_provider=3, public=2, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="providers must be an integer"):
         split_providers(X, y, providers=0, samples_per_provider=3, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="regularizer"):
@@ -220,17 +224,18 @@ def test_params_declare_defaults_and_bounds():
 def test_split_providers_is_a_random_partition():
     X = np.arange(40.0).reshape(20, 2)
     y = np.where(np.arange(20) % 3 == 0, 1.0, -1.0)
-    data, (Xt, yt) = split_providers(X, y, providers=3, samples_per_provider=4, public=2, test=5,
-                                     rng=np.random.default_rng(7))
+    data, (Xt, yt) = split_providers(
+        X, y, providers=3, samples_per_provider=4, public=2, test=5, rng=np.random.default_rng(7)
+    )
     assert data.A.shape == (3, 4, 2) and data.b.shape == (3, 4) and Xt.shape == (5, 2)
     rows = np.concatenate([data.public[0][:, 0], data.A[..., 0].ravel(), Xt[:, 0]]) / 2
     assert len(set(rows)) == 19  # disjoint
     np.testing.assert_array_equal(data.b.ravel(), y[(data.A[..., 0].ravel() / 2).astype(int)])
-    again, _ = split_providers(X, y, providers=3, samples_per_provider=4, public=2, test=5,
-                               rng=np.random.default_rng(7))
+    again, _ = split_providers(
+        X, y, providers=3, samples_per_provider=4, public=2, test=5, rng=np.random.default_rng(7)
+    )
     np.testing.assert_array_equal(again.A, data.A)
-    rest, (Xr, _) = split_providers(X, y, providers=3, samples_per_provider=4,
-                                    rng=np.random.default_rng(7))
+    rest, (Xr, _) = split_providers(X, y, providers=3, samples_per_provider=4, rng=np.random.default_rng(7))
     assert rest.public is None and Xr.shape == (8, 2)
 
 
@@ -245,10 +250,8 @@ def test_central_solve_matches_sklearn(reg):
     g = smooth_grad(X[None], y[None], w[None], None, alpha2=0.0 if reg == "l1" else alpha)
     assert kkt_residual(g, w[None], alpha if reg == "l1" else 0.0)[0] <= 1e-10
     # sklearn minimizes R(w) + C sum_j l: the same problem with C = 1 / (alpha n)
-    kw = (dict(solver="liblinear", l1_ratio=1.0) if reg == "l1"
-          else dict(solver="lbfgs", l1_ratio=0.0))
-    sk = LogisticRegression(C=1 / (alpha * len(y)), fit_intercept=False, tol=1e-12,
-                            max_iter=100000, **kw).fit(X, y)
+    kw = dict(solver="liblinear", l1_ratio=1.0) if reg == "l1" else dict(solver="lbfgs", l1_ratio=0.0)
+    sk = LogisticRegression(C=1 / (alpha * len(y)), fit_intercept=False, tol=1e-12, max_iter=100000, **kw).fit(X, y)
     np.testing.assert_allclose(w, sk.coef_[0], atol=2e-5)
     assert pretrain_dw(X, y, alpha, reg) == pytest.approx(np.linalg.norm(w))
 
@@ -372,21 +375,24 @@ def test_privacy_epsilon_is_the_whole_runs_target(replayable):
     from vfl.experiments.config import config_from_dict
     from vfl.experiments.runner import run_experiment
 
-    raw = {"data": {"dataset": "synthetic", "options": {"n_train": 400, "n_test": 100,
-                                                        "n_features": 5, "seed": 2}},
-           "preprocessing": {"normalize_rows": True},
-           "partition": {"agents": 5, "samples_per_agent": 60, "public": 40,
-                         "held_out": "test_part"},
-           "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
-           "solver": {"name": "dp_admm", "epochs": 50},
-           "privacy": {"epsilon": 1.0, "delta": 1e-3, "replayable_noise": replayable}}
+    raw = {
+        "data": {"dataset": "synthetic", "options": {"n_train": 400, "n_test": 100, "n_features": 5, "seed": 2}},
+        "preprocessing": {"normalize_rows": True},
+        "partition": {"agents": 5, "samples_per_agent": 60, "public": 40, "held_out": "test_part"},
+        "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
+        "solver": {"name": "dp_admm", "epochs": 50},
+        "privacy": {"epsilon": 1.0, "delta": 1e-3, "replayable_noise": replayable},
+    }
     result = run_experiment(config_from_dict(raw), with_baselines=False)
     final = result.metrics["epsilon_tight"].iloc[-1]
     assert final == pytest.approx(1.0, rel=1e-4) and final <= 1.0 + 1e-9
     solver = result.manifest.dump()["solver"]
     assert solver["epsilon_target"] == 1.0 and 0 < solver["epsilon_per_iteration"] <= 1.0
     # the per-iteration one is the paper's parameter: naming it gives today's run
-    raw["privacy"] = {"epsilon_per_iteration": solver["epsilon_per_iteration"], "delta": 1e-3,
-                      "replayable_noise": replayable}
+    raw["privacy"] = {
+        "epsilon_per_iteration": solver["epsilon_per_iteration"],
+        "delta": 1e-3,
+        "replayable_noise": replayable,
+    }
     again = run_experiment(config_from_dict(raw), with_baselines=False)
     assert again.metrics["epsilon_tight"].iloc[-1] == pytest.approx(final, rel=1e-9)

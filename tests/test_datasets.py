@@ -144,8 +144,7 @@ def test_status_and_verify_without_hashing_missing(tmp_path):
     write_a9a(tmp_path)
     status = dataset_status("a9a", tmp_path)
     assert [s["present"] for s in status] == [True, True]
-    assert dataset_status("adult", tmp_path)[0] == {"name": "adult.data", "present": False,
-                                                    "path": None}
+    assert dataset_status("adult", tmp_path)[0] == {"name": "adult.data", "present": False, "path": None}
     rows = verify_dataset("a9a", tmp_path)
     assert [r["ok"] for r in rows] == [False, False]  # made-up content
     assert rows[0]["actual"] == sha(A9A_TRAIN)
@@ -200,12 +199,15 @@ def test_a9a_reads_bz2_copies(tmp_path):
     assert data.provenance["files"]["a9a"].endswith("a9a.bz2")
 
 
-@pytest.mark.parametrize("train, reason", [
-    (b"+1 3:1\nthis is not svmlight\n", "a9a: malformed svmlight file"),
-    (b"+1 0:1 3:1\n", "a9a: malformed svmlight file"),          # LIBSVM is 1-based
-    (b"+1 124:1\n", "a9a: malformed svmlight file"),            # wider than 123
-    (b"+2 3:1\n-1 4:1\n", "labels must be -1 or \\+1"),
-])
+@pytest.mark.parametrize(
+    "train, reason",
+    [
+        (b"+1 3:1\nthis is not svmlight\n", "a9a: malformed svmlight file"),
+        (b"+1 0:1 3:1\n", "a9a: malformed svmlight file"),  # LIBSVM is 1-based
+        (b"+1 124:1\n", "a9a: malformed svmlight file"),  # wider than 123
+        (b"+2 3:1\n-1 4:1\n", "labels must be -1 or \\+1"),
+    ],
+)
 def test_a9a_malformed(tmp_path, train, reason):
     write_a9a(tmp_path, train=train)
     with pytest.raises(DataError, match=reason) as err:
@@ -216,19 +218,27 @@ def test_a9a_malformed(tmp_path, train, reason):
 def test_unknown_option_lists_valid_ones(tmp_path):
     with pytest.raises(DataError, match=r"unknown option\(s\) scale; valid options: tile"):
         load_dataset("a9a", tmp_path, options={"scale": True})
-    with pytest.raises(DataError, match=r"unknown option\(s\) bogus; valid options: missing, "
-                                        r"cleaned_by, fill$"):
+    with pytest.raises(
+        DataError,
+        match=r"unknown option\(s\) bogus; valid options: missing, "
+        r"cleaned_by, fill$",
+    ):
         load_dataset("adult", tmp_path, options={"bogus": 1})
     with pytest.raises(DataError, match=r"unknown option\(s\) bogus; valid options: \(none\)"):
         load_dataset("gisette", tmp_path, options={"bogus": 1})
     # options that moved to the [preprocessing] section name their new key
-    for option, key in (("normalize_rows", "preprocessing.normalize_rows"),
-                        ("encoding", "preprocessing.encoding"),
-                        ("scaling", "preprocessing.scaling"),
-                        ("row_norm", "preprocessing.normalize_rows or preprocessing.row_clip"),
-                        ("fit", "preprocessing.bounds")):
-        with pytest.raises(DataError, match=rf"adult: option {option} moved to the "
-                                            rf"\[preprocessing\] section: set {key}"):
+    for option, key in (
+        ("normalize_rows", "preprocessing.normalize_rows"),
+        ("encoding", "preprocessing.encoding"),
+        ("scaling", "preprocessing.scaling"),
+        ("row_norm", "preprocessing.normalize_rows or preprocessing.row_clip"),
+        ("fit", "preprocessing.bounds"),
+    ):
+        with pytest.raises(
+            DataError,
+            match=rf"adult: option {option} moved to the "
+            rf"\[preprocessing\] section: set {key}",
+        ):
             load_dataset("adult", tmp_path, options={option: "x"})
     write_a9a(tmp_path)
     with pytest.raises(ConfigError, match="preprocessing.normalize_rows must be true or false"):
@@ -260,8 +270,13 @@ def test_adult_small_file_preprocessing(tmp_path):
     np.testing.assert_array_equal(data.y_train, [-1.0, 1.0, 1.0])
     np.testing.assert_array_equal(data.y_test, [-1.0, 1.0])
     names = data.provenance["feature_names"]
-    assert "fnlwgt" not in names and names[:5] == ["age", "education-num", "capital-gain",
-                                                   "capital-loss", "hours-per-week"]
+    assert "fnlwgt" not in names and names[:5] == [
+        "age",
+        "education-num",
+        "capital-gain",
+        "capital-loss",
+        "hours-per-week",
+    ]
     # the width comes from the published schema, not from the three records
     assert data.n_features == len(names) == 104
     # min/max to [0, 1] within the declared ranges (age 17..90), not the training min/max
@@ -284,8 +299,7 @@ def test_adult_small_file_preprocessing(tmp_path):
 
     # a value outside the schema -> all-zero block (never a new column); an age above the
     # declared range is clipped to it
-    write_adult(tmp_path, test=ADULT_TEST.replace(b"Jamaica", b"Atlantis")
-                .replace(b"44, Private", b"120, Private"))
+    write_adult(tmp_path, test=ADULT_TEST.replace(b"Jamaica", b"Atlantis").replace(b"44, Private", b"120, Private"))
     odd = load_dataset("adult", tmp_path, verify=False)
     assert odd.n_features == 104
     assert odd.X_test[0, country].sum() == 0 and odd.X_test[1, 0] == 1.0
@@ -309,16 +323,18 @@ def test_adult_ordinal_and_normalized(tmp_path):
     np.testing.assert_allclose(plain.X_train[0, 1], -1 + 2 * 6 / 7)
     np.testing.assert_allclose(plain.X_train[:, 0], -1 + 2 * (np.array([39, 50, 53]) - 17) / 73)
 
-    data = load_dataset("adult", tmp_path, verify=False,
-                        preprocessing={**spec, "normalize_rows": True})
+    data = load_dataset("adult", tmp_path, verify=False, preprocessing={**spec, "normalize_rows": True})
     assert data.n_features == 14
     np.testing.assert_allclose(np.linalg.norm(data.X_train, axis=1), 1.0)
     # each row is the scaled row divided by its own norm
-    np.testing.assert_allclose(
-        data.X_train, plain.X_train / np.linalg.norm(plain.X_train, axis=1, keepdims=True))
+    np.testing.assert_allclose(data.X_train, plain.X_train / np.linalg.norm(plain.X_train, axis=1, keepdims=True))
     assert data.provenance["options"] == {}
-    assert data.provenance["preprocessing"][-1] == {"step": "normalize_rows", "norm": 1.0,
-                                                    "unit": "row", "source": "per_record"}
+    assert data.provenance["preprocessing"][-1] == {
+        "step": "normalize_rows",
+        "norm": 1.0,
+        "unit": "row",
+        "source": "per_record",
+    }
     with pytest.raises(ConfigError, match="preprocessing.encoding = 'binary' is not one of"):
         load_dataset("adult", tmp_path, verify=False, preprocessing={"encoding": "binary"})
     with pytest.raises(DataError, match="option encoding moved to the"):
@@ -358,12 +374,25 @@ def test_real_a9a(data_dir):
 
 
 def _independent_adult(path, skiprows):
-    columns = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
-               "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
-               "hours-per-week", "native-country", "income"]
+    columns = [
+        "age",
+        "workclass",
+        "fnlwgt",
+        "education",
+        "education-num",
+        "marital-status",
+        "occupation",
+        "relationship",
+        "race",
+        "sex",
+        "capital-gain",
+        "capital-loss",
+        "hours-per-week",
+        "native-country",
+        "income",
+    ]
     with bz2.open(path) if str(path).endswith(".bz2") else open(path, "rb") as fh:
-        frame = pd.read_csv(fh, header=None, names=columns, skipinitialspace=True,
-                            skiprows=skiprows)
+        frame = pd.read_csv(fh, header=None, names=columns, skipinitialspace=True, skiprows=skiprows)
     return frame, frame.replace("?", np.nan).notna().all(axis=1).to_numpy()
 
 
@@ -377,8 +406,16 @@ def test_real_adult_matches_independent_pandas(data_dir):
     assert data.X_test.shape[0] == len(test) == 15_060
     assert np.sum(data.y_train == 1) == np.sum(train["income"] == ">50K")
     assert np.sum(data.y_test == 1) == np.sum(test["income"] == ">50K.")
-    categorical = ["workclass", "education", "marital-status", "occupation", "relationship",
-                   "race", "sex", "native-country"]
+    categorical = [
+        "workclass",
+        "education",
+        "marital-status",
+        "occupation",
+        "relationship",
+        "race",
+        "sex",
+        "native-country",
+    ]
     # the width is the published schema's: every documented value, seen in training or not
     documented = {c: set(ADULT_SCHEMA.column(c).values) for c in categorical}
     assert data.n_features == 5 + sum(len(v) for v in documented.values()) == 104

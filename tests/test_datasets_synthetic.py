@@ -25,11 +25,9 @@ def write_gisette(directory, train_rows, train_labels, valid_rows, valid_labels)
         return "".join(" ".join(str(v) for v in r) + " \n" for r in rows).encode()
 
     (directory / "gisette_train.data").write_bytes(dense(train_rows))
-    (directory / "gisette_train.labels").write_bytes(
-        "".join(f"{v}\n" for v in train_labels).encode())
+    (directory / "gisette_train.labels").write_bytes("".join(f"{v}\n" for v in train_labels).encode())
     (directory / "gisette_valid.data").write_bytes(dense(valid_rows))
-    (directory / "gisette_valid.labels").write_bytes(
-        "".join(f"{v}\n" for v in valid_labels).encode())
+    (directory / "gisette_valid.labels").write_bytes("".join(f"{v}\n" for v in valid_labels).encode())
 
 
 # -------------------------------------------------------------------- gisette
@@ -56,7 +54,7 @@ def test_gisette_scaling_uses_training_ranges(tmp_path):
     # run that claims a guarantee refuses it
     raw = load_raw("gisette", tmp_path, verify=False)
     assert "training min/max" in raw.provenance["preprocessing"]
-    (what, key), = raw.fitted
+    ((what, key),) = raw.fitted
     assert "fitted on the training records" in what and key.startswith("data.dataset")
     with pytest.raises(ConfigError, match="gisette: the loader's min/max scaling .* set data.dataset"):
         fit_stage(raw, {}, private=True)
@@ -128,20 +126,23 @@ def test_synthetic_sparse():
     assert (data.X_train != again.X_train).nnz == 0
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"n_train": 0}, "n_train must be an integer >= 1"),
-    ({"n_test": 2.5}, "n_test must be an integer"),
-    ({"n_features": True}, "n_features must be an integer"),
-    ({"informative_fraction": 0.0}, r"informative_fraction must be a number in \(0, 1\]"),
-    ({"informative_fraction": 1.5}, "informative_fraction"),
-    ({"density": 0}, "density"),
-    ({"sparse": "no"}, "sparse must be true or false"),
-    ({"seed": -1}, "seed must be an integer >= 0"),
-    ({"n_latent": 0}, "n_latent must be an integer >= 1"),
-    ({"n_latent": 2, "sparse": True}, "n_latent needs dense data"),
-    ({"logit_scale": 0}, "logit_scale must be a finite number > 0"),
-    ({"noise": -1.0}, "noise must be a finite number >= 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"n_train": 0}, "n_train must be an integer >= 1"),
+        ({"n_test": 2.5}, "n_test must be an integer"),
+        ({"n_features": True}, "n_features must be an integer"),
+        ({"informative_fraction": 0.0}, r"informative_fraction must be a number in \(0, 1\]"),
+        ({"informative_fraction": 1.5}, "informative_fraction"),
+        ({"density": 0}, "density"),
+        ({"sparse": "no"}, "sparse must be true or false"),
+        ({"seed": -1}, "seed must be an integer >= 0"),
+        ({"n_latent": 0}, "n_latent must be an integer >= 1"),
+        ({"n_latent": 2, "sparse": True}, "n_latent needs dense data"),
+        ({"logit_scale": 0}, "logit_scale must be a finite number > 0"),
+        ({"noise": -1.0}, "noise must be a finite number >= 0"),
+    ],
+)
 def test_synthetic_validation(kwargs, match):
     args = {"n_train": 10, "n_test": 5, "n_features": 4, **kwargs}
     with pytest.raises(DataError, match=match):
@@ -149,10 +150,8 @@ def test_synthetic_validation(kwargs, match):
 
 
 def test_synthetic_options_validation():
-    with pytest.raises(DataError,
-                       match="unknown option.*label_noise.*valid options: preset.*seed$"):
-        load_dataset("synthetic", options={"n_train": 5, "n_test": 5, "n_features": 2,
-                                           "label_noise": 0.1})
+    with pytest.raises(DataError, match="unknown option.*label_noise.*valid options: preset.*seed$"):
+        load_dataset("synthetic", options={"n_train": 5, "n_test": 5, "n_features": 2, "label_noise": 0.1})
     with pytest.raises(DataError, match="n_features required"):
         load_dataset("synthetic", options={"n_train": 5, "n_test": 5})
     with pytest.raises(DataError, match="unknown preset 'mnist'.*gisette-shaped"):
@@ -164,8 +163,11 @@ def test_synthetic_options_validation():
 
 
 def test_synthetic_via_load_dataset_with_normalized_rows():
-    data = load_dataset("synthetic", options={"n_train": 50, "n_test": 10, "n_features": 8,
-                                              "seed": 4}, preprocessing={"normalize_rows": True})
+    data = load_dataset(
+        "synthetic",
+        options={"n_train": 50, "n_test": 10, "n_features": 8, "seed": 4},
+        preprocessing={"normalize_rows": True},
+    )
     assert data.n_features == 8
     np.testing.assert_allclose(np.linalg.norm(data.X_test, axis=1), 1.0)
     assert data.provenance["params"]["seed"] == 4
@@ -239,13 +241,16 @@ def test_gisette_like_levels_probes_and_seed():
     json.dumps(data.provenance)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"n_features": 1, "probe_fraction": 0.6}, "probe_fraction 0.6 leaves no real feature among 1"),
-    ({"probe_fraction": 1.0}, r"probe_fraction must be a finite number >= 0 and < 1"),
-    ({"pixel_on": 0.0}, r"pixel_on must be a finite number > 0 and < 1"),
-    ({"separation": -1}, "separation must be a finite number > 0"),
-    ({"n_pixels": 1}, "n_pixels must be an integer >= 2"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"n_features": 1, "probe_fraction": 0.6}, "probe_fraction 0.6 leaves no real feature among 1"),
+        ({"probe_fraction": 1.0}, r"probe_fraction must be a finite number >= 0 and < 1"),
+        ({"pixel_on": 0.0}, r"pixel_on must be a finite number > 0 and < 1"),
+        ({"separation": -1}, "separation must be a finite number > 0"),
+        ({"n_pixels": 1}, "n_pixels must be an integer >= 2"),
+    ],
+)
 def test_gisette_like_validation(kwargs, match):
     with pytest.raises(DataError, match=f"gisette-like: {match}"):
         make_gisette_like(**{"n_train": 10, "n_test": 5, "n_features": 8, **kwargs})

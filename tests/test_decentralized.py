@@ -21,8 +21,7 @@ from vfl.decentralized import (
 from vfl.experiments.registry import get_solver, solver_names
 from vfl.privacy import ldp
 
-PRIVATE = ("ldp_admm", "ldp_gd", "ldp_gd_minmax", "dvp_admm", "pp_admm", "noisy_consensus_gd",
-           "op_admm")
+PRIVATE = ("ldp_admm", "ldp_gd", "ldp_gd_minmax", "dvp_admm", "pp_admm", "noisy_consensus_gd", "op_admm")
 
 
 def problem(N=8, edges=12, m=25, d=5, seed=0, labels="01", kind="gnm"):
@@ -33,14 +32,14 @@ def problem(N=8, edges=12, m=25, d=5, seed=0, labels="01", kind="gnm"):
     b = (r.random((N, m)) < 0.7).astype(float)
     if labels == "pm1":
         b = 2 * b - 1
-    adj = make_graph(kind, nodes=N, edges=edges if kind == "gnm" else None,
-                     rng=r if kind == "gnm" else None)
+    adj = make_graph(kind, nodes=N, edges=edges if kind == "gnm" else None, rng=r if kind == "gnm" else None)
     return NetworkData(adj, A, b, initial_models(N, d, r)), paper_objective(N, m)
 
 
 def make(name, data, obj, params=None, privacy=None, seed=0, iterations=100):
-    return get_solver(name)(data, objective=obj, params=params or {}, privacy=privacy or {},
-                         streams=Streams(seed), iterations=iterations)
+    return get_solver(name)(
+        data, objective=obj, params=params or {}, privacy=privacy or {}, streams=Streams(seed), iterations=iterations
+    )
 
 
 def run(solver, K):
@@ -54,12 +53,10 @@ def test_central_optimum_matches_an_independent_solver():
     data, obj = problem()
     x = central_optimum(data.A, data.b, obj)
     A, b = data.A.reshape(-1, data.A.shape[-1]), data.b.ravel()
-    ref = minimize(lambda z: obj.value(z, A, b), np.zeros(A.shape[1]), method="BFGS",
-                   options={"gtol": 1e-11}).x
+    ref = minimize(lambda z: obj.value(z, A, b), np.zeros(A.shape[1]), method="BFGS", options={"gtol": 1e-11}).x
     assert np.allclose(x, ref, atol=1e-7)
     # sum_i f_i = F: the paper's objective with the regularizer split evenly
-    f = sum((1 / 25) * np.logaddexp(0, -data.b[i] * (data.A[i] @ x)).sum() + 0.5 * x @ x
-            for i in range(8))
+    f = sum((1 / 25) * np.logaddexp(0, -data.b[i] * (data.A[i] @ x)).sum() + 0.5 * x @ x for i in range(8))
     assert obj.value(x, A, b) == pytest.approx(f)
 
 
@@ -149,10 +146,15 @@ def test_reproducible_by_seed():
 
 
 # ---------------------------------------------------------- convergence --
-@pytest.mark.parametrize("name, K, target", [
-    ("ldp_admm", 400, -8.0), ("random_penalty_admm", 300, -8.0), ("fixed_admm", 300, -8.0),
-    ("op_admm", 400, -8.0),
-])
+@pytest.mark.parametrize(
+    "name, K, target",
+    [
+        ("ldp_admm", 400, -8.0),
+        ("random_penalty_admm", 300, -8.0),
+        ("fixed_admm", 300, -8.0),
+        ("op_admm", 400, -8.0),
+    ],
+)
 def test_noiseless_admm_converges_to_x_star(name, K, target):
     data, obj = problem()
     privacy = {"noise": False} if name in PRIVATE else {}
@@ -242,8 +244,7 @@ def test_linearized_step_is_eq_6():
 
 def test_algorithm_2_on_a_complete_graph_is_eq_7():
     data, obj = problem(kind="complete", N=6)
-    s = make("ldp_gd", data, obj, params={"gradient_at": "network_mean"},
-             privacy={"noise": False})
+    s = make("ldp_gd", data, obj, params={"gradient_at": "network_mean"}, privacy={"noise": False})
     run(s, 3)
     X = s.X.copy()
     D = np.abs(X[:, None] - X[None]).sum(-1)
@@ -286,8 +287,11 @@ def test_realized_loss_below_worst_case(name):
     s = run(make(name, data, obj), 30)
     ev = s.evaluate()
     assert 0 < ev["privacy_loss"] <= ev["privacy_loss_max"] < ev["privacy_loss_worst"]
-    alpha = {"ldp_admm": 0.1 * np.ones(30), "ldp_gd": 0.95 ** np.arange(1, 31),
-             "ldp_gd_minmax": 0.93 ** np.arange(1, 31)}[name]
+    alpha = {
+        "ldp_admm": 0.1 * np.ones(30),
+        "ldp_gd": 0.95 ** np.arange(1, 31),
+        "ldp_gd_minmax": 0.93 ** np.arange(1, 31),
+    }[name]
     worst = ldp.worst_case_cumulative(5, alpha, 1.02 ** np.arange(1, 31), 1 / 25)[-1]
     assert ev["privacy_loss_worst"] == pytest.approx(worst)
     assert s.paper_epsilon() == (pytest.approx(ev["privacy_loss_max"]), 0.0)
@@ -350,8 +354,10 @@ def test_objective_perturbation_baselines(name, mechanism):
 def test_matched_noise_gives_comparable_accuracy():
     """Spec P1: [42] / [43] with matched noise land near Algorithm 1 (same noise schedule)."""
     data, obj = problem(N=10, edges=20, m=40, d=6)
-    errs = {n: np.mean([run(make(n, data, obj, seed=s), 100).evaluate()["log10_error"]
-                        for s in range(3)]) for n in ("ldp_admm", "dvp_admm", "pp_admm")}
+    errs = {
+        n: np.mean([run(make(n, data, obj, seed=s), 100).evaluate()["log10_error"] for s in range(3)])
+        for n in ("ldp_admm", "dvp_admm", "pp_admm")
+    }
     assert max(errs.values()) - min(errs.values()) < 0.5, errs
 
 
@@ -371,16 +377,19 @@ def test_observer_sees_every_release():
 
 
 # ------------------------------------------------------------ validation --
-@pytest.mark.parametrize("name, params, privacy, message", [
-    ("ldp_admm", {"D": -1.0}, {}, "solver.D must be > 0"),
-    ("ldp_admm", {"rho": 1.0}, {}, "unknown key.*solver.rho"),
-    ("ldp_admm", {}, {"beta0": 0}, "privacy.beta0 must be > 0"),
-    ("ldp_admm", {"dual_sign": "minus"}, {}, "not one of: corrected, printed"),
-    ("dgd", {"ss_bits": 16, "ss_fractional_bits": 15}, {}, "at most solver.ss_bits - 2"),
-    ("ldp_gd", {"gradient_at": "network_mean"}, {}, "needs a complete graph"),
-    ("pp_admm", {}, {"mechanism": "gaussian"}, "not one of: matched, native"),
-    ("noisy_consensus_gd", {"eta_growth": "fast"}, {}, "must be a number"),
-])
+@pytest.mark.parametrize(
+    "name, params, privacy, message",
+    [
+        ("ldp_admm", {"D": -1.0}, {}, "solver.D must be > 0"),
+        ("ldp_admm", {"rho": 1.0}, {}, "unknown key.*solver.rho"),
+        ("ldp_admm", {}, {"beta0": 0}, "privacy.beta0 must be > 0"),
+        ("ldp_admm", {"dual_sign": "minus"}, {}, "not one of: corrected, printed"),
+        ("dgd", {"ss_bits": 16, "ss_fractional_bits": 15}, {}, "at most solver.ss_bits - 2"),
+        ("ldp_gd", {"gradient_at": "network_mean"}, {}, "needs a complete graph"),
+        ("pp_admm", {}, {"mechanism": "gaussian"}, "not one of: matched, native"),
+        ("noisy_consensus_gd", {"eta_growth": "fast"}, {}, "must be a number"),
+    ],
+)
 def test_bad_params_raise_value_error(name, params, privacy, message):
     data, obj = problem()
     with pytest.raises(ValueError, match=message):
@@ -394,13 +403,11 @@ def test_bad_data_raise_value_error():
     with pytest.raises(ValueError, match="x0 must be"):
         make("dgd", NetworkData(data.adjacency, data.A, data.b, data.x0[:, :2]), obj)
     with pytest.raises(ValueError, match="unit_size = 30"):
-        make("dgd", data, Objective("logistic", lam=8, reduction="unit_mean", unit_size=30,
-                                    regularizer="half_l2sq"))
+        make("dgd", data, Objective("logistic", lam=8, reduction="unit_mean", unit_size=30, regularizer="half_l2sq"))
     with pytest.raises(ValueError, match="not supported"):
         make("dgd", data, Objective("logistic", lam=1.0, regularizer="l1"))
     with pytest.raises(ValueError, match="iterations"):
-        get_solver("dgd")(data, objective=obj, params={}, privacy={}, streams=Streams(0),
-                       iterations=-1)
+        get_solver("dgd")(data, objective=obj, params={}, privacy={}, streams=Streams(0), iterations=-1)
 
 
 # ---------------------------------------------------------------- speed --
@@ -427,10 +434,10 @@ def _adult_run(X, y, name, N, E, seed, privacy=None):
     st = Streams(seed)
     adj = make_graph("gnm", nodes=N, edges=E, rng=st.get("graph"))
     obj = paper_objective(N, 100)
-    data, _ = build_network_data(X, y, adj, per_agent=100, objective=obj,
-                                 split_rng=st.get("split"), x0_rng=st.get("x0"))
-    s = get_solver(name)(data, objective=obj, params={}, privacy=privacy or {}, streams=st,
-                      iterations=100)
+    data, _ = build_network_data(
+        X, y, adj, per_agent=100, objective=obj, split_rng=st.get("split"), x0_rng=st.get("x0")
+    )
+    s = get_solver(name)(data, objective=obj, params={}, privacy=privacy or {}, streams=st, iterations=100)
     return run(s, 100).evaluate(), s
 
 
@@ -450,8 +457,7 @@ def test_adult_reproduces_the_papers_claims(data_dir):
     assert abs(np.mean([e["log10_error"] for e in a]) - np.mean(base)) < 0.3
     # Example (c): 2*'s loss is a fraction of [45]'s (paper: about 30%; measured ~35%)
     m = np.mean([_adult_run(X, y, "ldp_gd_minmax", 10, 40, s)[0]["privacy_loss"] for s in seeds])
-    h = np.mean([_adult_run(X, y, "noisy_consensus_gd", 10, 40, s)[0]["privacy_loss"]
-                 for s in seeds])
+    h = np.mean([_adult_run(X, y, "noisy_consensus_gd", 10, 40, s)[0]["privacy_loss"] for s in seeds])
     assert h == pytest.approx(1.567, abs=1e-3) and m / h < 0.6
     # the corrected dual sign: noiseless Algorithm 1 reaches about -5.8 (spec erratum 1)
     e, s = _adult_run(X, y, "ldp_admm", 10, 20, 0, privacy={"noise": False})

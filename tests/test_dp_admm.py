@@ -55,8 +55,9 @@ def test_same_seed_same_curves_other_seed_other_noise(form):
 def test_perturbed_share_is_what_everyone_uses():
     """z, y and the other parties' next x-updates all see the noisy shares."""
     blocks, b = problem()
-    s = ADMMSharing(blocks, b, Objective("logistic", 0.1, "sum"), rho=1.0,
-                    sigma=0.5, noise_form="variable", noise_rngs=rngs(3))
+    s = ADMMSharing(
+        blocks, b, Objective("logistic", 0.1, "sum"), rho=1.0, sigma=0.5, noise_form="variable", noise_rngs=rngs(3)
+    )
     s.step()
     exact = [B @ x for B, x in zip(blocks, s.x)]
     noisy = np.sum(s.shares, axis=0)
@@ -75,8 +76,15 @@ def test_perturbed_share_is_what_everyone_uses():
 def injected_noise(block, form, sigma, draws, seed=11):
     """Empirical covariance of party 1's injected share noise over many draws."""
     n = block.shape[0]
-    s = ADMMSharing([block], np.ones(n), Objective("squared", 0.5, "sum"), rho=1.0,
-                    sigma=sigma, noise_form=form, noise_rngs=rngs(seed, 1))
+    s = ADMMSharing(
+        [block],
+        np.ones(n),
+        Objective("squared", 0.5, "sum"),
+        rho=1.0,
+        sigma=sigma,
+        noise_form=form,
+        noise_rngs=rngs(seed, 1),
+    )
     x = np.zeros(block.shape[1])
     share = np.zeros(n)
     E = np.array([s.publish(0, x, share) for _ in range(draws)])
@@ -97,9 +105,9 @@ def test_injected_noise_covariance_matches_its_definition(shape, sparse):
     sigma = 0.7
     P = D @ np.linalg.pinv(D.T @ D) @ D.T  # projection onto range(D), computed independently
     expected = {
-        "variable": sigma**2 * D @ D.T,          # D xi, xi ~ N(0, sigma^2 I)
-        "variable_whitened": sigma**2 * P,       # D xi, xi ~ N(0, sigma^2 (D^T D)^+)
-        "output": sigma**2 * np.eye(shape[0]),   # N(0, sigma^2 I_N)
+        "variable": sigma**2 * D @ D.T,  # D xi, xi ~ N(0, sigma^2 I)
+        "variable_whitened": sigma**2 * P,  # D xi, xi ~ N(0, sigma^2 (D^T D)^+)
+        "output": sigma**2 * np.eye(shape[0]),  # N(0, sigma^2 I_N)
     }
     for form, cov in expected.items():
         E, emp = injected_noise(block, form, sigma, 40_000)

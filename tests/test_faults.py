@@ -32,25 +32,28 @@ distributed = pytest.importorskip("dask.distributed")
 
 pytestmark = pytest.mark.slow
 
-SMALL = {"data": {"dataset": "synthetic",
-                  "options": {"n_train": 120, "n_test": 40, "n_features": 8, "seed": 1}},
-         "preprocessing": {"normalize_rows": True}, "partition": {"columns": [4, 4]},
-         "run": {"eval_every": 1}}
-HORIZONTAL = {"data": {"dataset": "synthetic",
-                       "options": {"n_train": 200, "n_test": 40, "n_features": 5, "seed": 2}},
-              "preprocessing": {"row_clip": 1.0},
-              "partition": {"agents": 4, "samples_per_agent": 20, "public": 20,
-                            "held_out": "test_part"},
-              "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
-              "run": {"eval_every": 1}}
-NETWORK = {"data": {"dataset": "synthetic",
-                    "options": {"n_train": 120, "n_test": 30, "n_features": 4, "seed": 3}},
-           "preprocessing": {"normalize_rows": True},
-           "partition": {"samples_per_agent": 10, "pool": "train+test", "test": 20},
-           # Algorithm 3's secret sharing: its second round (partial_sums) is in the matrix
-           "network": {"graph": "complete", "nodes": 4, "exchange": "secret_sharing"},
-           "objective": {"lam": 5.0, "reduction": "unit_mean", "regularizer": "half_l2sq"},
-           "run": {"eval_every": 1}}
+SMALL = {
+    "data": {"dataset": "synthetic", "options": {"n_train": 120, "n_test": 40, "n_features": 8, "seed": 1}},
+    "preprocessing": {"normalize_rows": True},
+    "partition": {"columns": [4, 4]},
+    "run": {"eval_every": 1},
+}
+HORIZONTAL = {
+    "data": {"dataset": "synthetic", "options": {"n_train": 200, "n_test": 40, "n_features": 5, "seed": 2}},
+    "preprocessing": {"row_clip": 1.0},
+    "partition": {"agents": 4, "samples_per_agent": 20, "public": 20, "held_out": "test_part"},
+    "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
+    "run": {"eval_every": 1},
+}
+NETWORK = {
+    "data": {"dataset": "synthetic", "options": {"n_train": 120, "n_test": 30, "n_features": 4, "seed": 3}},
+    "preprocessing": {"normalize_rows": True},
+    "partition": {"samples_per_agent": 10, "pool": "train+test", "test": 20},
+    # Algorithm 3's secret sharing: its second round (partial_sums) is in the matrix
+    "network": {"graph": "complete", "nodes": 4, "exchange": "secret_sharing"},
+    "objective": {"lam": 5.0, "reduction": "unit_mean", "regularizer": "half_l2sq"},
+    "run": {"eval_every": 1},
+}
 
 
 def _with(base, **sections):
@@ -59,40 +62,59 @@ def _with(base, **sections):
 
 #: family -> (its protocol, {noise: raw config}); every noise replayable (a simulation)
 FAMILIES = {
-    "sharing": ("vfl.admm.sharing.party:SHARING_PROTOCOL", {
-        "none": _with(SMALL, solver={"name": "admm_sharing", "epochs": 3}),
-        "noise": _with(SMALL, solver={"name": "admm_sharing", "epochs": 3},
-                       privacy={"sigma": 0.3, "form": "output"}),
-    }),
-    "fdml": ("vfl.baselines.fdml_party:FDML_PROTOCOL", {
-        "none": _with(SMALL, solver={"name": "fdml_sgd", "epochs": 2, "batch_size": 40}),
-        "noise": _with(SMALL, solver={"name": "fdml_sgd", "epochs": 2, "batch_size": 40},
-                       privacy={"sigma": 0.2}),
-    }),
-    "stacking": ("vfl.stacking.party:PASSIVES_PROTOCOL", {
-        "none": _with(SMALL, solver={"name": "private_stacking", "epochs": 1},
-                      partition={"columns": [3, 3, 2]}),
-        "noise": _with(SMALL, solver={"name": "private_stacking", "epochs": 1},
-                       partition={"columns": [3, 3, 2]},
-                       privacy={"delta": 1e-5, "epsilon": 2.0, "replayable_noise": True}),
-    }),
-    "providers": ("vfl.admm.providers:PROVIDERS_PROTOCOL", {
-        "none": _with(HORIZONTAL, solver={"name": "consensus_admm", "epochs": 3}),
-        "noise": _with(HORIZONTAL, solver={"name": "dp_admm", "epochs": 3},
-                       privacy={"epsilon_per_iteration": 0.5, "delta": 1e-3,
-                                "replayable_noise": True}),
-    }),
-    "agents": ("vfl.decentralized.agent_side:AGENTS_PROTOCOL", {
-        "none": _with(NETWORK, solver={"name": "random_penalty_admm", "epochs": 3}),
-        "noise": _with(NETWORK, solver={"name": "ldp_admm", "epochs": 3},
-                       privacy={"delta": 1e-5, "replayable_noise": True}),
-    }),
+    "sharing": (
+        "vfl.admm.sharing.party:SHARING_PROTOCOL",
+        {
+            "none": _with(SMALL, solver={"name": "admm_sharing", "epochs": 3}),
+            "noise": _with(
+                SMALL, solver={"name": "admm_sharing", "epochs": 3}, privacy={"sigma": 0.3, "form": "output"}
+            ),
+        },
+    ),
+    "fdml": (
+        "vfl.baselines.fdml_party:FDML_PROTOCOL",
+        {
+            "none": _with(SMALL, solver={"name": "fdml_sgd", "epochs": 2, "batch_size": 40}),
+            "noise": _with(SMALL, solver={"name": "fdml_sgd", "epochs": 2, "batch_size": 40}, privacy={"sigma": 0.2}),
+        },
+    ),
+    "stacking": (
+        "vfl.stacking.party:PASSIVES_PROTOCOL",
+        {
+            "none": _with(SMALL, solver={"name": "private_stacking", "epochs": 1}, partition={"columns": [3, 3, 2]}),
+            "noise": _with(
+                SMALL,
+                solver={"name": "private_stacking", "epochs": 1},
+                partition={"columns": [3, 3, 2]},
+                privacy={"delta": 1e-5, "epsilon": 2.0, "replayable_noise": True},
+            ),
+        },
+    ),
+    "providers": (
+        "vfl.admm.providers:PROVIDERS_PROTOCOL",
+        {
+            "none": _with(HORIZONTAL, solver={"name": "consensus_admm", "epochs": 3}),
+            "noise": _with(
+                HORIZONTAL,
+                solver={"name": "dp_admm", "epochs": 3},
+                privacy={"epsilon_per_iteration": 0.5, "delta": 1e-3, "replayable_noise": True},
+            ),
+        },
+    ),
+    "agents": (
+        "vfl.decentralized.agent_side:AGENTS_PROTOCOL",
+        {
+            "none": _with(NETWORK, solver={"name": "random_penalty_admm", "epochs": 3}),
+            "noise": _with(
+                NETWORK, solver={"name": "ldp_admm", "epochs": 3}, privacy={"delta": 1e-5, "replayable_noise": True}
+            ),
+        },
+    ),
 }
 
 #: (family, noise, call) -> why the config never sends that call (so no fault lands there)
 NOT_SENT = {
-    ("providers", "noise", "residuals"): "DP-ADMM's linearized step has no KKT residual "
-                                         "(the exact step's diagnostic)",
+    ("providers", "noise", "residuals"): "DP-ADMM's linearized step has no KKT residual (the exact step's diagnostic)",
     ("providers", "none", "models"): "no run asks for the providers' clean w_i (the tests do)",
     ("providers", "noise", "models"): "no run asks for the providers' clean w_i (the tests do)",
     ("agents", "none", "losses"): "without noise there is no privacy loss to evaluate",
@@ -112,8 +134,7 @@ def _cases():
             if call.kind is CONTROL:
                 continue
             for noise in configs:
-                yield pytest.param("dask", family, noise, call.name,
-                                   id=f"{family}-{noise}-{call.name}")
+                yield pytest.param("dask", family, noise, call.name, id=f"{family}-{noise}-{call.name}")
 
 
 #: the matrix: one row per backend, family, noise and call (a backend joins with its rows)
@@ -122,9 +143,9 @@ MATRIX = list(_cases())
 
 @pytest.fixture(scope="module")
 def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  protocol="tcp://", host="127.0.0.1",
-                                  dashboard_address=None) as c:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://", host="127.0.0.1", dashboard_address=None
+    ) as c:
         yield c
 
 
@@ -149,8 +170,7 @@ def _undisturbed(family, noise):
 
         InProcessUnits._send = counting
         try:
-            local = run_experiment(config_from_dict(FAMILIES[family][1][noise]),
-                                   with_baselines=False)
+            local = run_experiment(config_from_dict(FAMILIES[family][1][noise]), with_baselines=False)
         finally:
             InProcessUnits._send = send
         _LOCAL[key] = local, sent
@@ -158,8 +178,7 @@ def _undisturbed(family, noise):
 
 
 def _alive(cluster) -> list:
-    return [w for w in cluster.workers.values()
-            if w.status.name not in ("closed", "closing", "closing_gracefully")]
+    return [w for w in cluster.workers.values() if w.status.name not in ("closed", "closing", "closing_gracefully")]
 
 
 def _kill_before(cluster, backend, name: str, nth: int) -> dict:
@@ -173,8 +192,7 @@ def _kill_before(cluster, backend, name: str, nth: int) -> dict:
             state["seen"] += 1
             if state["seen"] == nth:
                 state["killed"] = True
-                (worker,) = [w for w in cluster.workers.values()
-                             if w.address == backend.slots[0].worker]
+                (worker,) = [w for w in cluster.workers.values() if w.address == backend.slots[0].worker]
                 cluster.sync(worker.close)
                 cluster.scale(len(cluster.worker_spec) + 1)
         return send(session, call, requests, seqs)
@@ -184,8 +202,7 @@ def _kill_before(cluster, backend, name: str, nth: int) -> dict:
 
 
 @pytest.mark.parametrize("backend_name, family, noise, call", MATRIX)
-def test_a_unit_lost_before_any_call_changes_no_number(cluster, backend_name, family, noise,
-                                                        call):
+def test_a_unit_lost_before_any_call_changes_no_number(cluster, backend_name, family, noise, call):
     from test_parties import assert_same_numbers
 
     from vfl.experiments.dask_units import dask_backend

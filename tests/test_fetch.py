@@ -46,10 +46,8 @@ def server(tmp_path):
     www.mkdir()
     requests = []
     handler = type("Handler", (_QuietHandler,), {"requests": requests})
-    httpd = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(handler, directory=str(www)))
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(www)))
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}", www, requests
@@ -173,9 +171,12 @@ def toy_dataset(monkeypatch, server):
         (www / "mirror" / name).parent.mkdir(exist_ok=True)
         (www / "mirror" / name).write_bytes(content)
     spec = DatasetSpec(
-        name="toy", description="toy", n_train=1, n_test=1, n_features=1,
-        files=tuple(FileSpec(n, "http://127.0.0.1:9/official/" + n, sha(c), len(c))
-                    for n, c in files.items()),
+        name="toy",
+        description="toy",
+        n_train=1,
+        n_test=1,
+        n_features=1,
+        files=tuple(FileSpec(n, "http://127.0.0.1:9/official/" + n, sha(c), len(c)) for n, c in files.items()),
     )
     monkeypatch.setitem(registry.REGISTRY, "toy", spec)
     return spec, base + "/mirror/", files, requests
@@ -184,8 +185,7 @@ def toy_dataset(monkeypatch, server):
 def test_fetch_dataset_mirror_skip_and_force(toy_dataset, target):
     spec, mirror, files, requests = toy_dataset
     seen = []
-    paths = fetch_dataset("toy", target, mirror=mirror,
-                          progress=lambda name, done, total: seen.append(name))
+    paths = fetch_dataset("toy", target, mirror=mirror, progress=lambda name, done, total: seen.append(name))
     assert paths == [target / "one.txt", target / "two.txt"]
     assert [p.read_bytes() for p in paths] == list(files.values())
     assert requests == ["/mirror/one.txt", "/mirror/two.txt"]  # rstrip("/") + "/" + name

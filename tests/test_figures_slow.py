@@ -35,8 +35,10 @@ def test_a9a_admm_and_sgd_end_together(data_dir):
 @pytest.mark.data
 def test_a9a_noise_on_the_shared_value_reproduces_the_authors_curves(data_dir):
     """Figs. 2-3: the authors' result files give 0.332 at sigma = 1, 0.450 at 3, no change <= 0.3."""
-    loss = {s: _final_test_loss("fig2-a9a", data_dir, [f"privacy.sigma={s}"])["test_logloss"].iloc[-1]
-            for s in (0.0, 0.3, 1.0, 3.0, 10.0)}
+    loss = {
+        s: _final_test_loss("fig2-a9a", data_dir, [f"privacy.sigma={s}"])["test_logloss"].iloc[-1]
+        for s in (0.0, 0.3, 1.0, 3.0, 10.0)
+    }
     assert loss[0.3] - loss[0.0] < 0.001  # measured +0.0001 (3 seeds)
     assert abs(loss[1.0] - 0.332) < 0.01  # measured 0.330
     assert abs(loss[3.0] - 0.450) < 0.04  # measured 0.434

@@ -74,12 +74,15 @@ def test_file_graph(tmp_path):
     assert make_graph("file", nodes=4, path=path, edges=3).nnz == 6
 
 
-@pytest.mark.parametrize("text, message", [
-    ("0 1\n1 5\n", "node 5 is not one of 0..3"),
-    ("0 1\n1 1\n1 2\n2 3\n", "self-loop on node 1"),
-    ("0 1\n2 3\n", "not connected (2 components)"),
-    ("0 1\nfoo bar\n", "not an edge list"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("0 1\n1 5\n", "node 5 is not one of 0..3"),
+        ("0 1\n1 1\n1 2\n2 3\n", "self-loop on node 1"),
+        ("0 1\n2 3\n", "not connected (2 components)"),
+        ("0 1\nfoo bar\n", "not an edge list"),
+    ],
+)
 def test_file_graph_errors(tmp_path, text, message):
     path = tmp_path / "g.txt"
     path.write_text(text)
@@ -96,17 +99,20 @@ def test_file_graph_edge_count_mismatch_and_missing(tmp_path):
         make_graph("file", nodes=3, path=tmp_path / "absent.txt")
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(kind="gnm", nodes=10, edges=46), "46 edges requested but 10 nodes have only 45 pairs"),
-    (dict(kind="gnm", nodes=10, edges=8), "cannot connect 10 nodes"),
-    (dict(kind="gnm", nodes=1, edges=0), "nodes >= 2"),
-    (dict(kind="gnm", nodes=5, edges=None), "needs edges"),
-    (dict(kind="complete", nodes=5, edges=3), "takes no edges"),
-    (dict(kind="ring", nodes=2), "ring needs nodes >= 3"),
-    (dict(kind="erdos_renyi", nodes=5, p=1.5), r"p in \(0, 1\]"),
-    (dict(kind="star", nodes=5), "unknown graph kind 'star'"),
-    (dict(kind="file", nodes=5), "needs path"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(kind="gnm", nodes=10, edges=46), "46 edges requested but 10 nodes have only 45 pairs"),
+        (dict(kind="gnm", nodes=10, edges=8), "cannot connect 10 nodes"),
+        (dict(kind="gnm", nodes=1, edges=0), "nodes >= 2"),
+        (dict(kind="gnm", nodes=5, edges=None), "needs edges"),
+        (dict(kind="complete", nodes=5, edges=3), "takes no edges"),
+        (dict(kind="ring", nodes=2), "ring needs nodes >= 3"),
+        (dict(kind="erdos_renyi", nodes=5, p=1.5), r"p in \(0, 1\]"),
+        (dict(kind="star", nodes=5), "unknown graph kind 'star'"),
+        (dict(kind="file", nodes=5), "needs path"),
+    ],
+)
 def test_impossible_requests(kwargs, message):
     kwargs.setdefault("rng", np.random.default_rng(0))
     with pytest.raises(ValueError, match=message):
@@ -153,7 +159,6 @@ def test_check_adjacency_rejects_bad_matrices():
     with pytest.raises(ValueError, match="self-loops"):
         check_adjacency(sp.csr_matrix(np.array([[1, 1], [1, 0]])))
     with pytest.raises(ValueError, match="not connected"):
-        check_adjacency(sp.csr_matrix(np.array([[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1],
-                                                [0, 0, 1, 0]])))
+        check_adjacency(sp.csr_matrix(np.array([[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]])))
     with pytest.raises(ValueError, match="0/1"):
         check_adjacency(sp.csr_matrix(np.array([[0, 2], [2, 0]])))

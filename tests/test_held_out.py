@@ -40,6 +40,7 @@ def own(tmp_path, monkeypatch):
 
 def dump_toml(table: dict, prefix: str = "") -> str:
     """``table`` as TOML (quoted keys, nested tables as their own sections)."""
+
     def key(k):
         return k if k.replace("_", "").isalnum() else json.dumps(k)
 
@@ -70,8 +71,7 @@ def _own(name: str, **changes) -> dict:
 
 def _single_file(name: str, **changes) -> dict:
     """The config on the training file alone, a quarter of it held out as the test set."""
-    return _own(name, data__test_path=None, data__test_fraction=0.25, data__stratify=False,
-                **changes)
+    return _own(name, data__test_path=None, data__test_fraction=0.25, data__stratify=False, **changes)
 
 
 def test_a_test_split_of_the_private_file_is_diagnostic_and_says_why(own):
@@ -86,8 +86,10 @@ def test_a_test_split_of_the_private_file_is_diagnostic_and_says_why(own):
     assert released["columns"]["test_logloss"] == released["columns"]["test_accuracy"] == DIAGNOSTIC
     assert released["result"]["final_test_logloss"] == DIAGNOSTIC
     assert result.manifest.dump()["distribution"]["test_rows_protected"] is True
-    assert "held out of the training file itself (data.test_fraction = 0.25)" in \
-        released["test_metrics_note"] and "data.test_path" in released["test_metrics_note"]
+    assert (
+        "held out of the training file itself (data.test_fraction = 0.25)" in released["test_metrics_note"]
+        and "data.test_path" in released["test_metrics_note"]
+    )
     # what is released is unchanged (the model): the weights stay released
     assert released["columns"]["weight_party2"] == RELEASED
     only = run_experiment(config, with_baselines=False, release_only=True)
@@ -101,24 +103,41 @@ def test_the_summary_names_why_the_test_metrics_are_diagnostic(own):
     cfg.write_text(dump_toml(_single_file("stacking")))
     result = invoke("run", "--config", cfg, "--out", own / "run")
     assert result.returncode == 0, result.stderr
-    assert ("* diagnostic: computed from exact private values, not covered by the guarantee; "
-            "the test metrics are scored on rows held out of the training file itself "
-            "(data.test_fraction = 0.25)") in result.stdout
+    assert (
+        "* diagnostic: computed from exact private values, not covered by the guarantee; "
+        "the test metrics are scored on rows held out of the training file itself "
+        "(data.test_fraction = 0.25)"
+    ) in result.stdout
     header, last = result.stdout.splitlines()[:2]
     assert last.split()[-1].endswith("*") and last.split()[-2].endswith("*")  # test ll, acc
 
 
-@pytest.mark.parametrize("raw, fragments", [
-    (_own("dp-admm", partition__held_out=None),
-     ["partition.public = 40: a private run's public rows must be rows the guarantee does not "
-      "protect, but these would be drawn from the pool the units' rows come from: set "
-      "partition.held_out = \"test_part\""]),
-    (_single_file("dp-admm"),
-     ["partition.public = 40", "would be held out of the training file (data.test_fraction): "
-      "name a separate test file (data.test_path)"]),
-    (_single_file("stacking", partition__public=20),
-     ["partition.public = 20", "held out of the training file (data.test_fraction)"]),
-], ids=["pool", "test-fraction", "vertical"])
+@pytest.mark.parametrize(
+    "raw, fragments",
+    [
+        (
+            _own("dp-admm", partition__held_out=None),
+            [
+                "partition.public = 40: a private run's public rows must be rows the guarantee does not "
+                "protect, but these would be drawn from the pool the units' rows come from: set "
+                'partition.held_out = "test_part"'
+            ],
+        ),
+        (
+            _single_file("dp-admm"),
+            [
+                "partition.public = 40",
+                "would be held out of the training file (data.test_fraction): "
+                "name a separate test file (data.test_path)",
+            ],
+        ),
+        (
+            _single_file("stacking", partition__public=20),
+            ["partition.public = 20", "held out of the training file (data.test_fraction)"],
+        ),
+    ],
+    ids=["pool", "test-fraction", "vertical"],
+)
 def test_public_rows_from_protected_records_are_refused(own, raw, fragments):
     cfg = own / "c.toml"
     cfg.write_text(dump_toml(raw))
@@ -128,8 +147,14 @@ def test_public_rows_from_protected_records_are_refused(own, raw, fragments):
 
 
 def test_a_run_without_a_guarantee_may_draw_them_from_the_pool(own):
-    raw = _own("dp-admm", partition__held_out=None, privacy__noise=False,
-               privacy__epsilon=None, privacy__delta=None, privacy__epsilon_per_iteration=0.5)
+    raw = _own(
+        "dp-admm",
+        partition__held_out=None,
+        privacy__noise=False,
+        privacy__epsilon=None,
+        privacy__delta=None,
+        privacy__epsilon_per_iteration=0.5,
+    )
     plan = plan_run(config_from_dict(raw))  # as the paper drew its pre-training rows
     assert len(plan.first.data.public[1]) == 40 and plan.first.distribution["held_out"] == "pool"
 
@@ -149,9 +174,10 @@ def test_no_test_or_public_row_moves_when_the_private_records_do(own):
     config = config_from_dict(_own("dp-admm"))
     before = _held_out(plan_run(config))
     text = (own / "breast_cancer.csv").read_text().splitlines()
-    flipped = [text[0]] + [",".join([*(f"{float(v) * 1.01:.6g}" for v in line.split(",")[:-1]),
-                                     str(1 - int(float(line.split(",")[-1])))])
-                           for line in text[1:]]
+    flipped = [text[0]] + [
+        ",".join([*(f"{float(v) * 1.01:.6g}" for v in line.split(",")[:-1]), str(1 - int(float(line.split(",")[-1])))])
+        for line in text[1:]
+    ]
     (own / "breast_cancer.csv").write_text("\n".join(flipped) + "\n")
     after = _held_out(plan_run(config))
     for b, a in zip(before, after):
@@ -162,8 +188,7 @@ def test_no_test_or_public_row_moves_when_the_private_records_do(own):
     assert len({b[1].tobytes() for b in before}) == 3
     assert [len(b[1]) for b in before] == [103] * 3 and [len(b[3]) for b in before] == [40] * 3
     # the power of the check: test rows drawn from the pool move with the records
-    pool = _own("dp-admm", partition__held_out=None, partition__public=0, partition__test=50,
-                solver__D_w=1.0)
+    pool = _own("dp-admm", partition__held_out=None, partition__public=0, partition__test=50, solver__D_w=1.0)
     moved = _held_out(plan_run(config_from_dict(pool)), 1)
     (own / "breast_cancer.csv").write_text("\n".join(text) + "\n")
     kept = _held_out(plan_run(config_from_dict(pool)), 1)
@@ -171,8 +196,7 @@ def test_no_test_or_public_row_moves_when_the_private_records_do(own):
 
 
 def test_test_rows_drawn_from_the_pool_are_diagnostic(own):
-    raw = _own("dp-admm", partition__held_out=None, partition__public=0, partition__test=50,
-               solver__D_w=1.0)
+    raw = _own("dp-admm", partition__held_out=None, partition__public=0, partition__test=50, solver__D_w=1.0)
     result = run_experiment(config_from_dict(raw), with_baselines=False)
     released = result.manifest.dump()["released"]
     assert released["columns"]["test_accuracy"] == DIAGNOSTIC
@@ -185,12 +209,17 @@ def test_test_rows_drawn_from_the_pool_are_diagnostic(own):
     assert shipped.manifest.dump()["distribution"]["test_source"] == "drawn from the dataset's test part"
 
 
-@pytest.mark.parametrize("partition, message", [
-    ({"held_out": "test_part", "pool": "train+test"},
-     "partition.held_out = 'test_part' draws the public and test rows from the test part, so "
-     "the pool cannot hold it too: set partition.pool = 'train'"),
-    ({"held_out": "file"}, "partition.held_out = 'file' is not one of: pool, test_part"),
-])
+@pytest.mark.parametrize(
+    "partition, message",
+    [
+        (
+            {"held_out": "test_part", "pool": "train+test"},
+            "partition.held_out = 'test_part' draws the public and test rows from the test part, so "
+            "the pool cannot hold it too: set partition.pool = 'train'",
+        ),
+        ({"held_out": "file"}, "partition.held_out = 'file' is not one of: pool, test_part"),
+    ],
+)
 def test_held_out_is_validated_with_the_config(partition, message):
     raw = _own("dp-admm")
     raw["partition"].update(partition)
@@ -201,24 +230,28 @@ def test_held_out_is_validated_with_the_config(partition, message):
 def test_a_test_part_too_small_is_one_line(own):
     cfg = own / "c.toml"
     cfg.write_text(dump_toml(_own("dp-admm", partition__test=120)))
-    assert_one_line_error(invoke("run", "--config", cfg, "--out", own / "out"),
-                          "partition.held_out = 'test_part': 40 public + 120 test rows = 160, "
-                          "but the test part has 143")
+    assert_one_line_error(
+        invoke("run", "--config", cfg, "--out", own / "out"),
+        "partition.held_out = 'test_part': 40 public + 120 test rows = 160, but the test part has 143",
+    )
     cfg.write_text(dump_toml(_own("dp-admm", partition__public=143)))
-    assert_one_line_error(invoke("run", "--config", cfg, "--out", own / "out"),
-                          "143 public + at least 1 test row, but the test part has 143")
+    assert_one_line_error(
+        invoke("run", "--config", cfg, "--out", own / "out"),
+        "143 public + at least 1 test row, but the test part has 143",
+    )
 
 
 def _network(**partition) -> dict:
-    return {"name": "n", "data": {"dataset": "synthetic",
-                                  "options": {"n_train": 150, "n_test": 40, "n_features": 5,
-                                              "seed": 3}},
-            "preprocessing": {"normalize_rows": True},
-            "partition": {"samples_per_agent": 10, **partition},
-            "network": {"graph": "gnm", "nodes": 5, "edges": 6},
-            "objective": {"lam": 5.0, "reduction": "unit_mean", "regularizer": "half_l2sq"},
-            "solver": {"name": "ldp_admm", "epochs": 2},
-            "privacy": {"delta": 1e-5, "replayable_noise": True}}
+    return {
+        "name": "n",
+        "data": {"dataset": "synthetic", "options": {"n_train": 150, "n_test": 40, "n_features": 5, "seed": 3}},
+        "preprocessing": {"normalize_rows": True},
+        "partition": {"samples_per_agent": 10, **partition},
+        "network": {"graph": "gnm", "nodes": 5, "edges": 6},
+        "objective": {"lam": 5.0, "reduction": "unit_mean", "regularizer": "half_l2sq"},
+        "solver": {"name": "ldp_admm", "epochs": 2},
+        "privacy": {"delta": 1e-5, "replayable_noise": True},
+    }
 
 
 def test_a_networks_test_rows_follow_the_same_rule():

@@ -34,10 +34,12 @@ from vfl.experiments.released import UNDECLARED, compare_runs, record_replay
 
 REPLACED = 100  # the record (0-based, after a CSV's header) that is replaced
 #: each dataset family's files: the private training file first, then its public test file
-FILES = {"a9a": ("a9a", "a9a.t"), "adult": ("adult.data", "adult.test"),
-         "csv": ("breast_cancer.csv", "breast_cancer_test.csv")}
-CLEANED = ("; on the cleaned file (records with a missing or malformed field removed before the "
-           "mechanism, as")
+FILES = {
+    "a9a": ("a9a", "a9a.t"),
+    "adult": ("adult.data", "adult.test"),
+    "csv": ("breast_cancer.csv", "breast_cancer_test.csv"),
+}
+CLEANED = "; on the cleaned file (records with a missing or malformed field removed before the mechanism, as"
 
 PRIVATE = [(p, o) for p in ALL if (o := private_overrides(p)) is not None]
 
@@ -54,10 +56,10 @@ def _param(path, overrides):
     """The own-data stacking config in the fast tier (no dataset to read, one round); the
     rest in the slow one."""
     own = path.parent.name == "own-data"
-    marks = () if own and path.stem == "stacking" else (pytest.mark.slow,) if own else \
-        (pytest.mark.slow, pytest.mark.data)
-    return pytest.param(path, overrides, id=f"{path.parent.name}-{path.stem}" if own else path.stem,
-                        marks=marks)
+    marks = (
+        () if own and path.stem == "stacking" else (pytest.mark.slow,) if own else (pytest.mark.slow, pytest.mark.data)
+    )
+    return pytest.param(path, overrides, id=f"{path.parent.name}-{path.stem}" if own else path.stem, marks=marks)
 
 
 KEPT = [_param(p, o) for p, o in PRIVATE if not _cleaned(p, o)]
@@ -108,8 +110,7 @@ def _hostile(originals: Path, family: str, vertical: bool = False) -> dict[str, 
     line = lines[(1 if family == "csv" else 0) + REPLACED]
     field = {}
     if vertical:  # a9a: its last entry (index > 66); Adult: native-country; CSV: column 20
-        field = {"a9a": {"field": len(line.split()) - 2}, "adult": {"field": 13},
-                 "csv": {"field": 20}}[family]
+        field = {"a9a": {"field": len(line.split()) - 2}, "adult": {"field": 13}, "csv": {"field": 20}}[family]
     kinds = KINDS[family](line, **field)
     return {kind: kinds[kind] for kind in NAMED[family]}
 
@@ -117,8 +118,15 @@ def _hostile(originals: Path, family: str, vertical: bool = False) -> dict[str, 
 #: what must stay when a record's unprotected part changes (party 1's block, the labels: a
 #: vertical relation protects the parties' features, not the labels; issue 35): the shape of
 #: the run, its counts and bytes
-_SHAPE = ("communication.csv", "dataset.", "result.messages", "result.bytes",
-          "result.inference_", "released.", "privacy.spent.epochs")
+_SHAPE = (
+    "communication.csv",
+    "dataset.",
+    "result.messages",
+    "result.bytes",
+    "result.inference_",
+    "released.",
+    "privacy.spent.epochs",
+)
 
 
 def _quick(path: Path, overrides, *, epochs: bool = True) -> list[str]:
@@ -133,31 +141,45 @@ def _quick(path: Path, overrides, *, epochs: bool = True) -> list[str]:
 def _run(path, args, data: Path, out: Path, train: bytes | None = None, name: str = ""):
     """A run of ``path`` on the files in ``data``, its training file ``name`` first rewritten
     with ``train`` (every run reads the same paths: the manifest records them)."""
+
     def go():
         if train is not None:
             (data / name).write_bytes(train)
-        result = invoke("run", "--config", path, "--out", out, "-q", "--data-dir", data,
-                        "--no-figure", "--baselines", "none", *args, cwd=data)
+        result = invoke(
+            "run",
+            "--config",
+            path,
+            "--out",
+            out,
+            "-q",
+            "--data-dir",
+            data,
+            "--no-figure",
+            "--baselines",
+            "none",
+            *args,
+            cwd=data,
+        )
         assert result.returncode == 0, result.stderr
+
     return go
 
 
 @pytest.mark.parametrize("path,overrides", KEPT)
-def test_a_hostile_record_changes_nothing_released(path, overrides, originals, tmp_path,
-                                                   request):
+def test_a_hostile_record_changes_nothing_released(path, overrides, originals, tmp_path, request):
     family = _family(path, overrides)
     vertical = load_config(path, list(overrides)).setting.value == "vertical"
     source = _original(originals, family, request)
     train = FILES[family][0]
     files = {"original": (source / train).read_bytes()}
     for kind, record in _hostile(source, family, vertical).items():
-        files[kind] = (_copy(source, family, tmp_path / "hostile" / kind.replace(" ", "_"),
-                             {REPLACED: record}) / train).read_bytes()
+        files[kind] = (
+            _copy(source, family, tmp_path / "hostile" / kind.replace(" ", "_"), {REPLACED: record}) / train
+        ).read_bytes()
     data = _copy(source, family, tmp_path / "data", {})  # every run reads these paths
 
     def runs(args):
-        return [_run(path, args, data, tmp_path / "runs" / kind, text, train)
-                for kind, text in files.items()]
+        return [_run(path, args, data, tmp_path / "runs" / kind, text, train) for kind, text in files.items()]
 
     try:
         record_replay(*runs(_quick(path, overrides)), other=None)
@@ -174,21 +196,21 @@ def test_a_hostile_record_changes_nothing_released(path, overrides, originals, t
         # a blank line or an unknown label changes party 1's block or the labels too, which
         # a vertical relation does not protect: what they feed may move, nothing else
         if vertical and kind in NAMED[family][-2:]:
-            leaked = [d for d in leaked if d.file == "communication.csv"
-                      or d.where.startswith(_SHAPE)]
+            leaked = [d for d in leaked if d.file == "communication.csv" or d.where.startswith(_SHAPE)]
         assert not leaked, (kind, leaked)
         # the record was read, and only the diagnostic section says so
         assert any(d.where.startswith("diagnostic.dataset") for d in diffs), (kind, diffs)
 
 
 @pytest.mark.parametrize("path,overrides", DROPPED)
-def test_a_paper_s_cleaned_file_drops_the_record(path, overrides, originals, tmp_path,
-                                                 request):
+def test_a_paper_s_cleaned_file_drops_the_record(path, overrides, originals, tmp_path, request):
     family = _family(path, overrides)
     source = _original(originals, family, request)
     hostile = {REPLACED + j: r for j, r in enumerate(_hostile(source, family).values())}
-    dirs = {"original": _copy(source, family, tmp_path / "original", {}),
-            "hostile": _copy(source, family, tmp_path / "hostile", hostile)}
+    dirs = {
+        "original": _copy(source, family, tmp_path / "original", {}),
+        "hostile": _copy(source, family, tmp_path / "hostile", hostile),
+    }
     dropped = {}
     for name, data in dirs.items():
         try:

@@ -27,8 +27,7 @@ epochs = {epochs}
 {extra}
 """
 
-SOLVERS = {"admm_sharing": (3, ""), "fdml_sgd": (2, "batch_size = 20"),
-           "private_stacking": (1, "")}
+SOLVERS = {"admm_sharing": (3, ""), "fdml_sgd": (2, "batch_size = 20"), "private_stacking": (1, "")}
 
 
 def tiny(solver: str, extra: str = "", privacy: str = ""):
@@ -83,8 +82,7 @@ def test_debiased_loss_is_unbiased_and_its_gradient_bounded():
         return np.logaddexp(0, -y * t) - c * y * t
 
     for y in (-1.0, 1.0):
-        np.testing.assert_allclose((1 - q) * loss(t, y) + q * loss(t, -y),
-                                   np.logaddexp(0, -y * t), atol=1e-12)
+        np.testing.assert_allclose((1 - q) * loss(t, y) + q * loss(t, -y), np.logaddexp(0, -y * t), atol=1e-12)
     grad = -(1 / (1 + np.exp(t))) - c  # y = +1
     assert np.all(np.abs(grad) <= lab.gradient_bound(q))
 
@@ -104,10 +102,12 @@ def test_stacking_label_dp_is_accounted_and_printed(tmp_path):
     from cli_helpers import vfl
 
     cfg = tmp_path / "c.toml"
-    cfg.write_text(TINY.format(solver="private_stacking", epochs=1, extra="")
-                   + "\n[preprocessing]\nnormalize_rows = true\n"
-                   + "[privacy]\nepsilon = 1.0\ndelta = 1e-5\nlabel_epsilon = 0.5\n"
-                   + "replayable_noise = true\n[run]\nbaselines = \"none\"\n")
+    cfg.write_text(
+        TINY.format(solver="private_stacking", epochs=1, extra="")
+        + "\n[preprocessing]\nnormalize_rows = true\n"
+        + "[privacy]\nepsilon = 1.0\ndelta = 1e-5\nlabel_epsilon = 0.5\n"
+        + 'replayable_noise = true\n[run]\nbaselines = "none"\n'
+    )
     out = vfl("run", "--config", cfg, "--out", tmp_path / "run")
     assert out.returncode == 0, out.stderr
     assert "(0.5, 0)-label-DP towards the passive parties" in out.stdout
@@ -135,15 +135,19 @@ def test_label_epsilon_without_a_mechanism_is_one_line(tmp_path):
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
         "error: c.toml: privacy.label_epsilon: dp_admm has no label-DP mechanism (label DP: "
-        "private_stacking, admm_sharing, fdml_sgd)"]
+        "private_stacking, admm_sharing, fdml_sgd)"
+    ]
     assert not (tmp_path / "run").exists()
 
 
 # --------------------------------------------------------- label DP: ADMM sharing, FDML --
-@pytest.mark.parametrize("solver, privacy", [
-    ("admm_sharing", "label_epsilon = 1.0\nlabel_clip = 1.0"),
-    ("fdml_sgd", "label_epsilon = 1.0"),
-])
+@pytest.mark.parametrize(
+    "solver, privacy",
+    [
+        ("admm_sharing", "label_epsilon = 1.0\nlabel_clip = 1.0"),
+        ("fdml_sgd", "label_epsilon = 1.0"),
+    ],
+)
 def test_gaussian_label_dp_composes_to_its_target(tmp_path, solver, privacy):
     """The pulls (derivatives) are calibrated over the run's releases: the labels' ledger
     composes them back to the target, and the features' guarantee is not claimed."""
@@ -152,8 +156,10 @@ def test_gaussian_label_dp_composes_to_its_target(tmp_path, solver, privacy):
 
     epochs, more = SOLVERS[solver]
     cfg = tmp_path / "c.toml"
-    cfg.write_text(TINY.format(solver=solver, epochs=epochs, extra=more)
-                   + f"[privacy]\n{privacy}\nreplayable_noise = true\n[run]\nbaselines = \"none\"\n")
+    cfg.write_text(
+        TINY.format(solver=solver, epochs=epochs, extra=more)
+        + f'[privacy]\n{privacy}\nreplayable_noise = true\n[run]\nbaselines = "none"\n'
+    )
     out = vfl("run", "--config", cfg, "--out", tmp_path / "run")
     assert out.returncode == 0, out.stderr
     assert "(1, 1e-05)-label-DP towards the passive parties" in out.stdout
@@ -166,26 +172,28 @@ def test_admm_label_dp_needs_its_clip(tmp_path):
     from cli_helpers import vfl
 
     cfg = tmp_path / "c.toml"
-    cfg.write_text(TINY.format(solver="admm_sharing", epochs=2, extra="")
-                   + "[privacy]\nlabel_epsilon = 1.0\n")
+    cfg.write_text(TINY.format(solver="admm_sharing", epochs=2, extra="") + "[privacy]\nlabel_epsilon = 1.0\n")
     out = vfl("run", "--config", cfg, "--out", tmp_path / "run")
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
         "error: c.toml: privacy.label_epsilon needs privacy.label_clip (L): label DP bounds the "
-        "pulled values to [-L, L]"]
+        "pulled values to [-L, L]"
+    ]
 
 
 # ------------------------------------------------------------ the audit of label DP --
 @pytest.mark.slow
-@pytest.mark.parametrize("solver, privacy", [
-    ("private_stacking", "label_epsilon = 1.0"),
-    ("fdml_sgd", "label_epsilon = 1.0\nlabel_clip = 0.5"),
-    # (the audit's shared memo of ADMM sharing's z-update once ignored the labels b: the label
-    # pairs' runs were then identical and the audit passed vacuously)
-    ("admm_sharing", "label_epsilon = 1.0\nlabel_clip = 0.05"),
-])
-def test_the_label_guarantee_passes_as_run_and_is_refuted_at_a_third_of_the_noise(solver,
-                                                                                   privacy):
+@pytest.mark.parametrize(
+    "solver, privacy",
+    [
+        ("private_stacking", "label_epsilon = 1.0"),
+        ("fdml_sgd", "label_epsilon = 1.0\nlabel_clip = 0.5"),
+        # (the audit's shared memo of ADMM sharing's z-update once ignored the labels b: the label
+        # pairs' runs were then identical and the audit passed vacuously)
+        ("admm_sharing", "label_epsilon = 1.0\nlabel_clip = 0.05"),
+    ],
+)
+def test_the_label_guarantee_passes_as_run_and_is_refuted_at_a_third_of_the_noise(solver, privacy):
     """The audit's power rule on the label relation (one label flipped): the labels' ledger
     claims (1, delta); PASS with the mechanism as run, REFUTED with a third of its noise."""
     from vfl.experiments.audit import audit_config

@@ -25,8 +25,7 @@ def test_gamma_closed_form_matches_the_spec_table():
         assert np.allclose(got, row, atol=5e-5), (omega, got)
 
 
-@pytest.mark.parametrize("omega, beta, aB", [(0.1, 10.0, 0.001), (0.5, 2.0, 0.001),
-                                              (1.0, 6.0, 0.05), (0.3, 3.0, 0.2)])
+@pytest.mark.parametrize("omega, beta, aB", [(0.1, 10.0, 0.001), (0.5, 2.0, 0.001), (1.0, 6.0, 0.05), (0.3, 3.0, 0.2)])
 def test_gamma_closed_form_matches_quadrature_of_eq_11(omega, beta, aB):
     phi = lambda y, x: beta / (2 * omega) * math.exp(-beta * abs(x - y))  # noqa: E731
     h = (omega - aB) / 2
@@ -71,21 +70,22 @@ def test_worst_case_totals_spec_5_6():
     k1 = np.arange(1, 101)
     beta = 1.02**k1
     assert ldp.worst_case_cumulative(14, 0.1, beta, 0.01)[-1] == pytest.approx(4.459, abs=5e-4)
-    assert ldp.worst_case_cumulative(14, 0.1, 1.02 ** np.arange(100), 0.01)[-1] == \
-        pytest.approx(4.371, abs=5e-4)
+    assert ldp.worst_case_cumulative(14, 0.1, 1.02 ** np.arange(100), 0.01)[-1] == pytest.approx(4.371, abs=5e-4)
     assert ldp.worst_case_cumulative(14, 0.1, beta[:50], 0.01)[-1] == pytest.approx(1.208, abs=5e-4)
     assert ldp.worst_case_cumulative(14, 0.9**k1, beta, 0.01)[-1] == pytest.approx(1.567, abs=5e-4)
-    assert ldp.worst_case_cumulative(14, 0.93**k1, beta, 0.01)[-1] == \
-        pytest.approx(2.571, abs=5e-4)
+    assert ldp.worst_case_cumulative(14, 0.93**k1, beta, 0.01)[-1] == pytest.approx(2.571, abs=5e-4)
     assert np.allclose(ldp.geometric_schedule(1.0, 1.02, k1), beta)
 
 
 def _brute_force_loss(x, lo, hi, beta, T):
     """max over a grid of |t| <= T of |log F(tau) - log F(tau + t)| by quadrature."""
+
     def logF(a, b):
         pts = [p for p in (x,) if a < p < b]
-        return math.log(integrate.quad(lambda y: math.exp(-beta * abs(x - y)), a, b,
-                                       points=pts or None, epsabs=0, epsrel=1e-13)[0])
+        return math.log(
+            integrate.quad(lambda y: math.exp(-beta * abs(x - y)), a, b, points=pts or None, epsabs=0, epsrel=1e-13)[0]
+        )
+
     g0 = logF(lo, hi)
     return max(abs(g0 - logF(lo + t, hi + t)) for t in np.linspace(-T, T, 81))
 
@@ -99,7 +99,8 @@ def test_realized_loss_matches_brute_force():
         T = rng.uniform(1e-3, 0.2)
         x = rng.uniform(lo - 1.0, hi + 1.0)
         assert ldp.realized_loss(x, lo, hi, beta, T) == pytest.approx(
-            _brute_force_loss(x, lo, hi, beta, T), rel=1e-6, abs=1e-12)
+            _brute_force_loss(x, lo, hi, beta, T), rel=1e-6, abs=1e-12
+        )
 
 
 def test_realized_loss_never_above_worst_case():
@@ -132,8 +133,14 @@ def test_realized_loss_degenerate_interval_is_pure_laplace():
 def test_interval_log_mass_closed_forms():
     beta = 3.0
     for x, lo, hi in [(-1.0, 0.0, 0.5), (2.0, 0.0, 0.5), (0.2, 0.0, 0.5)]:
-        expected = math.log(integrate.quad(lambda y: math.exp(-beta * abs(x - y)), lo, hi,  # noqa: B023 (called within this iteration)
-                                           points=[0.2] if lo < 0.2 < hi else None)[0])
+        expected = math.log(
+            integrate.quad(
+                lambda y, x=x: math.exp(-beta * abs(x - y)),
+                lo,
+                hi,
+                points=[0.2] if lo < 0.2 < hi else None,
+            )[0]
+        )
         assert ldp.interval_log_mass(x, lo, hi, beta) == pytest.approx(expected, rel=1e-10)
 
 
@@ -141,8 +148,7 @@ def test_advanced_composition_footnote_1():
     eps = np.full(1400, 0.003)
     d = 1e-5
     paper = ldp.advanced_composition(eps, d, paper_form=True)
-    assert paper == pytest.approx(1400 * 0.003 * math.tanh(0.0015)
-                                  + math.sqrt(2 * 1400 * 0.003**2 * math.log(1 / d)))
+    assert paper == pytest.approx(1400 * 0.003 * math.tanh(0.0015) + math.sqrt(2 * 1400 * 0.003**2 * math.log(1 / d)))
     best = ldp.advanced_composition(eps, d)
     assert best <= min(paper, eps.sum())
     big = np.full(10, 2.0)
@@ -158,16 +164,19 @@ def test_laplace_pld_matches_pure_composition():
     assert pld <= ldp.advanced_composition(np.repeat(eps, 14), 1e-5) <= np.repeat(eps, 14).sum()
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: ldp.gamma_bound(0.001, 2.0, 0.001), "omega > alpha"),
-    (lambda: ldp.gamma_bound(0.5, -1.0, 0.001), "beta > 0"),
-    (lambda: ldp.realized_loss(0.0, 1.0, 0.0, 1.0, 0.1), "hi >= lo"),
-    (lambda: ldp.realized_loss(0.0, 0.0, 1.0, 0.0, 0.1), "beta > 0"),
-    (lambda: ldp.advanced_composition([0.1], 0.0), "delta"),
-    (lambda: ldp.advanced_composition([-0.1], 0.1), "eps must be"),
-    (lambda: ldp.laplace_composition_epsilon([0.0], 1e-5), "parameters"),
-    (lambda: ldp.geometric_schedule(1.0, -1.02, 3), "growth"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: ldp.gamma_bound(0.001, 2.0, 0.001), "omega > alpha"),
+        (lambda: ldp.gamma_bound(0.5, -1.0, 0.001), "beta > 0"),
+        (lambda: ldp.realized_loss(0.0, 1.0, 0.0, 1.0, 0.1), "hi >= lo"),
+        (lambda: ldp.realized_loss(0.0, 0.0, 1.0, 0.0, 0.1), "beta > 0"),
+        (lambda: ldp.advanced_composition([0.1], 0.0), "delta"),
+        (lambda: ldp.advanced_composition([-0.1], 0.1), "eps must be"),
+        (lambda: ldp.laplace_composition_epsilon([0.0], 1e-5), "parameters"),
+        (lambda: ldp.geometric_schedule(1.0, -1.02, 3), "growth"),
+    ],
+)
 def test_bad_arguments(call, message):
     with pytest.raises(ValueError, match=message):
         call()

@@ -17,8 +17,15 @@ ORDERS = PrivacyLedger(1e-5)._orders
 
 def _laplace(l1, scale, l2=None, units=(0,), size=14):
     units = np.asarray(units)
-    return Release("laplace", units, np.full(units.shape, l1), np.full(units.shape, scale), size,
-                   False, None if l2 is None else np.full(units.shape, l2))
+    return Release(
+        "laplace",
+        units,
+        np.full(units.shape, l1),
+        np.full(units.shape, scale),
+        size,
+        False,
+        None if l2 is None else np.full(units.shape, l2),
+    )
 
 
 def test_laplace_rdp_is_below_the_zcdp_bound_of_pure_dp():
@@ -88,10 +95,10 @@ def test_delta_at_is_the_profile_the_printed_point_lies_on():
 def test_the_exact_sampler_adds_its_grid_to_the_l2_bound_too():
     solver = Solver()
     solver.begin_releases()
-    solver.release(np.zeros(9), units=0, scale=2.0, sensitivity=1.0, l2_sensitivity=0.5,
-                   rng=ExactSampler(), mechanism="laplace")
+    solver.release(
+        np.zeros(9), units=0, scale=2.0, sensitivity=1.0, l2_sensitivity=0.5, rng=ExactSampler(), mechanism="laplace"
+    )
     (event,) = solver.releases()
     assert event.exact
     assert event.sensitivity[0] == pytest.approx(1.0 + grid_slack("laplace", 1.0, 9) * event.scale[0])
-    assert event.l2_sensitivity[0] == pytest.approx(0.5 + grid_slack("gaussian", 1.0, 9)
-                                                    * event.scale[0])
+    assert event.l2_sensitivity[0] == pytest.approx(0.5 + grid_slack("gaussian", 1.0, 9) * event.scale[0])

@@ -65,7 +65,9 @@ def reference_prox(loss, s, y, b, rho, w):
                     return float(_dec_f(loss, z0 + Decimal(t), S, Y, B, R, W) - f0)
 
             res = scipy.optimize.minimize_scalar(
-                f, bounds=(-width, width), method="bounded",
+                f,
+                bounds=(-width, width),
+                method="bounded",
                 options={"xatol": 1e-15 * width, "maxiter": 2000},
             )
             assert res.success, res
@@ -286,7 +288,8 @@ def test_prox_linear_special_cases():
     # squared loss closed form: (2 w b + y + rho s) / (2 w + rho)
     w, rho = 0.3, 1.7
     np.testing.assert_allclose(
-        SquaredLoss().prox_linear(s, y, b, rho, w), (2 * w * b + y + rho * s) / (2 * w + rho),
+        SquaredLoss().prox_linear(s, y, b, rho, w),
+        (2 * w * b + y + rho * s) / (2 * w + rho),
         rtol=1e-15,
     )
 
@@ -319,8 +322,7 @@ def test_prox_newton_equals_the_safeguarded_solver(rho, w):
         scale = np.maximum(1.0, np.abs(tight))
         assert np.max(np.abs(fast - default) / scale) <= 1e-10
         assert np.max(np.abs(fast - tight) / scale) <= 1e-12
-    assert np.array_equal(loss.prox_newton(s, y, b, rho, w, b2_max=1.0),
-                          loss.prox_newton(s, y, b, rho, w))
+    assert np.array_equal(loss.prox_newton(s, y, b, rho, w, b2_max=1.0), loss.prox_newton(s, y, b, rho, w))
 
 
 def test_prox_newton_matches_the_decimal_reference(prox_case):
@@ -368,6 +370,5 @@ def test_prox_newton_in_chunks_with_kept_buffers_gives_the_same_numbers(rho, w, 
             monkeypatch.setattr(losses, "NEWTON_CHUNK", chunk)
             assert np.array_equal(loss.prox_newton(s, y, b, rho, w, z0=start), whole)
             for _ in range(2):  # the buffers' old contents do not matter
-                assert np.array_equal(loss.prox_newton(s, y, b, rho, w, z0=start, work=work),
-                                      whole)
+                assert np.array_equal(loss.prox_newton(s, y, b, rho, w, z0=start, work=work), whole)
         monkeypatch.undo()

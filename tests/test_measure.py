@@ -32,7 +32,7 @@ def measure(tmp_path, monkeypatch):
 
 def test_a_measurement_rewrites_its_row_and_readmes_number(measure):
     before = measure.README.read_text()
-    measure.record("test-fast", "59 s", "`pytest -q -m \"not slow\"`: 58.7 s as pytest reports it")
+    measure.record("test-fast", "59 s", '`pytest -q -m "not slow"`: 58.7 s as pytest reports it')
     row = next(line for line in measure.MEASURED.read_text().splitlines() if "`test-fast`" in line)
     assert row.startswith("| `test-fast` | 59 s | `pytest -q -m")
     after = measure.README.read_text()
@@ -42,8 +42,7 @@ def test_a_measurement_rewrites_its_row_and_readmes_number(measure):
 
 
 def test_pytest_output_is_read_or_refused(measure):
-    value, how = measure._pytest("1200 passed, 2 skipped in 58.70s (0:00:58)",
-                                 lambda s: f"{s:.0f} s")
+    value, how = measure._pytest("1200 passed, 2 skipped in 58.70s (0:00:58)", lambda s: f"{s:.0f} s")
     assert (value, how) == ("59 s", "58.7 s as pytest reports it, 1200 passed, 2 skipped")
     with pytest.raises(RuntimeError, match="did not pass"):
         measure._pytest("3 failed, 1200 passed in 58.70s", str)
@@ -52,8 +51,9 @@ def test_pytest_output_is_read_or_refused(measure):
 def test_the_keys_are_the_ones_readme_marks(measure, capsys):
     import re
 
-    marked = {key for page in measure.DOCUMENTS
-              for key in re.findall(r"<!-- measured: ([\w.-]+) -->", page.read_text())}
+    marked = {
+        key for page in measure.DOCUMENTS for key in re.findall(r"<!-- measured: ([\w.-]+) -->", page.read_text())
+    }
     assert marked <= set(measure.MEASUREMENTS), marked - set(measure.MEASUREMENTS)
     assert measure.main(["--list"]) == 0 and "test-suite" in capsys.readouterr().out
     assert measure.main(["nosuchkey"]) == 2
@@ -66,21 +66,40 @@ def test_the_benchmarks_tables_come_from_its_bench_json(measure, tmp_path, monke
 
     import pandas as pd
 
-    spec = importlib.util.spec_from_file_location("readme_tables",
-                                                  REPO / "docs" / "readme_tables.py")
+    spec = importlib.util.spec_from_file_location("readme_tables", REPO / "docs" / "readme_tables.py")
     tables = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "readme_tables", tables)  # for its dataclasses
     spec.loader.exec_module(tables)
-    row = {"label": "Boyd", "diverged": False, "epochs_run": 42, "final_suboptimality": 1e-7,
-           "epochs_to_0.0001": 15, "seconds_to_0.0001": 0.05, "epochs_to_1e-06": 42,
-           "seconds_to_1e-06": 0.1}
-    lbfgs = {"targets": {"0.0001": {"tol": 1e-5, "n_iter": 9, "seconds": 0.25},
-                         "1e-06": {"tol": 1e-7, "n_iter": 30, "seconds": 0.8}}}
-    bench = {"variants_a9a": {
-        "dataset": "a9a", "epoch_cap": 400, "variants": [row],
-        "sklearn": {"lbfgs": lbfgs, "lbfgs, 1 BLAS thread": lbfgs},
-        "a9a_fast": {"epochs_to_1e-4": 15, "seconds_to_1e-4": 0.05,
-                     "lbfgs_seconds_to_1e-4": 0.25, "lbfgs_setting": "lbfgs"}}}
+    row = {
+        "label": "Boyd",
+        "diverged": False,
+        "epochs_run": 42,
+        "final_suboptimality": 1e-7,
+        "epochs_to_0.0001": 15,
+        "seconds_to_0.0001": 0.05,
+        "epochs_to_1e-06": 42,
+        "seconds_to_1e-06": 0.1,
+    }
+    lbfgs = {
+        "targets": {
+            "0.0001": {"tol": 1e-5, "n_iter": 9, "seconds": 0.25},
+            "1e-06": {"tol": 1e-7, "n_iter": 30, "seconds": 0.8},
+        }
+    }
+    bench = {
+        "variants_a9a": {
+            "dataset": "a9a",
+            "epoch_cap": 400,
+            "variants": [row],
+            "sklearn": {"lbfgs": lbfgs, "lbfgs, 1 BLAS thread": lbfgs},
+            "a9a_fast": {
+                "epochs_to_1e-4": 15,
+                "seconds_to_1e-4": 0.05,
+                "lbfgs_seconds_to_1e-4": 0.25,
+                "lbfgs_setting": "lbfgs",
+            },
+        }
+    }
     (tmp_path / "bench.json").write_text(json.dumps(bench))
     monkeypatch.setattr(measure, "BENCH_DIR", tmp_path / "bench")
     out = measure.bench_tables(tmp_path / "bench.json")
@@ -88,8 +107,7 @@ def test_the_benchmarks_tables_come_from_its_bench_json(measure, tmp_path, monke
     targets = pd.read_csv(out / "targets.csv")
     assert list(targets["target"]) == ["a9a_fast_epochs_to_1e-4", "a9a_fast_time_vs_lbfgs"]
     assert targets["measured"].tolist() == [15, 0.2] and targets["pass"].all()
-    md = tables.bench_variants_markdown(pd.read_csv(out / "variants.csv"),
-                                        pd.read_csv(out / "references.csv"))
+    md = tables.bench_variants_markdown(pd.read_csv(out / "variants.csv"), pd.read_csv(out / "references.csv"))
     assert "| Boyd | 15 | 0.050 | 0.20 | 42 | 0.100 |" in md
     assert "sklearn lbfgs: 0.25 s / 0.80 s" in md
 

@@ -66,8 +66,10 @@ def _hostile_a9a(lines: list[str]) -> str:
 
 def _hostile_adult(lines: list[str]) -> str:
     # unseen categories everywhere, numbers far outside every declared range
-    return ("90000000, Atlantis-gov, 1500000000000, Moon-school, 16000000, Space-married, "
-            "Star-pilot, Alien, Martian, Male, 99999000000, 5000000000, 99000000, Atlantis, >50K")
+    return (
+        "90000000, Atlantis-gov, 1500000000000, Moon-school, 16000000, Space-married, "
+        "Star-pilot, Alien, Martian, Male, 99999000000, 5000000000, 99000000, Atlantis, >50K"
+    )
 
 
 def _hostile_csv(lines: list[str]) -> str:
@@ -105,11 +107,11 @@ def data_dirs(tmp_path_factory, data_dir):
         (orig / name).write_text(_text(src))
         shutil.copy(orig / name, host / name)
     a9a = (orig / "a9a").read_text().splitlines()
-    (host / "a9a").write_text("\n".join(_replace(a9a, REPLACED, _hostile_a9a(a9a),
-                                                 lambda l: not l.strip())) + "\n")
+    (host / "a9a").write_text("\n".join(_replace(a9a, REPLACED, _hostile_a9a(a9a), lambda l: not l.strip())) + "\n")
     adult = (orig / "adult.data").read_text().splitlines()
-    (host / "adult.data").write_text("\n".join(_replace(
-        adult, REPLACED, _hostile_adult(adult), lambda l: not l.strip() or "?" in l)) + "\n")
+    (host / "adult.data").write_text(
+        "\n".join(_replace(adult, REPLACED, _hostile_adult(adult), lambda l: not l.strip() or "?" in l)) + "\n"
+    )
     write_breast_cancer(orig)  # the training file and the test file of README's example
     shutil.copy(orig / "breast_cancer_test.csv", host / "breast_cancer_test.csv")
     csv = (orig / "breast_cancer.csv").read_text().splitlines()
@@ -143,13 +145,19 @@ def _load_raw(name: str, directory: Path, options: dict, cache: dict):
     if key not in cache:
         raw = load_raw(name, directory, options=options, verify=False, strict=False)
         tables = (raw.train, raw.test, raw.vocabulary_rows)
-        _read_only(raw.y_train, raw.y_test, *(a for t in tables if t is not None
-                                               for a in (t.numeric, t.categorical) if a is not None))
+        _read_only(
+            raw.y_train,
+            raw.y_test,
+            *(a for t in tables if t is not None for a in (t.numeric, t.categorical) if a is not None),
+        )
         cache[key] = raw
     raw = cache[key]
-    return dataclasses.replace(raw, checksums=copy.deepcopy(raw.checksums),
-                               provenance=copy.deepcopy(raw.provenance),
-                               defaults=copy.deepcopy(raw.defaults))
+    return dataclasses.replace(
+        raw,
+        checksums=copy.deepcopy(raw.checksums),
+        provenance=copy.deepcopy(raw.provenance),
+        defaults=copy.deepcopy(raw.defaults),
+    )
 
 
 def _records(config, directory: Path, monkeypatch, cache: dict):

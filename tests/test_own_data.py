@@ -62,14 +62,12 @@ def test_each_private_model_beats_the_majority_class(config, workdir, monkeypatc
     # metrics of a model a party could deploy are released (ADMM sharing's are scored with
     # exact local models, diagnostic for that reason alone)
     assert man["distribution"]["test_rows_protected"] is False
-    assert man["released"]["columns"]["test_logloss"] == (
-        "diagnostic" if config.stem == "admm-sharing" else "released")
+    assert man["released"]["columns"]["test_logloss"] == ("diagnostic" if config.stem == "admm-sharing" else "released")
 
 
 def test_summary_says_when_a_party_does_better_alone(workdir, monkeypatch):
     monkeypatch.chdir(workdir)
     config = REPO / "configs" / "own-data" / "admm-sharing.toml"
-    result = invoke("run", "--config", config, "--out", workdir / "low", "--overwrite",
-                    "--set", "privacy.epsilon=0.5")
+    result = invoke("run", "--config", config, "--out", workdir / "low", "--overwrite", "--set", "privacy.epsilon=0.5")
     assert result.returncode == 0, result.stderr
     assert "is worse than sklearn, party 1 only" in result.stdout

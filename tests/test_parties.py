@@ -23,9 +23,9 @@ distributed = pytest.importorskip("dask.distributed")
 
 @pytest.fixture(scope="module")
 def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  protocol="tcp://", host="127.0.0.1",
-                                  dashboard_address=None) as c:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://", host="127.0.0.1", dashboard_address=None
+    ) as c:
         yield c.scheduler_address
 
 
@@ -48,11 +48,13 @@ def assert_same_numbers(remote, local) -> None:
     """Every metrics column but the timings (each repeat's too), the model and
     communication.csv, to the bit."""
     timing = [c for c in local.metrics.columns if c.endswith("time_s")]
-    pd.testing.assert_frame_equal(remote.metrics.drop(columns=timing),
-                                  local.metrics.drop(columns=timing), check_exact=True)
+    pd.testing.assert_frame_equal(
+        remote.metrics.drop(columns=timing), local.metrics.drop(columns=timing), check_exact=True
+    )
     if local.repeats is not None:
-        pd.testing.assert_frame_equal(remote.repeats.drop(columns=timing),
-                                      local.repeats.drop(columns=timing), check_exact=True)
+        pd.testing.assert_frame_equal(
+            remote.repeats.drop(columns=timing), local.repeats.drop(columns=timing), check_exact=True
+        )
     np.testing.assert_array_equal(remote.coef, local.coef)
     assert_same_communication(remote.communication, local.communication)
 
@@ -61,32 +63,45 @@ def assert_same_communication(remote: pd.DataFrame, local: pd.DataFrame) -> None
     """communication.csv to the bit, but for the diagnostics' messages, which depend on the
     placement (a group answers in one message, a request goes to each host): of those, the
     bytes the units returned."""
+
     def replies(c):
-        return c.query("phase == 'diagnostics' and unit == 0").groupby("repeat")[
-            "received_bytes"].sum().tolist()
+        return c.query("phase == 'diagnostics' and unit == 0").groupby("repeat")["received_bytes"].sum().tolist()
 
     assert replies(remote) == replies(local)
-    remote, local = (c[c["phase"] != "diagnostics"].reset_index(drop=True)
-                     for c in (remote, local))
+    remote, local = (c[c["phase"] != "diagnostics"].reset_index(drop=True) for c in (remote, local))
     pd.testing.assert_frame_equal(remote, local)
 
 
 #: ADMM sharing's accounting mode (row relation, sigma calibrated for epsilon 4)
-ACCOUNTED = ["preprocessing.normalize_rows=true", "privacy.delta=1e-5", "privacy.epsilon=4.0",
-             'privacy.form="output"', 'privacy.neighbours="row"', "privacy.b1=1.0",
-             "privacy.clip=1.0", "privacy.input_clip=2.0", "privacy.replayable_noise=true"]
+ACCOUNTED = [
+    "preprocessing.normalize_rows=true",
+    "privacy.delta=1e-5",
+    "privacy.epsilon=4.0",
+    'privacy.form="output"',
+    'privacy.neighbours="row"',
+    "privacy.b1=1.0",
+    "privacy.clip=1.0",
+    "privacy.input_clip=2.0",
+    "privacy.replayable_noise=true",
+]
 
 
-@pytest.mark.parametrize("overrides", [
-    [],  # Algorithm 1
-    # noise drawn on the workers from each party's stream, parties in turn, a ball
-    ["privacy.sigma=0.3", 'privacy.form="output"', 'solver.order="gauss_seidel"',
-     "run.repeats=2"],
-    ['solver.form="boyd"', "privacy.sigma=0.1", 'privacy.form="variable_whitened"',
-     'solver.rho_schedule="spectral"'],
-    # accounting mode: the workers check their rows, the coordinator records the releases
-    ACCOUNTED,
-])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        [],  # Algorithm 1
+        # noise drawn on the workers from each party's stream, parties in turn, a ball
+        ["privacy.sigma=0.3", 'privacy.form="output"', 'solver.order="gauss_seidel"', "run.repeats=2"],
+        [
+            'solver.form="boyd"',
+            "privacy.sigma=0.1",
+            'privacy.form="variable_whitened"',
+            'solver.rho_schedule="spectral"',
+        ],
+        # accounting mode: the workers check their rows, the coordinator records the releases
+        ACCOUNTED,
+    ],
+)
 def test_the_dask_backend_gives_the_in_process_numbers_to_the_bit(tmp_path, cluster, overrides):
     path = _config(tmp_path)
     local, _ = _run(load_config(path, overrides))
@@ -99,20 +114,28 @@ def test_the_dask_backend_gives_the_in_process_numbers_to_the_bit(tmp_path, clus
     assert t["protocol_bytes"] <= t["bytes"] <= t["protocol_bytes"] * 1.5
     # scoring the 100 test rows: each party sends its 100 shares B_m x_m, apart from training
     scored = remote.communication.query("phase == 'inference'")
-    assert scored.query("unit > 0")["sent_bytes"].tolist() == [100 * 8, 100 * 8] * \
-        remote.config.run.repeats
+    assert scored.query("unit > 0")["sent_bytes"].tolist() == [100 * 8, 100 * 8] * remote.config.run.repeats
     assert remote.manifest.dump()["result"]["inference_bytes"] == t["protocol_inference_bytes"] == 1600
     assert 1600 <= t["inference_bytes"] <= 1600 + 2 * 1200  # plus Dask's headers
     # issue 39: communication.csv has the diagnostics too (the exact values asked for and
     # every scoring but the last, for metrics.csv); with the inference rows they are what
     # the transport's diagnostics and inference phases carried (payload)
     hub = remote.communication.query("unit == 0")
-    carried = lambda phase: int((hub.query(f"phase == '{phase}'")[  # noqa: E731
-        ["sent_bytes", "received_bytes"]]).to_numpy().sum())
+    carried = lambda phase: int(
+        (
+            hub.query(f"phase == '{phase}'")[  # noqa: E731
+                ["sent_bytes", "received_bytes"]
+            ]
+        )
+        .to_numpy()
+        .sum()
+    )
     phases = t["phases"]
     assert carried("diagnostics") > 0
-    assert carried("diagnostics") + carried("inference") == \
-        phases["diagnostics"]["payload_bytes"] + phases["inference"]["payload_bytes"]
+    assert (
+        carried("diagnostics") + carried("inference")
+        == phases["diagnostics"]["payload_bytes"] + phases["inference"]["payload_bytes"]
+    )
 
 
 #: FDML SGD (Hu et al.'s baseline, Section 5): 300 rows in 6 mini-batches of 50 per epoch
@@ -125,15 +148,24 @@ def _fdml(tmp_path, overrides=(), epochs=5):
     return load_config(path, list(overrides))
 
 
-@pytest.mark.parametrize("overrides", [
-    [],  # FDML on 2 parties, lr / sqrt(t)
-    # FDML's DP variant: each party's output noise drawn on its worker; step decay; the last
-    # batch's derivatives delivered with a diagnostic every 2 epochs, or with the next epoch
-    ["privacy.sigma=0.2", 'solver.lr_schedule="step"', "solver.lr_step_epochs=2",
-     "run.eval_every=2", "run.repeats=2", "solver.init_scale=0.3"],
-    # a batch that does not divide N (300 = 4 x 70 + 20), no initial draw, constant lr
-    ["solver.batch_size=70", "solver.init_scale=0.0", 'solver.lr_schedule="constant"'],
-])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        [],  # FDML on 2 parties, lr / sqrt(t)
+        # FDML's DP variant: each party's output noise drawn on its worker; step decay; the last
+        # batch's derivatives delivered with a diagnostic every 2 epochs, or with the next epoch
+        [
+            "privacy.sigma=0.2",
+            'solver.lr_schedule="step"',
+            "solver.lr_step_epochs=2",
+            "run.eval_every=2",
+            "run.repeats=2",
+            "solver.init_scale=0.3",
+        ],
+        # a batch that does not divide N (300 = 4 x 70 + 20), no initial draw, constant lr
+        ["solver.batch_size=70", "solver.init_scale=0.0", 'solver.lr_schedule="constant"'],
+    ],
+)
 def test_fdml_on_dask_gives_the_in_process_numbers_to_the_bit(tmp_path, cluster, overrides):
     """Each party's block, model and noise on its worker, the labels with the coordinator:
     per mini-batch B outputs up and B derivatives down, as in-process, to the bit."""
@@ -147,8 +179,7 @@ def test_fdml_on_dask_gives_the_in_process_numbers_to_the_bit(tmp_path, cluster,
     assert t["protocol_bytes_per_epoch"] == 2 * 2 * 300 * 8
     # TCP carries them and, per message, Dask's headers (a mini-batch is only 400 bytes)
     assert t["protocol_bytes"] < t["bytes"] < 4 * t["protocol_bytes"]
-    assert remote.manifest.dump()["result"]["inference_bytes"] == t["protocol_inference_bytes"] \
-        == 2 * 100 * 8
+    assert remote.manifest.dump()["result"]["inference_bytes"] == t["protocol_inference_bytes"] == 2 * 100 * 8
 
 
 #: private stacking on 3 parties: party 1 (4 columns and the labels) is the coordinator,
@@ -175,17 +206,19 @@ def _stacking(tmp_path, overrides=()):
     return load_config(path, list(overrides))
 
 
-@pytest.mark.parametrize("overrides", [
-    [],  # non-private stacking: the exact shares
-    # the model, the shares and the moments released; two repeats
-    [*STACKING_PRIVATE, "run.repeats=2"],
-    # the model alone (the product of experts), its noise from the l2 weight's rule
-    [*STACKING_PRIVATE, "privacy.split=[1.0, 0.0, 0.0]", "privacy.model_noise=0.3"],
-    # two parties: one passive party on one of the two workers
-    [*STACKING_PRIVATE, "partition.columns=[5, 7]", "privacy.split=[0.3, 0.6, 0.1]"],
-])
-def test_private_stacking_on_dask_gives_the_in_process_numbers_to_the_bit(tmp_path, cluster,
-                                                                          overrides):
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        [],  # non-private stacking: the exact shares
+        # the model, the shares and the moments released; two repeats
+        [*STACKING_PRIVATE, "run.repeats=2"],
+        # the model alone (the product of experts), its noise from the l2 weight's rule
+        [*STACKING_PRIVATE, "privacy.split=[1.0, 0.0, 0.0]", "privacy.model_noise=0.3"],
+        # two parties: one passive party on one of the two workers
+        [*STACKING_PRIVATE, "partition.columns=[5, 7]", "privacy.split=[0.3, 0.6, 0.1]"],
+    ],
+)
+def test_private_stacking_on_dask_gives_the_in_process_numbers_to_the_bit(tmp_path, cluster, overrides):
     """Each passive party's local fit and releases on its worker, its noise drawn there from
     the streams the in-process run draws it from; party 1 (the coordinator: the labels and
     its own block) records the release events and fits the fusion: to the bit."""
@@ -204,8 +237,7 @@ def test_private_stacking_on_dask_gives_the_in_process_numbers_to_the_bit(tmp_pa
     assert passive["received_bytes"].tolist() == [300] * (M - 1) * remote.config.run.repeats
     assert t["protocol_bytes"] < t["bytes"] < t["protocol_bytes"] + 8000 * (M - 1)
     # scoring: each passive party sends its 100 clipped shares of the test rows
-    assert remote.manifest.dump()["result"]["inference_bytes"] == t["protocol_inference_bytes"] \
-        == (M - 1) * 100 * 8
+    assert remote.manifest.dump()["result"]["inference_bytes"] == t["protocol_inference_bytes"] == (M - 1) * 100 * 8
 
 
 def test_private_stacking_on_dask_draws_exact_noise_on_the_workers(tmp_path, cluster):
@@ -224,23 +256,23 @@ def test_private_stacking_on_dask_draws_exact_noise_on_the_workers(tmp_path, clu
         steps = share / (scale / 2**20)
         np.testing.assert_allclose(steps, np.rint(steps), rtol=0, atol=1e-6)
     accounted = ["epsilon_tight", "delta_tight", "sigma_model_party2", "sigma_share_party3"]
-    pd.testing.assert_frame_equal(remote.metrics[accounted], local.metrics[accounted],
-                                  check_exact=True)
+    pd.testing.assert_frame_equal(remote.metrics[accounted], local.metrics[accounted], check_exact=True)
     assert 1.99 < remote.metrics["epsilon_tight"].iloc[-1] <= 2.0  # the target
 
 
 #: DP-ADMM (Huang et al. 2019, Algorithm 3) on 5 providers: on the two workers, groups 1-3 and 4-5
 HORIZONTAL = {
-    "data": {"dataset": "synthetic",
-             "options": {"n_train": 400, "n_test": 60, "n_features": 7, "seed": 2}},
+    "data": {"dataset": "synthetic", "options": {"n_train": 400, "n_test": 60, "n_features": 7, "seed": 2}},
     "preprocessing": {"row_clip": 1.0},
     "partition": {"agents": 5, "samples_per_agent": 30, "public": 40, "held_out": "test_part"},
     "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
     "solver": {"name": "dp_admm", "epochs": 8},
 }
 #: Huang et al.'s Algorithm 2 at its paper's sigma: its releases are accounted
-ALGORITHM2 = {"solver": {"name": "consensus_admm_perturbed", "epochs": 6},
-              "privacy": {"epsilon_per_iteration": 0.5, "delta": 1e-3}}
+ALGORITHM2 = {
+    "solver": {"name": "consensus_admm_perturbed", "epochs": 6},
+    "privacy": {"epsilon_per_iteration": 0.5, "delta": 1e-3},
+}
 
 
 def _providers_both(raw, cluster):
@@ -256,21 +288,26 @@ def _providers_both(raw, cluster):
     return local, remote, plan
 
 
-@pytest.mark.parametrize("extra", [
-    # Theorem 1's noise, drawn on the workers, accounted by the trainer; two repeats (splits)
-    {"privacy": {"epsilon_per_iteration": 0.5, "delta": 1e-3, "replayable_noise": True},
-     "run": {"repeats": 2}},
-    # Theorem 3's l1 schedule without noise
-    {"privacy": {"noise": False, "epsilon_per_iteration": 0.5},
-     "objective": {**HORIZONTAL["objective"], "regularizer": "l1"}},
-    # Algorithm 1, l1: FISTA (the paper configs' local solver), each provider stopping at
-    # its own tolerance in its group
-    {"solver": {"name": "consensus_admm", "epochs": 6, "local_solver": "fista",
-                "inner_tol": 1e-8},
-     "objective": {**HORIZONTAL["objective"], "regularizer": "l1"}},
-    # Algorithm 2, l2 (Newton): its noise drawn on the workers, accounted by the trainer
-    {**ALGORITHM2, "privacy": {**ALGORITHM2["privacy"], "replayable_noise": True}},
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        # Theorem 1's noise, drawn on the workers, accounted by the trainer; two repeats (splits)
+        {"privacy": {"epsilon_per_iteration": 0.5, "delta": 1e-3, "replayable_noise": True}, "run": {"repeats": 2}},
+        # Theorem 3's l1 schedule without noise
+        {
+            "privacy": {"noise": False, "epsilon_per_iteration": 0.5},
+            "objective": {**HORIZONTAL["objective"], "regularizer": "l1"},
+        },
+        # Algorithm 1, l1: FISTA (the paper configs' local solver), each provider stopping at
+        # its own tolerance in its group
+        {
+            "solver": {"name": "consensus_admm", "epochs": 6, "local_solver": "fista", "inner_tol": 1e-8},
+            "objective": {**HORIZONTAL["objective"], "regularizer": "l1"},
+        },
+        # Algorithm 2, l2 (Newton): its noise drawn on the workers, accounted by the trainer
+        {**ALGORITHM2, "privacy": {**ALGORITHM2["privacy"], "replayable_noise": True}},
+    ],
+)
 def test_huang_providers_on_dask_give_the_in_process_numbers_to_the_bit(cluster, extra):
     local, remote, _ = _providers_both({**HORIZONTAL, **extra}, cluster)
     assert_same_numbers(remote, local)
@@ -293,8 +330,7 @@ def test_algorithm2_deployment_noise_is_drawn_by_each_groups_exact_sampler(clust
     steps = plan.solver.W_shared / (event.scale[:, None] / 2**20)  # on each provider's grid
     np.testing.assert_allclose(steps, np.rint(steps), rtol=0, atol=1e-6)
     accounted = ["epsilon_tight", "delta_tight", "epsilon_paper", "sigma"]
-    pd.testing.assert_frame_equal(remote.metrics[accounted], local.metrics[accounted],
-                                  check_exact=True)
+    pd.testing.assert_frame_equal(remote.metrics[accounted], local.metrics[accounted], check_exact=True)
     assert np.isfinite(remote.metrics["epsilon_tight"].iloc[-1])
 
 
@@ -320,8 +356,7 @@ def test_accounting_on_dask_sees_the_parties_rows_and_draws_exact_noise_there(tm
         np.testing.assert_allclose(steps, np.rint(steps), rtol=0, atol=1e-6)
     # the same scales and charges as in-process: the same epsilon, to the bit
     accounted = ["epsilon_tight", "delta_tight", "epsilon_paper", "sigma_party1", "sigma_party2"]
-    pd.testing.assert_frame_equal(remote.metrics[accounted], local.metrics[accounted],
-                                  check_exact=True)
+    pd.testing.assert_frame_equal(remote.metrics[accounted], local.metrics[accounted], check_exact=True)
     assert 0 < remote.metrics["epsilon_tight"].iloc[-1] <= 4.0
     prototype = [*ACCOUNTED, 'privacy.calibration="data_dependent"', "run.backend=dask"]
     with dask_backend(load_config(_config(tmp_path), prototype), cluster, None) as backend:
@@ -345,40 +380,71 @@ def test_bad_clusters_are_one_line_errors_and_nothing_is_written(tmp_path, clust
     path = _config(tmp_path)
     out = tmp_path / "run"
     dask = ["--set", "run.backend=dask"]
-    assert_one_line_error(vfl("run", "--config", path, "--out", out, *dask,
-                              "--cluster", "tcp://127.0.0.1:9"),
-                          "cannot reach the Dask scheduler at tcp://127.0.0.1:9")
-    assert_one_line_error(vfl("run", "--config", path, "--out", out, "--cluster", cluster),
-                          '--cluster needs run.backend = "dask"')
+    assert_one_line_error(
+        vfl("run", "--config", path, "--out", out, *dask, "--cluster", "tcp://127.0.0.1:9"),
+        "cannot reach the Dask scheduler at tcp://127.0.0.1:9",
+    )
+    assert_one_line_error(
+        vfl("run", "--config", path, "--out", out, "--cluster", cluster), '--cluster needs run.backend = "dask"'
+    )
     # three parties, two workers (ADMM sharing, FDML)
     for solver in ([], ["--set", 'solver={name="fdml_sgd", epochs=2}']):
-        assert_one_line_error(vfl("run", "--config", path, "--out", out, *dask, "--cluster",
-                                  cluster, "--set", "partition.columns=[4,4,4]", *solver),
-                              "has 2 workers for 3 parties: each party needs its own worker")
+        assert_one_line_error(
+            vfl(
+                "run",
+                "--config",
+                path,
+                "--out",
+                out,
+                *dask,
+                "--cluster",
+                cluster,
+                "--set",
+                "partition.columns=[4,4,4]",
+                *solver,
+            ),
+            "has 2 workers for 3 parties: each party needs its own worker",
+        )
     # private stacking: three passive parties, two workers (party 1 is the coordinator)
     stacking = tmp_path / "stacking.toml"
     stacking.write_text(STACKING)
-    assert_one_line_error(vfl("run", "--config", stacking, "--out", out, *dask, "--cluster",
-                              cluster, "--set", "partition.columns=[3,3,3,3]"),
-                          "has 2 workers for 3 passive parties: each passive party needs its "
-                          "own worker (party 1 is the coordinator)")
+    assert_one_line_error(
+        vfl(
+            "run",
+            "--config",
+            stacking,
+            "--out",
+            out,
+            *dask,
+            "--cluster",
+            cluster,
+            "--set",
+            "partition.columns=[3,3,3,3]",
+        ),
+        "has 2 workers for 3 passive parties: each passive party needs its own worker (party 1 is the coordinator)",
+    )
     assert not out.exists()
     # a sweep runs in-process: it refuses the backend instead of ignoring it
-    assert_one_line_error(vfl("sweep", "--config", path, "--out", out, "--grid",
-                              "solver.rho=1,2", *dask),
-                          "run.backend = 'dask' runs through `vfl run`")
+    assert_one_line_error(
+        vfl("sweep", "--config", path, "--out", out, "--grid", "solver.rho=1,2", *dask),
+        "run.backend = 'dask' runs through `vfl run`",
+    )
     assert not out.exists()
 
 
 #: the units of each setting (their config after [data]), and the first one's label
 OWN_DATA = {
-    "parties": ("""[partition]
+    "parties": (
+        """[partition]
 columns = [3, 3]
 [solver]
 epochs = 2
-""", "party 1"),
+""",
+        "party 1",
+    ),
     # DP-ADMM: 2 providers of 15 rows (and 10 public ones) on the two workers
-    "providers": ("""[preprocessing]
+    "providers": (
+        """[preprocessing]
 row_clip = 1.0
 [partition]
 agents = 2
@@ -394,22 +460,26 @@ epochs = 2
 [privacy]
 epsilon_per_iteration = 0.5
 noise = false
-""", "provider 1"),
+""",
+        "provider 1",
+    ),
     # private stacking: party 1 is the coordinator, party 2 the first on a worker
-    "passive parties": ("""[preprocessing]
+    "passive parties": (
+        """[preprocessing]
 normalize_rows = true
 [partition]
 columns = [3, 3]
 [solver]
 name = "private_stacking"
 epochs = 1
-""", "party 2"),
+""",
+        "party 2",
+    ),
 }
 
 
 @pytest.mark.parametrize("units", sorted(OWN_DATA))
-def test_a_worker_that_cannot_read_the_data_is_a_one_line_error(tmp_path, cluster, monkeypatch,
-                                                               units):
+def test_a_worker_that_cannot_read_the_data_is_a_one_line_error(tmp_path, cluster, monkeypatch, units):
     from sklearn.datasets import dump_svmlight_file
 
     rng = np.random.default_rng(0)
@@ -420,7 +490,7 @@ def test_a_worker_that_cannot_read_the_data_is_a_one_line_error(tmp_path, cluste
     config.write_text(f"""
 [data]
 dataset = "libsvm"
-options = {{ path = "{tmp_path / 'tr.svm'}", test_fraction = 0.25 }}
+options = {{ path = "{tmp_path / "tr.svm"}", test_fraction = 0.25 }}
 {table}
 [run]
 backend = "dask"
@@ -434,8 +504,7 @@ backend = "dask"
     monkeypatch.setattr(DaskUnits, "start", hide_the_file)
     out = tmp_path / "run"
     proc = vfl("run", "--config", config, "--out", out, "--cluster", cluster)
-    assert_one_line_error(proc, f"{first} on worker tcp://127.0.0.1:", "cannot read its data",
-                          "tr.svm")
+    assert_one_line_error(proc, f"{first} on worker tcp://127.0.0.1:", "cannot read its data", "tr.svm")
     assert not out.exists()
 
 
@@ -443,13 +512,24 @@ backend = "dask"
 #: which its first unit is lost, before the next diagnostic
 LOST_IN_A_DIAGNOSTIC = {
     # ADMM sharing: its journal keeps every round's sigma and the last pull alone
-    "sharing": (lambda tmp_path: load_config(_config(tmp_path, epochs=6), [
-        "privacy.sigma=0.3", 'privacy.form="output"', "run.eval_every=1", "run.repeats=2"]), 1),
+    "sharing": (
+        lambda tmp_path: load_config(
+            _config(tmp_path, epochs=6),
+            ["privacy.sigma=0.3", 'privacy.form="output"', "run.eval_every=1", "run.repeats=2"],
+        ),
+        1,
+    ),
     # DP-ADMM: its groups solve their journal's iterations again
-    "providers": (lambda tmp_path: config_from_dict({
-        **HORIZONTAL, "privacy": {"epsilon_per_iteration": 0.5, "delta": 1e-3,
-                                  "replayable_noise": True},
-        "run": {"eval_every": 1}}), 1),
+    "providers": (
+        lambda tmp_path: config_from_dict(
+            {
+                **HORIZONTAL,
+                "privacy": {"epsilon_per_iteration": 0.5, "delta": 1e-3, "replayable_noise": True},
+                "run": {"eval_every": 1},
+            }
+        ),
+        1,
+    ),
     # private stacking: a passive party takes back its released model (its training shares,
     # a diagnostic, are asked for once the round is done)
     "stacking": (lambda tmp_path: _stacking(tmp_path, STACKING_PRIVATE), 0),
@@ -457,8 +537,7 @@ LOST_IN_A_DIAGNOSTIC = {
 
 
 def _killed(cluster) -> bool:
-    return any(w.status.name in ("closed", "closing", "closing_gracefully")
-               for w in cluster.workers.values())
+    return any(w.status.name in ("closed", "closing", "closing_gracefully") for w in cluster.workers.values())
 
 
 @pytest.mark.parametrize("family", sorted(LOST_IN_A_DIAGNOSTIC))
@@ -476,9 +555,9 @@ def test_a_unit_lost_before_a_diagnostic_is_rebuilt_to_the_in_process_numbers(tm
     config = make(tmp_path)
     local = run_experiment(config, with_baselines=False)
     dask = replace(config, run=replace(config.run, backend="dask", party_wait=30.0))
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  protocol="tcp://", host="127.0.0.1",
-                                  dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://", host="127.0.0.1", dashboard_address=None
+    ) as cluster:
         on_epoch, kill = _kill_during(cluster, DIAGNOSTIC, after)
 
         def during(backend, kind):  # the worker that takes over comes after the loss

@@ -32,19 +32,33 @@ def test_a_solver_that_runs_in_process_only_is_refused_on_dask(monkeypatch):
     from vfl.admm.sharing import ADMMSharingSolver
 
     monkeypatch.setattr(ADMMSharingSolver, "backends", ("inprocess",))
-    raw = {"data": {"dataset": "synthetic"}, "partition": {"columns": [5, 7]},
-           "solver": {"name": "admm_sharing"}, "run": {"backend": "dask"}}
-    with pytest.raises(ConfigError, match=r"admm_sharing runs in-process only \(the dask "
-                                          r"backend runs consensus_admm, .*fdml_sgd"):
+    raw = {
+        "data": {"dataset": "synthetic"},
+        "partition": {"columns": [5, 7]},
+        "solver": {"name": "admm_sharing"},
+        "run": {"backend": "dask"},
+    }
+    with pytest.raises(
+        ConfigError,
+        match=r"admm_sharing runs in-process only \(the dask "
+        r"backend runs consensus_admm, .*fdml_sgd",
+    ):
         config_from_dict(raw)
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (['run.backend="ray"'], "run.backend"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (['run.backend="ray"'], "run.backend"),
+    ],
+)
 def test_the_backend_is_validated_with_the_config(overrides, message):
-    raw = {"data": {"dataset": "synthetic"}, "partition": {"columns": [5, 7]},
-           "solver": {"name": "admm_sharing"}, "run": {"backend": "dask"}}
+    raw = {
+        "data": {"dataset": "synthetic"},
+        "partition": {"columns": [5, 7]},
+        "solver": {"name": "admm_sharing"},
+        "run": {"backend": "dask"},
+    }
     from vfl.experiments.config import apply_overrides
 
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):

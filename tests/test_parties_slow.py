@@ -33,23 +33,22 @@ A9A = REPO / "configs" / "a9a.toml"
 
 
 def _cluster(n_workers: int):
-    return distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                                    host="127.0.0.1", dashboard_address=None)
+    return distributed.LocalCluster(
+        n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    )
 
 
 @pytest.mark.data
 def test_a9a_on_two_workers_sends_the_protocols_bytes(tmp_path, data_dir):
     """Without --cluster: a local cluster started for the run, one worker per party."""
-    args = ["--config", A9A, "--data-dir", data_dir, "--epochs", "4", "--set",
-            "solver.blas_threads=1", "-q"]
+    args = ["--config", A9A, "--data-dir", data_dir, "--epochs", "4", "--set", "solver.blas_threads=1", "-q"]
     assert vfl("run", *args, "--out", tmp_path / "local").returncode == 0
     proc = vfl("run", *args, "--out", tmp_path / "dask", "--set", "run.backend=dask")
     assert proc.returncode == 0, proc.stderr
     local = pd.read_csv(tmp_path / "local" / "metrics.csv").drop(columns=TIMING)
     remote = pd.read_csv(tmp_path / "dask" / "metrics.csv").drop(columns=TIMING)
     pd.testing.assert_frame_equal(remote, local, check_exact=True)
-    transport = json.loads((tmp_path / "dask" / "manifest.json").read_text())[
-        "communication"]["transport"]
+    transport = json.loads((tmp_path / "dask" / "manifest.json").read_text())["communication"]["transport"]
     # Algorithm 1 on a9a (N = 32,561, 2 parties): 4 messages of N float64 per epoch
     assert transport["protocol_bytes_per_epoch"] == 4 * 32_561 * 8 == 1_041_952
     # what TCP carried: the same, plus Dask's headers (about 0.2%)
@@ -107,8 +106,9 @@ def test_a_killed_workers_party_resumes_from_the_checkpoint_to_the_same_numbers(
         moved = backend.describe()["parties"]
     assert killed and moved["party 1"] != first["party 1"] and moved["party 2"] == first["party 2"]
     local = run_experiment(_small(tmp_path, 12, *noisy), with_baselines=False)
-    pd.testing.assert_frame_equal(remote.metrics.drop(columns=TIMING),
-                                  local.metrics.drop(columns=TIMING), check_exact=True)
+    pd.testing.assert_frame_equal(
+        remote.metrics.drop(columns=TIMING), local.metrics.drop(columns=TIMING), check_exact=True
+    )
     np.testing.assert_array_equal(remote.coef, local.coef)
 
 
@@ -128,8 +128,9 @@ class External:
         self.start()
 
     def _spawn(self, *args):
-        self.procs.append(subprocess.Popen([self.dask, *args, "--no-dashboard"],
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        self.procs.append(
+            subprocess.Popen([self.dask, *args, "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        )
         return self.procs[-1]
 
     def start(self) -> None:
@@ -186,24 +187,24 @@ def test_a_scheduler_restart_is_survived_when_the_workers_return(tmp_path):
                 if row["epoch"] == 4 and not backend.recoveries:
                     cluster.restart_scheduler()
 
-            remote = run_experiment(config, plan=plan, with_baselines=False,
-                                    on_epoch=restart_at_epoch_4)
+            remote = run_experiment(config, plan=plan, with_baselines=False, on_epoch=restart_at_epoch_4)
             faults = backend.recoveries
     finally:
         cluster.close()
     assert [f["party"] for f in faults] == [1, 2] and {f["epoch"] for f in faults} == {5}
     local = run_experiment(_small(tmp_path, 10, *noisy), with_baselines=False)
     np.testing.assert_array_equal(remote.coef, local.coef)
-    pd.testing.assert_frame_equal(remote.metrics.drop(columns=TIMING),
-                                  local.metrics.drop(columns=TIMING), check_exact=True)
+    pd.testing.assert_frame_equal(
+        remote.metrics.drop(columns=TIMING), local.metrics.drop(columns=TIMING), check_exact=True
+    )
 
 
-def test_a_party_whose_worker_does_not_come_back_stops_the_run_naming_it(tmp_path,
-                                                                         external_cluster):
+def test_a_party_whose_worker_does_not_come_back_stops_the_run_naming_it(tmp_path, external_cluster):
     config = _small(tmp_path, 10, "run.backend=dask", "run.party_wait=1")
     worker, line = _stopped(config, external_cluster)
-    assert line == (f"party 2: its worker {worker} was lost at epoch 4 and no worker could "
-                    "take over its data within 1 s")
+    assert line == (
+        f"party 2: its worker {worker} was lost at epoch 4 and no worker could take over its data within 1 s"
+    )
 
 
 # ---------------------------------------------------------------- FDML SGD --
@@ -212,13 +213,12 @@ def test_fdml_on_a9a_on_two_worker_processes_gives_the_in_process_numbers(data_d
     """Hu et al.'s Fig. 1 SGD baseline (batch 100, lr 0.3 / sqrt(t)), 3 epochs: each party's
     block and model on its own worker process, 326 mini-batch round trips per epoch; every
     column but the timings, the model and communication.csv to the bit."""
-    config = load_config(REPO / "papers" / "hu" / "configs" / "fig1-a9a-sgd.toml",
-                         ["solver.epochs=3"])
+    config = load_config(REPO / "papers" / "hu" / "configs" / "fig1-a9a-sgd.toml", ["solver.epochs=3"])
     local = run_experiment(config, data_dir=data_dir, with_baselines=False)
-    config = load_config(REPO / "papers" / "hu" / "configs" / "fig1-a9a-sgd.toml",
-                         ["solver.epochs=3", "run.backend=dask"])
-    with _cluster(2) as cluster, dask_backend(config, cluster.scheduler_address,
-                                              data_dir) as backend:
+    config = load_config(
+        REPO / "papers" / "hu" / "configs" / "fig1-a9a-sgd.toml", ["solver.epochs=3", "run.backend=dask"]
+    )
+    with _cluster(2) as cluster, dask_backend(config, cluster.scheduler_address, data_dir) as backend:
         plan = plan_run(config, data_dir, backend)
         remote = run_experiment(config, data_dir=data_dir, plan=plan, with_baselines=False)
     assert_same_numbers(remote, local)
@@ -233,8 +233,10 @@ def test_an_fdml_party_whose_worker_is_lost_stops_the_run_naming_it(tmp_path, ex
     path.write_text(SMALL.format(epochs=10) + 'name = "fdml_sgd"\nbatch_size = 50\n')
     config = load_config(path, ["run.backend=dask"])
     worker, line = _stopped(config, external_cluster)
-    assert line == (f"party 2: its worker {worker} was lost at epoch 4; a party's model (the "
-                    "sum of every step it took) is not rebuilt elsewhere, so the run stops")
+    assert line == (
+        f"party 2: its worker {worker} was lost at epoch 4; a party's model (the "
+        "sum of every step it took) is not rebuilt elsewhere, so the run stops"
+    )
 
 
 # ---------------------------------------------------------------- private stacking --
@@ -253,18 +255,15 @@ def test_private_stacking_on_a9a_survives_lost_workers_with_the_in_process_numbe
     config = load_config(PRIVATE_STACKING, [*over, "run.backend=dask", "run.party_wait=60"])
     # one BLAS thread in both runs, as on the workers: the local fits and the fusion are dense
     with threadpool_limits(1, user_api="blas"):
-        local = run_experiment(load_config(PRIVATE_STACKING, over), data_dir=data_dir,
-                               with_baselines=False)
-        with _cluster(2) as cluster, dask_backend(config, cluster.scheduler_address,
-                                                  data_dir) as backend:
+        local = run_experiment(load_config(PRIVATE_STACKING, over), data_dir=data_dir, with_baselines=False)
+        with _cluster(2) as cluster, dask_backend(config, cluster.scheduler_address, data_dir) as backend:
             plan = plan_run(config, data_dir, backend)
 
             def kill(row):
                 if row["repeat"] == 0:  # before its round (row 0) and after it (row 1)
                     _kill_party(backend, 0)
 
-            remote = run_experiment(config, data_dir=data_dir, plan=plan,
-                                    with_baselines=False, on_epoch=kill)
+            remote = run_experiment(config, data_dir=data_dir, plan=plan, with_baselines=False, on_epoch=kill)
             faults = backend.recoveries
     assert [(f["party"], f["repeat"], f["round"]) for f in faults] == [(2, 0, 1), (2, 1, 1)]
     assert_same_numbers(remote, local)
@@ -279,8 +278,7 @@ def test_a_passive_party_lost_after_the_round_takes_back_its_released_model(tmp_
     path = tmp_path / "stacking.toml"
     path.write_text(STACKING)
     config = load_config(path, [*STACKING_PRIVATE, "run.backend=dask", "run.party_wait=60"])
-    with _cluster(3) as cluster, dask_backend(config, cluster.scheduler_address,
-                                              None) as backend:
+    with _cluster(3) as cluster, dask_backend(config, cluster.scheduler_address, None) as backend:
         plan = plan_run(config, None, backend)
         run_experiment(config, plan=plan, with_baselines=False)
         solver = plan.solver
@@ -329,18 +327,22 @@ def _providers(*overrides, epochs=12):
     return config_from_dict(apply_overrides(raw, list(overrides)))
 
 
-@pytest.mark.parametrize("solver", [
-    [],  # DP-ADMM (Algorithm 3)
-    # Algorithm 2: the rebuilt group also solves its completed iterations again (warm start)
-    ['solver.name="consensus_admm_perturbed"'],
-])
+@pytest.mark.parametrize(
+    "solver",
+    [
+        [],  # DP-ADMM (Algorithm 3)
+        # Algorithm 2: the rebuilt group also solves its completed iterations again (warm start)
+        ['solver.name="consensus_admm_perturbed"'],
+    ],
+)
 def test_a_killed_workers_providers_resume_from_the_checkpoint_to_the_same_numbers(solver):
     """Providers 1-3's worker is killed mid-run; its nanny starts a new worker, the group is
     rebuilt there (its rows read again, its releases and duals from the trainer's checkpoint,
     the noise stream replayed) and the run ends as an uninterrupted in-process one, to the
     bit, privacy accounting included."""
     remote = _first_group_killed_after_iteration_5(
-        _providers(*solver, "run.backend=dask", "run.party_wait=60"), "providers")
+        _providers(*solver, "run.backend=dask", "run.party_wait=60"), "providers"
+    )
     local = _same_metrics(remote, _providers(*solver))
     np.testing.assert_array_equal(remote.coef, local.coef)
 
@@ -358,8 +360,7 @@ def _first_group_killed_after_iteration_5(config, units: str):
             if row["epoch"] == 5 and not killed:
                 killed.append(_kill_party(backend, 0))
 
-        remote = run_experiment(config, plan=plan, with_baselines=False,
-                                on_epoch=kill_at_iteration_5)
+        remote = run_experiment(config, plan=plan, with_baselines=False, on_epoch=kill_at_iteration_5)
         moved = backend.describe()[units]
         faults = backend.recoveries
     one, other = first
@@ -373,16 +374,19 @@ def _same_metrics(remote, config):
     the timings); returns that run."""
     local = run_experiment(config, with_baselines=False)
     timing = [c for c in local.metrics.columns if c.endswith("_time_s")]
-    pd.testing.assert_frame_equal(remote.metrics.drop(columns=timing),
-                                  local.metrics.drop(columns=timing), check_exact=True)
+    pd.testing.assert_frame_equal(
+        remote.metrics.drop(columns=timing), local.metrics.drop(columns=timing), check_exact=True
+    )
     return local
 
 
 def test_providers_whose_worker_does_not_come_back_stop_the_run_naming_them(external_cluster):
     config = _providers("run.backend=dask", "run.party_wait=1", epochs=10)
     worker, line = _stopped(config, external_cluster)
-    assert line == (f"providers 4-5: their worker {worker} was lost at iteration 4 and no "
-                    "worker could take over their data within 1 s")
+    assert line == (
+        f"providers 4-5: their worker {worker} was lost at iteration 4 and no "
+        "worker could take over their data within 1 s"
+    )
 
 
 @pytest.mark.parametrize("units", ["providers", "agents"])
@@ -392,14 +396,13 @@ def test_a_cluster_without_workers_for_the_groups_is_a_one_line_error(tmp_path, 
 
     cluster = External(tmp_path, 0, nanny=False)
     path = tmp_path / "units.toml"
-    path.write_text({"providers": PROVIDERS_TOML, "agents": LDP_TOML}[units]
-                    + '[run]\nbackend = "dask"\n')
+    path.write_text({"providers": PROVIDERS_TOML, "agents": LDP_TOML}[units] + '[run]\nbackend = "dask"\n')
     try:
         out = tmp_path / "run"
-        assert_one_line_error(vfl("run", "--config", path, "--out", out, "--cluster",
-                                  cluster.address),
-                              f"the Dask cluster at {cluster.address} has 0 workers for 5 "
-                              f"{units}: the {units} need at least one worker")
+        assert_one_line_error(
+            vfl("run", "--config", path, "--out", out, "--cluster", cluster.address),
+            f"the Dask cluster at {cluster.address} has 0 workers for 5 {units}: the {units} need at least one worker",
+        )
         assert not out.exists()
     finally:
         cluster.close()
@@ -419,11 +422,14 @@ def test_the_readme_recipe_runs_as_written(tmp_path, data_dir):
     with __import__("socket").socket() as sock:
         sock.bind(("127.0.0.1", 0))
         free = str(sock.getsockname()[1])
-    env = {**os.environ,
-           "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"}
-    cluster = subprocess.Popen(["bash", "-c", start.replace("8786", free) + " wait"], env=env,
-                               start_new_session=True, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"}
+    cluster = subprocess.Popen(
+        ["bash", "-c", start.replace("8786", free) + " wait"],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         for _ in range(100):
             if _listening(int(free)):
@@ -432,11 +438,13 @@ def test_the_readme_recipe_runs_as_written(tmp_path, data_dir):
         with distributed.Client(f"tcp://127.0.0.1:{free}") as client:
             client.wait_for_workers(2, timeout=60)
         shutil.copytree(REPO / "configs", tmp_path / "configs")
-        proc = vfl(*shlex.split(run.replace("8786", free))[1:], cwd=tmp_path,
-                   env={"VFL_DATA_DIR": data_dir})
+        proc = vfl(*shlex.split(run.replace("8786", free))[1:], cwd=tmp_path, env={"VFL_DATA_DIR": data_dir})
         assert proc.returncode == 0, proc.stderr
-        line = re.search(r"transport \(dask\): ([\d,]+) bytes per epoch .* the protocol "
-                         r"counts 1,041,952 ", proc.stdout)
+        line = re.search(
+            r"transport \(dask\): ([\d,]+) bytes per epoch .* the protocol "
+            r"counts 1,041,952 ",
+            proc.stdout,
+        )
         assert line, proc.stdout
         assert 1_041_952 < int(line.group(1).replace(",", "")) < 1.01 * 1_041_952
     finally:

@@ -12,8 +12,7 @@ def test_columns_split_a9a_style():
     p = make_partition(PartitionConfig(columns=[66, 57]), 123)
     assert [idx.tolist() for idx in p.parties] == [list(range(66)), list(range(66, 123))]
     desc = p.describe()
-    assert desc[0] == {"party": 1, "n_columns": 66, "column_ranges": [[0, 66]],
-                       "intercept": True, "active": True}
+    assert desc[0] == {"party": 1, "n_columns": 66, "column_ranges": [[0, 66]], "intercept": True, "active": True}
     assert desc[1]["column_ranges"] == [[66, 123]] and not desc[1]["intercept"]
 
 
@@ -32,8 +31,7 @@ def test_noncontiguous_indices_described_as_runs():
 def test_split_blocks_and_intercept(sparse):
     X = np.arange(20.0).reshape(4, 5)
     Xs = sp.csr_matrix(X) if sparse else X
-    p = make_partition(PartitionConfig(indices=[[4, 0], [1, 2, 3]]), 5,
-                       rows=RowSteps(intercept=True))
+    p = make_partition(PartitionConfig(indices=[[4, 0], [1, 2, 3]]), 5, rows=RowSteps(intercept=True))
     blocks = p.split(Xs)
     dense = [b.toarray() if sparse else b for b in blocks]
     assert np.array_equal(dense[0], np.c_[X[:, [4, 0]], np.ones(4)])
@@ -86,8 +84,7 @@ def test_split_checks_width():
 @pytest.mark.parametrize("sparse", [False, True])
 def test_normalized_rows_per_party(sparse):
     X = np.array([[3.0, 4.0, 0.0, 2.0], [0.0, 0.0, 1.0, 0.0]])
-    p = make_partition(PartitionConfig(columns=[2, 2]), 4,
-                       rows=RowSteps(intercept=True, normalize=True))
+    p = make_partition(PartitionConfig(columns=[2, 2]), 4, rows=RowSteps(intercept=True, normalize=True))
     assert p.normalize_rows and p.intercept
     blocks = p.split(sp.csr_matrix(X) if sparse else X)
     dense = [b.toarray() if sparse else b for b in blocks]
@@ -117,24 +114,25 @@ def test_normalize_rows_from_config():
     from vfl.experiments.settings import fit_config_stage
 
     t = RawTable.from_matrix(np.ones((2, 123)))
-    tiny = RawDataset(name="tiny", train=t, y_train=np.array([1.0, -1.0]), test=t,
-                      y_test=np.array([1.0, -1.0]))
+    tiny = RawDataset(name="tiny", train=t, y_train=np.array([1.0, -1.0]), test=t, y_test=np.array([1.0, -1.0]))
 
     def partition(raw):
         config = config_from_dict(raw)
         stage = fit_config_stage(config, tiny, get_solver(config.solver.name))
         return make_partition(config.partition, 123, rows=stage.rows)
 
-    raw = {"data": {"dataset": "a9a"}, "partition": {"columns": [66, 57]},
-           "preprocessing": {"normalize_rows": True}}
+    raw = {"data": {"dataset": "a9a"}, "partition": {"columns": [66, 57]}, "preprocessing": {"normalize_rows": True}}
     p = partition(raw)
     assert p.normalize_rows is True and p.intercept is True  # vertical default intercept
     assert partition({**raw, "preprocessing": {}}).normalize_rows is False
     assert partition({**raw, "preprocessing": {"intercept": False}}).intercept is False
     with pytest.raises(ConfigError, match="preprocessing.normalize_rows must be true or false"):
         config_from_dict({**raw, "preprocessing": {"normalize_rows": "yes"}})
-    with pytest.raises(ConfigError, match=r"partition.normalize_rows moved to the \[preprocessing\] "
-                                          "section: set preprocessing.normalize_rows"):
+    with pytest.raises(
+        ConfigError,
+        match=r"partition.normalize_rows moved to the \[preprocessing\] "
+        "section: set preprocessing.normalize_rows",
+    ):
         config_from_dict({**raw, "partition": {"columns": [66, 57], "normalize_rows": True}})
 
 

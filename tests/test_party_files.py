@@ -34,19 +34,17 @@ def _write(d: Path, n=300, seed=0, parties=3, share=(1.0, 0.8, 0.7)) -> list[np.
     x = rng.normal(size=n)
     held = []
     for m in range(parties):
-        keep = np.sort(rng.permutation(n)[:int(share[m] * n)])
+        keep = np.sort(rng.permutation(n)[: int(share[m] * n)])
         frame = {"cid": ids[keep], f"x{m + 1}": (m + 1) * x[keep]}
         if m == 0:
             frame["y"] = (x[keep] > 0).astype(int)
-        pd.DataFrame(frame).sample(frac=1, random_state=m).to_csv(d / f"p{m + 1}.csv",
-                                                                  index=False)
+        pd.DataFrame(frame).sample(frac=1, random_state=m).to_csv(d / f"p{m + 1}.csv", index=False)
         held.append(set(ids[keep].tolist()))
     return held
 
 
 def _options(parties=3, **extra):
-    table = [{"path": f"p{m + 1}.csv", "id": "cid", **({"label": "y"} if m == 0 else {})}
-             for m in range(parties)]
+    table = [{"path": f"p{m + 1}.csv", "id": "cid", **({"label": "y"} if m == 0 else {})} for m in range(parties)]
     return {"party": table, "test_fraction": 0.25, **extra}
 
 
@@ -63,6 +61,7 @@ def _config(d: Path, parties=2, extra="", party_extra=("", "", "")) -> Path:
 
 
 # ---------------------------------------------------------------- the protocol --
+
 
 def test_psi_finds_exactly_the_common_ids_and_messages_are_typed():
     client_ids = [str(i) for i in range(0, 3000, 3)]
@@ -107,8 +106,7 @@ def test_three_parties_align_row_by_row_in_an_order_no_id_decides(tmp_path, monk
     assert not np.array_equal(other.train.column("x1"), raw.train.column("x1"))
     rec = raw.provenance["alignment"]["train"]
     assert rec["intersection"] == len(common)
-    assert [p["held_by_both"] for p in rec["pairs"]] == [len(held[0] & held[1]),
-                                                        len(held[0] & held[2])]
+    assert [p["held_by_both"] for p in rec["pairs"]] == [len(held[0] & held[1]), len(held[0] & held[2])]
     # every message counted: the PSI at the protocol's own size (+ headers), then the key and
     # the tags of the intersection to each party
     assert rec["bytes"] == rec["psi_protocol_bytes"] + 3 * 16 * 2 + rec["agreement_bytes"]
@@ -140,17 +138,20 @@ def test_a_run_records_the_alignment(tmp_path, monkeypatch):
 
 # -------------------------------------------------------------------- bad input --
 
-@pytest.mark.parametrize("case, fragments", [
-    ("duplicate", ("party 2 (p2.csv)", "occurs more than once")),
-    ("missing_id", ("party 2 (p2.csv) line", "missing ID")),
-    ("no_id_column", ("party 2 (p2.csv)", "ID column 'cid' not found")),
-    ("types", ("party 2 (p2.csv)", "strings but party 1's are integers")),
-    ("disjoint", ("party 2 (p2.csv)", "shares no ID with party 1")),
-    ("min_rows", ("party 2 (p2.csv)", "below data.alignment.min_rows = 100000")),
-    ("schema", ("party 2 (p2.csv)", "'income' not in the file")),
-])
-def test_bad_input_is_one_line_naming_the_party_and_nothing_is_written(tmp_path, monkeypatch,
-                                                                        case, fragments):
+
+@pytest.mark.parametrize(
+    "case, fragments",
+    [
+        ("duplicate", ("party 2 (p2.csv)", "occurs more than once")),
+        ("missing_id", ("party 2 (p2.csv) line", "missing ID")),
+        ("no_id_column", ("party 2 (p2.csv)", "ID column 'cid' not found")),
+        ("types", ("party 2 (p2.csv)", "strings but party 1's are integers")),
+        ("disjoint", ("party 2 (p2.csv)", "shares no ID with party 1")),
+        ("min_rows", ("party 2 (p2.csv)", "below data.alignment.min_rows = 100000")),
+        ("schema", ("party 2 (p2.csv)", "'income' not in the file")),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_party_and_nothing_is_written(tmp_path, monkeypatch, case, fragments):
     _write(tmp_path, parties=2)
     monkeypatch.chdir(tmp_path)
     p2 = pd.read_csv(tmp_path / "p2.csv", dtype=str)
@@ -171,8 +172,7 @@ def test_bad_input_is_one_line_naming_the_party_and_nothing_is_written(tmp_path,
         party2 = 'features = ["income"]\n'
     p2.to_csv(tmp_path / "p2.csv", index=False)
     out = tmp_path / "run"
-    result = invoke("run", "--config", _config(tmp_path, extra=extra,
-                                               party_extra=("", party2)), "--out", out)
+    result = invoke("run", "--config", _config(tmp_path, extra=extra, party_extra=("", party2)), "--out", out)
     assert_one_line_error(result, *fragments)
     assert not out.exists()
 
@@ -181,18 +181,26 @@ def test_config_refusals(tmp_path):
     _write(tmp_path, parties=2)
     base = _config(tmp_path).read_text()
     cases = [
-        (base.replace("[objective]", "[partition]\ncolumns = [1, 1]\n[objective]"),
-         "partition.columns: with party files each party holds the columns of its own file"),
+        (
+            base.replace("[objective]", "[partition]\ncolumns = [1, 1]\n[objective]"),
+            "partition.columns: with party files each party holds the columns of its own file",
+        ),
         (base.replace('label = "y"\n', ""), "party 1 (p1.csv): label is required"),
-        (base.replace('id = "cid"\n\n[objective]', 'id = "cid"\nlabel = "y"\n\n[objective]'),
-         "only party 1, the label holder, holds the labels"),
+        (
+            base.replace('id = "cid"\n\n[objective]', 'id = "cid"\nlabel = "y"\n\n[objective]'),
+            "only party 1, the label holder, holds the labels",
+        ),
         (base.replace("test_fraction = 0.25\n", ""), "party 1 (p1.csv): needs test_path"),
-        (base.replace('path = "p2.csv"\nid = "cid"\n', 'path = "p2.libsvm"\nid = "cid"\n'),
-         "id applies to a CSV party file, not to libsvm"),
-        (base.replace("[run]\n", '[run]\nbackend = "dask"\n').replace(
-            "test_fraction = 0.25\n", "test_fraction = 0.25\nstratify = true\n"),
-         "run.backend = 'dask' with party files: data.stratify = true would need every "
-         "party's labels"),
+        (
+            base.replace('path = "p2.csv"\nid = "cid"\n', 'path = "p2.libsvm"\nid = "cid"\n'),
+            "id applies to a CSV party file, not to libsvm",
+        ),
+        (
+            base.replace("[run]\n", '[run]\nbackend = "dask"\n').replace(
+                "test_fraction = 0.25\n", "test_fraction = 0.25\nstratify = true\n"
+            ),
+            "run.backend = 'dask' with party files: data.stratify = true would need every party's labels",
+        ),
     ]
     for text, fragment in cases:
         path = tmp_path / "bad.toml"
@@ -209,61 +217,83 @@ def test_a_private_run_reads_party_files_record_by_record(tmp_path, monkeypatch)
     p2 = pd.read_csv(tmp_path / "p2.csv", dtype=str)
     p2.loc[3, "x2"] = "not a number"  # a malformed field: the public default, not a stop
     p2.to_csv(tmp_path / "p2.csv", index=False)
-    private = ('\n[privacy]\ndelta = 1e-5\nepsilon = 8.0\ncalibration = "sound"\n'
-               'neighbours = "row"\nb1 = 1.0\nclip = 1.0\ninput_clip = 2.0\n')
+    private = (
+        '\n[privacy]\ndelta = 1e-5\nepsilon = 8.0\ncalibration = "sound"\n'
+        'neighbours = "row"\nb1 = 1.0\nclip = 1.0\ninput_clip = 2.0\n'
+    )
     config = _config(tmp_path).read_text().replace("[run]", private + "[run]")
-    config = config.replace("[objective]", "[preprocessing]\nscaling = \"clip\"\n"
-                            "bounds = [-5.0, 5.0]\nnormalize_rows = true\n[objective]")
+    config = config.replace(
+        "[objective]", '[preprocessing]\nscaling = "clip"\nbounds = [-5.0, 5.0]\nnormalize_rows = true\n[objective]'
+    )
     path = tmp_path / "private.toml"
     path.write_text(config)
     # the labels are read off the records unless declared
-    assert_one_line_error(invoke("run", "--config", path, "--out", tmp_path / "r0"),
-                          "party 1 (p1.csv): the two label values would be read off the records")
+    assert_one_line_error(
+        invoke("run", "--config", path, "--out", tmp_path / "r0"),
+        "party 1 (p1.csv): the two label values would be read off the records",
+    )
     path.write_text(config.replace('label = "y"\n', 'label = "y"\nlabels = [0, 1]\n'))
     strict = invoke("run", "--config", tmp_path / "parties.toml", "--out", tmp_path / "r1")
     assert_one_line_error(strict, "p2.csv", "non-numeric value 'not a number'")
     result = invoke("run", "--config", path, "--out", tmp_path / "r2")
     assert result.returncode == 0, result.stderr
     man = json.loads((tmp_path / "r2" / "manifest.json").read_text())
-    assert "aligned by PSI" in man["privacy"]["neighbouring"] or \
-        "PSI alignment" in man["privacy"]["neighbouring"]
+    assert "aligned by PSI" in man["privacy"]["neighbouring"] or "PSI alignment" in man["privacy"]["neighbouring"]
     # the training files' bytes are diagnostic: not in the released part of the manifest
     files = [p["files"]["train"] for p in man["dataset"]["provenance"]["parties"]]
     assert all("sha256" not in f and "size" not in f for f in files)
-    assert man["diagnostic"]["dataset"]["provenance"]["repairs"]["party 2 train"][
-        "fields_missing"] == {"x2": 1}
+    assert man["diagnostic"]["dataset"]["provenance"]["repairs"]["party 2 train"]["fields_missing"] == {"x2": 1}
 
 
 def test_libsvm_party_files(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.libsvm").write_text("101 1 1:0.5 2:1\n102 -1 2:0.25\n103 1 1:1\n")
     (tmp_path / "b.libsvm").write_text("# comment\n103 3:1\n101 3:2 4:1\n104 4:1\n")
-    options = {"party": [{"path": "a.libsvm", "indices": [1, 2]},
-                         {"path": "b.libsvm", "indices": [3, 4]}],
-               "test_fraction": 0.5, "alignment": {"seed": 0}}
+    options = {
+        "party": [{"path": "a.libsvm", "indices": [1, 2]}, {"path": "b.libsvm", "indices": [3, 4]}],
+        "test_fraction": 0.5,
+        "alignment": {"seed": 0},
+    }
     raw = load_raw("parties", options=options)
-    rows = {tuple(r) for r in np.vstack([raw.train.numeric.toarray(),
-                                         raw.test.numeric.toarray()]).tolist()}
+    rows = {tuple(r) for r in np.vstack([raw.train.numeric.toarray(), raw.test.numeric.toarray()]).tolist()}
     assert rows == {(0.5, 1.0, 2.0, 1.0), (1.0, 0.0, 1.0, 0.0)}
     assert raw.train.names == ("f1", "f2", "f3", "f4")
     (tmp_path / "b.libsvm").write_text("103 3:1\n101 5:2\n")
-    with pytest.raises(DataError, match=r"party 2 \(b.libsvm\) line 2: feature index 5 is "
-                                        r"outside the party's indices \[3, 4\]"):
+    with pytest.raises(
+        DataError,
+        match=r"party 2 \(b.libsvm\) line 2: feature index 5 is "
+        r"outside the party's indices \[3, 4\]",
+    ):
         load_raw("parties", options=options)
 
 
 # ------------------------------------------------------------------------ split --
 
+
 def test_split_a_csv_and_run_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rng = np.random.default_rng(1)
     n = 400
-    frame = pd.DataFrame({"a": rng.normal(size=n), "b": rng.choice(["u", "v"], n),
-                          "c": rng.normal(size=n), "d": rng.normal(size=n)})
+    frame = pd.DataFrame(
+        {"a": rng.normal(size=n), "b": rng.choice(["u", "v"], n), "c": rng.normal(size=n), "d": rng.normal(size=n)}
+    )
     frame["y"] = (frame["a"] + frame["c"] > 0).astype(int)
     frame.to_csv("data.csv", index=False)
-    result = invoke("datasets", "split", "data.csv", "--label", "y", "--parties", "2",
-                    "--overlap", "0.8", "--seed", "3", "--out", "parts")
+    result = invoke(
+        "datasets",
+        "split",
+        "data.csv",
+        "--label",
+        "y",
+        "--parties",
+        "2",
+        "--overlap",
+        "0.8",
+        "--seed",
+        "3",
+        "--out",
+        "parts",
+    )
     assert result.returncode == 0, result.stderr
     p1, p2 = pd.read_csv("parts/party1.csv"), pd.read_csv("parts/party2.csv")
     assert list(p1.columns) == ["id", "label", "a", "b"] and list(p2.columns) == ["id", "c", "d"]
@@ -277,15 +307,14 @@ def test_split_a_csv_and_run_it(tmp_path, monkeypatch):
     assert run.returncode == 0, run.stderr
     again = invoke("datasets", "split", "data.csv", "--label", "y", "--out", "parts")
     assert_one_line_error(again, "parts exists; pass --overwrite")
-    assert_one_line_error(invoke("datasets", "split", "data.csv", "--out", "p3"),
-                          "needs --label")
+    assert_one_line_error(invoke("datasets", "split", "data.csv", "--out", "p3"), "needs --label")
 
 
 @pytest.mark.slow
 @pytest.mark.data
-def test_a9a_from_two_party_files_trains_the_same_model_bit_for_bit(tmp_path, monkeypatch,
-                                                                    data_dir,
-                                                                    one_psi_per_id_list):
+def test_a9a_from_two_party_files_trains_the_same_model_bit_for_bit(
+    tmp_path, monkeypatch, data_dir, one_psi_per_id_list
+):
     """a9a as two party files (80 % overlap, shuffled), aligned and trained: the model of the
     single-file run on the intersection rows (in the agreed order), bit for bit."""
     from vfl.datasets.parties.split import deal
@@ -294,11 +323,13 @@ def test_a9a_from_two_party_files_trains_the_same_model_bit_for_bit(tmp_path, mo
     from vfl.experiments.runner import run_experiment
 
     monkeypatch.chdir(tmp_path)
-    written = split_config(REPO / "configs" / "a9a.toml", overlap=0.8, seed=0,
-                           out=tmp_path / "parts")
-    lines = {p: bz2.decompress((data_dir / f"{p}.bz2").read_bytes()).split(b"\n")
-             if (data_dir / f"{p}.bz2").exists() else (data_dir / p).read_bytes().split(b"\n")
-             for p in ("a9a", "a9a.t")}
+    written = split_config(REPO / "configs" / "a9a.toml", overlap=0.8, seed=0, out=tmp_path / "parts")
+    lines = {
+        p: bz2.decompress((data_dir / f"{p}.bz2").read_bytes()).split(b"\n")
+        if (data_dir / f"{p}.bz2").exists()
+        else (data_dir / p).read_bytes().split(b"\n")
+        for p in ("a9a", "a9a.t")
+    }
     train = [line for line in lines["a9a"] if line]
     ids, rows = deal(len(train), 2, 0.8, np.random.default_rng(0))
     common = [str(i) for i in np.intersect1d(ids[rows[0]], ids[rows[1]])]
@@ -308,25 +339,35 @@ def test_a9a_from_two_party_files_trains_the_same_model_bit_for_bit(tmp_path, mo
     (tmp_path / "ref").write_bytes(b"\n".join(train[row_of[common[k]]] for k in order) + b"\n")
     (tmp_path / "ref.t").write_bytes(b"\n".join(lines["a9a.t"]))
     raw = read_toml(REPO / "configs" / "a9a.toml")
-    raw["data"] = {"dataset": "libsvm", "path": "ref", "test_path": "ref.t", "n_features": 123,
-                   "zero_based": False}
+    raw["data"] = {"dataset": "libsvm", "path": "ref", "test_path": "ref.t", "n_features": 123, "zero_based": False}
     single = run_experiment(config_from_dict(raw), with_baselines=False)
     parties = run_experiment(load_config(written), with_baselines=False)
     assert np.array_equal(np.asarray(parties.coef), np.asarray(single.coef))
-    assert parties.metrics["objective"].to_numpy().tobytes() == \
-        single.metrics["objective"].to_numpy().tobytes()
+    assert parties.metrics["objective"].to_numpy().tobytes() == single.metrics["objective"].to_numpy().tobytes()
 
 
 # ------------------------------------------------------------------- schema --
 
+
 def _bank(d: Path, n=200, seed=0):
     rng = np.random.default_rng(seed)
     ids = np.arange(n) + 1000
-    p1 = pd.DataFrame({"cid": ids, "age": rng.integers(18, 90, n),
-                       "job": rng.choice(["admin", "services", "student"], n),
-                       "y": rng.integers(0, 2, n)})
-    p2 = pd.DataFrame({"cid": ids, "balance": rng.normal(1000, 300, n),
-                       "city": rng.choice(["north", "south"], n), "calls": rng.integers(0, 9, n)})
+    p1 = pd.DataFrame(
+        {
+            "cid": ids,
+            "age": rng.integers(18, 90, n),
+            "job": rng.choice(["admin", "services", "student"], n),
+            "y": rng.integers(0, 2, n),
+        }
+    )
+    p2 = pd.DataFrame(
+        {
+            "cid": ids,
+            "balance": rng.normal(1000, 300, n),
+            "city": rng.choice(["north", "south"], n),
+            "calls": rng.integers(0, 9, n),
+        }
+    )
     p1.to_csv(d / "p1.csv", index=False)
     p2.to_csv(d / "p2.csv", index=False)
 
@@ -349,61 +390,88 @@ delta = 1e-5
 """
 
 
-def test_public_parameters_from_a_table_schema_and_one_error_for_every_missing_one(
-        tmp_path, monkeypatch):
+def test_public_parameters_from_a_table_schema_and_one_error_for_every_missing_one(tmp_path, monkeypatch):
     _bank(tmp_path)
     monkeypatch.chdir(tmp_path)
-    s1 = _schema(tmp_path, "p1.json", [
-        {"name": "cid", "type": "integer"},
-        {"name": "age", "type": "integer", "constraints": {"minimum": 18, "maximum": 100}},
-        {"name": "job", "type": "string",
-         "constraints": {"enum": ["admin", "services", "student"]}},
-        {"name": "y", "type": "integer"}])
-    s2 = _schema(tmp_path, "p2.json", [
-        {"name": "cid", "type": "integer"},
-        {"name": "balance", "type": "number"},
-        {"name": "city", "type": "string"},
-        {"name": "calls", "type": "integer", "constraints": {"minimum": 0}}])
-    text = ('[data]\ndataset = "parties"\ntest_fraction = 0.25\n'
-            f'[[data.party]]\npath = "p1.csv"\nid = "cid"\nlabel = "y"\nlabels = [0, 1]\n'
-            f'schema = "{s1}"\n'
-            f'[[data.party]]\npath = "p2.csv"\nid = "cid"\nschema = "{s2}"\n'
-            + PRIVATE_STACKING.replace("[privacy]", "[privacy]\nreplayable_noise = true"))
+    s1 = _schema(
+        tmp_path,
+        "p1.json",
+        [
+            {"name": "cid", "type": "integer"},
+            {"name": "age", "type": "integer", "constraints": {"minimum": 18, "maximum": 100}},
+            {"name": "job", "type": "string", "constraints": {"enum": ["admin", "services", "student"]}},
+            {"name": "y", "type": "integer"},
+        ],
+    )
+    s2 = _schema(
+        tmp_path,
+        "p2.json",
+        [
+            {"name": "cid", "type": "integer"},
+            {"name": "balance", "type": "number"},
+            {"name": "city", "type": "string"},
+            {"name": "calls", "type": "integer", "constraints": {"minimum": 0}},
+        ],
+    )
+    text = (
+        '[data]\ndataset = "parties"\ntest_fraction = 0.25\n'
+        f'[[data.party]]\npath = "p1.csv"\nid = "cid"\nlabel = "y"\nlabels = [0, 1]\n'
+        f'schema = "{s1}"\n'
+        f'[[data.party]]\npath = "p2.csv"\nid = "cid"\nschema = "{s2}"\n'
+        + PRIVATE_STACKING.replace("[privacy]", "[privacy]\nreplayable_noise = true")
+    )
     cfg = tmp_path / "c.toml"
     cfg.write_text(text)
     # one line names every column still missing: the vocabulary of city, the bounds of
     # balance and calls (age's and job's come from party 1's schema)
     result = invoke("run", "--config", cfg, "--out", tmp_path / "o")
-    assert_one_line_error(result, "3 column(s) have no public parameter",
-                          "the categories of 'city'", "the bounds of 'balance', 'calls'")
+    assert_one_line_error(
+        result, "3 column(s) have no public parameter", "the categories of 'city'", "the bounds of 'balance', 'calls'"
+    )
     assert not (tmp_path / "o").exists()
     # declared in the schema, the run goes; its manifest cites the schema as the source
-    s2 = _schema(tmp_path, "p2.json", [
-        {"name": "cid", "type": "integer"},
-        {"name": "balance", "type": "number", "constraints": {"minimum": 0, "maximum": 3000}},
-        {"name": "city", "type": "string", "constraints": {"enum": ["north", "south"]}},
-        {"name": "calls", "type": "integer", "constraints": {"minimum": 0, "maximum": 10}}])
+    s2 = _schema(
+        tmp_path,
+        "p2.json",
+        [
+            {"name": "cid", "type": "integer"},
+            {"name": "balance", "type": "number", "constraints": {"minimum": 0, "maximum": 3000}},
+            {"name": "city", "type": "string", "constraints": {"enum": ["north", "south"]}},
+            {"name": "calls", "type": "integer", "constraints": {"minimum": 0, "maximum": 10}},
+        ],
+    )
     result = invoke("run", "--config", cfg, "--out", tmp_path / "o")
     assert result.returncode == 0, result.stderr
     man = json.loads((tmp_path / "o" / "manifest.json").read_text())
     scale = next(s for s in man["preprocessing"]["steps"] if s["step"] == "scale")
     assert scale["source"] == "schema"
     # a non-private run: a category list that misses a value the file holds points at it
-    _schema(tmp_path, "p1.json", [
-        {"name": "cid", "type": "integer"},
-        {"name": "age", "type": "integer", "constraints": {"minimum": 18, "maximum": 100}},
-        {"name": "job", "type": "string", "constraints": {"enum": ["admin", "services"]}}])
+    _schema(
+        tmp_path,
+        "p1.json",
+        [
+            {"name": "cid", "type": "integer"},
+            {"name": "age", "type": "integer", "constraints": {"minimum": 18, "maximum": 100}},
+            {"name": "job", "type": "string", "constraints": {"enum": ["admin", "services"]}},
+        ],
+    )
     plain = tmp_path / "plain.toml"
     plain.write_text(text.split("[solver]")[0] + "[solver]\nepochs = 2\n")
-    assert_one_line_error(invoke("run", "--config", plain, "--out", tmp_path / "p"),
-                          "the enum of field 'job' in the schema", "misses 'student'",
-                          "add it to the list")
+    assert_one_line_error(
+        invoke("run", "--config", plain, "--out", tmp_path / "p"),
+        "the enum of field 'job' in the schema",
+        "misses 'student'",
+        "add it to the list",
+    )
     listed = tmp_path / "listed.toml"
-    listed.write_text(text.split("[solver]")[0].replace(f'schema = "{s1}"\n', "")
-                      + '[preprocessing.categories]\njob = ["admin", "student"]\n'
-                      "[solver]\nepochs = 2\n")
-    assert_one_line_error(invoke("run", "--config", listed, "--out", tmp_path / "p"),
-                          "preprocessing.categories.job misses 'services'")
+    listed.write_text(
+        text.split("[solver]")[0].replace(f'schema = "{s1}"\n', "")
+        + '[preprocessing.categories]\njob = ["admin", "student"]\n'
+        "[solver]\nepochs = 2\n"
+    )
+    assert_one_line_error(
+        invoke("run", "--config", listed, "--out", tmp_path / "p"), "preprocessing.categories.job misses 'services'"
+    )
 
 
 def _vertical_shipped():
@@ -416,8 +484,11 @@ def _vertical_shipped():
     for path in ALL:
         config = load_config(path)
         # gisette's 5000 dense columns (its stand-in's too) make party files of 30M cells
-        if config.setting is Setting.VERTICAL and "gisette" not in config.data.dataset \
-                and "gisette" not in str(config.data.options.get("preset", "")):
+        if (
+            config.setting is Setting.VERTICAL
+            and "gisette" not in config.data.dataset
+            and "gisette" not in str(config.data.options.get("preset", ""))
+        ):
             # one config per dataset, solver and privacy: the others differ in hyper-parameters
             # or relation only, which party files do not touch (each split aligns ~30k IDs)
             key = (config.data.dataset, config.solver.name, config.privacy.claims_guarantee)
@@ -428,9 +499,9 @@ def _vertical_shipped():
 @pytest.mark.slow
 @pytest.mark.data
 @pytest.mark.parametrize("config,epochs", _vertical_shipped(), ids=lambda p: getattr(p, "stem", ""))
-def test_every_shipped_vertical_config_runs_from_party_files(config, epochs, tmp_path,
-                                                             monkeypatch, data_dir,
-                                                             one_psi_per_id_list):
+def test_every_shipped_vertical_config_runs_from_party_files(
+    config, epochs, tmp_path, monkeypatch, data_dir, one_psi_per_id_list
+):
     """`vfl datasets split --config` then `vfl run`: each kind of shipped vertical config from
     party files (at most two iterations; the own-data configs read the breast-cancer files of
     the manual's example)."""
@@ -438,8 +509,9 @@ def test_every_shipped_vertical_config_runs_from_party_files(config, epochs, tmp
 
     monkeypatch.chdir(tmp_path)
     write_breast_cancer(tmp_path)
-    split = invoke("datasets", "split", "--config", config, "--set",
-                   f"solver.epochs={min(2, epochs)}", "--out", "parts")
+    split = invoke(
+        "datasets", "split", "--config", config, "--set", f"solver.epochs={min(2, epochs)}", "--out", "parts"
+    )
     assert split.returncode == 0, split.stderr
     run = invoke("run", "--config", "parts/config.toml", "--out", "run", "--baselines", "none")
     assert run.returncode == 0, run.stderr

@@ -26,40 +26,43 @@ def _table(n=6):
     rng = np.random.default_rng(0)
     num = np.column_stack([rng.uniform(0, 10, n), rng.uniform(-5, 5, n)])
     cat = np.array([["a"], ["b"], ["a"], ["c"], ["b"], ["a"]][:n], dtype=object)
-    return RawTable(names=("x", "city", "z"), kinds=("numeric", "categorical", "numeric"),
-                    numeric=num, categorical=cat)
+    return RawTable(names=("x", "city", "z"), kinds=("numeric", "categorical", "numeric"), numeric=num, categorical=cat)
 
 
 def _raw(schema=None, defaults=None):
     t = _table()
     y = np.array([1.0, -1, 1, -1, 1, -1])
-    return RawDataset(name="toy", train=t, y_train=y, test=t, y_test=y, schema=schema,
-                      defaults=defaults or {})
+    return RawDataset(name="toy", train=t, y_train=y, test=t, y_test=y, schema=schema, defaults=defaults or {})
 
 
 def test_onehot_in_place_with_other_bucket_and_fixed_width():
     t = _table()
-    enc = Encoder(layout=t.names, kinds=dict(zip(t.names, t.kinds)),
-                  vocabularies={"city": ("a", "b")}, encoding="onehot", other=True)
+    enc = Encoder(
+        layout=t.names,
+        kinds=dict(zip(t.names, t.kinds)),
+        vocabularies={"city": ("a", "b")},
+        encoding="onehot",
+        other=True,
+    )
     X = enc.transform(t)
     assert enc.feature_names == ["x", "city=a", "city=b", "city=<other>", "z"]
     assert X.shape == (6, 5)
-    np.testing.assert_array_equal(X[:, 1:4], [[1, 0, 0], [0, 1, 0], [1, 0, 0], [0, 0, 1],
-                                              [0, 1, 0], [1, 0, 0]])
+    np.testing.assert_array_equal(X[:, 1:4], [[1, 0, 0], [0, 1, 0], [1, 0, 0], [0, 0, 1], [0, 1, 0], [1, 0, 0]])
     np.testing.assert_array_equal(X[:, 0], t.numeric[:, 0])
     # without the bucket the unseen value is an all-zero block; the width never depends on data
-    enc0 = Encoder(layout=t.names, kinds=dict(zip(t.names, t.kinds)),
-                   vocabularies={"city": ("a", "b")}, encoding="onehot")
+    enc0 = Encoder(
+        layout=t.names, kinds=dict(zip(t.names, t.kinds)), vocabularies={"city": ("a", "b")}, encoding="onehot"
+    )
     assert enc0.transform(t).shape == (6, 4) and enc0.transform(t)[3, 1:3].sum() == 0
-    ordinal = Encoder(layout=t.names, kinds=dict(zip(t.names, t.kinds)),
-                      vocabularies={"city": ("a", "b")}, encoding="ordinal")
+    ordinal = Encoder(
+        layout=t.names, kinds=dict(zip(t.names, t.kinds)), vocabularies={"city": ("a", "b")}, encoding="ordinal"
+    )
     np.testing.assert_array_equal(ordinal.transform(t)[:, 1], [0, 1, 0, 2, 1, 0])
 
 
 def test_minmax_clips_and_maps_to_range_closed_form():
     X = np.array([[-5.0, 2.0], [0.0, 4.0], [10.0, 100.0]])
-    s = Scaler("minmax", np.array([0, 1]), lo=np.array([0.0, 2.0]), hi=np.array([5.0, 6.0]),
-               lower=-1.0, upper=1.0)
+    s = Scaler("minmax", np.array([0, 1]), lo=np.array([0.0, 2.0]), hi=np.array([5.0, 6.0]), lower=-1.0, upper=1.0)
     np.testing.assert_allclose(s.transform(X), [[-1, -1], [-1, 0], [1, 1]])
     c = Scaler("clip", np.array([0]), lo=np.array([-1.0]), hi=np.array([1.0]))
     np.testing.assert_array_equal(c.transform(X)[:, 0], [-1, 0, 1])
@@ -91,9 +94,15 @@ def test_row_steps(sparse):
 
 
 def test_sources_schema_config_and_training_rows():
-    schema = Schema("toy", (ColumnSpec("x", "numeric", bounds=(0.0, 10.0)),
-                            ColumnSpec("city", "categorical", values=("a", "b", "c", "d")),
-                            ColumnSpec("z", "numeric")), citation="test")
+    schema = Schema(
+        "toy",
+        (
+            ColumnSpec("x", "numeric", bounds=(0.0, 10.0)),
+            ColumnSpec("city", "categorical", values=("a", "b", "c", "d")),
+            ColumnSpec("z", "numeric"),
+        ),
+        citation="test",
+    )
     raw = _raw(schema)
     stage = fit_stage(raw, {"scaling": "minmax", "bounds": {"z": [-5, 5]}}, private=True)
     steps = stage.describe("row")
@@ -104,37 +113,41 @@ def test_sources_schema_config_and_training_rows():
     assert loose.describe("row")[1]["source"] == "schema+training_rows"
 
 
-@pytest.mark.parametrize("spec,key", [
-    ({"scaling": "minmax"}, "preprocessing.bounds"),
-    ({"scaling": "standard"}, "preprocessing.stats"),
-    ({}, "preprocessing.categories.city"),
-])
+@pytest.mark.parametrize(
+    "spec,key",
+    [
+        ({"scaling": "minmax"}, "preprocessing.bounds"),
+        ({"scaling": "standard"}, "preprocessing.stats"),
+        ({}, "preprocessing.categories.city"),
+    ],
+)
 def test_private_run_refuses_parameters_from_training_rows(spec, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")) as err:
-        fit_stage(_raw(), {**spec, "categories": {"city": ["a", "b", "c"]}} if spec else spec,
-                  private=True)
+        fit_stage(_raw(), {**spec, "categories": {"city": ["a", "b", "c"]}} if spec else spec, private=True)
     assert "claims a guarantee" in str(err.value)
 
 
 def test_loader_level_fitting_is_refused_in_a_private_run():
     raw = _raw()
-    fitted = RawDataset(**{**raw.__dict__, "fitted": (("the width is read off the file",
-                                                      "data.n_features"),)})
+    fitted = RawDataset(**{**raw.__dict__, "fitted": (("the width is read off the file", "data.n_features"),)})
     with pytest.raises(ConfigError, match="data.n_features"):
         fit_stage(fitted, {"categories": {"city": ["a", "b", "c"]}}, private=True)
 
 
-@pytest.mark.parametrize("table,message", [
-    ({"bounds": [1, 1], "scaling": "minmax"}, "preprocessing.bounds: bounds need lower < upper"),
-    ({"bounds": [2, 1], "scaling": "clip"}, "lower < upper"),
-    ({"scaling": "standard", "stats": {"x": [0, 0]}}, "scale must be > 0"),
-    ({"categories": {"city": ["a", "a"]}}, "value 'a' is listed twice"),
-    ({"categories": {"city": []}}, "values is empty"),
-    ({"range": [0, 1]}, "preprocessing.range applies to scaling = 'minmax'"),
-    ({"scaling": "log"}, "preprocessing.scaling = 'log' is not one of"),
-    ({"row_clip": -1}, "preprocessing.row_clip must be a finite number > 0"),
-    ({"normalise_rows": True}, "unknown key 'preprocessing.normalise_rows'"),
-])
+@pytest.mark.parametrize(
+    "table,message",
+    [
+        ({"bounds": [1, 1], "scaling": "minmax"}, "preprocessing.bounds: bounds need lower < upper"),
+        ({"bounds": [2, 1], "scaling": "clip"}, "lower < upper"),
+        ({"scaling": "standard", "stats": {"x": [0, 0]}}, "scale must be > 0"),
+        ({"categories": {"city": ["a", "a"]}}, "value 'a' is listed twice"),
+        ({"categories": {"city": []}}, "values is empty"),
+        ({"range": [0, 1]}, "preprocessing.range applies to scaling = 'minmax'"),
+        ({"scaling": "log"}, "preprocessing.scaling = 'log' is not one of"),
+        ({"row_clip": -1}, "preprocessing.row_clip must be a finite number > 0"),
+        ({"normalise_rows": True}, "unknown key 'preprocessing.normalise_rows'"),
+    ],
+)
 def test_bad_specs_name_the_key(table, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         check_spec(table)
@@ -165,16 +178,17 @@ def test_adult_schema_covers_adult_data(data_dir):
 
 
 OLD_KEYS = [
-    ("[partition]\nnormalize_rows = true", "partition.normalize_rows moved to the [preprocessing] "
-     "section: set preprocessing.normalize_rows"),
+    (
+        "[partition]\nnormalize_rows = true",
+        "partition.normalize_rows moved to the [preprocessing] section: set preprocessing.normalize_rows",
+    ),
     ("[partition]\nintercept = false", "set preprocessing.intercept"),
 ]
 
 
 @pytest.mark.parametrize("extra,message", OLD_KEYS)
 def test_moved_keys_point_to_preprocessing(tmp_path, extra, message):
-    base = ("[data]\ndataset = \"synthetic\"\noptions = { n_train = 50, n_test = 20, "
-            "n_features = 4, seed = 1 }\n")
+    base = '[data]\ndataset = "synthetic"\noptions = { n_train = 50, n_test = 20, n_features = 4, seed = 1 }\n'
     cfg = tmp_path / "c.toml"
     cfg.write_text(base + extra.replace("[partition]", "[partition]\ncolumns = [2, 2]") + "\n")
     result = invoke("run", "--config", cfg, "--out", tmp_path / "o")
@@ -185,15 +199,16 @@ def test_moved_keys_point_to_preprocessing(tmp_path, extra, message):
 def test_private_run_with_fitted_scaling_stops_before_writing(tmp_path):
     csv = tmp_path / "d.csv"
     rng = np.random.default_rng(0)
-    rows = ["a,b,c,d,label"] + [",".join(f"{v:.3f}" for v in rng.normal(size=4)) + f",{i % 2}"
-                                 for i in range(60)]
+    rows = ["a,b,c,d,label"] + [",".join(f"{v:.3f}" for v in rng.normal(size=4)) + f",{i % 2}" for i in range(60)]
     csv.write_text("\n".join(rows) + "\n")
     cfg = tmp_path / "c.toml"
-    cfg.write_text(f'[data]\ndataset = "csv"\npath = "{csv}"\nlabel = "label"\n'
-                   "labels = [0, 1]\ntest_fraction = 0.25\nstratify = false\n"
-                   '[preprocessing]\nscaling = "standard"\nnormalize_rows = true\n'
-                   "[partition]\ncolumns = [2, 2]\n[solver]\nname = \"private_stacking\"\n"
-                   "epochs = 1\n[privacy]\nepsilon = 1.0\ndelta = 1e-5\n")
+    cfg.write_text(
+        f'[data]\ndataset = "csv"\npath = "{csv}"\nlabel = "label"\n'
+        "labels = [0, 1]\ntest_fraction = 0.25\nstratify = false\n"
+        '[preprocessing]\nscaling = "standard"\nnormalize_rows = true\n'
+        '[partition]\ncolumns = [2, 2]\n[solver]\nname = "private_stacking"\n'
+        "epochs = 1\n[privacy]\nepsilon = 1.0\ndelta = 1e-5\n"
+    )
     out = tmp_path / "o"
     result = invoke("run", "--config", cfg, "--out", out)
     assert_one_line_error(result, "set preprocessing.stats")

@@ -139,13 +139,14 @@ def test_heterogeneous_noise_matches_z_eff():
 
 def test_gaussian_events_groups_consecutive_equal_multipliers():
     event = gaussian_events([2.0, 2.0, 2.0, 5.0, 2.0])
-    assert event == dp_accounting.ComposedDpEvent([
-        dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(2.0), 3),
-        dp_accounting.GaussianDpEvent(5.0),
-        dp_accounting.GaussianDpEvent(2.0),
-    ])
-    assert gaussian_events([3.0] * 1000) == dp_accounting.SelfComposedDpEvent(
-        dp_accounting.GaussianDpEvent(3.0), 1000)
+    assert event == dp_accounting.ComposedDpEvent(
+        [
+            dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(2.0), 3),
+            dp_accounting.GaussianDpEvent(5.0),
+            dp_accounting.GaussianDpEvent(2.0),
+        ]
+    )
+    assert gaussian_events([3.0] * 1000) == dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(3.0), 1000)
     assert gaussian_events([3.0]) == dp_accounting.GaussianDpEvent(3.0)
 
 
@@ -160,8 +161,7 @@ def test_laplace_event():
     # a single Laplace mechanism of scale b is (1/b, 0)-DP, and no better
     eps = epsilon_of(laplace_event(2.0), DELTA)
     assert 0.5 * 0.999 <= eps <= 0.5 + 1e-6
-    assert laplace_event(2.0, 10) == dp_accounting.SelfComposedDpEvent(
-        dp_accounting.LaplaceDpEvent(2.0), 10)
+    assert laplace_event(2.0, 10) == dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(2.0), 10)
     assert epsilon_of(laplace_event(2.0, 10), DELTA) < 10 * 0.5  # beats basic composition
 
 
@@ -214,8 +214,7 @@ def test_epsilon_curve_constant_noise(accountant):
     assert curve.shape == (300,)
     assert _strictly_increasing(list(curve))
     for t in (1, 17, 300):
-        assert curve[t - 1] == pytest.approx(
-            epsilon_of(gaussian_events([4.84] * t), DELTA, accountant), rel=1e-9)
+        assert curve[t - 1] == pytest.approx(epsilon_of(gaussian_events([4.84] * t), DELTA, accountant), rel=1e-9)
 
 
 def test_epsilon_curve_varying_noise_matches_composition():

@@ -1,7 +1,6 @@
 """The privacy findings on real a9a (slow suite): the audit refutes the paper's
 accounting and passes every mechanism that claims a guarantee."""
 
-
 import pytest
 from shipped import paper_configs
 
@@ -21,8 +20,7 @@ def test_the_papers_lemma_1_accounting_is_refuted_on_a9a(data_dir):
     """
     config = load_config(CONFIGS / "privacy-a9a.toml")
     # one pair (the worst candidate) and 10 runs refute it: 18 s of CPU against 42 with 2 x 20
-    report = audit_config(config, data_dir=data_dir, K=10, seed=0, kinds=("adversarial",),
-                          max_pairs=1)
+    report = audit_config(config, data_dir=data_dir, K=10, seed=0, kinds=("adversarial",), max_pairs=1)
     assert report.claims["lemma1"][0] == pytest.approx(8.0, rel=1e-3)
     assert report.verdict("lemma1") == "REFUTED"
     assert report.verdict("guarantee") == "PASS"  # the sound epsilon of the same noise
@@ -32,7 +30,6 @@ def test_the_papers_lemma_1_accounting_is_refuted_on_a9a(data_dir):
 def test_sound_accounting_passes_its_audit_on_a9a(data_dir, name):
     # 5 epochs keep it short: sigma is calibrated for them, the claim is still (8, 1e-5)
     config = load_config(CONFIGS / f"{name}.toml", ["solver.epochs=5"])
-    report = audit_config(config, data_dir=data_dir, K=10, seed=0, kinds=("adversarial",),
-                          max_pairs=1)
+    report = audit_config(config, data_dir=data_dir, K=10, seed=0, kinds=("adversarial",), max_pairs=1)
     assert report.claims["guarantee"][0] == pytest.approx(8.0, rel=1e-3)
     assert report.verdict("guarantee") == "PASS"

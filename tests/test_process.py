@@ -21,8 +21,9 @@ print(on, keep_freed_memory() == on if {on} else True, faults() - f)
 
 
 def _child(on: bool):
-    out = subprocess.run([sys.executable, "-c", _REUSE.format(on=on)], capture_output=True,
-                         text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", _REUSE.format(on=on)], capture_output=True, text=True, check=True
+    ).stdout.split()
     return out[0] == "True", out[1] == "True", int(out[2])
 
 

@@ -37,6 +37,7 @@ def _dense(X) -> np.ndarray:
 
 # --------------------------------------------------------------------- record lines --
 
+
 def test_one_record_per_line_and_a_final_newline_adds_none():
     assert record_lines(b"a\nb\n") == [b"a", b"b"]
     assert record_lines(b"a\nb") == [b"a", b"b"]
@@ -84,8 +85,7 @@ LIBSVM_KINDS = {
 def _libsvm(tmp_path, train: bytes, **options):
     (tmp_path / "train.svm").write_bytes(train)
     (tmp_path / "test.svm").write_bytes(SVM_TEST)
-    opts = {"path": str(tmp_path / "train.svm"), "test_path": str(tmp_path / "test.svm"),
-            **SVM_OPTIONS, **options}
+    opts = {"path": str(tmp_path / "train.svm"), "test_path": str(tmp_path / "test.svm"), **SVM_OPTIONS, **options}
     return load_raw("libsvm", options=opts, strict=False)
 
 
@@ -107,12 +107,23 @@ def test_libsvm_record_takes_its_public_default(tmp_path, kind):
     np.testing.assert_array_equal(X1[2], row)
     assert raw.y_train[2] == label
     # the strict reading (a run that claims no guarantee) still refuses what it refused
-    if kind not in ("unknown label", "label 0", "carriage return", "blank line", "comment line",
-                    "no label", "nan label", "index 0", "malformed token"):
+    if kind not in (
+        "unknown label",
+        "label 0",
+        "carriage return",
+        "blank line",
+        "comment line",
+        "no label",
+        "nan label",
+        "index 0",
+        "malformed token",
+    ):
         (tmp_path / "train.svm").write_bytes(_replace(SVM, 2, hostile))
         with pytest.raises(DataError):
-            load_raw("libsvm", options={"path": str(tmp_path / "train.svm"),
-                                        "test_path": str(tmp_path / "test.svm"), **SVM_OPTIONS})
+            load_raw(
+                "libsvm",
+                options={"path": str(tmp_path / "train.svm"), "test_path": str(tmp_path / "test.svm"), **SVM_OPTIONS},
+            )
 
 
 def test_libsvm_fast_parse_is_the_per_record_function(tmp_path, monkeypatch):
@@ -128,41 +139,45 @@ def test_libsvm_fast_parse_is_the_per_record_function(tmp_path, monkeypatch):
     assert fast.provenance["diagnostic"]["repairs"]["train"]["records_incomplete"] == 0
     hostile = _libsvm(tmp_path, _replace(SVM, 2, b"7 1:nan 9:1"))
     assert hostile.provenance["diagnostic"]["repairs"]["train"] == {
-        "records_incomplete": 1, "labels_missing": 1, "fields_missing": {"entries": 2},
-        "records_malformed": 0}
+        "records_incomplete": 1,
+        "labels_missing": 1,
+        "fields_missing": {"entries": 2},
+        "records_malformed": 0,
+    }
 
 
 def test_a_private_libsvm_run_declares_what_it_reads(tmp_path):
     path = str(tmp_path / "absent.svm")  # refused before any file is read
     base = {"path": path, "test_fraction": 0.2, "stratify": False}
-    with pytest.raises(ConfigError, match="the width would be the largest feature index .*"
-                                          "set data.n_features"):
-        load_raw("libsvm", options={**base, "zero_based": False, "labels": [0, 1]},
-                 strict=False)
+    with pytest.raises(ConfigError, match="the width would be the largest feature index .*set data.n_features"):
+        load_raw("libsvm", options={**base, "zero_based": False, "labels": [0, 1]}, strict=False)
     with pytest.raises(ConfigError, match="index base would be detected .*set data.zero_based"):
         load_raw("libsvm", options={**base, "n_features": 3, "labels": [0, 1]}, strict=False)
     with pytest.raises(ConfigError, match="set data.labels = \\[negative, positive\\]"):
         load_raw("libsvm", options={**base, "n_features": 3, "zero_based": False}, strict=False)
     with pytest.raises(ConfigError, match="set data.stratify = false"):
-        load_raw("libsvm", options={**base, "n_features": 3, "zero_based": False,
-                                    "labels": [0, 1], "stratify": True}, strict=False)
+        load_raw(
+            "libsvm",
+            options={**base, "n_features": 3, "zero_based": False, "labels": [0, 1], "stratify": True},
+            strict=False,
+        )
     with pytest.raises(DataError, match="labels must be \\[negative, positive\\]"):
-        load_raw("libsvm", options={**base, "n_features": 3, "zero_based": False,
-                                    "labels": [1, 1]}, strict=False)
+        load_raw("libsvm", options={**base, "n_features": 3, "zero_based": False, "labels": [1, 1]}, strict=False)
 
 
 def test_a_test_fraction_split_depends_on_n_alone(tmp_path):
     (tmp_path / "t.svm").write_bytes(SVM * 4)
-    opts = {"path": str(tmp_path / "t.svm"), "test_fraction": 0.25, "stratify": False,
-            **SVM_OPTIONS}
+    opts = {"path": str(tmp_path / "t.svm"), "test_fraction": 0.25, "stratify": False, **SVM_OPTIONS}
     base = load_raw("libsvm", options=opts, strict=False)
     (tmp_path / "t.svm").write_bytes(_replace(SVM * 4, 7, b"junk junk"))
     raw = load_raw("libsvm", options=opts, strict=False)
     assert raw.train.n_rows == base.train.n_rows == 15 and raw.test.n_rows == 5
-    changed = np.flatnonzero(np.any(_dense(raw.train.numeric) != _dense(base.train.numeric),
-                                    axis=1) | (raw.y_train != base.y_train))
-    changed_t = np.flatnonzero(np.any(_dense(raw.test.numeric) != _dense(base.test.numeric),
-                                      axis=1) | (raw.y_test != base.y_test))
+    changed = np.flatnonzero(
+        np.any(_dense(raw.train.numeric) != _dense(base.train.numeric), axis=1) | (raw.y_train != base.y_train)
+    )
+    changed_t = np.flatnonzero(
+        np.any(_dense(raw.test.numeric) != _dense(base.test.numeric), axis=1) | (raw.y_test != base.y_test)
+    )
     assert changed.size + changed_t.size == 1
 
 
@@ -200,8 +215,14 @@ CSV_KINDS = {
 def _csv(tmp_path, train: bytes, **options):
     (tmp_path / "d.csv").write_bytes(train)
     (tmp_path / "t.csv").write_bytes(CSV_TEST)
-    opts = {"path": str(tmp_path / "d.csv"), "test_path": str(tmp_path / "t.csv"),
-            "label": "label", "labels": [0, 1], "categorical_columns": ["city"], **options}
+    opts = {
+        "path": str(tmp_path / "d.csv"),
+        "test_path": str(tmp_path / "t.csv"),
+        "label": "label",
+        "labels": [0, 1],
+        "categorical_columns": ["city"],
+        **options,
+    }
     return load_raw("csv", options=opts, strict=False)
 
 
@@ -218,8 +239,11 @@ def test_csv_record_takes_its_public_default(tmp_path, kind):
     np.testing.assert_array_equal(raw.train.numeric[1], [a, b])
     assert raw.train.categorical[1, 0] == city and raw.y_train[1] == label
     # with the categories declared, the stage of a private run bounds the row
-    stage = fit_stage(raw, {"categories": {"city": ["x", "y"]}, "scaling": "minmax",
-                            "bounds": [0.0, 5.0], "normalize_rows": True}, private=True)
+    stage = fit_stage(
+        raw,
+        {"categories": {"city": ["x", "y"]}, "scaling": "minmax", "bounds": [0.0, 5.0], "normalize_rows": True},
+        private=True,
+    )
     X = stage.rows.apply(stage.columns(raw.train))
     assert np.all(np.isfinite(X)) and np.all(np.linalg.norm(X, axis=1) <= 1 + 1e-12)
 
@@ -240,8 +264,13 @@ def test_csv_fill_is_public_and_per_column(tmp_path):
 
 
 def test_csv_strict_reading_is_unchanged_and_reads_declared_labels(tmp_path):
-    opts = {"path": str(tmp_path / "d.csv"), "test_path": str(tmp_path / "t.csv"),
-            "label": "label", "labels": [0, 1], "categorical_columns": ["city"]}
+    opts = {
+        "path": str(tmp_path / "d.csv"),
+        "test_path": str(tmp_path / "t.csv"),
+        "label": "label",
+        "labels": [0, 1],
+        "categorical_columns": ["city"],
+    }
     _csv(tmp_path, CSV)
     strict = load_raw("csv", options=opts)
     lenient = load_raw("csv", options=opts, strict=False)
@@ -281,9 +310,23 @@ ORIGINAL = (50.0, 83311.0, 13.0, 0.0, 0.0, 13.0)
 
 
 def _adult_line(**changes) -> bytes:
-    names = ("age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
-             "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
-             "hours-per-week", "native-country", "income")
+    names = (
+        "age",
+        "workclass",
+        "fnlwgt",
+        "education",
+        "education-num",
+        "marital-status",
+        "occupation",
+        "relationship",
+        "race",
+        "sex",
+        "capital-gain",
+        "capital-loss",
+        "hours-per-week",
+        "native-country",
+        "income",
+    )
     fields = dict(zip(names, _FIELDS))
     fields.update({k.replace("_", "-"): v for k, v in changes.items()})
     return b", ".join(fields.values())
@@ -300,8 +343,7 @@ ADULT_KINDS = {
     "question mark": (_adult_line(occupation=b"?"), ORIGINAL, MISSING, 1),
     "empty field": (_adult_line(occupation=b""), ORIGINAL, MISSING, 1),
     "malformed number": (_adult_line(age=b"old"), _with(0, 17.0), "Exec-managerial", 1),
-    "question mark number": (_adult_line(hours_per_week=b"?"), _with(5, 1.0),
-                             "Exec-managerial", 1),
+    "question mark number": (_adult_line(hours_per_week=b"?"), _with(5, 1.0), "Exec-managerial", 1),
     "nan": (_adult_line(capital_gain=b"nan"), ORIGINAL, "Exec-managerial", 1),
     "inf": (_adult_line(age=b"inf"), _with(0, 17.0), "Exec-managerial", 1),
     "unknown label": (_adult_line(income=b"maybe"), ORIGINAL, "Exec-managerial", -1),
@@ -324,6 +366,7 @@ def small_adult(tmp_path, monkeypatch):
         (tmp_path / "adult.data").write_bytes(data)
         (tmp_path / "adult.test").write_bytes(ADULT_TEST)
         return tmp_path
+
     return write
 
 
@@ -331,8 +374,7 @@ def small_adult(tmp_path, monkeypatch):
 def test_adult_record_takes_its_public_default(small_adult, kind):
     base = load_raw("adult", small_adult(), verify=False, strict=False)
     hostile, numeric, occupation, label = ADULT_KINDS[kind]
-    raw = load_raw("adult", small_adult(_replace(ADULT, 1, hostile)), verify=False,
-                   strict=False)
+    raw = load_raw("adult", small_adult(_replace(ADULT, 1, hostile)), verify=False, strict=False)
     keep = [0, 2, 3]
     assert raw.train.n_rows == 4 and raw.test.n_rows == 2
     np.testing.assert_array_equal(raw.train.numeric[keep], base.train.numeric[keep])
@@ -348,8 +390,13 @@ def test_adult_record_takes_its_public_default(small_adult, kind):
     X = stage.rows.apply(X)
     assert np.all(np.linalg.norm(X, axis=1) <= 1 + 1e-12)
     # the paper's cleaning drops the record (a public rule on that record alone)
-    dropped = load_raw("adult", small_adult(_replace(ADULT, 1, hostile)), verify=False,
-                       strict=False, options={"missing": "drop", "cleaned_by": "Huang et al."})
+    dropped = load_raw(
+        "adult",
+        small_adult(_replace(ADULT, 1, hostile)),
+        verify=False,
+        strict=False,
+        options={"missing": "drop", "cleaned_by": "Huang et al."},
+    )
     assert dropped.cleaning == Cleaning(by="Huang et al.")
     np.testing.assert_array_equal(dropped.train.numeric, base.train.numeric[keep])
     np.testing.assert_array_equal(dropped.y_train, base.y_train[keep])
@@ -357,30 +404,38 @@ def test_adult_record_takes_its_public_default(small_adult, kind):
 
 
 def test_adult_fill_and_options(small_adult):
-    raw = load_raw("adult", small_adult(_replace(ADULT, 1, _adult_line(age=b"?"))),
-                   verify=False, strict=False, options={"fill": {"age": 38}})
+    raw = load_raw(
+        "adult",
+        small_adult(_replace(ADULT, 1, _adult_line(age=b"?"))),
+        verify=False,
+        strict=False,
+        options={"fill": {"age": 38}},
+    )
     assert raw.train.numeric[1, 0] == 38.0
-    for options, message in (({"missing": "impute"}, "missing must be \"drop\""),
-                             ({"cleaned_by": "Huang et al."}, "with missing = 'default'"),
-                             ({"fill": {"sex": 1}}, "fill.sex: not a numeric column"),
-                             ({"fill": {"age": "x"}}, "fill.age must be a finite number")):
+    for options, message in (
+        ({"missing": "impute"}, 'missing must be "drop"'),
+        ({"cleaned_by": "Huang et al."}, "with missing = 'default'"),
+        ({"fill": {"sex": 1}}, "fill.sex: not a numeric column"),
+        ({"fill": {"age": "x"}}, "fill.age must be a finite number"),
+    ):
         with pytest.raises(DataError, match=message):
             load_raw("adult", small_adult(), verify=False, strict=False, options=options)
     # a file that does not hold the documented records is refused (its line structure, not
     # what a record holds)
     with pytest.raises(DataError, match="adult.data: 3 lines after 0 header line"):
-        load_raw("adult", small_adult(b"\n".join(ADULT.split(b"\n")[:3]) + b"\n"),
-                 verify=False, strict=False)
+        load_raw("adult", small_adult(b"\n".join(ADULT.split(b"\n")[:3]) + b"\n"), verify=False, strict=False)
 
 
 def test_adult_strict_reading_keeps_its_refusals(small_adult):
     directory = small_adult()
     raw = load_raw("adult", directory, verify=False)  # strict: '?' drops, as before
     assert raw.train.n_rows == 4 and raw.provenance["missing"] == "drop"
-    for hostile, message in ((_adult_line(age=b"nan"), "column age is not numeric"),
-                             (_adult_line(age=b"inf"), "record 2: age is not a finite number"),
-                             (_adult_line(age=b"old"), "column age is not numeric"),
-                             (_adult_line(income=b"maybe"), "unexpected income label")):
+    for hostile, message in (
+        (_adult_line(age=b"nan"), "column age is not numeric"),
+        (_adult_line(age=b"inf"), "record 2: age is not a finite number"),
+        (_adult_line(age=b"old"), "column age is not numeric"),
+        (_adult_line(income=b"maybe"), "unexpected income label"),
+    ):
         small_adult(_replace(ADULT, 1, hostile))
         with pytest.raises(DataError, match=message):
             load_raw("adult", directory, verify=False)
@@ -393,9 +448,9 @@ def test_adult_strict_reading_keeps_its_refusals(small_adult):
 
 # ------------------------------------------------------------------ registry files --
 
+
 def test_gisette_is_refused_before_any_file_is_read(tmp_path):
-    with pytest.raises(ConfigError, match="gisette: the loader's min/max scaling .* set "
-                                          "data.dataset"):
+    with pytest.raises(ConfigError, match="gisette: the loader's min/max scaling .* set data.dataset"):
         load_raw("gisette", tmp_path / "nowhere", strict=False)
 
 
@@ -408,6 +463,7 @@ def test_strict_a9a_and_gisette_refuse_nan(tmp_path):
 
 # --------------------------------------------------------------- the bound checks --
 
+
 def test_nan_passes_no_bound_check():
     from vfl.admm.consensus.data import enforce_row_bound
     from vfl.decentralized.problem import merge_domains
@@ -417,10 +473,10 @@ def test_nan_passes_no_bound_check():
         with pytest.raises(ValueError, match="not a finite number"):
             enforce_row_bound(A, mode)
     # numpy's max keeps the NaN of any group (the builtin dropped it when not first)
-    parts = [{"labels01": True, "labels_pm": False, "zmin": 0.0, "zmax": 0.5, "rmax": 0.5,
-              "samples": 1, "d": 2},
-             {"labels01": True, "labels_pm": False, "zmin": np.nan, "zmax": np.nan,
-              "rmax": np.nan, "samples": 1, "d": 2}]
+    parts = [
+        {"labels01": True, "labels_pm": False, "zmin": 0.0, "zmax": 0.5, "rmax": 0.5, "samples": 1, "d": 2},
+        {"labels01": True, "labels_pm": False, "zmin": np.nan, "zmax": np.nan, "rmax": np.nan, "samples": 1, "d": 2},
+    ]
     merged = merge_domains(parts)
     assert np.isnan(merged["rmax"]) and np.isnan(merged["zmax"])
     # a NaN row is never taken for a row within the clip: it stays NaN, which every
@@ -434,4 +490,5 @@ def test_the_relation_is_stated_on_the_cleaned_file():
     assert stated_on(words, None) == words
     assert stated_on(words, Cleaning(by="Huang et al.")) == (
         "one record replaced; on the cleaned file (records with a missing or malformed field "
-        "removed before the mechanism, as Huang et al. did)")
+        "removed before the mechanism, as Huang et al. did)"
+    )

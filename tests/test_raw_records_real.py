@@ -37,25 +37,23 @@ REPLACED = 100  # the record (0-based line of the file, after a CSV's header) re
 
 # ----------------------------------------------------------------- the real files --
 
+
 def _lines_of(path: Path) -> list[bytes]:
-    return bz2.open(path).read().split(b"\n") if path.suffix == ".bz2" else \
-        path.read_bytes().split(b"\n")
+    return bz2.open(path).read().split(b"\n") if path.suffix == ".bz2" else path.read_bytes().split(b"\n")
 
 
 #: family -> (the shipped private configs whose stage reads it, its hostile kinds)
 FAMILIES = {
     "a9a": (["private_utility/private-stacking-a9a"], _a9a_kinds),
     "libsvm": (["private_utility/private-stacking-a9a"], _a9a_kinds),
-    "adult": (["private_utility/private-utility-admm-adult", "dp_admm/dp-admm-l2"],
-              _adult_kinds),
+    "adult": (["private_utility/private-utility-admm-adult", "dp_admm/dp-admm-l2"], _adult_kinds),
     "csv": (["own-data/stacking", "own-data/dp-admm"], _csv_kinds),
 }
 
 
 def _config_path(name: str) -> Path:
     folder, stem = name.split("/")
-    return (ROOT / "configs" / "own-data" if folder == "own-data"
-            else paper_configs(folder)) / f"{stem}.toml"
+    return (ROOT / "configs" / "own-data" if folder == "own-data" else paper_configs(folder)) / f"{stem}.toml"
 
 
 @pytest.fixture(scope="module")
@@ -72,9 +70,12 @@ def real_files(tmp_path_factory, data_dir):
 def _write_family(family: str, originals: Path, target: Path, hostile: dict[int, bytes]):
     """A copy of the family's files in ``target`` with records ``hostile`` replaced."""
     target.mkdir(parents=True, exist_ok=True)
-    names = {"a9a": ("a9a", "a9a.t"), "libsvm": ("a9a", "a9a.t"),
-             "adult": ("adult.data", "adult.test"),
-             "csv": ("breast_cancer.csv", "breast_cancer_test.csv")}[family]
+    names = {
+        "a9a": ("a9a", "a9a.t"),
+        "libsvm": ("a9a", "a9a.t"),
+        "adult": ("adult.data", "adult.test"),
+        "csv": ("breast_cancer.csv", "breast_cancer_test.csv"),
+    }[family]
     header = 1 if family == "csv" else 0
     for name in names:
         shutil.copy(originals / name, target / name)
@@ -89,10 +90,19 @@ def _config(family: str, name: str, directory: Path):
     if family != "libsvm":
         return load_config(path)
     # the user's own LIBSVM file: a9a under another name, read with the public options
-    text = path.read_text().replace('dataset = "a9a"', "\n".join([
-        'dataset = "libsvm"', f'path = "{directory / "a9a"}"',
-        f'test_path = "{directory / "a9a.t"}"', "n_features = 123", "zero_based = false",
-        "labels = [-1, 1]"]))
+    text = path.read_text().replace(
+        'dataset = "a9a"',
+        "\n".join(
+            [
+                'dataset = "libsvm"',
+                f'path = "{directory / "a9a"}"',
+                f'test_path = "{directory / "a9a.t"}"',
+                "n_features = 123",
+                "zero_based = false",
+                "labels = [-1, 1]",
+            ]
+        ),
+    )
     copy = directory / "libsvm.toml"
     copy.write_text(text)
     return load_config(copy)
@@ -145,34 +155,36 @@ def _check(family, name, kinds, originals, tmp, monkeypatch, cache):
     config0 = _config(family, name, base_dir)
     raw0, rows0, _, _ = _read(family, config0, base_dir, monkeypatch, cache)
     header = 1 if family == "csv" else 0
-    source = {"a9a": "a9a", "libsvm": "a9a", "adult": "adult.data",
-              "csv": "breast_cancer.csv"}[family]
+    source = {"a9a": "a9a", "libsvm": "a9a", "adult": "adult.data", "csv": "breast_cancer.csv"}[family]
     lines = (originals / source).read_bytes().split(b"\n")[header:]
-    hostile = {REPLACED + j: record for j, record in
-               enumerate(FAMILIES[family][1](lines[REPLACED]).get(k) for k in kinds)}
+    hostile = {
+        REPLACED + j: record for j, record in enumerate(FAMILIES[family][1](lines[REPLACED]).get(k) for k in kinds)
+    }
     host_dir = tmp / f"{name.replace('/', '-')}-{len(kinds)}-{kinds[0].replace(' ', '_')}"
     _write_family(family, originals, host_dir, hostile)
     config1 = _config(family, name, host_dir)
     raw1, rows1, blocks1, stage1 = _read(family, config1, host_dir, monkeypatch, {})
     A0, A1 = _dense(rows0), _dense(rows1)
     if raw1.cleaning is not None:  # the paper's cleaned file: records dropped by a public rule
-        records = lines[:FILE_RECORDS[source].count]
+        records = lines[: FILE_RECORDS[source].count]
         complete = [i for i, line in enumerate(records) if b"?" not in line]
-        kept = [i for i in complete if i not in hostile or hostile[i] == lines[i]
-                or kinds[i - REPLACED] == "unseen and huge"]
+        kept = [
+            i
+            for i in complete
+            if i not in hostile or hostile[i] == lines[i] or kinds[i - REPLACED] == "unseen and huge"
+        ]
         assert A1.shape == (len(kept), A0.shape[1])
         at0 = {i: r for r, i in enumerate(complete)}
         same = [r for r, i in enumerate(kept) if i not in hostile]
         assert np.array_equal(A1[same], A0[[at0[kept[r]] for r in same]])
-        _bounded(config1, raw1, rows1, blocks1, stage1,
-                 [r for r, i in enumerate(kept) if i in hostile])
+        _bounded(config1, raw1, rows1, blocks1, stage1, [r for r, i in enumerate(kept) if i in hostile])
         return
     assert A1.shape == A0.shape and raw1.test.n_rows == raw0.test.n_rows  # N fixed
     if family == "csv":  # the held-out quarter may hold a replaced record
-        changed = np.flatnonzero(np.any(_dense(raw0.train.numeric) != _dense(raw1.train.numeric),
-                                        axis=1) | (raw0.y_train != raw1.y_train)).tolist()
-        changed_t = np.any(raw0.test.numeric != raw1.test.numeric, axis=1) | \
-            (raw0.y_test != raw1.y_test)
+        changed = np.flatnonzero(
+            np.any(_dense(raw0.train.numeric) != _dense(raw1.train.numeric), axis=1) | (raw0.y_train != raw1.y_train)
+        ).tolist()
+        changed_t = np.any(raw0.test.numeric != raw1.test.numeric, axis=1) | (raw0.y_test != raw1.y_test)
         # a replaced record whose default is what it held (a label 0 that became -1) is equal
         assert len(changed) + changed_t.sum() <= len(kinds)
         assert np.array_equal(raw0.test.numeric[~changed_t], raw1.test.numeric[~changed_t])
@@ -188,27 +200,32 @@ CASES = [(family, name) for family, (names, _) in FAMILIES.items() for name in n
 
 @pytest.mark.data
 @pytest.mark.parametrize("family,name", CASES, ids=[f"{f}-{n.split('/')[1]}" for f, n in CASES])
-def test_every_hostile_kind_at_once(family, name, real_files, tmp_path_factory, monkeypatch,
-                                    originals_cache):
+def test_every_hostile_kind_at_once(family, name, real_files, tmp_path_factory, monkeypatch, originals_cache):
     """The fast tier: every hostile kind of the family, each in its own record, one file."""
-    kinds = list(FAMILIES[family][1](b"1 1:1" if family in ("a9a", "libsvm") else
-                                     b", ".join([b"x"] * 15) if family == "adult" else b"x,x,x,x"))
+    kinds = list(
+        FAMILIES[family][1](
+            b"1 1:1" if family in ("a9a", "libsvm") else b", ".join([b"x"] * 15) if family == "adult" else b"x,x,x,x"
+        )
+    )
     tmp = tmp_path_factory.getbasetemp() / f"raw-{family}"
     _check(family, name, kinds, real_files, tmp, monkeypatch, originals_cache)
 
 
-SLOW_CASES = [(family, name, kind) for family, name in CASES
-              for kind in FAMILIES[family][1](b"1 1:1" if family in ("a9a", "libsvm") else
-                                              b", ".join([b"x"] * 15) if family == "adult"
-                                              else b"x,x,x,x")]
+SLOW_CASES = [
+    (family, name, kind)
+    for family, name in CASES
+    for kind in FAMILIES[family][1](
+        b"1 1:1" if family in ("a9a", "libsvm") else b", ".join([b"x"] * 15) if family == "adult" else b"x,x,x,x"
+    )
+]
 
 
 @pytest.mark.slow
 @pytest.mark.data
-@pytest.mark.parametrize("family,name,kind", SLOW_CASES,
-                         ids=[f"{f}-{n.split('/')[1]}-{k}" for f, n, k in SLOW_CASES])
-def test_each_hostile_kind_in_record_100(family, name, kind, real_files, tmp_path_factory,
-                                         monkeypatch, originals_cache):
+@pytest.mark.parametrize("family,name,kind", SLOW_CASES, ids=[f"{f}-{n.split('/')[1]}-{k}" for f, n, k in SLOW_CASES])
+def test_each_hostile_kind_in_record_100(
+    family, name, kind, real_files, tmp_path_factory, monkeypatch, originals_cache
+):
     tmp = tmp_path_factory.getbasetemp() / f"raw-{family}"
     _check(family, name, [kind], real_files, tmp, monkeypatch, originals_cache)
 
@@ -235,8 +252,10 @@ def test_the_runs_state_their_records(real_files):
     config = load_config(paper_configs("dp_admm") / "dp-admm-l2.toml", quick)
     result = run_experiment(config, data_dir=real_files, with_baselines=False)
     relation = result.manifest.dump()["privacy"]["neighbouring"]
-    assert relation.endswith("; on the cleaned file (records with a missing or malformed field "
-                             "removed before the mechanism, as Huang et al. did)")
+    assert relation.endswith(
+        "; on the cleaned file (records with a missing or malformed field "
+        "removed before the mechanism, as Huang et al. did)"
+    )
     assert relation in run_summary(result, real_files / "out", 1.0)
     provenance = result.manifest.dump()["dataset"]["provenance"]
     assert provenance["missing"] == "drop" and provenance["cleaning"]["by"] == "Huang et al."

@@ -32,14 +32,16 @@ def _ci_lines() -> list[str]:
     return [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
 
 
-@pytest.mark.parametrize("marker", ["main job: .ci/run runs exactly this line",
-                                    "test command: .ci/run runs exactly this line"])
+@pytest.mark.parametrize(
+    "marker", ["main job: .ci/run runs exactly this line", "test command: .ci/run runs exactly this line"]
+)
 def test_the_two_commands_are_what_ci_runs(marker):
     command = _block_after(marker).strip()
     assert "\n" not in command, "one line each"
     ci = _ci_lines()
-    assert any(line == command or line.startswith(command + " ||") for line in ci), \
+    assert any(line == command or line.startswith(command + " ||") for line in ci), (
         f"{command!r} is not a line of .ci/run"
+    )
 
 
 def test_config_listings_are_the_shipped_files():
@@ -55,12 +57,13 @@ def test_every_file_the_docs_name_exists():
     for page in PAGES:
         text = page.read_text()
         for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
-            if not target.startswith(("http://", "https://")) and \
-                    not (page.parent / target).exists():
+            if not target.startswith(("http://", "https://")) and not (page.parent / target).exists():
                 missing.append(f"{page.relative_to(REPO)}: {target}")
-        missing += [f"{page.relative_to(REPO)}: {n}"
-                    for n in re.findall(r"`(configs/[\w.-]+\.toml)`", text)
-                    if not (REPO / n).exists()]
+        missing += [
+            f"{page.relative_to(REPO)}: {n}"
+            for n in re.findall(r"`(configs/[\w.-]+\.toml)`", text)
+            if not (REPO / n).exists()
+        ]
     assert not missing, missing
 
 
@@ -147,8 +150,7 @@ def test_measured_tables_are_the_ones_the_script_writes():
     names = re.findall(r"<!-- table: ([\w-]+) -->", DOCS)
     assert {"audits", "utility-a9a", "utility-adult"} <= set(names)
     facts = set(re.findall(r"<!-- fact: ([\w.-]+) -->", DOCS))
-    assert facts == set(tables.FACTS), ("facts no page quotes",
-                                         sorted(set(tables.FACTS) - facts))
+    assert facts == set(tables.FACTS), ("facts no page quotes", sorted(set(tables.FACTS) - facts))
     for page in PAGES:
         text = page.read_text()
         assert tables.render(text) == text, f"{page.name}: run python docs/readme_tables.py"
@@ -157,29 +159,39 @@ def test_measured_tables_are_the_ones_the_script_writes():
 
 def test_a_fact_mark_is_rewritten_from_its_csv_or_refused(tmp_path, monkeypatch):
     tables = _readme_tables()
-    (tmp_path / "runs.csv").write_text("config,scale,verdict,epsilon,delta\n"
-                                      "a,1,PASS,10035200,1e-05\na,0.33,REFUTED,10035200,1e-05\n"
-                                      "b,1,PASS,8,1e-05\nb,0.33,PASS,8,1e-05\n")
+    (tmp_path / "runs.csv").write_text(
+        "config,scale,verdict,epsilon,delta\n"
+        "a,1,PASS,10035200,1e-05\na,0.33,REFUTED,10035200,1e-05\n"
+        "b,1,PASS,8,1e-05\nb,0.33,PASS,8,1e-05\n"
+    )
     monkeypatch.setattr(tables, "FIGURES", tmp_path)
-    monkeypatch.setattr(tables, "FACTS", {
-        "refuted": tables.count("runs.csv", scale=0.33, verdict="REFUTED"),
-        "not-refuted": tables.Fact("runs.csv", lambda t: int(
-            ((t["scale"] == 0.33) & (t["verdict"] != "REFUTED")).sum()), tables._word),
-        "a-epsilon": tables.cell("runs.csv", "epsilon", tables._exp(1), config="a", scale=1),
-        "a-delta": tables.cell("runs.csv", "delta", tables._exp(0), config="a", scale=1),
-        "c-epsilon": tables.cell("runs.csv", "epsilon", config="c", scale=1),
-        "a-epsilon-any-scale": tables.cell("runs.csv", "epsilon", config="a"),
-    })
-    readme = ("At S = 0.33, 7<!-- fact: refuted --> are REFUTED; three<!-- fact: not-refuted --> "
-              "are not.\n\n| table |\n\nIts guarantee is (2.0e3<!-- fact: a-epsilon -->, "
-              "1e-5<!-- fact: a-delta -->).\n")
+    monkeypatch.setattr(
+        tables,
+        "FACTS",
+        {
+            "refuted": tables.count("runs.csv", scale=0.33, verdict="REFUTED"),
+            "not-refuted": tables.Fact(
+                "runs.csv", lambda t: int(((t["scale"] == 0.33) & (t["verdict"] != "REFUTED")).sum()), tables._word
+            ),
+            "a-epsilon": tables.cell("runs.csv", "epsilon", tables._exp(1), config="a", scale=1),
+            "a-delta": tables.cell("runs.csv", "delta", tables._exp(0), config="a", scale=1),
+            "c-epsilon": tables.cell("runs.csv", "epsilon", config="c", scale=1),
+            "a-epsilon-any-scale": tables.cell("runs.csv", "epsilon", config="a"),
+        },
+    )
+    readme = (
+        "At S = 0.33, 7<!-- fact: refuted --> are REFUTED; three<!-- fact: not-refuted --> "
+        "are not.\n\n| table |\n\nIts guarantee is (2.0e3<!-- fact: a-epsilon -->, "
+        "1e-5<!-- fact: a-delta -->).\n"
+    )
     want = readme.replace("7<", "1<").replace("three<", "one<").replace("2.0e3<", "1.0e7<")
     assert tables.render(readme) == want
     assert tables.render(want) == want  # only the values move; the marks stay
     with pytest.raises(tables.FactError, match="unknown fact 'nope'"):
         tables.render("1<!-- fact: nope -->")
-    with pytest.raises(tables.FactError, match="fact 'c-epsilon': 0 rows of runs.csv have "
-                                               "config='c', scale=1, not one"):
+    with pytest.raises(
+        tables.FactError, match="fact 'c-epsilon': 0 rows of runs.csv have config='c', scale=1, not one"
+    ):
         tables.render("8<!-- fact: c-epsilon -->")
     with pytest.raises(tables.FactError, match="fact 'a-epsilon-any-scale': 2 rows"):
         tables.render("8<!-- fact: a-epsilon-any-scale -->")
@@ -193,15 +205,13 @@ def _run_bash(lines: str, cwd: Path) -> None:
     the console entry point in this process (``cli_helpers.vfl``) on the words bash would pass."""
     from cli_helpers import vfl
 
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "MPLBACKEND": "Agg"}
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "MPLBACKEND": "Agg"}
     for line in lines.strip().splitlines():
         words = shlex.split(line)
         if words[:1] == ["vfl"] and not re.search(r"[|&;<>$`(){}*?~#]|\\", line):
             proc = vfl(*words[1:], cwd=cwd, env={"MPLBACKEND": "Agg"})
         else:
-            proc = subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True,
-                                  text=True, timeout=300)
+            proc = subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, (line, proc.stdout, proc.stderr)
         yield line, proc.stdout
 
@@ -261,25 +271,40 @@ def test_readme_commands_parse():
 #: the user-facing files that must cite papers by author, year and section, never by the
 #: internal ids of the implementation specs or the issue tracker
 USER_FACING = (
-    "admm/consensus/*.py", "admm/sharing/*.py", "decentralized/admm.py", "decentralized/gd.py",
-    "decentralized/problem.py", "decentralized/graphs.py", "decentralized/base.py",
-    "decentralized/secret_sharing.py", "privacy/ldp.py", "privacy/paper.py",
-    "privacy/moments.py", "papers/*.py", "papers/*/*.py", "plots/*.py", "datasets/*.py",
-    "datasets/userfiles/*.py", "experiments/*.py",
-    "configs/*.toml", "README.md", "docs/*.md",
+    "admm/consensus/*.py",
+    "admm/sharing/*.py",
+    "decentralized/admm.py",
+    "decentralized/gd.py",
+    "decentralized/problem.py",
+    "decentralized/graphs.py",
+    "decentralized/base.py",
+    "decentralized/secret_sharing.py",
+    "privacy/ldp.py",
+    "privacy/paper.py",
+    "privacy/moments.py",
+    "papers/*.py",
+    "papers/*/*.py",
+    "plots/*.py",
+    "datasets/*.py",
+    "datasets/userfiles/*.py",
+    "experiments/*.py",
+    "configs/*.toml",
+    "README.md",
+    "docs/*.md",
 )
-INTERNAL_ID = re.compile(r"\b(spec [A-Z]\d|erratum [A-Z]?\d|issue \d|papers/0\d|00\d eq\.|of 00\d\b)",
-                         re.I)
+INTERNAL_ID = re.compile(r"\b(spec [A-Z]\d|erratum [A-Z]?\d|issue \d|papers/0\d|00\d eq\.|of 00\d\b)", re.I)
 
 
 def test_no_internal_ids_in_user_facing_text():
     """Help texts, docstrings, comments and configs name no spec decision, erratum or issue."""
     files = sorted({p for pattern in USER_FACING for p in REPO.glob(pattern)})
     assert len(files) > 40, files
-    offending = [f"{p.relative_to(REPO)}:{n}: {line.strip()}"
-                 for p in files
-                 for n, line in enumerate(p.read_text().splitlines(), 1)
-                 if INTERNAL_ID.search(line)]
+    offending = [
+        f"{p.relative_to(REPO)}:{n}: {line.strip()}"
+        for p in files
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if INTERNAL_ID.search(line)
+    ]
     assert not offending, "internal ids a user cannot resolve:\n" + "\n".join(offending)
 
 
@@ -294,7 +319,8 @@ def test_the_audit_table_covers_every_config_that_claims_a_guarantee():
     # (configs/deploy/ holds a deployment's files, run by party services, not in-process: its
     # mechanism is papers/hu/configs/privacy-a9a-row.toml's, audited)
     shipped = sorted(REPO.glob("papers/*/configs/*.toml")) + sorted(
-        p for p in REPO.glob("configs/**/*.toml") if "deploy" not in p.parts)
+        p for p in REPO.glob("configs/**/*.toml") if "deploy" not in p.parts
+    )
     claiming = {str(p.relative_to(REPO)) for p in shipped if load_config(p).privacy.claims_guarantee}
     assert claiming <= {config for config, _, _ in measure.AUDITED}
     expected = []  # (name, noise scale, guarantee): a row per guarantee the entry claims
@@ -302,8 +328,9 @@ def test_the_audit_table_covers_every_config_that_claims_a_guarantee():
         loaded = load_config(REPO / config, [s for s in sets if not s.startswith("name=")])
         assert loaded.privacy.claims_guarantee, config  # an entry sets what it audits
         name = next((s[5:] for s in sets if s.startswith("name=")), loaded.name)
-        kinds = (["features"] if loaded.privacy.values.get("delta") is not None else []) + \
-            (["labels"] if loaded.privacy.values.get("label_epsilon") is not None else [])
+        kinds = (["features"] if loaded.privacy.values.get("delta") is not None else []) + (
+            ["labels"] if loaded.privacy.values.get("label_epsilon") is not None else []
+        )
         expected += [(name, s, k) for s in (1.0, measure.AUDIT_LOW_SCALE) for k in kinds]
     table = pd.read_csv(REPO / "docs" / "figures" / "audits" / "audits.csv")
     kind = ["labels" if m.endswith("(labels)") else "features" for m in table["mechanism"]]

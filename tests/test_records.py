@@ -22,7 +22,8 @@ def test_the_committed_schema_is_the_models():
     committed = (ROOT / SCHEMA_PATH).read_text()
     assert committed == schema_text(), (
         "the manifest's model changed: regenerate the schema with "
-        "`python -m vfl.experiments.manifest` from the repository's root")
+        "`python -m vfl.experiments.manifest` from the repository's root"
+    )
 
 
 def _roundtrip(path: Path) -> str:
@@ -46,11 +47,14 @@ def test_a_run_manifest_is_the_model_written_back_to_the_byte(tmp_path):
     """A private run's manifest (privacy, spent, released kinds) read and written again
     is the same file; the record read back answers by attribute."""
     config = tmp_path / "c.toml"
-    config.write_text(SMALL.format(epochs=2) + "[preprocessing]\nnormalize_rows = true\n"
-                      "[privacy]\ndelta = 1e-5\nsigma = 4.0\nclip = 1.0\naccountant = \"rdp\"\n"
-                      "replayable_noise = true\n")
-    result = invoke("run", "--config", config, "--out", tmp_path / "r", "-q", "--no-figure",
-                    "--set", 'run.baselines="none"')
+    config.write_text(
+        SMALL.format(epochs=2) + "[preprocessing]\nnormalize_rows = true\n"
+        '[privacy]\ndelta = 1e-5\nsigma = 4.0\nclip = 1.0\naccountant = "rdp"\n'
+        "replayable_noise = true\n"
+    )
+    result = invoke(
+        "run", "--config", config, "--out", tmp_path / "r", "-q", "--no-figure", "--set", 'run.baselines="none"'
+    )
     assert result.returncode == 0, result.stderr
     path = tmp_path / "r" / "manifest.json"
     assert _roundtrip(path) == path.read_text()
@@ -78,12 +82,19 @@ def test_a_manifest_that_does_not_fit_is_one_error_line(tmp_path):
     """`vfl plot` on a run whose manifest lost a field names it."""
     config = tmp_path / "c.toml"
     config.write_text(SMALL.format(epochs=1))
-    assert invoke("run", "--config", config, "--out", tmp_path / "r", "-q", "--no-figure",
-                  "--set", 'run.baselines="none"').returncode == 0
+    assert (
+        invoke(
+            "run", "--config", config, "--out", tmp_path / "r", "-q", "--no-figure", "--set", 'run.baselines="none"'
+        ).returncode
+        == 0
+    )
     path = tmp_path / "r" / "manifest.json"
     man = json.loads(path.read_text())
     del man["result"]["epochs_run"]
     path.write_text(json.dumps(man))
     result = invoke("plot", tmp_path / "r", "--out", tmp_path / "f.png")
-    assert_one_line_error(result, "manifest.json: damaged run file, or one from another vfl "
-                                  "version (result.epochs_run: field required; 1 problem(s))")
+    assert_one_line_error(
+        result,
+        "manifest.json: damaged run file, or one from another vfl "
+        "version (result.epochs_run: field required; 1 problem(s))",
+    )

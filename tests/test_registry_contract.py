@@ -27,23 +27,19 @@ from vfl.experiments.runner import (
 
 SETTINGS = {
     Setting.VERTICAL: {
-        "data": {"dataset": "synthetic",
-                 "options": {"n_train": 120, "n_test": 40, "n_features": 6, "seed": 3}},
+        "data": {"dataset": "synthetic", "options": {"n_train": 120, "n_test": 40, "n_features": 6, "seed": 3}},
         "preprocessing": {"normalize_rows": True},
         "partition": {"columns": [3, 3]},
         "objective": {"lam": 1.0, "reduction": "sum"},
     },
     Setting.HORIZONTAL: {
-        "data": {"dataset": "synthetic",
-                 "options": {"n_train": 200, "n_test": 60, "n_features": 5, "seed": 2}},
+        "data": {"dataset": "synthetic", "options": {"n_train": 200, "n_test": 60, "n_features": 5, "seed": 2}},
         "preprocessing": {"row_clip": 1.0},
-        "partition": {"agents": 4, "samples_per_agent": 30, "public": 40,
-                      "held_out": "test_part"},
+        "partition": {"agents": 4, "samples_per_agent": 30, "public": 40, "held_out": "test_part"},
         "objective": {"lam": 0.17, "reduction": "unit_mean", "regularizer": "half_l2sq"},
     },
     Setting.NETWORK: {
-        "data": {"dataset": "synthetic",
-                 "options": {"n_train": 150, "n_test": 40, "n_features": 5, "seed": 3}},
+        "data": {"dataset": "synthetic", "options": {"n_train": 150, "n_test": 40, "n_features": 5, "seed": 3}},
         "preprocessing": {"normalize_rows": True},
         "partition": {"samples_per_agent": 10, "pool": "train+test", "test": 20},
         "network": {"graph": "gnm", "nodes": 5, "edges": 6},
@@ -53,8 +49,16 @@ SETTINGS = {
 
 #: privacy keys that make each private mechanism claim a guarantee (simulation noise)
 PRIVATE = {
-    "admm_sharing": {"form": "output", "delta": 1e-5, "epsilon": 4.0, "calibration": "sound",
-                     "neighbours": "row", "b1": 1.0, "clip": 1.0, "input_clip": 2.0},
+    "admm_sharing": {
+        "form": "output",
+        "delta": 1e-5,
+        "epsilon": 4.0,
+        "calibration": "sound",
+        "neighbours": "row",
+        "b1": 1.0,
+        "clip": 1.0,
+        "input_clip": 2.0,
+    },
     "private_stacking": {"epsilon": 2.0, "delta": 1e-5},
     "consensus_admm_perturbed": {"epsilon_per_iteration": 0.5, "delta": 1e-3},
     "dp_admm": {"epsilon_per_iteration": 0.5, "delta": 1e-3},
@@ -66,9 +70,12 @@ EPOCHS = {"private_stacking": 1}  # one release, by construction
 
 def _config(name, seed=0):
     cls = get_solver(name)
-    raw = {"name": f"contract-{name}", **SETTINGS[cls.setting],
-           "solver": {"name": name, "epochs": EPOCHS.get(name, 2)},
-           "run": {"seed": seed}}
+    raw = {
+        "name": f"contract-{name}",
+        **SETTINGS[cls.setting],
+        "solver": {"name": name, "epochs": EPOCHS.get(name, 2)},
+        "run": {"seed": seed},
+    }
     if name in PRIVATE:
         raw["privacy"] = {**PRIVATE[name], "replayable_noise": True}
     return config_from_dict(raw)
@@ -89,10 +96,8 @@ def test_every_solver_keeps_the_contract(name):
     config = _config(name)
     first = run_experiment(config, with_baselines=False)
     # the runner's columns (every claimed epsilon is epsilon_<claim>), then the solver's
-    allowed = (*BASE_COLUMNS, *PRIVACY_COLUMNS, *COMMUNICATION_COLUMNS, "epsilon_*", "wall_time_s",
-               *cls.columns)
-    undeclared = {c for c in first.metrics.columns
-                  if not any(fnmatchcase(c, p) for p in allowed)}
+    allowed = (*BASE_COLUMNS, *PRIVACY_COLUMNS, *COMMUNICATION_COLUMNS, "epsilon_*", "wall_time_s", *cls.columns)
+    undeclared = {c for c in first.metrics.columns if not any(fnmatchcase(c, p) for p in allowed)}
     assert not undeclared, f"{name} writes undeclared columns {sorted(undeclared)}"
     assert len(first.metrics) == EPOCHS.get(name, 2) + 1  # row 0 and one per iteration
     again = run_experiment(config, with_baselines=False)
@@ -106,8 +111,10 @@ def test_every_solver_keeps_the_contract(name):
     training = comm.query("phase == 'training'")
     last = first.metrics.iloc[-1]
     assert last["messages"] > 0 and last["bytes"] > 0, f"{name} counts no message"
-    assert training.query("unit > 0")["sent_messages"].sum() + training.query("unit == 0")[
-        "sent_messages"].sum() == last["messages"]
+    assert (
+        training.query("unit > 0")["sent_messages"].sum() + training.query("unit == 0")["sent_messages"].sum()
+        == last["messages"]
+    )
     assert training["sent_bytes"].sum() == training["received_bytes"].sum()  # every byte arrives
     assert training["sent_bytes"].sum() == last["bytes"]
     if name in PRIVATE:
@@ -118,10 +125,15 @@ def test_every_solver_keeps_the_contract(name):
     scored = comm.query("phase == 'inference'")
     assert set(scored["epoch"]) == {int(last["epoch"])}
     declared = first.manifest.dump()["communication"]["inference"]
-    assert scored["sent_bytes"].sum() == scored["received_bytes"].sum() == declared["bytes"] \
+    assert (
+        scored["sent_bytes"].sum()
+        == scored["received_bytes"].sum()
+        == declared["bytes"]
         == first.manifest.dump()["result"]["inference_bytes"]
-    assert (declared["bytes"] > 0) == (cls.inference.values_per_row > 0) \
-        == (cls.setting == Setting.VERTICAL)  # only columns split over parties need messages
+    )
+    assert (
+        (declared["bytes"] > 0) == (cls.inference.values_per_row > 0) == (cls.setting == Setting.VERTICAL)
+    )  # only columns split over parties need messages
 
 
 @pytest.mark.parametrize("name", sorted(PRIVATE))

@@ -30,13 +30,14 @@ from vfl.experiments.released import (
     record_replay,
 )
 
-_SYN = {"dataset": "synthetic", "options": {"n_train": 600, "n_test": 120, "n_features": 8,
-                                             "seed": 3}}
-_STACKING_TOML = ('name = "s"\n[data]\ndataset = "synthetic"\n'
-                  "options = { n_train = 300, n_test = 60, n_features = 6, seed = 3 }\n"
-                  "[preprocessing]\nnormalize_rows = true\n[partition]\ncolumns = [3, 3]\n"
-                  '[objective]\nlam = 1.0\n[solver]\nname = "private_stacking"\nepochs = 1\n'
-                  "[privacy]\nepsilon = 1.0\ndelta = 1e-5\n")
+_SYN = {"dataset": "synthetic", "options": {"n_train": 600, "n_test": 120, "n_features": 8, "seed": 3}}
+_STACKING_TOML = (
+    'name = "s"\n[data]\ndataset = "synthetic"\n'
+    "options = { n_train = 300, n_test = 60, n_features = 6, seed = 3 }\n"
+    "[preprocessing]\nnormalize_rows = true\n[partition]\ncolumns = [3, 3]\n"
+    '[objective]\nlam = 1.0\n[solver]\nname = "private_stacking"\nepochs = 1\n'
+    "[privacy]\nepsilon = 1.0\ndelta = 1e-5\n"
+)
 
 
 def _write(path, text):
@@ -44,18 +45,33 @@ def _write(path, text):
     return path
 
 
-STACKING = {"name": "s", "data": _SYN, "preprocessing": {"normalize_rows": True},
-            "partition": {"columns": [4, 4]}, "objective": {"lam": 1.0},
-            "solver": {"name": "private_stacking", "epochs": 1},
-            "privacy": {"epsilon": 2.0, "delta": 1e-5}}
-_HORIZONTAL = {"data": _SYN, "preprocessing": {"normalize_rows": True},
-               "partition": {"agents": 5, "samples_per_agent": 100, "public": 50,
-                             "held_out": "test_part"},
-               "objective": {"lam": 0.1, "reduction": "unit_mean", "regularizer": "half_l2sq"}}
-DP_ADMM = {"name": "d", **_HORIZONTAL, "solver": {"name": "dp_admm", "epochs": 10},
-           "privacy": {"epsilon": 1.0, "delta": 1e-3}}
-ALG2 = {"name": "a", **_HORIZONTAL, "solver": {"name": "consensus_admm_perturbed", "epochs": 5},
-        "privacy": {"epsilon_per_iteration": 0.5, "delta": 1e-3}}
+STACKING = {
+    "name": "s",
+    "data": _SYN,
+    "preprocessing": {"normalize_rows": True},
+    "partition": {"columns": [4, 4]},
+    "objective": {"lam": 1.0},
+    "solver": {"name": "private_stacking", "epochs": 1},
+    "privacy": {"epsilon": 2.0, "delta": 1e-5},
+}
+_HORIZONTAL = {
+    "data": _SYN,
+    "preprocessing": {"normalize_rows": True},
+    "partition": {"agents": 5, "samples_per_agent": 100, "public": 50, "held_out": "test_part"},
+    "objective": {"lam": 0.1, "reduction": "unit_mean", "regularizer": "half_l2sq"},
+}
+DP_ADMM = {
+    "name": "d",
+    **_HORIZONTAL,
+    "solver": {"name": "dp_admm", "epochs": 10},
+    "privacy": {"epsilon": 1.0, "delta": 1e-3},
+}
+ALG2 = {
+    "name": "a",
+    **_HORIZONTAL,
+    "solver": {"name": "consensus_admm_perturbed", "epochs": 5},
+    "privacy": {"epsilon_per_iteration": 0.5, "delta": 1e-3},
+}
 
 
 @pytest.mark.parametrize("raw", [STACKING, DP_ADMM, ALG2], ids=["stacking", "dp_admm", "alg2"])
@@ -86,11 +102,24 @@ def test_every_registered_solver_declares_its_kinds():
 
 def test_manifest_labels_and_release_only(tmp_path):
     cfg = tmp_path / "s.toml"
-    lines = ['name = "s"', "[data]", 'dataset = "synthetic"',
-             "options = { n_train = 600, n_test = 120, n_features = 8, seed = 3 }",
-             "[preprocessing]", "normalize_rows = true", "[partition]", "columns = [4, 4]",
-             "[objective]", "lam = 1.0", "[solver]", 'name = "private_stacking"', "epochs = 1",
-             "[privacy]", "epsilon = 2.0", "delta = 1e-5"]
+    lines = [
+        'name = "s"',
+        "[data]",
+        'dataset = "synthetic"',
+        "options = { n_train = 600, n_test = 120, n_features = 8, seed = 3 }",
+        "[preprocessing]",
+        "normalize_rows = true",
+        "[partition]",
+        "columns = [4, 4]",
+        "[objective]",
+        "lam = 1.0",
+        "[solver]",
+        'name = "private_stacking"',
+        "epochs = 1",
+        "[privacy]",
+        "epsilon = 2.0",
+        "delta = 1e-5",
+    ]
     cfg.write_text("\n".join(lines) + "\n")
     full = invoke("run", "--config", cfg, "--out", tmp_path / "full")
     assert full.returncode == 0, full.stderr
@@ -119,8 +148,7 @@ def test_manifest_structure_private_or_not(tmp_path):
     for private in (True, False):
         text = _STACKING_TOML if private else _STACKING_TOML.split("[privacy]")[0]
         out = tmp_path / f"run-{private}"
-        result = invoke("run", "--config", _write(tmp_path / f"s-{private}.toml", text),
-                        "--out", out, "-q")
+        result = invoke("run", "--config", _write(tmp_path / f"s-{private}.toml", text), "--out", out, "-q")
         assert result.returncode == 0, result.stderr
         man = load_run(out).manifest
         exact = man.dump()["diagnostic"]
@@ -134,8 +162,11 @@ def test_manifest_structure_private_or_not(tmp_path):
         assert file_kind(man, "baselines.json") == kind
         for f in out.iterdir():
             assert file_kind(man, f.name) != UNDECLARED, f.name
-        labels = [e["label"] for e in json.loads((out / "baselines.json").read_text()).values()
-                  if isinstance(e, dict) and "label" in e]
+        labels = [
+            e["label"]
+            for e in json.loads((out / "baselines.json").read_text()).values()
+            if isinstance(e, dict) and "label" in e
+        ]
         assert labels and all(lab.endswith("(diagnostic)") == private for lab in labels)
 
 
@@ -148,16 +179,18 @@ def test_private_file_hashes_are_diagnostic(tmp_path):
     class Raw:
         name, checksums = "csv", {"/d/train.csv": "aa", "/d/test.csv": "bb"}
 
-    provenance = {"files": {"train": {"path": "/d/train.csv", "given": "train.csv", "size": 10,
-                                      "sha256": "aa", "compression": "none"},
-                            "test": {"path": "/d/test.csv", "size": 5, "sha256": "bb"}},
-                  "diagnostic": {"rows_read": 7}}
+    provenance = {
+        "files": {
+            "train": {"path": "/d/train.csv", "given": "train.csv", "size": 10, "sha256": "aa", "compression": "none"},
+            "test": {"path": "/d/test.csv", "size": 5, "sha256": "bb"},
+        },
+        "diagnostic": {"rows_read": 7},
+    }
     public, exact = exact_data(Raw, provenance)
     assert public == {"/d/test.csv": "bb"} and exact["sha256"] == {"/d/train.csv": "aa"}
     assert exact["files"] == {"train": {"sha256": "aa", "size": 10}}
     assert exact["provenance"] == {"rows_read": 7} and "diagnostic" not in provenance
-    assert provenance["files"]["train"] == {"path": "/d/train.csv", "given": "train.csv",
-                                            "compression": "none"}
+    assert provenance["files"]["train"] == {"path": "/d/train.csv", "given": "train.csv", "compression": "none"}
     assert provenance["files"]["test"]["sha256"] == "bb"
 
     class Registry:  # verified against the registry: the published sha256, a constant
@@ -179,8 +212,7 @@ def test_private_figures_and_summary_mark_what_is_diagnostic(tmp_path):
     from vfl.experiments.records import load_run
     from vfl.plots import plot_runs
 
-    result = invoke("run", "--config", _write(tmp_path / "s.toml", _STACKING_TOML),
-                    "--out", tmp_path / "r")
+    result = invoke("run", "--config", _write(tmp_path / "s.toml", _STACKING_TOML), "--out", tmp_path / "r")
     assert result.returncode == 0, result.stderr
     timing = next(line for line in result.stdout.splitlines() if "in the solver" in line)
     assert "s* in the solver" in timing and "s* in all" in timing
@@ -193,9 +225,11 @@ def test_private_figures_and_summary_mark_what_is_diagnostic(tmp_path):
 
 def test_release_only_needs_a_guarantee(tmp_path):
     cfg = tmp_path / "n.toml"
-    cfg.write_text('[data]\ndataset = "synthetic"\n'
-                   "options = { n_train = 60, n_test = 20, n_features = 4, seed = 1 }\n"
-                   "[partition]\ncolumns = [2, 2]\n")
+    cfg.write_text(
+        '[data]\ndataset = "synthetic"\n'
+        "options = { n_train = 60, n_test = 20, n_features = 4, seed = 1 }\n"
+        "[partition]\ncolumns = [2, 2]\n"
+    )
     result = invoke("run", "--config", cfg, "--out", tmp_path / "o", "--release-only")
     assert_one_line_error(result, "--release-only applies to a run that claims a privacy guarantee")
     assert not (tmp_path / "o").exists()
@@ -214,18 +248,20 @@ def test_audit_names_its_bound_and_calibrates_its_power(tmp_path, bound):
     """`vfl audit --bound B --noise-scale S`: the report names the bound, records S, and every
     pair carries its exercised / charged sensitivity."""
     cfg = tmp_path / "s.toml"
-    cfg.write_text('name = "s"\n[data]\ndataset = "synthetic"\n'
-                   "options = { n_train = 300, n_test = 60, n_features = 6, seed = 3 }\n"
-                   "[preprocessing]\nnormalize_rows = true\n[partition]\ncolumns = [3, 3]\n"
-                   "[objective]\nlam = 1.0\n[solver]\nname = \"private_stacking\"\nepochs = 1\n"
-                   "[privacy]\nepsilon = 1.0\ndelta = 1e-5\n")
+    cfg.write_text(
+        'name = "s"\n[data]\ndataset = "synthetic"\n'
+        "options = { n_train = 300, n_test = 60, n_features = 6, seed = 3 }\n"
+        "[preprocessing]\nnormalize_rows = true\n[partition]\ncolumns = [3, 3]\n"
+        '[objective]\nlam = 1.0\n[solver]\nname = "private_stacking"\nepochs = 1\n'
+        "[privacy]\nepsilon = 1.0\ndelta = 1e-5\n"
+    )
     # (20 runs: the fewest at which a hockey-stick bound, its confidence split over the
     # family of pairs and claims, can refute a third of the noise; 10 are refused)
-    result = invoke("audit", "--config", cfg, "--runs", 20, "--bound", bound, "--noise-scale",
-                    0.33, "--out", tmp_path / "au")
+    result = invoke(
+        "audit", "--config", cfg, "--runs", 20, "--bound", bound, "--noise-scale", 0.33, "--out", tmp_path / "au"
+    )
     assert result.returncode == 0, result.stderr
-    name = {"kl": "Chernoff-KL", "clopper-pearson": "Clopper-Pearson",
-            "truncated-kl": "truncated Chernoff-KL"}[bound]
+    name = {"kl": "Chernoff-KL", "clopper-pearson": "Clopper-Pearson", "truncated-kl": "truncated Chernoff-KL"}[bound]
     assert f"({name}" in result.stdout  # named on every claim's line
     assert "noise scaled by 0.33" in result.stdout and "exercised / charged" in result.stdout
     report = json.loads((tmp_path / "au" / "audit.json").read_text())
@@ -257,9 +293,16 @@ def _params(release_only: bool):
             chosen.append((p, o))
             seen |= keys
     fast = {p for p in OWN_DATA if not release_only or p.stem == "stacking"}
-    return [pytest.param(p, o, release_only, id=p.stem, marks=() if p in fast else
-                         (pytest.mark.slow, *(() if p in OWN_DATA else (pytest.mark.data,))))
-            for p, o in chosen]
+    return [
+        pytest.param(
+            p,
+            o,
+            release_only,
+            id=p.stem,
+            marks=() if p in fast else (pytest.mark.slow, *(() if p in OWN_DATA else (pytest.mark.data,))),
+        )
+        for p, o in chosen
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -294,9 +337,9 @@ def _replayed(path, overrides, work, out, *extra) -> tuple[list, dict]:
 
     def run(name):
         def go():
-            result = invoke("run", "--config", path, "--out", out / name, "-q", *args, *extra,
-                            cwd=work)
+            result = invoke("run", "--config", path, "--out", out / name, "-q", *args, *extra, cwd=work)
             assert result.returncode == 0, result.stderr
+
         return go
 
     try:
@@ -327,21 +370,19 @@ def test_the_other_dataset_is_a_parameter(tmp_path):
     def run(name, text):
         def go():
             csv.write_text(text)
-            result = invoke("run", "--config", path, "--out", tmp_path / name, "-q",
-                            cwd=tmp_path)
+            result = invoke("run", "--config", path, "--out", tmp_path / name, "-q", cwd=tmp_path)
             assert result.returncode == 0, result.stderr
+
         return go
 
     assert record_replay(run("a", original), run("b", "\n".join(lines) + "\n"), other=None) == 3
     diffs, counts = compare_runs(tmp_path / "a", tmp_path / "b")
     assert UNDECLARED not in counts and not [d for d in diffs if d.kind != DIAGNOSTIC], diffs
-    assert {"diagnostic.dataset.files.train.sha256", "diagnostic.dataset.files.train.size"} <= \
-        {d.where for d in diffs}
+    assert {"diagnostic.dataset.files.train.sha256", "diagnostic.dataset.files.train.size"} <= {d.where for d in diffs}
 
 
 @pytest.mark.parametrize("path,overrides,release_only", _params(False))
-def test_every_shipped_private_config_by_replay(path, overrides, release_only, workdir,
-                                                tmp_path, request):
+def test_every_shipped_private_config_by_replay(path, overrides, release_only, workdir, tmp_path, request):
     """Everything not marked diagnostic is bit-identical when every protected value is
     replaced and the releases are the same; and the check has power."""
     if path not in OWN_DATA:
@@ -359,8 +400,9 @@ def test_every_shipped_private_config_by_replay(path, overrides, release_only, w
 
 
 @pytest.mark.parametrize("path,overrides,release_only", _params(True))
-def test_every_shipped_private_config_release_only(path, overrides, release_only, workdir,
-                                                   tmp_path, request, monkeypatch):
+def test_every_shipped_private_config_release_only(
+    path, overrides, release_only, workdir, tmp_path, request, monkeypatch
+):
     """``--release-only``: every file is released and bit-identical under the replay; no
     diagnostic section, timestamp or timing; nothing left in the user cache."""
     if path not in OWN_DATA:

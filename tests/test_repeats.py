@@ -23,20 +23,29 @@ from vfl.experiments.config import config_from_dict
 from vfl.experiments.repeats import Repeats
 
 DELTA = 1e-5
-_SYN = {"dataset": "synthetic", "options": {"n_train": 600, "n_test": 120, "n_features": 8,
-                                             "seed": 3}}
+_SYN = {"dataset": "synthetic", "options": {"n_train": 600, "n_test": 120, "n_features": 8, "seed": 3}}
 #: private stacking, a deployment (exact noise, OS entropy) at (1, 1e-5), three repeats
-STACKING = {"name": "s", "data": _SYN, "preprocessing": {"normalize_rows": True},
-            "partition": {"columns": [4, 4]}, "objective": {"lam": 1.0},
-            "solver": {"name": "private_stacking", "epochs": 1},
-            "privacy": {"epsilon": 1.0, "delta": DELTA}, "run": {"repeats": 3}}
+STACKING = {
+    "name": "s",
+    "data": _SYN,
+    "preprocessing": {"normalize_rows": True},
+    "partition": {"columns": [4, 4]},
+    "objective": {"lam": 1.0},
+    "solver": {"name": "private_stacking", "epochs": 1},
+    "privacy": {"epsilon": 1.0, "delta": DELTA},
+    "run": {"repeats": 3},
+}
 #: DP-ADMM, a deployment: providers' rows dealt afresh per repeat
-DP_ADMM = {"name": "d", "data": _SYN, "preprocessing": {"normalize_rows": True},
-           "partition": {"agents": 5, "samples_per_agent": 100, "public": 50,
-                         "held_out": "test_part"},
-           "objective": {"lam": 0.1, "reduction": "unit_mean", "regularizer": "half_l2sq"},
-           "solver": {"name": "dp_admm", "epochs": 10},
-           "privacy": {"epsilon": 1.0, "delta": 1e-3}, "run": {"repeats": 3}}
+DP_ADMM = {
+    "name": "d",
+    "data": _SYN,
+    "preprocessing": {"normalize_rows": True},
+    "partition": {"agents": 5, "samples_per_agent": 100, "public": 50, "held_out": "test_part"},
+    "objective": {"lam": 0.1, "reduction": "unit_mean", "regularizer": "half_l2sq"},
+    "solver": {"name": "dp_admm", "epochs": 10},
+    "privacy": {"epsilon": 1.0, "delta": 1e-3},
+    "run": {"repeats": 3},
+}
 
 
 def _events(z: float, n: int, accountant):
@@ -88,8 +97,7 @@ def test_repeats_compose_as_dp_accounting_composes_them(R, issue):
 def test_composition_adds_per_unit_or_charges_each_run_its_worst_unit():
     def ledger(ratios):
         x = PrivacyLedger(DELTA)
-        x.add([Release("gaussian", np.arange(len(ratios)), np.asarray(ratios, float),
-                       np.ones(len(ratios)), 3)])
+        x.add([Release("gaussian", np.arange(len(ratios)), np.asarray(ratios, float), np.ones(len(ratios)), 3)])
         return x
 
     a, b = ledger([0.6, 0.1]), ledger([0.1, 0.8])
@@ -128,8 +136,10 @@ def test_a_deployments_epsilon_is_one_ledger_of_every_repeats_releases(raw, monk
     for history in _Kept.last.histories:
         for released in history:
             if raw is DP_ADMM:
-                released = [Release(r.mechanism, np.zeros(1, int), r.sensitivity[:1],
-                                    r.scale[:1], r.size, r.exact) for r in released]
+                released = [
+                    Release(r.mechanism, np.zeros(1, int), r.sensitivity[:1], r.scale[:1], r.size, r.exact)
+                    for r in released
+                ]
             ledger.add(released)
     assert len(_Kept.last.histories) == 3
     assert spent["epsilon_tight"] == pytest.approx(ledger.epsilon(), rel=1e-12)
@@ -137,8 +147,11 @@ def test_a_deployments_epsilon_is_one_ledger_of_every_repeats_releases(raw, monk
     one = spent["repeats"]["per_repeat_epsilon_tight"]
     assert len(one) == 3 and max(one) <= 1.0 + 1e-9 and one[0] == pytest.approx(1.0, rel=1e-4)
     # and against dp-accounting: each repeat is one Gaussian of its composed noise multiplier
-    assert spent["epsilon_tight"] == pytest.approx(_rdp(_z_for(one[0]), 3), rel=1e-6) \
-        if raw is STACKING else spent["epsilon_tight"] > 1.5
+    assert (
+        spent["epsilon_tight"] == pytest.approx(_rdp(_z_for(one[0]), 3), rel=1e-6)
+        if raw is STACKING
+        else spent["epsilon_tight"] > 1.5
+    )
     # every repeat's rows carry the run's epsilon at that iteration, the same in each
     reps = result.repeats
     assert reps.groupby("epoch")["epsilon_tight"].nunique().max() == 1
@@ -161,15 +174,18 @@ def test_the_summary_says_what_the_repeats_cost(tmp_path):
     # RDP's composition of three (1, 1e-5) releases, printed rounded up
     assert eps["epsilon_tight"] == pytest.approx(_rdp(_z_for(1.0), 3), rel=1e-4)
     assert "privacy guarantee: (1.825, 1e-05)-DP after 1 round" in deployment.stdout
-    assert ("repeats: the 3 repeats released 3 models of the same records; the guarantee is "
-            "all of them composed in one ledger (one repeat alone: epsilon 1)") in deployment.stdout
-    simulation = invoke("run", "--config", cfg, "--out", tmp_path / "s",
-                        "--set", "privacy.replayable_noise=true")
+    assert (
+        "repeats: the 3 repeats released 3 models of the same records; the guarantee is "
+        "all of them composed in one ledger (one repeat alone: epsilon 1)"
+    ) in deployment.stdout
+    simulation = invoke("run", "--config", cfg, "--out", tmp_path / "s", "--set", "privacy.replayable_noise=true")
     assert simulation.returncode == 0, simulation.stderr
     assert "privacy guarantee: (1, 1e-05)-DP" in simulation.stdout
-    assert ("repeats: the 3 repeats are independent replications of a simulation (replayable "
-            "noise), each (1, 1e-05)-DP on its own; the 3 together are not covered by that "
-            "epsilon") in simulation.stdout
+    assert (
+        "repeats: the 3 repeats are independent replications of a simulation (replayable "
+        "noise), each (1, 1e-05)-DP on its own; the 3 together are not covered by that "
+        "epsilon"
+    ) in simulation.stdout
     man = json.loads((tmp_path / "s" / "manifest.json").read_text())
     assert man["privacy"]["spent"]["repeats"]["composed"] is False
     assert "independent replications" in man["privacy"]["spent"]["repeats"]["meaning"]
@@ -179,8 +195,7 @@ def test_the_summary_says_what_the_repeats_cost(tmp_path):
 
 def test_the_budget_holds_across_a_deployments_repeats():
     raw = {**DP_ADMM, "privacy": {**DP_ADMM["privacy"], "budget_epsilon": 1.5}}
-    result = runner.run_experiment(config_from_dict(raw), with_baselines=False,
-                                   stop_at_budget=True)
+    result = runner.run_experiment(config_from_dict(raw), with_baselines=False, stop_at_budget=True)
     budget = result.manifest.dump()["privacy"]["budget"]
     stop = budget["stopped"]
     # repeat 0 spends 1; repeat 1 stops before the iteration that would pass 1.5; repeat 2
@@ -189,10 +204,10 @@ def test_the_budget_holds_across_a_deployments_repeats():
     lengths = result.repeats.groupby("repeat")["epoch"].max().tolist()
     assert lengths == [10, stop["after_epoch"], 0]
     assert result.manifest.dump()["privacy"]["spent"]["epsilon_tight"] == pytest.approx(
-        stop["epsilon_spent"], rel=1e-12)
+        stop["epsilon_spent"], rel=1e-12
+    )
     assert result.metrics["epsilon_tight"].max() <= 1.5
     # a simulation's repeats are replications: each stops at the budget on its own
     sim = {**raw, "privacy": {**raw["privacy"], "replayable_noise": True}}
-    result = runner.run_experiment(config_from_dict(sim), with_baselines=False,
-                                   stop_at_budget=True)
+    result = runner.run_experiment(config_from_dict(sim), with_baselines=False, stop_at_budget=True)
     assert result.repeats.groupby("repeat")["epoch"].max().tolist() == [10, 10, 10]

@@ -31,20 +31,26 @@ def tiny_configs(root: Path) -> Path:
     root.mkdir()
     for dataset in ("a9a", "gisette"):
         (root / f"fig1-{dataset}-admm.toml").write_text(
-            TINY.format(name=f"fig1-{dataset}-admm", solver='name = "admm_sharing"\nepochs = 6'))
+            TINY.format(name=f"fig1-{dataset}-admm", solver='name = "admm_sharing"\nepochs = 6')
+        )
         (root / f"fig1-{dataset}-sgd.toml").write_text(
-            TINY.format(name=f"fig1-{dataset}-sgd", solver='name = "fdml_sgd"\nepochs = 4\nbatch_size = 50'))
+            TINY.format(name=f"fig1-{dataset}-sgd", solver='name = "fdml_sgd"\nepochs = 4\nbatch_size = 50')
+        )
         (root / f"fig2-{dataset}.toml").write_text(
-            TINY.format(name=f"fig2-{dataset}", solver='name = "admm_sharing"\nepochs = 5'))
-    for name, privacy in (("privacy-a9a", 'calibration = "lemma1"\nb1 = 10.0\nclip = 10.0'),
-                          ("privacy-a9a-column", "b1 = 1.0\nclip = 1.0"),
-                          ("privacy-a9a-row", 'neighbours = "row"\nb1 = 1.0\nclip = 1.0\n'
-                                              "input_clip = 2.0")):
+            TINY.format(name=f"fig2-{dataset}", solver='name = "admm_sharing"\nepochs = 5')
+        )
+    for name, privacy in (
+        ("privacy-a9a", 'calibration = "lemma1"\nb1 = 10.0\nclip = 10.0'),
+        ("privacy-a9a-column", "b1 = 1.0\nclip = 1.0"),
+        ("privacy-a9a-row", 'neighbours = "row"\nb1 = 1.0\nclip = 1.0\ninput_clip = 2.0'),
+    ):
         (root / f"{name}.toml").write_text(
-            TINY.format(name=name, solver='name = "admm_sharing"\nepochs = 4')
-            .replace("[sweep]\nsigmas = [0.0, 0.5]",
-                     f"[privacy]\ndelta = 1e-5\nepsilon = 8.0\nreplayable_noise = true\n{privacy}\n"
-                     "[sweep]\nepsilons = [1.0, 8.0]"))
+            TINY.format(name=name, solver='name = "admm_sharing"\nepochs = 4').replace(
+                "[sweep]\nsigmas = [0.0, 0.5]",
+                f"[privacy]\ndelta = 1e-5\nepsilon = 8.0\nreplayable_noise = true\n{privacy}\n"
+                "[sweep]\nepsilons = [1.0, 8.0]",
+            )
+        )
     return root
 
 
@@ -58,11 +64,25 @@ def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path, monkeypatc
     log = []
     written = reproduce("all", out, configs, jobs=1, echo=log.append)
     assert sorted(p.name for p in written) == sorted(
-        f"{f}.png" for f in ("fig1", "bytes", "fig2", "fig3", "forms", "privacy"))
-    for name in ("fig1-a9a-admm.csv", "fig1-a9a-sgd.csv", "fig1-gisette-admm.csv",
-                 "fig1-gisette-sgd.csv", "fig1-references.csv", "fig2-a9a.csv", "fig2-gisette.csv",
-                 "fig2-references.csv", "fig3-a9a.csv", "fig3-gisette.csv", "fig3-references.csv",
-                 "privacy.csv", "privacy-references.csv", "forms.csv", "fig1-summary.csv"):
+        f"{f}.png" for f in ("fig1", "bytes", "fig2", "fig3", "forms", "privacy")
+    )
+    for name in (
+        "fig1-a9a-admm.csv",
+        "fig1-a9a-sgd.csv",
+        "fig1-gisette-admm.csv",
+        "fig1-gisette-sgd.csv",
+        "fig1-references.csv",
+        "fig2-a9a.csv",
+        "fig2-gisette.csv",
+        "fig2-references.csv",
+        "fig3-a9a.csv",
+        "fig3-gisette.csv",
+        "fig3-references.csv",
+        "privacy.csv",
+        "privacy-references.csv",
+        "forms.csv",
+        "fig1-summary.csv",
+    ):
         assert (out / name).is_file(), name
     fig3 = pd.read_csv(out / "fig3-a9a.csv")
     assert fig3["sigma"].tolist() == [0.0, 0.5] and (fig3["n_seeds"] == 2).all()

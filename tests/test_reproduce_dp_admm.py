@@ -38,27 +38,37 @@ def test_shipped_configs_carry_the_papers_constants(name):
     assert c.data.options == {"missing": "drop", "cleaned_by": "Huang et al."}
     # spec D2 with public parameters: ordinal codes, min/max to [-1, 1] within Adult's
     # declared ranges (its published schema), unit rows
-    assert c.preprocessing.values == {"encoding": "ordinal", "scaling": "minmax",
-                                      "range": [-1.0, 1.0], "bounds": "schema",
-                                      "normalize_rows": True}
+    assert c.preprocessing.values == {
+        "encoding": "ordinal",
+        "scaling": "minmax",
+        "range": [-1.0, 1.0],
+        "bounds": "schema",
+        "normalize_rows": True,
+    }
     p = c.partition  # Table II: 100 x 210 of 30162; 162 public and 9000 test rows of adult.test
-    assert (p.agents, p.samples_per_agent, p.public, p.test, p.pool, p.held_out) == \
-        (100, 210, 162, 9000, "train", "test_part")
+    assert (p.agents, p.samples_per_agent, p.public, p.test, p.pool, p.held_out) == (
+        100,
+        210,
+        162,
+        9000,
+        "train",
+        "test_part",
+    )
     o = c.objective
     assert (o.loss, o.reduction, o.lam) == ("logistic", "unit_mean", 0.17)
     assert c.objective.regularizer == ("l1" if name.endswith("l1") else "half_l2sq")
     assert (c.solver.epochs, c.solver.rho) == (100, 1.0)
     assert (c.run.seed, c.run.repeats) == (0, 10)  # one seed: common random numbers
-    assert c.solver.name == {"dp-admm-alg1": "consensus_admm",
-                             "dp-admm-alg2": "consensus_admm_perturbed"}.get(name, "dp_admm")
+    assert c.solver.name == {"dp-admm-alg1": "consensus_admm", "dp-admm-alg2": "consensus_admm_perturbed"}.get(
+        name, "dp_admm"
+    )
     if name in PRIVATE:
         # the paper's parameter keeps its own name: per iteration (eps_bar = 0.5009, Sec. VI)
         assert (c.privacy.epsilon_per_iteration, c.privacy.delta) == (0.05, 1e-3)
         assert c.privacy.claims_guarantee and c.privacy.replayable_noise
         assert "must not" in (CONFIGS / f"{name}.toml").read_text().lower()  # deployment note
         # the whole grid of the figures validates
-        grid = {"privacy.epsilon_per_iteration": list(rep.EPSILONS),
-                "privacy.delta": list(rep.DELTAS)}
+        grid = {"privacy.epsilon_per_iteration": list(rep.EPSILONS), "privacy.delta": list(rep.DELTAS)}
         assert len(plan_grid(c, grid, [0], "/nonexistent")) == 24
     else:
         assert not c.privacy.claims_guarantee
@@ -76,8 +86,7 @@ def test_paper_grid_and_required_configs():
     assert PAPER.configs("table3") == ["dp-admm-alg1", "dp-admm-alg2", "dp-admm-l2"]
     assert PAPER.names == ("fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "table3")
     runs = rep.figure_runs("all", CONFIGS, Path("/nonexistent"))
-    assert {k: len(v) for k, v in runs.items()} == {"dp-admm-l1": 25, "dp-admm-l2": 26,
-                                                    "alg2": 24, "alg1": 2}
+    assert {k: len(v) for k, v in runs.items()} == {"dp-admm-l1": 25, "dp-admm-l2": 26, "alg2": 24, "alg1": 2}
     # the paper's two reported values (Sec. VI) are what the legends of Figs. 4-5 show
     assert dp_admm_epsilon(0.05, 1e-3, 100) == pytest.approx(0.5009, abs=5e-5)
     assert dp_admm_epsilon(0.1, 1e-3, 100) == pytest.approx(1.0193, abs=5e-5)
@@ -104,10 +113,8 @@ def dump_toml(d: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-TINY_DATA = {"dataset": "synthetic",
-             "options": {"n_train": 400, "n_test": 150, "n_features": 5, "seed": 3}}
-TINY_PARTITION = {"agents": 4, "samples_per_agent": 25, "public": 40, "test": 100,
-                  "held_out": "test_part"}
+TINY_DATA = {"dataset": "synthetic", "options": {"n_train": 400, "n_test": 150, "n_features": 5, "seed": 3}}
+TINY_PARTITION = {"agents": 4, "samples_per_agent": 25, "public": 40, "test": 100, "held_out": "test_part"}
 
 
 def tiny_config(name: str, **changes) -> dict:
@@ -158,9 +165,11 @@ def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, tiny_gr
     log = []
     written = rep.reproduce("all", out, configs, jobs=1, echo=log.append)
     figures = [f"fig{i}" for i in range(1, 7)]
-    expected = {f"{f}.{ext}" for f in figures for ext in ("png", "csv")} | \
-        {f"fig{i}-final.csv" for i in (1, 3, 4, 5)} | \
-        {"table3.md", "table3.csv", "table3-timings.csv"}
+    expected = (
+        {f"{f}.{ext}" for f in figures for ext in ("png", "csv")}
+        | {f"fig{i}-final.csv" for i in (1, 3, 4, 5)}
+        | {"table3.md", "table3.csv", "table3-timings.csv"}
+    )
     assert {p.name for p in written} == expected
     assert all(p.is_file() and p.stat().st_size > 0 for p in written)
     # 4 + 1 (D11) l1, 4 + 2 (D11) l2, 4 Algorithm 2, 2 Algorithm 1 run directories
@@ -173,21 +182,18 @@ def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, tiny_gr
 
     fig1 = _csv(out / "fig1.csv")
     dp = fig1[fig1["algorithm"] == "DP-ADMM (Alg. 3)"]
-    assert set(dp.groupby(["epsilon", "delta"]).groups) == {
-        (e, d) for e in (0.05, 0.2) for d in (1e-3, 1e-5)}
+    assert set(dp.groupby(["epsilon", "delta"]).groups) == {(e, d) for e in (0.05, 0.2) for d in (1e-3, 1e-5)}
     assert set(dp["epoch"]) == set(range(7)) and set(fig1["n_runs"]) == {2}
     f = fig1.dropna(subset=["augmented_objective_mean"])  # iteration 0 has no ergodic average
     assert len(f) == len(fig1) - 6
     assert (f["augmented_objective_min"] <= f["augmented_objective_mean"] + 1e-12).all()
-    assert {"Algorithm 1 (non-private)", "DP-ADMM (Alg. 3), no noise"} <= \
-        set(fig1["algorithm"])
+    assert {"Algorithm 1 (non-private)", "DP-ADMM (Alg. 3), no noise"} <= set(fig1["algorithm"])
     # README's numbers: each curve's last iteration, one row per curve, then F*
     final = _csv(out / "fig1-final.csv")
     last = f[f["epoch"] == 6]
     assert len(final) == len(last) + 1 and (final["epoch"].dropna() == 6).all()
     merged = final.merge(last, on=["algorithm", "epsilon", "delta"], suffixes=("", "_curve"))
-    np.testing.assert_array_equal(merged["augmented_objective_mean"],
-                                  merged["augmented_objective_mean_curve"])
+    np.testing.assert_array_equal(merged["augmented_objective_mean"], merged["augmented_objective_mean_curve"])
     assert final["algorithm"].iloc[-1] == "optimum F* (pooled rows)"
     assert final["objective"].iloc[-1] > 0 and final["objective"].notna().sum() == 1
 
@@ -209,8 +215,12 @@ def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, tiny_gr
 
     table = _csv(out / "table3.csv")
     assert set(zip(table["algorithm"], table["epsilon"].fillna(0))) == {
-        ("Algorithm 1", 0), ("Algorithm 2", 0.05), ("Algorithm 2", 0.2), ("DP-ADMM", 0.05),
-        ("DP-ADMM", 0.2)}
+        ("Algorithm 1", 0),
+        ("Algorithm 2", 0.05),
+        ("Algorithm 2", 0.2),
+        ("DP-ADMM", 0.05),
+        ("DP-ADMM", 0.2),
+    }
     assert (table["repetitions"] == 2).all() and (table["cpu_seconds_median"] > 0).all()
     assert table.loc[table["algorithm"] == "Algorithm 1", "ratio"].iloc[0] == 1.0
     md = (out / "table3.md").read_text()
@@ -231,12 +241,15 @@ def test_one_figure_runs_only_what_it_draws(tmp_path, tiny_grid):
     runs = rep.figure_runs("fig4", configs, tmp_path / "out")
     labels = {k: sorted(r.path.name for r in v) for k, v in runs.items()}
     assert labels == {
-        "dp-admm-l2": ["epsilon_per_iteration=0.05,delta=0.001,noise=False,seed=0",
-                       "epsilon_per_iteration=0.05,delta=0.001,seed=0",
-                       "epsilon_per_iteration=0.2,delta=0.001,noise=False,seed=0",
-                       "epsilon_per_iteration=0.2,delta=0.001,seed=0"],
+        "dp-admm-l2": [
+            "epsilon_per_iteration=0.05,delta=0.001,noise=False,seed=0",
+            "epsilon_per_iteration=0.05,delta=0.001,seed=0",
+            "epsilon_per_iteration=0.2,delta=0.001,noise=False,seed=0",
+            "epsilon_per_iteration=0.2,delta=0.001,seed=0",
+        ],
         "alg2": ["epsilon_per_iteration=0.05,delta=0.001,seed=0", "epsilon_per_iteration=0.2,delta=0.001,seed=0"],
-        "alg1": ["regularizer=half_l2sq,seed=0"]}
+        "alg1": ["regularizer=half_l2sq,seed=0"],
+    }
     # common random numbers: every run of the figure shares the seed, so repeat r of
     # every algorithm and (epsilon, delta) trains and tests on the same split
     assert {r.config.run.seed for v in runs.values() for r in v} == {0}
@@ -250,8 +263,10 @@ def test_one_figure_runs_only_what_it_draws(tmp_path, tiny_grid):
 
     first = runs["alg2"][0].config
     dataset, _ = load_config_dataset(first)
-    splits = [setting(r.config).prepare(Streams(0, repeat=1))
-              for r in (runs["alg2"][0], runs["dp-admm-l2"][-1], runs["alg1"][0])]
+    splits = [
+        setting(r.config).prepare(Streams(0, repeat=1))
+        for r in (runs["alg2"][0], runs["dp-admm-l2"][-1], runs["alg1"][0])
+    ]
     for other in splits[1:]:
         assert np.array_equal(other.data.A, splits[0].data.A)
         assert np.array_equal(other.test, splits[0].test)
@@ -281,23 +296,23 @@ def test_missing_config_is_a_config_error(tmp_path):
 
 # --------------------------------------------------------- CLI user errors --
 BAD = {
-    "epsilon_zero": ("dp-admm-l2", {"privacy__epsilon_per_iteration": 0.0},
-                     "privacy.epsilon_per_iteration"),
-    "epsilon_above_theorem1": ("dp-admm-l2", {"privacy__epsilon_per_iteration": 1.5},
-                               "privacy.epsilon_per_iteration"),
-    "alg2_epsilon_above_1": ("dp-admm-alg2", {"privacy__epsilon_per_iteration": 2.0},
-                             "privacy.epsilon_per_iteration"),
-    "both_epsilons": ("dp-admm-l2", {"privacy__epsilon": 1.0},
-                      "give privacy.epsilon (the run's total) or privacy.epsilon_per_iteration"),
-    "total_epsilon_beyond_theorem1": ("dp-admm-l2", {"privacy__epsilon_per_iteration": None,
-                                                     "privacy__epsilon": 50.0},
-                                      "beyond Theorem 1's Gaussian mechanism"),
+    "epsilon_zero": ("dp-admm-l2", {"privacy__epsilon_per_iteration": 0.0}, "privacy.epsilon_per_iteration"),
+    "epsilon_above_theorem1": ("dp-admm-l2", {"privacy__epsilon_per_iteration": 1.5}, "privacy.epsilon_per_iteration"),
+    "alg2_epsilon_above_1": ("dp-admm-alg2", {"privacy__epsilon_per_iteration": 2.0}, "privacy.epsilon_per_iteration"),
+    "both_epsilons": (
+        "dp-admm-l2",
+        {"privacy__epsilon": 1.0},
+        "give privacy.epsilon (the run's total) or privacy.epsilon_per_iteration",
+    ),
+    "total_epsilon_beyond_theorem1": (
+        "dp-admm-l2",
+        {"privacy__epsilon_per_iteration": None, "privacy__epsilon": 50.0},
+        "beyond Theorem 1's Gaussian mechanism",
+    ),
     "delta_one": ("dp-admm-l1", {"privacy__delta": 1.0}, "privacy.delta"),
     "agents_too_many": ("dp-admm-l2", {"partition__agents": 100}, "partition"),
-    "regularizer_unknown_to_solver": ("dp-admm-l2", {"objective__regularizer": "l2sq"},
-                                      "objective.regularizer"),
-    "solver_key_of_another_solver": ("dp-admm-l1", {"solver__local_solver": "newton"},
-                                     "solver.local_solver"),
+    "regularizer_unknown_to_solver": ("dp-admm-l2", {"objective__regularizer": "l2sq"}, "objective.regularizer"),
+    "solver_key_of_another_solver": ("dp-admm-l1", {"solver__local_solver": "newton"}, "solver.local_solver"),
 }
 
 
@@ -334,8 +349,11 @@ def test_papers_qualitative_claims_on_adult(data_dir):
     for reg, name in (("l1", "dp-admm-l1"), ("half_l2sq", "dp-admm-l2")):
         alg1 = run("dp-admm-alg1", f"objective.regularizer={reg}")
         assert 0.755 < alg1["test_accuracy"] < 0.77  # measured 0.7597 (l1), 0.761 (l2)
-        dp = {(e, d): run(name, f"privacy.epsilon_per_iteration={e}", f"privacy.delta={d}")
-              for e in (0.01, 0.05, 0.2) for d in (1e-3, 1e-6)}
+        dp = {
+            (e, d): run(name, f"privacy.epsilon_per_iteration={e}", f"privacy.delta={d}")
+            for e in (0.01, 0.05, 0.2)
+            for d in (1e-3, 1e-6)
+        }
         for d in (1e-3, 1e-6):
             obj = [dp[(e, d)]["augmented_objective"] for e in (0.01, 0.05, 0.2)]
             # Figs. 1 / 3: convergent, and faster (lower at T) with a larger epsilon

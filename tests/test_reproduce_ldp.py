@@ -43,8 +43,7 @@ def test_shipped_configs_validate_and_carry_the_papers_constants():
     paths = ldp_configs()
     names = {p.stem for p in paths}
     needed = set(PAPER.configs("all"))
-    assert needed == names, f"configs without a figure: {names - needed}; missing: " \
-                            f"{needed - names}"
+    assert needed == names, f"configs without a figure: {names - needed}; missing: {needed - names}"
     for path in paths:
         c = load_config(path)
         graph = path.stem.rsplit("-", 1)[1]
@@ -55,16 +54,23 @@ def test_shipped_configs_validate_and_carry_the_papers_constants():
         assert c.data.options == {"missing": "drop", "cleaned_by": "Xiao et al."}
         # App. E with public parameters: ordinal codes, min/max to [0, 1] within Adult's
         # declared ranges (every value lands in [0, 1]), unit rows
-        assert c.preprocessing.values == {"encoding": "ordinal", "scaling": "minmax",
-                                          "range": [0.0, 1.0], "bounds": "schema",
-                                          "normalize_rows": True}
+        assert c.preprocessing.values == {
+            "encoding": "ordinal",
+            "scaling": "minmax",
+            "range": [0.0, 1.0],
+            "bounds": "schema",
+            "normalize_rows": True,
+        }
         assert (c.partition.samples_per_agent, c.partition.pool) == (100, "train+test")
         n = c.network
-        assert (n.graph, n.nodes, n.edges, n.labels, n.exchange) == \
-            ("gnm", nodes, edges, "paper01", "plain")
+        assert (n.graph, n.nodes, n.edges, n.labels, n.exchange) == ("gnm", nodes, edges, "paper01", "plain")
         o = c.objective
-        assert (o.loss, o.reduction, o.regularizer, o.lam) == \
-            ("logistic", "unit_mean", "half_l2sq", nodes)  # 1/2 ||x||^2 in every f_i
+        assert (o.loss, o.reduction, o.regularizer, o.lam) == (
+            "logistic",
+            "unit_mean",
+            "half_l2sq",
+            nodes,
+        )  # 1/2 ||x||^2 in every f_i
         assert c.solver.epochs == 100 and c.run.repeats == 10
         for key, value in CONSTANTS[c.solver.name].items():
             assert c.solver.values[key] == value, (path.name, key)
@@ -91,8 +97,7 @@ def test_every_config_of_a_figure_shares_seed_data_partition_network(output):
     shared = set()
     for name in names:
         d = load_config(CONFIGS / f"{name}.toml").to_dict()
-        shared.add(repr([d["data"], d["preprocessing"], d["partition"], d["network"],
-                         d["objective"], d["run"]]))
+        shared.add(repr([d["data"], d["preprocessing"], d["partition"], d["network"], d["objective"], d["run"]]))
     assert len(shared) == 1, names
 
 
@@ -121,11 +126,10 @@ def tiny_configs(root: Path) -> Path:
     for path in ldp_configs():
         raw = tomllib.loads(path.read_text())
         nodes, edges = TINY_GRAPHS[path.stem.rsplit("-", 1)[1]]
-        solver = "\n".join(f"{k} = {_toml_value(v)}" for k, v in raw["solver"].items()
-                           if k != "epochs")
+        solver = "\n".join(f"{k} = {_toml_value(v)}" for k, v in raw["solver"].items() if k != "epochs")
         privacy = "\n".join(f"{k} = {_toml_value(v)}" for k, v in raw.get("privacy", {}).items())
         (root / path.name).write_text(f"""
-name = "{raw['name']}"
+name = "{raw["name"]}"
 [data]
 dataset = "synthetic"
 options = {{ n_train = 150, n_test = 40, n_features = 5, seed = 3 }}
@@ -175,8 +179,7 @@ def _read(path: Path) -> tuple[str, pd.DataFrame]:
 
 
 @pytest.mark.slow
-def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, small_fig1,
-                                                              joblib_in_process):
+def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, small_fig1, joblib_in_process):
     configs = tiny_configs(tmp_path / "configs")
     out = tmp_path / "ldp"
     log = []
@@ -208,8 +211,7 @@ def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, small_f
             assert (g["min"] <= g["mean"] + 1e-12).all() and (g["mean"] <= g["max"] + 1e-12).all()
         # common random numbers: every method starts from the same x^0 and x*
         acc = table[(table["panel"] == "accuracy") & (table["epoch"] == 0)]
-        assert np.allclose(acc["mean"], acc["mean"].iloc[0]) and \
-            np.allclose(acc["min"], acc["min"].iloc[0])
+        assert np.allclose(acc["mean"], acc["mean"].iloc[0]) and np.allclose(acc["min"], acc["min"].iloc[0])
         if output in ldp.CLAIMS:
             sheader, summary = _read(out / f"{output}-summary.csv")
             assert "not worst-case guarantees" in sheader
@@ -230,8 +232,9 @@ def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, small_f
     runs = sorted((out / "runs").iterdir())
     assert len(runs) == 19
     for run in runs:
-        assert {"config.json", "manifest.json", "metrics.csv", "baselines.json",
-                "metrics_repeats.csv"} <= {p.name for p in run.iterdir()}
+        assert {"config.json", "manifest.json", "metrics.csv", "baselines.json", "metrics_repeats.csv"} <= {
+            p.name for p in run.iterdir()
+        }
     stamps = {r.name: (r / "metrics.csv").stat().st_mtime_ns for r in runs}
 
     # resume: every run kept; the drawing (tested above) is skipped to keep this fast
@@ -247,8 +250,7 @@ def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, small_f
         ldp.reproduce("all", out, configs, jobs=2, echo=log.append)
     assert sum("kept (already complete)" in line for line in log) == 19
     assert not any("running" in line for line in log)
-    assert stamps == {r.name: (r / "metrics.csv").stat().st_mtime_ns
-                      for r in sorted((out / "runs").iterdir())}
+    assert stamps == {r.name: (r / "metrics.csv").stat().st_mtime_ns for r in sorted((out / "runs").iterdir())}
 
 
 def test_one_figure_runs_only_its_configs(tmp_path):
@@ -290,26 +292,29 @@ def test_dense_graph_divergence_is_reported_with_the_dual_step_ratio(name):
 
     data, obj = _complete_problem(100)
     privacy = {"noise": False} if name == "ldp_admm" else {}
-    s = get_solver(name)(data, objective=obj, params={}, privacy=privacy, streams=Streams(0),
-                      iterations=100)
+    s = get_solver(name)(data, objective=obj, params={}, privacy=privacy, streams=Streams(0), iterations=100)
     with pytest.raises(DivergedError, match=r"zeta \* lambda_max\(L\) / D = 0.5 \* 100 / 10 = 5"):
         for _ in range(100):
             s.step()
     assert s.iteration < 40
-    ok = get_solver(name)(data, objective=obj, params={"zeta": 0.1}, privacy=privacy,
-                       streams=Streams(0), iterations=100)
+    ok = get_solver(name)(
+        data, objective=obj, params={"zeta": 0.1}, privacy=privacy, streams=Streams(0), iterations=100
+    )
     for _ in range(100):
         ok.step()
     assert ok.evaluate()["log10_error"] < -4
 
 
-@pytest.mark.parametrize("name, delta, mode, guarantee", [
-    ("ldp_admm", None, "simulation", False),
-    ("ldp_admm", 1e-5, "accounting", True),
-    ("noisy_consensus_gd", 1e-5, "accounting", True),
-    ("dvp_admm", 1e-5, "accounting", False),  # objective perturbation: nothing enforced
-    ("pp_admm", None, "simulation", False),
-])
+@pytest.mark.parametrize(
+    "name, delta, mode, guarantee",
+    [
+        ("ldp_admm", None, "simulation", False),
+        ("ldp_admm", 1e-5, "accounting", True),
+        ("noisy_consensus_gd", 1e-5, "accounting", True),
+        ("dvp_admm", 1e-5, "accounting", False),  # objective perturbation: nothing enforced
+        ("pp_admm", None, "simulation", False),
+    ],
+)
 def test_privacy_info_says_what_the_run_claims(name, delta, mode, guarantee):
     """The keys every summary reads: without them `vfl run` printed an empty warning."""
     from vfl.core.solver import Streams
@@ -317,8 +322,11 @@ def test_privacy_info_says_what_the_run_claims(name, delta, mode, guarantee):
 
     data, obj = _complete_problem(4, m=10)
     privacy = {} if delta is None else {"delta": delta}
-    info = get_solver(name)(data, objective=obj, params={}, privacy=privacy, streams=Streams(0),
-                         iterations=3).privacy_info().dump()
+    info = (
+        get_solver(name)(data, objective=obj, params={}, privacy=privacy, streams=Streams(0), iterations=3)
+        .privacy_info()
+        .dump()
+    )
     assert (info["mode"], info["dp_guarantee"]) == (mode, guarantee)
     if mode == "simulation":
         assert "privacy.delta" in info["note"]
@@ -355,10 +363,11 @@ epochs = 3
 BAD_GRAPHS = {
     "more_edges_than_pairs": ('graph = "gnm"\nnodes = 4\nedges = 7', "at most 6 edges"),
     "one_node": ('graph = "gnm"\nnodes = 1\nedges = 1', "nodes must be >= 2"),
-    "fewer_edges_than_nodes_minus_1": ('graph = "gnm"\nnodes = 5\nedges = 3',
-                                       "needs at least 4 edges"),
-    "secret_sharing_not_complete": ('graph = "gnm"\nnodes = 4\nedges = 4\n'
-                                    'exchange = "secret_sharing"', "needs graph = 'complete'"),
+    "fewer_edges_than_nodes_minus_1": ('graph = "gnm"\nnodes = 5\nedges = 3', "needs at least 4 edges"),
+    "secret_sharing_not_complete": (
+        'graph = "gnm"\nnodes = 4\nedges = 4\nexchange = "secret_sharing"',
+        "needs graph = 'complete'",
+    ),
     "disconnected_file": ('graph = "file"\nnodes = 4\npath = "{path}"', "not connected"),
 }
 
@@ -395,13 +404,13 @@ def test_paper_claims_on_the_real_configs(data_dir, tmp_path):
     # Fig. 1: the spec's table of eq. (11) (5.4) and the claim "larger omega and beta ...
     # lead to better amplification" (gamma decreasing in both)
     _, pts = _read(out / "fig1-exact.csv")
-    table = {(0.1, 2): 0.9517, (0.1, 10): 0.7878, (0.5, 6): 0.5187, (1.0, 2): 0.6324,
-             (1.0, 10): 0.1995}
+    table = {(0.1, 2): 0.9517, (0.1, 10): 0.7878, (0.5, 6): 0.5187, (1.0, 2): 0.6324, (1.0, 10): 0.1995}
     for (omega, beta), value in table.items():
         row = pts[np.isclose(pts["omega"], omega) & np.isclose(pts["beta"], beta)]
         assert row["gamma_eq11"].item() == pytest.approx(value, abs=1e-4)
-    assert pts[np.isclose(pts["omega"], 0.1) & np.isclose(pts["beta"], 10)][
-        "gamma_exact"].item() == pytest.approx(0.7906, abs=1e-4)  # erratum 10
+    assert pts[np.isclose(pts["omega"], 0.1) & np.isclose(pts["beta"], 10)]["gamma_exact"].item() == pytest.approx(
+        0.7906, abs=1e-4
+    )  # erratum 10
     _, surface = _read(out / "fig1.csv")
     grid = surface.pivot(index="omega", columns="beta", values="gamma_eq11").to_numpy()
     assert (np.diff(grid, axis=0) < 0).all() and (np.diff(grid, axis=1) < 0).all()
@@ -422,8 +431,7 @@ def test_paper_claims_on_the_real_configs(data_dir, tmp_path):
         assert max(acc.values()) - min(acc.values()) < 0.2, acc
         assert all(-1.3 < v < -0.95 for v in acc.values()), acc
         # worst case sum_k d alpha beta_k B_inf = 4.459 (spec 5.6); [42] about 5.0 (spec P3)
-        assert f["privacy", "worst case sum d alpha beta B_inf"].mean == pytest.approx(4.459,
-                                                                                      abs=1e-3)
+        assert f["privacy", "worst case sum d alpha beta B_inf"].mean == pytest.approx(4.459, abs=1e-3)
         assert f["privacy", "[42] (reconstruction)"].mean == pytest.approx(5.02, abs=0.01)
         realized = f["privacy", "Algorithm 1, realized (Thm 2.2, ex post)"].mean
         assert realized < f["privacy", "[43] (reconstruction)"].mean
@@ -434,16 +442,16 @@ def test_paper_claims_on_the_real_configs(data_dir, tmp_path):
     _, tc = _read(out / "figC.csv")
     # "the privacy loss of Algorithm 2* is only 30% of [45]": we measure about 34%
     assert 0.25 < claim("figC")["mean"] < 0.4
-    assert f["privacy", "[45] (pure Laplace: its worst case)"].mean == pytest.approx(1.567,
-                                                                                     abs=1e-3)
+    assert f["privacy", "[45] (pure Laplace: its worst case)"].mean == pytest.approx(1.567, abs=1e-3)
     assert f["privacy", "Algorithm 2*, worst case"].mean == pytest.approx(2.571, abs=1e-3)
     # "Algorithm 1 ... has better accuracy but worse privacy loss": holds
     a1 = f["accuracy", "Algorithm 1 (D = 10)"].mean
     a45 = f["accuracy", "[45] noisy consensus GD (eta = 0.9^k)"].mean
     a2s = f["accuracy", "Algorithm 2* (eta = 0.93^k)"].mean
     assert a1 < min(a45, a2s) - 0.3
-    assert f["privacy", "Algorithm 1, realized (ex post)"].mean > \
-        f["privacy", "[45] (pure Laplace: its worst case)"].mean
+    assert (
+        f["privacy", "Algorithm 1, realized (ex post)"].mean > f["privacy", "[45] (pure Laplace: its worst case)"].mean
+    )
     # "2* has a worse convergence at the beginning": holds (it peaks above [45] early on)
     early = tc[(tc["panel"] == "accuracy") & (tc["epoch"] <= 20)]
     peak = early.groupby("curve")["mean"].max()
@@ -458,15 +466,19 @@ def test_paper_claims_on_the_real_configs(data_dir, tmp_path):
         rnd = f["accuracy", "ADMM, random penalties (Alg. 1 exact step)"].mean
         fix = f["accuracy", "ADMM, fixed penalties"].mean
         assert rnd < -4.5 and abs(rnd - fix) < 0.3  # holds for ADMM
-    gd1, dgd1 = (final("figD-1")["accuracy", k].mean
-                 for k in ("Algorithm 2 (random weights)", "DGD, fixed weights"))
-    gd2, dgd2 = (final("figD-2")["accuracy", k].mean
-                 for k in ("Algorithm 2 (random weights)", "DGD, fixed weights"))
+    gd1, dgd1 = (final("figD-1")["accuracy", k].mean for k in ("Algorithm 2 (random weights)", "DGD, fixed weights"))
+    gd2, dgd2 = (final("figD-2")["accuracy", k].mean for k in ("Algorithm 2 (random weights)", "DGD, fixed weights"))
     assert abs(gd2 - dgd2) < 0.15  # holds for GD at N = 100
     # does NOT hold for GD at N = 10: Algorithm 2 stalls near 1e-4 while DGD goes on
     assert 0.3 < gd1 - dgd1 < 0.9
 
     # `vfl run --config papers/ldp/configs/ldp-admm-n10.toml` makes the usual records
     run = out / "runs" / "ldp-admm-n10"
-    assert {"config.json", "manifest.json", "metrics.csv", "baselines.json",
-            "metrics_repeats.csv", "metrics_stats.csv"} <= {p.name for p in run.iterdir()}
+    assert {
+        "config.json",
+        "manifest.json",
+        "metrics.csv",
+        "baselines.json",
+        "metrics_repeats.csv",
+        "metrics_stats.csv",
+    } <= {p.name for p in run.iterdir()}

@@ -29,7 +29,9 @@ public = 600
 lam = 1.0
 """
 
-STACK = _COMMON + """
+STACK = (
+    _COMMON
+    + """
 [solver]
 name = "private_stacking"
 epochs = 1
@@ -38,8 +40,11 @@ epsilon = 1.0
 delta = 1e-5
 model_noise = 0.2
 """
+)
 
-ADMM = _COMMON + """
+ADMM = (
+    _COMMON
+    + """
 [solver]
 name = "admm_sharing"
 epochs = 2
@@ -51,6 +56,7 @@ b1 = 1.0
 clip = 1.0
 input_clip = 2.0
 """
+)
 
 
 @pytest.fixture
@@ -60,9 +66,11 @@ def tiny(tmp_path, monkeypatch):
     for stack, admm in rp.DATASETS.values():
         (configs / f"{stack}.toml").write_text(STACK.format(name=stack))
         (configs / f"{admm}.toml").write_text(ADMM.format(name=admm))
-    monkeypatch.setattr(rp, "STACKING_GRID", [
-        {"privacy.split": [1.0, 0.0, 0.0]},
-        {"privacy.split": [0.5, 0.48, 0.02], "solver.prior_sd": 0.25}])
+    monkeypatch.setattr(
+        rp,
+        "STACKING_GRID",
+        [{"privacy.split": [1.0, 0.0, 0.0]}, {"privacy.split": [0.5, 0.48, 0.02], "solver.prior_sd": 0.25}],
+    )
     monkeypatch.setattr(rp, "NONPRIVATE_GRID", [{"privacy.clip": 1.0}, {"privacy.clip": 2.0}])
     monkeypatch.setattr(rp, "ADMM_GRID", [{"solver.epochs": 1}, {"solver.epochs": 2}])
     monkeypatch.setattr(rp, "REPEATS", 3)
@@ -84,8 +92,13 @@ def test_reproduce_writes_the_figure_and_tables_then_resumes(tiny, tmp_path):
     assert sorted(p.name for p in written) == ["utility.png"]
     for dataset in rp.DATASETS:
         table = pd.read_csv(out / f"utility-{dataset}.csv")
-        assert set(table["method"]) == {"private stacking", "ADMM sharing (row-level DP)",
-                                        "non-private stacking", "party 1 alone", "all features"}
+        assert set(table["method"]) == {
+            "private stacking",
+            "ADMM sharing (row-level DP)",
+            "non-private stacking",
+            "party 1 alone",
+            "all features",
+        }
         stack = table[table["method"] == "private stacking"].set_index("epsilon")
         assert stack.index.tolist() == [1.0, 8.0] and (stack["n_seeds"] == 3).all()
         np.testing.assert_allclose(stack["epsilon_tight"], [1.0, 8.0], rtol=0.01)

@@ -66,10 +66,23 @@ def test_a_killed_coordinator_resumes_to_the_numbers_of_an_unbroken_run(tmp_path
     path = tmp_path / "resume.toml"
     path.write_text(CONFIG % 200)
     out = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "vfl.cli.main", "run", "--config", str(path),
-                             "--out", str(out), "--quiet", "--no-figure"],
-                            env={**os.environ, "OMP_NUM_THREADS": "1"},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vfl.cli.main",
+            "run",
+            "--config",
+            str(path),
+            "--out",
+            str(out),
+            "--quiet",
+            "--no-figure",
+        ],
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:  # SIGKILL once the second repeat is checkpointed past its 10th iteration
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
@@ -97,31 +110,45 @@ def test_a_killed_coordinator_resumes_to_the_numbers_of_an_unbroken_run(tmp_path
     assert_same_numbers(resumed, unbroken)
     assert resumed.manifest.dump()["diagnostic"]["resumed_from"].startswith("repeat 2, iteration ")
     # the finished run is not resumed again
-    assert_one_line_error(vfl("run", "--resume", out), "no checkpoint.json there (the run "
-                                                       "finished: nothing to resume)")
+    assert_one_line_error(vfl("run", "--resume", out), "no checkpoint.json there (the run finished: nothing to resume)")
 
 
 def test_resume_refuses_other_options_and_a_deployment(tmp_path):
     from vfl.experiments.checkpoint import Checkpoint, RepeatState, write_checkpoint
 
-    assert_one_line_error(vfl("run", "--resume", tmp_path, "--set", "run.seed=1"),
-                          "--resume takes the config and options from the checkpoint: leave "
-                          "out --set")
+    assert_one_line_error(
+        vfl("run", "--resume", tmp_path, "--set", "run.seed=1"),
+        "--resume takes the config and options from the checkpoint: leave out --set",
+    )
     assert_one_line_error(vfl("run", "--resume", tmp_path / "none"), "no such run directory")
     raw = load_config(_deployment(tmp_path)).to_dict()
-    write_checkpoint(tmp_path / "dep", Checkpoint(
-        config=raw, options={}, released={"events": 6, "epsilon": 1.25},
-        repeats=[RepeatState(epoch=3, rows=[], elapsed=0.0, digest="")]))
-    assert_one_line_error(vfl("run", "--resume", tmp_path / "dep"),
-                          "a deployment run (exact noise) is never replayed: its ledger records "
-                          "6 release(s) by repeat 1, iteration 3 (epsilon 1.25)")
+    write_checkpoint(
+        tmp_path / "dep",
+        Checkpoint(
+            config=raw,
+            options={},
+            released={"events": 6, "epsilon": 1.25},
+            repeats=[RepeatState(epoch=3, rows=[], elapsed=0.0, digest="")],
+        ),
+    )
+    assert_one_line_error(
+        vfl("run", "--resume", tmp_path / "dep"),
+        "a deployment run (exact noise) is never replayed: its ledger records "
+        "6 release(s) by repeat 1, iteration 3 (epsilon 1.25)",
+    )
 
 
 def _deployment(tmp_path):
     path = tmp_path / "dep.toml"
-    path.write_text((CONFIG % 4).replace('sigma = 0.3\nform = "output"\n', "").replace(
-        "[privacy]\n", '[privacy]\ndelta = 1e-5\nepsilon = 4.0\nform = "output"\nneighbours = '
-        '"row"\nb1 = 1.0\nclip = 1.0\ninput_clip = 2.0\n'))
+    path.write_text(
+        (CONFIG % 4)
+        .replace('sigma = 0.3\nform = "output"\n', "")
+        .replace(
+            "[privacy]\n",
+            '[privacy]\ndelta = 1e-5\nepsilon = 4.0\nform = "output"\nneighbours = '
+            '"row"\nb1 = 1.0\nclip = 1.0\ninput_clip = 2.0\n',
+        )
+    )
     return path
 
 
@@ -147,14 +174,14 @@ def test_a_killed_scheduler_is_named_and_the_run_resumes_on_another(tmp_path, mo
         return send(self, session, call, requests, seqs)
 
     dying.done = False
-    kw = dict(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://",
-              host="127.0.0.1", dashboard_address=None)
+    kw = dict(
+        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://", host="127.0.0.1", dashboard_address=None
+    )
     monkeypatch.setattr(DaskUnits, "_send", dying)
     cluster = distributed.LocalCluster(**kw)
     try:
         address = cluster.scheduler_address
-        proc = vfl("run", "--config", path, "--out", out, "--cluster", address, "--quiet",
-                   "--no-figure")
+        proc = vfl("run", "--config", path, "--out", out, "--cluster", address, "--quiet", "--no-figure")
     finally:  # (its scheduler is gone: close what is left without waiting for it)
         for worker in list(cluster.workers.values()):
             cluster.sync(worker.close)
@@ -162,17 +189,16 @@ def test_a_killed_scheduler_is_named_and_the_run_resumes_on_another(tmp_path, mo
             cluster.close(timeout=0.5)
         except TimeoutError:
             pass
-    assert_one_line_error(proc, f"the Dask scheduler {address} was lost at epoch 7",
-                          f"checkpoint in {out}: vfl run --resume {out}")
+    assert_one_line_error(
+        proc, f"the Dask scheduler {address} was lost at epoch 7", f"checkpoint in {out}: vfl run --resume {out}"
+    )
     assert "party 1" not in proc.stderr
     assert [p.name for p in out.iterdir() if not p.name.startswith(".")] == ["checkpoint.json"]
     monkeypatch.setattr(DaskUnits, "_send", send)
     written = _captured(monkeypatch)
     with distributed.LocalCluster(**kw) as cluster:
-        assert vfl("run", "--resume", out, "--cluster", cluster.scheduler_address,
-                   "--quiet").returncode == 0
+        assert vfl("run", "--resume", out, "--cluster", cluster.scheduler_address, "--quiet").returncode == 0
     from vfl.experiments.runner import run_experiment
 
-    unbroken = run_experiment(load_config(path, ['run.backend="inprocess"']),
-                              with_baselines=False)
+    unbroken = run_experiment(load_config(path, ['run.backend="inprocess"']), with_baselines=False)
     assert_same_numbers(written[0], unbroken)

@@ -33,8 +33,7 @@ def seeded(seed: int):
 def words_of(x: Fraction, f: Fraction = Fraction(1), count: int = 3) -> list[int]:
     """The first 64-bit words of ``f exp(-x)``'s binary expansion, by mpmath at 300 digits."""
     with mpmath.workdps(300):
-        c = mpmath.mpf(f.numerator) / f.denominator * mpmath.exp(-mpmath.mpf(x.numerator) /
-                                                                  x.denominator)
+        c = mpmath.mpf(f.numerator) / f.denominator * mpmath.exp(-mpmath.mpf(x.numerator) / x.denominator)
         full = int(mpmath.floor(c * mpmath.mpf(2) ** (64 * count)))
     return [(full >> (64 * (count - 1 - j))) & TOP for j in range(count)]
 
@@ -48,37 +47,53 @@ def binned_chi2(x, logpmf, T, width=1) -> float:
     p /= p.sum()
     edges = np.arange(-R, R + 2, width)
     pb = np.bincount(np.digitize(support, edges) - 1, weights=p)
-    ob = np.bincount(np.digitize(x, edges) - 1, minlength=pb.size)[:pb.size]
+    ob = np.bincount(np.digitize(x, edges) - 1, minlength=pb.size)[: pb.size]
     e = pb * x.size
     keep = np.flatnonzero(e >= 20)
     lo, hi = keep[0], keep[-1]
-    E = np.r_[e[:lo + 1].sum(), e[lo + 1:hi], e[hi:].sum()]
-    O = np.r_[ob[:lo + 1].sum(), ob[lo + 1:hi], ob[hi:].sum()]
+    E = np.r_[e[: lo + 1].sum(), e[lo + 1 : hi], e[hi:].sum()]
+    O = np.r_[ob[: lo + 1].sum(), ob[lo + 1 : hi], ob[hi:].sum()]
     return stats.chisquare(O, E).pvalue
 
 
 # ------------------------------------------------------------ exact constants --
-@pytest.mark.parametrize("x,f,bits", [
-    (Fraction(5, 8), Fraction(1), 64), (Fraction(1, 2**41), Fraction(1), 192),
-    (Fraction(50), Fraction(3, 7), 128), (Fraction(123456789, 2**20), Fraction(1), 256),
-    (Fraction(0), Fraction(5, 3), 64), (Fraction(2**40), Fraction(1), 64)])
+@pytest.mark.parametrize(
+    "x,f,bits",
+    [
+        (Fraction(5, 8), Fraction(1), 64),
+        (Fraction(1, 2**41), Fraction(1), 192),
+        (Fraction(50), Fraction(3, 7), 128),
+        (Fraction(123456789, 2**20), Fraction(1), 256),
+        (Fraction(0), Fraction(5, 3), 64),
+        (Fraction(2**40), Fraction(1), 64),
+    ],
+)
 def test_floor_scaled_is_the_exact_floor(x, f, bits):
     with mpmath.workdps(400):
-        want = int(mpmath.floor(mpmath.mpf(f.numerator) / f.denominator
-                                * mpmath.exp(-mpmath.mpf(x.numerator) / x.denominator)
-                                * mpmath.mpf(2) ** bits))
+        want = int(
+            mpmath.floor(
+                mpmath.mpf(f.numerator)
+                / f.denominator
+                * mpmath.exp(-mpmath.mpf(x.numerator) / x.denominator)
+                * mpmath.mpf(2) ** bits
+            )
+        )
     assert floor_scaled(x, f, bits) == want
 
 
-@pytest.mark.parametrize("n,e", [
-    (0, 0),                      # g = 0: always 1
-    (1, 0), (3, 0),              # integers
-    (5, 3),                      # 0.625
-    ((1 << 41) - 1, 41),         # every one of 41 bits set, g just below 1
-    (0x155555555555, 44),        # alternating bits over four groups, g = 1.33
-    ((1 << 62) - 1, 62),         # 62 bits set, six groups
-    ((1 << 61) + 12345, 0),      # huge g: exp(-g) is 0 to any precision
-])
+@pytest.mark.parametrize(
+    "n,e",
+    [
+        (0, 0),  # g = 0: always 1
+        (1, 0),
+        (3, 0),  # integers
+        (5, 3),  # 0.625
+        ((1 << 41) - 1, 41),  # every one of 41 bits set, g just below 1
+        (0x155555555555, 44),  # alternating bits over four groups, g = 1.33
+        ((1 << 62) - 1, 62),  # 62 bits set, six groups
+        ((1 << 61) + 12345, 0),  # huge g: exp(-g) is 0 to any precision
+    ],
+)
 def test_bernoulli_exp_matches_exp_minus_g(n, e):
     s = ExactSampler(words=seeded(n % 1000 + e))
     draws = s.bernoulli_exp(np.full(200_000, n, dtype=np.int64), e)
@@ -112,8 +127,7 @@ def test_a_tie_is_decided_by_the_next_words_of_the_constant():
     """n = 5, e = 3: group 0 holds 5 (exp(-5/8)), the other five groups 0 (exp(0) = 1)."""
     C = words_of(Fraction(5, 8))
     tie = [C[0], 0, 0, 0, 0, 0]
-    for after, want in (([C[1] - 1], True), ([C[1] + 1], False), ([C[1], C[2] - 1], True),
-                        ([C[1], C[2] + 1], False)):
+    for after, want in (([C[1] - 1], True), ([C[1] + 1], False), ([C[1], C[2] - 1], True), ([C[1], C[2] + 1], False)):
         s = ExactSampler(words=Scripted(tie, *[[w] for w in after]))
         assert s.bernoulli_exp(np.array([5]), 3)[0] == want
     # exp(0) = 1 is tabulated as 2^64 - 1: its tie is a success without another word
@@ -154,8 +168,12 @@ def test_the_tail_path_draws_the_target_beyond_the_blocks():
     kept = np.abs(values[ok])
     assert kept.size and kept.min() >= K
     with mpmath.workdps(50):
-        rate = float(mpmath.mpf(2) ** 64 * mpmath.exp(-K) / (1 - mpmath.exp(-1))
-                     / (mpmath.mpf(table.M.numerator) / table.M.denominator))
+        rate = float(
+            mpmath.mpf(2) ** 64
+            * mpmath.exp(-K)
+            / (1 - mpmath.exp(-1))
+            / (mpmath.mpf(table.M.numerator) / table.M.denominator)
+        )
     assert abs(ok.mean() - rate) < 5 * np.sqrt(rate * (1 - rate) / n)
     j = np.minimum(kept - K, 3)  # Geometric(e^-1): P(0), P(1), P(2), P(>= 3)
     p = (1 - np.exp(-1)) * np.exp(-np.arange(3.0))
@@ -173,7 +191,7 @@ def test_block_tables_are_exact_where_it_matters():
             for c, (thr, a) in enumerate(zip(t.thr.tolist(), t.alias.tolist())):
                 got[c] += thr
                 got[a] += cap - thr
-            assert got[:t.K + 1].tolist() == t.Q and not any(got[t.K + 1:])
+            assert got[: t.K + 1].tolist() == t.Q and not any(got[t.K + 1 :])
             # r_B < 1 in every block, the first tail block's too
             for B in (0, t.K - 1, t.K, t.K + 5):
                 assert floor_scaled(*t.r_const(B), 64) < 1 << 64
@@ -184,12 +202,14 @@ def test_block_tables_are_exact_where_it_matters():
 def test_discrete_gaussian_pmf(k):
     T = 2**k
     x = ExactSampler(bits=k, words=seeded(k)).discrete_gaussian(200_000)
-    assert binned_chi2(x, lambda y: -y**2 / (2.0 * T * T), T) > 1e-3
+    assert binned_chi2(x, lambda y: -(y**2) / (2.0 * T * T), T) > 1e-3
     # within the blocks of width T/16 too
-    assert binned_chi2(x, lambda y: -y**2 / (2.0 * T * T), T, max(1, T // 64)) > 1e-3
+    assert binned_chi2(x, lambda y: -(y**2) / (2.0 * T * T), T, max(1, T // 64)) > 1e-3
     # N_Z(0, T^2)'s variance is just below T^2 (and far below it at T = 1: 0.7148 ...)
-    var = float(sum(v * v * mpmath.exp(-v * v / (2 * T * T)) for v in range(-20 * T, 20 * T))
-                / sum(mpmath.exp(-v * v / (2 * T * T)) for v in range(-20 * T, 20 * T)))
+    var = float(
+        sum(v * v * mpmath.exp(-v * v / (2 * T * T)) for v in range(-20 * T, 20 * T))
+        / sum(mpmath.exp(-v * v / (2 * T * T)) for v in range(-20 * T, 20 * T))
+    )
     assert abs(x.var() - var) < 5 * var * np.sqrt(2 / x.size)
 
 
@@ -350,21 +370,21 @@ def test_exact_laplace_uses_the_generic_pure_dp_rdp_bound():
 
 
 # ------------------------------------------------ calibration of deployment runs --
-_STACK = {"data": {"dataset": "synthetic", "options": {"n_train": 60, "n_test": 20,
-                                                        "n_features": 4, "seed": 1}},
-          "preprocessing": {"normalize_rows": True}, "partition": {"columns": [2, 2]},
-          "solver": {"name": "private_stacking", "epochs": 1}}
+_STACK = {
+    "data": {"dataset": "synthetic", "options": {"n_train": 60, "n_test": 20, "n_features": 4, "seed": 1}},
+    "preprocessing": {"normalize_rows": True},
+    "partition": {"columns": [2, 2]},
+    "solver": {"name": "private_stacking", "epochs": 1},
+}
 
 
 def test_deployment_runs_account_by_rdp():
     deploy = config_from_dict({**_STACK, "privacy": {"epsilon": 1.0, "delta": 1e-5}})
     assert not deploy.privacy.replayable_noise and deploy.privacy.values["accountant"] == "rdp"
-    sim = config_from_dict({**_STACK, "privacy": {"epsilon": 1.0, "delta": 1e-5,
-                                                   "replayable_noise": True}})
+    sim = config_from_dict({**_STACK, "privacy": {"epsilon": 1.0, "delta": 1e-5, "replayable_noise": True}})
     assert sim.privacy.values["accountant"] == "pld"
     with pytest.raises(ConfigError, match="deployment run draws exact discrete noise"):
-        config_from_dict({**_STACK, "privacy": {"epsilon": 1.0, "delta": 1e-5,
-                                                 "accountant": "pld"}})
+        config_from_dict({**_STACK, "privacy": {"epsilon": 1.0, "delta": 1e-5, "accountant": "pld"}})
 
 
 def _rdp_epsilon(releases, delta: float) -> float:
@@ -398,10 +418,18 @@ def test_deployed_stacking_spends_at_most_its_target_under_a_sound_accountant():
     blocks_ = [B / np.linalg.norm(B, axis=1, keepdims=True) for B in blocks_]
     y = np.where(rng.random(300) < 0.5, 1.0, -1.0)
     streams = Streams(0, replayable_noise=False, exact_noise=True)
-    s = PrivateStacking(blocks_, y, epsilon=1.0, delta=1e-5, split=[0.3, 0.68, 0.02],
-                        accountant="rdp", model_noise=0.3, lam_local=1.0,
-                        noise_rngs=[streams.noise(m) for m in range(2)],
-                        shared_rng=streams.noise())
+    s = PrivateStacking(
+        blocks_,
+        y,
+        epsilon=1.0,
+        delta=1e-5,
+        split=[0.3, 0.68, 0.02],
+        accountant="rdp",
+        model_noise=0.3,
+        lam_local=1.0,
+        noise_rngs=[streams.noise(m) for m in range(2)],
+        shared_rng=streams.noise(),
+    )
     s.step()
     releases = s.releases()
     assert releases and all(r.exact for r in releases)
@@ -414,5 +442,4 @@ def test_deployed_stacking_spends_at_most_its_target_under_a_sound_accountant():
     # more than the target by the accountant that is sound for the discrete mechanism
     mu_pld, mu_rdp = gdp_mu(1.0, 1e-5, "pld"), gdp_mu(1.0, 1e-5, "rdp")
     assert 1.05 < mu_pld / mu_rdp < 1.12
-    assert _rdp_epsilon([Release("gaussian", np.array([0]), np.array([mu_pld]),
-                                 np.array([1.0]), 1)], 1e-5) > 1.05
+    assert _rdp_epsilon([Release("gaussian", np.array([0]), np.array([mu_pld]), np.array([1.0]), 1)], 1e-5) > 1.05

@@ -30,8 +30,7 @@ def test_a9a_shaped_rows_are_one_hot_in_a9as_groups():
     assert X.shape == (5000, 123) and sp.isspmatrix_csr(X)
     assert set(np.unique(X.data)) == {1.0}
     edges = np.cumsum((0, *A9A_GROUPS))
-    per_group = np.column_stack([np.asarray(X[:, a:b].sum(axis=1)).ravel()
-                                 for a, b in zip(edges[:-1], edges[1:])])
+    per_group = np.column_stack([np.asarray(X[:, a:b].sum(axis=1)).ravel() for a, b in zip(edges[:-1], edges[1:])])
     assert per_group.max() == 1  # at most one value per attribute
     assert 0.95 < per_group.mean() < 1.0  # missing with probability 0.02
     assert 0.20 < np.mean(data.y_train > 0) < 0.28  # a9a: 0.24
@@ -56,10 +55,14 @@ def test_a9a_shaped_preset_takes_row_counts_and_nothing_else():
 
 # --------------------------------------------------------------- run.baselines --
 def _small(**run):
-    raw = {"name": "small", "data": {"dataset": "synthetic", "options": {
-        "n_train": 300, "n_test": 100, "n_features": 12, "seed": 3}},
-        "partition": {"columns": [5, 7]}, "objective": {"lam": 0.01},
-        "solver": {"epochs": 3}, "run": run}
+    raw = {
+        "name": "small",
+        "data": {"dataset": "synthetic", "options": {"n_train": 300, "n_test": 100, "n_features": 12, "seed": 3}},
+        "partition": {"columns": [5, 7]},
+        "objective": {"lam": 0.01},
+        "solver": {"epochs": 3},
+        "run": run,
+    }
     return config_from_dict(raw)
 
 
@@ -69,11 +72,11 @@ def test_central_baselines_are_the_one_exact_solve_and_the_base_rate():
     none = run_experiment(_small(baselines="none"), use_cache=False)
     assert set(everything.baselines) >= {"central", "sklearn_all_features", "sklearn_local_only"}
     assert set(central.baselines) == {"central", "majority", "cached"}
-    timeless = [{k: v for k, v in b["central"].items() if k != "seconds"}
-                for b in (central.baselines, everything.baselines)]
+    timeless = [
+        {k: v for k, v in b["central"].items() if k != "seconds"} for b in (central.baselines, everything.baselines)
+    ]
     assert timeless[0] == timeless[1]
-    pd.testing.assert_series_equal(central.metrics["suboptimality"],
-                                   everything.metrics["suboptimality"])
+    pd.testing.assert_series_equal(central.metrics["suboptimality"], everything.metrics["suboptimality"])
     assert none.baselines == {} and none.metrics["suboptimality"].isna().all()
     assert central.manifest.dump()["diagnostic"]["timing"]["baselines"] == "central"
     assert none.manifest.dump()["diagnostic"]["timing"]["baselines_seconds"] < 0.01  # nothing solved
@@ -103,7 +106,7 @@ def test_bad_baselines_value_is_one_line(tmp_path):
 # ------------------------------------------------------------ rho_parties rule --
 def test_scaled_rho_is_the_given_rho_for_two_parties():
     assert scaled_rho(0.02, 2, "scaled") == 0.02  # bit-identical two-party runs
-    assert scaled_rho(0.02, 16, "scaled") == pytest.approx(0.02 * 8 ** -0.6)
+    assert scaled_rho(0.02, 16, "scaled") == pytest.approx(0.02 * 8**-0.6)
     assert scaled_rho(0.02, 16, "fixed") == 0.02
 
 
@@ -128,11 +131,20 @@ def test_scale_benchmark_prints_one_json_object(capsys, monkeypatch):
     monkeypatch.syspath_prepend(str(REPO))  # `benchmarks` is a folder of the clone, not installed
     from benchmarks import runner
 
-    assert runner.main(["scale", "--rows", "3000", "--parties", "4", "--epochs", "3", "--data",
-                        "synthetic", "--json"]) == 0
+    assert (
+        runner.main(["scale", "--rows", "3000", "--parties", "4", "--epochs", "3", "--data", "synthetic", "--json"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
-    for key in ("rows", "parties", "epochs_to_1e-4", "admm_over_lbfgs", "baseline_share_of_wall",
-                "peak_rss_over_data", "ns_per_row_epoch"):
+    for key in (
+        "rows",
+        "parties",
+        "epochs_to_1e-4",
+        "admm_over_lbfgs",
+        "baseline_share_of_wall",
+        "peak_rss_over_data",
+        "ns_per_row_epoch",
+    ):
         assert key in out, key
     assert (out["rows"], out["parties"]) == (3000, 4)
     assert 0 < out["baseline_share_of_wall"] < 1 and out["peak_rss_over_data"] > 1
@@ -147,15 +159,14 @@ def test_a9a_tile_repeats_the_training_records(data_dir):
     three = load_dataset("a9a", data_dir=data_dir, options={"tile": 3})
     n = one.X_train.shape[0]
     assert three.X_train.shape == (3 * n, 123) and three.X_test.shape == one.X_test.shape
-    assert (three.X_train[2 * n:] != one.X_train).nnz == 0
-    assert np.array_equal(three.y_train[n:2 * n], one.y_train)
+    assert (three.X_train[2 * n :] != one.X_train).nnz == 0
+    assert np.array_equal(three.y_train[n : 2 * n], one.y_train)
     assert "repeated 3 times" in three.description
     with pytest.raises(DataError, match="tile must be an integer >= 1"):
         load_dataset("a9a", data_dir=data_dir, options={"tile": 0})
 
 
-@pytest.mark.parametrize("lam,warm_rows,path", [(5.0, 5000, "chord Newton steps"),
-                                                  (0.5, 2000, "trust-exact")])
+@pytest.mark.parametrize("lam,warm_rows,path", [(5.0, 5000, "chord Newton steps"), (0.5, 2000, "trust-exact")])
 def test_the_central_solve_from_a_subsample_reaches_the_same_optimum(lam, warm_rows, path):
     """Chord steps with a subsample's Hessian when they contract; the trust-region method from
     where they stop when they do not (rare columns, a weak regularizer): the same F* either way."""
@@ -207,8 +218,10 @@ def test_a_run_that_lets_the_records_go_keeps_only_the_blocks():
     a = run_experiment(config, plan=kept, use_cache=False)
     b = run_experiment(config, plan=plan, use_cache=False)
     assert a.manifest.dump()["dataset"] == b.manifest.dump()["dataset"]
-    pd.testing.assert_frame_equal(a.metrics.drop(columns=[c for c in a.metrics if "time" in c]),
-                                  b.metrics.drop(columns=[c for c in b.metrics if "time" in c]))
+    pd.testing.assert_frame_equal(
+        a.metrics.drop(columns=[c for c in a.metrics if "time" in c]),
+        b.metrics.drop(columns=[c for c in b.metrics if "time" in c]),
+    )
 
 
 def test_records_the_column_steps_leave_alone_are_split_without_a_copy_first():
@@ -238,7 +251,9 @@ def test_the_central_solve_on_the_blocks_is_the_joined_solve_to_the_bit():
     assert np.array_equal(objective.hess(x, D, b), objective.hess(x, joined, b))
     assert (D[np.arange(0, 4000, 9)] != joined[::9]).nnz == 0
     for warm in ({}, {"warm_above": 1000, "warm_rows": 500}):  # trust-exact; chord steps
-        on_blocks, on_joined = central_optimum(blocks, b, objective, **warm), \
-            central_optimum(joined, b, objective, **warm)
+        on_blocks, on_joined = (
+            central_optimum(blocks, b, objective, **warm),
+            central_optimum(joined, b, objective, **warm),
+        )
         assert on_blocks.value == on_joined.value and np.array_equal(on_blocks.x, on_joined.x)
         assert on_blocks.method == on_joined.method

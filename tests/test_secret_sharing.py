@@ -15,7 +15,7 @@ def test_reconstruction_exact_to_encoding_precision():
     ss = AdditiveSecretSharing(7, bits=64, fractional_bits=32)
     x = rng.normal(scale=100.0, size=(7, 5))
     total = ss.secure_sum(x, rng)
-    assert np.max(np.abs(total - x.sum(axis=0))) <= 7 * 2.0 ** -33 + 1e-9
+    assert np.max(np.abs(total - x.sum(axis=0))) <= 7 * 2.0**-33 + 1e-9
     # exactly the sum of the rounded encodings
     exact = np.rint(x * 2.0**32).sum(axis=0) / 2.0**32
     assert np.array_equal(total, exact)
@@ -38,8 +38,9 @@ def test_shares_are_uniform_and_sum_to_value():
     ss = AdditiveSecretSharing(4, bits=8, fractional_bits=0)
     x = np.array([[3.0], [-5.0], [7.0], [1.0]])
     shares = ss.share(np.repeat(x, 20000, axis=1), rng)
-    assert np.array_equal((shares.sum(axis=1, dtype=np.uint64) & np.uint64(255)),
-                          np.repeat(ss.encode(x), 20000, axis=1))
+    assert np.array_equal(
+        (shares.sum(axis=1, dtype=np.uint64) & np.uint64(255)), np.repeat(ss.encode(x), 20000, axis=1)
+    )
     for j in (1, 2, 3):  # an outgoing share of agent 0: uniform on Z_256
         counts = np.bincount(shares[0, j].astype(int), minlength=256)
         assert stats.chisquare(counts).pvalue > 1e-4
@@ -110,8 +111,9 @@ def test_joint_view_is_independent_on_a_tiny_ring():
         view = ss.coalition_view(sh, [2])
         # received from 0 and 1, and the victim's broadcast (agent 1's follows from the
         # sum); its own outgoing shares are its own randomness
-        cells = (view["received"][0, 0].astype(int) * 16 + view["received"][0, 1].astype(int)) \
-            * 16 + view["broadcast"][0].astype(int)
+        cells = (view["received"][0, 0].astype(int) * 16 + view["received"][0, 1].astype(int)) * 16 + view["broadcast"][
+            0
+        ].astype(int)
         return np.bincount(cells, minlength=16**3)
 
     table = np.vstack([joint(-2.0), joint(2.0)])
@@ -143,17 +145,26 @@ def _problem(N=6, m=15, d=4, seed=0):
     return NetworkData(adj, A, b, initial_models(N, d, r)), paper_objective(N, m)
 
 
-@pytest.mark.parametrize("name, privacy", [
-    ("ldp_admm", {"noise": False}), ("ldp_admm", {}), ("fixed_admm", {}),
-    ("random_penalty_admm", {}), ("dgd", {}), ("noisy_consensus_gd", {}), ("op_admm", {}),
-    ("pp_admm", {"noise": False}),
-])
+@pytest.mark.parametrize(
+    "name, privacy",
+    [
+        ("ldp_admm", {"noise": False}),
+        ("ldp_admm", {}),
+        ("fixed_admm", {}),
+        ("random_penalty_admm", {}),
+        ("dgd", {}),
+        ("noisy_consensus_gd", {}),
+        ("op_admm", {}),
+        ("pp_admm", {"noise": False}),
+    ],
+)
 def test_iterates_with_secret_sharing_equal_plain(name, privacy):
     data, obj = _problem()
     runs = {}
     for exchange in ("plain", "secret_sharing"):
-        s = get_solver(name)(data, objective=obj, params={"exchange": exchange}, privacy=privacy,
-                          streams=Streams(11), iterations=40)
+        s = get_solver(name)(
+            data, objective=obj, params={"exchange": exchange}, privacy=privacy, streams=Streams(11), iterations=40
+        )
         for _ in range(40):
             s.step()
         runs[exchange] = s.X
@@ -165,14 +176,20 @@ def test_secret_sharing_needs_a_complete_graph():
     data, obj = _problem()
     sparse = NetworkData(make_graph("ring", nodes=6), data.A, data.b, data.x0)
     with pytest.raises(ValueError, match="needs a complete graph"):
-        get_solver("ldp_admm")(sparse, objective=obj, params={"exchange": "secret_sharing"},
-                            privacy={}, streams=Streams(0), iterations=5)
+        get_solver("ldp_admm")(
+            sparse, objective=obj, params={"exchange": "secret_sharing"}, privacy={}, streams=Streams(0), iterations=5
+        )
 
 
 def test_solver_refuses_values_beyond_the_ring():
     data, obj = _problem()
     big = NetworkData(data.adjacency, data.A, data.b, data.x0 * 1e6)
     with pytest.raises(SecretSharingOverflowError, match="capacity"):
-        get_solver("dgd")(big, objective=obj, params={"exchange": "secret_sharing", "ss_bits": 32,
-                                                   "ss_fractional_bits": 16},
-                       privacy={}, streams=Streams(0), iterations=5)
+        get_solver("dgd")(
+            big,
+            objective=obj,
+            params={"exchange": "secret_sharing", "ss_bits": 32, "ss_fractional_bits": 16},
+            privacy={},
+            streams=Streams(0),
+            iterations=5,
+        )

@@ -75,14 +75,12 @@ def certs(deployment_certs):
 
 def _base(tmp_path, *, epochs=3, epsilon=8.0, replayable=True, lam=0.01):
     path = tmp_path / "base.toml"
-    path.write_text(BASE.format(epochs=epochs, epsilon=epsilon,
-                                replayable=str(replayable).lower(), lam=lam))
+    path.write_text(BASE.format(epochs=epochs, epsilon=epsilon, replayable=str(replayable).lower(), lam=lam))
     return path
 
 
 def _tls(certs, name: str) -> dict:
-    return {"certificate": str(certs / f"{name}.pem"), "key": str(certs / f"{name}.key"),
-            "ca": str(certs / "ca.pem")}
+    return {"certificate": str(certs / f"{name}.pem"), "key": str(certs / f"{name}.key"), "ca": str(certs / "ca.pem")}
 
 
 class Parties:
@@ -98,10 +96,13 @@ class Parties:
             self.start(m)
 
     def pc(self, m):
-        return PartyConfig(index=m, listen=f"127.0.0.1:{self.ports[m - 1]}",
-                           directory=str(self.tmp / f"party{m}"),
-                           tls=_tls(self.certs, self.cert_of.get(m, f"party-{m}")),
-                           limits=self.limits)
+        return PartyConfig(
+            index=m,
+            listen=f"127.0.0.1:{self.ports[m - 1]}",
+            directory=str(self.tmp / f"party{m}"),
+            tls=_tls(self.certs, self.cert_of.get(m, f"party-{m}")),
+            limits=self.limits,
+        )
 
     def start(self, m, config=None):
         self.servers[m] = serve(PartyService(self.pc(m), config or self.config))
@@ -115,14 +116,18 @@ class Parties:
     def coordinator(self, config, *extra):
         parties = ",".join(f"'{a}'" for a in self.addresses())
         tls = _tls(self.certs, "coordinator")
-        return config.with_overrides([
-            "run.backend=services", f"run.parties=[{parties}]",
-            "run.tls={" + ", ".join(f"{k}='{v}'" for k, v in tls.items()) + "}", *extra])
+        return config.with_overrides(
+            [
+                "run.backend=services",
+                f"run.parties=[{parties}]",
+                "run.tls={" + ", ".join(f"{k}='{v}'" for k, v in tls.items()) + "}",
+                *extra,
+            ]
+        )
 
     def records(self, m):
         path = self.tmp / f"party{m}" / "releases.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines()] \
-            if path.exists() else []
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
     def close(self):
         for m in list(self.servers):
@@ -137,6 +142,7 @@ def parties(tmp_path, certs):
         p = Parties(tmp_path, certs, config, **kw)
         made.append(p)
         return p
+
     yield start
     for p in made:
         p.close()
@@ -151,13 +157,11 @@ def _remote(coord, during=None):
 
 
 def _numbers(frame):
-    return frame[[c for c in frame.columns if not c.endswith("_time_s")
-                  and c != "wall_time_s"]]
+    return frame[[c for c in frame.columns if not c.endswith("_time_s") and c != "wall_time_s"]]
 
 
 # ------------------------------------------------------------------ same numbers --
-def test_the_services_give_the_in_process_numbers_to_the_bit_and_count_bytes_twice(
-        tmp_path, parties):
+def test_the_services_give_the_in_process_numbers_to_the_bit_and_count_bytes_twice(tmp_path, parties):
     config = load_config(_base(tmp_path))
     p = parties(config)
     remote = _remote(p.coordinator(config))
@@ -172,8 +176,7 @@ def test_the_services_give_the_in_process_numbers_to_the_bit_and_count_bytes_twi
     assert remote.manifest.dump()["backend"]["channel"].startswith("gRPC over mutual TLS")
 
 
-def test_a_deployment_releases_exact_noise_only_and_each_partys_record_agrees(
-        tmp_path, parties, caplog):
+def test_a_deployment_releases_exact_noise_only_and_each_partys_record_agrees(tmp_path, parties, caplog):
     config = load_config(_base(tmp_path, replayable=False))
     p = parties(config)
     remote = _remote(p.coordinator(config))
@@ -187,27 +190,23 @@ def test_a_deployment_releases_exact_noise_only_and_each_partys_record_agrees(
         recs = p.records(party)
         assert [r["release"] for r in recs] == [1, 2, 3] and all(r["exact"] for r in recs)
         # the party's own ledger and the coordinator's: the same epsilon after every epoch
-        np.testing.assert_allclose([r["epsilon_run"] for r in recs],
-                                   m["epsilon_tight"].iloc[1:], rtol=1e-12)
+        np.testing.assert_allclose([r["epsilon_run"] for r in recs], m["epsilon_tight"].iloc[1:], rtol=1e-12)
 
 
 # ---------------------------------------------------------------------- attacks --
 def _raw(address, certs, name="coordinator", target="party-1", creds=None):
     creds = creds or grpc.ssl_channel_credentials(
-        (certs / "ca.pem").read_bytes(), (certs / f"{name}.key").read_bytes(),
-        (certs / f"{name}.pem").read_bytes())
-    channel = grpc.secure_channel(address, creds,
-                                  options=[("grpc.ssl_target_name_override", target)])
+        (certs / "ca.pem").read_bytes(), (certs / f"{name}.key").read_bytes(), (certs / f"{name}.pem").read_bytes()
+    )
+    channel = grpc.secure_channel(address, creds, options=[("grpc.ssl_target_name_override", target)])
     return channel
 
 
-def test_a_client_without_a_certificate_of_the_deployments_ca_is_refused(
-        tmp_path, parties, certs):
+def test_a_client_without_a_certificate_of_the_deployments_ca_is_refused(tmp_path, parties, certs):
     p = parties(load_config(_base(tmp_path)))
     ca = make_ca()
     key, cert = issue(ca, "coordinator")  # the right name, from another CA
-    foreign = grpc.ssl_channel_credentials((certs / "ca.pem").read_bytes(), _pem(key=key),
-                                           _pem(cert=cert))
+    foreign = grpc.ssl_channel_credentials((certs / "ca.pem").read_bytes(), _pem(key=key), _pem(cert=cert))
     bare = grpc.ssl_channel_credentials((certs / "ca.pem").read_bytes())  # no client cert
     for creds in (foreign, bare):
         with _raw(p.addresses()[0], certs, creds=creds) as ch:
@@ -238,30 +237,52 @@ def _write_config(config, path):
 
     def drop(d):
         return {k: drop(v) if isinstance(v, dict) else v for k, v in d.items() if v is not None}
+
     path.write_text(dumps(drop(config.to_dict())))
 
 
-@pytest.mark.parametrize("frame, says", [
-    (codec.encode(Frame.REQUEST, 17, 1, Pull(r=np.zeros(300), rho=0.4, sigma=30.0,
-                                             sensitivity=1.0)), "declares no call number 17"),
-    (pickle.dumps({"call": "__getattribute__", "args": ("party",)}), "bad magic"),
-    (codec.encode(Frame.REQUEST, 0, 1, Pull(r=np.zeros(299), rho=0.4, sigma=30.0,
-                                            sensitivity=1.0)), "must have shape"),
-    (codec.encode(Frame.REQUEST, 0, 1, Pull(r=np.zeros(300, dtype=np.int64), rho=0.4,
-                                            sigma=30.0, sensitivity=1.0)), "dtype"),
-    (codec.encode(Frame.REQUEST, 0, 1, Pull(r=np.full(300, np.nan), rho=0.4, sigma=30.0,
-                                            sensitivity=1.0)), "non-finite"),
-])
-def test_a_message_the_protocol_does_not_declare_is_refused(tmp_path, parties, certs, frame,
-                                                            says):
+@pytest.mark.parametrize(
+    "frame, says",
+    [
+        (
+            codec.encode(Frame.REQUEST, 17, 1, Pull(r=np.zeros(300), rho=0.4, sigma=30.0, sensitivity=1.0)),
+            "declares no call number 17",
+        ),
+        (pickle.dumps({"call": "__getattribute__", "args": ("party",)}), "bad magic"),
+        (
+            codec.encode(Frame.REQUEST, 0, 1, Pull(r=np.zeros(299), rho=0.4, sigma=30.0, sensitivity=1.0)),
+            "must have shape",
+        ),
+        (
+            codec.encode(
+                Frame.REQUEST, 0, 1, Pull(r=np.zeros(300, dtype=np.int64), rho=0.4, sigma=30.0, sensitivity=1.0)
+            ),
+            "dtype",
+        ),
+        (
+            codec.encode(Frame.REQUEST, 0, 1, Pull(r=np.full(300, np.nan), rho=0.4, sigma=30.0, sensitivity=1.0)),
+            "non-finite",
+        ),
+    ],
+)
+def test_a_message_the_protocol_does_not_declare_is_refused(tmp_path, parties, certs, frame, says):
     from vfl.admm.sharing.party import PartySpec
 
     p = parties(load_config(_base(tmp_path)))
     with _raw(p.addresses()[0], certs) as ch:
-        spec = PartySpec(lam=0.01, rho=0.4, factor=True, x_radius=1.0, ball="project",
-                         noise_form="output", share_clip=1.0, blas_threads=1)
-        codec.read(SHARING_PROTOCOL, ch.unary_unary("/vfl.Party/Open")(
-            codec.open_frame(SHARING_PROTOCOL, 0, spec), timeout=5))
+        spec = PartySpec(
+            lam=0.01,
+            rho=0.4,
+            factor=True,
+            x_radius=1.0,
+            ball="project",
+            noise_form="output",
+            share_clip=1.0,
+            blas_threads=1,
+        )
+        codec.read(
+            SHARING_PROTOCOL, ch.unary_unary("/vfl.Party/Open")(codec.open_frame(SHARING_PROTOCOL, 0, spec), timeout=5)
+        )
         with pytest.raises(codec.ERRORS) as err:
             codec.read(SHARING_PROTOCOL, ch.unary_unary("/vfl.Party/Call")(frame, timeout=5))
         assert says in str(err.value)
@@ -271,10 +292,10 @@ def test_a_message_the_protocol_does_not_declare_is_refused(tmp_path, parties, c
     assert p.records(1) == []  # nothing released
 
 
-@pytest.mark.parametrize("case, says", [
-    ("floor", "below the party's floor"), ("budget", "of its budget 5")])
+@pytest.mark.parametrize("case, says", [("floor", "below the party's floor"), ("budget", "of its budget 5")])
 def test_a_request_below_the_floor_or_beyond_the_budget_is_refused_and_nothing_released(
-        tmp_path, parties, caplog, case, says):
+    tmp_path, parties, caplog, case, says
+):
     party_config = load_config(_base(tmp_path))
     if case == "floor":  # the coordinator asks for epsilon 16, the parties accept 8 at most
         p = parties(party_config)
@@ -318,14 +339,15 @@ def _kill_before(p, kind: str, epoch: int, m: int = 2, restart: bool = True):
                 if restart:
                     threading.Timer(0.2, p.start, (m,)).start()
             return send(session, call, requests, seqs)
+
         units._send = watched
+
     return during
 
 
 @pytest.mark.slow  # (the fault matrix runs in the slow tier)
 @pytest.mark.parametrize("kind", ["update", "state", "rmatvec", "test_product"])
-def test_a_party_killed_before_each_kind_of_call_comes_back_to_the_same_numbers(
-        tmp_path, parties, kind):
+def test_a_party_killed_before_each_kind_of_call_comes_back_to_the_same_numbers(tmp_path, parties, kind):
     config = load_config(_base(tmp_path))
     p = parties(config)
     undisturbed = run_experiment(config, with_baselines=False)
@@ -338,8 +360,7 @@ def test_a_party_killed_before_each_kind_of_call_comes_back_to_the_same_numbers(
 def test_a_deployment_party_killed_and_restarted_never_draws_a_release_again(tmp_path, parties):
     config = load_config(_base(tmp_path, replayable=False))
     p = parties(config)
-    remote = _remote(p.coordinator(config, "run.party_wait=10"),
-                     during=_kill_before(p, "update", 2))
+    remote = _remote(p.coordinator(config, "run.party_wait=10"), during=_kill_before(p, "update", 2))
     recs = p.records(2)
     # its second process drew epoch 3 alone, its record of the run read back: the third
     assert [r["release"] for r in recs] == [1, 2, 3]
@@ -353,8 +374,7 @@ def test_a_party_that_does_not_come_back_stops_the_run_in_one_line(tmp_path, par
     config = load_config(_base(tmp_path))
     p = parties(config)
     with pytest.raises(Exception) as err:
-        _remote(p.coordinator(config, "run.party_wait=0.5"),
-                during=_kill_before(p, "update", 1, restart=False))
+        _remote(p.coordinator(config, "run.party_wait=0.5"), during=_kill_before(p, "update", 1, restart=False))
     assert f"party 2 at {p.addresses()[1]} was lost at epoch 2" in str(err.value)
     assert "did not answer again within 0.5 s" in str(err.value)
 
@@ -362,10 +382,8 @@ def test_a_party_that_does_not_come_back_stops_the_run_in_one_line(tmp_path, par
 def test_a_release_on_the_partys_ledger_is_never_drawn_again_by_a_restarted_party(tmp_path):
     from vfl.experiments.service_guard import Guard, PrivacyRefused
 
-    kw = dict(floor=1.0, sensitivity=1.0, delta=1e-5, accountant="pld", budget=None,
-              deployment=True)
-    Guard(tmp_path, 2, **kw).admit(run="r", repeat=0, seq=3, scale=2.0, sensitivity=1.0,
-                                   size=10, exact=True)
+    kw = dict(floor=1.0, sensitivity=1.0, delta=1e-5, accountant="pld", budget=None, deployment=True)
+    Guard(tmp_path, 2, **kw).admit(run="r", repeat=0, seq=3, scale=2.0, sensitivity=1.0, size=10, exact=True)
     again = Guard(tmp_path, 2, **kw)  # the party's process, restarted: its ledger read back
     with pytest.raises(PrivacyRefused, match="drawn already"):
         again.admit(run="r", repeat=0, seq=3, scale=2.0, sensitivity=1.0, size=10, exact=True)
@@ -380,9 +398,13 @@ def test_dask_takes_tls_only_when_configured(tmp_path, monkeypatch):
         dask_units.check_cluster_option(config, "tls://10.0.0.1:8786")
     import dask
 
-    with dask.config.set({"distributed.comm.tls.ca-file": "ca.pem",
-                          "distributed.comm.tls.client.cert": "c.pem",
-                          "distributed.comm.tls.client.key": "c.key"}):
+    with dask.config.set(
+        {
+            "distributed.comm.tls.ca-file": "ca.pem",
+            "distributed.comm.tls.client.cert": "c.pem",
+            "distributed.comm.tls.client.key": "c.key",
+        }
+    ):
         dask_units.check_cluster_option(config, "tls://10.0.0.1:8786")
         assert dask_units.security().require_encryption
 
@@ -403,25 +425,40 @@ epochs = {epochs}
 
 
 @pytest.mark.parametrize("solver", ["fdml_sgd", "private_stacking"])
-def test_fdml_sgd_and_private_stacking_run_as_party_services_to_the_same_numbers(
-        tmp_path, certs, solver):
+def test_fdml_sgd_and_private_stacking_run_as_party_services_to_the_same_numbers(tmp_path, certs, solver):
     from vfl.experiments.registry import get_solver
 
     path = tmp_path / "plain.toml"
-    path.write_text(PLAIN.format(solver=solver, epochs=1 if solver == "private_stacking" else 2)
-                    + ("batch_size = 100\n" if solver == "fdml_sgd" else ""))
+    path.write_text(
+        PLAIN.format(solver=solver, epochs=1 if solver == "private_stacking" else 2)
+        + ("batch_size = 100\n" if solver == "fdml_sgd" else "")
+    )
     config = load_config(path)
     first = get_solver(solver).protocol.placement.first  # stacking: party 1 is the coordinator
     ports = _free_ports(2 - first)
-    servers = [serve(PartyService(PartyConfig(
-        index=m, listen=f"127.0.0.1:{port}", directory=str(tmp_path / f"p{m}"),
-        tls=_tls(certs, f"party-{m}")), config)) for m, port in zip(range(first + 1, 3), ports)]
+    servers = [
+        serve(
+            PartyService(
+                PartyConfig(
+                    index=m,
+                    listen=f"127.0.0.1:{port}",
+                    directory=str(tmp_path / f"p{m}"),
+                    tls=_tls(certs, f"party-{m}"),
+                ),
+                config,
+            )
+        )
+        for m, port in zip(range(first + 1, 3), ports)
+    ]
     try:
         tls = _tls(certs, "coordinator")
-        coord = config.with_overrides([
-            "run.backend=services",
-            "run.parties=[" + ",".join(f"'127.0.0.1:{p}'" for p in ports) + "]",
-            "run.tls={" + ", ".join(f"{k}='{v}'" for k, v in tls.items()) + "}"])
+        coord = config.with_overrides(
+            [
+                "run.backend=services",
+                "run.parties=[" + ",".join(f"'127.0.0.1:{p}'" for p in ports) + "]",
+                "run.tls={" + ", ".join(f"{k}='{v}'" for k, v in tls.items()) + "}",
+            ]
+        )
         remote = _remote(coord)
     finally:
         for s in servers:
@@ -430,19 +467,34 @@ def test_fdml_sgd_and_private_stacking_run_as_party_services_to_the_same_numbers
     assert _numbers(remote.metrics).equals(_numbers(local.metrics))
 
 
-@pytest.mark.parametrize("config, sets, says", [
-    ("papers/ldp/configs/ldp-dvp-admm-n10.toml", [],
-     "run.backend = 'services': dvp_admm does not run as party services yet (these do: "
-     "admm_sharing, dp_admm, fdml_sgd, private_stacking)"),
-])
-def test_what_does_not_run_as_party_services_is_refused_in_one_line(tmp_path, config, sets,
-                                                                    says):
+@pytest.mark.parametrize(
+    "config, sets, says",
+    [
+        (
+            "papers/ldp/configs/ldp-dvp-admm-n10.toml",
+            [],
+            "run.backend = 'services': dvp_admm does not run as party services yet (these do: "
+            "admm_sharing, dp_admm, fdml_sgd, private_stacking)",
+        ),
+    ],
+)
+def test_what_does_not_run_as_party_services_is_refused_in_one_line(tmp_path, config, sets, says):
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[1]
-    proc = vfl("run", "--config", repo / config, "--set", "run.backend=services",
-               "--set", "run.parties=['127.0.0.1:1']", "--set", "run.insecure=true",
-               "--out", tmp_path / "run")
+    proc = vfl(
+        "run",
+        "--config",
+        repo / config,
+        "--set",
+        "run.backend=services",
+        "--set",
+        "run.parties=['127.0.0.1:1']",
+        "--set",
+        "run.insecure=true",
+        "--out",
+        tmp_path / "run",
+    )
     assert_one_line_error(proc, says)
 
 
@@ -452,10 +504,19 @@ def test_a_deployment_party_refuses_every_diagnostic_call(tmp_path, parties, cer
 
     p = parties(load_config(_base(tmp_path, replayable=False)))
     with _raw(p.addresses()[0], certs) as ch:
-        spec = PartySpec(lam=0.01, rho=0.4, factor=True, x_radius=1.0, ball="project",
-                         noise_form="output", share_clip=1.0, blas_threads=1)
-        codec.read(SHARING_PROTOCOL, ch.unary_unary("/vfl.Party/Open")(
-            codec.open_frame(SHARING_PROTOCOL, 0, spec), timeout=5))
+        spec = PartySpec(
+            lam=0.01,
+            rho=0.4,
+            factor=True,
+            x_radius=1.0,
+            ball="project",
+            noise_form="output",
+            share_clip=1.0,
+            blas_threads=1,
+        )
+        codec.read(
+            SHARING_PROTOCOL, ch.unary_unary("/vfl.Party/Open")(codec.open_frame(SHARING_PROTOCOL, 0, spec), timeout=5)
+        )
         for name, request in (("state", Empty()), ("rmatvec", Residual(y=np.zeros(300)))):
             frame = codec.encode(Frame.REQUEST, SHARING_PROTOCOL.index(name), 1, request)
             with pytest.raises(codec.ERRORS, match="answers no diagnostic"):

@@ -35,16 +35,28 @@ pytestmark = pytest.mark.slow
 LIMITS = {"max_epsilon": 8.0}
 PROVIDER_LIMITS = {"min_sigma": 1e-3}
 #: (family, noise) -> why it has no party services (its cases are listed, not run)
-NO_SERVICES = {("providers", "none"): "consensus_admm (the providers without noise) runs "
-                                      "in-process and on Dask only; dp_admm runs as services"}
+NO_SERVICES = {
+    ("providers", "none"): "consensus_admm (the providers without noise) runs "
+    "in-process and on Dask only; dp_admm runs as services"
+}
 #: family -> its deployment config (exact noise with a guarantee)
 DEPLOYMENT = {
-    "sharing": _with(FAMILIES["sharing"][1]["none"],
-                     privacy={"form": "output", "delta": 1e-5, "epsilon": 8.0,
-                              "calibration": "sound", "neighbours": "row", "b1": 1.0,
-                              "clip": 1.0, "input_clip": 2.0}),
-    "fdml": _with(FAMILIES["fdml"][1]["noise"],
-                  privacy={"label_epsilon": 1.0, "label_delta": 1e-5, "replayable_noise": False}),
+    "sharing": _with(
+        FAMILIES["sharing"][1]["none"],
+        privacy={
+            "form": "output",
+            "delta": 1e-5,
+            "epsilon": 8.0,
+            "calibration": "sound",
+            "neighbours": "row",
+            "b1": 1.0,
+            "clip": 1.0,
+            "input_clip": 2.0,
+        },
+    ),
+    "fdml": _with(
+        FAMILIES["fdml"][1]["noise"], privacy={"label_epsilon": 1.0, "label_delta": 1e-5, "replayable_noise": False}
+    ),
     "stacking": _with(FAMILIES["stacking"][1]["noise"], privacy={"replayable_noise": False}),
     "providers": _with(FAMILIES["providers"][1]["noise"], privacy={"replayable_noise": False}),
 }
@@ -61,8 +73,7 @@ def _cases():
         for call in _protocol(protocol).calls:
             if call.kind is not CONTROL:
                 for noise in configs:
-                    yield pytest.param(family, noise, call.name,
-                                       id=f"{family}-{noise}-{call.name}")
+                    yield pytest.param(family, noise, call.name, id=f"{family}-{noise}-{call.name}")
 
 
 class Services(Parties):
@@ -87,7 +98,8 @@ class Services(Parties):
         word = get_solver(self.config.solver.name).protocol.placement.word
         who, where = f"{word} {self.members[0]}", self.addresses()[0]
         return "\n" not in message and message.startswith(
-            (f"{who}: its service {where} was lost at ", f"{who} at {where} "))
+            (f"{who}: its service {where} was lost at ", f"{who} at {where} ")
+        )
 
 
 @pytest.fixture(scope="module")
@@ -108,9 +120,9 @@ def services(tmp_path_factory, certs):
     def get(family, noise, raw=None):
         if (family, noise) not in made:
             config = config_from_dict(raw or FAMILIES[family][1][noise])
-            made[family, noise] = Services(tmp_path_factory.mktemp(f"{family}-{noise}"),
-                                           certs, config)
+            made[family, noise] = Services(tmp_path_factory.mktemp(f"{family}-{noise}"), certs, config)
         return made[family, noise]
+
     yield get
     for p in made.values():
         p.close()
@@ -132,7 +144,9 @@ def _kill_before(p, name: str, nth: int, state: dict):
                     p.stop(m)
                     threading.Timer(0.2, p.start, (m,)).start()
             return send(session, call, requests, seqs)
+
         units._send = watched
+
     return during
 
 
@@ -149,8 +163,7 @@ def _run_killed(p, name, nth):
 
 
 @pytest.mark.parametrize("family, noise, call", list(_cases()))
-def test_a_party_service_killed_before_any_call_changes_no_number(services, family, noise,
-                                                                   call):
+def test_a_party_service_killed_before_any_call_changes_no_number(services, family, noise, call):
     from test_parties import assert_same_numbers
 
     local, sent = _undisturbed(family, noise)
@@ -174,8 +187,7 @@ def test_a_party_service_killed_before_any_call_changes_no_number(services, fami
 
 
 @pytest.mark.parametrize("family", list(DEPLOYMENT))
-def test_a_deployment_party_service_killed_and_restarted_never_draws_a_release_again(
-        services, family):
+def test_a_deployment_party_service_killed_and_restarted_never_draws_a_release_again(services, family):
     if family in NO_DEPLOYMENT:  # its party refuses to start, in one line
         with pytest.raises(ConfigError) as err:
             services(family, "deployment", DEPLOYMENT[family])
@@ -190,12 +202,10 @@ def test_a_deployment_party_service_killed_and_restarted_never_draws_a_release_a
         assert p.named(str(lost)), str(lost)
         print(f"\n{family} deployment: stopped: {lost}")
     else:
-        assert [r["party"] for r in remote.manifest.dump()["backend"]["recoveries"]] == \
-            [p.members[0]]
+        assert [r["party"] for r in remote.manifest.dump()["backend"]["recoveries"]] == [p.members[0]]
         print(f"\n{family} deployment: rebuilt; releases {[len(p.records(m)) for m in p.members]}")
     for m in p.members:
         recs = p.records(m)
         assert recs and all(r["exact"] for r in recs)
         assert [r["release"] for r in recs] == list(range(1, len(recs) + 1))
-        assert len({(r["run"], r["repeat"], r["seq"], r.get("part")) for r in recs}) == \
-            len(recs)
+        assert len({(r["run"], r["repeat"], r["seq"], r.get("part")) for r in recs}) == len(recs)

@@ -67,10 +67,24 @@ def _kill_coordinator(tmp_path, monkeypatch, p, coord):
     path, out = tmp_path / "coord.toml", tmp_path / "run"
     _write_config(coord, path)
     held, go = _hold(monkeypatch, 2, KILL_AT)
-    proc = subprocess.Popen([sys.executable, "-m", "vfl.cli.main", "run", "--config", str(path),
-                             "--out", str(out), "--quiet", "--no-figure", "--record-received"],
-                            env={**os.environ, "OMP_NUM_THREADS": "1"},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vfl.cli.main",
+            "run",
+            "--config",
+            str(path),
+            "--out",
+            str(out),
+            "--quiet",
+            "--no-figure",
+            "--record-received",
+        ],
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert held.wait(60), proc.stderr.read().decode() if proc.poll() is not None else ""
         os.kill(proc.pid, signal.SIGKILL)
@@ -89,7 +103,8 @@ def _kill_coordinator(tmp_path, monkeypatch, p, coord):
 @pytest.mark.slow
 @pytest.mark.parametrize("replayable", [False, True], ids=["deployment", "replayable"])
 def test_a_killed_coordinator_resumes_a_services_run_without_drawing_a_release_again(
-        tmp_path, parties, monkeypatch, replayable):
+    tmp_path, parties, monkeypatch, replayable
+):
     config = load_config(_base(tmp_path, epochs=EPOCHS, replayable=replayable))
     p = parties(config)
     coord = p.coordinator(config, f"run.checkpoint_every={EVERY}", "run.baselines='none'")
@@ -109,12 +124,10 @@ def test_a_killed_coordinator_resumes_a_services_run_without_drawing_a_release_a
         recs = [r for r in p.records(party) if r["run"] == run]
         assert [r["release"] for r in recs] == list(range(1, EPOCHS + 1))
         assert len({r["request"] for r in recs}) == EPOCHS
-        np.testing.assert_allclose([r["epsilon_run"] for r in recs],
-                                   m["epsilon_tight"].iloc[1:], rtol=1e-12)
+        np.testing.assert_allclose([r["epsilon_run"] for r in recs], m["epsilon_tight"].iloc[1:], rtol=1e-12)
         assert not list((tmp_path / f"party{party}" / "replies").glob(f"{run}-*"))  # let go
     if replayable:  # the numbers of an unbroken run, to the bit
-        unbroken = run_experiment(config.with_overrides(["run.baselines='none'"]),
-                                  with_baselines=False)
+        unbroken = run_experiment(config.with_overrides(["run.baselines='none'"]), with_baselines=False)
         assert _numbers(m).equals(_numbers(unbroken.metrics))
         np.testing.assert_array_equal(resumed.coef, unbroken.coef)
     else:  # the unbroken run's epsilon; a model scored once, at the end
@@ -136,14 +149,23 @@ def test_a_party_restarted_with_another_budget_is_refused_in_one_line(tmp_path, 
     coord = p.coordinator(config)
     facts = [json.loads(PartyService(p.pc(m), config).health()) for m in (1, 2)]
     facts[1]["limits"] = {**facts[1]["limits"], "budget_epsilon": 50.0}  # what it had then
-    write_checkpoint(tmp_path / "run", Checkpoint(
-        config=coord.to_dict(), options={}, released={"events": 2, "epsilon": 1.0},
-        repeats=[RepeatState(epoch=1, rows=[], elapsed=0.0, digest="")],
-        services={"run": "r1", "parties": facts}))
+    write_checkpoint(
+        tmp_path / "run",
+        Checkpoint(
+            config=coord.to_dict(),
+            options={},
+            released={"events": 2, "epsilon": 1.0},
+            repeats=[RepeatState(epoch=1, rows=[], elapsed=0.0, digest="")],
+            services={"run": "r1", "parties": facts},
+        ),
+    )
     proc = vfl("run", "--resume", tmp_path / "run")
-    assert_one_line_error(proc, f"party 2 at {p.addresses()[1]} was restarted with another "
-                                "config: its party.limits.budget_epsilon is 100.0, the run's "
-                                "checkpoint says 50.0")
+    assert_one_line_error(
+        proc,
+        f"party 2 at {p.addresses()[1]} was restarted with another "
+        "config: its party.limits.budget_epsilon is 100.0, the run's "
+        "checkpoint says 50.0",
+    )
     assert p.records(1) == [] and p.records(2) == []
 
 
@@ -153,12 +175,10 @@ def test_a_party_keeps_each_released_reply_and_refuses_what_it_cannot_send_again
     restarted party's record of a run goes on where it was."""
     from vfl.experiments.service_guard import Guard, PrivacyRefused
 
-    kw = dict(floor=1.0, sensitivity=1.0, delta=1e-5, accountant="pld", budget=None,
-              deployment=True)
+    kw = dict(floor=1.0, sensitivity=1.0, delta=1e-5, accountant="pld", budget=None, deployment=True)
     g = Guard(tmp_path, 2, **kw)
     for seq, request in ((1, "a1"), (2, "b2")):
-        g.admit(run="r", repeat=0, seq=seq, scale=2.0, sensitivity=1.0, size=10, exact=True,
-                request=request)
+        g.admit(run="r", repeat=0, seq=seq, scale=2.0, sensitivity=1.0, size=10, exact=True, request=request)
     g.keep("r", 0, "a1", b"reply-1")
     again = Guard(tmp_path, 2, **kw)  # restarted
     assert again.recorded("r", 0, "a1") == b"reply-1" and again.recorded("r", 0, "zz") is None
@@ -166,14 +186,12 @@ def test_a_party_keeps_each_released_reply_and_refuses_what_it_cannot_send_again
     with pytest.raises(PrivacyRefused, match="drawn already and its value was not kept"):
         again.recorded("r", 0, "b2")
     with pytest.raises(PrivacyRefused, match="drawn already"):  # under a new number too
-        again.admit(run="r", repeat=0, seq=9, scale=2.0, sensitivity=1.0, size=10,
-                    exact=True, request="b2")
+        again.admit(run="r", repeat=0, seq=9, scale=2.0, sensitivity=1.0, size=10, exact=True, request="b2")
     again.forget("r")
     assert not list((tmp_path / "replies").iterdir())
 
 
-def test_a_resumed_request_that_is_not_on_the_record_is_refused_and_nothing_drawn(
-        tmp_path, parties, certs):
+def test_a_resumed_request_that_is_not_on_the_record_is_refused_and_nothing_drawn(tmp_path, parties, certs):
     """The coordinator marks the requests it replays; one the party has no release of (a
     replay that differs from the run) is refused, never drawn."""
     from test_services import _raw
@@ -184,13 +202,21 @@ def test_a_resumed_request_that_is_not_on_the_record_is_refused_and_nothing_draw
     p = parties(load_config(_base(tmp_path, replayable=False)))
     md = (("vfl-run", "r1"), ("vfl-replay", "1"))
     with _raw(p.addresses()[0], certs) as ch:
-        spec = PartySpec(lam=0.01, rho=0.4, factor=True, x_radius=1.0, ball="project",
-                         noise_form="output", share_clip=1.0, blas_threads=1)
-        codec.read(SHARING_PROTOCOL, ch.unary_unary("/vfl.Party/Open")(
-            codec.open_frame(SHARING_PROTOCOL, 0, spec), timeout=5, metadata=md))
-        frame = codec.encode(Frame.REQUEST, 0, 1, Pull(r=np.zeros(300), rho=0.4, sigma=30.0,
-                                                       sensitivity=1.0))
+        spec = PartySpec(
+            lam=0.01,
+            rho=0.4,
+            factor=True,
+            x_radius=1.0,
+            ball="project",
+            noise_form="output",
+            share_clip=1.0,
+            blas_threads=1,
+        )
+        codec.read(
+            SHARING_PROTOCOL,
+            ch.unary_unary("/vfl.Party/Open")(codec.open_frame(SHARING_PROTOCOL, 0, spec), timeout=5, metadata=md),
+        )
+        frame = codec.encode(Frame.REQUEST, 0, 1, Pull(r=np.zeros(300), rho=0.4, sigma=30.0, sensitivity=1.0))
         with pytest.raises(codec.ERRORS, match="none of the releases on the party's record"):
-            codec.read(SHARING_PROTOCOL, ch.unary_unary("/vfl.Party/Call")(
-                frame, timeout=5, metadata=md))
+            codec.read(SHARING_PROTOCOL, ch.unary_unary("/vfl.Party/Call")(frame, timeout=5, metadata=md))
     assert p.records(1) == []

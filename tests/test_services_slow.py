@@ -45,24 +45,36 @@ def _wait(port: int, proc, timeout: float = 120.0) -> None:
 @pytest.mark.data
 def test_the_deploying_parties_recipe_runs_end_to_end_on_localhost(tmp_path):
     shutil.copytree(REPO / "configs" / "deploy", tmp_path / "configs" / "deploy")
-    env = {**os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",
-           "OPENBLAS_NUM_THREADS": "1"}
+    env = {**os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     lines = _recipe()
     assert [shlex.split(x)[:3] for x in lines] == [
-        ["vfl", "party", "certs"], ["vfl", "party", "serve"], ["vfl", "party", "serve"],
-        ["vfl", "run", "--config"]]
+        ["vfl", "party", "certs"],
+        ["vfl", "party", "serve"],
+        ["vfl", "party", "serve"],
+        ["vfl", "run", "--config"],
+    ]
 
     def command(line):  # `vfl ...` as the installed entry point runs it
         return [sys.executable, "-m", "vfl.cli.main", *shlex.split(line)[1:]]
+
     subprocess.run(command(lines[0]), cwd=tmp_path, env=env, check=True, capture_output=True)
-    parties = [subprocess.Popen(command(line), cwd=tmp_path, env=env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-               for line in lines[1:3]]
+    parties = [
+        subprocess.Popen(
+            command(line), cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for line in lines[1:3]
+    ]
     try:
         for port, proc in zip((50051, 50052), parties):
             _wait(port, proc)
-        run = subprocess.run(command(lines[3]) + ["--out", "run", "--quiet"], cwd=tmp_path,
-                             env=env, capture_output=True, text=True, timeout=600)
+        run = subprocess.run(
+            command(lines[3]) + ["--out", "run", "--quiet"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert run.returncode == 0, run.stderr
     finally:
         for proc in parties:
@@ -74,8 +86,7 @@ def test_the_deploying_parties_recipe_runs_end_to_end_on_localhost(tmp_path):
     assert manifest["backend"]["channel"].startswith("gRPC over mutual TLS")
     assert manifest["communication"]["transport"]["phases"]["diagnostics"]["tcp_bytes"] == 0
     for m in (1, 2):
-        recs = [json.loads(x) for x in
-                (tmp_path / f"party{m}" / "releases.jsonl").read_text().splitlines()]
+        recs = [json.loads(x) for x in (tmp_path / f"party{m}" / "releases.jsonl").read_text().splitlines()]
         assert len(recs) == 10 and all(r["exact"] for r in recs)
         assert abs(recs[-1]["epsilon_run"] - metrics["epsilon_tight"].iloc[-1]) < 1e-9
         assert recs[-1]["epsilon_run"] <= 8.0

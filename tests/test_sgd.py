@@ -60,8 +60,9 @@ def make_sgd(blocks, b, obj, seeds=(1, 2), noise_seeds=None, **kw):
     init_seed, batch_seed = seeds
     if noise_seeds is not None:
         kw["noise_rngs"] = [np.random.default_rng(s) for s in noise_seeds]
-    return FDMLSGD(blocks, b, obj, init_rng=np.random.default_rng(init_seed),
-                   batch_rng=np.random.default_rng(batch_seed), **kw)
+    return FDMLSGD(
+        blocks, b, obj, init_rng=np.random.default_rng(init_seed), batch_rng=np.random.default_rng(batch_seed), **kw
+    )
 
 
 class Recorder(FDMLSGD):
@@ -90,8 +91,7 @@ def test_reaches_central_optimum_neighbourhood(loss, reduction, schedule):
     D, blocks, b = make_problem(loss)
     obj, w = objective_for(loss, reduction)
     f_star = central_optimum(D, b, obj).value
-    sgd = make_sgd(blocks, b, obj, batch_size=20, lr=0.5, lr_schedule=schedule,
-                   **SCHEDULES[schedule])
+    sgd = make_sgd(blocks, b, obj, batch_size=20, lr=0.5, lr_schedule=schedule, **SCHEDULES[schedule])
     f0 = indep_value(D, b, loss, obj.lam, w, sgd.coef())
     for _ in range(150):
         stats = sgd.step(diagnostics=False)
@@ -139,10 +139,21 @@ def test_epoch_replicated_from_the_messages(output_sigma):
     loss, reduction, B = "logistic", "sum", 64
     D, blocks, b = make_problem(loss, seed=5)
     obj, w = objective_for(loss, reduction)
-    sgd = Recorder(blocks, b, obj, batch_size=B, lr=0.8, lr_schedule="step", lr_step_epochs=1,
-                   lr_gamma=0.5, output_sigma=output_sigma, init_scale=0.3,
-                   init_rng=np.random.default_rng(1), batch_rng=np.random.default_rng(2),
-                   noise_rngs=[np.random.default_rng(10 + m) for m in range(3)])
+    sgd = Recorder(
+        blocks,
+        b,
+        obj,
+        batch_size=B,
+        lr=0.8,
+        lr_schedule="step",
+        lr_step_epochs=1,
+        lr_gamma=0.5,
+        output_sigma=output_sigma,
+        init_scale=0.3,
+        init_rng=np.random.default_rng(1),
+        batch_rng=np.random.default_rng(2),
+        noise_rngs=[np.random.default_rng(10 + m) for m in range(3)],
+    )
     sgd.step()
     x = [xm.copy() for xm in sgd.x]
     sgd.log.clear()
@@ -168,8 +179,7 @@ def test_epoch_replicated_from_the_messages(output_sigma):
                 np.testing.assert_array_equal(sent, outputs)
             u = u + sent
         g_u = indep_dl(u, b[rows], loss)
-        x = [xm - eta * (blocks[m][rows].T @ g_u / len(rows) + 2 * obj.lam / (w * N) * xm)
-             for m, xm in enumerate(x)]
+        x = [xm - eta * (blocks[m][rows].T @ g_u / len(rows) + 2 * obj.lam / (w * N) * xm) for m, xm in enumerate(x)]
     assert sorted(np.concatenate(seen).tolist()) == list(range(N))  # one pass, no repeats
     for m in range(3):
         np.testing.assert_allclose(sgd.x[m], x[m], rtol=1e-11, atol=1e-13)
@@ -179,9 +189,16 @@ def test_noise_is_each_partys_own_gaussian():
     _, blocks, b = make_problem("logistic", seed=6)
     obj, _ = objective_for("logistic", "sum")
     sigma = 0.7
-    sgd = Recorder(blocks, b, obj, batch_size=50, output_sigma=sigma,
-                   init_rng=np.random.default_rng(1), batch_rng=np.random.default_rng(2),
-                   noise_rngs=[np.random.default_rng(10 + m) for m in range(3)])
+    sgd = Recorder(
+        blocks,
+        b,
+        obj,
+        batch_size=50,
+        output_sigma=sigma,
+        init_rng=np.random.default_rng(1),
+        batch_rng=np.random.default_rng(2),
+        noise_rngs=[np.random.default_rng(10 + m) for m in range(3)],
+    )
     sgd.step()
     for m in range(3):
         noise = np.concatenate([s - o for _, p, _, o, s, _ in sgd.log if p == m])
@@ -194,8 +211,9 @@ def test_messages_are_one_value_per_sample_per_party():
     _, blocks, b = make_problem("logistic", seed=7)
     obj, _ = objective_for("logistic", "sum")
     for B in (1, 33, 100, N, 10 * N):
-        sgd = Recorder(blocks, b, obj, batch_size=B, lr=0.1,
-                       init_rng=np.random.default_rng(1), batch_rng=np.random.default_rng(2))
+        sgd = Recorder(
+            blocks, b, obj, batch_size=B, lr=0.1, init_rng=np.random.default_rng(1), batch_rng=np.random.default_rng(2)
+        )
         assert sgd.messages.shape == (3,) and not sgd.messages.any()
         for k in range(1, 4):
             sgd.step(diagnostics=False)
@@ -212,17 +230,17 @@ def _history(sgd, epochs=4):
 
 
 def _same(h1, h2):
-    return all(f1 == f2 and all(np.array_equal(a, c) for a, c in zip(x1, x2))
-               for (f1, x1), (f2, x2) in zip(h1, h2))
+    return all(f1 == f2 and all(np.array_equal(a, c) for a, c in zip(x1, x2)) for (f1, x1), (f2, x2) in zip(h1, h2))
 
 
 @pytest.mark.parametrize("output_sigma", [0.0, 0.3])
 def test_same_seeds_bit_identical(output_sigma):
     _, blocks, b = make_problem("logistic", seed=8)
     obj, _ = objective_for("logistic", "sum")
-    h = [_history(make_sgd(blocks, b, obj, batch_size=30, output_sigma=output_sigma,
-                           noise_seeds=(5, 6, 7)))
-         for _ in range(2)]
+    h = [
+        _history(make_sgd(blocks, b, obj, batch_size=30, output_sigma=output_sigma, noise_seeds=(5, 6, 7)))
+        for _ in range(2)
+    ]
     assert _same(*h)
 
 
@@ -233,22 +251,24 @@ def test_each_generator_controls_its_own_draws():
     base = _history(make_sgd(blocks, b, obj, seeds=(1, 2), **kw))
     # different batch order -> different iterates (same start)
     other_batches = make_sgd(blocks, b, obj, seeds=(1, 3), **kw)
-    assert all(np.array_equal(a, c)
-               for a, c in zip(other_batches.x, make_sgd(blocks, b, obj, **kw).x))
+    assert all(np.array_equal(a, c) for a, c in zip(other_batches.x, make_sgd(blocks, b, obj, **kw).x))
     assert not _same(base, _history(other_batches))
     # different init -> different start
-    assert not np.array_equal(make_sgd(blocks, b, obj, seeds=(4, 2), **kw).coef(),
-                              make_sgd(blocks, b, obj, seeds=(1, 2), **kw).coef())
+    assert not np.array_equal(
+        make_sgd(blocks, b, obj, seeds=(4, 2), **kw).coef(), make_sgd(blocks, b, obj, seeds=(1, 2), **kw).coef()
+    )
     # output_sigma = 0: noise Generators are never drawn from
     rngs = [np.random.default_rng(s) for s in (11, 12, 13)]
     states = [r.bit_generator.state for r in rngs]
-    quiet = FDMLSGD(blocks, b, obj, init_rng=np.random.default_rng(1),
-                    batch_rng=np.random.default_rng(2), noise_rngs=rngs, **kw)
+    quiet = FDMLSGD(
+        blocks, b, obj, init_rng=np.random.default_rng(1), batch_rng=np.random.default_rng(2), noise_rngs=rngs, **kw
+    )
     assert _same(base, _history(quiet))
     assert [r.bit_generator.state for r in rngs] == states
     # with noise, the noise seed matters
-    noisy = [_history(make_sgd(blocks, b, obj, output_sigma=0.3, noise_seeds=s, **kw))
-             for s in ((11, 12, 13), (11, 12, 14))]
+    noisy = [
+        _history(make_sgd(blocks, b, obj, output_sigma=0.3, noise_seeds=s, **kw)) for s in ((11, 12, 13), (11, 12, 14))
+    ]
     assert not _same(*noisy)
 
 
@@ -319,8 +339,7 @@ def test_epoch_stats_and_margins():
     assert isinstance(st, EpochStats) and st.epoch == 1
     # exact, unperturbed, although the protocol ran on noisy outputs
     np.testing.assert_allclose(sgd.margins(), D @ sgd.coef(), rtol=1e-13, atol=1e-14)
-    assert st.objective == pytest.approx(indep_value(D, b, "logistic", obj.lam, w, sgd.coef()),
-                                         rel=1e-13)
+    assert st.objective == pytest.approx(indep_value(D, b, "logistic", obj.lam, w, sgd.coef()), rel=1e-13)
     assert st.objective == sgd.objective_value()
     assert math.isnan(st.primal_residual) and math.isnan(st.dual_residual)
     assert st.x_seconds > 0 and st.z_seconds == 0 and st.y_seconds == 0
@@ -350,26 +369,33 @@ def test_output_noise_converges_to_a_looser_neighbourhood():
 # --------------------------------------------------------------------------
 # validation
 # --------------------------------------------------------------------------
-@pytest.mark.parametrize("kw, match", [
-    ({"batch_size": 0}, "batch_size must be an integer >= 1"),
-    ({"batch_size": 2.5}, "batch_size must be an integer"),
-    ({"lr": 0.0}, "lr must be a finite number > 0"),
-    ({"lr": -0.1}, "lr must be"),
-    ({"lr": float("nan")}, "lr must be"),
-    ({"lr_schedule": "cosine"}, "unknown lr_schedule 'cosine'"),
-    ({"lr_step_epochs": 0}, "lr_step_epochs must be an integer >= 1"),
-    ({"lr_gamma": 0.0}, "lr_gamma must be a finite number > 0"),
-    ({"lr_gamma": 2.0}, r"lr_gamma must be in \(0, 1\]"),
-    ({"init_scale": -0.01}, "init_scale must be a finite number >= 0"),
-    ({"output_sigma": -1.0}, "output_sigma must be a finite number >= 0"),
-    ({"output_sigma": 0.1}, "output_sigma = 0.1 > 0 needs noise_rngs"),
-    ({"output_sigma": 0.1, "noise_rngs": [np.random.default_rng(0)] * 2},
-     "noise_rngs must hold one Generator per party: got 2 for 3 parties"),
-    ({"noise_rngs": [np.random.default_rng(0), np.random.default_rng(1), 7]},
-     r"noise_rngs\[2\] \(party 3\) must be a numpy.random.Generator"),
-    ({"init_rng": 0}, "init_rng must be a numpy.random.Generator"),
-    ({"batch_rng": np.random.RandomState(0)}, "batch_rng must be a numpy.random.Generator"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"batch_size": 0}, "batch_size must be an integer >= 1"),
+        ({"batch_size": 2.5}, "batch_size must be an integer"),
+        ({"lr": 0.0}, "lr must be a finite number > 0"),
+        ({"lr": -0.1}, "lr must be"),
+        ({"lr": float("nan")}, "lr must be"),
+        ({"lr_schedule": "cosine"}, "unknown lr_schedule 'cosine'"),
+        ({"lr_step_epochs": 0}, "lr_step_epochs must be an integer >= 1"),
+        ({"lr_gamma": 0.0}, "lr_gamma must be a finite number > 0"),
+        ({"lr_gamma": 2.0}, r"lr_gamma must be in \(0, 1\]"),
+        ({"init_scale": -0.01}, "init_scale must be a finite number >= 0"),
+        ({"output_sigma": -1.0}, "output_sigma must be a finite number >= 0"),
+        ({"output_sigma": 0.1}, "output_sigma = 0.1 > 0 needs noise_rngs"),
+        (
+            {"output_sigma": 0.1, "noise_rngs": [np.random.default_rng(0)] * 2},
+            "noise_rngs must hold one Generator per party: got 2 for 3 parties",
+        ),
+        (
+            {"noise_rngs": [np.random.default_rng(0), np.random.default_rng(1), 7]},
+            r"noise_rngs\[2\] \(party 3\) must be a numpy.random.Generator",
+        ),
+        ({"init_rng": 0}, "init_rng must be a numpy.random.Generator"),
+        ({"batch_rng": np.random.RandomState(0)}, "batch_rng must be a numpy.random.Generator"),
+    ],
+)
 def test_invalid_parameters(kw, match):
     _, blocks, b = make_problem("logistic", seed=15)
     obj, _ = objective_for("logistic", "sum")

@@ -48,8 +48,9 @@ def problem(n=400, widths=(4, 5), seed=0, sparse_blocks=()):
 def make(blocks, y, *, seed=0, **kw):
     streams = Streams(seed)
     kw.setdefault("lam_local", 1.0)
-    return PrivateStacking(blocks, y, noise_rngs=[streams.noise(m) for m in range(len(blocks))],
-                           shared_rng=streams.noise(), **kw)
+    return PrivateStacking(
+        blocks, y, noise_rngs=[streams.noise(m) for m in range(len(blocks))], shared_rng=streams.noise(), **kw
+    )
 
 
 # ------------------------------------------------------------- sensitivity --
@@ -121,16 +122,13 @@ def test_shares_are_clipped_before_the_noise_and_at_prediction():
         seen.append((event, np.array(mean)))
         from vfl.core.solver import add_noise
 
-        return add_noise(event.mechanism, mean, event.scale[0] if np.ndim(mean) == 1
-                         else event.scale, rng)
+        return add_noise(event.mechanism, mean, event.scale[0] if np.ndim(mean) == 1 else event.scale, rng)
 
-    s = make(blocks, y, epsilon=2.0, delta=1e-5, clip=0.3, split=[0.4, 0.5, 0.1],
-             lam_local=0.05)
+    s = make(blocks, y, epsilon=2.0, delta=1e-5, clip=0.3, split=[0.4, 0.5, 0.1], lam_local=0.05)
     s.observer = observer
     s.step()
     kinds = [(e.size, e.sensitivity[0]) for e, _ in seen]
-    assert kinds == [(6, model_sensitivity(0.05)), (len(y), 0.6),
-                     (2, moments_sensitivity(0.3, len(y)))]
+    assert kinds == [(6, model_sensitivity(0.05)), (len(y), 0.6), (2, moments_sensitivity(0.3, len(y)))]
     share_mean = seen[1][1]
     assert np.abs(share_mean).max() <= 0.3 + 1e-15
     assert np.isclose(np.abs(share_mean).max(), 0.3)  # the clip is active for this small lam
@@ -147,13 +145,18 @@ def test_rows_longer_than_one_are_refused():
 
 
 # --------------------------------------------------------------- accounting --
-@pytest.mark.parametrize("eps,split,accountant", [
-    (0.5, [0.5, 0.48, 0.02], "pld"), (1.0, [1.0, 0.0, 0.0], "pld"),
-    (8.0, [0.3, 0.7, 0.0], "pld"), (2.0, [0.5, 0.48, 0.02], "rdp")])
+@pytest.mark.parametrize(
+    "eps,split,accountant",
+    [
+        (0.5, [0.5, 0.48, 0.02], "pld"),
+        (1.0, [1.0, 0.0, 0.0], "pld"),
+        (8.0, [0.3, 0.7, 0.0], "pld"),
+        (2.0, [0.5, 0.48, 0.02], "rdp"),
+    ],
+)
 def test_target_epsilon_to_noise_to_ledger_round_trip(eps, split, accountant):
     blocks, y = problem(widths=(3, 4, 5), seed=3)
-    s = make(blocks, y, epsilon=eps, delta=1e-5, split=split, accountant=accountant,
-             model_noise=0.2)
+    s = make(blocks, y, epsilon=eps, delta=1e-5, split=split, accountant=accountant, model_noise=0.2)
     s.step()
     ledger = PrivacyLedger(1e-5, accountant)
     ledger.add(s.releases())
@@ -164,9 +167,10 @@ def test_target_epsilon_to_noise_to_ledger_round_trip(eps, split, accountant):
     np.testing.assert_allclose(np.sqrt(ledger._gauss[1:]), gdp_mu(eps, 1e-5, accountant), rtol=1e-9)
     # the releases say what planned_releases said
     plan = PrivateStacking.__new__(PrivateStacking)
-    assert sum(r.units.size for r in s.releases()) == \
-        sum(r.units.size for r in make(blocks, y, epsilon=eps, delta=1e-5, split=split,
-                                       accountant=accountant).planned_releases())
+    assert sum(r.units.size for r in s.releases()) == sum(
+        r.units.size
+        for r in make(blocks, y, epsilon=eps, delta=1e-5, split=split, accountant=accountant).planned_releases()
+    )
     del plan
 
 
@@ -179,8 +183,7 @@ def test_noise_scales_split_mu_squared():
 
 def test_model_noise_rule_sets_the_released_model_noise():
     blocks, y = problem(seed=4)
-    s = make(blocks, y, epsilon=1.0, delta=1e-5, split=[0.5, 0.48, 0.02], model_noise=0.05,
-             lam_local=0.1)
+    s = make(blocks, y, epsilon=1.0, delta=1e-5, split=[0.5, 0.48, 0.02], model_noise=0.05, lam_local=0.1)
     assert s.lam[0] > 0.1
     assert np.isclose(s.sigma["model"][0], 0.05)
     loose = make(blocks, y, epsilon=1.0, delta=1e-5, model_noise=100.0, lam_local=3.0)
@@ -224,17 +227,19 @@ def test_three_parties_sparse_and_dense_blocks_run_end_to_end(tmp_path):
     from vfl.experiments.config import config_from_dict
     from vfl.experiments.runner import run_experiment
 
-    raw = {"name": "stack3",
-           "data": {"dataset": "synthetic", "options": {"n_train": 2000, "n_test": 500,
-                                                        "n_features": 12, "sparse": True,
-                                                        "density": 0.5, "seed": 3}},
-           "preprocessing": {"normalize_rows": True},
-           "partition": {"columns": [4, 5, 3]},
-           "objective": {"lam": 1.0},
-           "solver": {"name": "private_stacking", "epochs": 1},
-           "privacy": {"epsilon": 2.0, "delta": 1e-5, "model_noise": 0.2,
-                       "replayable_noise": True},
-           "run": {"repeats": 2}}
+    raw = {
+        "name": "stack3",
+        "data": {
+            "dataset": "synthetic",
+            "options": {"n_train": 2000, "n_test": 500, "n_features": 12, "sparse": True, "density": 0.5, "seed": 3},
+        },
+        "preprocessing": {"normalize_rows": True},
+        "partition": {"columns": [4, 5, 3]},
+        "objective": {"lam": 1.0},
+        "solver": {"name": "private_stacking", "epochs": 1},
+        "privacy": {"epsilon": 2.0, "delta": 1e-5, "model_noise": 0.2, "replayable_noise": True},
+        "run": {"repeats": 2},
+    }
     result = run_experiment(config_from_dict(raw), use_cache=False)
     final = result.metrics.iloc[-1]
     assert abs(final["epsilon_tight"] - 2.0) < 0.02
@@ -244,8 +249,7 @@ def test_three_parties_sparse_and_dense_blocks_run_end_to_end(tmp_path):
     # each party's block of a row is normalized (the stage's per-record step), party 1 has
     # the intercept, and no parameter was read off the private rows
     pre = result.manifest.dump()["preprocessing"]
-    assert {"step": "normalize_rows", "norm": 1.0, "unit": "party block",
-            "source": "per_record"} in pre["steps"]
+    assert {"step": "normalize_rows", "norm": 1.0, "unit": "party block", "source": "per_record"} in pre["steps"]
     assert pre["private"] and not pre["fitted_on_training_rows"]
     assert [p["intercept"] for p in result.manifest.dump()["partition"]] == [True, False, False]
     # dense blocks of different widths, directly
@@ -273,18 +277,20 @@ epsilon = 1.0
 """
 
 
-@pytest.mark.parametrize("extra,needle", [
-    ("clip = 0.0", "privacy.clip must be > 0"),
-    ("clip = -1.0", "privacy.clip must be > 0"),
-    ("split = [0.5, 0.3, 0.1]", "privacy.split must sum to 1"),
-    ("split = [0.5, 0.6]", "3 fractions"),
-    ("split = [0.0, 0.98, 0.02]", "must be > 0"),
-])
+@pytest.mark.parametrize(
+    "extra,needle",
+    [
+        ("clip = 0.0", "privacy.clip must be > 0"),
+        ("clip = -1.0", "privacy.clip must be > 0"),
+        ("split = [0.5, 0.3, 0.1]", "privacy.split must sum to 1"),
+        ("split = [0.5, 0.6]", "3 fractions"),
+        ("split = [0.0, 0.98, 0.02]", "must be > 0"),
+    ],
+)
 def test_bad_configs_give_one_error_line_and_exit_2(tmp_path, extra, needle):
     path = tmp_path / "bad.toml"
     path.write_text(CONFIG.format(extra=extra))
-    proc = vfl("run", "--config", path, "--out", tmp_path / "out", cwd=tmp_path,
-               env={"MPLBACKEND": "Agg"}, timeout=120)
+    proc = vfl("run", "--config", path, "--out", tmp_path / "out", cwd=tmp_path, env={"MPLBACKEND": "Agg"}, timeout=120)
     assert_one_line_error(proc, needle)
 
 
@@ -320,8 +326,11 @@ def test_white_box_audit_passes(tmp_path):
     from vfl.experiments.config import load_config
 
     path = tmp_path / "a.toml"
-    path.write_text(CONFIG.format(extra="clip = 1.0\nsplit = [0.5, 0.48, 0.02]\nmodel_noise = 0.2")
-                    .replace("n_train = 200", "n_train = 300"))
+    path.write_text(
+        CONFIG.format(extra="clip = 1.0\nsplit = [0.5, 0.48, 0.02]\nmodel_noise = 0.2").replace(
+            "n_train = 200", "n_train = 300"
+        )
+    )
     report = audit_config(load_config(path), K=20, seed=1)
     assert report.verdict("guarantee") == "PASS"
     assert {p.kind for p in report.pairs} == {"natural", "adversarial"}
@@ -364,13 +373,29 @@ def test_done_criteria_on_a9a(tmp_path, data_dir, monkeypatch):
     from vfl.experiments.config import load_config
 
     monkeypatch.setattr(rp, "VAL_SEEDS", (101,))
-    monkeypatch.setattr(rp, "NONPRIVATE_GRID", rp._grid(**{"privacy.clip": [2.0, 4.0],
-                                                           "solver.lam_local": [1.0]}))
-    monkeypatch.setattr(rp, "STACKING_GRID", rp._grid(**{
-        "privacy.clip": [2.0], "privacy.model_noise": [0.1, 0.3],
-        "privacy.split": [[0.3, 0.68, 0.02]], "solver.prior_sd": [0.25]}))
-    rp.reproduce("utility", tmp_path, paper_configs("private_utility"), data_dir=data_dir, echo=lambda m: None,
-                 datasets=["a9a"], epsilons=(0.5, 8.0), methods=("stacking",))
+    monkeypatch.setattr(rp, "NONPRIVATE_GRID", rp._grid(**{"privacy.clip": [2.0, 4.0], "solver.lam_local": [1.0]}))
+    monkeypatch.setattr(
+        rp,
+        "STACKING_GRID",
+        rp._grid(
+            **{
+                "privacy.clip": [2.0],
+                "privacy.model_noise": [0.1, 0.3],
+                "privacy.split": [[0.3, 0.68, 0.02]],
+                "solver.prior_sd": [0.25],
+            }
+        ),
+    )
+    rp.reproduce(
+        "utility",
+        tmp_path,
+        paper_configs("private_utility"),
+        data_dir=data_dir,
+        echo=lambda m: None,
+        datasets=["a9a"],
+        epsilons=(0.5, 8.0),
+        methods=("stacking",),
+    )
     table = pd.read_csv(tmp_path / "utility-a9a.csv")
     ref = table.set_index("method")
     stack = table[table["method"] == "private stacking"].set_index("epsilon")
@@ -382,7 +407,6 @@ def test_done_criteria_on_a9a(tmp_path, data_dir, monkeypatch):
     assert np.allclose(stack["epsilon_tight"], stack.index, rtol=0.01)
     chosen = json.loads(stack.loc[0.5, "chosen"])
     assert chosen["privacy.epsilon"] == 0.5
-    config = load_config(shipped("private-stacking-a9a"),
-                         [f"{k}={json.dumps(v)}" for k, v in chosen.items()])
+    config = load_config(shipped("private-stacking-a9a"), [f"{k}={json.dumps(v)}" for k, v in chosen.items()])
     report = audit_config(config, data_dir=data_dir, K=20, seed=2)
     assert report.verdict("guarantee") == "PASS"

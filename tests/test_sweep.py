@@ -13,8 +13,7 @@ from vfl.experiments.sweep import aggregate_sweep, plan_sweep, run_sweep
 
 RAW = {
     "name": "sw",
-    "data": {"dataset": "synthetic",
-             "options": {"n_train": 200, "n_test": 80, "n_features": 10, "seed": 1}},
+    "data": {"dataset": "synthetic", "options": {"n_train": 200, "n_test": 80, "n_features": 10, "seed": 1}},
     "partition": {"columns": [4, 6]},
     "objective": {"lam": 0.01},
     "solver": {"epochs": 8},
@@ -47,8 +46,9 @@ def test_interrupted_sweep_resumes_without_redoing_finished_runs(tmp_path, confi
     (leftover / "config.json").write_text("{")
 
     done = []
-    runs2, executed2 = run_sweep(config, [0.0, 0.5], [0, 1], out,
-                                 on_done=lambda r, skipped: done.append((r.label, skipped)))
+    runs2, executed2 = run_sweep(
+        config, [0.0, 0.5], [0, 1], out, on_done=lambda r, skipped: done.append((r.label, skipped))
+    )
     assert [r.label for r in executed2] == [runs[3].label]
     assert not leftover.exists()
     after = mtimes(runs2)
@@ -79,8 +79,7 @@ def test_aggregate_matches_the_run_files(tmp_path, config):
         stacked = np.stack([m["test_logloss"].to_numpy() for m in per_run])
         rows = on_disk[on_disk["sigma"] == sigma]
         np.testing.assert_allclose(rows["test_logloss_mean"], stacked.mean(axis=0), rtol=1e-9)
-        np.testing.assert_allclose(rows["test_logloss_std"], stacked.std(axis=0, ddof=1),
-                                   rtol=1e-7, atol=1e-12)
+        np.testing.assert_allclose(rows["test_logloss_std"], stacked.std(axis=0, ddof=1), rtol=1e-7, atol=1e-12)
         assert (rows["n_seeds"] == 3).all()
     fin = pd.read_csv(out / "sweep_final.csv")
     assert fin["sigma"].tolist() == [0.0, 0.3]
@@ -103,14 +102,14 @@ def test_cli_sweep_writes_figures_and_resumes(tmp_path):
         'name = "sw"\n[data]\ndataset = "synthetic"\n'
         "options = { n_train = 200, n_test = 80, n_features = 10, seed = 1 }\n"
         "[partition]\ncolumns = [4, 6]\n[solver]\nepochs = 5\n"
-        "[sweep]\nsigmas = [0, 0.2]\nseeds = [0, 1]\n")
+        "[sweep]\nsigmas = [0, 0.2]\nseeds = [0, 1]\n"
+    )
     out = tmp_path / "out"
     cmd = ["sweep-noise", "--config", path, "--out", out, "--jobs", "2"]
     proc = vfl(*cmd)
     assert proc.returncode == 0, proc.stderr
     assert "4 runs executed, 0 kept" in proc.stdout
-    for name in ("sweep.csv", "sweep_final.csv", "sweep_curves.png", "sweep_final.png",
-                 "baselines.json"):
+    for name in ("sweep.csv", "sweep_final.csv", "sweep_curves.png", "sweep_final.png", "baselines.json"):
         assert (out / name).is_file(), name
     proc = vfl(*cmd, "--sigmas", "0,0.2,1")
     assert proc.returncode == 0, proc.stderr
@@ -122,17 +121,19 @@ def test_cli_sweep_writes_figures_and_resumes(tmp_path):
 @pytest.mark.slow
 def test_dask_scheduler_runs_the_same_sweep(tmp_path, config):
     distributed = pytest.importorskip("dask.distributed")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1",
-                                  dashboard_address=None, processes=True) as cluster:
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, host="127.0.0.1", dashboard_address=None, processes=True
+    ) as cluster:
         assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
-        runs, executed = run_sweep(config, [0.0, 0.4], [0], tmp_path / "dask",
-                                   scheduler=cluster.scheduler_address)
+        runs, executed = run_sweep(config, [0.0, 0.4], [0], tmp_path / "dask", scheduler=cluster.scheduler_address)
     assert len(executed) == 2
     local, _ = run_sweep(config, [0.0, 0.4], [0], tmp_path / "local")
     timing = ["wall_time_s", "x_time_s", "z_time_s", "y_time_s"]
     for a, b in zip(runs, local):
-        pd.testing.assert_frame_equal(pd.read_csv(a.path / "metrics.csv").drop(columns=timing),
-                                      pd.read_csv(b.path / "metrics.csv").drop(columns=timing))
+        pd.testing.assert_frame_equal(
+            pd.read_csv(a.path / "metrics.csv").drop(columns=timing),
+            pd.read_csv(b.path / "metrics.csv").drop(columns=timing),
+        )
 
 
 def test_unreachable_scheduler_is_a_clear_error(tmp_path, config):
@@ -148,16 +149,17 @@ def test_a_sweep_over_seeds_loads_the_dataset_once(config, monkeypatch, tmp_path
 
     loads = []
     real = runner._load_config_dataset
-    monkeypatch.setattr(runner, "_load_config_dataset",
-                        lambda c, d=None, *a: loads.append(c.run.seed) or real(c, d, *a))
+    monkeypatch.setattr(
+        runner, "_load_config_dataset", lambda c, d=None, *a: loads.append(c.run.seed) or real(c, d, *a)
+    )
     runner._DATASETS.clear()
     for seed in (0, 1, 2):
         runner.load_config_dataset(config.with_overrides([f"run.seed={seed}"]))
     assert loads == [0]
-    (tmp_path / "tr.svm").write_text("".join(f"{(-1) ** i} 1:{i % 5} 2:{i % 3}\n"
-                                             for i in range(40)))
-    split = config.with_overrides(['data.dataset="libsvm"', "data.options={path = "
-                                   f'"{tmp_path / "tr.svm"}", test_fraction = 0.25}}'])
+    (tmp_path / "tr.svm").write_text("".join(f"{(-1) ** i} 1:{i % 5} 2:{i % 3}\n" for i in range(40)))
+    split = config.with_overrides(
+        ['data.dataset="libsvm"', f'data.options={{path = "{tmp_path / "tr.svm"}", test_fraction = 0.25}}']
+    )
     for seed in (0, 1):
         runner.load_config_dataset(split.with_overrides([f"run.seed={seed}"]))
     assert loads == [0, 0, 1]

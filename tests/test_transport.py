@@ -95,8 +95,7 @@ class ToySide(Side):
         self.x = self.x - self.spec.eta * (self.D.T @ req.g)
         u = self.D @ self.x
         if req.scale > 0:
-            u = self.env.release(u, units=self.m, scale=req.scale, sensitivity=np.nan,
-                                 rng=self.rng)
+            u = self.env.release(u, units=self.m, scale=req.scale, sensitivity=np.nan, rng=self.rng)
         return Margins(u=u)
 
     @handles("model")
@@ -108,10 +107,19 @@ class ToySide(Side):
         return Scores(u=np.asarray(self.data.test[0] @ self.x, dtype=float))
 
 
-TOY = Protocol("toy", 1, spec=ToySpec, side=ToySide, opened=Width, iteration="step", calls=(
-    Call("step", Gradient, Margins, releases=True),
-    Call("model", Empty, Model, DIAGNOSTIC),
-    Call("score", Empty, Scores, INFERENCE)))
+TOY = Protocol(
+    "toy",
+    1,
+    spec=ToySpec,
+    side=ToySide,
+    opened=Width,
+    iteration="step",
+    calls=(
+        Call("step", Gradient, Margins, releases=True),
+        Call("model", Empty, Model, DIAGNOSTIC),
+        Call("score", Empty, Scores, INFERENCE),
+    ),
+)
 
 
 class ToySolver(PartyBlocks, Solver):
@@ -134,8 +142,7 @@ class ToySolver(PartyBlocks, Solver):
 
     def __init__(self, data, objective, eta, sigma, streams):
         self.y, self.objective, self.sigma, self.streams = data.y, objective, sigma, streams
-        units = data.units or InProcessUnits.blocks(
-            data.blocks, LocalEnv(release=self.release, noise=streams.noise))
+        units = data.units or InProcessUnits.blocks(data.blocks, LocalEnv(release=self.release, noise=streams.noise))
         self.session = units.open(TOY, ToySpec(eta=eta), streams.repeat)
         self.wire = Wire(self.session.n)
         self.u = np.zeros(len(self.y))
@@ -146,11 +153,15 @@ class ToySolver(PartyBlocks, Solver):
         g = -self.y / (1.0 + np.exp(self.y * self.u))
         scales = np.full(self.session.n, self.sigma)
         if self.sigma > 0 and not self.session.records:  # they draw: the events recorded here
-            scales = np.array([self.record_release(
-                units=m, scale=self.sigma, sensitivity=np.nan, rng=self.streams.noise(m),
-                size=len(g)).scale[0] for m in range(self.session.n)])
-        replies = self.session.round("step", {k: Gradient(g=g, scale=float(scales[k]))
-                                              for k in range(self.session.n)})
+            scales = np.array(
+                [
+                    self.record_release(
+                        units=m, scale=self.sigma, sensitivity=np.nan, rng=self.streams.noise(m), size=len(g)
+                    ).scale[0]
+                    for m in range(self.session.n)
+                ]
+            )
+        replies = self.session.round("step", {k: Gradient(g=g, scale=float(scales[k])) for k in range(self.session.n)})
         self.u = np.sum([replies[k].u for k in range(self.session.n)], axis=0)
         self.epoch += 1
         self.wire.gather(len(g))
@@ -195,8 +206,9 @@ def _toy_config(tmp_path, *overrides, epochs=6):
 
 def _same_numbers(remote, local) -> None:
     timing = [c for c in local.metrics.columns if c.endswith("time_s")]
-    pd.testing.assert_frame_equal(remote.metrics.drop(columns=timing),
-                                  local.metrics.drop(columns=timing), check_exact=True)
+    pd.testing.assert_frame_equal(
+        remote.metrics.drop(columns=timing), local.metrics.drop(columns=timing), check_exact=True
+    )
     np.testing.assert_array_equal(remote.coef, local.coef)
     pd.testing.assert_frame_equal(remote.communication, local.communication)
 
@@ -215,8 +227,7 @@ def test_the_toy_runs_in_process(tmp_path, toy):
 from test_services import certs, parties  # noqa: E402,F401  (the services' fixtures)
 
 
-def test_the_toy_runs_as_party_services_with_the_in_process_numbers(tmp_path, toy, certs,
-                                                                     parties):
+def test_the_toy_runs_as_party_services_with_the_in_process_numbers(tmp_path, toy, certs, parties):
     """The third backend: each party its own gRPC service over mutual TLS, the toy's
     protocol declared once (no line for it outside this file but the registry's)."""
     pytest.importorskip("grpc")
@@ -224,36 +235,38 @@ def test_the_toy_runs_as_party_services_with_the_in_process_numbers(tmp_path, to
 
     from vfl.experiments.runner import run_experiment
 
-    config = _toy_config(tmp_path, "privacy.sigma=0.5", "privacy.replayable_noise=true",
-                         epochs=3)
+    config = _toy_config(tmp_path, "privacy.sigma=0.5", "privacy.replayable_noise=true", epochs=3)
     p = parties(config)
     remote = _remote(p.coordinator(config))
     local = run_experiment(config, with_baselines=False)
     timing = [c for c in local.metrics.columns if c.endswith("time_s")]
-    pd.testing.assert_frame_equal(remote.metrics.drop(columns=timing),
-                                  local.metrics.drop(columns=timing), check_exact=True)
+    pd.testing.assert_frame_equal(
+        remote.metrics.drop(columns=timing), local.metrics.drop(columns=timing), check_exact=True
+    )
     assert remote.manifest.dump()["backend"]["backend"] == "services"
 
 
 # ------------------------------------------------------------------ the typed layer --
 def _host(blocks=None):
     blocks = blocks or [np.arange(6.0).reshape(3, 2)]
-    units = InProcessUnits.blocks(blocks, LocalEnv(noise=lambda m: np.random.default_rng(m)),
-                                  test=[np.ones((4, 2))])
+    units = InProcessUnits.blocks(blocks, LocalEnv(noise=lambda m: np.random.default_rng(m)), test=[np.ones((4, 2))])
     session = units.open(TOY, ToySpec(eta=0.1))
     return session, session.units
 
 
-@pytest.mark.parametrize("request_, message_", [
-    (Empty(), "expected a Gradient message, got Empty"),
-    (Gradient(g=np.zeros(3, dtype=np.int64), scale=0.0), "Gradient.g must have dtype float64"),
-    (Gradient(g=np.zeros(4), scale=0.0), "Gradient.g must have shape ('N',) with N = 3"),
-    (Gradient(g=np.zeros((3, 1)), scale=0.0), "Gradient.g must have 1 dimension(s)"),
-    (Gradient(g=np.array([0.0, np.nan, 1.0]), scale=0.0), "Gradient.g holds non-finite values"),
-    (Gradient(g=np.zeros(3), scale=np.inf), "Gradient.scale is not finite"),
-    (Gradient(g=[0.0, 0.0, 0.0], scale=0.0), "Gradient.g must be a numpy array of float64"),
-    (Gradient(g=np.zeros(3), scale="0"), "Gradient.scale must be a float, got str"),
-])
+@pytest.mark.parametrize(
+    "request_, message_",
+    [
+        (Empty(), "expected a Gradient message, got Empty"),
+        (Gradient(g=np.zeros(3, dtype=np.int64), scale=0.0), "Gradient.g must have dtype float64"),
+        (Gradient(g=np.zeros(4), scale=0.0), "Gradient.g must have shape ('N',) with N = 3"),
+        (Gradient(g=np.zeros((3, 1)), scale=0.0), "Gradient.g must have 1 dimension(s)"),
+        (Gradient(g=np.array([0.0, np.nan, 1.0]), scale=0.0), "Gradient.g holds non-finite values"),
+        (Gradient(g=np.zeros(3), scale=np.inf), "Gradient.scale is not finite"),
+        (Gradient(g=[0.0, 0.0, 0.0], scale=0.0), "Gradient.g must be a numpy array of float64"),
+        (Gradient(g=np.zeros(3), scale="0"), "Gradient.scale must be a float, got str"),
+    ],
+)
 def test_a_request_of_the_wrong_type_shape_dtype_or_a_nan_is_refused(request_, message_):
     session, _ = _host()
     side = session.sides[0]
@@ -274,9 +287,12 @@ def test_an_undeclared_call_or_a_pickled_object_is_refused():
     with pytest.raises(ProtocolError, match="is not protocol toy's call"):
         host.handle(foreign, Gradient(g=np.zeros(3), scale=0.0))
     # over the wire: a method name, a pickle and a frame naming call 7 are refused as data
-    for frame in (b"__getattribute__", pickle.dumps(("D",)),
-                  pickle.dumps(Gradient(g=np.ones(3), scale=0.0)),
-                  codec.HEADER.pack(b"VFL1", int(Frame.REQUEST), 7, 1)):
+    for frame in (
+        b"__getattribute__",
+        pickle.dumps(("D",)),
+        pickle.dumps(Gradient(g=np.ones(3), scale=0.0)),
+        codec.HEADER.pack(b"VFL1", int(Frame.REQUEST), 7, 1),
+    ):
         with pytest.raises(ProtocolError):
             codec.read(TOY, codec.serve(host, frame, lambda r, s: None))
     assert not side.x.any()
@@ -284,8 +300,7 @@ def test_an_undeclared_call_or_a_pickled_object_is_refused():
 
 def test_a_deployments_unit_answers_no_diagnostic():
     host = Host(TOY, simulation=False)
-    host.open(UnitDataFor([np.ones((3, 2))], 0, 1), ToySpec(eta=0.1),
-              LocalEnv(noise=lambda m: None))
+    host.open(UnitDataFor([np.ones((3, 2))], 0, 1), ToySpec(eta=0.1), LocalEnv(noise=lambda m: None))
     with pytest.raises(ProtocolError, match="model: a deployment's unit answers no diagnostic"):
         host.handle(TOY.index("model"), Empty())
     assert host.handle(TOY.index("score"), Empty()).u.shape == (2,)  # scoring is released
@@ -305,9 +320,14 @@ def test_frames_round_trip_and_count_payload_apart_from_framing():
         z = scalar(float, optional=True)
         named = values()
 
-    msg = Everything(a=rng.normal(size=(4, 2)), c=np.arange(3, dtype=np.uint64), flag=True,
-                     k=-7, word="down", named={"eta": 0.5, "steps": np.array([1, 2]),
-                                               "laplace": False, "mech": "gaussian", "J": None})
+    msg = Everything(
+        a=rng.normal(size=(4, 2)),
+        c=np.arange(3, dtype=np.uint64),
+        flag=True,
+        k=-7,
+        word="down",
+        named={"eta": 0.5, "steps": np.array([1, 2]), "laplace": False, "mech": "gaussian", "J": None},
+    )
     frame = codec.encode(Frame.REQUEST, 0, 9, msg)
     kind, call, seq, reader = codec.decode(frame)
     back = reader.message(Everything)
@@ -333,9 +353,9 @@ distributed = pytest.importorskip("dask.distributed")
 @pytest.fixture(scope="module")
 def cluster():
     """Three threaded workers: two for the toy's parties, one to take over a lost one."""
-    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
-                                  protocol="tcp://", host="127.0.0.1",
-                                  dashboard_address=None) as c:
+    with distributed.LocalCluster(
+        n_workers=3, threads_per_worker=1, processes=False, protocol="tcp://", host="127.0.0.1", dashboard_address=None
+    ) as c:
         yield c
 
 
@@ -417,12 +437,13 @@ def test_a_unit_lost_in_a_diagnostic_call_is_rebuilt_to_the_same_numbers(tmp_pat
 
     over = ["privacy.sigma=0.5", "run.eval_every=1", "run.repeats=2", "run.party_wait=30"]
     local = run_experiment(_toy_config(tmp_path, *over), with_baselines=False)
-    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
-                                  protocol="tcp://", host="127.0.0.1",
-                                  dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=3, threads_per_worker=1, processes=False, protocol="tcp://", host="127.0.0.1", dashboard_address=None
+    ) as cluster:
         on_epoch, during = _kill_during(cluster, kind, 3)
-        remote, backend = _on_dask(_toy_config(tmp_path, *over, "run.backend=dask"), cluster,
-                                   on_epoch=on_epoch, during=during)
+        remote, backend = _on_dask(
+            _toy_config(tmp_path, *over, "run.backend=dask"), cluster, on_epoch=on_epoch, during=during
+        )
     _same_numbers(remote, local)
     (fault,) = backend.recoveries
     assert fault["party"] == 1 and fault["unit"] == "party 1"

@@ -26,8 +26,7 @@ class Flaky(InProcessUnits):
         self.streams = {}
         env = LocalEnv(noise=lambda m: self.streams.setdefault(m, np.random.default_rng(m)))
         env.replayable = replayable
-        env.release = lambda mean, *, scale, rng, **_: mean + scale * rng.standard_normal(
-            mean.shape)
+        env.release = lambda mean, *, scale, rng, **_: mean + scale * rng.standard_normal(mean.shape)
         super().__init__(lambda a, b: UnitDataFor(blocks, a, b), len(blocks), env)
         self.replayable = replayable
         self.lose: dict[int, str] = {}  # host -> "before" / "after" it handles the message
@@ -93,8 +92,9 @@ def test_a_round_runs_again_only_where_no_reply_arrived(when):
     rounds = [s[0] for s in units.sent if s[1] == "step"]
     assert rounds == ([0, 2, 1] if when == "before" else [0, 1, 2, 1])
     assert (1, "adopt step") in units.sent
-    assert units.recoveries == [{"unit": "party 2", "repeat": 0, "epoch": 2,
-                                 "lost": "this process", "resumed_on": "elsewhere", "first": 1}]
+    assert units.recoveries == [
+        {"unit": "party 2", "repeat": 0, "epoch": 2, "lost": "this process", "resumed_on": "elsewhere", "first": 1}
+    ]
     assert session._flight is None  # the round's replies are forgotten with it
 
 
@@ -114,8 +114,7 @@ def test_a_diagnostic_that_meets_a_lost_unit_never_replays_a_completed_round():
     _step(session, g)
     units.lose, units.sent = {0: "before"}, []
     models = session.ask("model")
-    assert [s for s in units.sent if s[0] == 0] == [(0, "adopt step"), (0, "adopt step"),
-                                                    (0, "model")]
+    assert [s for s in units.sent if s[0] == 0] == [(0, "adopt step"), (0, "adopt step"), (0, "model")]
     for got, model in zip(models, calm_models):
         np.testing.assert_array_equal(got.x, model)
     np.testing.assert_array_equal(_step(session, g), want)
@@ -131,24 +130,40 @@ def test_a_replay_that_releases_other_values_stops_the_run_naming_the_unit():
     entry = session.journal[2][1]
     entry.reply.u[0] = np.nextafter(entry.reply.u[0], np.inf)  # one bit of one release
     units.lose = {2: "before"}
-    with pytest.raises(PartyLostError, match=r"^party 3: rebuilt on worker elsewhere, its "
-                                             r"release of epoch 2 differs from the one "
-                                             r"received, so the run stops$"):
+    with pytest.raises(
+        PartyLostError,
+        match=r"^party 3: rebuilt on worker elsewhere, its "
+        r"release of epoch 2 differs from the one "
+        r"received, so the run stops$",
+    ):
         session.ask("model")
 
 
 def test_a_protocol_that_cannot_rebuild_stops_the_run_in_one_line():
     from vfl.core.protocol import Recovery
 
-    never = Protocol("toy", 1, spec=ToySpec, side=ToySide, opened=Width, calls=TOY.calls,
-                     iteration="step", recovery=Recovery(
-                         not_rebuilt=lambda replayable, entries: None if replayable else
-                         "{its} noise cannot be drawn again, so the run stops"))
+    never = Protocol(
+        "toy",
+        1,
+        spec=ToySpec,
+        side=ToySide,
+        opened=Width,
+        calls=TOY.calls,
+        iteration="step",
+        recovery=Recovery(
+            not_rebuilt=lambda replayable, entries: (
+                None if replayable else "{its} noise cannot be drawn again, so the run stops"
+            )
+        ),
+    )
     units = _toy_units(replayable=False)
     session = units.open(never, ToySpec(eta=0.1))
     _step(session, np.ones(5))
     units.lose = {1: "after"}
-    with pytest.raises(PartyLostError, match=r"^party 2: its worker this process was lost at "
-                                             r"epoch 2; its noise cannot be drawn again, so "
-                                             r"the run stops$"):
+    with pytest.raises(
+        PartyLostError,
+        match=r"^party 2: its worker this process was lost at "
+        r"epoch 2; its noise cannot be drawn again, so "
+        r"the run stops$",
+    ):
         _step(session, np.ones(5))

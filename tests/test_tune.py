@@ -52,8 +52,9 @@ def test_the_ledger_charges_the_tuning_before_any_release():
     from vfl.core.solver import Release
 
     plain = PrivacyLedger(1e-5, "rdp")
-    release = Release(mechanism="gaussian", units=np.array([0]), sensitivity=np.array([1.0]),
-                      scale=np.array([2.0]), size=1)
+    release = Release(
+        mechanism="gaussian", units=np.array([0]), sensitivity=np.array([1.0]), scale=np.array([2.0]), size=1
+    )
     plain.add([release])
     ledger.add([release])
     assert ledger.epsilon() > max(alone, plain.epsilon())
@@ -67,7 +68,8 @@ def _small(d: Path, n=400, seed=0):
     y = (a + 2 * b + (job == "x") + rng.normal(scale=0.5, size=n) > 0).astype(int)
     for part, rows in (("", ids[:300]), ("-test", ids[300:])):
         pd.DataFrame({"id": rows, "a": a[rows], "job": job[rows], "y": y[rows]}).to_csv(
-            d / f"p1{part}.csv", index=False)
+            d / f"p1{part}.csv", index=False
+        )
         pd.DataFrame({"id": rows, "b": b[rows]}).to_csv(d / f"p2{part}.csv", index=False)
     (d / "c.toml").write_text("""name = "small"
 [data]
@@ -105,8 +107,7 @@ replayable_noise = true
 def test_public_tuning_writes_the_chosen_config_and_spends_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     config = _small(tmp_path)
-    result = invoke("tune", "--config", config, "--grid", "solver.lam1=0.01,1.0",
-                    "--seeds", "1", "--out", "tuned.toml")
+    result = invoke("tune", "--config", config, "--grid", "solver.lam1=0.01,1.0", "--seeds", "1", "--out", "tuned.toml")
     assert result.returncode == 0, result.stderr
     tuned = tomllib.loads((tmp_path / "tuned.toml").read_text())
     assert tuned["tuning"]["method"] == "public"
@@ -122,8 +123,18 @@ def test_public_tuning_writes_the_chosen_config_and_spends_nothing(tmp_path, mon
 def test_private_tuning_is_in_the_runs_epsilon(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     config = _small(tmp_path)
-    result = invoke("tune", "--config", config, "--grid", "solver.lam1=0.01,1.0", "--private",
-                    "--trials", "3", "--out", "tuned.toml")
+    result = invoke(
+        "tune",
+        "--config",
+        config,
+        "--grid",
+        "solver.lam1=0.01,1.0",
+        "--private",
+        "--trials",
+        "3",
+        "--out",
+        "tuned.toml",
+    )
     assert result.returncode == 0, result.stderr
     tuned = tomllib.loads((tmp_path / "tuned.toml").read_text())["tuning"]
     assert tuned["method"] == "private" and tuned["trials"] >= 1
@@ -136,20 +147,39 @@ def test_private_tuning_is_in_the_runs_epsilon(tmp_path, monkeypatch):
     man = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert "tuning" in man["privacy"]["spent"]["tight_accountant"]
     # refusals, before any work
-    assert_one_line_error(invoke("tune", "--config", config, "--grid", "privacy.epsilon=1,2",
-                                 "--private", "--out", "t2.toml"),
-                          "--grid privacy.epsilon: a private search calibrates every candidate")
-    assert_one_line_error(invoke("tune", "--config", config, "--grid", "solver.lam1=1",
-                                 "--set", "partition.public=0", "--out", "t3.toml"),
-                          "set partition.public")
-    assert_one_line_error(invoke("tune", "--config", config, "--grid", "solver.lam1=1",
-                                 "--out", "tuned.toml"), "tuned.toml exists")
+    assert_one_line_error(
+        invoke("tune", "--config", config, "--grid", "privacy.epsilon=1,2", "--private", "--out", "t2.toml"),
+        "--grid privacy.epsilon: a private search calibrates every candidate",
+    )
+    assert_one_line_error(
+        invoke(
+            "tune", "--config", config, "--grid", "solver.lam1=1", "--set", "partition.public=0", "--out", "t3.toml"
+        ),
+        "set partition.public",
+    )
+    assert_one_line_error(
+        invoke("tune", "--config", config, "--grid", "solver.lam1=1", "--out", "tuned.toml"), "tuned.toml exists"
+    )
     assert not (tmp_path / "t2.toml").exists() and not (tmp_path / "t3.toml").exists()
 
 
-ADULT = ("age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
-         "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
-         "hours-per-week", "native-country", "income")
+ADULT = (
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
+    "income",
+)
 #: party 1 (the label holder) holds the weaker columns, party 2 the rest
 WEAK = ["age", "workclass", "race", "sex", "native-country", "hours-per-week"]
 
@@ -159,8 +189,9 @@ def _adult_csv(data_dir: Path, name: str, out: Path, skip: int) -> None:
     import io
 
     text = bz2.decompress((data_dir / f"{name}.bz2").read_bytes()).decode()
-    frame = pd.read_csv(io.StringIO(text), header=None, names=ADULT, skiprows=skip,
-                        skipinitialspace=True, dtype=str, na_filter=False)
+    frame = pd.read_csv(
+        io.StringIO(text), header=None, names=ADULT, skiprows=skip, skipinitialspace=True, dtype=str, na_filter=False
+    )
     frame = frame[frame["income"].str.len() > 0]
     frame["income"] = frame["income"].str.rstrip(".")
     rest = [c for c in ADULT if c not in WEAK and c not in ("fnlwgt", "income")]
@@ -169,8 +200,7 @@ def _adult_csv(data_dir: Path, name: str, out: Path, skip: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.data
-def test_tune_then_run_beats_party_1_alone_at_epsilon_8(tmp_path, monkeypatch, data_dir,
-                                                      one_psi_per_id_list):
+def test_tune_then_run_beats_party_1_alone_at_epsilon_8(tmp_path, monkeypatch, data_dir, one_psi_per_id_list):
     """A CSV with categorical columns (Adult), split into two party files; public parameters
     from Table Schemas (Adult's published values and ranges); `vfl tune --public` on 4000
     rows of the test file declared public; `vfl run` of the chosen config at epsilon 8."""
@@ -179,8 +209,21 @@ def test_tune_then_run_beats_party_1_alone_at_epsilon_8(tmp_path, monkeypatch, d
     monkeypatch.chdir(tmp_path)
     _adult_csv(data_dir, "adult.data", tmp_path / "adult.csv", 0)
     _adult_csv(data_dir, "adult.test", tmp_path / "adult_test.csv", 1)
-    split = invoke("datasets", "split", "adult.csv", "--label", "income", "--test",
-                   "adult_test.csv", "--parties", "2", "--overlap", "0.9", "--out", "parts")
+    split = invoke(
+        "datasets",
+        "split",
+        "adult.csv",
+        "--label",
+        "income",
+        "--test",
+        "adult_test.csv",
+        "--parties",
+        "2",
+        "--overlap",
+        "0.9",
+        "--out",
+        "parts",
+    )
     assert split.returncode == 0, split.stderr
     written = tomllib.loads((tmp_path / "parts" / "config.toml").read_text())
     parties = written["data"]["party"]
@@ -192,11 +235,11 @@ def test_tune_then_run_beats_party_1_alone_at_epsilon_8(tmp_path, monkeypatch, d
             if spec is None:
                 continue
             if spec.kind == "numeric":
-                fields.append({"name": c, "type": "number", "constraints": {
-                    "minimum": spec.bounds[0], "maximum": spec.bounds[1]}})
+                fields.append(
+                    {"name": c, "type": "number", "constraints": {"minimum": spec.bounds[0], "maximum": spec.bounds[1]}}
+                )
             else:
-                fields.append({"name": c, "type": "string",
-                               "constraints": {"enum": list(spec.values)}})
+                fields.append({"name": c, "type": "string", "constraints": {"enum": list(spec.values)}})
         (tmp_path / f"party{m + 1}.schema.json").write_text(json.dumps({"fields": fields}))
         party["schema"] = f"party{m + 1}.schema.json"
         party.pop("categorical_columns", None)
@@ -205,14 +248,35 @@ def test_tune_then_run_beats_party_1_alone_at_epsilon_8(tmp_path, monkeypatch, d
     for party in parties:
         lines.append("[[data.party]]")
         lines += [f"{k} = {json.dumps(v)}" for k, v in party.items()]
-    lines += ["[preprocessing]", 'scaling = "minmax"', "normalize_rows = true",
-              "[partition]", "public = 4000",
-              "[objective]", "lam = 1.0",
-              "[solver]", 'name = "private_stacking"', "epochs = 1",
-              "[privacy]", "epsilon = 8.0", "delta = 1e-5"]
+    lines += [
+        "[preprocessing]",
+        'scaling = "minmax"',
+        "normalize_rows = true",
+        "[partition]",
+        "public = 4000",
+        "[objective]",
+        "lam = 1.0",
+        "[solver]",
+        'name = "private_stacking"',
+        "epochs = 1",
+        "[privacy]",
+        "epsilon = 8.0",
+        "delta = 1e-5",
+    ]
     (tmp_path / "c.toml").write_text("\n".join(lines) + "\n")
-    tuned = invoke("tune", "--config", "c.toml", "--grid", "solver.lam1=0.01,0.1",
-                   "--grid", "solver.prior_sd=0.1,0.5", "--seeds", "1", "--out", "tuned.toml")
+    tuned = invoke(
+        "tune",
+        "--config",
+        "c.toml",
+        "--grid",
+        "solver.lam1=0.01,0.1",
+        "--grid",
+        "solver.prior_sd=0.1,0.5",
+        "--seeds",
+        "1",
+        "--out",
+        "tuned.toml",
+    )
     assert tuned.returncode == 0, tuned.stderr
     run = invoke("run", "--config", "tuned.toml", "--out", "run")
     assert run.returncode == 0, run.stderr

@@ -57,14 +57,19 @@ def test_libsvm_with_test_file():
 def test_checksums_and_provenance_record_every_file(tmp_path):
     write("tr.svm.gz", SVM)
     write("te.svm", SVM_TEST)
-    data = load_dataset("libsvm", options={"path": "tr.svm.gz",
-                                           "test_path": str(tmp_path / "te.svm")})
+    data = load_dataset("libsvm", options={"path": "tr.svm.gz", "test_path": str(tmp_path / "te.svm")})
     raw = Path("tr.svm.gz").read_bytes()
     train, test = tmp_path / "tr.svm.gz", tmp_path / "te.svm"
     assert data.checksums == {str(train): sha(raw), str(test): sha(SVM_TEST)}
     assert data.provenance["files"]["train"] == {
-        "path": str(train), "given": "tr.svm.gz", "size": len(raw), "sha256": sha(raw),
-        "compression": "gzip", "content_sha256": sha(SVM), "content_size": len(SVM)}
+        "path": str(train),
+        "given": "tr.svm.gz",
+        "size": len(raw),
+        "sha256": sha(raw),
+        "compression": "gzip",
+        "content_sha256": sha(SVM),
+        "content_size": len(SVM),
+    }
     assert data.provenance["files"]["test"]["compression"] == "none"
     # A changed file shows in the checksums (and so in the manifest and the baseline cache key).
     write("te.svm", SVM_TEST.replace(b"2:2", b"2:3"))
@@ -89,8 +94,7 @@ def test_libsvm_zero_based_and_n_features():
     write("z.svm", b"1 0:1 2:1\n0 1:1\n1 0:2\n0 2:2\n")
     auto = load_dataset("libsvm", options={"path": "z.svm", "test_fraction": 0.5})
     assert auto.n_features == 3 and auto.provenance["parsing"]["indices"] == "zero-based"
-    wide = load_dataset("libsvm", options={"path": "z.svm", "test_fraction": 0.5,
-                                           "zero_based": True, "n_features": 10})
+    wide = load_dataset("libsvm", options={"path": "z.svm", "test_fraction": 0.5, "zero_based": True, "n_features": 10})
     assert wide.n_features == 10
     # "auto" is decided on both files together, as load_svmlight_files does.
     write("one.svm", SVM)
@@ -117,9 +121,14 @@ def test_test_fraction_split_is_seeded_stratified_and_ordered():
     np.testing.assert_array_equal(b.X_test.toarray(), a.X_test.toarray())
     assert not np.array_equal(c.X_test[:, 0].toarray(), a.X_test[:, 0].toarray())
     assert a.provenance["split"] == {
-        "test": "held out from path", "test_fraction": 0.2, "split_seed": 5,
-        "stratified_by_label": True, "row_order": "file order within each part",
-        "n_train": 80, "n_test": 20}
+        "test": "held out from path",
+        "test_fraction": 0.2,
+        "split_seed": 5,
+        "stratified_by_label": True,
+        "row_order": "file order within each part",
+        "n_train": 80,
+        "n_test": 20,
+    }
 
 
 def test_unstratified_split_depends_only_on_positions():
@@ -143,16 +152,18 @@ def test_unstratified_split_depends_only_on_positions():
     raw = load_raw("libsvm", options={"path": "s.svm", **opts})
     with pytest.raises(ConfigError, match="stratified test split .* set data.stratify = false"):
         fit_stage(raw, {}, private=True)
-    fit_stage(load_raw("libsvm", options={"path": "s.svm", **opts, "stratify": False}), {},
-              private=True)
+    fit_stage(load_raw("libsvm", options={"path": "s.svm", **opts, "stratify": False}), {}, private=True)
 
 
-@pytest.mark.parametrize("labels, positive, expected, rule", [
-    ((0, 1), None, [-1, 1], "larger label is +1"),
-    ((-1, 1), None, [-1, 1], "larger label is +1"),
-    ((2, 4), 2, [1, -1], "label_positive = 2"),
-    ((2, 4), "4", [-1, 1], "label_positive = '4'"),
-])
+@pytest.mark.parametrize(
+    "labels, positive, expected, rule",
+    [
+        ((0, 1), None, [-1, 1], "larger label is +1"),
+        ((-1, 1), None, [-1, 1], "larger label is +1"),
+        ((2, 4), 2, [1, -1], "label_positive = 2"),
+        ((2, 4), "4", [-1, 1], "label_positive = '4'"),
+    ],
+)
 def test_label_mapping(labels, positive, expected, rule):
     lo, hi = labels
     write("l.svm", f"{lo} 1:1\n{hi} 2:1\n{lo} 1:2\n{hi} 2:2\n".encode())
@@ -169,8 +180,11 @@ def test_label_mapping(labels, positive, expected, rule):
 def test_normalize_rows_applies_to_user_files():
     write("tr.svm", SVM)
     opts = {"path": "tr.svm", "test_fraction": 0.5}
-    with pytest.raises(DataError, match=r"libsvm: option normalize_rows moved to the "
-                                        r"\[preprocessing\] section: set preprocessing.normalize_rows"):
+    with pytest.raises(
+        DataError,
+        match=r"libsvm: option normalize_rows moved to the "
+        r"\[preprocessing\] section: set preprocessing.normalize_rows",
+    ):
         load_dataset("libsvm", options={**opts, "normalize_rows": True})
     data = load_dataset("libsvm", options=opts, preprocessing={"normalize_rows": True})
     plain = load_dataset("libsvm", options=opts)
@@ -189,35 +203,42 @@ def test_csv_categorical_onehot_with_test_file():
     write("a.csv", CSV)
     write("b.csv", CSV_TEST)
     # README: two labels other than {0, 1} / {-1, +1} need label_positive (issue 39)
-    with pytest.raises(DataError, match=r"a.csv: labels 'no' and 'yes' are neither \{0, 1\} "
-                                        r"nor \{-1, \+1\}: say which is \+1 with "
-                                        r"label_positive = 'yes' \(or labels = \[negative, "
-                                        r"positive\]\)$"):
+    with pytest.raises(
+        DataError,
+        match=r"a.csv: labels 'no' and 'yes' are neither \{0, 1\} "
+        r"nor \{-1, \+1\}: say which is \+1 with "
+        r"label_positive = 'yes' \(or labels = \[negative, "
+        r"positive\]\)$",
+    ):
         load_dataset("csv", options={"path": "a.csv", "label": "y", "test_path": "b.csv"})
-    data = load_dataset("csv", options={"path": "a.csv", "label": "y", "test_path": "b.csv",
-                                        "label_positive": "yes"})
+    data = load_dataset("csv", options={"path": "a.csv", "label": "y", "test_path": "b.csv", "label_positive": "yes"})
     assert isinstance(data.X_train, np.ndarray) and data.X_train.dtype == np.float64
-    assert data.provenance["feature_names"] == ["age", "city=Oslo", "city=Paris", "city=Rome",
-                                                "income"]
+    assert data.provenance["feature_names"] == ["age", "city=Oslo", "city=Paris", "city=Rome", "income"]
     np.testing.assert_array_equal(data.X_train[:2], [[30, 0, 1, 0, 1.5], [40, 0, 0, 1, 2]])
     # Test columns in another order; Berlin never seen: all-zero block.
     np.testing.assert_array_equal(data.X_test, [[30, 0, 1, 0, 1], [40, 0, 0, 0, 2]])
     np.testing.assert_array_equal(data.y_train, [1, -1, -1, 1, 1, -1])  # 'yes' > 'no'
-    assert data.provenance["label_mapping"] == {
-        "-1": "no", "+1": "yes", "rule": "label_positive = 'yes'"}
+    assert data.provenance["label_mapping"] == {"-1": "no", "+1": "yes", "rule": "label_positive = 'yes'"}
     assert data.provenance["parsing"]["categorical_columns"] == {"city": "detected"}
     # the vocabulary was read off the training rows (allowed outside a private run), and
     # the record says so
     encode = data.provenance["preprocessing"][0]
-    assert encode["categorical"] == {"city": {"values": ["Oslo", "Paris", "Rome"],
-                                              "source": "training_rows"}}
+    assert encode["categorical"] == {"city": {"values": ["Oslo", "Paris", "Rome"], "source": "training_rows"}}
     json.dumps(data.provenance)
     # with the declared "other" bucket, Berlin gets the city=<other> column
-    other = load_dataset("csv", options={"path": "a.csv", "label": "y", "test_path": "b.csv",
-                                         "label_positive": "yes"},
-                         preprocessing={"other": True})
-    assert other.provenance["feature_names"] == ["age", "city=Oslo", "city=Paris", "city=Rome",
-                                                 "city=<other>", "income"]
+    other = load_dataset(
+        "csv",
+        options={"path": "a.csv", "label": "y", "test_path": "b.csv", "label_positive": "yes"},
+        preprocessing={"other": True},
+    )
+    assert other.provenance["feature_names"] == [
+        "age",
+        "city=Oslo",
+        "city=Paris",
+        "city=Rome",
+        "city=<other>",
+        "income",
+    ]
     np.testing.assert_array_equal(other.X_test, [[30, 0, 1, 0, 0, 1], [40, 0, 0, 0, 1, 2]])
 
 
@@ -225,19 +246,27 @@ def test_csv_ordinal_features_declared_categorical_and_delimiter():
     content = CSV.replace(b",", b";")
     write("a.csv", content)
     write("b.csv", CSV_TEST.replace(b",", b";"))
-    options = {"path": "a.csv", "label": "y", "test_path": "b.csv", "delimiter": ";",
-               "features": ["income", "city", "age"], "categorical_columns": ["age"],
-               "label_positive": "no"}
-    with pytest.raises(DataError, match=r"csv: option categorical moved to the \[preprocessing\] "
-                                        r"section: set preprocessing.encoding"):
+    options = {
+        "path": "a.csv",
+        "label": "y",
+        "test_path": "b.csv",
+        "delimiter": ";",
+        "features": ["income", "city", "age"],
+        "categorical_columns": ["age"],
+        "label_positive": "no",
+    }
+    with pytest.raises(
+        DataError,
+        match=r"csv: option categorical moved to the \[preprocessing\] "
+        r"section: set preprocessing.encoding",
+    ):
         load_dataset("csv", options={**options, "categorical": "ordinal"})
     data = load_dataset("csv", options=options, preprocessing={"encoding": "ordinal"})
     # ages 20..70 as categories '20' < '30' < ...; Berlin unseen -> 3 (one past Rome=2)
     np.testing.assert_array_equal(data.X_train[:2], [[1.5, 1, 1], [2, 2, 2]])
     np.testing.assert_array_equal(data.X_test, [[1, 1, 1], [2, 3, 2]])
     np.testing.assert_array_equal(data.y_train, [-1, 1, 1, -1, -1, 1])
-    assert data.provenance["parsing"]["categorical_columns"] == {"city": "detected",
-                                                                 "age": "declared"}
+    assert data.provenance["parsing"]["categorical_columns"] == {"city": "detected", "age": "declared"}
 
 
 def test_csv_categories_do_not_depend_on_split_seed():
@@ -245,27 +274,27 @@ def test_csv_categories_do_not_depend_on_split_seed():
     write("r.csv", ("y,kind\n" + rows).encode())
 
     def load(seed, **pre):
-        return load_dataset("csv", options={"path": "r.csv", "label": "y", "test_fraction": 0.25,
-                                            "split_seed": seed}, preprocessing=pre)
+        return load_dataset(
+            "csv", options={"path": "r.csv", "label": "y", "test_fraction": 0.25, "split_seed": seed}, preprocessing=pre
+        )
 
     # a declared vocabulary fixes the width whatever rows the split puts in training
     declared = {"categories": {"kind": ["c0", "c1", "c2", "rare"]}}
     assert {load(s, **declared).n_features for s in range(6)} == {4}
-    assert load(0, **declared).provenance["preprocessing"][0]["categorical"]["kind"]["source"] \
-        == "config"
+    assert load(0, **declared).provenance["preprocessing"][0]["categorical"]["kind"]["source"] == "config"
     # without one (a run that claims no guarantee), the vocabulary is read off the whole
     # training file, held-out rows included, so the width does not depend on the split
     # either; the record says it came from the training rows
     fitted = {s: load(s) for s in range(6)}
     assert {d.n_features for d in fitted.values()} == {4}
-    assert {d.provenance["preprocessing"][0]["categorical"]["kind"]["source"]
-            for d in fitted.values()} == {"training_rows"}
+    assert {d.provenance["preprocessing"][0]["categorical"]["kind"]["source"] for d in fitted.values()} == {
+        "training_rows"
+    }
 
 
 def test_csv_booleans_tsv_and_numeric_labels():
     write("t.tsv", b"flag\tx\ty\nTrue\t1.5\t-1\nFalse\t2\t1\nTrue\t3\t-1\nFalse\t4\t1\n")
-    data = load_dataset("csv", options={"path": "t.tsv", "label": "y", "delimiter": "\t",
-                                        "test_path": "t.tsv"})
+    data = load_dataset("csv", options={"path": "t.tsv", "label": "y", "delimiter": "\t", "test_path": "t.tsv"})
     np.testing.assert_array_equal(data.X_train[:, 0], [1, 0, 1, 0])
     np.testing.assert_array_equal(data.y_train, [-1, 1, -1, 1])
 
@@ -278,11 +307,9 @@ def test_inspect_libsvm_and_csv():
     info = inspect_file("tr.svm.bz2")
     assert info["format"] == "libsvm" and info["indices"] == "one-based"
     assert (info["n_rows"], info["n_features"], info["nnz"]) == (6, 4, 8)
-    assert info["labels"] == [{"raw": 0.0, "value": -1, "count": 3},
-                              {"raw": 1.0, "value": 1, "count": 3}]
+    assert info["labels"] == [{"raw": 0.0, "value": -1, "count": 3}, {"raw": 1.0, "value": 1, "count": 3}]
     # the width and the index base are written out: a private run needs them given
-    assert info["options"] == {"path": str(Path.cwd() / "tr.svm.bz2"), "n_features": 4,
-                               "zero_based": False}
+    assert info["options"] == {"path": str(Path.cwd() / "tr.svm.bz2"), "n_features": 4, "zero_based": False}
     assert (info["min"], info["max"], info["binary_columns"]) == (0.0, 3.0, 1)
     assert info["file"]["compression"] == "bzip2"
 
@@ -322,10 +349,10 @@ def test_a9a_round_trip_as_csv_and_libsvm(data_dir, tmp_path):
         dump_svmlight_file(X, y, buffer, zero_based=False)
         write(f"a9a-{part}.svm" + (".xz" if part == "train" else ".gz"), buffer.getvalue())
 
-    csv = load_dataset("csv", options={"path": "a9a-train.csv", "label": "y",
-                                       "test_path": "a9a-test.csv.gz"})
-    svm = load_dataset("libsvm", options={"path": "a9a-train.svm.xz", "n_features": 123,
-                                          "test_path": "a9a-test.svm.gz"})
+    csv = load_dataset("csv", options={"path": "a9a-train.csv", "label": "y", "test_path": "a9a-test.csv.gz"})
+    svm = load_dataset(
+        "libsvm", options={"path": "a9a-train.svm.xz", "n_features": 123, "test_path": "a9a-test.svm.gz"}
+    )
     for data in (csv, svm):
         dense = data.X_train.toarray() if sp.issparse(data.X_train) else data.X_train
         np.testing.assert_array_equal(dense, reg.X_train.toarray())
@@ -342,12 +369,14 @@ def test_inspect_counts_the_missing_values_and_names_string_labels_to_set():
     """Issue 39: inspect reports how many rows miss a value (not only the first), and two
     labels other than {0, 1} / {-1, +1} are shown with the option that declares them."""
     write("m.csv", b"a,y\n1,three\n,eight\n2,three\n,eight\n")
-    with pytest.raises(DataError, match=r"line 3, column 'a': missing value .*; 2 rows have a "
-                                        r"missing value \(lines 3, 5\)$"):
+    with pytest.raises(
+        DataError,
+        match=r"line 3, column 'a': missing value .*; 2 rows have a "
+        r"missing value \(lines 3, 5\)$",
+    ):
         inspect_file("m.csv", label="y")
     write("s.csv", b"a,y\n1,three\n0,eight\n2,three\n")
     info = inspect_file("s.csv", label="y")
-    assert info["label_rule"] == ("not read as such: set label_positive = 'three' or labels = "
-                                  "[negative, positive]")
+    assert info["label_rule"] == ("not read as such: set label_positive = 'three' or labels = [negative, positive]")
     with pytest.raises(DataError, match="labels 'eight' and 'three' are neither"):
         load_dataset("csv", options={"path": "s.csv", "label": "y", "test_fraction": 0.3})

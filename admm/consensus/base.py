@@ -18,40 +18,85 @@ from .batched import _reg_value
 from .schedules import REGULARIZERS, _log_term
 
 _COMMON_PARAMS = (
-    Param("rho", float, 1.0, "penalty rho of the augmented Lagrangian (paper: 1)",
-          low=0, low_open=True),
-    Param("average_start", int, 1, "first index s of the providers' ergodic averages in the "
-          "augmented objective: 1 = (1/k) sum_{s=1..k} (Theorem 4; the index of w_bar), "
-          "0 = (1/k) sum_{s=0..k-1} (Theorem 3)", low=0, high=1),
+    Param("rho", float, 1.0, "penalty rho of the augmented Lagrangian (paper: 1)", low=0, low_open=True),
+    Param(
+        "average_start",
+        int,
+        1,
+        "first index s of the providers' ergodic averages in the "
+        "augmented objective: 1 = (1/k) sum_{s=1..k} (Theorem 4; the index of w_bar), "
+        "0 = (1/k) sum_{s=0..k-1} (Theorem 3)",
+        low=0,
+        high=1,
+    ),
 )
 _EXACT_PARAMS = (
-    Param("local_solver", str, "auto", "exact local argmin: newton (l2: Newton; l1: proximal "
-          "Newton), fista (accelerated proximal gradient), auto = newton for l2, fista for l1",
-          choices=("auto", "newton", "fista")),
-    Param("inner_tol", float, 1e-9, "each local solve stops when its KKT residual (norm of the "
-          "minimum-norm subgradient) is <= this", low=0, low_open=True),
+    Param(
+        "local_solver",
+        str,
+        "auto",
+        "exact local argmin: newton (l2: Newton; l1: proximal "
+        "Newton), fista (accelerated proximal gradient), auto = newton for l2, fista for l1",
+        choices=("auto", "newton", "fista"),
+    ),
+    Param(
+        "inner_tol",
+        float,
+        1e-9,
+        "each local solve stops when its KKT residual (norm of the minimum-norm subgradient) is <= this",
+        low=0,
+        low_open=True,
+    ),
     Param("max_inner", int, 500, "most iterations of one batched local solve", low=1),
 )
-_DELTA = Param("delta", float, 1e-3, "per-iteration delta of the Gaussian mechanism, also the "
-               "total delta of the moments accountant (paper: 1e-3 ... 1e-6)",
-               low=0, high=1, low_open=True, high_open=True)
-_EPSILON = Param("epsilon", float, None, "end-to-end target epsilon of the whole run (with "
-                 "privacy.delta): the per-iteration epsilon of Theorem 1 is solved for so that "
-                 "the composed releases spend exactly this", low=0, low_open=True)
+_DELTA = Param(
+    "delta",
+    float,
+    1e-3,
+    "per-iteration delta of the Gaussian mechanism, also the "
+    "total delta of the moments accountant (paper: 1e-3 ... 1e-6)",
+    low=0,
+    high=1,
+    low_open=True,
+    high_open=True,
+)
+_EPSILON = Param(
+    "epsilon",
+    float,
+    None,
+    "end-to-end target epsilon of the whole run (with "
+    "privacy.delta): the per-iteration epsilon of Theorem 1 is solved for so that "
+    "the composed releases spend exactly this",
+    low=0,
+    low_open=True,
+)
 _EPSILON_PER_ITERATION = Param(
-    "epsilon_per_iteration", float, None, "Huang et al. 2019's own parameter: the epsilon of "
+    "epsilon_per_iteration",
+    float,
+    None,
+    "Huang et al. 2019's own parameter: the epsilon of "
     "Theorem 1 per iteration (the paper's figures: 0.01 ... 0.2; the classical Gaussian "
-    "mechanism needs <= 1); give it or privacy.epsilon, not both", low=0, high=1, low_open=True)
-_ROW_BOUND = Param("row_bound", str, "check", "how ||a|| <= 1 (S1 = 1) is enforced: check = "
-                   "refuse rows above norm 1 (+1e-9 rounding); clip (the algorithm alone, refused "
-                   "in a config, where rows are bounded for train and test alike by "
-                   "preprocessing.row_clip = 1.0 or normalize_rows = true)",
-                   choices=("check", "clip"))
-_ACCOUNTANT = Param("accountant", str, "pld", "dp-accounting accountant composing the releases",
-                    choices=("pld", "rdp"))
-_NEIGHBOURS = ("one record (a, b) of one provider's dataset replaced by another, m unchanged; "
-               "both records with ||a|| <= 1 and b in {-1, +1} (Huang et al., Sec. IV); the "
-               "protected unit is the provider")
+    "mechanism needs <= 1); give it or privacy.epsilon, not both",
+    low=0,
+    high=1,
+    low_open=True,
+)
+_ROW_BOUND = Param(
+    "row_bound",
+    str,
+    "check",
+    "how ||a|| <= 1 (S1 = 1) is enforced: check = "
+    "refuse rows above norm 1 (+1e-9 rounding); clip (the algorithm alone, refused "
+    "in a config, where rows are bounded for train and test alike by "
+    "preprocessing.row_clip = 1.0 or normalize_rows = true)",
+    choices=("check", "clip"),
+)
+_ACCOUNTANT = Param("accountant", str, "pld", "dp-accounting accountant composing the releases", choices=("pld", "rdp"))
+_NEIGHBOURS = (
+    "one record (a, b) of one provider's dataset replaced by another, m unchanged; "
+    "both records with ||a|| <= 1 and b in {-1, +1} (Huang et al., Sec. IV); the "
+    "protected unit is the provider"
+)
 
 
 def per_iteration_epsilon(privacy, T: int, ratio: float = 1.0) -> float:
@@ -70,32 +115,41 @@ def per_iteration_epsilon(privacy, T: int, ratio: float = 1.0) -> float:
     if privacy.epsilon_per_iteration is not None:
         return float(privacy.epsilon_per_iteration)
     if privacy.epsilon is None or privacy.delta is None:
-        raise ValueError("set privacy.epsilon with privacy.delta (the whole run's target) or "
-                         "privacy.epsilon_per_iteration (Theorem 1's)")
+        raise ValueError(
+            "set privacy.epsilon with privacy.delta (the whole run's target) or "
+            "privacy.epsilon_per_iteration (Theorem 1's)"
+        )
     from vfl.privacy import calibrate_sigma
 
     delta, target = float(privacy.delta), float(privacy.epsilon)
     z = calibrate_sigma(target, delta, int(T), 1.0, accountant=privacy.accountant)
     eps = math.sqrt(2.0 * _log_term(delta)) / (z * ratio)
     if eps > 1.0:
-        raise ValueError(f"privacy.epsilon = {target:g} over {T} iterations needs a per-iteration "
-                         f"epsilon of {eps:.4g} > 1, beyond Theorem 1's Gaussian mechanism: "
-                         "lower privacy.epsilon or run more iterations")
+        raise ValueError(
+            f"privacy.epsilon = {target:g} over {T} iterations needs a per-iteration "
+            f"epsilon of {eps:.4g} > 1, beyond Theorem 1's Gaussian mechanism: "
+            "lower privacy.epsilon or run more iterations"
+        )
     return eps
 
 
 def _check_epsilon_keys(name: str, privacy, needed: bool) -> None:
     if privacy.row_bound == "clip":
-        raise ValueError(f"{name}: privacy.row_bound = 'clip' would clip the providers' rows "
-                         "only, and the test rows and the pooled optimum would be scored in "
-                         "another space: set preprocessing.row_clip = 1.0 (every row, one stage)")
+        raise ValueError(
+            f"{name}: privacy.row_bound = 'clip' would clip the providers' rows "
+            "only, and the test rows and the pooled optimum would be scored in "
+            "another space: set preprocessing.row_clip = 1.0 (every row, one stage)"
+        )
     both = privacy.epsilon is not None and privacy.epsilon_per_iteration is not None
     if both:
-        raise ValueError(f"{name}: give privacy.epsilon (the run's total) or "
-                         "privacy.epsilon_per_iteration (Theorem 1's), not both")
+        raise ValueError(
+            f"{name}: give privacy.epsilon (the run's total) or privacy.epsilon_per_iteration (Theorem 1's), not both"
+        )
     if needed and privacy.epsilon is None and privacy.epsilon_per_iteration is None:
-        raise ValueError(f"{name}: set privacy.epsilon (the whole run's target) or "
-                         "privacy.epsilon_per_iteration (Huang et al.'s per-iteration parameter)")
+        raise ValueError(
+            f"{name}: set privacy.epsilon (the whole run's target) or "
+            "privacy.epsilon_per_iteration (Huang et al.'s per-iteration parameter)"
+        )
     if needed and privacy.epsilon is not None and privacy.delta is None:
         raise ValueError(f"{name}: privacy.epsilon is a target (epsilon, delta): set privacy.delta")
 
@@ -106,8 +160,9 @@ class _Consensus(Solver):
     setting = Setting.HORIZONTAL
     regularizers = REGULARIZERS
     #: the classifier is the trainer's global w (Sec. VI): scoring a test row sends nothing
-    inference = Inference(0, "the trainer holds the deployable model, its global w^k, and "
-                             "scores test rows alone: no message")
+    inference = Inference(
+        0, "the trainer holds the deployable model, its global w^k, and scores test rows alone: no message"
+    )
     #: the providers' side of an iteration (a :class:`~vfl.admm.providers.ProviderGroup`
     #: subclass: the solver's local step): on Dask, groups of providers on their own workers
     #: (:mod:`vfl.experiments.providers`); the release events are recorded by the trainer,
@@ -160,8 +215,7 @@ class _Consensus(Solver):
         unit, j = int(rng.integers(N)), int(rng.integers(m))
         others = np.argwhere(b != b[unit, j])
         others = others[others[:, 0] != unit] if N > 1 else others
-        donor, k = (int(v) for v in others[rng.integers(len(others))]) if len(others) \
-            else ((unit + 1) % N, j)
+        donor, k = (int(v) for v in others[rng.integers(len(others))]) if len(others) else ((unit + 1) % N, j)
 
         def with_record(a_new, b_new):
             A1, b1 = A.copy(), b.copy()
@@ -169,15 +223,29 @@ class _Consensus(Solver):
             return HorizontalData(A1, b1, data.public)
 
         a, y = A[unit, j], b[unit, j]
-        pairs = [Neighbour(f"provider {unit + 1}, record {j} replaced (natural)", "natural", unit,
-                           with_record(A[donor, k], b[donor, k]),
-                           f"provider {unit + 1}'s record {j} replaced by provider {donor + 1}'s "
-                           f"record {k} (the other label)")]
-        for what, a_new, y_new in (("label flipped", a, -y), ("features negated", -a, y),
-                                   ("features negated, label flipped", -a, -y)):
-            pairs.append(Neighbour(f"provider {unit + 1}, record {j} {what} (candidate)",
-                                   "candidate", unit, with_record(a_new, y_new),
-                                   f"provider {unit + 1}'s record {j}: {what}"))
+        pairs = [
+            Neighbour(
+                f"provider {unit + 1}, record {j} replaced (natural)",
+                "natural",
+                unit,
+                with_record(A[donor, k], b[donor, k]),
+                f"provider {unit + 1}'s record {j} replaced by provider {donor + 1}'s record {k} (the other label)",
+            )
+        ]
+        for what, a_new, y_new in (
+            ("label flipped", a, -y),
+            ("features negated", -a, y),
+            ("features negated, label flipped", -a, -y),
+        ):
+            pairs.append(
+                Neighbour(
+                    f"provider {unit + 1}, record {j} {what} (candidate)",
+                    "candidate",
+                    unit,
+                    with_record(a_new, y_new),
+                    f"provider {unit + 1}'s record {j}: {what}",
+                )
+            )
         # Canaries. A record enters through b a sigma(-b a.w); one pair flips the part
         # orthogonal to the model direction e while both records are slightly misclassified
         # (b a.e = -a0 < 0): the gradients differ by 2 sqrt(1 - a0^2) sigma(a0 ||w||), which
@@ -187,8 +255,10 @@ class _Consensus(Solver):
         # the best angle, cos(theta) maximizing sin(theta) sigma(||w|| cos(theta)) at the
         # iterates' norms (about 2 on adult: a0 = 0.45).
         z = rng.standard_normal(A.shape[2])
-        for e, what in ((_reference_direction(A, b), "a reference fit of every record"),
-                        (_unit(np.einsum("nm,nmd->d", b, A), A.shape[2]), "sum b a")):
+        for e, what in (
+            (_reference_direction(A, b), "a reference fit of every record"),
+            (_unit(np.einsum("nm,nmd->d", b, A), A.shape[2]), "sum b a"),
+        ):
             w = z - (z @ e) * e
             if not np.linalg.norm(w) > 0:
                 continue
@@ -196,35 +266,49 @@ class _Consensus(Solver):
             for a0 in (0.3, 0.45, 0.6):
                 c = math.sqrt(1.0 - a0 * a0)
                 base = with_record(-a0 * e + c * w, 1.0)
-                pairs.append(Neighbour(
-                    f"provider {unit + 1}, canary record {j} (b a.e = -{a0}, e along {what}), "
-                    f"its part orthogonal to e negated (candidate)", "candidate", unit,
-                    with_record(-a0 * e - c * w, 1.0),
-                    f"provider {unit + 1}'s record {j} set to -{a0} e + {c:.2f} w (e the "
-                    f"direction of {what}, w orthogonal to it, label 1), its w part negated",
-                    base))
+                pairs.append(
+                    Neighbour(
+                        f"provider {unit + 1}, canary record {j} (b a.e = -{a0}, e along {what}), "
+                        f"its part orthogonal to e negated (candidate)",
+                        "candidate",
+                        unit,
+                        with_record(-a0 * e - c * w, 1.0),
+                        f"provider {unit + 1}'s record {j} set to -{a0} e + {c:.2f} w (e the "
+                        f"direction of {what}, w orthogonal to it, label 1), its w part negated",
+                        base,
+                    )
+                )
         return pairs
 
-    def __init__(self, data: HorizontalData, *, objective: Objective, params: dict,
-                 privacy: dict, streams: Streams, iterations: int):
+    def __init__(
+        self,
+        data: HorizontalData,
+        *,
+        objective: Objective,
+        params: dict,
+        privacy: dict,
+        streams: Streams,
+        iterations: int,
+    ):
         if data.units is None:  # the providers' rows are in this process
-            A, b, _ = check_provider_rows(data.A, data.b, name=self.name, private=False,
-                                          row_bound=None)
+            A, b, _ = check_provider_rows(data.A, data.b, name=self.name, private=False, row_bound=None)
             N, m, d = A.shape
         else:  # elsewhere: what the trainer knows are the sizes
             N, m, d = data.units.shape
         if objective.loss != "logistic":
-            raise ValueError(f"{self.name} implements the logistic loss only, got "
-                             f"objective.loss = {objective.loss!r}")
+            raise ValueError(f"{self.name} implements the logistic loss only, got objective.loss = {objective.loss!r}")
         if objective.regularizer not in REGULARIZERS:
-            raise ValueError(f"{self.name} needs objective.regularizer 'l1' or 'half_l2sq' (Huang "
-                             f"et al.'s R), got {objective.regularizer!r}")
+            raise ValueError(
+                f"{self.name} needs objective.regularizer 'l1' or 'half_l2sq' (Huang "
+                f"et al.'s R), got {objective.regularizer!r}"
+            )
         if objective.reduction != "unit_mean" or objective.unit_size != m:
-            raise ValueError(f"{self.name} minimizes sum_i (1/m) sum_j l + lam R (eq. (1a)): needs "
-                             f"objective.reduction = 'unit_mean' with unit_size = m = {m}, got "
-                             f"{objective.reduction!r} with unit_size {objective.unit_size}")
-        if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) \
-                or iterations < 1:
+            raise ValueError(
+                f"{self.name} minimizes sum_i (1/m) sum_j l + lam R (eq. (1a)): needs "
+                f"objective.reduction = 'unit_mean' with unit_size = m = {m}, got "
+                f"{objective.reduction!r} with unit_size {objective.unit_size}"
+            )
+        if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
             raise ValueError(f"iterations must be an integer >= 1, got {iterations!r}")
         self.rows_clipped = 0
         self.N, self.m, self.d = N, m, d
@@ -240,29 +324,37 @@ class _Consensus(Solver):
         self.average_start = int(params.average_start)
         self.iteration = 0
         # Zero start: D_w = ||w*|| bounds ||w* - w^0|| only then (Appendices C, E).
-        self.w = np.zeros(d)                # global w^k
-        self.W_shared = np.zeros((N, d))    # what providers send (w_i^k or noisy w~_i^k)
-        self.gamma = np.zeros((N, d))       # duals gamma_i^k
-        self._sum_w = np.zeros(d)           # sum_{s=1..k} w^s
+        self.w = np.zeros(d)  # global w^k
+        self.W_shared = np.zeros((N, d))  # what providers send (w_i^k or noisy w~_i^k)
+        self.gamma = np.zeros((N, d))  # duals gamma_i^k
+        self._sum_w = np.zeros(d)  # sum_{s=1..k} w^s
         self._sum_shared = np.zeros((N, d))  # sum_{s=1..k} shared_i^s
-        self._diagnosed = (None, None)      # (w^k, the providers' diagnostics at w^k)
+        self._diagnosed = (None, None)  # (w^k, the providers' diagnostics at w^k)
         self._releases = []
         self.wire = Wire(N)
         self.spec = spec = ProviderSpec(
-            group=self.provider_group.kind(), rho=self.rho,
-            lam_per_provider=float(self.lam_per_provider), regularizer=self.regularizer,
-            private=bool(self._private), row_bound=getattr(privacy, "row_bound", None),
+            group=self.provider_group.kind(),
+            rho=self.rho,
+            lam_per_provider=float(self.lam_per_provider),
+            regularizer=self.regularizer,
+            private=bool(self._private),
+            row_bound=getattr(privacy, "row_bound", None),
             name=self.name,
-            settings=self.group_settings(self.params, self.regularizer))
+            settings=self.group_settings(self.params, self.regularizer),
+        )
         units = data.units
         if units is None:  # the group of all N here releases through self.release, with the
             # subclass's noise stream (set after this constructor)
-            units = InProcessUnits.rows(A, b, LocalEnv(
-                release=lambda mean, *, rng, **kw: self.release(mean, rng=self._rng, **kw),
-                runs=self.audit_runs))
-        self.providers = Providers(units.open(PROVIDERS_PROTOCOL, spec),
-                                   lambda **kw: self.record_release(rng=self._rng, **kw),
-                                   (N, m, d))
+            units = InProcessUnits.rows(
+                A,
+                b,
+                LocalEnv(
+                    release=lambda mean, *, rng, **kw: self.release(mean, rng=self._rng, **kw), runs=self.audit_runs
+                ),
+            )
+        self.providers = Providers(
+            units.open(PROVIDERS_PROTOCOL, spec), lambda **kw: self.record_release(rng=self._rng, **kw), (N, m, d)
+        )
         self.rows_clipped = self.providers.rows_clipped
 
     #: the noise stream of the releases (None: the solver releases nothing noisy)
@@ -332,8 +424,7 @@ class _Consensus(Solver):
         # One pass over the rows at w^k gives both (1a) and metric 2.
         _, losses, f = self._diagnose()
         loss = float(losses.sum())
-        out = {"objective": loss + self.lam * float(_reg_value(self.w, self.regularizer)),
-               "empirical_loss": loss}
+        out = {"objective": loss + self.lam * float(_reg_value(self.w, self.regularizer)), "empirical_loss": loss}
         if self.iteration == 0:
             out["augmented_objective"] = out["consensus_violation"] = float("nan")
         else:
@@ -376,19 +467,23 @@ class _Consensus(Solver):
 
     def _describe_common(self) -> dict:
         return {
-            "problem": ("sum_i [(1/m) sum_j log(1 + exp(-b a^T w_i)) + (lam/N) R(w_i)] s.t. "
-                        "w_i = w (eq. (1a)-(1b))"),
-            "N": self.N, "m": self.m, "d": self.d, "lam": self.lam,
-            "lam_per_provider": self.lam_per_provider, "regularizer": self.regularizer,
-            "rho": self.rho, "init": "w^0 = w_i^0 = gamma_i^0 = 0 (not given in the paper)",
+            "problem": ("sum_i [(1/m) sum_j log(1 + exp(-b a^T w_i)) + (lam/N) R(w_i)] s.t. w_i = w (eq. (1a)-(1b))"),
+            "N": self.N,
+            "m": self.m,
+            "d": self.d,
+            "lam": self.lam,
+            "lam_per_provider": self.lam_per_provider,
+            "regularizer": self.regularizer,
+            "rho": self.rho,
+            "init": "w^0 = w_i^0 = gamma_i^0 = 0 (not given in the paper)",
             "order": "w_i -> w -> gamma_i (Algorithm listings)",
-            "ergodic_average": (f"W_bar_i over s = {self.average_start}.."
-                                f"{'k' if self.average_start == 1 else 'k-1'} of "
-                                f"{self._shared_name}; w_bar over s = 1..k"),
+            "ergodic_average": (
+                f"W_bar_i over s = {self.average_start}.."
+                f"{'k' if self.average_start == 1 else 'k-1'} of "
+                f"{self._shared_name}; w_bar over s = 1..k"
+            ),
             "classifier": "global w^k (the trainer's model)",
         }
-
-
 
 
 def _reference_direction(A, b) -> np.ndarray:
@@ -406,10 +501,15 @@ def _unit(v, d) -> np.ndarray:
 
 
 def _assumptions(solver) -> dict:
-    how = ("checked at construction: rows above norm 1 + 1e-9 are refused, rows within that "
-           "rounding slack scaled onto the unit ball" if solver.privacy.row_bound == "check"
-           else "clipped at construction: rows above norm 1 scaled onto the unit ball (how "
-                "many: the manifest's diagnostic.solver.rows_clipped)")
-    return {"||a|| <= 1": f"enforced ({how})",
-            "|b| = 1": "enforced (labels checked to be -1 or +1)",
-            "S1 = 1": "enforced: logistic loss only, so ||l'|| = |b| sigmoid(.) ||a|| <= 1"}
+    how = (
+        "checked at construction: rows above norm 1 + 1e-9 are refused, rows within that "
+        "rounding slack scaled onto the unit ball"
+        if solver.privacy.row_bound == "check"
+        else "clipped at construction: rows above norm 1 scaled onto the unit ball (how "
+        "many: the manifest's diagnostic.solver.rows_clipped)"
+    )
+    return {
+        "||a|| <= 1": f"enforced ({how})",
+        "|b| = 1": "enforced (labels checked to be -1 or +1)",
+        "S1 = 1": "enforced: logistic loss only, so ||l'|| = |b| sigmoid(.) ||a|| <= 1",
+    }

@@ -48,9 +48,17 @@ class LinearizedGroup(ProviderGroup):
     """
 
     def local_step(self, w, public):
-        return dp_admm_closed_form(self.A, self.b, self.shared, w, self.gamma, eta=public["eta"],
-                                   rho=self.rho, lam_per_provider=self.lam_per_provider,
-                                   regularizer=self.regularizer), {}
+        return dp_admm_closed_form(
+            self.A,
+            self.b,
+            self.shared,
+            w,
+            self.gamma,
+            eta=public["eta"],
+            rho=self.rho,
+            lam_per_provider=self.lam_per_provider,
+            regularizer=self.regularizer,
+        ), {}
 
 
 class DPADMM(_Consensus):
@@ -76,23 +84,47 @@ class DPADMM(_Consensus):
     #: follow the public schedule
     released_columns = ("test_logloss", "test_accuracy", "eta", "sigma")
     title = "DP-ADMM (Algorithm 3)"
-    reference = Reference(HUANG_PAPER, "Algorithm 3",
-                          "(2), (3a)-(3d); Lemma 1; Theorems 1-4; Appendix A")
+    reference = Reference(HUANG_PAPER, "Algorithm 3", "(2), (3a)-(3d); Lemma 1; Theorems 1-4; Appendix A")
     params = _COMMON_PARAMS + (
-        Param("D_w", float, None, "bound on ||w*|| in the step sizes; unset: pre-train on the "
-              "public rows (Huang et al. 2019, Sec. VI)", low=0, low_open=True),
-        Param("dw_weight", str, "lam_over_N", "regularization weight of the D_w pre-training: "
-              "lam/N (the weight inside each f_i) or lam (gives a smaller D_w)",
-              choices=("lam_over_N", "lam")),
+        Param(
+            "D_w",
+            float,
+            None,
+            "bound on ||w*|| in the step sizes; unset: pre-train on the public rows (Huang et al. 2019, Sec. VI)",
+            low=0,
+            low_open=True,
+        ),
+        Param(
+            "dw_weight",
+            str,
+            "lam_over_N",
+            "regularization weight of the D_w pre-training: "
+            "lam/N (the weight inside each f_i) or lam (gives a smaller D_w)",
+            choices=("lam_over_N", "lam"),
+        ),
     )
     privacy_params = (
-        _EPSILON, _EPSILON_PER_ITERATION, _DELTA,
-        Param("noise", bool, True, "false: the same iteration without noise (linearized ADMM; "
-              "not private, nothing released)"),
-        _ROW_BOUND, _ACCOUNTANT,
+        _EPSILON,
+        _EPSILON_PER_ITERATION,
+        _DELTA,
+        Param(
+            "noise",
+            bool,
+            True,
+            "false: the same iteration without noise (linearized ADMM; not private, nothing released)",
+        ),
+        _ROW_BOUND,
+        _ACCOUNTANT,
     )
-    columns = ("augmented_objective", "empirical_loss", "consensus_violation", "eta", "sigma",
-               "local_time_s", "trainer_time_s")
+    columns = (
+        "augmented_objective",
+        "empirical_loss",
+        "consensus_violation",
+        "eta",
+        "sigma",
+        "local_time_s",
+        "trainer_time_s",
+    )
     provider_group = LinearizedGroup
     _shared_name = "noisy w~_i"
     _private = True
@@ -103,8 +135,9 @@ class DPADMM(_Consensus):
         return bool(privacy.noise) and privacy.delta is not None
 
     def __init__(self, data, *, objective, params, privacy, streams, iterations):
-        super().__init__(data, objective=objective, params=params, privacy=privacy,
-                         streams=streams, iterations=iterations)
+        super().__init__(
+            data, objective=objective, params=params, privacy=privacy, streams=streams, iterations=iterations
+        )
         params, privacy = self.params, self.privacy  # the typed records
         self.delta = float(privacy.delta)
         self.noise = bool(privacy.noise)
@@ -125,17 +158,20 @@ class DPADMM(_Consensus):
         if params.D_w is not None:
             return float(params.D_w), "params.D_w"
         if public is None or len(public[1]) == 0:
-            raise ValueError("dp_admm needs D_w: set solver.D_w or give pre-training rows "
-                             "(HorizontalData.public, e.g. 162 rows as in the paper)")
+            raise ValueError(
+                "dp_admm needs D_w: set solver.D_w or give pre-training rows "
+                "(HorizontalData.public, e.g. 162 rows as in the paper)"
+            )
         A0, b0 = (np.asarray(v, dtype=float) for v in public)
         lam = float(objective.lam)
         weight = lam / N if params.dw_weight == "lam_over_N" else lam
         D_w = pretrain_dw(A0, b0, weight, objective.regularizer)
         if not D_w > 0:
-            raise ValueError("pre-training gave w_hat = 0, so D_w = 0 and eta = 0; set "
-                             "solver.D_w or use a smaller lam")
-        return D_w, (f"pre-trained on {len(b0)} public rows, weight "
-                     f"{'lam/N' if params.dw_weight == 'lam_over_N' else 'lam'} = {weight:g}")
+            raise ValueError("pre-training gave w_hat = 0, so D_w = 0 and eta = 0; set solver.D_w or use a smaller lam")
+        return D_w, (
+            f"pre-trained on {len(b0)} public rows, weight "
+            f"{'lam/N' if params.dw_weight == 'lam_over_N' else 'lam'} = {weight:g}"
+        )
 
     @staticmethod
     def _eta(k, *, regularizer, D_w, lam, N, m, d, epsilon, delta):
@@ -152,29 +188,47 @@ class DPADMM(_Consensus):
         config."""
         params, privacy = cls.typed_params(params), cls.typed_privacy(privacy)
         if not cls.claims_guarantee(privacy):
-            raise NotImplementedError("dp_admm without privacy.delta (or with privacy.noise = "
-                                      "false) releases nothing a provider checks")
+            raise NotImplementedError(
+                "dp_admm without privacy.delta (or with privacy.noise = false) releases nothing a provider checks"
+            )
         n, m, d = len(widths), int(N), int(widths[0])
-        eps, delta, rho = per_iteration_epsilon(privacy, iterations), float(privacy.delta), \
-            float(params.rho)
-        etas = [cls._eta(k, regularizer=objective.regularizer, D_w=float(params.D_w),
-                         lam=float(objective.lam), N=n, m=m, d=d, epsilon=eps, delta=delta)
-                for k in range(int(iterations))]
+        eps, delta, rho = per_iteration_epsilon(privacy, iterations), float(privacy.delta), float(params.rho)
+        etas = [
+            cls._eta(
+                k,
+                regularizer=objective.regularizer,
+                D_w=float(params.D_w),
+                lam=float(objective.lam),
+                N=n,
+                m=m,
+                d=d,
+                epsilon=eps,
+                delta=delta,
+            )
+            for k in range(int(iterations))
+        ]
         sigmas = [theorem1_sigma(e, m=m, rho=rho, epsilon=eps, delta=delta) for e in etas]
         sens = [lemma1_sensitivity(e, m=m, rho=rho) for e in etas]
-        return np.tile(np.asarray(sigmas, dtype=float), (n, 1)), \
-            np.tile(np.asarray(sens, dtype=float), (n, 1))
+        return np.tile(np.asarray(sigmas, dtype=float), (n, 1)), np.tile(np.asarray(sens, dtype=float), (n, 1))
 
     # -- schedules ------------------------------------------------------------
     def eta_schedule(self, k):
         """``eta^{k+1}`` for loop index ``k``: Theorem 3 (l1) or Theorem 4 (l2)."""
-        return self._eta(k, regularizer=self.regularizer, D_w=self.D_w, lam=self.lam, N=self.N,
-                         m=self.m, d=self.d, epsilon=self.epsilon, delta=self.delta)
+        return self._eta(
+            k,
+            regularizer=self.regularizer,
+            D_w=self.D_w,
+            lam=self.lam,
+            N=self.N,
+            m=self.m,
+            d=self.d,
+            epsilon=self.epsilon,
+            delta=self.delta,
+        )
 
     def sigma_schedule(self, k):
         """Theorem 1's ``sigma_{k+1}`` for loop index ``k`` (ignores ``noise``)."""
-        return theorem1_sigma(self.eta_schedule(k), m=self.m, rho=self.rho, epsilon=self.epsilon,
-                              delta=self.delta)
+        return theorem1_sigma(self.eta_schedule(k), m=self.m, rho=self.rho, epsilon=self.epsilon, delta=self.delta)
 
     def sensitivity_schedule(self, k):
         """Lemma 1's ``2 S1 / (m (rho + 1/eta^{k+1}))``, the enforced release sensitivity."""
@@ -190,16 +244,13 @@ class DPADMM(_Consensus):
         # w~_i^k, its release (3b) (wherever the providers run: :mod:`.providers`)
         noise, sigma = None, 0.0
         if self.noise:
-            sigma = float(theorem1_sigma(eta, m=self.m, rho=self.rho, epsilon=self.epsilon,
-                                         delta=self.delta))
-            noise = (np.arange(self.N), sigma,
-                     float(lemma1_sensitivity(eta, m=self.m, rho=self.rho)))
+            sigma = float(theorem1_sigma(eta, m=self.m, rho=self.rho, epsilon=self.epsilon, delta=self.delta))
+            noise = (np.arange(self.N), sigma, float(lemma1_sensitivity(eta, m=self.m, rho=self.rho)))
         shared, _ = self.providers.update(self.w, {"eta": eta}, noise)
         t1 = perf_counter()
         self._trainer_and_duals(shared)
         self.eta, self.sigma = eta, sigma
-        return {"eta": eta, "sigma": sigma, "local_time_s": t1 - t0,
-                "trainer_time_s": perf_counter() - t1}
+        return {"eta": eta, "sigma": sigma, "local_time_s": t1 - t0, "trainer_time_s": perf_counter() - t1}
 
     def evaluate(self) -> dict:
         return {**self._metrics(), "eta": self.eta, "sigma": self.sigma}
@@ -208,9 +259,15 @@ class DPADMM(_Consensus):
         if not self.noise:
             return []
         k = self.iteration
-        return [Release("gaussian", np.arange(self.N),
-                        np.full(self.N, float(self.sensitivity_schedule(k))),
-                        np.full(self.N, float(self.sigma_schedule(k))), self.d)]
+        return [
+            Release(
+                "gaussian",
+                np.arange(self.N),
+                np.full(self.N, float(self.sensitivity_schedule(k))),
+                np.full(self.N, float(self.sigma_schedule(k))),
+                self.d,
+            )
+        ]
 
     def paper_epsilon(self):
         """Theorem 2 / Appendix A: ``(eps_bar, delta)`` after the iterations so far."""
@@ -222,33 +279,52 @@ class DPADMM(_Consensus):
 
     def privacy_info(self) -> PrivacyInfo | None:
         if not self.noise:
-            return PrivacyInfo(**{"dp_guarantee": False, "mechanism": None,
-                                  "note": "privacy.noise = false: linearized ADMM without noise "
-                                          "(same eta); every w_i^{k+1} is shared in the clear"})
-        return PrivacyInfo(**{
-            "neighbouring": _NEIGHBOURS,
-            "mechanism": ("Gaussian: provider i releases w~_i^{k+1} = w_i^{k+1} + "
-                          "N(0, sigma_{k+1}^2 I_d) (3b); w_i^{k+1} depends on the data only "
-                          "through its own released w~_i^k, w^k, gamma_i^k and D_i (3a)"),
-            "sensitivity_enforced": {"formula": "2 S1 / (m (rho + 1/eta^{k+1})) (Lemma 1, eq. (6))",
-                                     "S1": S1},
-            "sigma": "2 S1 sqrt(2 ln(1.25/delta)) / (m eps (rho + 1/eta^{k+1})) (Theorem 1)",
-            "assumptions": _assumptions(self),
-            "dp_guarantee": True,
-            "paper_claim": ("(epsilon, delta) per iteration (Theorem 1) and (epsilon_bar, delta) "
-                            "after T by Theorem 2's moments accountant"),
-            "not_accounted": ("the pre-training rows that set D_w are treated as public "
-                              "(Huang et al. 2019, Sec. VI, do not account for them)"),
-        })
+            return PrivacyInfo(
+                **{
+                    "dp_guarantee": False,
+                    "mechanism": None,
+                    "note": "privacy.noise = false: linearized ADMM without noise "
+                    "(same eta); every w_i^{k+1} is shared in the clear",
+                }
+            )
+        return PrivacyInfo(
+            **{
+                "neighbouring": _NEIGHBOURS,
+                "mechanism": (
+                    "Gaussian: provider i releases w~_i^{k+1} = w_i^{k+1} + "
+                    "N(0, sigma_{k+1}^2 I_d) (3b); w_i^{k+1} depends on the data only "
+                    "through its own released w~_i^k, w^k, gamma_i^k and D_i (3a)"
+                ),
+                "sensitivity_enforced": {"formula": "2 S1 / (m (rho + 1/eta^{k+1})) (Lemma 1, eq. (6))", "S1": S1},
+                "sigma": "2 S1 sqrt(2 ln(1.25/delta)) / (m eps (rho + 1/eta^{k+1})) (Theorem 1)",
+                "assumptions": _assumptions(self),
+                "dp_guarantee": True,
+                "paper_claim": (
+                    "(epsilon, delta) per iteration (Theorem 1) and (epsilon_bar, delta) "
+                    "after T by Theorem 2's moments accountant"
+                ),
+                "not_accounted": (
+                    "the pre-training rows that set D_w are treated as public "
+                    "(Huang et al. 2019, Sec. VI, do not account for them)"
+                ),
+            }
+        )
 
     def describe(self) -> dict:
-        schedule = ("Theorem 3: eta^{k+1} = D_w / ((S1 + lam sqrt(d) / N) sqrt(2 (k+1)))"
-                    if self.regularizer == "l1" else
-                    "Theorem 4: eta^{k+1} = (S3 + lam S4 / N + 2 S1 sqrt(4 (k+1) ln(1.25/delta)) "
-                    "/ (m eps D_w))^-1")
-        return {"algorithm": "Huang et al. Algorithm 3 (DP-ADMM), closed form of (3a)",
-                **self._describe_common(), "D_w": self.D_w, "D_w_source": self.D_w_source,
-                "eta": schedule, "constants": {"S1": S1, "S2": math.sqrt(self.d), "S3": S3,
-                                               "S4": S4},
-                "noise": self.noise, "epsilon_per_iteration": self.epsilon,
-                "epsilon_target": self.epsilon_target, "rows_clipped": self.rows_clipped}
+        schedule = (
+            "Theorem 3: eta^{k+1} = D_w / ((S1 + lam sqrt(d) / N) sqrt(2 (k+1)))"
+            if self.regularizer == "l1"
+            else "Theorem 4: eta^{k+1} = (S3 + lam S4 / N + 2 S1 sqrt(4 (k+1) ln(1.25/delta)) / (m eps D_w))^-1"
+        )
+        return {
+            "algorithm": "Huang et al. Algorithm 3 (DP-ADMM), closed form of (3a)",
+            **self._describe_common(),
+            "D_w": self.D_w,
+            "D_w_source": self.D_w_source,
+            "eta": schedule,
+            "constants": {"S1": S1, "S2": math.sqrt(self.d), "S3": S3, "S4": S4},
+            "noise": self.noise,
+            "epsilon_per_iteration": self.epsilon,
+            "epsilon_target": self.epsilon_target,
+            "rows_clipped": self.rows_clipped,
+        }

@@ -60,13 +60,11 @@ class ExactGroup(ProviderGroup):
         self.tol, self.max_inner = float(options["inner_tol"]), int(options["max_inner"])
         self.alpha1, self.alpha2 = _penalties(self.regularizer, self.lam_per_provider)
         # FISTA's step: each provider's Lipschitz constant, from its own rows
-        self.L = (lipschitz(A, alpha2=self.alpha2, rho=self.rho) if self.method == "fista"
-                  else None)
+        self.L = lipschitz(A, alpha2=self.alpha2, rho=self.rho) if self.method == "fista" else None
         self.centre = np.zeros_like(self.W)
 
     def _solve(self, centre, w0):
-        kw = dict(alpha1=self.alpha1, alpha2=self.alpha2, rho=self.rho, w0=w0, tol=self.tol,
-                  max_iter=self.max_inner)
+        kw = dict(alpha1=self.alpha1, alpha2=self.alpha2, rho=self.rho, w0=w0, tol=self.tol, max_iter=self.max_inner)
         if self.method == "newton":
             return newton(self.A, self.b, centre, **kw)
         return fista(self.A, self.b, centre, L=self.L, **kw)
@@ -81,8 +79,6 @@ class ExactGroup(ProviderGroup):
         return kkt_residual(g, self.W, self.alpha1)
 
 
-
-
 class _ExactLocal(_Consensus):
     """Algorithms 1 and 2: the exact local argmin of line 4, in each provider's group."""
 
@@ -94,12 +90,12 @@ class _ExactLocal(_Consensus):
         choice = params.local_solver
         if choice == "auto":
             choice = "fista" if regularizer == "l1" else "newton"
-        return {"local_solver": choice, "inner_tol": float(params.inner_tol),
-                "max_inner": int(params.max_inner)}
+        return {"local_solver": choice, "inner_tol": float(params.inner_tol), "max_inner": int(params.max_inner)}
 
     def __init__(self, data, *, objective, params, privacy, streams, iterations):
-        super().__init__(data, objective=objective, params=params, privacy=privacy,
-                         streams=streams, iterations=iterations)
+        super().__init__(
+            data, objective=objective, params=params, privacy=privacy, streams=streams, iterations=iterations
+        )
         options = self.spec.settings
         self.local_solver = options["local_solver"]
         self.inner_tol, self.max_inner = options["inner_tol"], options["max_inner"]
@@ -113,8 +109,11 @@ class _ExactLocal(_Consensus):
         providers' solves converged."""
         shared, stats = self.providers.update(self.w, {}, noise)
         converged = stats["converged"]
-        return shared, {"inner_iterations": int(stats["inner_iterations"].max()),
-                        "inner_unconverged": int((~converged).sum())}, converged
+        return (
+            shared,
+            {"inner_iterations": int(stats["inner_iterations"].max()), "inner_unconverged": int((~converged).sum())},
+            converged,
+        )
 
     def kkt_residuals(self) -> np.ndarray:
         """Exact KKT residual of every provider's last local solve, ``(N,)``."""
@@ -126,16 +125,23 @@ class _ExactLocal(_Consensus):
         return out
 
     def _describe_exact(self) -> dict:
-        how = {"newton": ("batched Newton, Armijo backtracking" if self._alpha1 == 0 else
-                          "batched proximal Newton (coordinate-descent model solve), Armijo "
-                          "backtracking"),
-               "fista": "batched accelerated proximal gradient (constant strongly-convex momentum)"}
-        return {"local_solve": {"method": how[self.local_solver],
-                                "stop": f"each provider at its own KKT residual <= "
-                                        f"{self.inner_tol:g} (frozen while the others go on)",
-                                "max_inner": self.max_inner,
-                                "warm_start": "previous clean local solution",
-                                "strong_convexity_mu": self.mu}}
+        how = {
+            "newton": (
+                "batched Newton, Armijo backtracking"
+                if self._alpha1 == 0
+                else "batched proximal Newton (coordinate-descent model solve), Armijo backtracking"
+            ),
+            "fista": "batched accelerated proximal gradient (constant strongly-convex momentum)",
+        }
+        return {
+            "local_solve": {
+                "method": how[self.local_solver],
+                "stop": f"each provider at its own KKT residual <= {self.inner_tol:g} (frozen while the others go on)",
+                "max_inner": self.max_inner,
+                "warm_start": "previous clean local solution",
+                "strong_convexity_mu": self.mu,
+            }
+        }
 
 
 class ConsensusADMM(_ExactLocal):
@@ -143,10 +149,17 @@ class ConsensusADMM(_ExactLocal):
 
     name = "consensus_admm"
     title = "ADMM (Algorithm 1, non-private)"
-    reference = Reference(HUANG_PAPER, "Algorithm 1",
-                          "(1a)-(1b); augmented Lagrangian of Sec. II-B")
-    columns = ("augmented_objective", "empirical_loss", "consensus_violation", "kkt_residual",
-               "inner_iterations", "inner_unconverged", "local_time_s", "trainer_time_s")
+    reference = Reference(HUANG_PAPER, "Algorithm 1", "(1a)-(1b); augmented Lagrangian of Sec. II-B")
+    columns = (
+        "augmented_objective",
+        "empirical_loss",
+        "consensus_violation",
+        "kkt_residual",
+        "inner_iterations",
+        "inner_unconverged",
+        "local_time_s",
+        "trainer_time_s",
+    )
 
     def step(self) -> dict:
         self.begin_releases()
@@ -157,8 +170,11 @@ class ConsensusADMM(_ExactLocal):
         return {**stats, "local_time_s": t1 - t0, "trainer_time_s": perf_counter() - t1}
 
     def describe(self) -> dict:
-        return {"algorithm": "Huang et al. Algorithm 1 (non-private consensus ADMM)",
-                **self._describe_common(), **self._describe_exact()}
+        return {
+            "algorithm": "Huang et al. Algorithm 1 (non-private consensus ADMM)",
+            **self._describe_common(),
+            **self._describe_exact(),
+        }
 
 
 class ConsensusADMMPerturbed(_ExactLocal):
@@ -180,58 +196,65 @@ class ConsensusADMMPerturbed(_ExactLocal):
     #: the trainer's w is an average of the released (noisy) w_i
     released_columns = ("test_logloss", "test_accuracy", "sigma")
     title = "ADMM with primal perturbation (Algorithm 2)"
-    reference = Reference(HUANG_PAPER, "Algorithm 2",
-                          "Sec. III-A and VI (sigma_i; its sensitivity ignores rho)",
-                          note="the paper runs it with the l2 regularizer only")
+    reference = Reference(
+        HUANG_PAPER,
+        "Algorithm 2",
+        "Sec. III-A and VI (sigma_i; its sensitivity ignores rho)",
+        note="the paper runs it with the l2 regularizer only",
+    )
     privacy_params = (
-        _EPSILON, _EPSILON_PER_ITERATION, _DELTA,
-        Param("sensitivity", str, "paper", "which sensitivity calibrates sigma: paper = "
-              "2 S1 N / (m lam) as printed; corrected = 2 S1 / (m (rho + (lam/N) R'')) + "
-              "2 inner_tol / mu (strongly convex argmin, inexact solve; not the paper's)",
-              choices=("paper", "corrected")),
-        _ROW_BOUND, _ACCOUNTANT,
+        _EPSILON,
+        _EPSILON_PER_ITERATION,
+        _DELTA,
+        Param(
+            "sensitivity",
+            str,
+            "paper",
+            "which sensitivity calibrates sigma: paper = "
+            "2 S1 N / (m lam) as printed; corrected = 2 S1 / (m (rho + (lam/N) R'')) + "
+            "2 inner_tol / mu (strongly convex argmin, inexact solve; not the paper's)",
+            choices=("paper", "corrected"),
+        ),
+        _ROW_BOUND,
+        _ACCOUNTANT,
     )
     columns = ConsensusADMM.columns + ("sigma",)
     _shared_name = "noisy w~_i"
     _private = True
 
     def __init__(self, data, *, objective, params, privacy, streams, iterations):
-        super().__init__(data, objective=objective, params=params, privacy=privacy,
-                         streams=streams, iterations=iterations)
+        super().__init__(
+            data, objective=objective, params=params, privacy=privacy, streams=streams, iterations=iterations
+        )
         privacy = self.privacy  # the typed record
         self.delta = float(privacy.delta)
         self.sensitivity_mode = privacy.sensitivity
         if self.sensitivity_mode == "paper" and self.lam <= 0:
             raise ValueError("the paper's Algorithm 2 sensitivity 2 S1 N / (m lam) needs lam > 0")
         #: the bound every release carries (what the code enforces)
-        self.enforced_sensitivity = algorithm2_enforced_sensitivity(m=self.m, mu=self.mu,
-                                                                    tol=self.inner_tol)
-        self.paper_sensitivity = (algorithm2_paper_sensitivity(N=self.N, m=self.m, lam=self.lam)
-                                  if self.lam > 0 else float("nan"))
-        calibrated = (self.paper_sensitivity if self.sensitivity_mode == "paper"
-                      else self.enforced_sensitivity)
+        self.enforced_sensitivity = algorithm2_enforced_sensitivity(m=self.m, mu=self.mu, tol=self.inner_tol)
+        self.paper_sensitivity = (
+            algorithm2_paper_sensitivity(N=self.N, m=self.m, lam=self.lam) if self.lam > 0 else float("nan")
+        )
+        calibrated = self.paper_sensitivity if self.sensitivity_mode == "paper" else self.enforced_sensitivity
         self.epsilon_target = privacy.epsilon
-        self.epsilon = per_iteration_epsilon(privacy, iterations,
-                                             self.enforced_sensitivity / calibrated)
+        self.epsilon = per_iteration_epsilon(privacy, iterations, self.enforced_sensitivity / calibrated)
         self.sigma = float(gaussian_sigma(calibrated, self.epsilon, self.delta))
         self._rng = streams.noise()
 
     def step(self) -> dict:
         self.begin_releases()
         t0 = perf_counter()
-        shared, stats, converged = self._local_iteration(
-            (np.arange(self.N), self.sigma, self.enforced_sensitivity))
+        shared, stats, converged = self._local_iteration((np.arange(self.N), self.sigma, self.enforced_sensitivity))
         # A provider whose solve hit max_inner has no enforced bound: NaN. (It drew its noise
         # at the scale of the others: the scale does not depend on how its solve went.)
         (event,) = self._releases
         # (with the audit's runs ahead of the providers: unbound if unconverged in any run)
         converged = np.all(converged, axis=tuple(range(np.ndim(converged) - 1)))
-        self._releases = [replace(event, sensitivity=np.where(converged, event.sensitivity,
-                                                              np.nan))]
+        self._releases = [replace(event, sensitivity=np.where(converged, event.sensitivity, np.nan))]
         t1 = perf_counter()
         self._trainer_and_duals(shared)
-        return {**stats, "sigma": self.sigma, "local_time_s": t1 - t0,
-                "trainer_time_s": perf_counter() - t1}
+        return {**stats, "sigma": self.sigma, "local_time_s": t1 - t0, "trainer_time_s": perf_counter() - t1}
 
     def evaluate(self) -> dict:
         out = super().evaluate()
@@ -239,8 +262,15 @@ class ConsensusADMMPerturbed(_ExactLocal):
         return out
 
     def planned_releases(self):
-        return [Release("gaussian", np.arange(self.N), np.full(self.N, self.enforced_sensitivity),
-                        np.full(self.N, self.sigma), self.d)]
+        return [
+            Release(
+                "gaussian",
+                np.arange(self.N),
+                np.full(self.N, self.enforced_sensitivity),
+                np.full(self.N, self.sigma),
+                self.d,
+            )
+        ]
 
     def paper_epsilon(self):
         """Theorem 2's moments accountant (sigma / Delta_paper = sqrt(2 L) / eps, as in Alg. 3)."""
@@ -251,32 +281,50 @@ class ConsensusADMMPerturbed(_ExactLocal):
         return dp_admm_epsilon(self.epsilon, self.delta, self.iteration), self.delta
 
     def privacy_info(self) -> PrivacyInfo:
-        return PrivacyInfo(**{
-            "neighbouring": _NEIGHBOURS,
-            "mechanism": ("Gaussian: provider i releases w_i^{k+1} + N(0, sigma^2 I_d) every "
-                          "iteration (Algorithm 2, line 5); gamma_i^k is post-processing"),
-            "sigma": self.sigma,
-            "sigma_calibrated_to": ("paper: 2 S1 N / (m lam) (Sec. III-A, VI)"
-                                    if self.sensitivity_mode == "paper" else
-                                    "corrected (not the paper's): 2 S1/(m mu) + 2 inner_tol/mu"),
-            "sensitivity_enforced": {
-                "formula": ("2 S1 / (m mu) + 2 g / mu, mu = rho + (lam/N) R'' (the local argmin is "
-                            "mu-strongly convex, which Sec. III-A ignores; plus the inexact "
-                            "solve: a KKT residual g on a mu-strongly convex objective is "
-                            "within g / mu of its minimizer)"),
-                "value": self.enforced_sensitivity, "mu": self.mu, "g": self.inner_tol,
-                "NaN_when": "a provider's local solve hits max_inner before reaching inner_tol"},
-            "sensitivity_paper": self.paper_sensitivity,
-            "assumptions": _assumptions(self),
-            "dp_guarantee": True,
-            "paper_claim": ("(epsilon, delta) per iteration and (epsilon_bar, delta) after T by "
-                            "Theorem 2's moments accountant (Sec. VI-B: the same as DP-ADMM's)"),
-            "not_accounted": "pre-training rows (public); the paper runs Algorithm 2 for l2 only",
-        })
+        return PrivacyInfo(
+            **{
+                "neighbouring": _NEIGHBOURS,
+                "mechanism": (
+                    "Gaussian: provider i releases w_i^{k+1} + N(0, sigma^2 I_d) every "
+                    "iteration (Algorithm 2, line 5); gamma_i^k is post-processing"
+                ),
+                "sigma": self.sigma,
+                "sigma_calibrated_to": (
+                    "paper: 2 S1 N / (m lam) (Sec. III-A, VI)"
+                    if self.sensitivity_mode == "paper"
+                    else "corrected (not the paper's): 2 S1/(m mu) + 2 inner_tol/mu"
+                ),
+                "sensitivity_enforced": {
+                    "formula": (
+                        "2 S1 / (m mu) + 2 g / mu, mu = rho + (lam/N) R'' (the local argmin is "
+                        "mu-strongly convex, which Sec. III-A ignores; plus the inexact "
+                        "solve: a KKT residual g on a mu-strongly convex objective is "
+                        "within g / mu of its minimizer)"
+                    ),
+                    "value": self.enforced_sensitivity,
+                    "mu": self.mu,
+                    "g": self.inner_tol,
+                    "NaN_when": "a provider's local solve hits max_inner before reaching inner_tol",
+                },
+                "sensitivity_paper": self.paper_sensitivity,
+                "assumptions": _assumptions(self),
+                "dp_guarantee": True,
+                "paper_claim": (
+                    "(epsilon, delta) per iteration and (epsilon_bar, delta) after T by "
+                    "Theorem 2's moments accountant (Sec. VI-B: the same as DP-ADMM's)"
+                ),
+                "not_accounted": "pre-training rows (public); the paper runs Algorithm 2 for l2 only",
+            }
+        )
 
     def describe(self) -> dict:
-        return {"algorithm": "Huang et al. Algorithm 2 (primal perturbation of exact ADMM)",
-                **self._describe_common(), **self._describe_exact(),
-                "sigma": self.sigma, "sensitivity": self.sensitivity_mode,
-                "epsilon_per_iteration": self.epsilon, "epsilon_target": self.epsilon_target,
-                "rows_clipped": self.rows_clipped}
+        return {
+            "algorithm": "Huang et al. Algorithm 2 (primal perturbation of exact ADMM)",
+            **self._describe_common(),
+            **self._describe_exact(),
+            "sigma": self.sigma,
+            "sensitivity": self.sensitivity_mode,
+            "epsilon_per_iteration": self.epsilon,
+            "epsilon_target": self.epsilon_target,
+            "rows_clipped": self.rows_clipped,
+        }

@@ -13,8 +13,10 @@ S3 = 0.25
 #: Bound on ``||Hess R||`` for ``R = ||w||^2 / 2`` (Theorem 4).
 S4 = 1.0
 
-HUANG_PAPER = ("Huang, Hu, Chan-Tin, Gong: DP-ADMM: ADMM-based Distributed Learning with "
-               "Differential Privacy (arXiv 1808.10101v1, 2018)")
+HUANG_PAPER = (
+    "Huang, Hu, Chan-Tin, Gong: DP-ADMM: ADMM-based Distributed Learning with "
+    "Differential Privacy (arXiv 1808.10101v1, 2018)"
+)
 REGULARIZERS = ("l1", "half_l2sq")
 #: Slack allowed on a row norm before ``row_bound = "check"`` refuses the data.
 ROW_TOLERANCE = 1e-9
@@ -52,8 +54,19 @@ def theorem3_eta(k, *, D_w: float, lam: float, N: int, d: int, S1: float = S1):
     return D_w / ((S1 + lam * math.sqrt(d) / N) * np.sqrt(2.0 * (kk + 1.0)))
 
 
-def theorem4_eta(k, *, D_w: float, lam: float, N: int, m: int, epsilon: float, delta: float,
-                 S1: float = S1, S3: float = S3, S4: float = S4):
+def theorem4_eta(
+    k,
+    *,
+    D_w: float,
+    lam: float,
+    N: int,
+    m: int,
+    epsilon: float,
+    delta: float,
+    S1: float = S1,
+    S3: float = S3,
+    S4: float = S4,
+):
     """Step size of Theorem 4 (l2): ``(S3 + lam S4 / N + 2 S1 sqrt(4 (k+1) L) / (m eps D_w))^-1``.
 
     ``L = ln(1.25 / delta)``; depends on the privacy level (Sec. VI-B).
@@ -120,8 +133,6 @@ def algorithm2_enforced_sensitivity(*, m: int, mu: float, tol: float, S1: float 
     return algorithm2_argmin_sensitivity(m=m, mu=mu, S1=S1) + 2.0 * float(tol) / float(mu)
 
 
-def algorithm2_sigma(*, N: int, m: int, lam: float, epsilon: float, delta: float,
-                     S1: float = S1) -> float:
+def algorithm2_sigma(*, N: int, m: int, lam: float, epsilon: float, delta: float, S1: float = S1) -> float:
     """The paper's Algorithm 2 noise ``2 S1 N sqrt(2 ln(1.25/delta)) / (m lam eps)``, as printed."""
-    return float(gaussian_sigma(algorithm2_paper_sensitivity(N=N, m=m, lam=lam, S1=S1),
-                                epsilon, delta))
+    return float(gaussian_sigma(algorithm2_paper_sensitivity(N=N, m=m, lam=lam, S1=S1), epsilon, delta))

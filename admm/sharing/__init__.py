@@ -54,14 +54,25 @@ from .adapter import ADMMSharingSolver
 from .block import BlockSolver
 from .noise import NOISE_FORMS
 from .solver import (
-                     ACCELERATIONS,
-                     FORMS,
-                     ORDERS,
-                     RHO_SCHEDULES,
-                     Z_UPDATES,
-                     ADMMSharing,
-                     check_variant,
+    ACCELERATIONS,
+    FORMS,
+    ORDERS,
+    RHO_SCHEDULES,
+    Z_UPDATES,
+    ADMMSharing,
+    check_variant,
 )
 
-__all__ = ["ACCELERATIONS", "ADMMSharing", "ADMMSharingSolver", "BlockSolver", "CALIBRATIONS",
-           "FORMS", "NOISE_FORMS", "ORDERS", "RHO_SCHEDULES", "Z_UPDATES", "check_variant"]
+__all__ = [
+    "ACCELERATIONS",
+    "ADMMSharing",
+    "ADMMSharingSolver",
+    "BlockSolver",
+    "CALIBRATIONS",
+    "FORMS",
+    "NOISE_FORMS",
+    "ORDERS",
+    "RHO_SCHEDULES",
+    "Z_UPDATES",
+    "check_variant",
+]

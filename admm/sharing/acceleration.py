@@ -29,8 +29,16 @@ from typing import ClassVar
 
 import numpy as np
 
-__all__ = ["ACCELERATION", "Acceleration", "Anderson", "NesterovRestart", "NoAcceleration",
-           "NoRelaxation", "Relaxation", "over_relaxation"]
+__all__ = [
+    "ACCELERATION",
+    "Acceleration",
+    "Anderson",
+    "NesterovRestart",
+    "NoAcceleration",
+    "NoRelaxation",
+    "Relaxation",
+    "over_relaxation",
+]
 
 #: Goldstein et al.'s restart factor eta
 _RESTART_ETA = 0.999
@@ -166,8 +174,9 @@ class Anderson(Acceleration):
 
     @property
     def note(self):
-        return (f"type-II Anderson, memory {self.memory}, safeguarded "
-                "(Zhang, O'Donoghue, Boyd 2020; Fu, Zhang, Boyd 2019)")
+        return (
+            f"type-II Anderson, memory {self.memory}, safeguarded (Zhang, O'Donoghue, Boyd 2020; Fu, Zhang, Boyd 2019)"
+        )
 
     @staticmethod
     def _y_weight(solver) -> float:
@@ -183,12 +192,22 @@ class Anderson(Acceleration):
         mem = self.memory
         if A is None:
             size = form.state_size(n)
-            A = self._A = {"g0": None, "n_aa": 0, "k": 0, "cols": 0, "cur": 0,
-                           "has_prev": False, "candidate": False,
-                           "f": np.zeros((2, size)), "g": np.zeros((2, size)),
-                           "p": np.zeros(size), "dG": np.zeros((mem, size)),
-                           "dF": np.zeros((mem, size)), "gram": np.zeros((mem, mem)),
-                           "rhs": np.zeros(mem)}
+            A = self._A = {
+                "g0": None,
+                "n_aa": 0,
+                "k": 0,
+                "cols": 0,
+                "cur": 0,
+                "has_prev": False,
+                "candidate": False,
+                "f": np.zeros((2, size)),
+                "g": np.zeros((2, size)),
+                "p": np.zeros(size),
+                "dG": np.zeros((mem, size)),
+                "dF": np.zeros((mem, size)),
+                "gram": np.zeros((mem, mem)),
+                "rhs": np.zeros(mem),
+            }
             form.pack(state_in, A["p"], w)
         cur, prev = A["cur"], 1 - A["cur"]
         f, g = A["f"][cur], A["g"][cur]
@@ -239,5 +258,4 @@ class Anderson(Acceleration):
         return True, form.unpack(A["p"], n, w)
 
 
-ACCELERATION: dict[str, type[Acceleration]] = {
-    cls.name: cls for cls in (NoAcceleration, NesterovRestart, Anderson)}
+ACCELERATION: dict[str, type[Acceleration]] = {cls.name: cls for cls in (NoAcceleration, NesterovRestart, Anderson)}

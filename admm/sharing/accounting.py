@@ -27,13 +27,25 @@ from vfl.core.records import PrivacyInfo
 from .plan import PrivacyPlan
 from .relations import RELATIONS
 
-__all__ = ["CALIBRATIONS", "CALIBRATION", "Calibration", "DataDependentCalibration",
-           "LABELS_NOTE", "Lemma1Calibration", "SoundCalibration", "corollary1_claim",
-           "block_facts", "describe_plan", "plan_privacy"]
+__all__ = [
+    "CALIBRATIONS",
+    "CALIBRATION",
+    "Calibration",
+    "DataDependentCalibration",
+    "LABELS_NOTE",
+    "Lemma1Calibration",
+    "SoundCalibration",
+    "corollary1_claim",
+    "block_facts",
+    "describe_plan",
+    "plan_privacy",
+]
 
-LABELS_NOTE = ("labels are not protected: y and z (functions of the labels) go to every party "
-               "each epoch, and after the first epoch -sign(y_i) can equal b_i for every "
-               "training sample (it does on a9a)")
+LABELS_NOTE = (
+    "labels are not protected: y and z (functions of the labels) go to every party "
+    "each epoch, and after the first epoch -sign(y_i) can equal b_i for every "
+    "training sample (it does on a9a)"
+)
 
 
 class Calibration:
@@ -51,8 +63,7 @@ class Calibration:
         from vfl.privacy import calibrate_sigma  # (vfl.privacy loads dp-accounting: late)
 
         C = self.sensitivity(sound, lemma1)
-        return np.array([calibrate_sigma(p.epsilon, p.delta, T, c,
-                                         accountant=p.accountant) for c in C]), None
+        return np.array([calibrate_sigma(p.epsilon, p.delta, T, c, accountant=p.accountant) for c in C]), None
 
     def sensitivity(self, sound, lemma1):
         """The per-party sensitivities sigma is calibrated from."""
@@ -74,8 +85,7 @@ class SoundCalibration(Calibration):
     """Sigma from the enforced sensitivity: the guarantee holds at the target epsilon."""
 
     name = "sound"
-    note = ("sigma calibrated from the enforced sensitivity: the guarantee holds at the target "
-            "epsilon")
+    note = "sigma calibrated from the enforced sensitivity: the guarantee holds at the target epsilon"
 
     def sensitivity(self, sound, lemma1):
         return sound
@@ -85,8 +95,10 @@ class Lemma1Calibration(Calibration):
     """Sigma from Lemma 1's ``C_m`` (the paper's noise level; its epsilon is not backed)."""
 
     name = "lemma1"
-    note = ("sigma calibrated from Lemma 1's C (the paper's noise level); the paper's target "
-            "epsilon is NOT backed, the guarantee is epsilon_tight")
+    note = (
+        "sigma calibrated from Lemma 1's C (the paper's noise level); the paper's target "
+        "epsilon is NOT backed, the guarantee is epsilon_tight"
+    )
 
     def sensitivity(self, sound, lemma1):
         return lemma1
@@ -120,18 +132,28 @@ class DataDependentCalibration(Calibration):
         plan = solver._plan
         pulled = solver.share_sum - solver.z  # what every party pulls (Algorithm 1, line 3)
         y_norm = float(np.linalg.norm(solver.y))
-        solver.sigma = plan.z * np.array([
-            data_dependent_sensitivity(
-                B.D.shape[1], solver.rho, plan.lam, solver.n_parties, y_norm,
-                float(np.linalg.norm(pulled - B.matvec(xm))), float(np.linalg.norm(xm)))
-            for B, xm in zip(solver.solvers, solver.x)])
+        solver.sigma = plan.z * np.array(
+            [
+                data_dependent_sensitivity(
+                    B.D.shape[1],
+                    solver.rho,
+                    plan.lam,
+                    solver.n_parties,
+                    y_norm,
+                    float(np.linalg.norm(pulled - B.matvec(xm))),
+                    float(np.linalg.norm(xm)),
+                )
+                for B, xm in zip(solver.solvers, solver.x)
+            ]
+        )
 
     def paper_noise(self, plan, m):
         return plan.z, 1.0
 
 
 CALIBRATION: dict[str, type[Calibration]] = {
-    cls.name: cls for cls in (SoundCalibration, Lemma1Calibration, DataDependentCalibration)}
+    cls.name: cls for cls in (SoundCalibration, Lemma1Calibration, DataDependentCalibration)
+}
 #: what ``privacy.calibration`` may calibrate sigma from
 CALIBRATIONS = tuple(CALIBRATION)
 
@@ -162,9 +184,12 @@ def plan_privacy(widths, N, objective, params, p, T) -> PrivacyPlan:
     # sum only): the row bound's derivation holds with rho_x for rho.
     scale = M if params.form == "boyd" else 1
     relation = RELATIONS[p.neighbours]()
-    sound = np.full(M, relation.sensitivity(
-        n_samples=N, clip=p.clip, b1=p.b1, lam=lam, input_clip=p.input_clip,
-        rho_range=rho_range, x_rho_scale=scale))
+    sound = np.full(
+        M,
+        relation.sensitivity(
+            n_samples=N, clip=p.clip, b1=p.b1, lam=lam, input_clip=p.input_clip, rho_range=rho_range, x_rho_scale=scale
+        ),
+    )
     # Lemma 1 (the paper's claim, for Hu's update) decreases in rho: its worst is the floor
     lemma1 = np.array([lemma1_sensitivity(d, rho_range[0], lam, M, p.b1) for d in widths])
     calibrator = CALIBRATION[p.calibration]()
@@ -173,13 +198,28 @@ def plan_privacy(widths, N, objective, params, p, T) -> PrivacyPlan:
     else:
         sigmas, z = calibrator.calibrate(p, T, sound, lemma1)
     return PrivacyPlan(
-        calibration=p.calibration, neighbours=p.neighbours, delta=p.delta,
-        epsilon_target=p.epsilon, epochs_planned=T, clip=p.clip, b1=p.b1,
-        input_clip=p.input_clip, accountant=p.accountant,
-        sound_sensitivity=sound, lemma1_sensitivity=lemma1, sigmas=sigmas, z=z,
+        calibration=p.calibration,
+        neighbours=p.neighbours,
+        delta=p.delta,
+        epsilon_target=p.epsilon,
+        epochs_planned=T,
+        clip=p.clip,
+        b1=p.b1,
+        input_clip=p.input_clip,
+        accountant=p.accountant,
+        sound_sensitivity=sound,
+        lemma1_sensitivity=lemma1,
+        sigmas=sigmas,
+        z=z,
         release_sensitivity=calibrator.release_sensitivity(sound),
-        rho=rho, lam=lam, widths=widths, rho_range=rho_range, x_rho_scale=scale,
-        relation=relation, calibrator=calibrator)
+        rho=rho,
+        lam=lam,
+        widths=widths,
+        rho_range=rho_range,
+        x_rho_scale=scale,
+        relation=relation,
+        calibrator=calibrator,
+    )
 
 
 def corollary1_claim(plan, t: int):
@@ -206,40 +246,61 @@ def describe_plan(plan: PrivacyPlan) -> PrivacyInfo:
     """The accounting mode of a run, in words and numbers (its manifest's privacy section)."""
     calibrator = plan.calibrator
     guarantee = calibrator.guarantee
-    return PrivacyInfo(**{
-        "mode": "accounting",
-        "dp_guarantee": guarantee,
-        **({} if guarantee else {"warning": (
-            "data-dependent sensitivity (the authors' prototype): sigma follows the current "
-            "iterates, so its scale depends on the private data; no epsilon of this run is a "
-            "differential-privacy guarantee")}),
-        "neighbouring": plan.relation.words,
-        "labels": LABELS_NOTE,
-        "mechanism": "Gaussian on each party's clipped share: clip(D_m x_m, [-c, c]) + "
-                     "N(0, sigma_m^2 I_N), every epoch; composed adaptively per party",
-        "enforced": {
-            "rows_unit_norm": True, "x_ball_radius_b1": plan.b1, "share_clip_c": plan.clip,
-            **plan.relation.enforced(plan),
-        },
-        "sensitivity": plan.relation.describe_sensitivity(plan),
-        "calibration": calibrator.note if plan.epsilon_target is not None else "given sigma",
-        "delta": plan.delta,
-        "epsilon_target": plan.epsilon_target,
-        "accountant": plan.accountant,
-        "per_party": [{"party": m + 1, "width": w,
-                       "sound_sensitivity": float(plan.sound_sensitivity[m]),
-                       "lemma1_C": float(plan.lemma1_sensitivity[m]),
-                       "sigma": float(plan.sigmas[m]) if guarantee else None}
-                      for m, w in enumerate(plan.widths)],
-        "other_claims_meaning": {"lemma1": (
-            "Lemma 1's sensitivity composed tightly (what vfl 0.1 printed as a guarantee): a "
-            "claim, refuted by the audit, not a guarantee")},
-        "paper_claim": ("epsilon_paper: Lemma 1 + Theorem 1 + Corollary 1 of Hu et al. as "
-                        "published (delta split T*delta_i + delta', delta' = delta/2). Its proof "
-                        "does not hold (||(D^T D)^-1|| = 1/d_m is false, factors ||D_k|| are "
-                        "dropped, ||y||, ||z|| <= b1 is assumed but not enforced) and a white-box "
-                        "audit refutes it: it is the paper's claim, never a guarantee"),
-    })
+    return PrivacyInfo(
+        **{
+            "mode": "accounting",
+            "dp_guarantee": guarantee,
+            **(
+                {}
+                if guarantee
+                else {
+                    "warning": (
+                        "data-dependent sensitivity (the authors' prototype): sigma follows the current "
+                        "iterates, so its scale depends on the private data; no epsilon of this run is a "
+                        "differential-privacy guarantee"
+                    )
+                }
+            ),
+            "neighbouring": plan.relation.words,
+            "labels": LABELS_NOTE,
+            "mechanism": "Gaussian on each party's clipped share: clip(D_m x_m, [-c, c]) + "
+            "N(0, sigma_m^2 I_N), every epoch; composed adaptively per party",
+            "enforced": {
+                "rows_unit_norm": True,
+                "x_ball_radius_b1": plan.b1,
+                "share_clip_c": plan.clip,
+                **plan.relation.enforced(plan),
+            },
+            "sensitivity": plan.relation.describe_sensitivity(plan),
+            "calibration": calibrator.note if plan.epsilon_target is not None else "given sigma",
+            "delta": plan.delta,
+            "epsilon_target": plan.epsilon_target,
+            "accountant": plan.accountant,
+            "per_party": [
+                {
+                    "party": m + 1,
+                    "width": w,
+                    "sound_sensitivity": float(plan.sound_sensitivity[m]),
+                    "lemma1_C": float(plan.lemma1_sensitivity[m]),
+                    "sigma": float(plan.sigmas[m]) if guarantee else None,
+                }
+                for m, w in enumerate(plan.widths)
+            ],
+            "other_claims_meaning": {
+                "lemma1": (
+                    "Lemma 1's sensitivity composed tightly (what vfl 0.1 printed as a guarantee): a "
+                    "claim, refuted by the audit, not a guarantee"
+                )
+            },
+            "paper_claim": (
+                "epsilon_paper: Lemma 1 + Theorem 1 + Corollary 1 of Hu et al. as "
+                "published (delta split T*delta_i + delta', delta' = delta/2). Its proof "
+                "does not hold (||(D^T D)^-1|| = 1/d_m is false, factors ||D_k|| are "
+                "dropped, ||y||, ||z|| <= b1 is assumed but not enforced) and a white-box "
+                "audit refutes it: it is the paper's claim, never a guarantee"
+            ),
+        }
+    )
 
 
 def block_facts(data) -> tuple[list[int], list[float]]:

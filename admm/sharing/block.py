@@ -54,8 +54,7 @@ class BlockSolver:
         self._VtDt = None
         # the hint follows the cause: no regularizer, or a rho so large that
         # 2 lam vanishes next to rho D^T D in floating point
-        cause = ("use lam > 0" if a <= 0 else
-                 f"rho = {rho:g} swamps 2 lam = {a:g} in floating point; use a smaller rho")
+        cause = "use lam > 0" if a <= 0 else f"rho = {rho:g} swamps 2 lam = {a:g} in floating point; use a smaller rho"
         singular = ValueError(
             "the x-update matrix 2*lam*I + rho*D_m^T D_m is singular for a block of "
             f"shape {self.D.shape} (collinear or empty columns); {cause}"
@@ -127,8 +126,7 @@ class BlockSolver:
         xi = sigma * (V @ (e / np.sqrt(lam)))
         return xi, self.D @ xi
 
-    def solve_ball(self, r: np.ndarray, radius: float, rho: float | None = None
-                   ) -> tuple[np.ndarray, bool]:
+    def solve_ball(self, r: np.ndarray, radius: float, rho: float | None = None) -> tuple[np.ndarray, bool]:
         """Exact minimizer of the x-update over the ball ``||x|| <= radius``.
 
         Minimizes ``a/2 ||x||^2 + rho/2 ||D x||^2 - <r, D x>`` (the x-update

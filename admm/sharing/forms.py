@@ -25,9 +25,24 @@ from typing import ClassVar
 
 import numpy as np
 
-__all__ = ["BALL", "BoydSharing", "ExactBall", "GaussSeidelOrder", "HuSharing", "JacobiOrder",
-           "NewtonZUpdate", "ORDER", "ProjectedBall", "SHARING", "SafeguardedZUpdate",
-           "Scratch", "SharingForm", "Unconstrained", "Z_UPDATE", "summed"]
+__all__ = [
+    "BALL",
+    "BoydSharing",
+    "ExactBall",
+    "GaussSeidelOrder",
+    "HuSharing",
+    "JacobiOrder",
+    "NewtonZUpdate",
+    "ORDER",
+    "ProjectedBall",
+    "SHARING",
+    "SafeguardedZUpdate",
+    "Scratch",
+    "SharingForm",
+    "Unconstrained",
+    "Z_UPDATE",
+    "summed",
+]
 
 
 class Scratch:
@@ -125,13 +140,13 @@ class SharingForm:
         P, z, y = state
         n = len(y)
         for m, p in enumerate(P):
-            np.copyto(out[m * n:(m + 1) * n], p)
+            np.copyto(out[m * n : (m + 1) * n], p)
         np.multiply(y, y_weight, out=out[-n:])
 
     def unpack(self, w: np.ndarray, n: int, y_weight: float):
         """The state held in ``w`` (``P`` are views: ``w`` must outlive the next epoch's reads)."""
-        P = [w[m * n:(m + 1) * n] for m in range(self.n_parties)]
-        return P, self.z_of(P, w[self.n_parties * n:(self.n_parties + 1) * n]), w[-n:] / y_weight
+        P = [w[m * n : (m + 1) * n] for m in range(self.n_parties)]
+        return P, self.z_of(P, w[self.n_parties * n : (self.n_parties + 1) * n]), w[-n:] / y_weight
 
     def spectral_pairs(self, solver, P, z_in, y_in):
         """AADMM's pairs (Xu et al. 2017): x side ``(H, L)``, z side ``(G, y)``."""
@@ -172,7 +187,7 @@ class HuSharing(SharingForm):
     def pack(self, state, out, y_weight):
         super().pack(state, out, y_weight)
         n, M = len(state[2]), self.n_parties
-        np.copyto(out[M * n:(M + 1) * n], state[1])
+        np.copyto(out[M * n : (M + 1) * n], state[1])
 
     def spectral_pairs(self, solver, P, z_in, y_in):
         # x side (S, y_hat), y_hat = y + rho (S - z_in): -D_m^T y_hat = grad R_m, <dS, dy_hat> <= 0;
@@ -221,8 +236,7 @@ class BoydSharing(SharingForm):
             return
         corr = np.subtract(solver.z, S_hat, out=scratch(1))
         corr /= self.n_parties
-        solver.zeta = [np.add(relax(s, p, out=scratch(2), tmp=scratch(3)), corr)
-                       for s, p in zip(published, P)]
+        solver.zeta = [np.add(relax(s, p, out=scratch(2), tmp=scratch(3)), corr) for s, p in zip(published, P)]
 
     def z_of(self, P, z):
         return summed(P)  # z = sum_m zeta_m
@@ -308,8 +322,10 @@ class NewtonZUpdate:
     """
 
     name = "newton"
-    describe = ("newton: in-place vectorized Newton on (7) (plain when rho > w max b^2/4, else "
-                "bracket-projected with the safeguarded solver as fallback)")
+    describe = (
+        "newton: in-place vectorized Newton on (7) (plain when rho > w max b^2/4, else "
+        "bracket-projected with the safeguarded solver as fallback)"
+    )
 
     def __init__(self, b: np.ndarray):
         self._b2_max = float(np.max(b * b, initial=0.0))

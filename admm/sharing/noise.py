@@ -26,8 +26,7 @@ import numpy as np
 
 from .block import BlockSolver
 
-__all__ = ["NOISE", "NOISE_FORMS", "NoiseForm", "OutputNoise", "VariableNoise",
-           "WhitenedVariableNoise"]
+__all__ = ["NOISE", "NOISE_FORMS", "NoiseForm", "OutputNoise", "VariableNoise", "WhitenedVariableNoise"]
 
 
 class NoiseForm:
@@ -44,9 +43,16 @@ class NoiseForm:
     #: mechanism the sensitivities of :mod:`vfl.privacy.sharing` bound
     accountable: ClassVar[bool] = False
 
-    def perturb(self, share: np.ndarray, x_m: np.ndarray, *, sigma: float,
-                rng: np.random.Generator, block: BlockSolver,
-                release: Callable[..., np.ndarray]) -> np.ndarray:
+    def perturb(
+        self,
+        share: np.ndarray,
+        x_m: np.ndarray,
+        *,
+        sigma: float,
+        rng: np.random.Generator,
+        block: BlockSolver,
+        release: Callable[..., np.ndarray],
+    ) -> np.ndarray:
         """The value pushed for the (clipped) ``share = D_m x_m`` of the model ``x_m``.
 
         ``rng`` is party m's own stream, ``block`` its :class:`BlockSolver`,
@@ -92,6 +98,5 @@ class WhitenedVariableNoise(NoiseForm):
 
 
 #: ``privacy.form`` -> its noise form (in the order the help lists them)
-NOISE: dict[str, type[NoiseForm]] = {
-    cls.name: cls for cls in (VariableNoise, WhitenedVariableNoise, OutputNoise)}
+NOISE: dict[str, type[NoiseForm]] = {cls.name: cls for cls in (VariableNoise, WhitenedVariableNoise, OutputNoise)}
 NOISE_FORMS = tuple(NOISE)

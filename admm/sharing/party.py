@@ -173,8 +173,7 @@ class Party:
             share = np.clip(share, -self.share_clip, self.share_clip)
         if sigma == 0:
             return share  # no draw at all: sigma = 0 replays Algorithm 1 exactly
-        return self.noise.perturb(share, x, sigma=sigma, rng=self.rng, block=self.block,
-                                  release=self.release)
+        return self.noise.perturb(share, x, sigma=sigma, rng=self.rng, block=self.block, release=self.release)
 
     def restore(self, r: np.ndarray, rho: float) -> None:
         """Recompute ``x_m`` (and its exact share) from the last value pulled.
@@ -200,8 +199,7 @@ class SharingSide(Side):
         self._sensitivity = float("nan")
 
     def _release(self, mean, *, scale, rng):
-        return self.env.release(mean, units=self.m, scale=scale, sensitivity=self._sensitivity,
-                                rng=rng)
+        return self.env.release(mean, units=self.m, scale=scale, sensitivity=self._sensitivity, rng=rng)
 
     def opened(self) -> Width:
         return Width(d=self.party.n_features)
@@ -244,22 +242,27 @@ def _compact(entries: list) -> list:
     """The journal a lost party needs: every round's noise scale, the last round in full."""
     if len(entries) < 2 or (len(entries) == 2 and entries[0].call.name == "skip"):
         return entries
-    sigmas = [s for e in entries[:-1] for s in
-              (e.request.sigmas if e.call.name == "skip" else [e.request.sigma])]
-    return [Entry(SHARING_PROTOCOL.call("skip"), Skip(sigmas=np.asarray(sigmas, dtype=float)), None),
-            entries[-1]]
+    sigmas = [s for e in entries[:-1] for s in (e.request.sigmas if e.call.name == "skip" else [e.request.sigma])]
+    return [Entry(SHARING_PROTOCOL.call("skip"), Skip(sigmas=np.asarray(sigmas, dtype=float)), None), entries[-1]]
 
 
 SHARING_PROTOCOL = Protocol(
-    "admm_sharing", 1, spec=PartySpec, side=SharingSide, opened=Width, iteration="update",
-    calls=(Call("update", Pull, Share, releases=True, labels=("request", "reply")),
-           Call("state", Empty, State, DIAGNOSTIC, labels=("reply",)),
-           Call("rmatvec", Residual, Coefficients, DIAGNOSTIC,
-                labels=("request", "reply")),
-           Call("test_product", Empty, Scores, INFERENCE, labels=("reply",)),
-           Call("skip", Skip, Empty, CONTROL)),
+    "admm_sharing",
+    1,
+    spec=PartySpec,
+    side=SharingSide,
+    opened=Width,
+    iteration="update",
+    calls=(
+        Call("update", Pull, Share, releases=True, labels=("request", "reply")),
+        Call("state", Empty, State, DIAGNOSTIC, labels=("reply",)),
+        Call("rmatvec", Residual, Coefficients, DIAGNOSTIC, labels=("request", "reply")),
+        Call("test_product", Empty, Scores, INFERENCE, labels=("reply",)),
+        Call("skip", Skip, Empty, CONTROL),
+    ),
     placement=Placement("party", "parties", iteration="epoch"),
-    recovery=Recovery(compact=_compact))
+    recovery=Recovery(compact=_compact),
+)
 
 
 # -------------------------------------------------------------------------- seam --
@@ -304,9 +307,13 @@ class Parties:
         return [out[m] for m in range(len(pulls))]
 
     def _pulls(self, pulls: dict, rho: float, sigmas: dict) -> dict:
-        replies = self.session.round("update", {
-            m: Pull(r=r, rho=float(rho), sigma=float(sigmas[m]),
-                    sensitivity=float(self.sensitivities[m])) for m, r in pulls.items()})
+        replies = self.session.round(
+            "update",
+            {
+                m: Pull(r=r, rho=float(rho), sigma=float(sigmas[m]), sensitivity=float(self.sensitivities[m]))
+                for m, r in pulls.items()
+            },
+        )
         self._state = None
         return {m: (reply.s, reply.activity) for m, reply in replies.items()}
 

@@ -137,5 +137,4 @@ def _estimate(inner, aa, hh):
     return est, inner / math.sqrt(aa * hh)
 
 
-RHO_SCHEDULE: dict[str, type[PenaltySchedule]] = {
-    cls.name: cls for cls in (FixedPenalty, SpectralPenalty)}
+RHO_SCHEDULE: dict[str, type[PenaltySchedule]] = {cls.name: cls for cls in (FixedPenalty, SpectralPenalty)}

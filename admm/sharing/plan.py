@@ -32,20 +32,22 @@ class PrivacyPlan(Record):
     b1: Num | None = Field(description="b1: the ball x_m is kept in (Assumption 2.1)")
     input_clip: Num | None = Field(description="R: the pulled values' clip (row relation)")
     accountant: str = Field(description="the dp-accounting accountant (pld, rdp)")
-    sound_sensitivity: np.ndarray = Field(description="Delta_m: the enforced l2 sensitivity of "
-                                                      "party m's share")
+    sound_sensitivity: np.ndarray = Field(description="Delta_m: the enforced l2 sensitivity of party m's share")
     lemma1_sensitivity: np.ndarray = Field(description="C_m of Lemma 1 (the paper's claim)")
-    sigmas: np.ndarray = Field(description="sigma_m, the noise of updates (10); zeros when "
-                                           "they follow the iterates")
-    z: Num | None = Field(description="noise multiplier of a unit-sensitivity Gaussian over T "
-                                      "epochs (data-dependent calibration), else None")
-    release_sensitivity: np.ndarray = Field(description="what the Release events record as "
-                                                        "enforced (NaN: nothing sound)")
+    sigmas: np.ndarray = Field(description="sigma_m, the noise of updates (10); zeros when they follow the iterates")
+    z: Num | None = Field(
+        description="noise multiplier of a unit-sensitivity Gaussian over T "
+        "epochs (data-dependent calibration), else None"
+    )
+    release_sensitivity: np.ndarray = Field(
+        description="what the Release events record as enforced (NaN: nothing sound)"
+    )
     rho: Num = Field(description="rho, the penalty (scaled per party when asked)")
     lam: Num = Field(description="lam, the regularization weight")
     widths: list[int] = Field(description="d_m, the parties' column counts (public)")
     rho_range: tuple[Num | None, Num | None] = Field(
-        description="[rho_min, rho_max] the run may use (None: no bound given)")
+        description="[rho_min, rho_max] the run may use (None: no bound given)"
+    )
     x_rho_scale: int = Field(description="the x-update's penalty over rho: M (Boyd), else 1")
     relation: Any = Field(description="the NeighbouringRelation strategy (.relations)")
     calibrator: Any = Field(description="the Calibration strategy (.accounting)")

@@ -51,8 +51,17 @@ class NeighbouringRelation:
     def check_privacy(self, privacy: dict) -> None:
         """``ValueError`` if a ``[privacy]`` key the bound needs is missing."""
 
-    def sensitivity(self, *, n_samples: int, clip: float, b1: float, lam: float,
-                    input_clip: float | None, rho_range: tuple, x_rho_scale: int) -> float:
+    def sensitivity(
+        self,
+        *,
+        n_samples: int,
+        clip: float,
+        b1: float,
+        lam: float,
+        input_clip: float | None,
+        rho_range: tuple,
+        x_rho_scale: int,
+    ) -> float:
         """The l2 sensitivity of one released share.
 
         ``rho_range`` holds the penalties the run may use (its ends, when
@@ -68,8 +77,7 @@ class NeighbouringRelation:
         """What the solver enforces for the bound besides unit rows, the ball and the clip."""
         raise NotImplementedError
 
-    def neighbours(self, D, y: np.ndarray, rng: np.random.Generator,
-                   pair: Callable) -> list:
+    def neighbours(self, D, y: np.ndarray, rng: np.random.Generator, pair: Callable) -> list:
         """The audit's pairs for one party's block ``D``.
 
         ``pair(kind, what, B, base=None)`` makes the :class:`~vfl.core.solver.Neighbour`
@@ -115,8 +123,7 @@ class ColumnRelation(NeighbouringRelation):
         just flips).
         """
         out = []
-        norms = np.sqrt(np.asarray(D.multiply(D).sum(axis=0)).ravel()) if sp.issparse(D) \
-            else np.linalg.norm(D, axis=0)
+        norms = np.sqrt(np.asarray(D.multiply(D).sum(axis=0)).ravel()) if sp.issparse(D) else np.linalg.norm(D, axis=0)
         used = np.flatnonzero(norms > 0)
         if used.size == 0:
             return out
@@ -130,11 +137,17 @@ class ColumnRelation(NeighbouringRelation):
         canary = np.zeros(D.shape, dtype=float)
         canary[:, 0] = np.where(y >= 0, 1.0, -1.0)
         for f in (0.4, 0.45):
-            flip = rng.permutation(len(y))[:int(f * len(y))]
+            flip = rng.permutation(len(y))[: int(f * len(y))]
             B = canary.copy()
             B[flip, 0] *= -1.0
-            out.append(pair("candidate", f"canary block (column 1 = the labels), its sign "
-                            f"flipped on {f:.0%} of the rows", B, canary))
+            out.append(
+                pair(
+                    "candidate",
+                    f"canary block (column 1 = the labels), its sign flipped on {f:.0%} of the rows",
+                    B,
+                    canary,
+                )
+            )
         return out
 
 
@@ -155,32 +168,34 @@ class RowRelation(NeighbouringRelation):
 
     def check_penalty_range(self, params):
         if params.rho_max is None:
-            raise ValueError("row-level accounting with solver.rho_schedule = 'spectral' needs "
-                             "solver.rho_max too: the row bound (its G(rho b1, R)^2 / (8 lam rho) "
-                             "term) is taken at the worst rho of [rho_min, rho_max]")
+            raise ValueError(
+                "row-level accounting with solver.rho_schedule = 'spectral' needs "
+                "solver.rho_max too: the row bound (its G(rho b1, R)^2 / (8 lam rho) "
+                "term) is taken at the worst rho of [rho_min, rho_max]"
+            )
 
     def check_privacy(self, privacy):
         if privacy.input_clip is None:
-            raise ValueError("privacy.neighbours = 'row' needs privacy.input_clip (R): the "
-                             "row-level bound clips what a party pulls to [-R, R]")
+            raise ValueError(
+                "privacy.neighbours = 'row' needs privacy.input_clip (R): the "
+                "row-level bound clips what a party pulls to [-R, R]"
+            )
 
     def sensitivity(self, *, n_samples, clip, b1, lam, input_clip, rho_range, x_rho_scale):
         if lam <= 0:
-            raise ValueError("privacy.neighbours = 'row' needs objective.lam > 0 (the bound "
-                             "divides by 8 lam rho)")
+            raise ValueError("privacy.neighbours = 'row' needs objective.lam > 0 (the bound divides by 8 lam rho)")
         from vfl.privacy.sharing import row_sensitivity
 
-        return max(row_sensitivity(clip, b1, x_rho_scale * r, lam, input_clip)
-                   for r in rho_range)
+        return max(row_sensitivity(clip, b1, x_rho_scale * r, lam, input_clip) for r in rho_range)
 
     def describe_sensitivity(self, plan):
-        sens = ("sqrt((2 min(c, b1))^2 + G(rho b1, R)^2 / (8 lam rho)) "
-                "(vfl.privacy.sharing.row_sensitivity)")
+        sens = "sqrt((2 min(c, b1))^2 + G(rho b1, R)^2 / (8 lam rho)) (vfl.privacy.sharing.row_sensitivity)"
         lo, hi = plan.rho_range
         if plan.x_rho_scale != 1 or lo != hi:
             penalty = "M rho, Boyd form" if plan.x_rho_scale != 1 else "rho"
-            sens += (f", with rho the x-update's penalty ({penalty})"
-                     + (f" at the worst rho of [{lo:g}, {hi:g}]" if lo != hi else ""))
+            sens += f", with rho the x-update's penalty ({penalty})" + (
+                f" at the worst rho of [{lo:g}, {hi:g}]" if lo != hi else ""
+            )
         return sens
 
     def enforced(self, plan):
@@ -218,17 +233,16 @@ class RowRelation(NeighbouringRelation):
             return B, base
 
         a = dense[i] / max(np.linalg.norm(dense[i]), 1e-300)
-        out.append(pair("natural", f"row {i} replaced by row {j} (the other label)",
-                        *replaced(dense[j])))
+        out.append(pair("natural", f"row {i} replaced by row {j} (the other label)", *replaced(dense[j])))
         out.append(pair("candidate", f"row {i} negated", *replaced(-dense[i])))
         w = _orthogonal_unit(u, rng)
         for theta in (180.0, 137.0, 120.0):
             t = np.deg2rad(theta)
             rot = np.cos(t) * u + np.sin(t) * w
-            out.append(pair("candidate", f"row {i} replaced by u rotated {theta:.0f} deg",
-                            *replaced(rot)))
-            out.append(pair("candidate", f"canary row {i} = u, replaced by u rotated "
-                            f"{theta:.0f} deg", *replaced(rot, u)))
+            out.append(pair("candidate", f"row {i} replaced by u rotated {theta:.0f} deg", *replaced(rot)))
+            out.append(
+                pair("candidate", f"canary row {i} = u, replaced by u rotated {theta:.0f} deg", *replaced(rot, u))
+            )
         if abs(a @ u) < 1.0 - 1e-12:
             out.append(pair("candidate", f"row {i} replaced by -u", *replaced(-u)))
         # Canary bases. In noisy runs x_m points where the noise in the pulled r sends it, so a
@@ -247,8 +261,14 @@ class RowRelation(NeighbouringRelation):
             base[i] = u
             B = base.copy()
             B[i] = -u
-            out.append(pair("candidate", f"canary base (every row tilted toward u by "
-                            f"{tilt:g} times its label), row {i} = u replaced by -u", B, base))
+            out.append(
+                pair(
+                    "candidate",
+                    f"canary base (every row tilted toward u by {tilt:g} times its label), row {i} = u replaced by -u",
+                    B,
+                    base,
+                )
+            )
         return out
 
 
@@ -261,5 +281,4 @@ def _orthogonal_unit(u, rng):
     return w / np.linalg.norm(w)
 
 
-RELATIONS: dict[str, type[NeighbouringRelation]] = {
-    cls.name: cls for cls in (ColumnRelation, RowRelation)}
+RELATIONS: dict[str, type[NeighbouringRelation]] = {cls.name: cls for cls in (ColumnRelation, RowRelation)}

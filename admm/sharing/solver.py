@@ -29,8 +29,7 @@ from .party import SHARING_PROTOCOL, Parties, PartySpec
 from .penalty import RHO_SCHEDULE
 from .variant import ACCELERATIONS, FORMS, ORDERS, RHO_SCHEDULES, Z_UPDATES, check_variant
 
-__all__ = ["ACCELERATIONS", "ADMMSharing", "FORMS", "ORDERS", "RHO_SCHEDULES", "Z_UPDATES",
-           "check_variant"]
+__all__ = ["ACCELERATIONS", "ADMMSharing", "FORMS", "ORDERS", "RHO_SCHEDULES", "Z_UPDATES", "check_variant"]
 
 
 class ADMMSharing(Solver):
@@ -112,33 +111,63 @@ acceleration, anderson_memory, z_update, blas_threads
     Initial ``x``, ``y`` and ``z`` are zero, as in the paper's experiments.
     """
 
-    def __init__(self, blocks, b, objective: Objective, rho: float = 1.0, *, z_tol=1e-10,
-                 sigma=0.0, noise_form: str = "variable", noise_rngs=None, x_radius=None,
-                 ball: str = "project", share_clip=None, input_clip=None,
-                 release_sensitivity=None, form: str = "hu", order: str = "jacobi",
-                 relaxation: float = 1.0, rho_schedule: str = "fixed", rho_min=None,
-                 rho_max=None, rho_every: int = 2, rho_change: float = 10.0,
-                 acceleration: str = "none", anderson_memory: int = 5,
-                 z_update: str = "safeguarded", blas_threads=None, parties=None):
+    def __init__(
+        self,
+        blocks,
+        b,
+        objective: Objective,
+        rho: float = 1.0,
+        *,
+        z_tol=1e-10,
+        sigma=0.0,
+        noise_form: str = "variable",
+        noise_rngs=None,
+        x_radius=None,
+        ball: str = "project",
+        share_clip=None,
+        input_clip=None,
+        release_sensitivity=None,
+        form: str = "hu",
+        order: str = "jacobi",
+        relaxation: float = 1.0,
+        rho_schedule: str = "fixed",
+        rho_min=None,
+        rho_max=None,
+        rho_every: int = 2,
+        rho_change: float = 10.0,
+        acceleration: str = "none",
+        anderson_memory: int = 5,
+        z_update: str = "safeguarded",
+        blas_threads=None,
+        parties=None,
+    ):
         if parties is None and not blocks:
             raise ValueError("at least one feature block is required")
         n = len(b)
         for m, D in enumerate(blocks if parties is None else (), start=1):
             if D.ndim != 2 or D.shape[0] != n:
-                raise ValueError(
-                    f"party {m}: block of shape {D.shape} does not have {n} rows"
-                )
+                raise ValueError(f"party {m}: block of shape {D.shape} does not have {n} rows")
             if D.shape[1] == 0:
                 raise ValueError(f"party {m}: block has no columns")
         if not (np.isfinite(rho) and rho > 0):
             raise ValueError(f"rho must be a finite number > 0, got {rho!r}")
         if noise_form not in NOISE_FORMS:
             raise ValueError(f"noise_form must be one of {NOISE_FORMS}, got {noise_form!r}")
-        check_variant(form=form, order=order, relaxation=relaxation, rho_schedule=rho_schedule,
-                      rho_min=rho_min, rho_max=rho_max, rho_every=rho_every,
-                      rho_change=rho_change, acceleration=acceleration,
-                      anderson_memory=anderson_memory, z_update=z_update,
-                      blas_threads=blas_threads, rho=rho)
+        check_variant(
+            form=form,
+            order=order,
+            relaxation=relaxation,
+            rho_schedule=rho_schedule,
+            rho_min=rho_min,
+            rho_max=rho_max,
+            rho_every=rho_every,
+            rho_change=rho_change,
+            acceleration=acceleration,
+            anderson_memory=anderson_memory,
+            z_update=z_update,
+            blas_threads=blas_threads,
+            rho=rho,
+        )
         if x_radius is not None and not (np.isfinite(x_radius) and x_radius > 0):
             raise ValueError(f"x_radius must be a finite number > 0, got {x_radius!r}")
         if ball not in BALL:
@@ -154,8 +183,7 @@ acceleration, anderson_memory, z_update, blas_threads
         self._loss = objective.loss_fn
         # the options as given (for manifests), then each resolved once into its strategy
         self.form, self.order, self.relaxation = form, order, float(relaxation)
-        self.rho_schedule, self.acceleration, self.z_update_method = (
-            rho_schedule, acceleration, z_update)
+        self.rho_schedule, self.acceleration, self.z_update_method = (rho_schedule, acceleration, z_update)
         self.noise_form, self.ball = noise_form, ball
         self.x_radius, self.share_clip, self.input_clip = x_radius, share_clip, input_clip
         M = len(blocks) if parties is None else parties.n_parties
@@ -168,33 +196,37 @@ acceleration, anderson_memory, z_update, blas_threads
         self.rho_every, self.rho_change = int(rho_every), float(rho_change)
         self.penalty = RHO_SCHEDULE[rho_schedule](rho_min, rho_max, rho_every, rho_change)
         self.anderson_memory = int(anderson_memory)
-        self.accelerator = ACCELERATION[acceleration].from_options(
-            anderson_memory=anderson_memory)
+        self.accelerator = ACCELERATION[acceleration].from_options(anderson_memory=anderson_memory)
         self.z_solver = Z_UPDATE[z_update](self.b)
         # the epoch's intermediate N-vectors (slot roles: see _epoch)
         self._scratch = Scratch(n)
         self._z_work = NewtonWork(self.b, lambda i: self._scratch(2 + i))
         self.noise_rngs = noise_rngs
         self.blas_threads = blas_threads
-        self.release_sensitivity = (np.full(M, np.nan) if release_sensitivity is None
-                                    else np.asarray(release_sensitivity, dtype=float))
+        self.release_sensitivity = (
+            np.full(M, np.nan) if release_sensitivity is None else np.asarray(release_sensitivity, dtype=float)
+        )
         self._controller = None
         if blas_threads is not None:
             from threadpoolctl import ThreadpoolController
 
             self._controller = ThreadpoolController()
-        spec = PartySpec(lam=float(objective.lam), rho=float(self.x_rho),
-                         factor=not self.penalty.adaptive,
-                         x_radius=None if x_radius is None else float(x_radius), ball=ball,
-                         noise_form=noise_form,
-                         share_clip=None if share_clip is None else float(share_clip),
-                         blas_threads=None if blas_threads is None else int(blas_threads))
+        spec = PartySpec(
+            lam=float(objective.lam),
+            rho=float(self.x_rho),
+            factor=not self.penalty.adaptive,
+            x_radius=None if x_radius is None else float(x_radius),
+            ball=ball,
+            noise_form=noise_form,
+            share_clip=None if share_clip is None else float(share_clip),
+            blas_threads=None if blas_threads is None else int(blas_threads),
+        )
         if parties is None:
             # (a missing stream is refused by the sigma setter, when a sigma needs it)
             streams = list(noise_rngs or ())[:M] + [None] * M
-            parties = InProcessUnits.blocks(blocks, LocalEnv(release=self.release,
-                                                             noise=lambda m: streams[m],
-                                                             runs=self.audit_runs))
+            parties = InProcessUnits.blocks(
+                blocks, LocalEnv(release=self.release, noise=lambda m: streams[m], runs=self.audit_runs)
+            )
         with self._blas():
             session = parties.open(SHARING_PROTOCOL, spec)
         self.parties = Parties(session, n, self.release_sensitivity)
@@ -251,17 +283,21 @@ acceleration, anderson_memory, z_update, blas_threads
         """The options that differ from Algorithm 1, with what each one is (for manifests)."""
         out = {}
         if self.form == "boyd":
-            out["form"] = ("boyd: sharing ADMM of Boyd et al. 2011 sec. 7.3 (x-update penalty "
-                           f"M rho = {self.x_rho:g}; convergent for any rho > 0)")
+            out["form"] = (
+                "boyd: sharing ADMM of Boyd et al. 2011 sec. 7.3 (x-update penalty "
+                f"M rho = {self.x_rho:g}; convergent for any rho > 0)"
+            )
         if self.order == "gauss_seidel":
             out["order"] = "gauss_seidel: parties in turn (M rounds of latency per epoch)"
         if self.relaxation != 1.0:
             out["relaxation"] = f"alpha = {self.relaxation:g} (Eckstein-Bertsekas)"
         if self.penalty.adaptive:
-            out["rho_schedule"] = (f"spectral (Xu et al. 2017): every {self.rho_every} epochs, "
-                                   f"change factor <= {self.rho_change:g}, rho in "
-                                   f"[{self.rho_min if self.rho_min is not None else 0:g}, "
-                                   f"{self.rho_max if self.rho_max is not None else np.inf:g}]")
+            out["rho_schedule"] = (
+                f"spectral (Xu et al. 2017): every {self.rho_every} epochs, "
+                f"change factor <= {self.rho_change:g}, rho in "
+                f"[{self.rho_min if self.rho_min is not None else 0:g}, "
+                f"{self.rho_max if self.rho_max is not None else np.inf:g}]"
+            )
         if self.accelerator.note is not None:
             out["acceleration"] = self.accelerator.note
         return out
@@ -294,8 +330,7 @@ acceleration, anderson_memory, z_update, blas_threads
     def _pull(self, m, P, z, y, S, scratch=None) -> np.ndarray:
         """The value party m pulls for (6), computed by the central node from public values
         (into ``scratch(m)`` when given)."""
-        r = self.sharing.pulled(m, P, z, y, S, self.rho,
-                                out=None if scratch is None else scratch(m))
+        r = self.sharing.pulled(m, P, z, y, S, self.rho, out=None if scratch is None else scratch(m))
         if self.label_sigma is not None:
             r = self._label_noise(r)
         if self.input_clip is not None:
@@ -312,9 +347,14 @@ acceleration, anderson_memory, z_update, blas_threads
         share is a function of noisy pulls), so clipped it moves by at most 2 L."""
         np.clip(r, -self.label_clip, self.label_clip, out=r)
         # (a copy: r is an epoch's scratch slot, and the audit keeps the mean it is shown)
-        r[...] = self.release(r.copy(), units=0, scale=self.label_sigma,
-                              sensitivity=2.0 * self.label_clip, rng=self.label_rng,
-                              relation="labels")
+        r[...] = self.release(
+            r.copy(),
+            units=0,
+            scale=self.label_sigma,
+            sensitivity=2.0 * self.label_clip,
+            rng=self.label_rng,
+            relation="labels",
+        )
         return r
 
     def z_update(self, share_sum: np.ndarray, y=None, z0=None, work=None) -> np.ndarray:
@@ -324,8 +364,7 @@ acceleration, anderson_memory, z_update, blas_threads
         z0 = self.z if z0 is None else z0
 
         def solve():
-            return self.z_solver(self._loss, share_sum, y, self.b, self.rho, self._w,
-                                 tol=self.z_tol, z0=z0, work=work)
+            return self.z_solver(self._loss, share_sum, y, self.b, self.rho, self._w, tol=self.z_tol, z0=z0, work=work)
 
         if self.public_memo is not None:  # (7) reads the transcript and the labels b only
             return self.public_memo("z", (share_sum, y, z0, self.rho, self.b), solve)
@@ -345,13 +384,15 @@ acceleration, anderson_memory, z_update, blas_threads
         """
         sigma = np.asarray(self.sigma, dtype=float)
         noisy = np.flatnonzero(sigma > 0)
-        if self.parties.records_releases or not NOISE[self.noise_form].accountable \
-                or noisy.size == 0:
+        if self.parties.records_releases or not NOISE[self.noise_form].accountable or noisy.size == 0:
             return sigma
-        event = self.record_release(units=noisy, scale=sigma[noisy],
-                                    sensitivity=self.release_sensitivity[noisy],
-                                    rng=self.noise_rngs[int(noisy[0])] if self.noise_rngs else None,
-                                    size=len(self.b))
+        event = self.record_release(
+            units=noisy,
+            scale=sigma[noisy],
+            sensitivity=self.release_sensitivity[noisy],
+            rng=self.noise_rngs[int(noisy[0])] if self.noise_rngs else None,
+            size=len(self.b),
+        )
         out = sigma.copy()
         out[noisy] = event.scale
         return out
@@ -400,8 +441,9 @@ acceleration, anderson_memory, z_update, blas_threads
         # (the audit's runs, when the releases came back with them, lead every N-vector)
         scratch.fit(np.broadcast_shapes(np.shape(z_in), *(np.shape(p) for p in P)))
         pull = partial(self._pull, P=P, z=z_in, y=y_in, scratch=scratch)
-        replies = self.sweep.round(self.parties, pull, self.sharing.coupled_sum(P, scratch), P,
-                                   self.x_rho, self._draw_scales())
+        replies = self.sweep.round(
+            self.parties, pull, self.sharing.coupled_sum(P, scratch), P, self.x_rho, self._draw_scales()
+        )
         published = [s for s, _ in replies]
         projected = sum(p for _, p in replies)
         self._margins = None

@@ -11,8 +11,17 @@ from .acceleration import ACCELERATION
 from .forms import ORDER, SHARING, Z_UPDATE
 from .penalty import RHO_SCHEDULE
 
-__all__ = ["ACCELERATIONS", "FORMS", "ORDERS", "RHO_PARTIES", "RHO_SCHEDULES", "Z_UPDATES",
-           "blas_threads_for", "check_variant", "scaled_rho"]
+__all__ = [
+    "ACCELERATIONS",
+    "FORMS",
+    "ORDERS",
+    "RHO_PARTIES",
+    "RHO_SCHEDULES",
+    "Z_UPDATES",
+    "blas_threads_for",
+    "check_variant",
+    "scaled_rho",
+]
 
 FORMS = tuple(SHARING)
 ORDERS = tuple(ORDER)
@@ -27,15 +36,26 @@ def _check_option(name, value, choices):
 
 
 def _positive_or_none(name, value):
-    if value is not None and not (isinstance(value, (int, float)) and np.isfinite(value)
-                                  and value > 0):
+    if value is not None and not (isinstance(value, (int, float)) and np.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
-def check_variant(*, form="hu", order="jacobi", relaxation=1.0, rho_schedule="fixed",
-                  rho_min=None, rho_max=None, rho_every=2, rho_change=10.0,
-                  acceleration="none", anderson_memory=5, z_update="safeguarded",
-                  blas_threads=None, rho=None) -> None:
+def check_variant(
+    *,
+    form="hu",
+    order="jacobi",
+    relaxation=1.0,
+    rho_schedule="fixed",
+    rho_min=None,
+    rho_max=None,
+    rho_every=2,
+    rho_change=10.0,
+    acceleration="none",
+    anderson_memory=5,
+    z_update="safeguarded",
+    blas_threads=None,
+    rho=None,
+) -> None:
     """Validate the variant options of :class:`ADMMSharing` (``ValueError`` on bad ones).
 
     Forbidden combinations: Gauss-Seidel order in the Boyd form (the Boyd form
@@ -53,8 +73,7 @@ def check_variant(*, form="hu", order="jacobi", relaxation=1.0, rho_schedule="fi
     _check_option("acceleration", acceleration, ACCELERATIONS)
     _check_option("z_update", z_update, Z_UPDATES)
     if not (isinstance(relaxation, (int, float)) and 0.0 < relaxation < 2.0):
-        raise ValueError(f"relaxation must be in (0, 2) (over-relaxation needs alpha < 2), "
-                         f"got {relaxation!r}")
+        raise ValueError(f"relaxation must be in (0, 2) (over-relaxation needs alpha < 2), got {relaxation!r}")
     _positive_or_none("rho_min", rho_min)
     _positive_or_none("rho_max", rho_max)
     if not (isinstance(rho_every, (int, np.integer)) and rho_every >= 1):
@@ -63,15 +82,19 @@ def check_variant(*, form="hu", order="jacobi", relaxation=1.0, rho_schedule="fi
         raise ValueError(f"rho_change must be a finite number > 1, got {rho_change!r}")
     if not (isinstance(anderson_memory, (int, np.integer)) and anderson_memory >= 1):
         raise ValueError(f"anderson_memory must be an integer >= 1, got {anderson_memory!r}")
-    if blas_threads is not None and not (isinstance(blas_threads, (int, np.integer))
-                                         and blas_threads >= 1):
+    if blas_threads is not None and not (isinstance(blas_threads, (int, np.integer)) and blas_threads >= 1):
         raise ValueError(f"blas_threads must be an integer >= 1, got {blas_threads!r}")
     if order == "gauss_seidel" and form == "boyd":
-        raise ValueError("order = 'gauss_seidel' needs form = 'hu': the Boyd form is the Jacobi "
-                         "update of a two-block ADMM")
+        raise ValueError(
+            "order = 'gauss_seidel' needs form = 'hu': the Boyd form is the Jacobi update of a two-block ADMM"
+        )
     if rho_schedule == "fixed":
-        for name, value, default in (("rho_min", rho_min, None), ("rho_max", rho_max, None),
-                                     ("rho_every", rho_every, 2), ("rho_change", rho_change, 10.0)):
+        for name, value, default in (
+            ("rho_min", rho_min, None),
+            ("rho_max", rho_max, None),
+            ("rho_every", rho_every, 2),
+            ("rho_change", rho_change, 10.0),
+        ):
             if value != default:
                 raise ValueError(f"{name} applies to rho_schedule = 'spectral' only")
     if rho_min is not None and rho_max is not None and rho_min > rho_max:
@@ -80,12 +103,16 @@ def check_variant(*, form="hu", order="jacobi", relaxation=1.0, rho_schedule="fi
         if rho_min is not None and rho < rho_min or rho_max is not None and rho > rho_max:
             raise ValueError(f"the initial rho = {rho:g} is outside [rho_min, rho_max]")
     if acceleration != "none" and rho_schedule != "fixed":
-        raise ValueError(f"acceleration = {acceleration!r} needs rho_schedule = 'fixed' "
-                         "(momentum and Anderson extrapolate one fixed map)")
+        raise ValueError(
+            f"acceleration = {acceleration!r} needs rho_schedule = 'fixed' "
+            "(momentum and Anderson extrapolate one fixed map)"
+        )
     if acceleration == "nesterov_restart" and form != "boyd":
-        raise ValueError("acceleration = 'nesterov_restart' needs form = 'boyd' (Goldstein et "
-                         "al.'s fast ADMM is a two-block method; on Hu's Jacobi form it is "
-                         "slower than no acceleration)")
+        raise ValueError(
+            "acceleration = 'nesterov_restart' needs form = 'boyd' (Goldstein et "
+            "al.'s fast ADMM is a two-block method; on Hu's Jacobi form it is "
+            "slower than no acceleration)"
+        )
     if acceleration != "anderson" and anderson_memory != 5:
         raise ValueError("anderson_memory applies to acceleration = 'anderson' only")
 

@@ -33,14 +33,26 @@ from vfl.core.errors import DataError
 
 from .psi import POINT, PsiClient, PsiServer, pack, protocol_bytes, tag_width, unpack
 
-__all__ = ["Alignment", "LocalPeer", "align", "align_with", "agreed_order", "check_types",
-           "keep", "order_key", "TAG", "PROTOCOL"]
+__all__ = [
+    "Alignment",
+    "LocalPeer",
+    "align",
+    "align_with",
+    "agreed_order",
+    "check_types",
+    "keep",
+    "order_key",
+    "TAG",
+    "PROTOCOL",
+]
 
 #: bytes of an intersection tag (HMAC-SHA256 truncated): collisions have probability n^2 2^-128
 TAG = 16
-PROTOCOL = ("ECDH PSI on Curve25519 (X25519, RFC 7748, via pyca/cryptography), the label "
-            "holder as client of every other party; the intersection agreed by HMAC-SHA256 "
-            "tags under a fresh joint key")
+PROTOCOL = (
+    "ECDH PSI on Curve25519 (X25519, RFC 7748, via pyca/cryptography), the label "
+    "holder as client of every other party; the intersection agreed by HMAC-SHA256 "
+    "tags under a fresh joint key"
+)
 
 
 @dataclass
@@ -57,8 +69,10 @@ class Alignment:
     record: dict = field(default_factory=dict)
 
     def traffic(self) -> dict:
-        return {k: getattr(self, k).astype(int).tolist() for k in
-                ("sent_messages", "sent_bytes", "received_messages", "received_bytes")}
+        return {
+            k: getattr(self, k).astype(int).tolist()
+            for k in ("sent_messages", "sent_bytes", "received_messages", "received_bytes")
+        }
 
 
 def order_key(seed: int | None) -> bytes:
@@ -85,10 +99,12 @@ def keep(who: str, key_message: bytes, tag_message: bytes, ids) -> np.ndarray:
     _, key = unpack(key_message, "key", 32)
     count, listed = unpack(tag_message, "intersection", TAG)
     at = {t: r for r, t in enumerate(_tags(key, ids))}
-    rows = [at.get(listed[k:k + TAG], -1) for k in range(0, len(listed), TAG)]
+    rows = [at.get(listed[k : k + TAG], -1) for k in range(0, len(listed), TAG)]
     if -1 in rows:
-        raise DataError(f"{who}: the label holder lists {rows.count(-1)} ID(s) this party does "
-                        "not hold: the alignment failed (were the files changed while it ran?)")
+        raise DataError(
+            f"{who}: the label holder lists {rows.count(-1)} ID(s) this party does "
+            "not hold: the alignment failed (were the files changed while it ran?)"
+        )
     return np.asarray(rows, dtype=np.int64)
 
 
@@ -109,8 +125,9 @@ class LocalPeer:
         return keep(self.who, key_message, tag_message, self.ids)
 
 
-def align(parties, *, min_rows: int = 1, seed: int | None = None, part: str = "training",
-          workers: int = 1) -> Alignment:
+def align(
+    parties, *, min_rows: int = 1, seed: int | None = None, part: str = "training", workers: int = 1
+) -> Alignment:
     """Align ``parties``: a list of (who, ids, id_type), party 1 (the label holder) first.
 
     Raises one :class:`DataError` naming the party for IDs of different types, an empty
@@ -118,21 +135,23 @@ def align(parties, *, min_rows: int = 1, seed: int | None = None, part: str = "t
     """
     who1, ids1, type1 = parties[0]
     peers = [LocalPeer(who, ids, kind, workers) for who, ids, kind in parties[1:]]
-    return align_with(parties[0], peers, min_rows=min_rows, seed=seed, part=part,
-                      workers=workers)
+    return align_with(parties[0], peers, min_rows=min_rows, seed=seed, part=part, workers=workers)
 
 
 def check_types(label_who: str, label_type: str, peers, part: str = "training") -> None:
     """IDs of one type in every party, or one line naming the first party that differs."""
     for peer in peers:
         if peer.id_type != label_type:
-            raise DataError(f"{peer.who}: its {part} IDs are {peer.id_type}s but party 1's are "
-                            f"{label_type}s: give every party IDs of one type "
-                            "(data.alignment.id_type)")
+            raise DataError(
+                f"{peer.who}: its {part} IDs are {peer.id_type}s but party 1's are "
+                f"{label_type}s: give every party IDs of one type "
+                "(data.alignment.id_type)"
+            )
 
 
-def align_with(label, peers, *, min_rows: int = 1, seed: int | None = None,
-               part: str = "training", workers: int = 1, own=None) -> Alignment:
+def align_with(
+    label, peers, *, min_rows: int = 1, seed: int | None = None, part: str = "training", workers: int = 1, own=None
+) -> Alignment:
     """The label holder's side: ``label`` = (who, ids, id_type) of party 1, ``peers`` every
     other party's side (:class:`LocalPeer`, or a backend's, which carries the messages to
     the party's own process). ``own``: party 1's own remote side (a party service of the
@@ -164,18 +183,28 @@ def align_with(label, peers, *, min_rows: int = 1, seed: int | None = None,
         found = int(held.sum())
         own_bytes += protocol_bytes(len(ids1), n_server)
         if found == 0:
-            raise DataError(f"{peer.who}: its {part} file shares no ID with party 1 ({who1}, "
-                            "the label holder): nothing to align")
-        pairs.append({"party": k + 1, "client_ids": len(ids1), "server_ids": n_server,
-                      "held_by_both": found, "tag_bytes": tag_width(len(ids1), n_server)})
+            raise DataError(
+                f"{peer.who}: its {part} file shares no ID with party 1 ({who1}, the label holder): nothing to align"
+            )
+        pairs.append(
+            {
+                "party": k + 1,
+                "client_ids": len(ids1),
+                "server_ids": n_server,
+                "held_by_both": found,
+                "tag_bytes": tag_width(len(ids1), n_server),
+            }
+        )
         inside &= held
     size = int(inside.sum())
     if size < min_rows:
         smallest = min(pairs, key=lambda p: p["held_by_both"])
         who = peers[smallest["party"] - 2].who
-        raise DataError(f"{who}: the {part} files of the {m} parties share {size} ID(s), "
-                        f"below data.alignment.min_rows = {min_rows} ({who} shares "
-                        f"{smallest['held_by_both']} with the label holder)")
+        raise DataError(
+            f"{who}: the {part} files of the {m} parties share {size} ID(s), "
+            f"below data.alignment.min_rows = {min_rows} ({who} shares "
+            f"{smallest['held_by_both']} with the label holder)"
+        )
     key = order_key(seed)
     mine = np.flatnonzero(inside)
     order = agreed_order(key, [ids1[i] for i in mine])
@@ -188,17 +217,28 @@ def align_with(label, peers, *, min_rows: int = 1, seed: int | None = None,
     for k, peer in enumerate(peers, start=1):
         rows.append(peer.keep(send(0, k, key_message), send(0, k, tag_message)))
     record = {
-        "part": part, "protocol": PROTOCOL, "point_bytes": POINT, "tag_bytes": TAG,
-        "intersection": size, "pairs": pairs,
+        "part": part,
+        "protocol": PROTOCOL,
+        "point_bytes": POINT,
+        "tag_bytes": TAG,
+        "intersection": size,
+        "pairs": pairs,
         "order": "sorted by HMAC-SHA256 tags under the joint key, "
-                 + ("derived from the run's seed (a replayable simulation)" if seed is not None
-                    else "drawn from OS entropy"),
-        "messages": int(sent_m.sum()), "bytes": int(sent_b.sum()),
+        + ("derived from the run's seed (a replayable simulation)" if seed is not None else "drawn from OS entropy"),
+        "messages": int(sent_m.sum()),
+        "bytes": int(sent_b.sum()),
         "psi_protocol_bytes": own_bytes,
         "agreement_bytes": int(sent_b.sum()) - sum(int(x) for x in _psi_bytes(sent_b, pairs)),
     }
-    return Alignment(rows=rows, size=size, sent_messages=sent_m, sent_bytes=sent_b,
-                     received_messages=recv_m, received_bytes=recv_b, record=record)
+    return Alignment(
+        rows=rows,
+        size=size,
+        sent_messages=sent_m,
+        sent_bytes=sent_b,
+        received_messages=recv_m,
+        received_bytes=recv_b,
+        record=record,
+    )
 
 
 def _psi_bytes(sent_b, pairs):
@@ -206,5 +246,4 @@ def _psi_bytes(sent_b, pairs):
     from .psi import _HEADER
 
     for p in pairs:
-        yield (POINT * (p["client_ids"] + p["server_ids"]) + p["tag_bytes"] * p["client_ids"]
-               + 3 * _HEADER.size)
+        yield (POINT * (p["client_ids"] + p["server_ids"]) + p["tag_bytes"] * p["client_ids"] + 3 * _HEADER.size)

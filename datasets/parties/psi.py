@@ -39,15 +39,32 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["POINT", "DOMAIN", "PsiClient", "PsiServer", "hash_ids", "blind", "tag_width",
-           "pack", "unpack", "protocol_bytes"]
+__all__ = [
+    "POINT",
+    "DOMAIN",
+    "PsiClient",
+    "PsiServer",
+    "hash_ids",
+    "blind",
+    "tag_width",
+    "pack",
+    "unpack",
+    "protocol_bytes",
+]
 
 POINT = 32  # bytes of an X25519 u-coordinate
 DOMAIN = b"vfl/psi/x25519/v1\x00"
 _HEADER = struct.Struct("<4sBBxxQ")  # magic, kind, width, (pad), count
 _MAGIC = b"VPSI"
-KINDS = {"request": 1, "setup": 2, "response": 3, "intersection": 4, "key": 5,
-         "step": 6, "widths": 7}  # (the last two: the alignment's frames between processes)
+KINDS = {
+    "request": 1,
+    "setup": 2,
+    "response": 3,
+    "intersection": 4,
+    "key": 5,
+    "step": 6,
+    "widths": 7,
+}  # (the last two: the alignment's frames between processes)
 #: a false match (two different IDs with one tag) has probability below 2^-FALSE_MATCH_BITS
 FALSE_MATCH_BITS = 40
 
@@ -69,9 +86,9 @@ def _blind_chunk(key_bytes: bytes, points: bytes) -> bytes:
     zero = bytes(POINT)
     for k in range(0, len(points), POINT):
         try:
-            out[k:k + POINT] = exchange(public(points[k:k + POINT]))
+            out[k : k + POINT] = exchange(public(points[k : k + POINT]))
         except ValueError:  # a low-order point (only a deviating peer sends one): no match
-            out[k:k + POINT] = zero
+            out[k : k + POINT] = zero
     return bytes(out)
 
 
@@ -85,8 +102,7 @@ def blind(key_bytes: bytes, points: bytes, workers: int = 1) -> bytes:
 
     edges = np.linspace(0, n, workers + 1).astype(int) * POINT
     with ProcessPoolExecutor(workers) as pool:
-        parts = pool.map(_blind_chunk, [key_bytes] * workers,
-                         [points[a:b] for a, b in zip(edges[:-1], edges[1:])])
+        parts = pool.map(_blind_chunk, [key_bytes] * workers, [points[a:b] for a, b in zip(edges[:-1], edges[1:])])
         return b"".join(parts)
 
 
@@ -119,7 +135,7 @@ def unpack(message: bytes, kind: str, width: int | None = None) -> tuple[int, by
         raise ValueError(f"{kind}: unexpected message (kind {k}, width {w})")
     if len(message) != _HEADER.size + count * w:
         raise ValueError(f"{kind}: {len(message)} bytes do not hold {count} values of {w}")
-    return count, bytes(message[_HEADER.size:])
+    return count, bytes(message[_HEADER.size :])
 
 
 def _secret() -> bytes:
@@ -127,8 +143,8 @@ def _secret() -> bytes:
     from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
     return X25519PrivateKey.generate().private_bytes(
-        serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
-        serialization.NoEncryption())
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
 
 
 class PsiClient:
@@ -149,7 +165,7 @@ class PsiClient:
         n_server, W = unpack(setup, "setup", POINT)
         t = tag_width(self.n, n_server)
         mine = blind(self._key, W, self.workers)
-        self._server = {mine[k:k + t] for k in range(0, len(mine), POINT)}
+        self._server = {mine[k : k + t] for k in range(0, len(mine), POINT)}
         self._server.discard(bytes(t))
         self._width = t
 
@@ -163,8 +179,7 @@ class PsiClient:
         if count != self.n:
             raise ValueError(f"response: {count} tags for {self.n} requested IDs")
         server = self._server
-        return np.fromiter((V[k:k + t] in server for k in range(0, len(V), t)), dtype=bool,
-                           count=self.n)
+        return np.fromiter((V[k : k + t] in server for k in range(0, len(V), t)), dtype=bool, count=self.n)
 
 
 class PsiServer:
@@ -172,8 +187,9 @@ class PsiServer:
 
     def __init__(self, ids: Sequence[str], id_type: str, workers: int = 1):
         self._key = _secret()
-        order = np.random.default_rng(np.frombuffer(os.urandom(16), dtype=np.uint32)) \
-            .permutation(len(ids))  # W in a fresh order: no position tells a row apart
+        order = np.random.default_rng(np.frombuffer(os.urandom(16), dtype=np.uint32)).permutation(
+            len(ids)
+        )  # W in a fresh order: no position tells a row apart
         self._points = hash_ids([ids[i] for i in order], id_type)
         self.n = len(ids)
         self.workers = workers
@@ -185,5 +201,4 @@ class PsiServer:
         n_client, U = unpack(request, "request", POINT)
         t = tag_width(n_client, self.n)
         doubly = blind(self._key, U, self.workers)
-        return pack("response", t, b"".join(doubly[k:k + t] for k in range(0, len(doubly),
-                                                                         POINT)))
+        return pack("response", t, b"".join(doubly[k : k + t] for k in range(0, len(doubly), POINT)))

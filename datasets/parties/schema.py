@@ -69,9 +69,10 @@ def read_table_schema(path, *, skip=(), who: str = "") -> Schema:
     except ValidationError as exc:
         first = exc.errors()[0]
         at = ".".join(str(x) for x in first["loc"])
-        raise ConfigError(f"{where}schema {p.name}: {at}: {first['msg']} (a Frictionless "
-                          "Table Schema has \"fields\": [{\"name\": ..., \"type\": ...}])") \
-            from None
+        raise ConfigError(
+            f"{where}schema {p.name}: {at}: {first['msg']} (a Frictionless "
+            'Table Schema has "fields": [{"name": ..., "type": ...}])'
+        ) from None
     columns = []
     for f in table.fields:
         if f.name in skip:
@@ -80,10 +81,10 @@ def read_table_schema(path, *, skip=(), who: str = "") -> Schema:
         try:
             if f.type in _NUMERIC:
                 if c.enum is not None:
-                    raise ValueError(f"field {f.name!r}: an enum on a {f.type} field; declare "
-                                     "a categorical column as type \"string\"")
-                bounds = (c.minimum, c.maximum) if c.minimum is not None and \
-                    c.maximum is not None else None
+                    raise ValueError(
+                        f'field {f.name!r}: an enum on a {f.type} field; declare a categorical column as type "string"'
+                    )
+                bounds = (c.minimum, c.maximum) if c.minimum is not None and c.maximum is not None else None
                 columns.append(ColumnSpec(f.name, "numeric", bounds=bounds))
             elif f.type == "boolean":
                 columns.append(ColumnSpec(f.name, "numeric", bounds=(0.0, 1.0)))
@@ -91,8 +92,9 @@ def read_table_schema(path, *, skip=(), who: str = "") -> Schema:
                 values = None if c.enum is None else tuple(str(v) for v in c.enum)
                 columns.append(ColumnSpec(f.name, "categorical", values=values))
             else:
-                raise ValueError(f"field {f.name!r} has type {f.type!r}; vfl reads integer, "
-                                 "number, boolean and string fields")
+                raise ValueError(
+                    f"field {f.name!r} has type {f.type!r}; vfl reads integer, number, boolean and string fields"
+                )
         except ValueError as exc:
             raise ConfigError(f"{where}schema {p.name}: {exc}") from None
     try:
@@ -112,5 +114,4 @@ def merge_schemas(schemas) -> Schema | None:
     if not given:
         return None
     columns = tuple(c for s in given for c in s.columns)
-    return Schema(name="parties", columns=columns,
-                  citation="; ".join(s.citation for s in given))
+    return Schema(name="parties", columns=columns, citation="; ".join(s.citation for s in given))

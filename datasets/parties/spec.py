@@ -42,12 +42,34 @@ from typing import Any
 
 from vfl.core.errors import ConfigError
 
-__all__ = ["PARTY_KEYS", "DATA_KEYS", "ALIGNMENT_KEYS", "ID_TYPES", "PartySpec",
-           "AlignmentSpec", "check_parties", "party_format"]
+__all__ = [
+    "PARTY_KEYS",
+    "DATA_KEYS",
+    "ALIGNMENT_KEYS",
+    "ID_TYPES",
+    "PartySpec",
+    "AlignmentSpec",
+    "check_parties",
+    "party_format",
+]
 
 #: keys of one ``[[data.party]]`` table
-PARTY_KEYS = ("name", "path", "test_path", "format", "id", "label", "labels", "features",
-              "categorical_columns", "delimiter", "fill", "indices", "zero_based", "schema")
+PARTY_KEYS = (
+    "name",
+    "path",
+    "test_path",
+    "format",
+    "id",
+    "label",
+    "labels",
+    "features",
+    "categorical_columns",
+    "delimiter",
+    "fill",
+    "indices",
+    "zero_based",
+    "schema",
+)
 #: ``[data]`` keys of ``dataset = "parties"``
 DATA_KEYS = ("party", "alignment", "test_fraction", "split_seed", "stratify")
 ALIGNMENT_KEYS = ("min_rows", "id_type", "seed")
@@ -137,8 +159,7 @@ def _string(where: str, key: str, value) -> str:
 
 
 def _names(where: str, key: str, value) -> tuple[str, ...]:
-    if (not isinstance(value, list) or not value
-            or not all(isinstance(v, str) and v for v in value)):
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
         raise _fail(where, f"{key} must be a non-empty list of column names, got {value!r}")
     twice = sorted({v for v in value if value.count(v) > 1})
     if twice:
@@ -152,10 +173,8 @@ def _labels(where: str, value) -> tuple:
             return bool(v.strip())
         return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
-    if not isinstance(value, list) or len(value) != 2 or not all(map(ok, value)) \
-            or value[0] == value[1]:
-        raise _fail(where, f"labels must be [negative, positive], two different label values, "
-                           f"got {value!r}")
+    if not isinstance(value, list) or len(value) != 2 or not all(map(ok, value)) or value[0] == value[1]:
+        raise _fail(where, f"labels must be [negative, positive], two different label values, got {value!r}")
     return tuple(value)
 
 
@@ -165,8 +184,7 @@ def _party(i: int, table, test_fraction) -> PartySpec:
         raise ConfigError(f"{where} must be a table ([[data.party]]), got {table!r}")
     unknown = [k for k in table if k not in PARTY_KEYS]
     if unknown:
-        raise ConfigError(f"unknown key '{where}.{unknown[0]}'; valid keys in [[data.party]]: "
-                          f"{', '.join(PARTY_KEYS)}")
+        raise ConfigError(f"unknown key '{where}.{unknown[0]}'; valid keys in [[data.party]]: {', '.join(PARTY_KEYS)}")
     if "path" not in table:
         raise ConfigError(f"{where}.path is required (the party's own file)")
     path = _string(where, "path", table["path"])
@@ -176,9 +194,12 @@ def _party(i: int, table, test_fraction) -> PartySpec:
         raise _fail(where, "Parquet party files are not read yet; write the table as CSV")
     if fmt not in FORMATS:
         raise _fail(where, f"format = {fmt!r} is not one of: {', '.join(FORMATS)}")
-    spec: dict[str, Any] = {"index": i, "name": _string(where, "name", table.get("name",
-                                                                                 f"party {i}")),
-                            "path": path, "format": fmt}
+    spec: dict[str, Any] = {
+        "index": i,
+        "name": _string(where, "name", table.get("name", f"party {i}")),
+        "path": path,
+        "format": fmt,
+    }
     if "test_path" in table:
         spec["test_path"] = _string(where, "test_path", table["test_path"])
     csv_only = ("id", "features", "categorical_columns", "delimiter", "fill")
@@ -195,15 +216,15 @@ def _party(i: int, table, test_fraction) -> PartySpec:
         if "features" in table:
             spec["features"] = _names(where, "features", table["features"])
         if "categorical_columns" in table:
-            spec["categorical_columns"] = _names(where, "categorical_columns",
-                                                 table["categorical_columns"])
+            spec["categorical_columns"] = _names(where, "categorical_columns", table["categorical_columns"])
         d = table.get("delimiter", ",")
-        if not isinstance(d, str) or len(d) != 1 or d in "\"\n\r":
+        if not isinstance(d, str) or len(d) != 1 or d in '"\n\r':
             raise _fail(where, f"delimiter must be one character, got {d!r}")
         spec["delimiter"] = d
         fill = table.get("fill", {})
         if not isinstance(fill, Mapping) or not all(
-                isinstance(v, numbers.Real) and not isinstance(v, bool) for v in fill.values()):
+            isinstance(v, numbers.Real) and not isinstance(v, bool) for v in fill.values()
+        ):
             raise _fail(where, f"fill must be a table {{column = number}}, got {fill!r}")
         spec["fill"] = {str(k): float(v) for k, v in fill.items()}
     else:
@@ -213,23 +234,30 @@ def _party(i: int, table, test_fraction) -> PartySpec:
         spec["zero_based"] = zb
         if "indices" in table:
             ix = table["indices"]
-            if (not isinstance(ix, list) or len(ix) != 2
-                    or not all(isinstance(v, int) and not isinstance(v, bool) for v in ix)
-                    or ix[0] < int(not zb) or ix[1] < ix[0]):
-                raise _fail(where, f"indices must be [first, last], the feature indices the file "
-                                   f"holds (first >= {int(not zb)}), got {ix!r}")
+            if (
+                not isinstance(ix, list)
+                or len(ix) != 2
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in ix)
+                or ix[0] < int(not zb)
+                or ix[1] < ix[0]
+            ):
+                raise _fail(
+                    where,
+                    f"indices must be [first, last], the feature indices the file "
+                    f"holds (first >= {int(not zb)}), got {ix!r}",
+                )
             spec["indices"] = (ix[0], ix[1])
     if i == 1:
         if fmt == "csv":
             if "label" not in table:
-                raise _fail(where, "label is required: party 1 holds the labels (name the "
-                                   "label column)")
+                raise _fail(where, "label is required: party 1 holds the labels (name the label column)")
             spec["label"] = _string(where, "label", table["label"])
             if spec["label"] == spec["id"]:
                 raise _fail(where, f"label and id name the same column {spec['label']!r}")
         elif "label" in table:
-            raise _fail(where, "label applies to a CSV party file: a LIBSVM label holder's "
-                               "label is each line's second field")
+            raise _fail(
+                where, "label applies to a CSV party file: a LIBSVM label holder's label is each line's second field"
+            )
         if "labels" in table:
             spec["labels"] = _labels(where, table["labels"])
     else:
@@ -251,15 +279,13 @@ def _alignment(table) -> AlignmentSpec:
         raise ConfigError(f"data.alignment must be a table, got {table!r}")
     unknown = [k for k in table if k not in ALIGNMENT_KEYS]
     if unknown:
-        raise ConfigError(f"unknown key 'data.alignment.{unknown[0]}'; valid keys: "
-                          f"{', '.join(ALIGNMENT_KEYS)}")
+        raise ConfigError(f"unknown key 'data.alignment.{unknown[0]}'; valid keys: {', '.join(ALIGNMENT_KEYS)}")
     rows = table.get("min_rows", 1)
     if not isinstance(rows, int) or isinstance(rows, bool) or rows < 1:
         raise ConfigError(f"data.alignment.min_rows must be an integer >= 1, got {rows!r}")
     kind = table.get("id_type", "auto")
     if kind not in ID_TYPES:
-        raise ConfigError(f"data.alignment.id_type = {kind!r} is not one of: "
-                          f"{', '.join(ID_TYPES)}")
+        raise ConfigError(f"data.alignment.id_type = {kind!r} is not one of: {', '.join(ID_TYPES)}")
     seed = table.get("seed")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
         raise ConfigError(f"data.alignment.seed must be an integer >= 0, got {seed!r}")
@@ -271,13 +297,16 @@ def check_parties(options: Mapping) -> tuple[list[PartySpec], AlignmentSpec]:
     at least two parties, party 1 the label holder, unique names, a test source."""
     unknown = [k for k in options if k not in DATA_KEYS]
     if unknown:
-        raise ConfigError(f"unknown key 'data.{unknown[0]}' for dataset = \"parties\"; valid "
-                          f"keys: {', '.join(DATA_KEYS)}")
+        raise ConfigError(
+            f"unknown key 'data.{unknown[0]}' for dataset = \"parties\"; valid keys: {', '.join(DATA_KEYS)}"
+        )
     tables = options.get("party")
     if not isinstance(tables, list) or len(tables) < 2:
-        raise ConfigError("dataset = \"parties\" needs at least two [[data.party]] tables, one "
-                          "per party, party 1 the label holder"
-                          + ("" if tables is None else f"; got {len(tables) if isinstance(tables, list) else tables!r}"))
+        raise ConfigError(
+            'dataset = "parties" needs at least two [[data.party]] tables, one '
+            "per party, party 1 the label holder"
+            + ("" if tables is None else f"; got {len(tables) if isinstance(tables, list) else tables!r}")
+        )
     fraction = options.get("test_fraction")
     parties = [_party(i + 1, t, fraction) for i, t in enumerate(tables)]
     seen: dict[str, int] = {}
@@ -288,15 +317,15 @@ def check_parties(options: Mapping) -> tuple[list[PartySpec], AlignmentSpec]:
     with_test = [p for p in parties if p.test_path is not None]
     if fraction is not None:
         if with_test:
-            raise ConfigError(f"{with_test[0].who}: give every party's test_path or "
-                              "data.test_fraction, not both")
-        if (not isinstance(fraction, numbers.Real) or isinstance(fraction, bool)
-                or not 0.0 < fraction < 1.0):
+            raise ConfigError(f"{with_test[0].who}: give every party's test_path or data.test_fraction, not both")
+        if not isinstance(fraction, numbers.Real) or isinstance(fraction, bool) or not 0.0 < fraction < 1.0:
             raise ConfigError(f"data.test_fraction must be a number in (0, 1), got {fraction!r}")
     elif len(with_test) != len(parties):
         missing = next(p for p in parties if p.test_path is None)
-        raise ConfigError(f"{missing.who}: needs test_path (its own test file, aligned like the "
-                          "training files), or set data.test_fraction for every party")
+        raise ConfigError(
+            f"{missing.who}: needs test_path (its own test file, aligned like the "
+            "training files), or set data.test_fraction for every party"
+        )
     for key in ("split_seed",):
         v = options.get(key)
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):

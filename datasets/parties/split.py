@@ -37,7 +37,7 @@ def deal(n: int, parties: int, overlap: float, rng: np.random.Generator):
     if not 0.0 < overlap <= 1.0:
         raise DataError(f"--overlap must be in (0, 1], got {overlap:g}")
     shared = np.zeros(n, dtype=bool)
-    shared[rng.permutation(n)[:int(round(overlap * n))]] = True
+    shared[rng.permutation(n)[: int(round(overlap * n))]] = True
     if not shared.any():
         raise DataError(f"--overlap {overlap:g} of {n} rows leaves no row for every party")
     owner = rng.integers(0, parties, size=n)
@@ -110,8 +110,9 @@ def _schema(raw, names, label: bool) -> dict:
     return {"fields": fields, "primaryKey": ID}
 
 
-def write_parties(raw, groups: list[list[str]], *, overlap: float, seed: int, out: Path,
-                  test: bool = True) -> list[dict]:
+def write_parties(
+    raw, groups: list[list[str]], *, overlap: float, seed: int, out: Path, test: bool = True
+) -> list[dict]:
     """Write each party's files into ``out``; returns the ``[[data.party]]`` tables.
 
     ``groups``: each party's raw columns, party 1 (the label holder) first. ``test``: the

@@ -81,25 +81,25 @@ class PartyTable:
 
 def _who(spec: PartySpec, f: UserFile | None = None) -> str:
     """``party 2 (telco.csv)``, naming the test file when it is the one read."""
-    return spec.who if f is None or f.path.name == resolve(spec.path).name else \
-        f"party {spec.index} ({f.path.name})"
+    return spec.who if f is None or f.path.name == resolve(spec.path).name else f"party {spec.index} ({f.path.name})"
 
 
-def canonical_ids(spec: PartySpec, f: UserFile, texts: list[str], lines: np.ndarray,
-                  declared: str) -> tuple[np.ndarray, str]:
+def canonical_ids(
+    spec: PartySpec, f: UserFile, texts: list[str], lines: np.ndarray, declared: str
+) -> tuple[np.ndarray, str]:
     """(canonical IDs, their type) of one file's ID texts; a missing, mistyped or repeated
     ID is one line naming the party and the file lines."""
     who = _who(spec, f)
     empty = next((i for i, t in enumerate(texts) if not t), None)
     if empty is not None:
-        raise DataError(f"{who} line {lines[empty]}: missing ID"
-                        + (f" (column {spec.id!r})" if spec.id else ""))
+        raise DataError(f"{who} line {lines[empty]}: missing ID" + (f" (column {spec.id!r})" if spec.id else ""))
     integer = [bool(_INTEGER.fullmatch(t)) for t in texts]
     kind = "integer" if all(integer) else "string"
     if declared == "integer" and kind != "integer":
         i = integer.index(False)
-        raise DataError(f"{who} line {lines[i]}: ID {texts[i]!r} is not an integer "
-                        "(data.alignment.id_type = \"integer\")")
+        raise DataError(
+            f'{who} line {lines[i]}: ID {texts[i]!r} is not an integer (data.alignment.id_type = "integer")'
+        )
     if declared == "string":
         kind = "string"
     ids = np.array([str(int(t)) for t in texts] if kind == "integer" else texts, dtype=object)
@@ -107,45 +107,46 @@ def canonical_ids(spec: PartySpec, f: UserFile, texts: list[str], lines: np.ndar
     if dup.any():
         first = np.flatnonzero(dup)[0]
         again = np.flatnonzero(ids == ids[first])
-        raise DataError(f"{who}: ID {texts[first]!r} occurs more than once (lines "
-                        f"{', '.join(str(lines[j]) for j in again[:5])}); every row of a party "
-                        "file needs its own ID")
+        raise DataError(
+            f"{who}: ID {texts[first]!r} occurs more than once (lines "
+            f"{', '.join(str(lines[j]) for j in again[:5])}); every row of a party "
+            "file needs its own ID"
+        )
     return ids, kind
 
 
 # --------------------------------------------------------------------------- CSV --
 
+
 def _header(spec: PartySpec, f: UserFile) -> list[str]:
     first = f.content.split(b"\n", 1)[0].decode("utf-8-sig", "replace").rstrip("\r")
-    names = [n.strip() for n in next(csv.reader([first], delimiter=spec.delimiter,
-                                                skipinitialspace=True), [])]
+    names = [n.strip() for n in next(csv.reader([first], delimiter=spec.delimiter, skipinitialspace=True), [])]
     if not any(names):
         raise DataError(f"{_who(spec, f)}: the first line names no columns")
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise DataError(f"{_who(spec, f)}: column {twice[0]!r} appears more than once in the "
-                        "header line")
+        raise DataError(f"{_who(spec, f)}: column {twice[0]!r} appears more than once in the header line")
     return names
 
 
-def _columns(spec: PartySpec, f: UserFile, names: list[str], schema: Schema | None
-             ) -> list[str]:
+def _columns(spec: PartySpec, f: UserFile, names: list[str], schema: Schema | None) -> list[str]:
     """The feature columns, checked against the file's header (and the schema)."""
     who = _who(spec, f)
     need = [spec.id] + ([spec.label] if spec.label else [])
     for key, col in zip(("ID", "label"), need):
         if col not in names:
-            raise DataError(f"{who}: {key} column {col!r} not found; columns are: "
-                            f"{', '.join(map(repr, names[:12]))}{' ...' if len(names) > 12 else ''}")
-    features = list(spec.features) if spec.features is not None else \
-        [n for n in names if n not in need]
+            raise DataError(
+                f"{who}: {key} column {col!r} not found; columns are: "
+                f"{', '.join(map(repr, names[:12]))}{' ...' if len(names) > 12 else ''}"
+            )
+    features = list(spec.features) if spec.features is not None else [n for n in names if n not in need]
     missing = [c for c in features if c not in names]
     if missing:
-        raise DataError(f"{who}: feature column(s) {', '.join(map(repr, missing))} not in the "
-                        "file (its config names them)")
+        raise DataError(
+            f"{who}: feature column(s) {', '.join(map(repr, missing))} not in the file (its config names them)"
+        )
     if not features:
-        raise DataError(f"{who}: no feature columns besides the ID"
-                        + (" and the label" if spec.label else ""))
+        raise DataError(f"{who}: no feature columns besides the ID" + (" and the label" if spec.label else ""))
     stray = [c for c in spec.categorical_columns if c not in features]
     if stray:
         raise DataError(f"{who}: categorical_columns lists {stray[0]!r}, not a feature column")
@@ -153,8 +154,7 @@ def _columns(spec: PartySpec, f: UserFile, names: list[str], schema: Schema | No
         declared = {c.name for c in schema.columns}
         absent = [c for c in features if c not in declared]
         if absent:
-            raise DataError(f"{who}: column(s) {', '.join(map(repr, absent))} are not in the "
-                            f"schema {schema.citation}")
+            raise DataError(f"{who}: column(s) {', '.join(map(repr, absent))} are not in the schema {schema.citation}")
     return features
 
 
@@ -167,6 +167,7 @@ def _label_of(labels):
             v = number(text)
             hit = None if v is None else table.get(v)
         return hit
+
     return label_of
 
 
@@ -175,8 +176,7 @@ def _strict_csv(spec, f, names, features, categorical, labels):
     from vfl.datasets.userfiles.columns import _parse_column, _parse_labels, _read_csv
 
     who = _who(spec, f)
-    frame = _read_csv(f, spec.delimiter, [spec.id, *([spec.label] if spec.label else []),
-                                          *categorical])
+    frame = _read_csv(f, spec.delimiter, [spec.id, *([spec.label] if spec.label else []), *categorical])
     problems, cols = [], []
     for j, name in enumerate(features):
         col, problem = _parse_column(name, frame[name], name in categorical, True)
@@ -195,9 +195,12 @@ def _strict_csv(spec, f, names, features, categorical, labels):
     kinds = tuple(c.kind for c in cols)
     num = [c.values for c in cols if c.kind == "numeric"]
     cat = [c.values for c in cols if c.kind == "categorical"]
-    table = RawTable(names=tuple(features), kinds=kinds,
-                     numeric=np.column_stack(num) if num else np.zeros((len(ids), 0)),
-                     categorical=np.column_stack(cat) if cat else None)
+    table = RawTable(
+        names=tuple(features),
+        kinds=kinds,
+        numeric=np.column_stack(num) if num else np.zeros((len(ids), 0)),
+        categorical=np.column_stack(cat) if cat else None,
+    )
     return ids, table, y_raw, None
 
 
@@ -205,11 +208,14 @@ def _private_csv(spec, f, names, features, categorical, labels):
     """Every line after the header one record, read alone (a private run)."""
     at = {n: j for j, n in enumerate(names)}
     numeric = tuple((at[c], c) for c in features if c not in categorical)
-    cols = Columns(n_fields=len(names), numeric=numeric,
-                   categorical=tuple((at[c], c) for c in features if c in categorical),
-                   label=at[spec.label] if spec.label else None,
-                   label_of=_label_of(labels) if spec.label else (lambda _: None),
-                   fill={c: spec.fill.get(c, 0.0) for _, c in numeric})
+    cols = Columns(
+        n_fields=len(names),
+        numeric=numeric,
+        categorical=tuple((at[c], c) for c in features if c in categorical),
+        label=at[spec.label] if spec.label else None,
+        label_of=_label_of(labels) if spec.label else (lambda _: None),
+        fill={c: spec.fill.get(c, 0.0) for _, c in numeric},
+    )
     lines = record_lines(f.content, header=1)
     d = spec.delimiter
 
@@ -222,8 +228,7 @@ def _private_csv(spec, f, names, features, categorical, labels):
         fields = split(raw.decode("utf-8", "replace").rstrip("\r"))
         ids.append(fields[at[spec.id]].strip() if len(fields) == len(names) else "")
     kinds = tuple("categorical" if c in categorical else "numeric" for c in features)
-    table = RawTable(names=tuple(features), kinds=kinds, numeric=num,
-                     categorical=cat if cat.shape[1] else None)
+    table = RawTable(names=tuple(features), kinds=kinds, numeric=num, categorical=cat if cat.shape[1] else None)
     return ids, table, (y if spec.label else None), rep.describe()
 
 
@@ -232,8 +237,9 @@ def _read_csv_part(spec: PartySpec, f: UserFile, strict: bool, schema, labels, f
     feats = _columns(spec, f, names, schema) if features is None else features
     missing = [c for c in feats if c not in names]
     if missing:
-        raise DataError(f"{_who(spec, f)}: column(s) {', '.join(map(repr, missing))} of the "
-                        "training file are not in this file")
+        raise DataError(
+            f"{_who(spec, f)}: column(s) {', '.join(map(repr, missing))} of the training file are not in this file"
+        )
     categorical = set(spec.categorical_columns)
     if schema is not None:
         categorical |= {c.name for c in schema.columns if c.kind == "categorical"}
@@ -246,6 +252,7 @@ def _read_csv_part(spec: PartySpec, f: UserFile, strict: bool, schema, labels, f
 
 
 # ------------------------------------------------------------------------ LIBSVM --
+
 
 def _libsvm_lines(spec: PartySpec, f: UserFile):
     """(ID texts, file line numbers, the lines without their ID): ``ID [label] i:v ...``."""
@@ -272,71 +279,77 @@ def _read_libsvm_part(spec: PartySpec, f: UserFile, strict: bool, labels):
         from sklearn.datasets import load_svmlight_file
 
         try:
-            X, y = load_svmlight_file(io.BytesIO(b"\n".join(rest)), dtype=np.float64,
-                                      zero_based=True)
+            X, y = load_svmlight_file(io.BytesIO(b"\n".join(rest)), dtype=np.float64, zero_based=True)
         except (ValueError, RuntimeError, IndexError, OverflowError, TypeError) as exc:
-            raise DataError(f"{_who(spec, f)}: malformed LIBSVM party file "
-                            f"({' '.join(str(exc).split())})") from None
+            raise DataError(f"{_who(spec, f)}: malformed LIBSVM party file ({' '.join(str(exc).split())})") from None
         X = X.tocsr()
         if X.shape[0] != len(ids):
-            raise DataError(f"{_who(spec, f)}: malformed LIBSVM party file (a line without "
-                            "fields)")
+            raise DataError(f"{_who(spec, f)}: malformed LIBSVM party file (a line without fields)")
         if not np.all(np.isfinite(X.data)) or not np.all(np.isfinite(y)):
             raise DataError(f"{_who(spec, f)}: a value or label is not a finite number")
         last = last if last is not None else max(first, X.shape[1] - 1)
         if X.nnz and (X.indices.min() < first or X.indices.max() > last):
             k = int(np.flatnonzero((X.indices < first) | (X.indices > last))[0])
             row = int(np.searchsorted(X.indptr, k, side="right") - 1)
-            raise DataError(f"{_who(spec, f)} line {lines[row]}: feature index "
-                            f"{X.indices[k]} is outside the party's indices [{first}, {last}]")
-        X = sp.csr_matrix((X.data, X.indices - first, X.indptr),
-                          shape=(len(ids), last - first + 1))
+            raise DataError(
+                f"{_who(spec, f)} line {lines[row]}: feature index "
+                f"{X.indices[k]} is outside the party's indices [{first}, {last}]"
+            )
+        X = sp.csr_matrix((X.data, X.indices - first, X.indptr), shape=(len(ids), last - first + 1))
         repairs = None
     else:
         if last is None:
             from vfl.datasets.stage import refuse_private
 
-            raise refuse_private(f"{spec.who}: the width would be read off the records",
-                                 "indices = [first, last] in the party's table")
+            raise refuse_private(
+                f"{spec.who}: the width would be read off the records", "indices = [first, last] in the party's table"
+            )
         label_values = labels if spec.label_holder else [0, 1]
-        rules = LibsvmRules(last + 1 - base, not spec.zero_based,
-                            {float(label_values[0]): -1.0, float(label_values[1]): 1.0})
+        rules = LibsvmRules(
+            last + 1 - base, not spec.zero_based, {float(label_values[0]): -1.0, float(label_values[1]): 1.0}
+        )
         X, y, rep = parse_libsvm(rest, rules)
-        X = X[:, first - base:].tocsr()
+        X = X[:, first - base :].tocsr()
         repairs = rep.describe()
     names = tuple(f"f{j}" for j in range(first, first + X.shape[1]))
-    return ids, lines, RawTable.from_matrix(X, names), (y if spec.label_holder else None), \
-        repairs
+    return ids, lines, RawTable.from_matrix(X, names), (y if spec.label_holder else None), repairs
 
 
 # -------------------------------------------------------------------------- labels --
+
 
 def _labels(spec: PartySpec, y_raw, labels, strict: bool):
     """(-1 / +1 labels, mapping); undeclared labels are inferred only in a strict reading."""
     if y_raw is None:
         return None, None
     if not strict:
-        return np.asarray(y_raw, dtype=float), {"-1": labels[0], "+1": labels[1],
-                                                "rule": "labels; any other label is -1"}
+        return np.asarray(y_raw, dtype=float), {
+            "-1": labels[0],
+            "+1": labels[1],
+            "rule": "labels; any other label is -1",
+        }
     y_raw = np.asarray(y_raw)
     numeric = y_raw.dtype.kind == "f"
     if labels is not None:
         values = [float(v) if numeric else str(v) for v in labels]
         unknown = sorted(set(y_raw.tolist()) - set(values), key=str)
         if unknown:
-            raise DataError(f"{spec.who}: label {unknown[0]!r} is not among labels = "
-                            f"{list(labels)}")
+            raise DataError(f"{spec.who}: label {unknown[0]!r} is not among labels = {list(labels)}")
         neg, pos, rule = labels[0], labels[1], "labels"
     else:
         classes = np.unique(y_raw)
         if classes.size != 2:
-            raise DataError(f"{spec.who}: {classes.size} distinct labels; binary "
-                            "classification needs exactly two (declare labels = [negative, "
-                            "positive])")
+            raise DataError(
+                f"{spec.who}: {classes.size} distinct labels; binary "
+                "classification needs exactly two (declare labels = [negative, "
+                "positive])"
+            )
         neg, pos, rule = classes[0], classes[1], "larger label is +1"
         if not numeric or {float(neg), float(pos)} not in ({0.0, 1.0}, {-1.0, 1.0}):
-            raise DataError(f"{spec.who}: labels {neg!r} and {pos!r} are neither {{0, 1}} nor "
-                            "{-1, +1}: declare labels = [negative, positive]")
+            raise DataError(
+                f"{spec.who}: labels {neg!r} and {pos!r} are neither {{0, 1}} nor "
+                "{-1, +1}: declare labels = [negative, positive]"
+            )
         values = [neg, pos]
     y = np.where(y_raw == values[1], 1.0, -1.0)
     return y, {"-1": _as_json(neg), "+1": _as_json(pos), "rule": rule}
@@ -347,6 +360,7 @@ def _as_json(v):
 
 
 # --------------------------------------------------------------------------- entry --
+
 
 def load_party(spec: PartySpec, *, strict: bool = True, id_type: str = "auto") -> PartyTable:
     """Read one party's own file (and its test file): IDs, feature columns, labels.
@@ -362,8 +376,10 @@ def load_party(spec: PartySpec, *, strict: bool = True, id_type: str = "auto") -
     if spec.label_holder and not strict and labels is None:
         from vfl.datasets.stage import refuse_private
 
-        raise refuse_private(f"{spec.who}: the two label values would be read off the records",
-                             "labels = [negative, positive] in party 1's table")
+        raise refuse_private(
+            f"{spec.who}: the two label values would be read off the records",
+            "labels = [negative, positive] in party 1's table",
+        )
     parts, kinds, mapping = [], set(), None
     features = None
     for path in (spec.path, spec.test_path):
@@ -372,35 +388,35 @@ def load_party(spec: PartySpec, *, strict: bool = True, id_type: str = "auto") -
             continue
         f = read_user_file(resolve(path), strict=strict)
         if spec.format == "csv":
-            ids, lines, table, y_raw, repairs, features = _read_csv_part(
-                spec, f, strict, schema, labels, features)
+            ids, lines, table, y_raw, repairs, features = _read_csv_part(spec, f, strict, schema, labels, features)
         else:
             ids, lines, table, y_raw, repairs = _read_libsvm_part(spec, f, strict, labels)
             if parts and parts[0] is not None and table.names != parts[0].table.names:
                 table = _widen(table, parts[0].table.names)
         canon, kind = canonical_ids(spec, f, ids, lines, id_type)
         kinds.add(kind)
-        y, m = _labels(spec, y_raw, labels if mapping is None else
-                       [mapping["-1"], mapping["+1"]], strict)
+        y, m = _labels(spec, y_raw, labels if mapping is None else [mapping["-1"], mapping["+1"]], strict)
         mapping = mapping or m
         if parts and parts[0] is not None and table.kinds != parts[0].table.kinds:
             table = _as_kinds(table, parts[0].table)
         parts.append(PartyPart(ids=canon, table=table, y=y, file=f, repairs=repairs))
     kind = "string" if "string" in kinds else "integer"
     if kind == "string" and len(kinds) == 2:  # a test file of integers beside string IDs
-        parts = [p if p is None else PartyPart(np.array([str(i) for i in p.ids], dtype=object),
-                                               p.table, p.y, p.file, p.repairs) for p in parts]
-    return PartyTable(spec=spec, id_type=kind, train=parts[0], test=parts[1], schema=schema,
-                      label_mapping=mapping)
+        parts = [
+            p
+            if p is None
+            else PartyPart(np.array([str(i) for i in p.ids], dtype=object), p.table, p.y, p.file, p.repairs)
+            for p in parts
+        ]
+    return PartyTable(spec=spec, id_type=kind, train=parts[0], test=parts[1], schema=schema, label_mapping=mapping)
 
 
 def _widen(table: RawTable, names) -> RawTable:
     """A LIBSVM test part on the training part's columns (a narrower file is padded)."""
     X = table.numeric
     if X.shape[1] > len(names):
-        X = X[:, :len(names)]
-    return RawTable.from_matrix(sp.csr_matrix((X.data, X.indices, X.indptr),
-                                              shape=(X.shape[0], len(names))), names)
+        X = X[:, : len(names)]
+    return RawTable.from_matrix(sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], len(names))), names)
 
 
 def _as_kinds(table: RawTable, like: RawTable) -> RawTable:
@@ -412,8 +428,8 @@ def _as_kinds(table: RawTable, like: RawTable) -> RawTable:
         if kind == "numeric":
             num.append(np.asarray(col, dtype=float))
         else:
-            cat.append(np.array([f"{v:g}" if isinstance(v, float) else str(v) for v in col],
-                                dtype=object))
+            cat.append(np.array([f"{v:g}" if isinstance(v, float) else str(v) for v in col], dtype=object))
     n = table.n_rows
-    return RawTable(like.names, like.kinds, np.column_stack(num) if num else np.zeros((n, 0)),
-                    np.column_stack(cat) if cat else None)
+    return RawTable(
+        like.names, like.kinds, np.column_stack(num) if num else np.zeros((n, 0)), np.column_stack(cat) if cat else None
+    )

@@ -47,10 +47,10 @@ from vfl.datasets.userfiles.csvfile import load_csv
 from vfl.datasets.userfiles.inspection import guess_format, inspect_file, suggest_partition
 from vfl.datasets.userfiles.libsvm import index_base, load_libsvm  # noqa: F401 (as before)
 from vfl.datasets.userfiles.options import (  # noqa: F401
-                                            CSV_OPTIONS,
-                                            LIBSVM_OPTIONS,
-                                            USER_FILE_OPTIONS,
-                                            declared_labels,
+    CSV_OPTIONS,
+    LIBSVM_OPTIONS,
+    USER_FILE_OPTIONS,
+    declared_labels,
 )
 from vfl.datasets.userfiles.reading import UserFile, read_user_file
 

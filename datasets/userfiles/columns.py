@@ -57,15 +57,22 @@ def _parse_column(name: str, series: pd.Series, categorical: bool, detect: bool)
             problem = None
             if bad.size:
                 i, raw = int(bad[0]), str(series.iloc[bad[0]]).strip()
-                problem = (i, _MISSING if empty[i] else
-                           f"non-numeric value {raw!r} in a numeric column (list the column in "
-                           "categorical_columns if it is categorical)" if non_numeric[i] else
-                           f"value {raw!r} is not finite (NaN and inf are not allowed)")
+                problem = (
+                    i,
+                    _MISSING
+                    if empty[i]
+                    else f"non-numeric value {raw!r} in a numeric column (list the column in "
+                    "categorical_columns if it is categorical)"
+                    if non_numeric[i]
+                    else f"value {raw!r} is not finite (NaN and inf are not allowed)",
+                )
             return _Column(name, "numeric", values), problem
     text = _text(series)
     empty = np.flatnonzero((text == "").to_numpy())
-    return (_Column(name, "categorical", text.to_numpy(dtype=object), detected),
-            (int(empty[0]), _MISSING) if empty.size else None)
+    return (
+        _Column(name, "categorical", text.to_numpy(dtype=object), detected),
+        (int(empty[0]), _MISSING) if empty.size else None,
+    )
 
 
 def _parse_labels(series: pd.Series, numeric: bool | None):
@@ -78,17 +85,21 @@ def _parse_labels(series: pd.Series, numeric: bool | None):
     bad = np.flatnonzero(non_numeric | ~np.isfinite(values))
     if bad.size:
         raw = str(series.iloc[bad[0]]).strip()
-        what = ("does not occur in the training file" if non_numeric[bad[0]]
-                else "is not a finite number")
+        what = "does not occur in the training file" if non_numeric[bad[0]] else "is not a finite number"
         return values, (int(bad[0]), f"label {raw!r} {what}")
     return values, None
 
 
 def _read_csv(f: UserFile, delimiter: str, text_columns) -> pd.DataFrame:
     try:
-        frame = pd.read_csv(io.BytesIO(f.content), sep=delimiter, na_filter=False,
-                            skipinitialspace=True, low_memory=False,
-                            dtype={c: str for c in text_columns})
+        frame = pd.read_csv(
+            io.BytesIO(f.content),
+            sep=delimiter,
+            na_filter=False,
+            skipinitialspace=True,
+            low_memory=False,
+            dtype={c: str for c in text_columns},
+        )
     except UnicodeDecodeError as exc:
         raise DataError(f"{f.path}: not UTF-8 text ({_one_line(exc)})") from exc
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
@@ -96,25 +107,35 @@ def _read_csv(f: UserFile, delimiter: str, text_columns) -> pd.DataFrame:
     if frame.shape[0] == 0:
         raise DataError(f"{f.path}: empty file (a header line but no data rows)")
     # pandas renames a repeated header name "a" to "a.1"; refuse instead of guessing.
-    header = pd.read_csv(io.BytesIO(f.content), sep=delimiter, header=None, nrows=1,
-                         dtype=str, na_filter=False, skipinitialspace=True).iloc[0].tolist()
+    header = (
+        pd.read_csv(
+            io.BytesIO(f.content),
+            sep=delimiter,
+            header=None,
+            nrows=1,
+            dtype=str,
+            na_filter=False,
+            skipinitialspace=True,
+        )
+        .iloc[0]
+        .tolist()
+    )
     from collections import Counter
 
     repeated = sorted(h for h, n in Counter(header).items() if n > 1)
     if repeated:
-        raise DataError(f"{f.path}: column name(s) {_preview(repeated)} appear more than once "
-                        "in the header line")
+        raise DataError(f"{f.path}: column name(s) {_preview(repeated)} appear more than once in the header line")
     frame.columns = [str(c) for c in frame.columns]
     frame.attrs["delimiter"] = delimiter  # to word a short row's error
     return frame
 
 
-def _select_columns(f: UserFile, frame: pd.DataFrame, label: str,
-                    features: list[str] | None, declared: set[str]) -> list[str]:
+def _select_columns(
+    f: UserFile, frame: pd.DataFrame, label: str, features: list[str] | None, declared: set[str]
+) -> list[str]:
     present = list(frame.columns)
     if label not in present:
-        raise DataError(f"{f.path}: label column {label!r} not found; columns are: "
-                        f"{_preview(present)}")
+        raise DataError(f"{f.path}: label column {label!r} not found; columns are: {_preview(present)}")
     if features is None:
         features = [c for c in present if c != label]
         if not features:
@@ -124,17 +145,22 @@ def _select_columns(f: UserFile, frame: pd.DataFrame, label: str,
     have = set(present)
     missing = [c for c in features if c not in have]
     if missing:
-        raise DataError(f"{f.path}: feature column(s) {_preview(missing)} not found; "
-                        f"columns are: {_preview(present)}")
+        raise DataError(f"{f.path}: feature column(s) {_preview(missing)} not found; columns are: {_preview(present)}")
     stray = sorted(declared - set(features))
     if stray:
-        raise DataError(f"csv: categorical_columns lists {_preview(stray)}, not among the "
-                        "feature columns")
+        raise DataError(f"csv: categorical_columns lists {_preview(stray)}, not among the feature columns")
     return features
 
 
-def _parse_csv(f: UserFile, frame: pd.DataFrame, label: str, features: list[str],
-               categorical: set[str], detect: bool, numeric_labels: bool | None):
+def _parse_csv(
+    f: UserFile,
+    frame: pd.DataFrame,
+    label: str,
+    features: list[str],
+    categorical: set[str],
+    detect: bool,
+    numeric_labels: bool | None,
+):
     """Feature columns and raw labels of one file; raise its first bad cell."""
     columns, problems = [], []
     for j, name in enumerate(features):
@@ -151,8 +177,7 @@ def _parse_csv(f: UserFile, frame: pd.DataFrame, label: str, features: list[str]
         line = lines[row + 1]  # after the header
         fields = _fields(f, frame, line)
         if fields is not None and fields < frame.shape[1]:
-            raise DataError(f"{f.path} line {line}: a short row: {fields} fields where the "
-                            f"header has {frame.shape[1]}")
+            raise DataError(f"{f.path} line {line}: a short row: {fields} fields where the header has {frame.shape[1]}")
         if message in (_MISSING, "missing label"):
             message += _missing_rows(frame, [*features, label], lines)
         raise DataError(f"{f.path} line {line}, column {name!r}: {message}")

@@ -96,10 +96,11 @@ def load_csv(options: Mapping[str, Any], *, strict: bool = True) -> RawDataset:
         known = set(frame.columns)
         extra = [c for c in frame_t.columns if c not in known]
         if opts["features"] is None and extra:
-            raise DataError(f"{test.path}: column(s) {_preview(extra)} are not in the training "
-                            f"file {train.path} (set features to choose the columns)")
-        test_columns, y_t_raw = _parse_csv(test, frame_t, label, features, categorical, False,
-                                           y_raw.dtype.kind == "f")
+            raise DataError(
+                f"{test.path}: column(s) {_preview(extra)} are not in the training "
+                f"file {train.path} (set features to choose the columns)"
+            )
+        test_columns, y_t_raw = _parse_csv(test, frame_t, label, features, categorical, False, y_raw.dtype.kind == "f")
 
     y, y_t, mapping = _binary_labels(train, y_raw, label_positive, test, y_t_raw, labels)
     if test is None:
@@ -113,35 +114,47 @@ def load_csv(options: Mapping[str, Any], *, strict: bool = True) -> RawDataset:
     def table(cols: list[_Column], rows: np.ndarray) -> RawTable:
         num = [c.values[rows] for c in cols if c.kind == "numeric"]
         cat = [c.values[rows] for c in cols if c.kind == "categorical"]
-        return RawTable(names=names, kinds=kinds,
-                        numeric=np.column_stack(num) if num else np.zeros((rows.size, 0)),
-                        categorical=np.column_stack(cat) if cat else None)
+        return RawTable(
+            names=names,
+            kinds=kinds,
+            numeric=np.column_stack(num) if num else np.zeros((rows.size, 0)),
+            categorical=np.column_stack(cat) if cat else None,
+        )
 
     detected = [c.name for c in columns if c.detected]
     fitted = ()
     if detected:
-        fitted += ((f"column(s) {_preview(detected)} were found categorical from their values",
-                    "data.categorical_columns"),)
+        fitted += (
+            (f"column(s) {_preview(detected)} were found categorical from their values", "data.categorical_columns"),
+        )
     if test is None and opts["stratify"]:
-        fitted += (("the stratified test split depends on every record's label",
-                    "data.stratify = false"),)
+        fitted += (("the stratified test split depends on every record's label", "data.stratify = false"),)
     checksums, files = _files(train, test)
     return RawDataset(
-        name="csv", train=table(columns, train_rows), y_train=y,
-        test=table(test_columns, test_rows), y_test=y_t,
+        name="csv",
+        train=table(columns, train_rows),
+        y_train=y,
+        test=table(test_columns, test_rows),
+        y_test=y_t,
         description=f"csv file {train.path.name} ({len(columns)} columns)",
-        checksums=checksums, fitted=fitted,
-        vocabulary_rows=table(columns, np.arange(len(columns[0].values))) if test is None
-        and columns else None,
+        checksums=checksums,
+        fitted=fitted,
+        vocabulary_rows=table(columns, np.arange(len(columns[0].values))) if test is None and columns else None,
         provenance={
             "source": "user files",
             "files": files,
-            "parsing": {"format": "csv", "parser": "pandas.read_csv", "header": True,
-                        "delimiter": opts["delimiter"], "label": label, "features": features,
-                        "categorical_columns": {c.name: "detected" if c.detected else "declared"
-                                                for c in columns if c.kind == "categorical"}},
-            "split": _split_record(test_path, fraction, seed, train_rows.size, test_rows.size,
-                                   opts["stratify"]),
+            "parsing": {
+                "format": "csv",
+                "parser": "pandas.read_csv",
+                "header": True,
+                "delimiter": opts["delimiter"],
+                "label": label,
+                "features": features,
+                "categorical_columns": {
+                    c.name: "detected" if c.detected else "declared" for c in columns if c.kind == "categorical"
+                },
+            },
+            "split": _split_record(test_path, fraction, seed, train_rows.size, test_rows.size, opts["stratify"]),
             "label_mapping": mapping,
             "parsed": (
                 f"features in {'the given' if opts['features'] else 'file'} order; labels "

@@ -42,13 +42,14 @@ def suggest_partition(widths: Sequence[int], n_parties: int) -> list[int]:
     if isinstance(n_parties, bool) or not isinstance(n_parties, numbers.Integral) or n_parties < 1:
         raise DataError(f"the number of parties must be an integer >= 1, got {n_parties!r}")
     if len(widths) < n_parties:
-        raise DataError(f"cannot split {len(widths)} column(s) among {n_parties} parties: "
-                        "every party needs at least one")
+        raise DataError(
+            f"cannot split {len(widths)} column(s) among {n_parties} parties: every party needs at least one"
+        )
     ends = np.cumsum(widths)
     total, edges, first = int(ends[-1]), [0], 0
     for k in range(1, n_parties):
         # Party k ends after block b; leave one block for each later party.
-        candidates = ends[first:len(widths) - (n_parties - k)]
+        candidates = ends[first : len(widths) - (n_parties - k)]
         gap = np.abs(candidates - k * total / n_parties)
         b = first + int(np.flatnonzero(gap == gap.min())[-1])
         edges.append(int(ends[b]))
@@ -73,17 +74,23 @@ def _column_stats(X) -> dict:
         binary = np.all((X == 0) | (X == 1), axis=0)
         norms = np.linalg.norm(X, axis=1)
     return {
-        "n_rows": n, "n_features": d, "nnz": nnz, "density": nnz / (n * d),
-        "min": float(lo.min()), "max": float(hi.max()),
+        "n_rows": n,
+        "n_features": d,
+        "nnz": nnz,
+        "density": nnz / (n * d),
+        "min": float(lo.min()),
+        "max": float(hi.max()),
         "binary_columns": int(binary.sum()),
         "n_constant_columns": int(np.sum(lo == hi)),
         "constant_columns": np.flatnonzero(lo == hi)[:20].tolist(),  # the first few
-        "max_row_norm": float(norms.max()), "mean_row_norm": float(norms.mean()),
+        "max_row_norm": float(norms.max()),
+        "mean_row_norm": float(norms.mean()),
     }
 
 
-def inspect_file(path: str | os.PathLike, fmt: str | None = None, *, label: str | None = None,
-                 delimiter: str | None = None) -> dict:
+def inspect_file(
+    path: str | os.PathLike, fmt: str | None = None, *, label: str | None = None, delimiter: str | None = None
+) -> dict:
     """Describe a data file the way ``load_raw`` would read it.
 
     The file goes through the same reading, parsing and validation as
@@ -108,8 +115,7 @@ def inspect_file(path: str | os.PathLike, fmt: str | None = None, *, label: str 
     f = read_user_file(path)
     if fmt == "libsvm":
         if label is not None:
-            raise DataError("--label applies to CSV files; a LIBSVM file's label is the first "
-                            "value of each line")
+            raise DataError("--label applies to CSV files; a LIBSVM file's label is the first value of each line")
         X, y_raw = _parse_libsvm(f)
         one_based, why = index_base(f, X)
         X = _libsvm_columns(f, X, one_based, None)
@@ -122,8 +128,7 @@ def inspect_file(path: str | os.PathLike, fmt: str | None = None, *, label: str 
     else:
         if label is None:
             frame = _read_csv(f, delimiter or guessed_delimiter, [])
-            raise DataError(f"{f.path}: a CSV file needs --label COLUMN; columns are: "
-                            f"{_preview(list(frame.columns))}")
+            raise DataError(f"{f.path}: a CSV file needs --label COLUMN; columns are: {_preview(list(frame.columns))}")
         opts = _csv_options({"label": label, "delimiter": delimiter or guessed_delimiter})
         frame = _read_csv(f, opts["delimiter"], [label])
         features = _select_columns(f, frame, label, None, set())
@@ -133,9 +138,12 @@ def inspect_file(path: str | os.PathLike, fmt: str | None = None, *, label: str 
         names = tuple(c.name for c in parsed)
         num = [c.values for c in parsed if c.kind == "numeric"]
         cat = [c.values for c in parsed if c.kind == "categorical"]
-        table = RawTable(names=names, kinds=tuple(c.kind for c in parsed),
-                         numeric=np.column_stack(num) if num else np.zeros((rows.size, 0)),
-                         categorical=np.column_stack(cat) if cat else None)
+        table = RawTable(
+            names=names,
+            kinds=tuple(c.kind for c in parsed),
+            numeric=np.column_stack(num) if num else np.zeros((rows.size, 0)),
+            categorical=np.column_stack(cat) if cat else None,
+        )
         raw = RawDataset(name="csv", train=table, y_train=y0, test=table, y_test=y0)
         stage = fit_stage(raw, {}, private=False)
         X = stage.columns(table)
@@ -156,14 +164,19 @@ def inspect_file(path: str | os.PathLike, fmt: str | None = None, *, label: str 
         extra = {"categorical": {c: len(stage.encoder.vocabularies[c]) for c in detected}}
     classes = np.unique(y_raw)
     chosen = None  # two values other than {0, 1} / {-1, +1}: shown as larger = +1, to be set
-    if classes.size == 2 and (y_raw.dtype.kind != "f" or set(classes.tolist()) not in
-                              ({0.0, 1.0}, {-1.0, 1.0})):
+    if classes.size == 2 and (y_raw.dtype.kind != "f" or set(classes.tolist()) not in ({0.0, 1.0}, {-1.0, 1.0})):
         chosen = classes[1]
     y, _, mapping = _binary_labels(f, y_raw, chosen)
     if chosen is not None:
-        mapping["rule"] = (f"not read as such: set label_positive = {_show(chosen)} or "
-                           "labels = [negative, positive]")
-    labels = [{"raw": mapping[key], "value": int(key), "count": int(np.sum(y == int(key)))}
-              for key in ("-1", "+1")]
-    return {"file": f.record(), "format": fmt, "options": options, "labels": labels,
-            "label_rule": mapping["rule"], "columns": columns, **extra, **_column_stats(X)}
+        mapping["rule"] = f"not read as such: set label_positive = {_show(chosen)} or labels = [negative, positive]"
+    labels = [{"raw": mapping[key], "value": int(key), "count": int(np.sum(y == int(key)))} for key in ("-1", "+1")]
+    return {
+        "file": f.record(),
+        "format": fmt,
+        "options": options,
+        "labels": labels,
+        "label_rule": mapping["rule"],
+        "columns": columns,
+        **extra,
+        **_column_stats(X),
+    }

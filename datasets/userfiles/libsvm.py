@@ -45,10 +45,11 @@ def _parse_libsvm(f: UserFile) -> tuple[sp.csr_matrix, np.ndarray]:
         lines = _data_line_numbers(f.content, comments=True)
         row_x = int(np.searchsorted(X.indptr, bad_x[0], side="right") - 1) if bad_x.size else None
         if bad_y.size and (row_x is None or bad_y[0] <= row_x):
-            raise DataError(f"{f.path} line {lines[bad_y[0]]}: label {y[bad_y[0]]:g} is not a "
-                            "finite number")
-        raise DataError(f"{f.path} line {lines[row_x]}: feature {X.indices[bad_x[0]]} has value "
-                        f"{X.data[bad_x[0]]:g} (NaN and inf are not allowed)")
+            raise DataError(f"{f.path} line {lines[bad_y[0]]}: label {y[bad_y[0]]:g} is not a finite number")
+        raise DataError(
+            f"{f.path} line {lines[row_x]}: feature {X.indices[bad_x[0]]} has value "
+            f"{X.data[bad_x[0]]:g} (NaN and inf are not allowed)"
+        )
     return X, np.asarray(y, dtype=np.float64)
 
 
@@ -63,21 +64,24 @@ def _has_index_zero(X: sp.csr_matrix | None) -> bool:
     return X is not None and X.nnz > 0 and int(X.indices.min()) == 0
 
 
-def _libsvm_columns(f: UserFile, X: sp.csr_matrix, one_based: bool,
-                    n_features: int | None) -> sp.csr_matrix:
+def _libsvm_columns(f: UserFile, X: sp.csr_matrix, one_based: bool, n_features: int | None) -> sp.csr_matrix:
     """Columns 0.. of a file parsed as written: drop a one-based file's empty column 0."""
     if one_based and _has_index_zero(X):  # only with zero_based = false: "auto" saw no 0
         line, _ = _first_entry(f, X, X.indices == 0)
-        raise DataError(f"{f.path} line {line}: feature index 0 in a one-based file "
-                        "(zero_based = false); set zero_based = true if the files count "
-                        "features from 0")
+        raise DataError(
+            f"{f.path} line {line}: feature index 0 in a one-based file "
+            "(zero_based = false); set zero_based = true if the files count "
+            "features from 0"
+        )
     if one_based:
         X = X[:, 1:] if X.shape[1] else X
     if n_features is not None and X.shape[1] > n_features:
         line, column = _first_entry(f, X, X.indices >= n_features)
-        raise DataError(f"{f.path} line {line}: feature index {column + int(one_based)} exceeds "
-                        f"n_features = {n_features} (indices are "
-                        f"{'one' if one_based else 'zero'}-based)")
+        raise DataError(
+            f"{f.path} line {line}: feature index {column + int(one_based)} exceeds "
+            f"n_features = {n_features} (indices are "
+            f"{'one' if one_based else 'zero'}-based)"
+        )
     return X
 
 
@@ -135,9 +139,11 @@ def load_libsvm(options: Mapping[str, Any], *, strict: bool = True) -> RawDatase
         X_t = _libsvm_columns(test, X_t, one_based, n_features)
         if X_t.shape[1] > n:
             line, column = _first_entry(test, X_t, X_t.indices >= n)
-            raise DataError(f"{test.path} line {line}: feature index {column + int(one_based)} "
-                            f"is beyond the {n} features of the training file {train.path} "
-                            "(set n_features to the true number of features)")
+            raise DataError(
+                f"{test.path} line {line}: feature index {column + int(one_based)} "
+                f"is beyond the {n} features of the training file {train.path} "
+                "(set n_features to the true number of features)"
+            )
         X_t = _pad(X_t, n)
     X = _pad(X, n)
 
@@ -152,25 +158,31 @@ def load_libsvm(options: Mapping[str, Any], *, strict: bool = True) -> RawDatase
     if n_features is None:
         fitted += (("the width is the largest feature index in the file", "data.n_features"),)
     if zero_based == "auto":
-        fitted += (("the index base is detected from the indices in the files",
-                    "data.zero_based"),)
+        fitted += (("the index base is detected from the indices in the files", "data.zero_based"),)
     if test is None and stratify:
-        fitted += (("the stratified test split depends on every record's label",
-                    "data.stratify = false"),)
+        fitted += (("the stratified test split depends on every record's label", "data.stratify = false"),)
     names = tuple(f"f{j + int(one_based)}" for j in range(n))
     return RawDataset(
-        name="libsvm", train=RawTable.from_matrix(X, names), y_train=y,
-        test=RawTable.from_matrix(X_t, names), y_test=y_t,
+        name="libsvm",
+        train=RawTable.from_matrix(X, names),
+        y_train=y,
+        test=RawTable.from_matrix(X_t, names),
+        y_test=y_t,
         description=f"libsvm file {train.path.name} ({n} sparse features)",
-        checksums=checksums, fitted=fitted,
+        checksums=checksums,
+        fitted=fitted,
         provenance={
             "source": "user files",
             "files": files,
-            "parsing": {"format": "libsvm", "parser": "sklearn.datasets.load_svmlight_file",
-                        "indices": indices, "zero_based_option": zero_based,
-                        "n_features": n, "n_features_option": n_features},
-            "split": _split_record(test_path, fraction, seed, X.shape[0], X_t.shape[0],
-                                   stratify),
+            "parsing": {
+                "format": "libsvm",
+                "parser": "sklearn.datasets.load_svmlight_file",
+                "indices": indices,
+                "zero_based_option": zero_based,
+                "n_features": n,
+                "n_features_option": n_features,
+            },
+            "split": _split_record(test_path, fraction, seed, X.shape[0], X_t.shape[0], stratify),
             "label_mapping": mapping,
             "parsed": (
                 f"features as in the file ({indices} indices, {n} columns, sparse); "
@@ -199,5 +211,7 @@ def index_base(f: UserFile, X: sp.csr_matrix, X_t: sp.csr_matrix | None = None) 
         return said.group(1).lower() == b"one", f"its header says {said.group(0)[1:].strip().decode()}"
     if _has_index_zero(X) or _has_index_zero(X_t):
         return False, "an index 0 occurs"
-    return True, ("assumed: no index 0 occurs, so the file reads both ways; set zero_based = "
-                  "true if it counts from 0, as scikit-learn's dump_svmlight_file does")
+    return True, (
+        "assumed: no index 0 occurs, so the file reads both ways; set zero_based = "
+        "true if it counts from 0, as scikit-learn's dump_svmlight_file does"
+    )

@@ -67,8 +67,13 @@ class UserFile:
 
     def record(self) -> dict:
         """JSON-ready provenance of this file."""
-        rec = {"path": str(self.path), "given": self.given, "size": self.size,
-               "sha256": self.sha256, "compression": self.compression or "none"}
+        rec = {
+            "path": str(self.path),
+            "given": self.given,
+            "size": self.size,
+            "sha256": self.sha256,
+            "compression": self.compression or "none",
+        }
         if self.compression:
             rec["content_sha256"] = hashlib.sha256(self.content).hexdigest()
             rec["content_size"] = len(self.content)
@@ -96,8 +101,9 @@ def read_user_file(path: str | os.PathLike, *, strict: bool = True) -> UserFile:
     p = Path(given).expanduser()
     resolved = (p if p.is_absolute() else Path.cwd() / p).resolve()
     if not resolved.exists():
-        where = (f" (relative paths are resolved against the current directory {Path.cwd()})"
-                 if not p.is_absolute() else "")
+        where = (
+            f" (relative paths are resolved against the current directory {Path.cwd()})" if not p.is_absolute() else ""
+        )
         raise DataError(f"{resolved}: no such file{where}")
     if resolved.is_dir():
         raise DataError(f"{resolved}: is a directory, not a data file")
@@ -113,11 +119,14 @@ def read_user_file(path: str | os.PathLike, *, strict: bool = True) -> UserFile:
     actual = _sniff(raw) if strict or expected else None
     if expected and actual != expected:
         what = f"{actual}-compressed" if actual else f"not {expected}-compressed"
-        raise DataError(f"{resolved}: the name ends in {resolved.suffix} but the content is "
-                        f"{what} (it starts with {raw[:8]!r})")
+        raise DataError(
+            f"{resolved}: the name ends in {resolved.suffix} but the content is {what} (it starts with {raw[:8]!r})"
+        )
     if actual and not expected:
-        raise DataError(f"{resolved}: the content is {actual}-compressed but the name does not "
-                        f"end in {_SUFFIX[actual]}; rename it to {resolved.name}{_SUFFIX[actual]}")
+        raise DataError(
+            f"{resolved}: the content is {actual}-compressed but the name does not "
+            f"end in {_SUFFIX[actual]}; rename it to {resolved.name}{_SUFFIX[actual]}"
+        )
     content = raw
     if expected:
         try:
@@ -125,34 +134,49 @@ def read_user_file(path: str | os.PathLike, *, strict: bool = True) -> UserFile:
         except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as exc:
             reason = _one_line(exc)
             if isinstance(exc, EOFError) or "ended before the end-of-stream" in reason:
-                raise DataError(f"{resolved}: truncated {expected} file (the compressed data "
-                                "ends before its end-of-stream marker)") from exc
+                raise DataError(
+                    f"{resolved}: truncated {expected} file (the compressed data ends before its end-of-stream marker)"
+                ) from exc
             raise DataError(f"{resolved}: corrupt {expected} file ({reason})") from exc
     if not strict:
-        return UserFile(given=given, path=resolved, size=len(raw),
-                        sha256=hashlib.sha256(raw).hexdigest(), compression=expected,
-                        content=content)
+        return UserFile(
+            given=given,
+            path=resolved,
+            size=len(raw),
+            sha256=hashlib.sha256(raw).hexdigest(),
+            compression=expected,
+            content=content,
+        )
     _refuse_binary(resolved, content, f" (decompressed from {expected})" if expected else "")
     if not content.strip():
-        raise DataError(f"{resolved}: empty file (no data"
-                        + (" after decompression)" if expected else ", only whitespace)"))
-    return UserFile(given=given, path=resolved, size=len(raw),
-                    sha256=hashlib.sha256(raw).hexdigest(), compression=expected,
-                    content=content)
+        raise DataError(
+            f"{resolved}: empty file (no data" + (" after decompression)" if expected else ", only whitespace)")
+        )
+    return UserFile(
+        given=given,
+        path=resolved,
+        size=len(raw),
+        sha256=hashlib.sha256(raw).hexdigest(),
+        compression=expected,
+        content=content,
+    )
 
 
 def _refuse_binary(path: Path, content: bytes, decompressed: str) -> None:
     """Reject content that is not text: archives, other formats, NUL bytes."""
     for magic, what in _FOREIGN:
         if content.startswith(magic):
-            raise DataError(f"{path}: the content{decompressed} is {what}, not LIBSVM or CSV "
-                            "text (vfl reads plain, .gz, .bz2 and .xz text files)")
+            raise DataError(
+                f"{path}: the content{decompressed} is {what}, not LIBSVM or CSV "
+                "text (vfl reads plain, .gz, .bz2 and .xz text files)"
+            )
     again = _sniff(content)
     if again:  # only possible inside a compressed file: plain ones were checked above
         raise DataError(f"{path}: the content{decompressed} is compressed again ({again})")
-    if b"\x00" in content[:1 << 16]:
-        raise DataError(f"{path}: binary content{decompressed} (NUL bytes), not a text file "
-                        "(a UTF-16 export? save it as UTF-8)")
+    if b"\x00" in content[: 1 << 16]:
+        raise DataError(
+            f"{path}: binary content{decompressed} (NUL bytes), not a text file (a UTF-16 export? save it as UTF-8)"
+        )
 
 
 def _data_line_numbers(content: bytes, comments: bool) -> np.ndarray:
@@ -171,5 +195,4 @@ def _data_line_numbers(content: bytes, comments: bool) -> np.ndarray:
 def _files(train: UserFile, test: UserFile | None) -> tuple[dict, dict]:
     """(checksums, provenance files) of the files read."""
     read = {"train": train, **({"test": test} if test is not None else {})}
-    return ({str(f.path): f.sha256 for f in read.values()},
-            {role: f.record() for role, f in read.items()})
+    return ({str(f.path): f.sha256 for f in read.values()}, {role: f.record() for role, f in read.items()})

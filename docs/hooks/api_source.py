@@ -18,8 +18,7 @@ def on_startup(command, dirty) -> None:  # noqa: ARG001 (mkdocs' hook signature)
     repo = Path(__file__).resolve().parents[2]
     root = repo / "build" / "api-src" / "vfl"
     root.mkdir(parents=True, exist_ok=True)
-    parts = [p.name for p in repo.iterdir()
-             if (p / "__init__.py").is_file() and p.name not in NOT_PARTS]
+    parts = [p.name for p in repo.iterdir() if (p / "__init__.py").is_file() and p.name not in NOT_PARTS]
     for part in parts:
         link = root / part
         if not link.is_symlink():

@@ -35,6 +35,19 @@ from .report import AuditReport, PairAudit, audit_lines, write_audit
 from .table import audit_markdown, audit_table, refuted_by_profile, table_lines
 from .transcripts import Probe, Recorder
 
-__all__ = ["AuditReport", "BOUNDS", "MAX_AUDIT_RUNS", "PairAudit", "Probe", "Recorder",
-           "SAMPLERS", "audit_config", "audit_lines", "audit_markdown", "audit_table",
-           "refuted_by_profile", "table_lines", "write_audit"]
+__all__ = [
+    "AuditReport",
+    "BOUNDS",
+    "MAX_AUDIT_RUNS",
+    "PairAudit",
+    "Probe",
+    "Recorder",
+    "SAMPLERS",
+    "audit_config",
+    "audit_lines",
+    "audit_markdown",
+    "audit_table",
+    "refuted_by_profile",
+    "table_lines",
+    "write_audit",
+]

@@ -47,8 +47,7 @@ def _batched(cls, config) -> bool:
 
 
 def _streams(seed, *key, n):
-    return [np.random.default_rng(s)
-            for s in np.random.SeedSequence(seed, spawn_key=key).spawn(n)]
+    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed, spawn_key=key).spawn(n)]
 
 
 def _worst_candidates(direction, data, candidates, T, seed, noise_scale, sampler, grid_bits):
@@ -63,22 +62,34 @@ def _worst_candidates(direction, data, candidates, T, seed, noise_scale, sampler
     best = {}
     for n, pair in enumerate(candidates):
         batched = _batched(direction.cls, direction.config)
-        runs = run_direction(direction, _base(pair, data), pair.data, T,
-                             None if sampler else _streams(seed, 10, n, n=PILOT_RUNS),
-                             [PILOT_RUNS] if batched else [1] * PILOT_RUNS,
-                             noise_scale=noise_scale, sampler=sampler, grid_bits=grid_bits,
-                             batched=batched)
+        runs = run_direction(
+            direction,
+            _base(pair, data),
+            pair.data,
+            T,
+            None if sampler else _streams(seed, 10, n, n=PILOT_RUNS),
+            [PILOT_RUNS] if batched else [1] * PILOT_RUNS,
+            noise_scale=noise_scale,
+            sampler=sampler,
+            grid_bits=grid_bits,
+            batched=batched,
+        )
         score = float(np.median(runs.squares))
         key = (pair.relation, pair.unit)  # per relation and unit
         if key not in best or score > best[key][0]:
             best[key] = (score, pair)
-    return [replace(pair, kind="adversarial",
-                    name=pair.name.replace("(candidate)", "(adversarial: exercises most)"),
-                    change=f"{pair.change}; of "
-                           f"{sum((c.relation, c.unit) == u for c in candidates)} "
-                           f"candidates, the one whose {PILOT_RUNS} pilot runs exercise most "
-                           f"(median realised mu^2 {score:.3g})")
-            for u, (score, pair) in sorted(best.items(), key=lambda kv: kv[0])]
+    return [
+        replace(
+            pair,
+            kind="adversarial",
+            name=pair.name.replace("(candidate)", "(adversarial: exercises most)"),
+            change=f"{pair.change}; of "
+            f"{sum((c.relation, c.unit) == u for c in candidates)} "
+            f"candidates, the one whose {PILOT_RUNS} pilot runs exercise most "
+            f"(median realised mu^2 {score:.3g})",
+        )
+        for u, (score, pair) in sorted(best.items(), key=lambda kv: kv[0])
+    ]
 
 
 def _claims(ledger, solver=None) -> dict:
@@ -117,11 +128,21 @@ def _first_per_unit(candidates):
     return list(seen.values())
 
 
-def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: float = 0.95,
-                 seed: int = 0, kinds=("natural", "adversarial"), max_pairs: int | None = None,
-                 on_progress: Callable[[str], None] | None = None,
-                 noise_scale: float = 1.0, bound: str = "auto", sampler: str = "numpy",
-                 batch: int | None = None) -> AuditReport:
+def audit_config(
+    config: Config,
+    *,
+    data_dir=None,
+    K: int = 100,
+    confidence: float = 0.95,
+    seed: int = 0,
+    kinds=("natural", "adversarial"),
+    max_pairs: int | None = None,
+    on_progress: Callable[[str], None] | None = None,
+    noise_scale: float = 1.0,
+    bound: str = "auto",
+    sampler: str = "numpy",
+    batch: int | None = None,
+) -> AuditReport:
     """Audit every privacy claim of ``config``'s mechanism (see the package docstring).
 
     ``bound``: ``"gdp"`` (Gaussian releases: the realised-mu estimator of
@@ -157,8 +178,9 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
     if not (math.isfinite(noise_scale) and noise_scale > 0):
         raise ConfigError(f"--noise-scale must be a finite number > 0, got {noise_scale!r}")
     if not config.privacy.claims_guarantee:
-        raise ConfigError(f"{config.name}: the run claims no privacy guarantee (set privacy.delta); "
-                          "there is nothing to audit")
+        raise ConfigError(
+            f"{config.name}: the run claims no privacy guarantee (set privacy.delta); there is nothing to audit"
+        )
     if not AUDIT_RUNS[0] <= K <= MAX_AUDIT_RUNS:  # fewer mean nothing; more hold the losses in memory
         raise ConfigError(f"--runs must be in [{AUDIT_RUNS[0]}, {MAX_AUDIT_RUNS}], got {K}")
     if not 0.5 <= confidence < 1:  # NaN too
@@ -173,8 +195,7 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
     grid_bits = GRID_BITS if exact is not None else None
     seq = np.random.SeedSequence(seed, spawn_key=(7,))
     try:
-        pairs = cls.neighbours(data, cls.typed_privacy(config.privacy.values),
-                               np.random.default_rng(seq.spawn(1)[0]))
+        pairs = cls.neighbours(data, cls.typed_privacy(config.privacy.values), np.random.default_rng(seq.spawn(1)[0]))
     except NotImplementedError as exc:
         raise ConfigError(str(exc)) from None
     # each relation with a ledger is audited against it: the features' and the labels'
@@ -191,76 +212,103 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
         first = next(p for p in counted if p.relation == relation)
         ledger = ledgers[relation]
         probed = probe(direction, _base(first, data), first.data, T, ledger)
-        plans[relation] = _Plan.of(relation, ledger, probed, bound, config.name,
-                                   sum(p.relation == relation for p in counted))
+        plans[relation] = _Plan.of(
+            relation, ledger, probed, bound, config.name, sum(p.relation == relation for p in counted)
+        )
     if not any(p.claims for p in plans.values()):
         raise ConfigError(f"{config.name}: no finite epsilon is claimed for this run")
     # the family: every pair, both directions and each claim a test counts once
     units = sum(p.n_pairs * p.tested for p in plans.values())
     level = family_level(confidence, units)
-    family = {"pairs": len(counted), "directions": 2,
-              "claims": max(p.tested for p in plans.values()), "tests": 2 * units,
-              "level": level,
-              "words": "; ".join(p.words(level) for p in plans.values())}
+    family = {
+        "pairs": len(counted),
+        "directions": 2,
+        "claims": max(p.tested for p in plans.values()),
+        "tests": 2 * units,
+        "level": level,
+        "words": "; ".join(p.words(level) for p in plans.values()),
+    }
     for p in plans.values():
         p.finish(K, level, bound)
         _check_power(config, K, noise_scale, p.use_gdp, family, p.claims, p.alt, p.gaussian)
-    sizes = {r: chunks(K, bytes_per_run(p.per_iteration), batch, config.name,
-                       _batched(cls, config))
-             for r, p in plans.items()}
+    sizes = {
+        r: chunks(K, bytes_per_run(p.per_iteration), batch, config.name, _batched(cls, config))
+        for r, p in plans.items()
+    }
 
     # each unit's worst candidate, by a pilot at this noise scale
-    pairs = _select(pairs, kinds, max_pairs, lambda c: _worst_candidates(
-        direction, data, c, T, seed, noise_scale, exact, grid_bits))
+    pairs = _select(
+        pairs, kinds, max_pairs, lambda c: _worst_candidates(direction, data, c, T, seed, noise_scale, exact, grid_bits)
+    )
 
     results = []
     for n, pair in enumerate(pairs):
         p = plans[pair.relation]
         D = _base(pair, data)
         batched = _batched(cls, config)
-        P = run_direction(direction, D, pair.data, T,
-                          None if exact else _streams(seed, 8, n, 0, n=K),
-                          sizes[pair.relation], noise_scale=noise_scale, sampler=exact,
-                          grid_bits=grid_bits, batched=batched)
-        Q = run_direction(direction, pair.data, D, T,
-                          None if exact else _streams(seed, 8, n, 1, n=K),
-                          sizes[pair.relation], noise_scale=noise_scale, sampler=exact,
-                          grid_bits=grid_bits, batched=batched)
+        P = run_direction(
+            direction,
+            D,
+            pair.data,
+            T,
+            None if exact else _streams(seed, 8, n, 0, n=K),
+            sizes[pair.relation],
+            noise_scale=noise_scale,
+            sampler=exact,
+            grid_bits=grid_bits,
+            batched=batched,
+        )
+        Q = run_direction(
+            direction,
+            pair.data,
+            D,
+            T,
+            None if exact else _streams(seed, 8, n, 1, n=K),
+            sizes[pair.relation],
+            noise_scale=noise_scale,
+            sampler=exact,
+            grid_bits=grid_bits,
+            batched=batched,
+        )
         audit = PairAudit.of(pair, P, Q)
         if p.use_gdp:
-            bands = [gdp_bound(m, level, losses=L)
-                     for m, L in ((audit.mus_P, P.loss), (audit.mus_Q, Q.loss))]
+            bands = [gdp_bound(m, level, losses=L) for m, L in ((audit.mus_P, P.loss), (audit.mus_Q, Q.loss))]
             audit.checks = (bands[0].check, bands[1].check)
-            verdicts = {name: gdp_verdict(*bands, eps, d)
-                        for name, (eps, d) in p.claims.items() if name != "profile"}
+            verdicts = {name: gdp_verdict(*bands, eps, d) for name, (eps, d) in p.claims.items() if name != "profile"}
             if "profile" in p.claims:
                 verdicts["profile"] = gdp_profile_verdict(*bands, p.mu["profile"])
         else:
             bound_rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(9, n)))
             verdicts = {
                 # (audit_verdict splits its level over the two directions)
-                name: audit_verdict(P.loss, Q.loss, eps, d, 1.0 - 2.0 * (1.0 - level),
-                                    method=p.methods[name], rng=bound_rng,
-                                    clip=p.clips[name] if p.methods[name] == "truncated-kl"
-                                    else None)
-                for name, (eps, d) in p.claims.items()}
+                name: audit_verdict(
+                    P.loss,
+                    Q.loss,
+                    eps,
+                    d,
+                    1.0 - 2.0 * (1.0 - level),
+                    method=p.methods[name],
+                    rng=bound_rng,
+                    clip=p.clips[name] if p.methods[name] == "truncated-kl" else None,
+                )
+                for name, (eps, d) in p.claims.items()
+            }
         audit.verdicts = p.named(verdicts)
         audit.exercised = _exercised(p.ledger, P, Q, noise_scale)
         results.append(audit)
         if on_progress:
             summary = "; ".join(f"{c}: {v.verdict}" for c, v in audit.verdicts.items())
-            ratio = "" if not np.isfinite(audit.exercised) else \
-                f"; exercised/charged sensitivity {audit.exercised:.3g}"
-            on_progress(f"[{n + 1}/{len(pairs)}] {pair.name}: mean loss {P.loss.mean():.4g}"
-                        f"{ratio}; {summary}")
+            ratio = "" if not np.isfinite(audit.exercised) else f"; exercised/charged sensitivity {audit.exercised:.3g}"
+            on_progress(f"[{n + 1}/{len(pairs)}] {pair.name}: mean loss {P.loss.mean():.4g}{ratio}; {summary}")
     claims, mu = {}, {}
     for p in plans.values():
         if p.use_gdp and "profile" in p.claims:
             # the profile's point: where the pair that comes closest to (or beyond) the curve is
             name = p.named({"profile": None}).popitem()[0]
-            top = max((a for a in results if name in a.verdicts),
-                      key=lambda a: a.verdicts[name].forward.lower /
-                      max(a.verdicts[name].delta, 1e-300))
+            top = max(
+                (a for a in results if name in a.verdicts),
+                key=lambda a: a.verdicts[name].forward.lower / max(a.verdicts[name].delta, 1e-300),
+            )
             p.claims["profile"] = (top.verdicts[name].epsilon, top.verdicts[name].delta)
         claims.update(p.named(p.claims))
         mu.update(p.named(p.mu))
@@ -268,24 +316,40 @@ def audit_config(config: Config, *, data_dir=None, K: int = 100, confidence: flo
     info = solver.privacy_info() or PrivacyInfo()
     meaning = info.other_claims_meaning or {}
     gdp = plans.get("features") is not None and plans["features"].use_gdp
-    labels = {"guarantee": "the guarantee (enforced sensitivity)",
-              "profile": ("the guarantee's whole curve (mu-GDP), at its smallest epsilon "
-                          "refuted, else where the bound comes closest"
-                          if gdp else
-                          "the guarantee's profile where the audit has most power (same ledger)"),
-              "paper": f"the paper's claim ({cls.paper_claim or 'its own analysis'})",
-              "labels": "the label guarantee (one label flipped; enforced sensitivity)",
-              "labels_profile": "the label guarantee's profile where the audit has most power",
-              # the other claims' own words, up to their first colon (the short name)
-              **{name: meaning.get(name, name).split(":")[0] for name in claims
-                 if name not in ("guarantee", "paper", "profile", "labels", "labels_profile")}}
-    return AuditReport(config=config, K=K, confidence=confidence, claims=claims, pairs=results,
-                       gaussian_mu=mu, labels=labels, noise_scale=noise_scale,
-                       mechanism=cls.title,
-                       relation=stated_on(info.neighbouring or "", plan.cleaning),
-                       seconds=perf_counter() - started,
-                       cpu_seconds=process_time() - cpu_started, family=family, sampler=sampler,
-                       batches=sizes.get("features", next(iter(sizes.values()))))
+    labels = {
+        "guarantee": "the guarantee (enforced sensitivity)",
+        "profile": (
+            "the guarantee's whole curve (mu-GDP), at its smallest epsilon refuted, else where the bound comes closest"
+            if gdp
+            else "the guarantee's profile where the audit has most power (same ledger)"
+        ),
+        "paper": f"the paper's claim ({cls.paper_claim or 'its own analysis'})",
+        "labels": "the label guarantee (one label flipped; enforced sensitivity)",
+        "labels_profile": "the label guarantee's profile where the audit has most power",
+        # the other claims' own words, up to their first colon (the short name)
+        **{
+            name: meaning.get(name, name).split(":")[0]
+            for name in claims
+            if name not in ("guarantee", "paper", "profile", "labels", "labels_profile")
+        },
+    }
+    return AuditReport(
+        config=config,
+        K=K,
+        confidence=confidence,
+        claims=claims,
+        pairs=results,
+        gaussian_mu=mu,
+        labels=labels,
+        noise_scale=noise_scale,
+        mechanism=cls.title,
+        relation=stated_on(info.neighbouring or "", plan.cleaning),
+        seconds=perf_counter() - started,
+        cpu_seconds=process_time() - cpu_started,
+        family=family,
+        sampler=sampler,
+        batches=sizes.get("features", next(iter(sizes.values()))),
+    )
 
 
 class _Plan:
@@ -303,8 +367,7 @@ class _Plan:
             self.alt["guarantee"] = ledger.laplace_mu()
         #: claims tested separately: one GDP bound covers every claim; a hockey-stick bound
         #: tests each, and the profile when the ledger claims one
-        self.tested = 1 if use_gdp else \
-            len(claims) + ("guarantee" in claims and "guarantee" in self.alt)
+        self.tested = 1 if use_gdp else len(claims) + ("guarantee" in claims and "guarantee" in self.alt)
 
     @classmethod
     def of(cls, relation, ledger, probed, bound, name, n_pairs):
@@ -315,17 +378,20 @@ class _Plan:
                 f"{name}: --bound gdp needs Gaussian releases, and this mechanism's "
                 f"{relation} releases are not Gaussian (Laplace noise or randomized response), "
                 "whose privacy loss no realised mu fixes: use --bound auto, kl, "
-                "clopper-pearson or truncated-kl")
-        return cls(relation, ledger, probed, claims, gaussian,
-                   bound == "gdp" or (bound == "auto" and gaussian), n_pairs)
+                "clopper-pearson or truncated-kl"
+            )
+        return cls(
+            relation, ledger, probed, claims, gaussian, bound == "gdp" or (bound == "auto" and gaussian), n_pairs
+        )
 
     def words(self, level) -> str:
         what = "" if self.relation == "features" else f" ({self.relation})"
         if self.use_gdp:
-            return (f"{self.n_pairs} pairs{what} x 2 directions, one bound per direction "
-                    f"covering every claim, each at {level:.4%}")
-        return (f"{self.n_pairs} pairs{what} x 2 directions x {self.tested} claims, each test "
-                f"at {level:.4%}")
+            return (
+                f"{self.n_pairs} pairs{what} x 2 directions, one bound per direction "
+                f"covering every claim, each at {level:.4%}"
+            )
+        return f"{self.n_pairs} pairs{what} x 2 directions x {self.tested} claims, each test at {level:.4%}"
 
     def finish(self, K, level, bound) -> None:
         """The profile the ledger claims and each claim's bound, from ``K`` and the level."""
@@ -344,15 +410,19 @@ class _Plan:
             return
         if "guarantee" in claims and "guarantee" in alt:
             top = max(claims["guarantee"][0], 4.0 * alt["guarantee"])
-            e_star = powerful_epsilon(alt["guarantee"], K, top, level,
-                                      claimed=None if self.gaussian else self.ledger.delta_at)
-            claims["profile"] = (e_star, float(gaussian_delta(e_star, 1.0 / mu["guarantee"]))
-                                 if self.gaussian else float(self.ledger.delta_at(e_star)[0]))
+            e_star = powerful_epsilon(
+                alt["guarantee"], K, top, level, claimed=None if self.gaussian else self.ledger.delta_at
+            )
+            claims["profile"] = (
+                e_star,
+                float(gaussian_delta(e_star, 1.0 / mu["guarantee"]))
+                if self.gaussian
+                else float(self.ledger.delta_at(e_star)[0]),
+            )
             alt["profile"] = alt["guarantee"]
         self.clips = {name: truncation_level(alt[name], K, claims[name][0]) for name in alt}
         for name, (_, d) in claims.items():
-            m = bound if bound != "auto" else choose_bound(K, d, level,
-                                                           clip=self.clips.get(name))
+            m = bound if bound != "auto" else choose_bound(K, d, level, clip=self.clips.get(name))
             self.methods[name] = "kl" if m == "truncated-kl" and name not in self.clips else m
 
     def named(self, by_claim: dict) -> dict:
@@ -396,7 +466,8 @@ def _check_power(config, K, noise_scale, use_gdp, family, claims, alt, gaussian)
                 f"--noise-scale {noise_scale:g} with --runs {K}: the GDP bound over {K} runs "
                 f"per direction keeps {factor(K):.0%} of delta at their smallest realised mu "
                 f"at the family's level ({family['level']:.4%}), less than half; use --runs "
-                f"{need} or more")
+                f"{need} or more"
+            )
         return
     if "guarantee" not in alt:
         return
@@ -406,8 +477,7 @@ def _check_power(config, K, noise_scale, use_gdp, family, claims, alt, gaussian)
 
     def powerful(k):
         claimed = gaussian_delta(eps, 1.0 / mu)
-        return any(r > refutation_threshold(k, float(min(c, 1 - 1e-12)), 1.0 - alpha)
-                   for r, c in zip(reached, claimed))
+        return any(r > refutation_threshold(k, float(min(c, 1 - 1e-12)), 1.0 - alpha) for r, c in zip(reached, claimed))
 
     if not powerful(K):
         need = K
@@ -416,5 +486,5 @@ def _check_power(config, K, noise_scale, use_gdp, family, claims, alt, gaussian)
         raise ConfigError(
             f"--noise-scale {noise_scale:g} with --runs {K}: a hockey-stick bound over {K} "
             f"runs cannot refute the guarantee even with the noise at {noise_scale:g} and "
-            f"the whole sensitivity exercised; use --runs {need} or more"
-            + ("" if not gaussian else ", or --bound gdp"))
+            f"the whole sensitivity exercised; use --runs {need} or more" + ("" if not gaussian else ", or --bound gdp")
+        )

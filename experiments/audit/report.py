@@ -10,11 +10,14 @@ import numpy as np
 
 from .transcripts import DirectionRuns
 
-__all__ = ["AuditReport", "PairAudit", "audit_lines", "write_audit", "BOUND_NAMES",
-           "GUARANTEE_NAMES", "PROFILE"]
+__all__ = ["AuditReport", "PairAudit", "audit_lines", "write_audit", "BOUND_NAMES", "GUARANTEE_NAMES", "PROFILE"]
 
-BOUND_NAMES = {"kl": "Chernoff-KL", "clopper-pearson": "Clopper-Pearson",
-               "truncated-kl": "truncated Chernoff-KL", "gdp": "GDP, realised mu"}
+BOUND_NAMES = {
+    "kl": "Chernoff-KL",
+    "clopper-pearson": "Clopper-Pearson",
+    "truncated-kl": "truncated Chernoff-KL",
+    "gdp": "GDP, realised mu",
+}
 #: the label relation's claims, named apart from the features' (``guarantee``, ``profile``)
 GUARANTEE_NAMES = {"guarantee": "labels", "profile": "labels_profile"}
 #: each guarantee's profile point: the features' (``guarantee``) and the labels'
@@ -46,8 +49,9 @@ class PairAudit:
     def of(cls, pair, P: DirectionRuns, Q: DirectionRuns):
         gaussian = not (P.laplace or Q.laplace)
         mus = (np.sqrt(P.squares), np.sqrt(Q.squares)) if gaussian else (np.zeros(0),) * 2
-        return cls(pair.name, pair.kind, pair.change, P.loss, Q.loss, mus_P=mus[0],
-                   mus_Q=mus[1], relation=pair.relation)
+        return cls(
+            pair.name, pair.kind, pair.change, P.loss, Q.loss, mus_P=mus[0], mus_Q=mus[1], relation=pair.relation
+        )
 
 
 @dataclass
@@ -75,31 +79,42 @@ class AuditReport:
 
     def summary(self) -> dict:
         """What ``audit.json`` records and :func:`audit_table` reads back, JSON-ready."""
+
         def top(claim):
             return next(p.verdicts[claim] for p in self.pairs if claim in p.verdicts)
 
         checks = [c for p in self.pairs for c in p.checks if np.isfinite(c)]
-        return {"name": self.config.name, "mechanism": self.mechanism, "relation": self.relation,
-                "K": self.K, "confidence": self.confidence, "noise_scale": self.noise_scale,
-                "pairs": len(self.pairs), "seconds": self.seconds,
-                "cpu_seconds": self.cpu_seconds, "sampler": self.sampler,
-                "batches": self.batches, "family": self.family,
-                "claims": {c: list(v) for c, v in self.claims.items()},
-                "verdicts": {c: self.verdict(c) for c in self.claims},
-                "labels": self.labels,
-                "bounds": {c: top(c).method for c in self.claims},
-                "clips": {c: top(c).clip for c in self.claims},
-                "levels": {c: top(c).confidence for c in self.claims},
-                "epsilon_refuted": {c: self.epsilon_refuted(c) for c in self.claims},
-                "exercised_over_charged": self.exercised(),
-                "exercised_over_charged_labels": self.exercised("labels"),
-                "gdp_check": min(checks) if checks else None}
+        return {
+            "name": self.config.name,
+            "mechanism": self.mechanism,
+            "relation": self.relation,
+            "K": self.K,
+            "confidence": self.confidence,
+            "noise_scale": self.noise_scale,
+            "pairs": len(self.pairs),
+            "seconds": self.seconds,
+            "cpu_seconds": self.cpu_seconds,
+            "sampler": self.sampler,
+            "batches": self.batches,
+            "family": self.family,
+            "claims": {c: list(v) for c, v in self.claims.items()},
+            "verdicts": {c: self.verdict(c) for c in self.claims},
+            "labels": self.labels,
+            "bounds": {c: top(c).method for c in self.claims},
+            "clips": {c: top(c).clip for c in self.claims},
+            "levels": {c: top(c).confidence for c in self.claims},
+            "epsilon_refuted": {c: self.epsilon_refuted(c) for c in self.claims},
+            "exercised_over_charged": self.exercised(),
+            "exercised_over_charged_labels": self.exercised("labels"),
+            "gdp_check": min(checks) if checks else None,
+        }
 
     def exercised(self, relation: str = "features") -> float | None:
         """The best pair's exercised / charged sensitivity under ``relation`` (None if no
         ratio applies)."""
-        return max((p.exercised for p in self.pairs
-                    if p.relation == relation and np.isfinite(p.exercised)), default=None)
+        return max(
+            (p.exercised for p in self.pairs if p.relation == relation and np.isfinite(p.exercised)), default=None
+        )
 
     def rejected(self, pair: PairAudit) -> bool:
         """Whether the GDP estimator's check rejects its assumption for ``pair``: a
@@ -111,8 +126,11 @@ class AuditReport:
         """The pairs' results of ``claim`` that count: a GDP bound of a pair whose check
         rejects its assumption refutes nothing (dropping tests can only lower the family's
         chance of a false refutation)."""
-        return [p.verdicts[claim] for p in self.pairs if claim in p.verdicts
-                and not (p.verdicts[claim].method == "gdp" and self.rejected(p))]
+        return [
+            p.verdicts[claim]
+            for p in self.pairs
+            if claim in p.verdicts and not (p.verdicts[claim].method == "gdp" and self.rejected(p))
+        ]
 
     def verdict(self, claim: str) -> str:
         """PASS or REFUTED over every pair that counts; a guarantee includes its profile."""
@@ -130,25 +148,34 @@ class AuditReport:
         out = []
         for p in self.pairs:
             for claim, r in p.verdicts.items():
-                out.append({"pair": p.name, "kind": p.kind, "claim": claim,
-                            "epsilon": r.epsilon, "delta": r.delta,
-                            "delta_hat": r.forward.estimate,
-                            "delta_lower": max(r.forward.lower, r.reverse.lower
-                                               if r.reverse is not None else 0.0),
-                            "delta_hat_reverse": r.reverse.estimate if r.reverse else None,
-                            "epsilon_refuted": r.epsilon_refuted,
-                            "loss_mean": float(np.mean(p.losses_P)),
-                            "loss_std": float(np.std(p.losses_P, ddof=1))
-                            if p.losses_P.size > 1 else 0.0,
-                            "loss_max": float(np.max(p.losses_P)),
-                            "mu_median": float(np.median(p.mus_P)) if p.mus_P.size else None,
-                            "mu_min": float(np.min(p.mus_P)) if p.mus_P.size else None,
-                            "exercised_over_charged": p.exercised,
-                            "gdp_check_forward": p.checks[0], "gdp_check_reverse": p.checks[1],
-                            "counted": not (r.method == "gdp" and self.rejected(p)),
-                            "noise_scale": self.noise_scale,
-                            "verdict": r.verdict, "K": self.K, "bound": r.method,
-                            "clip": r.clip, "confidence": r.confidence})
+                out.append(
+                    {
+                        "pair": p.name,
+                        "kind": p.kind,
+                        "claim": claim,
+                        "epsilon": r.epsilon,
+                        "delta": r.delta,
+                        "delta_hat": r.forward.estimate,
+                        "delta_lower": max(r.forward.lower, r.reverse.lower if r.reverse is not None else 0.0),
+                        "delta_hat_reverse": r.reverse.estimate if r.reverse else None,
+                        "epsilon_refuted": r.epsilon_refuted,
+                        "loss_mean": float(np.mean(p.losses_P)),
+                        "loss_std": float(np.std(p.losses_P, ddof=1)) if p.losses_P.size > 1 else 0.0,
+                        "loss_max": float(np.max(p.losses_P)),
+                        "mu_median": float(np.median(p.mus_P)) if p.mus_P.size else None,
+                        "mu_min": float(np.min(p.mus_P)) if p.mus_P.size else None,
+                        "exercised_over_charged": p.exercised,
+                        "gdp_check_forward": p.checks[0],
+                        "gdp_check_reverse": p.checks[1],
+                        "counted": not (r.method == "gdp" and self.rejected(p)),
+                        "noise_scale": self.noise_scale,
+                        "verdict": r.verdict,
+                        "K": self.K,
+                        "bound": r.method,
+                        "clip": r.clip,
+                        "confidence": r.confidence,
+                    }
+                )
         return out
 
 
@@ -184,43 +211,50 @@ def audit_lines(report: AuditReport) -> list[str]:
     """What ``vfl audit`` prints: the design, the family's confidence, the exercised
     sensitivity, the estimator's check, one line per claim."""
     f = report.family
-    lines = [f"audit of {report.config.name}: {len(report.pairs)} neighbouring pairs x "
-             f"{report.K} runs x 2 directions"
-             + ("" if report.sampler == "numpy" else ", the deployed exact sampler")
-             + f"; {report.confidence:.0%} over the whole family ({f.get('words', '')})"]
+    lines = [
+        f"audit of {report.config.name}: {len(report.pairs)} neighbouring pairs x "
+        f"{report.K} runs x 2 directions"
+        + ("" if report.sampler == "numpy" else ", the deployed exact sampler")
+        + f"; {report.confidence:.0%} over the whole family ({f.get('words', '')})"
+    ]
     if report.noise_scale != 1.0:
-        lines.append(f"  noise scaled by {report.noise_scale:g}: a calibration of the audit; the "
-                     "guarantee is void for these runs")
+        lines.append(
+            f"  noise scaled by {report.noise_scale:g}: a calibration of the audit; the "
+            "guarantee is void for these runs"
+        )
     for relation in ("features", "labels"):
         ratio = report.exercised(relation)
         if ratio is not None:
             what = "" if relation == "features" else " of the labels"
-            lines.append(f"  exercised / charged sensitivity{what}, best pair (median over its "
-                         f"runs): {ratio:.3g}")
+            lines.append(f"  exercised / charged sensitivity{what}, best pair (median over its runs): {ratio:.3g}")
     checks = [c for p in report.pairs for c in p.checks if np.isfinite(c)]
     if checks:
         rejected = [i + 1 for i, p in enumerate(report.pairs) if report.rejected(p)]
-        lines.append(f"  GDP estimator's assumption (losses Gaussian given the realised mu): "
-                     f"smallest Kolmogorov-Smirnov p over {len(checks)} directions "
-                     f"{min(checks):.3g}" + (
-                         f" -- REJECTED at 1% for pair(s) {', '.join(map(str, rejected))}: "
-                         "their bounds refute nothing" if rejected else ""))
+        lines.append(
+            f"  GDP estimator's assumption (losses Gaussian given the realised mu): "
+            f"smallest Kolmogorov-Smirnov p over {len(checks)} directions "
+            f"{min(checks):.3g}"
+            + (
+                f" -- REJECTED at 1% for pair(s) {', '.join(map(str, rejected))}: their bounds refute nothing"
+                if rejected
+                else ""
+            )
+        )
     rows = report.rows()
     for claim, (eps, delta) in report.claims.items():
         lows = [r["delta_lower"] for r in rows if r["claim"] == claim and r["counted"]] or [0.0]
         first = next(p.verdicts[claim] for p in report.pairs if claim in p.verdicts)
-        named = BOUND_NAMES[first.method] + \
-            (f", samples capped at {first.clip:.3g}" if first.clip < 1 else "")
+        named = BOUND_NAMES[first.method] + (f", samples capped at {first.clip:.3g}" if first.clip < 1 else "")
         refuted = report.epsilon_refuted(claim)
-        ratio = "" if not eps > 0 or claim in PROFILE.values() else \
-            f" ({refuted / eps:.2f} of it)"
-        lines.append(f"  {report.verdict(claim):8} {report.labels.get(claim, claim)}: "
-                     f"({eps:.4g}, {delta:.2g})-DP; largest lower bound on delta(eps): "
-                     f"{max(lows):.3g} ({named}); epsilon refuted up to {refuted:.3g}{ratio}")
+        ratio = "" if not eps > 0 or claim in PROFILE.values() else f" ({refuted / eps:.2f} of it)"
+        lines.append(
+            f"  {report.verdict(claim):8} {report.labels.get(claim, claim)}: "
+            f"({eps:.4g}, {delta:.2g})-DP; largest lower bound on delta(eps): "
+            f"{max(lows):.3g} ({named}); epsilon refuted up to {refuted:.3g}{ratio}"
+        )
     return lines
 
 
 def ratio(epsilon_lower, epsilon) -> float:
     """``epsilon_lower / epsilon`` (NaN for a claim of epsilon 0)."""
-    return epsilon_lower / epsilon if epsilon and epsilon > 0 and math.isfinite(epsilon) \
-        else float("nan")
+    return epsilon_lower / epsilon if epsilon and epsilon > 0 and math.isfinite(epsilon) else float("nan")

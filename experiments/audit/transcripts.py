@@ -62,8 +62,10 @@ def _core(event, mean, B: int) -> np.ndarray:
         return m.reshape(1, event.units.size, int(event.size))
     if B > 1 and m.size == B * n and m.shape[:1] == (B,):
         return m.reshape(B, event.units.size, int(event.size))
-    raise RuntimeError(f"a release of {event.units.size} units x {event.size} values came with "
-                       f"a mean of shape {m.shape}: neither one run's nor {B} runs'")
+    raise RuntimeError(
+        f"a release of {event.units.size} units x {event.size} values came with "
+        f"a mean of shape {m.shape}: neither one run's nor {B} runs'"
+    )
 
 
 def _shape_back(mean, B: int, core: np.ndarray) -> tuple:
@@ -77,8 +79,7 @@ class Recorder:
     """Observer of the ``B`` runs on ``D``: draws their noise, keeps each release for the
     follower, returns the ``B`` released values. ``noise_scale`` multiplies every scale."""
 
-    def __init__(self, B: int, rngs=None, noise_scale: float = 1.0, sampler=None,
-                 batched: bool = True):
+    def __init__(self, B: int, rngs=None, noise_scale: float = 1.0, sampler=None, batched: bool = True):
         if batched and B < 2:
             raise ValueError("a batch holds at least 2 runs")
         if not batched and B != 1:
@@ -103,15 +104,16 @@ class Recorder:
         shape = (self.B,) + m.shape[1:]
         if event.mechanism == "randomized_response":  # labels +-1 kept w.p. e^eps / (1 + e^eps)
             eps, full = 1.0 / float(s.ravel()[0]), np.broadcast_to(m, shape)
-            out = randomized_response(full, eps, self.sampler) if self.sampler is not None \
-                else np.stack([randomized_response(full[b], eps, r)
-                               for b, r in enumerate(self.rngs)])
+            out = (
+                randomized_response(full, eps, self.sampler)
+                if self.sampler is not None
+                else np.stack([randomized_response(full[b], eps, r) for b, r in enumerate(self.rngs)])
+            )
         elif self.sampler is None:
             out = m + s * self._noise(event.mechanism, m.shape[1:])
         else:  # the deployed sampler: the mean on the grid, exact integer noise
             full = np.broadcast_to(s, shape)
-            out = self.sampler.add(event.mechanism, np.broadcast_to(m, shape).ravel(),
-                                   full.ravel()).reshape(shape)
+            out = self.sampler.add(event.mechanism, np.broadcast_to(m, shape).ravel(), full.ravel()).reshape(shape)
         self.pending.append(_Pending(event, m, out, s))
         self.released += 1
         return out.reshape(_shape_back(mean, self.B, m) if self.batched else np.shape(mean))
@@ -133,10 +135,8 @@ class Follower:
         if not self.recorder.pending:
             raise RuntimeError("the neighbouring run released more than the audited one")
         p = self.recorder.pending.pop(0)
-        if p.event.mechanism != event.mechanism or \
-                p.event.units.tolist() != event.units.tolist():
-            raise RuntimeError("the neighbouring run's releases do not line up with the "
-                               "audited run's")
+        if p.event.mechanism != event.mechanism or p.event.units.tolist() != event.units.tolist():
+            raise RuntimeError("the neighbouring run's releases do not line up with the audited run's")
         other = _core(event, mean, self.B)
         self._add(p, other)
         self.consumed += 1
@@ -150,8 +150,7 @@ class Follower:
             eps = rr_epsilon(1.0 / float(s.ravel()[0]))[1]
             term = np.where(m == m2, 0.0, np.where(o == m, eps, -eps))
             self.totals.loss += np.sum(term, axis=(1, 2))
-            self.totals.squares += np.broadcast_to(
-                np.sum(((m - m2) * eps) ** 2, axis=(1, 2)), (self.B,))
+            self.totals.squares += np.broadcast_to(np.sum(((m - m2) * eps) ** 2, axis=(1, 2)), (self.B,))
             # no realised mu fixes a pure loss either; labels equal on both sides add nothing
             self.totals.laplace |= bool(np.any(m != m2))
             return
@@ -220,8 +219,7 @@ class Direction:
         from ..settings import Prepared
 
         streams = Streams(self.config.run.seed, replayable_noise=True)
-        prepared = Prepared(data=data, test=None, y_test=None, y_train=None, distribution={},
-                            objective=self.objective)
+        prepared = Prepared(data=data, test=None, y_test=None, y_train=None, distribution={}, objective=self.objective)
         return _build(self.cls, self.config, prepared, streams)
 
 
@@ -237,8 +235,7 @@ class ProbeResult:
     solver: object = None
 
 
-def probe(direction: Direction, own_data, other_data, iterations: int,
-          ledger=None) -> ProbeResult:
+def probe(direction: Direction, own_data, other_data, iterations: int, ledger=None) -> ProbeResult:
     """The noiseless run on ``own_data`` with ``other_data`` teacher-forced (``ledger``
     records its releases: their charges do not depend on the noise)."""
     own, other = direction.build(own_data), direction.build(other_data)
@@ -270,10 +267,20 @@ class DirectionRuns:
     seconds: list = field(default_factory=list)
 
 
-def run_direction(direction: Direction, own_data, other_data, iterations: int, rngs,
-                  sizes: list[int], *, noise_scale: float = 1.0, sampler=None,
-                  grid_bits: int | None = None, ledger=None,
-                  batched: bool | None = None) -> DirectionRuns:
+def run_direction(
+    direction: Direction,
+    own_data,
+    other_data,
+    iterations: int,
+    rngs,
+    sizes: list[int],
+    *,
+    noise_scale: float = 1.0,
+    sampler=None,
+    grid_bits: int | None = None,
+    ledger=None,
+    batched: bool | None = None,
+) -> DirectionRuns:
     """The runs of one direction, in chunks of ``sizes`` runs (``rngs``: one stream per run,
     or None with ``sampler``). ``ledger`` (fresh) records the first chunk's releases.
     ``batched`` False runs chunks of one run without the leading axis (default: batched
@@ -284,8 +291,7 @@ def run_direction(direction: Direction, own_data, other_data, iterations: int, r
     for B in sizes:
         own, other = direction.build(own_data), direction.build(other_data)
         own.public_memo = other.public_memo = PublicMemo()  # the public values are equal
-        rec = Recorder(B, None if rngs is None else rngs[start:start + B], noise_scale,
-                       sampler, batched=batched)
+        rec = Recorder(B, None if rngs is None else rngs[start : start + B], noise_scale, sampler, batched=batched)
         fol = Follower(rec, grid_bits)
         own.observer, other.observer = rec, fol
         with np.errstate(over="ignore", invalid="ignore"):
@@ -315,8 +321,7 @@ def available_memory() -> int:
     return 4 << 30
 
 
-def chunks(K: int, per_run: int, batch: int | None, what: str,
-           batched: bool = True) -> list[int]:
+def chunks(K: int, per_run: int, batch: int | None, what: str, batched: bool = True) -> list[int]:
     """Chunk sizes (each >= 2) for ``K`` runs of ``per_run`` bytes each (one run per chunk
     for a solver that cannot carry them: ``batched`` False).
 
@@ -335,9 +340,11 @@ def chunks(K: int, per_run: int, batch: int | None, what: str,
             raise ConfigError(
                 f"--batch {batch} needs about {_size(need)} for {what} ({_size(per_run)} per "
                 f"run), more than the {_size(free)} available: use --batch {fits} or less, "
-                "or leave it out (the audit then chunks its runs)" if fits >= 2 else
-                f"--batch {batch} needs about {_size(need)} for {what} ({_size(per_run)} per "
-                f"run), more than the {_size(free)} available, and not even 2 runs fit")
+                "or leave it out (the audit then chunks its runs)"
+                if fits >= 2
+                else f"--batch {batch} needs about {_size(need)} for {what} ({_size(per_run)} per "
+                f"run), more than the {_size(free)} available, and not even 2 runs fit"
+            )
         size = min(batch, K)
     else:
         budget = min(DEFAULT_BUDGET, available_memory() // 4)

@@ -19,14 +19,16 @@ METHODS = {"admm_sharing": "admm-a9a", "fdml_sgd": "fdml-a9a", "private_stacking
 PAPER = Paper(
     key="attacks",
     title="Attacks on vertical FL: label inference and feature reconstruction vs epsilon",
-    source="vfl's own study: Li et al. 2021, Fu et al. 2022 attacks; the ceiling "
-           "of (epsilon, delta)-DP",
+    source="vfl's own study: Li et al. 2021, Fu et al. 2022 attacks; the ceiling of (epsilon, delta)-DP",
     module="vfl.papers.attacks.figures",
     figures=(
-        Figure("attacks", "attack AUC vs epsilon per vertical method, both directions (labels "
-               "towards the passive parties, features towards party 1), with the ceiling, the "
-               "undefended point and the test log loss",
-               configs=tuple(METHODS.values()),
-               draw="draw"),
+        Figure(
+            "attacks",
+            "attack AUC vs epsilon per vertical method, both directions (labels "
+            "towards the passive parties, features towards party 1), with the ceiling, the "
+            "undefended point and the test log loss",
+            configs=tuple(METHODS.values()),
+            draw="draw",
+        ),
     ),
 )

@@ -58,13 +58,30 @@ STACKING_FEATURE_EPSILON = 1.0
 #: on public rows (papers/private_utility/configs/: private-stacking-a9a.toml at epsilon 1,
 #: private-utility-admm-a9a.toml's row-level accounting); no entry: no feature-DP mechanism
 FEATURE_PRIVACY = {
-    "private_stacking": {"delta": 1e-5, "clip": 2.0, "split": [0.3, 0.68, 0.02],
-                         "model_noise": 0.3},
-    "admm_sharing": {"form": "output", "delta": 1e-5, "calibration": "sound",
-                     "neighbours": "row", "b1": 1.0, "clip": 1.0, "input_clip": 2.0},
+    "private_stacking": {"delta": 1e-5, "clip": 2.0, "split": [0.3, 0.68, 0.02], "model_noise": 0.3},
+    "admm_sharing": {
+        "form": "output",
+        "delta": 1e-5,
+        "calibration": "sound",
+        "neighbours": "row",
+        "b1": 1.0,
+        "clip": 1.0,
+        "input_clip": 2.0,
+    },
 }
-COLUMNS = ("method", "direction", "epsilon", "attack", "auc", "auc_lo", "auc_hi", "ceiling",
-           "epsilon_lower", "test_logloss", "party1_logloss")
+COLUMNS = (
+    "method",
+    "direction",
+    "epsilon",
+    "attack",
+    "auc",
+    "auc_lo",
+    "auc_hi",
+    "ceiling",
+    "epsilon_lower",
+    "test_logloss",
+    "party1_logloss",
+)
 
 
 def _variant(raw: dict, method: str, direction: str, epsilon: float | None) -> dict:
@@ -96,24 +113,33 @@ def _point(config, method: str, direction: str, epsilon, party1: float) -> list[
     rows = []
     for name in names:
         o = run_attack(config, name, transcript=tr)
-        rows.append({"method": method, "direction": direction,
-                     "epsilon": math.inf if epsilon is None else epsilon, "attack": name,
-                     "auc": o.auc, "auc_lo": o.auc_ci[0], "auc_hi": o.auc_ci[1],
-                     "ceiling": np.nan if o.ceiling is None else o.ceiling,
-                     "epsilon_lower": o.epsilon_lower, "test_logloss": test,
-                     "party1_logloss": party1})
+        rows.append(
+            {
+                "method": method,
+                "direction": direction,
+                "epsilon": math.inf if epsilon is None else epsilon,
+                "attack": name,
+                "auc": o.auc,
+                "auc_lo": o.auc_ci[0],
+                "auc_hi": o.auc_ci[1],
+                "ceiling": np.nan if o.ceiling is None else o.ceiling,
+                "epsilon_lower": o.epsilon_lower,
+                "test_logloss": test,
+                "party1_logloss": party1,
+            }
+        )
     return rows
 
 
 def _party1(config) -> float:
     """Party 1 alone (sklearn on its block, the config's objective): the test log loss to beat."""
     plan = plan_run(config)
-    return float(plan.setting.baselines(plan.first, use_cache=True)["sklearn_local_only"]
-                 ["test_logloss"])
+    return float(plan.setting.baselines(plan.first, use_cache=True)["sklearn_local_only"]["test_logloss"])
 
 
-def runs(configs: Path, echo=click.echo, epsilons=EPSILONS, methods=None,
-         directions=("labels", "features")) -> pd.DataFrame:
+def runs(
+    configs: Path, echo=click.echo, epsilons=EPSILONS, methods=None, directions=("labels", "features")
+) -> pd.DataFrame:
     """Every point of the figure, as :data:`COLUMNS` rows (``methods``, ``directions``:
     a part of it, for tests)."""
     rows = []
@@ -128,8 +154,7 @@ def runs(configs: Path, echo=click.echo, epsilons=EPSILONS, methods=None,
                 t0 = perf_counter()
                 config = config_from_dict(_variant(raw, method, direction, eps))
                 rows += _point(config, method, direction, eps, party1)
-                echo(f"  {method} {direction} epsilon {'none' if eps is None else eps}: "
-                     f"{perf_counter() - t0:.0f} s")
+                echo(f"  {method} {direction} epsilon {'none' if eps is None else eps}: {perf_counter() - t0:.0f} s")
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
@@ -147,14 +172,29 @@ def _panel(ax, t: pd.DataFrame, xlabel: str, title: str) -> None:
         f, u = g[np.isfinite(g["epsilon"])], g[~np.isfinite(g["epsilon"])]
         color = None
         if len(f):
-            bar = ax.errorbar(f["epsilon"], f["auc"], yerr=[f["auc"] - f["auc_lo"],
-                                                            f["auc_hi"] - f["auc"]],
-                              marker="o", ms=3, capsize=2, lw=1, label=name)
+            bar = ax.errorbar(
+                f["epsilon"],
+                f["auc"],
+                yerr=[f["auc"] - f["auc_lo"], f["auc_hi"] - f["auc"]],
+                marker="o",
+                ms=3,
+                capsize=2,
+                lw=1,
+                label=name,
+            )
             color = bar[0].get_color()
-        ax.errorbar(np.full(len(u), right), u["auc"], yerr=[u["auc"] - u["auc_lo"],
-                                                            u["auc_hi"] - u["auc"]],
-                    marker="D", ms=4, mfc="none", capsize=2, ls="none", color=color,
-                    label=None if len(f) else name)
+        ax.errorbar(
+            np.full(len(u), right),
+            u["auc"],
+            yerr=[u["auc"] - u["auc_lo"], u["auc_hi"] - u["auc"]],
+            marker="D",
+            ms=4,
+            mfc="none",
+            capsize=2,
+            ls="none",
+            color=color,
+            label=None if len(f) else name,
+        )
     if finite:
         ceil = t[np.isfinite(t["epsilon"])].groupby("epsilon")["ceiling"].first()
         ax.plot(ceil.index, ceil.values, "k--", lw=1, label="ceiling under DP")
@@ -170,17 +210,22 @@ def _panel(ax, t: pd.DataFrame, xlabel: str, title: str) -> None:
     twin = ax.twinx()
     lf = loss[np.isfinite(loss.index)]
     if len(lf):
-        twin.plot(lf.index, lf.values, color="tab:gray", marker="s", ms=3, lw=1, ls=":",
-                  label="test log loss")
-    twin.plot([right], loss[~np.isfinite(loss.index)].values, color="tab:gray", marker="s",
-              ms=4, mfc="none", ls="none", label=None if len(lf) else "test log loss")
-    twin.axhline(t["party1_logloss"].iloc[0], color="tab:gray", lw=0.6, ls="-.",
-                 label="party 1 alone (test log loss)")
+        twin.plot(lf.index, lf.values, color="tab:gray", marker="s", ms=3, lw=1, ls=":", label="test log loss")
+    twin.plot(
+        [right],
+        loss[~np.isfinite(loss.index)].values,
+        color="tab:gray",
+        marker="s",
+        ms=4,
+        mfc="none",
+        ls="none",
+        label=None if len(lf) else "test log loss",
+    )
+    twin.axhline(t["party1_logloss"].iloc[0], color="tab:gray", lw=0.6, ls="-.", label="party 1 alone (test log loss)")
     twin.set_ylabel("test log loss", color="tab:gray")
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = twin.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.22),
-              ncol=3, frameon=False)
+    ax.legend(h1 + h2, l1 + l2, fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)
 
 
 def draw(table: pd.DataFrame, out: Path) -> list[Path]:
@@ -188,12 +233,20 @@ def draw(table: pd.DataFrame, out: Path) -> list[Path]:
     written = []
     for method, t in table.groupby("method", sort=False):
         fig, axes = plt.subplots(1, 2, figsize=(9.0, 4.2))
-        _panel(axes[0], t[t["direction"] == "labels"], "label epsilon (none: undefended)",
-               f"{method}: labels, towards the passive parties")
+        _panel(
+            axes[0],
+            t[t["direction"] == "labels"],
+            "label epsilon (none: undefended)",
+            f"{method}: labels, towards the passive parties",
+        )
         feat = t[t["direction"] == "features"]
-        _panel(axes[1], feat, "feature epsilon (none: undefended)",
-               f"{method}: features, towards party 1" + (
-                   "" if np.isfinite(feat["epsilon"]).any() else " (no feature-DP mechanism)"))
+        _panel(
+            axes[1],
+            feat,
+            "feature epsilon (none: undefended)",
+            f"{method}: features, towards party 1"
+            + ("" if np.isfinite(feat["epsilon"]).any() else " (no feature-DP mechanism)"),
+        )
         fig.tight_layout()
         written += save_figure(fig, out / f"attacks-{method}.png")
     return written
@@ -206,9 +259,17 @@ def _write_csv(table: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2,
-              echo=click.echo, epsilons=EPSILONS, methods=None,
-              directions=("labels", "features")) -> list[Path]:
+def reproduce(
+    which: str,
+    out: Path,
+    configs: Path,
+    data_dir=None,
+    jobs: int = 2,
+    echo=click.echo,
+    epsilons=EPSILONS,
+    methods=None,
+    directions=("labels", "features"),
+) -> list[Path]:
     """Run every point and draw the figures (``which``: attacks | all)."""
     PAPER.chosen(which)
     out = Path(out)
@@ -223,20 +284,25 @@ def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2
 def attacks_markdown(table: pd.DataFrame) -> str:
     """README's table: per method and attack, the AUC undefended and at epsilon 1 (with its
     ceiling and whether the CI reaches under it), and the test log loss at both."""
-    lines = ["| method | direction | attack | AUC undefended | AUC at epsilon 1 (95 % CI) | "
-             "ceiling at 1 | under it | test log loss (undefended / at 1) |",
-             "|---|---|---|---:|---:|---:|:---:|---:|"]
-    for (method, direction, attack), g in table.groupby(["method", "direction", "attack"],
-                                                        sort=False):
+    lines = [
+        "| method | direction | attack | AUC undefended | AUC at epsilon 1 (95 % CI) | "
+        "ceiling at 1 | under it | test log loss (undefended / at 1) |",
+        "|---|---|---|---:|---:|---:|:---:|---:|",
+    ]
+    for (method, direction, attack), g in table.groupby(["method", "direction", "attack"], sort=False):
         free = g[~np.isfinite(g["epsilon"])].iloc[0]
         at1 = g[g["epsilon"] == 1.0]
         if at1.empty:
-            lines.append(f"| {method} | {direction} | {attack} | {free['auc']:.3f} | - | - | - | "
-                         f"{free['test_logloss']:.4f} / - |")
+            lines.append(
+                f"| {method} | {direction} | {attack} | {free['auc']:.3f} | - | - | - | "
+                f"{free['test_logloss']:.4f} / - |"
+            )
             continue
         r = at1.iloc[0]
         under = "yes" if r["auc_lo"] <= r["ceiling"] else "NO"
-        lines.append(f"| {method} | {direction} | {attack} | {free['auc']:.3f} | {r['auc']:.3f} "
-                     f"({r['auc_lo']:.3f}-{r['auc_hi']:.3f}) | {r['ceiling']:.3f} | {under} | "
-                     f"{free['test_logloss']:.4f} / {r['test_logloss']:.4f} |")
+        lines.append(
+            f"| {method} | {direction} | {attack} | {free['auc']:.3f} | {r['auc']:.3f} "
+            f"({r['auc_lo']:.3f}-{r['auc_hi']:.3f}) | {r['ceiling']:.3f} | {under} | "
+            f"{free['test_logloss']:.4f} / {r['test_logloss']:.4f} |"
+        )
     return "\n".join(lines) + "\n"

@@ -68,8 +68,21 @@ from vfl.plots.layout import write_table
 
 from . import PAPER
 
-__all__ = ["DELTAS", "EPSILONS", "accuracy_panel", "accuracy_table", "accuracy_zoom",
-           "figure_runs", "fields", "final_table", "long_table", "needs", "reproduce", "table3", "time_cases"]
+__all__ = [
+    "DELTAS",
+    "EPSILONS",
+    "accuracy_panel",
+    "accuracy_table",
+    "accuracy_zoom",
+    "figure_runs",
+    "fields",
+    "final_table",
+    "long_table",
+    "needs",
+    "reproduce",
+    "table3",
+    "time_cases",
+]
 
 #: the paper's grid (Sec. VI, "Setup")
 EPSILONS = (0.01, 0.02, 0.05, 0.07, 0.1, 0.2)
@@ -82,12 +95,14 @@ TABLE3_EPSILONS = (0.01, 0.05, 0.1)
 TABLE3_DELTA = 1e-3
 TABLE3_REPEATS = 5
 #: Table III as printed (seconds, MATLAB on a 3.40 GHz Core): eps -> (Alg. 1, Alg. 2, DP-ADMM)
-PAPER_TABLE3 = {0.01: (6.184117, 368.871413, 3.063915), 0.05: (6.184117, 212.488406, 3.066966),
-                0.1: (6.184117, 70.127314, 3.056092)}
+PAPER_TABLE3 = {
+    0.01: (6.184117, 368.871413, 3.063915),
+    0.05: (6.184117, 212.488406, 3.066966),
+    0.1: (6.184117, 70.127314, 3.056092),
+}
 
 #: sweep -> the config file it varies (``configs/<file>.toml``)
-SWEEPS = {"dp-admm-l1": "dp-admm-l1", "dp-admm-l2": "dp-admm-l2", "alg2": "dp-admm-alg2",
-          "alg1": "dp-admm-alg1"}
+SWEEPS = {"dp-admm-l1": "dp-admm-l1", "dp-admm-l2": "dp-admm-l2", "alg2": "dp-admm-alg2", "alg1": "dp-admm-alg1"}
 #: roughly the CPU seconds of one run directory, longest first (load balancing)
 _COST = {"alg2": 10.0, "alg1": 6.0, "dp-admm-l1": 5.0, "dp-admm-l2": 3.0}
 
@@ -120,8 +135,11 @@ def needs(figure: str) -> tuple[Need, ...]:
     }[figure]
 
 
-_ALG = {"dp_admm": "DP-ADMM (Alg. 3)", "consensus_admm": "Algorithm 1 (non-private)",
-        "consensus_admm_perturbed": "Algorithm 2 (paper's sigma)"}
+_ALG = {
+    "dp_admm": "DP-ADMM (Alg. 3)",
+    "consensus_admm": "Algorithm 1 (non-private)",
+    "consensus_admm_perturbed": "Algorithm 2 (paper's sigma)",
+}
 
 
 # ------------------------------------------------------------------ runs --
@@ -148,8 +166,7 @@ def figure_runs(which: str, configs: Path, out: Path) -> dict[str, list[SweepRun
 
 def _ensure(plans: dict[str, list[SweepRun]], out: Path, data_dir, jobs: int, echo) -> None:
     """Run every missing grid point, all sweeps in one parallel pool, longest first."""
-    runs = sorted((r for rs in plans.values() for r in rs),
-                  key=lambda r: -_COST.get(r.path.parent.name, 1.0))
+    runs = sorted((r for rs in plans.values() for r in rs), key=lambda r: -_COST.get(r.path.parent.name, 1.0))
     if not runs:
         return
     done = [0]
@@ -160,15 +177,14 @@ def _ensure(plans: dict[str, list[SweepRun]], out: Path, data_dir, jobs: int, ec
             echo(f"  [{done[0]}/{len(runs)}] {run.path.parent.name}/{run.path.name}")
 
     t0 = perf_counter()
-    _, ran = run_grid(runs[0].config, {}, [], out / "sweeps", data_dir=data_dir, jobs=jobs,
-                      on_done=on_done, runs=runs)
-    echo(f"  {len(runs)} run directories ({len(runs) - len(ran)} kept, {len(ran)} run) "
-         f"in {perf_counter() - t0:.0f} s")
+    _, ran = run_grid(runs[0].config, {}, [], out / "sweeps", data_dir=data_dir, jobs=jobs, on_done=on_done, runs=runs)
+    echo(f"  {len(runs)} run directories ({len(runs) - len(ran)} kept, {len(ran)} run) in {perf_counter() - t0:.0f} s")
 
 
 # ------------------------------------------------------------ reading runs --
 def _load(plans: dict[str, list[SweepRun]], cache: dict) -> dict[str, list[engine.Point]]:
     """The plans' runs read back, per config (``noise`` is True unless a point sets it)."""
+
     def point(run: SweepRun) -> engine.Point:
         if run.path not in cache:
             cache[run.path] = load_run(run.path)
@@ -214,8 +230,10 @@ def fields(values: dict, record) -> dict:
     out = {"delta_tex": _delta_tex(values["delta"])} if values.get("delta") else {}
     if record is not None:
         final = _final(record)
-        out.update(eps_bar=float(final.get("epsilon_paper", float("nan"))),
-                   eps_tight=float(final.get("epsilon_tight", float("nan"))))
+        out.update(
+            eps_bar=float(final.get("epsilon_paper", float("nan"))),
+            eps_tight=float(final.get("epsilon_tight", float("nan"))),
+        )
     return out
 
 
@@ -228,20 +246,34 @@ def long_table(table, runs, drawn, echo) -> pd.DataFrame:
     runs every panel shares first, then each panel's, DP-ADMM before Algorithm 2."""
     rank = {"DP-ADMM (Alg. 3)": 0, "Algorithm 2 (paper's sigma)": 1}
     facets = list(dict.fromkeys(s.facet for s in drawn if s.facet is not None))
-    order = sorted(drawn, key=lambda s: (s.facet is not None,
-                                         facets.index(s.facet) if s.facet is not None else 0,
-                                         rank.get(_name(s.point), 2)))
+    order = sorted(
+        drawn,
+        key=lambda s: (
+            s.facet is not None,
+            facets.index(s.facet) if s.facet is not None else 0,
+            rank.get(_name(s.point), 2),
+        ),
+    )
     rows = []
     for s in order:
         p, f, metric = s.point, s.frame, s.curve.column
         eps = fields(p.values, p.record)
-        rows.append(pd.DataFrame({
-            "algorithm": _name(p), "regularizer": p.record.manifest.objective.regularizer,
-            # Noiseless runs keep their epsilon: Theorem 4's eta (l2) depends on it
-            "epsilon": p.values.get("epsilon_per_iteration", np.nan),
-            "delta": p.values.get("delta"), "epsilon_bar": eps["eps_bar"],
-            "epsilon_tight": eps["eps_tight"], "epoch": f["x"], "n_runs": f["runs"],
-            **{f"{metric}_{k}": f[k] for k in ("mean", "std", "min", "max")}}))
+        rows.append(
+            pd.DataFrame(
+                {
+                    "algorithm": _name(p),
+                    "regularizer": p.record.manifest.objective.regularizer,
+                    # Noiseless runs keep their epsilon: Theorem 4's eta (l2) depends on it
+                    "epsilon": p.values.get("epsilon_per_iteration", np.nan),
+                    "delta": p.values.get("delta"),
+                    "epsilon_bar": eps["eps_bar"],
+                    "epsilon_tight": eps["eps_tight"],
+                    "epoch": f["x"],
+                    "n_runs": f["runs"],
+                    **{f"{metric}_{k}": f[k] for k in ("mean", "std", "min", "max")},
+                }
+            )
+        )
         if rank.get(_name(p)) != 0:
             echo(f"  {_name(p)}: final {metric} {f['mean'].iloc[-1]:.4f}")
     return pd.concat(rows, ignore_index=True)
@@ -258,18 +290,38 @@ def final_table(table, runs, drawn, echo) -> pd.DataFrame:
             continue
         seen.add(key)
         f, eps = engine.run_stats(p.record).iloc[-1], fields(p.values, p.record)
-        rows.setdefault(key[:3], {
-            "algorithm": key[0], "regularizer": p.record.manifest.objective.regularizer,
-            "epsilon": p.values.get("epsilon_per_iteration", np.nan), "delta": key[2],
-            "epsilon_bar": eps["eps_bar"], "epsilon_tight": eps["eps_tight"],
-            "epoch": int(f["epoch"]), "n_runs": int(f["n_repeats"]),
-            "test_accuracy_mean": f["test_accuracy_mean"],
-            "test_accuracy_std": f["test_accuracy_std"]})[f"{metric}_mean"] = f[f"{metric}_mean"]
+        rows.setdefault(
+            key[:3],
+            {
+                "algorithm": key[0],
+                "regularizer": p.record.manifest.objective.regularizer,
+                "epsilon": p.values.get("epsilon_per_iteration", np.nan),
+                "delta": key[2],
+                "epsilon_bar": eps["eps_bar"],
+                "epsilon_tight": eps["eps_tight"],
+                "epoch": int(f["epoch"]),
+                "n_runs": int(f["n_repeats"]),
+                "test_accuracy_mean": f["test_accuracy_mean"],
+                "test_accuracy_std": f["test_accuracy_std"],
+            },
+        )[f"{metric}_mean"] = f[f"{metric}_mean"]
     optimum = engine.reference_value(runs, Reference("dp-admm-alg1", "central", "objective", ""))
     frame = pd.DataFrame(list(rows.values()))
-    return pd.concat([frame, pd.DataFrame([{"algorithm": "optimum F* (pooled rows)",
-                                            "regularizer": frame["regularizer"].iloc[0],
-                                            "objective": optimum}])], ignore_index=True)
+    return pd.concat(
+        [
+            frame,
+            pd.DataFrame(
+                [
+                    {
+                        "algorithm": "optimum F* (pooled rows)",
+                        "regularizer": frame["regularizer"].iloc[0],
+                        "objective": optimum,
+                    }
+                ]
+            ),
+        ],
+        ignore_index=True,
+    )
 
 
 # ------------------------------------------------------------ Figs. 2 and 6 --
@@ -278,21 +330,27 @@ def _finals(runs: dict, pld: bool = False) -> pd.DataFrame:
     test accuracy over the runs, and its three epsilons (``epsilon_pld`` when ``pld``)."""
     rows = []
     for config in ("dp-admm-l1", "dp-admm-l2", "dp-admm-alg2"):
-        pts = sorted(engine.points(runs, config, (("noise", True),)),
-                     key=lambda p: (p.values.get("delta") or 0,
-                                    p.values.get("epsilon_per_iteration") or 0))
+        pts = sorted(
+            engine.points(runs, config, (("noise", True),)),
+            key=lambda p: (p.values.get("delta") or 0, p.values.get("epsilon_per_iteration") or 0),
+        )
         for p in pts:
             f, eps = engine.run_stats(p.record).iloc[-1], fields(p.values, p.record)
-            rows.append({"algorithm": _name(p),
-                         "regularizer": p.record.manifest.objective.regularizer,
-                         "epsilon": p.values["epsilon_per_iteration"], "delta": p.values["delta"],
-                         "epsilon_bar": eps["eps_bar"], "epsilon_tight": eps["eps_tight"],
-                         "epsilon_pld": eps_pld(p) if pld else np.nan,
-                         "n_runs": int(f["n_repeats"]),
-                         **{f"test_accuracy_{k}": f[f"test_accuracy_{k}"]
-                            for k in ("mean", "std", "min", "max")},
-                         "empirical_loss_mean": f["empirical_loss_mean"],
-                         "augmented_objective_mean": f["augmented_objective_mean"]})
+            rows.append(
+                {
+                    "algorithm": _name(p),
+                    "regularizer": p.record.manifest.objective.regularizer,
+                    "epsilon": p.values["epsilon_per_iteration"],
+                    "delta": p.values["delta"],
+                    "epsilon_bar": eps["eps_bar"],
+                    "epsilon_tight": eps["eps_tight"],
+                    "epsilon_pld": eps_pld(p) if pld else np.nan,
+                    "n_runs": int(f["n_repeats"]),
+                    **{f"test_accuracy_{k}": f[f"test_accuracy_{k}"] for k in ("mean", "std", "min", "max")},
+                    "empirical_loss_mean": f["empirical_loss_mean"],
+                    "augmented_objective_mean": f["augmented_objective_mean"],
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -318,13 +376,21 @@ def accuracy_panel(ax, panel, view) -> None:
                 continue
             t = t.sort_values(col)
             short = "DP-ADMM" if alg.startswith("DP") else "Alg. 2"
-            ax.errorbar(t[col], t["test_accuracy_mean"], yerr=t["test_accuracy_std"],
-                        color=delta_colors[delta], marker=marker, ms=3.2, ls=ls, capsize=1.5,
-                        lw=1.1, label=f"{short}, $\\delta = {_delta_tex(delta)}$")
+            ax.errorbar(
+                t[col],
+                t["test_accuracy_mean"],
+                yerr=t["test_accuracy_std"],
+                color=delta_colors[delta],
+                marker=marker,
+                ms=3.2,
+                ls=ls,
+                capsize=1.5,
+                lw=1.1,
+                label=f"{short}, $\\delta = {_delta_tex(delta)}$",
+            )
     value = _alg1_accuracy(view.runs)
     # fitted without noise on the training rows the private runs protect
-    ax.axhline(value, color="black", ls="-", lw=0.9,
-               label=f"Algorithm 1 (non-private, diagnostic): {value:.4f}")
+    ax.axhline(value, color="black", ls="-", lw=0.9, label=f"Algorithm 1 (non-private, diagnostic): {value:.4f}")
     if col == "epsilon_bar":
         ticks = sorted(table.loc[table["algorithm"] == _DP].groupby("epsilon")["epsilon_bar"].mean())
         ax.set_xticks(ticks, [f"{v:.2g}" for v in ticks])
@@ -333,10 +399,16 @@ def accuracy_panel(ax, panel, view) -> None:
     if col == "epsilon_tight" and len(t2) and _ALG2 not in algs:
         # Algorithm 2's tight epsilon is 0 or ~1e-4 (its sigma is ~590x over-calibrated: its
         # sensitivity ignores rho): no log axis holds it beside DP-ADMM's, so it is in words
-        ax.text(0.03, 0.04, f"Algorithm 2 (off this axis): $\\epsilon_{{tight}}$ <= "
-                f"{t2['epsilon_tight'].max():.2g},\naccuracy "
-                f"{t2['test_accuracy_mean'].min():.3f}-{t2['test_accuracy_mean'].max():.3f}",
-                transform=ax.transAxes, fontsize=6, va="bottom")
+        ax.text(
+            0.03,
+            0.04,
+            f"Algorithm 2 (off this axis): $\\epsilon_{{tight}}$ <= "
+            f"{t2['epsilon_tight'].max():.2g},\naccuracy "
+            f"{t2['test_accuracy_mean'].min():.3f}-{t2['test_accuracy_mean'].max():.3f}",
+            transform=ax.transAxes,
+            fontsize=6,
+            va="bottom",
+        )
 
 
 def accuracy_zoom(drawn) -> tuple[float, float]:
@@ -344,8 +416,7 @@ def accuracy_zoom(drawn) -> tuple[float, float]:
     table = _finals(drawn.view.runs)
     t = table[table["algorithm"] == _DP]
     lo = float((t["test_accuracy_mean"] - t["test_accuracy_std"]).min())
-    hi = max(float((t["test_accuracy_mean"] + t["test_accuracy_std"]).max()),
-             _alg1_accuracy(drawn.view.runs))
+    hi = max(float((t["test_accuracy_mean"] + t["test_accuracy_std"]).max()), _alg1_accuracy(drawn.view.runs))
     return lo - 0.002, hi + 0.004
 
 
@@ -354,19 +425,25 @@ def accuracy_table(table, runs, drawn, echo) -> pd.DataFrame:
     reference lines as the last rows."""
     frame = _finals(runs, pld=True)
     alg1 = runs["dp-admm-alg1"][0]
-    refs = {"Algorithm 1 (non-private)": _alg1_accuracy(runs),
-            **{label: engine.reference_value(runs, Reference("dp-admm-alg1", key,
-                                                               "test_accuracy", label))
-               for key, label in (("central", "optimum of the same objective (pooled rows)"),
-                                  ("majority", "majority class"))}}
+    refs = {
+        "Algorithm 1 (non-private)": _alg1_accuracy(runs),
+        **{
+            label: engine.reference_value(runs, Reference("dp-admm-alg1", key, "test_accuracy", label))
+            for key, label in (
+                ("central", "optimum of the same objective (pooled rows)"),
+                ("majority", "majority class"),
+            )
+        },
+    }
     reg = alg1.record.manifest.objective.regularizer
-    ref_rows = pd.DataFrame([{"algorithm": k, "regularizer": reg, "test_accuracy_mean": v}
-                             for k, v in refs.items()])
+    ref_rows = pd.DataFrame([{"algorithm": k, "regularizer": reg, "test_accuracy_mean": v} for k, v in refs.items()])
     for alg in frame["algorithm"].unique():
         t = frame[frame["algorithm"] == alg]
         pivot = t.pivot(index="epsilon", columns="delta", values="test_accuracy_mean")
-        echo(f"  {alg}: test accuracy (rows epsilon, columns delta)\n" +
-             "\n".join("    " + line for line in pivot.to_string(float_format="%.4f").splitlines()))
+        echo(
+            f"  {alg}: test accuracy (rows epsilon, columns delta)\n"
+            + "\n".join("    " + line for line in pivot.to_string(float_format="%.4f").splitlines())
+        )
     echo("  " + ", ".join(f"{k}: {v:.4f}" for k, v in refs.items()))
     return pd.concat([frame, ref_rows], ignore_index=True)
 
@@ -412,33 +489,45 @@ def time_cases(cases, data_dir=None, repeats: int | None = None) -> pd.DataFrame
         setting = prepare(config, dataset, cls)
 
         def streams(config=config):
-            return Streams(config.run.seed, repeat=0,
-                           replayable_noise=config.privacy.replayable_noise)
+            return Streams(config.run.seed, repeat=0, replayable_noise=config.privacy.replayable_noise)
 
         built.append((alg, eps, config, cls, setting.prepare(streams()), streams))
     rows = []
     with threadpool_limits(limits=1):
         for rep in range(repeats):
             for alg, eps, config, cls, prepared, streams in built:
-                solver = cls.build(prepared.data, objective=prepared.objective,
-                                   params=cls.typed_params(config.solver.values),
-                                   privacy=cls.typed_privacy(config.privacy.values),
-                                   streams=streams(),
-                                   iterations=config.solver.epochs)
+                solver = cls.build(
+                    prepared.data,
+                    objective=prepared.objective,
+                    params=cls.typed_params(config.solver.values),
+                    privacy=cls.typed_privacy(config.privacy.values),
+                    streams=streams(),
+                    iterations=config.solver.epochs,
+                )
                 inner = 0
                 t0, c0 = perf_counter(), process_time()
                 for _ in range(config.solver.epochs):
                     inner += solver.step().get("inner_iterations", 0)
                 cpu, seconds = process_time() - c0, perf_counter() - t0
-                rows.append({"algorithm": alg, "epsilon": eps, "repetition": rep,
-                             "seconds": seconds, "cpu_seconds": cpu, "inner_iterations": inner})
+                rows.append(
+                    {
+                        "algorithm": alg,
+                        "epsilon": eps,
+                        "repetition": rep,
+                        "seconds": seconds,
+                        "cpu_seconds": cpu,
+                        "inner_iterations": inner,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 def _machine() -> str:
-    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs, "
-            f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
-            f"numpy {np.__version__}; BLAS limited to 1 thread")
+    return (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs, "
+        f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
+        f"numpy {np.__version__}; BLAS limited to 1 thread"
+    )
 
 
 def table3(figure, runs, out: Path, echo, *, configs: Path, data_dir=None) -> list[Path]:
@@ -447,28 +536,39 @@ def table3(figure, runs, out: Path, echo, *, configs: Path, data_dir=None) -> li
     cases = _table3_cases(configs)
     key = {"cases": [[a, e, c.to_dict()] for a, e, c in cases], "repeats": TABLE3_REPEATS}
     raw_path, key_path = out / "table3-timings.csv", out / "table3-cases.json"
-    if raw_path.is_file() and key_path.is_file() and \
-            json.loads(key_path.read_text()) == json.loads(json.dumps(key)):
-        echo("  timings kept (already measured for these configs; delete "
-             f"{raw_path.name} to measure again)")
+    if raw_path.is_file() and key_path.is_file() and json.loads(key_path.read_text()) == json.loads(json.dumps(key)):
+        echo(f"  timings kept (already measured for these configs; delete {raw_path.name} to measure again)")
         raw = pd.read_csv(raw_path, comment="#")
     else:
         echo(f"  timing {len(cases)} cases x {TABLE3_REPEATS} repetitions (single-threaded BLAS)")
         raw = time_cases(cases, data_dir)
-        write_table(raw, raw_path, [
-            "table3: solver seconds of the T = 100 iterations (Solver.step only), every repetition",
-            f"machine: {_machine()}"])
+        write_table(
+            raw,
+            raw_path,
+            [
+                "table3: solver seconds of the T = 100 iterations (Solver.step only), every repetition",
+                f"machine: {_machine()}",
+            ],
+        )
         key_path.write_text(json.dumps(key, indent=1) + "\n")
     table = _table3_summary(raw)
     md = _table3_markdown(table)
     (out / "table3.md").write_text(md)
-    written = [out / "table3.md", raw_path,
-               write_table(table, out / "table3.csv", [
-                   "Table III: median solver seconds of T = 100 iterations (l2, delta = 1e-3, "
-                   f"one split), {TABLE3_REPEATS} repetitions; ratio = median CPU seconds / "
-                   "that of Algorithm 1 (wall_ratio: the same with wall seconds); paper_* = "
-                   "the paper's MATLAB seconds and their ratios",
-                   f"machine: {_machine()}"])]
+    written = [
+        out / "table3.md",
+        raw_path,
+        write_table(
+            table,
+            out / "table3.csv",
+            [
+                "Table III: median solver seconds of T = 100 iterations (l2, delta = 1e-3, "
+                f"one split), {TABLE3_REPEATS} repetitions; ratio = median CPU seconds / "
+                "that of Algorithm 1 (wall_ratio: the same with wall seconds); paper_* = "
+                "the paper's MATLAB seconds and their ratios",
+                f"machine: {_machine()}",
+            ],
+        ),
+    ]
     echo("\n".join("  " + line for line in md.splitlines()))
     return written
 
@@ -477,53 +577,64 @@ def _table3_summary(raw: pd.DataFrame) -> pd.DataFrame:
     """Medians per case; ``ratio`` on CPU seconds (load-proof), ``wall_ratio`` on wall seconds."""
     g = raw.groupby(["algorithm", "epsilon"], dropna=False)
     table = g["cpu_seconds"].agg(["median", "min", "max", "count"]).reset_index()
-    table.columns = ["algorithm", "epsilon", "cpu_seconds_median", "cpu_seconds_min",
-                     "cpu_seconds_max", "repetitions"]
+    table.columns = ["algorithm", "epsilon", "cpu_seconds_median", "cpu_seconds_min", "cpu_seconds_max", "repetitions"]
     table["wall_seconds_median"] = g["seconds"].median().to_numpy()
     table["inner_iterations"] = g["inner_iterations"].median().to_numpy()
     base = table[table["algorithm"] == "Algorithm 1"].iloc[0]
     table["ratio"] = table["cpu_seconds_median"] / base["cpu_seconds_median"]
     table["wall_ratio"] = table["wall_seconds_median"] / base["wall_seconds_median"]
     col = {"Algorithm 1": 0, "Algorithm 2": 1, "DP-ADMM": 2}
-    table["paper_seconds"] = [PAPER_TABLE3[0.01][0] if np.isnan(e) else
-                              PAPER_TABLE3.get(e, (np.nan,) * 3)[col[a]]
-                              for a, e in zip(table["algorithm"], table["epsilon"])]
+    table["paper_seconds"] = [
+        PAPER_TABLE3[0.01][0] if np.isnan(e) else PAPER_TABLE3.get(e, (np.nan,) * 3)[col[a]]
+        for a, e in zip(table["algorithm"], table["epsilon"])
+    ]
     table["paper_ratio"] = table["paper_seconds"] / PAPER_TABLE3[0.01][0]
     return table
 
 
 def _table3_markdown(table: pd.DataFrame) -> str:
     def cell(alg, eps):
-        t = table[(table["algorithm"] == alg) &
-                  ((table["epsilon"] == eps) if eps is not None else table["epsilon"].isna())]
+        t = table[
+            (table["algorithm"] == alg) & ((table["epsilon"] == eps) if eps is not None else table["epsilon"].isna())
+        ]
         r = t.iloc[0]
-        return (f"{r['ratio']:.3f} ({r['cpu_seconds_median']:.3f} s; wall {r['wall_ratio']:.2f}) "
-                f"| {r['paper_ratio']:.2f}")
+        return (
+            f"{r['ratio']:.3f} ({r['cpu_seconds_median']:.3f} s; wall {r['wall_ratio']:.2f}) | {r['paper_ratio']:.2f}"
+        )
 
-    lines = ["Table III (l2, delta = 1e-3, T = 100 iterations): solver time as a ratio to the "
-             "non-private Algorithm 1, from the median CPU seconds (in brackets, with the ratio of "
-             "the median wall seconds) | the paper's ratio (MATLAB wall seconds)", "",
-             "| | Non-private (Alg. 1) | paper | Algorithm 2 | paper | DP-ADMM | paper |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "Table III (l2, delta = 1e-3, T = 100 iterations): solver time as a ratio to the "
+        "non-private Algorithm 1, from the median CPU seconds (in brackets, with the ratio of "
+        "the median wall seconds) | the paper's ratio (MATLAB wall seconds)",
+        "",
+        "| | Non-private (Alg. 1) | paper | Algorithm 2 | paper | DP-ADMM | paper |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for eps in TABLE3_EPSILONS:
-        lines.append(f"| epsilon = {eps:g} | {cell('Algorithm 1', None)} | "
-                     f"{cell('Algorithm 2', eps)} | {cell('DP-ADMM', eps)} |")
+        lines.append(
+            f"| epsilon = {eps:g} | {cell('Algorithm 1', None)} | {cell('Algorithm 2', eps)} | {cell('DP-ADMM', eps)} |"
+        )
     inner = table[table["algorithm"] != "DP-ADMM"]
     reps = int(table["repetitions"].min())
-    lines += ["", f"Median of {reps} repetitions, one process, BLAS limited to 1 thread; only "
-              "the T calls to step() are timed. Local-solver iterations summed over the T "
-              "iterations (each counts its slowest provider's; each provider stops at its own "
-              "tolerance): "
-              + ", ".join(f"{a}{'' if np.isnan(e) else f' eps {e:g}'}: {int(n)}"
-                          for a, e, n in zip(inner["algorithm"], inner["epsilon"],
-                                             inner["inner_iterations"])) + ".",
-              f"Machine: {_machine()}.", ""]
+    lines += [
+        "",
+        f"Median of {reps} repetitions, one process, BLAS limited to 1 thread; only "
+        "the T calls to step() are timed. Local-solver iterations summed over the T "
+        "iterations (each counts its slowest provider's; each provider stops at its own "
+        "tolerance): "
+        + ", ".join(
+            f"{a}{'' if np.isnan(e) else f' eps {e:g}'}: {int(n)}"
+            for a, e, n in zip(inner["algorithm"], inner["epsilon"], inner["inner_iterations"])
+        )
+        + ".",
+        f"Machine: {_machine()}.",
+        "",
+    ]
     return "\n".join(lines)
 
 
 # ------------------------------------------------------------------- entry --
-def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2,
-              echo=click.echo) -> list[Path]:
+def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2, echo=click.echo) -> list[Path]:
     """Run what ``which`` (a figure of :data:`PAPER`, or "all") needs and draw it."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -534,7 +645,8 @@ def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2
     written, cache = [], {}
     for figure in PAPER.chosen(which):
         runs = _load(_plan(configs, out, needs(figure.name)), cache)
-        figures, tables = engine.draw(figure, runs, out, sys.modules[__name__], echo=echo,
-                                      configs=Path(configs), data_dir=data_dir)
+        figures, tables = engine.draw(
+            figure, runs, out, sys.modules[__name__], echo=echo, configs=Path(configs), data_dir=data_dir
+        )
         written += figures + tables
     return written

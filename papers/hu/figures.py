@@ -64,9 +64,10 @@ FORM_VARIANTS = {
     "noise on the shared value, N(0, s^2 I_N) (Figs. 2-3)": ("", ()),
     "whitened model noise, Hu et al. 2019 eq. (10)": ("whitened", ("privacy.form=variable_whitened",)),
     "model noise x + N(0, s^2 I), NeurIPS version eq. (7)": ("variable", ("privacy.form=variable",)),
-    "model noise, NeurIPS version eq. (7), unit rows": ("variable-normalized",
-                                            ("privacy.form=variable",
-                                             "preprocessing.normalize_rows=true")),
+    "model noise, NeurIPS version eq. (7), unit rows": (
+        "variable-normalized",
+        ("privacy.form=variable", "preprocessing.normalize_rows=true"),
+    ),
 }
 # One seed for gisette's extra forms: each of its runs takes seconds, a9a's
 # a fraction of one.
@@ -99,8 +100,7 @@ def _ensure_sweep(configs, name, out, data_dir, jobs, echo, suffix="", overrides
     levels = config.sweep.epsilons or config.sweep.sigmas
     n = len(levels) * len(config.sweep.seeds)
     echo(f"  {label}: {n} runs ({param} in {levels}, seeds {config.sweep.seeds})")
-    runs, _ = run_sweep(config, levels, config.sweep.seeds, path, param=param,
-                        data_dir=data_dir, jobs=jobs)
+    runs, _ = run_sweep(config, levels, config.sweep.seeds, path, param=param, data_dir=data_dir, jobs=jobs)
     agg, final = aggregate_sweep(runs, path)
     first = load_run(runs[0].path)
     return Sweep(agg, final, first.baselines, first.manifest)
@@ -119,8 +119,15 @@ def references(table, runs, drawn, echo) -> pd.DataFrame:
         dataset = _data_label(record.manifest, name.split("-")[1])
         for key in ("central", "sklearn_all_features", "sklearn_local_only"):
             b = record.baselines[key]
-            records.append({"dataset": dataset, "reference": key, "objective": b["objective"],
-                            "test_logloss": b["test_logloss"], "test_accuracy": b["test_accuracy"]})
+            records.append(
+                {
+                    "dataset": dataset,
+                    "reference": key,
+                    "objective": b["objective"],
+                    "test_logloss": b["test_logloss"],
+                    "test_accuracy": b["test_accuracy"],
+                }
+            )
     return pd.DataFrame(records)
 
 
@@ -133,13 +140,22 @@ def loss_zoom(drawn) -> tuple[float, float]:
 
 def settling_table(table, runs, drawn, echo) -> pd.DataFrame:
     """Per run of Fig. 1: its final test loss and the epoch it settled there (:func:`settling`)."""
-    summary = pd.DataFrame([{"run": name, "dataset": _data_label(p[0].record.manifest,
-                                                                  name.split("-")[1]),
-                             "method": _METHOD[p[0].record.config["solver"]["name"]],
-                             **settling(p[0].record.metrics)} for name, p in runs.items()])
+    summary = pd.DataFrame(
+        [
+            {
+                "run": name,
+                "dataset": _data_label(p[0].record.manifest, name.split("-")[1]),
+                "method": _METHOD[p[0].record.config["solver"]["name"]],
+                **settling(p[0].record.metrics),
+            }
+            for name, p in runs.items()
+        ]
+    )
     for row in summary.itertuples():
-        echo(f"  {row.run}: final test log loss {row.final_test_logloss:.4f}, within "
-             f"{SETTLE_TOL:g} of it from epoch {row.settled_epoch} of {row.epochs}")
+        echo(
+            f"  {row.run}: final test log loss {row.final_test_logloss:.4f}, within "
+            f"{SETTLE_TOL:g} of it from epoch {row.settled_epoch} of {row.epochs}"
+        )
     return summary
 
 
@@ -152,8 +168,7 @@ def bytes_to_reach(metrics: pd.DataFrame, target: float) -> dict:
     if first >= len(metrics):
         return {"epoch": np.nan, "messages": np.nan, "bytes": np.nan}
     row = metrics.iloc[first]
-    return {"epoch": int(row["epoch"]), "messages": int(row["messages"]),
-            "bytes": int(row["bytes"])}
+    return {"epoch": int(row["epoch"]), "messages": int(row["messages"]), "bytes": int(row["bytes"])}
 
 
 def _pair(runs, dataset: str) -> list:
@@ -190,33 +205,47 @@ def bytes_table(table, runs, drawn, echo) -> pd.DataFrame:
         target = _target(pair)
         for run in pair:
             reach = bytes_to_reach(run.metrics, target)
-            rows.append({"dataset": _data_label(run.manifest, dataset),
-                         "method": _METHOD[run.config["solver"]["name"]],
-                         "target_test_logloss": target, "epochs_to_target": reach["epoch"],
-                         "messages_to_target": reach["messages"],
-                         "bytes_to_target": reach["bytes"],
-                         "bytes_per_epoch": int(run.metrics["bytes"].iloc[-1]
-                                                // max(1, run.metrics["epoch"].iloc[-1]))})
+            rows.append(
+                {
+                    "dataset": _data_label(run.manifest, dataset),
+                    "method": _METHOD[run.config["solver"]["name"]],
+                    "target_test_logloss": target,
+                    "epochs_to_target": reach["epoch"],
+                    "messages_to_target": reach["messages"],
+                    "bytes_to_target": reach["bytes"],
+                    "bytes_per_epoch": int(run.metrics["bytes"].iloc[-1] // max(1, run.metrics["epoch"].iloc[-1])),
+                }
+            )
     frame = pd.DataFrame(rows)
     admm = frame.groupby("dataset")["bytes_to_target"].transform("first")
     frame["bytes_over_admm"] = frame["bytes_to_target"] / admm
     for row in frame.itertuples():
-        echo(f"  {row.dataset}, {row.method}: test loss {row.target_test_logloss:.4f} after "
-             f"{row.bytes_to_target / 1e6:.3g} MB ({row.bytes_over_admm:.3g}x ADMM sharing)")
+        echo(
+            f"  {row.dataset}, {row.method}: test loss {row.target_test_logloss:.4f} after "
+            f"{row.bytes_to_target / 1e6:.3g} MB ({row.bytes_over_admm:.3g}x ADMM sharing)"
+        )
     return frame
 
 
 def bytes_markdown(table: pd.DataFrame) -> str:
     """README's table of ``bytes.csv``: per dataset and method, what reaching the target took."""
-    lines = ["| dataset | method | bytes per epoch | target test log loss | epochs | payload sent "
-             "| vs ADMM sharing |", "|---|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| dataset | method | bytes per epoch | target test log loss | epochs | payload sent | vs ADMM sharing |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for r in table.itertuples():
         reached = np.isfinite(r.bytes_to_target)
-        lines.append(f"| {r.dataset} | {r.method} | {r.bytes_per_epoch / 1e6:.3g} MB | "
-                     f"{r.target_test_logloss:.4f} | "
-                     + (f"{int(r.epochs_to_target)} | {r.bytes_to_target / 1e6:.3g} MB | "
-                        f"{r.bytes_over_admm:.3g}x |" if reached else "not reached | - | - |"))
+        lines.append(
+            f"| {r.dataset} | {r.method} | {r.bytes_per_epoch / 1e6:.3g} MB | "
+            f"{r.target_test_logloss:.4f} | "
+            + (
+                f"{int(r.epochs_to_target)} | {r.bytes_to_target / 1e6:.3g} MB | {r.bytes_over_admm:.3g}x |"
+                if reached
+                else "not reached | - | - |"
+            )
+        )
     return "\n".join(lines) + "\n"
+
 
 def settling(metrics: pd.DataFrame, tol: float = SETTLE_TOL) -> dict:
     """Final test log loss and the first epoch after which the curve stays
@@ -225,8 +254,12 @@ def settling(metrics: pd.DataFrame, tol: float = SETTLE_TOL) -> dict:
     final = float(loss[-1])
     outside = np.flatnonzero(np.abs(loss - final) > tol)
     settled = 0 if outside.size == 0 else int(metrics["epoch"].iloc[outside[-1] + 1])
-    return {"epochs": int(metrics["epoch"].iloc[-1]), "final_test_logloss": final,
-            "settled_epoch": settled, "settle_tol": tol}
+    return {
+        "epochs": int(metrics["epoch"].iloc[-1]),
+        "final_test_logloss": final,
+        "settled_epoch": settled,
+        "settle_tol": tol,
+    }
 
 
 # ------------------------------------------------------- the sweep panels --
@@ -243,8 +276,7 @@ def sweep_curves(ax, panel, view) -> None:
 def sweep_final(ax, panel, view) -> None:
     """Fig. 3: the shared plot of a sweep's final test loss against the level."""
     s = _sweep(panel, view)
-    plot_sweep_final(s.final, s.baselines, fill(panel.title, view.fields),
-                     method=s.manifest.solver.title, ax=ax)
+    plot_sweep_final(s.final, s.baselines, fill(panel.title, view.fields), method=s.manifest.solver.title, ax=ax)
 
 
 def levels_table(table, runs, drawn, echo) -> pd.DataFrame:
@@ -259,15 +291,22 @@ def noise_forms(ax, panel, view) -> None:
     """Final test loss vs sigma for every reading of the noise, with fig2's own references
     (normalized rows change them)."""
     points = view.runs[panel.curves[0].config]
-    plot_noise_forms({p.values["form"]: p.record.final for p in points},
-                     points[0].record.baselines, fill(panel.title, view.fields), ax=ax)
+    plot_noise_forms(
+        {p.values["form"]: p.record.final for p in points},
+        points[0].record.baselines,
+        fill(panel.title, view.fields),
+        ax=ax,
+    )
 
 
 def forms_table(table, runs, drawn, echo) -> pd.DataFrame:
-    rows = [p.record.final.assign(dataset=_data_label(points[0].record.manifest,
-                                                      name.removeprefix("fig2-")),
-                                  form=p.values["form"])
-            for name, points in runs.items() for p in points]
+    rows = [
+        p.record.final.assign(
+            dataset=_data_label(points[0].record.manifest, name.removeprefix("fig2-")), form=p.values["form"]
+        )
+        for name, points in runs.items()
+        for p in points
+    ]
     return pd.concat(rows, ignore_index=True)
 
 
@@ -279,8 +318,9 @@ def privacy_costs(ax, panel, view) -> None:
 
 
 def privacy_table(table, runs, drawn, echo) -> pd.DataFrame:
-    return pd.concat([p[0].record.final.assign(accounting=PRIVACY_SERIES[name])
-                      for name, p in runs.items()], ignore_index=True)
+    return pd.concat(
+        [p[0].record.final.assign(accounting=PRIVACY_SERIES[name]) for name, p in runs.items()], ignore_index=True
+    )
 
 
 # ------------------------------------------------------------------- entry --
@@ -288,19 +328,26 @@ def _runs(figure, configs, out, data_dir, jobs, echo) -> dict[str, list[engine.P
     """Run (or keep) what ``figure`` reads: Fig. 1's runs, or the sweeps (every noise
     form's for ``forms``, gisette's extra forms on one seed)."""
     if figure.name in ("fig1", "bytes"):
-        return {name: [engine.Point({}, ensure_run(figure_config(configs, name),
-                                                   out / "runs" / name, data_dir, echo))]
-                for name in figure.configs}
+        return {
+            name: [engine.Point({}, ensure_run(figure_config(configs, name), out / "runs" / name, data_dir, echo))]
+            for name in figure.configs
+        }
     if figure.name != "forms":
-        return {name: [engine.Point({}, _ensure_sweep(configs, name, out, data_dir, jobs, echo))]
-                for name in figure.configs}
+        return {
+            name: [engine.Point({}, _ensure_sweep(configs, name, out, data_dir, jobs, echo))] for name in figure.configs
+        }
     runs = {}
     for name in figure.configs:
         seeds = _FORM_SEEDS.get(name.removeprefix("fig2-"), ())
-        runs[name] = [engine.Point({"form": label}, _ensure_sweep(
-            configs, name, out, data_dir, jobs, echo, suffix,
-            (*overrides, *(seeds if suffix else ()))))
-            for label, (suffix, overrides) in FORM_VARIANTS.items()]
+        runs[name] = [
+            engine.Point(
+                {"form": label},
+                _ensure_sweep(
+                    configs, name, out, data_dir, jobs, echo, suffix, (*overrides, *(seeds if suffix else ()))
+                ),
+            )
+            for label, (suffix, overrides) in FORM_VARIANTS.items()
+        ]
     return runs
 
 
@@ -310,6 +357,5 @@ def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2
     written = []
     for figure in PAPER.chosen(which):
         runs = _runs(figure, configs, out, data_dir, jobs, echo)
-        written += engine.draw(figure, runs, out, sys.modules[__name__], echo=echo,
-                               save=save_figure)[0]
+        written += engine.draw(figure, runs, out, sys.modules[__name__], echo=echo, save=save_figure)[0]
     return written

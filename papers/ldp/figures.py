@@ -60,16 +60,36 @@ __all__ = ["PANELS", "ensure_runs", "gamma_figure", "gamma_tables", "reproduce",
 
 #: the paper's two quantitative claims: figure -> (label, numerator, denominator, paper's value)
 CLAIMS = {
-    "fig2": [("Algorithm 1 realized / worst case (paper: about 30% below, i.e. about 0.7)",
-              ("ldp-admm-n10", "privacy_loss"), ("ldp-admm-n10", "privacy_loss_worst"), 0.7)],
-    "figB": [("Algorithm 1 realized / worst case (no claim in the paper at N = 100)",
-              ("ldp-admm-n100", "privacy_loss"), ("ldp-admm-n100", "privacy_loss_worst"), None)],
-    "figC": [("Algorithm 2* realized / [45] (paper: only about 30%)",
-              ("ldp-gd-minmax-n10e40", "privacy_loss"),
-              ("ldp-noisy-gd-n10e40", "privacy_loss_worst"), 0.3),
-             ("Algorithm 1 realized / worst case",
-              ("ldp-admm-n10e40", "privacy_loss"), ("ldp-admm-n10e40", "privacy_loss_worst"),
-              None)],
+    "fig2": [
+        (
+            "Algorithm 1 realized / worst case (paper: about 30% below, i.e. about 0.7)",
+            ("ldp-admm-n10", "privacy_loss"),
+            ("ldp-admm-n10", "privacy_loss_worst"),
+            0.7,
+        )
+    ],
+    "figB": [
+        (
+            "Algorithm 1 realized / worst case (no claim in the paper at N = 100)",
+            ("ldp-admm-n100", "privacy_loss"),
+            ("ldp-admm-n100", "privacy_loss_worst"),
+            None,
+        )
+    ],
+    "figC": [
+        (
+            "Algorithm 2* realized / [45] (paper: only about 30%)",
+            ("ldp-gd-minmax-n10e40", "privacy_loss"),
+            ("ldp-noisy-gd-n10e40", "privacy_loss_worst"),
+            0.3,
+        ),
+        (
+            "Algorithm 1 realized / worst case",
+            ("ldp-admm-n10e40", "privacy_loss"),
+            ("ldp-admm-n10e40", "privacy_loss_worst"),
+            None,
+        ),
+    ],
 }
 
 # Fig. 1 grids: the surface (eq. (11) is a closed form, cheap) and the points
@@ -80,12 +100,14 @@ FIG1_SURFACE_OMEGAS = np.round(np.linspace(0.1, 1.0, 46), 10)
 FIG1_SURFACE_BETAS = np.round(np.linspace(2.0, 10.0, 41), 10)
 FIG1_EXACT_OMEGAS = np.round(np.linspace(0.1, 1.0, 10), 10)
 FIG1_BETAS = (2.0, 4.0, 6.0, 8.0, 10.0)
-FIG1_CAPTION = ("gamma = E[eps_l^k] / (alpha beta B_inf), alpha B_inf = 0.001: surface and lines "
-                "are eq. (11) as printed (closed form); markers are the exact expectation by "
-                "quadrature. Xiao et al. 2019, App. D, take t = -alpha B_inf in the edge bands, "
-                "so eq. (11) is not a rigorous bound (it lies below the exact value at most "
-                "points, by up to 0.4%); "
-                "gamma_bound_corrected in the CSV is the bound with the maximizing shift.")
+FIG1_CAPTION = (
+    "gamma = E[eps_l^k] / (alpha beta B_inf), alpha B_inf = 0.001: surface and lines "
+    "are eq. (11) as printed (closed form); markers are the exact expectation by "
+    "quadrature. Xiao et al. 2019, App. D, take t = -alpha B_inf in the edge bands, "
+    "so eq. (11) is not a rigorous bound (it lies below the exact value at most "
+    "points, by up to 0.4%); "
+    "gamma_bound_corrected in the CSV is the bound with the maximizing shift."
+)
 
 
 # ---------------------------------------------------------------- runs --
@@ -111,8 +133,7 @@ def _cost(config) -> tuple:
     return (-(config.network.nodes if config.network else 0), not exact, config.name)
 
 
-def ensure_runs(names, configs: Path, out: Path, data_dir=None, jobs: int = 2,
-                echo=click.echo) -> dict:
+def ensure_runs(names, configs: Path, out: Path, data_dir=None, jobs: int = 2, echo=click.echo) -> dict:
     """Run (or keep) ``configs/<name>.toml`` for every name; returns ``name -> RunRecord``.
 
     Every config is validated first; missing or stale runs then execute in
@@ -137,8 +158,10 @@ def ensure_runs(names, configs: Path, out: Path, data_dir=None, jobs: int = 2,
 
             times = Parallel(n_jobs=min(jobs, len(todo)))(delayed(_execute)(*a) for a in args)
         for name, (wall, _) in zip(todo, times):
-            echo(f"  {name}: {cfgs[name].run.repeats} x {cfgs[name].solver.epochs} iterations "
-                 f"of {cfgs[name].solver.name} in {wall:.1f} s")
+            echo(
+                f"  {name}: {cfgs[name].run.repeats} x {cfgs[name].solver.epochs} iterations "
+                f"of {cfgs[name].solver.name} in {wall:.1f} s"
+            )
         cpu = sum(c for _, c in times)  # each run's own process time, wherever it ran
         echo(f"  runs: {time.perf_counter() - t0:.1f} s wall, {cpu:.1f} s CPU in the runs")
     return {n: load_run(out / "runs" / n) for n in names}
@@ -151,16 +174,27 @@ def summary(table, runs: dict, drawn: list, echo) -> pd.DataFrame | None:
     output = table.layout
     curves = engine.curves_table(drawn)
     last = curves.loc[curves.groupby(["panel", "curve"], sort=False)["epoch"].idxmax()]
-    rows = [r._asdict() for r in last[["panel", "curve", "config", "column", "epoch", "mean", "min",
-                                       "max"]].itertuples(index=False)]
+    rows = [
+        r._asdict()
+        for r in last[["panel", "curve", "config", "column", "epoch", "mean", "min", "max"]].itertuples(index=False)
+    ]
     for label, num, den, paper in CLAIMS.get(output, []):
         a = engine.repeats(runs[num[0]][0].record).groupby("repeat")[num[1]].last()
         b = engine.repeats(runs[den[0]][0].record).groupby("repeat")[den[1]].last()
         ratio = a / b  # same repeat index: same graph, data and x0
-        rows.append({"panel": "claim", "curve": label, "config": f"{num[0]} / {den[0]}",
-                     "column": f"{num[1]} / {den[1]}", "epoch": int(last["epoch"].max()),
-                     "mean": float(a.mean() / b.mean()), "min": float(ratio.min()),
-                     "max": float(ratio.max()), "paper": paper})
+        rows.append(
+            {
+                "panel": "claim",
+                "curve": label,
+                "config": f"{num[0]} / {den[0]}",
+                "column": f"{num[1]} / {den[1]}",
+                "epoch": int(last["epoch"].max()),
+                "mean": float(a.mean() / b.mean()),
+                "min": float(ratio.min()),
+                "max": float(ratio.max()),
+                "paper": paper,
+            }
+        )
     frame = pd.DataFrame(rows)
     for r in frame.itertuples(index=False):
         echo(f"  {output} {r.panel:8} {r.curve}: {r.mean:.4g} (runs {r.min:.4g} .. {r.max:.4g})")
@@ -171,16 +205,24 @@ def summary(table, runs: dict, drawn: list, echo) -> pd.DataFrame | None:
 def gamma_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
     """(surface of eq. (11), points with eq. (11), the exact gamma and the corrected bound)."""
     om, be = np.meshgrid(FIG1_SURFACE_OMEGAS, FIG1_SURFACE_BETAS, indexing="ij")
-    surface = pd.DataFrame({"omega": om.ravel(), "beta": be.ravel(),
-                            "gamma_eq11": gamma_bound(om, be, FIG1_ALPHA_B).ravel()})
+    surface = pd.DataFrame(
+        {"omega": om.ravel(), "beta": be.ravel(), "gamma_eq11": gamma_bound(om, be, FIG1_ALPHA_B).ravel()}
+    )
     om, be = np.meshgrid(FIG1_EXACT_OMEGAS, np.asarray(FIG1_BETAS, float), indexing="ij")
     om, be = om.ravel(), be.ravel()
     bound = gamma_bound(om, be, FIG1_ALPHA_B)
     exact = gamma_exact(om, be, FIG1_ALPHA_B)
     corrected = gamma_bound_corrected(om, be, FIG1_ALPHA_B)
-    points = pd.DataFrame({"omega": om, "beta": be, "gamma_eq11": bound, "gamma_exact": exact,
-                           "gamma_bound_corrected": corrected,
-                           "eq11_minus_exact": bound - exact})
+    points = pd.DataFrame(
+        {
+            "omega": om,
+            "beta": be,
+            "gamma_eq11": bound,
+            "gamma_exact": exact,
+            "gamma_bound_corrected": corrected,
+            "eq11_minus_exact": bound - exact,
+        }
+    )
     return surface, points
 
 
@@ -194,8 +236,15 @@ def gamma_figure(figure, runs, out: Path, echo, **_) -> list[Path]:
         Z = surface["gamma_eq11"].to_numpy().reshape(W, B)
         O, Bm = np.meshgrid(FIG1_SURFACE_OMEGAS, FIG1_SURFACE_BETAS, indexing="ij")
         ax3.plot_surface(O, Bm, Z, cmap="viridis", alpha=0.8, lw=0, antialiased=True)
-        ax3.scatter(points["omega"], points["beta"], points["gamma_exact"], color="black", s=5,
-                    depthshade=False, label="exact E[eps]/(alpha beta B)")
+        ax3.scatter(
+            points["omega"],
+            points["beta"],
+            points["gamma_exact"],
+            color="black",
+            s=5,
+            depthshade=False,
+            label="exact E[eps]/(alpha beta B)",
+        )
         ax3.set_xlabel("omega")
         ax3.set_ylabel("beta")
         ax3.set_zlabel("gamma")
@@ -208,9 +257,9 @@ def gamma_figure(figure, runs, out: Path, echo, **_) -> list[Path]:
             color = cmap(i / max(1, len(FIG1_BETAS) - 1) * 0.9)
             line = surface[np.isclose(surface["beta"], beta)]
             if len(line) == 0:  # a beta off the surface grid: draw eq. (11) directly
-                line = pd.DataFrame({"omega": FIG1_SURFACE_OMEGAS,
-                                     "gamma_eq11": gamma_bound(FIG1_SURFACE_OMEGAS, beta,
-                                                               FIG1_ALPHA_B)})
+                line = pd.DataFrame(
+                    {"omega": FIG1_SURFACE_OMEGAS, "gamma_eq11": gamma_bound(FIG1_SURFACE_OMEGAS, beta, FIG1_ALPHA_B)}
+                )
             ax.plot(line["omega"], line["gamma_eq11"], color=color, label=f"beta = {beta:g}")
             pts = points[np.isclose(points["beta"], beta)]
             ax.plot(pts["omega"], pts["gamma_exact"], "o", ms=3, mfc="none", color=color)
@@ -219,23 +268,30 @@ def gamma_figure(figure, runs, out: Path, echo, **_) -> list[Path]:
         ax.set_ylabel("gamma (amplification)")
         ax.set_title("gamma vs omega: eq. (11) lines, exact markers")
         ax.legend(loc="upper right", fontsize=6.5)
-        fig.text(0.0, -0.01, "\n".join(textwrap.wrap(FIG1_CAPTION, 160)), ha="left", va="top",
-                 fontsize=5.5)
+        fig.text(0.0, -0.01, "\n".join(textwrap.wrap(FIG1_CAPTION, 160)), ha="left", va="top", fontsize=5.5)
     written = save_figure(fig, out / "fig1.png")
-    write_table(surface, out / "fig1.csv", ["Xiao et al. Fig. 1: eq. (11) (Theorem 2.3, closed "
-                                            "form as printed) on the surface grid, alpha B_inf = "
-                                            "0.001."], wrap=120)
+    write_table(
+        surface,
+        out / "fig1.csv",
+        [
+            "Xiao et al. Fig. 1: eq. (11) (Theorem 2.3, closed "
+            "form as printed) on the surface grid, alpha B_inf = "
+            "0.001."
+        ],
+        wrap=120,
+    )
     write_table(points, out / "fig1-exact.csv", [FIG1_CAPTION], wrap=120)
     gap = points["eq11_minus_exact"]
-    echo(f"  fig1: gamma from {surface['gamma_eq11'].min():.4f} to "
-         f"{surface['gamma_eq11'].max():.4f}; eq. (11) - exact in [{gap.min():.4f}, "
-         f"{gap.max():.4f}] over {len(points)} points")
+    echo(
+        f"  fig1: gamma from {surface['gamma_eq11'].min():.4f} to "
+        f"{surface['gamma_eq11'].max():.4f}; eq. (11) - exact in [{gap.min():.4f}, "
+        f"{gap.max():.4f}] over {len(points)} points"
+    )
     return written
 
 
 # ---------------------------------------------------------------- entry --
-def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2,
-              echo=click.echo) -> list[Path]:
+def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2, echo=click.echo) -> list[Path]:
     """Run what ``which`` (a figure of :data:`PAPER`, or "all") needs and draw it."""
     chosen = PAPER.chosen(which)
     out = Path(out)
@@ -243,12 +299,10 @@ def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2
     t0 = time.perf_counter()
     # Every run of every figure asked for in one pool: the two processes stay busy.
     names = PAPER.configs(which)
-    records = ensure_runs(names, Path(configs), out, data_dir=data_dir, jobs=jobs, echo=echo) \
-        if names else {}
+    records = ensure_runs(names, Path(configs), out, data_dir=data_dir, jobs=jobs, echo=echo) if names else {}
     runs = {name: [engine.Point({}, record)] for name, record in records.items()}
     written = []
     for figure in chosen:
-        written += engine.draw(figure, runs, out, sys.modules[__name__], echo=echo,
-                               save=save_figure)[0]
+        written += engine.draw(figure, runs, out, sys.modules[__name__], echo=echo, save=save_figure)[0]
     echo(f"ldp: {len(written)} files in {time.perf_counter() - t0:.1f} s wall")
     return written

@@ -56,8 +56,17 @@ from vfl.plots import save_figure
 
 from . import DATASETS, PAPER
 
-__all__ = ["ADMM_GRID", "DATASETS", "EPSILONS", "NONPRIVATE_GRID", "REFERENCE_LAMS",
-           "STACKING_GRID", "reproduce", "utility_markdown", "validation_scores"]
+__all__ = [
+    "ADMM_GRID",
+    "DATASETS",
+    "EPSILONS",
+    "NONPRIVATE_GRID",
+    "REFERENCE_LAMS",
+    "STACKING_GRID",
+    "reproduce",
+    "utility_markdown",
+    "validation_scores",
+]
 
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
 REPEATS = 10
@@ -77,22 +86,30 @@ def _grid(**axes) -> list[dict]:
 #: private stacking: without shares (the product of experts) or with them. The
 #: points a wider validation search never chose (clip 4 with shares' split
 #: [0.8, 0.18, 0.02], prior_sd 1) are left out to keep the search quick.
-STACKING_GRID = (
-    _grid(**{"privacy.clip": [1.0, 2.0, 4.0], "privacy.model_noise": [0.1, 0.3],
-             "privacy.split": [[1.0, 0.0, 0.0]]})
-    + _grid(**{"privacy.clip": [1.0, 2.0, 4.0], "privacy.model_noise": [0.1, 0.3],
-               "privacy.split": [[0.3, 0.68, 0.02], [0.5, 0.48, 0.02]],
-               "solver.prior_sd": [0.1, 0.25]})
+STACKING_GRID = _grid(
+    **{"privacy.clip": [1.0, 2.0, 4.0], "privacy.model_noise": [0.1, 0.3], "privacy.split": [[1.0, 0.0, 0.0]]}
+) + _grid(
+    **{
+        "privacy.clip": [1.0, 2.0, 4.0],
+        "privacy.model_noise": [0.1, 0.3],
+        "privacy.split": [[0.3, 0.68, 0.02], [0.5, 0.48, 0.02]],
+        "solver.prior_sd": [0.1, 0.25],
+    }
 )
-NONPRIVATE_GRID = _grid(**{"privacy.clip": [1.0, 2.0, 4.0],
-                           "solver.lam_local": [0.1, 1.0, 10.0, 30.0]})
+NONPRIVATE_GRID = _grid(**{"privacy.clip": [1.0, 2.0, 4.0], "solver.lam_local": [0.1, 1.0, 10.0, 30.0]})
 #: l2 weights (sum form) of the references, party 1 alone and all features
 REFERENCE_LAMS = (0.01, 0.1, 1.0, 10.0)
 #: ADMM sharing: the epoch count (sigma is calibrated for it), and a fair chance
 #: on the settings of its row-level bound
-ADMM_GRID = _grid(**{"solver.epochs": [1, 2, 3, 5, 10], "objective.lam": [1.0, 10.0],
-                     "privacy.b1": [1.0, 3.0], "privacy.clip": [0.5, 1.0],
-                     "privacy.input_clip": [2.0, 4.0]})
+ADMM_GRID = _grid(
+    **{
+        "solver.epochs": [1, 2, 3, 5, 10],
+        "objective.lam": [1.0, 10.0],
+        "privacy.b1": [1.0, 3.0],
+        "privacy.clip": [0.5, 1.0],
+        "privacy.input_clip": [2.0, 4.0],
+    }
+)
 _PRIVATE_KEYS = ("delta", "epsilon", "model_noise")
 
 
@@ -113,8 +130,7 @@ def _overrides(values: dict) -> list[str]:
 def _nonprivate(config):
     """The stacking config with its privacy mechanism turned off."""
     raw = config.to_dict()
-    raw["privacy"] = {k: v for k, v in raw["privacy"].items()
-                      if k not in _PRIVATE_KEYS and v is not None}
+    raw["privacy"] = {k: v for k, v in raw["privacy"].items() if k not in _PRIVATE_KEYS and v is not None}
     raw["privacy"]["replayable_noise"] = True
     raw.pop("sweep", None)  # an epsilon sweep needs the mechanism
     raw["name"] = config.name + "-nonprivate"
@@ -142,15 +158,24 @@ def _holdout(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray
 def _public_rows(config, plan):
     """The run's public rows (blocks, labels), or a one-line error asking for them."""
     if plan.first.public is None:
-        raise ConfigError(f"{config.name}: private-utility tunes on rows declared public; set "
-                          "partition.public (rows of the test part, taken out of the test set)")
+        raise ConfigError(
+            f"{config.name}: private-utility tunes on rows declared public; set "
+            "partition.public (rows of the test part, taken out of the test set)"
+        )
     blocks, y = plan.first.public
     return blocks, np.asarray(y)
 
 
-def validation_scores(config, candidates: list[dict], *, data_dir=None, seeds=VAL_SEEDS,
-                      fraction: float = VAL_FRACTION, split_seed: int = VAL_SPLIT_SEED,
-                      echo=None) -> pd.DataFrame:
+def validation_scores(
+    config,
+    candidates: list[dict],
+    *,
+    data_dir=None,
+    seeds=VAL_SEEDS,
+    fraction: float = VAL_FRACTION,
+    split_seed: int = VAL_SPLIT_SEED,
+    echo=None,
+) -> pd.DataFrame:
     """Validation log loss and accuracy of ``config`` with each candidate's overrides.
 
     The run's public rows (``partition.public``, preprocessed as the run
@@ -180,11 +205,14 @@ def validation_scores(config, candidates: list[dict], *, data_dir=None, seeds=VA
         for seed in seeds:
             try:
                 with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                    solver = cls.build(fit_data, objective=make_objective(c),
-                                       params=cls.typed_params(c.solver.values),
-                                       privacy=cls.typed_privacy(c.privacy.values),
-                                       streams=Streams(seed, replayable_noise=True),
-                                       iterations=c.solver.epochs)
+                    solver = cls.build(
+                        fit_data,
+                        objective=make_objective(c),
+                        params=cls.typed_params(c.solver.values),
+                        privacy=cls.typed_privacy(c.privacy.values),
+                        streams=Streams(seed, replayable_noise=True),
+                        iterations=c.solver.epochs,
+                    )
                     for _ in range(c.solver.epochs):
                         solver.step()
                     u = solver.decision_function(val_blocks)
@@ -194,34 +222,46 @@ def validation_scores(config, candidates: list[dict], *, data_dir=None, seeds=VA
                 losses.append(np.nan)
                 accs.append(np.nan)
                 errors.append(" ".join(str(exc).split())[:200])
-        rows.append({**{k: json.dumps(v) if isinstance(v, list) else v for k, v in cand.items()},
-                     "val_logloss_mean": float(np.mean(losses)),
-                     "val_logloss_std": float(np.std(losses, ddof=1)) if len(losses) > 1 else 0.0,
-                     "val_accuracy_mean": float(np.mean(accs)), "n_val": int(n_val),
-                     "n_fit": int(fit.size), "seeds": len(seeds),
-                     "error": errors[0] if errors else ""})
+        rows.append(
+            {
+                **{k: json.dumps(v) if isinstance(v, list) else v for k, v in cand.items()},
+                "val_logloss_mean": float(np.mean(losses)),
+                "val_logloss_std": float(np.std(losses, ddof=1)) if len(losses) > 1 else 0.0,
+                "val_accuracy_mean": float(np.mean(accs)),
+                "n_val": int(n_val),
+                "n_fit": int(fit.size),
+                "seeds": len(seeds),
+                "error": errors[0] if errors else "",
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def _tuned(config, candidates, key: str, out: Path, data_dir, echo, seeds=None) -> pd.DataFrame:
     """:func:`validation_scores`, cached under ``out/tuning`` by a hash of its inputs."""
     seeds = VAL_SEEDS if seeds is None else seeds
-    ident = {"config": config.to_dict(), "candidates": candidates, "seeds": list(seeds),
-             "fraction": VAL_FRACTION, "split_seed": VAL_SPLIT_SEED, "version": 2}
+    ident = {
+        "config": config.to_dict(),
+        "candidates": candidates,
+        "seeds": list(seeds),
+        "fraction": VAL_FRACTION,
+        "split_seed": VAL_SPLIT_SEED,
+        "version": 2,
+    }
     text = json.dumps(ident, sort_keys=True, default=str)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     path = out / "tuning" / f"{key}-{digest}.csv"
     if path.is_file():
         return pd.read_csv(path)
     t0 = perf_counter()
-    table = validation_scores(config, candidates, data_dir=data_dir, seeds=seeds,
-                              fraction=VAL_FRACTION, split_seed=VAL_SPLIT_SEED)
+    table = validation_scores(
+        config, candidates, data_dir=data_dir, seeds=seeds, fraction=VAL_FRACTION, split_seed=VAL_SPLIT_SEED
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.partial")
     table.to_csv(tmp, index=False, float_format="%.10g")
     tmp.replace(path)
-    echo(f"    {key}: {len(candidates)} candidates x {len(seeds)} seeds on validation "
-         f"({perf_counter() - t0:.0f} s)")
+    echo(f"    {key}: {len(candidates)} candidates x {len(seeds)} seeds on validation ({perf_counter() - t0:.0f} s)")
     return table
 
 
@@ -245,17 +285,29 @@ def _references(config, data_dir) -> tuple[list[dict], pd.DataFrame]:
     rows, tables = [], []
     for label, parties in (("party 1 alone", 1), ("all features", len(train))):
         X, X_test, P = join(train[:parties]), join(test[:parties]), join(public[:parties])
-        scores = [fit_sklearn_baseline(P[fit], y_pub[fit], P[val], y_pub[val],
-                                       Objective(lam=lam))["test_logloss"]
-                  for lam in REFERENCE_LAMS]
+        scores = [
+            fit_sklearn_baseline(P[fit], y_pub[fit], P[val], y_pub[val], Objective(lam=lam))["test_logloss"]
+            for lam in REFERENCE_LAMS
+        ]
         lam = REFERENCE_LAMS[int(np.argmin(scores))]
-        tables.append(pd.DataFrame({"objective.lam": REFERENCE_LAMS, "val_logloss_mean": scores,
-                                    "method": label, "epsilon": np.inf}))
+        tables.append(
+            pd.DataFrame(
+                {"objective.lam": REFERENCE_LAMS, "val_logloss_mean": scores, "method": label, "epsilon": np.inf}
+            )
+        )
         res = fit_sklearn_baseline(X, y, X_test, y_test, Objective(lam=lam))
-        rows.append({"method": label, "epsilon": np.inf, "test_logloss_mean": res["test_logloss"],
-                     "test_logloss_std": 0.0, "test_accuracy_mean": res["test_accuracy"],
-                     "test_accuracy_std": 0.0, "n_seeds": 1,
-                     "chosen": json.dumps({"objective.lam": lam})})
+        rows.append(
+            {
+                "method": label,
+                "epsilon": np.inf,
+                "test_logloss_mean": res["test_logloss"],
+                "test_logloss_std": 0.0,
+                "test_accuracy_mean": res["test_accuracy"],
+                "test_accuracy_std": 0.0,
+                "n_seeds": 1,
+                "chosen": json.dumps({"objective.lam": lam}),
+            }
+        )
     return rows, pd.concat(tables, ignore_index=True)
 
 
@@ -270,8 +322,9 @@ def _best(table: pd.DataFrame, candidates: list[dict]) -> dict:
 def _final(config, overrides: dict, name: str, out: Path, data_dir, echo, repeats=None):
     """Run (or resume) ``config`` with ``overrides`` on all training rows, ``repeats`` draws."""
     repeats = REPEATS if repeats is None else repeats
-    c = config.with_overrides(_overrides({**overrides, "run.repeats": repeats,
-                                          "privacy.replayable_noise": True, "name": name}))
+    c = config.with_overrides(
+        _overrides({**overrides, "run.repeats": repeats, "privacy.replayable_noise": True, "name": name})
+    )
     run = ensure_run(c, out / "runs" / name, data_dir)
     reps = run.repeats if run.repeats is not None else run.metrics.assign(repeat=0)
     last = reps[reps["epoch"] == reps["epoch"].max()]
@@ -279,17 +332,18 @@ def _final(config, overrides: dict, name: str, out: Path, data_dir, echo, repeat
     def std(col):  # over the repeats; one repeat has none
         return float(last[col].std(ddof=1)) if len(last) > 1 else 0.0
 
-    return run, {"test_logloss_mean": float(last["test_logloss"].mean()),
-                 "test_logloss_std": std("test_logloss"),
-                 "test_accuracy_mean": float(last["test_accuracy"].mean()),
-                 "test_accuracy_std": std("test_accuracy"),
-                 "epsilon_tight": float(last["epsilon_tight"].mean()) if "epsilon_tight" in last
-                 else np.nan, "n_seeds": int(len(last)),
-                 "solver_seconds": float(run.manifest.result.solver_seconds)}
+    return run, {
+        "test_logloss_mean": float(last["test_logloss"].mean()),
+        "test_logloss_std": std("test_logloss"),
+        "test_accuracy_mean": float(last["test_accuracy"].mean()),
+        "test_accuracy_std": std("test_accuracy"),
+        "epsilon_tight": float(last["epsilon_tight"].mean()) if "epsilon_tight" in last else np.nan,
+        "n_seeds": int(len(last)),
+        "solver_seconds": float(run.manifest.result.solver_seconds),
+    }
 
 
-def _tune_and_run(base, grid, name: str, eps: float, out: Path, data_dir, seeds, repeats,
-                  echo=None):
+def _tune_and_run(base, grid, name: str, eps: float, out: Path, data_dir, seeds, repeats, echo=None):
     """One private method at one epsilon: its candidates scored on validation, the best run
     on all training rows; returns (tuning table, the choice, its test numbers). The module's
     settings come as arguments: a worker process does not see a caller's changes to them."""
@@ -301,9 +355,16 @@ def _tune_and_run(base, grid, name: str, eps: float, out: Path, data_dir, seeds,
     return table, best, res
 
 
-def _dataset(dataset: str, configs: Path, out: Path, data_dir, echo, epsilons=EPSILONS,
-             methods=("stacking", "admm"), jobs: int = 1
-             ) -> tuple[pd.DataFrame, pd.DataFrame, dict, dict]:
+def _dataset(
+    dataset: str,
+    configs: Path,
+    out: Path,
+    data_dir,
+    echo,
+    epsilons=EPSILONS,
+    methods=("stacking", "admm"),
+    jobs: int = 1,
+) -> tuple[pd.DataFrame, pd.DataFrame, dict, dict]:
     stack_name, admm_name = DATASETS[dataset]
     stack = figure_config(configs, stack_name)
     admm = figure_config(configs, admm_name)
@@ -319,18 +380,31 @@ def _dataset(dataset: str, configs: Path, out: Path, data_dir, echo, epsilons=EP
     tuning.append(table.assign(method="non-private stacking", epsilon=np.inf))
     run, res = _final(plain, best, f"{dataset}-stacking-nonprivate", out, data_dir, echo, repeats=1)
     baselines = run.baselines
-    rows.append({"method": "non-private stacking", "epsilon": np.inf, **res,
-                 "chosen": json.dumps({"solver.lam1": lam1, **best})})
+    rows.append(
+        {
+            "method": "non-private stacking",
+            "epsilon": np.inf,
+            **res,
+            "chosen": json.dumps({"solver.lam1": lam1, **best}),
+        }
+    )
     # the private runs: party 1's lam1, and the local models' floor lam_local
     # from the non-private choice (the limit epsilon -> infinity)
     lam_local = plain.with_overrides(_overrides(best)).solver.values["lam_local"]
     stack = stack.with_overrides(_overrides({"solver.lam1": lam1, "solver.lam_local": lam_local}))
-    points = [(method, base, grid, short, eps)
-              for method, base, grid, short in (("private stacking", stack, STACKING_GRID, "stacking"),
-                                                ("ADMM sharing (row-level DP)", admm, ADMM_GRID, "admm"))
-              if short in methods for eps in epsilons]
-    args = [(base, grid, f"{dataset}-{short}-eps{eps:g}", eps, out, data_dir, VAL_SEEDS, REPEATS)
-            for _, base, grid, short, eps in points]
+    points = [
+        (method, base, grid, short, eps)
+        for method, base, grid, short in (
+            ("private stacking", stack, STACKING_GRID, "stacking"),
+            ("ADMM sharing (row-level DP)", admm, ADMM_GRID, "admm"),
+        )
+        if short in methods
+        for eps in epsilons
+    ]
+    args = [
+        (base, grid, f"{dataset}-{short}-eps{eps:g}", eps, out, data_dir, VAL_SEEDS, REPEATS)
+        for _, base, grid, short, eps in points
+    ]
     if jobs > 1 and len(args) > 1:  # every (method, epsilon) is tuned and run on its own
         from joblib import Parallel, delayed
 
@@ -339,22 +413,28 @@ def _dataset(dataset: str, configs: Path, out: Path, data_dir, echo, epsilons=EP
         results = [_tune_and_run(*a, echo=echo) for a in args]
     for (method, base, _, short, eps), (table, best, res) in zip(points, results):
         tuning.append(table.assign(method=method, epsilon=eps))
-        fixed = ({"solver.lam1": stack.solver.values["lam1"],
-                  "solver.lam_local": stack.solver.values["lam_local"]}
-                 if short == "stacking" else {})
-        rows.append({"method": method, "epsilon": eps, **res,
-                     "kind": _kind(base), "chosen": json.dumps({**fixed, **best})})
-        echo(f"    {method}, epsilon {eps:g}: test log loss {res['test_logloss_mean']:.4f} "
-             f"+- {res['test_logloss_std']:.4f} (chosen on validation: {json.dumps(best)})")
+        fixed = (
+            {"solver.lam1": stack.solver.values["lam1"], "solver.lam_local": stack.solver.values["lam_local"]}
+            if short == "stacking"
+            else {}
+        )
+        rows.append(
+            {"method": method, "epsilon": eps, **res, "kind": _kind(base), "chosen": json.dumps({**fixed, **best})}
+        )
+        echo(
+            f"    {method}, epsilon {eps:g}: test log loss {res['test_logloss_mean']:.4f} "
+            f"+- {res['test_logloss_std']:.4f} (chosen on validation: {json.dumps(best)})"
+        )
     return pd.DataFrame(rows), pd.concat(tuning, ignore_index=True), baselines, run.manifest
 
 
 #: dashed: a diagnostic curve (scored with a model no party could deploy)
 _STYLE = {"private stacking": ("C0", "o", "-"), "ADMM sharing (row-level DP)": ("C3", "s", "--")}
-_LEGEND = {"ADMM sharing (row-level DP)": "ADMM sharing (row-level DP), diagnostic: scored with "
-                                          "the exact x_m no party releases"}
-_LINES = {"non-private stacking": ("C0", "-."), "all features": ("black", "--"),
-          "party 1 alone": ("0.45", ":")}
+_LEGEND = {
+    "ADMM sharing (row-level DP)": "ADMM sharing (row-level DP), diagnostic: scored with "
+    "the exact x_m no party releases"
+}
+_LINES = {"non-private stacking": ("C0", "-."), "all features": ("black", "--"), "party 1 alone": ("0.45", ":")}
 
 
 @dataclass(frozen=True)
@@ -369,8 +449,11 @@ class Utility:
 def noise_draws(values: dict, record) -> dict:
     """A dataset's title field: how many noise draws private stacking's numbers average."""
     t = record.table
-    n = int(t.loc[t["method"] == "private stacking", "n_seeds"].max()) \
-        if (t["method"] == "private stacking").any() else 0
+    n = (
+        int(t.loc[t["method"] == "private stacking", "n_seeds"].max())
+        if (t["method"] == "private stacking").any()
+        else 0
+    )
     return {"draws": f" (mean +- sd, {n} noise draws)" if n > 1 else ""}
 
 
@@ -398,17 +481,32 @@ def utility_panel(ax, panel, view) -> None:
         if off.any():
             edge = 0.965 if worse_up else 0.035
             trans = ax.get_xaxis_transform()
-            ax.plot(x[off], np.full(off.sum(), edge), ls="none", color=color,
-                    marker="^" if worse_up else "v", ms=4, transform=trans, clip_on=False)
+            ax.plot(
+                x[off],
+                np.full(off.sum(), edge),
+                ls="none",
+                color=color,
+                marker="^" if worse_up else "v",
+                ms=4,
+                transform=trans,
+                clip_on=False,
+            )
             for xi, mi in zip(x[off], m[off]):
-                ax.annotate(f"{mi:.3f}", (xi, edge), xycoords=trans, fontsize=6, color=color,
-                            ha="center", va="top" if worse_up else "bottom",
-                            xytext=(0, -4 if worse_up else 4), textcoords="offset points")
+                ax.annotate(
+                    f"{mi:.3f}",
+                    (xi, edge),
+                    xycoords=trans,
+                    fontsize=6,
+                    color=color,
+                    ha="center",
+                    va="top" if worse_up else "bottom",
+                    xytext=(0, -4 if worse_up else 4),
+                    textcoords="offset points",
+                )
     for method, (color, ls) in _LINES.items():
         t = table[table["method"] == method]
         if len(t):  # fitted without noise on the private training rows
-            ax.axhline(float(t[f"{metric}_mean"].iloc[0]), color=color, ls=ls, lw=1.0,
-                       label=f"{method} (diagnostic)")
+            ax.axhline(float(t[f"{metric}_mean"].iloc[0]), color=color, ls=ls, lw=1.0, label=f"{method} (diagnostic)")
     levels = sorted(table.loc[np.isfinite(table["epsilon"]), "epsilon"].unique())
     ax.set_xticks(levels, [f"{e:g}" for e in levels])
     ax.minorticks_off()
@@ -432,8 +530,17 @@ def tuning_table(table, runs, drawn, echo) -> pd.DataFrame | None:
     return None if outcome is None else outcome.tuning
 
 
-def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2, echo=click.echo,
-              datasets=None, epsilons=EPSILONS, methods=("stacking", "admm")) -> list[Path]:
+def reproduce(
+    which: str,
+    out: Path,
+    configs: Path,
+    data_dir=None,
+    jobs: int = 2,
+    echo=click.echo,
+    datasets=None,
+    epsilons=EPSILONS,
+    methods=("stacking", "admm"),
+) -> list[Path]:
     """Tune on validation, run, and draw the privacy-utility figure (``which``: utility | all).
 
     ``datasets``, ``epsilons`` and ``methods`` (``"stacking"``, ``"admm"``)
@@ -445,23 +552,22 @@ def reproduce(which: str, out: Path, configs: Path, data_dir=None, jobs: int = 2
     out.mkdir(parents=True, exist_ok=True)
     t0 = perf_counter()
     runs = {}
-    for dataset in (datasets or DATASETS):
-        table, tuning, _, manifest = _dataset(dataset, Path(configs), out, data_dir, echo,
-                                              epsilons, methods, jobs)
-        runs[DATASETS[dataset][0]] = [engine.Point({"data": dataset},
-                                                   Utility(table, tuning, manifest))]
-    written = engine.draw(figure, runs, out, sys.modules[__name__], echo=echo,
-                          save=save_figure)[0]
+    for dataset in datasets or DATASETS:
+        table, tuning, _, manifest = _dataset(dataset, Path(configs), out, data_dir, echo, epsilons, methods, jobs)
+        runs[DATASETS[dataset][0]] = [engine.Point({"data": dataset}, Utility(table, tuning, manifest))]
+    written = engine.draw(figure, runs, out, sys.modules[__name__], echo=echo, save=save_figure)[0]
     echo(f"  done in {perf_counter() - t0:.0f} s")
     return written
 
 
 #: README's rows, in order: (method in the CSV, label in README)
-_README_ROWS = (("private stacking", "private stacking"),
-                ("ADMM sharing (row-level DP)", "ADMM sharing (row-level DP), diagnostic"),
-                ("non-private stacking", "non-private stacking (no noise)"),
-                ("party 1 alone", "party 1 alone (no noise)"),
-                ("all features", "all features (no noise)"))
+_README_ROWS = (
+    ("private stacking", "private stacking"),
+    ("ADMM sharing (row-level DP)", "ADMM sharing (row-level DP), diagnostic"),
+    ("non-private stacking", "non-private stacking (no noise)"),
+    ("party 1 alone", "party 1 alone (no noise)"),
+    ("all features", "all features (no noise)"),
+)
 
 
 def utility_markdown(table: pd.DataFrame) -> str:
@@ -471,8 +577,7 @@ def utility_markdown(table: pd.DataFrame) -> str:
     (no noise) repeat their one value under every epsilon.
     """
     eps = sorted(float(e) for e in table["epsilon"].unique() if np.isfinite(float(e)))
-    lines = ["| epsilon | " + " | ".join(f"{e:g}" for e in eps) + " |",
-             "|---|" + "---:|" * len(eps)]
+    lines = ["| epsilon | " + " | ".join(f"{e:g}" for e in eps) + " |", "|---|" + "---:|" * len(eps)]
     for method, label in _README_ROWS:
         rows = table[table["method"] == method]
         if rows.empty:
@@ -481,7 +586,6 @@ def utility_markdown(table: pd.DataFrame) -> str:
             cells = [f"{rows['test_logloss_mean'].iloc[0]:.4f}"] * len(eps)
         else:
             by = rows.set_index(rows["epsilon"].astype(float))
-            cells = [f"{by.loc[e, 'test_logloss_mean']:.4f} ± {by.loc[e, 'test_logloss_std']:.4f}"
-                     for e in eps]
+            cells = [f"{by.loc[e, 'test_logloss_mean']:.4f} ± {by.loc[e, 'test_logloss_std']:.4f}" for e in eps]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

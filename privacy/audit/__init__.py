@@ -53,42 +53,42 @@ amplification by that randomness is not what is being tested.
 from __future__ import annotations
 
 from .bounds import (
-                     AUDIT_METHODS,
-                     AuditResult,
-                     DeltaEstimate,
-                     LossSummary,
-                     audit_verdict,
-                     epsilon_lower_bound,
-                     estimate_delta,
-                     gaussian_delta,
-                     gaussian_loss_moments,
-                     hockey_stick_samples,
-                     summarize_losses,
+    AUDIT_METHODS,
+    AuditResult,
+    DeltaEstimate,
+    LossSummary,
+    audit_verdict,
+    epsilon_lower_bound,
+    estimate_delta,
+    gaussian_delta,
+    gaussian_loss_moments,
+    hockey_stick_samples,
+    summarize_losses,
 )
 from .gdp import (
-                     GDPBound,
-                     gdp_bound,
-                     gdp_delta,
-                     gdp_epsilon,
-                     gdp_profile_verdict,
-                     gdp_verdict,
-                     realised_mu,
-                     standardized_losses,
+    GDPBound,
+    gdp_bound,
+    gdp_delta,
+    gdp_epsilon,
+    gdp_profile_verdict,
+    gdp_verdict,
+    realised_mu,
+    standardized_losses,
 )
 from .one_run import one_run_epsilon, one_run_p_value
 from .power import (
-                     choose_bound,
-                     family_level,
-                     powerful_epsilon,
-                     refutation_threshold,
-                     truncation_level,
+    choose_bound,
+    family_level,
+    powerful_epsilon,
+    refutation_threshold,
+    truncation_level,
 )
 from .ratios import (
-                     gaussian_log_ratio,
-                     laplace_log_ratio,
-                     release_log_ratio,
-                     uniform_laplace_log_ratio,
-                     uniform_laplace_logpdf,
+    gaussian_log_ratio,
+    laplace_log_ratio,
+    release_log_ratio,
+    uniform_laplace_log_ratio,
+    uniform_laplace_logpdf,
 )
 
 __all__ = [

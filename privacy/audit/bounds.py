@@ -59,10 +59,15 @@ class DeltaEstimate:
     method: str
 
 
-def estimate_delta(losses: npt.ArrayLike, epsilon: float | npt.ArrayLike,
-                   confidence: float = 0.95, *, method: str = "kl",
-                   rng: np.random.Generator | None = None,
-                   clip: float | None = None) -> DeltaEstimate:
+def estimate_delta(
+    losses: npt.ArrayLike,
+    epsilon: float | npt.ArrayLike,
+    confidence: float = 0.95,
+    *,
+    method: str = "kl",
+    rng: np.random.Generator | None = None,
+    clip: float | None = None,
+) -> DeltaEstimate:
     """Estimate ``delta_PQ(eps)`` from samples ``L_i ~ P`` with one-sided confidence bounds.
 
     The ``Y_i = (1 - e^(eps - L_i))_+`` are i.i.d. in ``[0, 1]`` with mean
@@ -116,10 +121,8 @@ def estimate_delta(losses: npt.ArrayLike, epsilon: float | npt.ArrayLike,
     u = _uniforms(method, rng, L.size)
     est, lower, upper = _delta_bounds(L, eps, alpha, u, _clip(method, clip))
     scalar = np.ndim(epsilon) == 0
-    pick: Callable[[FloatArray], float | FloatArray] = \
-        (lambda a: float(a[0])) if scalar else (lambda a: a)
-    return DeltaEstimate(pick(eps), pick(est), pick(lower), pick(upper),
-                         float(1.0 - alpha), int(L.size), method)
+    pick: Callable[[FloatArray], float | FloatArray] = (lambda a: float(a[0])) if scalar else (lambda a: a)
+    return DeltaEstimate(pick(eps), pick(est), pick(lower), pick(upper), float(1.0 - alpha), int(L.size), method)
 
 
 @dataclass(frozen=True)
@@ -134,8 +137,7 @@ class LossSummary:
     quantiles: dict[float, float] = field(default_factory=dict)
 
 
-def summarize_losses(losses: npt.ArrayLike, quantiles: npt.ArrayLike = _QUANTILES
-                     ) -> LossSummary:
+def summarize_losses(losses: npt.ArrayLike, quantiles: npt.ArrayLike = _QUANTILES) -> LossSummary:
     """Mean, standard deviation (``ddof=1``), extremes and quantiles of the sampled ``L``.
 
     Compare with :func:`gaussian_loss_moments` for a claimed Gaussian: its
@@ -148,10 +150,14 @@ def summarize_losses(losses: npt.ArrayLike, quantiles: npt.ArrayLike = _QUANTILE
     if np.any((q < 0) | (q > 1)):
         raise ValueError("quantiles must lie in [0, 1]")
     values = np.quantile(L, q) if q.size else np.array([])
-    return LossSummary(int(L.size), float(L.mean()),
-                       float(L.std(ddof=1)) if L.size > 1 else math.nan,
-                       float(L.min()), float(L.max()),
-                       {float(k): float(v) for k, v in zip(q, values)})
+    return LossSummary(
+        int(L.size),
+        float(L.mean()),
+        float(L.std(ddof=1)) if L.size > 1 else math.nan,
+        float(L.min()),
+        float(L.max()),
+        {float(k): float(v) for k, v in zip(q, values)},
+    )
 
 
 def gaussian_loss_moments(noise_multipliers: npt.ArrayLike) -> tuple[float, float]:
@@ -166,8 +172,7 @@ def gaussian_loss_moments(noise_multipliers: npt.ArrayLike) -> tuple[float, floa
     return 0.5 * mu * mu, mu
 
 
-def gaussian_delta(epsilon: float | npt.ArrayLike, noise_multipliers: npt.ArrayLike
-                   ) -> float | FloatArray:
+def gaussian_delta(epsilon: float | npt.ArrayLike, noise_multipliers: npt.ArrayLike) -> float | FloatArray:
     """Exact ``delta(eps)`` of composed Gaussians (Balle and Wang 2018, Thm. 8).
 
     ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` with
@@ -227,9 +232,15 @@ class AuditResult:
 
     def to_dict(self) -> dict[str, object]:
         """A flat, JSON-ready record (NaN where the reverse direction was not run)."""
-        out: dict[str, object] = {"epsilon": self.epsilon, "delta": self.delta, "confidence": self.confidence,
-               "method": self.method, "clip": self.clip, "verdict": self.verdict,
-               "epsilon_refuted": self.epsilon_refuted}
+        out: dict[str, object] = {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "confidence": self.confidence,
+            "method": self.method,
+            "clip": self.clip,
+            "verdict": self.verdict,
+            "epsilon_refuted": self.epsilon_refuted,
+        }
         for name, est in (("forward", self.forward), ("reverse", self.reverse)):
             d = asdict(est) if est is not None else {}
             out[f"K_{name}"] = d.get("K")
@@ -239,9 +250,17 @@ class AuditResult:
         return out
 
 
-def audit_verdict(losses_P: npt.ArrayLike, losses_Q: npt.ArrayLike | None, epsilon: float, delta: float, confidence: float = 0.95,
-                  *, method: str = "kl", rng: np.random.Generator | None = None,
-                  clip: float | None = None) -> AuditResult:
+def audit_verdict(
+    losses_P: npt.ArrayLike,
+    losses_Q: npt.ArrayLike | None,
+    epsilon: float,
+    delta: float,
+    confidence: float = 0.95,
+    *,
+    method: str = "kl",
+    rng: np.random.Generator | None = None,
+    clip: float | None = None,
+) -> AuditResult:
     """Test the claim "the mechanism is (epsilon, delta)-DP" against privacy-loss samples.
 
     ``losses_P`` are draws of ``log p/q`` under ``P = M(D)``; ``losses_Q``
@@ -264,18 +283,34 @@ def audit_verdict(losses_P: npt.ArrayLike, losses_Q: npt.ArrayLike | None, epsil
     refuted_eps: list[float] = []
     for L, u in directions:
         est, lower, upper = _delta_bounds(L, np.array([eps]), alpha, u, tau)
-        estimates.append(DeltaEstimate(eps, float(est[0]), float(lower[0]), float(upper[0]),
-                                       float(1.0 - alpha), int(L.size), method))
+        estimates.append(
+            DeltaEstimate(eps, float(est[0]), float(lower[0]), float(upper[0]), float(1.0 - alpha), int(L.size), method)
+        )
         refuted_eps.append(_refuted_epsilon(L, delta, alpha, u, tau))
     refuted = any(e.lower > delta for e in estimates)
-    return AuditResult(eps, delta, conf, method, "REFUTED" if refuted else "PASS",
-                       max(refuted_eps), estimates[0],
-                       estimates[1] if len(estimates) > 1 else None, tau)
+    return AuditResult(
+        eps,
+        delta,
+        conf,
+        method,
+        "REFUTED" if refuted else "PASS",
+        max(refuted_eps),
+        estimates[0],
+        estimates[1] if len(estimates) > 1 else None,
+        tau,
+    )
 
 
-def epsilon_lower_bound(losses_P: npt.ArrayLike, losses_Q: npt.ArrayLike | None, delta: float, confidence: float = 0.95, *,
-                        method: str = "kl", rng: np.random.Generator | None = None,
-                        clip: float | None = None) -> float:
+def epsilon_lower_bound(
+    losses_P: npt.ArrayLike,
+    losses_Q: npt.ArrayLike | None,
+    delta: float,
+    confidence: float = 0.95,
+    *,
+    method: str = "kl",
+    rng: np.random.Generator | None = None,
+    clip: float | None = None,
+) -> float:
     """The largest epsilon the samples refute at ``delta``: an empirical lower bound on epsilon.
 
     Returns ``sup{e >= 0 : a lower bound of delta_PQ(e) or delta_QP(e)
@@ -318,8 +353,7 @@ def _epsilons(epsilon: float | npt.ArrayLike) -> FloatArray:
     except (TypeError, ValueError):
         raise ValueError(f"epsilon must be a number or 1-D array, got {epsilon!r}") from None
     if e.ndim != 1 or e.size == 0 or not np.all(np.isfinite(e) & (e >= 0)):
-        raise ValueError(f"epsilon must be finite and >= 0 (a number or 1-D array), "
-                         f"got {epsilon!r}")
+        raise ValueError(f"epsilon must be finite and >= 0 (a number or 1-D array), got {epsilon!r}")
     return e
 
 
@@ -347,8 +381,7 @@ def _uniforms(method: str, rng: np.random.Generator | None, n: int) -> FloatArra
         return None
     if method == "clopper-pearson":
         if not isinstance(rng, np.random.Generator):
-            raise ValueError("method 'clopper-pearson' needs rng, a numpy Generator "
-                             "(the run's 'audit' stream)")
+            raise ValueError("method 'clopper-pearson' needs rng, a numpy Generator (the run's 'audit' stream)")
         return rng.random(n)
     raise ValueError(f"method must be one of {AUDIT_METHODS}, got {method!r}")
 
@@ -367,8 +400,9 @@ def _clip(method: str, clip: float | None) -> float:
     return tau
 
 
-def _directions(losses_P: npt.ArrayLike, losses_Q: npt.ArrayLike | None, method: str,
-                rng: np.random.Generator | None) -> list[tuple[FloatArray, FloatArray | None]]:
+def _directions(
+    losses_P: npt.ArrayLike, losses_Q: npt.ArrayLike | None, method: str, rng: np.random.Generator | None
+) -> list[tuple[FloatArray, FloatArray | None]]:
     out = []
     for given in (losses_P,) if losses_Q is None else (losses_P, losses_Q):
         L = _losses(given)
@@ -400,8 +434,7 @@ def _kl_bounds(mean: npt.ArrayLike, n: int, alpha: float) -> tuple[FloatArray, F
     return lower, upper
 
 
-def _bisect(lo: FloatArray, hi: FloatArray, left: Callable[[FloatArray], BoolArray]
-            ) -> tuple[FloatArray, FloatArray]:
+def _bisect(lo: FloatArray, hi: FloatArray, left: Callable[[FloatArray], BoolArray]) -> tuple[FloatArray, FloatArray]:
     """Shrink ``[lo, hi]`` to float resolution around where ``left`` (True at lo) switches."""
     for _ in range(_BISECTIONS):
         mid = 0.5 * (lo + hi)
@@ -420,8 +453,9 @@ def _cp_bounds(counts: npt.ArrayLike, n: int, alpha: float) -> tuple[FloatArray,
     return lower, upper
 
 
-def _delta_bounds(L: FloatArray, eps: FloatArray, alpha: float, u: FloatArray | None,
-                  tau: float = 1.0) -> tuple[FloatArray, FloatArray, FloatArray]:
+def _delta_bounds(
+    L: FloatArray, eps: FloatArray, alpha: float, u: FloatArray | None, tau: float = 1.0
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     Y = _y(L, eps)
     est = Y.mean(axis=1)
     if u is None:
@@ -433,8 +467,7 @@ def _delta_bounds(L: FloatArray, eps: FloatArray, alpha: float, u: FloatArray | 
     return est, lower, upper
 
 
-def _refuted_epsilon(L: FloatArray, delta: float, alpha: float, u: FloatArray | None,
-                     tau: float = 1.0) -> float:
+def _refuted_epsilon(L: FloatArray, delta: float, alpha: float, u: FloatArray | None, tau: float = 1.0) -> float:
     """``sup{e >= 0 : lower(e) > delta}`` for one direction (0 if the set is empty)."""
     n = L.size
     if u is not None:
@@ -462,7 +495,4 @@ def _refuted_epsilon(L: FloatArray, delta: float, alpha: float, u: FloatArray | 
     top = float(finite.max()) if finite.size else 0.0
     if ybar(max(top, 0.0) + 1.0) > y_star:  # only infinite losses can keep Ybar up
         return math.inf
-    return float(brentq(lambda e: ybar(e) - y_star, 0.0, max(top, 0.0) + 1.0,
-                        xtol=1e-12, rtol=1e-12))
-
-
+    return float(brentq(lambda e: ybar(e) - y_star, 0.0, max(top, 0.0) + 1.0, xtol=1e-12, rtol=1e-12))

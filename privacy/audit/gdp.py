@@ -64,8 +64,17 @@ from .. import _checks
 if TYPE_CHECKING:
     from .bounds import AuditResult
 
-__all__ = ["EPS_TOP_DELTA", "GDPBound", "gdp_bound", "gdp_delta", "gdp_epsilon",
-           "gdp_profile_verdict", "gdp_verdict", "realised_mu", "standardized_losses"]
+__all__ = [
+    "EPS_TOP_DELTA",
+    "GDPBound",
+    "gdp_bound",
+    "gdp_delta",
+    "gdp_epsilon",
+    "gdp_profile_verdict",
+    "gdp_verdict",
+    "realised_mu",
+    "standardized_losses",
+]
 
 #: the profile is searched up to the epsilon where the claimed curve falls to this delta
 EPS_TOP_DELTA = 1e-30
@@ -78,8 +87,7 @@ def realised_mu(squares: npt.ArrayLike) -> FloatArray:
     """``sqrt(sum ||m - m'||^2 / sigma^2)`` per run, from each run's summed squares."""
     q: FloatArray = np.asarray(squares, dtype=float)
     if q.ndim != 1 or q.size == 0 or not np.all(np.isfinite(q) & (q >= 0)):
-        raise ValueError("the realised squares must be a non-empty 1-D array of finite "
-                         "numbers >= 0")
+        raise ValueError("the realised squares must be a non-empty 1-D array of finite numbers >= 0")
     return np.sqrt(q)
 
 
@@ -107,8 +115,11 @@ def gdp_epsilon(delta: float, mu: float, top: float | None = None) -> float:
     if mu <= 0 or gdp_delta(0.0, mu) <= delta:
         return 0.0
     hi = top if top is not None else mu * mu / 2.0 + 40.0 * mu + 1.0
-    return float(brentq(lambda e: math.log(max(float(gdp_delta(e, mu)), 1e-320)) - math.log(delta),
-                        0.0, hi, xtol=1e-12, rtol=1e-12))
+    return float(
+        brentq(
+            lambda e: math.log(max(float(gdp_delta(e, mu)), 1e-320)) - math.log(delta), 0.0, hi, xtol=1e-12, rtol=1e-12
+        )
+    )
 
 
 def standardized_losses(losses: npt.ArrayLike, mus: npt.ArrayLike) -> FloatArray:
@@ -214,8 +225,7 @@ def gdp_bound(mus: npt.ArrayLike, confidence: float = 0.95, losses: npt.ArrayLik
     return GDPBound(mu[J - 1], factors, c, int(K), check, mu)
 
 
-def gdp_verdict(forward: GDPBound, reverse: GDPBound | None, epsilon: float,
-                delta: float) -> AuditResult:
+def gdp_verdict(forward: GDPBound, reverse: GDPBound | None, epsilon: float, delta: float) -> AuditResult:
     """The claim ``(epsilon, delta)`` against (*) in each direction: REFUTED when either
     direction's bound exceeds ``delta`` at ``epsilon``. ``epsilon_refuted`` is the largest
     epsilon either refutes at ``delta``. One event (*) per direction covers every claim,
@@ -229,13 +239,13 @@ def gdp_verdict(forward: GDPBound, reverse: GDPBound | None, epsilon: float,
         if b is None:
             continue
         lower = float(b.delta_lower(eps))
-        ests.append(DeltaEstimate(eps, b.estimate(eps), lower, math.nan, b.confidence, b.K,
-                                  "gdp"))
+        ests.append(DeltaEstimate(eps, b.estimate(eps), lower, math.nan, b.confidence, b.K, "gdp"))
         refuted |= lower > delta
         best = max(best, b.epsilon_lower(delta))
     level = 1.0 - (1.0 - forward.confidence) * len(ests)
-    return AuditResult(eps, delta, level, "gdp", "REFUTED" if refuted else "PASS", best,
-                       ests[0], ests[1] if len(ests) > 1 else None)
+    return AuditResult(
+        eps, delta, level, "gdp", "REFUTED" if refuted else "PASS", best, ests[0], ests[1] if len(ests) > 1 else None
+    )
 
 
 def gdp_profile_verdict(forward: GDPBound, reverse: GDPBound | None, mu: float) -> AuditResult:
@@ -248,8 +258,14 @@ def gdp_profile_verdict(forward: GDPBound, reverse: GDPBound | None, mu: float) 
     grid = np.linspace(0.0, top, 801)
     claim = gdp_delta(grid, mu)
     with np.errstate(divide="ignore"):
-        gap = np.max([np.log(np.maximum(b.delta_lower(grid), 1e-320)) - np.log(claim)
-                      for b in (forward, reverse) if b is not None], axis=0)
+        gap = np.max(
+            [
+                np.log(np.maximum(b.delta_lower(grid), 1e-320)) - np.log(claim)
+                for b in (forward, reverse)
+                if b is not None
+            ],
+            axis=0,
+        )
     refuted = bool(np.any(gap > 0))
     # refuted: the smallest epsilon refuted (the largest delta); else the closest approach
     at = float(grid[int(np.argmax(gap > 0))] if refuted else grid[int(np.argmax(gap))])

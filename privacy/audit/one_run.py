@@ -97,9 +97,12 @@ def _one_run_p(m: int, r: int, v: int, eps: FloatArray, delta: float) -> FloatAr
         j = np.arange(v - 1, -1, -1)[None, :]
         i = np.arange(1, v + 1)[None, :]
         step = max(1, 4_000_000 // v)
-        window = np.concatenate([
-            (np.cumsum(stats.binom.pmf(j, r, q[k:k + step]), axis=1) / i).max(axis=1)
-            for k in range(0, len(q), step)])
+        window = np.concatenate(
+            [
+                (np.cumsum(stats.binom.pmf(j, r, q[k : k + step]), axis=1) / i).max(axis=1)
+                for k in range(0, len(q), step)
+            ]
+        )
         beta = beta + 2.0 * m * delta * window
     p: FloatArray = np.minimum(beta, 1.0)  # scipy's binomial tails are untyped
     return p

@@ -16,8 +16,9 @@ from .. import _checks
 from .bounds import AUDIT_METHODS, _bisect, _claimed_delta, _clip, _confidence, _kl, gaussian_delta
 
 
-def refutation_threshold(K: int, delta: float, confidence: float = 0.95, *,
-                         method: str = "kl", clip: float | None = None) -> float:
+def refutation_threshold(
+    K: int, delta: float, confidence: float = 0.95, *, method: str = "kl", clip: float | None = None
+) -> float:
     """The true ``delta_PQ(eps)`` at which one direction refutes ``delta`` with probability ~1/2.
 
     A function of ``K``, the claimed ``delta`` and the level only, never of
@@ -53,8 +54,7 @@ def refutation_threshold(K: int, delta: float, confidence: float = 0.95, *,
     raise ValueError(f"method must be one of {AUDIT_METHODS}, got {method!r}")
 
 
-def choose_bound(K: int, delta: float, confidence: float = 0.95,
-                 clip: float | None = None) -> str:
+def choose_bound(K: int, delta: float, confidence: float = 0.95, clip: float | None = None) -> str:
     """The bound that refutes at the smallest true divergence (:func:`refutation_threshold`).
 
     Decided before any sample is drawn, so the choice costs no confidence.
@@ -96,9 +96,16 @@ def truncation_level(mu: float, K: int, epsilon: float, factor: float = 2.0) -> 
     return float(min(-math.expm1(eps - top), 1.0))
 
 
-def powerful_epsilon(mu: float, K: int, epsilon_max: float, confidence: float = 0.95, *,
-                     method: str = "kl", factor: float = 2.0,
-                     claimed: Callable[[FloatArray], npt.ArrayLike] | None = None) -> float:
+def powerful_epsilon(
+    mu: float,
+    K: int,
+    epsilon_max: float,
+    confidence: float = 0.95,
+    *,
+    method: str = "kl",
+    factor: float = 2.0,
+    claimed: Callable[[FloatArray], npt.ArrayLike] | None = None,
+) -> float:
     """The point of a claimed ``mu``-GDP profile where an audit of ``K`` runs has most power.
 
     A claim that a mechanism's pairs are ``mu``-GDP (a Gaussian ledger)
@@ -123,11 +130,11 @@ def powerful_epsilon(mu: float, K: int, epsilon_max: float, confidence: float = 
     K = _checks.count("K", K)
     top = _checks.positive("epsilon_max", epsilon_max)
     grid = np.linspace(top / 200.0, top, 200)
-    curve = gaussian_delta(grid, 1.0 / mu) if claimed is None else \
-        np.asarray(claimed(grid), dtype=float)
+    curve = gaussian_delta(grid, 1.0 / mu) if claimed is None else np.asarray(claimed(grid), dtype=float)
     alt = gaussian_delta(grid, 1.0 / (factor * mu))
-    thresholds = np.array([refutation_threshold(K, float(min(d, 1.0 - 1e-12)), confidence,
-                                                method=method) for d in np.atleast_1d(curve)])
+    thresholds = np.array(
+        [refutation_threshold(K, float(min(d, 1.0 - 1e-12)), confidence, method=method) for d in np.atleast_1d(curve)]
+    )
     sd = np.sqrt(np.maximum(alt * (1.0 - alt), 1e-300) / K)
     score = (alt - thresholds) / sd
     return float(grid[int(np.argmax(score))])
@@ -140,6 +147,5 @@ def family_level(confidence: float, pairs: int, claims: int = 1, directions: int
     :func:`vfl.privacy.audit.gdp_bound`). A verdict of REFUTED anywhere in the family, and
     every lower bound it prints, then hold at ``confidence`` together."""
     conf = _confidence(confidence)
-    n = _checks.count("pairs", pairs) * _checks.count("claims", claims) * \
-        _checks.count("directions", directions)
+    n = _checks.count("pairs", pairs) * _checks.count("claims", claims) * _checks.count("directions", directions)
     return 1.0 - (1.0 - conf) / n

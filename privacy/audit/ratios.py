@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from vfl.core.solver import Release
 
 
-def gaussian_log_ratio(o: npt.ArrayLike, mean: npt.ArrayLike, mean_other: npt.ArrayLike, sigma: npt.ArrayLike) -> FloatArray:
+def gaussian_log_ratio(
+    o: npt.ArrayLike, mean: npt.ArrayLike, mean_other: npt.ArrayLike, sigma: npt.ArrayLike
+) -> FloatArray:
     """``log N(o; mean, sigma^2 I) - log N(o; mean_other, sigma^2 I)`` per released vector.
 
     The last axis of ``o`` holds one release's entries; ``mean`` and
@@ -76,8 +78,14 @@ def uniform_laplace_logpdf(o: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLik
     return _uniform_laplace_logpdf(x, a, z, scale)
 
 
-def uniform_laplace_log_ratio(o: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike, lo_other: npt.ArrayLike, hi_other: npt.ArrayLike,
-                              b: npt.ArrayLike) -> FloatArray:
+def uniform_laplace_log_ratio(
+    o: npt.ArrayLike,
+    lo: npt.ArrayLike,
+    hi: npt.ArrayLike,
+    lo_other: npt.ArrayLike,
+    hi_other: npt.ArrayLike,
+    b: npt.ArrayLike,
+) -> FloatArray:
     """Log ratio of two uniform-mean Laplace densities, summed over a release's entries.
 
     Entry ``l`` of a release has mean uniform on ``[lo[l], hi[l]]`` under
@@ -91,8 +99,9 @@ def uniform_laplace_log_ratio(o: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.Array
     if x.ndim == 0:
         raise ValueError("o must have at least one axis (the release's entries)")
     s = _scale("b", b, x.shape[:-1])[..., None]
-    ratio: FloatArray = np.sum(uniform_laplace_logpdf(x, lo, hi, s)
-                               - uniform_laplace_logpdf(x, lo_other, hi_other, s), axis=-1)
+    ratio: FloatArray = np.sum(
+        uniform_laplace_logpdf(x, lo, hi, s) - uniform_laplace_logpdf(x, lo_other, hi_other, s), axis=-1
+    )
     return ratio
 
 
@@ -110,11 +119,11 @@ def release_log_ratio(release: Release, o: npt.ArrayLike, mean: npt.ArrayLike, m
     """
     shape = (len(release.units), int(release.size))
     try:
-        x, mu, mu2 = (np.broadcast_to(np.asarray(a, dtype=float), np.shape(o)).reshape(shape)
-                      for a in (o, mean, mean_other))
+        x, mu, mu2 = (
+            np.broadcast_to(np.asarray(a, dtype=float), np.shape(o)).reshape(shape) for a in (o, mean, mean_other)
+        )
     except ValueError:
-        raise ValueError(f"release values do not fit {shape[0]} units x size {shape[1]}") \
-            from None
+        raise ValueError(f"release values do not fit {shape[0]} units x size {shape[1]}") from None
     if release.mechanism == "gaussian":
         return gaussian_log_ratio(x, mu, mu2, release.scale)
     if release.mechanism == "laplace":
@@ -127,8 +136,9 @@ def release_log_ratio(release: Release, o: npt.ArrayLike, mean: npt.ArrayLike, m
 
 
 # ------------------------------------------------------------- helpers --
-def _vectors(o: npt.ArrayLike, mean: npt.ArrayLike, mean_other: npt.ArrayLike
-             ) -> tuple[FloatArray, FloatArray, FloatArray]:
+def _vectors(
+    o: npt.ArrayLike, mean: npt.ArrayLike, mean_other: npt.ArrayLike
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     x = _finite("o", o)
     if x.ndim == 0:
         raise ValueError("o must have at least one axis (the release's entries)")
@@ -137,8 +147,10 @@ def _vectors(o: npt.ArrayLike, mean: npt.ArrayLike, mean_other: npt.ArrayLike
     try:
         x, mu, mu2 = np.broadcast_arrays(x, mu, mu2)
     except ValueError:
-        raise ValueError(f"means of shapes {np.shape(mean)}, {np.shape(mean_other)} do not "
-                         f"broadcast to the released values' shape {x.shape}") from None
+        raise ValueError(
+            f"means of shapes {np.shape(mean)}, {np.shape(mean_other)} do not "
+            f"broadcast to the released values' shape {x.shape}"
+        ) from None
     return x, mu, mu2
 
 
@@ -162,13 +174,14 @@ def _scale(name: str, scale: npt.ArrayLike, shape: tuple[int, ...]) -> FloatArra
     except ValueError:
         ok = False
     if not ok:
-        raise ValueError(f"{name} of shape {s.shape} must broadcast to {tuple(shape)}, "
-                         "one per released vector (the last axis holds its entries)")
+        raise ValueError(
+            f"{name} of shape {s.shape} must broadcast to {tuple(shape)}, "
+            "one per released vector (the last axis holds its entries)"
+        )
     return s
 
 
-def _uniform_laplace_logpdf(o: FloatArray, lo: FloatArray, hi: FloatArray, b: FloatArray
-                            ) -> FloatArray:
+def _uniform_laplace_logpdf(o: FloatArray, lo: FloatArray, hi: FloatArray, b: FloatArray) -> FloatArray:
     w = hi - lo
     r = w / b
     u = np.clip(o - lo, 0.0, w) / b
@@ -178,5 +191,3 @@ def _uniform_laplace_logpdf(o: FloatArray, lo: FloatArray, hi: FloatArray, b: Fl
         # (phi(u) + phi(v)) / r -> 1 as w -> 0 (each phi(t) ~ t, u + v = r)
         ratio = np.where(r > 0, (-np.expm1(-u) - np.expm1(-v)) / np.where(r > 0, r, 1.0), 1.0)
     return -dist - np.log(2.0 * b) + np.log(ratio)
-
-
