@@ -346,7 +346,7 @@ class Providers:
 
         ``public`` holds the iteration's public values of the local step (Algorithm 3's
         ``eta``); ``noise`` is None (no noise) or ``(units, scale, sensitivity)`` of the
-        Gaussian release: the iteration's :class:`~vfl.core.solver.Release`.
+        Gaussian release: the iteration's :class:`~vfl.core.releases.Release`.
         """
         N = self.n_providers
         mechanism = scale = sens = None

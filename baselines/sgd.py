@@ -326,8 +326,11 @@ class FDMLSGD:
 # The registered solver.
 # ---------------------------------------------------------------------------
 
+from vfl.core.layouts import PartyBlocks  # noqa: E402
+from vfl.core.neighbours import label_neighbours  # noqa: E402
 from vfl.core.params import Param  # noqa: E402
-from vfl.core.solver import PartyBlocks, Reference, Setting, Solver, add_noise, label_neighbours  # noqa: E402
+from vfl.core.releases import add_noise  # noqa: E402
+from vfl.core.solver import Reference, Setting, Solver  # noqa: E402
 from vfl.core.wire import Wire  # noqa: E402
 
 from . import fdml_party  # noqa: E402
@@ -464,7 +467,7 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
 
     @classmethod
     def neighbours(cls, data, privacy, rng):
-        """Label DP only: one label flipped (:func:`~vfl.core.solver.label_neighbours`)."""
+        """Label DP only: one label flipped (:func:`~vfl.core.neighbours.label_neighbours`)."""
         if cls.typed_privacy(privacy).label_epsilon is None:
             raise NotImplementedError(
                 f"{cls.name} states no neighbouring relation to audit "

@@ -59,7 +59,7 @@ def iteration_timing(data_dir=None, *, repeats: int = 5, configs=None) -> dict:
     """Median seconds of the 100 ``step()`` calls of each case (a fresh solver each repeat)."""
     from threadpoolctl import threadpool_limits
 
-    from vfl.core.solver import Streams
+    from vfl.core.streams import Streams
     from vfl.datasets import dataset_status
     from vfl.experiments.config import load_config
     from vfl.experiments.registry import get_solver

@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _problem(agents: int, edges: int, per_agent: int, d: int, seed: int):
-    from vfl.core.solver import NetworkData
+    from vfl.core.layouts import NetworkData
     from vfl.decentralized import make_graph, paper_objective
 
     rng = np.random.default_rng(seed)
@@ -64,7 +64,7 @@ def iteration_timing(
     """Median seconds of ``iterations`` calls to ``step()`` per method (a fresh solver each)."""
     from threadpoolctl import threadpool_limits
 
-    from vfl.core.solver import Streams
+    from vfl.core.streams import Streams
     from vfl.decentralized import SOLVERS
 
     data, objective = _problem(agents, edges, per_agent, d, seed)

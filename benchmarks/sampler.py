@@ -234,7 +234,7 @@ def epoch_seconds(data_dir, rounds: int = 3) -> dict:
     epochs) as a simulation, a deployment, and a deployment whose parties' samplers pre-draw
     their next release (``ExactSampler(pool=True)``), the three modes alternated ``rounds``
     times (a shared machine's load falls on all three alike)."""
-    import vfl.core.solver as solver_module
+    import vfl.core.streams as streams_module
     from vfl.core.sampling import ExactSampler
 
     class Pooled(ExactSampler):
@@ -251,10 +251,10 @@ def epoch_seconds(data_dir, rounds: int = 3) -> dict:
     try:
         for _ in range(rounds):
             for name, extra, cls in modes:
-                solver_module.ExactSampler = cls  # what Streams.noise() builds
+                streams_module.ExactSampler = cls  # what Streams.noise() builds
                 seconds[name].append(_epoch_seconds(config, extra, data_dir))
     finally:
-        solver_module.ExactSampler = ExactSampler
+        streams_module.ExactSampler = ExactSampler
     return {name: float(np.median(v)) for name, v in seconds.items()}
 
 

@@ -348,7 +348,7 @@ def _run(
 ):
     from time import perf_counter
 
-    from vfl.core.solver import column_kinds
+    from vfl.core.column_kinds import column_kinds
     from vfl.experiments.checkpoint import checkpoints, finished, keep_or_drop
     from vfl.experiments.received import recording
     from vfl.experiments.records import write_run

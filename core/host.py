@@ -24,8 +24,9 @@ import numpy as np
 import numpy.typing as npt
 
 from .protocol import DIAGNOSTIC, PROTOCOL, Call, Env, Protocol, ProtocolError, UnitData, validate
+from .releases import add_noise, add_noise_to_rows
 from .sampling import ExactSampler
-from .solver import Streams, add_noise, add_noise_to_rows
+from .streams import Streams
 
 if TYPE_CHECKING:
     from .arrays import FloatArray
@@ -114,7 +115,7 @@ class Host:
 
 # ----------------------------------------------------------------------- envs --
 class StreamEnv(Env):
-    """A unit's own streams (:class:`~vfl.core.solver.Streams` of the run's seed and repeat,
+    """A unit's own streams (:class:`~vfl.core.streams.Streams` of the run's seed and repeat,
     exact samplers in a deployment): it draws, the coordinator records."""
 
     def __init__(self, streams: Streams):
@@ -146,15 +147,13 @@ class StreamEnv(Env):
             return mean  # no noise, no draw
         noisy: FloatArray
         if rows is None:
-            # solver.py annotates scale as an array and rng as a Generator, narrower than what
-            # add_noise takes (its docstring: exact samplers too); lead: after the records merge
-            noisy = add_noise(mechanism, mean, scale, rng)  # type: ignore[arg-type]
+            noisy = add_noise(mechanism, mean, scale, rng)
         else:
             assert total is not None  # rows of a release are drawn with its total
             noisy = add_noise_to_rows(
                 mechanism,
                 mean,
-                scale,  # type: ignore[arg-type]  # as above
+                scale,
                 rng,
                 rows,
                 total,

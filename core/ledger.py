@@ -1,7 +1,7 @@
 """Generic privacy accounting: compose the releases a solver reports, per protected unit.
 
 Every iteration a solver lists its noisy releases as
-:class:`~vfl.core.solver.Release` events (mechanism, units, enforced
+:class:`~vfl.core.releases.Release` events (mechanism, units, enforced
 sensitivity, noise scale). A :class:`PrivacyLedger` composes them
 adaptively per unit (party, provider, agent) and reports the worst unit's
 epsilon at the run's delta:
@@ -14,7 +14,7 @@ epsilon at the run's delta:
   the l1 sensitivity) summed over the releases and converted by
   dp-accounting; the pure epsilon ``sum_k Delta_k / b_k`` (basic
   composition) is kept beside it. A release that also states an enforced l2
-  bound ``Delta_2`` (:attr:`~vfl.core.solver.Release.l2_sensitivity`) is
+  bound ``Delta_2`` (:attr:`~vfl.core.releases.Release.l2_sensitivity`) is
   charged ``min(that, alpha Delta_2^2 / (2 b^2))`` per order: each coordinate
   is ``|shift_j| / b``-DP, hence ``(|shift_j| / b)^2 / 2``-zCDP (Bun and
   Steinke 2016, Prop. 3.3), and the coordinates' noises are independent. The
@@ -34,14 +34,14 @@ import numpy.typing as npt
 
 from vfl.core import gaussian
 from vfl.core.arrays import FloatArray
-from vfl.core.solver import Release
+from vfl.core.releases import Release
 
 __all__ = ["PrivacyLedger", "compose"]
 
 
 class PrivacyLedger:
     """``relation``: the ledger composes the releases of that relation only (``"features"``,
-    ``"labels"``: :attr:`~vfl.core.solver.Release.relation`); randomized response (pure
+    ``"labels"``: :attr:`~vfl.core.releases.Release.relation`); randomized response (pure
     epsilon-DP, ``sensitivity / scale = epsilon``) is composed as a pure-DP release."""
 
     def __init__(self, delta: float, accountant: str = "pld", relation: str = "features"):

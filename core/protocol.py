@@ -311,7 +311,7 @@ class Env:
         **context: object,
     ) -> FloatArray:
         """``mean`` plus noise of ``scale`` (``rows`` of a ``total``-row release drawn whole
-        from a seeded stream, as :func:`~vfl.core.solver.add_noise_to_rows`); ``context``:
+        from a seeded stream, as :func:`~vfl.core.releases.add_noise_to_rows`); ``context``:
         what the host may record beside it (FDML's batch rows)."""
         raise NotImplementedError
 

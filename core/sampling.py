@@ -160,7 +160,7 @@ class ExactSampler:
     """Exact discrete noise in value-independent time (never replayable, never recorded).
 
     Stands in for a numpy Generator as a solver's noise stream in deployment
-    runs: :func:`vfl.core.solver.add_noise` routes Gaussian and Laplace
+    runs: :func:`vfl.core.releases.add_noise` routes Gaussian and Laplace
     releases here; any other draw a solver makes from its stream (none does
     for a release that claims a guarantee) goes to a numpy Generator seeded
     from OS entropy.

@@ -307,7 +307,7 @@ class Agents:
 
         ``noise`` is None or the release's public parameters, ``mechanism``, ``scale``,
         ``sensitivity`` and ``l2_sensitivity`` (scalars or one per agent): recorded as the
-        iteration's :class:`~vfl.core.solver.Release` and drawn where the agents are.
+        iteration's :class:`~vfl.core.releases.Release` and drawn where the agents are.
         """
         N = self.n_agents
         fields = {"mechanism": None, "scale": None, "sensitivity": None, "l2_sensitivity": None}

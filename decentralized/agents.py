@@ -28,7 +28,7 @@ import numpy as np
 
 from vfl.core.errors import DivergedError
 from vfl.core.objective import Objective
-from vfl.core.solver import add_noise_to_rows
+from vfl.core.releases import add_noise_to_rows
 from vfl.privacy.ldp import realized_loss
 
 from .graphs import check_adjacency, degrees
@@ -58,7 +58,7 @@ def draw_rows(mechanism: str, mean: np.ndarray, scale: np.ndarray, rng, rows: sl
     """Rows ``rows`` of a ``(total, d)`` release whose rows ``rows`` have mean ``mean``.
 
     ``scale`` holds every unit's scale ``(total,)``. Laplace and Gaussian noise as
-    :func:`~vfl.core.solver.add_noise_to_rows`; ``"l2_laplace"`` (density
+    :func:`~vfl.core.releases.add_noise_to_rows`; ``"l2_laplace"`` (density
     ``~ exp(-||y||_2 / scale)``, the native mechanism of [42], [43]) is a
     Gamma(d, scale) radius times a uniform direction. A seeded stream draws the
     whole network's noise and keeps these rows (the numbers of the whole draw to

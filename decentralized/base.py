@@ -2,7 +2,7 @@
 
 A solver is the network's side of an iteration: it fixes the iteration's
 public values (step sizes, noise rates, the enforced sensitivities it records
-as :class:`~vfl.core.solver.Release` events), has every agent take its step
+as :class:`~vfl.core.releases.Release` events), has every agent take its step
 where its samples are (:mod:`.agents`: one group in this process, or groups on
 Dask workers), delivers what each agent releases along the graph's edges,
 counts those messages (:class:`~vfl.core.wire.Wire`) and reads the
@@ -19,15 +19,18 @@ import numpy as np
 
 from vfl.core.errors import ConfigError, DivergedError
 from vfl.core.host import LocalEnv
+from vfl.core.layouts import NetworkData
 from vfl.core.objective import Objective
 from vfl.core.params import Param
 from vfl.core.records import PrivacyInfo
-from vfl.core.solver import NetworkData, Release, Setting, Solver, Streams
+from vfl.core.releases import Release
+from vfl.core.solver import Setting, Solver
+from vfl.core.streams import Streams
 from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 
 try:  # the audit's neighbouring datasets (newer vfl.core)
-    from vfl.core.solver import Neighbour
+    from vfl.core.neighbours import Neighbour
 except ImportError:  # pragma: no cover
     Neighbour = None
 

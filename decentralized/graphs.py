@@ -8,7 +8,7 @@ result uniform among connected graphs with ``m`` edges). For (100, 200)
 about one draw in six is connected.
 
 Every graph is returned as a symmetric 0/1 ``scipy.sparse`` CSR matrix
-(float64, no self-loops), the form :class:`~vfl.core.solver.NetworkData`
+(float64, no self-loops), the form :class:`~vfl.core.layouts.NetworkData`
 holds and the solvers multiply with. Node ``i`` is agent ``i``
 (``0 .. nodes-1``).
 """

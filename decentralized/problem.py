@@ -13,7 +13,7 @@ regularizer is split evenly). The paper's
 regularizer="half_l2sq")``.
 
 The pure helpers here are what the experiments layer calls to build a
-:class:`~vfl.core.solver.NetworkData`: :func:`assign_samples` (App. E: each
+:class:`~vfl.core.layouts.NetworkData`: :func:`assign_samples` (App. E: each
 agent gets 100 random samples), :func:`initial_models` (Algorithm 1 says only
 "randomly"), :func:`central_optimum` (the ``x*`` of App. E's accuracy metric)
 and :func:`encode_labels` (App. E's ``{0, 1}`` labels).
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
+from vfl.core.layouts import NetworkData
 from vfl.core.objective import Objective
-from vfl.core.solver import NetworkData
 
 from .graphs import check_adjacency
 

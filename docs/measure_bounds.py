@@ -34,7 +34,7 @@ def measure_ceiling(seeds=(0, 1, 2)) -> Path:
     import pandas as pd
 
     from vfl.admm.sharing.solver import ADMMSharing
-    from vfl.core.solver import Streams
+    from vfl.core.streams import Streams
     from vfl.experiments.audit import Recorder
     from vfl.experiments.config import load_config
     from vfl.experiments.runner import _build, plan_run
@@ -113,7 +113,7 @@ def measure_tv() -> Path:
     import pandas as pd
     from scipy.stats import norm
 
-    from vfl.core.solver import Streams
+    from vfl.core.streams import Streams
     from vfl.experiments.audit import Probe
     from vfl.experiments.config import load_config
     from vfl.experiments.runner import _build, _ledger, plan_run

@@ -2,7 +2,7 @@
 
 A :class:`UnitActor` is pinned to one Dask worker. It reads the dataset file
 itself, runs the config's preprocessing and the repeat's distribution, and
-keeps only its units' data (:meth:`~vfl.core.solver.VerticalData.cut`: party
+keeps only its units' data (:meth:`~vfl.core.layouts.VerticalData.cut`: party
 m's columns, training and held-out, or a group's rows; the labels of a
 vertical run stay with the coordinator). Where the rows are dealt afresh per
 repeat (providers, agents) and the run has several repeats, the pool stays
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from vfl.core.codec import serve
 from vfl.core.host import Host, StreamEnv
+from vfl.core.layouts import VerticalData
 from vfl.core.preprocessing import row_norms
-from vfl.core.solver import VerticalData
 
 from .config import Config
 from .registry import get_solver

@@ -39,8 +39,8 @@ import numpy as np
 from vfl.core import codec
 from vfl.core.codec import Frame
 from vfl.core.errors import ConfigError, PartyLostError
+from vfl.core.layouts import VerticalData
 from vfl.core.protocol import CONTROL
-from vfl.core.solver import VerticalData
 from vfl.core.units import Units
 from vfl.datasets import resolve_data_dir
 

@@ -11,7 +11,7 @@ labels a private run's references, and strips a release-only manifest.
 
 from __future__ import annotations
 
-from vfl.core.solver import DIAGNOSTIC
+from vfl.core.column_kinds import DIAGNOSTIC
 from vfl.datasets import REGISTRY
 from vfl.datasets.base import RawDataset
 

@@ -26,8 +26,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from vfl.core.errors import ConfigError, DataError
+from vfl.core.layouts import VerticalData
 from vfl.core.protocol import UnitData
-from vfl.core.solver import VerticalData
 from vfl.datasets.parties.align import LocalPeer, align_with, keep
 from vfl.datasets.parties.psi import _HEADER, pack, unpack
 

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+from vfl.core.column_kinds import RELEASED
 from vfl.core.errors import ConfigError
 from vfl.core.protocol import PROTOCOL
-from vfl.core.solver import RELEASED, Setting
+from vfl.core.solver import Setting
 
 __all__ = ["FILE", "Received", "read_received", "recording"]
 

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from vfl.core.solver import DIAGNOSTIC, RELEASED, add_noise, column_kinds
+from vfl.core.column_kinds import DIAGNOSTIC, RELEASED, column_kinds
+from vfl.core.releases import add_noise
 
 from .manifest import Manifest
 from .records import read_manifest
@@ -304,6 +305,6 @@ def check_released(config, data_dir=None, seed: int = 0) -> dict:
 
 
 def _streams(config):
-    from vfl.core.solver import Streams
+    from vfl.core.streams import Streams
 
     return Streams(config.run.seed, replayable_noise=True)

@@ -22,11 +22,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from vfl.core.column_kinds import DIAGNOSTIC, RELEASED, column_kinds
 from vfl.core.errors import ConfigError, DivergedError
 from vfl.core.metrics import accuracy, log_loss
 from vfl.core.protocol import NonFiniteError
 from vfl.core.relations import Cleaning, stated_on
-from vfl.core.solver import DIAGNOSTIC, RELEASED, Solver, Streams, column_kinds
+from vfl.core.solver import Solver
+from vfl.core.streams import Streams
 from vfl.datasets import REGISTRY, dataset_status, resolve_data_dir
 from vfl.datasets.base import RawDataset
 from vfl.datasets.loaders import load_raw

@@ -36,7 +36,7 @@ import numpy as np
 
 from vfl.core.ledger import PrivacyLedger
 from vfl.core.protocol import ProtocolError
-from vfl.core.solver import Release
+from vfl.core.releases import Release
 
 __all__ = ["Guard", "PrivacyRefused", "RECORD"]
 

@@ -37,10 +37,10 @@ from vfl.core import codec
 from vfl.core.codec import Frame
 from vfl.core.errors import ConfigError, DataError
 from vfl.core.host import Host, StreamEnv
+from vfl.core.layouts import VerticalData
 from vfl.core.preprocessing import row_norms
 from vfl.core.protocol import CONTROL
 from vfl.core.sampling import ExactSampler
-from vfl.core.solver import VerticalData
 
 from .config import Config, config_from_dict, read_toml
 from .party_sides import OwnParty

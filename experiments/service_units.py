@@ -30,8 +30,8 @@ import uuid
 from vfl.core import codec
 from vfl.core.codec import Frame
 from vfl.core.errors import ConfigError, PartyLostError
+from vfl.core.layouts import VerticalData
 from vfl.core.protocol import CONTROL
-from vfl.core.solver import VerticalData
 from vfl.core.units import Units
 
 from . import tcp_bytes

@@ -8,7 +8,7 @@ distribution for the manifest, and computes the baselines (the central
 optimum of the same objective and the setting's comparison lines).
 
 Random choices (which rows go to which provider, the graph, ``x^0``) come
-from the run's own :class:`~vfl.core.solver.Streams`, so each repeat of a run
+from the run's own :class:`~vfl.core.streams.Streams`, so each repeat of a run
 draws a fresh split while every solver in the same repeat sees the same one.
 """
 
@@ -24,9 +24,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from vfl.core.errors import ConfigError, DataError
+from vfl.core.layouts import VerticalData
 from vfl.core.metrics import accuracy, log_loss
 from vfl.core.objective import Objective
-from vfl.core.solver import Setting, Streams, VerticalData
+from vfl.core.solver import Setting
+from vfl.core.streams import Streams
 from vfl.datasets import Dataset, user_cache_dir
 from vfl.datasets.base import RawDataset
 from vfl.datasets.stage import Stage, fit_stage

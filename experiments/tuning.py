@@ -26,7 +26,8 @@ import numpy as np
 
 from vfl.core.errors import ConfigError
 from vfl.core.metrics import log_loss
-from vfl.core.solver import Setting, Streams
+from vfl.core.solver import Setting
+from vfl.core.streams import Streams
 
 from .config import apply_overrides, config_from_dict, load_config, read_toml
 from .registry import typed_privacy

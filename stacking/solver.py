@@ -72,10 +72,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from vfl.core.host import LocalEnv
+from vfl.core.layouts import VerticalData
+from vfl.core.neighbours import label_neighbours
 from vfl.core.params import Param
 from vfl.core.records import PrivacyInfo
+from vfl.core.releases import Release
 from vfl.core.sampling import rr_epsilon
-from vfl.core.solver import Reference, Release, Setting, Solver, VerticalData, label_neighbours
+from vfl.core.solver import Reference, Setting, Solver
 from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 
@@ -596,7 +599,8 @@ class PrivateStacking(Solver):
         ``+-v`` (``v`` the Hessian's flattest direction) and ``+-x*/||x*||``
         that moves the local model most by one Newton step.
         """
-        from vfl.core.solver import Neighbour, VerticalData
+        from vfl.core.layouts import VerticalData
+        from vfl.core.neighbours import Neighbour
 
         y = np.asarray(data.y, dtype=float)
         m0 = mech.base_rate_logit(y)

@@ -7,7 +7,7 @@ from scipy.special import expit
 from vfl.admm.consensus import DPADMM, ConsensusADMM, ConsensusADMMPerturbed, split_providers
 from vfl.core.objective import Objective
 from vfl.core.params import validate_table
-from vfl.core.solver import Streams
+from vfl.core.streams import Streams
 
 REGS = ("l1", "half_l2sq")
 

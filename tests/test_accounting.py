@@ -9,8 +9,9 @@ import scipy.sparse as sp
 from cli_helpers import vfl
 
 from vfl.core.errors import ConfigError
+from vfl.core.layouts import VerticalData
 from vfl.core.objective import Objective
-from vfl.core.solver import Streams, VerticalData
+from vfl.core.streams import Streams
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.runner import run_experiment
 from vfl.experiments.sweep import aggregate_sweep, run_sweep

@@ -18,7 +18,7 @@ from vfl.core.errors import ConfigError, DataError
 from vfl.core.metrics import accuracy
 from vfl.core.objective import Objective
 from vfl.core.params import validate_table
-from vfl.core.solver import Streams
+from vfl.core.streams import Streams
 from vfl.datasets import load_dataset
 from vfl.datasets.loaders import load_raw
 from vfl.datasets.stage import fit_stage

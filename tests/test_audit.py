@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from vfl.core.solver import Release
+from vfl.core.releases import Release
 from vfl.privacy import audit as A
 from vfl.privacy import calibrate_sigma, composed_gaussian_epsilon
 

@@ -116,8 +116,8 @@ def test_the_deployed_sampler_releases_on_its_grid_and_the_loss_uses_the_grid_me
     """Two runs of one release through the exact sampler (grid step scale / 2^bits): the
     released values are integers on the grid, and each run's loss is the discrete
     Gaussian's log ratio at the rounded means."""
+    from vfl.core.releases import Release
     from vfl.core.sampling import ExactSampler
-    from vfl.core.solver import Release
 
     bits = 6
     sampler = ExactSampler(bits)

@@ -21,9 +21,10 @@ from vfl.admm.consensus import (
 )
 from vfl.admm.local_solvers import kkt_residual, newton, smooth_grad
 from vfl.admm.pretrain import central_solve, consensus_optimum, pretrain_dw
+from vfl.core.layouts import HorizontalData
 from vfl.core.objective import Objective
 from vfl.core.params import validate_table
-from vfl.core.solver import HorizontalData, Streams
+from vfl.core.streams import Streams
 
 
 # ----------------------------------------- vectorized == loop over providers --

@@ -7,8 +7,10 @@ import pytest
 from scipy.optimize import minimize
 
 from vfl.core.errors import DivergedError
+from vfl.core.layouts import NetworkData
 from vfl.core.objective import Objective
-from vfl.core.solver import NetworkData, Setting, Solver, Streams
+from vfl.core.solver import Setting, Solver
+from vfl.core.streams import Streams
 from vfl.decentralized import (
     assign_samples,
     central_optimum,

@@ -22,8 +22,8 @@ import pytest
 from cli_helpers import assert_one_line_error, invoke
 from shipped import write_breast_cancer
 
+from vfl.core.column_kinds import DIAGNOSTIC, RELEASED
 from vfl.core.errors import ConfigError
-from vfl.core.solver import DIAGNOSTIC, RELEASED
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.runner import _prepare, plan_run, run_experiment
 

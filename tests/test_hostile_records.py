@@ -28,7 +28,7 @@ from cli_helpers import invoke
 from hostile import KINDS, NAMED
 from shipped import ALL, private_overrides, write_breast_cancer
 
-from vfl.core.solver import DIAGNOSTIC
+from vfl.core.column_kinds import DIAGNOSTIC
 from vfl.experiments.config import load_config
 from vfl.experiments.released import UNDECLARED, compare_runs, record_replay
 

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from vfl.core.ledger import PrivacyLedger, _laplace_rdp
+from vfl.core.releases import Release
 from vfl.core.sampling import ExactSampler, grid_slack
-from vfl.core.solver import Release, Solver
+from vfl.core.solver import Solver
 from vfl.privacy import gaussian_delta
 
 ORDERS = PrivacyLedger(1e-5)._orders

@@ -17,7 +17,8 @@ import pytest
 from cli_helpers import assert_one_line_error, invoke
 from shipped import ALL, private_overrides, write_breast_cancer
 
-from vfl.core.solver import DIAGNOSTIC, RELEASED, Solver, column_kinds
+from vfl.core.column_kinds import DIAGNOSTIC, RELEASED, column_kinds
+from vfl.core.solver import Solver
 from vfl.experiments.config import config_from_dict, load_config
 from vfl.experiments.records import load_run
 from vfl.experiments.registry import get_solver, solver_names

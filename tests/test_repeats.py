@@ -17,7 +17,7 @@ import pytest
 from cli_helpers import invoke
 
 from vfl.core.ledger import PrivacyLedger, compose
-from vfl.core.solver import Release
+from vfl.core.releases import Release
 from vfl.experiments import runner
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.repeats import Repeats

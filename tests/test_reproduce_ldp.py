@@ -271,7 +271,7 @@ def test_missing_config_is_one_clear_error(tmp_path):
 
 # ------------------------------------------- fixes in the algorithm files --
 def _complete_problem(N, m=5, d=3, seed=0):
-    from vfl.core.solver import NetworkData
+    from vfl.core.layouts import NetworkData
     from vfl.decentralized import make_graph, paper_objective
 
     rng = np.random.default_rng(seed)
@@ -287,7 +287,7 @@ def test_dense_graph_divergence_is_reported_with_the_dual_step_ratio(name):
     """Complete graph, N = 100, the paper's zeta = 0.5 and D = 10: zeta lambda_max(L) / D = 5
     diverges (it used to run on silently to log10 error 53); zeta = 0.1 converges."""
     from vfl.core.errors import DivergedError
-    from vfl.core.solver import Streams
+    from vfl.core.streams import Streams
     from vfl.experiments.registry import get_solver
 
     data, obj = _complete_problem(100)
@@ -317,7 +317,7 @@ def test_dense_graph_divergence_is_reported_with_the_dual_step_ratio(name):
 )
 def test_privacy_info_says_what_the_run_claims(name, delta, mode, guarantee):
     """The keys every summary reads: without them `vfl run` printed an empty warning."""
-    from vfl.core.solver import Streams
+    from vfl.core.streams import Streams
     from vfl.experiments.registry import get_solver
 
     data, obj = _complete_problem(4, m=10)

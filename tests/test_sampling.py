@@ -16,8 +16,9 @@ from scipy import stats
 from vfl.core.errors import ConfigError
 from vfl.core.exact import blocks, floor_scaled, lazy_less
 from vfl.core.ledger import PrivacyLedger
+from vfl.core.releases import Release, add_noise
 from vfl.core.sampling import ExactSampler, KeyStream, grid_slack
-from vfl.core.solver import Release, Streams, add_noise
+from vfl.core.streams import Streams
 from vfl.experiments.config import config_from_dict
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `benchmarks`: a plain folder

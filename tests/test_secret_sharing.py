@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from vfl.core.solver import NetworkData, Streams
+from vfl.core.layouts import NetworkData
+from vfl.core.streams import Streams
 from vfl.decentralized import initial_models, make_graph, paper_objective
 from vfl.decentralized.secret_sharing import AdditiveSecretSharing, SecretSharingOverflowError
 from vfl.experiments.registry import get_solver

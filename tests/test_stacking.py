@@ -12,8 +12,9 @@ import scipy.sparse as sp
 from cli_helpers import assert_one_line_error, vfl
 from shipped import paper_configs, shipped
 
+from vfl.core.layouts import VerticalData
 from vfl.core.ledger import PrivacyLedger
-from vfl.core.solver import Streams, VerticalData
+from vfl.core.streams import Streams
 from vfl.stacking import (
     GTOL,
     PrivateStacking,
@@ -120,7 +121,7 @@ def test_shares_are_clipped_before_the_noise_and_at_prediction():
 
     def observer(solver, event, mean, rng):
         seen.append((event, np.array(mean)))
-        from vfl.core.solver import add_noise
+        from vfl.core.releases import add_noise
 
         return add_noise(event.mechanism, mean, event.scale[0] if np.ndim(mean) == 1 else event.scale, rng)
 

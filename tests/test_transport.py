@@ -21,6 +21,7 @@ from cli_helpers import SMALL
 from vfl.core import codec
 from vfl.core.codec import Frame
 from vfl.core.host import Host, LocalEnv
+from vfl.core.layouts import PartyBlocks
 from vfl.core.params import Param
 from vfl.core.protocol import (
     CONTROL,
@@ -41,7 +42,7 @@ from vfl.core.protocol import (
     validate,
     values,
 )
-from vfl.core.solver import PartyBlocks, Reference, Setting, Solver
+from vfl.core.solver import Reference, Setting, Solver
 from vfl.core.units import InProcessUnits
 from vfl.core.wire import Wire
 

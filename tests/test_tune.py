@@ -49,7 +49,7 @@ def test_the_ledger_charges_the_tuning_before_any_release():
     ledger.add_rdp(curve)
     alone = ledger.epsilon()
     assert alone > 0 and "tuning" in ledger.method
-    from vfl.core.solver import Release
+    from vfl.core.releases import Release
 
     plain = PrivacyLedger(1e-5, "rdp")
     release = Release(

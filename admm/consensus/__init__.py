@@ -32,7 +32,7 @@ dataset replaced by another (``m`` unchanged), both with ``||a|| <= 1`` and
 ``||l'(a, b, w)|| <= ||a|| <= 1 = S1`` for the logistic loss. The solvers
 enforce both assumptions at construction (labels are checked; rows are
 checked, or clipped, to norm <= 1: privacy key ``row_bound``) and put into
-every :class:`~vfl.core.solver.Release` only a sensitivity that follows from
+every :class:`~vfl.core.releases.Release` only a sensitivity that follows from
 what the code enforces:
 
 - DP-ADMM: Lemma 1, ``2 S1 / (m (rho + 1/eta^{k+1}))`` (the closed form is
@@ -44,7 +44,7 @@ what the code enforces:
   stopped at KKT residual ``g`` (see :func:`algorithm2_enforced_sensitivity`).
 
 Pure computation: no files, no printing, no global state; every random draw
-comes from the given :class:`~vfl.core.solver.Streams`.
+comes from the given :class:`~vfl.core.streams.Streams`.
 
 Modules: ``schedules`` (constants, step sizes, sensitivities and sigmas),
 ``batched`` (the closed form (3a) and the objectives), ``data`` (the providers'

@@ -7,9 +7,11 @@ import math
 import numpy as np
 
 from vfl.core.host import LocalEnv
+from vfl.core.layouts import HorizontalData
 from vfl.core.objective import Objective
 from vfl.core.params import Param
-from vfl.core.solver import HorizontalData, Setting, Solver, Streams
+from vfl.core.solver import Setting, Solver
+from vfl.core.streams import Streams
 from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 
@@ -207,7 +209,7 @@ class _Consensus(Solver):
         1`` and ``b`` in {-1, +1}, so every pair is inside the relation. The
         public pre-training rows are the same in both datasets.
         """
-        from vfl.core.solver import Neighbour
+        from vfl.core.neighbours import Neighbour
 
         A = np.asarray(data.A, dtype=float)
         b = np.asarray(data.b, dtype=float)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vfl.core.solver import HorizontalData
+from vfl.core.layouts import HorizontalData
 
 from .schedules import ROW_TOLERANCE
 

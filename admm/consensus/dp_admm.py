@@ -9,7 +9,8 @@ import numpy as np
 
 from vfl.core.params import Param
 from vfl.core.records import PrivacyInfo
-from vfl.core.solver import Reference, Release
+from vfl.core.releases import Release
+from vfl.core.solver import Reference
 
 from ..pretrain import pretrain_dw
 from ..providers import ProviderGroup

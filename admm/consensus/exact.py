@@ -9,7 +9,8 @@ import numpy as np
 
 from vfl.core.params import Param
 from vfl.core.records import PrivacyInfo
-from vfl.core.solver import Reference, Release
+from vfl.core.releases import Release
+from vfl.core.solver import Reference
 
 from ..local_solvers import fista, kkt_residual, lipschitz, newton, smooth_grad
 from ..providers import ProviderGroup

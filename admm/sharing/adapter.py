@@ -11,18 +11,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from vfl.core.layouts import PartyBlocks, VerticalData
 from vfl.core.metrics import accuracy, log_loss
+from vfl.core.neighbours import Neighbour, label_neighbours
 from vfl.core.params import Param
 from vfl.core.records import PrivacyInfo
-from vfl.core.solver import (
-    Neighbour,
-    PartyBlocks,
-    Reference,
-    Release,
-    Setting,
-    VerticalData,
-    label_neighbours,
-)
+from vfl.core.releases import Release
+from vfl.core.solver import Reference, Setting
 from vfl.core.wire import Wire
 
 from . import party as party_views

@@ -80,7 +80,7 @@ class NeighbouringRelation:
     def neighbours(self, D, y: np.ndarray, rng: np.random.Generator, pair: Callable) -> list:
         """The audit's pairs for one party's block ``D``.
 
-        ``pair(kind, what, B, base=None)`` makes the :class:`~vfl.core.solver.Neighbour`
+        ``pair(kind, what, B, base=None)`` makes the :class:`~vfl.core.neighbours.Neighbour`
         with ``B`` (and ``base``, for a crafted dataset of the relation) as
         the party's block.
         """

@@ -78,7 +78,7 @@ class ADMMSharing(Solver):
         (post-processing of public values).
     release_sensitivity : sequence of M floats, optional
         The enforced l2 sensitivity of each party's release, recorded in its
-        :class:`~vfl.core.solver.Release` events (NaN: none enforced).
+        :class:`~vfl.core.releases.Release` events (NaN: none enforced).
     form, order, relaxation, rho_schedule, rho_min, rho_max, rho_every, rho_change, \
 acceleration, anderson_memory, z_update, blas_threads
         The variants of :mod:`vfl.admm.sharing`; defaults: Algorithm 1

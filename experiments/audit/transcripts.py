@@ -27,7 +27,8 @@ import numpy as np
 
 from vfl.core.errors import ConfigError
 from vfl.core.sampling import randomized_response, rr_epsilon
-from vfl.core.solver import PublicMemo, Streams
+from vfl.core.solver import PublicMemo
+from vfl.core.streams import Streams
 
 #: copies of one run's largest iteration of releases the chunk may hold at once (the means,
 #: the draws, the follower's means, the solvers' state): a conservative factor

@@ -477,7 +477,7 @@ def time_cases(cases, data_dir=None, repeats: int | None = None) -> pd.DataFrame
     repeats = TABLE3_REPEATS if repeats is None else int(repeats)
     from threadpoolctl import threadpool_limits
 
-    from vfl.core.solver import Streams
+    from vfl.core.streams import Streams
     from vfl.experiments.registry import get_solver
     from vfl.experiments.runner import load_config_dataset
     from vfl.experiments.settings import prepare

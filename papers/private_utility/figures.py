@@ -141,7 +141,7 @@ def _nonprivate(config):
 
 def _kind(config) -> str:
     """Whether a method's test numbers are released (a deployable model) or diagnostic."""
-    from vfl.core.solver import column_kinds
+    from vfl.core.column_kinds import column_kinds
     from vfl.experiments.registry import get_solver
 
     return column_kinds(get_solver(config.solver.name), ["test_logloss"], True)["test_logloss"]
@@ -186,8 +186,9 @@ def validation_scores(
     the test set are touched. A candidate that fails (diverges, impossible
     settings) scores NaN, with the first error in the ``error`` column.
     """
+    from vfl.core.layouts import VerticalData
     from vfl.core.metrics import accuracy, log_loss
-    from vfl.core.solver import Streams, VerticalData
+    from vfl.core.streams import Streams
     from vfl.experiments.runner import plan_run
     from vfl.experiments.settings import make_objective
 

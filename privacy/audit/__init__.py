@@ -18,7 +18,7 @@ What is built here:
   :func:`gaussian_log_ratio`, :func:`laplace_log_ratio`,
   :func:`uniform_laplace_log_ratio` (Laplace noise around a mean drawn
   uniformly on ``[lo, hi]``, Xiao et al.'s mixture, Lemma 2.1 / Thm. 2.2),
-  and :func:`release_log_ratio` for a :class:`~vfl.core.solver.Release`;
+  and :func:`release_log_ratio` for a :class:`~vfl.core.releases.Release`;
 - the hockey-stick divergence ``delta(eps) = E_P[(1 - e^(eps - L))_+]`` with
   one-sided confidence bounds (:func:`estimate_delta`), a summary of the
   sampled privacy-loss distribution (:func:`summarize_losses`), and the curve

@@ -15,7 +15,7 @@ import numpy.typing as npt
 from vfl.core.arrays import FloatArray
 
 if TYPE_CHECKING:
-    from vfl.core.solver import Release
+    from vfl.core.releases import Release
 
 
 def gaussian_log_ratio(
@@ -106,7 +106,7 @@ def uniform_laplace_log_ratio(
 
 
 def release_log_ratio(release: Release, o: npt.ArrayLike, mean: npt.ArrayLike, mean_other: npt.ArrayLike) -> FloatArray:
-    """Per-unit log ratios of one :class:`~vfl.core.solver.Release`.
+    """Per-unit log ratios of one :class:`~vfl.core.releases.Release`.
 
     ``o``, ``mean`` and ``mean_other`` hold ``len(release.units) *
     release.size`` values each (one row per unit, or one vector for a
