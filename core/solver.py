@@ -32,11 +32,15 @@ it into a :class:`~vfl.core.errors.ConfigError`.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
+from .arrays import FloatArray
+from .layouts import HorizontalData, NetworkData, VerticalData
 from .neighbours import Neighbour
 from .params import Param
 from .records import PrivacyInfo
@@ -45,7 +49,21 @@ from .sampling import ExactSampler, grid_slack
 from .typed_params import Params, section_model, typed
 from .wire import Wire
 
-__all__ = ["PublicMemo", "Reference", "Setting", "Solver"]
+if TYPE_CHECKING:
+    from .objective import Objective
+    from .streams import Streams
+
+__all__ = ["Data", "Metrics", "Observer", "PublicMemo", "Reference", "Setting", "Solver", "Values"]
+
+#: a solver's input, laid out by its setting (:mod:`vfl.core.layouts`)
+Data = VerticalData | HorizontalData | NetworkData
+#: a ``[solver]`` or ``[privacy]`` table: the config's values, or their typed record
+Values = Mapping[str, Any] | Params
+#: metric columns of one iteration (:meth:`Solver.step`, :meth:`Solver.evaluate`)
+Metrics = dict[str, float]
+#: the audit's hook on every release: ``observer(solver, release, mean, rng)`` returns the
+#: released values (:meth:`Solver.release`)
+Observer = Callable[["Solver", Release, FloatArray, "np.random.Generator | ExactSampler"], FloatArray]
 
 
 class Setting(str, enum.Enum):
@@ -83,16 +101,17 @@ class PublicMemo:
     the numbers are the ones the neighbour would compute itself.
     """
 
-    def __init__(self):
-        self._key = None
-        self._value = None
+    def __init__(self) -> None:
+        self._key: tuple[str, tuple[npt.ArrayLike, ...]] | None = None
+        self._value: FloatArray | None = None
 
-    def __call__(self, name: str, inputs: tuple, compute):
+    def __call__(self, name: str, inputs: tuple[npt.ArrayLike, ...], compute: Callable[[], FloatArray]) -> FloatArray:
         if (
             self._key is not None
             and self._key[0] == name
             and len(inputs) == len(self._key[1])
             and all(_same(a, b) for a, b in zip(inputs, self._key[1]))
+            and self._value is not None
         ):
             return self._value.copy()
         value = compute()
@@ -101,7 +120,7 @@ class PublicMemo:
         return value
 
 
-def _same(a, b) -> bool:
+def _same(a: npt.ArrayLike, b: npt.ArrayLike) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
     return a == b
@@ -109,6 +128,19 @@ def _same(a, b) -> bool:
 
 class Solver:
     """Base class of every registered algorithm (see the module docstring)."""
+
+    if TYPE_CHECKING:  # the constructor every solver has (the default :meth:`build` calls it)
+
+        def __init__(
+            self,
+            data: Data,
+            *,
+            objective: Objective,
+            params: Params,
+            privacy: Params,
+            streams: Streams,
+            iterations: int,
+        ) -> None: ...
 
     #: registry name, the value of ``solver.name``
     name: ClassVar[str] = ""
@@ -154,22 +186,22 @@ class Solver:
     accounted_backends: ClassVar[tuple[str, ...]] = ("inprocess",)
 
     @classmethod
-    def typed_params(cls, values) -> Params:
+    def typed_params(cls, values: Values | None) -> Params:
         """``[solver]`` values (a dict, or the record) as this solver's typed, frozen record
         (:func:`~vfl.core.typed_params.params_model` of :attr:`params`), validated."""
         return typed(section_model(cls, "solver"), values)
 
     @classmethod
-    def typed_privacy(cls, values) -> Params:
+    def typed_privacy(cls, values: Values | None) -> Params:
         """``[privacy]`` values as this solver's typed record (of :attr:`privacy_params`)."""
         return typed(section_model(cls, "privacy"), values)
 
     @classmethod
-    def check_config(cls, params: dict, privacy: dict, iterations: int) -> None:
+    def check_config(cls, params: Values, privacy: Values, iterations: int) -> None:
         """Cross-key checks that need no data (raise ``ValueError``); default: none."""
 
     @classmethod
-    def claims_guarantee(cls, privacy: dict) -> bool:
+    def claims_guarantee(cls, privacy: Values) -> bool:
         """Whether a run with these ``[privacy]`` values claims a DP guarantee.
 
         Decides the noise source (OS entropy unless ``replayable_noise``) and
@@ -187,18 +219,20 @@ class Solver:
     share_view: ClassVar[Any] = None
 
     @classmethod
-    def claims_label_guarantee(cls, privacy: dict) -> bool:
+    def claims_label_guarantee(cls, privacy: Values) -> bool:
         """Whether a run with these ``[privacy]`` values claims label DP (the label relation,
         towards the passive parties): ``privacy.label_epsilon`` set, where declared."""
         return getattr(cls.typed_privacy(privacy), "label_epsilon", None) is not None
 
     @classmethod
-    def unit_rows(cls, privacy: dict) -> bool:
+    def unit_rows(cls, privacy: Values) -> bool:
         """Whether the data must have rows of unit l2 norm (a sensitivity needs it); default no."""
         return False
 
     @classmethod
-    def build(cls, data, *, objective, params: Params, privacy: Params, streams, iterations) -> Solver:
+    def build(
+        cls, data: Data, *, objective: Objective, params: Params, privacy: Params, streams: Streams, iterations: int
+    ) -> Solver:
         """Construct the solver for a run (default: the constructor of the contract).
 
         ``params`` and ``privacy`` are the typed records of :meth:`typed_params` and
@@ -206,37 +240,39 @@ class Solver:
         return cls(data, objective=objective, params=params, privacy=privacy, streams=streams, iterations=iterations)
 
     @classmethod
-    def unit_noise(cls, widths, N, objective, params: dict, privacy: dict, iterations: int):
+    def unit_noise(
+        cls, widths: npt.ArrayLike, N: int, objective: Objective, params: Values, privacy: Values, iterations: int
+    ) -> tuple[FloatArray, FloatArray]:
         """Each unit's calibrated noise scale and enforced sensitivity of one release, as the
         run's plan calibrates them (a party service checks its requests against these, from
         its own config); default: not declared."""
         raise NotImplementedError(f"{cls.name} declares no calibration a party can check")
 
-    def released_metrics(self) -> dict:
+    def released_metrics(self) -> Metrics:
         """What the coordinator computes from released values alone (a deployment run, where
         no unit sends an exact value); default: nothing."""
         return {}
 
-    def initial_metrics(self) -> dict:
+    def initial_metrics(self) -> Metrics:
         """:meth:`evaluate` at the starting point, row 0 (default: the same)."""
         return self.evaluate()
 
     # -- the per-iteration protocol ----------------------------------------
     iteration: int = 0
 
-    def step(self) -> dict:
+    def step(self) -> Metrics:
         """Run one iteration; return its own statistics (timed with it)."""
         raise NotImplementedError
 
-    def evaluate(self) -> dict:
+    def evaluate(self) -> Metrics:
         """Diagnostics of the current iterate for :attr:`columns` (not timed)."""
         return {}
 
-    def train_margins(self) -> np.ndarray:
+    def train_margins(self) -> FloatArray:
         """Margins of the current model on the training samples (label order of the data)."""
         raise NotImplementedError
 
-    def decision_function(self, test) -> np.ndarray:
+    def decision_function(self, test: Any) -> FloatArray:  # (test: the setting's held-out layout)
         """Margins of the current model on held-out data in the setting's layout."""
         raise NotImplementedError
 
@@ -244,7 +280,7 @@ class Solver:
         """The noisy releases of the last iteration (empty for non-private runs)."""
         return list(self._releases or ())
 
-    def coef(self) -> np.ndarray | None:
+    def coef(self) -> FloatArray | None:
         """The model's coefficients as one vector, for the run's records; None if it has none."""
         return None
 
@@ -257,38 +293,40 @@ class Solver:
     #: after every iteration (metrics.csv ``messages`` and ``bytes``, communication.csv)
     wire: Wire
     #: the release events of the current iteration (see :meth:`begin_releases`)
-    _releases: list | None = None
+    _releases: list[Release] | None = None
 
     #: the audit's hook (see :meth:`release`); None in ordinary runs
-    observer = None
+    observer: Observer | None = None
     #: whether the solver's state can carry the audit's runs as a leading axis: its numeric
     #: kernels broadcast over leading axes, so when the observer returns a release with one
     #: (``(R, ...)``, :mod:`vfl.experiments.audit`), ``R`` runs go through each step together
     audit_batch = False
     #: a :class:`PublicMemo` the audit shares between a run and its teacher-forced neighbour
     #: (None in ordinary runs)
-    public_memo = None
+    public_memo: PublicMemo | None = None
 
     def audit_runs(self) -> int | None:
         """How many runs the audit's observer returns ahead of each release (its ``runs``;
         None: one run, as always outside the audit). The solver's in-process units let
         their messages carry that axis (:data:`~vfl.core.messages.RUNS`)."""
-        return getattr(self.observer, "runs", None)
+        runs: int | None = getattr(self.observer, "runs", None)
+        return runs
 
     def release(
         self,
-        mean,
+        mean: npt.ArrayLike,
         *,
-        units,
-        scale,
-        sensitivity,
-        rng,
-        mechanism="gaussian",
-        size=None,
-        l2_sensitivity=None,
+        units: int | npt.ArrayLike,
+        scale: npt.ArrayLike,
+        sensitivity: npt.ArrayLike,
+        rng: np.random.Generator | ExactSampler,
+        mechanism: str = "gaussian",
+        size: int | None = None,
+        l2_sensitivity: npt.ArrayLike | None = None,
         relation: str = "features",
-    ):
-        """Publish ``mean`` plus noise, and record :class:`~vfl.core.releases.Release` event.
+    ) -> FloatArray:
+        """Publish ``mean`` plus noise, and record the
+        :class:`~vfl.core.releases.Release` event.
 
         Every noisy value a solver publishes goes through here, so the white-box
         audit can watch (and, for the neighbouring run, replace) what is
@@ -299,7 +337,7 @@ class Solver:
         :meth:`begin_releases` at the start of each iteration.
         """
         single = np.isscalar(units)
-        mean = np.asarray(mean, dtype=float)
+        mean = np.asarray(mean, dtype=np.float64)
         # a unit's values lie along the last axis; leading axes beyond the units' are the
         # audit's runs (the observer returns them batched: :mod:`vfl.experiments.audit`)
         size = int(size if size is not None else mean.shape[-1])
@@ -320,17 +358,17 @@ class Solver:
     def record_release(
         self,
         *,
-        units,
-        scale,
-        sensitivity,
-        rng,
+        units: int | npt.ArrayLike,
+        scale: npt.ArrayLike,
+        sensitivity: npt.ArrayLike,
+        rng: np.random.Generator | ExactSampler,
         size: int,
-        mechanism="gaussian",
-        l2_sensitivity=None,
+        mechanism: str = "gaussian",
+        l2_sensitivity: npt.ArrayLike | None = None,
         relation: str = "features",
     ) -> Release:
-        """Record :class:`~vfl.core.releases.Release` event of a release whose noise is drawn elsewhere (by
-        the units on their own workers), and return it: its ``scale`` is the one to draw
+        """Record the :class:`~vfl.core.releases.Release` event of a release whose noise is
+        drawn elsewhere (by the units on their own workers), and return it: its ``scale`` is the one to draw
         with (grown for an exact sampler's grid). :meth:`release` is this plus the draw."""
         units_arr = np.atleast_1d(np.asarray(units, dtype=int))
         scale_arr = np.broadcast_to(np.asarray(scale, dtype=float), units_arr.shape).copy()
@@ -371,7 +409,7 @@ class Solver:
         return None
 
     @classmethod
-    def neighbours(cls, data, privacy: dict, rng: np.random.Generator) -> list[Neighbour]:
+    def neighbours(cls, data: Data, privacy: Values, rng: np.random.Generator) -> list[Neighbour]:
         """Neighbouring datasets of ``data`` under this solver's relation, for the audit.
 
         A few natural pairs (changes a real dataset could show) and
@@ -381,7 +419,7 @@ class Solver:
         raise NotImplementedError(f"{cls.name} states no neighbouring relation to audit")
 
     @classmethod
-    def protected_replaced(cls, data, privacy: dict, rng: np.random.Generator):
+    def protected_replaced(cls, data: Data, privacy: Values, rng: np.random.Generator) -> Data:
         """``data`` with every value the relation protects replaced by other values it allows.
 
         A run on it, teacher-forced to release what the run on ``data``
@@ -411,7 +449,7 @@ class Solver:
         """
         return None
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:  # (the manifest's JSON values)
         """Algorithm details for the manifest (beyond the validated parameters).
 
         A ``warnings`` list, if present, is printed in the run's summary.

@@ -35,15 +35,17 @@ same interface.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from .arrays import FloatArray
 from .errors import PartyLostError
 from .host import Host
+from .messages import declared
 from .protocol import (
     CONTROL,
     DIAGNOSTIC,
@@ -57,19 +59,25 @@ from .protocol import (
     Protocol,
     ProtocolError,
     ReplayMismatch,
+    Side,
     UnitData,
     nbytes,
     validate,
 )
 
-__all__ = ["Entry", "InProcessUnits", "Session", "Units", "tapped"]
+__all__ = ["Entry", "InProcessUnits", "Listener", "Messages", "Session", "Units", "tapped"]
+
+#: one message per host k of a session (requests sent or replies received)
+Messages = dict[int, object]
+#: :func:`tapped`'s listener: ``listener(session, call, requests, replies)``
+Listener = Callable[["Session", Call, Messages, Messages], object]
 
 #: who listens to every exchange of every session (:func:`tapped`), or None
-_TAP: ContextVar = ContextVar("vfl_units_tap", default=None)
+_TAP: ContextVar[Listener | None] = ContextVar("vfl_units_tap", default=None)
 
 
 @contextmanager
-def tapped(listener: Callable):
+def tapped(listener: Listener) -> Iterator[Listener]:
     """Within the block, every completed exchange of every session is reported as
     ``listener(session, call, requests, replies)`` (``{host k: message}``): what a party
     receives, for the label attacks and the label-dependence test (simulation only)."""
@@ -104,16 +112,17 @@ class Units:
     host_word = "worker"
     #: whether the run's noise is seeded (a lost unit's releases can be drawn again)
     replayable = True
+
     #: the audit's runs every message may carry ahead of its declared shape
     #: (:data:`~.messages.RUNS`): only units in the solver's process, where the audit drives
     #: the mechanism, ever have them; a deployment's backend keeps None
     runs: int | None = None
 
-    def open(self, protocol: Protocol, spec, repeat: int = 0) -> Session:
+    def open(self, protocol: Protocol, spec: object, repeat: int = 0) -> Session:
         """Open ``protocol`` with the public options ``spec`` on every unit, for one repeat."""
         return Session(self, protocol, spec, repeat)
 
-    def at(self, repeat: int) -> Units:
+    def at(self, repeat: int) -> _AtRepeat:
         """These units, their sessions opened for ``repeat`` (what a solver of that repeat is
         given: it opens its protocol without knowing the repeat)."""
         return _AtRepeat(self, repeat)
@@ -123,15 +132,22 @@ class Units:
         """The units ``[first, stop)`` each host of ``protocol`` holds."""
         raise NotImplementedError
 
-    def _open(self, session: Session, k: int):
+    def sides(self, session: Session) -> list[Side]:
+        """The sides of ``session``, where they are in this process."""
+        raise AttributeError(f"{type(self).__name__} holds no side in this process")
+
+    def _open(self, session: Session, k: int) -> object:
+        """Open host k's side; what it reports (the protocol's ``opened`` message)."""
         raise NotImplementedError
 
-    def _send(self, session: Session, call: Call, requests: dict, seqs: dict):
+    def _send(
+        self, session: Session, call: Call, requests: Messages, seqs: dict[int, int] | None
+    ) -> tuple[Messages, Exception | None]:
         """Send ``requests[k]`` to every host k at once; returns ``(replies, failure)``: the
         replies that arrived and the first exception, if any."""
         raise NotImplementedError
 
-    def _adopt(self, session: Session, k: int, call: Call, request, reply) -> None:
+    def _adopt(self, session: Session, k: int, call: Call, request: object, reply: object) -> None:
         raise NotImplementedError
 
     def _lost(self, session: Session, failure: Exception) -> list[int]:
@@ -151,10 +167,10 @@ class Units:
         resumed run's requests are new messages, whatever the killed run sent)."""
         return 0
 
-    def _provide_test(self, session: Session, test) -> None:
+    def _provide_test(self, session: Session, test: Any) -> None:  # (the setting's held-out layout)
         """Give the hosts their held-out blocks, where this process holds them."""
 
-    def _recovered(self, session: Session, record: dict) -> None:
+    def _recovered(self, session: Session, record: dict[str, object]) -> None:
         """Note a host rebuilt (the backend's record of faults)."""
 
 
@@ -164,23 +180,23 @@ class _AtRepeat:
     def __init__(self, units: Units, repeat: int):
         self._units, self._repeat = units, int(repeat)
 
-    def open(self, protocol: Protocol, spec, repeat: int | None = None) -> Session:
+    def open(self, protocol: Protocol, spec: object, repeat: int | None = None) -> Session:
         return self._units.open(protocol, spec, self._repeat if repeat is None else repeat)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:  # (every other attribute is the units')
         return getattr(self._units, name)
 
 
 class Session:
     """One protocol open on the run's units for one repeat (see the module docstring)."""
 
-    def __init__(self, units: Units, protocol: Protocol, spec, repeat: int):
+    def __init__(self, units: Units, protocol: Protocol, spec: object, repeat: int):
         self.units, self.protocol, self.spec, self.repeat = units, protocol, spec, int(repeat)
         self.hosts = list(units.hosts(protocol))
         n = self.n = len(self.hosts)
         self.labels = [protocol.placement.label(a, b) for a, b in self.hosts]
         #: per host, the sizes its replies are checked against (the seam binds them)
-        self.dims: list[dict] = [{} for _ in range(n)]
+        self.dims: list[dict[str, int]] = [{} for _ in range(n)]
         #: payload bytes per phase and host (requests and replies)
         self.payload = {kind: [0] * n for kind in Kind}
         #: per host: requests, their bytes, replies, their bytes of the diagnostics and of
@@ -193,13 +209,14 @@ class Session:
         self.done = [0] * n
         self.journal: list[list[Entry]] | None = [[] for _ in range(n)] if units.journals else None
         self._seq = [units.first_seq(self, k) for k in range(n)]
-        self._calls: dict = {}  # name -> its declared Call, once checked
+        self._calls: dict[tuple[str | Call, tuple[Kind, ...]], Call] = {}  # its declared Call, once checked
         #: each declared call's number in the protocol's table
         self.numbers = {c: i for i, c in enumerate(protocol.calls)}
-        #: the backend's own state of this session (its hosts)
-        self.transport = None
-        self._flight: tuple | None = None  # (call, requests, replies) of the round in flight
-        self.opened = [None] * n
+        #: the in-process backend's hosts of this session (None until opened, and elsewhere)
+        self.transport: list[Host] | None = None
+        self._flight: tuple[Call, Messages, Messages] | None = None  # the round in flight
+        #: what each host reported when it opened (None while it is being opened)
+        self.opened: list[object] = [None] * n
         for k in range(n):
             self._open(k)
 
@@ -208,7 +225,7 @@ class Session:
         return self.units.records
 
     @property
-    def sides(self) -> list:
+    def sides(self) -> list[Side]:
         """The sides, where they are in this process (AttributeError elsewhere)."""
         return self.units.sides(self)
 
@@ -222,13 +239,13 @@ class Session:
         self.done = [d + 1 for d in self.done]
 
     # -- the exchanges -------------------------------------------------------------------
-    def round(self, call, requests: dict) -> dict:
+    def round(self, call: str | Call, requests: Messages) -> Messages:
         """One round of the protocol: ``requests[k]`` to host k; returns ``{k: reply}``."""
         call = self._declared(call, (PROTOCOL,))
         replies = self._exchange(call, requests)
         payload, done = self.payload[PROTOCOL], self.done
         counts = call.name == self.protocol.iteration
-        sizes: dict = {}  # a request sent to several units is measured once
+        sizes: dict[int, int] = {}  # a request sent to several units is measured once
         for k, request in requests.items():
             size = sizes.get(id(request))
             if size is None:
@@ -237,20 +254,29 @@ class Session:
             if counts:
                 done[k] += 1
             if self.journal is not None:
-                self._keep(k, Entry(call, _frozen(request), replies[k] if call.releases else None))
+                self._keep(self.journal, k, Entry(call, _frozen(request), replies[k] if call.releases else None))
         return replies
 
-    def ask(self, call, request=None, *, each: Callable | None = None) -> list:
+    def ask(
+        self, call: str | Call, request: object = None, *, each: Callable[[int], object] | None = None
+    ) -> list[object]:
         """A diagnostic to every host (``request``, or ``each(k)``); their replies in order."""
         return self._everyone(self._declared(call, (DIAGNOSTIC,)), request, each)
 
-    def score(self, call, request=None, *, each: Callable | None = None, test=None) -> list:
+    def score(
+        self,
+        call: str | Call,
+        request: object = None,
+        *,
+        each: Callable[[int], object] | None = None,
+        test: Any = None,
+    ) -> list[object]:
         """Scoring the test rows on every host (``test``: the held-out blocks, where this
         process holds them; units elsewhere hold their own)."""
         self.units._provide_test(self, test)
         return self._everyone(self._declared(call, (INFERENCE,)), request, each)
 
-    def _everyone(self, call: Call, request, each) -> list:
+    def _everyone(self, call: Call, request: object, each: Callable[[int], object] | None) -> list[object]:
         requests = {
             k: (each(k) if each is not None else request if request is not None else Empty()) for k in range(self.n)
         }
@@ -267,7 +293,7 @@ class Session:
             )
         return [replies[k] for k in range(self.n)]
 
-    def _declared(self, call, kinds) -> Call:
+    def _declared(self, call: str | Call, kinds: tuple[Kind, ...]) -> Call:
         declared = self._calls.get((call, kinds))
         if declared is None:
             declared = self.protocol.call(call)
@@ -276,14 +302,14 @@ class Session:
             self._calls[call, kinds] = declared
         return declared
 
-    def _exchange(self, call: Call, requests: dict) -> dict:
-        seqs = None
+    def _exchange(self, call: Call, requests: Messages) -> Messages:
+        seqs: dict[int, int] | None = None
         if self.units.journals:  # numbered, so that a unit handles a message sent again once
             seqs = {}
             for k in requests:
                 self._seq[k] += 1
                 seqs[k] = self._seq[k]
-        replies: dict = {}
+        replies: Messages = {}
         pending = dict(requests)
         outer, self._flight = self._flight, (call, requests, replies)
         try:
@@ -302,7 +328,7 @@ class Session:
             tap(self, call, requests, replies)
         return replies
 
-    def _check(self, k: int, call: Call, reply) -> None:
+    def _check(self, k: int, call: Call, reply: object) -> None:
         runs = self.units.runs
         validate(
             reply,
@@ -312,12 +338,12 @@ class Session:
             where=(self.labels[k], ": ", call.name, " reply: "),
         )
 
-    def _keep(self, k: int, entry: Entry) -> None:
-        journal = self.journal[k]
+    def _keep(self, journals: list[list[Entry]], k: int, entry: Entry) -> None:
+        journal = journals[k]
         journal.append(entry)
         compact = self.protocol.recovery.compact
         if compact is not None:
-            self.journal[k] = compact(journal)
+            journals[k] = compact(journal)
 
     # -- faults ---------------------------------------------------------------------------
     def _open(self, k: int) -> None:
@@ -398,9 +424,9 @@ class Session:
             self.payload[CONTROL][k] += nbytes(entry.request) + (0 if entry.reply is None else nbytes(entry.reply))
 
 
-def _frozen(request):
+def _frozen(request: object) -> object:
     """A copy of a request whose arrays the client may reuse (the journal keeps it)."""
-    fields = {name: getattr(request, name) for name, _ in request.FIELDS}
+    fields = {name: getattr(request, name) for name, _ in declared(type(request)).FIELDS}
     if not any(isinstance(v, (np.ndarray, dict)) for v in fields.values()):
         return request
     return type(request)(
@@ -428,7 +454,7 @@ class InProcessUnits(Units):
         self.cut, self.total, self.env = cut, int(total), env
 
     @classmethod
-    def blocks(cls, blocks, env: Env, test=None) -> InProcessUnits:
+    def blocks(cls, blocks: Sequence[Any], env: Env, test: Sequence[Any] | None = None) -> InProcessUnits:
         """A vertical run's parties: party m holds ``blocks[m]`` (and ``test[m]``)."""
         M = len(blocks)
         return cls(
@@ -436,37 +462,40 @@ class InProcessUnits(Units):
         )
 
     @classmethod
-    def rows(cls, A, b, env: Env) -> InProcessUnits:
+    def rows(cls, A: FloatArray, b: FloatArray, env: Env) -> InProcessUnits:
         """Providers or agents: unit i holds the rows ``A[i]``, ``b[i]``."""
         N = len(A)
         return cls(lambda a, z: UnitData(a, z, N, (A[a:z], b[a:z])), N, env)
 
-    def hosts(self, protocol):
+    def hosts(self, protocol: Protocol) -> list[tuple[int, int]]:
         first = protocol.placement.first
         if protocol.placement.grouped:
             return [(first, self.total)]
         return [(m, m + 1) for m in range(first, self.total)]
 
     @property
-    def runs(self) -> int | None:
+    def runs(self) -> int | None:  # type: ignore[override]  # (the base's: None, a class attribute)
         """The audit's runs, when it drives the mechanism here (:attr:`LocalEnv.runs`)."""
         return getattr(self.env, "runs", None)
 
-    def sides(self, session):
-        return [h.side for h in session.transport]
+    def sides(self, session: Session) -> list[Side]:
+        return [_side(h) for h in _hosts(session)]
 
-    def _open(self, session, k):
+    def _open(self, session: Session, k: int) -> object:
         if session.transport is None:
             session.transport = [Host(session.protocol) for _ in range(session.n)]
         return session.transport[k].open(self.cut(*session.hosts[k]), session.spec, self.env)
 
-    def _send(self, session, call, requests, seqs):
-        hosts, out, checked = session.transport, {}, {}
+    def _send(
+        self, session: Session, call: Call, requests: Messages, seqs: dict[int, int] | None
+    ) -> tuple[Messages, Exception | None]:
+        hosts, out = _hosts(session), {}
+        checked: dict[int, dict[str, int]] = {}  # id(request) -> the sizes it was validated against
         index = session.numbers[call]
         runs = self.runs
         if runs is not None:  # the audit's runs, validated here (a Host has no notion of them)
             for k, request in requests.items():
-                dims = hosts[k].side.dims
+                dims = _side(hosts[k]).dims
                 validate(
                     request, call.request, {**dims, RUNS: runs}, finite=call.kind is PROTOCOL, where=(call.name, ": ")
                 )
@@ -474,14 +503,26 @@ class InProcessUnits(Units):
             return out, None
         for k, request in requests.items():
             out[k] = hosts[k].handle(index, request, checked=checked.get(id(request)))
-            checked[id(request)] = hosts[k].side.dims
+            checked[id(request)] = _side(hosts[k]).dims
         return out, None
 
-    def _adopt(self, session, k, call, request, reply):
-        session.transport[k].adopt(call, request, reply)
+    def _adopt(self, session: Session, k: int, call: Call, request: object, reply: object) -> None:
+        _hosts(session)[k].adopt(call, request, reply)
 
-    def _provide_test(self, session, test):
+    def _provide_test(self, session: Session, test: Any) -> None:
         if test is None:
             return
-        for (a, b), host in zip(session.hosts, session.transport):
-            host.side.data.test = tuple(test[a:b])
+        for (a, b), host in zip(session.hosts, _hosts(session)):
+            _side(host).data.test = tuple(test[a:b])
+
+
+def _hosts(session: Session) -> list[Host]:
+    """The in-process hosts of ``session`` (opened with it)."""
+    assert session.transport is not None, "the session's hosts are opened with it"
+    return session.transport
+
+
+def _side(host: Host) -> Side:
+    """The side ``host`` opened (every host of an open session has one)."""
+    assert host.side is not None, "a host of an open session has its side"
+    return host.side
