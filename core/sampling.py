@@ -132,7 +132,7 @@ class KeyStream:
         self._used = 0
 
     def _rekey(self) -> None:
-        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms  # lazy: start-up (cryptography, 30 ms)
 
         # a fresh key; the 4-byte block counter from 0 (RFC 7539), a random 12-byte nonce
         nonce = bytes(4) + os.urandom(12)

@@ -16,6 +16,8 @@ import math
 
 from scipy.optimize import brentq
 
+from vfl.core.params import check_epsilon
+
 from .accountant import calibrate_sigma, composed_gaussian_epsilon, epsilon_of, gaussian_events
 from .moments import dp_admm_epsilon
 from .paper import corollary1, theorem1_epsilon, theorem1_sigma
@@ -121,8 +123,6 @@ Z_RANGE = (1e-6, 1e10)
 def report(*, sigma: float | None, epsilon: float | None, sensitivity: float, epochs: int, delta: float) -> list[str]:
     """``vfl privacy``'s lines: the epsilon of ``sigma``, or the sigma of ``epsilon``, under every
     analysis. A bad argument is a one-line ``ValueError`` naming its option."""
-    from vfl.core.params import check_epsilon
-
     _finite("--epsilon", epsilon)
     if epsilon is not None:
         check_epsilon("--epsilon", epsilon)

@@ -49,7 +49,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -60,9 +59,7 @@ from scipy.special import log_ndtr
 from vfl.core.arrays import FloatArray, IntArray
 
 from .. import _checks
-
-if TYPE_CHECKING:
-    from .bounds import AuditResult
+from .bounds import AuditResult, DeltaEstimate
 
 __all__ = [
     "EPS_TOP_DELTA",
@@ -230,8 +227,6 @@ def gdp_verdict(forward: GDPBound, reverse: GDPBound | None, epsilon: float, del
     direction's bound exceeds ``delta`` at ``epsilon``. ``epsilon_refuted`` is the largest
     epsilon either refutes at ``delta``. One event (*) per direction covers every claim,
     so the caller splits the confidence over pairs and directions only."""
-    from .bounds import AuditResult, DeltaEstimate
-
     eps = _checks.nonnegative("epsilon", epsilon)
     delta = _checks.nonnegative("delta", delta)
     ests, refuted, best = [], False, 0.0
