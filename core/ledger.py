@@ -45,7 +45,7 @@ class PrivacyLedger:
     epsilon-DP, ``sensitivity / scale = epsilon``) is composed as a pure-DP release."""
 
     def __init__(self, delta: float, accountant: str = "pld", relation: str = "features"):
-        from dp_accounting.rdp import rdp_privacy_accountant  # lazy: start-up (dp_accounting, 1.5 s)
+        from dp_accounting.rdp import rdp_privacy_accountant  # lazy: start-up (dp_accounting, 0.3 s)
 
         self.relation = relation
         self.delta = float(delta)
@@ -169,7 +169,7 @@ class PrivacyLedger:
             # (z_eff as the accountants compute it, so the numbers are theirs to the bit)
             z = float(np.sum(np.array([worst**-0.5]) ** -2.0)) ** -0.5
             return 0.0 if worst == 0 else gaussian.epsilon(z, self.delta)
-        from dp_accounting.rdp import rdp_privacy_accountant  # lazy: start-up (dp_accounting, 1.5 s)
+        from dp_accounting.rdp import rdp_privacy_accountant  # lazy: start-up (dp_accounting, 0.3 s)
 
         self._grow(1)
         rdp = self._rdp()
@@ -201,7 +201,7 @@ class PrivacyLedger:
                 return np.zeros(eps.shape)
             z = 1.0 / float(np.sqrt(np.sum(np.array([worst**-0.5]) ** -2.0)))  # 1 / mu
             return np.exp([gaussian.log_delta(float(e), z) for e in eps])
-        from dp_accounting.rdp import rdp_privacy_accountant  # lazy: start-up (dp_accounting, 1.5 s)
+        from dp_accounting.rdp import rdp_privacy_accountant  # lazy: start-up (dp_accounting, 0.3 s)
 
         self._grow(1)
         rdp = self._rdp()
