@@ -70,7 +70,7 @@ class _Deployment:
 
     def __init__(self, raw: dict, data_dir, work: Path):
         from vfl.datasets.parties.tomlw import dumps
-        from vfl.experiments.service_tls import write_deployment
+        from vfl.experiments.transport.service_tls import write_deployment
 
         self.work, self.ports = work, _ports(2)
         certs = work / "certs"
@@ -138,7 +138,7 @@ def _wait(port: int, timeout: float = 120.0) -> None:
 def _run(raw: dict, data_dir, run: dict | None = None):
     from vfl.experiments.config import config_from_dict
     from vfl.experiments.runner import plan_run, run_experiment
-    from vfl.experiments.service_units import ServiceUnits
+    from vfl.experiments.transport.service_units import ServiceUnits
 
     config = config_from_dict({**raw, "run": {**raw["run"], **(run or {})}})
     if run is None:

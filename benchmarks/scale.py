@@ -183,7 +183,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.rows < 100 or not 1 <= args.parties <= 123:
         p.error("--rows must be >= 100 and --parties in 1..123")
-    from vfl.experiments.process import keep_freed_memory
+    from vfl.experiments.transport.process import keep_freed_memory
 
     keep_freed_memory()  # as `vfl run` has it
     out = measure(

@@ -285,8 +285,8 @@ def run(
         if value is not None:
             overrides.append(f"{key}={value}")
     config = load_config(config_path, overrides)
-    from vfl.experiments.dask_units import check_cluster_option
     from vfl.experiments.runner import check_run_options
+    from vfl.experiments.transport.dask_units import check_cluster_option
 
     check_cluster_option(config, cluster)
     out = check_output_dir(Path(out) if out else _default_out(config.name), overwrite=overwrite, what="run directory")
@@ -321,12 +321,12 @@ def _backend(config, cluster, data_dir, resume=None):
     import contextlib
 
     if config.run.backend == "services":
-        from vfl.experiments.service_units import ServiceUnits
+        from vfl.experiments.transport.service_units import ServiceUnits
 
         return ServiceUnits(config, resume=resume)
     if config.run.backend != "dask":
         return contextlib.nullcontext()
-    from vfl.experiments.dask_units import dask_backend
+    from vfl.experiments.transport.dask_units import dask_backend
 
     return dask_backend(config, cluster, data_dir)
 
@@ -1121,7 +1121,7 @@ def main(argv=None) -> int:
     Warnings raised by libraries are held back and shown only when the
     command succeeds: a run that ends in a clean error prints that line alone.
     """
-    from vfl.experiments.process import keep_freed_memory
+    from vfl.experiments.transport.process import keep_freed_memory
 
     keep_freed_memory()  # large freed blocks reused, not unmapped (see its module)
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)

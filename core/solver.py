@@ -176,7 +176,7 @@ class Solver:
     #: the central optimum's norm): the manifest writes them in its ``diagnostic`` section
     diagnostic_keys: ClassVar[tuple[str, ...]] = ()
     #: where the solver's units can run (``run.backend``): this process, or also "dask"
-    #: (Dask workers, :mod:`vfl.experiments.dask_units`)
+    #: (Dask workers, :mod:`vfl.experiments.transport.dask_units`)
     backends: ClassVar[tuple[str, ...]] = ("inprocess",)
     #: the protocol its units speak (:class:`~vfl.core.protocol.Protocol`): any backend places
     #: them by its placement and runs its sides (None: the solver holds all its data here)

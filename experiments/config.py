@@ -272,7 +272,7 @@ class RunConfig:
     # cost more than the run, and "central" is F* alone
     baselines: str = "all"
     # where the parties run: "inprocess", or "dask" (each party on its own Dask worker,
-    # vfl.experiments.dask_units; `vfl run --cluster` names the scheduler)
+    # vfl.experiments.transport.dask_units; `vfl run --cluster` names the scheduler)
     backend: str = "inprocess"
     # dask: seconds to wait for a worker that can take over a lost party's data;
     # services: for a lost party to answer again at its address

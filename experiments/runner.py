@@ -233,7 +233,7 @@ class RunPlan:
     setting: Any
     first: Any  # the Prepared data of repeat 0
     solver: Solver  # repeat 0's solver, constructed (its construction validates)
-    #: where the units run when not in this process (:mod:`vfl.experiments.dask_units`)
+    #: where the units run when not in this process (:mod:`vfl.experiments.transport.dask_units`)
     backend: Any = None
     #: the manifest's ``dataset`` section (what the records were: name, sizes, checksums)
     dataset_info: dict | None = None
@@ -320,7 +320,7 @@ def plan_run(
     """Load and distribute the data and construct the solver: every user error surfaces here.
 
     With a ``backend`` (``run.backend = "dask"``: a connected
-    :class:`~vfl.experiments.dask_units.DaskUnits`), each unit's actor (a party, a group of
+    :class:`~vfl.experiments.transport.dask_units.DaskUnits`), each unit's actor (a party, a group of
     providers) reads its own data on its worker, checked against what was read here.
 
     ``keep_records=False`` (one run, as ``vfl run`` and the scale benchmark do): the records

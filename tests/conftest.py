@@ -126,7 +126,7 @@ def deployment_certs(tmp_path_factory):
     """A CA and certificates for two parties and the coordinator (``vfl party certs``'
     code), made once per session: the party-service tests share them."""
     pytest.importorskip("grpc")
-    from vfl.experiments.service_tls import write_deployment
+    from vfl.experiments.transport.service_tls import write_deployment
 
     out = tmp_path_factory.mktemp("certs")
     write_deployment(out, 3)

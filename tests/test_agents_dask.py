@@ -19,8 +19,8 @@ from test_parties import (
 )
 
 from vfl.experiments.config import config_from_dict
-from vfl.experiments.dask_units import dask_backend
 from vfl.experiments.runner import plan_run, run_experiment
+from vfl.experiments.transport.dask_units import dask_backend
 
 distributed = pytest.importorskip("dask.distributed")
 

@@ -223,7 +223,7 @@ def test_only_the_audits_in_process_units_take_a_leading_axis_of_runs():
     observer returns R runs), never by a deployment's backend: the same message is refused."""
     from vfl.core.messages import RUNS, ProtocolError, validate
     from vfl.core.units import Units
-    from vfl.experiments.dask_units import DaskUnits
+    from vfl.experiments.transport.dask_units import DaskUnits
     from vfl.stacking.party import Released
 
     reply = Released(models=np.zeros((3, 4)), shares=np.zeros((3, 2, 7)), moments=np.zeros((3, 2, 2)))

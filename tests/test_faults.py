@@ -205,8 +205,8 @@ def _kill_before(cluster, backend, name: str, nth: int) -> dict:
 def test_a_unit_lost_before_any_call_changes_no_number(cluster, backend_name, family, noise, call):
     from test_parties import assert_same_numbers
 
-    from vfl.experiments.dask_units import dask_backend
     from vfl.experiments.runner import plan_run, run_experiment
+    from vfl.experiments.transport.dask_units import dask_backend
 
     local, sent = _undisturbed(family, noise)
     if (family, noise, call) in NOT_SENT:

@@ -19,8 +19,8 @@ from test_services import _free_ports, _numbers, _remote, _tls, _write_config  #
 
 from vfl.experiments.config import load_config  # noqa: E402
 from vfl.experiments.runner import plan_run, run_experiment  # noqa: E402
-from vfl.experiments.service_party import PartyConfig, PartyService, serve  # noqa: E402
-from vfl.experiments.service_units import ServiceUnits  # noqa: E402
+from vfl.experiments.transport.service_party import PartyConfig, PartyService, serve  # noqa: E402
+from vfl.experiments.transport.service_units import ServiceUnits  # noqa: E402
 
 CONFIG = """
 name = "ps"
@@ -192,7 +192,7 @@ def test_a_party_file_that_does_not_match_is_one_line_naming_the_party(tmp_path,
 def test_party_files_on_dask_each_worker_reads_its_own_file_to_the_same_numbers(tmp_path, monkeypatch):
     distributed = pytest.importorskip("dask.distributed")
     from vfl.datasets.parties import table
-    from vfl.experiments.dask_units import dask_backend
+    from vfl.experiments.transport.dask_units import dask_backend
 
     _files(tmp_path)
     config = _config(tmp_path, None, "local.toml")

@@ -8,7 +8,7 @@ import pytest
 # in a child process: the setting is process-wide and must not leak into the test session
 _REUSE = """
 import resource, numpy as np
-from vfl.experiments.process import keep_freed_memory
+from vfl.experiments.transport.process import keep_freed_memory
 on = keep_freed_memory() if {on} else False
 def faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt

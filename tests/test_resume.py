@@ -158,7 +158,7 @@ def test_a_killed_scheduler_is_named_and_the_run_resumes_on_another(tmp_path, mo
     scheduler (not the worker), exit 2, the run directory says how to resume; resumed on
     another cluster, the run ends with the unbroken numbers."""
     distributed = pytest.importorskip("dask.distributed")
-    from vfl.experiments.dask_units import DaskUnits
+    from vfl.experiments.transport.dask_units import DaskUnits
 
     path = tmp_path / "resume.toml"
     path.write_text((CONFIG % 12) + 'backend = "dask"\nparty_wait = 1.0\n')

@@ -25,9 +25,9 @@ from vfl.core import codec  # noqa: E402
 from vfl.core.codec import Frame  # noqa: E402
 from vfl.experiments.config import load_config  # noqa: E402
 from vfl.experiments.runner import plan_run, run_experiment  # noqa: E402
-from vfl.experiments.service_party import PartyConfig, PartyService, serve  # noqa: E402
-from vfl.experiments.service_tls import _pem, issue, make_ca  # noqa: E402
-from vfl.experiments.service_units import ServiceUnits  # noqa: E402
+from vfl.experiments.transport.service_party import PartyConfig, PartyService, serve  # noqa: E402
+from vfl.experiments.transport.service_tls import _pem, issue, make_ca  # noqa: E402
+from vfl.experiments.transport.service_units import ServiceUnits  # noqa: E402
 
 BASE = """
 name = "small"
@@ -380,7 +380,7 @@ def test_a_party_that_does_not_come_back_stops_the_run_in_one_line(tmp_path, par
 
 
 def test_a_release_on_the_partys_ledger_is_never_drawn_again_by_a_restarted_party(tmp_path):
-    from vfl.experiments.service_guard import Guard, PrivacyRefused
+    from vfl.experiments.transport.service_guard import Guard, PrivacyRefused
 
     kw = dict(floor=1.0, sensitivity=1.0, delta=1e-5, accountant="pld", budget=None, deployment=True)
     Guard(tmp_path, 2, **kw).admit(run="r", repeat=0, seq=3, scale=2.0, sensitivity=1.0, size=10, exact=True)
@@ -391,7 +391,7 @@ def test_a_release_on_the_partys_ledger_is_never_drawn_again_by_a_restarted_part
 
 
 def test_dask_takes_tls_only_when_configured(tmp_path, monkeypatch):
-    from vfl.experiments import dask_units
+    from vfl.experiments.transport import dask_units
 
     config = load_config(_base(tmp_path)).with_overrides(["run.backend=dask"])
     with pytest.raises(Exception, match="configure Dask's TLS first"):

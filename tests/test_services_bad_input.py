@@ -14,8 +14,8 @@ grpc = pytest.importorskip("grpc")
 from test_services import _base, _write_config, certs, parties  # noqa: E402, F401 (fixtures)
 
 from vfl.experiments.config import load_config  # noqa: E402
-from vfl.experiments.service_party import PartyConfig  # noqa: E402
-from vfl.experiments.service_tls import _pem, issue, make_ca  # noqa: E402
+from vfl.experiments.transport.service_party import PartyConfig  # noqa: E402
+from vfl.experiments.transport.service_tls import _pem, issue, make_ca  # noqa: E402
 
 
 def test_nothing_binds_every_interface_unless_configured_to(tmp_path):

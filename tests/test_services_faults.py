@@ -105,7 +105,7 @@ class Services(Parties):
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
     """Four parties' certificates (DP-ADMM's four providers)."""
-    from vfl.experiments.service_tls import write_deployment
+    from vfl.experiments.transport.service_tls import write_deployment
 
     out = tmp_path_factory.mktemp("certs4")
     write_deployment(out, 4)

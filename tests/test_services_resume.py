@@ -28,7 +28,7 @@ grpc = pytest.importorskip("grpc")
 from vfl.core.codec import Frame  # noqa: E402
 from vfl.experiments.config import load_config  # noqa: E402
 from vfl.experiments.runner import run_experiment  # noqa: E402
-from vfl.experiments.service_party import PartyService  # noqa: E402
+from vfl.experiments.transport.service_party import PartyService  # noqa: E402
 
 EPOCHS, EVERY, KILL_AT = 8, 3, 6
 
@@ -173,7 +173,7 @@ def test_a_party_keeps_each_released_reply_and_refuses_what_it_cannot_send_again
     """The guard's record: a kept reply comes back; one admitted but not kept (the party
     stopped while drawing) is never drawn again; a finished run's replies are let go; a
     restarted party's record of a run goes on where it was."""
-    from vfl.experiments.service_guard import Guard, PrivacyRefused
+    from vfl.experiments.transport.service_guard import Guard, PrivacyRefused
 
     kw = dict(floor=1.0, sensitivity=1.0, delta=1e-5, accountant="pld", budget=None, deployment=True)
     g = Guard(tmp_path, 2, **kw)

@@ -363,8 +363,8 @@ def cluster():
 def _on_dask(config, cluster, on_epoch=None, during=None):
     """``config`` run with its units on ``cluster``; ``during(backend, kind)`` is called before
     every exchange of that kind (to kill a worker there). Returns the result and the backend."""
-    from vfl.experiments.dask_units import dask_backend
     from vfl.experiments.runner import plan_run, run_experiment
+    from vfl.experiments.transport.dask_units import dask_backend
 
     with dask_backend(config, cluster.scheduler_address, None) as backend:
         if during is not None:

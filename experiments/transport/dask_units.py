@@ -44,11 +44,11 @@ from vfl.core.protocol import CONTROL
 from vfl.core.units import Units
 from vfl.datasets import resolve_data_dir
 
-from .config import Config
+from ..config import Config
+from ..registry import get_solver, typed_params
+from ..sweep import _dask_client
 from .dask_actor import UnitActor, facts
 from .phase_counts import PhaseCounts
-from .registry import get_solver, typed_params
-from .sweep import _dask_client
 
 __all__ = ["DaskUnits", "check_cluster_option", "dask_backend", "groups"]
 
@@ -197,7 +197,7 @@ class DaskUnits(PhaseCounts, Units):
         """Party files: one actor per party on its worker, each reading its own file (the
         path travels, never the data), aligned with party 1's file, read here, by the PSI
         through the actors (:mod:`.party_sides`); returns the label holder's records."""
-        from .party_sides import label_holder_records, recording
+        from ..party_sides import label_holder_records, recording
 
         self.protocol = cls.protocol
         place = self.protocol.placement

@@ -42,13 +42,13 @@ from vfl.core.preprocessing import row_norms
 from vfl.core.protocol import CONTROL
 from vfl.core.sampling import ExactSampler
 
-from .config import Config, config_from_dict, read_toml
-from .party_sides import OwnParty
-from .registry import get_solver
-from .runner import _load_config_dataset, _prepare, _streams
+from ..config import Config, config_from_dict, read_toml
+from ..party_sides import OwnParty
+from ..registry import get_solver
+from ..runner import _load_config_dataset, _prepare, _streams
+from ..settings import prepare
 from .service_guard import Guard, PrivacyRefused
 from .service_tls import COORDINATOR, Credentials, loopback
-from .settings import prepare
 
 __all__ = ["PartyConfig", "PartyService", "SERVICE", "public_digest", "read_party_config", "run_party", "serve"]
 
@@ -84,7 +84,7 @@ class PartyConfig:
 
 def read_party_config(path, overrides=()) -> tuple[PartyConfig, Config]:
     """A PARTY.toml: its ``[party]`` table, and the run's public config (checked)."""
-    from .config import apply_overrides
+    from ..config import apply_overrides
 
     raw = apply_overrides(read_toml(path), list(overrides))
     party = raw.pop("party", None)

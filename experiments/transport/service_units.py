@@ -34,10 +34,10 @@ from vfl.core.layouts import VerticalData
 from vfl.core.protocol import CONTROL
 from vfl.core.units import Units
 
+from ..config import Config
+from ..registry import get_solver
 from . import tcp_bytes
-from .config import Config
 from .phase_counts import PhaseCounts
-from .registry import get_solver
 from .service_party import SERVICE, public_digest
 from .service_tls import Credentials, loopback, party_name
 
@@ -152,7 +152,7 @@ class ServiceUnits(PhaseCounts, Units):
         """Connect to every party, align party 1's file (read here, the coordinator's only
         file) with each party's own by the PSI over its channel, and return the label
         holder's records in the agreed order (:mod:`.party_sides`)."""
-        from .party_sides import label_holder_records, recording
+        from ..party_sides import label_holder_records, recording
 
         self.protocol = cls.protocol
         place = self.protocol.placement
@@ -207,7 +207,7 @@ class ServiceUnits(PhaseCounts, Units):
     def send_widths(self, own_width: int) -> list[int]:
         """Every party's column count (party 1's, ``own_width``, computed here when party 1
         is the coordinator), sent to every party for its own calibration."""
-        from .party_sides import recording, send_widths
+        from ..party_sides import recording, send_widths
 
         widths = [own_width] if self.first_unit else []
         for k in range(len(self.calls)):

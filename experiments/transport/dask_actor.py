@@ -23,10 +23,10 @@ from vfl.core.host import Host, StreamEnv
 from vfl.core.layouts import VerticalData
 from vfl.core.preprocessing import row_norms
 
-from .config import Config
-from .registry import get_solver
-from .runner import _load_config_dataset, _prepare, _streams
-from .settings import prepare
+from ..config import Config
+from ..registry import get_solver
+from ..runner import _load_config_dataset, _prepare, _streams
+from ..settings import prepare
 
 __all__ = ["UnitActor", "facts"]
 
@@ -46,8 +46,8 @@ class UnitActor:
         self.config, self.first, self.stop = config, int(first), int(stop)
         self.host, self.own, self.cls = Host(cls.protocol), None, cls
         if config.data.dataset == "parties":  # its own party file: the path travelled here
-            from .party_sides import OwnParty
-            from .runner import _strict
+            from ..party_sides import OwnParty
+            from ..runner import _strict
 
             self.own = OwnParty(config, self.first + 1, strict=_strict(config))
             self.vertical, self.setting, self.fingerprint = True, None, None
