@@ -286,7 +286,7 @@ def run(
             overrides.append(f"{key}={value}")
     config = load_config(config_path, overrides)
     from vfl.experiments.runner import check_run_options
-    from vfl.experiments.transport.dask_units import check_cluster_option
+    from vfl.experiments.transport.dask_cluster import check_cluster_option
 
     check_cluster_option(config, cluster)
     out = check_output_dir(Path(out) if out else _default_out(config.name), overwrite=overwrite, what="run directory")

@@ -225,7 +225,7 @@ def resume_run(run_dir: Path, cluster, data_dir, quiet: bool, t0: float, backend
     import contextlib
 
     from .config import config_from_dict
-    from .transport.dask_units import check_cluster_option
+    from .transport.dask_cluster import check_cluster_option
 
     set_ = [
         ("--" + k.replace("_", "-")).replace("--config-path", "--config").replace("--overrides", "--set")

@@ -391,11 +391,11 @@ def test_a_release_on_the_partys_ledger_is_never_drawn_again_by_a_restarted_part
 
 
 def test_dask_takes_tls_only_when_configured(tmp_path, monkeypatch):
-    from vfl.experiments.transport import dask_units
+    from vfl.experiments.transport import dask_cluster
 
     config = load_config(_base(tmp_path)).with_overrides(["run.backend=dask"])
     with pytest.raises(Exception, match="configure Dask's TLS first"):
-        dask_units.check_cluster_option(config, "tls://10.0.0.1:8786")
+        dask_cluster.check_cluster_option(config, "tls://10.0.0.1:8786")
     import dask
 
     with dask.config.set(
@@ -405,8 +405,8 @@ def test_dask_takes_tls_only_when_configured(tmp_path, monkeypatch):
             "distributed.comm.tls.client.key": "c.key",
         }
     ):
-        dask_units.check_cluster_option(config, "tls://10.0.0.1:8786")
-        assert dask_units.security().require_encryption
+        dask_cluster.check_cluster_option(config, "tls://10.0.0.1:8786")
+        assert dask_cluster.security().require_encryption
 
 
 PLAIN = """

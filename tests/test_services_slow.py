@@ -94,9 +94,9 @@ def test_the_deploying_parties_recipe_runs_end_to_end_on_localhost(tmp_path):
 
 @pytest.mark.slow
 def test_the_local_dask_cluster_listens_on_loopback_only():
-    from vfl.experiments.transport.dask_units import _local_cluster
+    from vfl.experiments.transport.dask_cluster import local_cluster
 
-    cluster, client = _local_cluster(1)
+    cluster, client = local_cluster(1)
     try:
         client.wait_for_workers(1, timeout=60)
         addresses = [cluster.scheduler_address, *client.scheduler_info()["workers"]]

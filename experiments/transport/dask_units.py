@@ -27,14 +27,10 @@ payload and framing.
 from __future__ import annotations
 
 import contextlib
-import logging
-import os
 import socket
 import struct
 import time
 from dataclasses import dataclass
-
-import numpy as np
 
 from vfl.core import codec
 from vfl.core.codec import Frame
@@ -46,11 +42,11 @@ from vfl.datasets import resolve_data_dir
 
 from ..config import Config
 from ..registry import get_solver, typed_params
-from ..sweep import _dask_client
 from .dask_actor import UnitActor, facts
+from .dask_cluster import cpus, dask_client, groups, local_cluster, security, too_few
 from .phase_counts import PhaseCounts
 
-__all__ = ["DaskUnits", "check_cluster_option", "dask_backend", "groups"]
+__all__ = ["DaskUnits", "dask_backend"]
 
 #: what the transport count is, for the manifest and the summary
 TRANSPORT_SOURCE = (
@@ -62,60 +58,6 @@ TRANSPORT_SOURCE = (
 )
 #: offset of ``tcpi_bytes_acked`` (then ``tcpi_bytes_received``) in Linux's ``struct tcp_info``
 _TCP_INFO_BYTES = 120
-
-
-def check_cluster_option(config: Config, cluster: str | None) -> None:
-    """Refuse, before any work, ``--cluster`` without the dask backend or a bad address."""
-    if cluster is None:
-        return
-    if config.run.backend != "dask":
-        raise ConfigError('--cluster needs run.backend = "dask" (--set run.backend=dask)')
-    if cluster.startswith("tls://"):
-        security()  # refused now when Dask's TLS is not configured
-        return
-    if not cluster.startswith("tcp://") or ":" not in cluster[len("tcp://") :]:
-        raise ConfigError(f"--cluster {cluster!r} is not a Dask scheduler address such as tcp://HOST:8786")
-
-
-def security():
-    """The ``distributed.security.Security`` of a ``tls://`` scheduler, from Dask's own config
-    (``distributed.comm.tls.ca-file`` and ``.client.cert``/``.key``, or the environment's
-    ``DASK_DISTRIBUTED__COMM__TLS__...``), or refused when none is configured. TLS protects
-    the wire; the cluster is still one trusted domain (any client may run code on the
-    workers): a simulation, not a boundary between parties (the party services are)."""
-    from distributed.security import Security
-
-    found = Security()
-    if not (found.tls_ca_file and found.tls_client_cert):
-        raise ConfigError(
-            "--cluster tls://...: configure Dask's TLS first "
-            "(distributed.comm.tls.ca-file, .client.cert and .client.key in the "
-            "Dask config, or DASK_DISTRIBUTED__COMM__TLS__CA_FILE and "
-            "__CLIENT__CERT / __CLIENT__KEY)"
-        )
-    return Security(
-        require_encryption=True,
-        tls_ca_file=found.tls_ca_file,
-        tls_client_cert=found.tls_client_cert,
-        tls_client_key=found.tls_client_key,
-    )
-
-
-def groups(N: int, workers: int) -> list[tuple[int, int]]:
-    """Contiguous unit ranges ``[start, stop)``: ``N`` units over ``min(N, workers)`` groups
-    whose sizes differ by at most one (the larger ones first)."""
-    G = min(N, workers)
-    size, extra = divmod(N, G)
-    cuts = np.cumsum([0] + [size + (g < extra) for g in range(G)])
-    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
-
-
-def too_few(address: str, workers, units: int, what: str, why: str) -> str:
-    """The one line that refuses a cluster with too few free workers for the units."""
-    return (
-        f"the Dask cluster at {address} has {len(workers)} "
-        f"worker{'s' if len(workers) != 1 else ''} for {units} {what}: {why}"
-    )
 
 
 @dataclass
@@ -163,9 +105,9 @@ class DaskUnits(PhaseCounts, Units):
                 self._check(s.label, s.worker, s.actor, facts(first.data.cut(s.first, s.stop), False), None)
             return
         units = self.total - place.first
-        wanted = units if place.own_worker else max(1, min(units, _cpus()))
+        wanted = units if place.own_worker else max(1, min(units, cpus()))
         if self.client is None:  # no --cluster: a local one, one worker per unit or group
-            self.cluster, self.client = _local_cluster(wanted)
+            self.cluster, self.client = local_cluster(wanted)
             self.address = self.cluster.scheduler_address
         workers = self._free_workers(wanted, wait=2.0)
         what = f"{place.role} {place.plural}".strip()
@@ -204,7 +146,7 @@ class DaskUnits(PhaseCounts, Units):
         M = len(config.data.options.get("party", []))
         units = M - place.first
         if self.client is None:
-            self.cluster, self.client = _local_cluster(units)
+            self.cluster, self.client = local_cluster(units)
             self.address = self.cluster.scheduler_address
         workers = self._free_workers(units, wait=2.0)
         if len(workers) < units:
@@ -475,10 +417,6 @@ class DaskUnits(PhaseCounts, Units):
         self.close()
 
 
-def _cpus() -> int:
-    return os.cpu_count() or 1
-
-
 def dask_backend(config: Config, cluster: str | None, data_dir) -> DaskUnits:
     """Connect to the scheduler at ``cluster`` now (an unreachable one is refused at once), or
     prepare a local cluster, started with one worker per unit when the units are known."""
@@ -490,30 +428,8 @@ def dask_backend(config: Config, cluster: str | None, data_dir) -> DaskUnits:
         return DaskUnits(None, None, config, _data_dir(data_dir), None)
     # the coordinator talks to the units' workers directly, not through the scheduler
     extra = {"security": security()} if cluster.startswith("tls://") else {}
-    client: Client = _dask_client(cluster, option="--cluster", direct_to_workers=True, **extra)
+    client: Client = dask_client(cluster, option="--cluster", direct_to_workers=True, **extra)
     return DaskUnits(client, None, config, _data_dir(data_dir), cluster)
-
-
-def _local_cluster(n_workers: int):
-    """A local cluster of ``n_workers`` single-threaded worker processes, and its client."""
-    import dask  # (an optional dependency)
-    from dask.distributed import Client, LocalCluster
-
-    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ"))
-    # Dask's nanny sets MALLOC_TRIM_THRESHOLD_, which pins glibc's mmap threshold: every
-    # N-vector of an epoch is then mapped and unmapped, and the solver runs 5x slower
-    environ.pop("MALLOC_TRIM_THRESHOLD_", None)
-    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
-        # loopback only: nothing of the local cluster listens on another interface
-        local = LocalCluster(
-            n_workers=n_workers,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-            silence_logs=logging.CRITICAL,
-        )
-    return local, Client(local, direct_to_workers=True)
 
 
 def _data_dir(data_dir) -> str:
