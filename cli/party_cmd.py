@@ -34,7 +34,7 @@ def serve(config_path, data_dir, overrides):
     \b
     vfl party serve --config party2.toml
     """
-    from vfl.experiments.transport.service_party import run_party
+    from vfl.experiments.transport.service_grpc import run_party
 
     run_party(config_path, data_dir, overrides, lambda line: click.echo(line, err=True))
 

@@ -19,7 +19,9 @@ from test_services import _free_ports, _numbers, _remote, _tls, _write_config  #
 
 from vfl.experiments.config import load_config  # noqa: E402
 from vfl.experiments.runner import plan_run, run_experiment  # noqa: E402
-from vfl.experiments.transport.service_party import PartyConfig, PartyService, serve  # noqa: E402
+from vfl.experiments.transport.party_config import PartyConfig  # noqa: E402
+from vfl.experiments.transport.service_grpc import serve  # noqa: E402
+from vfl.experiments.transport.service_party import PartyService  # noqa: E402
 from vfl.experiments.transport.service_units import ServiceUnits  # noqa: E402
 
 CONFIG = """

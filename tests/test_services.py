@@ -25,7 +25,9 @@ from vfl.core import codec  # noqa: E402
 from vfl.core.codec import Frame  # noqa: E402
 from vfl.experiments.config import load_config  # noqa: E402
 from vfl.experiments.runner import plan_run, run_experiment  # noqa: E402
-from vfl.experiments.transport.service_party import PartyConfig, PartyService, serve  # noqa: E402
+from vfl.experiments.transport.party_config import PartyConfig  # noqa: E402
+from vfl.experiments.transport.service_grpc import serve  # noqa: E402
+from vfl.experiments.transport.service_party import PartyService  # noqa: E402
 from vfl.experiments.transport.service_tls import _pem, issue, make_ca  # noqa: E402
 from vfl.experiments.transport.service_units import ServiceUnits  # noqa: E402
 

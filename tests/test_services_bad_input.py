@@ -14,7 +14,7 @@ grpc = pytest.importorskip("grpc")
 from test_services import _base, _write_config, certs, parties  # noqa: E402, F401 (fixtures)
 
 from vfl.experiments.config import load_config  # noqa: E402
-from vfl.experiments.transport.service_party import PartyConfig  # noqa: E402
+from vfl.experiments.transport.party_config import PartyConfig  # noqa: E402
 from vfl.experiments.transport.service_tls import _pem, issue, make_ca  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""``vfl party serve``: one party as its own service, behind mutual TLS.
+"""One party as its own service: its data, its limits and its host (:class:`PartyService`).
 
 The party runs on its own machine from its own PARTY.toml: the run's public config (data,
 partition, preprocessing, objective, solver, privacy: what the coordinator's config says
@@ -6,7 +6,7 @@ too) and a ``[party]`` table of its own (its number, its address, its directory,
 certificate, key and CA, its privacy limits; :func:`read_party_config`). It reads its data
 itself and keeps its own block (and its held-out columns) only, calibrates its noise
 floor from its own config (:mod:`.service_guard`), and serves one protocol, its solver's,
-on a gRPC server with four methods of bytes (no codegen, no pickle):
+through four methods of bytes (served by :mod:`.service_grpc`):
 
 - ``Health``: the party's public facts (JSON of numbers and names: its number, protocol and
   version, rows, columns, the digest of each public config section) that the coordinator
@@ -27,8 +27,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from concurrent import futures
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -42,104 +40,17 @@ from vfl.core.preprocessing import row_norms
 from vfl.core.protocol import CONTROL
 from vfl.core.sampling import ExactSampler
 
-from ..config import Config, config_from_dict, read_toml
+from ..config import Config
 from ..party_sides import OwnParty
 from ..registry import get_solver
 from ..runner import _load_config_dataset, _prepare, _streams
 from ..settings import prepare
+from .party_config import PartyConfig, public_digest
 from .service_guard import Guard, PrivacyRefused
-from .service_tls import COORDINATOR, Credentials, loopback
 
-__all__ = ["PartyConfig", "PartyService", "SERVICE", "public_digest", "read_party_config", "run_party", "serve"]
+__all__ = ["PartyService"]
 
-#: the gRPC service's name; its methods are ``/vfl.Party/<Method>``
-SERVICE = "vfl.Party"
-METHODS = ("Health", "Align", "Open", "Call", "Close")
-#: the public config sections a party and the coordinator must agree on
-PUBLIC = ("data", "preprocessing", "partition", "objective", "solver", "privacy")
-_PARTY_KEYS = ("index", "listen", "directory", "tls", "insecure", "limits")
-#: the [privacy] keys the coordinator chooses (the party's limits bound them)
-_COORDINATORS = ("epsilon", "sigma", "budget_epsilon")
-_LIMIT_KEYS = ("neighbours", "min_sigma", "max_epsilon", "budget_epsilon")
-#: a party file table's keys that name where its files lie on its own machine
-_LOCAL = ("path", "test_path", "schema")
 log = logging.getLogger("vfl.party")
-
-
-@dataclass(frozen=True)
-class PartyConfig:
-    """The ``[party]`` table of a PARTY.toml."""
-
-    index: int
-    listen: str = "127.0.0.1:50051"
-    directory: str = "."
-    tls: dict | None = None
-    insecure: bool = False
-    limits: dict = field(default_factory=dict)
-
-    @property
-    def host(self) -> str:
-        return self.listen.rpartition(":")[0].strip("[]")
-
-
-def read_party_config(path, overrides=()) -> tuple[PartyConfig, Config]:
-    """A PARTY.toml: its ``[party]`` table, and the run's public config (checked)."""
-    from ..config import apply_overrides
-
-    raw = apply_overrides(read_toml(path), list(overrides))
-    party = raw.pop("party", None)
-    if not isinstance(party, dict):
-        raise ConfigError(f"{path}: a party's config needs a [party] table (index, listen, directory, tls, limits)")
-    unknown = sorted(set(party) - set(_PARTY_KEYS))
-    if unknown:
-        raise ConfigError(f"party.{unknown[0]} is not a key of [party] (keys: {', '.join(_PARTY_KEYS)})")
-    index = party.get("index")
-    if type(index) is not int or index < 1:
-        raise ConfigError(f"party.index must be the party's number (1, 2, ...), got {index!r}")
-    limits = dict(party.get("limits", {}))
-    unknown = sorted(set(limits) - set(_LIMIT_KEYS))
-    if unknown:
-        raise ConfigError(f"party.limits.{unknown[0]} is not a limit (limits: {', '.join(_LIMIT_KEYS)})")
-    for key in ("min_sigma", "max_epsilon", "budget_epsilon"):
-        v = limits.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
-            raise ConfigError(f"party.limits.{key} must be a positive number, got {v!r}")
-    run = raw.setdefault("run", {})
-    for key in ("backend", "parties", "tls", "insecure"):  # the coordinator's, not the party's
-        run.pop(key, None)
-    config = config_from_dict(raw, default_name=Path(path).stem)
-    pc = PartyConfig(
-        index=index,
-        listen=str(party.get("listen", "127.0.0.1:50051")),
-        directory=str(party.get("directory", ".")),
-        tls=party.get("tls"),
-        insecure=bool(party.get("insecure", False)),
-        limits=limits,
-    )
-    if pc.insecure and not loopback(pc.host):
-        raise ConfigError(
-            f"party {index}: party.insecure (plaintext) is allowed on a loopback address only, not {pc.listen}"
-        )
-    if pc.tls is None and not pc.insecure:
-        raise ConfigError(
-            f"party {index}: [party.tls] (certificate, key, ca) is required, or party.insecure = true on loopback"
-        )
-    return pc, config
-
-
-def public_digest(config: Config) -> dict:
-    """Per public section, a digest of its resolved values (what both ends must share)."""
-    d = config.to_dict()
-    # the noise the coordinator asks for is its own choice, which the party's floor and
-    # budget bound; everything else of [privacy] (the relation, the clips) it must share
-    d["privacy"] = {k: v for k, v in d["privacy"].items() if k not in _COORDINATORS}
-    if d["data"].get("dataset") == "parties":  # where each party's files lie is its own
-        options = dict(d["data"].get("options", {}))
-        options["party"] = [{k: v for k, v in t.items() if k not in _LOCAL} for t in options.get("party", [])]
-        d["data"] = {**d["data"], "options": options}
-    return {
-        k: hashlib.sha256(json.dumps(d.get(k), sort_keys=True, default=str).encode()).hexdigest()[:16] for k in PUBLIC
-    }
 
 
 class _PartyEnv(StreamEnv):
@@ -461,104 +372,3 @@ class PartyService:
         self.host.adopt(number, request, reply)
         self.host._last = (seq, reply)  # (sent again with this number: the same reply)
         return codec.HEADER.pack(codec.MAGIC, int(Frame.REPLY), number, seq) + kept[codec.HEADER.size :]
-
-
-# ------------------------------------------------------------------------ gRPC --
-def _peer_ok(context, insecure: bool) -> bool:
-    if insecure:
-        return True
-    names = context.auth_context().get("x509_common_name", [])
-    return [n.decode() if isinstance(n, bytes) else n for n in names] == [COORDINATOR]
-
-
-def _rpc(service: PartyService, method: str, insecure: bool):
-    import grpc
-
-    def handle(request: bytes, context):
-        if not _peer_ok(context, insecure):
-            log.warning("party %d: refused a client whose certificate does not name the coordinator", service.m)
-            context.abort(grpc.StatusCode.PERMISSION_DENIED, f"party {service.m} answers the coordinator only")
-        metadata = dict(context.invocation_metadata())
-        run = metadata.get("vfl-run", "")
-        try:
-            if method == "Health":
-                return service.health(run)
-            if method == "Align":
-                return service.align(request)
-            if method == "Open":
-                return service.open(request, run)
-            if method == "Call":
-                return service.call(request, run, replay=metadata.get("vfl-replay") == "1")
-            return service.close(request, run)
-        except ConfigError as exc:
-            log.warning("%s", exc)
-            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
-        except Exception as exc:  # noqa: BLE001 (the party's own failure: one line back)
-            log.exception("party %d: %s failed", service.m, method)
-            context.abort(grpc.StatusCode.INTERNAL, f"party {service.m}: {type(exc).__name__}: {exc}")
-
-    return grpc.unary_unary_rpc_method_handler(handle)
-
-
-def serve(service: PartyService, *, ready=None):
-    """Start the party's gRPC server on ``service.pc.listen``; returns the server (started)."""
-    import grpc
-
-    pc = service.pc
-    server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=1),
-        options=[
-            ("grpc.max_receive_message_length", -1),
-            ("grpc.max_send_message_length", -1),
-            ("grpc.so_reuseport", 0),
-        ],
-    )
-    server.add_generic_rpc_handlers(
-        [grpc.method_handlers_generic_handler(SERVICE, {m: _rpc(service, m, pc.insecure) for m in METHODS})]
-    )
-    if pc.insecure:
-        port = server.add_insecure_port(pc.listen)
-    else:
-        cred = Credentials.read(pc.tls.get("certificate"), pc.tls.get("key"), pc.tls.get("ca"), f"party {service.m}")
-        port = server.add_secure_port(
-            pc.listen,
-            grpc.ssl_server_credentials([(cred.key, cred.cert)], root_certificates=cred.ca, require_client_auth=True),
-        )
-    if not port:
-        raise ConfigError(f"party {service.m}: cannot listen on {pc.listen} (in use?)")
-    server.start()
-    return server
-
-
-def run_party(config_path, data_dir, overrides, echo) -> None:
-    """``vfl party serve``: the party's service until SIGINT or SIGTERM; its refusals go to
-    ``party.log`` in its directory (and to stderr)."""
-    import signal
-    import threading
-
-    pc, config = read_party_config(config_path, overrides)
-    service = PartyService(pc, config, data_dir)
-    Path(pc.directory).mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(Path(pc.directory) / "party.log")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
-    log.addHandler(handler)
-    log.addHandler(logging.StreamHandler())
-    log.setLevel(logging.INFO)
-    server = serve(service)
-    floor = "" if service.guard is None else f", noise floor {service.guard.floor:.6g} x sensitivity"
-    held = (
-        f"{service.rows} rows, {service.width} columns"
-        if service.own is None
-        else f"{service.own.who}: {service.own.table.train.n_rows} rows before the alignment"
-    )
-    echo(
-        f"party {pc.index} serving {service.protocol.name} on {pc.listen} "
-        f"({'plaintext' if pc.insecure else 'mutual TLS'}; {held}{floor}); its record: "
-        f"{Path(pc.directory) / 'releases.jsonl'}"
-    )
-    done = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: done.set())
-    while not done.wait(0.5):  # (a timed wait: the handler runs between waits)
-        pass
-    server.stop(grace=1.0).wait()

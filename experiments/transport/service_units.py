@@ -37,8 +37,8 @@ from vfl.core.units import Units
 from ..config import Config
 from ..registry import get_solver
 from . import tcp_bytes
+from .party_config import SERVICE, public_digest
 from .phase_counts import PhaseCounts
-from .service_party import SERVICE, public_digest
 from .service_tls import Credentials, loopback, party_name
 
 __all__ = ["ServiceUnits"]
