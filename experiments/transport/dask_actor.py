@@ -18,14 +18,17 @@ seeded streams, or exact samplers in a deployment run).
 
 from __future__ import annotations
 
+from threadpoolctl import threadpool_limits
+
 from vfl.core.codec import serve
 from vfl.core.host import Host, StreamEnv
 from vfl.core.layouts import VerticalData
 from vfl.core.preprocessing import row_norms
 
 from ..config import Config
+from ..party_sides import OwnParty
 from ..registry import get_solver
-from ..runner import _load_config_dataset, _prepare, _streams
+from ..runner import _load_config_dataset, _prepare, _streams, _strict
 from ..settings import prepare
 
 __all__ = ["UnitActor", "facts"]
@@ -39,16 +42,11 @@ class UnitActor:
         self, config: Config, data_dir, first: int, stop: int, blas_threads: int | None, use_cache: bool = True
     ):
         if blas_threads is not None:
-            from threadpoolctl import threadpool_limits  # (only where the config pins BLAS)
-
             threadpool_limits(blas_threads, user_api="blas")  # the whole process: its units
         cls = get_solver(config.solver.name)
         self.config, self.first, self.stop = config, int(first), int(stop)
         self.host, self.own, self.cls = Host(cls.protocol), None, cls
         if config.data.dataset == "parties":  # its own party file: the path travelled here
-            from ..party_sides import OwnParty
-            from ..runner import _strict
-
             self.own = OwnParty(config, self.first + 1, strict=_strict(config))
             self.vertical, self.setting, self.fingerprint = True, None, None
             return

@@ -35,7 +35,7 @@ def security():
     ``DASK_DISTRIBUTED__COMM__TLS__...``), or refused when none is configured. TLS protects
     the wire; the cluster is still one trusted domain (any client may run code on the
     workers): a simulation, not a boundary between parties (the party services are)."""
-    from distributed.security import Security
+    from distributed.security import Security  # lazy: optional dependency (dask.distributed)
 
     found = Security()
     if not (found.tls_ca_file and found.tls_client_cert):
@@ -76,8 +76,8 @@ def cpus() -> int:
 
 def local_cluster(n_workers: int):
     """A local cluster of ``n_workers`` single-threaded worker processes, and its client."""
-    import dask  # (an optional dependency)
-    from dask.distributed import Client, LocalCluster
+    import dask  # lazy: optional dependency (dask)
+    from dask.distributed import Client, LocalCluster  # lazy: optional dependency (dask.distributed)
 
     environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ"))
     # Dask's nanny sets MALLOC_TRIM_THRESHOLD_, which pins glibc's mmap threshold: every
@@ -98,7 +98,7 @@ def local_cluster(n_workers: int):
 
 def dask_client(scheduler: str, option: str = "--scheduler", **kwargs):
     try:
-        from dask.distributed import Client
+        from dask.distributed import Client  # lazy: optional dependency (dask.distributed)
     except ImportError:
         raise ConfigError(f"{option} needs dask.distributed: pip install 'vfl[dask]'") from None
     check_listening(scheduler)

@@ -41,6 +41,7 @@ from vfl.core.units import Units
 from vfl.datasets import resolve_data_dir
 
 from ..config import Config
+from ..party_sides import label_holder_records, recording
 from ..registry import get_solver, typed_params
 from .dask_actor import UnitActor, facts
 from .dask_cluster import cpus, dask_client, groups, local_cluster, security, too_few
@@ -139,8 +140,6 @@ class DaskUnits(PhaseCounts, Units):
         """Party files: one actor per party on its worker, each reading its own file (the
         path travels, never the data), aligned with party 1's file, read here, by the PSI
         through the actors (:mod:`.party_sides`); returns the label holder's records."""
-        from ..party_sides import label_holder_records, recording
-
         self.protocol = cls.protocol
         place = self.protocol.placement
         M = len(config.data.options.get("party", []))
@@ -421,7 +420,7 @@ def dask_backend(config: Config, cluster: str | None, data_dir) -> DaskUnits:
     """Connect to the scheduler at ``cluster`` now (an unreachable one is refused at once), or
     prepare a local cluster, started with one worker per unit when the units are known."""
     try:
-        from dask.distributed import Client  # (an optional dependency: only with --cluster)
+        from dask.distributed import Client  # lazy: optional dependency (dask.distributed)
     except ImportError:
         raise ConfigError("run.backend = \"dask\" needs dask.distributed: pip install 'vfl[dask]'") from None
     if cluster is None:

@@ -37,6 +37,7 @@ import numpy as np
 from vfl.core.ledger import PrivacyLedger
 from vfl.core.protocol import ProtocolError
 from vfl.core.releases import Release
+from vfl.core.sampling import grid_slack
 
 __all__ = ["Guard", "PrivacyRefused", "RECORD"]
 
@@ -246,8 +247,6 @@ def _release(scale: float, sensitivity: float, size: int, exact: bool) -> Releas
     an exact sampler's grid rounding added to the sensitivity."""
     sens = float(sensitivity)
     if exact:
-        from vfl.core.sampling import grid_slack
-
         sens = sens + float(grid_slack("gaussian", 1.0, size)) * float(scale)
     return Release(
         "gaussian", np.zeros(1, dtype=int), np.array([sens]), np.array([float(scale)]), int(size), bool(exact)

@@ -17,6 +17,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
 from vfl.core.errors import ConfigError
 
 __all__ = ["COORDINATOR", "Credentials", "issue", "make_ca", "party_name", "write_deployment"]
@@ -31,14 +36,11 @@ def party_name(m: int) -> str:
 
 
 def _key():
-    from cryptography.hazmat.primitives.asymmetric import ec
 
     return ec.generate_private_key(ec.SECP256R1())
 
 
 def _name(cn: str):
-    from cryptography import x509
-    from cryptography.x509.oid import NameOID
 
     return x509.Name(
         [x509.NameAttribute(NameOID.ORGANIZATION_NAME, "vfl deployment"), x509.NameAttribute(NameOID.COMMON_NAME, cn)]
@@ -47,8 +49,6 @@ def _name(cn: str):
 
 def make_ca(days: int = 365, name: str = "vfl deployment CA"):
     """A fresh CA: ``(key, certificate)``."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes
 
     key = _key()
     now = dt.datetime.now(dt.UTC)
@@ -83,9 +83,6 @@ def make_ca(days: int = 365, name: str = "vfl deployment CA"):
 def issue(ca, cn: str, *, days: int = 365, expired: bool = False):
     """A certificate for ``cn`` (CN and DNS SAN; also 127.0.0.1 and localhost) signed by
     ``ca`` = ``(key, certificate)``; ``expired``: one whose validity ended yesterday (tests)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.x509.oid import ExtendedKeyUsageOID
 
     ca_key, ca_cert = ca
     key = _key()
@@ -114,7 +111,6 @@ def issue(ca, cn: str, *, days: int = 365, expired: bool = False):
 
 
 def _pem(key=None, cert=None) -> bytes:
-    from cryptography.hazmat.primitives import serialization
 
     if cert is not None:
         return cert.public_bytes(serialization.Encoding.PEM)
@@ -179,7 +175,6 @@ class Credentials:
     def check(self, who: str) -> None:
         """Refuse, before any connection, a certificate that has expired or that the CA did
         not sign (the handshake would refuse it too, with less to say)."""
-        from cryptography import x509
 
         try:
             cert = x509.load_pem_x509_certificate(self.cert)
@@ -201,8 +196,6 @@ class Credentials:
             ) from None
 
     def name(self) -> str:
-        from cryptography import x509
-        from cryptography.x509.oid import NameOID
 
         cert = x509.load_pem_x509_certificate(self.cert)
         return cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value

@@ -35,6 +35,7 @@ from vfl.core.protocol import CONTROL
 from vfl.core.units import Units
 
 from ..config import Config
+from ..party_sides import label_holder_records, recording, send_widths
 from ..registry import get_solver
 from . import tcp_bytes
 from .party_config import SERVICE, public_digest
@@ -152,8 +153,6 @@ class ServiceUnits(PhaseCounts, Units):
         """Connect to every party, align party 1's file (read here, the coordinator's only
         file) with each party's own by the PSI over its channel, and return the label
         holder's records in the agreed order (:mod:`.party_sides`)."""
-        from ..party_sides import label_holder_records, recording
-
         self.protocol = cls.protocol
         place = self.protocol.placement
         if not place.own_worker:
@@ -190,7 +189,7 @@ class ServiceUnits(PhaseCounts, Units):
         return label_holder_records(config, remote, own)
 
     def _aligner(self, k: int):
-        import grpc
+        import grpc  # lazy: optional dependency (grpc)
 
         def call(frame: bytes) -> bytes:
             before = tcp_bytes.carried(self.ports)
@@ -207,8 +206,6 @@ class ServiceUnits(PhaseCounts, Units):
     def send_widths(self, own_width: int) -> list[int]:
         """Every party's column count (party 1's, ``own_width``, computed here when party 1
         is the coordinator), sent to every party for its own calibration."""
-        from ..party_sides import recording, send_widths
-
         widths = [own_width] if self.first_unit else []
         for k in range(len(self.calls)):
             facts = self._health(k, wait=5.0)
@@ -220,7 +217,7 @@ class ServiceUnits(PhaseCounts, Units):
         return widths
 
     def _connect(self, m: int) -> None:
-        import grpc
+        import grpc  # lazy: optional dependency (grpc)
 
         address = self.addresses[m - self.first_unit]
         if self.insecure:
@@ -248,7 +245,7 @@ class ServiceUnits(PhaseCounts, Units):
         return f"{word} {k + self.first_unit + 1} at {self.addresses[k]}"
 
     def _health(self, k: int, wait: float) -> dict:
-        import grpc
+        import grpc  # lazy: optional dependency (grpc)
 
         try:
             raw = self.calls[k]["Health"](b"", timeout=wait, metadata=self._md())
@@ -258,7 +255,7 @@ class ServiceUnits(PhaseCounts, Units):
 
     def _why(self, k: int, exc) -> str:
         """One line for a failed call: who, and what went wrong."""
-        import grpc
+        import grpc  # lazy: optional dependency (grpc)
 
         code, details = exc.code(), " ".join(str(exc.details() or "").split())
         label = self._label(k)
@@ -382,7 +379,7 @@ class ServiceUnits(PhaseCounts, Units):
         codec.read(session.protocol, self._invoke(k, "Call", frame, CONTROL), unit=session.labels[k])
 
     def _lost(self, session, failure):
-        import grpc
+        import grpc  # lazy: optional dependency (grpc)
 
         if isinstance(failure, grpc.RpcError) and failure.code() not in (
             grpc.StatusCode.UNAVAILABLE,
