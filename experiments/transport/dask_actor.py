@@ -18,18 +18,22 @@ seeded streams, or exact samplers in a deployment run).
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from threadpoolctl import threadpool_limits
 
 from vfl.core.codec import serve
 from vfl.core.host import Host, StreamEnv
 from vfl.core.layouts import VerticalData
 from vfl.core.preprocessing import row_norms
+from vfl.core.protocol import UnitData
 
 from ..config import Config
 from ..party_sides import OwnParty
 from ..registry import get_solver
 from ..runner import _load_config_dataset, _prepare, _streams, _strict
-from ..settings import prepare
+from ..settings import Prepared, prepare
 
 __all__ = ["UnitActor", "facts"]
 
@@ -39,13 +43,21 @@ class UnitActor:
     play of the solver's protocol (opened by the coordinator for each repeat)."""
 
     def __init__(
-        self, config: Config, data_dir, first: int, stop: int, blas_threads: int | None, use_cache: bool = True
-    ):
+        self,
+        config: Config,
+        data_dir: str | Path | None,
+        first: int,
+        stop: int,
+        blas_threads: int | None,
+        use_cache: bool = True,
+    ) -> None:
         if blas_threads is not None:
             threadpool_limits(blas_threads, user_api="blas")  # the whole process: its units
         cls = get_solver(config.solver.name)
         self.config, self.first, self.stop = config, int(first), int(stop)
-        self.host, self.own, self.cls = Host(cls.protocol), None, cls
+        self.host, self.cls = Host(cls.protocol), cls
+        self.own: OwnParty | None = None
+        self.fingerprint: dict[str, Any] | None
         if config.data.dataset == "parties":  # its own party file: the path travelled here
             self.own = OwnParty(config, self.first + 1, strict=_strict(config))
             self.vertical, self.setting, self.fingerprint = True, None, None
@@ -64,31 +76,40 @@ class UnitActor:
     def align(self, frame: bytes) -> bytes:
         """One alignment frame of the label holder's (party files, :mod:`.party_sides`); once
         its rows are aligned the party holds its block."""
-        reply = self.own.serve(frame, self.cls)
-        if self.own.aligned and self.fingerprint is None:
-            self._data = {0: self.own.data}
+        own = self._own()
+        reply = own.serve(frame, self.cls)
+        if own.data is not None and self.fingerprint is None:  # (aligned)
+            self._data = {0: own.data}
             self.fingerprint = {
-                **facts(self.own.data, True),
+                **facts(own.data, True),
                 "sha256": None,
                 "fallback": None,
-                "id_type": self.own.table.id_type,
+                "id_type": own.table.id_type,
             }
         return reply
 
-    def alignment_facts(self) -> dict:
-        return {"who": self.own.who, **self.own.facts()}
+    def _own(self) -> OwnParty:
+        assert self.own is not None, "party files only"
+        return self.own
 
-    def _cut(self, prepared):
-        return prepared.data.cut(self.first, self.stop, prepared.test if self.vertical else None)
+    def alignment_facts(self) -> dict[str, Any]:
+        own = self._own()
+        return {"who": own.who, **own.facts()}
 
-    def describe(self) -> dict:
+    def _cut(self, prepared: Prepared) -> UnitData:
+        cut: UnitData = prepared.data.cut(self.first, self.stop, prepared.test if self.vertical else None)
+        return cut
+
+    def describe(self) -> dict[str, Any] | None:
+        """What its data is (:func:`facts`, the files' checksums); None before a party file is
+        aligned."""
         return self.fingerprint
 
     def serve(self, frame: bytes) -> bytes:
         """One frame of the coordinator's, answered (:func:`vfl.core.codec.serve`)."""
         return serve(self.host, frame, self._open)
 
-    def _open(self, repeat: int, spec):
+    def _open(self, repeat: int, spec: object) -> object:
         data = (
             self._data[0]
             if self.setting is None or repeat == 0
@@ -100,11 +121,11 @@ class UnitActor:
         return 0
 
 
-def facts(data, vertical: bool) -> dict:
+def facts(data: UnitData, vertical: bool) -> dict[str, Any]:
     """What the coordinator checks a unit's data against: how many units, each block's shape
     and, for parties (``vertical``), each block's largest row norm (the unit rows a
     guarantee needs, measured where the block is)."""
-    out = {"units": data.stop - data.first, "shapes": [[int(v) for v in B.shape] for B in data.blocks]}
+    out: dict[str, Any] = {"units": data.stop - data.first, "shapes": [[int(v) for v in B.shape] for B in data.blocks]}
     if vertical:
         out["max_row_norms"] = [float(row_norms(B).max(initial=0.0)) for B in data.blocks]
     return out

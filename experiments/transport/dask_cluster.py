@@ -6,12 +6,18 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from collections.abc import Sized
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vfl.core.errors import ConfigError
 
 from ..config import Config
+
+if TYPE_CHECKING:  # (Dask's annotations are partial: Any to mypy, see pyproject)
+    from dask.distributed import Client, LocalCluster
+    from distributed.security import Security
 
 __all__ = ["check_cluster_option", "cpus", "dask_client", "groups", "local_cluster", "security", "too_few"]
 
@@ -29,7 +35,7 @@ def check_cluster_option(config: Config, cluster: str | None) -> None:
         raise ConfigError(f"--cluster {cluster!r} is not a Dask scheduler address such as tcp://HOST:8786")
 
 
-def security():
+def security() -> Security:
     """The ``distributed.security.Security`` of a ``tls://`` scheduler, from Dask's own config
     (``distributed.comm.tls.ca-file`` and ``.client.cert``/``.key``, or the environment's
     ``DASK_DISTRIBUTED__COMM__TLS__...``), or refused when none is configured. TLS protects
@@ -62,7 +68,7 @@ def groups(N: int, workers: int) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
 
 
-def too_few(address: str, workers, units: int, what: str, why: str) -> str:
+def too_few(address: str, workers: Sized, units: int, what: str, why: str) -> str:
     """The one line that refuses a cluster with too few free workers for the units."""
     return (
         f"the Dask cluster at {address} has {len(workers)} "
@@ -74,7 +80,7 @@ def cpus() -> int:
     return os.cpu_count() or 1
 
 
-def local_cluster(n_workers: int):
+def local_cluster(n_workers: int) -> tuple[LocalCluster, Client]:
     """A local cluster of ``n_workers`` single-threaded worker processes, and its client."""
     import dask  # lazy: optional dependency (dask)
     from dask.distributed import Client, LocalCluster  # lazy: optional dependency (dask.distributed)
@@ -96,7 +102,8 @@ def local_cluster(n_workers: int):
     return local, Client(local, direct_to_workers=True)
 
 
-def dask_client(scheduler: str, option: str = "--scheduler", **kwargs):
+def dask_client(scheduler: str, option: str = "--scheduler", **kwargs: Any) -> Client:
+    """A client of the scheduler at ``scheduler``, or one line naming ``option`` and why not."""
     try:
         from dask.distributed import Client  # lazy: optional dependency (dask.distributed)
     except ImportError:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from vfl.core.errors import ConfigError
 
@@ -37,16 +39,18 @@ class PartyConfig:
     index: int
     listen: str = "127.0.0.1:50051"
     directory: str = "."
-    tls: dict | None = None
+    #: paths of its ``certificate``, ``key`` and ``ca``
+    tls: dict[str, str] | None = None
     insecure: bool = False
-    limits: dict = field(default_factory=dict)
+    #: ``[party.limits]``, as the TOML gives them (checked by :func:`read_party_config`)
+    limits: dict[str, Any] = field(default_factory=dict)
 
     @property
     def host(self) -> str:
         return self.listen.rpartition(":")[0].strip("[]")
 
 
-def read_party_config(path, overrides=()) -> tuple[PartyConfig, Config]:
+def read_party_config(path: str | Path, overrides: Sequence[str] = ()) -> tuple[PartyConfig, Config]:
     """A PARTY.toml: its ``[party]`` table, and the run's public config (checked)."""
     raw = apply_overrides(read_toml(path), list(overrides))
     party = raw.pop("party", None)
@@ -89,7 +93,7 @@ def read_party_config(path, overrides=()) -> tuple[PartyConfig, Config]:
     return pc, config
 
 
-def public_digest(config: Config) -> dict:
+def public_digest(config: Config) -> dict[str, str]:
     """Per public section, a digest of its resolved values (what both ends must share)."""
     d = config.to_dict()
     # the noise the coordinator asks for is its own choice, which the party's floor and

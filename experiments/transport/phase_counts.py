@@ -23,12 +23,12 @@ class PhaseCounts:
         self.payload = {kind: 0 for kind in Kind}
         self.framing = {kind: 0 for kind in Kind}
 
-    def _framed(self, kind, frame: bytes, request, raw: bytes, reply) -> None:
+    def _framed(self, kind: Kind, frame: bytes, request: object, raw: bytes, reply: object | None) -> None:
         payload = nbytes(request) + (0 if reply is None else nbytes(reply))
         self.payload[kind] += payload
         self.framing[kind] += len(frame) + len(raw) - payload
 
-    def _count_carried(self, kind, carried: int) -> None:
+    def _count_carried(self, kind: Kind, carried: int) -> None:
         self.carried_bytes[kind] += carried
         if kind is INFERENCE:
             self.last_scoring = carried
@@ -43,7 +43,7 @@ class PhaseCounts:
         """Bytes the transport carried for the last scoring of the test rows (None before)."""
         return self.last_scoring
 
-    def phases(self) -> dict:
+    def phases(self) -> dict[str, dict[str, int]]:
         """Per phase: what the transport carried, and the codec's payload and framing."""
         return {
             kind.value: {

@@ -8,8 +8,10 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vfl.core.errors import ConfigError
 
@@ -19,20 +21,23 @@ from .service_tls import COORDINATOR, Credentials
 
 __all__ = ["run_party", "serve"]
 
+if TYPE_CHECKING:  # (grpc ships no type information: these are Any to mypy)
+    import grpc
+
 log = logging.getLogger("vfl.party")  # (the service's own logger: its refusals, party.log)
 
 
-def _peer_ok(context, insecure: bool) -> bool:
+def _peer_ok(context: grpc.ServicerContext, insecure: bool) -> bool:
     if insecure:
         return True
     names = context.auth_context().get("x509_common_name", [])
     return [n.decode() if isinstance(n, bytes) else n for n in names] == [COORDINATOR]
 
 
-def _rpc(service: PartyService, method: str, insecure: bool):
+def _rpc(service: PartyService, method: str, insecure: bool) -> grpc.RpcMethodHandler:
     import grpc  # lazy: optional dependency (grpc)
 
-    def handle(request: bytes, context):
+    def handle(request: bytes, context: grpc.ServicerContext) -> bytes | None:  # (None: aborted)
         if not _peer_ok(context, insecure):
             log.warning("party %d: refused a client whose certificate does not name the coordinator", service.m)
             context.abort(grpc.StatusCode.PERMISSION_DENIED, f"party {service.m} answers the coordinator only")
@@ -58,7 +63,7 @@ def _rpc(service: PartyService, method: str, insecure: bool):
     return grpc.unary_unary_rpc_method_handler(handle)
 
 
-def serve(service: PartyService, *, ready=None):
+def serve(service: PartyService, *, ready: object = None) -> grpc.Server:
     """Start the party's gRPC server on ``service.pc.listen``; returns the server (started)."""
     import grpc  # lazy: optional dependency (grpc)
 
@@ -77,6 +82,7 @@ def serve(service: PartyService, *, ready=None):
     if pc.insecure:
         port = server.add_insecure_port(pc.listen)
     else:
+        assert pc.tls is not None, "read_party_config requires [party.tls] unless insecure"
         cred = Credentials.read(pc.tls.get("certificate"), pc.tls.get("key"), pc.tls.get("ca"), f"party {service.m}")
         port = server.add_secure_port(
             pc.listen,
@@ -88,7 +94,9 @@ def serve(service: PartyService, *, ready=None):
     return server
 
 
-def run_party(config_path, data_dir, overrides, echo) -> None:
+def run_party(
+    config_path: str | Path, data_dir: str | Path | None, overrides: Sequence[str], echo: Callable[[str], object]
+) -> None:
     """``vfl party serve``: the party's service until SIGINT or SIGTERM; its refusals go to
     ``party.log`` in its directory (and to stderr)."""
     pc, config = read_party_config(config_path, overrides)

@@ -31,8 +31,10 @@ import logging
 import os
 import time
 from pathlib import Path
+from typing import Any, NoReturn
 
 import numpy as np
+import numpy.typing as npt
 
 from vfl.core.ledger import PrivacyLedger
 from vfl.core.protocol import ProtocolError
@@ -52,6 +54,10 @@ class PrivacyRefused(ProtocolError):
     """A release the party's own limits refuse (nothing is released)."""
 
 
+#: one line of the record (releases.jsonl): JSON values by key
+Record = dict[str, Any]
+
+
 class Guard:
     """Party ``m``'s (1-based) limits, floor and ledger (see the module docstring).
 
@@ -64,16 +70,16 @@ class Guard:
 
     def __init__(
         self,
-        directory,
+        directory: str | Path,
         m: int,
         *,
-        floor,
-        sensitivity,
+        floor: npt.ArrayLike,
+        sensitivity: npt.ArrayLike,
         delta: float,
         accountant: str,
         budget: float | None,
         deployment: bool,
-    ):
+    ) -> None:
         self.dir, self.m = Path(directory), int(m)
         self.floors = np.atleast_1d(np.asarray(floor, dtype=float))
         self.sensitivities = np.atleast_1d(np.asarray(sensitivity, dtype=float))
@@ -85,13 +91,15 @@ class Guard:
         self.path = self.dir / RECORD
         self.total = PrivacyLedger(self.delta, accountant)  # every run from this directory
         self.accountant = accountant
-        self.drawn: set = set()  # (run, repeat, seq, part) of every deployment release on disk
-        self.requested: set = set()  # (run, repeat, request digest) of every release on disk
-        self.requested_parts: set = set()  # the same with each release's part
+        self.drawn: set[tuple[str, int, int | None, int]] = (
+            set()
+        )  # (run, repeat, seq, part) of every deployment release on disk
+        self.requested: set[tuple[str, int, str]] = set()  # (run, repeat, request digest) of every release on disk
+        self.requested_parts: set[tuple[str, int, str, int]] = set()  # the same with each release's part
         self.records = 0
-        self.runs: dict = {}  # run -> its own ledger
-        self.counts: dict = {}  # run -> its releases
-        self.last_seq: dict = {}  # run -> the largest sequence number on its record
+        self.runs: dict[str, PrivacyLedger] = {}  # run -> its own ledger
+        self.counts: dict[str, int] = {}  # run -> its releases
+        self.last_seq: dict[str, int] = {}  # run -> the largest sequence number on its record
         if self.path.exists():
             for line in self.path.read_text().splitlines():
                 if not line.strip():
@@ -100,7 +108,7 @@ class Guard:
                 self.total.add([_event(rec)])
                 self._note(rec)
 
-    def _note(self, rec: dict) -> None:
+    def _note(self, rec: Record) -> None:
         """One release on the record: its run's ledger, count and keys."""
         run = rec["run"]
         self.runs.setdefault(run, PrivacyLedger(self.delta, self.accountant)).add([_event(rec)])
@@ -114,7 +122,7 @@ class Guard:
             self.last_seq[run] = max(self.last_seq.get(run, 0), int(rec["seq"]))
         self.records += 1
 
-    def summary(self, run: str) -> dict:
+    def summary(self, run: str) -> dict[str, float]:
         """What the record says of ``run``: its releases, its epsilon, its last sequence number."""
         return {
             "releases": self.counts.get(run, 0),
@@ -154,7 +162,7 @@ class Guard:
         for path in (self.dir / REPLIES).glob(f"{run}-*.frame"):
             path.unlink(missing_ok=True)
 
-    def recalibrate(self, floor, sensitivity) -> None:
+    def recalibrate(self, floor: npt.ArrayLike, sensitivity: npt.ArrayLike) -> None:
         """The floors and sensitivities of another repeat's data (its ledger stays)."""
         self.floors = np.atleast_1d(np.asarray(floor, dtype=float))
         self.sensitivities = np.atleast_1d(np.asarray(sensitivity, dtype=float))
@@ -236,7 +244,7 @@ class Guard:
             os.fsync(f.fileno())
         self._note(rec)
 
-    def _refuse(self, why: str):
+    def _refuse(self, why: str) -> NoReturn:
         line = f"refused: {why}; nothing released"
         log.warning("party %d: %s", self.m, line)
         raise PrivacyRefused(line)
@@ -253,7 +261,7 @@ def _release(scale: float, sensitivity: float, size: int, exact: bool) -> Releas
     )
 
 
-def _event(rec: dict) -> Release:
+def _event(rec: Record) -> Release:
     return Release(
         rec["mechanism"],
         np.zeros(1, dtype=int),

@@ -35,21 +35,22 @@ def party_name(m: int) -> str:
     return f"party-{int(m)}"
 
 
-def _key():
+#: a key and its certificate
+KeyCert = tuple[ec.EllipticCurvePrivateKey, x509.Certificate]
 
+
+def _key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def _name(cn: str):
-
+def _name(cn: str) -> x509.Name:
     return x509.Name(
         [x509.NameAttribute(NameOID.ORGANIZATION_NAME, "vfl deployment"), x509.NameAttribute(NameOID.COMMON_NAME, cn)]
     )
 
 
-def make_ca(days: int = 365, name: str = "vfl deployment CA"):
+def make_ca(days: int = 365, name: str = "vfl deployment CA") -> KeyCert:
     """A fresh CA: ``(key, certificate)``."""
-
     key = _key()
     now = dt.datetime.now(dt.UTC)
     cert = (
@@ -80,10 +81,9 @@ def make_ca(days: int = 365, name: str = "vfl deployment CA"):
     return key, cert
 
 
-def issue(ca, cn: str, *, days: int = 365, expired: bool = False):
+def issue(ca: KeyCert, cn: str, *, days: int = 365, expired: bool = False) -> KeyCert:
     """A certificate for ``cn`` (CN and DNS SAN; also 127.0.0.1 and localhost) signed by
     ``ca`` = ``(key, certificate)``; ``expired``: one whose validity ended yesterday (tests)."""
-
     ca_key, ca_cert = ca
     key = _key()
     now = dt.datetime.now(dt.UTC)
@@ -110,10 +110,10 @@ def issue(ca, cn: str, *, days: int = 365, expired: bool = False):
     return key, cert
 
 
-def _pem(key=None, cert=None) -> bytes:
-
+def _pem(key: ec.EllipticCurvePrivateKey | None = None, cert: x509.Certificate | None = None) -> bytes:
     if cert is not None:
         return cert.public_bytes(serialization.Encoding.PEM)
+    assert key is not None, "a key or a certificate"
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
@@ -127,7 +127,7 @@ def _write(path: Path, data: bytes, private: bool = False) -> None:
     os.replace(tmp, path)
 
 
-def write_deployment(out, parties: int, days: int = 365) -> list[str]:
+def write_deployment(out: str | Path, parties: int, days: int = 365) -> list[str]:
     """``ca.pem`` (and ``ca.key``, to issue more), ``party-<m>.pem``/``.key`` for every party
     and ``coordinator.pem``/``.key`` in ``out``; the files written."""
     out = Path(out)
@@ -142,7 +142,7 @@ def write_deployment(out, parties: int, days: int = 365) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     ca = make_ca(days)
     made = {"ca": ca, **{n: issue(ca, n, days=days) for n in names}}
-    written = []
+    written: list[str] = []
     for n, (key, cert) in made.items():
         _write(out / f"{n}.key", _pem(key=key), private=True)
         _write(out / f"{n}.pem", _pem(cert=cert))
@@ -159,8 +159,8 @@ class Credentials:
     ca: bytes
 
     @classmethod
-    def read(cls, cert, key, ca, who: str) -> Credentials:
-        data = []
+    def read(cls, cert: str | Path | None, key: str | Path | None, ca: str | Path | None, who: str) -> Credentials:
+        data: list[bytes] = []
         for what, path in (("certificate", cert), ("key", key), ("CA", ca)):
             if path is None:
                 raise ConfigError(f"{who}: no {what} given (tls.{what.lower()}; or --insecure on loopback)")
@@ -175,7 +175,6 @@ class Credentials:
     def check(self, who: str) -> None:
         """Refuse, before any connection, a certificate that has expired or that the CA did
         not sign (the handshake would refuse it too, with less to say)."""
-
         try:
             cert = x509.load_pem_x509_certificate(self.cert)
             ca = x509.load_pem_x509_certificate(self.ca)
@@ -196,9 +195,9 @@ class Credentials:
             ) from None
 
     def name(self) -> str:
-
         cert = x509.load_pem_x509_certificate(self.cert)
-        return cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value
+        value = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value
+        return value if isinstance(value, str) else value.decode()
 
 
 def loopback(host: str) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import socket
 import struct
+from collections.abc import Iterable
 
 __all__ = ["available", "carried"]
 
@@ -50,7 +51,7 @@ def _dump(family: int) -> list[tuple[int, int, int]]:
         48
     )
     msg = struct.pack("=IHHII", 16 + len(req), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST | _NLM_F_DUMP, 1, 0) + req
-    out = []
+    out: list[tuple[int, int, int]] = []
     with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as s:
         s.sendto(msg, (0, 0))
         while True:
@@ -77,16 +78,16 @@ def _dump(family: int) -> list[tuple[int, int, int]]:
                 return out
 
 
-def carried(ports) -> dict:
+def carried(ports: Iterable[int]) -> dict[int, int]:
     """Per socket of this process connected to one of ``ports``: its bytes so far."""
     if not available():
         return {}
-    ports, mine = set(ports), _inodes()
-    out = {}
+    wanted, mine = set(ports), _inodes()
+    out: dict[int, int] = {}
     for family in (socket.AF_INET, socket.AF_INET6):
         try:
             for dport, inode, count in _dump(family):
-                if dport in ports and inode in mine:
+                if dport in wanted and inode in mine:
                     out[inode] = count
         except OSError:
             continue
