@@ -28,23 +28,29 @@ import hashlib
 import json
 import logging
 from pathlib import Path
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 
 from vfl.core import codec
+from vfl.core.arrays import FloatArray
 from vfl.core.codec import Frame
 from vfl.core.errors import ConfigError, DataError
 from vfl.core.host import Host, StreamEnv
 from vfl.core.layouts import VerticalData
+from vfl.core.objective import Objective
 from vfl.core.preprocessing import row_norms
-from vfl.core.protocol import CONTROL
+from vfl.core.protocol import CONTROL, Protocol, UnitData
 from vfl.core.sampling import ExactSampler
+from vfl.core.solver import Solver, Values
+from vfl.core.streams import Streams
 
 from ..config import Config
 from ..party_sides import OwnParty
 from ..registry import get_solver
 from ..runner import _load_config_dataset, _prepare, _streams
-from ..settings import prepare
+from ..settings import HorizontalSetting, NetworkSetting, Prepared, VerticalSetting, prepare
 from .party_config import PartyConfig, public_digest
 from .service_guard import Guard, PrivacyRefused
 
@@ -56,11 +62,11 @@ log = logging.getLogger("vfl.party")
 class _PartyEnv(StreamEnv):
     """The party's own streams, every release admitted by its guard first."""
 
-    def __init__(self, streams, service: PartyService):
+    def __init__(self, streams: Streams, service: PartyService) -> None:
         super().__init__(streams)
         self.service = service
 
-    def noise(self, *unit):
+    def noise(self, *unit: int) -> np.random.Generator | ExactSampler:
         if self.streams.exact_noise and not self.streams.replayable_noise:
             # the next release's noise is drawn while the party waits for its request
             return ExactSampler(pool=True)
@@ -68,19 +74,19 @@ class _PartyEnv(StreamEnv):
 
     def release(
         self,
-        mean,
+        mean: FloatArray,
         *,
-        units,
-        scale,
-        sensitivity,
-        rng,
-        mechanism="gaussian",
-        size=None,
-        l2_sensitivity=None,
-        rows=None,
-        total=None,
-        **context,
-    ):
+        units: int | npt.ArrayLike,
+        scale: npt.ArrayLike,
+        sensitivity: float,
+        rng: np.random.Generator | ExactSampler,
+        mechanism: str = "gaussian",
+        size: int | None = None,
+        l2_sensitivity: float | None = None,
+        rows: slice | None = None,
+        total: int | None = None,
+        **context: object,
+    ) -> FloatArray:
         guard = self.service.guard
         if self.service.replaying:  # a seeded stream drawn again: the values already released
             if not self.replayable:
@@ -118,33 +124,40 @@ class _PartyEnv(StreamEnv):
         )
 
 
-def _scalar(v) -> bool:
-    return np.ndim(v) == 0
+def _scalar(v: npt.ArrayLike) -> bool:
+    return bool(np.ndim(v) == 0)
 
 
-def _one(v) -> float:
+def _one(v: npt.ArrayLike) -> float:
     """The party's one value of a per-unit array (it is one unit), or the scalar."""
-    v = np.ravel(np.asarray(v, dtype=float))
-    if v.size != 1:
-        raise PrivacyRefused(f"refused: a release for {v.size} units; this party is one")
-    return float(v[0])
+    a = np.ravel(np.asarray(v, dtype=float))
+    if a.size != 1:
+        raise PrivacyRefused(f"refused: a release for {a.size} units; this party is one")
+    return float(a[0])
 
 
 class PartyService:
     """Party ``pc.index``: its data, its limits and its host (see the module docstring)."""
 
-    def __init__(self, pc: PartyConfig, config: Config, data_dir=None):
+    def __init__(self, pc: PartyConfig, config: Config, data_dir: str | Path | None = None) -> None:
         self.pc, self.config, self.m = pc, config, pc.index
         cls = get_solver(config.solver.name)
         protocol = cls.protocol
         if protocol is None or "services" not in cls.backends:
             raise ConfigError(f"party {self.m}: {cls.name} does not run as party services")
-        self.cls, self.protocol = cls, protocol
+        self.cls = cls
+        self.protocol: Protocol = protocol
         p = config.privacy
         self.deployment = bool(p.claims_guarantee and not p.replayable_noise)
-        self.guard, self.own, self.data, self.setting = None, None, None, None
-        self.rows = self.width = self.test_rows = None
-        self.max_row_norm = None
+        self.guard: Guard | None = None
+        self.own: OwnParty | None = None
+        self.data: UnitData | None = None
+        #: the data's setting, kept where the rows are dealt afresh per repeat (providers)
+        self.setting: VerticalSetting | HorizontalSetting | NetworkSetting | None = None
+        self.rows: int | None = None
+        self.width: int | None = None
+        self.test_rows: int | None = None
+        self.max_row_norm: float | None = None
         if config.data.dataset == "parties":  # its own file; its block once aligned (Align)
             if self.m == 1 and protocol.placement.first:
                 raise ConfigError(f"party 1 is {cls.name}'s coordinator, not a party service")
@@ -153,14 +166,14 @@ class PartyService:
             self._hold_registry(cls, data_dir)
         self.host = Host(protocol, simulation=not self.deployment)
         #: (run, repeat, seq, the request's digest) of the request in hand
-        self.current: tuple = ("", 0, None, "")
+        self.current: tuple[str, int, int | None, str] = ("", 0, None, "")
         self.part = 0  # which release of that request is next
         self.replaying = False
         self.admitted = False  # a release was admitted while handling the request in hand
         self.repeat = 0
         self.digest = public_digest(config)
 
-    def _hold_registry(self, cls, data_dir) -> None:
+    def _hold_registry(self, cls: type[Solver], data_dir: str | Path | None) -> None:
         """A dataset of one file (every party reads it and keeps its own columns)."""
         protocol, config = self.protocol, self.config
         dataset, _ = _load_config_dataset(config, data_dir, True)
@@ -182,7 +195,7 @@ class PartyService:
         if config.privacy.claims_guarantee:
             self.guard = self._guard(*self._calibrated(prepared))
 
-    def _hold(self, data, repeat: int = 0) -> None:
+    def _hold(self, data: UnitData, repeat: int = 0) -> None:
         self.data, self.held = data, repeat
         B = data.blocks[0]
         if B.ndim == 3:  # a provider's rows (1, m, d)
@@ -200,14 +213,15 @@ class PartyService:
             reply = self.own.serve(frame, self.cls)
         except DataError as exc:
             raise ConfigError(str(exc)) from None
-        if self.own.aligned and self.data is None:
+        if self.own.data is not None and self.data is None:  # (aligned)
             self._hold(self.own.data)
         widths = getattr(self.own, "widths", None)
         if widths is not None and self.guard is None and self.config.privacy.claims_guarantee:
-            self.guard = self._guard(*self._calibration(self.cls, widths, self.rows, self.own.objective))
+            objective = cast(Objective, self.own.objective)  # (set by the alignment; party_sides leaves it untyped)
+            self.guard = self._guard(*self._calibration(self.cls, widths, self.rows, objective))
         return reply
 
-    def _calibrated(self, prepared):
+    def _calibrated(self, prepared: Prepared) -> tuple[FloatArray, FloatArray]:
         """``(floor, sensitivity)`` of its releases on this repeat's data, from its own config
         (a provider pre-trains its own D_w on the public rows, as the trainer does)."""
         cls, data = self.cls, prepared.data
@@ -221,7 +235,14 @@ class PartyService:
                 raise ConfigError(f"party {self.m}: {exc}") from None
         return self._calibration(cls, [int(B.shape[-1]) for B in units], self.rows, prepared.objective, params)
 
-    def _calibration(self, cls, widths, N, objective, params=None):
+    def _calibration(
+        self,
+        cls: type[Solver],
+        widths: list[int],
+        N: int | None,
+        objective: Objective,
+        params: Values | None = None,
+    ) -> tuple[FloatArray, FloatArray]:
         """The floor and sensitivity from the party's own config and limits."""
         limits, values = self.pc.limits, dict(self.config.privacy.values)
         accepted = limits.get("neighbours")
@@ -238,11 +259,12 @@ class PartyService:
                 f"party {self.m}: give party.limits.max_epsilon or party.limits.min_sigma (the least noise it accepts)"
             )
         T, k = self.config.solver.epochs, self.m - 1
+        assert N is not None, "its rows are held before it calibrates"
         params = dict(self.config.solver.values) if params is None else params
         try:  # (per unit: one value, or one per kind of release the unit makes)
             _, sens = cls.unit_noise(widths, N, objective, params, values, T)
             sens = np.atleast_1d(np.asarray(sens[k], dtype=float))
-            floors = []
+            floors: list[FloatArray] = []
             if limits.get("max_epsilon") is not None:  # its own calibration at its own epsilon
                 sigmas, _ = cls.unit_noise(
                     widths,
@@ -264,7 +286,7 @@ class PartyService:
             floors.append(float(limits["min_sigma"]) / sens)
         return np.max(floors, axis=0), sens
 
-    def _guard(self, floor, sens) -> Guard:
+    def _guard(self, floor: npt.ArrayLike, sens: npt.ArrayLike) -> Guard:
         values, budget = self.config.privacy.values, self.pc.limits.get("budget_epsilon")
         return Guard(
             Path(self.pc.directory),
@@ -310,7 +332,7 @@ class PartyService:
         self.current = (run, 0, None, "")
         return codec.serve(self.host, frame, self._open)
 
-    def _open(self, repeat: int, spec):
+    def _open(self, repeat: int, spec: object) -> object:
         if self.data is None:
             raise ConfigError(f"party {self.m}: its rows are not aligned yet")
         if self.config.privacy.claims_guarantee and self.guard is None:
@@ -345,6 +367,7 @@ class PartyService:
             ):
                 kept = self.guard.recorded(run, self.current[1], request)
                 if kept is not None:
+                    assert seq is not None  # (a release's request has a header)
                     return self._resend(frame, kept, number, seq)
                 if replay:
                     self.guard._refuse(
@@ -354,6 +377,7 @@ class PartyService:
                     )
             reply = codec.serve(self.host, frame, self._open)
             if self.admitted and request and reply[4] == Frame.REPLY:
+                assert self.guard is not None  # (a release was admitted by it)
                 self.guard.keep(run, self.current[1], request, reply)
             return reply
         except codec.ERRORS as exc:  # (refused before the host: one ERROR frame back)
