@@ -68,7 +68,7 @@ def groups(N: int, workers: int) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
 
 
-def too_few(address: str, workers: Sized, units: int, what: str, why: str) -> str:
+def too_few(address: str | None, workers: Sized, units: int, what: str, why: str) -> str:
     """The one line that refuses a cluster with too few free workers for the units."""
     return (
         f"the Dask cluster at {address} has {len(workers)} "

@@ -30,14 +30,18 @@ import contextlib
 import socket
 import struct
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from vfl.core import codec
 from vfl.core.codec import Frame
 from vfl.core.errors import ConfigError, PartyLostError
 from vfl.core.layouts import VerticalData
-from vfl.core.protocol import CONTROL
-from vfl.core.units import Units
+from vfl.core.protocol import CONTROL, Call, Kind, Protocol
+from vfl.core.solver import Data, Solver
+from vfl.core.units import Messages, Session, Units
 from vfl.datasets import resolve_data_dir
 
 from ..config import Config
@@ -46,6 +50,12 @@ from ..registry import get_solver, typed_params
 from .dask_actor import UnitActor, facts
 from .dask_cluster import cpus, dask_client, groups, local_cluster, security, too_few
 from .phase_counts import PhaseCounts
+
+if TYPE_CHECKING:  # (Dask's annotations are partial: Any to mypy, see pyproject)
+    from dask.distributed import Client, Future, LocalCluster
+    from distributed.actor import Actor
+
+    from ..settings import Prepared
 
 __all__ = ["DaskUnits", "dask_backend"]
 
@@ -65,7 +75,7 @@ _TCP_INFO_BYTES = 120
 class _Slot:
     """One actor, its worker and the units it holds."""
 
-    actor: object
+    actor: Actor  # its methods return futures
     worker: str
     label: str
     first: int
@@ -78,21 +88,23 @@ class DaskUnits(PhaseCounts, Units):
 
     journals = True
 
-    def __init__(self, client, cluster, config: Config, data_dir, address: str | None):
+    def __init__(
+        self, client: Client | None, cluster: LocalCluster | None, config: Config, data_dir: str, address: str | None
+    ) -> None:
         self.client, self.cluster, self.config = client, cluster, config
         self.data_dir, self.address = data_dir, address
         self.replayable = bool(config.privacy.replayable_noise)
         self.slots: list[_Slot] = []
-        self.protocol = None
-        self.recoveries: list[dict] = []  # units rebuilt after their worker was lost
+        self.protocol: Protocol | None = None
+        self.recoveries: list[dict[str, object]] = []  # units rebuilt after their worker was lost
         self.use_cache = True  # False: the actors leave nothing in their user cache (plan_run)
         self._init_counts()  # per phase: TCP bytes, the codec's payload and framing
         self.total = 0  # the data's units (parties, providers, agents)
-        self._facts: list[dict] = []  # what each actor read (its fingerprint)
-        self._agreed: dict = {}  # party files: per slot, the alignment frames past the PSI
+        self._facts: list[dict[str, Any]] = []  # what each actor read (its fingerprint)
+        self._agreed: dict[int, list[bytes]] = {}  # party files: per slot, the alignment frames past the PSI
 
     # -- the run's placement ---------------------------------------------------------
-    def start(self, first, checksums) -> None:
+    def start(self, first: Prepared, checksums: object) -> None:
         """One actor per unit (or group) of the solver's protocol on its worker; each reads its
         data and is checked against ``first`` (repeat 0's distribution, read here) and
         ``checksums`` (the dataset's files)."""
@@ -136,7 +148,7 @@ class DaskUnits(PhaseCounts, Units):
             self._check(label, worker, actor, facts(first.data.cut(a, b), False), checksums)
             self.slots.append(_Slot(actor, worker, label, a, b))
 
-    def align_parties(self, config: Config, cls):
+    def align_parties(self, config: Config, cls: type[Solver]) -> Any:  # (party_sides' records)
         """Party files: one actor per party on its worker, each reading its own file (the
         path travels, never the data), aligned with party 1's file, read here, by the PSI
         through the actors (:mod:`.party_sides`); returns the label holder's records."""
@@ -152,14 +164,16 @@ class DaskUnits(PhaseCounts, Units):
             raise ConfigError(too_few(self.address, workers, units, "parties", "each party needs its own worker"))
         ranges = [(m, m + 1) for m in range(place.first, M)]
         futures = [self._submit(place.label(a, b), a, b, w) for (a, b), w in zip(ranges, workers)]
-        remote, own = [], None
+        remote: list[tuple[str, str, list[str], Any]] = []
+        own = None
         for (a, b), future, worker in zip(ranges, futures, workers):
             label = place.label(a, b)
             actor = self._actor(label, worker, future)
             self.slots.append(_Slot(actor, worker, label, a, b))
 
-            def call(frame, slot=self.slots[-1]):
-                return slot.actor.align(frame).result()
+            def call(frame: bytes, slot: _Slot = self.slots[-1]) -> bytes:
+                reply: bytes = slot.actor.align(frame).result()
+                return reply
 
             call = recording(call, self._agreed.setdefault(len(self.slots) - 1, []))
             if a == 0:
@@ -172,7 +186,7 @@ class DaskUnits(PhaseCounts, Units):
     def send_widths(self, own_width: int) -> list[int]:
         """Every party's column count (party 1's, ``own_width``, computed here when party 1
         is the coordinator); Dask's parties calibrate nothing of their own."""
-        widths = [own_width] if self.protocol.placement.first else []
+        widths = [own_width] if self._placed().placement.first else []
         for s in self.slots:
             got = s.actor.describe().result()
             if got is None:
@@ -180,7 +194,8 @@ class DaskUnits(PhaseCounts, Units):
             widths += [shape[1] for shape in got["shapes"]]
         return widths
 
-    def _submit(self, label: str, first: int, stop: int, worker: str):
+    def _submit(self, label: str, first: int, stop: int, worker: str) -> Future:
+        assert self.client is not None  # (connected or started before any actor)
         return self.client.submit(
             UnitActor,
             self.config,
@@ -196,7 +211,7 @@ class DaskUnits(PhaseCounts, Units):
             key=f"{label.replace(' ', '-')}-{time.monotonic_ns()}",
         )
 
-    def _actor(self, label: str, worker: str, future):
+    def _actor(self, label: str, worker: str, future: Future) -> Actor:
         try:
             return future.result()  # reading a large dataset may take minutes: no timeout
         except Exception as exc:  # the worker's own error, e.g. its data path is missing
@@ -204,7 +219,7 @@ class DaskUnits(PhaseCounts, Units):
                 f"{label} on worker {worker} cannot read its data: {' '.join(str(exc).split())}"
             ) from None
 
-    def _check(self, label, worker, actor, expected: dict, checksums) -> None:
+    def _check(self, label: str, worker: str, actor: Actor, expected: dict[str, Any], checksums: object) -> None:
         got = actor.describe().result()
         if (
             got["fallback"]
@@ -220,9 +235,10 @@ class DaskUnits(PhaseCounts, Units):
             raise ConfigError(f"{label} on worker {worker} read other data than the coordinator: {why}")
         self._facts.append(got)
 
-    def _free_workers(self, count: int, wait: float, exclude=()) -> list[str]:
+    def _free_workers(self, count: int, wait: float, exclude: Iterable[str] = ()) -> list[str]:
         """Workers holding no unit (nor in ``exclude``), sorted; waits up to ``wait`` s for
         ``count`` of them."""
+        assert self.client is not None  # (connected or started before any actor)
         deadline = time.monotonic() + wait
         while True:
             used = {s.worker for s in self.slots} | set(exclude)
@@ -235,10 +251,11 @@ class DaskUnits(PhaseCounts, Units):
                 return free
             time.sleep(0.25)
 
-    def data(self, prepared, repeat: int):
+    def data(self, prepared: Prepared, repeat: int) -> Data:
         """The run's data for one repeat as the coordinator holds it, the units on the
         workers (their sessions open on this backend)."""
-        return prepared.data.elsewhere(self.at(repeat), self.protocol.placement.first)
+        data: Data = prepared.data.elsewhere(self.at(repeat), self._placed().placement.first)
+        return data
 
     # -- what the units measured where they are ------------------------------------------
     @property
@@ -262,15 +279,20 @@ class DaskUnits(PhaseCounts, Units):
         return (self.total, *self._facts[0]["shapes"][0][1:])
 
     # -- the transport (vfl.core.units.Units) ---------------------------------------------
-    def hosts(self, protocol):
+    def _placed(self) -> Protocol:
+        """The protocol whose units the workers hold (placed by :meth:`start`)."""
+        assert self.protocol is not None, "the units are placed first"
+        return self.protocol
+
+    def hosts(self, protocol: Protocol) -> list[tuple[int, int]]:
         if protocol is not self.protocol:
-            raise ConfigError(f"the workers were started for protocol {self.protocol.name}, not {protocol.name}")
+            raise ConfigError(f"the workers were started for protocol {self._placed().name}, not {protocol.name}")
         return [(s.first, s.stop) for s in self.slots]
 
-    def where(self, session, k):
+    def where(self, session: Session, k: int) -> str:
         return self.slots[k].worker
 
-    def _open(self, session, k):
+    def _open(self, session: Session, k: int) -> object:
         frame = codec.open_frame(session.protocol, session.repeat, session.spec)
         before = self.transport_bytes()
         reply = self.slots[k].actor.serve(frame).result()
@@ -279,9 +301,14 @@ class DaskUnits(PhaseCounts, Units):
         self._framed(CONTROL, frame, session.spec, reply, opened)
         return opened
 
-    def _send(self, session, call, requests, seqs):
+    def _send(
+        self, session: Session, call: Call, requests: Messages, seqs: dict[int, int] | None
+    ) -> tuple[Messages, Exception | None]:
+        assert seqs is not None  # (journals: every message numbered)
         index = session.protocol.index(call)
-        frames, futures, failure = {}, {}, None
+        frames: dict[int, bytes] = {}
+        futures: dict[int, Future] = {}
+        failure: Exception | None = None
         before = self.transport_bytes()
         try:
             for k, request in requests.items():
@@ -289,7 +316,7 @@ class DaskUnits(PhaseCounts, Units):
                 futures[k] = self.slots[k].actor.serve(frames[k])  # every unit at once
         except Exception as exc:  # noqa: BLE001 (a lost worker shows as many types)
             failure = exc
-        got = {}
+        got: Messages = {}
         for k, future in futures.items():  # every reply that arrives is collected
             try:
                 raw = future.result()
@@ -301,13 +328,13 @@ class DaskUnits(PhaseCounts, Units):
         self._carried(call.kind, before)
         return got, failure
 
-    def _adopt(self, session, k, call, request, reply):
+    def _adopt(self, session: Session, k: int, call: Call, request: object, reply: object) -> None:
         frame = codec.encode(Frame.ADOPT, session.protocol.index(call), 0, request, reply)
         before = self.transport_bytes()
         codec.read(session.protocol, self.slots[k].actor.serve(frame).result(), unit=session.labels[k])
         self._carried(CONTROL, before)
 
-    def _lost(self, session, failure):
+    def _lost(self, session: Session, failure: Exception) -> list[int]:
         if not self._scheduler_alive():  # not a party's worker: say so, not after party_wait
             word = session.protocol.placement.iteration
             raise PartyLostError(
@@ -338,7 +365,7 @@ class DaskUnits(PhaseCounts, Units):
         except Exception:  # noqa: BLE001
             return False
 
-    def _replace(self, session, k, lost_at):
+    def _replace(self, session: Session, k: int, lost_at: str) -> str:
         slot = self.slots[k]
         wait = self.config.run.party_wait
         old, slot.worker = slot.worker, ""
@@ -356,22 +383,24 @@ class DaskUnits(PhaseCounts, Units):
         slot.worker = workers[0]
         return workers[0]
 
-    def _recovered(self, session, record):
+    def _recovered(self, session: Session, record: dict[str, object]) -> None:
         first = record.pop("first")
-        if self.protocol.placement.own_worker:
+        if self._placed().placement.own_worker:
+            assert isinstance(first, int)  # (the session's first unit)
             record = {"party": first + 1, **record}
         self.recoveries.append(record)
 
     # -- counting -------------------------------------------------------------------------
-    def _carried(self, kind, before: dict) -> None:
+    def _carried(self, kind: Kind, before: dict[int, int]) -> None:
         self._count_carried(kind, self.carried(before))
 
-    def transport_bytes(self) -> dict:
+    def transport_bytes(self) -> dict[int, int]:
         """Per open connection of the coordinator to a unit's worker: the bytes TCP carried
         both ways so far (see :data:`TRANSPORT_SOURCE`)."""
+        assert self.client is not None  # (connected or started before any actor)
         pool = self.client.rpc
         workers = {s.worker for s in self.slots}
-        out = {}
+        out: dict[int, int] = {}
         for addr in workers:
             for comm in (*pool.available.get(addr, ()), *pool.occupied.get(addr, ())):
                 sock = getattr(getattr(comm, "stream", None), "socket", None)
@@ -384,12 +413,12 @@ class DaskUnits(PhaseCounts, Units):
                 out[id(comm)] = sum(struct.unpack_from("QQ", info, _TCP_INFO_BYTES))
         return out
 
-    def carried(self, before: dict) -> int:
+    def carried(self, before: dict[int, int]) -> int:
         """What the connections carried since ``before`` (new ones from zero)."""
         after = self.transport_bytes()
         return sum(v - before.get(k, 0) for k, v in after.items())
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, object]:
         plural = self.protocol.placement.plural if self.protocol is not None else "parties"
         return {
             "backend": "dask",
@@ -409,18 +438,18 @@ class DaskUnits(PhaseCounts, Units):
             with contextlib.suppress(Exception):
                 self.cluster.close()
 
-    def __enter__(self):
+    def __enter__(self) -> DaskUnits:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def dask_backend(config: Config, cluster: str | None, data_dir) -> DaskUnits:
+def dask_backend(config: Config, cluster: str | None, data_dir: str | Path | None) -> DaskUnits:
     """Connect to the scheduler at ``cluster`` now (an unreachable one is refused at once), or
     prepare a local cluster, started with one worker per unit when the units are known."""
     try:
-        from dask.distributed import Client  # lazy: optional dependency (dask.distributed)
+        import dask.distributed  # noqa: F401  # lazy: optional dependency (dask.distributed)
     except ImportError:
         raise ConfigError("run.backend = \"dask\" needs dask.distributed: pip install 'vfl[dask]'") from None
     if cluster is None:
@@ -431,6 +460,6 @@ def dask_backend(config: Config, cluster: str | None, data_dir) -> DaskUnits:
     return DaskUnits(client, None, config, _data_dir(data_dir), cluster)
 
 
-def _data_dir(data_dir) -> str:
+def _data_dir(data_dir: str | Path | None) -> str:
     """The data directory as the workers must see it (they read the files themselves)."""
     return str(resolve_data_dir(data_dir))
