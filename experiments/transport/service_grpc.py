@@ -59,6 +59,7 @@ def _rpc(service: PartyService, method: str, insecure: bool) -> grpc.RpcMethodHa
         except Exception as exc:  # noqa: BLE001 (the party's own failure: one line back)
             log.exception("party %d: %s failed", service.m, method)
             context.abort(grpc.StatusCode.INTERNAL, f"party {service.m}: {type(exc).__name__}: {exc}")
+        return None  # (not reached: abort raises)
 
     return grpc.unary_unary_rpc_method_handler(handle)
 

@@ -26,13 +26,16 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from vfl.core import codec
 from vfl.core.codec import Frame
 from vfl.core.errors import ConfigError, PartyLostError
 from vfl.core.layouts import VerticalData
-from vfl.core.protocol import CONTROL
-from vfl.core.units import Units
+from vfl.core.protocol import CONTROL, Call, Kind, Protocol
+from vfl.core.solver import Data, Solver
+from vfl.core.units import Messages, Session, Units
 
 from ..config import Config
 from ..party_sides import label_holder_records, recording, send_widths
@@ -42,7 +45,17 @@ from .party_config import SERVICE, public_digest
 from .phase_counts import PhaseCounts
 from .service_tls import Credentials, loopback, party_name
 
+if TYPE_CHECKING:  # (grpc ships no type information: these are Any to mypy)
+    import grpc
+
+    from ..settings import Prepared
+
 __all__ = ["ServiceUnits"]
+
+#: a party's public facts (its Health reply: JSON of numbers and names)
+Facts = dict[str, Any]
+#: a gRPC call's metadata
+Metadata = tuple[tuple[str, str], ...]
 
 TRANSPORT_SOURCE = (
     "the kernel's TCP counters (tcp_info bytes_acked + bytes_received, read "
@@ -58,50 +71,51 @@ class ServiceUnits(PhaseCounts, Units):
     journals = True
     host_word = "service"  # a lost party's line: "party 2: its service 10.0.0.2:50051 was lost"
 
-    def __init__(self, config: Config, resume: dict | None = None):
+    def __init__(self, config: Config, resume: dict[str, Any] | None = None) -> None:
         """``resume``: a killed run's ``services`` record (its checkpoint's): the run id the
         parties' records know it by, and each party's facts then (:meth:`record`)."""
         run = config.run
-        self.config, self.addresses = config, list(run.parties)
+        self.config = config
+        self.addresses: list[str] = list(run.parties)
         self.insecure = run.insecure
         for k, address in enumerate(self.addresses):
             if self.insecure and not loopback(address.rpartition(":")[0].strip("[]")):
                 raise ConfigError(
                     f"party {k + 1} at {address}: run.insecure (plaintext) is allowed on loopback addresses only"
                 )
-        self.cred = (
-            None
-            if self.insecure
-            else Credentials.read(run.tls["certificate"], run.tls["key"], run.tls["ca"], "the coordinator")
-        )
+        self.cred: Credentials | None = None
+        if not self.insecure:
+            tls = run.tls
+            assert tls is not None  # (the config requires [run.tls] unless run.insecure)
+            self.cred = Credentials.read(tls["certificate"], tls["key"], tls["ca"], "the coordinator")
         self.replayable = bool(config.privacy.replayable_noise)
         self.deployment = bool(config.privacy.claims_guarantee and not self.replayable)
         self.resume = resume or None
-        self.run_id = resume["run"] if self.resume else uuid.uuid4().hex
+        self.run_id: str = resume["run"] if resume else uuid.uuid4().hex
         #: per party: its releases of this run on its record (a resumed run asks for them
         #: again, to be sent from the record), and its last sequence number there
         self.owed: list[int] = []
         self.seq_base: list[int] = []
         self.finished = False
         self.use_cache = True
-        self.protocol = None
+        self.protocol: Protocol | None = None
         self.first_unit = 0
-        self.channels: list = []
-        self.calls: list = []  # per host: {method: callable}
-        self.facts: list[dict] = []
-        self.recoveries: list[dict] = []
+        self.channels: list[grpc.Channel] = []
+        self.calls: list[dict[str, grpc.UnaryUnaryMultiCallable]] = []  # per host: {method: callable}
+        self.facts: list[Facts] = []
+        self.recoveries: list[dict[str, object]] = []
         self._init_counts()  # per phase: TCP bytes, the codec's payload and framing
         self.ports = {int(a.rpartition(":")[2]) for a in self.addresses}
         self._failed = 0  # the host whose call failed first in the last exchange
         self.alignment_tcp = 0  # bytes TCP carried for the PSI (party files)
-        self._agreed: dict = {}  # party files: per party, the alignment frames past the PSI
+        self._agreed: dict[int, list[bytes]] = {}  # party files: per party, the alignment frames past the PSI
         self.total = 0
 
     # -- connecting ----------------------------------------------------------------------
-    def start(self, first, checksums) -> None:
+    def start(self, first: Prepared, checksums: object) -> None:
         cls = get_solver(self.config.solver.name)
-        self.protocol = cls.protocol
-        place = self.protocol.placement
+        self.protocol = protocol = cls.protocol
+        place = protocol.placement
         self.vertical = isinstance(first.data, VerticalData)
         self.total = len(first.data.blocks if self.vertical else first.data.A)
         self.first_unit = place.first
@@ -120,19 +134,20 @@ class ServiceUnits(PhaseCounts, Units):
                 self._connect(m)
             facts = self._health(m - place.first, wait=5.0)
             self._check(m, facts, first, digest)
-            if self.resume:
+            if self.resume is not None:
                 self._same_party(m, facts, self.resume["parties"][m - place.first])
             record = facts.get("record") or {}
             self.owed.append(int(record.get("releases", 0)) if self.resume else 0)
             self.seq_base.append(int(record.get("last_seq", 0)))
             self.facts.append(facts)
 
-    def _same_party(self, m: int, facts: dict, then: dict) -> None:
+    def _same_party(self, m: int, facts: Facts, then: Facts) -> None:
         """A resumed run's party must be the one the run started with: its limits and its
         noise floor (its public config is checked with the coordinator's already)."""
         for key in ("floor", "limits", "deployment"):
             if facts.get(key) != then.get(key):
-                now, was = facts.get(key), then.get(key)
+                now: Any = facts.get(key)  # (JSON values: a limits table is a dict)
+                was: Any = then.get(key)
                 if key == "limits":  # name the limit that changed
                     key = next(f"limits.{k}" for k in sorted({*now, *was}) if now.get(k) != was.get(k))
                     now, was = now.get(key[7:]), was.get(key[7:])
@@ -143,18 +158,18 @@ class ServiceUnits(PhaseCounts, Units):
                     "to resume"
                 )
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         """What a checkpoint keeps to resume this run: its id and each party's facts."""
         keep = ("party", "floor", "limits", "deployment", "digest")
         return {"run": self.run_id, "parties": [{k: f.get(k) for k in keep} for f in self.facts]}
 
     # -- party files: the PSI over the party channel -----------------------------------------
-    def align_parties(self, config: Config, cls):
+    def align_parties(self, config: Config, cls: type[Solver]) -> Any:  # (party_sides' records)
         """Connect to every party, align party 1's file (read here, the coordinator's only
         file) with each party's own by the PSI over its channel, and return the label
         holder's records in the agreed order (:mod:`.party_sides`)."""
-        self.protocol = cls.protocol
-        place = self.protocol.placement
+        self.protocol = protocol = cls.protocol
+        place = protocol.placement
         if not place.own_worker:
             raise ConfigError(
                 f"run.backend = 'services': {cls.name}'s {place.plural} are not parties of a vertical run"
@@ -166,7 +181,9 @@ class ServiceUnits(PhaseCounts, Units):
             raise ConfigError(
                 f"run.parties lists {len(self.addresses)} address(es) for {M - place.first} parties{coordinator}"
             )
-        digest, remote, own = public_digest(config), [], None
+        digest = public_digest(config)
+        remote: list[tuple[str, str, list[str], Callable[[bytes], bytes]]] = []
+        own = None
         for m in range(place.first, M):
             self._connect(m)
             k = m - place.first
@@ -188,13 +205,14 @@ class ServiceUnits(PhaseCounts, Units):
                 remote.append((f"party {m + 1} at {self.addresses[k]}", facts["id_type"], facts["parts"], call))
         return label_holder_records(config, remote, own)
 
-    def _aligner(self, k: int):
+    def _aligner(self, k: int) -> Callable[[bytes], bytes]:
         import grpc  # lazy: optional dependency (grpc)
 
         def call(frame: bytes) -> bytes:
             before = tcp_bytes.carried(self.ports)
             try:
-                return self.calls[k]["Align"](frame, metadata=self._md())
+                reply: bytes = self.calls[k]["Align"](frame, metadata=self._md())
+                return reply
             except grpc.RpcError as exc:
                 raise ConfigError(self._why(k, exc)) from None
             finally:
@@ -223,6 +241,7 @@ class ServiceUnits(PhaseCounts, Units):
         if self.insecure:
             channel = grpc.insecure_channel(address, options=_OPTIONS)
         else:
+            assert self.cred is not None  # (read unless insecure)
             creds = grpc.ssl_channel_credentials(
                 root_certificates=self.cred.ca, private_key=self.cred.key, certificate_chain=self.cred.cert
             )
@@ -244,16 +263,17 @@ class ServiceUnits(PhaseCounts, Units):
         word = self.protocol.placement.word if self.protocol is not None else "party"
         return f"{word} {k + self.first_unit + 1} at {self.addresses[k]}"
 
-    def _health(self, k: int, wait: float) -> dict:
+    def _health(self, k: int, wait: float) -> Facts:
         import grpc  # lazy: optional dependency (grpc)
 
         try:
             raw = self.calls[k]["Health"](b"", timeout=wait, metadata=self._md())
         except grpc.RpcError as exc:
             raise ConfigError(self._why(k, exc)) from None
-        return json.loads(raw)
+        facts: Facts = json.loads(raw)
+        return facts
 
-    def _why(self, k: int, exc) -> str:
+    def _why(self, k: int, exc: grpc.RpcError) -> str:
         """One line for a failed call: who, and what went wrong."""
         import grpc  # lazy: optional dependency (grpc)
 
@@ -272,8 +292,8 @@ class ServiceUnits(PhaseCounts, Units):
             return f"{label} is unreachable ({details[:160] or code.name})"
         return f"{label}: {details or code.name}"
 
-    def _check(self, m: int, facts: dict, first, digest: dict) -> None:
-        label, proto = self._label(m - self.first_unit), self.protocol
+    def _check(self, m: int, facts: Facts, first: Prepared, digest: dict[str, str]) -> None:
+        label, proto = self._label(m - self.first_unit), self._placed()
         if facts.get("party") != m + 1:
             raise ConfigError(f"{label} is party {facts.get('party')}, not party {m + 1}")
         if (facts.get("protocol"), facts.get("version")) != (proto.name, proto.version):
@@ -301,12 +321,13 @@ class ServiceUnits(PhaseCounts, Units):
                 " party; the coordinator's run is not"
             )
 
-    def _md(self):
+    def _md(self) -> Metadata:
         return (("vfl-run", self.run_id),)
 
     # -- what the runner reads -----------------------------------------------------------
-    def data(self, prepared, repeat: int):
-        return prepared.data.elsewhere(self.at(repeat), self.first_unit)
+    def data(self, prepared: Prepared, repeat: int) -> Data:
+        data: Data = prepared.data.elsewhere(self.at(repeat), self.first_unit)
+        return data
 
     @property
     def n_parties(self) -> int:
@@ -314,7 +335,7 @@ class ServiceUnits(PhaseCounts, Units):
 
     @property
     def widths(self) -> list[int]:
-        return [f["width"] for f in self.facts]
+        return [int(f["width"]) for f in self.facts]
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -323,37 +344,49 @@ class ServiceUnits(PhaseCounts, Units):
 
     @property
     def max_row_norms(self) -> list[float]:
-        return [f["max_row_norm"] for f in self.facts]
+        return [float(f["max_row_norm"]) for f in self.facts]
 
     # -- the transport ---------------------------------------------------------------------
-    def hosts(self, protocol):
+    def _placed(self) -> Protocol:
+        """The protocol the parties serve (known once they are connected)."""
+        assert self.protocol is not None, "the parties are connected first"
+        return self.protocol
+
+    def hosts(self, protocol: Protocol) -> list[tuple[int, int]]:
         if protocol is not self.protocol:
-            raise ConfigError(f"the parties serve protocol {self.protocol.name}, not {protocol.name}")
+            raise ConfigError(f"the parties serve protocol {self._placed().name}, not {protocol.name}")
         return [(m, m + 1) for m in range(self.first_unit, self.total)]
 
-    def where(self, session, k):
+    def where(self, session: Session, k: int) -> str:
         return self.addresses[k]
 
-    def first_seq(self, session, k):
+    def first_seq(self, session: Session, k: int) -> int:
         return self.seq_base[k] if k < len(self.seq_base) else 0
 
-    def _invoke(self, k: int, method: str, frame: bytes, kind) -> bytes:
+    def _invoke(self, k: int, method: str, frame: bytes, kind: Kind) -> bytes:
         before = tcp_bytes.carried(self.ports)
         try:
-            return self.calls[k][method](frame, metadata=self._md())
+            reply: bytes = self.calls[k][method](frame, metadata=self._md())
+            return reply
         finally:
             self._carried(kind, before)
 
-    def _open(self, session, k):
+    def _open(self, session: Session, k: int) -> object:
         frame = codec.open_frame(session.protocol, session.repeat, session.spec)
         reply = self._invoke(k, "Open", frame, CONTROL)
         opened = codec.read(session.protocol, reply, unit=session.labels[k])
         self._framed(CONTROL, frame, session.spec, reply, opened)
         return opened
 
-    def _send(self, session, call, requests, seqs):
+    def _send(
+        self, session: Session, call: Call, requests: Messages, seqs: dict[int, int] | None
+    ) -> tuple[Messages, Exception | None]:
+        assert seqs is not None  # (journals: every message numbered)
         index = session.numbers[call]
-        frames, futures, failure, got = {}, {}, None, {}
+        frames: dict[int, bytes] = {}
+        futures: dict[int, grpc.Future] = {}
+        failure: Exception | None = None
+        got: Messages = {}
         before = tcp_bytes.carried(self.ports)
         for k, request in requests.items():
             frames[k] = codec.encode(Frame.REQUEST, index, seqs[k], request)
@@ -374,11 +407,11 @@ class ServiceUnits(PhaseCounts, Units):
         self._carried(call.kind, before)
         return got, failure
 
-    def _adopt(self, session, k, call, request, reply):
+    def _adopt(self, session: Session, k: int, call: Call, request: object, reply: object) -> None:
         frame = codec.encode(Frame.ADOPT, session.numbers[call], 0, request, reply)
         codec.read(session.protocol, self._invoke(k, "Call", frame, CONTROL), unit=session.labels[k])
 
-    def _lost(self, session, failure):
+    def _lost(self, session: Session, failure: Exception) -> list[int]:
         import grpc  # lazy: optional dependency (grpc)
 
         if isinstance(failure, grpc.RpcError) and failure.code() not in (
@@ -398,7 +431,7 @@ class ServiceUnits(PhaseCounts, Units):
         except Exception:  # noqa: BLE001
             return False
 
-    def _replace(self, session, k, lost_at):
+    def _replace(self, session: Session, k: int, lost_at: str) -> str:
         """Wait for the party to answer again at its address (its operator restarts it)."""
         wait, m = self.config.run.party_wait, k + self.first_unit
         deadline = time.monotonic() + wait
@@ -420,16 +453,17 @@ class ServiceUnits(PhaseCounts, Units):
                 raise PartyLostError(f"{self._label(k)} came back with other data")
             return self.addresses[k]
 
-    def _recovered(self, session, record):
+    def _recovered(self, session: Session, record: dict[str, object]) -> None:
         first = record.pop("first")
+        assert isinstance(first, int)  # (the session's first unit)
         self.recoveries.append({"party": first + 1, **record})
 
     # -- counting --------------------------------------------------------------------------
-    def _carried(self, kind, before: dict) -> None:
+    def _carried(self, kind: Kind, before: dict[int, int]) -> None:
         after = tcp_bytes.carried(self.ports)
         self._count_carried(kind, sum(v - before.get(s, 0) for s, v in after.items()))
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, object]:
         return {
             "backend": "services",
             "channel": "plaintext on loopback (run.insecure)"
@@ -451,7 +485,7 @@ class ServiceUnits(PhaseCounts, Units):
         """The run is written: closing lets the parties drop its kept replies."""
         self.finished = True
 
-    def phases(self) -> dict:
+    def phases(self) -> dict[str, dict[str, int]]:
         out = super().phases()
         if self.alignment_tcp:  # party files: the PSI and the agreement over the channels
             out["alignment"] = {"tcp_bytes": self.alignment_tcp}
@@ -466,8 +500,8 @@ class ServiceUnits(PhaseCounts, Units):
             self.channels[k].close()
         self.calls, self.channels = [], []
 
-    def __enter__(self):
+    def __enter__(self) -> ServiceUnits:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
