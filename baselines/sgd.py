@@ -35,10 +35,10 @@ from time import perf_counter
 import numpy as np
 
 from vfl.core.host import LocalEnv
+from vfl.core.inprocess import InProcessUnits
 from vfl.core.metrics import EpochStats
 from vfl.core.objective import Objective
 from vfl.core.records import PrivacyInfo
-from vfl.core.units import InProcessUnits
 
 from .fdml_party import FDML_PROTOCOL, SGDParties, SGDParty, SGDSpec, initial_models, output_noise
 

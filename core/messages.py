@@ -69,7 +69,7 @@ class ReplayMismatch(VFLError):
 #: the key of ``validate``'s ``dims`` under which the audit, driving a mechanism in the
 #: solver's own process, declares its ``R`` runs: an array field may then carry a leading
 #: axis of ``R`` before its declared shape. Only in-process units set it
-#: (:class:`~.units.InProcessUnits`); a deployment's messages never have it.
+#: (:class:`~.inprocess.InProcessUnits`); a deployment's messages never have it.
 RUNS = "(runs)"
 
 #: the dtypes an array field may declare (the codec's codes are their positions)

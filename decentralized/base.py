@@ -19,6 +19,7 @@ import numpy as np
 
 from vfl.core.errors import ConfigError, DivergedError
 from vfl.core.host import LocalEnv
+from vfl.core.inprocess import InProcessUnits
 from vfl.core.layouts import NetworkData
 from vfl.core.objective import Objective
 from vfl.core.params import Param
@@ -26,7 +27,6 @@ from vfl.core.records import PrivacyInfo
 from vfl.core.releases import Release
 from vfl.core.solver import Setting, Solver
 from vfl.core.streams import Streams
-from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 
 try:  # the audit's neighbouring datasets (newer vfl.core)

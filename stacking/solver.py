@@ -72,6 +72,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from vfl.core.host import LocalEnv
+from vfl.core.inprocess import InProcessUnits
 from vfl.core.layouts import VerticalData
 from vfl.core.neighbours import label_neighbours
 from vfl.core.params import Param
@@ -79,7 +80,6 @@ from vfl.core.records import PrivacyInfo
 from vfl.core.releases import Release
 from vfl.core.sampling import rr_epsilon
 from vfl.core.solver import Reference, Setting, Solver
-from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 
 from . import labels as lab

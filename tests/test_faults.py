@@ -156,7 +156,7 @@ OUTCOMES: dict = {}
 
 def _undisturbed(family, noise):
     """The in-process run (once per family and noise) and how often it sent each call."""
-    from vfl.core.units import InProcessUnits
+    from vfl.core.inprocess import InProcessUnits
     from vfl.experiments.runner import run_experiment
 
     key = (family, noise)

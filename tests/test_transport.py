@@ -21,6 +21,7 @@ from cli_helpers import SMALL
 from vfl.core import codec
 from vfl.core.codec import Frame
 from vfl.core.host import Host, LocalEnv
+from vfl.core.inprocess import InProcessUnits
 from vfl.core.layouts import PartyBlocks
 from vfl.core.params import Param
 from vfl.core.protocol import (
@@ -43,7 +44,6 @@ from vfl.core.protocol import (
     values,
 )
 from vfl.core.solver import Reference, Setting, Solver
-from vfl.core.units import InProcessUnits
 from vfl.core.wire import Wire
 
 

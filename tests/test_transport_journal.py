@@ -11,8 +11,8 @@ from test_transport import TOY, Gradient, ToySide, ToySpec, UnitDataFor, Width
 
 from vfl.core.errors import PartyLostError
 from vfl.core.host import Host, LocalEnv
+from vfl.core.inprocess import InProcessUnits
 from vfl.core.protocol import DIAGNOSTIC, Protocol
-from vfl.core.units import InProcessUnits
 
 
 # ------------------------------------------------------------ the journal, by hand --

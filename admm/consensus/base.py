@@ -7,12 +7,12 @@ import math
 import numpy as np
 
 from vfl.core.host import LocalEnv
+from vfl.core.inprocess import InProcessUnits
 from vfl.core.layouts import HorizontalData
 from vfl.core.objective import Objective
 from vfl.core.params import Param
 from vfl.core.solver import Setting, Solver
 from vfl.core.streams import Streams
-from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 
 from ..providers import PROVIDERS_PROTOCOL, Providers, ProviderSpec, check_provider_rows

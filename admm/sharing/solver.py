@@ -16,11 +16,11 @@ from time import perf_counter
 import numpy as np
 
 from vfl.core.host import LocalEnv
+from vfl.core.inprocess import InProcessUnits
 from vfl.core.losses import NewtonWork
 from vfl.core.metrics import EpochStats
 from vfl.core.objective import Objective
 from vfl.core.solver import Solver
-from vfl.core.units import InProcessUnits
 
 from .acceleration import ACCELERATION, over_relaxation
 from .forms import BALL, ORDER, SHARING, Z_UPDATE, Scratch, summed
