@@ -5,8 +5,8 @@ frames, faults), :mod:`.dask_cluster` (the client, the cluster, the ``--cluster`
 :mod:`.dask_actor` (the worker's actor that hosts any protocol's side).
 
 The party services (``run.backend = "services"``): :mod:`.service_units` (the
-coordinator's client), :mod:`.party_config` (a party's PARTY.toml), :mod:`.service_party`
-(one party's service), :mod:`.service_grpc` (its gRPC server, ``vfl party serve``),
+coordinator's client), :mod:`.service_channels` (its channel to one party),
+:mod:`.party_config` (a party's PARTY.toml), :mod:`.service_party` (one party's service), :mod:`.service_grpc` (its gRPC server, ``vfl party serve``),
 :mod:`.service_guard` (the party's floor, budget and record), :mod:`.service_tls`
 (certificates), :mod:`.tcp_bytes` (the kernel's TCP counters).
 

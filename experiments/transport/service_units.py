@@ -41,9 +41,10 @@ from ..config import Config
 from ..party_sides import label_holder_records, recording, send_widths
 from ..registry import get_solver
 from . import tcp_bytes
-from .party_config import SERVICE, public_digest
+from .party_config import public_digest
 from .phase_counts import PhaseCounts
-from .service_tls import Credentials, loopback, party_name
+from .service_channels import connect, why
+from .service_tls import Credentials, loopback
 
 if TYPE_CHECKING:  # (grpc ships no type information: these are Any to mypy)
     import grpc
@@ -62,7 +63,6 @@ TRANSPORT_SOURCE = (
     "over netlink sock_diag) of the coordinator's connections to the party "
     "services, per phase: TLS records, HTTP/2 frames and gRPC headers included"
 )
-_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1), ("grpc.enable_retries", 0)]
 
 
 class ServiceUnits(PhaseCounts, Units):
@@ -235,23 +235,8 @@ class ServiceUnits(PhaseCounts, Units):
         return widths
 
     def _connect(self, m: int) -> None:
-        import grpc  # lazy: optional dependency (grpc)
-
-        address = self.addresses[m - self.first_unit]
-        if self.insecure:
-            channel = grpc.insecure_channel(address, options=_OPTIONS)
-        else:
-            assert self.cred is not None  # (read unless insecure)
-            creds = grpc.ssl_channel_credentials(
-                root_certificates=self.cred.ca, private_key=self.cred.key, certificate_chain=self.cred.cert
-            )
-            channel = grpc.secure_channel(
-                address, creds, options=_OPTIONS + [("grpc.ssl_target_name_override", party_name(m + 1))]
-            )
         k = m - self.first_unit
-        calls = {
-            name: channel.unary_unary(f"/{SERVICE}/{name}") for name in ("Health", "Align", "Open", "Call", "Close")
-        }
+        channel, calls = connect(self.addresses[k], m + 1, self.cred)
         if k < len(self.channels):
             self.channels[k].close()
             self.channels[k], self.calls[k] = channel, calls
@@ -275,22 +260,7 @@ class ServiceUnits(PhaseCounts, Units):
 
     def _why(self, k: int, exc: grpc.RpcError) -> str:
         """One line for a failed call: who, and what went wrong."""
-        import grpc  # lazy: optional dependency (grpc)
-
-        code, details = exc.code(), " ".join(str(exc.details() or "").split())
-        label = self._label(k)
-        low = details.lower()
-        if code is grpc.StatusCode.PERMISSION_DENIED:
-            return f"{label} refused the coordinator's certificate: {details}"
-        if any(w in low for w in ("ssl", "handshake", "certificate", "peer name", "tls", "verification")):
-            return (
-                f"{label}: the TLS handshake failed (a certificate that is not "
-                f"{party_name(k + self.first_unit + 1)}'s, expired, or not from the "
-                f"deployment's CA, on either side): {details[:200]}"
-            )
-        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-            return f"{label} is unreachable ({details[:160] or code.name})"
-        return f"{label}: {details or code.name}"
+        return why(self._label(k), k + self.first_unit + 1, exc)
 
     def _check(self, m: int, facts: Facts, first: Prepared, digest: dict[str, str]) -> None:
         label, proto = self._label(m - self.first_unit), self._placed()
