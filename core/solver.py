@@ -6,8 +6,8 @@ attributes, its name, the :class:`Setting` it runs in, its paper
 (:class:`~vfl.core.params.Param`), and the metric columns it adds per
 iteration. The experiments layer builds its input from the config (a
 :class:`~vfl.core.layouts.VerticalData`, :class:`~vfl.core.layouts.HorizontalData` or
-:class:`~vfl.core.layouts.NetworkData`, :mod:`vfl.core.layouts`)),
-then drives it one iteration at a time:
+:class:`~vfl.core.layouts.NetworkData`: :mod:`vfl.core.layouts`), then drives it one
+iteration at a time:
 
 - :meth:`Solver.step` runs one iteration (this alone is timed) and returns
   its own per-iteration statistics (timings of its phases, counters);
