@@ -44,7 +44,9 @@ def check_run(config_path, overrides: list[str], out, *, overwrite: bool, cluste
     the config and the run directory. ``options``: those of :func:`~.runner.check_run_options`."""
     config = load_config(config_path, overrides)
     check_cluster_option(config, cluster)
-    out = check_output_dir(Path(out) if out else default_run_dir(config.name), overwrite=overwrite, what="run directory")
+    out = check_output_dir(
+        Path(out) if out else default_run_dir(config.name), overwrite=overwrite, what="run directory"
+    )
     check_run_options(config, **options)
     return config, out
 
