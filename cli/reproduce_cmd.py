@@ -10,8 +10,9 @@ import click
 
 from vfl.experiments.records import check_output_dir
 from vfl.experiments.reference_check import reference_results
-from vfl.papers import check_configs, check_data, figure_listing, resolve
+from vfl.papers import check_configs, figure_listing, resolve
 from vfl.papers import reproduce as run_reproduce
+from vfl.papers.preflight import check_data
 
 from .shared import data_dir_option
 
