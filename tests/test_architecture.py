@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from vfl.cli.main import COMMANDS, all_commands
+
 REPO = Path(__file__).resolve().parents[1]
 FAMILIES = ("admm", "attacks", "baselines", "decentralized", "stacking")
 #: what each part may import from vfl
@@ -83,8 +85,6 @@ def test_the_cli_only_parses_calls_and_prints():
 def test_the_help_table_says_what_each_command_says():
     """`vfl --help` lists the commands from cli/main.py's table without importing them; the
     table's short help is each command's own."""
-    from vfl.cli.main import COMMANDS, all_commands
-
     for name, command in all_commands().items():
         short = COMMANDS[name][1]
         assert short in (None, command.get_short_help_str(limit=70)), (name, short)
