@@ -2,6 +2,10 @@
 
 import click
 
+from vfl.experiments.attack import attack_either
+
+from .shared import data_dir_option
+
 
 @click.command()
 @click.argument("run_dir", required=False, type=click.Path())
@@ -20,12 +24,7 @@ import click
 )
 @click.option("--known", type=int, default=40, help="Labels known (party 1's auxiliary rows).")
 @click.option("--party", type=int, default=2, show_default=True, help="The passive party.")
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Where datasets are [default: $VFL_DATA_DIR, else the user cache].",
-)
+@data_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def attack(run_dir, config_path, name, known, party, data_dir, as_json):
     """Attack a run's messages: AUC (95 % CI), its ceiling under DP, an empirical epsilon.
@@ -35,6 +34,4 @@ def attack(run_dir, config_path, name, known, party, data_dir, as_json):
     \b
     vfl attack runs/c --attack label-direction --json
     """
-    from vfl.experiments.attack import attack_either
-
     click.echo(attack_either(run_dir, config_path, name, known=known, party=party, data_dir=data_dir).show(as_json))

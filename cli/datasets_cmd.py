@@ -13,7 +13,10 @@ from pathlib import Path
 
 import click
 
-from vfl.core.errors import DataError, VFLError
+from vfl.core.errors import VFLError
+from vfl.datasets import describe_file, fetch_dataset, inspect_file, resolve_data_dir, suggest_partition
+from vfl.experiments.dataset_listing import check_names, dataset_rows, verify_lines
+from vfl.experiments.partyfiles import split
 
 __all__ = ["datasets"]
 
@@ -54,29 +57,8 @@ def _table(rows: list[tuple[str, ...]]) -> str:
 @_data_dir_option
 def list_cmd(data_dir: Path | None):
     """Show every dataset, its shape and whether its files are present."""
-    from vfl.datasets import REGISTRY, SYNTHETIC_PRESETS, dataset_status, resolve_data_dir
-    from vfl.datasets.synthetic import STAND_IN_FOR, preset_shape
-
     base = resolve_data_dir(data_dir)
-    rows = [("name", "shape (train/test x features)", "status", "where")]
-    for name, spec in sorted(REGISTRY.items()):
-        files = dataset_status(name, base)
-        missing = [f["name"] for f in files if not f["present"]]
-        if not missing:
-            status, where = "present", str(base)
-        else:
-            status = "missing" if len(missing) == len(files) else "partial"
-            where = "missing " + ", ".join(missing)
-        rows.append((name, f"{spec.n_train}/{spec.n_test} x {spec.n_features}", status, where))
-    rows.append(("synthetic", "set by options", "generated", "-"))
-    for preset in SYNTHETIC_PRESETS:
-        n_train, n_test, width = preset_shape(preset)
-        shape = f"{n_train}/{n_test} x {width}"
-        real = STAND_IN_FOR.get(preset)
-        note = f"stand-in, NOT the real {real} data" if real else f"{preset} synthetic rows, any n_train / n_test"
-        rows.append((f"synthetic:{preset}", shape, "generated", note))
-    for fmt in ("libsvm", "csv"):
-        rows.append((fmt, "from the file", "your file", "[data] path = ...; see `vfl datasets inspect FILE`"))
+    rows = dataset_rows(base)
     click.echo(f"data dir: {base}")
     click.echo(_table(rows))
 
@@ -118,8 +100,6 @@ class _ProgressBars:
 @click.option("--force", is_flag=True, help="Download again even if verified copies exist.")
 def fetch_cmd(name: str, data_dir: Path | None, mirror: str | None, force: bool):
     """Download dataset NAME and verify its sha256 checksums."""
-    from vfl.datasets import fetch_dataset, resolve_data_dir
-
     base = resolve_data_dir(data_dir)
     bars = _ProgressBars()
     try:
@@ -142,34 +122,11 @@ def verify_cmd(names: tuple[str, ...], data_dir: Path | None):
     Exits with status 2 if a file does not match, or if a dataset named on
     the command line has missing files.
     """
-    from vfl.datasets import REGISTRY, get_spec, resolve_data_dir, verify_dataset
-
-    for name in names:
-        get_spec(name)
+    check_names(names)
     base = resolve_data_dir(data_dir)
-    mismatched, missing, incomplete = [], [], []
     click.echo(f"data dir: {base}")
-    for name in names or sorted(REGISTRY):
-        for row in verify_dataset(name, base):
-            label = f"{name:<8} {row['name']:<21}"
-            if not row["present"]:
-                click.echo(f"{label} missing")
-                missing.append(row["name"])
-                if name not in incomplete:
-                    incomplete.append(name)
-            elif row["ok"]:
-                click.echo(f"{label} ok        {row['path']}")
-            else:
-                actual = row["actual"] or row.get("error", "unreadable")
-                click.echo(f"{label} MISMATCH  {row['path']}: expected {row['expected']}, got {actual}")
-                mismatched.append(row["name"])
-    if mismatched:
-        raise DataError(f"{len(mismatched)} file(s) failed verification: {', '.join(mismatched)}")
-    if names and missing:
-        raise DataError(
-            f"{len(missing)} file(s) missing from {base}: {', '.join(missing)}; "
-            "run " + " and ".join(f"`vfl datasets fetch {n}`" for n in incomplete)
-        )
+    for line in verify_lines(names, base):
+        click.echo(line)
 
 
 @datasets.command(name="inspect")
@@ -200,8 +157,6 @@ def inspect_cmd(path: Path, fmt: str | None, label: str | None, parties: int):
 
     Example: vfl datasets inspect train.csv.gz --label income --parties 3
     """
-    from vfl.datasets import describe_file, inspect_file, suggest_partition
-
     info = inspect_file(path, fmt, label=label)
     counts = suggest_partition(
         [c["width"] for c in info["columns"]] if info["columns"] else [1] * info["n_features"], parties
@@ -265,8 +220,6 @@ def split_cmd(path, config_path, label, parties, overlap, seed, test_path, out, 
     vfl datasets split bank.csv --label y --parties 2 --overlap 0.8 --out bank-parties
     vfl datasets split --config configs/a9a.toml --out a9a-parties
     """
-    from vfl.experiments.partyfiles import split
-
     written = split(
         path,
         config_path,

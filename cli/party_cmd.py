@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import click
 
+from vfl.experiments.transport.service_grpc import run_party
+from vfl.experiments.transport.service_tls import write_deployment
+
 __all__ = ["party"]
 
 
@@ -34,8 +37,6 @@ def serve(config_path, data_dir, overrides):
     \b
     vfl party serve --config party2.toml
     """
-    from vfl.experiments.transport.service_grpc import run_party
-
     run_party(config_path, data_dir, overrides, lambda line: click.echo(line, err=True))
 
 
@@ -56,7 +57,5 @@ def certs(out, parties, days):
     \b
     vfl party certs --out certs --parties 2
     """
-    from vfl.experiments.transport.service_tls import write_deployment
-
     written = write_deployment(out, parties, days)
     click.echo(f"wrote {len(written)} files to {out}: " + ", ".join(written))

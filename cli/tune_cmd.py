@@ -6,6 +6,10 @@ from pathlib import Path
 
 import click
 
+from vfl.experiments.tuning import tune as run_tune
+
+from .shared import data_dir_option
+
 __all__ = ["tune"]
 
 
@@ -49,12 +53,7 @@ __all__ = ["tune"]
     help="The chosen config [default: CONFIG's name with -tuned.toml, here].",
 )
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a key first.")
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Where datasets are [default: $VFL_DATA_DIR, else the user cache].",
-)
+@data_dir_option
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 def tune(config_path, grid, public, seeds, trials, out, overrides, data_dir, overwrite):
     """Choose hyper-parameters and write the chosen config, which records the tuning.
@@ -63,8 +62,6 @@ def tune(config_path, grid, public, seeds, trials, out, overrides, data_dir, ove
     vfl tune --config own.toml --grid solver.lam1=0.01,0.1,1 --grid privacy.clip=1,2
     vfl run --config own-tuned.toml
     """
-    from vfl.experiments.tuning import tune as run_tune
-
     out = Path(out) if out else Path(f"{Path(config_path).stem}-tuned.toml")
     mode = "public" if public else "private"
     result = run_tune(

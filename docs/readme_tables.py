@@ -13,7 +13,7 @@ NAME says which CSV and which renderer:
   and ``tv.csv`` beside it, written by ``python docs/measure.py ceiling``;
 - ``utility-a9a``, ``utility-adult``: ``docs/figures/private/utility-*.csv``,
   written by ``vfl reproduce private-utility``
-  (:func:`vfl.papers.private_utility.figures.utility_markdown`);
+  (:func:`vfl.papers.private_utility.utility_panels.utility_markdown`);
 - ``attacks``: ``docs/figures/attacks/attacks.csv``, written by ``vfl reproduce attacks``
   (:func:`vfl.papers.attacks.figures.attacks_markdown`);
 - ``hu-bytes``: ``docs/figures/hu/bytes.csv``, written by ``vfl reproduce hu bytes``
@@ -83,7 +83,7 @@ def _render(name: str) -> str:
 
         return audit_markdown(pd.read_csv(FIGURES / "audits" / "audits.csv"))
     if name.startswith("utility-"):
-        from vfl.papers.private_utility.figures import utility_markdown
+        from vfl.papers.private_utility.utility_panels import utility_markdown
 
         return utility_markdown(pd.read_csv(FIGURES / "private" / f"{name}.csv", comment="#"))
     if name == "attacks":

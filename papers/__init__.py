@@ -28,7 +28,6 @@ __all__ = [
     "Figure",
     "Paper",
     "check_configs",
-    "check_data",
     "declared_solvers",
     "figure_listing",
     "paper",
@@ -108,30 +107,6 @@ def check_configs(chosen: list[tuple[str, str]], configs: Path | None = None) ->
             path = declared.config_path(name, configs)
             if not path.is_file():
                 raise ConfigError(f"{key} {which}: config {path} not found")
-
-
-def check_data(chosen: list[tuple[str, str]], configs: Path | None = None, data_dir=None) -> None:
-    """Refuse, before anything runs or is created, a figure whose configs are broken or whose
-    registry data is missing (a config's fallback counts when none of its files is there)."""
-    from vfl.datasets import REGISTRY, dataset_status
-    from vfl.datasets.files import require_files, resolve_data_dir
-    from vfl.datasets.registry import get_spec
-    from vfl.experiments.config import load_config
-
-    seen = set()
-    for key, which in chosen:
-        declared = paper(key)
-        for name in declared.configs(which):
-            config = load_config(declared.config_path(name, configs))  # a broken config stops here
-            d = config.data
-            if d.dataset not in REGISTRY or d.dataset in seen:
-                continue
-            seen.add(d.dataset)
-            present = [f["present"] for f in dataset_status(d.dataset, data_dir)]
-            if d.fallback and not any(present):
-                continue
-            spec = get_spec(d.dataset)
-            require_files(spec.name, spec.files, resolve_data_dir(data_dir))
 
 
 def reproduce(

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import STYLE, plt, save_figure
+from .canvas import STYLE, plt, save_figure
 
 __all__ = ["DrawnPanel", "Series", "draw_layout", "fill", "write_table"]
 

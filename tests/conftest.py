@@ -86,7 +86,7 @@ def _png_figures_only(request, monkeypatch):
     check the PDF beside a PNG are marked and write both.
     """
     if request.node.get_closest_marker("pdf") is None:
-        from vfl import plots
+        from vfl.plots import canvas as plots
 
         monkeypatch.setattr(plots, "VECTOR_SUFFIX", None)
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from vfl.cli.main import COMMANDS, all_commands
+
 REPO = Path(__file__).resolve().parents[1]
 FAMILIES = ("admm", "attacks", "baselines", "decentralized", "stacking")
 #: what each part may import from vfl
@@ -73,11 +75,19 @@ def test_the_core_holds_the_shared_problem_library():
 
 
 def test_the_cli_only_parses_calls_and_prints():
-    """cli/ stays under 1,200 lines: the logic lives in the layers below it (1,000 until
-    `vfl tune` and `vfl datasets split`, 1,100 until `vfl party` and `vfl attack`: thin
-    commands over experiments/)."""
+    """cli/ stays under 1,550 lines: the logic lives in the layers below it; what is left is
+    click's declarations (1,200 before the 120-column reformat, when the same code was a
+    third shorter; 1,401 once the commands' assembly moved to experiments/ and plots/)."""
     lines = sum(len(path.read_text().splitlines()) for path in (REPO / "cli").glob("*.py"))
-    assert lines < 1200, f"cli/ has {lines} lines"
+    assert lines < 1550, f"cli/ has {lines} lines"
+
+
+def test_the_help_table_says_what_each_command_says():
+    """`vfl --help` lists the commands from cli/main.py's table without importing them; the
+    table's short help is each command's own."""
+    for name, command in all_commands().items():
+        short = COMMANDS[name][1]
+        assert short in (None, command.get_short_help_str(limit=70)), (name, short)
 
 
 def test_import_linter_contracts_hold(tmp_path):

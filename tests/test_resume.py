@@ -42,15 +42,15 @@ baselines = "none"
 
 def _captured(monkeypatch) -> list:
     """The RunResult each ``vfl run`` in this process writes (exact, not its CSV's digits)."""
-    import vfl.experiments.records as records
+    import vfl.experiments.run_directory as run_directory  # (where `vfl run` writes its records)
 
-    written, write = [], records.write_run
+    written, write = [], run_directory.write_run
 
     def keep(result, out, **kw):
         written.append(result)
         return write(result, out, **kw)
 
-    monkeypatch.setattr(records, "write_run", keep)
+    monkeypatch.setattr(run_directory, "write_run", keep)
     return written
 
 

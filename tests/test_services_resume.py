@@ -34,15 +34,15 @@ EPOCHS, EVERY, KILL_AT = 8, 3, 6
 
 
 def _captured(monkeypatch) -> list:
-    import vfl.experiments.records as records
+    import vfl.experiments.run_directory as run_directory  # (where `vfl run` writes its records)
 
-    written, write = [], records.write_run
+    written, write = [], run_directory.write_run
 
     def keep(result, out, **kw):
         written.append(result)
         return write(result, out, **kw)
 
-    monkeypatch.setattr(records, "write_run", keep)
+    monkeypatch.setattr(run_directory, "write_run", keep)
     return written
 
 

@@ -46,9 +46,12 @@ import click
 import matplotlib.pyplot as plt  # noqa: E402  (after vfl.plots chose the Agg backend)
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed
+from threadpoolctl import threadpool_limits
 
 from vfl.experiments.records import load_run, run_is_current, write_run
 from vfl.experiments.reproduce import figure_config
+from vfl.experiments.runner import run_experiment
 from vfl.papers import engine
 from vfl.plots import STYLE, save_figure
 from vfl.plots.layout import write_table
@@ -117,10 +120,6 @@ def _execute(config, path: Path, data_dir) -> tuple[float, float]:
     BLAS is held to one thread: these are tiny matrices, where threads only
     contend (up to 20x slower on a busy 2-core machine).
     """
-    from threadpoolctl import threadpool_limits
-
-    from vfl.experiments.runner import run_experiment
-
     t0, c0 = time.perf_counter(), time.process_time()
     with threadpool_limits(limits=1):
         write_run(run_experiment(config, data_dir=data_dir), path, overwrite=True)
@@ -154,8 +153,6 @@ def ensure_runs(names, configs: Path, out: Path, data_dir=None, jobs: int = 2, e
         if jobs == 1 or len(todo) == 1:
             times = [_execute(*a) for a in args]
         else:
-            from joblib import Parallel, delayed
-
             times = Parallel(n_jobs=min(jobs, len(todo)))(delayed(_execute)(*a) for a in args)
         for name, (wall, _) in zip(todo, times):
             echo(

@@ -40,7 +40,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter
 
@@ -48,13 +47,27 @@ import click
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from joblib import Parallel, delayed
 
+from vfl.baselines import fit_sklearn_baseline
+from vfl.core.column_kinds import column_kinds
 from vfl.core.errors import ConfigError, VFLError
+from vfl.core.layouts import VerticalData
+from vfl.core.metrics import accuracy, log_loss
+from vfl.core.objective import Objective
+from vfl.core.streams import Streams
+from vfl.experiments.config import config_from_dict
+from vfl.experiments.registry import get_solver
 from vfl.experiments.reproduce import ensure_run, figure_config
+from vfl.experiments.runner import plan_run
+from vfl.experiments.settings import make_objective
 from vfl.papers import engine
 from vfl.plots import save_figure
 
 from . import DATASETS, PAPER
+
+# the hooks its declaration names, and the figure's record
+from .utility_panels import Utility, noise_draws, tuning_table, utility_panel, utility_table
 
 __all__ = [
     "ADMM_GRID",
@@ -64,7 +77,10 @@ __all__ = [
     "REFERENCE_LAMS",
     "STACKING_GRID",
     "reproduce",
-    "utility_markdown",
+    "noise_draws",
+    "tuning_table",
+    "utility_panel",
+    "utility_table",
     "validation_scores",
 ]
 
@@ -134,16 +150,11 @@ def _nonprivate(config):
     raw["privacy"]["replayable_noise"] = True
     raw.pop("sweep", None)  # an epsilon sweep needs the mechanism
     raw["name"] = config.name + "-nonprivate"
-    from vfl.experiments.config import config_from_dict
-
     return config_from_dict(raw)
 
 
 def _kind(config) -> str:
     """Whether a method's test numbers are released (a deployable model) or diagnostic."""
-    from vfl.core.column_kinds import column_kinds
-    from vfl.experiments.registry import get_solver
-
     return column_kinds(get_solver(config.solver.name), ["test_logloss"], True)["test_logloss"]
 
 
@@ -186,12 +197,6 @@ def validation_scores(
     the test set are touched. A candidate that fails (diverges, impossible
     settings) scores NaN, with the first error in the ``error`` column.
     """
-    from vfl.core.layouts import VerticalData
-    from vfl.core.metrics import accuracy, log_loss
-    from vfl.core.streams import Streams
-    from vfl.experiments.runner import plan_run
-    from vfl.experiments.settings import make_objective
-
     plan = plan_run(config, data_dir)
     blocks, y = _public_rows(config, plan)
     fit, val = _holdout(len(y), fraction, split_seed)
@@ -273,10 +278,6 @@ def _references(config, data_dir) -> tuple[list[dict], pd.DataFrame]:
     on the same split of the public rows as every method, then refitted on
     all training rows and scored on the test set once.
     """
-    from vfl.baselines import fit_sklearn_baseline
-    from vfl.core.objective import Objective
-    from vfl.experiments.runner import plan_run
-
     plan = plan_run(config, data_dir)
     first = plan.first
     train, test, y, y_test = first.data.blocks, first.test, np.asarray(first.data.y), first.y_test
@@ -407,8 +408,6 @@ def _dataset(
         for _, base, grid, short, eps in points
     ]
     if jobs > 1 and len(args) > 1:  # every (method, epsilon) is tuned and run on its own
-        from joblib import Parallel, delayed
-
         results = Parallel(n_jobs=min(jobs, len(args)))(delayed(_tune_and_run)(*a) for a in args)
     else:
         results = [_tune_and_run(*a, echo=echo) for a in args]
@@ -427,108 +426,6 @@ def _dataset(
             f"+- {res['test_logloss_std']:.4f} (chosen on validation: {json.dumps(best)})"
         )
     return pd.DataFrame(rows), pd.concat(tuning, ignore_index=True), baselines, run.manifest
-
-
-#: dashed: a diagnostic curve (scored with a model no party could deploy)
-_STYLE = {"private stacking": ("C0", "o", "-"), "ADMM sharing (row-level DP)": ("C3", "s", "--")}
-_LEGEND = {
-    "ADMM sharing (row-level DP)": "ADMM sharing (row-level DP), diagnostic: scored with "
-    "the exact x_m no party releases"
-}
-_LINES = {"non-private stacking": ("C0", "-."), "all features": ("black", "--"), "party 1 alone": ("0.45", ":")}
-
-
-@dataclass(frozen=True)
-class Utility:
-    """One dataset's outcome: the methods' test numbers, every validation score, the manifest."""
-
-    table: pd.DataFrame
-    tuning: pd.DataFrame
-    manifest: dict
-
-
-def noise_draws(values: dict, record) -> dict:
-    """A dataset's title field: how many noise draws private stacking's numbers average."""
-    t = record.table
-    n = (
-        int(t.loc[t["method"] == "private stacking", "n_seeds"].max())
-        if (t["method"] == "private stacking").any()
-        else 0
-    )
-    return {"draws": f" (mean +- sd, {n} noise draws)" if n > 1 else ""}
-
-
-def utility_panel(ax, panel, view) -> None:
-    """One metric (``panel.name``) vs epsilon: means with +-1 sd bands over the noise draws,
-    references flat.
-
-    The axis zooms on private stacking and the references; a method outside
-    it (ADMM sharing, far worse) is drawn at the edge with its values written.
-    """
-    table, metric = next(iter(view.runs.values()))[0].record.table, panel.name
-    ref = table[table["method"].isin(["private stacking", *_LINES])]
-    lo, hi = ref[f"{metric}_mean"].min(), ref[f"{metric}_mean"].max()
-    pad = 0.15 * (hi - lo) + 1e-3
-    worse_up = metric == "test_logloss"  # where a worse method leaves the axis
-    ylim = (lo - pad, hi + 3 * pad) if worse_up else (lo - 3 * pad, hi + pad)
-    for method, (color, marker, ls) in _STYLE.items():
-        t = table[table["method"] == method].sort_values("epsilon")
-        if t.empty:
-            continue
-        x, m, s = t["epsilon"], t[f"{metric}_mean"], t[f"{metric}_std"].fillna(0.0)
-        ax.plot(x, m, color=color, marker=marker, ms=3.5, ls=ls, label=_LEGEND.get(method, method))
-        ax.fill_between(x, m - s, m + s, color=color, alpha=0.18, lw=0)
-        off = (m > ylim[1]) if worse_up else (m < ylim[0])
-        if off.any():
-            edge = 0.965 if worse_up else 0.035
-            trans = ax.get_xaxis_transform()
-            ax.plot(
-                x[off],
-                np.full(off.sum(), edge),
-                ls="none",
-                color=color,
-                marker="^" if worse_up else "v",
-                ms=4,
-                transform=trans,
-                clip_on=False,
-            )
-            for xi, mi in zip(x[off], m[off]):
-                ax.annotate(
-                    f"{mi:.3f}",
-                    (xi, edge),
-                    xycoords=trans,
-                    fontsize=6,
-                    color=color,
-                    ha="center",
-                    va="top" if worse_up else "bottom",
-                    xytext=(0, -4 if worse_up else 4),
-                    textcoords="offset points",
-                )
-    for method, (color, ls) in _LINES.items():
-        t = table[table["method"] == method]
-        if len(t):  # fitted without noise on the private training rows
-            ax.axhline(float(t[f"{metric}_mean"].iloc[0]), color=color, ls=ls, lw=1.0, label=f"{method} (diagnostic)")
-    levels = sorted(table.loc[np.isfinite(table["epsilon"]), "epsilon"].unique())
-    ax.set_xticks(levels, [f"{e:g}" for e in levels])
-    ax.minorticks_off()
-    ax.set_ylim(*ylim)
-
-
-def _outcome(table, runs) -> Utility | None:
-    return runs[table.configs[0]][0].record if table.configs[0] in runs else None
-
-
-def utility_table(table, runs, drawn, echo) -> pd.DataFrame | None:
-    """One row per method and epsilon, with the chosen hyper-parameters (a dataset not drawn:
-    no file)."""
-    outcome = _outcome(table, runs)
-    return None if outcome is None else outcome.table
-
-
-def tuning_table(table, runs, drawn, echo) -> pd.DataFrame | None:
-    """Every validation score of the dataset's tuning."""
-    outcome = _outcome(table, runs)
-    return None if outcome is None else outcome.tuning
 
 
 def reproduce(
@@ -559,34 +456,3 @@ def reproduce(
     written = engine.draw(figure, runs, out, sys.modules[__name__], echo=echo, save=save_figure)[0]
     echo(f"  done in {perf_counter() - t0:.0f} s")
     return written
-
-
-#: README's rows, in order: (method in the CSV, label in README)
-_README_ROWS = (
-    ("private stacking", "private stacking"),
-    ("ADMM sharing (row-level DP)", "ADMM sharing (row-level DP), diagnostic"),
-    ("non-private stacking", "non-private stacking (no noise)"),
-    ("party 1 alone", "party 1 alone (no noise)"),
-    ("all features", "all features (no noise)"),
-)
-
-
-def utility_markdown(table: pd.DataFrame) -> str:
-    """README's table of ``utility-<dataset>.csv``: test log loss per method and epsilon.
-
-    Private methods show mean +- sd over the noise draws; the references
-    (no noise) repeat their one value under every epsilon.
-    """
-    eps = sorted(float(e) for e in table["epsilon"].unique() if np.isfinite(float(e)))
-    lines = ["| epsilon | " + " | ".join(f"{e:g}" for e in eps) + " |", "|---|" + "---:|" * len(eps)]
-    for method, label in _README_ROWS:
-        rows = table[table["method"] == method]
-        if rows.empty:
-            continue
-        if len(rows) == 1 and not np.isfinite(float(rows["epsilon"].iloc[0])):
-            cells = [f"{rows['test_logloss_mean'].iloc[0]:.4f}"] * len(eps)
-        else:
-            by = rows.set_index(rows["epsilon"].astype(float))
-            cells = [f"{by.loc[e, 'test_logloss_mean']:.4f} ± {by.loc[e, 'test_logloss_std']:.4f}" for e in eps]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
