@@ -24,19 +24,19 @@ __all__ = ["all_commands", "cli", "main"]
 
 #: `vfl --help` lists the commands in these groups, in this order
 SECTIONS = {
-    "Run one experiment and look at it": ["run", "plot", "audit", "attack", "privacy"],
+    "Run one experiment and look at it": ["run", "plot", "audit", "audits", "attack", "privacy"],
     "Sweeps and tuning": ["sweep", "sweep-noise", "tune"],
     "Reproduce the papers (Hu et al.; Huang et al.; Xiao et al.; private stacking)": ["reproduce", "references"],
     "Data and algorithms": ["datasets", "solvers"],
     "Deployment: each party its own service": ["party"],
 }
 #: each command's module (vfl.cli.<module>; the command is its attribute) and its short help,
-#: shown without importing the module (None: not listed)
+#: shown without importing the module
 COMMANDS = {
     "run": ("run_cmd", "Run one experiment and write its run directory."),
     "plot": ("plot_cmd", "Overlay runs: objective and test loss vs iteration or time."),
     "audit": ("audit_cmd", "Audit a run's privacy claims (white-box): PASS or REFUTED."),
-    "audits": ("audit_cmd", None),
+    "audits": ("audit_cmd", "Collect every audit under ROOT into one table and one figure."),
     "attack": ("attack_cmd", "Attack a run's messages: AUC (95 % CI), its ceiling under DP, an..."),
     "privacy": ("privacy_cmd", "Epsilon of a Gaussian mechanism under every analysis, or sigma."),
     "sweep": ("sweep_cmd", "Sweep any config keys (cartesian grid) and seeds; aggregate, plot."),
