@@ -51,7 +51,7 @@ Modules: ``schedules`` (constants, step sizes, sensitivities and sigmas),
 split and the row bound), ``base`` (what the three solvers share), ``exact``
 (Algorithms 1 and 2, with their providers' exact local step) and ``dp_admm``
 (Algorithm 3, with its providers' closed form); the providers' side of each
-is a :class:`~vfl.admm.providers.ProviderGroup` subclass, so it runs wherever
+is a :class:`~vfl.admm.consensus.providers.ProviderGroup` subclass, so it runs wherever
 the providers are.
 """
 

@@ -9,12 +9,13 @@ import numpy as np
 from vfl.core.host import LocalEnv
 from vfl.core.objective import Objective
 from vfl.core.params import Param
-from vfl.core.solver import HorizontalData, Setting, Solver, Streams
+from vfl.core.solver import HorizontalData, Neighbour, Setting, Solver, Streams
 from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 
-from ..providers import PROVIDERS_PROTOCOL, Providers, ProviderSpec, check_provider_rows
+from ..local_solvers import newton
 from .batched import _reg_value
+from .providers import PROVIDERS_PROTOCOL, Providers, ProviderSpec, check_provider_rows
 from .schedules import REGULARIZERS, _log_term
 
 _COMMON_PARAMS = (
@@ -119,7 +120,7 @@ def per_iteration_epsilon(privacy, T: int, ratio: float = 1.0) -> float:
             "set privacy.epsilon with privacy.delta (the whole run's target) or "
             "privacy.epsilon_per_iteration (Theorem 1's)"
         )
-    from vfl.privacy import calibrate_sigma
+    from vfl.privacy import calibrate_sigma  # lazy: start-up (vfl.privacy loads dp-accounting, 0.8 s)
 
     delta, target = float(privacy.delta), float(privacy.epsilon)
     z = calibrate_sigma(target, delta, int(T), 1.0, accountant=privacy.accountant)
@@ -163,7 +164,7 @@ class _Consensus(Solver):
     inference = Inference(
         0, "the trainer holds the deployable model, its global w^k, and scores test rows alone: no message"
     )
-    #: the providers' side of an iteration (a :class:`~vfl.admm.providers.ProviderGroup`
+    #: the providers' side of an iteration (a :class:`~vfl.admm.consensus.providers.ProviderGroup`
     #: subclass: the solver's local step): on Dask, groups of providers on their own workers
     #: (:mod:`vfl.experiments.providers`); the release events are recorded by the trainer,
     #: so accounting runs there too
@@ -207,8 +208,6 @@ class _Consensus(Solver):
         1`` and ``b`` in {-1, +1}, so every pair is inside the relation. The
         public pre-training rows are the same in both datasets.
         """
-        from vfl.core.solver import Neighbour
-
         A = np.asarray(data.A, dtype=float)
         b = np.asarray(data.b, dtype=float)
         N, m, _ = A.shape
@@ -489,8 +488,6 @@ class _Consensus(Solver):
 def _reference_direction(A, b) -> np.ndarray:
     """The unit direction of a logistic fit of every provider's records (a small ridge: the
     direction, not the scale, is what the canaries need); ``sum b a`` if that fit is 0."""
-    from ..local_solvers import newton
-
     N, m, d = A.shape
     fit = newton(A.reshape(1, N * m, d), b.reshape(1, N * m), alpha2=1e-3, tol=1e-8).w[0]
     return _unit(fit if np.any(fit) else np.einsum("nm,nmd->d", b, A), d)
