@@ -33,11 +33,13 @@ from vfl.datasets._checks import integer
 from vfl.datasets.adult import ADULT_OPTIONS, load_adult
 from vfl.datasets.base import Dataset, RawDataset
 from vfl.datasets.files import find_file, read_file, require_files, resolve_data_dir, user_cache_dir
+from vfl.datasets.parties.join import load_parties
 from vfl.datasets.parties.spec import DATA_KEYS as PARTY_DATA_KEYS
 from vfl.datasets.preprocessing import apply_minmax, fit_minmax
 from vfl.datasets.records import LibsvmRules, parse_libsvm, record_lines
 from vfl.datasets.registry import SYNTHETIC_NAME, DatasetSpec, FileSpec, get_spec
 from vfl.datasets.schemas import FILE_RECORDS
+from vfl.datasets.stage import preprocess, refuse_private
 from vfl.datasets.synthetic import SYNTHETIC_OPTIONS, synthetic_from_options
 from vfl.datasets.userfiles import USER_FILE_LOADERS, USER_FILE_OPTIONS
 
@@ -179,7 +181,7 @@ def _save_parsed(entry: Path, content_sha: str, arrays) -> None:
 def _parse_svmlight(source: str, content: bytes, n_features: int):
     """Parse LIBSVM text; ``source`` (the path read) names the file in errors."""
     # Imported here, not at module level: `vfl --help` should not pay for sklearn.
-    from sklearn.datasets import load_svmlight_file
+    from sklearn.datasets import load_svmlight_file  # lazy: start-up (sklearn.datasets, 1.0 s)
 
     try:
         # zero_based=False: LIBSVM files are 1-based; an index 0 is an error,
@@ -461,13 +463,9 @@ def load_raw(
                 raise DataError(f"{name}: conflicting option preset={options['preset']!r}")
         return _as_raw(synthetic_from_options(options))
     if not strict and name in _REFUSED_PRIVATE:  # before any record is read
-        from vfl.datasets.stage import refuse_private
-
         what, key = _REFUSED_PRIVATE[name][0]
         raise refuse_private(f"{name}: {what}", key)
     if name == "parties":  # one file per party, rows aligned by PSI
-        from vfl.datasets.parties.join import load_parties
-
         data = load_parties(options, strict=strict)
         data.provenance["options"] = dict(options)
         return data
@@ -497,7 +495,5 @@ def load_dataset(
     on the training records here, and the provenance says so; a private run
     goes through :func:`vfl.datasets.stage.fit_stage` with ``private=True``.
     """
-    from vfl.datasets.stage import preprocess
-
     raw = load_raw(name, data_dir, options=options, verify=verify)
     return preprocess(raw, preprocessing or {})

@@ -46,6 +46,7 @@ from vfl.core.preprocessing import (
     check_bounds,
     check_vocabulary,
 )
+from vfl.datasets.base import Dataset
 
 __all__ = ["PREPROCESSING_KEYS", "check_spec", "Stage", "fit_stage", "preprocess", "refuse_private"]
 
@@ -486,8 +487,6 @@ def preprocess(raw, spec: Mapping[str, Any]):
     For library use and tests; runs go through the settings, which apply the
     row steps per unit of ownership.
     """
-    from vfl.datasets.base import Dataset
-
     try:
         stage = fit_stage(raw, spec, private=False)
     except ValueError as exc:
