@@ -415,7 +415,7 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
         solver.wire = Wire(M)
         solver.label_sigma = None
         if privacy.label_epsilon is not None:
-            from vfl.privacy.labels import label_sigma
+            from vfl.privacy.labels import label_sigma  # lazy: start-up (vfl.privacy loads dp-accounting, 0.8 s)
 
             solver.label_epsilon, solver.label_delta = privacy.label_epsilon, privacy.label_delta
             solver.label_clip, solver.label_rng = privacy.label_clip, streams.noise(0, 1)
@@ -494,7 +494,7 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
     def privacy_info(self) -> PrivacyInfo | None:
         label = None
         if self.label_sigma is not None:
-            from vfl.privacy.labels import label_guarantee
+            from vfl.privacy.labels import label_guarantee  # lazy: start-up (vfl.privacy loads dp-accounting, 0.8 s)
 
             label = label_guarantee(
                 self.label_epsilon,

@@ -38,6 +38,7 @@ from vfl.core.solver import Reference
 
 from .agents import AgentGroup
 from .base import EXCHANGE_PARAMS, LAPLACE_PRIVACY, NetworkSolver, PrivateNetworkSolver
+from .graphs import laplacian
 
 __all__ = ["LDPADMM", "OPADMM", "RandomPenaltyADMM", "FixedADMM", "DVPADMM", "PPADMM"]
 
@@ -168,8 +169,6 @@ class _ADMMState:
         its sparse graphs (``lambda_max(L)`` about 10) but not, e.g., a complete
         graph on 100 agents (``lambda_max(L) = 100``, ratio 5).
         """
-        from .graphs import laplacian
-
         lam_max = float(np.linalg.eigvalsh(laplacian(self.adj).toarray())[-1])
         zeta = self.settings.zeta
         D = getattr(self.settings, "D", None)

@@ -75,7 +75,7 @@ from vfl.core.host import LocalEnv
 from vfl.core.params import Param
 from vfl.core.records import PrivacyInfo
 from vfl.core.sampling import rr_epsilon
-from vfl.core.solver import Reference, Release, Setting, Solver, VerticalData, label_neighbours
+from vfl.core.solver import Neighbour, Reference, Release, Setting, Solver, VerticalData, label_neighbours
 from vfl.core.units import InProcessUnits
 from vfl.core.wire import Inference, Wire
 
@@ -596,8 +596,6 @@ class PrivateStacking(Solver):
         ``+-v`` (``v`` the Hessian's flattest direction) and ``+-x*/||x*||``
         that moves the local model most by one Newton step.
         """
-        from vfl.core.solver import Neighbour, VerticalData
-
         y = np.asarray(data.y, dtype=float)
         m0 = mech.base_rate_logit(y)
         out = []
