@@ -16,6 +16,7 @@ DP guarantee, and an empirical epsilon lower bound.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
@@ -122,8 +123,6 @@ class Outcome:
         )
 
     def show(self, as_json: bool = False) -> str:
-        import json
-
         return json.dumps(self.as_json()) if as_json else self.as_text()
 
     def as_json(self) -> dict:

@@ -16,7 +16,6 @@ The privacy computations (Theorems 2.2, 2.3, footnote 1) are in
 """
 
 from .admm import DVPADMM, LDPADMM, OPADMM, PPADMM, FixedADMM, RandomPenaltyADMM
-from .base import NEIGHBOURING, NetworkSolver, PrivateNetworkSolver
 from .gd import DGD, LDPGD, LDPGDMinMax, NoisyConsensusGD
 from .graphs import (
     GRAPH_KINDS,
@@ -29,6 +28,8 @@ from .graphs import (
     make_graph,
     metropolis_weights,
 )
+from .network import NetworkSolver
+from .private_network import NEIGHBOURING, PrivateNetworkSolver
 from .problem import (
     LABEL_ENCODINGS,
     Sensitivity,

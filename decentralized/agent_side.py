@@ -276,7 +276,7 @@ class Agents:
 
     ``record(scale=, sensitivity=, mechanism=, l2_sensitivity=)`` records an iteration's
     release event in the solver and returns every agent's scale to draw with, where the
-    agents draw their own noise (:meth:`~.base.PrivateNetworkSolver.record_noise`).
+    agents draw their own noise (:meth:`~.private_network.PrivateNetworkSolver.record_noise`).
     """
 
     def __init__(self, session, adjacency, x0, shape, record):

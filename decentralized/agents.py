@@ -32,7 +32,7 @@ from vfl.core.releases import add_noise_to_rows
 from vfl.privacy.ldp import realized_loss
 
 from .graphs import check_adjacency, degrees
-from .problem import loss_derivatives
+from .problem import domain, loss_derivatives
 from .secret_sharing import AdditiveSecretSharing
 
 __all__ = ["AgentGroup", "AgentOptions", "draw_rows"]
@@ -206,8 +206,6 @@ class AgentGroup:
 
     def domain(self) -> dict:
         """What the sensitivity check reads of the group's samples (:func:`.problem.domain`)."""
-        from .problem import domain
-
         return domain(self.A, self.b)
 
     def update(self, public: dict, publish):

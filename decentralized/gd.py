@@ -23,8 +23,9 @@ from vfl.core.params import Param
 from vfl.core.solver import Reference
 
 from .agents import AgentGroup
-from .base import EXCHANGE_PARAMS, NetworkSolver, PrivateNetworkSolver
 from .graphs import closed_neighbourhoods, is_complete, metropolis_weights
+from .network import EXCHANGE_PARAMS, NetworkSolver
+from .private_network import PrivateNetworkSolver
 
 __all__ = ["DGD", "NoisyConsensusGD", "LDPGD", "LDPGDMinMax"]
 

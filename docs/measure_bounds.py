@@ -33,7 +33,7 @@ def measure_ceiling(seeds=(0, 1, 2)) -> Path:
     import numpy as np
     import pandas as pd
 
-    from vfl.admm.sharing.solver import ADMMSharing
+    from vfl.admm.sharing.iteration import ADMMSharing
     from vfl.core.streams import Streams
     from vfl.experiments.audit import Recorder
     from vfl.experiments.config import load_config

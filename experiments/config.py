@@ -870,7 +870,7 @@ def _dask_solvers(backend: str = "dask") -> list[str]:
 
 def _preprocessing(table: dict) -> PreprocessingConfig:
     """Keys and types now; sources and columns when the stage meets the data."""
-    from vfl.datasets.stage import check_spec
+    from vfl.datasets.stage_spec import check_spec
 
     check_spec(table)
     return PreprocessingConfig(values=dict(table))

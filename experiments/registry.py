@@ -33,8 +33,8 @@ __all__ = [
 SOLVERS: dict[str, str] = {
     # vertical: parties hold columns (Hu et al.)
     "admm_sharing": "vfl.admm.sharing:ADMMSharingSolver",
-    "fdml_sgd": "vfl.baselines.sgd:FDMLSGDSolver",
-    "private_stacking": "vfl.stacking.solver:PrivateStacking",
+    "fdml_sgd": "vfl.baselines.fdml_sgd:FDMLSGDSolver",
+    "private_stacking": "vfl.stacking.private_stacking:PrivateStacking",
     # horizontal: providers hold rows, one trainer (Huang et al.)
     "consensus_admm": "vfl.admm.consensus:ConsensusADMM",
     "consensus_admm_perturbed": "vfl.admm.consensus:ConsensusADMMPerturbed",

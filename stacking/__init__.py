@@ -24,7 +24,8 @@ from .mechanism import (
     sure_ridge,
 )
 from .party import PASSIVES_PROTOCOL, Passive, Passives, PassiveSpec
-from .solver import NEIGHBOURS, PrivateStacking
+from .private_stacking import PrivateStacking
+from .statement import NEIGHBOURS
 
 __all__ = [
     "GTOL",

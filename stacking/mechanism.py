@@ -27,7 +27,9 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 from scipy.special import expit
 
 __all__ = [
@@ -119,9 +121,12 @@ def gdp_mu(epsilon: float, delta: float, accountant: str = "pld") -> float:
     by Brent's method; ``"rdp"``: :func:`vfl.privacy.calibrate_sigma` with
     the RDP accountant, the ledger's bound in that mode.
     """
-    from scipy.optimize import brentq
+    from scipy.optimize import brentq  # lazy: start-up (scipy.optimize, 0.3 s; the private calibration only)
 
-    from vfl.privacy import calibrate_sigma, composed_gaussian_epsilon
+    from vfl.privacy import (  # lazy: start-up (vfl.privacy loads dp-accounting, 0.8 s)
+        calibrate_sigma,
+        composed_gaussian_epsilon,
+    )
 
     if not (np.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
@@ -191,9 +196,6 @@ def fit_logistic(
     ``||grad|| <= gtol`` and checks it: the released model's sensitivity
     (:func:`model_sensitivity`) depends on it.
     """
-    import scipy.linalg
-    import scipy.sparse.linalg as spla
-
     n, d = Z.shape
     lam = np.broadcast_to(np.asarray(lam, dtype=float), (d,)).copy()
     if not np.all(np.isfinite(lam)) or np.any(lam <= 0):

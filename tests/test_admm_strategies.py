@@ -46,11 +46,11 @@ from vfl.admm.sharing.forms import (
     SafeguardedZUpdate,
     Unconstrained,
 )
+from vfl.admm.sharing.iteration import ACCELERATIONS, FORMS, ORDERS, RHO_SCHEDULES, Z_UPDATES
 from vfl.admm.sharing.noise import NOISE, OutputNoise, VariableNoise, WhitenedVariableNoise
 from vfl.admm.sharing.party import Party
 from vfl.admm.sharing.penalty import RHO_SCHEDULE, FixedPenalty, SpectralPenalty
 from vfl.admm.sharing.relations import RELATIONS, ColumnRelation, RowRelation
-from vfl.admm.sharing.solver import ACCELERATIONS, FORMS, ORDERS, RHO_SCHEDULES, Z_UPDATES
 from vfl.core.objective import Objective
 
 N = 60

@@ -455,7 +455,7 @@ def test_real_status_and_verify(data_dir):
 def test_parsed_arrays_are_cached_by_the_stored_file_and_still_verified(tmp_path, monkeypatch):
     """The second load reads the cached arrays (bit-identical, no parse), a changed file is
     parsed afresh, a damaged entry is replaced, and verification still applies to a hit."""
-    from vfl.datasets import loaders
+    from vfl.datasets import a9a
 
     monkeypatch.setenv("VFL_CACHE_DIR", str(tmp_path / "cache"))
     write_a9a(tmp_path)
@@ -466,7 +466,7 @@ def test_parsed_arrays_are_cached_by_the_stored_file_and_still_verified(tmp_path
     def no_parse(*args):
         raise AssertionError("parsed again instead of read from the cache")
 
-    monkeypatch.setattr(loaders, "_parse_svmlight", no_parse)
+    monkeypatch.setattr(a9a, "_parse_svmlight", no_parse)
     again = load_dataset("a9a", tmp_path, verify=False)
     assert (again.X_train != first.X_train).nnz == 0 and again.X_train.shape == (3, 123)
     np.testing.assert_array_equal(again.y_test, first.y_test)

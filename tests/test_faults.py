@@ -91,7 +91,7 @@ FAMILIES = {
         },
     ),
     "providers": (
-        "vfl.admm.providers:PROVIDERS_PROTOCOL",
+        "vfl.admm.consensus.providers:PROVIDERS_PROTOCOL",
         {
             "none": _with(HORIZONTAL, solver={"name": "consensus_admm", "epochs": 3}),
             "noise": _with(

@@ -193,15 +193,15 @@ def test_a_party_file_that_does_not_match_is_one_line_naming_the_party(tmp_path,
 
 def test_party_files_on_dask_each_worker_reads_its_own_file_to_the_same_numbers(tmp_path, monkeypatch):
     distributed = pytest.importorskip("dask.distributed")
-    from vfl.datasets.parties import table
+    from vfl.datasets import parties
     from vfl.experiments.transport.dask_units import dask_backend
 
     _files(tmp_path)
     config = _config(tmp_path, None, "local.toml")
     local = run_experiment(config, with_baselines=False)
     read = []
-    real = table.load_party
-    monkeypatch.setattr(table, "load_party", lambda spec, **kw: read.append(spec.index) or real(spec, **kw))
+    real = parties.load_party
+    monkeypatch.setattr(parties, "load_party", lambda spec, **kw: read.append(spec.index) or real(spec, **kw))
     dask = config.with_overrides(["run.backend=dask"])
     with (
         distributed.LocalCluster(

@@ -19,7 +19,8 @@ from vfl.core.preprocessing import (
     normalize_rows,
 )
 from vfl.datasets.base import RawDataset
-from vfl.datasets.stage import check_spec, fit_stage
+from vfl.datasets.stage import fit_stage
+from vfl.datasets.stage_spec import check_spec
 
 
 def _table(n=6):

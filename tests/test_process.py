@@ -1,4 +1,4 @@
-"""experiments.process: the entry points' process-wide allocator setting."""
+"""experiments.transport.process: the entry points' process-wide allocator setting."""
 
 import subprocess
 import sys

@@ -12,8 +12,9 @@ import pytest
 import scipy.sparse as sp
 from cli_helpers import SMALL, vfl
 
-from vfl.admm.sharing.adapter import ADMMSharingSolver, scaled_rho
+from vfl.admm.sharing.admm_sharing import ADMMSharingSolver
 from vfl.admm.sharing.block import BlockSolver
+from vfl.admm.sharing.variant import scaled_rho
 from vfl.core.errors import ConfigError, DataError
 from vfl.datasets.a9a_like import A9A_GROUPS, make_a9a_like
 from vfl.datasets.synthetic import synthetic_from_options
@@ -191,7 +192,7 @@ def test_blas_threads_follow_the_blocks_storage():
     import numpy as np
     import scipy.sparse as sp
 
-    from vfl.admm.sharing.adapter import blas_threads_for
+    from vfl.admm.sharing.variant import blas_threads_for
 
     dense, sparse = np.ones((4, 3)), sp.csr_matrix(np.eye(4, 3))
     assert blas_threads_for([sparse, sparse], None) == 1

@@ -49,9 +49,10 @@ comes from the given :class:`~vfl.core.streams.Streams`.
 Modules: ``schedules`` (constants, step sizes, sensitivities and sigmas),
 ``batched`` (the closed form (3a) and the objectives), ``data`` (the providers'
 split and the row bound), ``base`` (what the three solvers share), ``exact``
-(Algorithms 1 and 2, with their providers' exact local step) and ``dp_admm``
-(Algorithm 3, with its providers' closed form); the providers' side of each
-is a :class:`~vfl.admm.providers.ProviderGroup` subclass, so it runs wherever
+(Algorithms 1 and 2, with their providers' exact local step), ``dp_admm``
+(Algorithm 3, with its providers' closed form) and ``neighbouring`` (the audit's
+neighbouring datasets); the providers' side of each
+is a :class:`~vfl.admm.consensus.providers.ProviderGroup` subclass (``providers``), so it runs wherever
 the providers are.
 """
 

@@ -13,7 +13,6 @@ from vfl.core.releases import Release
 from vfl.core.solver import Reference
 
 from ..local_solvers import fista, kkt_residual, lipschitz, newton, smooth_grad
-from ..providers import ProviderGroup
 from .base import (
     _ACCOUNTANT,
     _COMMON_PARAMS,
@@ -27,6 +26,7 @@ from .base import (
     _Consensus,
     per_iteration_epsilon,
 )
+from .providers import ProviderGroup
 from .schedules import (
     HUANG_PAPER,
     algorithm2_enforced_sensitivity,
@@ -277,7 +277,7 @@ class ConsensusADMMPerturbed(_ExactLocal):
         """Theorem 2's moments accountant (sigma / Delta_paper = sqrt(2 L) / eps, as in Alg. 3)."""
         if self.iteration == 0:
             return None
-        from vfl.privacy import dp_admm_epsilon
+        from vfl.privacy import dp_admm_epsilon  # lazy: start-up (vfl.privacy loads dp-accounting, 0.8 s)
 
         return dp_admm_epsilon(self.epsilon, self.delta, self.iteration), self.delta
 

@@ -42,7 +42,7 @@ into a strategy object of one of these modules:
 ``blas_threads=k`` limits BLAS to k threads inside each epoch (threadpoolctl),
 restored afterwards.
 
-The registered solver (:class:`ADMMSharingSolver`, :mod:`.adapter`) adds
+The registered solver (:class:`ADMMSharingSolver`, :mod:`.admm_sharing`) adds
 accounting mode: the neighbouring relations (:mod:`.relations`) and the
 privacy plan (:mod:`.accounting`). All of it is pure computation: no files,
 no printing, no global state (``blas_threads`` changes the BLAS thread count
@@ -50,10 +50,9 @@ only inside an epoch).
 """
 
 from .accounting import CALIBRATIONS
-from .adapter import ADMMSharingSolver
+from .admm_sharing import ADMMSharingSolver
 from .block import BlockSolver
-from .noise import NOISE_FORMS
-from .solver import (
+from .iteration import (
     ACCELERATIONS,
     FORMS,
     ORDERS,
@@ -62,6 +61,7 @@ from .solver import (
     ADMMSharing,
     check_variant,
 )
+from .noise import NOISE_FORMS
 
 __all__ = [
     "ACCELERATIONS",

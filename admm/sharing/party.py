@@ -14,7 +14,7 @@ party's :class:`SharingSide` and how a lost party comes back: its journal keeps
 the last pull alone (the x-update (6) reads only ``r``, so the model after an
 epoch is a function of that epoch's pull) and every round's noise scale.
 
-:class:`Parties` is what the iteration (:class:`~.solver.ADMMSharing`) talks
+:class:`Parties` is what the iteration (:class:`~.iteration.ADMMSharing`) talks
 to, over a :class:`~vfl.core.units.Session` of that protocol wherever the
 parties run (this process, Dask workers): one round of pulls in, shares out,
 and the diagnostics a research run asks for (:meth:`Parties.models`,

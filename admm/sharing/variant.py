@@ -1,4 +1,4 @@
-"""The variant options of :class:`~vfl.admm.sharing.solver.ADMMSharing`: their choices
+"""The variant options of :class:`~vfl.admm.sharing.iteration.ADMMSharing`: their choices
 and the check of their combinations, before anything is built; how rho follows the number
 of parties, and the BLAS threads the blocks' storage calls for."""
 

@@ -14,13 +14,6 @@ aligned rows become one dataset whose columns are the parties' blocks
 """
 
 from .spec import DATA_KEYS, PARTY_KEYS, PartySpec, check_parties
+from .table import PartyTable, load_party
 
 __all__ = ["PARTY_KEYS", "DATA_KEYS", "PartySpec", "PartyTable", "check_parties", "load_party"]
-
-
-def __getattr__(name):  # the readers load pandas: only when a party file is read
-    if name in ("PartyTable", "load_party"):
-        from . import table
-
-        return getattr(table, name)
-    raise AttributeError(name)

@@ -31,7 +31,7 @@ import numpy as np
 
 from vfl.core.errors import DataError
 
-from .psi import POINT, PsiClient, PsiServer, pack, protocol_bytes, tag_width, unpack
+from .psi import _HEADER, POINT, PsiClient, PsiServer, pack, protocol_bytes, tag_width, unpack
 
 __all__ = [
     "Alignment",
@@ -243,7 +243,5 @@ def align_with(
 
 def _psi_bytes(sent_b, pairs):
     """The PSI messages' bytes (headers included), pair by pair: what is not the agreement."""
-    from .psi import _HEADER
-
     for p in pairs:
         yield (POINT * (p["client_ids"] + p["server_ids"]) + p["tag_bytes"] * p["client_ids"] + 3 * _HEADER.size)

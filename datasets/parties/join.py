@@ -21,6 +21,7 @@ from vfl.core.errors import DataError
 from vfl.core.preprocessing import RawTable, Schema
 from vfl.core.relations import Cleaning
 from vfl.datasets.base import RawDataset
+from vfl.datasets.userfiles.holdout import _split
 
 from .align import align
 from .schema import merge_schemas
@@ -116,8 +117,6 @@ def assemble(
         y_t = label.test.y[test_rows[0]] if label.test.y is not None else _placeholder(len(test_rows[0]))
         split = {"test": "test_path", "n_train": int(y.size), "n_test": int(y_t.size)}
     else:
-        from vfl.datasets.userfiles.holdout import _split
-
         fraction = float(options["test_fraction"])
         seed = int(options.get("split_seed", 0))
         tr, te = _split(

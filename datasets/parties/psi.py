@@ -36,8 +36,11 @@ import math
 import os
 import struct
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
 __all__ = [
     "POINT",
@@ -78,8 +81,6 @@ def hash_ids(ids: Sequence[str], id_type: str) -> bytes:
 
 
 def _blind_chunk(key_bytes: bytes, points: bytes) -> bytes:
-    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
-
     key = X25519PrivateKey.from_private_bytes(key_bytes)
     exchange, public = key.exchange, X25519PublicKey.from_public_bytes
     out = bytearray(len(points))
@@ -98,7 +99,6 @@ def blind(key_bytes: bytes, points: bytes, workers: int = 1) -> bytes:
     n = len(points) // POINT
     if workers <= 1 or n < 50_000:
         return _blind_chunk(key_bytes, points)
-    from concurrent.futures import ProcessPoolExecutor
 
     edges = np.linspace(0, n, workers + 1).astype(int) * POINT
     with ProcessPoolExecutor(workers) as pool:
@@ -139,9 +139,6 @@ def unpack(message: bytes, kind: str, width: int | None = None) -> tuple[int, by
 
 
 def _secret() -> bytes:
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-
     return X25519PrivateKey.generate().private_bytes(
         serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
     )

@@ -38,8 +38,11 @@ from vfl.datasets.records import (
     parse_libsvm,
     record_lines,
 )
+from vfl.datasets.stage import refuse_private
 from vfl.datasets.userfiles import UserFile, read_user_file
+from vfl.datasets.userfiles.columns import _parse_column, _parse_labels, _read_csv
 
+from .schema import load_schema
 from .spec import PartySpec, resolve
 
 __all__ = ["PartyPart", "PartyTable", "load_party", "canonical_ids"]
@@ -173,8 +176,6 @@ def _label_of(labels):
 
 def _strict_csv(spec, f, names, features, categorical, labels):
     """pandas' reading: the first bad cell stops the run, named by line and column."""
-    from vfl.datasets.userfiles.columns import _parse_column, _parse_labels, _read_csv
-
     who = _who(spec, f)
     frame = _read_csv(f, spec.delimiter, [spec.id, *([spec.label] if spec.label else []), *categorical])
     problems, cols = [], []
@@ -276,7 +277,7 @@ def _read_libsvm_part(spec: PartySpec, f: UserFile, strict: bool, labels):
     base = 0 if spec.zero_based else 1
     first, last = spec.indices or (base, None)
     if strict:
-        from sklearn.datasets import load_svmlight_file
+        from sklearn.datasets import load_svmlight_file  # lazy: start-up (sklearn.datasets, 1.0 s)
 
         try:
             X, y = load_svmlight_file(io.BytesIO(b"\n".join(rest)), dtype=np.float64, zero_based=True)
@@ -299,8 +300,6 @@ def _read_libsvm_part(spec: PartySpec, f: UserFile, strict: bool, labels):
         repairs = None
     else:
         if last is None:
-            from vfl.datasets.stage import refuse_private
-
             raise refuse_private(
                 f"{spec.who}: the width would be read off the records", "indices = [first, last] in the party's table"
             )
@@ -369,13 +368,9 @@ def load_party(spec: PartySpec, *, strict: bool = True, id_type: str = "auto") -
     field takes its public default; the labels, a LIBSVM file's indices and the categorical
     columns must be declared. The IDs are checked in both readings.
     """
-    from .schema import load_schema
-
     schema = load_schema(spec) if spec.schema else None
     labels = spec.labels
     if spec.label_holder and not strict and labels is None:
-        from vfl.datasets.stage import refuse_private
-
         raise refuse_private(
             f"{spec.who}: the two label values would be read off the records",
             "labels = [negative, positive] in party 1's table",

@@ -38,7 +38,8 @@ One idea per module: :mod:`.reading` (a file, its compression, checksums),
 :mod:`.options` (the options), :mod:`.labels` (label rules), :mod:`.holdout`
 (the test split), :mod:`.libsvm` and :mod:`.csvfile` (the two loaders, with
 :mod:`.columns`: CSV columns and missing values), :mod:`.inspection`
-(``vfl datasets inspect``) and :mod:`.messages` (how values show in errors).
+(``vfl datasets inspect``), :mod:`.private_reading` (a run that claims a guarantee:
+every line one record, read alone) and :mod:`.messages` (how values show in errors).
 """
 
 from __future__ import annotations

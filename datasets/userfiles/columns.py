@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import io
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,7 +122,6 @@ def _read_csv(f: UserFile, delimiter: str, text_columns) -> pd.DataFrame:
         .iloc[0]
         .tolist()
     )
-    from collections import Counter
 
     repeated = sorted(h for h, n in Counter(header).items() if n > 1)
     if repeated:
@@ -186,8 +187,6 @@ def _parse_csv(
 
 def _fields(f: UserFile, frame: pd.DataFrame, line: int) -> int | None:
     """How many fields file line ``line`` has (None where it cannot be told)."""
-    import csv
-
     delimiter = frame.attrs.get("delimiter")
     if delimiter is None:
         return None

@@ -21,6 +21,7 @@ from vfl.datasets.userfiles.options import (
     _test_options,
     declared_labels,
 )
+from vfl.datasets.userfiles.private_reading import fill_option, load_csv_records
 from vfl.datasets.userfiles.reading import _files, read_user_file
 
 
@@ -66,18 +67,15 @@ def load_csv(options: Mapping[str, Any], *, strict: bool = True) -> RawDataset:
 
     ``strict=False`` (a run that claims a guarantee): every line after the
     header is a record, read alone, and no cell stops the run
-    (:func:`vfl.datasets.userrecords.load_csv_records`).
+    (:func:`vfl.datasets.userfiles.private_reading.load_csv_records`).
     """
     if not strict:
-        from vfl.datasets.userrecords import load_csv_records
-
         return load_csv_records(options)
     opts = _csv_options(options)
     train_path = _path_option("csv", options, "path", required=True)
     test_path, fraction, seed = _test_options("csv", options)
     label_positive = _label_positive("csv", options)
     labels = declared_labels("csv", options)
-    from vfl.datasets.userrecords import fill_option
 
     fill_option("csv", options)  # checked here too; a strict reading has nothing to fill
     label, declared = opts["label"], opts["declared"]

@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from vfl.core.errors import DataError
 from vfl.core.preprocessing import RawTable
 from vfl.datasets.base import RawDataset
+from vfl.datasets.stage import fit_stage
 from vfl.datasets.userfiles.columns import _parse_csv, _read_csv, _select_columns
 from vfl.datasets.userfiles.labels import _binary_labels
 from vfl.datasets.userfiles.libsvm import _libsvm_columns, _parse_libsvm, index_base
@@ -106,8 +107,6 @@ def inspect_file(
     1), ``n_constant_columns`` and the first 20 ``constant_columns``
     (0-based), and ``max_row_norm`` / ``mean_row_norm`` (l2).
     """
-    from vfl.datasets.stage import fit_stage
-
     guessed, guessed_delimiter = guess_format(path)
     fmt = fmt or guessed
     if fmt not in USER_FILE_OPTIONS:

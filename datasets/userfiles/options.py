@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 import os
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -125,7 +126,6 @@ def _name_list(fmt: str, options: Mapping, key: str) -> list[str] | None:
         return None
     if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) and v for v in value):
         raise DataError(f"{fmt}: {key} must be a non-empty list of column names, got {value!r}")
-    from collections import Counter
 
     twice = sorted(v for v, n in Counter(value).items() if n > 1)
     if twice:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import numbers
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,6 +35,7 @@ from vfl.datasets.records import (
     parse_libsvm,
     record_lines,
 )
+from vfl.datasets.stage import refuse_private
 from vfl.datasets.userfiles.columns import _select_columns
 from vfl.datasets.userfiles.holdout import _split, _split_record
 from vfl.datasets.userfiles.messages import _jsonable, _show
@@ -52,8 +54,6 @@ __all__ = ["load_libsvm_records", "load_csv_records", "fill_option"]
 
 
 def _needs(fmt: str, key: str, why: str) -> ConfigError:
-    from vfl.datasets.stage import refuse_private
-
     return refuse_private(f"{fmt}: {why}", key)
 
 
@@ -202,7 +202,6 @@ def _header(f: UserFile, delimiter: str) -> list[str]:
         raise DataError(f"{f.path}: malformed header line ({exc})") from None
     if not any(names):
         raise DataError(f"{f.path}: the first line names no columns")
-    from collections import Counter
 
     repeated = sorted(n for n, k in Counter(names).items() if k > 1)
     if repeated:

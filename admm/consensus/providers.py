@@ -17,15 +17,15 @@ local step and releases ``d`` values back (the only message it sends):
 :class:`ProviderGroup` is that side for a contiguous group of providers,
 vectorized over them (arrays ``(n, m, d)``: no loop over providers or
 samples); each solver subclasses it with its local step
-(:mod:`.consensus.exact`, :mod:`.consensus.dp_admm`). :data:`PROVIDERS_PROTOCOL`
+(:mod:`.exact`, :mod:`.dp_admm`). :data:`PROVIDERS_PROTOCOL`
 declares the iteration once (:mod:`vfl.core.protocol`), its side
 :class:`ProvidersSide` holding a group: all N providers in the trainer's
 process, or a group per worker elsewhere. Every batched operation works
 provider by provider (batched products, eigenvalues and solves; the exact
-local solves freeze each provider once it has converged, :mod:`.local_solvers`;
+local solves freeze each provider once it has converged, :mod:`vfl.admm.local_solvers`;
 a seeded stream's whole ``(N, d)`` draw of which a group keeps its rows), so
 the same rows give the same numbers to the bit however the providers are
-grouped, and the iterations (:mod:`.consensus`) have no branch on where they
+grouped, and the iterations (:mod:`vfl.admm.consensus`) have no branch on where they
 run: :class:`Providers` is their seam.
 
 A lost group is rebuilt by its journal: every completed iteration handled
@@ -57,6 +57,10 @@ from vfl.core.protocol import (
     scalar,
     values,
 )
+
+from ..local_solvers import _softplus
+from .batched import local_objectives
+from .data import enforce_row_bound
 
 __all__ = ["PROVIDERS_PROTOCOL", "ProviderGroup", "ProviderSpec", "Providers", "ProvidersSide", "check_provider_rows"]
 
@@ -137,8 +141,6 @@ def check_provider_rows(A, b, *, name: str, private: bool, row_bound: str | None
     """The providers' rows ``A`` ``(n, m, d)`` and labels ``b`` ``(n, m)``, checked (and, in a
     private run, ``||a|| <= 1`` enforced): returns ``(A, b, rows scaled)``; ``ValueError``
     otherwise. Run where the rows are (the trainer in-process, each worker on Dask)."""
-    from .consensus import enforce_row_bound
-
     try:
         A = np.asarray(A, dtype=float)
         b = np.asarray(b, dtype=float)
@@ -213,9 +215,6 @@ class ProviderGroup:
     def diagnose(self, w: np.ndarray, W_bar: np.ndarray | None):
         """Training margins ``A_i w`` ``(n, m)``, losses ``(1/m) sum_j l`` ``(n,)`` and, after
         an iteration, the local objectives ``f_i(W_bar_i)`` ``(n,)`` (Sec. VI's metrics)."""
-        from .consensus.batched import local_objectives
-        from .local_solvers import _softplus
-
         margins = self.A @ w
         losses = _softplus(-self.b * margins).mean(axis=1)
         f = (

@@ -23,7 +23,9 @@ m = 2..M hold ``D_m``. In one round:
    ``clip(D_m x~_m)`` of the new row.
 
 The passive parties' side of the round is :mod:`.party` (:class:`~.party.Passives`,
-in this process or on their own workers); party 1 is the solver.
+in this process or on their own workers); party 1 is the solver. What the solver declares to the
+runner is in :mod:`.declarations`, the audit's neighbouring datasets in :mod:`.neighbours`,
+its manifest statement (and :data:`~.statement.NEIGHBOURS`) in :mod:`.statement`.
 
 Privacy (``privacy.delta`` set). Neighbouring relation: one sample's feature
 vector in one passive party's block replaced by any other vector of norm
@@ -73,10 +75,6 @@ import scipy.sparse as sp
 
 from vfl.core.host import LocalEnv
 from vfl.core.inprocess import InProcessUnits
-from vfl.core.layouts import VerticalData
-from vfl.core.neighbours import label_neighbours
-from vfl.core.params import Param
-from vfl.core.records import PrivacyInfo
 from vfl.core.releases import Release
 from vfl.core.sampling import rr_epsilon
 from vfl.core.solver import Reference, Setting, Solver
@@ -85,27 +83,15 @@ from vfl.core.wire import Inference, Wire
 from . import labels as lab
 from . import mechanism as mech
 from . import party as party_views
+from .declarations import _SPLIT_KEYS, StackingDeclarations
+from .neighbours import StackingNeighbours
 from .party import PASSIVES_PROTOCOL, Noise, Passives, PassiveSpec, share_moments
+from .statement import StackingStatement
 
-__all__ = ["PrivateStacking", "NEIGHBOURS"]
-
-#: The neighbouring relation every epsilon of this solver refers to.
-NEIGHBOURS = (
-    "datasets differing in one sample's feature vector in one passive party's block "
-    "D_m (m >= 2), replaced by any vector of l2 norm <= 1 (rows are unit-normalized); "
-    "labels and party 1's block are not protected by this relation"
-)
-
-_LABELS_NOTE = (
-    "labels are not protected: party 1 sends them to every passive party, which fits "
-    "its local model with them (ADMM sharing reveals them too: y and z reach every "
-    "party each epoch)"
-)
-
-_SPLIT_KEYS = ("model", "shares", "moments")
+__all__ = ["PrivateStacking"]
 
 
-class PrivateStacking(Solver):
+class PrivateStacking(StackingDeclarations, StackingNeighbours, StackingStatement, Solver):
     """One-release differentially private stacking (see the module docstring).
 
     Parameters (``[solver]``): ``lam_local``, ``lam1``, ``prior_sd``;
@@ -134,84 +120,6 @@ class PrivateStacking(Solver):
         "one round: local fits, releases, fusion at party 1",
         "L, O, S, Q, R1-R3, F of vfl.stacking.mechanism",
     )
-    params = (
-        Param(
-            "lam_local",
-            float,
-            1.0,
-            "lam_m: l2 weight of each passive party's local model "
-            "(sum form); the floor of the rule when privacy.model_noise is set",
-            low=0,
-            low_open=True,
-        ),
-        Param("lam1", float, 1.0, "l2 weight of party 1's own local model (sum form)", low=0, low_open=True),
-        Param(
-            "prior_sd",
-            float,
-            0.5,
-            "standard deviation of the Gaussian prior N(1, sd^2) on every stacking weight (1: the product of experts)",
-            low=0,
-            low_open=True,
-        ),
-    )
-    privacy_params = (
-        Param(
-            "delta",
-            float,
-            None,
-            "delta of the guarantee; setting it turns on the privacy mechanism",
-            low=0,
-            high=1,
-            low_open=True,
-            high_open=True,
-        ),
-        Param(
-            "epsilon",
-            float,
-            None,
-            "target epsilon of the whole round, per passive party (needs delta)",
-            low=0,
-            low_open=True,
-        ),
-        Param(
-            "clip", float, 2.0, "c: shares are clipped to [-c, c] (released and at prediction)", low=0, low_open=True
-        ),
-        Param(
-            "split",
-            list,
-            [0.5, 0.48, 0.02],
-            "budget split [model, shares, moments]: fractions of mu^2, summing to 1",
-            low=0,
-        ),
-        Param(
-            "model_noise",
-            float,
-            None,
-            "rule for lam_m: the released model's noise standard "
-            "deviation per coordinate (lam_m = max(lam_local, (1 + gtol) / (model_noise "
-            "sqrt(f_model) mu)))",
-            low=0,
-            low_open=True,
-        ),
-        Param(
-            "accountant",
-            str,
-            "pld",
-            "dp-accounting accountant of the calibration and the "
-            "ledger (a deployment run, exact discrete noise, uses and requires rdp)",
-            choices=("pld", "rdp"),
-        ),
-        Param(
-            "label_epsilon",
-            float,
-            None,
-            "label DP towards the passive parties: the labels "
-            "reach them through randomized response at this epsilon (pure, delta 0), and "
-            "they fit with the debiased loss",
-            low=0,
-            low_open=True,
-        ),
-    )
     columns = (
         "release_time_s",
         "fusion_time_s",
@@ -233,81 +141,6 @@ class PrivateStacking(Solver):
         "its released model (one value per row)",
         hub_holds_first=True,
     )
-
-    @classmethod
-    def protected_replaced(cls, data, privacy, rng):
-        """Every passive party's training rows replaced by random unit-norm rows; party 1's
-        block and the labels (not protected) kept."""
-        blocks = [data.blocks[0]]
-        for B in data.blocks[1:]:
-            R = rng.standard_normal(B.shape)
-            R /= np.linalg.norm(R, axis=1, keepdims=True)
-            blocks.append(sp.csr_matrix(R) if sp.issparse(B) else R)
-        return VerticalData(blocks, data.y)
-
-    # -- declarations the runner reads ------------------------------------------
-    @classmethod
-    def check_config(cls, params, privacy, iterations):
-        p = cls.typed_privacy(privacy)
-        if iterations != 1:
-            raise ValueError(f"private_stacking releases once, in one round: set solver.epochs = 1 (got {iterations})")
-        split = p.split
-        if len(split) != 3:
-            raise ValueError(f"privacy.split needs 3 fractions [model, shares, moments], got {len(split)}")
-        if abs(sum(split) - 1.0) > 1e-9:
-            raise ValueError(f"privacy.split must sum to 1, got {split} (sum {sum(split):.6g})")
-        if split[0] <= 0:
-            raise ValueError(
-                "privacy.split[0] (the model) must be > 0: the local models are released, so they must be perturbed"
-            )
-        if split[1] == 0 and split[2] > 0:
-            raise ValueError(
-                "privacy.split[2] > 0 spends budget on share moments, which are used only with shares (split[1] = 0)"
-            )
-        if p.delta is None:
-            for key in ("epsilon", "model_noise"):
-                if getattr(p, key) is not None:
-                    raise ValueError(f"privacy.{key} needs privacy.delta (the private mechanism)")
-        elif p.epsilon is None:
-            raise ValueError("privacy.delta needs privacy.epsilon: the target that calibrates the noise")
-
-    @classmethod
-    def unit_rows(cls, privacy) -> bool:
-        return cls.typed_privacy(privacy).delta is not None
-
-    @classmethod
-    def claims_guarantee(cls, privacy) -> bool:
-        p = cls.typed_privacy(privacy)
-        return p.delta is not None or p.label_epsilon is not None
-
-    @classmethod
-    def unit_noise(cls, widths, N, objective, params, privacy, iterations):
-        """Per party (party 1, the coordinator, releases nothing of this kind: NaN), the
-        noise scale and enforced sensitivity of each release the round uses (its model, its
-        shares, their moments: those with a share of the budget), by the calibration the
-        solver makes (:func:`.mechanism.calibrate`): what a passive party service checks requests
-        against, from its own config."""
-        params, privacy = cls.typed_params(params), cls.typed_privacy(privacy)
-        K = len(widths) - 1
-        split = np.asarray(privacy.split, dtype=float)
-        _, _, sens, sigma = mech.calibrate(
-            K,
-            int(N),
-            epsilon=privacy.epsilon,
-            delta=privacy.delta,
-            accountant=privacy.accountant,
-            lam_local=params.lam_local,
-            model_noise=privacy.model_noise,
-            split=split,
-            clip=float(privacy.clip),
-            gradient_bound=lab.gradient_bound(lab.flip_rate(privacy.label_epsilon)),
-        )
-        used = [k for k, f in zip(_SPLIT_KEYS, split) if f > 0]
-        sigmas = np.full((K + 1, len(used)), np.nan)
-        sensitivities = np.full((K + 1, len(used)), np.nan)
-        for j, k in enumerate(used):
-            sigmas[1:, j], sensitivities[1:, j] = sigma[k], sens[k]
-        return sigmas, sensitivities
 
     @classmethod
     def build(cls, data, *, objective, params, privacy, streams, iterations):
@@ -586,207 +419,3 @@ class PrivateStacking(Solver):
         if self.split[2] > 0:
             out.append(Release("gaussian", self.passive, self.sens["moments"], self.sigma["moments"], 2))
         return out
-
-    # -- the audit's neighbours ---------------------------------------------------
-    @classmethod
-    def neighbours(cls, data, privacy, rng):
-        """Neighbouring datasets under :data:`NEIGHBOURS`, for every passive party.
-
-        Natural: a random sample's row replaced by the row of a random sample
-        with the other label. Adversarial, at the sample with the largest
-        per-sample gradient of a reference local fit (``lam = 1``): its row
-        negated, and its row replaced by the unit vector among ``-a_i``,
-        ``+-v`` (``v`` the Hessian's flattest direction) and ``+-x*/||x*||``
-        that moves the local model most by one Newton step.
-        """
-        from vfl.core.layouts import VerticalData
-        from vfl.core.neighbours import Neighbour
-
-        y = np.asarray(data.y, dtype=float)
-        m0 = mech.base_rate_logit(y)
-        out = []
-        for m in range(1, len(data.blocks)):
-            D = data.blocks[m]
-            D = D.tocsr() if sp.issparse(D) else np.asarray(D, dtype=float)
-            dense_row = (lambda i, D=D: D[i].toarray().ravel()) if sp.issparse(D) else (lambda i, D=D: D[i].copy())
-
-            def with_row(i, new, D=D, m=m):
-                B = D.tolil() if sp.issparse(D) else D.copy()
-                B[i] = new
-                blocks = list(data.blocks)
-                blocks[m] = B.tocsr() if sp.issparse(D) else B
-                return VerticalData(blocks, data.y)
-
-            i = int(rng.integers(len(y)))
-            others = np.flatnonzero(y != y[i])
-            j = int(others[rng.integers(others.size)]) if others.size else (i + 1) % len(y)
-            out.append(
-                Neighbour(
-                    f"party {m + 1}, row {i} replaced (natural)",
-                    "natural",
-                    m,
-                    with_row(i, dense_row(j)),
-                    f"row {i} of party {m + 1}'s block replaced by row {j} (a sample with the other label)",
-                )
-            )
-            # adversarial: the sample whose loss gradient is largest under a reference fit
-            x, _ = mech.fit_logistic(D, y, 1.0, offset=m0)
-            u = m0 + np.asarray(D @ x).ravel()
-            p = 1.0 / (1.0 + np.exp(y * u))  # sigma(-y u)
-            k = int(np.argmax(p))
-            a = dense_row(k)
-            h = 1.0 / (1.0 + np.exp(-u)) / (1.0 + np.exp(u))
-            H = mech._dense_hessian(D.toarray() if sp.issparse(D) else D, h, np.full(D.shape[1], 1.0))
-            ev, V = np.linalg.eigh(H)
-            cands = [-a, V[:, 0], -V[:, 0]]
-            if np.linalg.norm(x) > 0:
-                cands += [x / np.linalg.norm(x), -x / np.linalg.norm(x)]
-            g_old = -y[k] * p[k] * a
-
-            def shift(b):
-                pb = 1.0 / (1.0 + np.exp(y[k] * (m0 + b @ x)))  # noqa: B023 (called within this iteration)
-                return float(np.linalg.norm(np.linalg.solve(H, g_old + y[k] * pb * b)))  # noqa: B023 (called within this iteration)
-
-            best = max(cands[1:], key=shift)
-            out.append(
-                Neighbour(
-                    f"party {m + 1}, row {k} negated (adversarial)",
-                    "adversarial",
-                    m,
-                    with_row(k, -a),
-                    f"row {k} of party {m + 1}'s block (largest per-sample gradient) replaced by its negation",
-                )
-            )
-            out.append(
-                Neighbour(
-                    f"party {m + 1}, row {k} moved most (adversarial)",
-                    "adversarial",
-                    m,
-                    with_row(k, best / np.linalg.norm(best)),
-                    f"row {k} of party {m + 1}'s block replaced by the unit vector "
-                    f"that moves the local model most (one Newton step: "
-                    f"{shift(best):.3g} at lam = 1)",
-                )
-            )
-            if np.linalg.norm(x) > 0:
-                # canary: row k along the local model (its share is as large as a unit row's
-                # can be), against the opposite row: the share moves by 2 |x~ . x^|
-                xh = x / np.linalg.norm(x)
-                out.append(
-                    Neighbour(
-                        f"party {m + 1}, canary row {k} along the local model, negated (candidate)",
-                        "candidate",
-                        m,
-                        with_row(k, -xh),
-                        f"row {k} of party {m + 1}'s block set "
-                        "to x*/||x*|| (x* a reference local fit), replaced by -x*/||x*||",
-                        with_row(k, xh),
-                    )
-                )
-        if cls.typed_privacy(privacy).label_epsilon is not None:  # and the label relation's
-            out += label_neighbours(data, rng)
-        return out
-
-    # -- what the manifest says ---------------------------------------------------
-    def describe(self) -> dict:
-        return {
-            "algorithm": "one round: passive local fits (eq. L), releases (O, S, Q), party-1 fusion (R1-R3, F)",
-            "local_fit": f"Newton with line search to ||grad|| <= {mech.GTOL:g} (checked)",
-            "fusion": (
-                "product of experts (no shares released)"
-                if self.private and self.split[1] == 0
-                else "regression calibration (SURE ridge on D_1) + "
-                "logistic fit on [D_1, s^] with prior N(1, prior_sd^2) on the weights"
-            ),
-            "lam_local": self.lam.tolist(),
-            "base_rate_logit": self.m0,
-            "messages_per_passive_party": {
-                "labels_received": len(self.y),
-                "model": [int(d) for d in self.passives.widths],
-                "shares": len(self.y) if (not self.private or self.split[1] > 0) else 0,
-            },
-        }
-
-    def label_guarantee(self) -> dict | None:
-        """The label guarantee (towards the passive parties), or None without one."""
-        return None if self.label_epsilon is None else lab.guarantee(self.label_epsilon)
-
-    def privacy_info(self) -> PrivacyInfo | None:
-        label = self.label_guarantee()
-        note = (
-            f"labels: {label['epsilon']:.6g}-label-DP towards the passive parties (randomized response)"
-            if label
-            else _LABELS_NOTE
-        )
-        if not self.private:
-            return PrivacyInfo(
-                **{
-                    "mode": "non-private",
-                    "dp_guarantee": False,
-                    "note": "no noise on the features: non-private stacking (set privacy.delta "
-                    "and privacy.epsilon for the private mechanism)",
-                    "labels": note,
-                    **({"label_guarantee": label} if label else {}),
-                }
-            )
-        return PrivacyInfo(
-            **{
-                "mode": "accounting",
-                "dp_guarantee": True,
-                "neighbouring": NEIGHBOURS,
-                "towards": "party 1 (it receives the passive parties' releases)",
-                "labels": note,
-                **({"label_guarantee": label} if label else {}),
-                "protected_units": "each passive party m >= 2 (party 1 releases nothing)",
-                "mechanism": (
-                    "Gaussian, per passive party: x~_m = x_m + N(0, s_x^2 I) (output "
-                    "perturbation; treated as public), t_m = clip(D_m x~_m, [-c, c]) + "
-                    "N(0, s_s^2 I_N), moments (mean s, mean s^2) + N(0, s_q^2 I_2); "
-                    "composed adaptively as one Gaussian (GDP)"
-                ),
-                "enforced": {
-                    "rows_unit_norm": True,
-                    "local_fit_gradient_tol": mech.GTOL,
-                    "share_clip_c": self.clip,
-                    "strong_convexity": "2 lam_m (sum form)",
-                },
-                "sensitivity": {
-                    "model": "(1 + gtol) / lam_m"
-                    if not self.q
-                    else "(1 + q / (1 - 2q) + gtol) / lam_m (debiased loss)",
-                    "shares": "2 c",
-                    "moments": "max over u, v in [-c, c] of ||(u - v, u^2 - v^2)|| / N "
-                    "(2 c / N up to c = 1.665; sqrt((2c - r)^2 (1 + r^2)) "
-                    "/ N above, r = (c + sqrt(c^2 - 2)) / 2)",
-                    "moments_value": float(mech.moments_sensitivity(self.clip, len(self.y))),
-                },
-                "epsilon_target": self.epsilon,
-                "delta": self.delta,
-                "accountant": self.accountant,
-                "gdp_mu": self.mu,
-                "split": dict(zip(_SPLIT_KEYS, self.split.tolist())),
-                "lam_rule": (
-                    None
-                    if self.model_noise is None
-                    else f"lam_m = max(lam_local, (1 + gtol) / ({self.model_noise:g} sqrt(f_model) mu))"
-                ),
-                "per_party": [
-                    {
-                        "party": int(m) + 1,
-                        "lam": float(self.lam[j]),
-                        **{f"sensitivity_{k}": float(self.sens[k][j]) for k in _SPLIT_KEYS},
-                        **{
-                            f"sigma_{k}": (float(self.sigma[k][j]) if np.isfinite(self.sigma[k][j]) else None)
-                            for k in _SPLIT_KEYS
-                        },
-                    }
-                    for j, m in enumerate(self.passive)
-                ],
-                "tuning": (
-                    "hyper-parameters come from the config; `vfl reproduce private-utility` "
-                    "chooses them on rows of the test file declared public "
-                    "(partition.public), which the relation does not protect: the choice "
-                    "costs no privacy"
-                ),
-            }
-        )

@@ -14,6 +14,7 @@ from functools import partial
 from time import perf_counter
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from vfl.core.host import LocalEnv
 from vfl.core.inprocess import InProcessUnits
@@ -208,8 +209,6 @@ acceleration, anderson_memory, z_update, blas_threads
         )
         self._controller = None
         if blas_threads is not None:
-            from threadpoolctl import ThreadpoolController
-
             self._controller = ThreadpoolController()
         spec = PartySpec(
             lam=float(objective.lam),
