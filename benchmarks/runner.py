@@ -20,7 +20,7 @@ from time import perf_counter
 
 import numpy as np
 
-from . import cases, problems, report, variants
+from . import cases, problems, report, variant_figures, variants
 
 
 def machine_info() -> dict:
@@ -169,10 +169,10 @@ def main(argv=None) -> int:
         report.write_figure(bench, out)
         written += ["scaling.png", "scaling.pdf"]
     if "variants_a9a" in bench:
-        variants.write_convergence_figure(bench["variants_a9a"], out)
+        variant_figures.write_convergence_figure(bench["variants_a9a"], out)
         written += ["variants.png", "variants.pdf"]
     if "epsilon_to_target" in bench:
-        variants.write_epsilon_figure(bench["epsilon_to_target"], out)
+        variant_figures.write_epsilon_figure(bench["epsilon_to_target"], out)
         written += ["epsilon_to_target.png", "epsilon_to_target.pdf"]
     report.write_atomic(out / "bench.json", json.dumps(report.jsonable(bench), indent=2))
     report.write_atomic(out / "bench.md", report.markdown(bench))
