@@ -20,7 +20,7 @@ from time import perf_counter
 
 import numpy as np
 
-from . import cases, problems, report, variant_figures, variants
+from . import bench_markdown, cases, problems, report, variant_figures, variants
 
 
 def machine_info() -> dict:
@@ -175,7 +175,7 @@ def main(argv=None) -> int:
         variant_figures.write_epsilon_figure(bench["epsilon_to_target"], out)
         written += ["epsilon_to_target.png", "epsilon_to_target.pdf"]
     report.write_atomic(out / "bench.json", json.dumps(report.jsonable(bench), indent=2))
-    report.write_atomic(out / "bench.md", report.markdown(bench))
-    print(report.summary(bench))
+    report.write_atomic(out / "bench.md", bench_markdown.markdown(bench))
+    print(bench_markdown.summary(bench))
     print(f"[benchmarks] wrote {', '.join(f'{out}/{w}' for w in written)} in {bench['total_seconds']:.1f} s")
     return 0

@@ -144,7 +144,7 @@ def test_only_runs_the_named_cases_and_the_hook_is_optional(tmp_path, monkeypatc
 
 
 def test_external_benchmarks_plug_in(monkeypatch):
-    from benchmarks import report, runner
+    from benchmarks import bench_markdown, report, runner
 
     assert runner.EXTERNAL == {
         "dp_admm": "dp_admm_benchmark",
@@ -156,7 +156,7 @@ def test_external_benchmarks_plug_in(monkeypatch):
     }
     monkeypatch.setitem(runner.EXTERNAL, "does_not_exist", "bench")
     assert runner._external("does_not_exist", "bench", None) is None
-    md = report.markdown(
+    md = bench_markdown.markdown(
         {
             "quick": True,
             "total_seconds": 1.0,
