@@ -315,23 +315,23 @@ def test_the_audit_table_covers_every_config_that_claims_a_guarantee():
 
     from vfl.experiments.config import load_config
 
-    measure = _docs_module("measure")
+    audits = _docs_module("measure_audits")
     # (configs/deploy/ holds a deployment's files, run by party services, not in-process: its
     # mechanism is papers/hu/configs/privacy-a9a-row.toml's, audited)
     shipped = sorted(REPO.glob("papers/*/configs/*.toml")) + sorted(
         p for p in REPO.glob("configs/**/*.toml") if "deploy" not in p.parts
     )
     claiming = {str(p.relative_to(REPO)) for p in shipped if load_config(p).privacy.claims_guarantee}
-    assert claiming <= {config for config, _, _ in measure.AUDITED}
+    assert claiming <= {config for config, _, _ in audits.AUDITED}
     expected = []  # (name, noise scale, guarantee): a row per guarantee the entry claims
-    for config, sets, _ in measure.AUDITED:
+    for config, sets, _ in audits.AUDITED:
         loaded = load_config(REPO / config, [s for s in sets if not s.startswith("name=")])
         assert loaded.privacy.claims_guarantee, config  # an entry sets what it audits
         name = next((s[5:] for s in sets if s.startswith("name=")), loaded.name)
         kinds = (["features"] if loaded.privacy.values.get("delta") is not None else []) + (
             ["labels"] if loaded.privacy.values.get("label_epsilon") is not None else []
         )
-        expected += [(name, s, k) for s in (1.0, measure.AUDIT_LOW_SCALE) for k in kinds]
+        expected += [(name, s, k) for s in (1.0, audits.AUDIT_LOW_SCALE) for k in kinds]
     table = pd.read_csv(REPO / "docs" / "figures" / "audits" / "audits.csv")
     kind = ["labels" if m.endswith("(labels)") else "features" for m in table["mechanism"]]
     assert sorted(zip(table["config"], table["noise_scale"], kind)) == sorted(expected)
