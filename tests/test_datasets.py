@@ -24,6 +24,7 @@ from vfl.datasets import (
     find_file,
     get_spec,
     load_dataset,
+    loaders,
     resolve_data_dir,
     user_cache_dir,
     verify_dataset,
@@ -455,7 +456,6 @@ def test_real_status_and_verify(data_dir):
 def test_parsed_arrays_are_cached_by_the_stored_file_and_still_verified(tmp_path, monkeypatch):
     """The second load reads the cached arrays (bit-identical, no parse), a changed file is
     parsed afresh, a damaged entry is replaced, and verification still applies to a hit."""
-    from vfl.datasets import loaders
 
     monkeypatch.setenv("VFL_CACHE_DIR", str(tmp_path / "cache"))
     write_a9a(tmp_path)

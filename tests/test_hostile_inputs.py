@@ -19,6 +19,12 @@ from hostile_rows_owners import OWNERS
 from hostile_rows_run import RUN
 from hostile_rows_tools import TOOLS
 
+from vfl.cli.datasets_cmd import datasets
+from vfl.cli.main import cli
+from vfl.core.errors import ConfigError
+from vfl.experiments.config import load_config
+from vfl.experiments.runner import load_config_dataset
+
 CASES = [
     (
         "privacy-epsilon-tiny",
@@ -181,9 +187,6 @@ def _options(command) -> set[str]:
 
 
 def test_the_table_covers_every_command():
-    from vfl.cli.datasets_cmd import datasets
-    from vfl.cli.main import cli
-
     assert {c[1][0] for c in CASES} == set(cli.commands)
     commands = {name: cmd for name, cmd in cli.commands.items() if name != "datasets"}
     commands |= {f"datasets {name}": cmd for name, cmd in datasets.commands.items()}
@@ -196,7 +199,6 @@ def test_the_table_covers_every_command():
 
 def test_a_config_with_a_byte_order_mark_reads_as_without_one(tmp_path):
     """Editors on Windows may start a UTF-8 file with a BOM; the TOML is the same."""
-    from vfl.experiments.config import load_config
 
     text = (REPO / "configs" / "a9a.toml").read_text()
     (tmp_path / "bom.toml").write_bytes(b"\xef\xbb\xbf" + text.encode())
@@ -207,8 +209,6 @@ def test_a_config_with_a_byte_order_mark_reads_as_without_one(tmp_path):
 
 def test_an_unreadable_config_is_one_line(tmp_path, monkeypatch):
     """As root no file is unreadable, so the OS's refusal is simulated."""
-    from vfl.core.errors import ConfigError
-    from vfl.experiments.config import load_config
 
     def refuse(self):
         raise PermissionError(13, "Permission denied")
@@ -223,8 +223,6 @@ def test_a_rewritten_user_file_is_read_again(tmp_path, monkeypatch):
     """The in-process dataset cache knows a user file by its path and stamp: the same
     relative path naming new content (another directory, or the file rewritten) is
     read again, never served from memory."""
-    from vfl.experiments.config import load_config
-    from vfl.experiments.runner import load_config_dataset
 
     for i, rows in enumerate((20, 30)):
         work = tmp_path / str(i)

@@ -11,17 +11,24 @@ from __future__ import annotations
 
 import bz2
 import json
+import pickle
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from cli_helpers import assert_one_line_error, invoke
+from shipped import ALL, write_breast_cancer
 
 from vfl.core.errors import DataError
+from vfl.core.solver import Setting
 from vfl.datasets.loaders import load_raw
 from vfl.datasets.parties.align import agreed_order, order_key
 from vfl.datasets.parties.psi import PsiClient, PsiServer, pack, protocol_bytes, unpack
+from vfl.datasets.parties.split import deal
+from vfl.experiments.config import config_from_dict, load_config, read_toml
+from vfl.experiments.partyfiles import split_config
+from vfl.experiments.runner import run_experiment
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -79,7 +86,6 @@ def test_psi_finds_exactly_the_common_ids_and_messages_are_typed():
         server.respond(setup)
     with pytest.raises(ValueError, match="do not hold"):
         server.respond(request[:-5])
-    import pickle
 
     with pytest.raises(ValueError):
         unpack(pickle.dumps(["respond", "__getattribute__"]), "request", 32)
@@ -317,10 +323,6 @@ def test_a9a_from_two_party_files_trains_the_same_model_bit_for_bit(
 ):
     """a9a as two party files (80 % overlap, shuffled), aligned and trained: the model of the
     single-file run on the intersection rows (in the agreed order), bit for bit."""
-    from vfl.datasets.parties.split import deal
-    from vfl.experiments.config import config_from_dict, load_config, read_toml
-    from vfl.experiments.partyfiles import split_config
-    from vfl.experiments.runner import run_experiment
 
     monkeypatch.chdir(tmp_path)
     written = split_config(REPO / "configs" / "a9a.toml", overlap=0.8, seed=0, out=tmp_path / "parts")
@@ -347,11 +349,6 @@ def test_a9a_from_two_party_files_trains_the_same_model_bit_for_bit(
 
 
 def _vertical_shipped():
-    from shipped import ALL
-
-    from vfl.core.solver import Setting
-    from vfl.experiments.config import load_config
-
     out = {}
     for path in ALL:
         config = load_config(path)
@@ -377,7 +374,6 @@ def test_every_shipped_vertical_config_runs_from_party_files(
     """`vfl datasets split --config` then `vfl run`: each kind of shipped vertical config from
     party files (at most two iterations; the own-data configs read the breast-cancer files of
     the manual's example)."""
-    from shipped import write_breast_cancer
 
     monkeypatch.chdir(tmp_path)
     write_breast_cancer(tmp_path)

@@ -21,9 +21,17 @@ from cli_helpers import assert_one_line_error, vfl
 
 grpc = pytest.importorskip("grpc")
 
-from vfl.admm.sharing.party import SHARING_PROTOCOL, Pull  # noqa: E402
+from vfl.admm.sharing.party import (  # noqa: E402  # noqa: E402
+    SHARING_PROTOCOL,
+    PartySpec,  # noqa: E402
+    Pull,
+    Residual,
+)
 from vfl.core import codec  # noqa: E402
 from vfl.core.codec import Frame  # noqa: E402
+from vfl.core.protocol import Empty  # noqa: E402
+from vfl.datasets.parties.tomlw import dumps  # noqa: E402
+from vfl.experiments import dask_units  # noqa: E402
 from vfl.experiments.config import load_config  # noqa: E402
 from vfl.experiments.runner import plan_run, run_experiment  # noqa: E402
 from vfl.experiments.service_party import PartyConfig, PartyService, serve  # noqa: E402
@@ -234,8 +242,6 @@ def test_party_2s_certificate_cannot_act_as_party_1(tmp_path, parties):
 
 
 def _write_config(config, path):
-    from vfl.datasets.parties.tomlw import dumps
-
     def drop(d):
         return {k: drop(v) if isinstance(v, dict) else v for k, v in d.items() if v is not None}
 
@@ -267,8 +273,6 @@ def _write_config(config, path):
     ],
 )
 def test_a_message_the_protocol_does_not_declare_is_refused(tmp_path, parties, certs, frame, says):
-    from vfl.admm.sharing.party import PartySpec
-
     p = parties(load_config(_base(tmp_path)))
     with _raw(p.addresses()[0], certs) as ch:
         spec = PartySpec(
@@ -320,13 +324,10 @@ def test_a_request_below_the_floor_or_beyond_the_budget_is_refused_and_nothing_r
 
 
 def test_dask_takes_tls_only_when_configured(tmp_path, monkeypatch):
-    from vfl.experiments import dask_units
-
+    dask = pytest.importorskip("dask")
     config = load_config(_base(tmp_path)).with_overrides(["run.backend=dask"])
     with pytest.raises(Exception, match="configure Dask's TLS first"):
         dask_units.check_cluster_option(config, "tls://10.0.0.1:8786")
-    import dask
-
     with dask.config.set(
         {
             "distributed.comm.tls.ca-file": "ca.pem",
@@ -339,9 +340,6 @@ def test_dask_takes_tls_only_when_configured(tmp_path, monkeypatch):
 
 
 def test_a_deployment_party_refuses_every_diagnostic_call(tmp_path, parties, certs):
-    from vfl.admm.sharing.party import PartySpec, Residual
-    from vfl.core.protocol import Empty
-
     p = parties(load_config(_base(tmp_path, replayable=False)))
     with _raw(p.addresses()[0], certs) as ch:
         spec = PartySpec(
