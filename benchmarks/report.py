@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import tempfile
@@ -26,9 +27,8 @@ def write_atomic(path: Path, text_or_bytes) -> None:
 
 def save_figure(fig, out: Path, stem: str) -> None:
     """``out/stem.png`` and ``.pdf``, each written atomically; closes ``fig``."""
-    import io
 
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: start-up (matplotlib, only when a figure is drawn)
 
     for ext in ("png", "pdf"):
         buf = io.BytesIO()
@@ -178,10 +178,10 @@ def targets(bench: dict) -> dict:
 
 
 def write_figure(bench: dict, out: Path) -> None:
-    import matplotlib
+    import matplotlib  # lazy: start-up (matplotlib, only when a figure is drawn)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: start-up (matplotlib, only when a figure is drawn)
 
     s = bench["scaling"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))

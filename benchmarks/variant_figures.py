@@ -10,10 +10,10 @@ from .report import save_figure
 
 
 def write_epsilon_figure(case: dict, out) -> None:
-    import matplotlib
+    import matplotlib  # lazy: start-up (matplotlib, only when a figure is drawn)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: start-up (matplotlib, only when a figure is drawn)
 
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for label, style in (("Algorithm 1 (rho 1)", "o-"), ("a9a-fast variant", "s--"), ("Boyd, rho 0.1", "^:")):
@@ -48,10 +48,10 @@ def write_epsilon_figure(case: dict, out) -> None:
 
 def write_convergence_figure(case: dict, out) -> None:
 
-    import matplotlib
+    import matplotlib  # lazy: start-up (matplotlib, only when a figure is drawn)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: start-up (matplotlib, only when a figure is drawn)
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for row in case["variants"]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from statistics import median
 from time import perf_counter
 
@@ -33,6 +34,8 @@ import numpy as np
 
 from vfl.admm import ADMMSharing
 from vfl.baselines import central_optimum
+from vfl.experiments.config import config_from_dict, read_toml
+from vfl.experiments.runner import run_experiment
 
 from .central_fits import SKLEARN_TOLS, TARGETS, best_reference, sklearn_fit, sklearn_references, time_to_targets
 from .problems import OBJECTIVE, Data, Problem, Settings
@@ -380,10 +383,6 @@ def epsilon_to_target(cfg: Settings, data: Data) -> dict:
     sensitivity over the epochs run. The variant's sensitivity is larger
     (its x-update penalty ``M rho`` is small) but it needs fewer epochs.
     """
-    from pathlib import Path
-
-    from vfl.experiments.config import config_from_dict, read_toml
-    from vfl.experiments.runner import run_experiment
 
     root = Path(__file__).resolve().parents[1]
     raw = read_toml(root / "papers" / "hu" / "configs" / "privacy-a9a-row.toml")

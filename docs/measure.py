@@ -31,7 +31,10 @@ from datetime import date
 from pathlib import Path
 from time import perf_counter
 
+import pandas as pd
+
 sys.path.append(str(Path(__file__).resolve().parent))  # its siblings, also when loaded by path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `benchmarks`: a folder of the clone
 from measure_audits import measure_audits  # noqa: E402
 from measure_bounds import (  # noqa: E402
     AUDITS_PNG,
@@ -40,6 +43,8 @@ from measure_bounds import (  # noqa: E402
     measure_ceiling,
     measure_tv,
 )
+
+from benchmarks.report import targets  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 MEASURED = REPO / "docs" / "measured.md"
@@ -89,10 +94,6 @@ def _bench_wall(output, wall, tmp):
 def bench_tables(bench_json: Path) -> Path:
     """bench.json's targets (targets.csv) and a9a variants with sklearn's references
     (variants.csv, references.csv), written atomically into BENCH_DIR."""
-    import pandas as pd
-
-    sys.path.insert(0, str(REPO))  # `benchmarks` is a folder of the clone, not installed
-    from benchmarks.report import targets
 
     bench = json.loads(Path(bench_json).read_text())
     frames = {
@@ -290,7 +291,6 @@ def record(key: str, value: str, how: str) -> None:
 def measure_scale(points=SCALE_POINTS) -> Path:
     """Each scale point in its own process (peak RSS is per process), into SCALE_CSV; points
     not measured now keep their rows."""
-    import pandas as pd
 
     rows = []
     for n, parties in points:
@@ -321,7 +321,6 @@ def measure_scale(points=SCALE_POINTS) -> Path:
 def measure_dask(bench_json: Path | None = None) -> Path:
     """``python -m benchmarks --only dask_parties`` (or a bench.json it wrote), into
     DASK_DIR/dask.csv (a row per case) and dask-nanny.csv, with the load around it."""
-    import pandas as pd
 
     with tempfile.TemporaryDirectory() as tmp:
         if bench_json is None:
@@ -349,7 +348,6 @@ def measure_dask(bench_json: Path | None = None) -> Path:
 def measure_services() -> Path:
     """``python -m benchmarks --only party_services`` into SERVICES_DIR/services.csv (one row:
     in-process, the party services, simulation and deployment epochs), with the load."""
-    import pandas as pd
 
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(

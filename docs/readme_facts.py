@@ -7,6 +7,7 @@ a count, or a small function of the table; ``docs/readme_lookup.py``).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -53,7 +54,6 @@ def _fig2_gap(t: pd.DataFrame) -> float:
 
 def _up3(v: float) -> str:
     """``v`` rounded up to 3 decimals: a bound README states ("within 0.005")."""
-    import math
 
     return f"{math.ceil(v * 1000 * (1 - 1e-12)) / 1000:.3f}"
 

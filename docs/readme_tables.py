@@ -67,6 +67,11 @@ from readme_markdown import (  # noqa: E402
     services_markdown,
 )
 
+from vfl.experiments.audit import audit_markdown  # noqa: E402
+from vfl.papers.attacks.figures import attacks_markdown  # noqa: E402
+from vfl.papers.hu.figures import bytes_markdown  # noqa: E402
+from vfl.papers.private_utility.figures import utility_markdown  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 FIGURES = REPO / "docs" / "figures"
 #: the documents whose marked tables and facts are generated: README and the manual's pages
@@ -76,20 +81,12 @@ _BLOCK = re.compile(r"(<!-- table: ([\w-]+) -->\n)(.*?)(<!-- /table -->)", re.S)
 
 def _render(name: str) -> str:
     if name == "audits":
-        from vfl.experiments.audit import audit_markdown
-
         return audit_markdown(pd.read_csv(FIGURES / "audits" / "audits.csv"))
     if name.startswith("utility-"):
-        from vfl.papers.private_utility.figures import utility_markdown
-
         return utility_markdown(pd.read_csv(FIGURES / "private" / f"{name}.csv", comment="#"))
     if name == "attacks":
-        from vfl.papers.attacks.figures import attacks_markdown
-
         return attacks_markdown(pd.read_csv(FIGURES / "attacks" / "attacks.csv"))
     if name == "hu-bytes":
-        from vfl.papers.hu.figures import bytes_markdown
-
         return bytes_markdown(pd.read_csv(FIGURES / "hu" / "bytes.csv"))
     if name == "scale":
         return scale_markdown(pd.read_csv(FIGURES / "scale" / "scale.csv"))
