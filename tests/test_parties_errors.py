@@ -198,8 +198,7 @@ def test_a_unit_lost_before_a_diagnostic_is_rebuilt_to_the_in_process_numbers(tm
     """Issue 39: a worker lost during the diagnostics used to replay a completed round from
     overwritten buffers and draw one noise vector too many; now its unit is rebuilt from its
     journal, and every number is the in-process one, to the bit."""
-    # lazy: optional dependency (grpc: test_transport imports the party services' fixtures)
-    from test_transport import _kill_during, _on_dask
+    from test_transport import _kill_during, _on_dask  # lazy: optional dependency (grpc, via test_services)
 
     make, after = LOST_IN_A_DIAGNOSTIC[family]
     config = make(tmp_path)
