@@ -29,6 +29,10 @@ import sys
 import time
 from pathlib import Path
 
+from vfl.datasets.parties.align import TAG, _tags, agreed_order, order_key
+from vfl.datasets.parties.align import keep as _keep
+from vfl.datasets.parties.psi import PsiClient, PsiServer, _blind_chunk, _secret, hash_ids, pack, protocol_bytes
+
 TARGET_SECONDS = {1_000_000: 60.0}
 TARGET_BYTES_RATIO = 1.5
 COLUMNS = [
@@ -48,8 +52,6 @@ COLUMNS = [
 
 
 def _label_holder(conn, n: int, seed: int, out):
-    from vfl.datasets.parties.align import TAG, _tags, agreed_order, order_key
-    from vfl.datasets.parties.psi import PsiClient, pack
 
     ids = [str(i) for i in range(n)]
     client = PsiClient(ids, "integer")
@@ -67,8 +69,6 @@ def _label_holder(conn, n: int, seed: int, out):
 
 
 def _party(conn, n: int, shift: int, out):
-    from vfl.datasets.parties.align import keep as _keep
-    from vfl.datasets.parties.psi import PsiServer
 
     ids = [str(i + shift) for i in range(n)]
     server = PsiServer(ids, "integer")
@@ -84,7 +84,6 @@ def _party(conn, n: int, shift: int, out):
 
 def op_microseconds(count: int = 20000) -> float:
     """One X25519 blinding in this process, in microseconds (median of three)."""
-    from vfl.datasets.parties.psi import _blind_chunk, _secret, hash_ids
 
     points, key = hash_ids([str(i) for i in range(count)], "integer"), _secret()
     times = []
@@ -97,8 +96,6 @@ def op_microseconds(count: int = 20000) -> float:
 
 def measure(n: int, overlap: float = 0.8, seed: int = 0) -> dict:
     """Align ``n`` IDs per party, the two parties in two processes."""
-    from vfl.datasets.parties.align import TAG
-    from vfl.datasets.parties.psi import protocol_bytes
 
     op = op_microseconds()
     shift = int(round((1 - overlap) * n))

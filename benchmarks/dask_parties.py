@@ -21,10 +21,18 @@ sets by default. ``quick`` runs a9a only, fewer epochs.
 
 from __future__ import annotations
 
+import bz2
+import logging
 import os
 from pathlib import Path
 
 import numpy as np
+from sklearn.datasets import dump_svmlight_file, load_svmlight_file
+
+from vfl.datasets import resolve_data_dir
+from vfl.experiments.config import config_from_dict
+from vfl.experiments.runner import plan_run, run_experiment
+from vfl.experiments.transport.dask_units import dask_backend
 
 #: columns of a9a per party (123 in all; party 1 also gets the intercept)
 PARTITIONS = {2: [66, 57], 8: [16, 16, 16, 15, 15, 15, 15, 15]}
@@ -32,7 +40,6 @@ BIG_ROWS = 3_200_000
 
 
 def _config(dataset: dict, columns: list[int], epochs: int, extra=()):
-    from vfl.experiments.config import config_from_dict
 
     raw = {
         "name": "bench-dask",
@@ -49,11 +56,6 @@ def _config(dataset: dict, columns: list[int], epochs: int, extra=()):
 
 def big_a9a(data_dir, rows: int = BIG_ROWS) -> dict:
     """``data`` of the a9a-shaped set: ``rows`` rows of a9a (with replacement), written once."""
-    import bz2
-
-    from sklearn.datasets import dump_svmlight_file, load_svmlight_file
-
-    from vfl.datasets import resolve_data_dir
 
     cache = Path(os.environ.get("VFL_CACHE_DIR") or Path.home() / ".cache" / "vfl") / "bench"
     cache.mkdir(parents=True, exist_ok=True)
@@ -74,8 +76,6 @@ def big_a9a(data_dir, rows: int = BIG_ROWS) -> dict:
 
 def _epoch_seconds(config, dask: bool, data_dir, cluster=None):
     """Seconds per epoch, the final model, and the transport record (Dask only)."""
-    from vfl.experiments.runner import plan_run, run_experiment
-    from vfl.experiments.transport.dask_units import dask_backend
 
     if not dask:
         result = run_experiment(config, data_dir=data_dir, with_baselines=False)
@@ -107,9 +107,8 @@ def _case(name: str, dataset: dict, parties: int, epochs: int, data_dir) -> dict
 def _nanny_default(dataset: dict, epochs: int, data_dir) -> dict:
     """2 parties on a local cluster that keeps the nanny's MALLOC_TRIM_THRESHOLD_ (Dask's
     default), against the cluster ``vfl run`` starts (which drops it)."""
-    import logging
 
-    from dask.distributed import LocalCluster
+    from dask.distributed import LocalCluster  # lazy: optional dependency (dask)
 
     config = _config(dataset, PARTITIONS[2], epochs, [("backend", "dask")])
     ours, _, _ = _epoch_seconds(config, True, data_dir)

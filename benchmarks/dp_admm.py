@@ -29,6 +29,17 @@ from statistics import median
 from time import perf_counter, process_time
 
 import numpy as np
+from joblib.externals.loky import get_reusable_executor
+from threadpoolctl import threadpool_limits
+
+from vfl.admm.consensus import split_providers
+from vfl.core.streams import Streams
+from vfl.datasets import dataset_status
+from vfl.experiments.config import load_config
+from vfl.experiments.registry import get_solver
+from vfl.experiments.runner import load_config_dataset
+from vfl.experiments.settings import make_objective, prepare
+from vfl.papers.dp_admm.figures import reproduce
 
 __all__ = ["dp_admm_benchmark", "iteration_timing", "reproduce_timing"]
 
@@ -44,7 +55,6 @@ CASES = (
 
 def _synthetic(seed: int):
     """An Adult-shaped problem: 162 public + 100 x 210 unit rows of d = 14, +-1 labels."""
-    from vfl.admm.consensus import split_providers
 
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((162 + 21000 + 9000, 14))
@@ -57,14 +67,6 @@ def _synthetic(seed: int):
 
 def iteration_timing(data_dir=None, *, repeats: int = 5, configs=None) -> dict:
     """Median seconds of the 100 ``step()`` calls of each case (a fresh solver each repeat)."""
-    from threadpoolctl import threadpool_limits
-
-    from vfl.core.streams import Streams
-    from vfl.datasets import dataset_status
-    from vfl.experiments.config import load_config
-    from vfl.experiments.registry import get_solver
-    from vfl.experiments.runner import load_config_dataset
-    from vfl.experiments.settings import make_objective, prepare
 
     configs = Path(configs) if configs is not None else REPO / "papers" / "dp_admm" / "configs"
     real = all(f["present"] for f in dataset_status("adult", data_dir))
@@ -124,10 +126,6 @@ def _cpu() -> float:
 
 def reproduce_timing(data_dir=None, *, jobs: int = 2, configs=None) -> dict:
     """Wall and CPU seconds of ``vfl reproduce dp-admm all`` from an empty output dir and cache."""
-    from joblib.externals.loky import get_reusable_executor
-
-    from vfl.datasets import dataset_status
-    from vfl.papers.dp_admm.figures import reproduce
 
     if not all(f["present"] for f in dataset_status("adult", data_dir)):
         return {"skipped": "the Adult files are not in the data directory"}

@@ -28,6 +28,13 @@ from statistics import median
 from time import perf_counter, process_time
 
 import numpy as np
+from threadpoolctl import threadpool_limits
+
+from vfl.core.layouts import NetworkData
+from vfl.core.streams import Streams
+from vfl.datasets import dataset_status
+from vfl.decentralized import make_graph, paper_objective
+from vfl.experiments.registry import get_solver
 
 __all__ = ["FIRST_ORDER", "EXACT_STEP", "ldp_benchmark", "iteration_timing", "reproduce_timing"]
 
@@ -39,8 +46,6 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _problem(agents: int, edges: int, per_agent: int, d: int, seed: int):
-    from vfl.core.layouts import NetworkData
-    from vfl.decentralized import make_graph, paper_objective
 
     rng = np.random.default_rng(seed)
     adj = make_graph("gnm", nodes=agents, edges=edges, rng=rng)
@@ -62,10 +67,6 @@ def iteration_timing(
     seed: int = 0,
 ) -> dict:
     """Median seconds of ``iterations`` calls to ``step()`` per method (a fresh solver each)."""
-    from threadpoolctl import threadpool_limits
-
-    from vfl.core.streams import Streams
-    from vfl.decentralized import SOLVERS
 
     data, objective = _problem(agents, edges, per_agent, d, seed)
     out = {}
@@ -73,7 +74,7 @@ def iteration_timing(
         for name in methods:
             times, cpu = [], []
             for r in range(repeats):
-                solver = SOLVERS[name](
+                solver = get_solver(name)(
                     data,
                     objective=objective,
                     params={},
@@ -113,7 +114,6 @@ def _children_cpu() -> float:
 
 def reproduce_timing(data_dir=None, *, jobs: int = 2, configs=None, timeout: float = 3600) -> dict:
     """Wall and CPU seconds of ``vfl reproduce ldp all`` from an empty output dir and cache."""
-    from vfl.datasets import dataset_status
 
     if not all(f["present"] for f in dataset_status("adult", data_dir)):
         return {"skipped": "the Adult files are not in the data directory"}

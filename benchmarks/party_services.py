@@ -28,6 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
+from vfl.datasets.parties.tomlw import dumps
+from vfl.experiments.config import config_from_dict
+from vfl.experiments.runner import plan_run, run_experiment
+from vfl.experiments.transport.service_tls import write_deployment
+from vfl.experiments.transport.service_units import ServiceUnits
+
 COLUMNS = [66, 57]
 PRIVATE = {
     "form": "output",
@@ -69,8 +75,6 @@ class _Deployment:
     """Two ``vfl party serve`` processes with their certificates, in a temporary directory."""
 
     def __init__(self, raw: dict, data_dir, work: Path):
-        from vfl.datasets.parties.tomlw import dumps
-        from vfl.experiments.transport.service_tls import write_deployment
 
         self.work, self.ports = work, _ports(2)
         certs = work / "certs"
@@ -136,9 +140,6 @@ def _wait(port: int, timeout: float = 120.0) -> None:
 
 
 def _run(raw: dict, data_dir, run: dict | None = None):
-    from vfl.experiments.config import config_from_dict
-    from vfl.experiments.runner import plan_run, run_experiment
-    from vfl.experiments.transport.service_units import ServiceUnits
 
     config = config_from_dict({**raw, "run": {**raw["run"], **(run or {})}})
     if run is None:

@@ -10,6 +10,8 @@ machine may be shared while it measures.
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import os
 import platform
@@ -19,13 +21,13 @@ from pathlib import Path
 from time import perf_counter
 
 import numpy as np
+import scipy
+import sklearn
 
-from . import cases, problems, report, variants
+from . import bench_markdown, cases, problems, report, scale, variant_figures, variants
 
 
 def machine_info() -> dict:
-    import scipy
-    import sklearn
 
     info = {
         "cpu_count": os.cpu_count(),
@@ -38,7 +40,7 @@ def machine_info() -> dict:
         "sklearn": sklearn.__version__,
     }
     try:
-        from threadpoolctl import threadpool_info
+        from threadpoolctl import threadpool_info  # lazy: optional dependency (threadpoolctl, reported when present)
 
         info["blas"] = [
             {
@@ -88,8 +90,6 @@ EXTERNAL = {
 
 
 def _external(name: str, fn_name: str, cfg) -> dict | None:
-    import importlib
-    import importlib.util
 
     if importlib.util.find_spec(f"benchmarks.{name}") is None:
         return None
@@ -111,8 +111,6 @@ def load_average() -> list | None:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["scale"]:  # one measured run at scale: its own interface
-        from . import scale
-
         return scale.main(argv[1:])
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="tiny sizes (< 60 s), synthetic data only")
@@ -169,13 +167,13 @@ def main(argv=None) -> int:
         report.write_figure(bench, out)
         written += ["scaling.png", "scaling.pdf"]
     if "variants_a9a" in bench:
-        variants.write_convergence_figure(bench["variants_a9a"], out)
+        variant_figures.write_convergence_figure(bench["variants_a9a"], out)
         written += ["variants.png", "variants.pdf"]
     if "epsilon_to_target" in bench:
-        variants.write_epsilon_figure(bench["epsilon_to_target"], out)
+        variant_figures.write_epsilon_figure(bench["epsilon_to_target"], out)
         written += ["epsilon_to_target.png", "epsilon_to_target.pdf"]
     report.write_atomic(out / "bench.json", json.dumps(report.jsonable(bench), indent=2))
-    report.write_atomic(out / "bench.md", report.markdown(bench))
-    print(report.summary(bench))
+    report.write_atomic(out / "bench.md", bench_markdown.markdown(bench))
+    print(bench_markdown.summary(bench))
     print(f"[benchmarks] wrote {', '.join(f'{out}/{w}' for w in written)} in {bench['total_seconds']:.1f} s")
     return 0

@@ -27,6 +27,13 @@ import os
 from time import perf_counter, perf_counter_ns
 
 import numpy as np
+from scipy.stats import ks_2samp, mannwhitneyu
+
+import vfl.core.streams as streams_module
+from vfl.core.exact import blocks
+from vfl.core.sampling import ExactSampler
+from vfl.experiments.config import load_config
+from vfl.experiments.runner import run_experiment
 
 N = 32_561
 
@@ -41,8 +48,6 @@ def _median_seconds(fn, repeats: int) -> float:
 
 
 def _epoch_seconds(config_path: str, overrides: list[str], data_dir) -> float:
-    from vfl.experiments.config import load_config
-    from vfl.experiments.runner import run_experiment
 
     config = load_config(config_path, overrides)
     result = run_experiment(config, data_dir=data_dir, with_baselines=False)
@@ -126,7 +131,6 @@ class CKS2020:
 
 def auc(slow: np.ndarray, fast: np.ndarray) -> float:
     """P(a time of the first class > one of the second), ties half (Mann-Whitney)."""
-    from scipy.stats import mannwhitneyu
 
     return float(mannwhitneyu(slow, fast).statistic) / (slow.size * fast.size)
 
@@ -154,10 +158,6 @@ def replay_timing(per_class: int = 10_000, bits: int = 20, seed: int | None = No
     release then runs through :meth:`ExactSampler.add` on those words, timed, and
     returns that value (checked). Returns the two time arrays (ns), KS p, AUC.
     """
-    from scipy.stats import ks_2samp
-
-    from vfl.core.exact import blocks
-    from vfl.core.sampling import ExactSampler
 
     rng = np.random.default_rng(seed)
     table, T = blocks("gaussian", bits), 1 << bits
@@ -202,7 +202,6 @@ def replay_timing(per_class: int = 10_000, bits: int = 20, seed: int | None = No
 def natural_timing(draw, sigma: float, draws: int) -> dict:
     """Times of ``draws`` natural single draws ``draw()``, split at ``|Z| < 0.5 sigma`` and
     ``|Z| > 2 sigma``: KS p, AUC, and the median of each class (microseconds)."""
-    from scipy.stats import ks_2samp
 
     times, values = np.empty(draws, dtype=np.int64), np.empty(draws)
     draw()
@@ -234,8 +233,6 @@ def epoch_seconds(data_dir, rounds: int = 3) -> dict:
     epochs) as a simulation, a deployment, and a deployment whose parties' samplers pre-draw
     their next release (``ExactSampler(pool=True)``), the three modes alternated ``rounds``
     times (a shared machine's load falls on all three alike)."""
-    import vfl.core.streams as streams_module
-    from vfl.core.sampling import ExactSampler
 
     class Pooled(ExactSampler):
         def __init__(self, *args, **kw):
@@ -259,7 +256,6 @@ def epoch_seconds(data_dir, rounds: int = 3) -> dict:
 
 
 def sampler_benchmark(quick: bool = False, data_dir=None) -> dict:
-    from vfl.core.sampling import ExactSampler
 
     n = 2_000 if quick else N
     repeats = 3 if quick else 7

@@ -37,6 +37,12 @@ from statistics import median
 from time import perf_counter
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from vfl.baselines.sklearn_lr import sklearn_estimator
+from vfl.experiments.config import config_from_dict, read_toml
+from vfl.experiments.runner import plan_run, run_experiment
+from vfl.experiments.transport.process import keep_freed_memory
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET = 1e-4
@@ -59,7 +65,6 @@ def config(
 ):
     """`configs/a9a-fast.toml` on about ``rows`` a9a rows (or a9a-shaped synthetic ones) over
     ``parties`` column ranges."""
-    from vfl.experiments.config import config_from_dict, read_toml
 
     raw = read_toml(REPO / "configs" / "a9a-fast.toml")
     raw["name"] = f"scale-{rows}-{parties}"
@@ -87,10 +92,6 @@ def _peak_rss_bytes() -> int:
 
 def lbfgs_to_target(D, y, objective, f_star: float) -> dict:
     """scikit-learn's lbfgs on the same objective: the loosest tol whose fit reaches TARGET."""
-    from sklearn.exceptions import ConvergenceWarning
-
-    from vfl.baselines.sklearn_lr import sklearn_estimator
-
     tried = []
     for tol in TOLS:
         # the same objective (C from lam and the reduction, no separate intercept), by lbfgs
@@ -120,7 +121,6 @@ def measure(
     data_dir=None,
 ) -> dict:
     """One run at about ``rows`` x ``parties``, measured (see the module docstring)."""
-    from vfl.experiments.runner import plan_run, run_experiment
 
     n_test = n_test or min(100_000, max(1000, rows // 4))
     cfg = config(rows, parties, epochs=epochs, n_test=n_test, rho=rho, data=data)
@@ -183,7 +183,6 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.rows < 100 or not 1 <= args.parties <= 123:
         p.error("--rows must be >= 100 and --parties in 1..123")
-    from vfl.experiments.transport.process import keep_freed_memory
 
     keep_freed_memory()  # as `vfl run` has it
     out = measure(

@@ -19,11 +19,12 @@ import tempfile
 
 import numpy as np
 
+from vfl.datasets.loaders import load_raw
+
 from .sampler import _median_seconds
 
 
 def _load_ratio(data_dir, repeats: int) -> dict:
-    from vfl.datasets.loaders import load_raw
 
     parse, cached = [], []
     saved = os.environ.get("VFL_CACHE_DIR")

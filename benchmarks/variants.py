@@ -17,6 +17,8 @@ Cases (each returns a JSON-ready dict; nothing is written here):
 Timing rules as in :mod:`benchmarks.cases`: ``step(diagnostics=False)``
 timed, the objective for stopping evaluated outside the timed region;
 seconds include the solver's setup (factorization or eigendecomposition).
+The sklearn references are :mod:`benchmarks.central_fits`; the figures
+:mod:`benchmarks.variant_figures`.
 """
 
 from __future__ import annotations
@@ -24,23 +26,22 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from statistics import median
 from time import perf_counter
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
-from threadpoolctl import threadpool_limits
 
 from vfl.admm import ADMMSharing
 from vfl.baselines import central_optimum
+from vfl.experiments.config import config_from_dict, read_toml
+from vfl.experiments.runner import run_experiment
 
+from .central_fits import SKLEARN_TOLS, TARGETS, best_reference, sklearn_fit, sklearn_references, time_to_targets
 from .problems import OBJECTIVE, Data, Problem, Settings
-from .report import save_figure
 
 #: per-epoch settings every variant runs with (the paper's own row runs without)
 FAST_EPOCH = {"z_update": "newton", "blas_threads": 1}
-TARGETS = (1e-4, 1e-6)
 
 
 @dataclass(frozen=True)
@@ -214,74 +215,6 @@ def _summary(variant: Variant, runs: list[Trace], targets=TARGETS) -> dict:
     return out
 
 
-# -- sklearn / central references -------------------------------------------------
-def _sklearn_fit(D, y, f_star, solver, tol):
-    C = OBJECTIVE.weight(len(y)) / (2 * OBJECTIVE.lam)
-    est = LogisticRegression(C=C, fit_intercept=False, solver=solver, tol=tol, max_iter=100_000)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        t = perf_counter()
-        est.fit(D, y)
-        sec = perf_counter() - t
-    sub = (OBJECTIVE.value(est.coef_.ravel(), D, y) - f_star) / abs(f_star)
-    return {"tol": tol, "seconds": sec, "n_iter": int(np.max(est.n_iter_)), "suboptimality": float(sub)}
-
-
-def time_to_targets(fit, tols, targets, repeats) -> dict:
-    """For each target: the loosest tolerance whose fit reaches it, timed (median of repeats)."""
-    search, out = [], {}
-    remaining = sorted(targets, reverse=True)
-    for tol in tols:
-        r = fit(tol)
-        search.append(r)
-        while remaining and r["suboptimality"] <= remaining[0]:
-            out[f"{remaining.pop(0):g}"] = r
-        if not remaining:
-            break
-    for key, r in list(out.items()):
-        times = [r["seconds"]] + [fit(r["tol"])["seconds"] for _ in range(repeats - 1)]
-        out[key] = {**r, "seconds": median(times)}
-    for target in remaining:
-        out[f"{target:g}"] = None
-    return {"search": search, "targets": out}
-
-
-SKLEARN_TOLS = {
-    "lbfgs": (1e-4, 3e-5, 1e-5, 3e-6, 1e-6, 3e-7, 1e-7, 3e-8, 1e-8, 1e-9),
-    "newton-cholesky": (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-10),
-}
-
-
-def sklearn_references(D, y, f_star, cfg: Settings, solvers=("lbfgs", "newton-cholesky")) -> dict:
-    """sklearn's time to each target, with BLAS as configured and pinned to one thread."""
-    out = {}
-    for solver in solvers:
-        for threads in (None, 1):
-
-            def fit(tol, solver=solver, threads=threads):
-                if threads is None:
-                    return _sklearn_fit(D, y, f_star, solver, tol)
-                with threadpool_limits(limits=threads, user_api="blas"):
-                    return _sklearn_fit(D, y, f_star, solver, tol)
-
-            name = solver + ("" if threads is None else f", {threads} BLAS thread")
-            out[name] = time_to_targets(fit, SKLEARN_TOLS[solver], TARGETS, cfg.time_repeats)
-    return out
-
-
-def best_reference(refs: dict, solver: str, target: float):
-    """The faster of ``solver``'s two thread settings at ``target`` (None if neither reached it)."""
-    rows = [
-        (name, r["targets"][f"{target:g}"])
-        for name, r in refs.items()
-        if name.split(",")[0] == solver and r["targets"][f"{target:g}"]
-    ]
-    if not rows:
-        return None
-    name, r = min(rows, key=lambda nr: nr[1]["seconds"])
-    return {"name": name, **r}
-
-
 # -- case: variants on a9a -----------------------------------------------------------
 def variants_a9a(cfg: Settings, data: Data) -> dict:
     problem = data.a9a
@@ -381,7 +314,7 @@ def variants_gisette(cfg: Settings, data: Data) -> dict:
         }
 
     trust = time_to_targets(central_fit, (1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 1e-6), targets, 1)
-    lbfgs = time_to_targets(lambda tol: _sklearn_fit(D, y, f_star, "lbfgs", tol), SKLEARN_TOLS["lbfgs"], targets, 1)
+    lbfgs = time_to_targets(lambda tol: sklearn_fit(D, y, f_star, "lbfgs", tol), SKLEARN_TOLS["lbfgs"], targets, 1)
     rows = [
         _summary(v, [run_variant(problem, v, f_star, cfg.gisette_cap, targets=targets)], targets=targets)
         for v in GISETTE_VARIANTS
@@ -450,10 +383,6 @@ def epsilon_to_target(cfg: Settings, data: Data) -> dict:
     sensitivity over the epochs run. The variant's sensitivity is larger
     (its x-update penalty ``M rho`` is small) but it needs fewer epochs.
     """
-    from pathlib import Path
-
-    from vfl.experiments.config import config_from_dict, read_toml
-    from vfl.experiments.runner import run_experiment
 
     root = Path(__file__).resolve().parents[1]
     raw = read_toml(root / "papers" / "hu" / "configs" / "privacy-a9a-row.toml")
@@ -520,75 +449,6 @@ def epsilon_to_target(cfg: Settings, data: Data) -> dict:
         "algorithms": algorithms,
         "rows": rows,
     }
-
-
-def write_epsilon_figure(case: dict, out) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    for label, style in (("Algorithm 1 (rho 1)", "o-"), ("a9a-fast variant", "s--"), ("Boyd, rho 0.1", "^:")):
-        rows = [r for r in case["rows"] if r["algorithm"] == label]
-        xs = [r["sigma"] for r in rows if r["reached"]]
-        ys = [r["epsilon"] for r in rows if r["reached"]]
-        (line,) = ax.plot(xs, ys, style, label=label)
-        for r in rows:
-            if r["reached"]:
-                ax.annotate(
-                    f"{r['epochs']} ep",
-                    (r["sigma"], r["epsilon"]),
-                    fontsize=7,
-                    textcoords="offset points",
-                    xytext=(4, 4),
-                    color=line.get_color(),
-                )
-    if any(r["reached"] for r in case["rows"]):
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-    else:
-        ax.text(0.5, 0.5, "target not reached", transform=ax.transAxes, ha="center")
-    ax.set_xlabel("noise sigma on each share")
-    ax.set_ylabel("epsilon spent (row-level, PLD)")
-    t = case["rows"][0]["target_test_logloss"] if case["rows"] else float("nan")
-    ax.set_title(f"epsilon to reach test log loss {t:.4f} ({case['dataset']})", fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    save_figure(fig, out, "epsilon_to_target")
-
-
-def write_convergence_figure(case: dict, out) -> None:
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for row in case["variants"]:
-        tr = np.asarray(row["trace"], dtype=float)
-        if tr.size == 0 or row["diverged"]:
-            continue
-        ax.plot(
-            np.arange(1, tr.size + 1),
-            np.maximum(tr, 1e-12),
-            lw=1.2,
-            label=row["label"],
-            ls="-" if row["key"] in ("paper", "a9a_fast") else "--",
-        )
-    for t in TARGETS:
-        ax.axhline(t, color="grey", lw=0.6)
-    ax.set_yscale("log")
-    ax.set_xscale("log")
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("relative suboptimality")
-    ax.set_title(f"ADMM sharing variants on {case['dataset']}", fontsize=9)
-    ax.legend(fontsize=6, ncol=2)
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    save_figure(fig, out, "variants")
 
 
 def fmt_seconds(v) -> str:

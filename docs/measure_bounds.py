@@ -5,8 +5,22 @@ reaches (TV_CSV)."""
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from vfl.admm.sharing.iteration import ADMMSharing
+from vfl.core.streams import Streams
+from vfl.experiments.audit import Probe, Recorder
+from vfl.experiments.config import load_config
+from vfl.experiments.runner import _build, _ledger, plan_run
+from vfl.experiments.settings import Prepared
+from vfl.privacy.audit.bounds import _kl as bernoulli_kl
+from vfl.privacy.sharing import column_sensitivity
 
 REPO = Path(__file__).resolve().parents[1]
 AUDITS_PNG = REPO / "docs" / "figures" / "audits" / "audits.png"
@@ -28,18 +42,6 @@ def measure_ceiling(seeds=(0, 1, 2)) -> Path:
     and on the audit's canary bases, with the largest and the rms entry of ``r`` (what a clip
     of the pulled values to ``[-R, R]``, which would bound ``||r||``, would cut).
     """
-    import math
-
-    import numpy as np
-    import pandas as pd
-
-    from vfl.admm.sharing.iteration import ADMMSharing
-    from vfl.core.streams import Streams
-    from vfl.experiments.audit import Recorder
-    from vfl.experiments.config import load_config
-    from vfl.experiments.runner import _build, plan_run
-    from vfl.experiments.settings import Prepared
-    from vfl.privacy.sharing import column_sensitivity
 
     config = load_config(REPO / "papers" / "hu" / "configs" / "privacy-a9a.toml")
     plan = plan_run(config, None)
@@ -107,17 +109,6 @@ def measure_tv() -> Path:
     the draws per direction at which a Chernoff (relative entropy) bound at the audit's level
     could separate the two, ``log(1 / alpha) / KL(claimed || reached)``.
     """
-    import math
-
-    import numpy as np
-    import pandas as pd
-    from scipy.stats import norm
-
-    from vfl.core.streams import Streams
-    from vfl.experiments.audit import Probe
-    from vfl.experiments.config import load_config
-    from vfl.experiments.runner import _build, _ledger, plan_run
-    from vfl.privacy.audit.bounds import _kl as bernoulli_kl
 
     config = load_config(REPO / "papers" / "dp_admm" / "configs" / "dp-admm-alg2.toml")
     plan = plan_run(config, None)

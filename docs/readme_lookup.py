@@ -1,9 +1,12 @@
 """Reading one number off a committed table for README's facts: the one row a selector
-picks, a single value, and how a number is printed (``docs/readme_tables.py``)."""
+picks, a single value, how a number is printed, and :class:`Fact`, one number read off a
+table (``docs/readme_facts.py`` lists them, ``docs/readme_tables.py`` writes them)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
@@ -52,3 +55,35 @@ _WORDS = ("none", "one", "two", "three", "four", "five", "six", "seven", "eight"
 
 def _word(n: int) -> str:
     return _WORDS[n] if 0 <= n < len(_WORDS) else str(n)
+
+
+def read_figure(figures: Path, name: str) -> pd.DataFrame:
+    """A committed CSV under ``figures`` (``audits/audits.csv``), as the tables read it (the
+    utility CSVs may carry ``#`` comment lines)."""
+    return pd.read_csv(figures / name, comment="#" if name.startswith(("private/", "dp-admm/")) else None)
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One number README's prose quotes: ``value`` of the CSV ``csv`` (under docs/figures, or
+    a tuple of them, concatenated), printed by ``fmt`` (a format spec or a function)."""
+
+    csv: str | tuple[str, ...]
+    value: Callable[[pd.DataFrame], object]
+    fmt: str | Callable[[object], str] = "g"
+
+    def text(self, figures: Path) -> str:
+        names = (self.csv,) if isinstance(self.csv, str) else self.csv
+        table = pd.concat([read_figure(figures, n) for n in names], ignore_index=True)
+        value = self.value(table)
+        return self.fmt(value) if callable(self.fmt) else format(value, self.fmt)
+
+
+def cell(csv: str, column: str, fmt="g", **where) -> Fact:
+    """``column`` of the one row of ``csv`` whose columns equal ``where``."""
+    return Fact(csv, lambda t: _one(t, csv, where)[column], fmt)
+
+
+def count(csv: str, fmt="d", **where) -> Fact:
+    """How many rows of ``csv`` have ``where``."""
+    return Fact(csv, lambda t: len(_where(t, csv, where)), fmt)

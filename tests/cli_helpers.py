@@ -16,6 +16,10 @@ import time
 import types
 import warnings
 
+from click.testing import CliRunner
+
+from vfl.cli.main import main
+
 #: A small vertical config (synthetic data, 2 parties); ``epochs`` is filled in.
 SMALL = """
 name = "small"
@@ -50,9 +54,6 @@ def vfl(*args, cwd=None, env=None, timeout=None, input=None):
     ``returncode``, ``stdout``, ``stderr`` and ``seconds``. An exception that
     escapes ``main`` (exit status 1 in a shell: a bug) is raised here.
     """
-    from click.testing import CliRunner
-
-    from vfl.cli.main import main
 
     runner = CliRunner()
     env = {k: None if v is None else str(v) for k, v in (env or {}).items()}  # None: unset

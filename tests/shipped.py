@@ -2,6 +2,12 @@
 
 from pathlib import Path
 
+from sklearn.datasets import load_breast_cancer
+from sklearn.model_selection import train_test_split
+
+from vfl.core.errors import ConfigError
+from vfl.experiments.config import load_config
+
 REPO = Path(__file__).resolve().parents[1]
 GENERAL = REPO / "configs"
 #: every folder of shipped configs: configs/ (and own-data/) and papers/<paper>/configs/
@@ -26,8 +32,6 @@ def write_breast_cancer(directory: Path) -> None:
     """The files of README's own-data example in ``directory``, written as its snippet writes
     them: scikit-learn's breast-cancer data, a quarter of the rows (a seeded split) in
     ``breast_cancer_test.csv``, the rest in ``breast_cancer.csv``."""
-    from sklearn.datasets import load_breast_cancer
-    from sklearn.model_selection import train_test_split
 
     frame = load_breast_cancer(as_frame=True).frame.rename(columns={"target": "label"})
     train, test = train_test_split(frame, test_size=0.25, random_state=0)
@@ -43,8 +47,6 @@ def private_overrides(path: Path) -> tuple[str, ...] | None:
     """The overrides that make shipped config ``path`` a private run: none for a config that
     claims a guarantee, :data:`LDP_PRIVATE` for a network (LDP) one that then accounts; None
     when it is not a private method."""
-    from vfl.core.errors import ConfigError
-    from vfl.experiments.config import load_config
 
     config = load_config(path)
     if config.privacy.claims_guarantee:

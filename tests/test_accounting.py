@@ -8,10 +8,12 @@ import pytest
 import scipy.sparse as sp
 from cli_helpers import vfl
 
+from vfl.admm.sharing import ADMMSharingSolver, BlockSolver
 from vfl.core.errors import ConfigError
 from vfl.core.layouts import VerticalData
 from vfl.core.objective import Objective
 from vfl.core.streams import Streams
+from vfl.experiments.audit import audit_config
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.runner import run_experiment
 from vfl.experiments.sweep import aggregate_sweep, run_sweep
@@ -59,7 +61,6 @@ def test_column_bound_is_attained_within_2_sqrt_2_by_the_two_column_example():
 
 def _row_release(D, lam, rho, b1, R, c, r):
     """One party's release mean clip(D x, c), x the exact ball-constrained x-update."""
-    from vfl.admm.sharing import BlockSolver
 
     x, _ = BlockSolver(D, lam, rho).solve_ball(np.clip(r, -R, R), b1)
     assert np.linalg.norm(x) <= b1 * (1 + 1e-12)
@@ -118,7 +119,6 @@ def test_solve_ball_is_the_constrained_minimizer():
             D = rng.normal(size=shape)
             D /= np.linalg.norm(D, axis=1, keepdims=True)
             lam, rho, radius = 0.01, 1.0, 0.5
-            from vfl.admm.sharing import BlockSolver
 
             r = 5 * rng.normal(size=shape[0])
             x, active = BlockSolver(sp.csr_matrix(D) if sparse else D, lam, rho).solve_ball(r, radius)
@@ -186,7 +186,6 @@ def test_every_release_is_clipped_and_every_model_in_the_ball():
                 "privacy": {"delta": 1e-5, "sigma": 0.1, "b1": 0.5, "clip": 0.3, "neighbours": neighbours, **extra},
             }
         )
-        from vfl.admm.sharing import ADMMSharingSolver
 
         s = ADMMSharingSolver.build(
             VerticalData(blocks, y),
@@ -204,8 +203,6 @@ def test_every_release_is_clipped_and_every_model_in_the_ball():
 
 
 def test_accounting_refuses_rows_above_unit_norm():
-    from vfl.admm.sharing import ADMMSharingSolver
-
     cfg = config()
     blocks = [np.full((10, 2), 1.0)]
     with pytest.raises(ValueError, match="accounting mode needs unit rows"):
@@ -297,7 +294,6 @@ def test_epsilon_sweep(tmp_path):
 # -- the audit -----------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_audit_passes_the_guarantee_and_refutes_an_under_calibrated_claim():
-    from vfl.experiments.audit import audit_config
 
     # the paper's calibration on tiny data: Lemma 1's C is far below the true shift
     cfg = config(calibration="lemma1", epsilon=8.0, b1=1.0, clip=1.0)

@@ -16,6 +16,7 @@ import pytest
 from cli_helpers import vfl
 
 from vfl import papers
+from vfl.experiments.registry import registered
 
 FOLDER = {
     "__init__.py": '''
@@ -147,8 +148,6 @@ def test_its_solver_is_half_the_step_of_dgd(toy_paper, tmp_path):
 
 
 def test_a_paper_may_not_take_a_familys_solver_name(toy_paper, monkeypatch):
-    from vfl.experiments.registry import registered
-
     monkeypatch.setitem(papers.paper("toy").solvers, "dgd", "toy_paper.solver:HalfStepDGD")
     with pytest.raises(RuntimeError, match="dgd"):
         registered()

@@ -16,6 +16,7 @@ import pytest
 from problems import planted_problem
 
 from vfl.admm import ADMMSharing
+from vfl.admm.sharing import ADMMSharingSolver as S
 from vfl.admm.sharing.acceleration import (
     ACCELERATION,
     Anderson,
@@ -52,6 +53,7 @@ from vfl.admm.sharing.party import Party
 from vfl.admm.sharing.penalty import RHO_SCHEDULE, FixedPenalty, SpectralPenalty
 from vfl.admm.sharing.relations import RELATIONS, ColumnRelation, RowRelation
 from vfl.core.objective import Objective
+from vfl.privacy.sharing import NEIGHBOURS
 
 N = 60
 
@@ -142,7 +144,6 @@ def test_row_sensitivity_against_its_closed_form():
 def test_row_relation_needs_lam_input_clip_and_a_ceiling():
     with pytest.raises(ValueError, match="needs objective.lam > 0"):
         RowRelation().sensitivity(**{**BOUND, "lam": 0.0}, rho_range=(1.0, 1.0), x_rho_scale=1)
-    from vfl.admm.sharing import ADMMSharingSolver as S
 
     # the solver's typed records: input_clip and rho_max default to None
     with pytest.raises(ValueError, match="needs privacy.input_clip"):
@@ -154,8 +155,6 @@ def test_row_relation_needs_lam_input_clip_and_a_ceiling():
 
 
 def test_each_relation_names_its_ball_and_words():
-    from vfl.privacy.sharing import NEIGHBOURS
-
     assert {n: (cls.ball, cls().words) for n, cls in RELATIONS.items()} == {
         "column": ("project", NEIGHBOURS["column"]),
         "row": ("exact", NEIGHBOURS["row"]),

@@ -18,8 +18,12 @@ from scipy.special import expit
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from vfl.admm import ADMMSharing
+from vfl.admm.sharing import ADMMSharingSolver
+from vfl.admm.sharing.accounting import plan_privacy
 from vfl.core.errors import ConfigError
 from vfl.core.objective import Objective
+from vfl.experiments.config import config_from_dict
+from vfl.privacy.sharing import column_sensitivity, row_sensitivity
 
 N = 200
 LAM = 0.1  # sum reduction: L = 1/4, sqrt(2) L = 0.354
@@ -349,8 +353,6 @@ ACCOUNTING = {"delta": 1e-5, "sigma": 1.0, "clip": 1.0, "b1": 1.0}
     ],
 )
 def test_config_errors_are_one_line(solver, privacy, message):
-    from vfl.experiments.config import config_from_dict
-
     with pytest.raises(ConfigError) as exc:
         config_from_dict(_raw(solver, privacy))
     assert message in str(exc.value)
@@ -358,8 +360,6 @@ def test_config_errors_are_one_line(solver, privacy, message):
 
 
 def test_config_defaults_build_the_plain_path():
-    from vfl.experiments.config import config_from_dict
-
     cfg = config_from_dict(_raw())
     assert cfg.solver.values["form"] == "hu" and cfg.solver.values["z_update"] == "safeguarded"
     cfg = config_from_dict(
@@ -372,9 +372,6 @@ def test_config_defaults_build_the_plain_path():
 # accounting mode: the sound sensitivities of the variants
 # --------------------------------------------------------------------------
 def _plan(params, privacy, M=2, N=50):
-    from vfl.admm.sharing import ADMMSharingSolver
-    from vfl.admm.sharing.accounting import plan_privacy
-
     base = {"rho": 1.0, "form": "hu", "rho_schedule": "fixed", "rho_min": None, "rho_max": None}
     p = {
         "sigma": 1.0,
@@ -406,16 +403,12 @@ def _plan(params, privacy, M=2, N=50):
 
 
 def test_column_bound_is_the_same_for_every_variant():
-    from vfl.privacy.sharing import column_sensitivity
-
     for params in ({}, {"form": "boyd"}, {"rho_schedule": "spectral", "rho_min": 0.01}):
         plan = _plan(params, {})
         np.testing.assert_allclose(plan.sound_sensitivity, column_sensitivity(50, 1.0, 1.0))
 
 
 def test_row_bound_uses_the_x_update_penalty_and_the_worst_rho():
-    from vfl.privacy.sharing import row_sensitivity
-
     row = {"neighbours": "row", "input_clip": 2.0}
     plan = _plan({}, row)
     np.testing.assert_allclose(plan.sound_sensitivity, row_sensitivity(1.0, 1.0, 1.0, 1.0, 2.0))

@@ -18,6 +18,7 @@ from test_parties import (
     cluster,  # noqa: F401 (the same small threaded cluster, per module)
 )
 
+from vfl.core.errors import PartyLostError
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.runner import plan_run, run_experiment
 from vfl.experiments.transport.dask_units import dask_backend
@@ -159,7 +160,6 @@ def test_a_group_rebuilt_mid_run_by_replay_gives_the_same_numbers(cluster, netwo
     killed worker process is in test_parties_slow.py): its journal's iterations run again
     from what the coordinator delivered, and the run ends with the in-process numbers. A
     replay whose release differs from the one received by a bit stops the run."""
-    from vfl.core.errors import PartyLostError
 
     raw = {**_raw("ldp_admm", privacy={"delta": 1e-5, "replayable_noise": True}), "network": network}
     local = run_experiment(config_from_dict(raw), with_baselines=False)

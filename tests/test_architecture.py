@@ -9,6 +9,8 @@ privacy analysis) but never each other.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,8 +96,6 @@ def test_import_linter_contracts_hold(tmp_path):
     """pyproject.toml's import-linter contracts (layers, independent solver families), run by
     ``lint-imports`` on the source: ``vfl`` laid out as a namespace of links to the clone's
     parts, so the check reads this tree whether vfl is installed editable or not."""
-    import subprocess
-    import sys
 
     root = tmp_path / "vfl"
     root.mkdir()

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from cli_helpers import vfl
 
 from vfl.attacks import auc, ceiling_auc, delong_ci, epsilon_lower
+from vfl.papers import paper
+from vfl.papers.attacks.figures import reproduce
 
 TINY = """
 name = "tiny"
@@ -123,10 +127,6 @@ def test_reproduce_attacks_meets_the_stacking_target(tmp_path):
     """`vfl reproduce attacks` for private stacking at epsilon 1 on a9a: the label attacks
     stay under the ceiling within their CI, and with label and feature epsilon 1 the model
     still beats party 1 alone; undefended, the labels are read off (AUC 1)."""
-    import pandas as pd
-
-    from vfl.papers import paper
-    from vfl.papers.attacks.figures import reproduce
 
     reproduce(
         "attacks",
@@ -235,8 +235,6 @@ def test_attack_on_a_run_directory_bad_input_is_one_line(tmp_path, case, args, m
 
 
 def test_record_received_needs_a_vertical_run(tmp_path):
-    from pathlib import Path
-
     repo = Path(__file__).resolve().parents[1]
     got = vfl(
         "run",

@@ -11,11 +11,19 @@ import json
 import numpy as np
 import pytest
 from cli_helpers import invoke
+from test_audit_power import LDP
 from test_held_out import dump_toml
 
+from vfl.core.errors import ConfigError
+from vfl.core.messages import RUNS, ProtocolError, validate
+from vfl.core.releases import Release
+from vfl.core.sampling import ExactSampler
+from vfl.core.units import Units
 from vfl.experiments.audit.transcripts import Direction, Follower, Recorder, chunks, run_direction
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.runner import plan_run
+from vfl.experiments.transport.dask_units import DaskUnits
+from vfl.stacking.party import Released
 
 SYNTHETIC = {"dataset": "synthetic", "options": {"n_train": 240, "n_test": 60, "n_features": 8, "seed": 5}}
 
@@ -116,8 +124,6 @@ def test_the_deployed_sampler_releases_on_its_grid_and_the_loss_uses_the_grid_me
     """Two runs of one release through the exact sampler (grid step scale / 2^bits): the
     released values are integers on the grid, and each run's loss is the discrete
     Gaussian's log ratio at the rounded means."""
-    from vfl.core.releases import Release
-    from vfl.core.sampling import ExactSampler
 
     bits = 6
     sampler = ExactSampler(bits)
@@ -143,8 +149,6 @@ def test_the_deployed_sampler_releases_on_its_grid_and_the_loss_uses_the_grid_me
 
 
 def test_chunks_split_by_memory_and_refuse_what_cannot_fit():
-    from vfl.core.errors import ConfigError
-
     assert chunks(10, 1, None, "x") == [10]
     assert chunks(10, 1, 4, "x") == [4, 3, 3]
     assert chunks(11, 1, 10, "x") == [6, 5]  # never a chunk of one run
@@ -157,7 +161,6 @@ def test_chunks_split_by_memory_and_refuse_what_cannot_fit():
 def test_bad_audit_inputs_are_one_line_and_exit_2(tmp_path):
     """GDP on Laplace releases, a calibration with too few runs for its power, and a batch
     that cannot fit: one line each, exit 2, nothing written."""
-    from test_audit_power import LDP
 
     ldp = tmp_path / "ldp.toml"
     ldp.write_text(dump_toml(LDP))
@@ -221,10 +224,6 @@ def test_vfl_audit_runs_the_deployed_sampler(tmp_path):
 def test_only_the_audits_in_process_units_take_a_leading_axis_of_runs():
     """The runs' axis is accepted where the audit declares it (in-process units whose solver's
     observer returns R runs), never by a deployment's backend: the same message is refused."""
-    from vfl.core.messages import RUNS, ProtocolError, validate
-    from vfl.core.units import Units
-    from vfl.experiments.transport.dask_units import DaskUnits
-    from vfl.stacking.party import Released
 
     reply = Released(models=np.zeros((3, 4)), shares=np.zeros((3, 2, 7)), moments=np.zeros((3, 2, 2)))
     validate(reply, Released, {"n": 2, "N": 7, RUNS: 3})

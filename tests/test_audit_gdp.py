@@ -12,7 +12,9 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
+from scipy.optimize import brentq
 
+from vfl.experiments.audit.report import AuditReport, PairAudit, audit_lines
 from vfl.privacy import audit as A
 from vfl.privacy.audit.gdp import gdp_delta, gdp_epsilon, ranks
 
@@ -54,7 +56,6 @@ def test_bound_covers_the_true_profile_at_the_nominal_rate(spread):
     grid = np.linspace(0.0, 12.0, 121)
     true = (1 - p) * gdp_delta(grid, lo) + p * gdp_delta(grid, hi)
     f = lambda e: math.log((1 - p) * gdp_delta(e, lo) + p * gdp_delta(e, hi)) - math.log(1e-5)
-    from scipy.optimize import brentq
 
     eps_true = brentq(f, 0.0, 30.0)
     over = over_eps = 0
@@ -122,7 +123,6 @@ def test_a_pair_whose_check_rejects_its_assumption_refutes_nothing():
     """A pair whose losses are not Gaussian given mu (here +-mu around mu^2 / 2) fails the
     check, and its GDP bound, which would refute a true claim, is dropped from the audit's
     verdict and lower bound; an honest pair's stand."""
-    from vfl.experiments.audit.report import AuditReport, PairAudit, audit_lines
 
     rng = np.random.default_rng(3)
     mu_claim, K = 1.666, 200

@@ -14,6 +14,7 @@ from scipy import stats
 from scipy.special import expit, logit
 
 from vfl.privacy import audit as A
+from vfl.privacy import composed_gaussian_epsilon
 from vfl.privacy.audit.bounds import _kl as bernoulli_kl
 
 
@@ -120,7 +121,6 @@ def test_refutation_thresholds_and_the_automatic_bound():
 
 def test_powerful_epsilon_finds_more_power_than_the_printed_point():
     """At a small printed epsilon the profile point refutes a 1.5x noise error the point cannot."""
-    from vfl.privacy import composed_gaussian_epsilon
 
     mu, K, delta = 0.2, 300, 1e-5
     eps = composed_gaussian_epsilon([1.0 / mu], delta)

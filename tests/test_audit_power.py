@@ -14,7 +14,7 @@ import pytest
 from cli_helpers import invoke
 
 from vfl.experiments.audit import audit_config
-from vfl.experiments.config import load_config
+from vfl.experiments.config import config_from_dict, load_config
 
 SHARING = """
 name = "{name}"
@@ -136,7 +136,6 @@ def test_ldp_audit_tests_the_rdp_profile_and_the_l2_charge():
     """Laplace releases charged in l2 (Bun and Steinke's zCDP of each coordinate): the audit
     compares the canary's l2 shift with that charge and also tests the ledger's own profile
     where K runs have most power."""
-    from vfl.experiments.config import config_from_dict
 
     report = audit_config(config_from_dict(LDP), K=10, seed=0, kinds=("adversarial",), max_pairs=1)
     assert {"guarantee", "profile"} <= set(report.claims)

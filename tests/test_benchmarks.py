@@ -9,13 +9,21 @@ import math
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from vfl.admm import ADMMSharing
+from vfl.core.objective import Objective
+from vfl.datasets import make_synthetic
+from vfl.experiments.partition import Partition
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `benchmarks` is a plain folder at the repo root, not installed
+from benchmarks import bench_markdown, report, runner  # noqa: E402
+from benchmarks.prototype import PrototypeADMM  # noqa: E402
 
 
 def _finite_positive(v) -> bool:
@@ -127,9 +135,6 @@ def test_quick_run_writes_results(tmp_path):
 
 def test_only_runs_the_named_cases_and_the_hook_is_optional(tmp_path, monkeypatch, capsys):
     """``python -m benchmarks ...`` is ``runner.main(argv)``, called here in this process."""
-    import warnings
-
-    from benchmarks import runner
 
     out = tmp_path / "bench"
     monkeypatch.chdir(ROOT)
@@ -144,8 +149,6 @@ def test_only_runs_the_named_cases_and_the_hook_is_optional(tmp_path, monkeypatc
 
 
 def test_external_benchmarks_plug_in(monkeypatch):
-    from benchmarks import report, runner
-
     assert runner.EXTERNAL == {
         "dp_admm": "dp_admm_benchmark",
         "ldp": "ldp_benchmark",
@@ -156,7 +159,7 @@ def test_external_benchmarks_plug_in(monkeypatch):
     }
     monkeypatch.setitem(runner.EXTERNAL, "does_not_exist", "bench")
     assert runner._external("does_not_exist", "bench", None) is None
-    md = report.markdown(
+    md = bench_markdown.markdown(
         {
             "quick": True,
             "total_seconds": 1.0,
@@ -177,12 +180,6 @@ def test_external_benchmarks_plug_in(monkeypatch):
 
 
 def test_prototype_follows_admm_sharing():
-    from benchmarks.prototype import PrototypeADMM
-    from vfl.admm import ADMMSharing
-    from vfl.core.objective import Objective
-    from vfl.datasets import make_synthetic
-    from vfl.experiments.partition import Partition
-
     ds = make_synthetic(300, 10, 12, seed=3)
     part = Partition(parties=(np.arange(7), np.arange(7, 12)), n_features=12)
     blocks = part.split(ds.X_train)
@@ -201,11 +198,6 @@ def test_prototype_follows_admm_sharing():
 
 
 def test_prototype_subset_extrapolates_and_keeps_exact_iterates():
-    from benchmarks.prototype import PrototypeADMM
-    from vfl.admm import ADMMSharing
-    from vfl.core.objective import Objective
-    from vfl.datasets import make_synthetic
-
     ds = make_synthetic(200, 10, 6, sparse=True, density=0.5, seed=1)
     obj = Objective("logistic", 1e-3, "sum")
     blocks = [ds.X_train[:, :3], ds.X_train[:, 3:]]

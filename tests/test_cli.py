@@ -1,6 +1,7 @@
 """The ``vfl`` command as a user types it: in this process through the console entry point
 (``cli_helpers.vfl``), and once end to end through the installed script."""
 
+import bz2
 import json
 import shutil
 import subprocess
@@ -145,7 +146,6 @@ def test_checksum_mismatch_exits_2(tmp_path, data_dir):
     bad.mkdir()
     shutil.copy(data_dir / "a9a.t.bz2", bad / "a9a.t.bz2")
     # a well-formed but altered a9a: one label flipped
-    import bz2
 
     text = bz2.decompress((data_dir / "a9a.bz2").read_bytes()).decode()
     (bad / "a9a").write_text(("+1" + text[2:]) if text.startswith("-1") else ("-1" + text[2:]))

@@ -3,6 +3,7 @@ nothing left behind (issue 15's table), plus leftovers, warnings and interrupted
 
 `vfl` runs in this process (``cli_helpers.vfl``); the interrupted sweep signals a real one."""
 
+import importlib
 import os
 import signal
 import subprocess
@@ -204,8 +205,6 @@ def test_references_from_another_directory(tmp_path, data_dir):
 
 
 def test_references_outside_a_clone_is_one_line(tmp_path):
-    import importlib
-
     package = Path(importlib.import_module("vfl.cli").__file__).resolve().parents[1]
     if (package / "results" / "reference").is_dir():
         pytest.skip("editable install: the clone is found beside the package")

@@ -29,8 +29,11 @@ from vfl.admm.consensus import (
     theorem3_eta,
     theorem4_eta,
 )
+from vfl.admm.consensus.providers import PROVIDERS_PROTOCOL
 from vfl.admm.local_solvers import fista, kkt_residual, newton
 from vfl.admm.pretrain import consensus_optimum
+from vfl.core.host import Host, LocalEnv
+from vfl.core.protocol import UnitData
 from vfl.privacy import dp_admm_epsilon
 
 # ------------------------------------------------- (a) moments accountant --
@@ -292,9 +295,6 @@ def test_a_rebuilt_exact_group_replays_its_warm_start_to_the_bit():
     (Algorithm 2 releases it noisy): a group rebuilt from its journal (a deployment's, whose
     recorded releases it takes without drawing them again) solves its completed iterations
     again and goes on as the lost one would."""
-    from vfl.admm.consensus.providers import PROVIDERS_PROTOCOL
-    from vfl.core.host import Host, LocalEnv
-    from vfl.core.protocol import UnitData
 
     s = make(
         ConsensusADMMPerturbed,

@@ -7,7 +7,9 @@ import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from consensus_helpers import REGS, SOLVERS, loss_grad, make, objective, planted
+from sklearn.linear_model import LogisticRegression
 
 from vfl.admm.consensus import (
     DPADMM,
@@ -21,10 +23,14 @@ from vfl.admm.consensus import (
 )
 from vfl.admm.local_solvers import kkt_residual, newton, smooth_grad
 from vfl.admm.pretrain import central_solve, consensus_optimum, pretrain_dw
+from vfl.core.errors import ConfigError
 from vfl.core.layouts import HorizontalData
 from vfl.core.objective import Objective
 from vfl.core.params import validate_table
 from vfl.core.streams import Streams
+from vfl.experiments.audit import audit_config
+from vfl.experiments.config import config_from_dict, load_config
+from vfl.experiments.runner import run_experiment
 
 
 # ----------------------------------------- vectorized == loop over providers --
@@ -213,7 +219,6 @@ def test_params_declare_defaults_and_bounds():
         names = [p.name for p in cls.params + cls.privacy_params]
         assert len(names) == len(set(names)) and all(p.help for p in cls.params)
         assert cls.setting.value == "horizontal" and cls.regularizers == REGS
-    from vfl.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="privacy.epsilon_per_iteration must be in \\(0, 1\\]"):
         validate_table("privacy", {"epsilon_per_iteration": 2.0}, DPADMM.privacy_params, owner="dp_admm")
@@ -242,8 +247,6 @@ def test_split_providers_is_a_random_partition():
 
 @pytest.mark.parametrize("reg", REGS)
 def test_central_solve_matches_sklearn(reg):
-    from sklearn.linear_model import LogisticRegression
-
     data = planted(N=1, m=300, d=5, seed=9, public=0)
     X, y = data.A[0], data.b[0]
     alpha = 0.01
@@ -289,7 +292,6 @@ def test_margins_and_decision_function(cls):
     np.testing.assert_allclose(s.train_margins(), data.A.reshape(-1, s.d) @ s.w)
     X = np.random.default_rng(0).standard_normal((7, s.d))
     np.testing.assert_allclose(s.decision_function(X), X @ s.w)
-    import scipy.sparse as sp
 
     np.testing.assert_allclose(s.decision_function(sp.csr_matrix(X)), X @ s.w)
     info = s.privacy_info()
@@ -336,9 +338,6 @@ def test_neighbours_change_one_record_of_one_provider_within_the_relation(cls):
 
 
 def test_dp_admm_passes_its_white_box_audit(tmp_path):
-    from vfl.experiments.audit import audit_config
-    from vfl.experiments.config import load_config
-
     path = tmp_path / "dp.toml"
     path.write_text("""
 name = "dp-small"
@@ -373,8 +372,6 @@ delta = 1e-3
 def test_privacy_epsilon_is_the_whole_runs_target(replayable):
     """privacy.epsilon is end to end: the per-iteration epsilon of Theorem 1 is solved for, and
     the ledger's epsilon after T iterations is the target (PLD, or RDP for exact noise)."""
-    from vfl.experiments.config import config_from_dict
-    from vfl.experiments.runner import run_experiment
 
     raw = {
         "data": {"dataset": "synthetic", "options": {"n_train": 400, "n_test": 100, "n_features": 5, "seed": 2}},

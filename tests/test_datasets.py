@@ -19,6 +19,7 @@ from vfl.datasets import (
     REGISTRY,
     Dataset,
     FileSpec,
+    a9a,
     dataset_status,
     file_sha256,
     find_file,
@@ -455,7 +456,6 @@ def test_real_status_and_verify(data_dir):
 def test_parsed_arrays_are_cached_by_the_stored_file_and_still_verified(tmp_path, monkeypatch):
     """The second load reads the cached arrays (bit-identical, no parse), a changed file is
     parsed afresh, a damaged entry is replaced, and verification still applies to a hit."""
-    from vfl.datasets import a9a
 
     monkeypatch.setenv("VFL_CACHE_DIR", str(tmp_path / "cache"))
     write_a9a(tmp_path)

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.linear_model import LogisticRegression
 
 from vfl.core.errors import ConfigError, DataError
 from vfl.datasets import (
@@ -107,8 +108,6 @@ def test_synthetic_shapes_scaling_and_balance():
 
 
 def test_synthetic_is_learnable_but_not_separable():
-    from sklearn.linear_model import LogisticRegression
-
     data = make_synthetic(3000, 1000, 20, seed=2)
     model = LogisticRegression(max_iter=1000).fit(data.X_train, data.y_train)
     assert 0.8 < model.score(data.X_test, data.y_test) < 0.97
@@ -203,7 +202,6 @@ def test_gisette_shaped_stand_in(gisette_shaped):
 def test_gisette_shaped_is_learnable_like_gisette(gisette_shaped):
     """Linear models reach ~0.97 on real gisette; the stand-in must be alike,
     not near chance (independent informative features would overfit)."""
-    from sklearn.linear_model import LogisticRegression
 
     data = gisette_shaped
     assert 0.4 < np.mean(data.y_train == 1) < 0.6

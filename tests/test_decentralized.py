@@ -1,5 +1,6 @@
 """The network-setting solvers of Xiao et al. and their baselines (vfl.decentralized)."""
 
+import inspect
 import math
 
 import numpy as np
@@ -11,8 +12,10 @@ from vfl.core.layouts import NetworkData
 from vfl.core.objective import Objective
 from vfl.core.solver import Setting, Solver
 from vfl.core.streams import Streams
+from vfl.datasets import load_dataset
 from vfl.decentralized import (
     assign_samples,
+    build_network_data,
     central_optimum,
     encode_labels,
     gradient_sensitivity,
@@ -132,8 +135,6 @@ def test_solver_contract(name):
 
 
 def test_constructor_signature_is_keyword_only():
-    import inspect
-
     for cls in map(get_solver, NETWORK):
         sig = inspect.signature(cls.__init__)
         assert list(sig.parameters)[:2] == ["self", "data"]
@@ -419,7 +420,6 @@ def test_bad_data_raise_value_error():
 # ------------------------------------------------------- Adult (slow) --
 def _adult_pool(data_dir):
     """Spec 7.1: train + test, ordinal codes, min-max over the pool, unit rows, {0,1} labels."""
-    from vfl.datasets import load_dataset
 
     # ordinal codes over Adult's published vocabularies, unscaled: the min-max is the pool's
     ds = load_dataset("adult", data_dir, preprocessing={"encoding": "ordinal", "scaling": "none"})
@@ -431,8 +431,6 @@ def _adult_pool(data_dir):
 
 
 def _adult_run(X, y, name, N, E, seed, privacy=None):
-    from vfl.decentralized import build_network_data
-
     st = Streams(seed)
     adj = make_graph("gnm", nodes=N, edges=E, rng=st.get("graph"))
     obj = paper_objective(N, 100)

@@ -20,13 +20,18 @@ worker, so the next case finds two again.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import replace
 
 import pytest
+from test_parties import assert_same_numbers
 
 from vfl.core.errors import PartyLostError, VFLError
+from vfl.core.inprocess import InProcessUnits
 from vfl.core.protocol import CONTROL
 from vfl.experiments.config import config_from_dict
+from vfl.experiments.runner import plan_run, run_experiment
+from vfl.experiments.transport.dask_units import dask_backend
 
 distributed = pytest.importorskip("dask.distributed")
 
@@ -122,8 +127,6 @@ NOT_SENT = {
 
 
 def _protocol(path: str):
-    import importlib
-
     module, name = path.split(":")
     return getattr(importlib.import_module(module), name)
 
@@ -156,8 +159,6 @@ OUTCOMES: dict = {}
 
 def _undisturbed(family, noise):
     """The in-process run (once per family and noise) and how often it sent each call."""
-    from vfl.core.inprocess import InProcessUnits
-    from vfl.experiments.runner import run_experiment
 
     key = (family, noise)
     if key not in _LOCAL:
@@ -203,11 +204,6 @@ def _kill_before(cluster, backend, name: str, nth: int) -> dict:
 
 @pytest.mark.parametrize("backend_name, family, noise, call", MATRIX)
 def test_a_unit_lost_before_any_call_changes_no_number(cluster, backend_name, family, noise, call):
-    from test_parties import assert_same_numbers
-
-    from vfl.experiments.runner import plan_run, run_experiment
-    from vfl.experiments.transport.dask_units import dask_backend
-
     local, sent = _undisturbed(family, noise)
     if (family, noise, call) in NOT_SENT:
         assert call not in sent, f"{call} is sent: take it out of NOT_SENT"

@@ -5,6 +5,7 @@ import pytest
 import scipy.sparse as sp
 from scipy import stats
 
+import vfl.decentralized.graphs as g
 from vfl.decentralized.graphs import (
     check_adjacency,
     closed_neighbourhoods,
@@ -125,8 +126,6 @@ def test_gnm_needs_a_generator():
 
 
 def test_hopeless_erdos_renyi_is_refused(monkeypatch):
-    import vfl.decentralized.graphs as g
-
     monkeypatch.setattr(g, "MAX_DRAWS", 5)
     with pytest.raises(ValueError, match="use a larger p"):
         make_graph("erdos_renyi", nodes=50, p=0.001, rng=np.random.default_rng(0))

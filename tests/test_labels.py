@@ -3,14 +3,22 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
+from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
+from cli_helpers import vfl
 
 from vfl.core.messages import same
 from vfl.core.relations import LABELS
+from vfl.core.sampling import ExactSampler, randomized_response
+from vfl.experiments.audit import audit_config
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.transcript import record
+from vfl.stacking import labels as lab
 
 TINY = """
 name = "tiny"
@@ -70,9 +78,6 @@ def test_label_relation_is_typed():
 def test_debiased_loss_is_unbiased_and_its_gradient_bounded():
     """Natarajan et al.'s estimator: (1 - q) l~(t, y) + q l~(t, -y) = l(t, y) for the
     logistic loss, and |d l~ / dt| <= 1 + c."""
-    import numpy as np
-
-    from vfl.stacking import labels as lab
 
     q = lab.flip_rate(1.0)
     c = lab.debias(q)
@@ -88,10 +93,6 @@ def test_debiased_loss_is_unbiased_and_its_gradient_bounded():
 
 
 def test_exact_randomized_response_flips_at_its_rate():
-    import numpy as np
-
-    from vfl.core.sampling import ExactSampler, randomized_response
-
     y = np.ones(40000, dtype=np.int8)
     flips = np.mean(randomized_response(y, 1.0, ExactSampler()) < 0)
     q = 1 / (1 + np.e)
@@ -99,8 +100,6 @@ def test_exact_randomized_response_flips_at_its_rate():
 
 
 def test_stacking_label_dp_is_accounted_and_printed(tmp_path):
-    from cli_helpers import vfl
-
     cfg = tmp_path / "c.toml"
     cfg.write_text(
         TINY.format(solver="private_stacking", epochs=1, extra="")
@@ -111,9 +110,6 @@ def test_stacking_label_dp_is_accounted_and_printed(tmp_path):
     out = vfl("run", "--config", cfg, "--out", tmp_path / "run")
     assert out.returncode == 0, out.stderr
     assert "(0.5, 0)-label-DP towards the passive parties" in out.stdout
-    import json
-
-    import pandas as pd
 
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     label = manifest["privacy"]["label_guarantee"]
@@ -124,10 +120,7 @@ def test_stacking_label_dp_is_accounted_and_printed(tmp_path):
 
 
 def test_label_epsilon_without_a_mechanism_is_one_line(tmp_path):
-    from cli_helpers import vfl
-
     cfg = tmp_path / "c.toml"
-    from pathlib import Path
 
     shipped = Path(__file__).parents[1] / "papers/dp_admm/configs/dp-admm-l2.toml"
     cfg.write_text(shipped.read_text().replace("[privacy]\n", "[privacy]\nlabel_epsilon = 1.0\n"))
@@ -151,8 +144,6 @@ def test_label_epsilon_without_a_mechanism_is_one_line(tmp_path):
 def test_gaussian_label_dp_composes_to_its_target(tmp_path, solver, privacy):
     """The pulls (derivatives) are calibrated over the run's releases: the labels' ledger
     composes them back to the target, and the features' guarantee is not claimed."""
-    import pandas as pd
-    from cli_helpers import vfl
 
     epochs, more = SOLVERS[solver]
     cfg = tmp_path / "c.toml"
@@ -169,8 +160,6 @@ def test_gaussian_label_dp_composes_to_its_target(tmp_path, solver, privacy):
 
 
 def test_admm_label_dp_needs_its_clip(tmp_path):
-    from cli_helpers import vfl
-
     cfg = tmp_path / "c.toml"
     cfg.write_text(TINY.format(solver="admm_sharing", epochs=2, extra="") + "[privacy]\nlabel_epsilon = 1.0\n")
     out = vfl("run", "--config", cfg, "--out", tmp_path / "run")
@@ -196,7 +185,6 @@ def test_admm_label_dp_needs_its_clip(tmp_path):
 def test_the_label_guarantee_passes_as_run_and_is_refuted_at_a_third_of_the_noise(solver, privacy):
     """The audit's power rule on the label relation (one label flipped): the labels' ledger
     claims (1, delta); PASS with the mechanism as run, REFUTED with a third of its noise."""
-    from vfl.experiments.audit import audit_config
 
     config = tiny(solver, privacy=privacy + "\nreplayable_noise = true")
     verdicts = {}

@@ -17,6 +17,7 @@ import pytest
 import scipy.optimize
 from scipy.special import expit
 
+import vfl.core.losses as losses
 from vfl.core.losses import LOSSES, LogisticLoss, SquaredLoss, get_loss
 
 N_MEAN = 1000  # the "N" of the w = 1/N (reduction="mean") cases
@@ -355,8 +356,6 @@ def test_prox_newton_leaves_inputs_alone_and_handles_real_labels():
 
 @pytest.mark.parametrize("rho,w", [(0.02, 1.0), (5.0, 1.0), (0.3, 1e-4)])
 def test_prox_newton_in_chunks_with_kept_buffers_gives_the_same_numbers(rho, w, monkeypatch):
-    import vfl.core.losses as losses
-
     rng = np.random.default_rng(7)
     n = 2001
     b = np.where(rng.random(n) < 0.4, 1.0, -1.0)

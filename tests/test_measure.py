@@ -1,13 +1,18 @@
 """docs/measure.py: README's timings are written by a script, never by hand."""
 
 import importlib.util
+import json
+import re
 import shutil
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # `benchmarks`: a plain folder at the repo root, not installed
+from benchmarks.runner import CASES  # noqa: E402
 
 
 @pytest.fixture
@@ -49,8 +54,6 @@ def test_pytest_output_is_read_or_refused(measure):
 
 
 def test_the_keys_are_the_ones_readme_marks(measure, capsys):
-    import re
-
     marked = {
         key for page in measure.DOCUMENTS for key in re.findall(r"<!-- measured: ([\w.-]+) -->", page.read_text())
     }
@@ -62,9 +65,6 @@ def test_the_keys_are_the_ones_readme_marks(measure, capsys):
 def test_the_benchmarks_tables_come_from_its_bench_json(measure, tmp_path, monkeypatch):
     """`python docs/measure.py benchmarks` keeps the run's targets and a9a variants as the CSVs
     README's bench tables are rendered from."""
-    import json
-
-    import pandas as pd
 
     spec = importlib.util.spec_from_file_location("readme_tables", REPO / "docs" / "readme_tables.py")
     tables = importlib.util.module_from_spec(spec)
@@ -115,8 +115,6 @@ def test_the_benchmarks_tables_come_from_its_bench_json(measure, tmp_path, monke
 def test_the_benchmarks_measurement_runs_every_default_case_and_startup(measure):
     """README's targets table is rendered from one run: every case of ``python -m benchmarks``
     and the start-up case (issue 23's `vfl --help` and cached-load targets)."""
-    sys.path.insert(0, str(REPO))
-    from benchmarks.runner import CASES
 
     command = measure.MEASUREMENTS["benchmarks"].command
     only = command.split("--only ")[1].split()[0].split(",")

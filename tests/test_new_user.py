@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.colors
+import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 from cli_helpers import vfl
 from manifests import manifest
 
+from vfl.admm.sharing.accounting import LABELS_NOTE
 from vfl.experiments.records import RunRecord
 from vfl.plots import dataset_title, plot_runs, plot_sweep_curves, plot_sweep_final
 
@@ -80,7 +82,6 @@ def test_a_sweep_without_references_draws_and_keeps_error_bars_inside():
 @pytest.fixture(autouse=True)
 def _close():
     yield
-    import matplotlib.pyplot as plt
 
     plt.close("all")
 
@@ -97,6 +98,4 @@ def test_a_summary_counts_one_message_and_says_the_references_follow_lam(tmp_pat
 
 
 def test_admm_sharings_label_note_does_not_claim_the_users_data_is_a9a():
-    from vfl.admm.sharing.accounting import LABELS_NOTE
-
     assert LABELS_NOTE.endswith("can equal b_i for every training sample (it does on a9a)")

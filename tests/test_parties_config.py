@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import pytest
 
+from vfl.admm.sharing import ADMMSharingSolver
 from vfl.core.errors import ConfigError
-from vfl.experiments.config import config_from_dict
+from vfl.experiments.config import apply_overrides, config_from_dict
+from vfl.experiments.registry import get_solver
 
 
 def test_inference_is_counted_from_the_declaration():
     """a9a's 16,281 test rows scored once: 2 parties x 16,281 shares of 8 bytes (Hu et al.'s
     eq. (1)); a trainer's or an agent's own model sends nothing; private stacking's party 1
     scores its own columns."""
-    from vfl.experiments.registry import get_solver
 
     sharing = get_solver("admm_sharing").inference.traffic(2, 16_281)
     assert (sharing.messages, sharing.bytes) == (2, 260_496)
@@ -29,7 +30,6 @@ def test_inference_is_counted_from_the_declaration():
 def test_a_solver_that_runs_in_process_only_is_refused_on_dask(monkeypatch):
     """Every shipped solver runs on Dask; a solver that declares only this process (a new
     paper's, say) is refused with the config, naming those that run there."""
-    from vfl.admm.sharing import ADMMSharingSolver
 
     monkeypatch.setattr(ADMMSharingSolver, "backends", ("inprocess",))
     raw = {
@@ -59,7 +59,6 @@ def test_the_backend_is_validated_with_the_config(overrides, message):
         "solver": {"name": "admm_sharing"},
         "run": {"backend": "dask"},
     }
-    from vfl.experiments.config import apply_overrides
 
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         config_from_dict(apply_overrides(raw, overrides))

@@ -7,20 +7,27 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from cli_helpers import SMALL, vfl
+from cli_helpers import SMALL, assert_one_line_error, vfl
+from test_agents_dask import LDP_TOML
 from test_parties import STACKING, STACKING_PRIVATE, assert_same_numbers
+from threadpoolctl import threadpool_limits
 
 from vfl.core.errors import PartyLostError
-from vfl.experiments.config import load_config
+from vfl.experiments.config import apply_overrides, config_from_dict, load_config
 from vfl.experiments.runner import plan_run, run_experiment
 from vfl.experiments.transport.dask_units import dask_backend
 
@@ -117,8 +124,6 @@ class External:
     them; the scheduler can be killed and started again on its port."""
 
     def __init__(self, tmp_path, workers: int, nanny: bool):
-        import socket
-
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             self.port = sock.getsockname()[1]
@@ -161,8 +166,6 @@ class External:
 
 
 def _listening(port: int) -> bool:
-    import socket
-
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
@@ -249,7 +252,6 @@ def test_private_stacking_on_a9a_survives_lost_workers_with_the_in_process_numbe
     worker processes. Party 2's worker is killed before the first round (the round runs on a
     new worker, the noise replayed there) and after it (the second repeat opens on another
     worker): every column but the timings, the model and communication.csv to the bit."""
-    from threadpoolctl import threadpool_limits
 
     over = ["privacy.replayable_noise=true", "run.repeats=2"]
     config = load_config(PRIVATE_STACKING, [*over, "run.backend=dask", "run.party_wait=60"])
@@ -318,10 +320,6 @@ replayable_noise = true
 
 
 def _providers(*overrides, epochs=12):
-    import tomllib
-
-    from vfl.experiments.config import apply_overrides, config_from_dict
-
     raw = tomllib.loads(PROVIDERS_TOML)
     raw["solver"]["epochs"] = epochs
     return config_from_dict(apply_overrides(raw, list(overrides)))
@@ -391,9 +389,6 @@ def test_providers_whose_worker_does_not_come_back_stop_the_run_naming_them(exte
 
 @pytest.mark.parametrize("units", ["providers", "agents"])
 def test_a_cluster_without_workers_for_the_groups_is_a_one_line_error(tmp_path, units):
-    from cli_helpers import assert_one_line_error
-    from test_agents_dask import LDP_TOML
-
     cluster = External(tmp_path, 0, nanny=False)
     path = tmp_path / "units.toml"
     path.write_text({"providers": PROVIDERS_TOML, "agents": LDP_TOML}[units] + '[run]\nbackend = "dask"\n')
@@ -412,9 +407,6 @@ def test_a_cluster_without_workers_for_the_groups_is_a_one_line_error(tmp_path, 
 def test_the_readme_recipe_runs_as_written(tmp_path, data_dir):
     """The manual's two lines (docs/dask.md, on a free port): a scheduler and two workers,
     then a9a on them."""
-    import re
-    import shlex
-    import shutil
 
     readme = (REPO / "docs" / "dask.md").read_text()
     block = re.search(r"<!-- dask recipe -->\s*```bash\n(.*?)```", readme, re.S).group(1)

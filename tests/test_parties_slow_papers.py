@@ -5,10 +5,12 @@ Xiao et al.'s agents on a killed or lost worker (tests/test_parties_slow.py's cl
 from __future__ import annotations
 
 import json
+import tomllib
 
 import pandas as pd
 import pytest
 from cli_helpers import vfl
+from test_agents_dask import LDP_TOML
 from test_parties import assert_same_communication
 from test_parties_slow import (
     REPO,
@@ -18,6 +20,8 @@ from test_parties_slow import (
     _stopped,
     external_cluster,  # noqa: F401 (the fixture)
 )
+
+from vfl.experiments.config import apply_overrides, config_from_dict
 
 distributed = pytest.importorskip("dask.distributed")
 pytestmark = pytest.mark.slow
@@ -89,12 +93,6 @@ def test_a_paper_config_on_three_worker_processes_gives_the_in_process_numbers(t
 
 
 def _ldp(*overrides, network=None):
-    import tomllib
-
-    from test_agents_dask import LDP_TOML
-
-    from vfl.experiments.config import apply_overrides, config_from_dict
-
     raw = tomllib.loads(LDP_TOML)
     raw["solver"]["epochs"] = 10
     raw["privacy"] = {"delta": 1e-5, "replayable_noise": True}

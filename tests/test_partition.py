@@ -2,10 +2,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from vfl.core.errors import PartitionError
-from vfl.core.preprocessing import RowSteps
-from vfl.experiments.config import PartitionConfig
-from vfl.experiments.partition import make_partition
+from vfl.core.errors import ConfigError, PartitionError
+from vfl.core.preprocessing import RawTable, RowSteps, add_intercept
+from vfl.datasets.base import RawDataset
+from vfl.experiments.config import PartitionConfig, config_from_dict
+from vfl.experiments.partition import _csr_range, make_partition
+from vfl.experiments.registry import get_solver
+from vfl.experiments.settings import fit_config_stage
 
 
 def test_columns_split_a9a_style():
@@ -106,13 +109,6 @@ def test_clipped_rows_per_party(sparse):
 
 
 def test_normalize_rows_from_config():
-    from vfl.core.errors import ConfigError
-    from vfl.core.preprocessing import RawTable
-    from vfl.datasets.base import RawDataset
-    from vfl.experiments.config import config_from_dict
-    from vfl.experiments.registry import get_solver
-    from vfl.experiments.settings import fit_config_stage
-
     t = RawTable.from_matrix(np.ones((2, 123)))
     tiny = RawDataset(name="tiny", train=t, y_train=np.array([1.0, -1.0]), test=t, y_test=np.array([1.0, -1.0]))
 
@@ -138,9 +134,6 @@ def test_normalize_rows_from_config():
 
 @pytest.mark.parametrize("chunk", [1, 7, 64, 10_000])
 def test_a_block_cut_in_chunks_of_rows_is_scipys_slice_and_intercept(chunk):
-    from vfl.core.preprocessing import add_intercept
-    from vfl.experiments.partition import _csr_range
-
     rng = np.random.default_rng(chunk)
     X = sp.random(301, 25, density=0.2, format="csr", random_state=chunk)
     X.data[::5] = 0.0  # explicit zeros stay

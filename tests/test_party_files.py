@@ -11,17 +11,24 @@ from __future__ import annotations
 
 import bz2
 import json
+import pickle
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from cli_helpers import assert_one_line_error, invoke
+from shipped import ALL, write_breast_cancer
 
 from vfl.core.errors import DataError
+from vfl.core.solver import Setting
 from vfl.datasets.loaders import load_raw
 from vfl.datasets.parties.align import agreed_order, order_key
 from vfl.datasets.parties.psi import PsiClient, PsiServer, pack, protocol_bytes, unpack
+from vfl.datasets.parties.split import deal
+from vfl.experiments.config import config_from_dict, load_config, read_toml
+from vfl.experiments.partyfiles import split_config
+from vfl.experiments.runner import run_experiment
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -79,7 +86,6 @@ def test_psi_finds_exactly_the_common_ids_and_messages_are_typed():
         server.respond(setup)
     with pytest.raises(ValueError, match="do not hold"):
         server.respond(request[:-5])
-    import pickle
 
     with pytest.raises(ValueError):
         unpack(pickle.dumps(["respond", "__getattribute__"]), "request", 32)
@@ -317,10 +323,6 @@ def test_a9a_from_two_party_files_trains_the_same_model_bit_for_bit(
 ):
     """a9a as two party files (80 % overlap, shuffled), aligned and trained: the model of the
     single-file run on the intersection rows (in the agreed order), bit for bit."""
-    from vfl.datasets.parties.split import deal
-    from vfl.experiments.config import config_from_dict, load_config, read_toml
-    from vfl.experiments.partyfiles import split_config
-    from vfl.experiments.runner import run_experiment
 
     monkeypatch.chdir(tmp_path)
     written = split_config(REPO / "configs" / "a9a.toml", overlap=0.8, seed=0, out=tmp_path / "parts")
@@ -346,140 +348,7 @@ def test_a9a_from_two_party_files_trains_the_same_model_bit_for_bit(
     assert parties.metrics["objective"].to_numpy().tobytes() == single.metrics["objective"].to_numpy().tobytes()
 
 
-# ------------------------------------------------------------------- schema --
-
-
-def _bank(d: Path, n=200, seed=0):
-    rng = np.random.default_rng(seed)
-    ids = np.arange(n) + 1000
-    p1 = pd.DataFrame(
-        {
-            "cid": ids,
-            "age": rng.integers(18, 90, n),
-            "job": rng.choice(["admin", "services", "student"], n),
-            "y": rng.integers(0, 2, n),
-        }
-    )
-    p2 = pd.DataFrame(
-        {
-            "cid": ids,
-            "balance": rng.normal(1000, 300, n),
-            "city": rng.choice(["north", "south"], n),
-            "calls": rng.integers(0, 9, n),
-        }
-    )
-    p1.to_csv(d / "p1.csv", index=False)
-    p2.to_csv(d / "p2.csv", index=False)
-
-
-def _schema(d: Path, name: str, fields: list) -> str:
-    (d / name).write_text(json.dumps({"fields": fields, "primaryKey": "cid"}))
-    return name
-
-
-PRIVATE_STACKING = """
-[preprocessing]
-scaling = "minmax"
-normalize_rows = true
-[solver]
-name = "private_stacking"
-epochs = 1
-[privacy]
-epsilon = 8.0
-delta = 1e-5
-"""
-
-
-def test_public_parameters_from_a_table_schema_and_one_error_for_every_missing_one(tmp_path, monkeypatch):
-    _bank(tmp_path)
-    monkeypatch.chdir(tmp_path)
-    s1 = _schema(
-        tmp_path,
-        "p1.json",
-        [
-            {"name": "cid", "type": "integer"},
-            {"name": "age", "type": "integer", "constraints": {"minimum": 18, "maximum": 100}},
-            {"name": "job", "type": "string", "constraints": {"enum": ["admin", "services", "student"]}},
-            {"name": "y", "type": "integer"},
-        ],
-    )
-    s2 = _schema(
-        tmp_path,
-        "p2.json",
-        [
-            {"name": "cid", "type": "integer"},
-            {"name": "balance", "type": "number"},
-            {"name": "city", "type": "string"},
-            {"name": "calls", "type": "integer", "constraints": {"minimum": 0}},
-        ],
-    )
-    text = (
-        '[data]\ndataset = "parties"\ntest_fraction = 0.25\n'
-        f'[[data.party]]\npath = "p1.csv"\nid = "cid"\nlabel = "y"\nlabels = [0, 1]\n'
-        f'schema = "{s1}"\n'
-        f'[[data.party]]\npath = "p2.csv"\nid = "cid"\nschema = "{s2}"\n'
-        + PRIVATE_STACKING.replace("[privacy]", "[privacy]\nreplayable_noise = true")
-    )
-    cfg = tmp_path / "c.toml"
-    cfg.write_text(text)
-    # one line names every column still missing: the vocabulary of city, the bounds of
-    # balance and calls (age's and job's come from party 1's schema)
-    result = invoke("run", "--config", cfg, "--out", tmp_path / "o")
-    assert_one_line_error(
-        result, "3 column(s) have no public parameter", "the categories of 'city'", "the bounds of 'balance', 'calls'"
-    )
-    assert not (tmp_path / "o").exists()
-    # declared in the schema, the run goes; its manifest cites the schema as the source
-    s2 = _schema(
-        tmp_path,
-        "p2.json",
-        [
-            {"name": "cid", "type": "integer"},
-            {"name": "balance", "type": "number", "constraints": {"minimum": 0, "maximum": 3000}},
-            {"name": "city", "type": "string", "constraints": {"enum": ["north", "south"]}},
-            {"name": "calls", "type": "integer", "constraints": {"minimum": 0, "maximum": 10}},
-        ],
-    )
-    result = invoke("run", "--config", cfg, "--out", tmp_path / "o")
-    assert result.returncode == 0, result.stderr
-    man = json.loads((tmp_path / "o" / "manifest.json").read_text())
-    scale = next(s for s in man["preprocessing"]["steps"] if s["step"] == "scale")
-    assert scale["source"] == "schema"
-    # a non-private run: a category list that misses a value the file holds points at it
-    _schema(
-        tmp_path,
-        "p1.json",
-        [
-            {"name": "cid", "type": "integer"},
-            {"name": "age", "type": "integer", "constraints": {"minimum": 18, "maximum": 100}},
-            {"name": "job", "type": "string", "constraints": {"enum": ["admin", "services"]}},
-        ],
-    )
-    plain = tmp_path / "plain.toml"
-    plain.write_text(text.split("[solver]")[0] + "[solver]\nepochs = 2\n")
-    assert_one_line_error(
-        invoke("run", "--config", plain, "--out", tmp_path / "p"),
-        "the enum of field 'job' in the schema",
-        "misses 'student'",
-        "add it to the list",
-    )
-    listed = tmp_path / "listed.toml"
-    listed.write_text(
-        text.split("[solver]")[0].replace(f'schema = "{s1}"\n', "")
-        + '[preprocessing.categories]\njob = ["admin", "student"]\n'
-        "[solver]\nepochs = 2\n"
-    )
-    assert_one_line_error(
-        invoke("run", "--config", listed, "--out", tmp_path / "p"), "preprocessing.categories.job misses 'services'"
-    )
-
-
 def _vertical_shipped():
-    from shipped import ALL
-
-    from vfl.core.solver import Setting
-    from vfl.experiments.config import load_config
-
     out = {}
     for path in ALL:
         config = load_config(path)
@@ -505,7 +374,6 @@ def test_every_shipped_vertical_config_runs_from_party_files(
     """`vfl datasets split --config` then `vfl run`: each kind of shipped vertical config from
     party files (at most two iterations; the own-data configs read the breast-cancer files of
     the manual's example)."""
-    from shipped import write_breast_cancer
 
     monkeypatch.chdir(tmp_path)
     write_breast_cancer(tmp_path)

@@ -8,6 +8,9 @@ so a read of another party's file would fail the test.
 
 from __future__ import annotations
 
+import json
+import threading
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,10 +18,19 @@ from cli_helpers import assert_one_line_error, vfl
 
 grpc = pytest.importorskip("grpc")
 
+
 from test_services import _free_ports, _numbers, _remote, _tls, _write_config  # noqa: E402
 
-from vfl.experiments.config import load_config  # noqa: E402
+from vfl.core.errors import DataError  # noqa: E402
+from vfl.datasets import parties  # noqa: E402
+from vfl.datasets.parties.align import align_with  # noqa: E402
+from vfl.datasets.parties.psi import pack  # noqa: E402
+from vfl.experiments.config import config_from_dict, load_config  # noqa: E402
+from vfl.experiments.party_sides import OwnParty, RemotePeer, frame  # noqa: E402
+from vfl.experiments.registry import get_solver  # noqa: E402
 from vfl.experiments.runner import plan_run, run_experiment  # noqa: E402
+from vfl.experiments.summary import run_summary  # noqa: E402
+from vfl.experiments.transport.dask_units import dask_backend  # noqa: E402
 from vfl.experiments.transport.party_config import PartyConfig  # noqa: E402
 from vfl.experiments.transport.service_grpc import serve  # noqa: E402
 from vfl.experiments.transport.service_party import PartyService  # noqa: E402
@@ -193,8 +205,6 @@ def test_a_party_file_that_does_not_match_is_one_line_naming_the_party(tmp_path,
 
 def test_party_files_on_dask_each_worker_reads_its_own_file_to_the_same_numbers(tmp_path, monkeypatch):
     distributed = pytest.importorskip("dask.distributed")
-    from vfl.datasets import parties
-    from vfl.experiments.transport.dask_units import dask_backend
 
     _files(tmp_path)
     config = _config(tmp_path, None, "local.toml")
@@ -224,8 +234,6 @@ def test_party_files_on_dask_each_worker_reads_its_own_file_to_the_same_numbers(
 
 @pytest.mark.slow
 def test_a_party_restarted_mid_run_is_told_its_agreed_rows_again_to_the_same_numbers(tmp_path, deployment_certs):
-    import threading
-
     _files(tmp_path)
     servers, addresses = _serve(tmp_path, deployment_certs, {"epochs": 4})
     port = int(addresses[1].rpartition(":")[2])
@@ -271,8 +279,6 @@ def test_a_party_restarted_mid_run_is_told_its_agreed_rows_again_to_the_same_num
 
 
 def _records(tmp_path, m):
-    import json
-
     path = tmp_path / f"party{m}" / "releases.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -310,8 +316,6 @@ PROVIDERS = {
 
 
 def test_dp_admms_providers_are_services_that_calibrate_their_own_noise_over_two_repeats(tmp_path, deployment_certs):
-    from vfl.experiments.config import config_from_dict
-
     config = config_from_dict(PROVIDERS)
     ports = _free_ports(3)
     servers = [
@@ -341,19 +345,12 @@ def test_dp_admms_providers_are_services_that_calibrate_their_own_noise_over_two
     for m in (1, 2, 3):  # every provider's releases, each on its own record: 4 per repeat
         recs = _records(tmp_path, m)
         assert [r["repeat"] for r in recs] == [0] * 4 + [1] * 4
-    from vfl.experiments.summary import run_summary
 
     summary = run_summary(remote, tmp_path / "run", 1.0)
     assert "TCP connections to the party services" in summary and "workers" not in summary
 
 
 def test_a_party_answers_the_psi_in_typed_frames_and_never_realigns(tmp_path):
-    from vfl.core.errors import DataError
-    from vfl.datasets.parties.align import align_with
-    from vfl.datasets.parties.psi import pack
-    from vfl.experiments.party_sides import OwnParty, RemotePeer, frame
-    from vfl.experiments.registry import get_solver
-
     _files(tmp_path)
     cls = get_solver("admm_sharing")
     own = OwnParty(_config(tmp_path, 2, "party2.toml"), 2, strict=False)

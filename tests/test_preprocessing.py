@@ -19,8 +19,9 @@ from vfl.core.preprocessing import (
     normalize_rows,
 )
 from vfl.datasets.base import RawDataset
-from vfl.datasets.stage import fit_stage
-from vfl.datasets.stage_spec import check_spec
+from vfl.datasets.loaders import load_raw
+from vfl.datasets.schemas import ADULT_SCHEMA
+from vfl.datasets.stage import check_spec, fit_stage
 
 
 def _table(n=6):
@@ -165,8 +166,6 @@ def test_schema_rejects_duplicates_and_zero_ranges():
 
 def test_adult_schema_covers_adult_data(data_dir):
     """Every category of adult.data is a documented value: no record falls in 'other'."""
-    from vfl.datasets.loaders import load_raw
-    from vfl.datasets.schemas import ADULT_SCHEMA
 
     raw = load_raw("adult", data_dir)
     for col in ADULT_SCHEMA.columns:

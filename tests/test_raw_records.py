@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from vfl.admm.consensus.data import enforce_row_bound
 from vfl.core.errors import ConfigError, DataError
 from vfl.core.preprocessing import clip_rows
 from vfl.core.relations import Cleaning, stated_on
@@ -29,6 +30,7 @@ from vfl.datasets.loaders import load_raw
 from vfl.datasets.records import MISSING, record_lines
 from vfl.datasets.schemas import FILE_RECORDS, FileRecords
 from vfl.datasets.stage import fit_stage
+from vfl.decentralized.problem import merge_domains
 
 
 def _dense(X) -> np.ndarray:
@@ -465,9 +467,6 @@ def test_strict_a9a_and_gisette_refuse_nan(tmp_path):
 
 
 def test_nan_passes_no_bound_check():
-    from vfl.admm.consensus.data import enforce_row_bound
-    from vfl.decentralized.problem import merge_domains
-
     A = np.array([[[0.6, 0.0], [np.nan, 0.0]]])
     for mode in ("check", "clip"):
         with pytest.raises(ValueError, match="not a finite number"):

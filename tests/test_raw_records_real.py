@@ -27,7 +27,9 @@ from vfl.datasets.loaders import load_raw
 from vfl.datasets.schemas import FILE_RECORDS
 from vfl.experiments.config import load_config
 from vfl.experiments.registry import get_solver
+from vfl.experiments.runner import load_config_dataset, run_experiment
 from vfl.experiments.settings import fit_config_stage, prepare
+from vfl.experiments.summary import run_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -245,8 +247,6 @@ def test_a_changed_registry_file_is_recorded_not_refused(real_files, tmp_path):
 def test_the_runs_state_their_records(real_files):
     """DP-ADMM's reproduction states its relation on the paper's cleaned file, in the manifest
     and the summary; a private run that does not clean reads every record (N from the file)."""
-    from vfl.experiments.runner import load_config_dataset, run_experiment
-    from vfl.experiments.summary import run_summary
 
     quick = ["solver.epochs=2", "run.repeats=1", "run.baselines=none"]
     config = load_config(paper_configs("dp_admm") / "dp-admm-l2.toml", quick)

@@ -3,16 +3,24 @@ listings, examples and numbers are checked here."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import click
+import pandas as pd
 import pytest
+from cli_helpers import vfl
+from click.testing import CliRunner
+
+from vfl.cli.main import cli
+from vfl.experiments.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
@@ -69,7 +77,7 @@ def test_every_file_the_docs_name_exists():
 
 
 def test_readme_is_short_and_the_site_lists_every_page():
-    import yaml
+    yaml = pytest.importorskip("yaml")  # (the docs extra brings it)
 
     assert len(README.splitlines()) <= 300
     nav = yaml.safe_load((REPO / "mkdocs.yml").read_text().replace("!!python", "#"))["nav"]
@@ -99,10 +107,6 @@ def test_the_parts_table_is_the_tree():
 
 
 def test_every_command_in_the_table_exists():
-    from click.testing import CliRunner
-
-    from vfl.cli.main import cli
-
     table = (REPO / "docs" / "commands.md").read_text().split("## A run directory", 1)[0]
     commands = set(re.findall(r"^\| `vfl ([a-z-]+)", table, re.M))
     assert {"run", "plot", "audit", "sweep", "sweep-noise", "reproduce"} <= commands
@@ -128,7 +132,6 @@ def test_numbers_marked_as_measured_are_the_recorded_ones():
 
 def _docs_module(name: str):
     """docs/NAME.py, a script of the clone (not installed), loaded as a module."""
-    import importlib.util
 
     spec = importlib.util.spec_from_file_location(name, REPO / "docs" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
@@ -204,7 +207,6 @@ def test_a_fact_mark_is_rewritten_from_its_csv_or_refused(tmp_path, monkeypatch)
 def _run_bash(lines: str, cwd: Path) -> None:
     """Each line as bash runs it; a plain ``vfl ...`` line (no shell syntax beyond quoting) runs
     the console entry point in this process (``cli_helpers.vfl``) on the words bash would pass."""
-    from cli_helpers import vfl
 
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "MPLBACKEND": "Agg"}
     for line in lines.strip().splitlines():
@@ -238,7 +240,6 @@ def test_the_own_data_example_runs_as_written(tmp_path):
 def test_the_party_files_example_runs_as_written(tmp_path):
     """README's party-file example: split a shipped config's data into party files, tune on
     the public rows, run the chosen config on the aligned rows."""
-    import tomllib
 
     shutil.copytree(REPO / "configs" / "own-data", tmp_path / "configs" / "own-data")
     outputs = dict(_run_bash(_block_after("example: party files"), tmp_path))
@@ -250,7 +251,6 @@ def test_the_party_files_example_runs_as_written(tmp_path):
 
 def test_readme_commands_parse():
     """Every `vfl ...` line in a bash block names a command the CLI has."""
-    from vfl.cli.main import cli
 
     blocks = re.findall(r"```bash\n(.*?)```", DOCS, re.S)
     seen = 0
@@ -313,27 +313,24 @@ def test_no_internal_ids_in_user_facing_text():
 def test_the_audit_table_covers_every_config_that_claims_a_guarantee():
     """`python docs/measure.py audits` audits every shipped config whose run claims a
     guarantee, and the committed table holds exactly those, as run and at the reduced scale."""
-    import pandas as pd
 
-    from vfl.experiments.config import load_config
-
-    measure = _docs_module("measure")
+    audits = _docs_module("measure_audits")
     # (configs/deploy/ holds a deployment's files, run by party services, not in-process: its
     # mechanism is papers/hu/configs/privacy-a9a-row.toml's, audited)
     shipped = sorted(REPO.glob("papers/*/configs/*.toml")) + sorted(
         p for p in REPO.glob("configs/**/*.toml") if "deploy" not in p.parts
     )
     claiming = {str(p.relative_to(REPO)) for p in shipped if load_config(p).privacy.claims_guarantee}
-    assert claiming <= {config for config, _, _ in measure.AUDITED}
+    assert claiming <= {config for config, _, _ in audits.AUDITED}
     expected = []  # (name, noise scale, guarantee): a row per guarantee the entry claims
-    for config, sets, _ in measure.AUDITED:
+    for config, sets, _ in audits.AUDITED:
         loaded = load_config(REPO / config, [s for s in sets if not s.startswith("name=")])
         assert loaded.privacy.claims_guarantee, config  # an entry sets what it audits
         name = next((s[5:] for s in sets if s.startswith("name=")), loaded.name)
         kinds = (["features"] if loaded.privacy.values.get("delta") is not None else []) + (
             ["labels"] if loaded.privacy.values.get("label_epsilon") is not None else []
         )
-        expected += [(name, s, k) for s in (1.0, measure.AUDIT_LOW_SCALE) for k in kinds]
+        expected += [(name, s, k) for s in (1.0, audits.AUDIT_LOW_SCALE) for k in kinds]
     table = pd.read_csv(REPO / "docs" / "figures" / "audits" / "audits.csv")
     kind = ["labels" if m.endswith("(labels)") else "features" for m in table["mechanism"]]
     assert sorted(zip(table["config"], table["noise_scale"], kind)) == sorted(expected)

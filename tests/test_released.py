@@ -19,7 +19,9 @@ from shipped import ALL, private_overrides, write_breast_cancer
 
 from vfl.core.column_kinds import DIAGNOSTIC, RELEASED, column_kinds
 from vfl.core.solver import Solver
+from vfl.datasets import REGISTRY
 from vfl.experiments.config import config_from_dict, load_config
+from vfl.experiments.diagnostic import exact_data
 from vfl.experiments.records import load_run
 from vfl.experiments.registry import get_solver, solver_names
 from vfl.experiments.released import (
@@ -30,6 +32,7 @@ from vfl.experiments.released import (
     file_kind,
     record_replay,
 )
+from vfl.plots import plot_runs
 
 _SYN = {"dataset": "synthetic", "options": {"n_train": 600, "n_test": 120, "n_features": 8, "seed": 3}}
 _STACKING_TOML = (
@@ -174,8 +177,6 @@ def test_manifest_structure_private_or_not(tmp_path):
 def test_private_file_hashes_are_diagnostic(tmp_path):
     """The sha256 and size of the user's training file depend on its records: diagnostic; a
     separate test file's are not (the relation does not protect it)."""
-    from vfl.datasets import REGISTRY
-    from vfl.experiments.diagnostic import exact_data
 
     class Raw:
         name, checksums = "csv", {"/d/train.csv": "aa", "/d/test.csv": "bb"}
@@ -210,8 +211,6 @@ def test_private_file_hashes_are_diagnostic(tmp_path):
 def test_private_figures_and_summary_mark_what_is_diagnostic(tmp_path):
     """loss.png of a private run (and `vfl plot` of it): every reference line says
     "(diagnostic)"; the summary stars the diagnostic numbers, timings included."""
-    from vfl.experiments.records import load_run
-    from vfl.plots import plot_runs
 
     result = invoke("run", "--config", _write(tmp_path / "s.toml", _STACKING_TOML), "--out", tmp_path / "r")
     assert result.returncode == 0, result.stderr

@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import json
 
+import dp_accounting
 import numpy as np
 import pytest
 from cli_helpers import invoke
+from dp_accounting.pld import pld_privacy_accountant
+from dp_accounting.rdp import rdp_privacy_accountant
+from scipy.optimize import brentq
+from test_reproduce_dp_admm import dump_toml
 
 from vfl.core.ledger import PrivacyLedger, compose
 from vfl.core.releases import Release
@@ -49,28 +54,21 @@ DP_ADMM = {
 
 
 def _events(z: float, n: int, accountant):
-    import dp_accounting
-
     acc = accountant()
     acc.compose(dp_accounting.GaussianDpEvent(z), n)
     return acc.get_epsilon(DELTA)
 
 
 def _rdp(z, n):
-    from dp_accounting.rdp import rdp_privacy_accountant
-
     return _events(z, n, rdp_privacy_accountant.RdpAccountant)
 
 
 def _pld(z, n):
-    from dp_accounting.pld import pld_privacy_accountant
-
     return _events(z, n, pld_privacy_accountant.PLDAccountant)
 
 
 def _z_for(epsilon: float) -> float:
     """The noise multiplier RDP calibrates to (epsilon, 1e-5) for one Gaussian release."""
-    from scipy.optimize import brentq
 
     return brentq(lambda z: _rdp(z, 1) - epsilon, 0.3, 50.0, xtol=1e-13)
 
@@ -159,8 +157,6 @@ def test_a_deployments_epsilon_is_one_ledger_of_every_repeats_releases(raw, monk
 
 
 def _write(tmp_path, raw):
-    from test_reproduce_dp_admm import dump_toml
-
     path = tmp_path / f"{raw['name']}.toml"
     path.write_text(dump_toml(raw))
     return path

@@ -2,11 +2,17 @@
 
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from cli_helpers import invoke
 from shipped import shipped
 
+import vfl.papers.hu.figures as hu
+import vfl.plots as plotting
+from vfl.experiments.config import load_config
+from vfl.papers import PAPERS, paper
 from vfl.papers.hu import PAPER
 from vfl.papers.hu.figures import FORM_VARIANTS, PRIVACY_SERIES, reproduce, settling
 
@@ -56,8 +62,6 @@ def tiny_configs(root: Path) -> Path:
 
 @pytest.mark.slow
 def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path, monkeypatch):
-    import vfl.plots as plotting
-
     monkeypatch.setitem(plotting.STYLE, "savefig.dpi", 60)  # small PNGs: drawing is most of the time
     configs = tiny_configs(tmp_path / "configs")
     out = tmp_path / "figures"
@@ -113,9 +117,6 @@ def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path, monkeypatc
     assert admm["bytes_over_admm"] == 1.0
 
     # resume: every run kept; the drawing (tested above) is skipped to keep this fast
-    import matplotlib.pyplot as plt
-
-    import vfl.papers.hu.figures as hu
 
     def no_save(fig, path):
         plt.close(fig)
@@ -128,8 +129,6 @@ def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path, monkeypatc
 
 
 def test_figure_configs_exist_and_validate():
-    from vfl.experiments.config import load_config
-
     names = PAPER.configs("all")
     for name in names:
         config = load_config(shipped(name))
@@ -150,10 +149,6 @@ def test_settling_epoch():
 
 
 def test_reproduce_help_lists_every_figure_of_every_paper():
-    from cli_helpers import invoke
-
-    from vfl.papers import PAPERS, paper
-
     result = invoke("reproduce", "--help")
     assert result.returncode == 0
     text = " ".join(result.stdout.split())

@@ -14,11 +14,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from cli_helpers import vfl
+from scipy.special import expit
 from shipped import paper_configs
 
 import vfl.papers.dp_admm.figures as rep
 import vfl.papers.dp_admm.timing as timing
+from vfl.admm.local_solvers import _sigmoid, _softplus
+from vfl.core.errors import ConfigError
+from vfl.core.streams import Streams
 from vfl.experiments.config import load_config
+from vfl.experiments.registry import get_solver
+from vfl.experiments.runner import load_config_dataset, run_experiment
+from vfl.experiments.settings import prepare
 from vfl.experiments.sweep import plan_grid
 from vfl.papers.dp_admm import PAPER
 from vfl.privacy import dp_admm_epsilon
@@ -254,10 +262,6 @@ def test_one_figure_runs_only_what_it_draws(tmp_path, tiny_grid):
     # common random numbers: every run of the figure shares the seed, so repeat r of
     # every algorithm and (epsilon, delta) trains and tests on the same split
     assert {r.config.run.seed for v in runs.values() for r in v} == {0}
-    from vfl.core.streams import Streams
-    from vfl.experiments.registry import get_solver
-    from vfl.experiments.runner import load_config_dataset
-    from vfl.experiments.settings import prepare
 
     def setting(config):
         return prepare(config, dataset, get_solver(config.solver.name))
@@ -277,9 +281,6 @@ def test_one_figure_runs_only_what_it_draws(tmp_path, tiny_grid):
 
 def test_fast_logistic_helpers_are_exact():
     """The clipped softplus / sigmoid of vfl.admm.local_solvers (used by every solver here)."""
-    from scipy.special import expit
-
-    from vfl.admm.local_solvers import _sigmoid, _softplus
 
     z = np.concatenate([np.linspace(-40, 40, 8001), np.linspace(-1e4, 1e4, 20001)])
     assert np.abs(_sigmoid(z) - expit(z)).max() <= 4e-16
@@ -289,8 +290,6 @@ def test_fast_logistic_helpers_are_exact():
 
 
 def test_missing_config_is_a_config_error(tmp_path):
-    from vfl.core.errors import ConfigError
-
     with pytest.raises(ConfigError, match="dp-admm-l1.toml not found"):
         rep.figure_runs("fig2", tmp_path, tmp_path / "out")
 
@@ -323,7 +322,6 @@ def test_bad_configs_are_one_error_line_and_exit_2(tmp_path, case):
     path = tmp_path / f"{case}.toml"
     path.write_text(dump_toml(tiny_config(name, **changes)))
     out = tmp_path / "out"
-    from cli_helpers import vfl  # the console entry point, in this process
 
     proc = vfl("run", "--config", path, "--out", out, cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
@@ -341,7 +339,6 @@ def test_papers_qualitative_claims_on_adult(data_dir):
     Deterministic (replayable noise, one seed): the numbers quoted are these
     runs'; `vfl reproduce dp-admm` averages all 10 (README gives those).
     """
-    from vfl.experiments.runner import run_experiment
 
     def run(name, *over):
         c = load_config(CONFIGS / f"{name}.toml", ["run.repeats=3", *over])

@@ -4,14 +4,21 @@ resuming, bad graph configs, and (slow) the paper's claims on the real configs."
 import tomllib
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from cli_helpers import vfl
 from shipped import paper_configs
 
 import vfl.papers.ldp.figures as ldp
-from vfl.core.errors import ConfigError
+import vfl.plots as plotting
+from vfl.core.errors import ConfigError, DivergedError
+from vfl.core.layouts import NetworkData
+from vfl.core.streams import Streams
+from vfl.decentralized import make_graph, paper_objective
 from vfl.experiments.config import load_config
+from vfl.experiments.registry import get_solver
 from vfl.papers import resolve
 from vfl.papers.ldp import PAPER
 
@@ -163,7 +170,6 @@ repeats = 2
 @pytest.fixture
 def small_fig1(monkeypatch):
     """Fig. 1 on a few points (the quadrature costs about 0.15 s a point), small PNGs."""
-    import vfl.plots as plotting
 
     monkeypatch.setitem(plotting.STYLE, "savefig.dpi", 60)
     monkeypatch.setattr(ldp, "FIG1_SURFACE_OMEGAS", np.linspace(0.1, 1.0, 4))
@@ -238,7 +244,6 @@ def test_reproduce_all_draws_every_figure_and_csv_then_resumes(tmp_path, small_f
     stamps = {r.name: (r / "metrics.csv").stat().st_mtime_ns for r in runs}
 
     # resume: every run kept; the drawing (tested above) is skipped to keep this fast
-    import matplotlib.pyplot as plt
 
     def no_save(fig, path):
         plt.close(fig)
@@ -271,9 +276,6 @@ def test_missing_config_is_one_clear_error(tmp_path):
 
 # ------------------------------------------- fixes in the algorithm files --
 def _complete_problem(N, m=5, d=3, seed=0):
-    from vfl.core.layouts import NetworkData
-    from vfl.decentralized import make_graph, paper_objective
-
     rng = np.random.default_rng(seed)
     A = rng.random((N, m, d))
     A /= np.linalg.norm(A, axis=2, keepdims=True)
@@ -286,9 +288,6 @@ def _complete_problem(N, m=5, d=3, seed=0):
 def test_dense_graph_divergence_is_reported_with_the_dual_step_ratio(name):
     """Complete graph, N = 100, the paper's zeta = 0.5 and D = 10: zeta lambda_max(L) / D = 5
     diverges (it used to run on silently to log10 error 53); zeta = 0.1 converges."""
-    from vfl.core.errors import DivergedError
-    from vfl.core.streams import Streams
-    from vfl.experiments.registry import get_solver
 
     data, obj = _complete_problem(100)
     privacy = {"noise": False} if name == "ldp_admm" else {}
@@ -317,8 +316,6 @@ def test_dense_graph_divergence_is_reported_with_the_dual_step_ratio(name):
 )
 def test_privacy_info_says_what_the_run_claims(name, delta, mode, guarantee):
     """The keys every summary reads: without them `vfl run` printed an empty warning."""
-    from vfl.core.streams import Streams
-    from vfl.experiments.registry import get_solver
 
     data, obj = _complete_problem(4, m=10)
     privacy = {} if delta is None else {"delta": delta}
@@ -380,7 +377,6 @@ def test_bad_graph_config_is_one_error_line_and_exit_2(tmp_path, case):
     config = tmp_path / "bad.toml"
     config.write_text(BAD_BASE.format(network=network.format(path=edges)))
     out = tmp_path / "out"
-    from cli_helpers import vfl  # the console entry point, in this process
 
     proc = vfl("run", "--config", config, "--out", out, cwd=tmp_path, env={"MPLBACKEND": "Agg"})
     lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]

@@ -9,6 +9,7 @@ import pytest
 from shipped import shipped
 
 import vfl.papers.private_utility.figures as rp
+from vfl.core.errors import ConfigError
 from vfl.experiments.config import load_config
 from vfl.papers import PAPERS, resolve
 
@@ -133,8 +134,6 @@ def test_the_chosen_candidate_is_the_validation_minimum(tiny, tmp_path):
 
 
 def test_unknown_figure_is_refused(tiny, tmp_path):
-    from vfl.core.errors import ConfigError
-
     with pytest.raises(ConfigError, match="no figure"):
         rp.reproduce("fig9", tmp_path / "o", tiny)
 

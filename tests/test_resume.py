@@ -16,7 +16,11 @@ import pytest
 from cli_helpers import assert_one_line_error, vfl
 from test_parties import assert_same_numbers
 
+import vfl.experiments.run_directory as run_directory
+from vfl.experiments.checkpoint import Checkpoint, RepeatState, write_checkpoint
 from vfl.experiments.config import load_config
+from vfl.experiments.runner import run_experiment
+from vfl.experiments.transport.dask_units import DaskUnits
 
 #: ADMM sharing with replayable noise (sigma, output form), two repeats
 CONFIG = """name = "resume"
@@ -42,7 +46,6 @@ baselines = "none"
 
 def _captured(monkeypatch) -> list:
     """The RunResult each ``vfl run`` in this process writes (exact, not its CSV's digits)."""
-    import vfl.experiments.run_directory as run_directory  # (where `vfl run` writes its records)
 
     written, write = [], run_directory.write_run
 
@@ -103,7 +106,6 @@ def test_a_killed_coordinator_resumes_to_the_numbers_of_an_unbroken_run(tmp_path
     written = _captured(monkeypatch)
     assert vfl("run", "--resume", out, "--quiet").returncode == 0
     assert not (out / "checkpoint.json").exists()
-    from vfl.experiments.runner import run_experiment
 
     unbroken = run_experiment(load_config(path), with_baselines=False)
     (resumed,) = written
@@ -114,8 +116,6 @@ def test_a_killed_coordinator_resumes_to_the_numbers_of_an_unbroken_run(tmp_path
 
 
 def test_resume_refuses_other_options_and_a_deployment(tmp_path):
-    from vfl.experiments.checkpoint import Checkpoint, RepeatState, write_checkpoint
-
     assert_one_line_error(
         vfl("run", "--resume", tmp_path, "--set", "run.seed=1"),
         "--resume takes the config and options from the checkpoint: leave out --set",
@@ -158,7 +158,6 @@ def test_a_killed_scheduler_is_named_and_the_run_resumes_on_another(tmp_path, mo
     scheduler (not the worker), exit 2, the run directory says how to resume; resumed on
     another cluster, the run ends with the unbroken numbers."""
     distributed = pytest.importorskip("dask.distributed")
-    from vfl.experiments.transport.dask_units import DaskUnits
 
     path = tmp_path / "resume.toml"
     path.write_text((CONFIG % 12) + 'backend = "dask"\nparty_wait = 1.0\n')
@@ -198,7 +197,6 @@ def test_a_killed_scheduler_is_named_and_the_run_resumes_on_another(tmp_path, mo
     written = _captured(monkeypatch)
     with distributed.LocalCluster(**kw) as cluster:
         assert vfl("run", "--resume", out, "--cluster", cluster.scheduler_address, "--quiet").returncode == 0
-    from vfl.experiments.runner import run_experiment
 
     unbroken = run_experiment(load_config(path, ['run.backend="inprocess"']), with_baselines=False)
     assert_same_numbers(written[0], unbroken)

@@ -8,9 +8,11 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
+import dp_accounting
 import mpmath
 import numpy as np
 import pytest
+from dp_accounting.rdp import rdp_privacy_accountant
 from scipy import stats
 
 from vfl.core.errors import ConfigError
@@ -18,10 +20,14 @@ from vfl.core.exact import blocks, floor_scaled, lazy_less
 from vfl.core.ledger import PrivacyLedger
 from vfl.core.releases import Release, add_noise
 from vfl.core.sampling import ExactSampler, KeyStream, grid_slack
+from vfl.core.solver import Solver
 from vfl.core.streams import Streams
 from vfl.experiments.config import config_from_dict
+from vfl.stacking import PrivateStacking, gdp_mu
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `benchmarks`: a plain folder
+from benchmarks.sampler import CKS2020, natural_timing, replay_timing  # noqa: E402
+
 TOP = (1 << 64) - 1
 
 
@@ -291,7 +297,6 @@ def test_time_does_not_track_the_value():
     alike; each release's words are drawn until its first candidate is kept in the class
     (benchmarks.sampler.replay_timing). Under the null a KS p-value is below 0.01 once in a
     hundred runs: a second, independent measurement must fail too."""
-    from benchmarks.sampler import replay_timing
 
     runs = [replay_timing(per_class=10_000)]
     if runs[0]["ks_p"] <= 0.01:
@@ -303,7 +308,6 @@ def test_time_does_not_track_the_value():
 def test_the_previous_sampler_fails_the_timing_test_and_this_one_passes():
     """Natural single draws: Canonne et al.'s loops run longer for larger |Z| (the audit's
     AUC 0.80 at |Z| > 2 sigma); this sampler's time does not separate the classes."""
-    from benchmarks.sampler import CKS2020, natural_timing
 
     old = CKS2020()
     leak = natural_timing(lambda: old.discrete_gaussian(1)[0], float(old.T), 3_000)
@@ -343,8 +347,6 @@ def test_add_noise_routes_to_the_exact_sampler_and_streams_choose_it():
 
 
 def test_release_charges_the_grid_and_the_ledger_uses_rdp():
-    from vfl.core.solver import Solver
-
     solver = Solver()
     solver.begin_releases()
     solver.release(np.zeros(100), units=0, scale=2.0, sensitivity=1.0, rng=ExactSampler())
@@ -393,8 +395,6 @@ def _rdp_epsilon(releases, delta: float) -> float:
     sound for the discrete Gaussian on the grid (its Renyi divergences are the continuous
     Gaussian's for integer shifts, Canonne et al. 2020, and the grid's rounding is in the
     sensitivity)."""
-    import dp_accounting
-    from dp_accounting.rdp import rdp_privacy_accountant
 
     worst = 0.0
     for unit in {int(u) for r in releases for u in r.units}:
@@ -412,7 +412,6 @@ def test_deployed_stacking_spends_at_most_its_target_under_a_sound_accountant():
     target by dp-accounting's RDP accountant; the simulation's exact-profile calibration is
     not (no published bound makes that profile sound for the multivariate discrete
     Gaussian), which is why deployment keeps RDP."""
-    from vfl.stacking import PrivateStacking, gdp_mu
 
     rng = np.random.default_rng(0)
     blocks_ = [rng.standard_normal((300, d)) for d in (3, 4)]

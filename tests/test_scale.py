@@ -4,6 +4,7 @@ a run computes (`run.baselines`), the party-scaled rho rule, and the scale bench
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,16 +13,24 @@ import pytest
 import scipy.sparse as sp
 from cli_helpers import SMALL, vfl
 
-from vfl.admm.sharing.admm_sharing import ADMMSharingSolver
+from vfl.admm.sharing.admm_sharing import ADMMSharingSolver, blas_threads_for, scaled_rho
 from vfl.admm.sharing.block import BlockSolver
-from vfl.admm.sharing.variant import scaled_rho
+from vfl.baselines.central import ColumnBlocks, central_optimum
 from vfl.core.errors import ConfigError, DataError
+from vfl.core.objective import Objective
+from vfl.core.preprocessing import RowSteps
+from vfl.datasets import load_dataset
 from vfl.datasets.a9a_like import A9A_GROUPS, make_a9a_like
 from vfl.datasets.synthetic import synthetic_from_options
+from vfl.experiments import runner
 from vfl.experiments.config import config_from_dict
+from vfl.experiments.partition import Partition
 from vfl.experiments.runner import run_experiment
+from vfl.experiments.settings import SplitRecords
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # `benchmarks`: a plain folder at the repo root, not installed
+from benchmarks import runner as bench_runner  # noqa: E402
 
 
 # ------------------------------------------------------------ a9a-shaped rows --
@@ -129,11 +138,10 @@ def test_the_transposed_block_is_a_view_not_a_copy():
 
 # ------------------------------------------------------------ the benchmark --
 def test_scale_benchmark_prints_one_json_object(capsys, monkeypatch):
-    monkeypatch.syspath_prepend(str(REPO))  # `benchmarks` is a folder of the clone, not installed
-    from benchmarks import runner
-
     assert (
-        runner.main(["scale", "--rows", "3000", "--parties", "4", "--epochs", "3", "--data", "synthetic", "--json"])
+        bench_runner.main(
+            ["scale", "--rows", "3000", "--parties", "4", "--epochs", "3", "--data", "synthetic", "--json"]
+        )
         == 0
     )
     out = json.loads(capsys.readouterr().out)
@@ -154,8 +162,6 @@ def test_scale_benchmark_prints_one_json_object(capsys, monkeypatch):
 # ------------------------------------------------------ a9a at k times its rows --
 @pytest.mark.data
 def test_a9a_tile_repeats_the_training_records(data_dir):
-    from vfl.datasets import load_dataset
-
     one = load_dataset("a9a", data_dir=data_dir)
     three = load_dataset("a9a", data_dir=data_dir, options={"tile": 3})
     n = one.X_train.shape[0]
@@ -171,8 +177,6 @@ def test_a9a_tile_repeats_the_training_records(data_dir):
 def test_the_central_solve_from_a_subsample_reaches_the_same_optimum(lam, warm_rows, path):
     """Chord steps with a subsample's Hessian when they contract; the trust-region method from
     where they stop when they do not (rare columns, a weak regularizer): the same F* either way."""
-    from vfl.baselines import central_optimum
-    from vfl.core.objective import Objective
 
     data = make_a9a_like(20000, 100, seed=4)
     D = sp.hstack([data.X_train, np.ones((20000, 1))], format="csr")
@@ -189,10 +193,6 @@ def test_the_central_solve_from_a_subsample_reaches_the_same_optimum(lam, warm_r
 def test_blas_threads_follow_the_blocks_storage():
     """Unset, ``solver.blas_threads`` is 1 for sparse blocks (no BLAS in their products) and
     untouched for dense ones (BLAS products); a value given in the config always wins."""
-    import numpy as np
-    import scipy.sparse as sp
-
-    from vfl.admm.sharing.variant import blas_threads_for
 
     dense, sparse = np.ones((4, 3)), sp.csr_matrix(np.eye(4, 3))
     assert blas_threads_for([sparse, sparse], None) == 1
@@ -203,9 +203,6 @@ def test_blas_threads_follow_the_blocks_storage():
 
 # ------------------------------------------------- memory: the records, once split --
 def test_a_run_that_lets_the_records_go_keeps_only_the_blocks():
-    from vfl.experiments import runner
-    from vfl.experiments.settings import SplitRecords
-
     config = _small(baselines="central")
     kept = runner.plan_run(config)
     assert kept.dataset is not None and runner._DATASETS  # figure runs share the records
@@ -226,9 +223,6 @@ def test_a_run_that_lets_the_records_go_keeps_only_the_blocks():
 
 
 def test_records_the_column_steps_leave_alone_are_split_without_a_copy_first():
-    from vfl.core.preprocessing import RowSteps
-    from vfl.experiments.partition import Partition
-
     X = sp.random(500, 20, density=0.3, format="csr", random_state=1)
     whole = Partition(parties=(np.arange(20),), n_features=20, rows=RowSteps())
     block = whole.block(X, 0)  # one party, every column: still the party's own matrix
@@ -238,9 +232,6 @@ def test_records_the_column_steps_leave_alone_are_split_without_a_copy_first():
 
 
 def test_the_central_solve_on_the_blocks_is_the_joined_solve_to_the_bit():
-    from vfl.baselines.central import ColumnBlocks, central_optimum
-    from vfl.core.objective import Objective
-
     rng = np.random.default_rng(0)
     X = sp.random(4000, 30, density=0.2, format="csr", random_state=2)
     ones = sp.csr_matrix(np.ones((4000, 1)))

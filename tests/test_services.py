@@ -4,7 +4,8 @@ coordinator their client through the one unit transport.
 Each test starts the parties' servers in this process (threads of gRPC's own), on
 loopback, with a deployment's certificates made by ``vfl party certs``' code; the
 coordinator is ``run_experiment`` (or ``vfl run``) with ``run.backend = "services"``.
-Bad input is in ``test_services_bad_input.py``.
+Bad input is in ``test_services_bad_input.py``, a party killed and restarted in
+``test_services_restarts.py``, the other families in ``test_services_families.py``.
 """
 
 from __future__ import annotations
@@ -20,11 +21,19 @@ from cli_helpers import assert_one_line_error, vfl
 
 grpc = pytest.importorskip("grpc")
 
-from vfl.admm.sharing.party import SHARING_PROTOCOL, Pull  # noqa: E402
+from vfl.admm.sharing.party import (  # noqa: E402  # noqa: E402
+    SHARING_PROTOCOL,
+    PartySpec,  # noqa: E402
+    Pull,
+    Residual,
+)
 from vfl.core import codec  # noqa: E402
 from vfl.core.codec import Frame  # noqa: E402
+from vfl.core.protocol import Empty  # noqa: E402
+from vfl.datasets.parties.tomlw import dumps  # noqa: E402
 from vfl.experiments.config import load_config  # noqa: E402
 from vfl.experiments.runner import plan_run, run_experiment  # noqa: E402
+from vfl.experiments.transport import dask_cluster, dask_units  # noqa: E402
 from vfl.experiments.transport.party_config import PartyConfig  # noqa: E402
 from vfl.experiments.transport.service_grpc import serve  # noqa: E402
 from vfl.experiments.transport.service_party import PartyService  # noqa: E402
@@ -235,8 +244,6 @@ def test_party_2s_certificate_cannot_act_as_party_1(tmp_path, parties):
 
 
 def _write_config(config, path):
-    from vfl.datasets.parties.tomlw import dumps
-
     def drop(d):
         return {k: drop(v) if isinstance(v, dict) else v for k, v in d.items() if v is not None}
 
@@ -268,8 +275,6 @@ def _write_config(config, path):
     ],
 )
 def test_a_message_the_protocol_does_not_declare_is_refused(tmp_path, parties, certs, frame, says):
-    from vfl.admm.sharing.party import PartySpec
-
     p = parties(load_config(_base(tmp_path)))
     with _raw(p.addresses()[0], certs) as ch:
         spec = PartySpec(
@@ -320,86 +325,11 @@ def test_a_request_below_the_floor_or_beyond_the_budget_is_refused_and_nothing_r
         assert recs and all(r["epsilon_total"] <= 5.0 for r in recs)
 
 
-# ------------------------------------------------------------------------ faults --
-def _kill_before(p, kind: str, epoch: int, m: int = 2, restart: bool = True):
-    """Stop party m's process before its first ``kind`` call after ``epoch`` updates (and
-    start it again at its address a moment later, as its operator would)."""
-    import threading
-
-    state = {"updates": 0, "done": False}
-
-    def during(units):
-        send = units._send
-
-        def watched(session, call, requests, seqs):
-            if call.name == "update":
-                state["updates"] += 1
-            due = state["updates"] >= epoch + (call.name == "update")
-            if not state["done"] and call.name == kind and due:
-                state["done"] = True
-                p.stop(m)
-                if restart:
-                    threading.Timer(0.2, p.start, (m,)).start()
-            return send(session, call, requests, seqs)
-
-        units._send = watched
-
-    return during
-
-
-@pytest.mark.slow  # (the fault matrix runs in the slow tier)
-@pytest.mark.parametrize("kind", ["update", "state", "rmatvec", "test_product"])
-def test_a_party_killed_before_each_kind_of_call_comes_back_to_the_same_numbers(tmp_path, parties, kind):
-    config = load_config(_base(tmp_path))
-    p = parties(config)
-    undisturbed = run_experiment(config, with_baselines=False)
-    remote = _remote(p.coordinator(config, "run.party_wait=10"), during=_kill_before(p, kind, 2))
-    assert _numbers(remote.metrics).equals(_numbers(undisturbed.metrics))
-    assert [r["party"] for r in remote.manifest.dump()["backend"]["recoveries"]] == [2]
-
-
-@pytest.mark.slow
-def test_a_deployment_party_killed_and_restarted_never_draws_a_release_again(tmp_path, parties):
-    config = load_config(_base(tmp_path, replayable=False))
-    p = parties(config)
-    remote = _remote(p.coordinator(config, "run.party_wait=10"), during=_kill_before(p, "update", 2))
-    recs = p.records(2)
-    # its second process drew epoch 3 alone, its record of the run read back: the third
-    assert [r["release"] for r in recs] == [1, 2, 3]
-    assert len({(r["run"], r["seq"]) for r in recs}) == 3
-    assert recs[2]["epsilon_run"] == remote.metrics["epsilon_tight"].iloc[-1]
-    assert np.isfinite(remote.metrics["test_logloss"].iloc[-1])
-
-
-@pytest.mark.slow
-def test_a_party_that_does_not_come_back_stops_the_run_in_one_line(tmp_path, parties):
-    config = load_config(_base(tmp_path))
-    p = parties(config)
-    with pytest.raises(Exception) as err:
-        _remote(p.coordinator(config, "run.party_wait=0.5"), during=_kill_before(p, "update", 1, restart=False))
-    assert f"party 2 at {p.addresses()[1]} was lost at epoch 2" in str(err.value)
-    assert "did not answer again within 0.5 s" in str(err.value)
-
-
-def test_a_release_on_the_partys_ledger_is_never_drawn_again_by_a_restarted_party(tmp_path):
-    from vfl.experiments.transport.service_guard import Guard, PrivacyRefused
-
-    kw = dict(floor=1.0, sensitivity=1.0, delta=1e-5, accountant="pld", budget=None, deployment=True)
-    Guard(tmp_path, 2, **kw).admit(run="r", repeat=0, seq=3, scale=2.0, sensitivity=1.0, size=10, exact=True)
-    again = Guard(tmp_path, 2, **kw)  # the party's process, restarted: its ledger read back
-    with pytest.raises(PrivacyRefused, match="drawn already"):
-        again.admit(run="r", repeat=0, seq=3, scale=2.0, sensitivity=1.0, size=10, exact=True)
-    assert again.records == 1
-
-
 def test_dask_takes_tls_only_when_configured(tmp_path, monkeypatch):
-    from vfl.experiments.transport import dask_cluster
-
+    dask = pytest.importorskip("dask")
     config = load_config(_base(tmp_path)).with_overrides(["run.backend=dask"])
     with pytest.raises(Exception, match="configure Dask's TLS first"):
-        dask_cluster.check_cluster_option(config, "tls://10.0.0.1:8786")
-    import dask
-
+        dask_units.check_cluster_option(config, "tls://10.0.0.1:8786")
     with dask.config.set(
         {
             "distributed.comm.tls.ca-file": "ca.pem",
@@ -411,99 +341,7 @@ def test_dask_takes_tls_only_when_configured(tmp_path, monkeypatch):
         assert dask_cluster.security().require_encryption
 
 
-PLAIN = """
-name = "plain"
-[data]
-dataset = "synthetic"
-options = {{ n_train = 300, n_test = 100, n_features = 12, seed = 3 }}
-[partition]
-columns = [6, 6]
-[objective]
-lam = 0.01
-[solver]
-name = "{solver}"
-epochs = {epochs}
-"""
-
-
-@pytest.mark.parametrize("solver", ["fdml_sgd", "private_stacking"])
-def test_fdml_sgd_and_private_stacking_run_as_party_services_to_the_same_numbers(tmp_path, certs, solver):
-    from vfl.experiments.registry import get_solver
-
-    path = tmp_path / "plain.toml"
-    path.write_text(
-        PLAIN.format(solver=solver, epochs=1 if solver == "private_stacking" else 2)
-        + ("batch_size = 100\n" if solver == "fdml_sgd" else "")
-    )
-    config = load_config(path)
-    first = get_solver(solver).protocol.placement.first  # stacking: party 1 is the coordinator
-    ports = _free_ports(2 - first)
-    servers = [
-        serve(
-            PartyService(
-                PartyConfig(
-                    index=m,
-                    listen=f"127.0.0.1:{port}",
-                    directory=str(tmp_path / f"p{m}"),
-                    tls=_tls(certs, f"party-{m}"),
-                ),
-                config,
-            )
-        )
-        for m, port in zip(range(first + 1, 3), ports)
-    ]
-    try:
-        tls = _tls(certs, "coordinator")
-        coord = config.with_overrides(
-            [
-                "run.backend=services",
-                "run.parties=[" + ",".join(f"'127.0.0.1:{p}'" for p in ports) + "]",
-                "run.tls={" + ", ".join(f"{k}='{v}'" for k, v in tls.items()) + "}",
-            ]
-        )
-        remote = _remote(coord)
-    finally:
-        for s in servers:
-            s.stop(None).wait()
-    local = run_experiment(config, with_baselines=False)
-    assert _numbers(remote.metrics).equals(_numbers(local.metrics))
-
-
-@pytest.mark.parametrize(
-    "config, sets, says",
-    [
-        (
-            "papers/ldp/configs/ldp-dvp-admm-n10.toml",
-            [],
-            "run.backend = 'services': dvp_admm does not run as party services yet (these do: "
-            "admm_sharing, dp_admm, fdml_sgd, private_stacking)",
-        ),
-    ],
-)
-def test_what_does_not_run_as_party_services_is_refused_in_one_line(tmp_path, config, sets, says):
-    from pathlib import Path
-
-    repo = Path(__file__).resolve().parents[1]
-    proc = vfl(
-        "run",
-        "--config",
-        repo / config,
-        "--set",
-        "run.backend=services",
-        "--set",
-        "run.parties=['127.0.0.1:1']",
-        "--set",
-        "run.insecure=true",
-        "--out",
-        tmp_path / "run",
-    )
-    assert_one_line_error(proc, says)
-
-
 def test_a_deployment_party_refuses_every_diagnostic_call(tmp_path, parties, certs):
-    from vfl.admm.sharing.party import PartySpec, Residual
-    from vfl.core.protocol import Empty
-
     p = parties(load_config(_base(tmp_path, replayable=False)))
     with _raw(p.addresses()[0], certs) as ch:
         spec = PartySpec(

@@ -11,6 +11,8 @@ from cli_helpers import assert_one_line_error, vfl
 
 grpc = pytest.importorskip("grpc")
 
+from cryptography import x509  # noqa: E402
+from cryptography.hazmat.primitives import serialization  # noqa: E402
 from test_services import _base, _write_config, certs, parties  # noqa: E402, F401 (fixtures)
 
 from vfl.experiments.config import load_config  # noqa: E402
@@ -47,9 +49,6 @@ def test_bad_input_gives_one_line_naming_the_party_and_writes_nothing(tmp_path, 
     elif case in ("expired", "foreign"):
         ca = make_ca() if case == "foreign" else None
         if ca is None:
-            from cryptography import x509
-            from cryptography.hazmat.primitives import serialization
-
             ca = (
                 serialization.load_pem_private_key((certs / "ca.key").read_bytes(), None),
                 x509.load_pem_x509_certificate((certs / "ca.pem").read_bytes()),

@@ -20,14 +20,17 @@ import threading
 
 import pytest
 from test_faults import FAMILIES, NOT_SENT, _protocol, _undisturbed, _with
+from test_parties import assert_same_numbers
 from test_services import Parties, _free_ports, _remote
 
 grpc = pytest.importorskip("grpc")
+
 
 from vfl.core.errors import ConfigError, PartyLostError, VFLError  # noqa: E402
 from vfl.core.protocol import CONTROL  # noqa: E402
 from vfl.experiments.config import config_from_dict  # noqa: E402
 from vfl.experiments.registry import get_solver  # noqa: E402
+from vfl.experiments.transport.service_tls import write_deployment  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -105,7 +108,6 @@ class Services(Parties):
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
     """Four parties' certificates (DP-ADMM's four providers)."""
-    from vfl.experiments.transport.service_tls import write_deployment
 
     out = tmp_path_factory.mktemp("certs4")
     write_deployment(out, 4)
@@ -164,8 +166,6 @@ def _run_killed(p, name, nth):
 
 @pytest.mark.parametrize("family, noise, call", list(_cases()))
 def test_a_party_service_killed_before_any_call_changes_no_number(services, family, noise, call):
-    from test_parties import assert_same_numbers
-
     local, sent = _undisturbed(family, noise)
     if (family, noise) in NO_SERVICES:
         pytest.skip(NO_SERVICES[family, noise])

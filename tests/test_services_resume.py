@@ -21,22 +21,27 @@ import time
 import numpy as np
 import pytest
 from cli_helpers import assert_one_line_error, vfl
-from test_services import _base, _numbers, _remote, _write_config, certs, parties  # noqa: F401
+from test_services import _base, _numbers, _raw, _remote, _write_config, certs, parties  # noqa: F401
 
 grpc = pytest.importorskip("grpc")
 
+
+import vfl.experiments.records as records  # noqa: E402
+import vfl.experiments.run_directory as run_directory  # noqa: E402
+from vfl.admm.sharing.party import SHARING_PROTOCOL, PartySpec, Pull  # noqa: E402
+from vfl.core import codec  # noqa: E402
 from vfl.core.codec import Frame  # noqa: E402
+from vfl.experiments.checkpoint import Checkpoint, RepeatState, write_checkpoint  # noqa: E402
 from vfl.experiments.config import load_config  # noqa: E402
 from vfl.experiments.runner import run_experiment  # noqa: E402
+from vfl.experiments.transport.service_guard import Guard, PrivacyRefused  # noqa: E402
 from vfl.experiments.transport.service_party import PartyService  # noqa: E402
 
 EPOCHS, EVERY, KILL_AT = 8, 3, 6
 
 
 def _captured(monkeypatch) -> list:
-    import vfl.experiments.run_directory as run_directory  # (where `vfl run` writes its records)
-
-    written, write = [], run_directory.write_run
+    written, write = [], records.write_run
 
     def keep(result, out, **kw):
         written.append(result)
@@ -142,8 +147,6 @@ def test_a_killed_coordinator_resumes_a_services_run_without_drawing_a_release_a
 
 
 def test_a_party_restarted_with_another_budget_is_refused_in_one_line(tmp_path, parties):
-    from vfl.experiments.checkpoint import Checkpoint, RepeatState, write_checkpoint
-
     config = load_config(_base(tmp_path, replayable=False))
     p = parties(config)
     coord = p.coordinator(config)
@@ -173,7 +176,6 @@ def test_a_party_keeps_each_released_reply_and_refuses_what_it_cannot_send_again
     """The guard's record: a kept reply comes back; one admitted but not kept (the party
     stopped while drawing) is never drawn again; a finished run's replies are let go; a
     restarted party's record of a run goes on where it was."""
-    from vfl.experiments.transport.service_guard import Guard, PrivacyRefused
 
     kw = dict(floor=1.0, sensitivity=1.0, delta=1e-5, accountant="pld", budget=None, deployment=True)
     g = Guard(tmp_path, 2, **kw)
@@ -194,10 +196,6 @@ def test_a_party_keeps_each_released_reply_and_refuses_what_it_cannot_send_again
 def test_a_resumed_request_that_is_not_on_the_record_is_refused_and_nothing_drawn(tmp_path, parties, certs):
     """The coordinator marks the requests it replays; one the party has no release of (a
     replay that differs from the run) is refused, never drawn."""
-    from test_services import _raw
-
-    from vfl.admm.sharing.party import SHARING_PROTOCOL, PartySpec, Pull
-    from vfl.core import codec
 
     p = parties(load_config(_base(tmp_path, replayable=False)))
     md = (("vfl-run", "r1"), ("vfl-replay", "1"))

@@ -18,6 +18,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from vfl.experiments.transport.dask_cluster import local_cluster
+
 pytest.importorskip("grpc")
 
 REPO = Path(__file__).resolve().parents[1]
@@ -94,8 +96,6 @@ def test_the_deploying_parties_recipe_runs_end_to_end_on_localhost(tmp_path):
 
 @pytest.mark.slow
 def test_the_local_dask_cluster_listens_on_loopback_only():
-    from vfl.experiments.transport.dask_cluster import local_cluster
-
     cluster, client = local_cluster(1)
     try:
         client.wait_for_workers(1, timeout=60)

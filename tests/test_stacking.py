@@ -12,9 +12,15 @@ import scipy.sparse as sp
 from cli_helpers import assert_one_line_error, vfl
 from shipped import paper_configs, shipped
 
+import vfl.papers.private_utility.figures as rp
+from vfl.core.errors import ConfigError
 from vfl.core.layouts import VerticalData
 from vfl.core.ledger import PrivacyLedger
+from vfl.core.releases import add_noise
 from vfl.core.streams import Streams
+from vfl.experiments.audit import audit_config
+from vfl.experiments.config import config_from_dict, load_config
+from vfl.experiments.runner import run_experiment
 from vfl.stacking import (
     GTOL,
     PrivateStacking,
@@ -121,7 +127,6 @@ def test_shares_are_clipped_before_the_noise_and_at_prediction():
 
     def observer(solver, event, mean, rng):
         seen.append((event, np.array(mean)))
-        from vfl.core.releases import add_noise
 
         return add_noise(event.mechanism, mean, event.scale[0] if np.ndim(mean) == 1 else event.scale, rng)
 
@@ -225,9 +230,6 @@ def test_without_shares_it_is_the_product_of_experts():
 
 # ------------------------------------------------------------- M = 3 parties --
 def test_three_parties_sparse_and_dense_blocks_run_end_to_end(tmp_path):
-    from vfl.experiments.config import config_from_dict
-    from vfl.experiments.runner import run_experiment
-
     raw = {
         "name": "stack3",
         "data": {
@@ -296,9 +298,6 @@ def test_bad_configs_give_one_error_line_and_exit_2(tmp_path, extra, needle):
 
 
 def test_epochs_must_be_one(tmp_path):
-    from vfl.core.errors import ConfigError
-    from vfl.experiments.config import load_config
-
     path = tmp_path / "c.toml"
     path.write_text(CONFIG.format(extra="").replace("epochs = 1", "epochs = 3"))
     with pytest.raises(ConfigError, match="solver.epochs = 1"):
@@ -323,9 +322,6 @@ def test_sure_ridge_falls_back_on_the_anchor_when_the_shares_are_noise():
 
 # -------------------------------------------------------------------- audit --
 def test_white_box_audit_passes(tmp_path):
-    from vfl.experiments.audit import audit_config
-    from vfl.experiments.config import load_config
-
     path = tmp_path / "a.toml"
     path.write_text(
         CONFIG.format(extra="clip = 1.0\nsplit = [0.5, 0.48, 0.02]\nmodel_noise = 0.2").replace(
@@ -369,9 +365,6 @@ def test_done_criteria_on_a9a(tmp_path, data_dir, monkeypatch):
     seed. The white-box audit passes at the smallest plotted epsilon (every
     epsilon is audited in docs/measured.md).
     """
-    import vfl.papers.private_utility.figures as rp
-    from vfl.experiments.audit import audit_config
-    from vfl.experiments.config import load_config
 
     monkeypatch.setattr(rp, "VAL_SEEDS", (101,))
     monkeypatch.setattr(rp, "NONPRIVATE_GRID", rp._grid(**{"privacy.clip": [2.0, 4.0], "solver.lam_local": [1.0]}))

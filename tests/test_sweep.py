@@ -1,6 +1,7 @@
 """Noise sweeps: resumable, aggregated, parallel (joblib) and on Dask."""
 
 import json
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -8,6 +9,7 @@ import pytest
 from cli_helpers import vfl
 
 from vfl.core.errors import ConfigError
+from vfl.experiments import runner
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.sweep import aggregate_sweep, plan_sweep, run_sweep
 
@@ -38,7 +40,6 @@ def test_interrupted_sweep_resumes_without_redoing_finished_runs(tmp_path, confi
     # Simulate a Ctrl-C / kill: one run never finished (no directory, only a
     # temporary leftover), one finished, others untouched.
     broken = runs[3].path
-    import shutil
 
     shutil.rmtree(broken)
     leftover = out / f".{broken.name}.abc.partial"
@@ -145,7 +146,6 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path, config):
 def test_a_sweep_over_seeds_loads_the_dataset_once(config, monkeypatch, tmp_path):
     """run.seed is in the dataset cache's key only where the records depend on it: a user
     file split at random without its own split_seed."""
-    from vfl.experiments import runner
 
     loads = []
     real = runner._load_config_dataset

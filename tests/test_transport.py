@@ -192,14 +192,11 @@ class ToySolver(PartyBlocks, Solver):
 @pytest.fixture
 def toy(monkeypatch):
     """The toy's one registry line."""
-    from vfl.experiments import registry
 
     monkeypatch.setitem(registry.SOLVERS, "toy_gd", "test_transport:ToySolver")
 
 
 def _toy_config(tmp_path, *overrides, epochs=6):
-    from vfl.experiments.config import load_config
-
     path = tmp_path / "toy.toml"
     path.write_text(SMALL.format(epochs=epochs).replace("[solver]", '[solver]\nname = "toy_gd"'))
     return load_config(path, list(overrides))
@@ -215,8 +212,6 @@ def _same_numbers(remote, local) -> None:
 
 
 def test_the_toy_runs_in_process(tmp_path, toy):
-    from vfl.experiments.runner import run_experiment
-
     quiet = run_experiment(_toy_config(tmp_path), with_baselines=False)
     noisy = run_experiment(_toy_config(tmp_path, "privacy.sigma=0.5"), with_baselines=False)
     assert quiet.metrics["objective"].iloc[-1] < quiet.metrics["objective"].iloc[0]
@@ -225,16 +220,22 @@ def test_the_toy_runs_in_process(tmp_path, toy):
     np.testing.assert_array_equal(again.coef, noisy.coef)  # the party's seeded stream
 
 
-from test_services import certs, parties  # noqa: E402,F401  (the services' fixtures)
+from test_services import _remote, certs, parties  # noqa: E402, F401  (the services' fixtures)
+
+from vfl.core.protocol import UnitData  # noqa: E402
+from vfl.experiments import registry  # noqa: E402
+from vfl.experiments.config import load_config  # noqa: E402
+from vfl.experiments.runner import (  # noqa: E402
+    plan_run,
+    run_experiment,  # noqa: E402
+)
+from vfl.experiments.transport.dask_units import dask_backend  # noqa: E402
 
 
 def test_the_toy_runs_as_party_services_with_the_in_process_numbers(tmp_path, toy, certs, parties):
     """The third backend: each party its own gRPC service over mutual TLS, the toy's
     protocol declared once (no line for it outside this file but the registry's)."""
     pytest.importorskip("grpc")
-    from test_services import _remote
-
-    from vfl.experiments.runner import run_experiment
 
     config = _toy_config(tmp_path, "privacy.sigma=0.5", "privacy.replayable_noise=true", epochs=3)
     p = parties(config)
@@ -363,8 +364,6 @@ def cluster():
 def _on_dask(config, cluster, on_epoch=None, during=None):
     """``config`` run with its units on ``cluster``; ``during(backend, kind)`` is called before
     every exchange of that kind (to kill a worker there). Returns the result and the backend."""
-    from vfl.experiments.runner import plan_run, run_experiment
-    from vfl.experiments.transport.dask_units import dask_backend
 
     with dask_backend(config, cluster.scheduler_address, None) as backend:
         if during is not None:
@@ -386,8 +385,6 @@ def _on_dask(config, cluster, on_epoch=None, during=None):
 
 @pytest.mark.parametrize("overrides", [[], ["privacy.sigma=0.5", "run.repeats=2"]])
 def test_the_toy_runs_on_dask_with_the_in_process_numbers(tmp_path, toy, cluster, overrides):
-    from vfl.experiments.runner import run_experiment
-
     local = run_experiment(_toy_config(tmp_path, *overrides), with_baselines=False)
     remote, backend = _on_dask(_toy_config(tmp_path, *overrides, "run.backend=dask"), cluster)
     _same_numbers(remote, local)
@@ -434,7 +431,6 @@ def test_a_unit_lost_in_a_diagnostic_call_is_rebuilt_to_the_same_numbers(tmp_pat
     diagnostic call (or the scoring of the test rows, a repeat's open, a round): the unit is
     rebuilt from its journal (every completed round's release adopted, each checked equal
     as its noise is replayable) and the run ends with the undisturbed numbers, to the bit."""
-    from vfl.experiments.runner import run_experiment
 
     over = ["privacy.sigma=0.5", "run.eval_every=1", "run.repeats=2", "run.party_wait=30"]
     local = run_experiment(_toy_config(tmp_path, *over), with_baselines=False)
@@ -451,6 +447,4 @@ def test_a_unit_lost_in_a_diagnostic_call_is_rebuilt_to_the_same_numbers(tmp_pat
 
 
 def UnitDataFor(blocks, a, b):
-    from vfl.core.protocol import UnitData
-
     return UnitData(a, b, len(blocks), tuple(blocks[a:b]), (np.ones((2, 2)),) * (b - a))

@@ -12,7 +12,7 @@ from test_transport import TOY, Gradient, ToySide, ToySpec, UnitDataFor, Width
 from vfl.core.errors import PartyLostError
 from vfl.core.host import Host, LocalEnv
 from vfl.core.inprocess import InProcessUnits
-from vfl.core.protocol import DIAGNOSTIC, Protocol
+from vfl.core.protocol import DIAGNOSTIC, Protocol, Recovery
 
 
 # ------------------------------------------------------------ the journal, by hand --
@@ -140,8 +140,6 @@ def test_a_replay_that_releases_other_values_stops_the_run_naming_the_unit():
 
 
 def test_a_protocol_that_cannot_rebuild_stops_the_run_in_one_line():
-    from vfl.core.protocol import Recovery
-
     never = Protocol(
         "toy",
         1,

@@ -9,6 +9,8 @@ private stacking model that beats party 1 alone at epsilon 8.
 
 from __future__ import annotations
 
+import bz2
+import io
 import json
 import math
 import tomllib
@@ -20,6 +22,8 @@ import pytest
 from cli_helpers import assert_one_line_error, invoke
 
 from vfl.core.ledger import PrivacyLedger
+from vfl.core.releases import Release
+from vfl.datasets.schemas import ADULT_SCHEMA
 from vfl.privacy.tuning import draw_trials, expected_trials, gamma_for_mean, tuning_rdp
 
 
@@ -49,7 +53,6 @@ def test_the_ledger_charges_the_tuning_before_any_release():
     ledger.add_rdp(curve)
     alone = ledger.epsilon()
     assert alone > 0 and "tuning" in ledger.method
-    from vfl.core.releases import Release
 
     plain = PrivacyLedger(1e-5, "rdp")
     release = Release(
@@ -185,9 +188,6 @@ WEAK = ["age", "workclass", "race", "sex", "native-country", "hours-per-week"]
 
 
 def _adult_csv(data_dir: Path, name: str, out: Path, skip: int) -> None:
-    import bz2
-    import io
-
     text = bz2.decompress((data_dir / f"{name}.bz2").read_bytes()).decode()
     frame = pd.read_csv(
         io.StringIO(text), header=None, names=ADULT, skiprows=skip, skipinitialspace=True, dtype=str, na_filter=False
@@ -204,7 +204,6 @@ def test_tune_then_run_beats_party_1_alone_at_epsilon_8(tmp_path, monkeypatch, d
     """A CSV with categorical columns (Adult), split into two party files; public parameters
     from Table Schemas (Adult's published values and ranges); `vfl tune --public` on 4000
     rows of the test file declared public; `vfl run` of the chosen config at epsilon 8."""
-    from vfl.datasets.schemas import ADULT_SCHEMA
 
     monkeypatch.chdir(tmp_path)
     _adult_csv(data_dir, "adult.data", tmp_path / "adult.csv", 0)

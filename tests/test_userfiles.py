@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from sklearn.datasets import dump_svmlight_file
 from userfiles_helpers import (
     CSV,
     SVM,
@@ -24,6 +25,8 @@ from userfiles_helpers import (
 
 from vfl.core.errors import ConfigError, DataError
 from vfl.datasets import inspect_file, load_dataset, suggest_partition
+from vfl.datasets.loaders import load_raw
+from vfl.datasets.stage import fit_stage
 
 SVM_TEST = b"1 1:1\n0 2:2\n"
 
@@ -132,9 +135,6 @@ def test_test_fraction_split_is_seeded_stratified_and_ordered():
 
 
 def test_unstratified_split_depends_only_on_positions():
-    from vfl.datasets.loaders import load_raw
-    from vfl.datasets.stage import fit_stage
-
     y = np.r_[np.ones(30), np.zeros(70)]
     lines = [f"{int(v)} 1:{i} 2:0.5\n" for i, v in enumerate(y, start=1)]
     write("s.svm", "".join(lines).encode())
@@ -336,7 +336,6 @@ def test_suggest_partition_respects_blocks():
 @pytest.mark.data
 def test_a9a_round_trip_as_csv_and_libsvm(data_dir, tmp_path):
     """a9a written by the test as CSV and as LIBSVM reads back identical."""
-    from sklearn.datasets import dump_svmlight_file
 
     reg = load_dataset("a9a", data_dir)
     names = [f"f{j + 1}" for j in range(reg.n_features)]
