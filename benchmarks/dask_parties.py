@@ -75,7 +75,8 @@ def big_a9a(data_dir, rows: int = BIG_ROWS) -> dict:
 def _epoch_seconds(config, dask: bool, data_dir, cluster=None):
     """Seconds per epoch, the final model, and the transport record (Dask only)."""
     from vfl.experiments.dask_units import dask_backend
-    from vfl.experiments.runner import plan_run, run_experiment
+    from vfl.experiments.run_plan import plan_run
+    from vfl.experiments.runner import run_experiment
 
     if not dask:
         result = run_experiment(config, data_dir=data_dir, with_baselines=False)

@@ -63,7 +63,7 @@ def iteration_timing(data_dir=None, *, repeats: int = 5, configs=None) -> dict:
     from vfl.datasets import dataset_status
     from vfl.experiments.config import load_config
     from vfl.experiments.registry import get_solver
-    from vfl.experiments.runner import load_config_dataset
+    from vfl.experiments.run_data import load_config_dataset
     from vfl.experiments.settings import make_objective, prepare
 
     configs = Path(configs) if configs is not None else REPO / "papers" / "dp_admm" / "configs"

@@ -137,7 +137,8 @@ def _wait(port: int, timeout: float = 120.0) -> None:
 
 def _run(raw: dict, data_dir, run: dict | None = None):
     from vfl.experiments.config import config_from_dict
-    from vfl.experiments.runner import plan_run, run_experiment
+    from vfl.experiments.run_plan import plan_run
+    from vfl.experiments.runner import run_experiment
     from vfl.experiments.service_units import ServiceUnits
 
     config = config_from_dict({**raw, "run": {**raw["run"], **(run or {})}})

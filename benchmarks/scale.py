@@ -120,7 +120,8 @@ def measure(
     data_dir=None,
 ) -> dict:
     """One run at about ``rows`` x ``parties``, measured (see the module docstring)."""
-    from vfl.experiments.runner import plan_run, run_experiment
+    from vfl.experiments.run_plan import plan_run
+    from vfl.experiments.runner import run_experiment
 
     n_test = n_test or min(100_000, max(1000, rows // 4))
     cfg = config(rows, parties, epochs=epochs, n_test=n_test, rho=rho, data=data)

@@ -352,7 +352,8 @@ def _run(
     from vfl.experiments.checkpoint import checkpoints, finished, keep_or_drop
     from vfl.experiments.received import recording
     from vfl.experiments.records import write_run
-    from vfl.experiments.runner import plan_run, run_experiment
+    from vfl.experiments.run_plan import plan_run
+    from vfl.experiments.runner import run_experiment
 
     # one run: the records are let go once distributed; release-only: nothing cached outside
     plan = plan_run(config, data_dir, backend, keep_records=False, use_cache=not release_only)

@@ -37,7 +37,8 @@ def measure_ceiling(seeds=(0, 1, 2)) -> Path:
     from vfl.core.solver import Streams
     from vfl.experiments.audit import Recorder
     from vfl.experiments.config import load_config
-    from vfl.experiments.runner import _build, plan_run
+    from vfl.experiments.repeat_setup import _build
+    from vfl.experiments.run_plan import plan_run
     from vfl.experiments.settings import Prepared
     from vfl.privacy.sharing import column_sensitivity
 
@@ -116,7 +117,8 @@ def measure_tv() -> Path:
     from vfl.core.solver import Streams
     from vfl.experiments.audit import Probe
     from vfl.experiments.config import load_config
-    from vfl.experiments.runner import _build, _ledger, plan_run
+    from vfl.experiments.repeat_setup import _build, _ledger
+    from vfl.experiments.run_plan import plan_run
     from vfl.privacy.audit.bounds import _kl as bernoulli_kl
 
     config = load_config(REPO / "papers" / "dp_admm" / "configs" / "dp-admm-alg2.toml")

@@ -81,7 +81,8 @@ def attack_run(run_dir, name: str, *, known: int = 40, party: int = 2, data_dir=
     measure: no party of a deployment holds both)."""
     from .config import config_from_dict
     from .received import read_received
-    from .runner import _prepare, load_config_dataset
+    from .repeat_setup import _prepare
+    from .run_data import load_config_dataset
     from .settings import prepare
 
     raw, manifest, views = read_received(run_dir)
@@ -122,7 +123,7 @@ def _check_party(party: int, n_parties: int) -> None:
 
 
 def _streams_of(config):
-    from .runner import _streams
+    from .repeat_setup import _streams
 
     return _streams(config, 0)
 

@@ -25,7 +25,8 @@ from vfl.core.solver import VerticalData
 
 from .config import Config
 from .registry import get_solver
-from .runner import _load_config_dataset, _prepare, _streams
+from .repeat_setup import _prepare, _streams
+from .run_data import _load_config_dataset
 from .settings import prepare
 
 __all__ = ["UnitActor", "facts"]
@@ -47,7 +48,7 @@ class UnitActor:
         self.host, self.own, self.cls = Host(cls.protocol), None, cls
         if config.data.dataset == "parties":  # its own party file: the path travelled here
             from .party_sides import OwnParty
-            from .runner import _strict
+            from .run_data import _strict
 
             self.own = OwnParty(config, self.first + 1, strict=_strict(config))
             self.vertical, self.setting, self.fingerprint = True, None, None

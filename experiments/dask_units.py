@@ -48,7 +48,7 @@ from .config import Config
 from .dask_actor import UnitActor, facts
 from .phase_counts import PhaseCounts
 from .registry import get_solver, typed_params
-from .sweep import _dask_client
+from .scheduler import dask_client
 
 __all__ = ["DaskUnits", "check_cluster_option", "dask_backend", "groups"]
 
@@ -490,7 +490,7 @@ def dask_backend(config: Config, cluster: str | None, data_dir) -> DaskUnits:
         return DaskUnits(None, None, config, _data_dir(data_dir), None)
     # the coordinator talks to the units' workers directly, not through the scheduler
     extra = {"security": security()} if cluster.startswith("tls://") else {}
-    client: Client = _dask_client(cluster, option="--cluster", direct_to_workers=True, **extra)
+    client: Client = dask_client(cluster, option="--cluster", direct_to_workers=True, **extra)
     return DaskUnits(client, None, config, _data_dir(data_dir), cluster)
 
 

@@ -52,8 +52,8 @@ _WORD = {"train": "training", "test": "test"}
 
 def party_options(config: Config) -> dict:
     """``[data]``'s options as a run reads them (the split seed and the alignment's key
-    seed filled in: :func:`~.runner._load_config_dataset`)."""
-    from .runner import _alignment_options, _split_seed
+    seed filled in: :func:`~.run_data._load_config_dataset`)."""
+    from .run_data import _alignment_options, _split_seed
 
     options = dict(config.data.options)
     if _split_seed(config) is not None:
@@ -160,7 +160,7 @@ class OwnParty:
         """Its block, from its aligned rows, through the run's own preprocessing stage."""
         from vfl.datasets.parties.join import assemble
 
-        from .runner import _prepare
+        from .repeat_setup import _prepare
 
         rows = {part: [self.rows[part]] for part in self.parts}
         raw = assemble([self.table], rows, self.options, strict=self.strict, n_parties=self.n_parties)
@@ -216,7 +216,7 @@ def label_holder_records(config: Config, remote: list[tuple], own_call=None):
     from vfl.datasets.parties import check_parties, load_party
     from vfl.datasets.parties.join import assemble
 
-    from .runner import _strict
+    from .run_data import _strict
 
     options = party_options(config)
     specs, spec = check_parties(options)

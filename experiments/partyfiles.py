@@ -98,7 +98,7 @@ def split_config(
     """Party files of ``config_path``'s data and ``out/config.toml`` training on them."""
     from .heldout import test_part_private
     from .registry import get_solver
-    from .runner import load_config_dataset
+    from .run_data import load_config_dataset
 
     config = load_config(config_path, list(overrides))
     if config.setting is not Setting.VERTICAL:

@@ -57,7 +57,7 @@ class Received:
                 )
 
     def views(self, n_parties: int, n: int) -> dict[str, np.ndarray]:
-        from .runner import _streams
+        from .repeat_setup import _streams
 
         out = {}
         for m in range(1, n_parties):

@@ -93,7 +93,8 @@ def protected(cls, data, privacy: dict, rng: np.random.Generator):
 
 @dataclass
 class _Tap:
-    """What :mod:`vfl.experiments.runner` calls while a record or replay is on."""
+    """What a repeat's solver construction (:mod:`vfl.experiments.repeat_setup`) calls while a
+    record or replay is on."""
 
     observer: Any
     other: Callable | None = None
@@ -107,13 +108,13 @@ class _Tap:
 
 @contextlib.contextmanager
 def _tapped(tap: _Tap):
-    from . import runner
+    from . import repeat_setup
 
-    previous, runner._TAP = runner._TAP, tap
+    previous, repeat_setup._TAP = repeat_setup._TAP, tap
     try:
         yield tap
     finally:
-        runner._TAP = previous
+        repeat_setup._TAP = previous
 
 
 def record_replay(
@@ -284,7 +285,9 @@ def check_released(config, data_dir=None, seed: int = 0) -> dict:
     """Final metrics of ``config`` on its data and on its data with every protected value
     replaced, both releasing the same values. Returns ``{column: (kind, original,
     replaced)}`` for the base and solver columns."""
-    from .runner import _build, _evaluate, plan_run
+    from .repeat_setup import _build
+    from .run_plan import plan_run
+    from .runner import _evaluate
 
     plan = plan_run(config, data_dir)
     cls, prepared = plan.solver_cls, plan.first

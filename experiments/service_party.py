@@ -45,7 +45,8 @@ from vfl.core.solver import VerticalData
 from .config import Config, config_from_dict, read_toml
 from .party_sides import OwnParty
 from .registry import get_solver
-from .runner import _load_config_dataset, _prepare, _streams
+from .repeat_setup import _prepare, _streams
+from .run_data import _load_config_dataset
 from .service_guard import Guard, PrivacyRefused
 from .service_tls import COORDINATOR, Credentials, loopback
 from .settings import prepare

@@ -36,6 +36,7 @@ from vfl.core.errors import ConfigError
 from .config import Config, parse_override
 from .manifest import Released
 from .records import check_output_dir, clean_stale_partials, dump_json, run_is_current, write_run
+from .scheduler import dask_client
 
 __all__ = [
     "SweepRun",
@@ -254,7 +255,7 @@ def run_grid(
     ``on_done(run, skipped)`` is called as runs finish (in completion order
     for Dask, in submission order for joblib).
     """
-    from .runner import compute_baselines, plan_run
+    from .run_plan import compute_baselines, plan_run
 
     runs = runs if runs is not None else plan_grid(config, grid, seeds, out_dir)
     if scheduler:
@@ -264,7 +265,7 @@ def run_grid(
     # Data, distribution and solver errors surface once, here, before any
     # directory is created or any worker starts.
     plan = plan_run(runs[0].config, data_dir)
-    client = _dask_client(scheduler) if scheduler else None  # unreachable: fail before mkdir
+    client = dask_client(scheduler) if scheduler else None  # unreachable: fail before mkdir
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     # Leftovers of runs killed mid-write (write_run's temporary directories).
@@ -321,32 +322,6 @@ def _run_joblib(todo, data_dir, jobs, on_done):
     for run, _ in zip(todo, parallel(delayed(_execute)(run, data_dir, parent) for run in todo)):
         if on_done:
             on_done(run, False)
-
-
-def _dask_client(scheduler: str, option: str = "--scheduler", **kwargs):
-    try:
-        from dask.distributed import Client
-    except ImportError:
-        raise ConfigError(f"{option} needs dask.distributed: pip install 'vfl[dask]'") from None
-    _check_listening(scheduler)
-    try:
-        return Client(scheduler, timeout="5s", **kwargs)
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise ConfigError(f"cannot reach the Dask scheduler at {scheduler}: {' '.join(str(exc).split())}") from None
-
-
-def _check_listening(scheduler: str) -> None:
-    """Refuse at once a TCP scheduler address where nothing listens (Dask itself would
-    retry until its timeout before saying so)."""
-    import socket
-
-    if not scheduler.startswith("tcp://"):
-        return
-    host, _, port = scheduler[len("tcp://") :].partition(":")
-    try:
-        socket.create_connection((host, int(port or 8786)), timeout=5).close()
-    except OSError as exc:
-        raise ConfigError(f"cannot reach the Dask scheduler at {scheduler}: {exc.strerror or exc}") from None
 
 
 def _run_dask(todo, data_dir, client, on_done):

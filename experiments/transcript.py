@@ -74,7 +74,8 @@ def record(config, *, flip: int | None = None, data_dir=None, plan=None, evaluat
     """Run ``config`` (a vertical one) in this process, every exchange tapped; ``flip``: the
     training label of that sample flipped first; ``evaluate``: then the diagnostics and the
     scoring of the test rows (their calls tapped too)."""
-    from .runner import _build, _label_ledger, _ledger, _streams, plan_run
+    from .repeat_setup import _build, _label_ledger, _ledger, _streams
+    from .run_plan import plan_run
 
     if config.setting is not Setting.VERTICAL:
         raise ConfigError(

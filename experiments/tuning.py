@@ -78,7 +78,9 @@ def _public(config, points, seeds: int, data_dir, on_trial) -> tuple[list, dict]
 
     from vfl.datasets.base import RawDataset
 
-    from .runner import load_config_dataset, plan_run, run_experiment
+    from .run_data import load_config_dataset
+    from .run_plan import plan_run
+    from .runner import run_experiment
 
     raw, _ = load_config_dataset(config, data_dir, keep=False)
     pub = _public_rows(config, raw)
@@ -120,7 +122,8 @@ def _public(config, points, seeds: int, data_dir, on_trial) -> tuple[list, dict]
 def _private(config, points, trials: float, eta: float, data_dir, on_trial) -> tuple[list, dict]:
     from vfl.privacy.tuning import draw_trials, gamma_for_mean
 
-    from .runner import plan_run, run_experiment
+    from .run_plan import plan_run
+    from .runner import run_experiment
 
     values = typed_privacy(config)
     if getattr(values, "epsilon", None) is None:

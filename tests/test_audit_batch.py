@@ -15,7 +15,7 @@ from test_held_out import dump_toml
 
 from vfl.experiments.audit.transcripts import Direction, Follower, Recorder, chunks, run_direction
 from vfl.experiments.config import config_from_dict
-from vfl.experiments.runner import plan_run
+from vfl.experiments.run_plan import plan_run
 
 SYNTHETIC = {"dataset": "synthetic", "options": {"n_train": 240, "n_test": 60, "n_features": 8, "seed": 5}}
 

@@ -206,7 +206,8 @@ def test_a_unit_lost_before_any_call_changes_no_number(cluster, backend_name, fa
     from test_parties import assert_same_numbers
 
     from vfl.experiments.dask_units import dask_backend
-    from vfl.experiments.runner import plan_run, run_experiment
+    from vfl.experiments.run_plan import plan_run
+    from vfl.experiments.runner import run_experiment
 
     local, sent = _undisturbed(family, noise)
     if (family, noise, call) in NOT_SENT:

@@ -1272,7 +1272,7 @@ def test_a_rewritten_user_file_is_read_again(tmp_path, monkeypatch):
     relative path naming new content (another directory, or the file rewritten) is
     read again, never served from memory."""
     from vfl.experiments.config import load_config
-    from vfl.experiments.runner import load_config_dataset
+    from vfl.experiments.run_data import load_config_dataset
 
     for i, rows in enumerate((20, 30)):
         work = tmp_path / str(i)

@@ -22,7 +22,8 @@ from test_parties import STACKING, STACKING_PRIVATE, assert_same_numbers
 from vfl.core.errors import PartyLostError
 from vfl.experiments.config import load_config
 from vfl.experiments.dask_units import dask_backend
-from vfl.experiments.runner import plan_run, run_experiment
+from vfl.experiments.run_plan import plan_run
+from vfl.experiments.runner import run_experiment
 
 distributed = pytest.importorskip("dask.distributed")
 pytestmark = pytest.mark.slow

@@ -18,7 +18,8 @@ grpc = pytest.importorskip("grpc")
 from test_services import _free_ports, _numbers, _remote, _tls, _write_config  # noqa: E402
 
 from vfl.experiments.config import load_config  # noqa: E402
-from vfl.experiments.runner import plan_run, run_experiment  # noqa: E402
+from vfl.experiments.run_plan import plan_run  # noqa: E402
+from vfl.experiments.runner import run_experiment  # noqa: E402
 from vfl.experiments.service_party import PartyConfig, PartyService, serve  # noqa: E402
 from vfl.experiments.service_units import ServiceUnits  # noqa: E402
 

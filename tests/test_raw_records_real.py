@@ -245,7 +245,8 @@ def test_a_changed_registry_file_is_recorded_not_refused(real_files, tmp_path):
 def test_the_runs_state_their_records(real_files):
     """DP-ADMM's reproduction states its relation on the paper's cleaned file, in the manifest
     and the summary; a private run that does not clean reads every record (N from the file)."""
-    from vfl.experiments.runner import load_config_dataset, run_experiment
+    from vfl.experiments.run_data import load_config_dataset
+    from vfl.experiments.runner import run_experiment
     from vfl.experiments.summary import run_summary
 
     quick = ["solver.epochs=2", "run.repeats=1", "run.baselines=none"]

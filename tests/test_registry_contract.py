@@ -18,12 +18,8 @@ import pytest
 from vfl.core.solver import Setting
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.registry import get_solver, solver_names
-from vfl.experiments.runner import (
-    BASE_COLUMNS,
-    COMMUNICATION_COLUMNS,
-    PRIVACY_COLUMNS,
-    run_experiment,
-)
+from vfl.experiments.run_result import BASE_COLUMNS, COMMUNICATION_COLUMNS, PRIVACY_COLUMNS
+from vfl.experiments.runner import run_experiment
 
 SETTINGS = {
     Setting.VERTICAL: {
@@ -139,7 +135,7 @@ def test_every_solver_keeps_the_contract(name):
 @pytest.mark.parametrize("name", sorted(PRIVATE))
 def test_every_guarantee_states_its_relation_its_events_and_passes_an_audit(name):
     from vfl.experiments.audit import audit_config
-    from vfl.experiments.runner import plan_run
+    from vfl.experiments.run_plan import plan_run
 
     config = _config(name)
     assert config.privacy.claims_guarantee

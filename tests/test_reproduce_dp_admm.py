@@ -255,7 +255,7 @@ def test_one_figure_runs_only_what_it_draws(tmp_path, tiny_grid):
     assert {r.config.run.seed for v in runs.values() for r in v} == {0}
     from vfl.core.solver import Streams
     from vfl.experiments.registry import get_solver
-    from vfl.experiments.runner import load_config_dataset
+    from vfl.experiments.run_data import load_config_dataset
     from vfl.experiments.settings import prepare
 
     def setting(config):

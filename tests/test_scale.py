@@ -202,14 +202,15 @@ def test_blas_threads_follow_the_blocks_storage():
 
 # ------------------------------------------------- memory: the records, once split --
 def test_a_run_that_lets_the_records_go_keeps_only_the_blocks():
-    from vfl.experiments import runner
+    from vfl.experiments import run_data
+    from vfl.experiments.run_plan import plan_run
     from vfl.experiments.settings import SplitRecords
 
     config = _small(baselines="central")
-    kept = runner.plan_run(config)
-    assert kept.dataset is not None and runner._DATASETS  # figure runs share the records
-    plan = runner.plan_run(config, keep_records=False)
-    assert plan.dataset is None and not runner._DATASETS  # nothing beside the blocks
+    kept = plan_run(config)
+    assert kept.dataset is not None and run_data._DATASETS  # figure runs share the records
+    plan = plan_run(config, keep_records=False)
+    assert plan.dataset is None and not run_data._DATASETS  # nothing beside the blocks
     records = plan.setting.dataset
     assert isinstance(records, SplitRecords) and not hasattr(records, "X_train")
     assert (records.n_train, records.n_test, records.n_features) == (300, 100, 12)

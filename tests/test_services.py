@@ -24,7 +24,8 @@ from vfl.admm.sharing.party import SHARING_PROTOCOL, Pull  # noqa: E402
 from vfl.core import codec  # noqa: E402
 from vfl.core.codec import Frame  # noqa: E402
 from vfl.experiments.config import load_config  # noqa: E402
-from vfl.experiments.runner import plan_run, run_experiment  # noqa: E402
+from vfl.experiments.run_plan import plan_run  # noqa: E402
+from vfl.experiments.runner import run_experiment  # noqa: E402
 from vfl.experiments.service_party import PartyConfig, PartyService, serve  # noqa: E402
 from vfl.experiments.service_tls import _pem, issue, make_ca  # noqa: E402
 from vfl.experiments.service_units import ServiceUnits  # noqa: E402

@@ -363,7 +363,8 @@ def _on_dask(config, cluster, on_epoch=None, during=None):
     """``config`` run with its units on ``cluster``; ``during(backend, kind)`` is called before
     every exchange of that kind (to kill a worker there). Returns the result and the backend."""
     from vfl.experiments.dask_units import dask_backend
-    from vfl.experiments.runner import plan_run, run_experiment
+    from vfl.experiments.run_plan import plan_run
+    from vfl.experiments.runner import run_experiment
 
     with dask_backend(config, cluster.scheduler_address, None) as backend:
         if during is not None:

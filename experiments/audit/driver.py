@@ -168,7 +168,8 @@ def audit_config(
         gdp_verdict,
     )
 
-    from ..runner import _label_ledger, _ledger, plan_run
+    from ..repeat_setup import _label_ledger, _ledger
+    from ..run_plan import plan_run
 
     started, cpu_started = perf_counter(), process_time()
     if bound not in BOUNDS:

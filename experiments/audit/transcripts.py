@@ -215,7 +215,7 @@ class Direction:
     objective: object
 
     def build(self, data):
-        from ..runner import _build
+        from ..repeat_setup import _build
         from ..settings import Prepared
 
         streams = Streams(self.config.run.seed, replayable_noise=True)

@@ -479,7 +479,7 @@ def time_cases(cases, data_dir=None, repeats: int | None = None) -> pd.DataFrame
 
     from vfl.core.solver import Streams
     from vfl.experiments.registry import get_solver
-    from vfl.experiments.runner import load_config_dataset
+    from vfl.experiments.run_data import load_config_dataset
     from vfl.experiments.settings import prepare
 
     dataset, _ = load_config_dataset(cases[0][2], data_dir)

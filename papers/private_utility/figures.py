@@ -188,7 +188,7 @@ def validation_scores(
     """
     from vfl.core.metrics import accuracy, log_loss
     from vfl.core.solver import Streams, VerticalData
-    from vfl.experiments.runner import plan_run
+    from vfl.experiments.run_plan import plan_run
     from vfl.experiments.settings import make_objective
 
     plan = plan_run(config, data_dir)
@@ -274,7 +274,7 @@ def _references(config, data_dir) -> tuple[list[dict], pd.DataFrame]:
     """
     from vfl.baselines import fit_sklearn_baseline
     from vfl.core.objective import Objective
-    from vfl.experiments.runner import plan_run
+    from vfl.experiments.run_plan import plan_run
 
     plan = plan_run(config, data_dir)
     first = plan.first
