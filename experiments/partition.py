@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from vfl.core.errors import PartitionError
 from vfl.core.preprocessing import RowSteps
 
-from .config import PartitionConfig
+from .config_sections import PartitionConfig
 
 __all__ = ["Partition", "make_partition"]
 

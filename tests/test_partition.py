@@ -4,7 +4,7 @@ import scipy.sparse as sp
 
 from vfl.core.errors import PartitionError
 from vfl.core.preprocessing import RowSteps
-from vfl.experiments.config import PartitionConfig
+from vfl.experiments.config_sections import PartitionConfig
 from vfl.experiments.partition import make_partition
 
 
@@ -110,8 +110,8 @@ def test_normalize_rows_from_config():
     from vfl.core.preprocessing import RawTable
     from vfl.datasets.base import RawDataset
     from vfl.experiments.config import config_from_dict
+    from vfl.experiments.distribution import fit_config_stage
     from vfl.experiments.registry import get_solver
-    from vfl.experiments.settings import fit_config_stage
 
     t = RawTable.from_matrix(np.ones((2, 123)))
     tiny = RawDataset(name="tiny", train=t, y_train=np.array([1.0, -1.0]), test=t, y_test=np.array([1.0, -1.0]))

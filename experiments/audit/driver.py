@@ -13,7 +13,8 @@ from vfl.core.errors import ConfigError
 from vfl.core.records import PrivacyInfo
 from vfl.core.relations import stated_on
 
-from ..config import AUDIT_RUNS, Config
+from ..config import Config
+from ..config_sections import AUDIT_RUNS
 from .report import GUARANTEE_NAMES, AuditReport, PairAudit
 from .transcripts import Direction, bytes_per_run, chunks, probe, run_direction
 
