@@ -62,9 +62,10 @@ def iteration_timing(data_dir=None, *, repeats: int = 5, configs=None) -> dict:
     from vfl.core.solver import Streams
     from vfl.datasets import dataset_status
     from vfl.experiments.config import load_config
+    from vfl.experiments.distribution import make_objective
     from vfl.experiments.registry import get_solver
     from vfl.experiments.run_data import load_config_dataset
-    from vfl.experiments.settings import make_objective, prepare
+    from vfl.experiments.settings import prepare
 
     configs = Path(configs) if configs is not None else REPO / "papers" / "dp_admm" / "configs"
     real = all(f["present"] for f in dataset_status("adult", data_dir))

@@ -37,9 +37,9 @@ def measure_ceiling(seeds=(0, 1, 2)) -> Path:
     from vfl.core.solver import Streams
     from vfl.experiments.audit import Recorder
     from vfl.experiments.config import load_config
+    from vfl.experiments.distribution import Prepared
     from vfl.experiments.repeat_setup import _build
     from vfl.experiments.run_plan import plan_run
-    from vfl.experiments.settings import Prepared
     from vfl.privacy.sharing import column_sensitivity
 
     config = load_config(REPO / "papers" / "hu" / "configs" / "privacy-a9a.toml")

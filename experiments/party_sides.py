@@ -32,7 +32,8 @@ from vfl.datasets.parties.align import LocalPeer, align_with, keep
 from vfl.datasets.parties.psi import _HEADER, pack, unpack
 
 from .config import Config
-from .settings import VerticalSetting, fit_config_stage
+from .distribution import fit_config_stage
+from .vertical_setting import VerticalSetting
 
 __all__ = [
     "OwnParty",

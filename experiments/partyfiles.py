@@ -28,8 +28,8 @@ __all__ = ["split", "split_config", "split_file"]
 
 def _groups(config: Config, raw, cls) -> list[list[str]]:
     """Each party's raw columns under ``config``'s partition of the encoded columns."""
+    from .distribution import fit_config_stage
     from .partition import make_partition
-    from .settings import fit_config_stage
 
     stage = fit_config_stage(config, raw, cls)
     enc = stage.encoder

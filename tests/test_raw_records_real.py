@@ -26,8 +26,9 @@ from vfl.core.relations import Cleaning
 from vfl.datasets.loaders import load_raw
 from vfl.datasets.schemas import FILE_RECORDS
 from vfl.experiments.config import load_config
+from vfl.experiments.distribution import fit_config_stage
 from vfl.experiments.registry import get_solver
-from vfl.experiments.settings import fit_config_stage, prepare
+from vfl.experiments.settings import prepare
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -203,8 +203,8 @@ def test_blas_threads_follow_the_blocks_storage():
 # ------------------------------------------------- memory: the records, once split --
 def test_a_run_that_lets_the_records_go_keeps_only_the_blocks():
     from vfl.experiments import run_data
+    from vfl.experiments.distribution import SplitRecords
     from vfl.experiments.run_plan import plan_run
-    from vfl.experiments.settings import SplitRecords
 
     config = _small(baselines="central")
     kept = plan_run(config)

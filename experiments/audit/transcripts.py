@@ -215,8 +215,8 @@ class Direction:
     objective: object
 
     def build(self, data):
+        from ..distribution import Prepared
         from ..repeat_setup import _build
-        from ..settings import Prepared
 
         streams = Streams(self.config.run.seed, replayable_noise=True)
         prepared = Prepared(data=data, test=None, y_test=None, y_train=None, distribution={}, objective=self.objective)

@@ -188,8 +188,8 @@ def validation_scores(
     """
     from vfl.core.metrics import accuracy, log_loss
     from vfl.core.solver import Streams, VerticalData
+    from vfl.experiments.distribution import make_objective
     from vfl.experiments.run_plan import plan_run
-    from vfl.experiments.settings import make_objective
 
     plan = plan_run(config, data_dir)
     blocks, y = _public_rows(config, plan)
