@@ -28,11 +28,15 @@ import scipy.sparse as sp
 from vfl.core.errors import ConfigError, DataError
 from vfl.core.protocol import UnitData
 from vfl.core.solver import VerticalData
+from vfl.datasets.parties import check_parties, load_party
 from vfl.datasets.parties.align import LocalPeer, align_with, keep
+from vfl.datasets.parties.join import assemble
 from vfl.datasets.parties.psi import _HEADER, pack, unpack
 
 from .config import Config
 from .distribution import fit_config_stage
+from .repeat_setup import _prepare
+from .run_data import _alignment_options, _split_seed, _strict
 from .vertical_setting import VerticalSetting
 
 __all__ = [
@@ -54,7 +58,6 @@ _WORD = {"train": "training", "test": "test"}
 def party_options(config: Config) -> dict:
     """``[data]``'s options as a run reads them (the split seed and the alignment's key
     seed filled in: :func:`~.run_data._load_config_dataset`)."""
-    from .run_data import _alignment_options, _split_seed
 
     options = dict(config.data.options)
     if _split_seed(config) is not None:
@@ -99,7 +102,6 @@ class OwnParty:
     """Party ``m``'s own file, its side of the alignment and, once aligned, its block."""
 
     def __init__(self, config: Config, m: int, *, strict: bool):
-        from vfl.datasets.parties import check_parties, load_party
 
         self.config, self.m, self.strict = config, m, strict
         self.options = party_options(config)
@@ -159,9 +161,6 @@ class OwnParty:
 
     def _build(self, cls) -> None:
         """Its block, from its aligned rows, through the run's own preprocessing stage."""
-        from vfl.datasets.parties.join import assemble
-
-        from .repeat_setup import _prepare
 
         rows = {part: [self.rows[part]] for part in self.parts}
         raw = assemble([self.table], rows, self.options, strict=self.strict, n_parties=self.n_parties)
@@ -214,10 +213,6 @@ def label_holder_records(config: Config, remote: list[tuple], own_call=None):
     ``(who, id_type, parts, call)`` for parties 2, 3, ...; ``own_call``: party 1's own service
     (the label holder's organisation), told the agreed order too. Returns the label holder's
     records (party 1's columns, the labels) in the agreed order."""
-    from vfl.datasets.parties import check_parties, load_party
-    from vfl.datasets.parties.join import assemble
-
-    from .run_data import _strict
 
     options = party_options(config)
     specs, spec = check_parties(options)

@@ -27,10 +27,15 @@ from typing import Any
 
 import numpy as np
 
-from vfl.core.solver import DIAGNOSTIC, RELEASED, add_noise, column_kinds
+from vfl.core.solver import DIAGNOSTIC, RELEASED, Streams, add_noise, column_kinds
+from vfl.decentralized.agents import draw_rows
 
+from . import repeat_setup
 from .manifest import Manifest
 from .records import read_manifest
+from .repeat_setup import _build
+from .run_plan import plan_run
+from .runner import _evaluate
 
 __all__ = [
     "Difference",
@@ -51,8 +56,6 @@ UNDECLARED = "undeclared"
 def _draw(event, mean, rng):
     """What the solver would release for ``mean``, with noise from the numpy ``rng``."""
     if event.mechanism == "l2_laplace":  # the network solvers' native mechanism
-        from vfl.decentralized.agents import draw_rows
-
         mean = np.asarray(mean, dtype=float)
         return draw_rows("l2_laplace", mean, event.scale, rng, slice(None), len(event.scale))
     return add_noise(event.mechanism, mean, event.scale[0] if np.ndim(mean) == 1 else event.scale, rng)
@@ -108,7 +111,6 @@ class _Tap:
 
 @contextlib.contextmanager
 def _tapped(tap: _Tap):
-    from . import repeat_setup
 
     previous, repeat_setup._TAP = repeat_setup._TAP, tap
     try:
@@ -285,9 +287,6 @@ def check_released(config, data_dir=None, seed: int = 0) -> dict:
     """Final metrics of ``config`` on its data and on its data with every protected value
     replaced, both releasing the same values. Returns ``{column: (kind, original,
     replaced)}`` for the base and solver columns."""
-    from .repeat_setup import _build
-    from .run_plan import plan_run
-    from .runner import _evaluate
 
     plan = plan_run(config, data_dir)
     cls, prepared = plan.solver_cls, plan.first
@@ -307,6 +306,5 @@ def check_released(config, data_dir=None, seed: int = 0) -> dict:
 
 
 def _streams(config):
-    from vfl.core.solver import Streams
 
     return Streams(config.run.seed, replayable_noise=True)
