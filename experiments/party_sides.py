@@ -28,7 +28,8 @@ import scipy.sparse as sp
 from vfl.core.errors import ConfigError, DataError
 from vfl.core.protocol import UnitData
 from vfl.core.solver import VerticalData
-from vfl.datasets.parties import check_parties, load_party
+from vfl.datasets.parties import check_parties
+from vfl.datasets.parties import table as party_table  # (its reader looked up at each call)
 from vfl.datasets.parties.align import LocalPeer, align_with, keep
 from vfl.datasets.parties.join import assemble
 from vfl.datasets.parties.psi import _HEADER, pack, unpack
@@ -109,7 +110,7 @@ class OwnParty:
         if not 1 <= m <= len(specs):
             raise ConfigError(f"party {m}: [data] has {len(specs)} [[data.party]] tables")
         self.n_parties = len(specs)
-        self.table = load_party(specs[m - 1], strict=strict, id_type=self.spec.id_type)
+        self.table = party_table.load_party(specs[m - 1], strict=strict, id_type=self.spec.id_type)
         self.who = self.table.spec.who
         self.parts = [p for p in PARTS if getattr(self.table, p) is not None]
         self.rows: dict = {}
@@ -217,7 +218,7 @@ def label_holder_records(config: Config, remote: list[tuple], own_call=None):
     options = party_options(config)
     specs, spec = check_parties(options)
     strict = _strict(config)
-    table = load_party(specs[0], strict=strict, id_type=spec.id_type)
+    table = party_table.load_party(specs[0], strict=strict, id_type=spec.id_type)
     parts = [p for p in PARTS if getattr(table, p) is not None]
     for who, _, theirs, _ in remote:
         if list(theirs) != parts:
