@@ -31,7 +31,8 @@ from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
 from vfl.datasets import resolve_data_dir
 from vfl.experiments.config import config_from_dict
-from vfl.experiments.runner import plan_run, run_experiment
+from vfl.experiments.run_plan import plan_run
+from vfl.experiments.runner import run_experiment
 from vfl.experiments.transport.dask_units import dask_backend
 
 #: columns of a9a per party (123 in all; party 1 also gets the intercept)

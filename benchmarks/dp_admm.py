@@ -36,9 +36,10 @@ from vfl.admm.consensus import split_providers
 from vfl.core.streams import Streams
 from vfl.datasets import dataset_status
 from vfl.experiments.config import load_config
+from vfl.experiments.distribution import make_objective
 from vfl.experiments.registry import get_solver
-from vfl.experiments.runner import load_config_dataset
-from vfl.experiments.settings import make_objective, prepare
+from vfl.experiments.run_data import load_config_dataset
+from vfl.experiments.settings import prepare
 from vfl.papers.dp_admm.figures import reproduce
 
 __all__ = ["dp_admm_benchmark", "iteration_timing", "reproduce_timing"]

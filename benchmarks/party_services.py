@@ -30,7 +30,8 @@ import numpy as np
 
 from vfl.datasets.parties.tomlw import dumps
 from vfl.experiments.config import config_from_dict
-from vfl.experiments.runner import plan_run, run_experiment
+from vfl.experiments.run_plan import plan_run
+from vfl.experiments.runner import run_experiment
 from vfl.experiments.transport.service_tls import write_deployment
 from vfl.experiments.transport.service_units import ServiceUnits
 

@@ -41,7 +41,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from vfl.baselines.sklearn_lr import sklearn_estimator
 from vfl.experiments.config import config_from_dict, read_toml
-from vfl.experiments.runner import plan_run, run_experiment
+from vfl.experiments.run_plan import plan_run
+from vfl.experiments.runner import run_experiment
 from vfl.experiments.transport.process import keep_freed_memory
 
 REPO = Path(__file__).resolve().parents[1]

@@ -17,8 +17,9 @@ from vfl.admm.sharing.iteration import ADMMSharing
 from vfl.core.streams import Streams
 from vfl.experiments.audit import Probe, Recorder
 from vfl.experiments.config import load_config
-from vfl.experiments.runner import _build, _ledger, plan_run
-from vfl.experiments.settings import Prepared
+from vfl.experiments.distribution import Prepared
+from vfl.experiments.repeat_setup import _build, _ledger
+from vfl.experiments.run_plan import plan_run
 from vfl.privacy.audit.bounds import _kl as bernoulli_kl
 from vfl.privacy.sharing import column_sensitivity
 

@@ -20,7 +20,13 @@ from vfl.attacks import ATTACKS, MIN_KNOWN, Outcome, outcome
 from vfl.attacks import label as attack_fns
 from vfl.core.errors import ConfigError
 
+from .config import config_from_dict, load_config
+from .received import read_received
 from .registry import get_solver
+from .repeat_setup import _prepare, _streams
+from .run_data import load_config_dataset
+from .settings import prepare
+from .transcript import record
 
 __all__ = ["attack_either", "attack_run", "check_attack", "run_attack"]
 
@@ -59,8 +65,6 @@ def _binary_target(D) -> np.ndarray:
 def run_attack(config, name: str, *, known: int = 40, party: int = 2, data_dir=None, transcript=None) -> Outcome:
     """Attack ``name`` on a run of ``config``; ``party``: the passive party (1-based) that
     attacks the labels or whose features party 1 attacks."""
-    from .config import load_config
-    from .transcript import record
 
     if not hasattr(config, "solver"):  # a path
         config = load_config(config)
@@ -79,10 +83,6 @@ def attack_run(run_dir, name: str, *, known: int = 40, party: int = 2, data_dir=
     passive party ``party`` received, or what party 1 received from it. The scores are
     judged against the run's own training rows, read again from its config (a simulation's
     measure: no party of a deployment holds both)."""
-    from .config import config_from_dict
-    from .received import read_received
-    from .runner import _prepare, load_config_dataset
-    from .settings import prepare
 
     raw, manifest, views = read_received(run_dir)
     config = config_from_dict(raw)
@@ -122,7 +122,6 @@ def _check_party(party: int, n_parties: int) -> None:
 
 
 def _streams_of(config):
-    from .runner import _streams
 
     return _streams(config, 0)
 

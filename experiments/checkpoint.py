@@ -27,15 +27,21 @@ is its typed form, checked when read.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import hashlib
 import json
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from vfl.core.errors import ConfigError
+from vfl.core.errors import ConfigError, PartyLostError
+
+from .config import config_from_dict
+from .transport.dask_cluster import check_cluster_option
 
 __all__ = ["CHECKPOINT", "Checkpoint", "RepeatState", "digest", "read_checkpoint", "write_checkpoint"]
 
@@ -176,7 +182,6 @@ def checkpoints(out: Path, config, resume: Checkpoint | None, options: dict, uni
     if not config.run.checkpoint_every:
         return None
     how = f"vfl run --resume {out}" + (" --cluster ADDRESS (a scheduler)" if config.run.backend == "dask" else "")
-    import copy
 
     state = (
         copy.deepcopy(resume)
@@ -202,9 +207,6 @@ def keep_or_drop(out: Path, exc: Exception, *, fresh: bool) -> str:
     """After a run stopped on ``exc``: a lost unit or scheduler keeps the checkpoint (what
     to add to the error: how to resume); any other error leaves nothing (``fresh``: the
     run made ``out``)."""
-    import shutil
-
-    from vfl.core.errors import PartyLostError
 
     path = Path(out) / CHECKPOINT
     if not path.is_file():
@@ -222,10 +224,6 @@ def resume_run(run_dir: Path, cluster, data_dir, quiet: bool, t0: float, backend
     """``vfl run --resume RUN_DIR``: the checkpoint's run, replayed to it and finished
     (``backend`` and ``run`` are the CLI's own ``vfl run`` steps; ``given``: the other
     options, refused when set)."""
-    import contextlib
-
-    from .config import config_from_dict
-    from .transport.dask_cluster import check_cluster_option
 
     set_ = [
         ("--" + k.replace("_", "-")).replace("--config-path", "--config").replace("--overrides", "--set")

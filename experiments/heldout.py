@@ -7,7 +7,7 @@ a separate test file the user names (``data.test_path``). Rows held out of
 the private training file (a user file's ``test_fraction``) or drawn from the
 pool the units' rows come from (``partition.held_out = "pool"``) are records
 it protects: test metrics scored on them are diagnostic
-(:attr:`~vfl.experiments.settings.Prepared.test_private`), and public rows
+(:attr:`~vfl.experiments.distribution.Prepared.test_private`), and public rows
 taken from them are refused.
 """
 

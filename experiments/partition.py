@@ -17,9 +17,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from vfl.core.errors import PartitionError
-from vfl.core.preprocessing import RowSteps
+from vfl.core.preprocessing import RowSteps, add_intercept
 
-from .config import PartitionConfig
+from .config_sections import PartitionConfig
 
 __all__ = ["Partition", "make_partition"]
 
@@ -45,7 +45,6 @@ def _csr_range(X, start: int, stop: int, *, ones: bool, chunk: int = CHUNK_ROWS)
     entries, one fills them), so that no temporary beyond one chunk's slice sits next to
     the records and the block (a slice and then the intercept's copy of it would be about
     twice the block)."""
-    from vfl.core.preprocessing import add_intercept
 
     n = X.shape[0]
     starts = range(0, n, chunk)

@@ -28,11 +28,17 @@ import scipy.sparse as sp
 from vfl.core.errors import ConfigError, DataError
 from vfl.core.layouts import VerticalData
 from vfl.core.protocol import UnitData
+from vfl.datasets.parties import check_parties
+from vfl.datasets.parties import table as party_table  # (its reader looked up at each call)
 from vfl.datasets.parties.align import LocalPeer, align_with, keep
+from vfl.datasets.parties.join import assemble
 from vfl.datasets.parties.psi import _HEADER, pack, unpack
 
 from .config import Config
-from .settings import VerticalSetting, fit_config_stage
+from .distribution import fit_config_stage
+from .repeat_setup import _prepare
+from .run_data import _alignment_options, _split_seed, _strict
+from .vertical_setting import VerticalSetting
 
 __all__ = [
     "OwnParty",
@@ -52,8 +58,7 @@ _WORD = {"train": "training", "test": "test"}
 
 def party_options(config: Config) -> dict:
     """``[data]``'s options as a run reads them (the split seed and the alignment's key
-    seed filled in: :func:`~.runner._load_config_dataset`)."""
-    from .runner import _alignment_options, _split_seed
+    seed filled in: :func:`~.run_data._load_config_dataset`)."""
 
     options = dict(config.data.options)
     if _split_seed(config) is not None:
@@ -98,7 +103,6 @@ class OwnParty:
     """Party ``m``'s own file, its side of the alignment and, once aligned, its block."""
 
     def __init__(self, config: Config, m: int, *, strict: bool):
-        from vfl.datasets.parties import check_parties, load_party
 
         self.config, self.m, self.strict = config, m, strict
         self.options = party_options(config)
@@ -106,7 +110,7 @@ class OwnParty:
         if not 1 <= m <= len(specs):
             raise ConfigError(f"party {m}: [data] has {len(specs)} [[data.party]] tables")
         self.n_parties = len(specs)
-        self.table = load_party(specs[m - 1], strict=strict, id_type=self.spec.id_type)
+        self.table = party_table.load_party(specs[m - 1], strict=strict, id_type=self.spec.id_type)
         self.who = self.table.spec.who
         self.parts = [p for p in PARTS if getattr(self.table, p) is not None]
         self.rows: dict = {}
@@ -158,9 +162,6 @@ class OwnParty:
 
     def _build(self, cls) -> None:
         """Its block, from its aligned rows, through the run's own preprocessing stage."""
-        from vfl.datasets.parties.join import assemble
-
-        from .runner import _prepare
 
         rows = {part: [self.rows[part]] for part in self.parts}
         raw = assemble([self.table], rows, self.options, strict=self.strict, n_parties=self.n_parties)
@@ -213,15 +214,11 @@ def label_holder_records(config: Config, remote: list[tuple], own_call=None):
     ``(who, id_type, parts, call)`` for parties 2, 3, ...; ``own_call``: party 1's own service
     (the label holder's organisation), told the agreed order too. Returns the label holder's
     records (party 1's columns, the labels) in the agreed order."""
-    from vfl.datasets.parties import check_parties, load_party
-    from vfl.datasets.parties.join import assemble
-
-    from .runner import _strict
 
     options = party_options(config)
     specs, spec = check_parties(options)
     strict = _strict(config)
-    table = load_party(specs[0], strict=strict, id_type=spec.id_type)
+    table = party_table.load_party(specs[0], strict=strict, id_type=spec.id_type)
     parts = [p for p in PARTS if getattr(table, p) is not None]
     for who, _, theirs, _ in remote:
         if list(theirs) != parts:

@@ -14,22 +14,31 @@ written config holds them out again (``data.test_fraction``).
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
+import pandas as pd
 
 from vfl.core.errors import ConfigError, DataError
 from vfl.core.solver import Setting
+from vfl.datasets.parties.spec import party_format
 from vfl.datasets.parties.split import write_parties
 from vfl.datasets.parties.tomlw import dumps
+from vfl.datasets.userfiles import load_csv, load_libsvm
 
 from .config import Config, apply_overrides, config_from_dict, load_config, read_toml
+from .distribution import fit_config_stage
+from .heldout import test_part_private
+from .partition import make_partition
+from .registry import get_solver
+from .run_data import load_config_dataset
 
 __all__ = ["split", "split_config", "split_file"]
 
 
 def _groups(config: Config, raw, cls) -> list[list[str]]:
     """Each party's raw columns under ``config``'s partition of the encoded columns."""
-    from .partition import make_partition
-    from .settings import fit_config_stage
 
     stage = fit_config_stage(config, raw, cls)
     enc = stage.encoder
@@ -96,9 +105,6 @@ def split_config(
     config_path, *, overlap: float, seed: int, out: Path, data_dir=None, overrides=(), overwrite: bool = False
 ) -> Path:
     """Party files of ``config_path``'s data and ``out/config.toml`` training on them."""
-    from .heldout import test_part_private
-    from .registry import get_solver
-    from .runner import load_config_dataset
 
     config = load_config(config_path, list(overrides))
     if config.setting is not Setting.VERTICAL:
@@ -113,10 +119,7 @@ def split_config(
     held_out = bool(test_part_private(raw))
     fraction = None
     if held_out:  # the test rows are the training file's records: deal them with the rest
-        from dataclasses import replace
-
         fraction = float(raw.provenance["split"]["test_fraction"])
-        import numpy as np
 
         raw = replace(raw, train=raw.train.stack(raw.test), y_train=np.concatenate([raw.y_train, raw.y_test]))
     written = _written(apply_overrides(read_toml(config_path), list(overrides)), [], fraction)
@@ -137,7 +140,6 @@ def split_config(
 
 def _label_positive(path, label: str) -> dict:
     """``{"label_positive": larger}`` when the file's two labels are not read as such."""
-    import pandas as pd
 
     try:
         values = pd.read_csv(path, usecols=[label], dtype=str, keep_default_na=False)[label]
@@ -169,8 +171,6 @@ def split_file(
 ) -> Path:
     """Party files of one CSV or LIBSVM file (its columns in ``parties`` near-equal groups)
     and ``out/config.toml`` (ADMM sharing on them)."""
-    from vfl.datasets.parties.spec import party_format
-    from vfl.datasets.userfiles import load_csv, load_libsvm
 
     fmt = party_format(str(path))
     if fmt == "csv" and not label:
@@ -190,10 +190,6 @@ def split_file(
     groups = [names[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
     fraction = None
     if not test:  # the held-out rows are the file's records too: dealt with the rest
-        from dataclasses import replace
-
-        import numpy as np
-
         raw = replace(raw, train=raw.train.stack(raw.test), y_train=np.concatenate([raw.y_train, raw.y_test]))
         fraction = 0.2
     written = {

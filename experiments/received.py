@@ -16,6 +16,8 @@ towards party 1).
 
 from __future__ import annotations
 
+import copy
+import json
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -25,6 +27,11 @@ from vfl.core.column_kinds import RELEASED
 from vfl.core.errors import ConfigError
 from vfl.core.protocol import PROTOCOL
 from vfl.core.solver import Setting
+from vfl.core.units import tapped
+
+from .registry import get_solver
+from .repeat_setup import _streams
+from .transcript import Exchange
 
 __all__ = ["FILE", "Received", "read_received", "recording"]
 
@@ -35,7 +42,6 @@ class Received:
     """The tap of one run: its protocol exchanges (repeat 1), then the views per party."""
 
     def __init__(self, config):
-        from .registry import get_solver
 
         self.config, self.cls = config, get_solver(config.solver.name)
         if self.cls.setting is not Setting.VERTICAL:
@@ -46,9 +52,6 @@ class Received:
         self.exchanges: list = []
 
     def __call__(self, session, call, requests, replies) -> None:
-        import copy
-
-        from .transcript import Exchange
 
         if session.repeat == 0 and call.kind is PROTOCOL:
             for k, request in requests.items():
@@ -58,7 +61,6 @@ class Received:
                 )
 
     def views(self, n_parties: int, n: int) -> dict[str, np.ndarray]:
-        from .runner import _streams
 
         out = {}
         for m in range(1, n_parties):
@@ -107,7 +109,6 @@ def recording(config, on: bool):
     if not on:
         yield None
         return
-    from vfl.core.units import tapped
 
     tap = Received(config)
     with tapped(tap):
@@ -116,7 +117,6 @@ def recording(config, on: bool):
 
 def read_received(run_dir) -> tuple[dict, dict, dict]:
     """A finished run's config, manifest and views (ConfigError naming what is missing)."""
-    import json
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():

@@ -33,7 +33,7 @@ from pydantic import ValidationError
 from vfl.core.errors import ConfigError, DataError
 
 from .manifest import Manifest
-from .runner import RunResult
+from .run_result import RunResult
 
 __all__ = [
     "RunRecord",

@@ -29,9 +29,15 @@ import numpy as np
 
 from vfl.core.column_kinds import DIAGNOSTIC, RELEASED, column_kinds
 from vfl.core.releases import add_noise
+from vfl.core.streams import Streams
+from vfl.decentralized.agents import draw_rows
 
+from . import repeat_setup
 from .manifest import Manifest
 from .records import read_manifest
+from .repeat_setup import _build
+from .run_plan import plan_run
+from .runner import _evaluate
 
 __all__ = [
     "Difference",
@@ -52,8 +58,6 @@ UNDECLARED = "undeclared"
 def _draw(event, mean, rng):
     """What the solver would release for ``mean``, with noise from the numpy ``rng``."""
     if event.mechanism == "l2_laplace":  # the network solvers' native mechanism
-        from vfl.decentralized.agents import draw_rows
-
         mean = np.asarray(mean, dtype=float)
         return draw_rows("l2_laplace", mean, event.scale, rng, slice(None), len(event.scale))
     return add_noise(event.mechanism, mean, event.scale[0] if np.ndim(mean) == 1 else event.scale, rng)
@@ -94,7 +98,8 @@ def protected(cls, data, privacy: dict, rng: np.random.Generator):
 
 @dataclass
 class _Tap:
-    """What :mod:`vfl.experiments.runner` calls while a record or replay is on."""
+    """What a repeat's solver construction (:mod:`vfl.experiments.repeat_setup`) calls while a
+    record or replay is on."""
 
     observer: Any
     other: Callable | None = None
@@ -108,13 +113,12 @@ class _Tap:
 
 @contextlib.contextmanager
 def _tapped(tap: _Tap):
-    from . import runner
 
-    previous, runner._TAP = runner._TAP, tap
+    previous, repeat_setup._TAP = repeat_setup._TAP, tap
     try:
         yield tap
     finally:
-        runner._TAP = previous
+        repeat_setup._TAP = previous
 
 
 def record_replay(
@@ -285,7 +289,6 @@ def check_released(config, data_dir=None, seed: int = 0) -> dict:
     """Final metrics of ``config`` on its data and on its data with every protected value
     replaced, both releasing the same values. Returns ``{column: (kind, original,
     replaced)}`` for the base and solver columns."""
-    from .runner import _build, _evaluate, plan_run
 
     plan = plan_run(config, data_dir)
     cls, prepared = plan.solver_cls, plan.first
@@ -305,6 +308,5 @@ def check_released(config, data_dir=None, seed: int = 0) -> dict:
 
 
 def _streams(config):
-    from vfl.core.streams import Streams
 
     return Streams(config.run.seed, replayable_noise=True)

@@ -15,6 +15,7 @@ from vfl.core.errors import ConfigError
 
 from .config import Config, load_config
 from .records import RunRecord, load_run, run_is_current, write_run
+from .runner import run_experiment
 
 __all__ = ["ensure_run", "figure_config"]
 
@@ -31,7 +32,6 @@ def figure_config(configs: Path, name: str, overrides=()) -> Config:
 def ensure_run(config: Config, path: Path, data_dir=None, echo=None) -> RunRecord:
     """The run of ``config`` at ``path``: kept when complete and current, else run and written
     atomically. ``echo`` (optional) hears which of the two happened."""
-    from .runner import run_experiment
 
     if run_is_current(path, config):
         if echo:

@@ -20,7 +20,8 @@ from .checkpoint import checkpoints, finished, keep_or_drop
 from .config import load_config
 from .received import recording
 from .records import check_output_dir, write_run
-from .runner import check_run_options, plan_run, run_experiment
+from .run_plan import plan_run
+from .runner import check_run_options, run_experiment
 from .summary import run_summary
 from .transport.dask_cluster import check_cluster_option
 from .transport.dask_units import dask_backend

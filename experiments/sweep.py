@@ -22,20 +22,25 @@ joblib, or on an existing Dask cluster (``scheduler``).
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import re
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+from joblib import Parallel, delayed
 
 from vfl.core.errors import ConfigError
 
 from .config import Config, parse_override
 from .manifest import Released
-from .records import check_output_dir, clean_stale_partials, dump_json, run_is_current, write_run
+from .records import _pid_alive, check_output_dir, clean_stale_partials, dump_json, run_is_current, write_run
+from .run_plan import compute_baselines, plan_run
+from .runner import run_experiment
 from .transport.dask_cluster import dask_client
 
 __all__ = [
@@ -162,8 +167,6 @@ def parse_grid(items) -> dict[str, list]:
     """``--grid KEY=V1,V2,...`` options -> ``{key: [values]}``; each value is read as TOML
     (numbers, booleans) or taken as a bare word. A key given twice, or a value
     listed twice, is refused: the last would silently win, or a point would run twice."""
-    import json
-    import tomllib
 
     table: dict[str, list] = {}
     for item in items:
@@ -225,8 +228,6 @@ def _execute(run: SweepRun, data_dir, parent: int | None = None) -> str:
     it is still alive: a ``kill -9`` of the sweep must not leave orphaned
     workers writing runs for minutes.
     """
-    from .records import _pid_alive
-    from .runner import run_experiment
 
     def check(_row):
         if parent is not None and not _pid_alive(parent):
@@ -255,7 +256,6 @@ def run_grid(
     ``on_done(run, skipped)`` is called as runs finish (in completion order
     for Dask, in submission order for joblib).
     """
-    from .runner import compute_baselines, plan_run
 
     runs = runs if runs is not None else plan_grid(config, grid, seeds, out_dir)
     if scheduler:
@@ -309,7 +309,6 @@ def run_sweep(
 
 
 def _run_joblib(todo, data_dir, jobs, on_done):
-    from joblib import Parallel, delayed
 
     if jobs == 1:
         for run in todo:
@@ -325,7 +324,7 @@ def _run_joblib(todo, data_dir, jobs, on_done):
 
 
 def _run_dask(todo, data_dir, client, on_done):
-    from dask.distributed import as_completed
+    from dask.distributed import as_completed  # lazy: optional dependency (dask.distributed)
 
     with client:
         futures = {client.submit(_execute, run, data_dir, pure=False): run for run in todo}
@@ -337,7 +336,6 @@ def _run_dask(todo, data_dir, client, on_done):
 
 def _column_kinds(path) -> dict:
     """``released`` / ``diagnostic`` per column of a private run (empty for other runs)."""
-    import json
 
     try:
         released = Released.model_validate(json.loads((Path(path) / "manifest.json").read_text())["released"])

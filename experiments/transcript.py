@@ -20,6 +20,9 @@ from vfl.core.errors import ConfigError
 from vfl.core.solver import Setting
 from vfl.core.units import tapped
 
+from .repeat_setup import _build, _label_ledger, _ledger, _streams
+from .run_plan import plan_run
+
 __all__ = ["Exchange", "Transcript", "record"]
 
 
@@ -74,7 +77,6 @@ def record(config, *, flip: int | None = None, data_dir=None, plan=None, evaluat
     """Run ``config`` (a vertical one) in this process, every exchange tapped; ``flip``: the
     training label of that sample flipped first; ``evaluate``: then the diagnostics and the
     scoring of the test rows (their calls tapped too)."""
-    from .runner import _build, _label_ledger, _ledger, _streams, plan_run
 
     if config.setting is not Setting.VERTICAL:
         raise ConfigError(

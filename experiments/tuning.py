@@ -20,17 +20,26 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import tomllib
 from pathlib import Path
 
 import numpy as np
 
 from vfl.core.errors import ConfigError
+from vfl.core.ledger import PrivacyLedger
 from vfl.core.metrics import log_loss
 from vfl.core.solver import Setting
 from vfl.core.streams import Streams
+from vfl.datasets.base import RawDataset
+from vfl.datasets.parties.tomlw import dumps
+from vfl.privacy import gaussian_delta
+from vfl.privacy.tuning import draw_trials, gamma_for_mean, tuning_rdp
 
 from .config import apply_overrides, config_from_dict, load_config, read_toml
 from .registry import typed_privacy
+from .run_data import load_config_dataset
+from .run_plan import plan_run
+from .runner import run_experiment
 from .sweep import parse_grid
 
 __all__ = ["tune", "gdp_mu_of"]
@@ -43,7 +52,6 @@ def gdp_mu_of(epsilon: float, delta: float) -> float:
     """The GDP ``mu`` whose exact ``(epsilon, delta)`` profile meets ``delta`` at
     ``epsilon``: every Gaussian mechanism calibrated to ``(epsilon, delta)`` is ``mu``-GDP
     with at most this ``mu`` (an RDP calibration is looser, hence below it)."""
-    from vfl.privacy import gaussian_delta
 
     lo, hi = 1e-9, 1e3
     for _ in range(200):
@@ -76,10 +84,6 @@ def _score(plan) -> float:
 
 
 def _public(config, points, seeds: int, data_dir, on_trial) -> tuple[list, dict]:
-
-    from vfl.datasets.base import RawDataset
-
-    from .runner import load_config_dataset, plan_run, run_experiment
 
     raw, _ = load_config_dataset(config, data_dir, keep=False)
     pub = _public_rows(config, raw)
@@ -119,9 +123,6 @@ def _public(config, points, seeds: int, data_dir, on_trial) -> tuple[list, dict]
 
 
 def _private(config, points, trials: float, eta: float, data_dir, on_trial) -> tuple[list, dict]:
-    from vfl.privacy.tuning import draw_trials, gamma_for_mean
-
-    from .runner import plan_run, run_experiment
 
     values = typed_privacy(config)
     if getattr(values, "epsilon", None) is None:
@@ -230,7 +231,6 @@ def tune(
         "grid": grid,
         "chosen": {k: _value(v) for k, v in chosen.items()},
     }
-    from vfl.datasets.parties.tomlw import dumps
 
     text = dumps(raw, f"{Path(config_path).name} tuned by `vfl tune --{mode}`")
     config_from_dict(__import__("tomllib").loads(text), default_name=out.stem)
@@ -255,7 +255,6 @@ def tune(
 
 
 def _value(text: str):
-    import tomllib
 
     try:
         return tomllib.loads(f"v = {text}")["v"]
@@ -265,8 +264,6 @@ def _value(text: str):
 
 def tuning_epsilon(record: dict, delta: float) -> float:
     """The epsilon of the tuning alone (the best trial's output), at ``delta``."""
-    from vfl.core.ledger import PrivacyLedger
-    from vfl.privacy.tuning import tuning_rdp
 
     ledger = PrivacyLedger(delta, "rdp")
     ledger.add_rdp(tuning_rdp(ledger.orders, record["trial_mu"], record["eta"], record["gamma"]))

@@ -21,7 +21,7 @@ from vfl.core.sampling import ExactSampler
 from vfl.core.units import Units
 from vfl.experiments.audit.transcripts import Direction, Follower, Recorder, chunks, run_direction
 from vfl.experiments.config import config_from_dict
-from vfl.experiments.runner import plan_run
+from vfl.experiments.run_plan import plan_run
 from vfl.experiments.transport.dask_units import DaskUnits
 from vfl.stacking.party import Released
 

@@ -8,8 +8,8 @@ from vfl.core.errors import ConfigError
 from vfl.core.preprocessing import RawTable
 from vfl.datasets.base import RawDataset
 from vfl.experiments.config import apply_overrides, config_from_dict, load_config, parse_override
+from vfl.experiments.distribution import fit_config_stage
 from vfl.experiments.registry import get_solver
-from vfl.experiments.settings import fit_config_stage
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

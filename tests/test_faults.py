@@ -30,7 +30,8 @@ from vfl.core.errors import PartyLostError, VFLError
 from vfl.core.inprocess import InProcessUnits
 from vfl.core.protocol import CONTROL
 from vfl.experiments.config import config_from_dict
-from vfl.experiments.runner import plan_run, run_experiment
+from vfl.experiments.run_plan import plan_run
+from vfl.experiments.runner import run_experiment
 from vfl.experiments.transport.dask_units import dask_backend
 
 distributed = pytest.importorskip("dask.distributed")

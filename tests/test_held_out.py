@@ -25,7 +25,9 @@ from shipped import write_breast_cancer
 from vfl.core.column_kinds import DIAGNOSTIC, RELEASED
 from vfl.core.errors import ConfigError
 from vfl.experiments.config import config_from_dict
-from vfl.experiments.runner import _prepare, plan_run, run_experiment
+from vfl.experiments.repeat_setup import _prepare
+from vfl.experiments.run_plan import plan_run
+from vfl.experiments.runner import run_experiment
 
 OWN = Path(__file__).resolve().parents[1] / "configs" / "own-data"
 

@@ -23,7 +23,7 @@ from vfl.cli.datasets_cmd import datasets
 from vfl.cli.main import cli
 from vfl.core.errors import ConfigError
 from vfl.experiments.config import load_config
-from vfl.experiments.runner import load_config_dataset
+from vfl.experiments.run_data import load_config_dataset
 
 CASES = [
     (

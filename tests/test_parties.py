@@ -16,7 +16,8 @@ from cli_helpers import SMALL
 
 from vfl.core.errors import ConfigError
 from vfl.experiments.config import config_from_dict, load_config
-from vfl.experiments.runner import plan_run, run_experiment
+from vfl.experiments.run_plan import plan_run
+from vfl.experiments.runner import run_experiment
 from vfl.experiments.transport.dask_units import dask_backend
 
 distributed = pytest.importorskip("dask.distributed")

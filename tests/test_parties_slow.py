@@ -28,7 +28,8 @@ from threadpoolctl import threadpool_limits
 
 from vfl.core.errors import PartyLostError
 from vfl.experiments.config import apply_overrides, config_from_dict, load_config
-from vfl.experiments.runner import plan_run, run_experiment
+from vfl.experiments.run_plan import plan_run
+from vfl.experiments.runner import run_experiment
 from vfl.experiments.transport.dask_units import dask_backend
 
 distributed = pytest.importorskip("dask.distributed")

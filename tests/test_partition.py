@@ -5,10 +5,11 @@ import scipy.sparse as sp
 from vfl.core.errors import ConfigError, PartitionError
 from vfl.core.preprocessing import RawTable, RowSteps, add_intercept
 from vfl.datasets.base import RawDataset
-from vfl.experiments.config import PartitionConfig, config_from_dict
+from vfl.experiments.config import config_from_dict
+from vfl.experiments.config_sections import PartitionConfig
+from vfl.experiments.distribution import fit_config_stage
 from vfl.experiments.partition import _csr_range, make_partition
 from vfl.experiments.registry import get_solver
-from vfl.experiments.settings import fit_config_stage
 
 
 def test_columns_split_a9a_style():

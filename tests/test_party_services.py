@@ -28,7 +28,8 @@ from vfl.datasets.parties.psi import pack  # noqa: E402
 from vfl.experiments.config import config_from_dict, load_config  # noqa: E402
 from vfl.experiments.party_sides import OwnParty, RemotePeer, frame  # noqa: E402
 from vfl.experiments.registry import get_solver  # noqa: E402
-from vfl.experiments.runner import plan_run, run_experiment  # noqa: E402
+from vfl.experiments.run_plan import plan_run  # noqa: E402
+from vfl.experiments.runner import run_experiment  # noqa: E402
 from vfl.experiments.summary import run_summary  # noqa: E402
 from vfl.experiments.transport.dask_units import dask_backend  # noqa: E402
 from vfl.experiments.transport.party_config import PartyConfig  # noqa: E402

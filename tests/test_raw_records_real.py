@@ -26,9 +26,11 @@ from vfl.core.relations import Cleaning
 from vfl.datasets.loaders import load_raw
 from vfl.datasets.schemas import FILE_RECORDS
 from vfl.experiments.config import load_config
+from vfl.experiments.distribution import fit_config_stage
 from vfl.experiments.registry import get_solver
-from vfl.experiments.runner import load_config_dataset, run_experiment
-from vfl.experiments.settings import fit_config_stage, prepare
+from vfl.experiments.run_data import load_config_dataset
+from vfl.experiments.runner import run_experiment
+from vfl.experiments.settings import prepare
 from vfl.experiments.summary import run_summary
 
 ROOT = Path(__file__).resolve().parents[1]

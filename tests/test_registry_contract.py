@@ -19,13 +19,9 @@ from vfl.core.solver import Setting
 from vfl.experiments.audit import audit_config
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.registry import get_solver, solver_names
-from vfl.experiments.runner import (
-    BASE_COLUMNS,
-    COMMUNICATION_COLUMNS,
-    PRIVACY_COLUMNS,
-    plan_run,
-    run_experiment,
-)
+from vfl.experiments.run_plan import plan_run
+from vfl.experiments.run_result import BASE_COLUMNS, COMMUNICATION_COLUMNS, PRIVACY_COLUMNS
+from vfl.experiments.runner import run_experiment
 
 SETTINGS = {
     Setting.VERTICAL: {

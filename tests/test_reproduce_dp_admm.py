@@ -25,7 +25,8 @@ from vfl.core.errors import ConfigError
 from vfl.core.streams import Streams
 from vfl.experiments.config import load_config
 from vfl.experiments.registry import get_solver
-from vfl.experiments.runner import load_config_dataset, run_experiment
+from vfl.experiments.run_data import load_config_dataset
+from vfl.experiments.runner import run_experiment
 from vfl.experiments.settings import prepare
 from vfl.experiments.sweep import plan_grid
 from vfl.papers.dp_admm import PAPER

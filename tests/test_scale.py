@@ -22,11 +22,12 @@ from vfl.core.preprocessing import RowSteps
 from vfl.datasets import load_dataset
 from vfl.datasets.a9a_like import A9A_GROUPS, make_a9a_like
 from vfl.datasets.synthetic import synthetic_from_options
-from vfl.experiments import runner
+from vfl.experiments import run_data
 from vfl.experiments.config import config_from_dict
+from vfl.experiments.distribution import SplitRecords
 from vfl.experiments.partition import Partition
+from vfl.experiments.run_plan import plan_run
 from vfl.experiments.runner import run_experiment
-from vfl.experiments.settings import SplitRecords
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # `benchmarks`: a plain folder at the repo root, not installed
@@ -204,10 +205,10 @@ def test_blas_threads_follow_the_blocks_storage():
 # ------------------------------------------------- memory: the records, once split --
 def test_a_run_that_lets_the_records_go_keeps_only_the_blocks():
     config = _small(baselines="central")
-    kept = runner.plan_run(config)
-    assert kept.dataset is not None and runner._DATASETS  # figure runs share the records
-    plan = runner.plan_run(config, keep_records=False)
-    assert plan.dataset is None and not runner._DATASETS  # nothing beside the blocks
+    kept = plan_run(config)
+    assert kept.dataset is not None and run_data._DATASETS  # figure runs share the records
+    plan = plan_run(config, keep_records=False)
+    assert plan.dataset is None and not run_data._DATASETS  # nothing beside the blocks
     records = plan.setting.dataset
     assert isinstance(records, SplitRecords) and not hasattr(records, "X_train")
     assert (records.n_train, records.n_test, records.n_features) == (300, 100, 12)

@@ -32,7 +32,8 @@ from vfl.core.codec import Frame  # noqa: E402
 from vfl.core.protocol import Empty  # noqa: E402
 from vfl.datasets.parties.tomlw import dumps  # noqa: E402
 from vfl.experiments.config import load_config  # noqa: E402
-from vfl.experiments.runner import plan_run, run_experiment  # noqa: E402
+from vfl.experiments.run_plan import plan_run  # noqa: E402
+from vfl.experiments.runner import run_experiment  # noqa: E402
 from vfl.experiments.transport import dask_cluster, dask_units  # noqa: E402
 from vfl.experiments.transport.party_config import PartyConfig  # noqa: E402
 from vfl.experiments.transport.service_grpc import serve  # noqa: E402

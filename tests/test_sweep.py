@@ -9,7 +9,7 @@ import pytest
 from cli_helpers import vfl
 
 from vfl.core.errors import ConfigError
-from vfl.experiments import runner
+from vfl.experiments import run_data
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.sweep import aggregate_sweep, plan_sweep, run_sweep
 
@@ -148,18 +148,18 @@ def test_a_sweep_over_seeds_loads_the_dataset_once(config, monkeypatch, tmp_path
     file split at random without its own split_seed."""
 
     loads = []
-    real = runner._load_config_dataset
+    real = run_data._load_config_dataset
     monkeypatch.setattr(
-        runner, "_load_config_dataset", lambda c, d=None, *a: loads.append(c.run.seed) or real(c, d, *a)
+        run_data, "_load_config_dataset", lambda c, d=None, *a: loads.append(c.run.seed) or real(c, d, *a)
     )
-    runner._DATASETS.clear()
+    run_data._DATASETS.clear()
     for seed in (0, 1, 2):
-        runner.load_config_dataset(config.with_overrides([f"run.seed={seed}"]))
+        run_data.load_config_dataset(config.with_overrides([f"run.seed={seed}"]))
     assert loads == [0]
     (tmp_path / "tr.svm").write_text("".join(f"{(-1) ** i} 1:{i % 5} 2:{i % 3}\n" for i in range(40)))
     split = config.with_overrides(
         ['data.dataset="libsvm"', f'data.options={{path = "{tmp_path / "tr.svm"}", test_fraction = 0.25}}']
     )
     for seed in (0, 1):
-        runner.load_config_dataset(split.with_overrides([f"run.seed={seed}"]))
+        run_data.load_config_dataset(split.with_overrides([f"run.seed={seed}"]))
     assert loads == [0, 0, 1]

@@ -225,10 +225,8 @@ from test_services import _remote, certs, parties  # noqa: E402, F401  (the serv
 from vfl.core.protocol import UnitData  # noqa: E402
 from vfl.experiments import registry  # noqa: E402
 from vfl.experiments.config import load_config  # noqa: E402
-from vfl.experiments.runner import (  # noqa: E402
-    plan_run,
-    run_experiment,  # noqa: E402
-)
+from vfl.experiments.run_plan import plan_run  # noqa: E402
+from vfl.experiments.runner import run_experiment  # noqa: E402
 from vfl.experiments.transport.dask_units import dask_backend  # noqa: E402
 
 

@@ -12,8 +12,24 @@ import numpy as np
 from vfl.core.errors import ConfigError
 from vfl.core.records import PrivacyInfo
 from vfl.core.relations import stated_on
+from vfl.core.sampling import GRID_BITS, ExactSampler
+from vfl.privacy.audit import (
+    audit_verdict,
+    choose_bound,
+    family_level,
+    gaussian_delta,
+    gdp_bound,
+    gdp_profile_verdict,
+    gdp_verdict,
+    powerful_epsilon,
+    refutation_threshold,
+    truncation_level,
+)
 
-from ..config import AUDIT_RUNS, Config
+from ..config import Config
+from ..config_sections import AUDIT_RUNS
+from ..repeat_setup import _label_ledger, _ledger
+from ..run_plan import plan_run
 from .report import GUARANTEE_NAMES, AuditReport, PairAudit
 from .transcripts import Direction, bytes_per_run, chunks, probe, run_direction
 
@@ -159,16 +175,6 @@ def audit_config(
     for it). ``sampler="exact"`` draws the deployed exact noise on its grid.
     ``batch``: runs per chunk (default: as many as a memory budget holds).
     """
-    from vfl.core.sampling import GRID_BITS, ExactSampler
-    from vfl.privacy.audit import (
-        audit_verdict,
-        family_level,
-        gdp_bound,
-        gdp_profile_verdict,
-        gdp_verdict,
-    )
-
-    from ..runner import _label_ledger, _ledger, plan_run
 
     started, cpu_started = perf_counter(), process_time()
     if bound not in BOUNDS:
@@ -395,12 +401,6 @@ class _Plan:
 
     def finish(self, K, level, bound) -> None:
         """The profile the ledger claims and each claim's bound, from ``K`` and the level."""
-        from vfl.privacy.audit import (
-            choose_bound,
-            gaussian_delta,
-            powerful_epsilon,
-            truncation_level,
-        )
 
         claims, mu, alt = self.claims, self.mu, self.alt
         if self.use_gdp:
@@ -449,11 +449,9 @@ def _check_power(config, K, noise_scale, use_gdp, family, claims, alt, gaussian)
     too small to, with the smallest that is not."""
     if noise_scale >= 1.0 or "guarantee" not in claims:
         return
-    from vfl.privacy.audit import gaussian_delta, refutation_threshold
 
     alpha = 1.0 - family["level"]
     if use_gdp:
-        from vfl.privacy.audit import gdp_bound
 
         def factor(k):  # (*)'s factor on the smallest realised mu, for k runs
             return float(gdp_bound(np.ones(k), family["level"]).factors[0])

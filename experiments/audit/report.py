@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
+from ..records import dump_json, write_dir_atomic
 from .transcripts import DirectionRuns
 
 __all__ = ["AuditReport", "PairAudit", "audit_lines", "write_audit", "BOUND_NAMES", "GUARANTEE_NAMES", "PROFILE"]
@@ -184,9 +186,6 @@ def write_audit(report: AuditReport, out_dir, header: dict, figure=None) -> list
     ``losses.csv`` (every transcript's privacy loss, and its realised mu for Gaussian
     releases), ``audit.json`` (``header`` and :meth:`AuditReport.summary`) and what
     ``figure(tmp)`` adds; returns the figure's files."""
-    import pandas as pd
-
-    from ..records import dump_json, write_dir_atomic
 
     drawn: list[Path] = []
 

@@ -6,6 +6,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pandas as pd
+
+from vfl.core.errors import DataError
+from vfl.core.relations import LABELS
+
 from .report import BOUND_NAMES, PROFILE, ratio
 
 if TYPE_CHECKING:
@@ -51,9 +56,6 @@ def audit_table(root) -> pd.DataFrame:
     charged sensitivity, the smallest p-value of the GDP estimator's check and
     the sampler. Sorted by config, then noise scale.
     """
-    import pandas as pd
-
-    from vfl.core.errors import DataError
 
     rows = []
     for path in sorted(Path(root).rglob("audit.json")):
@@ -75,7 +77,6 @@ def audit_table(root) -> pd.DataFrame:
 
 def _table_row(a: dict, path: Path, name: str = "guarantee") -> dict:
     """One guarantee of an audit: the features' (``"guarantee"``) or the labels'."""
-    from vfl.core.relations import LABELS
 
     claim = a["claims"][name]
     profile = a["verdicts"].get(PROFILE[name])

@@ -30,6 +30,9 @@ from vfl.core.sampling import randomized_response, rr_epsilon
 from vfl.core.solver import PublicMemo
 from vfl.core.streams import Streams
 
+from ..distribution import Prepared
+from ..repeat_setup import _build
+
 #: copies of one run's largest iteration of releases the chunk may hold at once (the means,
 #: the draws, the follower's means, the solvers' state): a conservative factor
 _COPIES = 24
@@ -216,8 +219,6 @@ class Direction:
     objective: object
 
     def build(self, data):
-        from ..runner import _build
-        from ..settings import Prepared
 
         streams = Streams(self.config.run.seed, replayable_noise=True)
         prepared = Prepared(data=data, test=None, y_test=None, y_train=None, distribution={}, objective=self.objective)

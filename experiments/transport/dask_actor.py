@@ -30,10 +30,12 @@ from vfl.core.preprocessing import row_norms
 from vfl.core.protocol import UnitData
 
 from ..config import Config
+from ..distribution import Prepared
 from ..party_sides import OwnParty
 from ..registry import get_solver
-from ..runner import _load_config_dataset, _prepare, _streams, _strict
-from ..settings import Prepared, prepare
+from ..repeat_setup import _prepare, _streams
+from ..run_data import _load_config_dataset, _strict
+from ..settings import prepare
 
 __all__ = ["UnitActor", "facts"]
 

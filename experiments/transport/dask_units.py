@@ -55,7 +55,7 @@ if TYPE_CHECKING:  # (Dask's annotations are partial: Any to mypy, see pyproject
     from dask.distributed import Client, Future, LocalCluster
     from distributed.actor import Actor
 
-    from ..settings import Prepared
+    from ..distribution import Prepared
 
 __all__ = ["DaskUnits", "dask_backend"]
 

@@ -47,10 +47,14 @@ from vfl.core.solver import Solver, Values
 from vfl.core.streams import Streams
 
 from ..config import Config
+from ..distribution import Prepared
 from ..party_sides import OwnParty
 from ..registry import get_solver
-from ..runner import _load_config_dataset, _prepare, _streams
-from ..settings import HorizontalSetting, NetworkSetting, Prepared, VerticalSetting, prepare
+from ..repeat_setup import _prepare, _streams
+from ..row_settings import HorizontalSetting, NetworkSetting
+from ..run_data import _load_config_dataset
+from ..settings import prepare
+from ..vertical_setting import VerticalSetting
 from .party_config import PartyConfig, public_digest
 from .service_guard import Guard, PrivacyRefused
 

@@ -49,7 +49,7 @@ from .service_tls import Credentials, loopback
 if TYPE_CHECKING:  # (grpc ships no type information: these are Any to mypy)
     import grpc
 
-    from ..settings import Prepared
+    from ..distribution import Prepared
 
 __all__ = ["ServiceUnits"]
 

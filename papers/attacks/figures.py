@@ -40,7 +40,7 @@ from vfl.core.metrics import log_loss
 from vfl.experiments.attack import run_attack
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.registry import get_solver
-from vfl.experiments.runner import plan_run
+from vfl.experiments.run_plan import plan_run
 from vfl.experiments.transcript import record
 from vfl.plots import plt, save_figure
 

@@ -20,7 +20,7 @@ from vfl.core.streams import Streams
 from vfl.experiments.config import Config
 from vfl.experiments.registry import get_solver
 from vfl.experiments.reproduce import figure_config
-from vfl.experiments.runner import load_config_dataset
+from vfl.experiments.run_data import load_config_dataset
 from vfl.experiments.settings import prepare
 from vfl.plots.layout import write_table
 

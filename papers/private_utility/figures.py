@@ -57,10 +57,10 @@ from vfl.core.metrics import accuracy, log_loss
 from vfl.core.objective import Objective
 from vfl.core.streams import Streams
 from vfl.experiments.config import config_from_dict
+from vfl.experiments.distribution import make_objective
 from vfl.experiments.registry import get_solver
 from vfl.experiments.reproduce import ensure_run, figure_config
-from vfl.experiments.runner import plan_run
-from vfl.experiments.settings import make_objective
+from vfl.experiments.run_plan import plan_run
 from vfl.papers import engine
 from vfl.plots import save_figure
 
