@@ -70,7 +70,7 @@ from readme_markdown import (  # noqa: E402
 from vfl.experiments.audit import audit_markdown  # noqa: E402
 from vfl.papers.attacks.figures import attacks_markdown  # noqa: E402
 from vfl.papers.hu.figures import bytes_markdown  # noqa: E402
-from vfl.papers.private_utility.figures import utility_markdown  # noqa: E402
+from vfl.papers.private_utility.utility_panels import utility_markdown  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 FIGURES = REPO / "docs" / "figures"

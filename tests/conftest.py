@@ -16,9 +16,9 @@ import joblib
 import pytest
 from schedule import pytest_collection_modifyitems, pytest_configure, pytest_configure_node  # noqa: F401
 
-from vfl import plots
 from vfl.datasets.parties import join
 from vfl.experiments.transport.service_tls import write_deployment
+from vfl.plots import canvas as plots
 
 # PYTHONDONTWRITEBYTECODE=1 (some shells set it) made every xdist worker rewrite and compile
 # every test module and the package again, and every process a test starts compile the

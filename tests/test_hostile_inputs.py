@@ -20,7 +20,7 @@ from hostile_rows_run import RUN
 from hostile_rows_tools import TOOLS
 
 from vfl.cli.datasets_cmd import datasets
-from vfl.cli.main import cli
+from vfl.cli.main import all_commands
 from vfl.core.errors import ConfigError
 from vfl.experiments.config import load_config
 from vfl.experiments.run_data import load_config_dataset
@@ -187,8 +187,8 @@ def _options(command) -> set[str]:
 
 
 def test_the_table_covers_every_command():
-    assert {c[1][0] for c in CASES} == set(cli.commands)
-    commands = {name: cmd for name, cmd in cli.commands.items() if name != "datasets"}
+    assert {c[1][0] for c in CASES} == set(all_commands())
+    commands = {name: cmd for name, cmd in all_commands().items() if name != "datasets"}
     commands |= {f"datasets {name}": cmd for name, cmd in datasets.commands.items()}
     for name, command in commands.items():
         rows = [c[1] for c in CASES if " ".join(c[1][: len(name.split())]) == name]

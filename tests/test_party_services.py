@@ -22,7 +22,7 @@ grpc = pytest.importorskip("grpc")
 from test_services import _free_ports, _numbers, _remote, _tls, _write_config  # noqa: E402
 
 from vfl.core.errors import DataError  # noqa: E402
-from vfl.datasets import parties  # noqa: E402
+from vfl.datasets.parties import table as party_table  # noqa: E402
 from vfl.datasets.parties.align import align_with  # noqa: E402
 from vfl.datasets.parties.psi import pack  # noqa: E402
 from vfl.experiments.config import config_from_dict, load_config  # noqa: E402
@@ -211,8 +211,8 @@ def test_party_files_on_dask_each_worker_reads_its_own_file_to_the_same_numbers(
     config = _config(tmp_path, None, "local.toml")
     local = run_experiment(config, with_baselines=False)
     read = []
-    real = parties.load_party
-    monkeypatch.setattr(parties, "load_party", lambda spec, **kw: read.append(spec.index) or real(spec, **kw))
+    real = party_table.load_party
+    monkeypatch.setattr(party_table, "load_party", lambda spec, **kw: read.append(spec.index) or real(spec, **kw))
     dask = config.with_overrides(["run.backend=dask"])
     with (
         distributed.LocalCluster(

@@ -34,7 +34,7 @@ from vfl.datasets.parties.tomlw import dumps  # noqa: E402
 from vfl.experiments.config import load_config  # noqa: E402
 from vfl.experiments.run_plan import plan_run  # noqa: E402
 from vfl.experiments.runner import run_experiment  # noqa: E402
-from vfl.experiments.transport import dask_cluster, dask_units  # noqa: E402
+from vfl.experiments.transport import dask_cluster  # noqa: E402
 from vfl.experiments.transport.party_config import PartyConfig  # noqa: E402
 from vfl.experiments.transport.service_grpc import serve  # noqa: E402
 from vfl.experiments.transport.service_party import PartyService  # noqa: E402
@@ -330,7 +330,7 @@ def test_dask_takes_tls_only_when_configured(tmp_path, monkeypatch):
     dask = pytest.importorskip("dask")
     config = load_config(_base(tmp_path)).with_overrides(["run.backend=dask"])
     with pytest.raises(Exception, match="configure Dask's TLS first"):
-        dask_units.check_cluster_option(config, "tls://10.0.0.1:8786")
+        dask_cluster.check_cluster_option(config, "tls://10.0.0.1:8786")
     with dask.config.set(
         {
             "distributed.comm.tls.ca-file": "ca.pem",
