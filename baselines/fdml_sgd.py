@@ -14,9 +14,9 @@ import numpy as np
 from vfl.core.layouts import PartyBlocks
 from vfl.core.neighbours import label_neighbours
 from vfl.core.params import Param
-from vfl.core.records import PrivacyInfo
 from vfl.core.releases import add_noise
 from vfl.core.solver import Reference, Setting, Solver
+from vfl.core.typed_records import PrivacyInfo
 from vfl.core.wire import Wire
 
 from . import fdml_party

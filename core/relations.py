@@ -1,7 +1,7 @@
 """Which records a neighbouring relation is stated on: the file, or the file after a cleaning.
 
 A guarantee covers the raw file when every record maps to a row (a missing or
-malformed field takes a public default, :mod:`vfl.datasets.records`). A paper
+malformed field takes a public default, :mod:`vfl.datasets.record_parsers`). A paper
 reproduction may instead remove records by a public per-record rule before the
 mechanism, as the paper did (Huang et al. 2019 drop Adult's records with a
 ``?``). The mechanism then protects the records of the *cleaned* file, and the

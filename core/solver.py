@@ -43,10 +43,10 @@ from .arrays import FloatArray
 from .layouts import HorizontalData, NetworkData, VerticalData
 from .neighbours import Neighbour
 from .params import Param
-from .records import PrivacyInfo
 from .releases import Release, add_noise
 from .sampling import ExactSampler, grid_slack
 from .typed_params import Params, section_model, typed
+from .typed_records import PrivacyInfo
 from .wire import Wire
 
 if TYPE_CHECKING:
@@ -438,7 +438,7 @@ class Solver:
         return {}
 
     def privacy_info(self) -> PrivacyInfo | None:
-        """What the manifest says about privacy (a :class:`~vfl.core.records.PrivacyInfo`);
+        """What the manifest says about privacy (a :class:`~vfl.core.typed_records.PrivacyInfo`);
         None for a solver without noise.
 
         Fields the summary reads, the same for every solver: ``mode``,

@@ -13,7 +13,8 @@ draws randomness only from explicit seeds, and reports every user-caused
 problem as :class:`vfl.core.errors.DataError`.
 """
 
-from vfl.datasets.base import Dataset
+from vfl.datasets.catalog import REGISTRY, DatasetSpec, FileSpec, get_spec
+from vfl.datasets.dataset import Dataset
 from vfl.datasets.describe import describe_file
 from vfl.datasets.fetch import fetch_dataset, fetch_file
 from vfl.datasets.files import (
@@ -26,7 +27,6 @@ from vfl.datasets.files import (
 )
 from vfl.datasets.gisette_like import make_gisette_like
 from vfl.datasets.loaders import LOADER_OPTIONS, load_dataset
-from vfl.datasets.registry import REGISTRY, DatasetSpec, FileSpec, get_spec
 from vfl.datasets.synthetic import SYNTHETIC_PRESETS, make_synthetic
 from vfl.datasets.userfiles import inspect_file, read_user_file, suggest_partition
 

@@ -1,5 +1,5 @@
 """The a9a loader (LIBSVM's a9a and a9a.t): parsed by sklearn, or record by record in a run
-that claims a guarantee (:mod:`vfl.datasets.records`)."""
+that claims a guarantee (:mod:`vfl.datasets.record_parsers`)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import scipy.sparse as sp
 
 from vfl.core.errors import DataError
 from vfl.core.preprocessing import RawTable
-from vfl.datasets._checks import integer
-from vfl.datasets.base import Dataset, RawDataset
+from vfl.datasets._generator_checks import integer
+from vfl.datasets.dataset import Dataset, RawDataset
 from vfl.datasets.file_reader import FileReader, one_line
-from vfl.datasets.records import LibsvmRules, parse_libsvm, record_lines
+from vfl.datasets.record_parsers import LibsvmRules, parse_libsvm, record_lines
 from vfl.datasets.schemas import FILE_RECORDS
 
 __all__ = ["load_a9a"]
@@ -49,7 +49,7 @@ _REPAIR_KEYS = ("records_incomplete", "labels_missing", "entries_left_out", "rec
 
 def _parse_a9a_records(source: str, content: bytes, n_features: int, header: int, count: int):
     """The documented records of an a9a file, each parsed alone (a per-record function,
-    :func:`vfl.datasets.records.parse_libsvm`): an entry outside the 123 binary features
+    :func:`vfl.datasets.record_parsers.parse_libsvm`): an entry outside the 123 binary features
     is left out, a label other than -1 / +1 is -1, a blank or comment line is an empty
     row. Returns (X, y, repair counts)."""
     try:

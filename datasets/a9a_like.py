@@ -23,8 +23,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-from vfl.datasets._checks import integer, real
-from vfl.datasets.base import Dataset
+from vfl.datasets._generator_checks import integer, real
+from vfl.datasets.dataset import Dataset
 
 __all__ = ["A9A_GROUPS", "make_a9a_like"]
 

@@ -23,7 +23,7 @@ default is ``<=50K`` (-1).
 Strict reading (``strict=True``, a run that claims no guarantee) stops at
 the first malformed field with one line naming it; ``?`` is Adult's own
 "unknown" and follows ``missing``. Record by record (``strict=False``), no
-field stops the run: :mod:`vfl.datasets.records`.
+field stops the run: :mod:`vfl.datasets.record_parsers`.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ import pandas as pd
 from vfl.core.errors import DataError
 from vfl.core.preprocessing import RawTable
 from vfl.core.relations import Cleaning
-from vfl.datasets.base import RawDataset
-from vfl.datasets.records import MISSING, Columns, parse_delimited, record_lines
+from vfl.datasets.dataset import RawDataset
+from vfl.datasets.record_parsers import MISSING, Columns, parse_delimited, record_lines
 from vfl.datasets.schemas import ADULT_COLUMNS, ADULT_SCHEMA, FILE_RECORDS, SCHEMA_DEFAULTS
 
 __all__ = ["ADULT_OPTIONS", "load_adult"]
@@ -161,7 +161,7 @@ _SPEC = Columns(
 
 
 def _per_record(name: str, source: str, content: bytes, drop: bool, fill: dict):
-    """The documented records of one file, each parsed alone (:mod:`vfl.datasets.records`)."""
+    """The documented records of one file, each parsed alone (:mod:`vfl.datasets.record_parsers`)."""
     layout = FILE_RECORDS[name]
     try:
         lines = record_lines(content, header=layout.header, count=layout.count)

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vfl.core.errors import DataError
+from vfl.datasets.catalog import FileSpec, get_spec
 from vfl.datasets.files import file_sha256, find_file, resolve_data_dir
-from vfl.datasets.registry import FileSpec, get_spec
 
 __all__ = ["fetch_file", "fetch_dataset"]
 

@@ -13,8 +13,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from vfl.core.errors import DataError
+from vfl.datasets.catalog import DatasetSpec, FileSpec
 from vfl.datasets.files import find_file, read_file, require_files, resolve_data_dir, user_cache_dir
-from vfl.datasets.registry import DatasetSpec, FileSpec
 
 __all__ = ["FileReader", "PARSER_VERSION", "one_line"]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import platformdirs
 
 from vfl.core.errors import DataError
-from vfl.datasets.registry import FileSpec, get_spec
+from vfl.datasets.catalog import FileSpec, get_spec
 
 __all__ = [
     "user_cache_dir",

@@ -12,9 +12,9 @@ import numpy as np
 
 from vfl.core.errors import DataError
 from vfl.core.preprocessing import RawTable
-from vfl.datasets.base import Dataset, RawDataset
+from vfl.datasets.dataset import Dataset, RawDataset
 from vfl.datasets.file_reader import FileReader, one_line
-from vfl.datasets.preprocessing import apply_minmax, fit_minmax
+from vfl.datasets.svm_scale import apply_minmax, fit_minmax
 
 __all__ = ["load_gisette", "GISETTE_FITTED"]
 

@@ -31,9 +31,9 @@ import numpy as np
 from scipy.special import ndtri
 
 from vfl.core.errors import DataError
-from vfl.datasets._checks import integer, real
-from vfl.datasets.base import Dataset
-from vfl.datasets.preprocessing import apply_minmax, fit_minmax
+from vfl.datasets._generator_checks import integer, real
+from vfl.datasets.dataset import Dataset
+from vfl.datasets.svm_scale import apply_minmax, fit_minmax
 
 __all__ = ["make_gisette_like"]
 

@@ -3,11 +3,11 @@
 Every loader reads each file once, checks its sha256 against the registry,
 parses it and records that in the provenance. A run that claims a guarantee
 (``strict=False``) reads every record as one row instead of stopping at a bad
-one (:mod:`vfl.datasets.records`), and records a checksum mismatch under
+one (:mod:`vfl.datasets.record_parsers`), and records a checksum mismatch under
 ``provenance["diagnostic"]`` rather than stopping. The parsed arrays of a9a and
 gisette are cached, keyed by the stored file's sha256: a second load reads
 them instead of decompressing and parsing again. It returns the records as
-read (:class:`~vfl.datasets.base.RawDataset`): encoding and scaling belong
+read (:class:`~vfl.datasets.dataset.RawDataset`): encoding and scaling belong
 to the preprocessing stage (:mod:`vfl.datasets.stage`), whose parameters a
 private run takes only from public sources. The one exception, gisette's
 LIBSVM scaling, is fitted on the training records by its loader and marked
@@ -28,12 +28,12 @@ from vfl.core.errors import DataError
 from vfl.core.preprocessing import RawTable
 from vfl.datasets.a9a import load_a9a
 from vfl.datasets.adult import ADULT_OPTIONS, load_adult
-from vfl.datasets.base import Dataset, RawDataset
+from vfl.datasets.catalog import SYNTHETIC_NAME, get_spec
+from vfl.datasets.dataset import Dataset, RawDataset
 from vfl.datasets.file_reader import FileReader
 from vfl.datasets.gisette import GISETTE_FITTED, load_gisette
 from vfl.datasets.parties.join import load_parties
-from vfl.datasets.parties.spec import DATA_KEYS as PARTY_DATA_KEYS
-from vfl.datasets.registry import SYNTHETIC_NAME, get_spec
+from vfl.datasets.parties.party_spec import DATA_KEYS as PARTY_DATA_KEYS
 from vfl.datasets.stage import preprocess, refuse_private
 from vfl.datasets.synthetic import SYNTHETIC_OPTIONS, synthetic_from_options
 from vfl.datasets.userfiles import USER_FILE_LOADERS, USER_FILE_OPTIONS
@@ -116,7 +116,7 @@ def load_raw(
         naming it. False (a run that claims one): every record of the file is
         one row, whatever its bytes: a missing or malformed field takes a
         public default, each record is parsed alone and N is fixed by the
-        file's line structure (:mod:`vfl.datasets.records`); a checksum
+        file's line structure (:mod:`vfl.datasets.record_parsers`); a checksum
         mismatch is recorded under ``provenance["diagnostic"]`` instead of
         stopping the run, and options a private run cannot use are refused
         before any file is read.

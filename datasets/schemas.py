@@ -184,7 +184,7 @@ SCHEMA_DEFAULTS = {"adult": {"scaling": "minmax", "range": [0.0, 1.0]}}
 class FileRecords:
     """A distribution file's line structure, as published: ``header`` lines before the first
     record, then ``count`` records, one per line. A run that claims a guarantee reads exactly
-    these records (:func:`vfl.datasets.records.record_lines`), so N never depends on what a
+    these records (:func:`vfl.datasets.record_parsers.record_lines`), so N never depends on what a
     record holds."""
 
     header: int

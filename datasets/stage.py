@@ -44,7 +44,7 @@ from vfl.core.preprocessing import (
     RowSteps,
     Scaler,
 )
-from vfl.datasets.base import Dataset
+from vfl.datasets.dataset import Dataset
 from vfl.datasets.stage_spec import check_spec
 
 __all__ = ["Stage", "fit_stage", "preprocess", "refuse_private"]

@@ -32,11 +32,11 @@ import scipy.sparse as sp
 from scipy.special import expit
 
 from vfl.core.errors import DataError
-from vfl.datasets._checks import integer, real
+from vfl.datasets._generator_checks import integer, real
 from vfl.datasets.a9a_like import A9A_GROUPS, make_a9a_like
-from vfl.datasets.base import Dataset
+from vfl.datasets.dataset import Dataset
 from vfl.datasets.gisette_like import make_gisette_like
-from vfl.datasets.preprocessing import apply_minmax, fit_minmax, maxabs_scale
+from vfl.datasets.svm_scale import apply_minmax, fit_minmax, maxabs_scale
 
 __all__ = [
     "make_synthetic",

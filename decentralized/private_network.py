@@ -12,8 +12,8 @@ import numpy as np
 from vfl.core.layouts import NetworkData
 from vfl.core.neighbours import Neighbour
 from vfl.core.params import Param
-from vfl.core.records import PrivacyInfo
 from vfl.core.releases import Release
+from vfl.core.typed_records import PrivacyInfo
 
 from .agents import draw_rows
 from .network import DIVERGENCE_FACTOR, NetworkSolver, _positive

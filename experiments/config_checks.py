@@ -17,7 +17,7 @@ from vfl.core.params import (
 )
 from vfl.core.solver import Setting
 from vfl.datasets import REGISTRY, SYNTHETIC_PRESETS
-from vfl.datasets.parties.spec import DATA_KEYS, check_parties
+from vfl.datasets.parties.party_spec import DATA_KEYS, check_parties
 from vfl.datasets.stage import check_spec
 
 from .config_sections import (

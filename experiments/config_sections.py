@@ -269,7 +269,7 @@ class TuningConfig:
     ``method = "public"``: chosen on rows declared public, nothing spent. ``"private"``:
     random search with a random number of trials on the private rows (Papernot and Steinke
     2022), each trial ``trial_mu``-GDP; the run charges the tuning's RDP
-    (:func:`vfl.privacy.tuning.tuning_rdp`) to every record before its own releases.
+    (:func:`vfl.privacy.random_search.tuning_rdp`) to every record before its own releases.
     """
 
     method: str

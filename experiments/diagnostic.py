@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from vfl.core.column_kinds import DIAGNOSTIC
 from vfl.datasets import REGISTRY
-from vfl.datasets.base import RawDataset
+from vfl.datasets.dataset import RawDataset
 
 __all__ = ["drop_diagnostic", "exact_data", "labelled_diagnostic"]
 

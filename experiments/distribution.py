@@ -14,7 +14,7 @@ from vfl.core.errors import ConfigError
 from vfl.core.objective import Objective
 from vfl.core.solver import Setting
 from vfl.datasets import Dataset
-from vfl.datasets.base import RawDataset
+from vfl.datasets.dataset import RawDataset
 from vfl.datasets.stage import Stage, fit_stage
 
 from .config import Config

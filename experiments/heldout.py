@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from vfl.core.errors import ConfigError
-from vfl.datasets.base import RawDataset
+from vfl.datasets.dataset import RawDataset
 from vfl.datasets.stage import Stage
 
 from .config import Config

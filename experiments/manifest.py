@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from vfl.core.records import LabelGuarantee, Num, PrivacyInfo, Record
+from vfl.core.typed_records import LabelGuarantee, Num, PrivacyInfo, Record
 
 __all__ = [
     "Manifest",
@@ -100,7 +100,7 @@ class Budget(Record):
 
 
 class PrivacyRecord(PrivacyInfo):
-    """The manifest's ``privacy``: the solver's :class:`~vfl.core.records.PrivacyInfo` and
+    """The manifest's ``privacy``: the solver's :class:`~vfl.core.typed_records.PrivacyInfo` and
     what the runner adds (where the noise came from, the tuning, what was spent)."""
 
     hyperparameter_tuning: dict[str, Any] | None = Field(

@@ -28,8 +28,10 @@ import scipy.sparse as sp
 from vfl.core.errors import ConfigError, DataError
 from vfl.core.layouts import VerticalData
 from vfl.core.protocol import UnitData
-from vfl.datasets.parties import check_parties
-from vfl.datasets.parties import table as party_table  # (its reader looked up at each call)
+from vfl.datasets.parties import (
+    check_parties,
+    party_table,  # (its reader looked up at each call)
+)
 from vfl.datasets.parties.align import LocalPeer, align_with, keep
 from vfl.datasets.parties.join import assemble
 from vfl.datasets.parties.psi import _HEADER, pack, unpack

@@ -22,7 +22,7 @@ import pandas as pd
 
 from vfl.core.errors import ConfigError, DataError
 from vfl.core.solver import Setting
-from vfl.datasets.parties.spec import party_format
+from vfl.datasets.parties.party_spec import party_format
 from vfl.datasets.parties.split import write_parties
 from vfl.datasets.parties.tomlw import dumps
 from vfl.datasets.userfiles import load_csv, load_libsvm

@@ -11,7 +11,7 @@ from vfl.core.errors import ConfigError
 from vfl.core.ledger import PrivacyLedger
 from vfl.core.solver import Solver
 from vfl.core.streams import Streams
-from vfl.privacy.tuning import tuning_rdp
+from vfl.privacy.random_search import tuning_rdp
 
 from .config import Config
 from .registry import get_solver, typed_privacy

@@ -12,7 +12,7 @@ from vfl.admm.pretrain import consensus_optimum
 from vfl.core.errors import ConfigError
 from vfl.core.solver import Setting
 from vfl.core.streams import Streams
-from vfl.datasets.base import RawDataset
+from vfl.datasets.dataset import RawDataset
 from vfl.datasets.stage import Stage
 from vfl.decentralized.graphs import make_graph
 from vfl.decentralized.problem import build_network_data, encode_labels

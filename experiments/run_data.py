@@ -7,7 +7,7 @@ import json
 import os
 
 from vfl.datasets import REGISTRY, dataset_status, resolve_data_dir
-from vfl.datasets.base import RawDataset
+from vfl.datasets.dataset import RawDataset
 from vfl.datasets.loaders import load_raw
 
 from .config import Config

@@ -10,7 +10,7 @@ from typing import Any
 from vfl.core.errors import ConfigError
 from vfl.core.relations import Cleaning
 from vfl.core.solver import Solver
-from vfl.datasets.base import RawDataset
+from vfl.datasets.dataset import RawDataset
 
 from .config import Config
 from .diagnostic import exact_data

@@ -16,7 +16,7 @@ from vfl.baselines.central import central_optimum, column_design
 from vfl.core.metrics import accuracy, log_loss
 from vfl.core.objective import Objective
 from vfl.datasets import Dataset, user_cache_dir
-from vfl.datasets.base import RawDataset
+from vfl.datasets.dataset import RawDataset
 from vfl.datasets.stage import Stage
 
 from .distribution import SplitRecords

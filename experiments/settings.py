@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from vfl.core.errors import DataError
 from vfl.core.solver import Setting
-from vfl.datasets.base import RawDataset
+from vfl.datasets.dataset import RawDataset
 
 from .config import Config
 from .distribution import fit_config_stage

@@ -8,7 +8,7 @@ config with a ``[tuning]`` table that records how it was chosen:
   config's own noise, as a simulation) and scored on the other third, averaged over
   ``seeds``; nothing private is touched, nothing is spent;
 - ``private``: random search with a random number of trials (Papernot and Steinke 2022,
-  :mod:`vfl.privacy.tuning`): K ~ D_{eta, gamma} trials, each a random grid point run on
+  :mod:`vfl.privacy.random_search`): K ~ D_{eta, gamma} trials, each a random grid point run on
   the private data, the best one's point chosen. Every candidate is calibrated to the
   config's ``privacy.epsilon``, so each trial is ``mu``-GDP with the ``mu`` of that
   target; the written config carries ``(mu, eta, gamma)`` and the run charges the
@@ -30,10 +30,10 @@ from vfl.core.ledger import PrivacyLedger
 from vfl.core.metrics import log_loss
 from vfl.core.solver import Setting
 from vfl.core.streams import Streams
-from vfl.datasets.base import RawDataset
+from vfl.datasets.dataset import RawDataset
 from vfl.datasets.parties.tomlw import dumps
 from vfl.privacy import gaussian_delta
-from vfl.privacy.tuning import draw_trials, gamma_for_mean, tuning_rdp
+from vfl.privacy.random_search import draw_trials, gamma_for_mean, tuning_rdp
 
 from .config import apply_overrides, config_from_dict, load_config, read_toml
 from .registry import typed_privacy

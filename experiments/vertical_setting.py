@@ -10,7 +10,7 @@ import numpy as np
 from vfl.core.errors import ConfigError
 from vfl.core.layouts import VerticalData
 from vfl.core.streams import Streams
-from vfl.datasets.base import RawDataset
+from vfl.datasets.dataset import RawDataset
 from vfl.datasets.stage import Stage, _user_listed
 
 from .config import Config

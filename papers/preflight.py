@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from vfl.datasets import REGISTRY, dataset_status
+from vfl.datasets.catalog import get_spec
 from vfl.datasets.files import require_files, resolve_data_dir
-from vfl.datasets.registry import get_spec
 from vfl.experiments.config import load_config
 
 from . import paper

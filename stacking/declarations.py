@@ -7,8 +7,8 @@ import numpy as np
 
 from vfl.core.params import Param
 
-from . import labels as lab
 from . import mechanism as mech
+from . import randomized_response as lab
 
 #: the releases of a passive party, in the order of ``privacy.split``
 _SPLIT_KEYS = ("model", "shares", "moments")

@@ -74,7 +74,7 @@ def model_sensitivity(lam: float, gtol: float = GTOL, grad_bound: float = 1.0) -
     if not (np.isfinite(lam) and lam > 0):
         raise ValueError(f"the local l2 weight lam_m must be a finite number > 0, got {lam!r}")
     # grad_bound: the per-sample gradient bound over ||a||; 1 + c with the debiased loss of
-    # randomized-response labels (:func:`vfl.stacking.labels.gradient_bound`)
+    # randomized-response labels (:func:`vfl.stacking.randomized_response.gradient_bound`)
     return (grad_bound + gtol) / lam
 
 
@@ -430,7 +430,7 @@ def calibrate(
     """``(mu, lam, sens, sigma)`` of a private round with K passive parties and n rows: the
     GDP ``mu`` of (epsilon, delta), each party's l2 weight, and per release (model, shares,
     moments) each party's enforced sensitivity and noise scale (``gradient_bound``: the
-    loss's, :func:`vfl.stacking.labels.gradient_bound` under label DP); step k spends the
+    loss's, :func:`vfl.stacking.randomized_response.gradient_bound` under label DP); step k spends the
     fraction ``f_k`` of ``mu^2``: ``sigma_k = Delta_k / (sqrt(f_k) mu)``."""
     mu = gdp_mu(epsilon, delta, accountant)
     lam = np.full(K, float(lam_local))

@@ -47,8 +47,8 @@ from vfl.core.protocol import (
     scalar,
 )
 
-from . import labels as lab
 from . import mechanism as mech
+from . import randomized_response as lab
 
 __all__ = ["Noise", "PASSIVES_PROTOCOL", "Passive", "Passives", "PassiveSpec", "PassivesSide", "Round", "share_moments"]
 

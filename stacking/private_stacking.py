@@ -80,11 +80,11 @@ from vfl.core.sampling import rr_epsilon
 from vfl.core.solver import Reference, Setting, Solver
 from vfl.core.wire import Inference, Wire
 
-from . import labels as lab
 from . import mechanism as mech
 from . import party as party_views
+from . import randomized_response as lab
 from .declarations import _SPLIT_KEYS, StackingDeclarations
-from .neighbours import StackingNeighbours
+from .neighbour_pairs import StackingNeighbours
 from .party import PASSIVES_PROTOCOL, Noise, Passives, PassiveSpec, share_moments
 from .statement import StackingStatement
 

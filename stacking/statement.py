@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from vfl.core.records import PrivacyInfo
+from vfl.core.typed_records import PrivacyInfo
 
-from . import labels as lab
 from . import mechanism as mech
+from . import randomized_response as lab
 from .declarations import _SPLIT_KEYS
 
 __all__ = ["NEIGHBOURS", "StackingStatement"]

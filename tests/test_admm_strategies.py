@@ -51,7 +51,7 @@ from vfl.admm.sharing.iteration import ACCELERATIONS, FORMS, ORDERS, RHO_SCHEDUL
 from vfl.admm.sharing.noise import NOISE, OutputNoise, VariableNoise, WhitenedVariableNoise
 from vfl.admm.sharing.party import Party
 from vfl.admm.sharing.penalty import RHO_SCHEDULE, FixedPenalty, SpectralPenalty
-from vfl.admm.sharing.relations import RELATIONS, ColumnRelation, RowRelation
+from vfl.admm.sharing.share_relations import RELATIONS, ColumnRelation, RowRelation
 from vfl.core.objective import Objective
 from vfl.privacy.sharing import NEIGHBOURS
 

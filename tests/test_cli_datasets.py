@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from vfl.cli.datasets_cmd import datasets
-from vfl.datasets import REGISTRY, DatasetSpec, FileSpec, find_file, registry
+from vfl.datasets import REGISTRY, DatasetSpec, FileSpec, catalog, find_file
 
 
 def run(*args):
@@ -70,7 +70,7 @@ def toy(tmp_path, monkeypatch):
         n_features=1,
         files=tuple(FileSpec(n, "http://127.0.0.1:9/" + n, sha(c)) for n, c in files.items()),
     )
-    monkeypatch.setitem(registry.REGISTRY, "toy", spec)
+    monkeypatch.setitem(catalog.REGISTRY, "toy", spec)
     return mirror, files
 
 

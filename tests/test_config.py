@@ -6,7 +6,7 @@ from shipped import ALL, shipped
 
 from vfl.core.errors import ConfigError
 from vfl.core.preprocessing import RawTable
-from vfl.datasets.base import RawDataset
+from vfl.datasets.dataset import RawDataset
 from vfl.experiments.config import apply_overrides, config_from_dict, load_config, parse_override
 from vfl.experiments.distribution import fit_config_stage
 from vfl.experiments.registry import get_solver

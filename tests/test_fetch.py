@@ -15,10 +15,10 @@ from vfl.datasets import (
     REGISTRY,
     DatasetSpec,
     FileSpec,
+    catalog,
     fetch_dataset,
     fetch_file,
     find_file,
-    registry,
 )
 
 CONTENT = b"0123456789abcdef" * 10_000  # 160 kB: several read chunks
@@ -178,7 +178,7 @@ def toy_dataset(monkeypatch, server):
         n_features=1,
         files=tuple(FileSpec(n, "http://127.0.0.1:9/official/" + n, sha(c), len(c)) for n, c in files.items()),
     )
-    monkeypatch.setitem(registry.REGISTRY, "toy", spec)
+    monkeypatch.setitem(catalog.REGISTRY, "toy", spec)
     return spec, base + "/mirror/", files, requests
 
 

@@ -18,7 +18,7 @@ from vfl.core.sampling import ExactSampler, randomized_response
 from vfl.experiments.audit import audit_config
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.transcript import record
-from vfl.stacking import labels as lab
+from vfl.stacking import randomized_response as lab
 
 TINY = """
 name = "tiny"

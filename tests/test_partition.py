@@ -4,7 +4,7 @@ import scipy.sparse as sp
 
 from vfl.core.errors import ConfigError, PartitionError
 from vfl.core.preprocessing import RawTable, RowSteps, add_intercept
-from vfl.datasets.base import RawDataset
+from vfl.datasets.dataset import RawDataset
 from vfl.experiments.config import config_from_dict
 from vfl.experiments.config_sections import PartitionConfig
 from vfl.experiments.distribution import fit_config_stage

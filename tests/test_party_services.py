@@ -22,7 +22,7 @@ grpc = pytest.importorskip("grpc")
 from test_services import _free_ports, _numbers, _remote, _tls, _write_config  # noqa: E402
 
 from vfl.core.errors import DataError  # noqa: E402
-from vfl.datasets.parties import table as party_table  # noqa: E402
+from vfl.datasets.parties import party_table  # noqa: E402
 from vfl.datasets.parties.align import align_with  # noqa: E402
 from vfl.datasets.parties.psi import pack  # noqa: E402
 from vfl.experiments.config import config_from_dict, load_config  # noqa: E402

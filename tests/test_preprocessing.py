@@ -18,7 +18,7 @@ from vfl.core.preprocessing import (
     clip_rows,
     normalize_rows,
 )
-from vfl.datasets.base import RawDataset
+from vfl.datasets.dataset import RawDataset
 from vfl.datasets.loaders import load_raw
 from vfl.datasets.schemas import ADULT_SCHEMA
 from vfl.datasets.stage import check_spec, fit_stage

@@ -1,7 +1,7 @@
 """Every raw record maps to a valid, bounded row in a private run (issue 33, item 1).
 
 A run that claims a guarantee reads its files record by record
-(``load_raw(..., strict=False)``, :mod:`vfl.datasets.records`): one record per
+(``load_raw(..., strict=False)``, :mod:`vfl.datasets.record_parsers`): one record per
 line, each parsed alone, a missing or malformed field replaced by a public
 default. So replacing one record by *any* bytes (a missing field, a malformed
 one, NaN, inf, a blank line, an unknown label, too few or too many fields, an
@@ -25,9 +25,9 @@ from vfl.admm.consensus.data import enforce_row_bound
 from vfl.core.errors import ConfigError, DataError
 from vfl.core.preprocessing import clip_rows
 from vfl.core.relations import Cleaning, stated_on
-from vfl.datasets import records as records_module
+from vfl.datasets import record_parsers
 from vfl.datasets.loaders import load_raw
-from vfl.datasets.records import MISSING, record_lines
+from vfl.datasets.record_parsers import MISSING, record_lines
 from vfl.datasets.schemas import FILE_RECORDS, FileRecords
 from vfl.datasets.stage import fit_stage
 from vfl.decentralized.problem import merge_domains
@@ -130,7 +130,7 @@ def test_libsvm_record_takes_its_public_default(tmp_path, kind):
 
 def test_libsvm_fast_parse_is_the_per_record_function(tmp_path, monkeypatch):
     fast = _libsvm(tmp_path, SVM + b"-1 1:0 2:1\n")  # an explicit zero kept as written
-    monkeypatch.setattr(records_module, "_fast_libsvm", lambda lines, rules: None)
+    monkeypatch.setattr(record_parsers, "_fast_libsvm", lambda lines, rules: None)
     slow = _libsvm(tmp_path, SVM + b"-1 1:0 2:1\n")
     for a, b in ((fast.train.numeric, slow.train.numeric), (fast.test.numeric, slow.test.numeric)):
         assert (a != b).nnz == 0 and a.shape == b.shape

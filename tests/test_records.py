@@ -1,5 +1,5 @@
 """Typed records at the seams: the manifest's model, its committed schema, and the
-privacy records (core/records.py, experiments/manifest.py, admm/sharing/plan.py)."""
+privacy records (core/typed_records.py, experiments/manifest.py, admm/sharing/plan.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from cli_helpers import SMALL, assert_one_line_error, invoke
 from pydantic import ValidationError
 
-from vfl.core.records import PrivacyInfo
+from vfl.core.typed_records import PrivacyInfo
 from vfl.experiments.manifest import SCHEMA_PATH, Manifest, schema_text
 from vfl.experiments.records import dump_json, load_run
 

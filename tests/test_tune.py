@@ -24,7 +24,7 @@ from cli_helpers import assert_one_line_error, invoke
 from vfl.core.ledger import PrivacyLedger
 from vfl.core.releases import Release
 from vfl.datasets.schemas import ADULT_SCHEMA
-from vfl.privacy.tuning import draw_trials, expected_trials, gamma_for_mean, tuning_rdp
+from vfl.privacy.random_search import draw_trials, expected_trials, gamma_for_mean, tuning_rdp
 
 
 def test_theorem_2_closed_form_is_the_minimum_over_lambda_hat():

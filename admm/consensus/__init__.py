@@ -59,7 +59,7 @@ the providers are.
 from .batched import augmented_objective, dp_admm_closed_form, empirical_loss, local_objectives
 from .data import enforce_row_bound, split_providers
 from .dp_admm import DPADMM
-from .exact import ConsensusADMM, ConsensusADMMPerturbed
+from .exact_argmin import ConsensusADMM, ConsensusADMMPerturbed
 from .schedules import (
     HUANG_PAPER,
     S1,

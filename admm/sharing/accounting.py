@@ -22,10 +22,10 @@ from typing import ClassVar
 import numpy as np
 
 from vfl.core.preprocessing import row_norms
-from vfl.core.records import PrivacyInfo
+from vfl.core.typed_records import PrivacyInfo
 
 from .plan import PrivacyPlan
-from .relations import RELATIONS
+from .share_relations import RELATIONS
 
 __all__ = [
     "CALIBRATIONS",

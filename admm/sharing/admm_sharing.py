@@ -12,9 +12,9 @@ import numpy as np
 
 from vfl.core.layouts import PartyBlocks
 from vfl.core.metrics import accuracy, log_loss
-from vfl.core.records import PrivacyInfo
 from vfl.core.releases import Release
 from vfl.core.solver import Reference, Setting
+from vfl.core.typed_records import PrivacyInfo
 from vfl.core.wire import Wire
 
 from . import party as party_views

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from vfl.core.layouts import VerticalData
 from vfl.core.neighbours import Neighbour, label_neighbours
 
-from .relations import RELATIONS
+from .share_relations import RELATIONS
 
 __all__ = ["SharingAuditPairs"]
 

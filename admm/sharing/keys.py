@@ -23,7 +23,7 @@ from .iteration import (
 )
 from .noise import NOISE, NOISE_FORMS
 from .penalty import RHO_SCHEDULE
-from .relations import RELATIONS
+from .share_relations import RELATIONS
 from .variant import RHO_PARTIES, scaled_rho
 
 __all__ = ["SharingKeys"]

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from vfl.core.records import Num, Record
+from vfl.core.typed_records import Num, Record
 
 __all__ = ["PrivacyPlan"]
 

@@ -13,7 +13,7 @@ aligned rows become one dataset whose columns are the parties' blocks
 (:mod:`.split`).
 """
 
-from .spec import DATA_KEYS, PARTY_KEYS, PartySpec, check_parties
-from .table import PartyTable, load_party
+from .party_spec import DATA_KEYS, PARTY_KEYS, PartySpec, check_parties
+from .party_table import PartyTable, load_party
 
 __all__ = ["PARTY_KEYS", "DATA_KEYS", "PartySpec", "PartyTable", "check_parties", "load_party"]

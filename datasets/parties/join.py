@@ -3,7 +3,7 @@
 Each party's file is read by :func:`~.table.load_party` (in-process here; each in its
 own process once the parties are services), the rows are aligned (:func:`~.align.align`;
 the test files too when the parties have them), and the aligned rows become one
-:class:`~vfl.datasets.base.RawDataset` whose columns are party 1's, then party 2's, ...
+:class:`~vfl.datasets.dataset.RawDataset` whose columns are party 1's, then party 2's, ...
 (``RawDataset.parties`` names each party's columns, so the vertical setting gives each
 party exactly its own block). The relation of a private run is stated on the aligned
 rows: N is the intersection's size, which the alignment reveals to every party.
@@ -20,13 +20,13 @@ import scipy.sparse as sp
 from vfl.core.errors import DataError
 from vfl.core.preprocessing import RawTable, Schema
 from vfl.core.relations import Cleaning
-from vfl.datasets.base import RawDataset
+from vfl.datasets.dataset import RawDataset
 from vfl.datasets.userfiles.holdout import _split
 
 from .align import align
+from .party_spec import check_parties
+from .party_table import PartyTable, load_party
 from .schema import merge_schemas
-from .spec import check_parties
-from .table import PartyTable, load_party
 
 __all__ = ["load_parties", "assemble", "join_tables"]
 

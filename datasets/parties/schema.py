@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from vfl.core.errors import ConfigError
 from vfl.core.preprocessing import ColumnSpec, Schema
 
-from .spec import PartySpec, resolve
+from .party_spec import PartySpec, resolve
 
 __all__ = ["load_schema", "read_table_schema", "merge_schemas"]
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from vfl.core.errors import DataError
-from vfl.datasets.userfiles.messages import _one_line, _preview
+from vfl.datasets.userfiles.previews import _one_line, _preview
 from vfl.datasets.userfiles.reading import UserFile, _data_line_numbers
 
 _NAN_SPELLINGS = ("nan", "+nan", "-nan")

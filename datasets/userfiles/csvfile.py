@@ -9,11 +9,10 @@ import numpy as np
 
 from vfl.core.errors import DataError
 from vfl.core.preprocessing import RawTable
-from vfl.datasets.base import RawDataset
+from vfl.datasets.dataset import RawDataset
 from vfl.datasets.userfiles.columns import _Column, _parse_csv, _read_csv, _select_columns
 from vfl.datasets.userfiles.holdout import _split, _split_record
-from vfl.datasets.userfiles.labels import _binary_labels
-from vfl.datasets.userfiles.messages import _preview, _show
+from vfl.datasets.userfiles.label_rules import _binary_labels
 from vfl.datasets.userfiles.options import (
     _csv_options,
     _label_positive,
@@ -21,6 +20,7 @@ from vfl.datasets.userfiles.options import (
     _test_options,
     declared_labels,
 )
+from vfl.datasets.userfiles.previews import _preview, _show
 from vfl.datasets.userfiles.private_reading import fill_option, load_csv_records
 from vfl.datasets.userfiles.reading import _files, read_user_file
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from vfl.core.errors import DataError
-from vfl.datasets.userfiles.messages import _one_line, _show
+from vfl.datasets.userfiles.previews import _one_line, _show
 from vfl.datasets.userfiles.reading import UserFile
 
 

@@ -13,13 +13,13 @@ import scipy.sparse as sp
 
 from vfl.core.errors import DataError
 from vfl.core.preprocessing import RawTable
-from vfl.datasets.base import RawDataset
+from vfl.datasets.dataset import RawDataset
 from vfl.datasets.stage import fit_stage
 from vfl.datasets.userfiles.columns import _parse_csv, _read_csv, _select_columns
-from vfl.datasets.userfiles.labels import _binary_labels
+from vfl.datasets.userfiles.label_rules import _binary_labels
 from vfl.datasets.userfiles.libsvm import _libsvm_columns, _parse_libsvm, index_base
-from vfl.datasets.userfiles.messages import _preview, _show
 from vfl.datasets.userfiles.options import USER_FILE_OPTIONS, _csv_options
+from vfl.datasets.userfiles.previews import _preview, _show
 from vfl.datasets.userfiles.reading import _EXTENSIONS, read_user_file
 
 

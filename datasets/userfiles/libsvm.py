@@ -13,10 +13,9 @@ import scipy.sparse as sp
 
 from vfl.core.errors import DataError
 from vfl.core.preprocessing import RawTable
-from vfl.datasets.base import RawDataset
+from vfl.datasets.dataset import RawDataset
 from vfl.datasets.userfiles.holdout import _split, _split_record
-from vfl.datasets.userfiles.labels import _binary_labels
-from vfl.datasets.userfiles.messages import _one_line, _show
+from vfl.datasets.userfiles.label_rules import _binary_labels
 from vfl.datasets.userfiles.options import (
     _label_positive,
     _libsvm_options,
@@ -25,6 +24,7 @@ from vfl.datasets.userfiles.options import (
     _test_options,
     declared_labels,
 )
+from vfl.datasets.userfiles.previews import _one_line, _show
 from vfl.datasets.userfiles.private_reading import load_libsvm_records
 from vfl.datasets.userfiles.reading import UserFile, _data_line_numbers, _files, read_user_file
 

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from vfl.core.errors import DataError
-from vfl.datasets._checks import integer
-from vfl.datasets.userfiles.messages import _preview
+from vfl.datasets._generator_checks import integer
+from vfl.datasets.userfiles.previews import _preview
 
 #: ``options`` accepted by ``load_raw("libsvm", ...)``.
 LIBSVM_OPTIONS = (

@@ -3,7 +3,7 @@
 :func:`load_libsvm_records` and :func:`load_csv_records` read what
 :func:`~vfl.datasets.userfiles.load_libsvm` and
 :func:`~vfl.datasets.userfiles.load_csv` read, with the rules of
-:mod:`vfl.datasets.records`: N is the number of lines (after a CSV's header
+:mod:`vfl.datasets.record_parsers`: N is the number of lines (after a CSV's header
 line; a final newline adds no record), and a missing or malformed field takes
 its public default instead of stopping the run. Everything that decides how a
 record is read is public and checked before any file is read: the labels
@@ -26,8 +26,8 @@ import pandas as pd
 
 from vfl.core.errors import ConfigError, DataError
 from vfl.core.preprocessing import RawTable
-from vfl.datasets.base import RawDataset
-from vfl.datasets.records import (
+from vfl.datasets.dataset import RawDataset
+from vfl.datasets.record_parsers import (
     Columns,
     LibsvmRules,
     number,
@@ -38,7 +38,6 @@ from vfl.datasets.records import (
 from vfl.datasets.stage import refuse_private
 from vfl.datasets.userfiles.columns import _select_columns
 from vfl.datasets.userfiles.holdout import _split, _split_record
-from vfl.datasets.userfiles.messages import _jsonable, _show
 from vfl.datasets.userfiles.options import (
     _csv_options,
     _label_positive,
@@ -48,6 +47,7 @@ from vfl.datasets.userfiles.options import (
     _test_options,
     declared_labels,
 )
+from vfl.datasets.userfiles.previews import _jsonable, _show
 from vfl.datasets.userfiles.reading import UserFile, _files, read_user_file
 
 __all__ = ["load_libsvm_records", "load_csv_records", "fill_option"]
@@ -170,7 +170,7 @@ def load_libsvm_records(options: Mapping[str, Any]) -> RawDataset:
     indices = "one-based" if one_based else "zero-based"
     parsing = {
         "format": "libsvm",
-        "parser": "vfl.datasets.records.parse_libsvm",
+        "parser": "vfl.datasets.record_parsers.parse_libsvm",
         "indices": indices,
         "zero_based_option": zero_based,
         "n_features": n_features,
@@ -265,7 +265,7 @@ def load_csv_records(options: Mapping[str, Any]) -> RawDataset:
 
     parsing = {
         "format": "csv",
-        "parser": "vfl.datasets.records.parse_delimited",
+        "parser": "vfl.datasets.record_parsers.parse_delimited",
         "header": True,
         "delimiter": opts["delimiter"],
         "label": opts["label"],

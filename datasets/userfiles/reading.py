@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from vfl.core.errors import DataError
-from vfl.datasets.userfiles.messages import _one_line
+from vfl.datasets.userfiles.previews import _one_line
 
 _EXTENSIONS = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
 
@@ -87,7 +87,7 @@ def read_user_file(path: str | os.PathLike, *, strict: bool = True) -> UserFile:
     file is read once: the bytes that are hashed are the bytes that are
     decompressed and parsed. ``strict=False`` (a run that claims a guarantee):
     the extension alone decides the decompression and the text is not checked
-    (a record's bytes never stop the run; :mod:`vfl.datasets.records`).
+    (a record's bytes never stop the run; :mod:`vfl.datasets.record_parsers`).
 
     Raises
     ------

@@ -10,9 +10,9 @@ from time import perf_counter, process_time
 import numpy as np
 
 from vfl.core.errors import ConfigError
-from vfl.core.records import PrivacyInfo
 from vfl.core.relations import stated_on
 from vfl.core.sampling import GRID_BITS, ExactSampler
+from vfl.core.typed_records import PrivacyInfo
 from vfl.privacy.audit import (
     audit_verdict,
     choose_bound,

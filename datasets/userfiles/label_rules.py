@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from vfl.core.errors import DataError
-from vfl.datasets.userfiles.messages import _jsonable, _preview, _show
+from vfl.datasets.userfiles.previews import _jsonable, _preview, _show
 from vfl.datasets.userfiles.reading import UserFile
 
 

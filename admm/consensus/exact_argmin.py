@@ -8,9 +8,9 @@ from time import perf_counter
 import numpy as np
 
 from vfl.core.params import Param
-from vfl.core.records import PrivacyInfo
 from vfl.core.releases import Release
 from vfl.core.solver import Reference
+from vfl.core.typed_records import PrivacyInfo
 
 from ..local_solvers import fista, kkt_residual, lipschitz, newton, smooth_grad
 from .base import (

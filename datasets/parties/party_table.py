@@ -7,7 +7,7 @@ test file, if it has one, and nothing else: on Dask and in the party services
 each party's process calls it with its own :class:`~.spec.PartySpec`.
 
 The reading follows the rules of every user file (:mod:`vfl.datasets.userfiles`,
-:mod:`vfl.datasets.records`): a run that claims no guarantee stops at the first
+:mod:`vfl.datasets.record_parsers`): a run that claims no guarantee stops at the first
 bad cell with one line naming the party, line and column; a run that claims one
 reads every line as one record and a missing or malformed field takes its
 public default. The IDs are checked in both: a missing ID, an ID twice, or an
@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from vfl.core.errors import DataError
 from vfl.core.preprocessing import RawTable, Schema
-from vfl.datasets.records import (
+from vfl.datasets.record_parsers import (
     Columns,
     LibsvmRules,
     number,
@@ -42,8 +42,8 @@ from vfl.datasets.stage import refuse_private
 from vfl.datasets.userfiles import UserFile, read_user_file
 from vfl.datasets.userfiles.columns import _parse_column, _parse_labels, _read_csv
 
+from .party_spec import PartySpec, resolve
 from .schema import load_schema
-from .spec import PartySpec, resolve
 
 __all__ = ["PartyPart", "PartyTable", "load_party", "canonical_ids"]
 
