@@ -113,6 +113,7 @@ def joblib_in_process(monkeypatch) -> list[int]:
     """
 
     pools: list[int] = []
+    real = joblib.Parallel
 
     class InProcessParallel:
         def __init__(self, n_jobs):
@@ -125,6 +126,10 @@ def joblib_in_process(monkeypatch) -> list[int]:
             ]
 
     monkeypatch.setattr(joblib, "Parallel", InProcessParallel)
+    # and where a module bound the name at its import (``from joblib import Parallel``)
+    for module in [m for name, m in sys.modules.items() if name.startswith("vfl.")]:
+        if getattr(module, "Parallel", None) is real:
+            monkeypatch.setattr(module, "Parallel", InProcessParallel)
     return pools
 
 
