@@ -12,13 +12,8 @@ import pickle
 import sys
 from pathlib import Path
 
-import joblib
 import pytest
 from schedule import pytest_collection_modifyitems, pytest_configure, pytest_configure_node  # noqa: F401
-
-from vfl.datasets.parties import join
-from vfl.experiments.transport.service_tls import write_deployment
-from vfl.plots import canvas as plots
 
 # PYTHONDONTWRITEBYTECODE=1 (some shells set it) made every xdist worker rewrite and compile
 # every test module and the package again, and every process a test starts compile the
@@ -37,6 +32,14 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     # every core, and BLAS threads spinning against the other worker only cost time
     for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_var, "1")
+
+# numpy (under joblib and vfl) loads here, after the BLAS limit above: loaded before it, each
+# worker's BLAS ran two threads against the other worker's (the suite took 407 s, not 320 s)
+import joblib  # noqa: E402
+
+from vfl.datasets.parties import join  # noqa: E402
+from vfl.experiments.transport.service_tls import write_deployment  # noqa: E402
+from vfl.plots import canvas as plots  # noqa: E402
 
 
 @pytest.hookimpl(tryfirst=True)
