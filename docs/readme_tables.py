@@ -57,7 +57,7 @@ import pandas as pd
 
 sys.path.append(str(Path(__file__).resolve().parent))  # its siblings, also when loaded by path
 from readme_facts import FACTS  # noqa: E402
-from readme_lookup import Fact, FactError, _exp, _word, cell, count  # noqa: E402, F401 (tests/test_readme.py's facts)
+from readme_lookup import FactError  # noqa: E402
 from readme_markdown import (  # noqa: E402
     alignment_markdown,
     bench_targets_markdown,

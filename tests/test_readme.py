@@ -163,6 +163,7 @@ def test_measured_tables_are_the_ones_the_script_writes():
 
 def test_a_fact_mark_is_rewritten_from_its_csv_or_refused(tmp_path, monkeypatch):
     tables = _readme_tables()
+    lookup = sys.modules["readme_lookup"]  # what readme_tables reads its facts with
     (tmp_path / "runs.csv").write_text(
         "config,scale,verdict,epsilon,delta\n"
         "a,1,PASS,10035200,1e-05\na,0.33,REFUTED,10035200,1e-05\n"
@@ -173,14 +174,14 @@ def test_a_fact_mark_is_rewritten_from_its_csv_or_refused(tmp_path, monkeypatch)
         tables,
         "FACTS",
         {
-            "refuted": tables.count("runs.csv", scale=0.33, verdict="REFUTED"),
-            "not-refuted": tables.Fact(
-                "runs.csv", lambda t: int(((t["scale"] == 0.33) & (t["verdict"] != "REFUTED")).sum()), tables._word
+            "refuted": lookup.count("runs.csv", scale=0.33, verdict="REFUTED"),
+            "not-refuted": lookup.Fact(
+                "runs.csv", lambda t: int(((t["scale"] == 0.33) & (t["verdict"] != "REFUTED")).sum()), lookup._word
             ),
-            "a-epsilon": tables.cell("runs.csv", "epsilon", tables._exp(1), config="a", scale=1),
-            "a-delta": tables.cell("runs.csv", "delta", tables._exp(0), config="a", scale=1),
-            "c-epsilon": tables.cell("runs.csv", "epsilon", config="c", scale=1),
-            "a-epsilon-any-scale": tables.cell("runs.csv", "epsilon", config="a"),
+            "a-epsilon": lookup.cell("runs.csv", "epsilon", lookup._exp(1), config="a", scale=1),
+            "a-delta": lookup.cell("runs.csv", "delta", lookup._exp(0), config="a", scale=1),
+            "c-epsilon": lookup.cell("runs.csv", "epsilon", config="c", scale=1),
+            "a-epsilon-any-scale": lookup.cell("runs.csv", "epsilon", config="a"),
         },
     )
     readme = (
@@ -191,16 +192,16 @@ def test_a_fact_mark_is_rewritten_from_its_csv_or_refused(tmp_path, monkeypatch)
     want = readme.replace("7<", "1<").replace("three<", "one<").replace("2.0e3<", "1.0e7<")
     assert tables.render(readme) == want
     assert tables.render(want) == want  # only the values move; the marks stay
-    with pytest.raises(tables.FactError, match="unknown fact 'nope'"):
+    with pytest.raises(lookup.FactError, match="unknown fact 'nope'"):
         tables.render("1<!-- fact: nope -->")
     with pytest.raises(
-        tables.FactError, match="fact 'c-epsilon': 0 rows of runs.csv have config='c', scale=1, not one"
+        lookup.FactError, match="fact 'c-epsilon': 0 rows of runs.csv have config='c', scale=1, not one"
     ):
         tables.render("8<!-- fact: c-epsilon -->")
-    with pytest.raises(tables.FactError, match="fact 'a-epsilon-any-scale': 2 rows"):
+    with pytest.raises(lookup.FactError, match="fact 'a-epsilon-any-scale': 2 rows"):
         tables.render("8<!-- fact: a-epsilon-any-scale -->")
     (tmp_path / "runs.csv").unlink()
-    with pytest.raises(tables.FactError, match="fact 'refuted': FileNotFoundError"):
+    with pytest.raises(lookup.FactError, match="fact 'refuted': FileNotFoundError"):
         tables.render("1<!-- fact: refuted -->")
 
 
