@@ -62,6 +62,20 @@ def test_onehot_in_place_with_other_bucket_and_fixed_width():
     np.testing.assert_array_equal(ordinal.transform(t)[:, 1], [0, 1, 0, 2, 1, 0])
 
 
+def test_codes_read_each_value_as_its_text_without_trailing_nuls():
+    """A value's code is its place in the vocabulary, looked up as numpy's ``astype(str)``
+    reads it (the codes before the lookup was hashed): trailing NULs dropped, a stray
+    non-str value by its text, anything else outside (the ordinal code len(values))."""
+    values = np.array(["a", "b\x00", "b\x00c", 1, None, "", "a "], dtype=object)
+    t = RawTable(names=("c",), kinds=("categorical",), numeric=np.zeros((7, 0)), categorical=values[:, None])
+    enc = Encoder(layout=("c",), kinds={"c": "categorical"}, vocabularies={"c": ("a", "b", "1", "None")})
+    expected = [0, 1, 4, 2, 3, 4, 4]
+    np.testing.assert_array_equal(enc.codes(t, "c"), expected)
+    distinct, inverse = np.unique(values.astype(str), return_inverse=True)  # the former reading
+    lookup = {"a": 0, "b": 1, "1": 2, "None": 3}
+    np.testing.assert_array_equal(np.array([lookup.get(u, 4) for u in distinct])[inverse], expected)
+
+
 def test_minmax_clips_and_maps_to_range_closed_form():
     X = np.array([[-5.0, 2.0], [0.0, 4.0], [10.0, 100.0]])
     s = Scaler("minmax", np.array([0, 1]), lo=np.array([0.0, 2.0]), hi=np.array([5.0, 6.0]), lower=-1.0, upper=1.0)
