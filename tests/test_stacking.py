@@ -389,6 +389,7 @@ def test_done_criteria_on_a9a(tmp_path, data_dir, monkeypatch):
         datasets=["a9a"],
         epsilons=(0.5, 8.0),
         methods=("stacking",),
+        jobs=1,  # (the suite's workers hold every core; test_reproduce_private runs the pool)
     )
     table = pd.read_csv(tmp_path / "utility-a9a.csv")
     ref = table.set_index("method")
