@@ -172,7 +172,7 @@ class PrivacyLedger:
         from dp_accounting.rdp import rdp_privacy_accountant  # lazy: start-up (dp_accounting, 0.3 s)
 
         self._grow(1)
-        rdp = self._rdp()
+        rdp = np.unique(self._rdp(), axis=0)  # units that spent alike: one conversion for them all
         eps = float(max(rdp_privacy_accountant.compute_epsilon(self._orders, row, self.delta)[0] for row in rdp))
         # Laplace only: basic composition is (eps, 0)-DP too, and sometimes smaller
         return min(eps, self.pure_epsilon()) if not np.any(self._gauss > 0) and not self._extra.any() else eps
@@ -204,7 +204,7 @@ class PrivacyLedger:
         from dp_accounting.rdp import rdp_privacy_accountant  # lazy: start-up (dp_accounting, 0.3 s)
 
         self._grow(1)
-        rdp = self._rdp()
+        rdp = np.unique(self._rdp(), axis=0)  # (as in epsilon)
         out = np.array(
             [max(rdp_privacy_accountant.compute_delta(self._orders, row, float(e))[0] for row in rdp) for e in eps]
         )

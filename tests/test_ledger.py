@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from dp_accounting.rdp import rdp_privacy_accountant
 
 from vfl.core.ledger import PrivacyLedger, _laplace_rdp
 from vfl.core.releases import Release
@@ -103,3 +104,20 @@ def test_the_exact_sampler_adds_its_grid_to_the_l2_bound_too():
     assert event.exact
     assert event.sensitivity[0] == pytest.approx(1.0 + grid_slack("laplace", 1.0, 9) * event.scale[0])
     assert event.l2_sensitivity[0] == pytest.approx(0.5 + grid_slack("gaussian", 1.0, 9) * event.scale[0])
+
+
+def test_units_that_spent_alike_are_converted_once(monkeypatch):
+    """The worst unit's epsilon and delta(epsilon) over 1000 agents alike and one apart: the
+    one apart's, each unit's RDP curve converted once per distinct curve."""
+    alike, apart = PrivacyLedger(1e-5), PrivacyLedger(1e-5)
+    alike.add([_laplace(1.0, 2.0, 0.5, units=range(1000))])
+    alike.add([_laplace(1.0, 2.0, 0.5, units=[1000]) for _ in range(3)])
+    for _ in range(3):
+        apart.add([_laplace(1.0, 2.0, 0.5)])
+    calls = []
+    real = rdp_privacy_accountant.compute_epsilon
+    monkeypatch.setattr(rdp_privacy_accountant, "compute_epsilon", lambda *a: calls.append(1) or real(*a))
+    worst = alike.epsilon()
+    assert len(calls) == 2  # two curves: the thousand alike, and the one apart
+    assert worst == apart.epsilon()
+    np.testing.assert_array_equal(alike.delta_at([0.5, 2.0]), apart.delta_at([0.5, 2.0]))
