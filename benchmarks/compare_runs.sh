@@ -14,6 +14,8 @@ from pathlib import Path
 import pandas as pd
 
 a, b = Path(sys.argv[1]), Path(sys.argv[2])
+if not any(a.rglob("*.csv")) or not b.is_dir():  # (a wrong path must not read "all identical")
+    sys.exit(f"error: {a} holds no CSV, or {b} is not a directory")
 bad = diagnostics = 0
 for csv in sorted(a.rglob("*.csv")):
     other = b / csv.relative_to(a)
