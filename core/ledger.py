@@ -78,6 +78,11 @@ class PrivacyLedger:
         """Each unit's RDP per order: its releases and what was spent before the run."""
         return self._lap_rdp + self._gauss[:, None] * self._orders[None, :] / 2.0 + self._extra[None, :]
 
+    def _distinct_rdp(self) -> np.ndarray:
+        """The distinct rows of :meth:`_rdp`: units that spent alike (a thousand agents) are
+        converted to epsilon or delta once, and the worst unit is the worst of these."""
+        return np.unique(self._rdp(), axis=0)
+
     def _grow(self, n: int) -> None:
         if n > self._gauss.size:
             pad = n - self._gauss.size
@@ -172,7 +177,7 @@ class PrivacyLedger:
         from dp_accounting.rdp import rdp_privacy_accountant  # lazy: start-up (dp_accounting, 0.3 s)
 
         self._grow(1)
-        rdp = np.unique(self._rdp(), axis=0)  # units that spent alike: one conversion for them all
+        rdp = self._distinct_rdp()
         eps = float(max(rdp_privacy_accountant.compute_epsilon(self._orders, row, self.delta)[0] for row in rdp))
         # Laplace only: basic composition is (eps, 0)-DP too, and sometimes smaller
         return min(eps, self.pure_epsilon()) if not np.any(self._gauss > 0) and not self._extra.any() else eps
@@ -204,7 +209,7 @@ class PrivacyLedger:
         from dp_accounting.rdp import rdp_privacy_accountant  # lazy: start-up (dp_accounting, 0.3 s)
 
         self._grow(1)
-        rdp = np.unique(self._rdp(), axis=0)  # (as in epsilon)
+        rdp = self._distinct_rdp()
         out = np.array(
             [max(rdp_privacy_accountant.compute_delta(self._orders, row, float(e))[0] for row in rdp) for e in eps]
         )

@@ -24,7 +24,7 @@ KEY = "vfl/durations"
 #: a test at least this long (seconds, setup and teardown included) is dealt first
 LONG = 1.0
 #: the long tests' seconds on 2 cores, committed: a fresh clone (CI) has no pytest cache, and
-#: without durations its slow tier is dealt in collection order (CI's suite took 14 s more).
+#: without durations its slow tier is dealt in collection order.
 #: ``VFL_DURATIONS_FILE=tests/durations.json pytest`` rewrites it from the run.
 COMMITTED = Path(__file__).with_name("durations.json")
 
