@@ -59,8 +59,11 @@ def vfl(*args, cwd=None, env=None, timeout=None, input=None):
     env = {k: None if v is None else str(v) for k, v in (env or {}).items()}  # None: unset
     previous = os.getcwd()
     t0 = time.perf_counter()
-    with runner.isolation(input=input, env=env) as (out, err, _):
-        saved_show = warnings.showwarning
+    with runner.isolation(input=input, env=env) as (out, err, _), warnings.catch_warnings():
+        # (catch_warnings restores showwarning and the filters.) Outside main, the
+        # interpreter's default: an earlier test's object collected during this call (its
+        # ResourceWarning) is not this command's output
+        warnings.filterwarnings("ignore", category=ResourceWarning)
         warnings.showwarning = _show_on_stderr
         try:
             if cwd is not None:
@@ -71,7 +74,6 @@ def vfl(*args, cwd=None, env=None, timeout=None, input=None):
                 code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         finally:
             os.chdir(previous)
-            warnings.showwarning = saved_show
             sys.stdout.flush()
             sys.stderr.flush()
         stdout, stderr = out.getvalue(), err.getvalue()

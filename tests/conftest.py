@@ -131,6 +131,26 @@ def _png_figures_only(request, monkeypatch):
         monkeypatch.setattr(plots, "VECTOR_SUFFIX", None)
 
 
+def _open_dask_clusters() -> list:
+    spec = sys.modules.get("distributed.deploy.spec")  # None: no test here has used Dask yet
+    return [] if spec is None else [c for c in list(spec.SpecCluster._instances) if c.status.name != "closed"]
+
+
+@pytest.fixture(autouse=True)
+def _no_dask_cluster_left_open():
+    """Fail the test that leaves a Dask cluster of its own unclosed (a module's shared
+    cluster is open before the test, and stays open).
+
+    Its ResourceWarning otherwise fires at some later garbage collection, inside
+    whichever test runs then (once in CI: in the captured stderr of a CLI error test).
+    """
+    before = set(map(id, _open_dask_clusters()))
+    yield
+    left = [c for c in _open_dask_clusters() if id(c) not in before]
+    if left:
+        pytest.fail(f"Dask cluster(s) left open: {', '.join(map(repr, left))}", pytrace=False)
+
+
 @pytest.fixture
 def joblib_in_process(monkeypatch) -> list[int]:
     """``joblib.Parallel`` without its worker processes; returns the ``n_jobs`` of each pool.
