@@ -157,7 +157,7 @@ class AgentGroup:
 
     def grad(self, X) -> np.ndarray:
         """``grad f_i(x_i)`` for every agent of the group, ``(n, d)``."""
-        g, _ = loss_derivatives(self.objective, self._margins(X), self.b)
+        g = self.objective.loss_fn.grad(self._margins(X), self.b)
         return self._w * np.matmul(g[:, None, :], self.A)[:, 0, :] + self._c * X
 
     def newton(self, v, q, X0, tol=1e-12, max_iter=50):

@@ -108,13 +108,11 @@ def loss_derivatives(objective: Objective, u: np.ndarray, b: np.ndarray):
     The logistic curvature is ``L^2 sigma(L u) sigma(-L u)``: zero for a
     label-0 sample of the literal ``{0, 1}`` reading.
     """
-    loss = objective.loss_fn
-    g = loss.grad(u, b)
     if objective.loss == "logistic":
-        h = b * b * expit(b * u) * expit(-b * u)
-    else:
-        h = loss.hess(u, b)
-    return g, h
+        q = expit(-b * u)  # the sigmoid of LogisticLoss.grad, computed once for both
+        return -b * q, b * b * expit(b * u) * q
+    loss = objective.loss_fn
+    return loss.grad(u, b), loss.hess(u, b)
 
 
 def central_optimum(A, b, objective: Objective, *, tol: float = 1e-10, max_iter: int = 100) -> np.ndarray:
@@ -152,7 +150,7 @@ def central_optimum(A, b, objective: Objective, *, tol: float = 1e-10, max_iter:
         while value(x - t * step) > f0 - 1e-4 * t * slope + slack and t > 1e-12:
             t *= 0.5
         x = x - t * step
-    g1, _ = loss_derivatives(objective, A @ x, b)
+    g1 = objective.loss_fn.grad(A @ x, b)
     gn = float(np.linalg.norm(w * (A.T @ g1) + c * x))
     if gn < tol:
         return x

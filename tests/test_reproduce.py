@@ -10,7 +10,6 @@ from cli_helpers import invoke
 from shipped import shipped
 
 import vfl.papers.hu.figures as hu
-import vfl.plots as plotting
 from vfl.experiments.config import load_config
 from vfl.papers import PAPERS, paper
 from vfl.papers.hu import PAPER
@@ -62,7 +61,6 @@ def tiny_configs(root: Path) -> Path:
 
 @pytest.mark.slow
 def test_reproduce_all_writes_figures_and_csvs_then_resumes(tmp_path, monkeypatch):
-    monkeypatch.setitem(plotting.STYLE, "savefig.dpi", 60)  # small PNGs: drawing is most of the time
     configs = tiny_configs(tmp_path / "configs")
     out = tmp_path / "figures"
     log = []

@@ -12,7 +12,6 @@ from cli_helpers import vfl
 from shipped import paper_configs
 
 import vfl.papers.ldp.figures as ldp
-import vfl.plots as plotting
 from vfl.core.errors import ConfigError, DivergedError
 from vfl.core.layouts import NetworkData
 from vfl.core.streams import Streams
@@ -169,9 +168,8 @@ repeats = 2
 
 @pytest.fixture
 def small_fig1(monkeypatch):
-    """Fig. 1 on a few points (the quadrature costs about 0.15 s a point), small PNGs."""
+    """Fig. 1 on a few points (the quadrature costs about 0.15 s a point)."""
 
-    monkeypatch.setitem(plotting.STYLE, "savefig.dpi", 60)
     monkeypatch.setattr(ldp, "FIG1_SURFACE_OMEGAS", np.linspace(0.1, 1.0, 4))
     monkeypatch.setattr(ldp, "FIG1_SURFACE_BETAS", np.array([2.0, 6.0, 10.0]))
     monkeypatch.setattr(ldp, "FIG1_EXACT_OMEGAS", np.array([0.1, 0.5]))
