@@ -25,13 +25,16 @@ from test_parties import (
 from vfl.core.protocol import DIAGNOSTIC
 from vfl.experiments.config import config_from_dict, load_config
 from vfl.experiments.runner import run_experiment
+from vfl.experiments.transport import dask_units
 from vfl.experiments.transport.dask_units import DaskUnits
 
 distributed = pytest.importorskip("dask.distributed")
 
 
 @pytest.mark.slow
-def test_bad_clusters_are_one_line_errors_and_nothing_is_written(tmp_path, cluster):
+def test_bad_clusters_are_one_line_errors_and_nothing_is_written(tmp_path, cluster, monkeypatch):
+    # the cluster's two workers are up: the run's wait for a third (2 s) only idles the test
+    monkeypatch.setattr(dask_units, "WORKER_WAIT", 0.25)
     path = _config(tmp_path)
     out = tmp_path / "run"
     dask = ["--set", "run.backend=dask"]

@@ -30,6 +30,7 @@ from vfl.core.errors import PartyLostError
 from vfl.experiments.config import apply_overrides, config_from_dict, load_config
 from vfl.experiments.run_plan import plan_run
 from vfl.experiments.runner import run_experiment
+from vfl.experiments.transport import dask_units
 from vfl.experiments.transport.dask_units import dask_backend
 
 distributed = pytest.importorskip("dask.distributed")
@@ -389,7 +390,8 @@ def test_providers_whose_worker_does_not_come_back_stop_the_run_naming_them(exte
 
 
 @pytest.mark.parametrize("units", ["providers", "agents"])
-def test_a_cluster_without_workers_for_the_groups_is_a_one_line_error(tmp_path, units):
+def test_a_cluster_without_workers_for_the_groups_is_a_one_line_error(tmp_path, units, monkeypatch):
+    monkeypatch.setattr(dask_units, "WORKER_WAIT", 0.25)  # no worker will join: waiting 2 s only idles
     cluster = External(tmp_path, 0, nanny=False)
     path = tmp_path / "units.toml"
     path.write_text({"providers": PROVIDERS_TOML, "agents": LDP_TOML}[units] + '[run]\nbackend = "dask"\n')

@@ -67,6 +67,8 @@ TRANSPORT_SOURCE = (
     "rows (inference_bytes) and the bookkeeping; Dask's message headers and "
     "framing included"
 )
+#: seconds a run waits for enough free workers to join before it names the shortfall
+WORKER_WAIT = 2.0
 #: offset of ``tcpi_bytes_acked`` (then ``tcpi_bytes_received``) in Linux's ``struct tcp_info``
 _TCP_INFO_BYTES = 120
 
@@ -122,7 +124,7 @@ class DaskUnits(PhaseCounts, Units):
         if self.client is None:  # no --cluster: a local one, one worker per unit or group
             self.cluster, self.client = local_cluster(wanted)
             self.address = self.cluster.scheduler_address
-        workers = self._free_workers(wanted, wait=2.0)
+        workers = self._free_workers(wanted, wait=WORKER_WAIT)
         what = f"{place.role} {place.plural}".strip()
         if not place.own_worker:
             if not workers:
@@ -159,7 +161,7 @@ class DaskUnits(PhaseCounts, Units):
         if self.client is None:
             self.cluster, self.client = local_cluster(units)
             self.address = self.cluster.scheduler_address
-        workers = self._free_workers(units, wait=2.0)
+        workers = self._free_workers(units, wait=WORKER_WAIT)
         if len(workers) < units:
             raise ConfigError(too_few(self.address, workers, units, "parties", "each party needs its own worker"))
         ranges = [(m, m + 1) for m in range(place.first, M)]
