@@ -106,7 +106,7 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
         solver.wire = Wire(M)
         solver.label_sigma = None
         if privacy.label_epsilon is not None:
-            from vfl.privacy.labels import label_sigma  # lazy: start-up (vfl.privacy loads dp-accounting, 0.8 s)
+            from vfl.privacy.labels import label_sigma  # lazy: start-up (it loads dp-accounting, 0.6 s)
 
             solver.label_epsilon, solver.label_delta = privacy.label_epsilon, privacy.label_delta
             solver.label_clip, solver.label_rng = privacy.label_clip, streams.noise(0, 1)
@@ -185,7 +185,7 @@ class FDMLSGDSolver(PartyBlocks, FDMLSGD, Solver):
     def privacy_info(self) -> PrivacyInfo | None:
         label = None
         if self.label_sigma is not None:
-            from vfl.privacy.labels import label_guarantee  # lazy: start-up (vfl.privacy loads dp-accounting, 0.8 s)
+            from vfl.privacy.labels import label_guarantee  # lazy: start-up (it loads dp-accounting, 0.6 s)
 
             label = label_guarantee(
                 self.label_epsilon,

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 import dp_accounting
 import numpy as np
+import numpy.typing as npt
 from dp_accounting import pld, rdp
 
 from vfl.core.gaussian import epsilon as _analytic_epsilon
@@ -45,6 +46,7 @@ __all__ = [
     "composed_gaussian_epsilon",
     "calibrate_sigma",
     "epsilon_curve",
+    "laplace_composition_epsilon",
 ]
 
 ACCOUNTANTS = ("pld", "rdp")
@@ -205,6 +207,23 @@ def epsilon_curve(noise_multipliers: Sequence[float], delta: float, accountant: 
     _check_accountant(accountant)
     z_eff = np.cumsum(z**-2.0) ** -0.5
     return np.array([_epsilon(dp_accounting.GaussianDpEvent(float(ze)), delta, accountant) for ze in z_eff])
+
+
+def laplace_composition_epsilon(parameters: npt.ArrayLike, delta: float, accountant: str = "pld") -> float:
+    """Tight epsilon at ``delta`` of composed Laplace mechanisms (Xiao et al. 2019's worst case).
+
+    ``parameters[k] = (noise scale) / (l1 sensitivity)``; for the worst case of
+    Algorithm 1 per coordinate that is ``1 / (beta_{k+1} alpha B_inf)``.
+    Consecutive equal parameters are grouped into one self-composed event.
+    """
+    p = np.asarray(parameters, dtype=float).ravel()
+    if p.size == 0 or np.any(~np.isfinite(p)) or np.any(p <= 0):
+        raise ValueError("parameters must be a non-empty array of finite numbers > 0")
+    values, starts = np.unique(p, return_index=True)
+    # keep the original order of first appearance; order does not change a composition
+    events = [laplace_event(float(v), int(np.sum(p == v))) for v in values[np.argsort(starts)]]
+    event = events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events)
+    return epsilon_of(event, delta, accountant)
 
 
 # -------------------------------------------------------------- helpers --

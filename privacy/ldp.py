@@ -23,15 +23,14 @@ Algorithms 2 / 2*, ``B_inf`` the l_inf local sensitivity of the gradient).
   take ``t = -alpha B_inf`` there, but ``+alpha B_inf`` is the maximum, so
   eq. (11) is not a rigorous bound);
 - :func:`advanced_composition`: footnote 1 (Kairouz et al., Theorem 3.5);
-- :func:`laplace_composition_epsilon`: the tight (epsilon, delta) of the
-  worst-case Laplace mechanisms through dp-accounting's PLD accountant.
+  the tight (epsilon, delta) of the worst-case Laplace mechanisms is
+  :func:`vfl.privacy.accountant.laplace_composition_epsilon` (dp-accounting's PLD).
 """
 
 from __future__ import annotations
 
 import math
 
-import dp_accounting
 import numpy as np
 import numpy.typing as npt
 from scipy import integrate
@@ -39,7 +38,6 @@ from scipy import integrate
 from vfl.core.arrays import FloatArray
 
 from . import _checks
-from .accountant import epsilon_of
 
 __all__ = [
     "geometric_schedule",
@@ -50,7 +48,6 @@ __all__ = [
     "gamma_exact",
     "gamma_bound_corrected",
     "advanced_composition",
-    "laplace_composition_epsilon",
 ]
 
 
@@ -281,24 +278,3 @@ def advanced_composition(eps: npt.ArrayLike, delta: float, *, paper_form: bool =
         return third
     second = first + math.sqrt(2 * s2 * math.log(math.e + math.sqrt(s2) / delta))
     return min(float(np.sum(e)), second, third)
-
-
-def laplace_composition_epsilon(parameters: npt.ArrayLike, delta: float, accountant: str = "pld") -> float:
-    """Tight epsilon at ``delta`` of composed Laplace mechanisms (dp-accounting).
-
-    ``parameters[k] = (noise scale) / (l1 sensitivity)``; for the worst case of
-    Algorithm 1 per coordinate that is ``1 / (beta_{k+1} alpha B_inf)``.
-    Consecutive equal parameters are grouped into one self-composed event.
-    """
-    p = np.asarray(parameters, dtype=float).ravel()
-    if p.size == 0 or np.any(~np.isfinite(p)) or np.any(p <= 0):
-        raise ValueError("parameters must be a non-empty array of finite numbers > 0")
-    events = []
-    values, starts = np.unique(p, return_index=True)
-    # keep the original order of first appearance; order does not change a composition
-    for v in values[np.argsort(starts)]:
-        n = int(np.sum(p == v))
-        ev = dp_accounting.LaplaceDpEvent(float(v))
-        events.append(ev if n == 1 else dp_accounting.SelfComposedDpEvent(ev, n))
-    event = events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events)
-    return epsilon_of(event, delta, accountant)

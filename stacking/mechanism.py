@@ -123,7 +123,7 @@ def gdp_mu(epsilon: float, delta: float, accountant: str = "pld") -> float:
     """
     from scipy.optimize import brentq  # lazy: start-up (scipy.optimize, 0.3 s; the private calibration only)
 
-    from vfl.privacy import (  # lazy: start-up (vfl.privacy loads dp-accounting, 0.8 s)
+    from vfl.privacy import (  # lazy: start-up (it loads dp-accounting, 0.6 s)
         calibrate_sigma,
         composed_gaussian_epsilon,
     )

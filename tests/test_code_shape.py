@@ -55,6 +55,24 @@ def test_a_function_level_import_says_why_it_is_lazy():
     assert not bare, f"{len(bare)} function-level imports without '{LAZY} <reason>':\n" + "\n".join(bare[:40])
 
 
+#: what a party's process starts without: the coordinator's accounting, baselines and figures
+#: (dp-accounting and scipy.stats, sklearn, matplotlib: 1.1 s of a party's 2 s start)
+NOT_IN_A_PARTY = ("dp_accounting", "sklearn", "matplotlib", "scipy.stats")
+
+
+def test_a_partys_process_imports_only_its_side():
+    """A Dask worker's side and a party service import none of :data:`NOT_IN_A_PARTY`; their
+    lazy imports are what keeps them out (``# lazy: start-up``), so a new module-level import
+    of them would slow every party's start again."""
+    code = (
+        "import sys, vfl.experiments.transport.dask_actor, vfl.experiments.transport.service_party;"
+        f"print(sorted(m for m in {NOT_IN_A_PARTY!r} if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]", f"a party's process imports {proc.stdout.strip()}"
+
+
 def _import_graph(tmp_path: Path) -> nx.DiGraph:
     """vfl's modules and the imports between them (grimp, as import-linter reads them: every
     import statement, function-level ones included, ``if TYPE_CHECKING:`` ones not), over a

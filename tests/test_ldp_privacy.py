@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from vfl.privacy import ldp
+from vfl.privacy import accountant, ldp
 
 # Spec 5.4 [CHECKED]: eq. (11) with alpha B_inf = 0.001; rows omega, columns beta = 2..10.
 TABLE = {
@@ -157,10 +157,10 @@ def test_advanced_composition_footnote_1():
 
 def test_laplace_pld_matches_pure_composition():
     # one Laplace mechanism with parameter b: epsilon -> 1/b as delta -> 0
-    assert ldp.laplace_composition_epsilon([2.0], 1e-12) == pytest.approx(0.5, rel=1e-2)
+    assert accountant.laplace_composition_epsilon([2.0], 1e-12) == pytest.approx(0.5, rel=1e-2)
     eps = 1.02 ** np.arange(1, 21) * 0.001  # 20 iterations, d = 14 coordinates
     params = np.repeat(1 / eps, 14)
-    pld = ldp.laplace_composition_epsilon(params, 1e-5)
+    pld = accountant.laplace_composition_epsilon(params, 1e-5)
     assert pld <= ldp.advanced_composition(np.repeat(eps, 14), 1e-5) <= np.repeat(eps, 14).sum()
 
 
@@ -173,7 +173,7 @@ def test_laplace_pld_matches_pure_composition():
         (lambda: ldp.realized_loss(0.0, 0.0, 1.0, 0.0, 0.1), "beta > 0"),
         (lambda: ldp.advanced_composition([0.1], 0.0), "delta"),
         (lambda: ldp.advanced_composition([-0.1], 0.1), "eps must be"),
-        (lambda: ldp.laplace_composition_epsilon([0.0], 1e-5), "parameters"),
+        (lambda: accountant.laplace_composition_epsilon([0.0], 1e-5), "parameters"),
         (lambda: ldp.geometric_schedule(1.0, -1.02, 3), "growth"),
     ],
 )

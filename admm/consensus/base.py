@@ -122,7 +122,7 @@ def per_iteration_epsilon(privacy, T: int, ratio: float = 1.0) -> float:
             "set privacy.epsilon with privacy.delta (the whole run's target) or "
             "privacy.epsilon_per_iteration (Theorem 1's)"
         )
-    from vfl.privacy import calibrate_sigma  # lazy: start-up (vfl.privacy loads dp-accounting, 0.8 s)
+    from vfl.privacy import calibrate_sigma  # lazy: start-up (it loads dp-accounting, 0.6 s)
 
     delta, target = float(privacy.delta), float(privacy.epsilon)
     z = calibrate_sigma(target, delta, int(T), 1.0, accountant=privacy.accountant)

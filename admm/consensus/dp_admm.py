@@ -11,6 +11,7 @@ from vfl.core.params import Param
 from vfl.core.releases import Release
 from vfl.core.solver import Reference
 from vfl.core.typed_records import PrivacyInfo
+from vfl.privacy.moments import dp_admm_epsilon
 
 from ..pretrain import pretrain_dw
 from .base import (
@@ -274,8 +275,6 @@ class DPADMM(_Consensus):
         """Theorem 2 / Appendix A: ``(eps_bar, delta)`` after the iterations so far."""
         if not self.noise or self.iteration == 0:
             return None
-        from vfl.privacy import dp_admm_epsilon  # lazy: start-up (vfl.privacy loads dp-accounting, 0.8 s)
-
         return dp_admm_epsilon(self.epsilon, self.delta, self.iteration), self.delta
 
     def privacy_info(self) -> PrivacyInfo | None:

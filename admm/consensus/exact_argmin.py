@@ -11,6 +11,7 @@ from vfl.core.params import Param
 from vfl.core.releases import Release
 from vfl.core.solver import Reference
 from vfl.core.typed_records import PrivacyInfo
+from vfl.privacy.moments import dp_admm_epsilon
 
 from ..local_solvers import fista, kkt_residual, lipschitz, newton, smooth_grad
 from .base import (
@@ -277,8 +278,6 @@ class ConsensusADMMPerturbed(_ExactLocal):
         """Theorem 2's moments accountant (sigma / Delta_paper = sqrt(2 L) / eps, as in Alg. 3)."""
         if self.iteration == 0:
             return None
-        from vfl.privacy import dp_admm_epsilon  # lazy: start-up (vfl.privacy loads dp-accounting, 0.8 s)
-
         return dp_admm_epsilon(self.epsilon, self.delta, self.iteration), self.delta
 
     def privacy_info(self) -> PrivacyInfo:

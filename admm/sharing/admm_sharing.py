@@ -96,7 +96,7 @@ class ADMMSharingSolver(SharingKeys, SharingAuditPairs, PartyBlocks, ADMMSharing
         """Label DP on every pull (:meth:`ADMMSharing._label_noise`): T epochs of M pulls."""
         if privacy.label_epsilon is None:
             return solver
-        from vfl.privacy.labels import label_sigma  # lazy: start-up (vfl.privacy loads dp-accounting, 0.8 s)
+        from vfl.privacy.labels import label_sigma  # lazy: start-up (it loads dp-accounting, 0.6 s)
 
         solver.label_epsilon, solver.label_delta = privacy.label_epsilon, privacy.label_delta
         solver.label_clip, solver.label_rng = privacy.label_clip, streams.noise(0, 1)
@@ -233,7 +233,7 @@ class ADMMSharingSolver(SharingKeys, SharingAuditPairs, PartyBlocks, ADMMSharing
         plan = self._plan
         if plan is None or not plan.calibrator.guarantee:
             return {}
-        from vfl.privacy import composed_gaussian_epsilon  # lazy: start-up (vfl.privacy loads dp-accounting, 0.8 s)
+        from vfl.privacy import composed_gaussian_epsilon  # lazy: start-up (it loads dp-accounting, 0.6 s)
 
         if self.epoch == 0:
             return {"lemma1": (0.0, plan.delta)}
@@ -321,7 +321,7 @@ class ADMMSharingSolver(SharingKeys, SharingAuditPairs, PartyBlocks, ADMMSharing
         out = self._feature_info()
         if self.label_sigma is None:
             return out
-        from vfl.privacy.labels import label_guarantee  # lazy: start-up (vfl.privacy loads dp-accounting, 0.8 s)
+        from vfl.privacy.labels import label_guarantee  # lazy: start-up (it loads dp-accounting, 0.6 s)
 
         label = label_guarantee(
             self.label_epsilon,

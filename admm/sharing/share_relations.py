@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from vfl.privacy.sharing import NEIGHBOURS, column_sensitivity, row_sensitivity
+
 if TYPE_CHECKING:  # (the plan holds a relation: a type only)
     from .plan import PrivacyPlan
 
@@ -41,8 +43,6 @@ class NeighbouringRelation:
     @property
     def words(self) -> str:
         """The relation in words (for manifests)."""
-        from vfl.privacy.sharing import NEIGHBOURS  # lazy: start-up (vfl.privacy loads dp-accounting, 0.8 s)
-
         return NEIGHBOURS[self.name]
 
     def check_penalty_range(self, params: dict) -> None:
@@ -98,8 +98,6 @@ class ColumnRelation(NeighbouringRelation):
     ball = "project"
 
     def sensitivity(self, *, n_samples, clip, b1, lam, input_clip, rho_range, x_rho_scale):
-        from vfl.privacy.sharing import column_sensitivity  # lazy: start-up (vfl.privacy loads dp-accounting, 0.8 s)
-
         return column_sensitivity(n_samples, clip, b1)
 
     def describe_sensitivity(self, plan):
@@ -184,8 +182,6 @@ class RowRelation(NeighbouringRelation):
     def sensitivity(self, *, n_samples, clip, b1, lam, input_clip, rho_range, x_rho_scale):
         if lam <= 0:
             raise ValueError("privacy.neighbours = 'row' needs objective.lam > 0 (the bound divides by 8 lam rho)")
-        from vfl.privacy.sharing import row_sensitivity  # lazy: start-up (vfl.privacy loads dp-accounting, 0.8 s)
-
         return max(row_sensitivity(clip, b1, x_rho_scale * r, lam, input_clip) for r in rho_range)
 
     def describe_sensitivity(self, plan):
