@@ -260,7 +260,7 @@ def measure(key: str) -> tuple[str, str]:
         proc = subprocess.run(command, shell=True, cwd=REPO, capture_output=True, text=True)
         wall = perf_counter() - t0
         if proc.returncode != 0:
-            raise RuntimeError(f"{command} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+            raise RuntimeError(f"{command} failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
         value, how = m.read(proc.stdout + proc.stderr, wall, Path(tmp))
     shown = command.replace(tmp, "TMP")
     return value, f"`{shown}`: {how}; load {before[0]} before, {load()[0]} after"
