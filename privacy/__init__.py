@@ -51,7 +51,7 @@ if TYPE_CHECKING:
         uniform_laplace_log_ratio,
         uniform_laplace_logpdf,
     )
-    from .compare import ANALYSES, epsilons_for_sigma, sigmas_for_epsilon, split_delta
+    from .compare import ANALYSES, epsilons_for_sigma, sigmas_for_epsilon
 
     # Xiao et al.'s local DP of decentralized optimization (Theorems 2.2, 2.3, footnote 1).
     from .ldp import (
@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         corollary1,
         data_dependent_sensitivity,
         lemma1_sensitivity,
+        split_delta,
         theorem1_epsilon,
         theorem1_sigma,
     )

@@ -214,7 +214,7 @@ def laplace_composition_epsilon(parameters: npt.ArrayLike, delta: float, account
 
     ``parameters[k] = (noise scale) / (l1 sensitivity)``; for the worst case of
     Algorithm 1 per coordinate that is ``1 / (beta_{k+1} alpha B_inf)``.
-    Consecutive equal parameters are grouped into one self-composed event.
+    Equal parameters are grouped into one self-composed event.
     """
     p = np.asarray(parameters, dtype=float).ravel()
     if p.size == 0 or np.any(~np.isfinite(p)) or np.any(p <= 0):

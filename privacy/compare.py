@@ -20,16 +20,11 @@ from vfl.core.params import check_epsilon
 
 from .accountant import calibrate_sigma, composed_gaussian_epsilon, epsilon_of, gaussian_events
 from .moments import dp_admm_epsilon
-from .paper import corollary1, theorem1_epsilon, theorem1_sigma
+from .paper import corollary1, split_delta, theorem1_epsilon, theorem1_sigma
 
-__all__ = ["ANALYSES", "ANALYSIS_LABELS", "epsilons_for_sigma", "report", "sigmas_for_epsilon", "split_delta"]
+__all__ = ["ANALYSES", "ANALYSIS_LABELS", "epsilons_for_sigma", "report", "sigmas_for_epsilon"]
 
 ANALYSES = ("paper", "moments", "pld", "rdp", "exact")
-
-
-def split_delta(delta: float, T: int) -> tuple[float, float]:
-    """(delta_iter, delta') with T * delta_iter + delta' = delta (Corollary 1)."""
-    return delta / (2 * T), delta / 2
 
 
 def _check(delta: float, T: int, sensitivity: float) -> None:

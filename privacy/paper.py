@@ -31,6 +31,7 @@ __all__ = [
     "theorem1_sigma",
     "theorem1_epsilon",
     "corollary1",
+    "split_delta",
     "data_dependent_sensitivity",
 ]
 
@@ -106,6 +107,11 @@ def theorem1_epsilon(sigma: float, delta: float, sensitivity: float) -> float:
     delta = _checks.probability("delta", delta)
     C = _checks.positive("sensitivity", sensitivity)
     return math.sqrt(2.0 * math.log(1.25 / delta)) * C / sigma
+
+
+def split_delta(delta: float, T: int) -> tuple[float, float]:
+    """(delta_iter, delta') with T * delta_iter + delta' = delta (Corollary 1)."""
+    return delta / (2 * T), delta / 2
 
 
 def corollary1(epsilon: float, T: int, delta: float, delta_prime: float) -> tuple[float, float]:

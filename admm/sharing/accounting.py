@@ -23,7 +23,13 @@ import numpy as np
 
 from vfl.core.preprocessing import row_norms
 from vfl.core.typed_records import PrivacyInfo
-from vfl.privacy.paper import corollary1, data_dependent_sensitivity, lemma1_sensitivity, theorem1_epsilon
+from vfl.privacy.paper import (
+    corollary1,
+    data_dependent_sensitivity,
+    lemma1_sensitivity,
+    split_delta,
+    theorem1_epsilon,
+)
 
 from .plan import PrivacyPlan
 from .share_relations import RELATIONS
@@ -226,8 +232,6 @@ def corollary1_claim(plan, t: int):
     Theorem 1 needs a per-iteration epsilon <= 1, else the paper claims nothing
     (NaN). Worst party. This is the paper's claim, not a guarantee.
     """
-    from vfl.privacy.compare import split_delta  # lazy: start-up (it loads dp-accounting, 0.6 s)
-
     delta_i, delta_prime = split_delta(plan.delta, plan.epochs_planned)
     worst = 0.0
     for m in range(len(plan.lemma1_sensitivity)):
